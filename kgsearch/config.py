@@ -1,0 +1,80 @@
+"""Where things live and the tunable tables (edge-type weights), with a JSON override file.
+
+Default index: ``$KGSEARCH_DB``, else ``$XDG_DATA_HOME/kgsearch/index.db`` (``~/.local/share``
+when unset; under ``$HOME`` on Termux too). Config file: ``$KGSEARCH_CONFIG``, else
+``$XDG_CONFIG_HOME/kgsearch/config.json``.
+"""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from .errors import DataError
+
+# Edge-type weights used by graph signals (combined with the per-edge weight).
+EDGE_WEIGHTS: dict[str, float] = {
+    # knowledge-graph types
+    "implements": 1.0, "provides": 1.0, "enables": 0.9, "used_for": 0.9,
+    "depends_on": 0.8, "requires": 0.8, "feeds_into": 0.8, "followed_by": 0.7,
+    "part_of": 0.7, "similar_to": 0.6, "complements": 0.6, "relates_to": 0.5,
+    "has_workaround": 0.4, "alternative_to": 0.4, "has_limitation": 0.3,
+    # code types
+    "calls": 1.0, "overrides": 0.8, "extends": 0.7, "inherits": 0.7,
+    "contains": 0.8, "tests": 0.6, "imports": 0.5, "references": 0.4,
+    # notes and text (set by measurement, see README "How ranking works")
+    "links_to": 0.6, "mentioned_in": 0.5, "tagged": 0.4,
+}
+DEFAULT_EDGE_WEIGHT = 0.3
+
+
+def data_home() -> Path:
+    base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
+    return Path(base) / "kgsearch"
+
+
+def default_db_path() -> Path:
+    env = os.environ.get("KGSEARCH_DB")
+    if env:
+        return Path(env).expanduser()
+    return data_home() / "index.db"
+
+
+def config_path() -> Path:
+    env = os.environ.get("KGSEARCH_CONFIG")
+    if env:
+        return Path(env).expanduser()
+    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    return Path(base) / "kgsearch" / "config.json"
+
+
+def load_config(path: str | os.PathLike | None = None) -> dict:
+    """Read the JSON config file; a missing file is an empty config, a broken one a DataError."""
+    p = Path(path) if path else config_path()
+    if not p.exists():
+        return {}
+    try:
+        with open(p, encoding="utf-8") as fh:
+            cfg = json.load(fh)
+    except json.JSONDecodeError as exc:
+        raise DataError(f"invalid JSON ({exc.msg}); fix the file or remove it", str(p), exc.lineno) from None
+    except OSError as exc:
+        raise DataError(f"cannot read config ({exc.strerror})", str(p)) from None
+    if not isinstance(cfg, dict):
+        raise DataError("config must be a JSON object like {\"edge_weights\": {...}}", str(p))
+    return cfg
+
+
+def edge_weights(cfg: dict | None = None) -> dict[str, float]:
+    """The edge-type weight table with the config file's ``edge_weights`` applied on top."""
+    table = dict(EDGE_WEIGHTS)
+    if cfg is None:
+        cfg = load_config()
+    for k, v in (cfg.get("edge_weights") or {}).items():
+        table[str(k)] = float(v)
+    return table
+
+
+def edge_weight(etype: str, table: dict[str, float] | None = None) -> float:
+    t = EDGE_WEIGHTS if table is None else table
+    return t.get(etype, t.get("unknown", DEFAULT_EDGE_WEIGHT))

@@ -1,0 +1,55 @@
+"""Exceptions with exit codes; the CLI prints ``str(exc)`` as one line and exits with ``exc.code``."""
+from __future__ import annotations
+
+EXIT_OK = 0
+EXIT_INTERNAL = 1
+EXIT_USAGE = 2
+EXIT_DATA = 3
+EXIT_INDEX = 4
+EXIT_NOT_FOUND = 5
+EXIT_BUSY = 75
+EXIT_INTERRUPTED = 130
+
+
+class KgsearchError(Exception):
+    """Base class. The message is one line that says what is wrong and how to fix it."""
+
+    code = EXIT_INTERNAL
+
+
+class UsageError(KgsearchError):
+    code = EXIT_USAGE
+
+
+class DataError(KgsearchError):
+    """Bad input data. Message names ``file:line``."""
+
+    code = EXIT_DATA
+
+    def __init__(self, message: str, path: str | None = None, line: int | None = None):
+        where = ""
+        if path is not None:
+            where = f"{path}:{line}: " if line is not None else f"{path}: "
+        super().__init__(where + message)
+        self.path = path
+        self.line = line
+
+
+class BadIndex(KgsearchError):
+    """The index is missing, unreadable, or from a newer kgsearch."""
+
+    code = EXIT_INDEX
+
+
+class NotFound(KgsearchError):
+    code = EXIT_NOT_FOUND
+
+
+class IndexBusy(KgsearchError):
+    """Another writer holds the index lock (harmless for overlapping cron runs)."""
+
+    code = EXIT_BUSY
+
+
+class Interrupted(KgsearchError):
+    code = EXIT_INTERRUPTED

@@ -1,0 +1,277 @@
+"""``Index``: one SQLite file in WAL mode, with migrations, meta, numpy array blobs and generations."""
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterator
+
+from .. import __version__
+from ..errors import BadIndex, KgsearchError
+from .schema import MIGRATIONS, schema_version
+
+SCHEMA_VERSION = schema_version()
+
+
+class Index:
+    """An open index. Use :meth:`open`; close with :meth:`close` or as a context manager."""
+
+    def __init__(self, path: Path, conn: sqlite3.Connection):
+        self.path = path
+        self.conn = conn
+        self._cache: dict[str, Any] = {}   # per-process cache of derived arrays, keyed by name
+
+    # ------------------------------------------------------------------ open/close
+    @classmethod
+    def open(cls, path: str | os.PathLike | None = None, readonly: bool = False,
+             create: bool | None = None) -> "Index":
+        """Open the index at ``path`` (default: ``config.default_db_path()``).
+
+        ``readonly=True`` never creates or migrates and fails with :class:`BadIndex` when the
+        file is missing. Otherwise the file is created (``create`` defaults to ``not readonly``)
+        and pending migrations are applied.
+        """
+        if path is None:
+            from ..config import default_db_path
+            path = default_db_path()
+        p = Path(path).expanduser()
+        if create is None:
+            create = not readonly
+        if not p.exists():
+            if not create:
+                raise BadIndex(f"no index at {p}; build one with `kgsearch index PATH` "
+                               f"(or pass --db / set KGSEARCH_DB)")
+            try:
+                p.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise BadIndex(f"cannot create the index folder {p.parent} ({exc.strerror}); "
+                               f"pass --db with a writable path") from None
+        elif p.is_dir():
+            raise BadIndex(f"{p} is a folder, not an index file; pass --db PATH/index.db")
+        try:
+            conn = sqlite3.connect(str(p), isolation_level=None, check_same_thread=False, timeout=10.0)
+            conn.execute("PRAGMA busy_timeout=10000")
+            mode = conn.execute("PRAGMA journal_mode").fetchone()[0]
+            if mode != "wal" and not readonly:
+                conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.execute("PRAGMA foreign_keys=ON")
+            conn.execute("PRAGMA cache_size=-16000")
+        except sqlite3.DatabaseError as exc:
+            raise BadIndex(f"{p} is not a kgsearch index ({exc}); pass another --db or move the file away") from None
+        ix = cls(p, conn)
+        try:
+            ix._check_and_migrate(readonly)
+        except BaseException:
+            conn.close()
+            raise
+        return ix
+
+    def close(self) -> None:
+        try:
+            self.conn.close()
+        except sqlite3.Error:
+            pass
+
+    def __enter__(self) -> "Index":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ migrations
+    def _applied(self) -> list[str]:
+        try:
+            rows = self.conn.execute("SELECT name FROM migrations ORDER BY name").fetchall()
+        except sqlite3.OperationalError:
+            return []
+        except sqlite3.DatabaseError as exc:
+            raise BadIndex(f"{self.path} is not a kgsearch index ({exc}); pass another --db") from None
+        return [r[0] for r in rows]
+
+    def _check_and_migrate(self, readonly: bool) -> None:
+        applied = self._applied()
+        known = [name for name, _ in MIGRATIONS]
+        unknown = [a for a in applied if a not in known]
+        if unknown or len(applied) > len(known):
+            made = self.meta("tool_version", "?") if applied else "?"
+            raise BadIndex(
+                f"{self.path} was made by a newer kgsearch ({made}, schema {len(applied)}); "
+                f"this is kgsearch {__version__} (schema {len(known)}): upgrade kgsearch or rebuild the index")
+        if len(applied) == len(known):
+            return
+        if not applied:
+            # a brand new file, or a SQLite file that is not ours
+            tables = {r[0] for r in self.conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+            if tables - {"migrations"}:
+                raise BadIndex(f"{self.path} is a SQLite file but not a kgsearch index; pass another --db")
+        if readonly:
+            raise BadIndex(f"{self.path} needs an upgrade (schema {len(applied)} -> {len(known)}); "
+                           f"run `kgsearch index` once to apply it")
+        with self.transaction():
+            self.conn.execute("CREATE TABLE IF NOT EXISTS migrations(name TEXT PRIMARY KEY, applied_at REAL)")
+            done = set(self._applied())
+            for name, fn in MIGRATIONS:
+                if name in done:
+                    continue
+                fn(self.conn)
+                self.conn.execute("INSERT INTO migrations(name, applied_at) VALUES (?, ?)", (name, time.time()))
+            if self.meta("created_with") is None:
+                self.set_meta("created_with", __version__)
+                self.set_meta("created_at", str(time.time()))
+                self.set_meta("generation", "0")
+            self.set_meta("schema_version", str(len(MIGRATIONS)))
+            self.set_meta("tool_version", __version__)
+
+    # ------------------------------------------------------------------ transactions
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """``BEGIN IMMEDIATE`` ... ``COMMIT``; any exception (Ctrl-C included) rolls back."""
+        if self.conn.in_transaction:
+            yield self.conn   # nested: the outer transaction decides
+            return
+        try:
+            self.conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as exc:
+            raise BadIndex(f"cannot write {self.path} ({exc}); is it on a read-only or full disk?") from None
+        try:
+            yield self.conn
+        except BaseException:
+            try:
+                self.conn.execute("ROLLBACK")
+            except sqlite3.Error:
+                pass
+            self._cache.clear()
+            raise
+        else:
+            try:
+                self.conn.execute("COMMIT")
+            except sqlite3.Error as exc:
+                try:
+                    self.conn.execute("ROLLBACK")
+                except sqlite3.Error:
+                    pass
+                self._cache.clear()
+                raise BadIndex(f"could not commit to {self.path} ({exc}); the previous index is intact") from None
+
+    def checkpoint(self) -> None:
+        """Fold the WAL back into the main file (best effort; never blocks readers for long)."""
+        try:
+            self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        except sqlite3.Error:
+            pass
+
+    # ------------------------------------------------------------------ meta
+    def meta(self, key: str, default: str | None = None) -> str | None:
+        try:
+            row = self.conn.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
+        except sqlite3.OperationalError:
+            return default
+        return default if row is None else row[0]
+
+    def set_meta(self, key: str, value: Any) -> None:
+        self.conn.execute("INSERT INTO meta(key, value) VALUES (?, ?) "
+                          "ON CONFLICT(key) DO UPDATE SET value=excluded.value", (key, str(value)))
+
+    def meta_json(self, key: str, default: Any = None) -> Any:
+        raw = self.meta(key)
+        if raw is None:
+            return default
+        try:
+            return json.loads(raw)
+        except json.JSONDecodeError:
+            return default
+
+    def set_meta_json(self, key: str, value: Any) -> None:
+        self.set_meta(key, json.dumps(value, sort_keys=True))
+
+    @property
+    def generation(self) -> int:
+        return int(self.meta("generation", "0") or 0)
+
+    # ------------------------------------------------------------------ arrays
+    def put_array(self, name: str, arr, generation: int | None = None) -> None:
+        """Store a numpy array as a blob (C order, native dtype string recorded)."""
+        import numpy as np
+
+        a = np.ascontiguousarray(arr)
+        gen = self.generation if generation is None else generation
+        self.conn.execute(
+            "INSERT INTO blobs(name, generation, dtype, shape, data) VALUES (?,?,?,?,?) "
+            "ON CONFLICT(name) DO UPDATE SET generation=excluded.generation, dtype=excluded.dtype, "
+            "shape=excluded.shape, data=excluded.data",
+            (name, gen, a.dtype.str, json.dumps(list(a.shape)), a.tobytes()))
+        self._cache.pop(name, None)
+
+    def get_array(self, name: str, with_generation: bool = False):
+        """Read a blob back as a read-only array (``None`` when absent)."""
+        import numpy as np
+
+        row = self.conn.execute("SELECT generation, dtype, shape, data FROM blobs WHERE name=?", (name,)).fetchone()
+        if row is None:
+            return (None, None) if with_generation else None
+        gen, dtype, shape, data = row
+        arr = np.frombuffer(data, dtype=np.dtype(dtype)).reshape(json.loads(shape))
+        return (arr, gen) if with_generation else arr
+
+    def drop_arrays(self, prefix: str) -> None:
+        self.conn.execute("DELETE FROM blobs WHERE name >= ? AND name < ?", (prefix, prefix + "\uffff"))
+        for k in [k for k in self._cache if k.startswith(prefix)]:
+            del self._cache[k]
+
+    def cached(self, name: str, build):
+        """Per-process memo of derived data, keyed by name and index generation."""
+        gen = self.generation
+        hit = self._cache.get(name)
+        if hit is not None and hit[0] == gen:
+            return hit[1]
+        value = build()
+        self._cache[name] = (gen, value)
+        return value
+
+    # ------------------------------------------------------------------ derived bookkeeping
+    def mark_derived(self, name: str, seconds: float, info: dict | None = None, generation: int | None = None) -> None:
+        gen = self.generation if generation is None else generation
+        self.conn.execute(
+            "INSERT INTO derived(name, generation, seconds, info) VALUES (?,?,?,?) "
+            "ON CONFLICT(name) DO UPDATE SET generation=excluded.generation, seconds=excluded.seconds, info=excluded.info",
+            (name, gen, float(seconds), json.dumps(info or {}, sort_keys=True)))
+
+    def derived(self, name: str) -> dict | None:
+        row = self.conn.execute("SELECT generation, seconds, info FROM derived WHERE name=?", (name,)).fetchone()
+        if row is None:
+            return None
+        return {"generation": row[0], "seconds": row[1], "info": json.loads(row[2] or "{}")}
+
+    # ------------------------------------------------------------------ convenience
+    def node_count(self) -> int:
+        return self.conn.execute("SELECT count(*) FROM nodes").fetchone()[0]
+
+    def max_node_id(self) -> int:
+        return self.conn.execute("SELECT coalesce(max(id), 0) FROM nodes").fetchone()[0]
+
+    def node_by_key(self, key: str) -> int | None:
+        row = self.conn.execute("SELECT id FROM nodes WHERE key=?", (key,)).fetchone()
+        return None if row is None else row[0]
+
+    def size_bytes(self) -> int:
+        total = 0
+        for suffix in ("", "-wal", "-shm"):
+            try:
+                total += os.path.getsize(str(self.path) + suffix)
+            except OSError:
+                pass
+        return total
+
+
+def ensure_error(exc: BaseException) -> KgsearchError | None:
+    """Map sqlite errors that mean 'disk full' or 'read-only' to a user-facing BadIndex."""
+    if isinstance(exc, sqlite3.OperationalError):
+        msg = str(exc)
+        if "full" in msg or "readonly" in msg or "disk I/O" in msg:
+            return BadIndex(f"cannot write the index ({msg}); free some space or pass --db elsewhere; "
+                            f"the previous index is intact")
+    return None

@@ -1,0 +1,110 @@
+"""Ordered, named migrations. Each runs once (recorded in ``migrations``) inside a transaction.
+
+Never edit a migration that has shipped: append a new one. ``SCHEMA_VERSION`` is the number
+of migrations; an index with more applied than this code knows is from a newer kgsearch.
+"""
+from __future__ import annotations
+
+import sqlite3
+from typing import Callable
+
+CORE = """
+CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS files(
+    id INTEGER PRIMARY KEY,
+    path TEXT NOT NULL UNIQUE,
+    root TEXT NOT NULL DEFAULT '',
+    loader TEXT NOT NULL DEFAULT '',
+    size INTEGER NOT NULL DEFAULT 0,
+    mtime_ns INTEGER NOT NULL DEFAULT 0,
+    hash TEXT NOT NULL DEFAULT '',
+    generation INTEGER NOT NULL DEFAULT 0,
+    nodes INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX IF NOT EXISTS files_root ON files(root);
+CREATE TABLE IF NOT EXISTS nodes(
+    id INTEGER PRIMARY KEY,
+    key TEXT NOT NULL UNIQUE,
+    kind TEXT NOT NULL,
+    name TEXT NOT NULL DEFAULT '',
+    qualname TEXT NOT NULL DEFAULT '',
+    text TEXT NOT NULL DEFAULT '',
+    path TEXT,
+    line_start INTEGER,
+    line_end INTEGER,
+    hash TEXT NOT NULL DEFAULT '',
+    file_id INTEGER REFERENCES files(id) ON DELETE CASCADE,
+    parent_id INTEGER,
+    flags INTEGER NOT NULL DEFAULT 0,
+    props TEXT,
+    generation INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX IF NOT EXISTS nodes_file ON nodes(file_id);
+CREATE INDEX IF NOT EXISTS nodes_kind ON nodes(kind);
+CREATE INDEX IF NOT EXISTS nodes_parent ON nodes(parent_id);
+CREATE TABLE IF NOT EXISTS aliases(
+    ns TEXT NOT NULL,
+    name TEXT NOT NULL,
+    node_id INTEGER NOT NULL REFERENCES nodes(id) ON DELETE CASCADE,
+    rank INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX IF NOT EXISTS aliases_name ON aliases(ns, name);
+CREATE INDEX IF NOT EXISTS aliases_node ON aliases(node_id);
+CREATE TABLE IF NOT EXISTS edges(
+    id INTEGER PRIMARY KEY,
+    src INTEGER NOT NULL REFERENCES nodes(id) ON DELETE CASCADE,
+    dst INTEGER REFERENCES nodes(id) ON DELETE SET NULL,
+    ns TEXT NOT NULL DEFAULT 'key',
+    dst_name TEXT NOT NULL,
+    type TEXT NOT NULL,
+    weight REAL NOT NULL DEFAULT 1.0,
+    file_id INTEGER REFERENCES files(id) ON DELETE CASCADE,
+    line INTEGER,
+    props TEXT
+);
+CREATE INDEX IF NOT EXISTS edges_src ON edges(src);
+CREATE INDEX IF NOT EXISTS edges_dst ON edges(dst);
+CREATE INDEX IF NOT EXISTS edges_file ON edges(file_id);
+CREATE INDEX IF NOT EXISTS edges_unresolved ON edges(ns, dst_name) WHERE dst IS NULL;
+CREATE TABLE IF NOT EXISTS blobs(
+    name TEXT PRIMARY KEY,
+    generation INTEGER NOT NULL,
+    dtype TEXT NOT NULL,
+    shape TEXT NOT NULL,
+    data BLOB NOT NULL
+);
+CREATE TABLE IF NOT EXISTS derived(
+    name TEXT PRIMARY KEY,
+    generation INTEGER NOT NULL,
+    seconds REAL NOT NULL DEFAULT 0,
+    info TEXT
+);
+CREATE VIEW IF NOT EXISTS chunks AS
+    SELECT id, parent_id AS node_id, kind, name AS heading, text, path, line_start, line_end
+    FROM nodes WHERE parent_id IS NOT NULL AND kind IN ('section', 'chunk');
+"""
+
+
+def ddl(script: str) -> Callable[[sqlite3.Connection], None]:
+    """A migration that runs a DDL script statement by statement (inside the caller's transaction).
+
+    Statements are split on ``;``, so DDL bodies must not contain semicolons (triggers: use
+    a function migration instead).
+    """
+    stmts = [s.strip() for s in script.split(";") if s.strip()]
+
+    def run(conn: sqlite3.Connection) -> None:
+        for stmt in stmts:
+            conn.execute(stmt)
+
+    return run
+
+
+# (name, function). Append only.
+MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
+    ("0001_core", ddl(CORE)),
+]
+
+
+def schema_version() -> int:
+    return len(MIGRATIONS)

@@ -1,0 +1,81 @@
+"""Plain records passed between loaders, the indexer and the derived-data steps."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+# nodes.flags bits
+FLAG_AUTO = 1          # shared node made by edge resolution (tag, entity, placeholder); no owning file
+FLAG_TEST = 2          # test code
+FLAG_PLACEHOLDER = 4   # link target that does not exist (yet)
+
+
+@dataclass
+class NodeRec:
+    """A node as a loader emits it. ``key`` is unique in the index and stable across reindexing."""
+
+    key: str
+    kind: str
+    name: str
+    text: str = ""
+    qualname: str = ""
+    line_start: int | None = None
+    line_end: int | None = None
+    parent: str | None = None          # key of the containing node (loader also emits the `contains` edge)
+    flags: int = 0
+    props: dict[str, Any] = field(default_factory=dict)
+    aliases: list[tuple[str, str]] = field(default_factory=list)   # (ns, name) this node answers to
+
+
+@dataclass
+class EdgeRec:
+    """A typed directed edge. ``dst`` is resolved in namespace ``ns`` (see docs/DESIGN.md)."""
+
+    src: str                 # key of a node emitted by the same file (or any existing key)
+    dst: str                 # name to resolve in ``ns``
+    type: str
+    ns: str = "key"
+    weight: float = 1.0
+    line: int | None = None
+    props: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class LoadResult:
+    nodes: list[NodeRec] = field(default_factory=list)
+    edges: list[EdgeRec] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+@dataclass
+class LoadOptions:
+    fmt: str | None = None           # forced loader name (--format)
+    allow_dangling: bool = False
+    max_chunk_chars: int = 1500
+    root: str = ""                   # indexed root (absolute) the file was found under
+    explicit: bool = False           # the user named this file, not found by walking
+
+
+@dataclass
+class ChangeSet:
+    """What an index run changed, for derived-data steps.
+
+    ``old`` maps node id -> (name, text) as it was before this run, for every modified or
+    removed node, so that postings can be retracted without a forward index.
+    """
+
+    generation: int
+    added: list[int] = field(default_factory=list)
+    modified: list[int] = field(default_factory=list)
+    removed: list[int] = field(default_factory=list)
+    old: dict[int, tuple[str, str]] = field(default_factory=dict)
+    edges_changed: bool = False
+    full: bool = False               # rebuild derived data from scratch
+
+    @property
+    def nodes_changed(self) -> bool:
+        return bool(self.added or self.modified or self.removed)
+
+    @property
+    def any(self) -> bool:
+        return self.nodes_changed or self.edges_changed or self.full

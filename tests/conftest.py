@@ -1,0 +1,34 @@
+"""Shared fixtures. Benchmark data lives in ../shared (read-only); tests that need it skip
+cleanly when it is absent."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = Path(os.environ.get("KGSEARCH_SHARED", ROOT.parent / "shared"))
+
+
+@pytest.fixture
+def shared_bench():
+    """Path to ../shared/bench, or skip."""
+    p = SHARED / "bench"
+    if not p.is_dir():
+        pytest.skip("../shared/bench is not present")
+    return p
+
+
+@pytest.fixture
+def db_path(tmp_path):
+    return tmp_path / "index.db"
+
+
+@pytest.fixture
+def ix(db_path):
+    from kgsearch.store.db import Index
+
+    index = Index.open(db_path)
+    yield index
+    index.close()
