@@ -78,3 +78,21 @@ def edge_weights(cfg: dict | None = None) -> dict[str, float]:
 def edge_weight(etype: str, table: dict[str, float] | None = None) -> float:
     t = EDGE_WEIGHTS if table is None else table
     return t.get(etype, t.get("unknown", DEFAULT_EDGE_WEIGHT))
+
+
+def shipped_data_dir() -> Path | None:
+    """The project's ``data/`` folder (demo knowledge base, default embedding model).
+
+    Source checkouts and editable installs use ``<repo>/data``; a regular install puts it in
+    ``<prefix>/share/kgsearch/data`` (setup.cfg ``data_files``). ``$KGSEARCH_DATA`` overrides.
+    """
+    import sys
+
+    env = os.environ.get("KGSEARCH_DATA")
+    candidates = [Path(env)] if env else []
+    candidates += [Path(__file__).resolve().parent.parent / "data",
+                   Path(sys.prefix) / "share" / "kgsearch" / "data"]
+    for c in candidates:
+        if c.is_dir():
+            return c
+    return None

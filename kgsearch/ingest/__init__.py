@@ -1,0 +1,51 @@
+"""Loaders, one module per format, chosen by file type (``--format`` overrides).
+
+Each loader module defines ``NAME``, ``EXTENSIONS`` and
+``load(path: Path, rel: str, opts: LoadOptions) -> LoadResult`` (pure: no database access).
+"""
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+
+# loader name -> module (imported lazily)
+LOADERS = {
+    "kg": "kgsearch.ingest.kg",
+    "markdown": "kgsearch.ingest.markdown",
+    "python": "kgsearch.ingest.pycode",
+    "text": "kgsearch.ingest.plaintext",
+    "beir": "kgsearch.ingest.beir",
+}
+
+EXTENSION_LOADER = {
+    ".json": "kg", ".jsonl": "kg", ".ndjson": "kg", ".csv": "kg",
+    ".md": "markdown", ".markdown": "markdown",
+    ".py": "python", ".pyi": "python",
+    ".txt": "text", ".text": "text", ".rst": "text", ".org": "text", ".log": "text",
+    ".adoc": "text", ".tex": "text",
+}
+
+# Files without these extensions are still read as plain text when they look like text
+# (no NUL byte in the first 8 KB) and have no extension or a README/LICENSE-like name.
+TEXTLIKE_NAMES = {"readme", "license", "copying", "changelog", "notes", "todo", "authors"}
+
+
+def loader_for(path: Path, fmt: str | None = None) -> str | None:
+    """The loader name for ``path`` (``None``: not indexed)."""
+    if fmt:
+        return fmt
+    ext = path.suffix.lower()
+    if ext in EXTENSION_LOADER:
+        return EXTENSION_LOADER[ext]
+    if not ext and path.name.lower() in TEXTLIKE_NAMES:
+        return "text"
+    return None
+
+
+def get_loader(name: str):
+    from ..errors import UsageError
+
+    mod = LOADERS.get(name)
+    if mod is None:
+        raise UsageError(f"unknown format {name!r}; choose from {', '.join(sorted(LOADERS))}")
+    return importlib.import_module(mod)
