@@ -1,0 +1,607 @@
+"""One incremental, cron-safe index run.
+
+``index_paths(db, paths, options)``:
+
+1. takes the writer lock (a second indexer gets :class:`IndexBusy` at once);
+2. walks the roots and compares each file's size/mtime, then its hash, with the ``files`` table;
+3. in ONE ``BEGIN IMMEDIATE`` transaction: loads changed files and upserts their nodes by key
+   (a node keeps its row id while its key exists), replaces their edges, removes what deleted
+   files contributed, resolves edge targets (creating shared tag/entity/placeholder nodes),
+   drops shared nodes nothing points to any more, runs the derived-data steps (text, embed,
+   graph) on the :class:`ChangeSet`, bumps the generation, and commits.
+
+Anything that goes wrong before ``COMMIT`` (a bad file, Ctrl-C, kill -9, a full disk) leaves
+the previous index exactly as it was; readers (WAL) are never blocked.
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.util
+import json
+import logging
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from .errors import DataError, UsageError
+from .ingest import get_loader
+from .ingest.walk import Found, WalkReport, found_file, walk
+from .store.db import Index
+from .store.lock import IndexLock
+from .types import FLAG_AUTO, FLAG_PLACEHOLDER, ChangeSet, LoadOptions
+
+log = logging.getLogger(__name__)
+
+# Derived-data steps, run in this order inside the index transaction.
+DERIVED_STEPS = ("kgsearch.text.index", "kgsearch.embed.index", "kgsearch.graph.index")
+
+PLACEHOLDER_RANK = 1000
+
+# Namespaces whose unresolved targets become shared nodes: ns -> (key prefix, kind, flags)
+AUTO_NS = {
+    "tag": ("tag:", "tag", FLAG_AUTO),
+    "ent": ("ent:", "entity", FLAG_AUTO),
+    "note": ("md:", "placeholder", FLAG_AUTO | FLAG_PLACEHOLDER),
+}
+
+
+@dataclass
+class IndexOptions:
+    fmt: str | None = None
+    allow_dangling: bool = False
+    keep_going: bool = False
+    full: bool = False                      # reload every file and rebuild derived data
+    max_file_bytes: int = 16 << 20
+    max_chunk_chars: int = 1500
+    settings: dict = field(default_factory=dict)   # passed to derived steps (stemmer, model, ...)
+    steps: tuple[str, ...] | None = None     # derived steps to run (default: all present)
+    progress: Callable[[dict], None] | None = None
+
+
+@dataclass
+class IndexReport:
+    db: str = ""
+    roots: list[str] = field(default_factory=list)
+    files_seen: int = 0
+    files_loaded: int = 0
+    files_unchanged: int = 0
+    files_deleted: int = 0
+    files_failed: int = 0
+    nodes_added: int = 0
+    nodes_modified: int = 0
+    nodes_removed: int = 0
+    edges_changed: bool = False
+    generation: int = 0
+    seconds: float = 0.0
+    phases: dict = field(default_factory=dict)
+    steps: dict = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def partial(self) -> bool:
+        return self.files_failed > 0
+
+    def as_dict(self) -> dict:
+        d = dict(self.__dict__)
+        d["partial"] = self.partial
+        return d
+
+
+def _hash_bytes(data: bytes) -> str:
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+def _node_hash(kind: str, name: str, text: str) -> str:
+    h = hashlib.blake2b(digest_size=12)
+    for part in (kind, name, text):
+        h.update(part.encode("utf-8", "surrogatepass"))
+        h.update(b"\0")
+    return h.hexdigest()
+
+
+def _dumps(props: dict | None) -> str | None:
+    if not props:
+        return None
+    return json.dumps(props, ensure_ascii=False, sort_keys=True, default=str)
+
+
+def _step_present(modname: str) -> bool:
+    try:
+        return importlib.util.find_spec(modname) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def _resolve_roots(ix: Index, paths: list[str]) -> list[Path]:
+    if not paths:
+        roots = ix.meta_json("roots", [])
+        if not roots:
+            raise UsageError("nothing to index: give a PATH (folder or file), e.g. `kgsearch index ~/notes`")
+        paths = roots
+    out = []
+    for p in paths:
+        rp = Path(p).expanduser()
+        if not rp.exists():
+            raise DataError("no such file or folder; check the path", str(rp))
+        out.append(rp.resolve())
+    return out
+
+
+class _Run:
+    """State of one index run (kept off the public API)."""
+
+    def __init__(self, ix: Index, opts: IndexOptions, report: IndexReport):
+        self.ix = ix
+        self.conn = ix.conn
+        self.opts = opts
+        self.report = report
+        self.changes = ChangeSet(generation=ix.generation + 1, full=opts.full)
+        self.retry_ns: set[str] = set()          # namespaces that gained aliases this run
+        self.nulled_edges: list[int] = []
+        self.edge_id_before = 0
+        self.explicit_files: set[str] = set()
+
+    # ------------------------------------------------------------------ progress
+    def emit(self, **event) -> None:
+        if self.opts.progress is not None:
+            self.opts.progress(event)
+
+    # ------------------------------------------------------------------ files
+    def plan(self, roots: list[Path]) -> tuple[list[Found], list[tuple[int, str]]]:
+        """Files to load (changed) and files to drop (deleted), updating stats of touched files."""
+        wr = WalkReport()
+        found: list[Found] = []
+        for root in roots:
+            if root.is_dir():
+                found.extend(walk(root, self.opts.fmt, self.opts.max_file_bytes, wr))
+            else:
+                f = found_file(root, self.opts.fmt)
+                if f is None:
+                    raise DataError("not a text file kgsearch can read; pass --format NAME to force a loader",
+                                    str(root))
+                found.append(f)
+        self.report.warnings.extend(wr.problems)
+        for big in wr.skipped_large:
+            self.report.warnings.append(f"{big}: larger than --max-file-size; skipped")
+        for root in roots:
+            if root.is_dir() and not any(_inside(f.path, root) for f in found):
+                self.report.warnings.append(f"{root}: no files kgsearch can index here")
+        self.report.files_seen = len(found)
+
+        known: dict[str, tuple] = {}
+        for root in roots:
+            prefix = str(root)
+            rows = self.conn.execute(
+                "SELECT id, path, size, mtime_ns, hash, loader FROM files WHERE path = ? OR "
+                "(path >= ? AND path < ?)", (prefix, prefix + os.sep, prefix + chr(ord(os.sep) + 1)))
+            for row in rows:
+                known[row[1]] = row
+        present = {str(f.path) for f in found}
+        deleted = [(row[0], p) for p, row in known.items() if p not in present]
+
+        to_load: list[Found] = []
+        for f in found:
+            row = known.get(str(f.path))
+            if row is not None and not self.opts.full and row[5] == f.loader \
+                    and row[2] == f.size and row[3] == f.mtime_ns:
+                self.report.files_unchanged += 1
+                continue
+            if row is not None and not self.opts.full and row[5] == f.loader:
+                try:
+                    digest = _hash_bytes(f.path.read_bytes())
+                except OSError:
+                    digest = None
+                if digest == row[4]:
+                    self.conn.execute("UPDATE files SET size=?, mtime_ns=? WHERE id=?",
+                                      (f.size, f.mtime_ns, row[0]))
+                    self.report.files_unchanged += 1
+                    continue
+            to_load.append(f)
+        return to_load, deleted
+
+    def load_file(self, f: Found) -> None:
+        try:
+            data = f.path.read_bytes()
+        except OSError as exc:
+            self.fail_file(f, DataError(f"cannot read ({exc.strerror}); check its permissions", str(f.path)))
+            return
+        loader = get_loader(f.loader)
+        lopts = LoadOptions(fmt=self.opts.fmt, allow_dangling=self.opts.allow_dangling,
+                            max_chunk_chars=self.opts.max_chunk_chars, root=str(f.root),
+                            explicit=str(f.path) in self.explicit_files)
+        try:
+            result = loader.load(f.path, f.rel, lopts)
+        except DataError as exc:
+            self.fail_file(f, exc)
+            return
+        except (UnicodeError, ValueError, RecursionError, MemoryError) as exc:
+            self.fail_file(f, DataError(f"could not be loaded ({type(exc).__name__}: {exc}); "
+                                        f"fix it or add it to .kgsearchignore", str(f.path)))
+            return
+        self.report.warnings.extend(result.warnings)
+        self.store_file(f, _hash_bytes(data), result)
+        self.report.files_loaded += 1
+
+    def fail_file(self, f: Found, exc: DataError) -> None:
+        if not self.opts.keep_going:
+            raise exc
+        self.report.files_failed += 1
+        self.report.warnings.append(f"{exc} (skipped; its previous contents are kept)")
+
+    def store_file(self, f: Found, digest: str, result) -> None:
+        conn = self.conn
+        gen = self.changes.generation
+        row = conn.execute("SELECT id FROM files WHERE path=?", (str(f.path),)).fetchone()
+        if row is None:
+            file_id = conn.execute(
+                "INSERT INTO files(path, root, loader, size, mtime_ns, hash, generation, nodes) "
+                "VALUES (?,?,?,?,?,?,?,?)",
+                (str(f.path), str(f.root), f.loader, f.size, f.mtime_ns, digest, gen, len(result.nodes))).lastrowid
+        else:
+            file_id = row[0]
+            conn.execute("UPDATE files SET root=?, loader=?, size=?, mtime_ns=?, hash=?, generation=?, nodes=? "
+                         "WHERE id=?", (str(f.root), f.loader, f.size, f.mtime_ns, digest, gen,
+                                        len(result.nodes), file_id))
+
+        old = {r[1]: r for r in conn.execute(
+            "SELECT id, key, hash, name, text FROM nodes WHERE file_id=?", (file_id,))}
+        old_aliases = set(conn.execute(
+            "SELECT a.ns, a.name FROM aliases a JOIN nodes n ON n.id=a.node_id WHERE n.file_id=?", (file_id,)))
+        key_to_id: dict[str, int] = {}
+        emitted: set[str] = set()
+        rel_path = str(f.path)
+        for n in result.nodes:
+            if n.key in emitted:
+                self.report.warnings.append(f"{f.path}: node {n.key!r} defined twice; keeping the first")
+                continue
+            emitted.add(n.key)
+            h = _node_hash(n.kind, n.name, n.text)
+            props = _dumps(n.props)
+            values = (n.kind, n.name, n.qualname or "", n.text, rel_path, n.line_start, n.line_end, h,
+                      file_id, n.flags, props, gen)
+            prev = old.get(n.key)
+            if prev is None:
+                other = conn.execute("SELECT id, file_id, flags, name, text FROM nodes WHERE key=?",
+                                     (n.key,)).fetchone()
+                if other is not None and other[1] is not None:
+                    owner = conn.execute("SELECT path FROM files WHERE id=?", (other[1],)).fetchone()
+                    self.report.warnings.append(
+                        f"{f.path}: node {n.key!r} is already defined in {owner[0] if owner else '?'}; "
+                        f"keeping that one")
+                    continue
+                if other is not None:          # a shared/placeholder node becomes a real one
+                    nid = other[0]
+                    conn.execute("UPDATE nodes SET kind=?, name=?, qualname=?, text=?, path=?, line_start=?, "
+                                 "line_end=?, hash=?, file_id=?, flags=?, props=?, generation=? WHERE id=?",
+                                 values + (nid,))
+                    conn.execute("DELETE FROM aliases WHERE node_id=?", (nid,))
+                    self.changes.modified.append(nid)
+                    self.changes.old[nid] = (other[3], other[4])
+                else:
+                    nid = conn.execute(
+                        "INSERT INTO nodes(kind, name, qualname, text, path, line_start, line_end, hash, "
+                        "file_id, flags, props, generation, key) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                        values + (n.key,)).lastrowid
+                    self.changes.added.append(nid)
+            else:
+                nid = prev[0]
+                if prev[2] != h:
+                    self.changes.modified.append(nid)
+                    self.changes.old[nid] = (prev[3], prev[4])
+                    conn.execute("UPDATE nodes SET kind=?, name=?, qualname=?, text=?, path=?, line_start=?, "
+                                 "line_end=?, hash=?, file_id=?, flags=?, props=?, generation=? WHERE id=?",
+                                 values + (nid,))
+                else:
+                    conn.execute("UPDATE nodes SET qualname=?, path=?, line_start=?, line_end=?, flags=?, "
+                                 "props=? WHERE id=?",
+                                 (n.qualname or "", rel_path, n.line_start, n.line_end, n.flags, props, nid))
+            key_to_id[n.key] = nid
+
+        gone = [r[0] for k, r in old.items() if k not in key_to_id]
+        if gone:
+            self._remove_nodes(gone, {r[0]: (r[3], r[4]) for r in old.values()})
+
+        # parents
+        for n in result.nodes:
+            if n.key in key_to_id:
+                pid = key_to_id.get(n.parent) if n.parent else None
+                if n.parent and pid is None:
+                    pid = self.ix.node_by_key(n.parent)
+                conn.execute("UPDATE nodes SET parent_id=? WHERE id=?", (pid, key_to_id[n.key]))
+
+        # aliases: replace
+        ids = list(key_to_id.values())
+        for chunk in _chunks(ids, 500):
+            conn.execute(f"DELETE FROM aliases WHERE node_id IN ({','.join('?' * len(chunk))})", chunk)
+        alias_rows = []
+        new_aliases = set()
+        for n in result.nodes:
+            nid = key_to_id.get(n.key)
+            if nid is None:
+                continue
+            for rank, (ns, name) in enumerate(n.aliases):
+                alias_rows.append((ns, name, nid, rank))
+                new_aliases.add((ns, name))
+        conn.executemany("INSERT INTO aliases(ns, name, node_id, rank) VALUES (?,?,?,?)", alias_rows)
+        for ns, _ in new_aliases - old_aliases:
+            self.retry_ns.add(ns)
+        if old_aliases - new_aliases:
+            self.changes.edges_changed = True
+
+        # edges: replace this file's edges (resolved later)
+        conn.execute("DELETE FROM edges WHERE file_id=?", (file_id,))
+        stage = []
+        for e in result.edges:
+            stage.append((e.src, e.ns, e.dst, e.type, float(e.weight), file_id, e.line, _dumps(e.props)))
+        conn.executemany("INSERT INTO temp.edge_stage(src_key, ns, dst_name, type, weight, file_id, line, props) "
+                         "VALUES (?,?,?,?,?,?,?,?)", stage)
+
+    def _remove_nodes(self, ids: list[int], old_text: dict[int, tuple[str, str]] | None = None) -> None:
+        conn = self.conn
+        for chunk in _chunks(ids, 500):
+            marks = ",".join("?" * len(chunk))
+            if old_text is None:
+                for nid, name, text in conn.execute(f"SELECT id, name, text FROM nodes WHERE id IN ({marks})", chunk):
+                    self.changes.old[nid] = (name, text)
+            else:
+                for nid in chunk:
+                    self.changes.old[nid] = old_text[nid]
+            self.nulled_edges.extend(r[0] for r in conn.execute(
+                f"SELECT id FROM edges WHERE dst IN ({marks}) AND src NOT IN ({marks})", chunk + chunk))
+            conn.execute(f"DELETE FROM nodes WHERE id IN ({marks})", chunk)
+        added = set(self.changes.added)
+        for nid in ids:
+            if nid in added:
+                self.changes.added.remove(nid)
+            else:
+                self.changes.removed.append(nid)
+        mod = set(ids)
+        self.changes.modified = [m for m in self.changes.modified if m not in mod]
+        self.changes.edges_changed = True
+
+    def drop_file(self, file_id: int) -> None:
+        ids = [r[0] for r in self.conn.execute("SELECT id FROM nodes WHERE file_id=?", (file_id,))]
+        if ids:
+            self._remove_nodes(ids)
+        if self.conn.execute("SELECT 1 FROM edges WHERE file_id=? LIMIT 1", (file_id,)).fetchone():
+            self.changes.edges_changed = True
+        self.conn.execute("DELETE FROM files WHERE id=?", (file_id,))
+        self.report.files_deleted += 1
+
+    # ------------------------------------------------------------------ edges
+    def move_staged_edges(self) -> None:
+        """Staged edges get their source id; sources that do not exist are dangling (KG) or dropped."""
+        conn = self.conn
+        missing = conn.execute(
+            "SELECT s.rowid, s.src_key, s.ns, s.file_id, s.line, f.path FROM temp.edge_stage s "
+            "LEFT JOIN nodes n ON n.key = s.src_key LEFT JOIN files f ON f.id = s.file_id "
+            "WHERE n.id IS NULL").fetchall()
+        for _, src_key, ns, file_id, line, path in missing:
+            if ns == "kg":
+                name = src_key[3:] if src_key.startswith("kg:") else src_key
+                if not self.opts.allow_dangling:
+                    raise DataError(f"edge source {name!r} is not a known node; add it to a nodes file "
+                                    f"or rerun with --allow-dangling", path, line)
+                self._make_auto("kg", [(name, name)], kind="placeholder", prefix="kg:",
+                                flags=FLAG_AUTO | FLAG_PLACEHOLDER)
+        if missing:
+            dropped = conn.execute(
+                "DELETE FROM temp.edge_stage WHERE src_key NOT IN (SELECT key FROM nodes)").rowcount
+            if dropped:
+                self.report.warnings.append(f"{dropped} edges from unknown source nodes dropped")
+        n = conn.execute(
+            "INSERT INTO edges(src, dst, ns, dst_name, type, weight, file_id, line, props) "
+            "SELECT n.id, NULL, s.ns, s.dst_name, s.type, s.weight, s.file_id, s.line, s.props "
+            "FROM temp.edge_stage s JOIN nodes n ON n.key = s.src_key").rowcount
+        conn.execute("DELETE FROM temp.edge_stage")
+        if n:
+            self.changes.edges_changed = True
+
+    def resolve(self) -> None:
+        """Resolve new, orphaned and retry-worthy edges; create shared nodes for tag/ent/note targets."""
+        conn = self.conn
+        conn.execute("DELETE FROM temp.resolve_ids")
+        conn.execute("INSERT OR IGNORE INTO temp.resolve_ids(id) SELECT id FROM edges WHERE id > ?",
+                     (self.edge_id_before,))
+        conn.executemany("INSERT OR IGNORE INTO temp.resolve_ids(id) VALUES (?)", ((i,) for i in self.nulled_edges))
+        for ns in sorted(self.retry_ns):
+            conn.execute("INSERT OR IGNORE INTO temp.resolve_ids(id) SELECT id FROM edges "
+                         "WHERE dst IS NULL AND ns=?", (ns,))
+            # links that point at a placeholder may now find the real node
+            conn.execute("INSERT OR IGNORE INTO temp.resolve_ids(id) SELECT e.id FROM edges e "
+                         "JOIN nodes n ON n.id = e.dst WHERE e.ns=? AND n.flags & ?",
+                         (ns, FLAG_PLACEHOLDER))
+        self._resolve_pass()
+        # shared nodes for what is still unresolved
+        created = False
+        for ns, (prefix, kind, flags) in AUTO_NS.items():
+            rows = conn.execute(
+                "SELECT e.dst_name, min(e.props) FROM edges e JOIN temp.resolve_ids r ON r.id = e.id "
+                "WHERE e.dst IS NULL AND e.ns=? GROUP BY e.dst_name", (ns,)).fetchall()
+            if rows:
+                names = []
+                for name, props in rows:
+                    display = name
+                    if props:
+                        try:
+                            display = json.loads(props).get("display") or name
+                        except (json.JSONDecodeError, AttributeError):
+                            pass
+                    names.append((name, display))
+                self._make_auto(ns, names, kind=kind, prefix=prefix, flags=flags)
+                created = True
+        dangling = conn.execute(
+            "SELECT e.dst_name, f.path, e.line FROM edges e JOIN temp.resolve_ids r ON r.id = e.id "
+            "LEFT JOIN files f ON f.id = e.file_id WHERE e.dst IS NULL AND e.ns='kg' "
+            "ORDER BY f.path, e.line LIMIT 1").fetchone()
+        if dangling:
+            if not self.opts.allow_dangling:
+                raise DataError(f"edge target {dangling[0]!r} is not a known node; add it to a nodes file "
+                                f"or rerun with --allow-dangling", dangling[1], dangling[2])
+            rows = conn.execute(
+                "SELECT DISTINCT e.dst_name FROM edges e JOIN temp.resolve_ids r ON r.id = e.id "
+                "WHERE e.dst IS NULL AND e.ns='kg'").fetchall()
+            self._make_auto("kg", [(r[0], r[0]) for r in rows], kind="placeholder", prefix="kg:",
+                            flags=FLAG_AUTO | FLAG_PLACEHOLDER)
+            created = True
+        if created:
+            self._resolve_pass()
+
+    def _resolve_pass(self) -> None:
+        conn = self.conn
+        before = conn.total_changes
+        conn.execute(
+            "UPDATE edges SET dst = (SELECT n.id FROM nodes n WHERE n.key = edges.dst_name) "
+            "WHERE id IN (SELECT id FROM temp.resolve_ids) AND ns = 'key'")
+        conn.execute(
+            "UPDATE edges SET dst = (SELECT a.node_id FROM aliases a WHERE a.ns = edges.ns "
+            "AND a.name = edges.dst_name ORDER BY a.rank, a.node_id LIMIT 1) "
+            "WHERE id IN (SELECT id FROM temp.resolve_ids) AND ns != 'key' AND instr(dst_name, char(10)) = 0")
+        # several candidates ('py' calls): first that resolves wins
+        multi = conn.execute(
+            "SELECT e.id, e.ns, e.dst_name FROM edges e JOIN temp.resolve_ids r ON r.id = e.id "
+            "WHERE e.ns != 'key' AND instr(e.dst_name, char(10)) > 0").fetchall()
+        updates = []
+        for eid, ns, names in multi:
+            dst = None
+            for cand in names.split("\n"):
+                row = conn.execute("SELECT node_id FROM aliases WHERE ns=? AND name=? ORDER BY rank, node_id "
+                                   "LIMIT 1", (ns, cand)).fetchone()
+                if row is not None:
+                    dst = row[0]
+                    break
+            updates.append((dst, eid))
+        conn.executemany("UPDATE edges SET dst=? WHERE id=?", updates)
+        if conn.total_changes != before:
+            self.changes.edges_changed = True
+
+    def _make_auto(self, ns: str, names: list[tuple[str, str]], kind: str, prefix: str, flags: int) -> None:
+        conn = self.conn
+        gen = self.changes.generation
+        for name, display in names:
+            key = prefix + name
+            row = conn.execute("SELECT id FROM nodes WHERE key=?", (key,)).fetchone()
+            if row is None:
+                shown = ("#" + display) if ns == "tag" else display
+                nid = conn.execute(
+                    "INSERT INTO nodes(key, kind, name, qualname, text, hash, flags, generation) "
+                    "VALUES (?,?,?,?,?,?,?,?)",
+                    (key, kind, shown, name, "", _node_hash(kind, shown, ""), flags, gen)).lastrowid
+                self.changes.added.append(nid)
+            else:
+                nid = row[0]
+            if not conn.execute("SELECT 1 FROM aliases WHERE ns=? AND name=? AND node_id=?",
+                                (ns, name, nid)).fetchone():
+                # a placeholder answers to its name only when no real node does
+                rank = PLACEHOLDER_RANK if flags & FLAG_PLACEHOLDER else 0
+                conn.execute("INSERT INTO aliases(ns, name, node_id, rank) VALUES (?,?,?,?)", (ns, name, nid, rank))
+
+    def collect_garbage(self) -> None:
+        """Shared nodes (tags, entities, placeholders) that no edge touches any more are removed."""
+        ids = [r[0] for r in self.conn.execute(
+            "SELECT id FROM nodes WHERE file_id IS NULL AND flags & ? "
+            "AND NOT EXISTS (SELECT 1 FROM edges WHERE dst = nodes.id) "
+            "AND NOT EXISTS (SELECT 1 FROM edges WHERE src = nodes.id)", (FLAG_AUTO,))]
+        if ids:
+            self._remove_nodes(ids)
+
+    # ------------------------------------------------------------------ derived
+    def run_steps(self) -> None:
+        steps = self.opts.steps
+        for modname in DERIVED_STEPS:
+            short = modname.split(".")[1]
+            if steps is not None and short not in steps:
+                continue
+            if not _step_present(modname):
+                continue
+            mod = importlib.import_module(modname)
+            t0 = time.perf_counter()
+            self.emit(phase=short)
+            info = mod.update(self.ix, self.changes, self.opts.settings, progress=self.opts.progress) or {}
+            info.setdefault("seconds", round(time.perf_counter() - t0, 3))
+            self.report.steps[short] = info
+
+
+def _inside(child: Path, root: Path) -> bool:
+    try:
+        child.relative_to(root)
+        return True
+    except ValueError:
+        return False
+
+
+def _chunks(seq: list, n: int):
+    for i in range(0, len(seq), n):
+        yield seq[i:i + n]
+
+
+def index_paths(db: str | os.PathLike | None, paths: list[str], opts: IndexOptions | None = None) -> IndexReport:
+    """Index (or incrementally reindex) ``paths`` into the index at ``db``. See the module docstring."""
+    opts = opts or IndexOptions()
+    t_start = time.perf_counter()
+    if db is None:
+        from .config import default_db_path
+        db = default_db_path()
+    report = IndexReport(db=str(db))
+    with IndexLock(db):
+        ix = Index.open(db)
+        try:
+            roots = _resolve_roots(ix, list(paths))
+            report.roots = [str(r) for r in roots]
+            run = _Run(ix, opts, report)
+            run.explicit_files = {str(r) for r in roots if not r.is_dir()}
+            with ix.transaction():
+                conn = ix.conn
+                conn.execute("CREATE TEMP TABLE IF NOT EXISTS edge_stage(src_key TEXT, ns TEXT, dst_name TEXT, "
+                             "type TEXT, weight REAL, file_id INTEGER, line INTEGER, props TEXT)")
+                conn.execute("CREATE TEMP TABLE IF NOT EXISTS resolve_ids(id INTEGER PRIMARY KEY)")
+                run.edge_id_before = conn.execute("SELECT coalesce(max(id), 0) FROM edges").fetchone()[0]
+                t0 = time.perf_counter()
+                to_load, deleted = run.plan(roots)
+                report.phases["scan"] = round(time.perf_counter() - t0, 3)
+                # settings persist between runs; flags given now override them
+                stored = ix.meta_json("settings")
+                settings = {**(stored or {}), **opts.settings}
+                opts.settings = settings
+                if opts.full or stored != settings:
+                    run.changes.full = True
+                t0 = time.perf_counter()
+                for file_id, _ in deleted:
+                    run.drop_file(file_id)
+                total = len(to_load)
+                for i, f in enumerate(to_load):
+                    run.emit(phase="load", done=i, total=total, path=str(f.path))
+                    run.load_file(f)
+                run.emit(phase="load", done=total, total=total)
+                report.phases["load"] = round(time.perf_counter() - t0, 3)
+                t0 = time.perf_counter()
+                run.move_staged_edges()
+                run.resolve()
+                run.collect_garbage()
+                report.phases["resolve"] = round(time.perf_counter() - t0, 3)
+                ch = run.changes
+                known = set(json.loads(ix.meta("roots", "[]") or "[]"))
+                new_roots = sorted(known | set(report.roots))
+                if ch.any:
+                    ix.set_meta("generation", ch.generation)
+                    t0 = time.perf_counter()
+                    run.run_steps()
+                    report.phases["derived"] = round(time.perf_counter() - t0, 3)
+                    ix.set_meta("last_index_time", time.time())
+                    ix.set_meta_json("settings", settings)
+                if new_roots != sorted(known):
+                    ix.set_meta_json("roots", new_roots)
+                ix.set_meta("last_run_time", time.time())
+                report.generation = ix.generation
+                report.nodes_added = len(ch.added)
+                report.nodes_modified = len(ch.modified)
+                report.nodes_removed = len(ch.removed)
+                report.edges_changed = ch.edges_changed
+            ix.checkpoint()
+        finally:
+            ix.close()
+    report.seconds = round(time.perf_counter() - t_start, 3)
+    return report

@@ -1,0 +1,35 @@
+"""BEIR ``corpus.jsonl`` (``{"_id", "title", "text"}`` per line): one ``doc`` node per line.
+
+Title and text stay separate fields (name = title, text = body) so BM25F can weight them.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from ..errors import DataError
+from ..types import LoadOptions, LoadResult, NodeRec
+
+NAME = "beir"
+EXTENSIONS = (".jsonl",)
+
+
+def load(path: Path, rel: str, opts: LoadOptions) -> LoadResult:
+    res = LoadResult()
+    with open(path, "rb") as fh:
+        for lineno, raw in enumerate(fh, 1):
+            if not raw.strip():
+                continue
+            try:
+                rec = json.loads(raw.decode("utf-8", errors="replace"))
+            except json.JSONDecodeError as exc:
+                raise DataError(f"invalid JSON ({exc.msg}); each line must be one "
+                                f'{{"_id", "title", "text"}} object', str(path), lineno) from None
+            if not isinstance(rec, dict) or "_id" not in rec:
+                raise DataError('a BEIR corpus line needs an "_id" field', str(path), lineno)
+            doc_id = str(rec["_id"])
+            res.nodes.append(NodeRec(
+                key=f"doc:{doc_id}", kind="doc", name=str(rec.get("title") or ""),
+                text=str(rec.get("text") or ""), qualname=doc_id, line_start=lineno, line_end=lineno,
+                aliases=[("doc", doc_id)]))
+    return res
