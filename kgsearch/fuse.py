@@ -1,0 +1,89 @@
+"""Score fusion: normalisation, weighted linear fusion, weighted Reciprocal Rank Fusion.
+
+All functions work on dense score vectors aligned to one candidate list (``np.ndarray`` of
+shape ``(n_candidates,)``), so the pipeline can explain every part of every fused score.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["normalize", "linear", "rrf", "ranks"]
+
+
+def normalize(scores: np.ndarray, method: str = "max") -> np.ndarray:
+    """Map scores to [0, 1].
+
+    ``max``: s / max(s) (keeps ratios; zeros stay zero). ``minmax``: (s - min) / (max - min) over
+    the non-zero entries (entries that are 0 stay 0). ``rank``: 1 - rank / n over non-zero entries.
+    A vector with no positive entry maps to zeros.
+    """
+    s = np.asarray(scores, dtype=np.float64)
+    out = np.zeros_like(s)
+    pos = s > 0
+    if not pos.any():
+        return out
+    if method == "max":
+        out[pos] = s[pos] / s[pos].max()
+    elif method == "minmax":
+        lo, hi = s[pos].min(), s[pos].max()
+        out[pos] = 1.0 if hi <= lo else (s[pos] - lo) / (hi - lo)
+    elif method == "rank":
+        idx = np.flatnonzero(pos)
+        order = idx[np.argsort(-s[idx], kind="stable")]
+        out[order] = 1.0 - np.arange(len(order)) / len(order)
+    else:
+        raise ValueError(f"unknown normalisation {method!r}; choose 'max', 'minmax' or 'rank'")
+    return out
+
+
+def linear(signals: dict[str, np.ndarray], weights: dict[str, float]) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """Weighted sum of already-normalised signals. Returns (fused, {name: weight * signal})."""
+    parts = {}
+    total = None
+    for name, sig in signals.items():
+        w = float(weights.get(name, 0.0))
+        if w == 0.0:
+            continue
+        part = w * np.asarray(sig, dtype=np.float64)
+        parts[name] = part
+        total = part if total is None else total + part
+    if total is None:
+        n = len(next(iter(signals.values()))) if signals else 0
+        total = np.zeros(n)
+    return total, parts
+
+
+def ranks(scores: np.ndarray) -> np.ndarray:
+    """1-based rank of each entry by descending score (ties by position); 0 where score <= 0."""
+    s = np.asarray(scores, dtype=np.float64)
+    r = np.zeros(len(s), dtype=np.int64)
+    idx = np.flatnonzero(s > 0)
+    order = idx[np.argsort(-s[idx], kind="stable")]
+    r[order] = np.arange(1, len(order) + 1)
+    return r
+
+
+def rrf(signals: dict[str, np.ndarray], weights: dict[str, float], k: int = 60,
+        cap: int | None = 50) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """Weighted Reciprocal Rank Fusion: sum_c w_c / (k + rank_c).
+
+    A channel contributes only its best ``cap`` candidates, so a channel that returns many weak
+    candidates cannot flood the result. Returns (fused, {name: contribution}).
+    """
+    parts = {}
+    total = None
+    for name, sig in signals.items():
+        w = float(weights.get(name, 0.0))
+        if w == 0.0:
+            continue
+        r = ranks(sig)
+        keep = r > 0
+        if cap is not None:
+            keep &= r <= cap
+        part = np.where(keep, w / (k + r), 0.0)
+        parts[name] = part
+        total = part if total is None else total + part
+    if total is None:
+        n = len(next(iter(signals.values()))) if signals else 0
+        total = np.zeros(n)
+    return total, parts

@@ -1,0 +1,162 @@
+"""Rule-based query intent: a priority cascade of patterns -> a weight profile.
+
+``classify(query) -> Intent``. The profiles (alpha embedding, beta text, gamma graph,
+delta intent edges), the intent keyword sets repeated in the BM25 query, and the edge types
+each intent prefers all live in the tables below: edit them here, or override per query with
+``--intent`` / ``--weights``.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from .errors import UsageError
+
+# name: (alpha embedding, beta text, gamma graph, delta intent edges)
+PROFILES: dict[str, tuple[float, float, float, float]] = {
+    "exact_match":      (0.15, 0.65, 0.10, 0.10),
+    "capability_check": (0.30, 0.55, 0.10, 0.05),
+    "debugging":        (0.30, 0.45, 0.20, 0.05),
+    "workflow":         (0.30, 0.25, 0.30, 0.15),
+    "comparison":       (0.35, 0.30, 0.25, 0.10),
+    "goal_based":       (0.40, 0.25, 0.15, 0.20),
+    "exploratory":      (0.45, 0.20, 0.25, 0.10),
+    "semantic":         (0.55, 0.15, 0.15, 0.15),
+    "default":          (0.40, 0.45, 0.15, 0.00),
+}
+
+# Edge types each intent walks in the delta (intent-edge) channel.
+INTENT_EDGES: dict[str, tuple[str, ...]] = {
+    "debugging": ("has_limitation", "has_workaround", "causes", "fixes"),
+    "workflow": ("feeds_into", "requires", "followed_by", "depends_on", "enables"),
+    "comparison": ("similar_to", "alternative_to", "complements"),
+    "goal_based": ("enables", "supports", "implements", "provides", "solves", "used_for"),
+    "capability_check": ("supports", "has_capability", "enables", "has_limitation"),
+    "exploratory": ("relates_to", "contains", "part_of"),
+    "semantic": ("relates_to", "similar_to", "part_of"),
+    "exact_match": (),
+    "default": (),
+}
+
+# Intent keywords: when present in the query they are repeated (x boost) in the BM25 query.
+INTENT_KEYWORDS: dict[str, tuple[str, ...]] = {
+    "debugging": ("error", "fail", "failure", "debug", "fix", "broken", "issue", "crash", "bug",
+                  "exception", "traceback"),
+    "capability_check": ("support", "capable", "able", "capability"),
+    "workflow": ("pipeline", "workflow", "step", "automate", "automation", "chain", "sequence"),
+    "comparison": ("versus", "compare", "comparison", "difference", "alternative"),
+    "goal_based": ("reduce", "improve", "achieve", "optimize", "optimise", "increase", "decrease",
+                   "minimize", "maximize"),
+    "exploratory": ("explore", "browse", "list", "overview"),
+}
+
+_CAMEL = re.compile(r"^[A-Za-z_][a-z0-9_]*[A-Z][A-Za-z0-9_]*$")
+_WORDS = re.compile(r"[\w'-]+", re.UNICODE)
+
+# (intent, regex) in priority order after exact_match
+_RULES: list[tuple[str, re.Pattern]] = [
+    ("debugging", re.compile(r"\b(error|errors|fail\w*|debug\w*|fix\w*|broken|issues?|crash\w*|bugs?|"
+                             r"exceptions?|traceback\w*)\b", re.I)),
+    ("capability_check", re.compile(r"\b(can (it|you|this|i|we|they|kgsearch)\b|does \S+( \S+){0,3} support|"
+                                    r"do(es)? (it|you|this) (support|handle|work)|"
+                                    r"is \S+( \S+){0,2} (able|capable)|supports?\b.*\?$)", re.I)),
+    ("workflow", re.compile(r"\b(pipelines?|workflows?|step[- ]by[- ]step|automat\w*|chain\w*|sequenc\w*|"
+                            r"how to|how do i|how do you|how can i)\b", re.I)),
+    ("comparison", re.compile(r"\b(vs\.?|versus|compar\w*|differ\w*|which is better|alternatives?)\b", re.I)),
+    ("goal_based", re.compile(r"\b(i want to|reduc\w*|improv\w*|achiev\w*|optimi[sz]\w*|increas\w*|"
+                              r"decreas\w*|minimi[sz]\w*|maximi[sz]\w*)\b", re.I)),
+    ("exploratory", re.compile(r"\b(explor\w*|brows\w*|list|show me|what are|overview|tell me about)\b", re.I)),
+]
+
+
+@dataclass
+class Intent:
+    name: str
+    weights: tuple[float, float, float, float]
+    edge_types: tuple[str, ...]
+    keywords: list[str] = field(default_factory=list)     # intent keywords found in the query
+    reason: str = ""
+    forced: bool = False
+
+    def as_dict(self) -> dict:
+        a, b, g, d = self.weights
+        return {"name": self.name, "weights": {"embedding": a, "text": b, "graph": g, "intent": d},
+                "edge_types": list(self.edge_types), "keywords": self.keywords, "reason": self.reason,
+                "forced": self.forced}
+
+
+def _is_exact(q: str) -> str | None:
+    s = q.strip()
+    if len(s) >= 2 and s[0] == s[-1] and s[0] in "\"'`":
+        return "quoted phrase"
+    if re.search(r'"[^"]+"', s) or re.search(r"`[^`]+`", s):
+        return "quoted phrase"
+    words = s.split()
+    if len(words) == 1:
+        w = words[0]
+        if _CAMEL.match(w):
+            return "CamelCase identifier"
+        if re.match(r"^[A-Za-z0-9]+([_-][A-Za-z0-9]+)+$", w):
+            return "a-b / a_b name"
+        if re.match(r"^[\w-]+\.[A-Za-z0-9]{1,5}$", w):
+            return "file name"
+        if re.match(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)+(\(\))?$", w):
+            return "dotted name"
+    return None
+
+
+def keywords_in(query: str, intent: str) -> list[str]:
+    words = {w.lower() for w in _WORDS.findall(query)}
+    found = []
+    for kw in INTENT_KEYWORDS.get(intent, ()):
+        if any(w == kw or (w.startswith(kw[:max(4, len(kw) - 2)]) and len(kw) > 4) for w in words):
+            found.append(kw)
+    return found
+
+
+def classify(query: str) -> Intent:
+    """The first matching rule wins: exact_match, debugging, capability_check, workflow, comparison,
+    goal_based, exploratory, semantic (more than 10 words), else default."""
+    q = query or ""
+    why = _is_exact(q)
+    if why:
+        return make("exact_match", reason=why)
+    for name, rx in _RULES:
+        m = rx.search(q)
+        if m:
+            return make(name, reason=f"matched {m.group(0)!r}", keywords=keywords_in(q, name))
+    if len(_WORDS.findall(q)) > 10:
+        return make("semantic", reason="more than 10 words")
+    return make("default", reason="no pattern")
+
+
+def make(name: str, weights=None, reason: str = "", keywords=None, forced: bool = False) -> Intent:
+    if name not in PROFILES:
+        raise UsageError(f"unknown intent {name!r}; choose from {', '.join(PROFILES)}")
+    w = PROFILES[name] if weights is None else tuple(weights)
+    return Intent(name, w, INTENT_EDGES.get(name, ()), list(keywords or []), reason, forced)
+
+
+def parse_weights(text: str) -> tuple[float, float, float, float]:
+    """``".4,.45,.15,0"`` -> 4 floats (embedding, text, graph, intent edges)."""
+    parts = [p for p in re.split(r"[,\s/]+", text.strip()) if p]
+    try:
+        vals = tuple(float(p) for p in parts)
+    except ValueError:
+        vals = ()
+    if len(vals) != 4 or any(v < 0 for v in vals):
+        raise UsageError(f"--weights needs 4 non-negative numbers embedding,text,graph,intent; got {text!r}")
+    return vals  # type: ignore[return-value]
+
+
+def resolve(query: str, intent: str | None = None, weights: str | tuple | None = None) -> Intent:
+    """Classify ``query`` unless ``intent`` forces a profile; ``weights`` overrides the profile's weights."""
+    if intent:
+        it = make(intent, reason="--intent", keywords=keywords_in(query, intent), forced=True)
+    else:
+        it = classify(query)
+    if weights is not None:
+        w = parse_weights(weights) if isinstance(weights, str) else tuple(float(x) for x in weights)
+        it.weights = w  # type: ignore[assignment]
+        it.reason += " (+ --weights)"
+    return it
