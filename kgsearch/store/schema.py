@@ -100,9 +100,22 @@ def ddl(script: str) -> Callable[[sqlite3.Connection], None]:
     return run
 
 
+# Text retrieval (kgsearch/text): BM25 postings (one row per term: sorted node ids and float32
+# impacts), weighted document lengths, and the pattern channel's symbol strings and trigram
+# postings. No foreign keys: the text step retracts rows itself from the ChangeSet. FTS5
+# tables are created by kgsearch.text.index only when the SQLite build has FTS5.
+TEXT = """
+CREATE TABLE IF NOT EXISTS text_postings(term TEXT PRIMARY KEY, df INTEGER NOT NULL,
+    ids BLOB NOT NULL, imp BLOB NOT NULL);
+CREATE TABLE IF NOT EXISTS text_doclen(id INTEGER PRIMARY KEY, len REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS text_symbols(id INTEGER PRIMARY KEY, sym TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS text_trigrams(tri TEXT PRIMARY KEY, ids BLOB NOT NULL)
+"""
+
 # (name, function). Append only.
 MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("0001_core", ddl(CORE)),
+    ("0002_text", ddl(TEXT)),
 ]
 
 

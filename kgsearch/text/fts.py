@@ -1,0 +1,204 @@
+"""SQLite FTS5 channel: an external-content FTS5 table over ``nodes(name, text)``.
+
+The table ``text_fts`` stores only the inverted index (``content='nodes'``), so the text is
+not duplicated. It is kept in sync by :func:`update` from the :class:`ChangeSet`: FTS5's
+``'delete'`` command needs the exact old values, which the ChangeSet carries for modified and
+removed nodes. When FTS5 is missing from the SQLite build the channel is off: one notice in
+the log, ``search`` returns empty arrays.
+
+:func:`build_query` turns any user string into a valid FTS5 expression (quoted terms joined
+by OR, phrases, ``prefix*``, ``name:``/``text:`` column filters, explicit AND/OR/NOT between
+operands); anything else is dropped. :func:`text_search` fuses BM25 and FTS5 as
+``max(bm25 / max_bm25, fts / max_fts)``.
+"""
+from __future__ import annotations
+
+import logging
+import re
+import sqlite3
+
+import numpy as np
+
+from .bm25 import clean_query
+from .tokenize import STOP_WORDS
+
+__all__ = ["available", "update", "build_query", "search", "text_search", "VERSION", "TABLE"]
+
+log = logging.getLogger(__name__)
+
+VERSION = 1
+TABLE = "text_fts"
+NAME_WEIGHT = 3.0          # bm25() column weights: name, text
+_EMPTY = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32))
+_AVAILABLE: bool | None = None
+_NOTICED = False
+_SQL_CHUNK = 500
+
+
+def available() -> bool:
+    """Whether this Python's SQLite has FTS5 (checked once per process)."""
+    global _AVAILABLE
+    if _AVAILABLE is None:
+        try:
+            c = sqlite3.connect(":memory:")
+            c.execute("CREATE VIRTUAL TABLE t USING fts5(a)")
+            c.close()
+            _AVAILABLE = True
+        except sqlite3.Error:
+            _AVAILABLE = False
+    return _AVAILABLE
+
+
+def _notice_off() -> None:
+    global _NOTICED
+    if not _NOTICED:
+        log.warning("SQLite has no FTS5 here: the fts channel is off (BM25 still works)")
+        _NOTICED = True
+
+
+def _exists(conn) -> bool:
+    return conn.execute("SELECT 1 FROM sqlite_master WHERE name=?", (TABLE,)).fetchone() is not None
+
+
+def update(ix, changes, full: bool, indexed_gone: set[int] | None = None) -> dict:
+    """Sync ``text_fts`` with ``nodes``. ``indexed_gone``: removed/modified ids that were indexed."""
+    if not available():
+        _notice_off()
+        ix.set_meta("text.fts", "off")
+        return {"mode": "off", "reason": "SQLite has no FTS5"}
+    conn = ix.conn
+    if not _exists(conn):
+        conn.execute(f"CREATE VIRTUAL TABLE {TABLE} USING fts5(name, text, content='nodes', "
+                     f"content_rowid='id', tokenize='porter unicode61 remove_diacritics 2')")
+        full = True
+    gone = sorted(set(changes.removed) | set(changes.modified))
+    if indexed_gone is not None:
+        gone = [i for i in gone if i in indexed_gone]
+    if not full and any(i not in changes.old for i in gone):
+        full = True            # cannot retract without the old values: rebuild instead
+    if full:
+        conn.execute(f"INSERT INTO {TABLE}({TABLE}) VALUES('rebuild')")
+        ix.set_meta("text.fts", "on")
+        return {"mode": "full"}
+    conn.executemany(f"INSERT INTO {TABLE}({TABLE}, rowid, name, text) VALUES('delete', ?, ?, ?)",
+                     [(i, changes.old[i][0] or "", changes.old[i][1] or "") for i in gone])
+    new = sorted(set(changes.added) | set(changes.modified))
+    for s in range(0, len(new), _SQL_CHUNK):
+        part = new[s:s + _SQL_CHUNK]
+        conn.execute(f"INSERT INTO {TABLE}(rowid, name, text) SELECT id, name, text FROM nodes "
+                     f"WHERE id IN ({','.join('?' * len(part))})", part)
+    ix.set_meta("text.fts", "on")
+    return {"mode": "incremental", "deleted": len(gone), "inserted": len(new)}
+
+
+# ---------------------------------------------------------------------------- query building
+_LEX = re.compile(r'"(?P<phrase>[^"]*)"?|(?P<col>\b(?:name|text)):(?=\S)|(?P<word>\w+)(?P<star>\*)?|(?P<other>\S)')
+_OPS = {"AND", "OR", "NOT"}
+
+
+def build_query(query: str, stopwords=STOP_WORDS) -> str | None:
+    """A safe FTS5 MATCH expression for ``query`` (``None`` when nothing searchable remains)."""
+    query = clean_query(query)
+    items: list[str] = []        # operands and operators, in order
+    col: str | None = None
+    for m in _LEX.finditer(query):
+        if m.group("col"):
+            col = m.group("col")
+            continue
+        if m.group("phrase") is not None:
+            words = re.findall(r"\w+", m.group("phrase"))
+            operand = '"' + " ".join(words) + '"' if words else None
+        elif m.group("word"):
+            w = m.group("word")
+            if w in _OPS:
+                items.append(w)
+                col = None
+                continue
+            if w.lower() in stopwords and not m.group("star"):
+                operand = "\0" + '"' + w + '"'          # kept only if nothing else remains
+            else:
+                operand = '"' + w + '"' + ("*" if m.group("star") else "")
+        else:
+            continue                                      # punctuation, parentheses, lone '-'
+        if operand is None:
+            col = None
+            continue
+        if col:
+            operand = ("\0" if operand[0] == "\0" else "") + col + " : " + operand.lstrip("\0")
+            col = None
+        items.append(operand)
+    if not any(x not in _OPS and not x.startswith("\0") for x in items):
+        items = [x.lstrip("\0") for x in items]          # only stop words: search them
+    else:
+        items = [x for x in items if not x.startswith("\0")]
+    out: list[str] = []
+    pending: str | None = None
+    for x in items:
+        if x in _OPS:
+            if out:
+                pending = x
+            continue
+        if out:
+            out.append(pending or "OR")
+        out.append(x)
+        pending = None
+    return " ".join(out) if out else None
+
+
+def _plain_query(query: str) -> str | None:
+    words = [w for w in re.findall(r"\w+", clean_query(query)) if w.lower() not in STOP_WORDS]
+    return " OR ".join('"' + w + '"' for w in words[:64]) or None
+
+
+def search(ix, query: str, k: int = 100, **opts) -> tuple[np.ndarray, np.ndarray]:
+    """FTS5 channel: (node ids, -bm25 scores), best first. Never raises on the query string."""
+    try:
+        k = max(0, int(k))
+    except (TypeError, ValueError):
+        k = 100
+    if k == 0 or not available():
+        return _EMPTY
+    conn = ix.conn
+    try:
+        if not _exists(conn):
+            return _EMPTY
+    except sqlite3.Error:
+        return _EMPTY
+    for expr in (build_query(query), _plain_query(query)):
+        if not expr:
+            continue
+        try:
+            rows = conn.execute(
+                f"SELECT rowid, bm25({TABLE}, ?, 1.0) AS r FROM {TABLE} WHERE {TABLE} MATCH ? "
+                f"ORDER BY r, rowid LIMIT ?", (NAME_WEIGHT, expr, k)).fetchall()
+        except sqlite3.OperationalError as exc:
+            log.debug("fts query %r failed: %s", expr, exc)
+            continue
+        except sqlite3.DatabaseError as exc:          # a damaged FTS index: channel answers empty
+            log.warning("fts index unreadable (%s); rebuild with `kgsearch index --full`", exc)
+            return _EMPTY
+        if not rows:
+            return _EMPTY
+        ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+        sc = np.fromiter((-r[1] for r in rows), dtype=np.float32, count=len(rows))
+        return ids, sc
+    return _EMPTY
+
+
+def text_search(ix, query: str, k: int = 100, **opts) -> tuple[np.ndarray, np.ndarray]:
+    """Text score = max(BM25 / top BM25, FTS5 / top FTS5) over the union of both channels."""
+    from . import bm25
+    scores: dict[int, float] = {}
+    for fn in (bm25.search, search):
+        ids, sc = fn(ix, query, k, **opts)
+        if ids.size == 0 or sc[0] <= 0:
+            continue
+        norm = sc / sc[0]
+        for i, s in zip(ids.tolist(), norm.tolist()):
+            if s > scores.get(i, 0.0):
+                scores[i] = s
+    if not scores:
+        return _EMPTY
+    items = sorted(scores.items(), key=lambda p: (-p[1], p[0]))[:k]
+    return (np.array([p[0] for p in items], dtype=np.int64),
+            np.array([p[1] for p in items], dtype=np.float32))

@@ -1,0 +1,159 @@
+"""Unicode-aware, code-aware tokenizer.
+
+``Analyzer(stemmer="porter2")(text) -> list[str]``:
+
+1. Raw tokens are runs of Unicode word characters, joined by ``_`` or ``.`` between word
+   characters (``os.path.join``, ``blast_radius``, ``StreamingTextResponse``). Hyphens,
+   apostrophes and other punctuation separate tokens.
+2. A raw token that is plain lower-case (the common case) becomes one term. A compound
+   (CamelCase, snake_case, dotted, letter/digit boundary) yields the whole identifier with its
+   separators removed plus each part: ``StreamingTextResponse`` -> ``streamingtextresponse``,
+   ``streaming``, ``text``, ``response``; ``blast_radius`` -> ``blastradius``, ``blast``,
+   ``radius``. Joining without separators lets ``BlastRadius`` and ``blast_radius`` meet.
+3. Lower-casing (``str.lower``; NFKC first for non-ASCII), stop words (English plus code noise
+   words), then the stemmer. Terms longer than 64 characters are dropped (minified data,
+   hashes).
+
+Each distinct raw token is analysed once and memoised, so the per-token cost on real text is
+one regex match plus one dict lookup.
+"""
+from __future__ import annotations
+
+import re
+import unicodedata
+from typing import Callable, Iterable
+
+from .stem import Memo, get_stemmer
+
+__all__ = ["Analyzer", "get_analyzer", "split_identifier", "raw_tokens", "ENGLISH_STOP",
+           "CODE_STOP", "STOP_WORDS", "MAX_TERM_LEN"]
+
+MAX_TERM_LEN = 64
+
+# Snowball's English stop list, the fragments our tokenizer leaves from contractions, and
+# single letters.
+ENGLISH_STOP = frozenset("""
+i me my myself we our ours ourselves you your yours yourself yourselves he him his himself she
+her hers herself it its itself they them their theirs themselves what which who whom this that
+these those am is are was were be been being have has had having do does did doing would should
+could ought a an the and but if or because as until while of at by for with about against
+between into through during before after above below to from up down in out on off over under
+again further then once here there when where why how all any both each few more most other
+some such no nor not only own same so than too very can will just also shall may might must
+cannot yet via etc ie eg us s t d ll m re ve don doesn didn isn aren wasn weren hasn haven hadn
+won wouldn shouldn couldn mustn shan b c e f g h j k l n o p q r u v w x y z
+""".split())
+
+# Words that appear in nearly every piece of code and carry no topic.
+CODE_STOP = frozenset("""
+self cls def elif kwargs args lambda none true false return returns import param rtype
+""".split())
+
+STOP_WORDS = ENGLISH_STOP | CODE_STOP
+
+# A word: runs of \w joined by '_' or '.' when a word character follows.
+_RAW = re.compile(r"\w+(?:[.](?=[^\W\d])\w+)*")
+# Parts of a compound: upper-case runs before a capitalised word, capitalised/lower words,
+# upper-case runs, digit runs, other letters (scripts without case).
+_PART = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
+
+
+def raw_tokens(text: str) -> list[str]:
+    """The raw (case-preserving) tokens of ``text``."""
+    return _RAW.findall(text)
+
+
+def _split_unicode(token: str) -> list[str]:
+    """Slow path of :func:`split_identifier` for non-ASCII tokens (str.isupper per character)."""
+    out: list[str] = []
+    for piece in re.split(r"[._]+", token):
+        cur = ""
+        for i, ch in enumerate(piece):
+            if cur:
+                prev = cur[-1]
+                nxt = piece[i + 1] if i + 1 < len(piece) else ""
+                boundary = ((ch.isupper() and (prev.islower() or (prev.isupper() and nxt.islower())))
+                            or (ch.isdigit() != prev.isdigit()))
+                if boundary:
+                    out.append(cur)
+                    cur = ""
+            cur += ch
+        if cur:
+            out.append(cur)
+    return out
+
+
+def split_identifier(token: str) -> list[str]:
+    """The parts of a compound identifier, case kept: ``"HTTPServer_v2"`` -> ``HTTP Server v 2``."""
+    if token.isascii():
+        return _PART.findall(token)
+    return _split_unicode(token)
+
+
+class Analyzer:
+    """Text -> terms. Instances are cheap to keep; the memo makes repeated words one lookup.
+
+    ``stemmer``: ``"porter2"``, ``"light"``, ``"none"`` or a callable. ``stopwords``: a set of
+    lower-case words (``None`` = :data:`STOP_WORDS`). ``split_code``: emit identifier parts.
+    """
+
+    def __init__(self, stemmer: str | Callable[[str], str] | None = "porter2",
+                 stopwords: Iterable[str] | None = None, split_code: bool = True,
+                 memo_limit: int = 500_000):
+        self.stem = get_stemmer(stemmer) if not callable(stemmer) else stemmer
+        self.stemmer_name = stemmer if isinstance(stemmer, str) else getattr(stemmer, "__name__", "custom")
+        self.stopwords = frozenset(STOP_WORDS if stopwords is None else stopwords)
+        self.split_code = split_code
+        self._memo = Memo(self._analyze_raw, memo_limit)
+
+    # one raw token -> tuple of terms (memoised)
+    def _analyze_raw(self, raw: str) -> tuple[str, ...]:
+        if not raw.isascii():
+            raw = unicodedata.normalize("NFKC", raw)
+        low = raw.lower()
+        if low == raw and low.isalpha() or not self.split_code:
+            # plain word (fast path), or splitting disabled: dots/underscores still separate
+            if low.isalpha():
+                return self._terms((low,))
+            return self._terms([p for p in re.split(r"[._]+", low) if p])
+        parts = [p.lower() for p in split_identifier(raw)]
+        if len(parts) <= 1:
+            return self._terms(parts or [low])
+        whole = "".join(parts)
+        return self._terms([whole] + parts)
+
+    def _terms(self, words) -> tuple[str, ...]:
+        stop = self.stopwords
+        stem = self.stem
+        out = []
+        for w in words:
+            if w in stop or len(w) > MAX_TERM_LEN:
+                continue
+            t = stem(w)
+            if t and t not in out:
+                out.append(t)
+        return tuple(out)
+
+    def __call__(self, text: str) -> list[str]:
+        """Terms of ``text`` in order (a compound's whole form comes before its parts)."""
+        memo = self._memo
+        return [t for raw in _RAW.findall(text) for t in memo[raw]]
+
+    def analyze_word(self, raw: str) -> tuple[str, ...]:
+        return self._memo[raw]
+
+    def settings(self) -> dict:
+        return {"stemmer": self.stemmer_name, "split_code": self.split_code,
+                "stopwords": len(self.stopwords), "max_term_len": MAX_TERM_LEN, "version": 1}
+
+
+_ANALYZERS: dict[tuple, Analyzer] = {}
+
+
+def get_analyzer(stemmer: str = "porter2", split_code: bool = True) -> Analyzer:
+    """A shared analyzer per (stemmer, split_code) so memos are reused across calls."""
+    key = (stemmer, split_code)
+    a = _ANALYZERS.get(key)
+    if a is None:
+        a = _ANALYZERS[key] = Analyzer(stemmer, split_code=split_code)
+    return a
