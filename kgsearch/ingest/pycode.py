@@ -1,0 +1,459 @@
+"""Python source through the stdlib ``ast``: modules, classes, functions, methods and their edges.
+
+Module names come from ``rel`` (the path under the indexed root): the path components with
+``.py`` dropped, ``pkg/__init__.py`` -> ``pkg``, and a leading ``src/`` component stripped
+(``src/pkg/mod.py`` -> ``pkg.mod``), so index a project from its top folder or from the folder
+that holds its packages. A top-level ``__init__.py`` takes the name of the folder it is in.
+
+Nodes (every node answers to ``('py', qualname)``):
+
+* ``module``: key ``py:<module>``, name = last component, text = docstring + the names defined
+  at top level (functions, classes, assigned names).
+* ``class``: key ``py:<module>.<Class>``, text = ``class C(bases)`` + docstring + method names.
+* ``function`` / ``method`` (a def directly in a class body): key ``py:<qualname>``, text =
+  decorators + ``def f(args) -> ret`` + docstring + the source of the body, cut at
+  :data:`MAX_TEXT` characters. Nested defs read ``outer.inner`` (no ``<locals>``).
+  ``async def`` sets ``props['async']``.
+
+A name defined twice in one scope (``@x.setter``, ``if``/``else`` variants) keeps its key for
+the first definition; the next ones get ``#2``, ``#3`` keys and no alias.
+Stubs (``.pyi``) use ``pyi:`` keys and no ``py`` aliases so that they never shadow the code.
+Every node of a test file (``test_*.py``, ``*_test.py``, ``conftest.py``, anything under a
+``test``/``tests`` folder) has ``FLAG_TEST``.
+
+Edges:
+
+* ``contains`` (``ns='key'``): module -> class/function, class -> method, function -> nested def.
+* ``imports`` (``ns='py'``): module -> imported module; ``from x import y`` -> ``x.y`` then ``x``
+  (y may be a submodule or a symbol). Relative imports are resolved against the package of
+  the file. Imports inside functions count for the module.
+* ``inherits`` (``ns='py'``): class -> base, resolved like a name (below).
+* ``calls`` (``ns='py'``): from the innermost function (module or class when the call is
+  at module or class-body level) to the callee, with candidate qualified names in order:
+
+  - ``f()``: a def in an enclosing function, then in the module, then ``x.f`` for
+    ``from x import f`` (``as`` aliases followed), then ``m.f`` for each ``from m import *``;
+  - ``a.b.f()``: the head name resolved the same way (``import pkg.mod as a`` -> ``pkg.mod``,
+    a local class) with the attributes appended: ``mod.func()``, ``Class.meth()``;
+  - ``self.m()`` / ``cls.m()`` (the first parameter of a method): the enclosing class's ``m``,
+    then the same method on its base classes (in-file bases recursively, imported bases
+    one level); ``super().m()``: the base classes only.
+
+  What stays unresolved (no edge, or an edge the indexer drops): builtins, calls on values of
+  unknown type (``x.f()`` with ``x`` a parameter or a local variable, ``self.attr.f()``),
+  dynamic dispatch (``getattr``, dict of functions, callbacks), methods inherited from classes
+  defined in other files beyond the direct base, and anything reached through the stdlib or
+  third-party code that is not indexed.
+
+A file that does not parse gives its module node (empty text) and one warning.
+"""
+from __future__ import annotations
+
+import ast
+import builtins
+import io
+import tokenize
+from pathlib import Path
+
+from ..types import FLAG_TEST, EdgeRec, LoadOptions, LoadResult, NodeRec
+from .common import decode
+
+NAME = "python"
+EXTENSIONS = (".py", ".pyi")
+MAX_TEXT = 4000          # characters of text kept for a function (signature + doc + body)
+
+__all__ = ["NAME", "EXTENSIONS", "load", "module_name", "is_test_path"]
+
+# Node types that never contain a call, an import or a definition: not worth a visit.
+_LEAVES = frozenset(
+    {ast.Name, ast.Constant, ast.alias, ast.Pass, ast.Break, ast.Continue, ast.Global,
+     ast.Nonlocal, ast.TypeIgnore}
+    | {c for base in (ast.expr_context, ast.operator, ast.unaryop, ast.cmpop, ast.boolop)
+       for c in base.__subclasses__()})
+# Fields that never hold a node worth visiting (names, numbers, operators).
+_NOT_AST = frozenset({"ctx", "id", "attr", "arg", "name", "asname", "module", "level", "kind",
+                      "type_comment", "is_async", "conversion", "names", "kwd_attrs", "op", "ops",
+                      "simple", "type_ignores", "tag"})
+_FIELDS: dict[type, tuple[str, ...]] = {}     # node type -> fields to visit, last first
+_BUILTINS = frozenset(dir(builtins))
+
+
+def module_name(rel: str, root: str = "") -> str:
+    """Dotted module name for a path under the root.
+
+    >>> module_name("src/pkg/sub/__init__.py"), module_name("pkg/mod.py")
+    ('pkg.sub', 'pkg.mod')
+    """
+    parts = [p for p in rel.replace("\\", "/").split("/") if p and p != "."]
+    if len(parts) > 1 and parts[0] == "src":
+        parts = parts[1:]
+    last = parts[-1] if parts else ""
+    for ext in EXTENSIONS:
+        if last.endswith(ext):
+            last = last[: -len(ext)]
+    parts[-1:] = [last] if last != "__init__" else []
+    if not parts:
+        parts = [Path(root).name or "__init__"]
+    return ".".join(parts)
+
+
+def is_test_path(rel: str) -> bool:
+    parts = rel.replace("\\", "/").split("/")
+    base = parts[-1].rsplit(".", 1)[0]
+    return (base.startswith("test_") or base.endswith("_test") or base == "conftest"
+            or any(p in ("test", "tests") for p in parts[:-1]))
+
+
+def _source(data: bytes, where: str) -> tuple[str, str | None]:
+    """Decode as Python does: UTF-8 unless a coding cookie says otherwise."""
+    try:
+        text = data.decode("utf-8")
+        if text.startswith("\ufeff"):
+            text = text[1:]
+        return text, None
+    except UnicodeDecodeError:
+        pass
+    try:
+        enc, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        if enc not in ("utf-8", "utf-8-sig"):
+            return data.decode(enc), None
+    except (SyntaxError, LookupError, UnicodeDecodeError):
+        pass
+    return decode(data, where)
+
+
+class _Scope:
+    __slots__ = ("key", "qual", "kind", "parent", "defs", "self_name", "cls", "rec", "calls",
+                 "names", "params")
+
+    def __init__(self, key, qual, kind, parent, rec):
+        self.key, self.qual, self.kind, self.parent, self.rec = key, qual, kind, parent, rec
+        self.defs: dict[str, str] = {}        # name -> qualname of defs directly inside
+        self.self_name: str | None = None     # methods: name of the first parameter
+        self.cls: _Scope | None = None        # methods: the class scope
+        self.calls: list[tuple[ast.expr, int]] = []
+        self.names: list[str] = []            # classes: method names; module: top-level names
+        self.params: frozenset[str] = frozenset()   # functions: parameter names (unknown type)
+
+
+def load(path: Path, rel: str, opts: LoadOptions) -> LoadResult:
+    where = str(path)
+    text, warning = _source(Path(path).read_bytes(), where)
+    return _Loader(text, where, rel, opts).run(warning)
+
+
+class _Loader:
+    def __init__(self, text: str, where: str, rel: str, opts: LoadOptions):
+        if "\r" in text:
+            text = text.replace("\r\n", "\n").replace("\r", "\n")
+        self.text, self.where, self.rel = text, where, rel
+        self.stub = rel.endswith(".pyi")
+        self.prefix = "pyi:" if self.stub else "py:"
+        self.mod = module_name(rel, opts.root)
+        base = rel.replace("\\", "/").rsplit("/", 1)[-1]
+        self.is_pkg = base in ("__init__.py", "__init__.pyi")
+        self.flags = FLAG_TEST if is_test_path(rel) else 0
+        self.res = LoadResult()
+        self.keys: set[str] = set()
+        self.imports: dict[str, str] = {}       # bound name -> dotted target
+        self.stars: list[str] = []              # modules of `from m import *`
+        self.bases: dict[str, list[list[str]]] = {}   # class qual -> candidates per base
+        self.lines: list[str] = []
+        self.scopes: list[_Scope] = []
+        self._class_defs: list[tuple[_Scope, list, _Scope]] = []
+        self._edge_imports: dict[str, int] = {}     # imports edge dst -> first line
+
+    # ---- entry ---------------------------------------------------------------------------
+
+    def run(self, warning: str | None) -> LoadResult:
+        res = self.res
+        if warning:
+            res.warnings.append(warning)
+        nlines = self.text.count("\n") + (0 if self.text.endswith("\n") else 1)
+        mrec = NodeRec(key=self.prefix + self.mod, kind="module", name=self.mod.rpartition(".")[2],
+                       qualname=self.mod, line_start=1, line_end=max(nlines, 1), flags=self.flags,
+                       props={"package": True} if self.is_pkg else {},
+                       aliases=self._aliases(self.mod))
+        res.nodes.append(mrec)
+        self.keys.add(mrec.key)
+        try:
+            tree = ast.parse(self.text, filename=self.where)
+        except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+            line = getattr(exc, "lineno", None)
+            msg = getattr(exc, "msg", None) or str(exc)
+            at = f"{self.where}:{line}" if line else self.where
+            res.warnings.append(f"{at}: syntax error, skipped ({msg})")
+            return res
+        self.lines = self.text.split("\n")
+        module = _Scope(mrec.key, self.mod, "module", None, mrec)
+        self._walk(tree, module)
+        self._top_names(tree, module)
+        doc = ast.get_docstring(tree) or ""
+        mrec.text = "\n".join(x for x in (doc, " ".join(module.names)) if x)
+        self._resolve(module)
+        return res
+
+    def _aliases(self, qual: str) -> list[tuple[str, str]]:
+        return [] if self.stub else [("py", qual)]
+
+    # ---- traversal -----------------------------------------------------------------------
+
+    def _walk(self, tree: ast.Module, module: _Scope) -> None:
+        self.scopes.append(module)
+        self._scan(tree.body, module)
+
+    def _scan(self, roots: list, scope: _Scope) -> None:
+        """Find calls, imports and defs under ``roots`` (the statements of one scope).
+
+        Iterative pre-order walk in document order (deeply nested expressions would overflow
+        recursion); it recurses only into nested defs, whose depth the parser bounds."""
+        stack = roots[::-1]
+        pop, push = stack.pop, stack.append
+        calls = scope.calls
+        leaves, fields = _LEAVES, _FIELDS
+        while stack:
+            node = pop()
+            t = node.__class__
+            if t is ast.FunctionDef or t is ast.AsyncFunctionDef or t is ast.ClassDef:
+                if t is ast.ClassDef:
+                    inner = self._class(node, scope)
+                    outer = node.bases + [k.value for k in node.keywords]
+                else:
+                    inner = self._function(node, scope)
+                    a = node.args
+                    outer = a.defaults + [d for d in a.kw_defaults if d is not None]
+                self.scopes.append(inner)
+                self._scan(node.body, inner)
+                # decorators, defaults and bases are evaluated in the enclosing scope
+                for c in reversed(node.decorator_list + outer):
+                    if c.__class__ not in leaves:
+                        push(c)
+                continue
+            if t is ast.Call:
+                calls.append((node.func, node.lineno))
+            elif t is ast.Import or t is ast.ImportFrom:
+                self._import(node)
+                continue
+            fs = fields.get(t)
+            if fs is None:
+                fs = fields[t] = tuple(f for f in reversed(getattr(t, "_fields", ()))
+                                       if f not in _NOT_AST)     # () for a str or bool value
+            for f in fs:
+                v = getattr(node, f, None)
+                if v.__class__ is list:
+                    for c in reversed(v):
+                        if c is not None and c.__class__ not in leaves:
+                            push(c)
+                elif v is not None and v.__class__ not in leaves:
+                    push(v)
+
+    def _top_names(self, tree: ast.Module, module: _Scope) -> None:
+        names = list(module.defs)
+        for st in tree.body:
+            targets = st.targets if type(st) is ast.Assign else \
+                [st.target] if type(st) is ast.AnnAssign else []
+            for tg in targets:
+                for n in (tg.elts if type(tg) is ast.Tuple else [tg]):
+                    if type(n) is ast.Name and n.id not in names:
+                        names.append(n.id)
+        module.names = names
+
+    def _unique(self, key: str) -> str:
+        if key in self.keys:
+            n = 2
+            while f"{key}#{n}" in self.keys:
+                n += 1
+            key = f"{key}#{n}"
+        self.keys.add(key)
+        return key
+
+    def _new(self, node, scope: _Scope, kind: str, text: str, props: dict) -> _Scope:
+        qual = f"{scope.qual}.{node.name}"
+        key = self._unique(self.prefix + qual)
+        first = key == self.prefix + qual
+        start = min([d.lineno for d in node.decorator_list] + [node.lineno])
+        rec = NodeRec(key=key, kind=kind, name=node.name, text=text, qualname=qual,
+                      line_start=start, line_end=node.end_lineno, parent=scope.key,
+                      flags=self.flags, props=props,
+                      aliases=self._aliases(qual) if first else [])
+        self.res.nodes.append(rec)
+        self.res.edges.append(EdgeRec(scope.key, key, "contains", "key", line=node.lineno))
+        scope.defs.setdefault(node.name, qual)
+        return _Scope(key, qual, "class" if kind == "class" else "function", scope, rec)
+
+    def _function(self, node, scope: _Scope) -> _Scope:
+        a = node.args
+        is_async = type(node) is ast.AsyncFunctionDef
+        sig = f"{'async ' if is_async else ''}def {node.name}({ast.unparse(a)})"
+        if node.returns is not None:
+            sig += f" -> {ast.unparse(node.returns)}"
+        decos = [ast.unparse(d) for d in node.decorator_list]
+        doc = ast.get_docstring(node) or ""
+        body = node.body[1:] if doc else node.body
+        parts = [f"@{d}" for d in decos] + [sig] + ([doc] if doc else [])
+        head = "\n".join(parts)
+        if body and len(head) < MAX_TEXT:
+            head += "\n" + self._src(body[0].lineno, node.end_lineno, MAX_TEXT - len(head))
+        props: dict = {"signature": sig}
+        if decos:
+            props["decorators"] = decos
+        if is_async:
+            props["async"] = True
+        inner = self._new(node, scope, "method" if scope.kind == "class" else "function",
+                          head[:MAX_TEXT], props)
+        inner.params = frozenset(x.arg for x in a.posonlyargs + a.args + a.kwonlyargs
+                                 + [a.vararg, a.kwarg] if x is not None)
+        if scope.kind == "class":
+            params = a.posonlyargs + a.args
+            if params and "staticmethod" not in decos:
+                inner.self_name = params[0].arg
+            inner.cls = scope
+        elif scope.kind == "function":           # closures see the method's self
+            inner.self_name, inner.cls = scope.self_name, scope.cls
+        return inner
+
+    def _class(self, node: ast.ClassDef, scope: _Scope) -> _Scope:
+        args = [ast.unparse(b) for b in node.bases]
+        args += [f"{k.arg}={ast.unparse(k.value)}" if k.arg else f"**{ast.unparse(k.value)}"
+                 for k in node.keywords]
+        sig = f"class {node.name}({', '.join(args)})" if args else f"class {node.name}"
+        props: dict = {"signature": sig}
+        if node.decorator_list:
+            props["decorators"] = [ast.unparse(d) for d in node.decorator_list]
+        inner = self._new(node, scope, "class", "", props)
+        inner.calls = []
+        inner.names = [sig, ast.get_docstring(node) or ""]     # text, finished in _resolve
+        self.bases[inner.qual] = []
+        self._class_defs.append((inner, node.bases, scope))
+        return inner
+
+    def _src(self, start: int, end: int, budget: int) -> str:
+        out, n = [], 0
+        for line in self.lines[start - 1:end]:
+            out.append(line)
+            n += len(line) + 1
+            if n >= budget:
+                break
+        return "\n".join(out)
+
+    def _import(self, node) -> None:
+        line = node.lineno
+        if type(node) is ast.Import:
+            for a in node.names:
+                self._edge_imports.setdefault(a.name, line)
+                if a.asname:
+                    self.imports[a.asname] = a.name
+                else:
+                    head = a.name.partition(".")[0]
+                    self.imports[head] = head
+            return
+        base = self._from_base(node.module, node.level)
+        if base is None:
+            return
+        for a in node.names:
+            if a.name == "*":
+                self.stars.append(base)
+                self._edge_imports.setdefault(base, line)
+            else:
+                full = f"{base}.{a.name}"
+                self.imports[a.asname or a.name] = full
+                self._edge_imports.setdefault(f"{full}\n{base}", line)
+
+    def _from_base(self, modname: str | None, level: int) -> str | None:
+        if not level:
+            return modname
+        pkg = self.mod if self.is_pkg else self.mod.rpartition(".")[0]
+        parts = pkg.split(".") if pkg else []
+        if level - 1 > len(parts):
+            return None
+        parts = parts[: len(parts) - (level - 1)]
+        if modname:
+            parts.append(modname)
+        return ".".join(parts) or None
+
+    # ---- resolution ----------------------------------------------------------------------
+
+    def _resolve(self, module: _Scope) -> None:
+        edges = self.res.edges
+        mkey = module.key
+        for dst, line in self._edge_imports.items():
+            edges.append(EdgeRec(mkey, dst, "imports", "py", line=line))
+        for inner, bases, scope in self._class_defs:
+            sig, doc = inner.names
+            inner.rec.text = "\n".join(x for x in (sig, doc, " ".join(inner.defs)) if x)
+            for b in bases:
+                cands = self._expr_candidates(scope, b)
+                self.bases[inner.qual].append(cands)
+                if cands:
+                    edges.append(EdgeRec(inner.key, "\n".join(cands), "inherits", "py",
+                                         line=b.lineno))
+        seen = set()
+        for scope in self.scopes:
+            for func, line in scope.calls:
+                cands = self._call_candidates(scope, func)
+                if not cands:
+                    continue
+                dst = "\n".join(cands)
+                if (scope.key, dst) in seen:
+                    continue
+                seen.add((scope.key, dst))
+                edges.append(EdgeRec(scope.key, dst, "calls", "py", line=line))
+
+    def _name_candidates(self, scope: _Scope, name: str) -> list[str]:
+        s, first = scope, True
+        while s.parent is not None:        # enclosing functions; a class body only if current
+            if first or s.kind == "function":
+                if name in s.defs:
+                    return [s.defs[name]]
+                if name in s.params:
+                    return []
+            first, s = False, s.parent
+        if name in s.defs:
+            return [s.defs[name]]
+        if name in self.imports:
+            return [self.imports[name]]
+        if name in _BUILTINS:
+            return []
+        return [f"{m}.{name}" for m in self.stars]
+
+    def _expr_candidates(self, scope: _Scope, expr) -> list[str]:
+        if type(expr) is ast.Name:
+            return self._name_candidates(scope, expr.id)
+        chain = []
+        while type(expr) is ast.Attribute:
+            chain.append(expr.attr)
+            expr = expr.value
+        if type(expr) is not ast.Name or not chain:
+            return []
+        tail = ".".join(reversed(chain))
+        return [f"{c}.{tail}" for c in self._name_candidates(scope, expr.id)]
+
+    def _call_candidates(self, scope: _Scope, func) -> list[str]:
+        if type(func) is ast.Attribute:
+            head = func.value
+            if type(head) is ast.Name and head.id == scope.self_name and scope.cls is not None:
+                return self._method_candidates(scope.cls.qual, func.attr, True)
+            if (type(head) is ast.Call and type(head.func) is ast.Name
+                    and head.func.id == "super" and scope.cls is not None):
+                return self._method_candidates(scope.cls.qual, func.attr, False)
+            while type(head) is ast.Attribute:
+                head = head.value
+            if type(head) is ast.Name and head.id == scope.self_name:
+                return []                  # self.attr.f(): type of the attribute unknown
+        return self._expr_candidates(scope, func)
+
+    def _method_candidates(self, cls: str, meth: str, include_self: bool) -> list[str]:
+        out: list[str] = []
+        queue = [cls] if include_self else self._base_quals(cls)
+        seen = {cls, *queue}
+        while queue:
+            q = queue.pop(0)
+            out.append(f"{q}.{meth}")
+            for b in self._base_quals(q):
+                if b not in seen:
+                    seen.add(b)
+                    queue.append(b)
+        return out
+
+    def _base_quals(self, cls: str) -> list[str]:
+        return [c for cands in self.bases.get(cls, ()) for c in cands]
