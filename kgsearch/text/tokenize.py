@@ -7,7 +7,7 @@
    apostrophes and other punctuation separate tokens.
 2. A raw token that is plain lower-case (the common case) becomes one term. A compound
    (CamelCase, snake_case, dotted, letter/digit boundary) yields the whole identifier with its
-   separators removed plus each part: ``StreamingTextResponse`` -> ``streamingtextresponse``,
+   separators (and stop-word parts such as ``self``) removed plus each part: ``StreamingTextResponse`` -> ``streamingtextresponse``,
    ``streaming``, ``text``, ``response``; ``blast_radius`` -> ``blastradius``, ``blast``,
    ``radius``. Joining without separators lets ``BlastRadius`` and ``blast_radius`` meet.
 3. Lower-casing (``str.lower``; NFKC first for non-ASCII), stop words (English plus code noise
@@ -117,10 +117,12 @@ class Analyzer:
                 return self._terms((low,))
             return self._terms([p for p in re.split(r"[._]+", low) if p])
         parts = [p.lower() for p in split_identifier(raw)]
+        if len(parts) > 1:      # drop stop-word parts (self, the) but keep letters of v1, getX
+            parts = [p for p in parts if len(p) == 1 or p not in self.stopwords]
         if len(parts) <= 1:
-            return self._terms(parts or [low])
-        whole = "".join(parts)
-        return self._terms([whole] + parts)
+            return self._terms(parts)
+        # whole form from the parts that carry meaning: self.blast_radius -> blastradius
+        return self._terms(["".join(parts)] + parts)
 
     def _terms(self, words) -> tuple[str, ...]:
         stop = self.stopwords

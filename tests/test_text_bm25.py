@@ -1,0 +1,217 @@
+"""BM25: rank_bm25 oracle, hand-computed scores, stored postings, incremental == rebuild."""
+from __future__ import annotations
+
+import math
+import random
+
+import numpy as np
+import pytest
+
+from kgsearch.text import bm25, fts, index as tindex, pattern
+from kgsearch.text.bm25 import BM25Params, MemoryBM25
+from kgsearch.types import ChangeSet
+
+WORDS = ("alpha beta gamma delta epsilon zeta theta iota kappa rho omicron sigma tau upsilon "
+         "omega graph node edge vector matrix search index query rank score field title body").split()
+
+
+def _corpus(n=40, seed=3):
+    rng = random.Random(seed)
+    # Zipf-ish draws so document frequencies differ; lengths vary so b matters
+    weights = [1.0 / (i + 1) ** 0.8 for i in range(len(WORDS))]
+    return [rng.choices(WORDS, weights, k=rng.randint(3, 30)) for _ in range(n)]
+
+
+def _queries(seed=5):
+    rng = random.Random(seed)
+    return [rng.sample(WORDS, rng.randint(1, 4)) for _ in range(25)] + [["alpha", "alpha", "beta"]]
+
+
+def test_hand_computed_three_documents():
+    docs = [["cat", "sat"], ["cat", "cat", "dog", "ran"], ["bird"]]
+    m = MemoryBM25(docs, BM25Params(k1=1.5, b=0.75))
+    N, avgdl = 3, 7 / 3
+    idf_cat = math.log((N - 2 + 0.5) / (2 + 0.5) + 1)
+    tf1 = 1 * 2.5 / (1 + 1.5 * (0.25 + 0.75 * 2 / avgdl))
+    tf2 = 2 * 2.5 / (2 + 1.5 * (0.25 + 0.75 * 4 / avgdl))
+    s = m.get_scores(["cat"])
+    assert s[0] == pytest.approx(idf_cat * tf1, rel=1e-6)
+    assert s[1] == pytest.approx(idf_cat * tf2, rel=1e-6)
+    assert s[2] == 0
+
+
+def test_oracle_rank_bm25_lucene_idf():
+    """Our default idf is log(1 + (N-df+.5)/(df+.5)); rank_bm25's BM25Okapi uses the same
+    saturation but idf = log((N-df+.5)/(df+.5)) floored at epsilon * mean idf. We give the
+    oracle our idf (rank_bm25 reads it from its ``idf`` dict) and compare everything else."""
+    rank_bm25 = pytest.importorskip("rank_bm25")
+    corpus = _corpus()
+    ref = rank_bm25.BM25Okapi(corpus, k1=1.5, b=0.75)
+    N = len(corpus)
+    df = {t: sum(1 for d in corpus if t in d) for t in set(w for d in corpus for w in d)}
+    ref.idf = {t: math.log((N - n + 0.5) / (n + 0.5) + 1) for t, n in df.items()}
+    ours = MemoryBM25(corpus, BM25Params(k1=1.5, b=0.75))
+    for q in _queries():
+        want = ref.get_scores(q)
+        got = ours.get_scores(q)
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+        top, _ = ours.search(q, 10)
+        ref_top = [i for i in np.argsort(-want, kind="stable")[:10] if want[i] > 0]
+        assert top.tolist() == ref_top
+
+
+def test_oracle_rank_bm25_robertson_idf_unmodified():
+    """With idf='robertson' and no term in more than half the documents (so rank_bm25's
+    epsilon floor never applies), unmodified rank_bm25 and we agree."""
+    rank_bm25 = pytest.importorskip("rank_bm25")
+    rng = random.Random(11)
+    vocab = [f"w{i}" for i in range(200)]
+    corpus = [rng.sample(vocab, rng.randint(5, 25)) + rng.sample(vocab, 3) for _ in range(60)]
+    N = len(corpus)
+    assert all(sum(1 for d in corpus if t in d) < N / 2 for t in vocab)
+    ref = rank_bm25.BM25Okapi(corpus, k1=1.2, b=0.6)
+    ours = MemoryBM25(corpus, BM25Params(k1=1.2, b=0.6, idf="robertson"))
+    for _ in range(30):
+        q = rng.sample(vocab, rng.randint(1, 5))
+        want, got = ref.get_scores(q), ours.get_scores(q)
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+        ref_top = [i for i in np.argsort(-want, kind="stable")[:10] if want[i] > 0]
+        assert ours.search(q, 10)[0].tolist() == ref_top
+
+
+def _insert(ix, rows):
+    """rows: (key, name, text, qualname) -> node ids."""
+    ids = []
+    for key, name, text, qual in rows:
+        cur = ix.conn.execute("INSERT INTO nodes(key, kind, name, qualname, text) VALUES (?, 'sym', ?, ?, ?)",
+                              (key, name, qual, text))
+        ids.append(cur.lastrowid)
+    return ids
+
+
+def test_stored_channel_equals_rank_bm25(ix):
+    rank_bm25 = pytest.importorskip("rank_bm25")
+    corpus = _corpus(50, seed=9)
+    with ix.transaction():
+        ids = _insert(ix, [(f"d{i}", "", " ".join(d), "") for i, d in enumerate(corpus)])
+        tindex.update(ix, ChangeSet(generation=1, full=True), {"stemmer": "none"})
+    ref = rank_bm25.BM25Okapi(corpus, k1=1.5, b=0.75)
+    N = len(corpus)
+    df = {t: sum(1 for d in corpus if t in d) for t in set(w for d in corpus for w in d)}
+    ref.idf = {t: math.log((N - n + 0.5) / (n + 0.5) + 1) for t, n in df.items()}
+    for q in _queries():
+        want = ref.get_scores(q)
+        got_ids, got = bm25.search(ix, " ".join(q), k=10)
+        order = [i for i in np.argsort(-want, kind="stable")[:10] if want[i] > 0]
+        assert got_ids.tolist() == [ids[i] for i in order]
+        np.testing.assert_allclose(got, want[order], rtol=1e-5, atol=1e-5)
+
+
+def test_name_field_weight_and_keyword_boost(ix):
+    with ix.transaction():
+        a, b_, c = _insert(ix, [("a", "vector search", "notes about graphs", ""),
+                                ("b", "graphs", "vector search vector search", ""),
+                                ("c", "misc", "nothing relevant here at all", "")])
+        tindex.update(ix, ChangeSet(generation=1, full=True), {"name_weight": 3.0})
+    ids, sc = bm25.search(ix, "vector search")
+    assert ids.tolist()[:2] == [a, b_]          # the title match wins at name weight 3
+    ids2, sc2 = bm25.search(ix, "vector graphs", keywords=["graphs"], keyword_boost=5.0)
+    ids3, sc3 = bm25.search(ix, "vector graphs graphs graphs graphs graphs graphs")
+    assert ids2.tolist() == ids3.tolist()
+    np.testing.assert_allclose(sc2, sc3, rtol=1e-6)
+    # the pipeline's spelling of the same options
+    ids4, sc4 = bm25.search(ix, "vector graphs", boost_terms=["graphs"], boost=5.0)
+    np.testing.assert_allclose(sc4, sc3, rtol=1e-6)
+
+
+def _snapshot(ix):
+    post = {t: (bm25._ids_from(i, df).astype(np.int64), np.frombuffer(p, np.float32))
+            for t, df, i, p in ix.conn.execute("SELECT term, df, ids, imp FROM text_postings")}
+    doclen = dict(ix.conn.execute("SELECT id, len FROM text_doclen"))
+    syms = dict(ix.conn.execute("SELECT id, sym FROM text_symbols"))
+    tris = {t: pattern._ids_from(b).tolist() for t, b in ix.conn.execute("SELECT tri, ids FROM text_trigrams")}
+    return post, doclen, syms, tris
+
+
+def _assert_same(a, b):
+    pa, da, sa, ta = a
+    pb, db, sb, tb = b
+    assert set(pa) == set(pb)
+    for t in pa:
+        assert pa[t][0].tolist() == pb[t][0].tolist(), t
+        np.testing.assert_allclose(pa[t][1], pb[t][1], rtol=1e-6)
+    assert da == pytest.approx(db)
+    assert sa == sb
+    assert ta == tb
+
+
+def test_incremental_equals_full_rebuild(ix):
+    rng = random.Random(1)
+    texts = [" ".join(rng.choices(WORDS, k=rng.randint(5, 20))) for _ in range(120)]
+    names = [rng.choice(["ParseArgs", "blast_radius", "os.path.join", "Graph", "vector"]) + str(i)
+             for i in range(120)]
+    with ix.transaction():
+        ids = _insert(ix, [(f"k{i}", names[i], texts[i], f"mod.{names[i]}") for i in range(100)])
+        tindex.update(ix, ChangeSet(generation=1, full=True), {})
+    # add 20, modify 10, remove 10 (small run: avgdl stays within the drift bound)
+    with ix.transaction():
+        old = {}
+        modified = ids[10:20]
+        removed = ids[30:40]
+        for nid in modified + removed:
+            old[nid] = ix.conn.execute("SELECT name, text FROM nodes WHERE id=?", (nid,)).fetchone()
+        for j, nid in enumerate(modified):
+            ix.conn.execute("UPDATE nodes SET name=?, text=? WHERE id=?",
+                            (f"RenamedThing{j}", texts[100 + j // 2] + " extra words", nid))
+        ix.conn.executemany("DELETE FROM nodes WHERE id=?", [(i,) for i in removed])
+        added = _insert(ix, [(f"k{i}", names[i], texts[i], f"mod.{names[i]}") for i in range(100, 120)])
+        info = tindex.update(ix, ChangeSet(generation=2, added=added, modified=modified, removed=removed,
+                                           old=old), {})
+    assert info["bm25"]["mode"] == "incremental"
+    assert info["fts"]["mode"] == "incremental"
+    assert info["pattern"]["mode"] == "incremental"
+    inc = _snapshot(ix)
+    st = bm25.state(ix)
+    assert st["n"] == 110
+    # FTS5's own consistency check against the nodes table
+    ix.conn.execute(f"INSERT INTO {fts.TABLE}({fts.TABLE}) VALUES('integrity-check')")
+    with ix.transaction():
+        bm25.rebuild(ix, BM25Params(), avgdl=st["avgdl"])
+        pattern.update(ix, ChangeSet(generation=3), full=True)
+    _assert_same(inc, _snapshot(ix))
+    assert bm25.state(ix)["total"] == pytest.approx(st["total"])
+
+
+def test_drift_and_settings_change_rebuild(ix):
+    with ix.transaction():
+        ids = _insert(ix, [(f"k{i}", "n", "short text", "") for i in range(10)])
+        tindex.update(ix, ChangeSet(generation=1, full=True), {})
+    with ix.transaction():
+        new = _insert(ix, [(f"x{i}", "n", " ".join(WORDS), "") for i in range(5)])
+        info = tindex.update(ix, ChangeSet(generation=2, added=new), {})
+    assert info["bm25"]["mode"] == "full"        # avgdl moved far beyond 10 %: rebuilt
+    with ix.transaction():
+        info = tindex.update(ix, ChangeSet(generation=3), {"stemmer": "light"})
+    assert info["full"] is True and bm25.state(ix)["params"]["stemmer"] == "light"
+    assert ix.derived("text")["info"]["full"] is True
+
+
+def test_missing_old_text_falls_back_to_rebuild(ix):
+    with ix.transaction():
+        ids = _insert(ix, [(f"k{i}", "name", f"text number {i} graph", "") for i in range(20)])
+        tindex.update(ix, ChangeSet(generation=1, full=True), {})
+    with ix.transaction():
+        ix.conn.execute("UPDATE nodes SET text='changed words' WHERE id=?", (ids[0],))
+        info = tindex.update(ix, ChangeSet(generation=2, modified=[ids[0]]), {})   # no old text
+    assert info["bm25"]["mode"] == "full" and info["fts"]["mode"] == "full"
+    assert bm25.search(ix, "changed")[0].tolist() == [ids[0]]
+    ix.conn.execute(f"INSERT INTO {fts.TABLE}({fts.TABLE}) VALUES('integrity-check')")
+
+
+def test_empty_index_and_unknown_terms(ix):
+    assert bm25.search(ix, "anything")[0].size == 0          # no postings yet
+    with ix.transaction():
+        tindex.update(ix, ChangeSet(generation=1, full=True), {})
+    assert bm25.search(ix, "anything")[0].size == 0
+    ids, sc = bm25.search(ix, "")
+    assert ids.dtype == np.int64 and sc.dtype == np.float32
