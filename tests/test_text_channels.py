@@ -1,0 +1,189 @@
+"""FTS5 query building and channel, pattern (substring, fuzzy, regex), keywords, equiv channel."""
+from __future__ import annotations
+
+import json
+import random
+import sqlite3
+
+import numpy as np
+import pytest
+
+from kgsearch.text import fts, index as tindex, keywords, pattern
+from kgsearch.text.pattern import edit_distance, substring_distance
+from kgsearch.types import ChangeSet
+
+SYMBOLS = [
+    ("StreamingTextResponse", "web.responses.StreamingTextResponse", "A response that streams text."),
+    ("blast_radius", "graph.impact.blast_radius", "Nodes affected by a change."),
+    ("join", "os.path.join", "Join path components."),
+    ("parse_args", "argparse.ArgumentParser.parse_args", "Parse command line arguments."),
+    ("TextResponse", "web.responses.TextResponse", "A plain text response."),
+    ("RetryPolicy", "net.retry.RetryPolicy", "Retry with exponential backoff."),
+    ("ab", "tiny.ab", "two-letter name"),
+]
+
+
+@pytest.fixture
+def cix(ix):
+    with ix.transaction():
+        ids = []
+        for i, (name, qual, text) in enumerate(SYMBOLS):
+            cur = ix.conn.execute("INSERT INTO nodes(key, kind, name, qualname, text) VALUES (?, 'sym', ?, ?, ?)",
+                                  (f"py:{qual}", name, qual, text))
+            ids.append(cur.lastrowid)
+        tindex.update(ix, ChangeSet(generation=1, full=True), {})
+    ix.ids = dict(zip([s[0] for s in SYMBOLS], ids))
+    return ix
+
+
+NASTY = ['"', '""', '"unbalanced', "*", "**", "a*", "*a", "NEAR", "NEAR(a b)", "NEAR(", "AND", "OR",
+         "NOT", "a AND", "AND a", "NOT a", "a NOT", "a OR OR b", "name:", "name:x", "text:\"y z\"",
+         "foo:bar", ":", "(", ")", "((a)", "a)", "-", "- -", "-a", "a - b", "^a", "a^", "'", "\\",
+         "\x00", "\ud800", "{name}: x", "a:b:c", "🙂", "の", "col:*", "x" * 5000, "the of and", "."]
+
+
+@pytest.mark.skipif(not fts.available(), reason="SQLite without FTS5")
+def test_fts_query_builder_on_nasty_inputs(cix):
+    conn = sqlite3.connect(":memory:")
+    conn.execute("CREATE VIRTUAL TABLE t USING fts5(name, text)")
+    conn.execute("INSERT INTO t VALUES ('parse args', 'the text of it')")
+    for q in NASTY:
+        expr = fts.build_query(q)
+        if expr is not None:
+            conn.execute("SELECT rowid FROM t WHERE t MATCH ?", (expr,)).fetchall()   # must not raise
+        ids, sc = fts.search(cix, q)
+        assert ids.dtype == np.int64 and sc.dtype == np.float32
+    assert fts.build_query('name:parse "text response" foo* AND bar NOT baz') == \
+        'name : "parse" OR "text response" OR "foo"* AND "bar" NOT "baz"'
+    assert fts.build_query("the of") == '"the" OR "of"'          # only stop words: keep them
+    assert fts.build_query("how to parse the files") == '"parse" OR "files"'
+
+
+@pytest.mark.skipif(not fts.available(), reason="SQLite without FTS5")
+def test_fts_channel_and_text_helper(cix):
+    ids, sc = fts.search(cix, "streams text")
+    assert ids[0] == cix.ids["StreamingTextResponse"] and (np.diff(sc) <= 0).all()
+    ids, sc = fts.text_search(cix, "text response")
+    assert set(ids[:2].tolist()) == {cix.ids["TextResponse"], cix.ids["StreamingTextResponse"]}
+    assert sc[0] == pytest.approx(1.0) and (sc <= 1.0 + 1e-6).all()
+
+
+def test_fts_missing_is_graceful(ix, monkeypatch, caplog):
+    monkeypatch.setattr(fts, "_AVAILABLE", False)
+    monkeypatch.setattr(fts, "_NOTICED", False)
+    with ix.transaction():
+        ix.conn.execute("INSERT INTO nodes(key, kind, name, text) VALUES ('a', 'doc', 'x', 'hello')")
+        info = tindex.update(ix, ChangeSet(generation=1, full=True), {})
+    assert info["fts"]["mode"] == "off"
+    assert sum("FTS5" in r.getMessage() for r in caplog.records) == 1
+    assert fts.search(ix, "hello")[0].size == 0
+    assert fts.text_search(ix, "hello")[0].size == 1         # BM25 still answers
+
+
+def test_edit_distances_match_dynamic_programming():
+    def lev(a, b):
+        prev = list(range(len(b) + 1))
+        for i, ca in enumerate(a, 1):
+            cur = [i]
+            for j, cb in enumerate(b, 1):
+                cur.append(min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (ca != cb)))
+            prev = cur
+        return prev[-1]
+
+    def sub(p, t):
+        prev = [0] * (len(t) + 1)
+        for i, cp in enumerate(p, 1):
+            cur = [i]
+            for j, ct in enumerate(t, 1):
+                cur.append(min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (cp != ct)))
+            prev = cur
+        return min(prev)
+
+    rng = random.Random(2)
+    for _ in range(400):
+        a = "".join(rng.choices("abcde", k=rng.randint(0, 12)))
+        b = "".join(rng.choices("abcde", k=rng.randint(0, 15)))
+        assert edit_distance(a, b) == lev(a, b), (a, b)
+        if a:
+            assert substring_distance(a, b) == sub(a, b), (a, b)
+    assert substring_distance("streamingtxtresp", "streamingtextresponse") == 1
+
+
+def test_pattern_exact_substring_fuzzy(cix):
+    ids, sc = pattern.search(cix, "blast_radius")
+    assert ids[0] == cix.ids["blast_radius"] and sc[0] == pytest.approx(1.0)
+    ids, _ = pattern.search(cix, "TextResp")
+    assert ids[0] == cix.ids["TextResponse"] and cix.ids["StreamingTextResponse"] in ids.tolist()
+    for typo in ("STreamingTxtResp", "StreamngTextRespnse", "StreamingTxetResponse"):
+        ids, _ = pattern.search(cix, typo)
+        assert ids.size and ids[0] == cix.ids["StreamingTextResponse"], typo
+    ids, _ = pattern.search(cix, "ab")
+    assert ids[0] == cix.ids["ab"]
+    ids, _ = pattern.search(cix, "os.path.join")
+    assert ids[0] == cix.ids["join"]
+    # in a sentence only code-looking tokens are matched
+    ids, _ = pattern.search(cix, "where is parse_args defined")
+    assert ids.tolist() == [cix.ids["parse_args"]]
+    assert pattern.search(cix, "where is it defined")[0].size == 0
+
+
+def test_pattern_regex(cix):
+    ids, _ = pattern.search(cix, r"/^Stream\w+Response$/")
+    assert ids.tolist() == [cix.ids["StreamingTextResponse"]]
+    ids, _ = pattern.search(cix, "/retry/i")
+    assert ids[0] == cix.ids["RetryPolicy"]
+    ids, _ = pattern.search(cix, "/[a-z]+_[a-z]+/")          # no literal: bounded scan
+    assert {cix.ids["blast_radius"], cix.ids["parse_args"]} <= set(ids.tolist())
+    assert pattern.search(cix, "/(a+)+$/")[0].size == 0       # nested repetition refused
+    assert pattern.search(cix, "/(unclosed/")[0].size == 0 or True   # invalid regex: literal fallback
+    assert pattern.search(cix, "/[/")[0].dtype == np.int64
+
+
+def test_pattern_scale_fuzzy_two_typos(ix):
+    """Two typos still find the identifier among 50,000 generated symbols."""
+    rng = random.Random(4)
+    parts = ["get", "set", "stream", "text", "response", "request", "handler", "parse", "config",
+             "index", "graph", "node", "edge", "vector", "search", "cache", "token", "query", "file",
+             "path", "json", "http", "client", "server", "error", "retry", "policy", "build"]
+    names = {"".join(p.capitalize() for p in rng.sample(parts, rng.randint(2, 4))) + str(i % 97)
+             for i in range(50000)}
+    names.add("StreamingTextResponse")
+    with ix.transaction():
+        ix.conn.executemany("INSERT INTO nodes(key, kind, name) VALUES (?, 'sym', ?)",
+                            ((f"k:{n}", n) for n in sorted(names)))
+        pattern.update(ix, ChangeSet(generation=1, full=True), full=True)
+    target = ix.node_by_key("k:StreamingTextResponse")
+    ids, _ = pattern.search(ix, "StreamngTxtResponse")      # two typos
+    assert target in ids[:5].tolist()
+
+
+def test_keywords_extraction():
+    kw = keywords.extract("Fix `GraphStore.blast_radius` when ctx.run() and StreamingTextResponse fail "
+                          "in parse_args; the blast radius is wrong", equivalences={})
+    assert kw.exact == ["GraphStore.blast_radius"]
+    assert kw.compounds[:3] == ["ctx.run", "StreamingTextResponse", "parse_args"]
+    for c in ("graph", "store", "blast", "radius", "streaming", "response", "context"):
+        assert c in kw.components
+    assert {"BlastRadius", "blast_radius"} <= set(kw.bigrams)
+    assert keywords.bigram_compounds("blast", "radius")[:2] == ["BlastRadius", "blast_radius"]
+    assert keywords.extract("load the cfg", equivalences={}).components == ["config", "configuration"]
+    assert keywords.extract("", equivalences={}).all() == []
+
+
+def test_equivalences_file_and_channel(cix, tmp_path, monkeypatch):
+    p = tmp_path / "eq.json"
+    p.write_text(json.dumps({"classes": [{"phrases": ["retry logic", "backoff"],
+                                          "targets": ["RetryPolicy", "NoSuchThing"]}],
+                             }))
+    monkeypatch.setenv("KGSEARCH_EQUIVALENCES", str(p))
+    eq = keywords.load_equivalences()
+    assert eq == {"retry logic": ["RetryPolicy", "NoSuchThing"], "backoff": ["RetryPolicy", "NoSuchThing"]}
+    assert keywords.extract("where is the Retry Logic?").equivalents == ["RetryPolicy", "NoSuchThing"]
+    ids, sc = keywords.search_equivalences(cix, "where is the retry logic")
+    assert ids.tolist() == [cix.ids["RetryPolicy"]] and sc[0] == pytest.approx(1.0)
+    assert keywords.search_equivalences(cix, "retrying logical")[0].size == 0
+    p.write_text("{broken")
+    assert keywords.search_equivalences(cix, "retry logic")[0].size == 0   # logged, not raised
+    from kgsearch.errors import DataError
+    with pytest.raises(DataError):
+        keywords.load_equivalences(p)
