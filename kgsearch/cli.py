@@ -258,7 +258,7 @@ def cmd_eval(args) -> int:
 def cmd_bench(args) -> int:
     from .bench import BenchOptions, format_bench, run_bench
 
-    opts = BenchOptions(db=args.db_explicit, queries=args.queries, out=args.out)
+    opts = BenchOptions(db=args.db_explicit, corpus=args.corpus, queries=args.queries, out=args.out)
     result = run_bench(opts)
     if args.json:
         _emit_json(result)
@@ -410,6 +410,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_eval)
 
     p = sub.add_parser("bench", parents=[common], help="on-device benchmark (index time, latency, RSS, start-up)")
+    p.add_argument("--corpus", default=None, metavar="demo|stdlib|PATH",
+                   help="built-in corpus to index and query when --db is not given (default demo)")
     p.add_argument("--queries", type=int, default=200, help="queries to time (default 200)")
     p.add_argument("--out", default=None, metavar="FILE", help="also write the JSON result here")
     p.set_defaults(func=cmd_bench)

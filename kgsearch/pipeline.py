@@ -1,0 +1,637 @@
+"""The hybrid query engine: one query in, ranked nodes out, each with the reason it is there.
+
+Stages (each timed, each skipped with a notice when its data or module is missing):
+
+1. intent: ``intent.resolve`` picks the weight profile (alpha embedding, beta text, gamma graph,
+   delta intent edges) and the intent's keywords and edge types;
+2. channels: bm25 (intent keywords repeated), fts, pattern, equiv, dense, local, global, each
+   returning its best ``depth`` nodes;
+3. signals on the union of candidates, each normalised to [0, 1]: text = max of the text
+   channels, embedding = dense, graph = 0.7 proximity (typed 1-hop/2-hop edges from the seeds,
+   or a random walk with restart for code queries) + 0.3 PageRank, intent = intent-edge credit;
+   graph walks may add candidates the text channels missed;
+4. fusion: linear (``alpha*emb + beta*text + gamma*graph + delta*intent``) or weighted RRF;
+5. adjustments: HITS (code queries), test-file penalty, community diversity;
+6. output: top k with kind, path:line, snippet, per-channel scores and ranks, method tags.
+"""
+from __future__ import annotations
+
+import importlib
+import json
+import logging
+import time
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
+
+import numpy as np
+
+from . import fuse, intent as intent_mod, pack
+from .errors import UsageError
+from .store.db import Index
+
+log = logging.getLogger(__name__)
+
+# channel -> (module, function); imported on first use
+CHANNEL_FUNCS = {
+    "bm25": ("kgsearch.text.bm25", "search"),
+    "fts": ("kgsearch.text.fts", "search"),
+    "pattern": ("kgsearch.text.pattern", "search"),
+    "equiv": ("kgsearch.text.keywords", "search_equivalences"),
+    "dense": ("kgsearch.embed.vectors", "search"),
+}
+GRAPH_CHANNELS = ("graph", "intent", "local", "global")
+ALL_CHANNELS = tuple(CHANNEL_FUNCS) + GRAPH_CHANNELS
+# Which fused signal each channel feeds (linear mode) / whose weight it takes (RRF mode).
+SIGNAL_OF = {"bm25": "text", "fts": "text", "pattern": "text", "equiv": "text",
+             "dense": "embedding", "graph": "graph", "local": "graph", "global": "graph",
+             "intent": "intent"}
+# Channels of the default pipeline (chosen by `kgsearch eval --ablate` on ../shared/bench; README).
+DEFAULT_CHANNELS = ("bm25", "dense", "graph", "intent", "pattern", "equiv", "local", "global")
+
+CODE_KINDS = ("module", "class", "function", "method")
+SEEDS_PER_SIGNAL = 10
+PR_BLEND = 0.3            # graph = (1 - PR_BLEND) * proximity + PR_BLEND * pagerank
+TEST_PENALTY = 0.3
+DIVERSITY = 1.05
+CACHE_TTL = 300.0
+
+
+@dataclass
+class SearchOptions:
+    k: int = 10
+    intent: str | None = None
+    weights: str | tuple | None = None
+    fusion: str | None = None              # 'linear' (default) or 'rrf'
+    channels: str | list[str] | None = None
+    explain: bool = False
+    use_cache: bool = True
+    snippets: bool = True
+    depth: int = 100                       # candidates per channel
+    norm: str = "max"                      # normalisation of channel scores
+    rrf_k: int = 60
+    rrf_cap: int = 50
+    keyword_boost: float = 5.0             # repetition of intent keywords in the BM25 query
+
+
+@dataclass
+class Hit:
+    id: int
+    key: str
+    kind: str
+    name: str
+    qualname: str = ""
+    path: str | None = None
+    line: int | None = None
+    snippet: str = ""
+    score: float = 0.0
+    rank: int = 0
+    methods: str = ""
+    channels: dict = field(default_factory=dict)     # channel -> {"score", "rank", "norm"}
+    signals: dict = field(default_factory=dict)      # signal -> {"value", "weight", "part"}
+    adjustments: dict = field(default_factory=dict)  # name -> additive delta or factor
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class Response:
+    query: str
+    intent: dict
+    fusion: str
+    hits: list[Hit]
+    channels_run: list[str]
+    channels_skipped: dict
+    timings_ms: dict
+    notices: list[str]
+    generation: int
+    candidates: int = 0
+    code_query: bool = False
+    cached: bool = False
+
+    def as_dict(self) -> dict:
+        d = asdict(self)
+        d["hits"] = [h.as_dict() for h in self.hits]
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Response":
+        d = dict(d)
+        d["hits"] = [Hit(**h) for h in d["hits"]]
+        return cls(**d)
+
+
+def _channel_list(ch) -> list[str] | None:
+    if ch is None:
+        return None
+    items = [c.strip() for c in (ch.split(",") if isinstance(ch, str) else ch) if c and c.strip()]
+    bad = [c for c in items if c not in ALL_CHANNELS]
+    if bad:
+        raise UsageError(f"unknown channel(s) {', '.join(bad)}; choose from {', '.join(ALL_CHANNELS)}")
+    return items
+
+
+class Engine:
+    """Query engine bound to an open index; keeps per-generation caches of derived data."""
+
+    def __init__(self, ix: Index):
+        self.ix = ix
+        self._funcs: dict[str, Any] = {}
+        self._unavailable: dict[str, str] = {}
+        self._graph = None
+        self._graph_gen = None
+        self._notices: list[str] = []
+
+    def notices(self) -> list[str]:
+        return list(self._notices)
+
+    # ------------------------------------------------------------------ channels
+    def _func(self, name: str):
+        if name in self._funcs:
+            return self._funcs[name]
+        mod_name, fn_name = CHANNEL_FUNCS[name]
+        try:
+            fn = getattr(importlib.import_module(mod_name), fn_name)
+        except (ImportError, AttributeError) as exc:
+            self._unavailable[name] = f"not available ({exc})"
+            fn = None
+        self._funcs[name] = fn
+        return fn
+
+    def _run_channel(self, name: str, query: str, opts: SearchOptions, it: intent_mod.Intent,
+                     notices: list[str]) -> tuple[np.ndarray, np.ndarray] | str:
+        fn = self._func(name)
+        if fn is None:
+            return self._unavailable.get(name, "not available")
+        kwargs: dict[str, Any] = {}
+        if name == "bm25" and it.keywords and opts.keyword_boost != 1.0:
+            kwargs = {"boost_terms": it.keywords, "boost": opts.keyword_boost}
+        try:
+            out = fn(self.ix, query, opts.depth, **kwargs)
+        except Exception as exc:  # a failing channel is skipped, never fatal
+            log.debug("channel %s failed", name, exc_info=True)
+            return f"failed ({type(exc).__name__}: {exc})"
+        if isinstance(out, str):       # a channel may answer with why it is off
+            return out
+        ids, scores = out
+        return np.asarray(ids, dtype=np.int64), np.asarray(scores, dtype=np.float64)
+
+    # ------------------------------------------------------------------ graph context
+    def graph(self):
+        """(Graph, node ids by position, position lookup, pagerank by position, communities, type ids)
+        or None when the index has no graph."""
+        gen = self.ix.generation
+        if self._graph_gen == gen:
+            return self._graph
+        ctx = None
+        try:
+            gi = importlib.import_module("kgsearch.graph.index")
+            ctx = gi.load_context(self.ix)
+        except (ImportError, AttributeError) as exc:
+            self._unavailable["graph"] = f"not available ({exc})"
+        self._graph, self._graph_gen = ctx, gen
+        return ctx
+
+    # ------------------------------------------------------------------ main
+    def search(self, query: str, opts: SearchOptions | None = None) -> Response:
+        opts = opts or SearchOptions()
+        t_all = time.perf_counter()
+        timings: dict[str, float] = {}
+        notices: list[str] = []
+        query = query if isinstance(query, str) else str(query)
+
+        def lap(name: str, t0: float) -> float:
+            now = time.perf_counter()
+            timings[name] = round((now - t0) * 1000, 3)
+            return now
+
+        t = time.perf_counter()
+        it = intent_mod.resolve(query, opts.intent, opts.weights)
+        fusion = opts.fusion or "linear"
+        if fusion not in ("linear", "rrf"):
+            raise UsageError(f"unknown fusion {fusion!r}; choose 'linear' or 'rrf'")
+        requested = _channel_list(opts.channels) or list(DEFAULT_CHANNELS)
+        t = lap("intent", t)
+
+        cache_key = None
+        if opts.use_cache:
+            cache_key = _cache_key(query, opts, requested)
+            hit = _cache_get(self.ix, cache_key)
+            if hit is not None:
+                hit.cached = True
+                hit.timings_ms = {"cache": round((time.perf_counter() - t_all) * 1000, 3)}
+                return hit
+
+        weights = dict(zip(("embedding", "text", "graph", "intent"), it.weights))
+        raw: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        skipped: dict[str, str] = {}
+        for name in CHANNEL_FUNCS:
+            if name not in requested:
+                continue
+            if weights.get(SIGNAL_OF[name], 0) <= 0 and fusion == "linear" and opts.channels is None:
+                skipped[name] = "weight 0 for this intent"
+                continue
+            res = self._run_channel(name, query, opts, it, notices)
+            if isinstance(res, str):
+                skipped[name] = res
+            elif len(res[0]):
+                raw[name] = res
+            else:
+                raw[name] = res
+            t = lap(name, t)
+
+        # ---------------------------------------------------------------- candidates
+        ids_list = [r[0] for r in raw.values() if len(r[0])]
+        cand = np.unique(np.concatenate(ids_list)) if ids_list else np.zeros(0, dtype=np.int64)
+        gctx = None
+        want_graph = any(c in requested for c in GRAPH_CHANNELS)
+        if want_graph:
+            gctx = self.graph()
+            if gctx is None:
+                for c in GRAPH_CHANNELS:
+                    if c in requested:
+                        skipped[c] = self._unavailable.get("graph", "no graph in this index")
+        chan_sig = {name: _align(cand, *raw[name]) for name in raw}
+        norm_sig = {name: fuse.normalize(s, opts.norm) for name, s in chan_sig.items()}
+        text_names = [n for n in norm_sig if SIGNAL_OF[n] == "text"]
+        text = np.max([norm_sig[n] for n in text_names], axis=0) if text_names else np.zeros(len(cand))
+        emb = norm_sig.get("dense", np.zeros(len(cand)))
+        t = lap("candidates", t)
+
+        # ---------------------------------------------------------------- graph signals
+        graph_sig = np.zeros(len(cand))
+        intent_sig = np.zeros(len(cand))
+        code_query = False
+        extra_parts: dict[str, np.ndarray] = {}
+        hits_adj = None
+        if gctx is not None and len(cand):
+            cand, text, emb, chan_sig, norm_sig, graph_sig, intent_sig, code_query, hits_adj, extra_parts = \
+                self._graph_stage(gctx, it, requested, opts, cand, text, emb, chan_sig, norm_sig, timings,
+                                  skipped, query)
+            t = time.perf_counter()
+
+        # ---------------------------------------------------------------- fusion
+        signals = {"embedding": emb, "text": text, "graph": graph_sig, "intent": intent_sig}
+        if fusion == "linear":
+            fused, parts = fuse.linear(signals, weights)
+        else:
+            chan_w = {n: weights.get(SIGNAL_OF[n], 0.0) for n in chan_sig}
+            rrf_sigs = dict(chan_sig)
+            for n, s in extra_parts.items():
+                rrf_sigs[n] = s
+                chan_w[n] = weights.get(SIGNAL_OF.get(n, "graph"), 0.0)
+            fused, parts = fuse.rrf(rrf_sigs, chan_w, k=opts.rrf_k, cap=opts.rrf_cap)
+        adjustments: dict[str, np.ndarray] = {}
+        if hits_adj is not None:
+            fused = fused + hits_adj
+            adjustments["hits"] = hits_adj
+        t = lap("fuse", t)
+
+        # ---------------------------------------------------------------- adjustments, top k
+        meta = _fetch_meta(self.ix, cand) if len(cand) else {}
+        if len(cand):
+            about_tests = "test" in query.lower()
+            factor = np.ones(len(cand))
+            for i, nid in enumerate(cand.tolist()):
+                m = meta.get(nid)
+                if m is None:
+                    factor[i] = 0.0        # deleted since the channel ran
+                    continue
+                if m["flags"] & 2 and not about_tests:
+                    factor[i] = TEST_PENALTY
+                if code_query and _vendored(m):
+                    factor[i] = 0.0
+            if (factor != 1.0).any():
+                adjustments["test_or_vendored"] = factor
+                fused = fused * factor
+            order = np.argsort(-fused, kind="stable")
+            comm = gctx.communities_of(cand) if gctx is not None else None
+            if comm is not None and len(order) > 3:
+                before = fused
+                fused = pack.diversify(order[:max(opts.k, 10) * 3], fused, comm, DIVERSITY)
+                ratio = np.divide(fused, before, out=np.ones(len(fused)), where=before != 0)
+                if (ratio != 1.0).any():
+                    adjustments["diversity"] = ratio
+                order = np.argsort(-fused, kind="stable")
+            order = [i for i in order if fused[i] > 0][:opts.k]
+        else:
+            order = []
+        t = lap("rank", t)
+
+        hits = self._make_hits(query, cand, order, fused, chan_sig, norm_sig, signals, weights, parts,
+                               adjustments, meta, fusion, opts)
+        lap("output", t)
+        timings["total"] = round((time.perf_counter() - t_all) * 1000, 3)
+        channels_run = [c for c in ALL_CHANNELS if c in raw or c in extra_parts
+                        or (c in ("graph", "intent") and c in requested and gctx is not None)]
+        resp = Response(query=query, intent=it.as_dict(), fusion=fusion, hits=hits, channels_run=channels_run,
+                        channels_skipped=skipped, timings_ms=timings, notices=notices + self._notices,
+                        generation=self.ix.generation, candidates=int(len(cand)), code_query=code_query)
+        if cache_key is not None:
+            _cache_put(self.ix, cache_key, resp)
+        return resp
+
+    # ------------------------------------------------------------------ graph stage
+    def _graph_stage(self, gctx, it, requested, opts, cand, text, emb, chan_sig, norm_sig, timings, skipped,
+                     query):
+        from .graph import proximity as prox_mod
+
+        t = time.perf_counter()
+        seed_strength = np.maximum(text, emb)
+        seeds_idx = np.unique(np.concatenate([_top_idx(text, SEEDS_PER_SIGNAL), _top_idx(emb, SEEDS_PER_SIGNAL)]))
+        seeds_idx = seeds_idx[seed_strength[seeds_idx] > 0]
+        seed_ids = cand[seeds_idx]
+        seed_pos = gctx.positions(seed_ids)
+        ok = seed_pos >= 0
+        seed_pos, seed_w = seed_pos[ok], seed_strength[seeds_idx][ok]
+        g = gctx.graph
+
+        code_query = False
+        extra: dict[int, float] = {}
+        prox: dict[int, float] = {}
+        hits_adj = None
+        if "graph" in requested and len(seed_pos) and g.m:
+            code_query = gctx.is_code_query(cand[np.argsort(-seed_strength, kind="stable")[:10]])
+            if code_query:
+                prox = gctx.walk(seed_pos, seed_w)
+            else:
+                prox = prox_mod.proximity(g, seed_pos, seed_w,
+                                          two_hop=it.name in ("workflow", "exploratory"))
+        ient: dict[int, float] = {}
+        if "intent" in requested and it.edge_types and len(seed_pos) and g.m:
+            type_ids = gctx.type_ids(it.edge_types)
+            if type_ids:
+                ient = prox_mod.intent_edges(g, seed_pos, type_ids, seed_w)
+        local: dict[int, float] = {}
+        glob: dict[int, float] = {}
+        if "local" in requested or "global" in requested:
+            local, glob = gctx.entity_channels(query, opts.depth, want_local="local" in requested,
+                                               want_global="global" in requested)
+        # new candidates reached through the graph (positions -> node ids)
+        reached = set()
+        for d in (prox, ient):
+            if d:
+                top = sorted(d.items(), key=lambda kv: -kv[1])[:opts.depth]
+                reached.update(p for p, _ in top)
+        new_ids = gctx.ids_of(np.fromiter(reached, dtype=np.int64, count=len(reached))) if reached else \
+            np.zeros(0, dtype=np.int64)
+        local_ids = np.fromiter(local.keys(), dtype=np.int64, count=len(local))
+        glob_ids = np.fromiter(glob.keys(), dtype=np.int64, count=len(glob))
+        add = np.setdiff1d(np.concatenate([new_ids, local_ids, glob_ids]), cand)
+        if len(add):
+            old = cand
+            cand = np.concatenate([cand, np.sort(add)])
+            pad = len(add)
+            text = np.concatenate([text, np.zeros(pad)])
+            emb = np.concatenate([emb, np.zeros(pad)])
+            chan_sig = {k: np.concatenate([v, np.zeros(pad)]) for k, v in chan_sig.items()}
+            norm_sig = {k: np.concatenate([v, np.zeros(pad)]) for k, v in norm_sig.items()}
+            del old
+        pos = gctx.positions(cand)
+        graph_sig = np.zeros(len(cand))
+        if "graph" in requested:
+            pvec = np.array([prox.get(p, 0.0) for p in pos.tolist()]) if prox else np.zeros(len(cand))
+            pr = gctx.pagerank_at(pos)
+            graph_sig = fuse.normalize((1 - PR_BLEND) * fuse.normalize(pvec) + PR_BLEND * fuse.normalize(pr))
+            chan_sig["graph"] = pvec
+            norm_sig["graph"] = graph_sig
+            if code_query:
+                hits_adj = gctx.hits_adjust(pos, seed_pos, pvec)
+        extra_parts = {}
+        if local:
+            lv = np.array([local.get(i, 0.0) for i in cand.tolist()])
+            chan_sig["local"] = lv
+            norm_sig["local"] = fuse.normalize(lv)
+            graph_sig = np.maximum(graph_sig, norm_sig["local"])
+            extra_parts["local"] = lv
+        if glob:
+            gv = np.array([glob.get(i, 0.0) for i in cand.tolist()])
+            chan_sig["global"] = gv
+            norm_sig["global"] = fuse.normalize(gv)
+            graph_sig = np.maximum(graph_sig, 0.5 * norm_sig["global"])
+            extra_parts["global"] = gv
+        intent_sig = np.zeros(len(cand))
+        if ient:
+            iv = np.array([ient.get(p, 0.0) for p in pos.tolist()])
+            chan_sig["intent"] = iv
+            intent_sig = fuse.normalize(iv)
+            norm_sig["intent"] = intent_sig
+            extra_parts["intent"] = iv
+        if "graph" in chan_sig:
+            extra_parts["graph"] = chan_sig["graph"]
+        timings["graph"] = round((time.perf_counter() - t) * 1000, 3)
+        return cand, text, emb, chan_sig, norm_sig, graph_sig, intent_sig, code_query, hits_adj, extra_parts
+
+    # ------------------------------------------------------------------ output
+    def _make_hits(self, query, cand, order, fused, chan_sig, norm_sig, signals, weights, parts, adjustments,
+                   meta, fusion, opts) -> list[Hit]:
+        if not len(order):
+            return []
+        terms = pack.query_terms(query) if opts.snippets else []
+        ranks = {n: fuse.ranks(s) for n, s in chan_sig.items()}
+        hits = []
+        for r, i in enumerate(order, 1):
+            nid = int(cand[i])
+            m = meta[nid]
+            chans = {}
+            for n, s in chan_sig.items():
+                if s[i] > 0:
+                    chans[n] = {"score": round(float(s[i]), 6), "rank": int(ranks[n][i]),
+                                "norm": round(float(norm_sig.get(n, s)[i]), 6)}
+            sigs = {}
+            if fusion == "linear":
+                for n, s in signals.items():
+                    if s[i] > 0 or n in parts:
+                        sigs[n] = {"value": round(float(s[i]), 6), "weight": weights.get(n, 0.0),
+                                   "part": round(float(parts[n][i]), 6) if n in parts else 0.0}
+            else:
+                for n, p in parts.items():
+                    if p[i] > 0:
+                        sigs[n] = {"value": int(ranks.get(n, np.zeros(len(cand), dtype=int))[i]),
+                                   "weight": weights.get(SIGNAL_OF.get(n, "graph"), 0.0),
+                                   "part": round(float(p[i]), 6)}
+            adj = {k: round(float(v[i]), 6) for k, v in adjustments.items() if v[i] not in (0.0, 1.0)}
+            methods = "+".join(sorted({SIGNAL_OF[n] if SIGNAL_OF[n] != "embedding" else "embedding"
+                                       for n in chans}, key=["text", "embedding", "graph", "intent"].index))
+            text = m.get("text", "")
+            snip = pack.snippet(text or m["name"], terms) if opts.snippets else ""
+            hits.append(Hit(id=nid, key=m["key"], kind=m["kind"], name=m["name"], qualname=m["qualname"] or "",
+                            path=m["path"], line=m["line_start"], snippet=snip, score=round(float(fused[i]), 6),
+                            rank=r, methods=methods, channels=chans, signals=sigs, adjustments=adj))
+        return hits
+
+
+# ---------------------------------------------------------------------------- helpers
+def _align(cand: np.ndarray, ids: np.ndarray, scores: np.ndarray) -> np.ndarray:
+    out = np.zeros(len(cand))
+    if len(ids):
+        pos = np.searchsorted(cand, ids)
+        out[pos] = np.maximum(out[pos], scores)
+    return out
+
+
+def _top_idx(s: np.ndarray, k: int) -> np.ndarray:
+    if not len(s):
+        return np.zeros(0, dtype=np.int64)
+    k = min(k, len(s))
+    idx = np.argpartition(-s, k - 1)[:k]
+    return idx[s[idx] > 0]
+
+
+def _vendored(m: dict) -> bool:
+    p = (m.get("path") or "").replace("\\", "/").lower()
+    name = (m.get("name") or "")
+    return any(x in p for x in ("/vendor/", "/vendored/", "/_vendor/", "/third_party/", "/node_modules/",
+                                ".min.")) or name.startswith(("Mock", "mock_")) or "/mocks/" in p
+
+
+def _fetch_meta(ix: Index, ids: np.ndarray) -> dict[int, dict]:
+    out = {}
+    idl = [int(x) for x in ids]
+    for start in range(0, len(idl), 900):
+        chunk = idl[start:start + 900]
+        rows = ix.conn.execute(
+            f"SELECT id, key, kind, name, qualname, path, line_start, flags, text FROM nodes "
+            f"WHERE id IN ({','.join('?' * len(chunk))})", chunk)
+        for r in rows:
+            out[r[0]] = {"key": r[1], "kind": r[2], "name": r[3], "qualname": r[4], "path": r[5],
+                         "line_start": r[6], "flags": r[7], "text": r[8]}
+    return out
+
+
+def _cache_key(query: str, opts: SearchOptions, channels: list[str]) -> str:
+    d = asdict(opts)
+    for k in ("explain", "use_cache"):
+        d.pop(k, None)
+    d["channels"] = channels
+    return json.dumps({"q": query, "o": d}, sort_keys=True, default=str)
+
+
+def _cache_get(ix: Index, key: str) -> Response | None:
+    try:
+        row = ix.conn.execute("SELECT generation, created, response FROM qcache WHERE key=?", (key,)).fetchone()
+    except Exception:
+        return None
+    if row is None or row[0] != ix.generation or time.time() - row[1] > CACHE_TTL:
+        return None
+    try:
+        return Response.from_dict(json.loads(row[2]))
+    except (ValueError, TypeError):
+        return None
+
+
+def _cache_put(ix: Index, key: str, resp: Response) -> None:
+    """Best effort, never blocking: a busy or read-only index just skips the cache."""
+    try:
+        conn = ix.conn
+        old = conn.execute("PRAGMA busy_timeout").fetchone()[0]
+        conn.execute("PRAGMA busy_timeout=0")
+        try:
+            conn.execute("DELETE FROM qcache WHERE created < ? OR generation != ?",
+                         (time.time() - CACHE_TTL, ix.generation))
+            conn.execute("INSERT OR REPLACE INTO qcache(key, generation, created, response) VALUES (?,?,?,?)",
+                         (key, ix.generation, time.time(), json.dumps(resp.as_dict(), default=str)))
+        finally:
+            conn.execute(f"PRAGMA busy_timeout={int(old)}")
+    except Exception:
+        log.debug("result cache not written", exc_info=True)
+
+
+# ---------------------------------------------------------------------------- module API
+_ENGINES: dict[str, Engine] = {}
+
+
+def engine_for(db=None) -> Engine:
+    from .config import default_db_path
+
+    path = str(db or default_db_path())
+    eng = _ENGINES.get(path)
+    if eng is None:
+        eng = Engine(Index.open(path, readonly=True))
+        _ENGINES[path] = eng
+    return eng
+
+
+def search(query: str, db=None, options: SearchOptions | None = None, k: int | None = None, **kw) -> Response:
+    """Run the pipeline on the index at ``db`` (default index when None)."""
+    opts = options or SearchOptions()
+    if k is not None or kw:
+        opts = replace(opts, **({"k": k} if k is not None else {}), **kw)
+    return engine_for(db).search(query, opts)
+
+
+def why(query: str, node: str, db=None, options: SearchOptions | None = None) -> dict:
+    """Where ``node`` ranked for ``query`` and why: its channel scores, signals, and what beat it."""
+    from .stats import find_node
+
+    eng = engine_for(db)
+    target = find_node(eng.ix, node)
+    opts = replace(options or SearchOptions(), use_cache=False, explain=True)
+    wide = eng.search(query, replace(opts, k=max(1000, opts.k)))
+    pos = next((h for h in wide.hits if h.id == target["id"]), None)
+    top = wide.hits[:opts.k]
+    out = {"query": query, "node": {k: target[k] for k in ("id", "key", "kind", "name", "path")},
+           "intent": wide.intent, "fusion": wide.fusion, "channels_run": wide.channels_run,
+           "k": opts.k, "rank": pos.rank if pos else None, "hit": pos.as_dict() if pos else None,
+           "cutoff_score": top[-1].score if len(top) >= opts.k else None,
+           "top": [{"rank": h.rank, "key": h.key, "name": h.name, "score": h.score} for h in top]}
+    if pos is None:
+        out["reason"] = ("no channel returned this node among its candidates: none of the query terms match "
+                         "its text closely enough, its embedding is not among the nearest, and no seed links to it")
+    elif pos.rank > opts.k:
+        out["reason"] = f"ranked {pos.rank}, below the top {opts.k} (score {pos.score} < cutoff {out['cutoff_score']})"
+    else:
+        out["reason"] = f"in the top {opts.k} at rank {pos.rank}"
+    return out
+
+
+# ---------------------------------------------------------------------------- formatting
+def format_response(resp: Response, explain: bool = False) -> str:
+    lines = []
+    it = resp.intent
+    w = it["weights"]
+    head = (f"intent {it['name']} (emb {w['embedding']:.2f} text {w['text']:.2f} graph {w['graph']:.2f} "
+            f"intent {w['intent']:.2f}), fusion {resp.fusion}, channels {'+'.join(resp.channels_run) or '-'}"
+            f"{', cached' if resp.cached else ''}, {resp.timings_ms.get('total', resp.timings_ms.get('cache', 0)):.1f} ms")
+    if not resp.hits:
+        return f"no results for {resp.query!r}\n({head})"
+    for h in resp.hits:
+        loc = f"{h.path}:{h.line}" if h.path and h.line else (h.path or "")
+        lines.append(f"{h.rank:>2}. {h.name}  [{h.kind}]  {h.score:.4f}  {h.methods}")
+        lines.append(f"    {h.key}" + (f"  {loc}" if loc else ""))
+        if h.snippet:
+            lines.append(f"    {h.snippet}")
+        if explain:
+            for n, c in h.channels.items():
+                lines.append(f"      {n:<8} score {c['score']:.4f}  rank {c['rank']:>3}  norm {c['norm']:.3f}")
+            for n, s in h.signals.items():
+                lines.append(f"      = {n:<9} {s['value']:.3f} x {s['weight']:.2f} = {s['part']:.4f}")
+            for n, v in h.adjustments.items():
+                lines.append(f"      adj {n}: {v}")
+    lines.append("")
+    lines.append(f"({head})")
+    if explain:
+        lines.append("(timings ms: " + ", ".join(f"{k} {v:.1f}" for k, v in resp.timings_ms.items()) + ")")
+        for c, why_ in resp.channels_skipped.items():
+            lines.append(f"(skipped {c}: {why_})")
+    return "\n".join(lines)
+
+
+def format_why(info: dict) -> str:
+    lines = [f"{info['node']['name']} [{info['node']['kind']}] {info['node']['key']}",
+             f"query {info['query']!r}: intent {info['intent']['name']}, fusion {info['fusion']}, "
+             f"channels {'+'.join(info['channels_run'])}",
+             info["reason"]]
+    h = info.get("hit")
+    if h:
+        lines.append(f"score {h['score']:.4f} at rank {h['rank']}")
+        for n, c in h["channels"].items():
+            lines.append(f"  {n:<8} score {c['score']:.4f} rank {c['rank']} norm {c['norm']:.3f}")
+        for n, s in h["signals"].items():
+            lines.append(f"  = {n:<9} {s['value']:.3f} x {s['weight']:.2f} = {s['part']:.4f}")
+        for n, v in h["adjustments"].items():
+            lines.append(f"  adj {n}: {v}")
+    lines.append("top results:")
+    for t in info["top"]:
+        lines.append(f"  {t['rank']:>2}. {t['score']:.4f} {t['name']} ({t['key']})")
+    return "\n".join(lines)
