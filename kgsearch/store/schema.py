@@ -112,10 +112,18 @@ CREATE TABLE IF NOT EXISTS text_symbols(id INTEGER PRIMARY KEY, sym TEXT NOT NUL
 CREATE TABLE IF NOT EXISTS text_trigrams(tri TEXT PRIMARY KEY, ids BLOB NOT NULL)
 """
 
+# Query result cache (kgsearch/pipeline.py): keyed by query + options, valid for one index
+# generation and a TTL; written best-effort by query processes, never blocking.
+QCACHE = """
+CREATE TABLE IF NOT EXISTS qcache(key TEXT PRIMARY KEY, generation INTEGER NOT NULL,
+    created REAL NOT NULL, response TEXT NOT NULL)
+"""
+
 # (name, function). Append only.
 MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("0001_core", ddl(CORE)),
     ("0002_text", ddl(TEXT)),
+    ("0003_qcache", ddl(QCACHE)),
 ]
 
 
