@@ -1,0 +1,566 @@
+"""Markdown notes, Obsidian style: notes, heading sections, links, tags, front matter, fields.
+
+Nodes:
+
+* ``note``: key ``md:<rel without extension>``, name = front matter ``title``, else the file
+  name. It answers to ``('note', x)`` for x = file name, relative path (both without
+  extension), title and every front-matter alias, all lower case.
+* ``section`` (only when the body is longer than ``opts.max_chunk_chars`` and has headings): one
+  per ATX heading (``#`` .. ``######``) that has text under it, key
+  ``md:<rel>#<slug>`` (GitHub-style slug, ``-1``, ``-2``... when repeated), name = the heading,
+  qualname = ``Title > Parent heading > Heading``, text = the lines under the heading up to the
+  next heading, ``parent`` = the note, with a ``contains`` edge note -> section.
+
+  The note node then keeps: front-matter values, the preamble (text before the first heading)
+  and the outline (all heading texts). It matches what the note is about without repeating
+  every word of its sections, so BM25 ranks the section that holds the words, and the note
+  still wins title/topic queries. A short note (or one without headings) is one node with
+  the front-matter values and the whole body.
+
+Edges (``src`` = the section the link is in, else the note; links are not repeated on the
+note, which reaches them through ``contains``, so link counts stay honest for graph ranking):
+
+* ``[[target]]``, ``[[target|alias]]``, ``[[target#heading]]``, ``[[target#^block]]``,
+  ``![[embed]]``, and relative Markdown links ``[x](other.md)`` / ``[x](sub/other)`` /
+  ``[x](/from/root.md)`` -> ``links_to`` with ``ns='note'`` and dst = the target lower-cased,
+  without ``.md`` and without ``#...`` (``props``: ``heading``, ``block``, ``embed``).
+  Markdown link paths are resolved against the note's folder. Links to attachments (images,
+  PDF, audio, video, canvas) and ``http(s)`` links make no edge; they are kept in
+  ``props['attachments']`` / ``props['urls']``. A link to a missing note is just an edge: the
+  indexer creates the placeholder. ``[[#heading]]`` inside the same note makes no edge.
+* ``#tag`` / ``#nested/tag`` in text (not in code, not a heading marker, not a URL anchor),
+  and front-matter ``tags`` -> ``tagged`` with ``ns='tag'``, dst = tag lower-cased
+  (``props['display']`` keeps the spelling).
+* Front-matter keys whose value holds wikilinks (``implements: "[[X]]"``, lists of links) and
+  Dataview inline fields ``key:: [[X]]`` (also ``[key:: [[X]]]``) -> an edge typed ``key``
+  (lower case, spaces -> ``_``), ``ns='note'``. Inline fields without links go to
+  ``props['fields']``; the parsed front matter is ``props['frontmatter']``.
+* Entities as in :mod:`plaintext` (``mentions``, ``ns='ent'``), from the section (or note) that
+  mentions them, so notes and text files meet at shared entity nodes.
+
+Not handled: setext headings (underlined), indented code blocks (only fenced code is skipped),
+reference-style links ``[x][ref]``, HTML.
+
+The front matter is read by a small YAML subset parser (:func:`parse_front_matter`):
+``key: value``, quoted strings, ``[a, b]``, ``- a`` block lists, ``|``/``>`` blocks and one
+level of nested keys; anything else is skipped with one warning, never an exception.
+"""
+from __future__ import annotations
+
+import posixpath
+import re
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote
+
+from ..types import EdgeRec, LoadOptions, LoadResult, NodeRec
+from .common import is_texty, norm_type, read_text, slugify
+from .plaintext import extract_entities, mentions
+
+NAME = "markdown"
+EXTENSIONS = (".md", ".markdown")
+ATTACHMENTS = frozenset(
+    "png jpg jpeg gif svg webp bmp tif tiff avif heic pdf mp3 wav ogg m4a flac webm mp4 mov mkv "
+    "avi ogv 3gp canvas zip".split())
+MAX_URLS = 50
+
+__all__ = ["NAME", "EXTENSIONS", "load", "parse_front_matter", "link_target"]
+
+# ---- front matter --------------------------------------------------------------------------
+
+_KEY = re.compile(r"""^("[^"]*"|'[^']*'|[^\s:#\-"'][^:]*?|-[^\s:][^:]*?)\s*:(?:[ \t]+(.*))?\s*$""")
+_INT = re.compile(r"^[-+]?\d+$")
+_FLOAT = re.compile(r"^[-+]?(?:\d+\.\d*|\.\d+)(?:[eE][-+]?\d+)?$")
+_LINKS_ONLY = re.compile(r"^\s*\[\[[^\[\]]+\]\](?:\s*,\s*\[\[[^\[\]]+\]\])*\s*$")
+_WIKI = re.compile(r"(!?)\[\[([^\[\]\n]+?)\]\]")
+
+
+def _split_flow(s: str) -> list[str]:
+    """Split the inside of ``[a, "b, c", [d]]`` at top-level commas."""
+    out, buf, depth, quote = [], [], 0, ""
+    for ch in s:
+        if quote:
+            buf.append(ch)
+            if ch == quote:
+                quote = ""
+        elif ch in "\"'":
+            quote = ch
+            buf.append(ch)
+        elif ch in "[{":
+            depth += 1
+            buf.append(ch)
+        elif ch in "]}":
+            depth -= 1
+            buf.append(ch)
+        elif ch == "," and depth == 0:
+            out.append("".join(buf).strip())
+            buf = []
+        else:
+            buf.append(ch)
+    if "".join(buf).strip():
+        out.append("".join(buf).strip())
+    return out
+
+
+def _scalar(s: str) -> Any:
+    s = s.strip()
+    if not s:
+        return None
+    if s[0] == '"':
+        end = s.rfind('"')
+        body = s[1:end] if end > 0 else s[1:]
+        return (body.replace('\\"', '"').replace("\\n", "\n").replace("\\t", "\t")
+                .replace("\\\\", "\\"))
+    if s[0] == "'":
+        end = s.rfind("'")
+        return (s[1:end] if end > 0 else s[1:]).replace("''", "'")
+    if s[0] == "[":
+        if _LINKS_ONLY.match(s):
+            links = [m.group(0) for m in _WIKI.finditer(s)]
+            return links if len(links) > 1 else links[0]
+        inner = s[1:s.rfind("]")] if s.rfind("]") > 0 else s[1:]
+        return [_scalar(x) for x in _split_flow(inner)]
+    if s[0] == "{":
+        return s
+    s = re.split(r"\s+#", s, 1)[0].strip()     # trailing comment
+    low = s.lower()
+    if low in ("true", "false"):
+        return low == "true"
+    if low in ("null", "~"):
+        return None
+    if _INT.match(s):
+        return int(s)
+    if _FLOAT.match(s):
+        return float(s)
+    return s
+
+
+def parse_front_matter(lines: list[str], first_line: int = 2
+                       ) -> tuple[dict[str, Any], dict[str, list[tuple[int, str]]], list[tuple[int, str]]]:
+    """Parse the lines between the ``---`` markers.
+
+    Returns ``(data, raw, problems)``: values by key, the ``(line, text)`` pairs each key was
+    written on (links are read from these) and the ``(line, text)`` of lines not understood.
+
+    >>> parse_front_matter(["title: Hi", "tags: [a, 'b c']", "up:", "  - '[[X]]'"])[0]
+    {'title': 'Hi', 'tags': ['a', 'b c'], 'up': ['[[X]]']}
+    """
+    data: dict[str, Any] = {}
+    raw: dict[str, list[tuple[int, str]]] = {}
+    problems: list[tuple[int, str]] = []
+    i, n = 0, len(lines)
+    while i < n:
+        line = lines[i]
+        ln = first_line + i
+        s = line.strip()
+        i += 1
+        if not s or s.startswith("#"):
+            continue
+        m = _KEY.match(line) if line[0] not in " \t" else None
+        if not m:
+            problems.append((ln, s))
+            continue
+        key = m.group(1).strip()
+        if key[:1] in "\"'":
+            key = key[1:-1]
+        rest = (m.group(2) or "").strip()
+        block: list[tuple[int, str]] = []
+        while i < n and (lines[i][:1] in (" ", "\t") or lines[i].startswith("-") and rest == ""
+                         or not lines[i].strip()):
+            block.append((first_line + i, lines[i]))
+            i += 1
+        while block and not block[-1][1].strip():
+            block.pop()
+        raw[key] = [(ln, rest)] + [(b, t.strip()) for b, t in block]
+        data[key] = _block_value(rest, block, problems)
+    return data, raw, problems
+
+
+def _block_value(rest: str, block: list[tuple[int, str]], problems: list) -> Any:
+    texts = [t for _, t in block if t.strip()]
+    if rest[:1] in ("|", ">"):
+        lines = [t.strip() for _, t in block]
+        return ("\n" if rest[0] == "|" else " ").join(lines).strip()
+    if not texts:
+        return _scalar(rest)
+    if rest:                                   # plain scalar continued on the next lines
+        return _scalar(" ".join([rest] + [t.strip() for t in texts]))
+    first = texts[0].strip()
+    if first.startswith("-"):
+        items = []
+        indent = len(texts[0]) - len(texts[0].lstrip())
+        for ln, t in block:
+            st = t.strip()
+            if not st:
+                continue
+            if st.startswith("-") and len(t) - len(t.lstrip()) == indent:
+                items.append(_scalar(st[1:]))
+            elif len(t) - len(t.lstrip()) <= indent:
+                problems.append((ln, st))
+        return items
+    nested: dict[str, Any] = {}                # one level of nested keys; deeper ones ignored
+    indent = len(texts[0]) - len(texts[0].lstrip())
+    for ln, t in block:
+        if not t.strip() or len(t) - len(t.lstrip()) != indent:
+            continue
+        m = _KEY.match(t.strip())
+        if m and m.group(2):
+            nested[m.group(1).strip().strip("\"'")] = _scalar(m.group(2))
+        elif m:
+            continue                            # a deeper mapping or list: ignored
+        else:
+            problems.append((ln, t.strip()))
+    return nested
+
+
+# ---- links ---------------------------------------------------------------------------------
+
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+_HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$")
+_INLINE_CODE = re.compile(r"(`+)(?!`).*?(?<!`)\1(?!`)")
+_MDLINK = re.compile(r"(!?)\[([^\]\n]*)\]\(\s*(<[^>\n]+>|[^)\s]+)(?:\s+(?:\"[^\"\n]*\"|'[^'\n]*'|\([^)\n]*\)))?\s*\)")
+_URL = re.compile(r"https?://[^\s<>)\]\"'`]+")
+_SCHEME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:")
+_TAG = re.compile(r"(?<!\S)#([\w/\-]+)")
+_FIELD_LINE = re.compile(r"^\s*(?:[-*+>][ \t]+)?([\w][\w \-/.]*?)[ \t]*::[ \t]*(.*)$")
+_FIELD_INLINE = re.compile(r"[\[(]([\w][\w \-/.]*?)[ \t]*::[ \t]*((?:\[\[[^\]\n]*\]\]|[^\])\n])*)[\])]")
+_FM_SPECIAL = {"title", "aliases", "alias", "tags", "tag", "cssclass", "cssclasses"}
+
+
+def link_target(target: str) -> tuple[str, str, str]:
+    """``'Note Name#Heading'`` -> (``'note name'``, ``'Heading'``, block) normalised for
+    ``ns='note'`` resolution: lower case, no ``.md``/``.markdown``, no anchor."""
+    target = target.strip()
+    anchor = ""
+    if "#" in target:
+        target, anchor = target.split("#", 1)
+    block = ""
+    if anchor.startswith("^"):
+        block, anchor = anchor[1:], ""
+    t = " ".join(target.strip().split()).lower()
+    for ext in (".md", ".markdown"):
+        if t.endswith(ext):
+            t = t[: -len(ext)]
+    return t.lstrip("/"), anchor.strip(), block.strip()
+
+
+def _is_attachment(t: str) -> bool:
+    ext = t.rsplit(".", 1)[-1] if "." in t.rsplit("/", 1)[-1] else ""
+    return ext in ATTACHMENTS
+
+
+def _display(text: str) -> str:
+    """Link syntax reduced to what a reader sees: ``[[a|b]]`` -> b, ``[x](y)`` -> x,
+    embeds dropped."""
+    text = _WIKI.sub(lambda m: "" if m.group(1) else m.group(2).split("|", 1)[-1]
+                     if "|" in m.group(2) else m.group(2).split("#", 1)[0], text)
+    return _MDLINK.sub(lambda m: m.group(2), text)
+
+
+class _Note:
+    """Collects the nodes and edges of one note."""
+
+    def __init__(self, where: str, rel: str, key: str):
+        self.where, self.rel, self.key = where, rel, key
+        self.edges: list[EdgeRec] = []
+        self.seen: set[tuple[str, str, str]] = set()
+        self.urls: list[str] = []
+        self.attachments: list[str] = []
+        self.fields: dict[str, Any] = {}
+
+    def edge(self, src: str, dst: str, etype: str, ns: str, line: int, props: dict | None = None):
+        if not dst or (src, dst, etype) in self.seen:
+            return
+        self.seen.add((src, dst, etype))
+        self.edges.append(EdgeRec(src, dst, etype, ns, line=line, props=props or {}))
+
+    def url(self, u: str) -> None:
+        if u not in self.urls and len(self.urls) < MAX_URLS:
+            self.urls.append(u)
+
+    def wikilink(self, src: str, inner: str, embed: bool, line: int, etype: str = "links_to"):
+        inner = inner.replace("\\|", "|")
+        target = inner.split("|", 1)[0]
+        t, heading, block = link_target(target)
+        if not t:
+            return                              # [[#heading]]: a place in this note
+        if _is_attachment(t):
+            if target.strip() not in self.attachments:
+                self.attachments.append(target.strip())
+            return
+        props: dict[str, Any] = {}
+        if heading:
+            props["heading"] = heading
+        if block:
+            props["block"] = block
+        if embed:
+            props["embed"] = True
+        self.edge(src, t, etype, "note", line, props)
+
+    def mdlink(self, src: str, href: str, embed: bool, line: int) -> None:
+        href = href.strip("<>").strip()
+        if _SCHEME.match(href):
+            if href.lower().startswith(("http://", "https://")):
+                self.url(href)
+            return
+        path, _, anchor = unquote(href).partition("#")
+        if not path:
+            return
+        if path.startswith("/"):
+            full = posixpath.normpath(path.lstrip("/"))
+        else:
+            full = posixpath.normpath(posixpath.join(posixpath.dirname(self.rel), path))
+        if full.startswith(".."):
+            return                              # outside the indexed root
+        t, _, _ = link_target(full)
+        if _is_attachment(t):
+            if full not in self.attachments:
+                self.attachments.append(full)
+            return
+        props: dict[str, Any] = {"heading": anchor} if anchor else {}
+        if embed:
+            props["embed"] = True
+        self.edge(src, t, "links_to", "note", line, props)
+
+
+# ---- loader --------------------------------------------------------------------------------
+
+def load(path: Path, rel: str, opts: LoadOptions) -> LoadResult:
+    where = str(path)
+    text, warnings = read_text(path)
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    res = LoadResult(warnings=warnings)
+    rel = rel.replace("\\", "/")
+    stem_rel = rel
+    for ext in EXTENSIONS:
+        if stem_rel.lower().endswith(ext):
+            stem_rel = stem_rel[: -len(ext)]
+    key = f"md:{stem_rel}"
+    note = _Note(where, rel, key)
+    lines = text.split("\n")
+
+    fm, fm_raw, body_start = _front_matter(lines, where, res)
+    title = fm.get("title")
+    title = str(title).strip() if isinstance(title, (str, int, float)) and str(title).strip() \
+        else posixpath.basename(stem_rel)
+    aliases = _as_list(fm.get("aliases", fm.get("alias")))
+    fm_text = _front_matter_text(fm, note, fm_raw)
+
+    body = _body_lines(lines, body_start)
+    body_text = "\n".join(r for _, r, _ in body).strip()
+    heads = [(ln, len(h.group(1)), _display(h.group(2)).strip())
+             for ln, _, scan in body if scan is not None for h in [_HEADING.match(scan)] if h]
+    head_lines = {ln for ln, _, _ in heads}
+    sectioned = bool(heads) and len(body_text) > opts.max_chunk_chars
+
+    sections = _plan_sections(heads, key, title) if sectioned else {}
+    nodes: list[NodeRec] = []
+    src = key
+    sec_lines: dict[str, list[str]] = {key: []}       # section key -> body lines
+    sec_scan: dict[str, list[str]] = {key: []}        # text for entity extraction
+    spans: dict[str, list[int]] = {}
+    for ln, raw, scan in body:
+        if ln in sections:
+            src = sections[ln][0]
+            sec_lines[src], sec_scan[src], spans[src] = [], [], [ln, ln]
+            _links(note, src, ln, scan)
+            sec_scan[src].append("")        # headings are titles, not entity mentions
+            continue
+        if src in spans and raw.strip():
+            spans[src][1] = ln
+        sec_lines[src].append(raw)
+        if scan is not None:
+            _links(note, src, ln, scan)
+        sec_scan[src].append("" if scan is None or ln in head_lines else _display(scan))
+
+    # the note
+    props: dict[str, Any] = {}
+    if fm:
+        props["frontmatter"] = fm
+    if sectioned:
+        preamble = "\n".join(sec_lines[key]).strip()
+        outline = "\n".join(name for _, _, name in heads)
+        note_text = "\n\n".join(x for x in (fm_text, preamble, outline) if x)
+    else:
+        note_text = "\n\n".join(x for x in (fm_text, body_text) if x)
+    nlines = len(lines) - (1 if text.endswith("\n") else 0)
+    alias_names = [posixpath.basename(stem_rel), stem_rel, title] + [str(a) for a in aliases]
+    note_aliases: list[tuple[str, str]] = []
+    for a in alias_names:
+        a = " ".join(a.split()).lower()
+        if a and ("note", a) not in note_aliases:
+            note_aliases.append(("note", a))
+    nodes.append(NodeRec(key=key, kind="note", name=title, text=note_text, qualname=stem_rel,
+                         line_start=1, line_end=max(nlines, 1), props=props, aliases=note_aliases))
+    contains: list[EdgeRec] = []
+    for ln, (skey, name, qual) in sections.items():
+        stext = "\n".join(sec_lines[skey]).strip()
+        if not stext:
+            continue                            # heading directly followed by a sub-heading
+        nodes.append(NodeRec(key=skey, kind="section", name=name, text=stext, qualname=qual,
+                             line_start=ln, line_end=spans[skey][1], parent=key))
+        contains.append(EdgeRec(key, skey, "contains", "key", line=ln))
+    # links from an empty section belong to the note
+    kept = {n.key for n in nodes}
+    edges = []
+    for e in note.edges:
+        if e.src not in kept:
+            if (key, e.dst, e.type) in note.seen:
+                continue
+            note.seen.add((key, e.dst, e.type))
+            e.src = key
+        edges.append(e)
+
+    # entities: front-matter values count for the note (no line); body text for its part
+    fm_ents = fm_text.replace("\n", "\n\n") + "\n" if fm_text else ""   # one value, one phrase
+    parts = [(key, body_start + 1, fm_ents, sec_scan[key])]
+    parts += [(k, spans[k][0], "", sec_scan[k]) for k in sec_scan if k != key]
+    edges += _entity_edges(note, parts, kept)
+
+    if note.urls:
+        props["urls"] = note.urls
+    if note.attachments:
+        props["attachments"] = note.attachments
+    if note.fields:
+        props["fields"] = note.fields
+    res.nodes = nodes
+    res.edges = contains + edges
+    return res
+
+
+def _front_matter(lines: list[str], where: str, res: LoadResult
+                  ) -> tuple[dict[str, Any], dict[str, list[tuple[int, str]]], int]:
+    """(values, raw lines per key, index of the first body line); one warning for odd YAML."""
+    if not lines or lines[0].strip() != "---":
+        return {}, {}, 0
+    end = next((i for i in range(1, len(lines)) if lines[i].strip() in ("---", "...")), None)
+    if end is None:
+        return {}, {}, 0                        # a thematic break, not front matter
+    fm, fm_raw, problems = parse_front_matter(lines[1:end], 2)
+    if problems:
+        ln, s = problems[0]
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        res.warnings.append(
+            f"{where}:{ln}: front matter line not understood, skipped: {s[:60]!r}{more}; "
+            "kgsearch reads 'key: value', [a, b] lists and '- a' lists")
+    return fm, fm_raw, end + 1
+
+
+def _body_lines(lines: list[str], start: int) -> list[tuple[int, str, str | None]]:
+    """(line number, raw, text with inline code blanked; None inside a fenced code block)."""
+    body: list[tuple[int, str, str | None]] = []
+    fence = ""
+    for i in range(start, len(lines)):
+        raw = lines[i]
+        m = _FENCE.match(raw)
+        if fence:
+            if m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence) \
+                    and not raw.strip().strip(fence[0]):
+                fence = ""
+            body.append((i + 1, raw, None))
+        elif m:
+            fence = m.group(1)
+            body.append((i + 1, raw, None))
+        else:
+            body.append((i + 1, raw, _INLINE_CODE.sub(lambda c: " " * len(c.group()), raw)))
+    return body
+
+
+def _plan_sections(heads: list[tuple[int, int, str]], key: str, title: str
+                   ) -> dict[int, tuple[str, str, str]]:
+    """heading line -> (section key, name, breadcrumb qualname); slugs made unique."""
+    sections: dict[int, tuple[str, str, str]] = {}
+    used: set[str] = set()
+    trail: list[tuple[int, str]] = []
+    for ln, level, name in heads:
+        base = slug = slugify(name)
+        n = 0
+        while slug in used:
+            n += 1
+            slug = f"{base}-{n}"
+        used.add(slug)
+        trail = [t for t in trail if t[0] < level] + [(level, name)]
+        sections[ln] = (f"{key}#{slug}", name, " > ".join([title] + [t[1] for t in trail]))
+    return sections
+
+
+def _entity_edges(note: _Note, parts: list[tuple[str, int, str, list[str]]],
+                  kept: set[str]) -> list[EdgeRec]:
+    """``mentions`` edges; ``parts`` = (key, first line, unlined head text, lines)."""
+    ents = extract_entities("\n".join(head + "\n".join(scan) for _, _, head, scan in parts))
+    pats: dict = {}
+    out = []
+    for skey, base, head, scan in parts:
+        owner = skey if skey in kept else note.key
+        part = head + "\n".join(scan)
+        for norm, disp, off in mentions(part, ents, pats):
+            if (owner, norm, "mentions") in note.seen:
+                continue
+            note.seen.add((owner, norm, "mentions"))
+            line = base + part.count("\n", len(head), off) if off >= len(head) else None
+            out.append(EdgeRec(owner, norm, "mentions", "ent", line=line, props={"display": disp}))
+    return out
+
+
+def _as_list(v: Any) -> list:
+    if v is None:
+        return []
+    if isinstance(v, list):
+        return [x for x in v if x is not None and str(x).strip()]
+    return [x.strip() for x in str(v).split(",") if x.strip()]
+
+
+def _front_matter_text(fm: dict, note: _Note, raw: dict) -> str:
+    """Searchable front-matter values; also emits the tag and typed-relation edges."""
+    key = note.key
+    parts: list[str] = []
+    for k, v in fm.items():
+        lk = k.lower()
+        lines = raw.get(k, [])
+        if lk in ("tags", "tag"):
+            tags = v if isinstance(v, list) else re.split(r"[,\s]+", str(v or ""))
+            for t in tags:
+                t = str(t).strip().lstrip("#")
+                if t:
+                    line = next((ln for ln, s in lines if t in s), lines[0][0] if lines else 1)
+                    note.edge(key, t.lower(), "tagged", "tag", line, {"display": t})
+                    parts.append(t)
+            continue
+        if lk not in _FM_SPECIAL:
+            for ln, s in lines:
+                for m in _WIKI.finditer(s):
+                    note.wikilink(key, m.group(2), bool(m.group(1)), ln, norm_type(k, "links_to"))
+        if lk == "title":
+            continue
+        vals = v if isinstance(v, list) else [v]
+        words = [_display(str(x)) for x in vals if is_texty(x) and not str(x).startswith("{")]
+        if words:
+            parts.append(", ".join(words))
+    return "\n".join(parts)
+
+
+def _links(note: _Note, src: str, ln: int, scan: str) -> None:
+    """Links, tags and inline fields on one body line (inline code already blanked)."""
+    typed: list[tuple[int, int, str]] = []      # spans of inline-field values and their key
+    m = _FIELD_LINE.match(scan)
+    if m and "[[" not in m.group(1):
+        typed.append((m.start(2), m.end(2), m.group(1)))
+    for f in _FIELD_INLINE.finditer(scan):
+        typed.append((f.start(2), f.end(2), f.group(1)))
+    for start, end, k in typed:
+        value = scan[start:end].strip()
+        if not _WIKI.search(value):
+            note.fields.setdefault(k.strip(), _display(value))
+    for w in _WIKI.finditer(scan):
+        etype = next((norm_type(k, "links_to") for s, e, k in typed if s <= w.start() < e),
+                     "links_to")
+        note.wikilink(src, w.group(2), bool(w.group(1)), ln, etype)
+    for md in _MDLINK.finditer(scan):
+        note.mdlink(src, md.group(3), bool(md.group(1)), ln)
+    for u in _URL.finditer(scan):
+        note.url(u.group().rstrip(".,;:"))
+    for t in _TAG.finditer(scan):
+        tag = t.group(1).strip("/-")
+        if tag and not re.fullmatch(r"[\d/\-]+", tag):
+            note.edge(src, tag.lower(), "tagged", "tag", ln, {"display": tag})
