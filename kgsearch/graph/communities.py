@@ -31,7 +31,7 @@ import time
 
 import numpy as np
 
-from .csr import Graph, GraphError
+from .csr import Graph, GraphError, scatter_add
 
 __all__ = ["greedy_modularity", "modularity", "CommunityTimeout"]
 
@@ -43,7 +43,7 @@ class CommunityTimeout(RuntimeError):
 def _projection(g: Graph, weight: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Pairs ``u < v`` with weights, and the weighted degree of every node (self-loops twice)."""
     u, v, w = g.undirected_pairs(weight)
-    deg = np.bincount(u, weights=w, minlength=g.n) + np.bincount(v, weights=w, minlength=g.n)
+    deg = scatter_add(u, w, g.n) + scatter_add(v, w, g.n)
     off = u != v
     return u[off], v[off], w[off], deg
 
@@ -124,14 +124,14 @@ def modularity(g: Graph, labels: np.ndarray, resolution: float = 1.0, weight: bo
     """
     labels = np.asarray(labels, dtype=np.int64)
     u, v, w = g.undirected_pairs(weight)
-    deg = np.bincount(u, weights=w, minlength=g.n) + np.bincount(v, weights=w, minlength=g.n)
+    deg = scatter_add(u, w, g.n) + scatter_add(v, w, g.n)
     m = float(w.sum())
     if m <= 0:
         return 0.0
     k = int(labels.max()) + 1 if len(labels) else 0
     inside = labels[u] == labels[v]
-    lc = np.bincount(labels[u][inside], weights=w[inside], minlength=k)
-    dc = np.bincount(labels, weights=deg, minlength=k)
+    lc = scatter_add(labels[u][inside], w[inside], k)
+    dc = scatter_add(labels, deg, k)
     return float(np.sum(lc / m - resolution * (dc / (2 * m)) ** 2))
 
 

@@ -33,7 +33,7 @@ import numpy as np
 
 from ..errors import KgsearchError
 
-__all__ = ["Graph", "GraphError"]
+__all__ = ["Graph", "GraphError", "scatter_add"]
 
 BLOB_VERSION = 1
 _PARTS = ("indptr", "indices", "weights", "etype", "rindptr", "rperm")
@@ -41,6 +41,14 @@ _PARTS = ("indptr", "indices", "weights", "etype", "rindptr", "rperm")
 
 class GraphError(KgsearchError, ValueError):
     """Bad arguments to a graph kernel (wrong lengths, node ids out of range, bad blobs)."""
+
+
+def scatter_add(idx: np.ndarray, weights: np.ndarray, n: int) -> np.ndarray:
+    """``out[idx[k]] += weights[k]`` into a new float64 array of length ``n`` (``np.bincount``,
+    which returns integers when there are no weights at all)."""
+    if not len(idx):
+        return np.zeros(n)
+    return np.bincount(idx, weights=weights, minlength=n)
 
 
 def _index_dtype(limit: int) -> np.dtype:
@@ -247,14 +255,14 @@ class Graph:
     @property
     def out_weight(self) -> np.ndarray:
         """Sum of out-edge weights per node (float64, cached)."""
-        return self._cached("out_weight", lambda: np.bincount(
-            self.src, weights=self.weights.astype(np.float64), minlength=self.n))
+        return self._cached("out_weight", lambda: scatter_add(
+            self.src, self.weights.astype(np.float64), self.n))
 
     @property
     def in_weight(self) -> np.ndarray:
         """Sum of in-edge weights per node (float64, cached)."""
-        return self._cached("in_weight", lambda: np.bincount(
-            self.dst, weights=self.weights.astype(np.float64), minlength=self.n))
+        return self._cached("in_weight", lambda: scatter_add(
+            self.dst, self.weights.astype(np.float64), self.n))
 
     # ------------------------------------------------------------------ neighbourhoods
     def _check_nodes(self, nodes: Any) -> np.ndarray:
@@ -390,7 +398,7 @@ class Graph:
             return z, z.copy(), np.zeros(0)
         key = u * self.n + v
         uniq, inv = np.unique(key, return_inverse=True)
-        w = np.bincount(inv, weights=self.weights.astype(np.float64)) if weight else np.ones(len(uniq))
+        w = scatter_add(inv, self.weights.astype(np.float64), len(uniq)) if weight else np.ones(len(uniq))
         return uniq // self.n, uniq % self.n, w
 
 

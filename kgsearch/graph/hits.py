@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from .csr import Graph, GraphError
+from .csr import Graph, GraphError, scatter_add
 from .pagerank import PowerIterationFailedConvergence
 
 __all__ = ["hits"]
@@ -28,10 +28,10 @@ def _matvecs(g: Graph):
     n = g.n
 
     def a_mul(v: np.ndarray) -> np.ndarray:        # (A @ v)[i] = sum_j w_ij v_j
-        return np.bincount(src, weights=v[dst] * w, minlength=n)
+        return scatter_add(src, v[dst] * w, n)
 
     def at_mul(v: np.ndarray) -> np.ndarray:       # (A.T @ v)[j] = sum_i w_ij v_i
-        return np.bincount(dst, weights=v[src] * w, minlength=n)
+        return scatter_add(dst, v[src] * w, n)
 
     return a_mul, at_mul
 

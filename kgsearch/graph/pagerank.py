@@ -17,7 +17,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from ..errors import KgsearchError
-from .csr import Graph, GraphError
+from .csr import Graph, GraphError, scatter_add
 
 __all__ = ["pagerank", "rwr", "PowerIterationFailedConvergence", "operator"]
 
@@ -69,7 +69,7 @@ def _step(x: np.ndarray, src: np.ndarray, dst: np.ndarray, p: np.ndarray, n: int
     """``y = P.T @ x`` for the row-stochastic part (no dangling, no damping)."""
     np.take(x, src, out=buf)
     buf *= p
-    return np.bincount(dst, weights=buf, minlength=n)
+    return scatter_add(dst, buf, n)
 
 
 # ---------------------------------------------------------------------- PageRank
@@ -156,7 +156,7 @@ def _seed_vector(g: Graph, seeds: Any, weights: Any) -> tuple[np.ndarray, np.nda
     if not np.all(np.isfinite(w)) or w.min() < 0 or w.sum() <= 0:
         raise GraphError("seed weights must be non-negative with a positive sum")
     uniq, inv = np.unique(ids, return_inverse=True)
-    sw = np.bincount(inv, weights=w)
+    sw = scatter_add(inv, w, len(uniq))
     return uniq, sw / sw.sum()
 
 
@@ -236,7 +236,7 @@ def rwr(g: Graph, seeds: Any, restart: float = 0.2, max_iter: int = 20, tol: flo
             if inside is not None:
                 keep = inside[d]
                 d, vals = d[keep], vals[keep]
-            y = np.bincount(d, weights=vals, minlength=n)
+            y = scatter_add(d, vals, n)
         else:
             if full_buf is None:
                 full_buf = np.empty(g.m)
