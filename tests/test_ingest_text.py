@@ -132,7 +132,7 @@ def test_salient_terms_and_cap():
         f"We saw Alpha with item_{i}." for i in range(80))
     ents = extract_entities(text)
     assert len(ents) == plaintext.MAX_ENTITIES
-    assert ("tokens", "tokens") in ents            # repeated 3 times, not a stop word
+    assert ("token", "token") in ents              # repeated 3 times, plural folded
     assert ents[0] == ("alpha", "Alpha")           # 80 mid-sentence mentions
 
 
@@ -141,3 +141,16 @@ def test_non_utf8_gives_one_warning(tmp_path):
     assert res.nodes[0].text == "caf\ufffd one\n\ncaf\ufffd two \ufffd"
     assert res.warnings == [f"{tmp_path / 'l.txt'}:1: not valid UTF-8; decoded with "
                             "replacement characters (save the file as UTF-8 to fix)"]
+
+
+def test_sentence_initial_common_word_is_not_part_of_a_name():
+    assert extract_entities("Install Termux Widget today. We install apps.") == [
+        ("termux widget", "Termux Widget")]
+
+
+def test_mentions_match_plural_possessive_and_wrapped_forms():
+    ents = [("query", "query"), ("vector", "vector"), ("graph neural network", "GNN"),
+            ("acme", "Acme")]
+    text = "Two queries,\nmany Vectors and a Graph\nNeural Networks model from Acme's lab."
+    assert [(n, off) for n, _, off in plaintext.mentions(text, ents)] == [
+        ("query", 4), ("vector", 18), ("graph neural network", 32), ("acme", 65)]

@@ -57,7 +57,17 @@ these they this those though through thus to too under until up upon us use used
 via was we well were what whatever when whenever where whether which while who whom whose why
 will with within without would yes yet you your yours yourself yourselves
 first second third today yesterday tomorrow finally meanwhile instead note notes example
-section chapter figure table see also etc""".split())
+section chapter figure table see also etc
+able add added adds ago ahead allow allows almost already anything anyway around ask away
+back bad based become becomes best better big bit bring came come comes could different does
+doesn don done easy enough entire exactly fact far fast find fine follow following found full
+give given gives goes going gone good great happen hard help high hold important include
+includes including keep keeps kind know known large later leave left likely little long look
+looks lot lots low main makes making mean means mind move need needs nice nothing old open
+others part past possible put quite read ready real really right same say says seem seems
+short show shows simple small something sometimes soon sort still sure take takes tell thing
+things think tried tries try trying want wants way ways went whole wide work works worked
+working write wrote""".split())
 
 # ---- paragraphs and chunks -----------------------------------------------------------------
 
@@ -215,6 +225,22 @@ _CALLED = re.compile(r"\b([A-Za-z_]\w*)\(\)")
 _WORD = re.compile(r"\b[^\W\d_][\w'’\-]*\w\b")
 _POSSESSIVE = re.compile(r"['’]s$")
 _CONNECT = {"of", "the", "for", "de", "del", "van", "von", "der", "la", "le", "du", "da"}
+_LOWER_WORD = re.compile(r"(?<=\s)[a-z][a-z'’\-]+(?=[\s,.;:!?)])")
+
+
+def _singular(w: str) -> str:
+    """Crude plural folding for salient terms.
+
+    >>> [_singular(w) for w in ("queries", "vectors", "processes", "status", "class")]
+    ['query', 'vector', 'process', 'status', 'class']
+    """
+    if len(w) > 4 and w.endswith("ies"):
+        return w[:-3] + "y"
+    if len(w) > 5 and w.endswith(("sses", "shes", "ches", "xes", "zes")):
+        return w[:-2]
+    if len(w) > 4 and w.endswith("s") and not w.endswith(("ss", "us", "is")):
+        return w[:-1]
+    return w
 
 
 def _norm(s: str) -> str:
@@ -223,7 +249,7 @@ def _norm(s: str) -> str:
 
 def _sentence_initial(text: str, pos: int) -> bool:
     i = pos - 1
-    while i >= 0 and text[i] in " \t\"'“‘([*->•":
+    while i >= 0 and text[i] in " \t\"'“‘([*->•|#":
         i -= 1
     return i < 0 or text[i] in ".!?:\n"
 
@@ -246,6 +272,7 @@ def extract_entities(text: str, limit: int = MAX_ENTITIES) -> list[tuple[str, st
         display.setdefault(norm, disp)
         first.setdefault(norm, pos)
 
+    lower = set(_LOWER_WORD.findall(text))   # words also written in lower case: common words
     in_phrase: set[int] = set()           # start offsets of words already inside a phrase
     shouted: Counter[str] = Counter()     # ALL-CAPS phrases: kept only when repeated
     for m in _PHRASE.finditer(text):
@@ -260,6 +287,13 @@ def extract_entities(text: str, limit: int = MAX_ENTITIES) -> list[tuple[str, st
             cur.append((w.start() + m.start(), w.group()))
         runs.append(cur)
         for words in runs:
+            # a sentence-initial first word that is also used in lower case ("Install Termux",
+            # "Tried RRF") or reads as a verb form is not part of the name
+            while words and _sentence_initial(text, words[0][0]) and (
+                    words[0][1].lower() in lower or words[0][1].endswith(("ing", "ed"))):
+                words.pop(0)
+                while words and words[0][1].lower() in _CONNECT:
+                    words.pop(0)
             while words and words[-1][1].lower() in _CONNECT:
                 words.pop()
             if not 2 <= len(words) <= 6:
@@ -305,8 +339,10 @@ def extract_entities(text: str, limit: int = MAX_ENTITIES) -> list[tuple[str, st
     for m in _WORD.finditer(text):
         w = m.group().lower()
         if len(w) >= 4 and w not in STOP_WORDS:
-            terms[w] += 1
-            term_first.setdefault(w, m.start())
+            w = _singular(w)
+            if w not in STOP_WORDS:
+                terms[w] += 1
+                term_first.setdefault(w, m.start())
     # salient terms keep up to a fifth of the places; the rest go to names and identifiers
     salient = sorted((t for t, n in terms.items() if n >= 3 and t not in score),
                      key=lambda t: (-terms[t], term_first[t]))[:limit // 5]
@@ -317,8 +353,12 @@ def extract_entities(text: str, limit: int = MAX_ENTITIES) -> list[tuple[str, st
 
 
 def _pattern(norm: str) -> re.Pattern:
+    """Whole-word, case-insensitive, any whitespace between words, plural or possessive end."""
     parts = [re.escape(p) for p in norm.split(" ")]
-    return re.compile(r"(?<![\w.])" + r"\s+".join(parts) + r"(?:['’]s)?(?![\w])", re.I)
+    last = parts[-1]
+    end = (last[:-1] + "(?:y|ies)") if last.endswith("y") else last + "(?:e?s)?"
+    return re.compile(r"(?<![\w.])" + r"\s+".join(parts[:-1] + [end]) + r"(?:['’]s)?(?![\w])",
+                      re.I)
 
 
 def mentions(text: str, entities: list[tuple[str, str]],
