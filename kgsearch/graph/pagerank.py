@@ -171,7 +171,7 @@ def _top(x: np.ndarray, k: int) -> np.ndarray:
 
 def rwr(g: Graph, seeds: Any, restart: float = 0.2, max_iter: int = 20, tol: float = 1e-3,
         topk: int | None = 10, patience: int | None = 2, hops: int | None = None,
-        weights: Any = None, sparse_fraction: float = 0.25) -> np.ndarray:
+        weights: Any = None, sparse_fraction: float = 0.25, stats: dict | None = None) -> np.ndarray:
     """Random walk with restart (personalized PageRank) from weighted seed nodes.
 
     Each step follows an out-edge with probability ``1 - restart`` (by edge weight) or jumps
@@ -200,6 +200,8 @@ def rwr(g: Graph, seeds: Any, restart: float = 0.2, max_iter: int = 20, tol: flo
     sparse_fraction : float
         Use the frontier-only update while the nodes carrying mass own fewer than this
         fraction of all edges (a speed knob; results are identical).
+    stats : dict, optional
+        Filled with ``iterations`` and ``stopped`` (``"tol"``, ``"topk"`` or ``"max_iter"``).
 
     Returns
     -------
@@ -227,7 +229,8 @@ def rwr(g: Graph, seeds: Any, restart: float = 0.2, max_iter: int = 20, tol: flo
     prev_top: np.ndarray | None = None
     stable = 0
     full_buf: np.ndarray | None = None
-    for _ in range(int(max_iter)):
+    stopped, it = "max_iter", 0
+    for it in range(1, int(max_iter) + 1):
         act = np.flatnonzero(x)
         if outdeg[act].sum() < sparse_fraction * g.m:
             e = g.out_edge_ids(act)
@@ -250,14 +253,18 @@ def rwr(g: Graph, seeds: Any, restart: float = 0.2, max_iter: int = 20, tol: flo
         err = float(np.abs(y - x).sum())
         x = y
         if err < tol:
+            stopped = "tol"
             break
         if topk and patience:
             top = _top(x, int(topk))
             if prev_top is not None and len(top) == len(prev_top) and np.array_equal(top, prev_top):
                 stable += 1
                 if stable >= patience:
+                    stopped = "topk"
                     break
             else:
                 stable = 0
             prev_top = top
+    if stats is not None:
+        stats.update(iterations=it, stopped=stopped)
     return x

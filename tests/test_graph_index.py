@@ -1,0 +1,113 @@
+"""The graph derived step on a real index: blobs, weights, skipping, budgets, query-time context."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from kgsearch.config import EDGE_WEIGHTS
+from kgsearch.graph import Graph, greedy_modularity, pagerank
+from kgsearch.graph import index as gi
+from kgsearch.types import ChangeSet
+
+# ids are deliberately sparse (positions != ids)
+NODES = [(10, "py:a", "function"), (11, "py:b", "function"), (15, "py:c", "class"),
+         (20, "ent:graph search", "entity"), (21, "md:note", "note"), (30, "py:d", "method")]
+EDGES = [(10, 11, "calls", 1.0), (10, 15, "calls", 0.5), (15, 30, "contains", 1.0),
+         (21, 20, "mentions", 1.0), (11, 10, "no_such_type", 2.0), (30, None, "calls", 1.0)]
+
+
+def fill(ix):
+    with ix.transaction():
+        for nid, key, kind in NODES:
+            ix.conn.execute("INSERT INTO nodes(id, key, kind, name) VALUES (?,?,?,?)",
+                            (nid, key, kind, key.split(":")[1]))
+        for s, d, t, w in EDGES:
+            ix.conn.execute("INSERT INTO edges(src, dst, dst_name, type, weight) VALUES (?,?,?,?,?)",
+                            (s, d, "x", t, w))
+        ix.set_meta("generation", 1)
+
+
+def test_update_builds_blobs_and_context(ix):
+    fill(ix)
+    info = gi.update(ix, ChangeSet(generation=1, full=True), {})
+    assert info["rebuilt"] and info["nodes"] == 6 and info["edges"] == 5     # unresolved edge left out
+    assert ix.derived("graph")["generation"] == 1
+    ctx = gi.load_context(ix)
+    g = ctx.graph
+    assert ctx.node_ids.tolist() == [10, 11, 15, 20, 21, 30]
+    assert ctx.positions([15, 99, 30]).tolist() == [2, -1, 5]
+    # weight = edge weight x type weight (unknown types get the default)
+    s, d, w, t = g.edges()
+    got = {(int(ctx.node_ids[a]), int(ctx.node_ids[b]), g.etype_names[c]): float(x)
+           for a, b, x, c in zip(s, d, w, t)}
+    assert got[(10, 15, "calls")] == pytest.approx(0.5 * EDGE_WEIGHTS["calls"])
+    assert got[(15, 30, "contains")] == pytest.approx(EDGE_WEIGHTS["contains"])
+    assert got[(11, 10, "no_such_type")] == pytest.approx(2.0 * 0.3)
+    # PageRank and communities are stored by position and exposed by node id
+    want = pagerank(g, tol=1e-12, max_iter=1000)
+    pr = gi.pagerank_scores(ix)
+    assert len(pr) == 31 and pr[12] == 0
+    assert np.allclose(pr[ctx.node_ids], want, atol=1e-6)
+    labels = gi.community_labels(ix)
+    assert labels[12] == -1 and np.array_equal(labels[ctx.node_ids], greedy_modularity(g))
+    assert ctx.is_code_query([10, 11, 15]) and not ctx.is_code_query([20, 21])
+    assert ctx.type_ids(["calls", "nope"]) == [g.etype_names.index("calls")]
+
+
+def test_unchanged_graph_is_not_rebuilt_but_weight_table_change_is(ix):
+    fill(ix)
+    gi.update(ix, ChangeSet(generation=1, full=True), {})
+    info = gi.update(ix, ChangeSet(generation=2, modified=[10]), {})
+    assert info["rebuilt"] is False
+    info = gi.update(ix, ChangeSet(generation=3, modified=[10]), {"edge_weights": {"calls": 0.1}})
+    assert info["rebuilt"] is True
+    g = gi.load_graph(ix)
+    s, d, w, t = g.edges()
+    calls = g.etype_names.index("calls")
+    assert np.allclose(w[(t == calls)], [0.1, 0.05])
+
+
+def test_community_budget_skips_and_labels_become_none(ix):
+    fill(ix)
+    info = gi.update(ix, ChangeSet(generation=1, full=True), {"graph_communities_max_pairs": 1})
+    assert info["communities"].startswith("skipped")
+    assert gi.community_labels(ix) is None
+    assert gi.load_context(ix).communities_of([10]) is None
+
+
+def test_no_graph_yet_and_empty_graph(ix):
+    assert gi.load_context(ix) is None and gi.load_graph(ix) is None and gi.pagerank_scores(ix) is None
+    info = gi.update(ix, ChangeSet(generation=1, full=True), {})
+    assert info["nodes"] == 0
+    assert gi.load_graph(ix).n == 0
+
+
+def test_walk_hits_and_entity_channels(ix):
+    fill(ix)
+    gi.update(ix, ChangeSet(generation=1, full=True), {})
+    ctx = gi.load_context(ix)
+    w = ctx.walk(ctx.positions([10]), [1.0])
+    assert max(w, key=w.get) == 0 and set(w) <= set(range(6))
+    assert ctx.match_entities("how does Graph Search work").tolist() == ctx.positions([20]).tolist()
+    local, glob = ctx.entity_channels("graph search", 10)
+    assert local == {21: 1.0}
+    assert 21 in glob and 20 not in glob
+    pytest.importorskip("kgsearch.graph.proximity")
+    pos = ctx.positions([10, 11, 15, 30])
+    adj = ctx.hits_adjust(pos, pos[:1], np.array([1.0, 0.5, 0.5, 0.2]))
+    assert adj.shape == (4,) and np.isfinite(adj).all()
+
+
+def test_indexer_runs_the_graph_step(tmp_path):
+    from kgsearch.indexer import IndexOptions, index_paths
+    from kgsearch.store.db import Index
+
+    (tmp_path / "kb").mkdir()
+    (tmp_path / "kb" / "a.md").write_text("# A\n\nSee [[b]] about graph search.\n")
+    (tmp_path / "kb" / "b.md").write_text("# B\n\nLinks back to [[a]].\n")
+    db = tmp_path / "i.db"
+    rep = index_paths(db, [str(tmp_path / "kb")], IndexOptions(settings={"model": "none"}, steps=("graph",)))
+    assert rep.steps["graph"]["rebuilt"]
+    with Index.open(db, readonly=True) as ix:
+        g = gi.load_graph(ix)
+        assert isinstance(g, Graph) and g.m >= 2
