@@ -219,3 +219,10 @@ def test_empty_files(tmp_path):
     assert load(tmp_path, "e.jsonl", "\n\n").warnings == []
     assert load(tmp_path, "e.json", "").warnings == [
         f"{tmp_path / 'e.json'}: not a knowledge-graph file, skipped"]
+
+
+def test_record_lines_ignore_braces_and_escaped_quotes_in_strings(tmp_path):
+    res = load(tmp_path, "s.json", '[\n{"id": "a", "name": "x \\"}{\\" \\\\", "d": {"k": "}"}},\n\n'
+                                   '{"id": "b", "name": "y"}\n]')
+    assert [(n.key, n.name, n.line_start) for n in res.nodes] == [
+        ("kg:a", 'x "}{" \\', 2), ("kg:b", "y", 4)]

@@ -140,25 +140,27 @@ def _not_kg(where: str, strict: bool, what: str, line: int | None = None) -> Non
 
 # ---- JSON ----------------------------------------------------------------------------------
 
-_TOKENS = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[{}]')
+_STRING = re.compile(r'"[^"\\\n]*(?:\\.[^"\\\n]*)*"')
+_BRACE = re.compile(r"[{}]")
 
 
 def _object_lines(text: str) -> list[tuple[int, int]]:
     """(first line, last line) of every JSON object in the order their ``}`` closes, which is
-    the order ``json`` calls ``object_pairs_hook``. Strings are skipped whole, so braces inside
-    them do not count. Only called on text that parsed."""
+    the order ``json`` calls ``object_pairs_hook``. Strings are blanked first (a JSON string
+    holds no raw newline, so line numbers survive), so braces inside them do not count.
+    Only called on text that parsed."""
+    bare = _STRING.sub('""', text)
     stack: list[int] = []
     out: list[tuple[int, int]] = []
     line, pos = 1, 0
-    for m in _TOKENS.finditer(text):
-        tok = m.group()
-        if tok == "{":
-            line += text.count("\n", pos, m.start())
-            pos = m.start()
+    count = bare.count
+    for m in _BRACE.finditer(bare):
+        start = m.start()
+        line += count("\n", pos, start)
+        pos = start
+        if m.group() == "{":
             stack.append(line)
-        elif tok == "}":
-            line += text.count("\n", pos, m.start())
-            pos = m.start()
+        else:
             out.append((stack.pop() if stack else line, line))
     return out
 
