@@ -160,13 +160,59 @@ def _seed_vector(g: Graph, seeds: Any, weights: Any) -> tuple[np.ndarray, np.nda
     return uniq, sw / sw.sum()
 
 
-def _top(x: np.ndarray, k: int) -> np.ndarray:
-    """Ids of the ``k`` largest entries, best first, ties by smaller id."""
-    nz = np.flatnonzero(x)
-    if len(nz) > k:
-        part = np.argpartition(-x[nz], k - 1)[:k]
-        nz = nz[part]
-    return nz[np.lexsort((nz, -x[nz]))]
+class _TopCheck:
+    """Early stop: the ``topk`` best nodes (in order, ties by node) unchanged ``patience`` times."""
+
+    def __init__(self, topk: int | None, patience: int | None):
+        self.k, self.patience = (int(topk or 0), int(patience or 0))
+        self.prev: np.ndarray | None = None
+        self.stable = 0
+
+    def stop(self, nodes: np.ndarray, vals: np.ndarray) -> bool:
+        if not (self.k and self.patience):
+            return False
+        keep = vals > 0
+        nodes, vals = nodes[keep], vals[keep]
+        if len(nodes) > self.k:
+            part = np.argpartition(-vals, self.k - 1)[: self.k]
+            nodes, vals = nodes[part], vals[part]
+        top = nodes[np.lexsort((nodes, -vals))]
+        if self.prev is not None and np.array_equal(top, self.prev):
+            self.stable += 1
+        else:
+            self.stable = 0
+        self.prev = top
+        return self.stable >= self.patience
+
+
+class _Scratch:
+    """Per-graph work arrays for sparse RWR steps, reused across queries (single-threaded use).
+
+    ``x`` holds the current walk vector on the reached nodes and is all zeros between queries;
+    ``where`` maps a node to its slot in the current compact vector.
+    """
+
+    def __init__(self, n: int):
+        self.x = np.zeros(n)
+        self.where = np.zeros(n, dtype=np.int64)
+        self.mark = np.zeros(n, dtype=np.int64)
+        self.token = 0
+
+    def accumulate(self, idx: np.ndarray, vals: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Distinct nodes of ``idx`` and the sum of ``vals`` per node, without touching all n."""
+        k = len(idx)
+        order = np.arange(k, dtype=np.int64)
+        self.where[idx] = order                    # one write per node survives
+        nodes = idx[self.where[idx] == order]
+        self.where[nodes] = np.arange(len(nodes), dtype=np.int64)
+        return nodes, np.bincount(self.where[idx], weights=vals, minlength=len(nodes))
+
+    def l1_change(self, old: np.ndarray, new: np.ndarray, newvals: np.ndarray) -> float:
+        """``|y - x|_1`` with ``x`` in ``self.x`` on ``old`` and ``y`` = ``newvals`` on ``new``."""
+        self.token += 1
+        self.mark[new] = self.token
+        gone = old[self.mark[old] != self.token]
+        return float(np.abs(newvals - self.x[new]).sum() + self.x[gone].sum())
 
 
 def rwr(g: Graph, seeds: Any, restart: float = 0.2, max_iter: int = 20, tol: float = 1e-3,
@@ -223,30 +269,34 @@ def rwr(g: Graph, seeds: Any, restart: float = 0.2, max_iter: int = 20, tol: flo
     if hops is not None:
         inside = np.zeros(n, dtype=bool)
         inside[g.bfs(ids, int(hops), "out")] = True
-    outdeg = np.diff(g.indptr)
-    x = np.zeros(n)
-    x[ids] = sw
-    prev_top: np.ndarray | None = None
-    stable = 0
-    full_buf: np.ndarray | None = None
+    outdeg = g._cached("outdeg", g.out_degree)
+    limit = sparse_fraction * g.m
+    check = _TopCheck(topk, patience)
     stopped, it = "max_iter", 0
-    for it in range(1, int(max_iter) + 1):
-        act = np.flatnonzero(x)
-        if outdeg[act].sum() < sparse_fraction * g.m:
-            e = g.out_edge_ids(act)
-            vals = np.repeat(x[act], outdeg[act]) * p[e]
-            d = dst[e]
-            if inside is not None:
-                keep = inside[d]
-                d, vals = d[keep], vals[keep]
-            y = scatter_add(d, vals, n)
-        else:
-            if full_buf is None:
-                full_buf = np.empty(g.m)
-            y = _step(x, src, dst, p, n, full_buf)
-            if inside is not None:
-                y[~inside] = 0.0
-        # mass that stops (dead ends, or leaving the neighbourhood) restarts at the seeds
+    # phase 1, while the walk is local: vectors over the reached nodes only, no O(n) work
+    sc = g._cached("rwr_scratch", lambda: _Scratch(n))
+    act, xa = ids, sw.copy()
+    sc.x[act] = xa
+    try:
+        act, xa, it, stopped, dense = _sparse_phase(g, sc, act, xa, ids, sw, dst, p, outdeg, inside,
+                                                    alpha, restart, tol, limit, int(max_iter), check)
+    except BaseException:
+        sc.x[:] = 0.0                      # keep the scratch clean for the next query
+        raise
+    x = np.zeros(n)
+    x[act] = xa
+    sc.x[act] = 0.0
+    if not dense:
+        if stats is not None:
+            stats.update(iterations=it, stopped=stopped, dense_iterations=0)
+        return x
+    # phase 2: the walk reached a large part of the graph: whole-vector iterations
+    first = it
+    buf = np.empty(g.m)
+    for it in range(first, int(max_iter) + 1):
+        y = _step(x, src, dst, p, n, buf)
+        if inside is not None:
+            y[~inside] = 0.0
         lost = float(x.sum() - y.sum()) if inside is not None else float(x[dang].sum())
         y *= alpha
         y[ids] += (alpha * max(lost, 0.0) + restart) * sw
@@ -255,16 +305,44 @@ def rwr(g: Graph, seeds: Any, restart: float = 0.2, max_iter: int = 20, tol: flo
         if err < tol:
             stopped = "tol"
             break
-        if topk and patience:
-            top = _top(x, int(topk))
-            if prev_top is not None and len(top) == len(prev_top) and np.array_equal(top, prev_top):
-                stable += 1
-                if stable >= patience:
-                    stopped = "topk"
-                    break
-            else:
-                stable = 0
-            prev_top = top
+        nz = np.flatnonzero(x)
+        if check.stop(nz, x[nz]):
+            stopped = "topk"
+            break
     if stats is not None:
-        stats.update(iterations=it, stopped=stopped)
+        stats.update(iterations=it, stopped=stopped, dense_iterations=it - first + 1)
     return x
+
+
+def _sparse_phase(g, sc, act, xa, ids, sw, dst, p, outdeg, inside, alpha, restart, tol, limit,
+                  max_iter, check):
+    """RWR steps over the reached nodes only; stops early (dense=True) once they own more than
+    ``limit`` edges. Returns ``(nodes, values, iteration, stopped, dense)``."""
+    stopped, it = "max_iter", 0
+    for it in range(1, max_iter + 1):
+        counts = outdeg[act]
+        if counts.sum() > limit:
+            return act, xa, it, stopped, True
+        starts = g.indptr[act].astype(np.int64)
+        e = np.arange(int(counts.sum()), dtype=np.int64) + np.repeat(
+            starts - np.concatenate(([0], np.cumsum(counts)[:-1])), counts)
+        vals = np.repeat(xa, counts) * p[e]
+        d = dst[e]
+        if inside is not None:
+            keep = inside[d]
+            d, vals = d[keep], vals[keep]
+        lost = max(float(xa.sum() - vals.sum()), 0.0)   # dead ends (and leaving the region)
+        nodes, yv = sc.accumulate(np.concatenate([d, ids]), np.concatenate([vals, np.zeros(len(ids))]))
+        yv *= alpha
+        yv[sc.where[ids]] += (alpha * lost + restart) * sw
+        err = sc.l1_change(act, nodes, yv)
+        sc.x[act] = 0.0
+        sc.x[nodes] = yv
+        act, xa = nodes, yv
+        if err < tol:
+            stopped = "tol"
+            break
+        if check.stop(act, xa):
+            stopped = "topk"
+            break
+    return act, xa, it, stopped, False

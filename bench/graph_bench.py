@@ -1,0 +1,404 @@
+"""Graph engine benchmark: kgsearch.graph side by side with networkx and igraph in one run.
+
+Graphs: Barabasi-Albert (directed, new node -> 5 older nodes) with 100K and 1M edges, and the
+code graph of the Python standard library as `kgsearch index` builds it (edge weight = type
+weight; pass --code-db to reuse an index, else it is built with the graph step only).
+Kernels: PageRank (networkx's conventions, tol 1e-6; plus a tight run for igraph's precision),
+personalized PageRank from 15 weighted seeds, HITS, greedy modularity (CNM; igraph fastgreedy
+and networkx in subprocesses with a time limit), CSR memory, and per-query RWR from 15 seeds
+on a 100K-node graph. Every time is the median of --runs runs (fewer for the slow rivals,
+stated in the table). Writes bench/results/graph.json and graph.md.
+
+    python bench/graph_bench.py [--runs 5] [--quick] [--code-db PATH] [--cnm-timeout 600]
+
+Needs the bench extra (networkx, igraph) and scipy (networkx's pagerank/hits use it).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from kgsearch.graph import Graph, greedy_modularity, hits, modularity, pagerank, rwr  # noqa: E402
+from kgsearch.graph.communities import CommunityTimeout  # noqa: E402
+
+RESULTS = ROOT / "bench" / "results"
+
+
+def timed(fn, runs: int, setup=None):
+    """(median seconds, result of the last run, number of runs)."""
+    ts, out = [], None
+    for _ in range(max(1, runs)):
+        if setup is not None:
+            setup()
+        t0 = time.perf_counter()
+        out = fn()
+        ts.append(time.perf_counter() - t0)
+    return float(np.median(ts)), out, len(ts)
+
+
+# ---------------------------------------------------------------------- graphs
+def ba_edges(n: int, m: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    import igraph as ig
+    import random
+
+    random.seed(seed)
+    G = ig.Graph.Barabasi(n, m, directed=True)
+    el = np.array(G.get_edgelist(), dtype=np.int64)
+    return el[:, 0], el[:, 1]
+
+
+def code_graph(db: str | None, log) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, str]:
+    from kgsearch.graph import index as gi
+    from kgsearch.indexer import IndexOptions, index_paths
+    from kgsearch.store.db import Index
+
+    stdlib = sysconfig.get_paths()["stdlib"]
+    if db is None or not Path(db).exists():
+        db = db or os.path.join(tempfile.mkdtemp(), "stdlib.db")
+        log(f"indexing {stdlib} into {db} (graph step only)...")
+        t0 = time.perf_counter()
+        index_paths(db, [stdlib], IndexOptions(steps=("graph",), keep_going=True,
+                                               settings={"graph_communities_max_pairs": 0}))
+        log(f"  indexed in {time.perf_counter() - t0:.0f} s")
+    with Index.open(db, readonly=True) as ix:
+        g = gi.load_graph(ix)
+        s, d, w, _ = g.edges()
+        return s.copy(), d.copy(), np.asarray(w, dtype=np.float64).copy(), g.n, f"stdlib of Python {platform.python_version()} ({stdlib}) via `kgsearch index`"
+
+
+# ---------------------------------------------------------------------- rivals in subprocesses
+_CNM_CHILD = r"""
+import sys, time, json, numpy as np
+kind, path = sys.argv[1], sys.argv[2]
+z = np.load(path)
+u, v, w, n = z["u"], z["v"], z["w"], int(z["n"])
+if kind == "igraph":
+    import igraph as ig
+    G = ig.Graph(n=n, edges=list(zip(u.tolist(), v.tolist())))
+    t0 = time.perf_counter()
+    cl = G.community_fastgreedy(weights=w.tolist()).as_clustering()
+    t = time.perf_counter() - t0
+    print(json.dumps({"seconds": t, "modularity": G.modularity(cl.membership, weights=w.tolist()),
+                      "communities": len(cl)}))
+else:
+    import networkx as nx
+    G = nx.Graph()
+    G.add_nodes_from(range(n))
+    G.add_weighted_edges_from(zip(u.tolist(), v.tolist(), w.tolist()))
+    t0 = time.perf_counter()
+    c = nx.community.greedy_modularity_communities(G, weight="weight")
+    t = time.perf_counter() - t0
+    print(json.dumps({"seconds": t, "modularity": nx.community.modularity(G, c, weight="weight"),
+                      "communities": len(c)}))
+"""
+
+
+def rival_cnm(kind: str, g: Graph, timeout: float) -> dict:
+    u, v, w = g.undirected_pairs(True)
+    keep = u != v                                   # fastgreedy refuses self-loops
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "g.npz")
+        np.savez(path, u=u[keep], v=v[keep], w=w[keep], n=g.n)
+        try:
+            out = subprocess.run([sys.executable, "-c", _CNM_CHILD, kind, path], capture_output=True,
+                                 text=True, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return {"seconds": None, "note": f"stopped after {timeout:g} s"}
+    if out.returncode:
+        return {"seconds": None, "note": out.stderr.strip().splitlines()[-1][:200]}
+    return json.loads(out.stdout)
+
+
+# ---------------------------------------------------------------------- one graph
+def bench_graph(name: str, src, dst, w, n: int, args, log, nx_cnm: bool) -> dict:
+    import igraph as ig
+    import networkx as nx
+
+    runs = args.runs
+    slow_runs = max(1, min(3, runs))
+    weighted = w is not None
+    row: dict = {"graph": name}
+    t0 = time.perf_counter()
+    g = Graph.from_edges(src, dst, w, num_nodes=n, weight_dtype=np.float32)
+    row.update(nodes=g.n, edges=g.m, build_csr_s=round(time.perf_counter() - t0, 3),
+               csr_mb=round(g.nbytes / 2**20, 2))
+    log(f"{name}: {g.n} nodes, {g.m} edges, CSR {row['csr_mb']} MiB")
+    wl = g.weights.astype(np.float64).tolist() if weighted else None
+    G_ig = ig.Graph(n=g.n, edges=list(zip(g.src.tolist(), g.dst.tolist())), directed=True)
+    G_nx = nx.DiGraph()
+    G_nx.add_nodes_from(range(g.n))
+    G_nx.add_weighted_edges_from(zip(g.src.tolist(), g.dst.tolist(), g.weights.astype(float).tolist()))
+    res: dict = {}
+
+    # PageRank ---------------------------------------------------------------
+    t, pr, r = timed(lambda: pagerank(g), runs, setup=g.drop_caches)
+    res["pagerank_ours"] = {"s": t, "runs": r}
+    t, pr_tight, r = timed(lambda: pagerank(g, tol=1e-10, max_iter=1000), runs, setup=g.drop_caches)
+    res["pagerank_ours_tol1e-10"] = {"s": t, "runs": r}
+    t, pr_ig, r = timed(lambda: np.array(G_ig.pagerank(weights=wl)), runs)
+    res["pagerank_igraph"] = {"s": t, "runs": r}
+    t, pr_nx, r = timed(lambda: nx.pagerank(G_nx), slow_runs)
+    res["pagerank_networkx"] = {"s": t, "runs": r}
+    pr_nx = np.array([pr_nx[i] for i in range(g.n)])
+    res["pagerank_l1"] = {"ours_vs_networkx": float(np.abs(pr - pr_nx).sum()),
+                          "ours_tight_vs_igraph": float(np.abs(pr_tight - pr_ig).sum()),
+                          "networkx_vs_igraph": float(np.abs(pr_nx - pr_ig).sum())}
+    log(f"  pagerank ours {res['pagerank_ours']['s']:.3f}s igraph {res['pagerank_igraph']['s']:.3f}s "
+        f"nx {res['pagerank_networkx']['s']:.3f}s")
+
+    # personalized PageRank from 15 weighted seeds ---------------------------
+    rng = np.random.default_rng(15)
+    seeds = rng.choice(g.n, 15, replace=False)
+    sw = rng.uniform(0.2, 1.0, 15)
+    pers = dict(zip(seeds.tolist(), sw.tolist()))
+    reset = np.zeros(g.n)
+    reset[seeds] = sw
+    t, ppr, r = timed(lambda: pagerank(g, personalization=pers), runs, setup=g.drop_caches)
+    res["ppr_ours"] = {"s": t, "runs": r}
+    t, ppr_ig, r = timed(lambda: np.array(G_ig.personalized_pagerank(weights=wl, reset=reset.tolist())), runs)
+    res["ppr_igraph"] = {"s": t, "runs": r}
+    t, ppr_nx, r = timed(lambda: nx.pagerank(G_nx, personalization=pers), slow_runs)
+    res["ppr_networkx"] = {"s": t, "runs": r}
+    ppr_nx = np.array([ppr_nx[i] for i in range(g.n)])
+    res["ppr_l1_ours_vs_networkx"] = float(np.abs(ppr - ppr_nx).sum())
+    log(f"  ppr ours {res['ppr_ours']['s']:.3f}s igraph {res['ppr_igraph']['s']:.3f}s nx {res['ppr_networkx']['s']:.3f}s")
+
+    # HITS --------------------------------------------------------------------
+    t, (h, a), r = timed(lambda: hits(g, max_iter=1000), runs, setup=g.drop_caches)
+    res["hits_ours"] = {"s": t, "runs": r}
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        t, (h_ig, a_ig), r = timed(lambda: (np.array(G_ig.hub_score(weights=wl)),
+                                            np.array(G_ig.authority_score(weights=wl))), runs)
+    res["hits_igraph"] = {"s": t, "runs": r}
+    try:
+        t, (h_nx, a_nx), r = timed(lambda: nx.hits(G_nx, max_iter=1000), slow_runs)
+        res["hits_networkx"] = {"s": t, "runs": r}
+        h_nx = np.array([h_nx[i] for i in range(g.n)])
+        res["hits_max_abs_ours_vs_networkx"] = float(np.abs(h - h_nx).max())
+    except Exception as exc:                       # ARPACK may not converge on huge graphs
+        res["hits_networkx"] = {"s": None, "note": type(exc).__name__}
+    h_ig = h_ig / h_ig.sum()
+    res["hits_max_abs_ours_vs_igraph"] = float(np.abs(h - h_ig).max())
+    log(f"  hits ours {res['hits_ours']['s']:.3f}s igraph {res['hits_igraph']['s']:.3f}s")
+
+    # communities -------------------------------------------------------------
+    if args.cnm_timeout > 0:
+        t0 = time.perf_counter()
+        try:
+            labels = greedy_modularity(g, max_seconds=args.cnm_timeout)
+            res["cnm_ours"] = {"s": time.perf_counter() - t0, "runs": 1,
+                               "modularity": modularity(g, labels), "communities": int(labels.max()) + 1}
+        except CommunityTimeout:
+            res["cnm_ours"] = {"s": None, "note": f"stopped after {args.cnm_timeout:g} s"}
+        log(f"  cnm ours {res['cnm_ours']}")
+        ig_r = rival_cnm("igraph", g, args.cnm_timeout)
+        res["cnm_igraph_fastgreedy"] = {"s": ig_r.pop("seconds"), "runs": 1, **ig_r}
+        log(f"  cnm igraph {res['cnm_igraph_fastgreedy']}")
+        if nx_cnm:
+            nx_r = rival_cnm("networkx", g, args.nx_cnm_timeout)
+            res["cnm_networkx"] = {"s": nx_r.pop("seconds"), "runs": 1, **nx_r}
+            log(f"  cnm networkx {res['cnm_networkx']}")
+    row["results"] = res
+    return row
+
+
+def bench_rwr(n: int, m: int, queries: int, log) -> dict:
+    """Per-query RWR from 15 random weighted seeds (defaults: restart .2, 20 iter, tol 1e-3, top-10)."""
+    import igraph as ig
+
+    src, dst = ba_edges(n, m, seed=100)
+    g = Graph.from_edges(src, dst, num_nodes=n)
+    out = {"graph": f"BA directed n={n} m={m} ({g.m} edges)", "queries": queries}
+    rng = np.random.default_rng(7)
+    for label, gg in (("directed", g), ("both directions (pipeline walk)", g.symmetrize())):
+        rwr(gg, [0])                                          # build the operator once (per generation)
+        ts, its = [], []
+        for _ in range(queries):
+            seeds = rng.choice(n, 15, replace=False)
+            st: dict = {}
+            t0 = time.perf_counter()
+            rwr(gg, seeds, weights=rng.uniform(0.2, 1.0, 15), stats=st)
+            ts.append(time.perf_counter() - t0)
+            its.append(st["iterations"])
+        out[label] = {"p50_ms": 1e3 * float(np.percentile(ts, 50)), "p95_ms": 1e3 * float(np.percentile(ts, 95)),
+                      "mean_iterations": float(np.mean(its))}
+        log(f"  rwr {label}: p50 {out[label]['p50_ms']:.2f} ms p95 {out[label]['p95_ms']:.2f} ms")
+    G = ig.Graph(n=n, edges=list(zip(src.tolist(), dst.tolist())), directed=True)
+    ts = []
+    for _ in range(min(queries, 20)):
+        seeds = rng.choice(n, 15, replace=False).tolist()
+        t0 = time.perf_counter()
+        G.personalized_pagerank(damping=0.8, reset_vertices=seeds)
+        ts.append(time.perf_counter() - t0)
+    out["igraph personalized_pagerank (directed, full solve)"] = {"p50_ms": 1e3 * float(np.median(ts)),
+                                                                  "queries": len(ts)}
+    return out
+
+
+# ---------------------------------------------------------------------- report
+def machine() -> dict:
+    import igraph
+    import networkx
+
+    cpu = platform.processor() or ""
+    try:
+        with open("/proc/cpuinfo") as fh:
+            cpu = next((ln.split(":", 1)[1].strip() for ln in fh if ln.startswith("model name")), cpu)
+    except OSError:
+        pass
+    try:
+        import scipy
+        sv = scipy.__version__
+    except ImportError:
+        sv = None
+    return {"cpu": cpu, "cores": os.cpu_count(), "platform": platform.platform(),
+            "python": platform.python_version(), "numpy": np.__version__, "networkx": networkx.__version__,
+            "igraph": igraph.__version__, "scipy (networkx backend)": sv,
+            "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
+
+
+def _fmt(x, unit=""):
+    if x is None:
+        return "-"
+    if isinstance(x, float):
+        return f"{x:.3g}{unit}" if x < 100 else f"{x:.0f}{unit}"
+    return str(x)
+
+
+def write_md(report: dict, path: Path) -> None:
+    mch = report["machine"]
+    lines = ["# Graph engine benchmark", "",
+             f"Machine: {mch['cpu']}, {mch['cores']} cores (shared), {mch['platform']}. Python {mch['python']}, "
+             f"numpy {mch['numpy']}, networkx {mch['networkx']} (scipy {mch['scipy (networkx backend)']}), "
+             f"igraph {mch['igraph']}. {mch['date']}. Command: `{report['command']}`.", "",
+             "Times in seconds, median of the runs in brackets, all in one process run; ratios are "
+             "rival time / our time (> 1: we are faster).", ""]
+    for row in report["graphs"]:
+        r = row["results"]
+        lines += [f"## {row['graph']}", "",
+                  f"{row['nodes']} nodes, {row['edges']} edges; CSR {row['csr_mb']} MiB "
+                  f"(built in {row['build_csr_s']} s).", "",
+                  "| kernel | ours | igraph | networkx | igraph/ours | networkx/ours | agreement |",
+                  "|---|---|---|---|---|---|---|"]
+
+        def line(label, ours, ig_, nx_, agree=""):
+            o, i, x = (r.get(k) or {} for k in (ours, ig_, nx_))
+            os_, is_, xs = o.get("s"), i.get("s"), x.get("s")
+            cell = lambda d, s: f"{_fmt(s)} ({d.get('runs', '-')})" if s is not None else d.get("note", "-")  # noqa
+            lines.append(f"| {label} | {cell(o, os_)} | {cell(i, is_)} | {cell(x, xs)} | "
+                         f"{_fmt(is_ / os_) if os_ and is_ else '-'} | {_fmt(xs / os_) if os_ and xs else '-'} | {agree} |")
+
+        l1 = r["pagerank_l1"]
+        line("PageRank (tol 1e-6, networkx's rule)", "pagerank_ours", "pagerank_igraph", "pagerank_networkx",
+             f"L1 vs networkx {l1['ours_vs_networkx']:.1e}")
+        line("PageRank (tol 1e-10)", "pagerank_ours_tol1e-10", "pagerank_igraph", "pagerank_networkx",
+             f"L1 vs igraph {l1['ours_tight_vs_igraph']:.1e}")
+        line("personalized PageRank, 15 seeds", "ppr_ours", "ppr_igraph", "ppr_networkx",
+             f"L1 vs networkx {r['ppr_l1_ours_vs_networkx']:.1e}")
+        agree = f"max abs vs igraph {r['hits_max_abs_ours_vs_igraph']:.1e}"
+        if "hits_max_abs_ours_vs_networkx" in r:
+            agree += f", vs networkx {r['hits_max_abs_ours_vs_networkx']:.1e}"
+        line("HITS (hubs + authorities)", "hits_ours", "hits_igraph", "hits_networkx", agree)
+        if "cnm_ours" in r:
+            q = lambda k: (r.get(k) or {}).get("modularity")  # noqa: E731
+            agree = "modularity ours " + _fmt(q("cnm_ours")) + ", igraph " + _fmt(q("cnm_igraph_fastgreedy"))
+            if "cnm_networkx" in r:
+                agree += ", networkx " + _fmt(q("cnm_networkx"))
+            line("greedy modularity (CNM)", "cnm_ours", "cnm_igraph_fastgreedy", "cnm_networkx", agree)
+        lines.append("")
+    rw = report.get("rwr")
+    if rw:
+        lines += ["## Per-query RWR", "", f"{rw['graph']}, {rw['queries']} queries, 15 random weighted seeds, "
+                  "restart 0.2, at most 20 iterations, L1 tol 1e-3, stop when the top 10 is unchanged for 2 "
+                  "iterations (operator built once per index generation, not per query).", "",
+                  "| walk | p50 ms | p95 ms | mean iterations |", "|---|---|---|---|"]
+        for k, v in rw.items():
+            if isinstance(v, dict) and "p95_ms" in v:
+                lines.append(f"| {k} | {v['p50_ms']:.2f} | {v['p95_ms']:.2f} | {v['mean_iterations']:.1f} |")
+        for k, v in rw.items():
+            if isinstance(v, dict) and "p95_ms" not in v:
+                lines.append(f"| {k} | {v['p50_ms']:.2f} | - | - |")
+        lines.append("")
+    if report.get("exactness"):
+        lines += ["## Exactness against networkx (tests/test_graph_exact.py)", "",
+                  "| graph | nodes | edges | PageRank L1 | PPR L1 | HITS max abs (oracle) | CNM r=1 / 0.5 / 2 |",
+                  "|---|---|---|---|---|---|---|"]
+        for e in report["exactness"]:
+            hcell = _fmt(e.get("hits_max_abs")) + (f" ({e['hits_oracle']})" if "hits_oracle" in e else "") \
+                if "hits_max_abs" in e else e.get("hits", "-")
+            cn = " / ".join(str(e.get(f"communities_r{x}", "-")) for x in ("1", "0.5", "2"))
+            lines.append(f"| {e['graph']} | {e['nodes']} | {e['edges']} | {_fmt(e.get('pagerank_l1'))} | "
+                         f"{_fmt(e.get('ppr_l1'))} | {hcell} | {cn} |")
+        lines.append("")
+    lines += report.get("notes", [])
+    path.write_text("\n".join(lines) + "\n")
+
+
+def exactness_rows() -> list[dict]:
+    import importlib.util
+    import warnings
+
+    spec = importlib.util.spec_from_file_location("graph_exact", ROOT / "tests" / "test_graph_exact.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return [mod.check_graph(name, G) for name, G in mod.ZOO.items()]
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--quick", action="store_true", help="small graphs only (smoke test)")
+    ap.add_argument("--code-db", help="existing stdlib index (else built in a temp dir)")
+    ap.add_argument("--no-code", action="store_true")
+    ap.add_argument("--cnm-timeout", type=float, default=600.0, help="0 skips communities")
+    ap.add_argument("--nx-cnm-timeout", type=float, default=900.0)
+    ap.add_argument("--rwr-queries", type=int, default=200)
+    ap.add_argument("--out", default=str(RESULTS / "graph"))
+    args = ap.parse_args(argv)
+    log = lambda s: print(s, file=sys.stderr, flush=True)  # noqa: E731
+    report = {"machine": machine(), "command": "python bench/graph_bench.py " + " ".join(argv or sys.argv[1:]),
+              "graphs": [], "notes": []}
+    scale = 10 if args.quick else 1
+    sets = [(f"Barabasi-Albert, 100K edges (n={20000 // scale}, m=5, directed)", 20000 // scale, True),
+            (f"Barabasi-Albert, 1M edges (n={200000 // scale}, m=5, directed)", 200000 // scale, False)]
+    small = ba_edges(2000, 5, seed=2)
+    report["graphs"].append(bench_graph("Barabasi-Albert, 10K edges (n=2000, m=5, directed)", *small, None, 2000,
+                                        args, log, nx_cnm=True))
+    for name, n, nx_cnm in sets:
+        s, d = ba_edges(n, 5, seed=n)
+        report["graphs"].append(bench_graph(name, s, d, None, n, args, log, nx_cnm=nx_cnm and args.quick))
+    if not args.no_code and not args.quick:
+        s, d, w, n, how = code_graph(args.code_db, log)
+        report["graphs"].append(bench_graph(f"Python stdlib code graph ({how})", s, d, w, n, args, log,
+                                            nx_cnm=True))
+    log("per-query RWR...")
+    report["rwr"] = bench_rwr(100000 // scale, 5, args.rwr_queries, log)
+    log("exactness table...")
+    report["exactness"] = exactness_rows()
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.with_suffix(".json").write_text(json.dumps(report, indent=1))
+    write_md(report, out.with_suffix(".md"))
+    log(f"wrote {out.with_suffix('.json')} and {out.with_suffix('.md')}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
