@@ -119,11 +119,23 @@ CREATE TABLE IF NOT EXISTS qcache(key TEXT PRIMARY KEY, generation INTEGER NOT N
     created REAL NOT NULL, response TEXT NOT NULL)
 """
 
+# Dense vectors (kgsearch/embed/vectors.py): node ids in blocks of 4096 consecutive ids
+# (block = id >> 12), each row holding ascending node ids (int64), embedded-text hashes (int64),
+# per-vector scales (float32) and int8 codes of the rotated, normalised vectors. The model id,
+# dims and rotation live in meta/blobs; every row records the generation and model it was
+# written with, so vectors of two models are never mixed.
+EMBED = """
+CREATE TABLE IF NOT EXISTS vec_blocks(block INTEGER PRIMARY KEY, generation INTEGER NOT NULL,
+    model_id TEXT NOT NULL, dims INTEGER NOT NULL, n INTEGER NOT NULL,
+    ids BLOB NOT NULL, hashes BLOB NOT NULL, scales BLOB NOT NULL, data BLOB NOT NULL)
+"""
+
 # (name, function). Append only.
 MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("0001_core", ddl(CORE)),
     ("0002_text", ddl(TEXT)),
     ("0003_qcache", ddl(QCACHE)),
+    ("0004_embed", ddl(EMBED)),
 ]
 
 
