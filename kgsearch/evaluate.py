@@ -257,7 +257,8 @@ def evaluate_probes(path: Path, opts: EvalOptions) -> dict:
             expected = [str(e) for e in p["expected"]]
             found_at = {}
             for rank, h in enumerate(resp.hits, 1):
-                names = {h.key, h.name.lower(), (h.qualname or "").lower()}
+                # a section of a long note counts as its note
+                names = {h.key, h.name.lower(), (h.qualname or "").lower()} | ({h.parent} if h.parent else set())
                 for e in expected:
                     if e not in found_at and (e in names or e.lower() in names):
                         found_at[e] = rank

@@ -80,6 +80,7 @@ class Hit:
     kind: str
     name: str
     qualname: str = ""
+    parent: str | None = None                        # key of the containing node (note of a section)
     path: str | None = None
     line: int | None = None
     snippet: str = ""
@@ -456,7 +457,7 @@ class Engine:
             text = m.get("text", "")
             snip = pack.snippet(text or m["name"], terms) if opts.snippets else ""
             hits.append(Hit(id=nid, key=m["key"], kind=m["kind"], name=m["name"], qualname=m["qualname"] or "",
-                            path=m["path"], line=m["line_start"], snippet=snip, score=round(float(fused[i]), 6),
+                            parent=m["parent"], path=m["path"], line=m["line_start"], snippet=snip, score=round(float(fused[i]), 6),
                             rank=r, methods=methods, channels=chans, signals=sigs, adjustments=adj))
         return hits
 
@@ -491,11 +492,12 @@ def _fetch_meta(ix: Index, ids: np.ndarray) -> dict[int, dict]:
     for start in range(0, len(idl), 900):
         chunk = idl[start:start + 900]
         rows = ix.conn.execute(
-            f"SELECT id, key, kind, name, qualname, path, line_start, flags, text FROM nodes "
-            f"WHERE id IN ({','.join('?' * len(chunk))})", chunk)
+            f"SELECT n.id, n.key, n.kind, n.name, n.qualname, n.path, n.line_start, n.flags, n.text, p.key "
+            f"FROM nodes n LEFT JOIN nodes p ON p.id = n.parent_id "
+            f"WHERE n.id IN ({','.join('?' * len(chunk))})", chunk)
         for r in rows:
             out[r[0]] = {"key": r[1], "kind": r[2], "name": r[3], "qualname": r[4], "path": r[5],
-                         "line_start": r[6], "flags": r[7], "text": r[8]}
+                         "line_start": r[6], "flags": r[7], "text": r[8], "parent": r[9]}
     return out
 
 
