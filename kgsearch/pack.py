@@ -5,7 +5,9 @@ import re
 
 import numpy as np
 
-__all__ = ["diversify", "snippet", "query_terms"]
+__all__ = ["diversify", "snippet", "query_terms", "collapse_sections"]
+
+CHILD_KINDS = ("section", "chunk")
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 
@@ -32,9 +34,25 @@ def diversify(order: np.ndarray, scores: np.ndarray, communities: np.ndarray | N
 
 
 def query_terms(query: str) -> list[str]:
-    """Lower-cased words of the query (for highlighting), longest first."""
+    """Lower-cased content words of the query (for highlighting), longest first."""
+    from .text.tokenize import STOP_WORDS
+
     words = {w.lower() for w in _WORD.findall(query) if len(w) > 1}
-    return sorted(words, key=len, reverse=True)
+    return sorted((w for w in words if w not in STOP_WORDS), key=len, reverse=True)
+
+
+def collapse_sections(order, keys: list[str], kinds: list[str], parents: list[str | None]) -> list:
+    """Keep one hit per note: a section/chunk and its parent note are one family; the family's
+    best-ranked member stands for it. ``order`` indexes into the parallel lists."""
+    seen: set[str] = set()
+    out = []
+    for i in order:
+        fam = parents[i] if kinds[i] in CHILD_KINDS and parents[i] else keys[i]
+        if fam in seen:
+            continue
+        seen.add(fam)
+        out.append(i)
+    return out
 
 
 def snippet(text: str, terms: list[str], width: int = 180, mark: tuple[str, str] = ("[", "]")) -> str:

@@ -71,6 +71,7 @@ class SearchOptions:
     rrf_k: int = 60
     rrf_cap: int = 50
     keyword_boost: float = 5.0             # repetition of intent keywords in the BM25 query
+    collapse: bool = True                  # one hit per note (a section stands for its note)
 
 
 @dataclass
@@ -314,7 +315,13 @@ class Engine:
                 if (ratio != 1.0).any():
                     adjustments["diversity"] = ratio
                 order = np.argsort(-fused, kind="stable")
-            order = [i for i in order if fused[i] > 0][:opts.k]
+            order = [i for i in order if fused[i] > 0 and cand[i] in meta]
+            if opts.collapse:
+                order = order[:opts.k * 4]
+                keys = {i: meta[int(cand[i])]["key"] for i in order}
+                order = pack.collapse_sections(order, keys, {i: meta[int(cand[i])]["kind"] for i in order},
+                                               {i: meta[int(cand[i])]["parent"] for i in order})
+            order = order[:opts.k]
         else:
             order = []
         t = lap("rank", t)
