@@ -135,7 +135,12 @@ def main(argv=None) -> int:
     ap.add_argument("--sets", default=",".join(SETS))
     ap.add_argument("--grid", action="store_true", help="sweep parameters in memory (slow)")
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
+    ap.add_argument("--md-only", action="store_true", help="rewrite the .md from the saved .json")
     args = ap.parse_args(argv)
+    if args.md_only:
+        saved = json.loads((args.out / "text_quality.json").read_text())
+        write_md(saved, [s for s in SETS if s in saved["sets"]], args.out / "text_quality.md")
+        return 0
     sets = [s for s in args.sets.split(",") if (args.bench / s / "corpus.jsonl").exists()]
     if not sets:
         print(f"no benchmark sets under {args.bench}", file=sys.stderr)
@@ -160,7 +165,7 @@ def main(argv=None) -> int:
                 grid.append(row)
                 print(json.dumps(row), flush=True)
         grid.sort(key=lambda r: -r["mean"])
-        result["grid"] = grid
+        args.out.mkdir(parents=True, exist_ok=True)
         (args.out / "text_quality_grid.json").write_text(json.dumps(grid, indent=1) + "\n")
         return 0
 
@@ -194,6 +199,29 @@ def write_md(result: dict, sets: list[str], path: Path) -> None:
             info = result["sets"].get(s, {"docs": "", "queries": ""})
             lines.append(f"| {s} | {info['docs']} | {info['queries']} | {stemmer} | {m['ndcg@10']:.4f} | "
                          f"{m['recall@100']:.4f} | {m['mrr@10']:.4f} | {m['p@10']:.4f} |")
+    grid_path = path.parent / "text_quality_grid.json"
+    if grid_path.exists():
+        grid = json.loads(grid_path.read_text())
+        lines += ["", "## How the defaults were chosen (`--grid`, in-memory scorer, nDCG@10)", "",
+                  f"{len(grid)} configurations: stemmer x k1 (0.9, 1.2, 1.5) x b (0.5, 0.6, 0.75) x name "
+                  "weight (1, 2, 3), one fixed configuration for all sets, ranked by the mean over the sets. "
+                  "Best per stemmer and the top 8 overall:", "",
+                  "| stemmer | k1 | b | name w | mean | " + " | ".join(sets) + " |",
+                  "|---|---|---|---|---|" + "---|" * len(sets)]
+        best = {}
+        for row in grid:
+            best.setdefault(row["stemmer"], row)
+        shown = list(best.values()) + [r for r in grid[:8] if r not in best.values()]
+        for r in shown:
+            lines.append(f"| {r['stemmer']} | {r['k1']} | {r['b']} | {r['name_weight']} | {r['mean']:.4f} | "
+                         + " | ".join(f"{r.get(s, float('nan')):.4f}" for s in sets) + " |")
+        lines += ["", "At the defaults Porter2 beats the light stemmer and no stemming on every one of the 7 sets "
+                  "(mean over all 27 k1/b/name-weight points: Porter2 0.486, light 0.459, none 0.455). "
+                  "The best grid point (b=0.6) is +0.001 in mean over the issue's k1=1.5, b=0.75, within "
+                  "single-query noise and better on only 4 of 7 sets, so the defaults stay at the standard "
+                  "k1=1.5, b=0.75; a name (title) weight of 3 beats 1 and 2 in the mean for every stemmer (Porter2, "
+                  "averaged over k1/b: 0.482 / 0.486 / 0.489), so it is the default. (The grid ran before the tokenizer stopped emitting stop-word parts of "
+                  "identifiers such as `self.x`; the channel table above is the current code.)"]
     path.write_text("\n".join(lines) + "\n")
 
 

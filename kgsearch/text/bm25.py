@@ -36,7 +36,7 @@ import numpy as np
 from .tokenize import Analyzer, get_analyzer
 
 __all__ = ["BM25Params", "MemoryBM25", "build_pairs", "idf", "impacts", "search",
-           "score_terms", "rebuild", "apply_changes", "state", "query_weights"]
+           "score_terms", "rebuild", "write_postings", "apply_changes", "state", "query_weights"]
 
 log = logging.getLogger(__name__)
 
@@ -268,7 +268,15 @@ def rebuild(ix, params: BM25Params, progress: Callable | None = None,
                 progress("bm25", i)
             yield an(name or ""), an(text or "")
 
-    pairs = build_pairs(docs(), params.name_weight)
+    return write_postings(ix, docs(), node_ids, params, avgdl)
+
+
+def write_postings(ix, docs: Iterable[tuple[Sequence[str], Sequence[str]]], node_ids: Sequence[int],
+                   params: BM25Params, avgdl: float | None = None) -> dict:
+    """Replace all postings with those of ``docs`` (``(name_terms, text_terms)`` per node, in
+    ascending node-id order; ``node_ids`` may be filled while ``docs`` is consumed)."""
+    conn = ix.conn
+    pairs = build_pairs(docs, params.name_weight)
     ids = np.asarray(node_ids, dtype=np.int64)
     n = len(ids)
     total = float(pairs.dl.sum())
@@ -285,8 +293,9 @@ def rebuild(ix, params: BM25Params, progress: Callable | None = None,
     conn.executemany("INSERT INTO text_doclen(id, len) VALUES (?,?)",
                      zip(ids.tolist(), pairs.dl.tolist()))
     st = {"params": params.index_key(), "avgdl": avg, "n": n, "total": total,
-          "analyzer": an.settings()}
+          "analyzer": params.analyzer().settings()}
     ix.set_meta_json(STATE_KEY, st)
+    _forget(ix)
     return {"mode": "full", "terms": len(pairs.terms), "postings": int(off[-1]), "docs": n,
             "avgdl": avg}
 
@@ -389,8 +398,16 @@ def apply_changes(ix, params: BM25Params, changes) -> dict:
     conn.executemany("INSERT OR REPLACE INTO text_doclen(id, len) VALUES (?,?)", new_len.items())
     st.update({"n": n, "total": total})
     ix.set_meta_json(STATE_KEY, st)
+    _forget(ix)
     return {"mode": "incremental", "terms_rewritten": n_rows, "removed": len(old_len),
             "added": len(new_len), "avgdl_live": live, "avgdl": used}
+
+
+def _forget(ix) -> None:
+    """Drop this process's cached state (a same-generation rebuild must not serve stale N)."""
+    cache = getattr(ix, "_cache", None)
+    if isinstance(cache, dict):
+        cache.pop("text.bm25.state", None)
 
 
 # ---------------------------------------------------------------------------- query

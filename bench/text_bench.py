@@ -1,0 +1,414 @@
+"""Speed of kgsearch's BM25 vs bm25s (numpy backend), rank_bm25 and SQLite FTS5, side by side.
+
+All engines get the same token lists (our Porter2 analyzer, one field: title + text) and the
+same queries. Each engine is built in a fresh subprocess (build seconds) and queried in
+another fresh subprocess that loads the saved index (queries/s, top-10, one query at a time,
+one thread; peak RSS of that process from getrusage). Each measurement runs ``--runs`` times;
+the tables show medians. Also: light/Porter2 stemmer words/s, and pattern-channel fuzzy
+latency for two-typo identifiers among the symbol corpus (plus an FTS5-trigram alternative).
+
+Corpora: SciFact (../shared/bench/scifact) and "symbols": every function/class/module of the
+standard library and installed packages, name + qualified name + docstring (>= 50,000 docs).
+
+    python bench/text_bench.py [--runs 3] [--quick]
+Writes bench/results/text.json and text.md.
+"""
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import os
+import platform
+import random
+import sqlite3
+import statistics
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+SHARED = Path(os.environ.get("KGSEARCH_SHARED", ROOT.parent / "shared")) / "bench"
+CACHE = Path(tempfile.gettempdir()) / "kgsearch_bench_symbols.jsonl"
+
+
+# ---------------------------------------------------------------------------- corpora
+def symbol_corpus(limit: int = 120_000) -> list[tuple[str, str, str]]:
+    """(qualname, name, docstring) for classes and functions of installed Python code (cached)."""
+    if CACHE.exists():
+        return [tuple(json.loads(l)) for l in CACHE.open(encoding="utf-8")][:limit]
+    limit, want = 120_000, limit
+    roots = [Path(sysconfig.get_paths()["stdlib"]), Path(sysconfig.get_paths()["purelib"])]
+    out: list[tuple[str, str, str]] = []
+    seen: set[str] = set()
+    for root in roots:
+        for p in sorted(root.rglob("*.py")):
+            if len(out) >= limit:
+                break
+            try:
+                tree = ast.parse(p.read_bytes())
+            except (SyntaxError, ValueError, OSError, RecursionError):
+                continue
+            mod = ".".join(p.relative_to(root).with_suffix("").parts)
+            stack = [(tree, mod)]
+            while stack:
+                node, prefix = stack.pop()
+                for ch in ast.iter_child_nodes(node):
+                    if isinstance(ch, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                        q = f"{prefix}.{ch.name}"
+                        if q not in seen:
+                            seen.add(q)
+                            out.append((q, ch.name, (ast.get_docstring(ch) or "")[:2000]))
+                        stack.append((ch, q))
+    with CACHE.open("w", encoding="utf-8") as fh:
+        for row in out:
+            fh.write(json.dumps(row) + "\n")
+    return out[:want]
+
+
+def load_scifact():
+    docs, queries = [], []
+    with open(SHARED / "scifact" / "corpus.jsonl", encoding="utf-8") as fh:
+        for line in fh:
+            o = json.loads(line)
+            docs.append((o.get("title") or "") + " " + (o.get("text") or ""))
+    with open(SHARED / "scifact" / "queries.jsonl", encoding="utf-8") as fh:
+        for line in fh:
+            queries.append(json.loads(line)["text"])
+    return docs, queries
+
+
+# ---------------------------------------------------------------------------- child processes
+CHILD = r'''
+import json, os, sys, time, resource, pickle
+sys.path.insert(0, {root!r})
+import numpy as np
+engine, mode, work, runs = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+def rss_mb():
+    # VmHWM: peak RSS of this process image (ru_maxrss would carry the forking parent's peak over exec)
+    try:
+        for line in open("/proc/self/status"):
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024.0
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+if mode == "build":
+    docs = [json.loads(l) for l in open(os.path.join(work, "docs.jsonl"))]
+    base = rss_mb()
+    t0 = time.perf_counter()
+    if engine == "kgsearch":
+        from kgsearch.store.db import Index
+        from kgsearch.text import bm25
+        p = os.path.join(work, "kg.db")
+        for suf in ("", "-wal", "-shm"):
+            if os.path.exists(p + suf): os.remove(p + suf)
+        ix = Index.open(p)
+        params = bm25.BM25Params(k1=1.5, b=0.75, name_weight=1.0)
+        with ix.transaction():
+            bm25.write_postings(ix, (((), d) for d in docs), list(range(1, len(docs) + 1)), params)
+        ix.checkpoint(); ix.close()
+    elif engine == "bm25s":
+        import bm25s
+        r = bm25s.BM25(k1=1.5, b=0.75, method="lucene", backend="numpy")
+        r.index(docs, show_progress=False)
+        t_idx = time.perf_counter() - t0
+        r.save(os.path.join(work, "bm25s"))
+    elif engine == "rank_bm25":
+        from rank_bm25 import BM25Okapi
+        r = BM25Okapi(docs, k1=1.5, b=0.75)
+        t_idx = time.perf_counter() - t0
+        pickle.dump(r, open(os.path.join(work, "rank.pkl"), "wb"))
+    elif engine == "fts5":
+        import sqlite3
+        p = os.path.join(work, "fts.db")
+        if os.path.exists(p): os.remove(p)
+        c = sqlite3.connect(p)
+        c.execute("CREATE VIRTUAL TABLE t USING fts5(body, tokenize='unicode61')")
+        with c:
+            c.executemany("INSERT INTO t(rowid, body) VALUES (?, ?)", ((i + 1, " ".join(d)) for i, d in enumerate(docs)))
+        c.close()
+    total = time.perf_counter() - t0
+    out = {{"build_s": total, "build_peak_mb": rss_mb(), "base_mb": base}}
+    if engine in ("bm25s", "rank_bm25"):
+        out["build_s"] = t_idx; out["build_and_save_s"] = total
+    print(json.dumps(out))
+else:
+    queries = [json.loads(l) for l in open(os.path.join(work, "queries.jsonl"))]
+    import gc
+    t0 = time.perf_counter()
+    if engine == "kgsearch":
+        from kgsearch.store.db import Index
+        from kgsearch.text import bm25
+        from collections import Counter
+        ix = Index.open(os.path.join(work, "kg.db"), readonly=True)
+        def run(q):
+            return bm25.score_terms(ix, Counter(q), 10)
+    elif engine == "bm25s":
+        import bm25s
+        r = bm25s.BM25.load(os.path.join(work, "bm25s"), mmap=False)
+        def run(q):
+            if not any(t in r.vocab_dict for t in q):
+                return None
+            return r.retrieve([q], k=10, n_threads=1, show_progress=False, backend_selection="numpy")
+    elif engine == "rank_bm25":
+        r = pickle.load(open(os.path.join(work, "rank.pkl"), "rb"))
+        def run(q):
+            s = r.get_scores(q)
+            return np.argpartition(-s, 10)[:10]
+    elif engine == "fts5":
+        import sqlite3
+        c = sqlite3.connect(os.path.join(work, "fts.db"))
+        def run(q):
+            expr = " OR ".join('"' + t + '"' for t in q)
+            return c.execute("SELECT rowid FROM t WHERE t MATCH ? ORDER BY rank LIMIT 10", (expr,)).fetchall() if expr else []
+    load_s = time.perf_counter() - t0
+    for q in queries[:20]:
+        run(q)
+    rates = []
+    for _ in range(runs):
+        gc.collect()
+        t0 = time.perf_counter()
+        for q in queries:
+            run(q)
+        rates.append(len(queries) / (time.perf_counter() - t0))
+    print(json.dumps({{"qps_runs": rates, "load_s": load_s, "query_peak_mb": rss_mb()}}))
+'''
+
+
+def child(engine: str, mode: str, work: Path, runs: int) -> dict:
+    code = CHILD.format(root=str(ROOT))
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    r = subprocess.run([sys.executable, "-c", code, engine, mode, str(work), str(runs)],
+                       capture_output=True, text=True, env=env)
+    if r.returncode != 0:
+        raise RuntimeError(f"{engine} {mode} failed:\n{r.stderr[-2000:]}")
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def bench_corpus(name: str, docs_tok: list[list[str]], q_tok: list[list[str]], runs: int,
+                 engines: list[str], q_limit: dict[str, int]) -> dict:
+    res: dict = {"docs": len(docs_tok), "queries": len(q_tok),
+                 "tokens": int(sum(map(len, docs_tok)))}
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        with open(work / "docs.jsonl", "w") as fh:
+            for d in docs_tok:
+                fh.write(json.dumps(d) + "\n")
+        for eng in engines:
+            builds = [child(eng, "build", work, 1) for _ in range(runs)]
+            n_q = q_limit.get(eng, len(q_tok))
+            with open(work / "queries.jsonl", "w") as fh:
+                for q in q_tok[:n_q]:
+                    fh.write(json.dumps(q) + "\n")
+            queries = [child(eng, "query", work, 1) for _ in range(runs)]
+            qps = [q["qps_runs"][0] for q in queries]
+            res[eng] = {
+                "build_s": statistics.median(b["build_s"] for b in builds),
+                "build_runs": [round(b["build_s"], 3) for b in builds],
+                "build_and_save_s": statistics.median(b.get("build_and_save_s", b["build_s"]) for b in builds),
+                "qps": statistics.median(qps), "qps_runs": [round(x, 1) for x in qps],
+                "queries_timed": n_q,
+                "query_peak_mb": statistics.median(q["query_peak_mb"] for q in queries),
+                "load_s": statistics.median(q["load_s"] for q in queries),
+            }
+            print(f"{name:8s} {eng:10s} build {res[eng]['build_s']:.2f}s  qps {res[eng]['qps']:.0f}  "
+                  f"peak {res[eng]['query_peak_mb']:.0f} MB", flush=True)
+    return res
+
+
+# ---------------------------------------------------------------------------- stemmers, fuzzy
+def stemmer_speed(words: list[str], runs: int) -> dict:
+    from kgsearch.text import stem
+    out = {}
+    for name, fn, memo in (("light", stem.light_stem, stem._LIGHT_MEMO),
+                           ("porter2", stem.porter2_stem, stem._PORTER2_MEMO)):
+        memo.clear()
+        t0 = time.perf_counter()
+        for w in words:
+            fn(w)
+        cold = len(words) / (time.perf_counter() - t0)
+        warm = []
+        for _ in range(runs):
+            t0 = time.perf_counter()
+            for w in words:
+                fn(w)
+            warm.append(len(words) / (time.perf_counter() - t0))
+        out[name] = {"cold_words_per_s": cold, "warm_words_per_s": statistics.median(warm),
+                     "warm_runs": [round(x) for x in warm], "words": len(words),
+                     "distinct": len(set(words))}
+    return out
+
+
+def _typo(s: str, rng: random.Random, n: int = 2) -> str:
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    for _ in range(n):
+        i = rng.randrange(1, len(s) - 1)
+        op = rng.choice("sdit")
+        if op == "s":
+            s = s[:i] + rng.choice(letters) + s[i + 1:]
+        elif op == "d":
+            s = s[:i] + s[i + 1:]
+        elif op == "i":
+            s = s[:i] + rng.choice(letters) + s[i:]
+        else:
+            s = s[:i - 1] + s[i] + s[i - 1] + s[i + 1:]
+    return s
+
+
+def fuzzy_bench(symbols: list[tuple[str, str, str]], runs: int, n_queries: int = 100) -> dict:
+    from kgsearch.store.db import Index
+    from kgsearch.text import pattern
+    from kgsearch.types import ChangeSet
+    rng = random.Random(0)
+    with tempfile.TemporaryDirectory() as tmp:
+        ix = Index.open(Path(tmp) / "f.db")
+        with ix.transaction():
+            ix.conn.executemany("INSERT INTO nodes(key, kind, name, qualname) VALUES (?, 'sym', ?, ?)",
+                                ((f"py:{q}", n, q) for q, n, _ in symbols))
+            t0 = time.perf_counter()
+            pattern.update(ix, ChangeSet(generation=1, full=True), full=True)
+            build = time.perf_counter() - t0
+        by_name: dict[str, list[int]] = {}
+        for nid, name in ix.conn.execute("SELECT id, name FROM nodes"):
+            by_name.setdefault(name, []).append(nid)
+        cands = sorted(n for n in by_name if len(n) >= 10 and n.isidentifier())
+        targets = rng.sample(cands, n_queries)
+        qs = [(_typo(t, rng), t) for t in targets]
+        lat, hits1, hits5 = [], 0, 0
+        for r in range(runs):
+            for q, t in qs:
+                t0 = time.perf_counter()
+                ids, _ = pattern.search(ix, q, 10)
+                lat.append((time.perf_counter() - t0) * 1000)
+                if r == 0:
+                    want = set(by_name[t])
+                    top = ids.tolist()
+                    names_top = [n for n in top[:1]]
+                    hits1 += bool(want & set(names_top))
+                    hits5 += bool(want & set(top[:5])) or _same_name(ix, top[:5], t)
+        # the FTS5 trigram alternative: OR of the query's trigrams ranked by bm25 (candidates only)
+        fts_lat = []
+        try:
+            c = ix.conn
+            c.execute("CREATE VIRTUAL TABLE tri USING fts5(sym, tokenize='trigram')")
+            c.execute("INSERT INTO tri(rowid, sym) SELECT id, name FROM nodes")
+            for q, _ in qs:
+                ql = q.lower()
+                expr = " OR ".join('"' + ql[i:i + 3].replace('"', '""') + '"' for i in range(len(ql) - 2))
+                t0 = time.perf_counter()
+                c.execute("SELECT rowid FROM tri WHERE tri MATCH ? ORDER BY rank LIMIT 300", (expr,)).fetchall()
+                fts_lat.append((time.perf_counter() - t0) * 1000)
+        except sqlite3.Error as exc:
+            fts_lat = [float("nan")]
+            print("fts5 trigram unavailable:", exc)
+        ix.close()
+    lat.sort()
+    return {"symbols": len(symbols), "queries": len(qs), "runs": runs, "build_s": build,
+            "p50_ms": statistics.median(lat), "p95_ms": lat[int(0.95 * (len(lat) - 1))],
+            "max_ms": lat[-1], "hit@1": hits1 / len(qs), "hit@5": hits5 / len(qs),
+            "fts5_trigram_candidates_p50_ms": statistics.median(fts_lat),
+            "examples": qs[:5]}
+
+
+def _same_name(ix, ids, name) -> bool:
+    if not ids:
+        return False
+    rows = ix.conn.execute(f"SELECT name FROM nodes WHERE id IN ({','.join('?' * len(ids))})", ids)
+    return any(r[0] == name for r in rows)
+
+
+# ---------------------------------------------------------------------------- main
+def machine() -> dict:
+    import bm25s
+    return {"machine": platform.machine(), "platform": platform.platform(), "cpus": os.cpu_count(),
+            "python": platform.python_version(), "numpy": np.__version__,
+            "sqlite": sqlite3.sqlite_version, "bm25s": getattr(bm25s, "__version__", "?")}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--quick", action="store_true", help="smaller symbol corpus, fewer queries")
+    ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
+    args = ap.parse_args(argv)
+    from kgsearch.text.tokenize import Analyzer
+    an = Analyzer("porter2")
+    result: dict = {"machine": machine(), "runs": args.runs, "corpora": {}}
+    engines = ["kgsearch", "bm25s", "rank_bm25", "fts5"]
+
+    if (SHARED / "scifact" / "corpus.jsonl").exists():
+        docs, queries = load_scifact()
+        d_tok = [an(d) for d in docs]
+        q_tok = [an(q) for q in queries]
+        result["corpora"]["scifact"] = bench_corpus("scifact", d_tok, q_tok, args.runs, engines,
+                                                    {"rank_bm25": 300})
+
+    symbols = symbol_corpus(60_000 if args.quick else 120_000)
+    s_docs = [f"{q} {n} {doc}" for q, n, doc in symbols]
+    s_tok = [an(d) for d in s_docs]
+    rng = random.Random(1)
+    # queries: 2-5 terms drawn from random symbols' docstrings (or names when no docstring)
+    sq = []
+    while len(sq) < (300 if args.quick else 1000):
+        d = s_tok[rng.randrange(len(s_tok))]
+        if len(d) >= 3:
+            sq.append(rng.sample(d, min(len(d), rng.randint(2, 5))))
+    result["corpora"]["symbols"] = bench_corpus("symbols", s_tok, sq, args.runs, engines,
+                                                {"rank_bm25": 50, "fts5": 300})
+
+    import re
+    words = re.findall(r"[a-z]+", " ".join(s_docs).lower())[:1_000_000]
+    result["stemmers"] = stemmer_speed(words, args.runs)
+    print("stemmers", json.dumps(result["stemmers"]))
+    result["fuzzy"] = fuzzy_bench(symbols, args.runs)
+    print("fuzzy", json.dumps(result["fuzzy"]))
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "text.json").write_text(json.dumps(result, indent=1) + "\n")
+    write_md(result, args.out / "text.md")
+    return 0
+
+
+def write_md(r: dict, path: Path) -> None:
+    m = r["machine"]
+    lines = ["# Text retrieval speed (bench/text_bench.py)", "",
+             "Machine: " + ", ".join(f"{k} {v}" for k, v in m.items()) + f". Runs per measurement: {r['runs']} "
+             "(medians shown; every run listed in text.json). Two cores shared with other work: compare ratios.", "",
+             "Same Porter2 tokens for every engine (one field). Build = index from tokens in a fresh process "
+             "(kgsearch: postings written to SQLite and committed; bm25s/rank_bm25: in memory, save not counted; "
+             "FTS5: inserts of pre-tokenized text). Query = fresh process loading the saved index, top-10, one "
+             "query at a time, one thread; peak RSS = VmHWM of that process (Python + numpy included).", "",
+             "| corpus | docs | engine | build s | vs bm25s | queries/s | vs bm25s | query peak RSS MB | queries timed |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for cname, c in r["corpora"].items():
+        base = c.get("bm25s", {})
+        for eng in ("kgsearch", "bm25s", "rank_bm25", "fts5"):
+            e = c.get(eng)
+            if not e:
+                continue
+            lines.append(f"| {cname} | {c['docs']} | {eng} | {e['build_s']:.2f} | "
+                         f"{e['build_s'] / base['build_s']:.2f}x | {e['qps']:.0f} | {e['qps'] / base['qps']:.2f}x | "
+                         f"{e['query_peak_mb']:.0f} | {e['queries_timed']} |")
+    s = r["stemmers"]
+    lines += ["", "| stemmer | words/s cold (memo empty) | words/s warm (memo) | words | distinct |", "|---|---|---|---|---|"]
+    for name, v in s.items():
+        lines.append(f"| {name} | {v['cold_words_per_s']:,.0f} | {v['warm_words_per_s']:,.0f} | {v['words']} | {v['distinct']} |")
+    f = r["fuzzy"]
+    lines += ["", f"Fuzzy (pattern channel): {f['queries']} identifiers with two random typos among "
+              f"{f['symbols']} symbols, {f['runs']} runs: p50 {f['p50_ms']:.1f} ms, p95 {f['p95_ms']:.1f} ms, "
+              f"max {f['max_ms']:.1f} ms; found at rank 1 {f['hit@1']:.0%}, in top 5 {f['hit@5']:.0%}. "
+              f"Trigram index build {f['build_s']:.1f} s. For comparison, an FTS5 `trigram` table only "
+              f"producing the 300 best candidates (OR of trigrams ranked by bm25) takes "
+              f"p50 {f['fts5_trigram_candidates_p50_ms']:.1f} ms before any edit distance is computed.",
+              "", "Examples (typo -> target): " + "; ".join(f"`{a}` -> `{b}`" for a, b in f["examples"])]
+    path.write_text("\n".join(lines) + "\n")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
