@@ -1,0 +1,250 @@
+"""Static embedding models in model2vec format, with numpy only.
+
+``load_model(path)`` reads a model2vec folder (``config.json``, ``model.safetensors``,
+``tokenizer.json``; the sentence-transformers layouts model2vec accepts work too) and returns a
+:class:`StaticModel` whose ``encode`` gives the same float32 values as
+``model2vec.StaticModel.encode`` (``np.array_equal``), for float32/float16/int8 tables and for
+vocabulary-quantised models (``weights``/``mapping`` tensors). What it reproduces:
+
+- truncation: each text is first cut to ``max_length * median_token_length`` characters, then
+  to ``max_length`` tokens (``max_length`` from ``config.json``, default 512; ``None`` disables
+  both); the unknown token is dropped after truncation;
+- pooling: mean of the token vectors (``weights`` scale each token and ``mapping`` redirects
+  ids to shared vectors in vocabulary-quantised models); an empty text is a zero vector;
+- ``normalize`` from ``config.json`` (default False): division by the L2 norm + 1e-32.
+
+int8 tables take a fast exact path (integer sums, then the same float64 division numpy's
+``mean`` does); float tables are pooled with the same numpy calls on the same 1,024-text batches
+as model2vec, so the float rounding is the same too.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from ..errors import DataError
+from .wordpiece import Tokenizer
+
+__all__ = ["StaticModel", "load_model", "resolve_model", "DEFAULT_MODEL", "find_layout"]
+
+DEFAULT_MODEL = "minilm-l6-m2v-256"
+DEFAULT_MAX_LENGTH = 512
+_BATCH = 1024          # model2vec's default encode batch size (float paths mirror its batches)
+
+# (config, weights, tokenizer, tensor name), in model2vec's order of preference
+_LAYOUTS = (
+    ("config.json", "model.safetensors", "tokenizer.json", "embeddings"),
+    ("config_sentence_transformers.json", "model.safetensors", "tokenizer.json", "embedding.weight"),
+    ("config_sentence_transformers.json", "0_StaticEmbedding/model.safetensors",
+     "0_StaticEmbedding/tokenizer.json", "embedding.weight"),
+)
+
+
+def find_layout(folder: Path) -> tuple[Path, Path, Path, str] | None:
+    for cfg, weights, tok, tensor in _LAYOUTS:
+        paths = (folder / cfg, folder / weights, folder / tok)
+        if all(p.is_file() for p in paths):
+            return paths[0], paths[1], paths[2], tensor
+    return None
+
+
+class StaticModel:
+    """A loaded static embedding model. Build it with :func:`load_model`.
+
+    Attributes: ``dims``, ``name``, ``path``, ``normalize``, ``max_length``, ``tokenizer``,
+    ``embedding`` (memory-mapped), ``weights``/``mapping`` (``None`` unless vocabulary-quantised).
+    ``model_id`` is ``"<name>@<sha256 prefix of the three files>"``: it names the exact vectors an
+    index was built with.
+    """
+
+    def __init__(self, path: Path, embedding, tokenizer: Tokenizer, config: dict[str, Any],
+                 weights=None, mapping=None, files: tuple[Path, ...] = ()):
+        import numpy as np
+
+        self.path = path
+        self.embedding = embedding
+        self.tokenizer = tokenizer
+        self.config = config
+        self.weights = weights
+        self.mapping = mapping
+        self._files = files
+        self._model_id: str | None = None
+        self.name = str(config.get("model_name") or path.name)
+        self.normalize = bool(config.get("normalize", False))
+        ml = config.get("max_length", DEFAULT_MAX_LENGTH)
+        self.max_length = None if ml is None else int(ml)
+        n_tokens = len(tokenizer.vocab)
+        if mapping is None and embedding.shape[0] != n_tokens:
+            raise DataError(f"the embedding table has {embedding.shape[0]} rows but the tokenizer has "
+                            f"{n_tokens} tokens; the model folder is inconsistent", str(path))
+        if embedding.ndim != 2:
+            raise DataError(f"the embedding table has shape {list(embedding.shape)}, expected 2-D", str(path))
+        # model2vec: int(np.median(len(token) for tokens sorted by id)), added tokens included
+        lengths = [len(t) for t, _ in sorted(tokenizer.vocab.items(), key=lambda kv: kv[1])]
+        self.median_token_length = int(np.median(lengths)) if lengths else 1
+        self._unk = tokenizer.unk_id
+
+    # ------------------------------------------------------------------ properties
+    @property
+    def dims(self) -> int:
+        return int(self.embedding.shape[1])
+
+    @property
+    def model_id(self) -> str:
+        if self._model_id is None:
+            h = hashlib.sha256()
+            for p in self._files:
+                with open(p, "rb") as fh:
+                    for block in iter(lambda: fh.read(1 << 20), b""):
+                        h.update(block)
+            self._model_id = f"{self.name}@{h.hexdigest()[:16]}"
+        return self._model_id
+
+    def __repr__(self) -> str:
+        return (f"StaticModel({self.name!r}, dims={self.dims}, vocab={len(self.tokenizer.vocab)}, "
+                f"dtype={self.embedding.dtype})")
+
+    # ------------------------------------------------------------------ tokenising
+    def _prepare(self, texts: Sequence[str], max_length) -> list[str]:
+        if max_length is None:
+            return list(texts)
+        m = max_length * self.median_token_length
+        return [t[:m] for t in texts]
+
+    def tokenize(self, texts: Sequence[str], max_length: Any = "model") -> list[list[int]]:
+        """Token ids per text as model2vec uses them (truncated, unknown token removed)."""
+        if max_length == "model":
+            max_length = self.max_length
+        enc = self.tokenizer.encode
+        unk = self._unk
+        out = []
+        for t in self._prepare(texts, max_length):
+            ids = enc(t)
+            if max_length is not None and len(ids) > max_length:
+                ids = ids[:max_length]
+            if unk is not None and unk in ids:
+                ids = [i for i in ids if i != unk]
+            out.append(ids)
+        return out
+
+    # ------------------------------------------------------------------ encoding
+    def encode(self, texts: Sequence[str] | str, batch_size: int = _BATCH,
+               progress: Callable[[int, int], None] | None = None, *, max_length: Any = "model",
+               normalize: bool | None = None):
+        """Embed ``texts`` -> float32 array ``(len(texts), dims)`` (one text: ``(dims,)``).
+
+        ``progress(done, total)`` is called after each batch. ``batch_size`` only matters for
+        float tables, where it must stay at model2vec's 1,024 for bit-identical output.
+        """
+        import numpy as np
+
+        single = isinstance(texts, str)
+        items = [texts] if single else list(texts)
+        if max_length == "model":
+            max_length = self.max_length
+        if normalize is None:
+            normalize = self.normalize
+        parts = []
+        total = len(items)
+        for i in range(0, total, batch_size):
+            ids = self.tokenize(items[i:i + batch_size], max_length)
+            parts.append(self._pool(ids, normalize))
+            if progress is not None:
+                progress(min(i + batch_size, total), total)
+        if parts:
+            out = np.concatenate(parts, axis=0) if len(parts) > 1 else parts[0]
+        else:
+            out = np.zeros((0, self.dims), dtype=np.float32)
+        out = out.astype(np.float32, copy=False)
+        return out[0] if single else out
+
+    def _pool(self, ids: list[list[int]], normalize: bool):
+        import numpy as np
+
+        emb = self.embedding
+        dtype = np.dtype(np.float32) if emb.dtype == np.int8 else emb.dtype
+        out = np.zeros((len(ids), self.dims), dtype=dtype)
+        if self.mapping is None and self.weights is None:
+            if emb.dtype == np.int8:
+                # integer sums are exact in any order; numpy's mean of ints is
+                # float64(sum) / float64(count), then the float32 output cast
+                sums = np.zeros((len(ids), self.dims), dtype=np.int32)
+                counts = np.ones(len(ids), dtype=np.int64)
+                for r, row in enumerate(ids):
+                    if row:
+                        sums[r] = emb[row].sum(axis=0, dtype=np.int32)
+                        counts[r] = len(row)
+                out[:] = sums.astype(np.float64) / counts[:, None]
+            else:
+                buckets: dict[int, list[int]] = {}
+                for r, row in enumerate(ids):
+                    if row:
+                        buckets.setdefault(len(row), []).append(r)
+                for rows in buckets.values():
+                    id_matrix = np.array([ids[r] for r in rows], dtype=np.int64)
+                    out[rows] = emb[id_matrix].mean(axis=1)
+        else:
+            for r, row in enumerate(ids):
+                if row:
+                    remapped = row if self.mapping is None else self.mapping[row]
+                    e = emb[remapped]
+                    if self.weights is not None:
+                        e = e * self.weights[row][:, None]
+                    out[r] = e.mean(axis=0)
+        if normalize:
+            out32 = out.astype(np.float32)
+            norm = np.linalg.norm(out32, axis=1, keepdims=True) + 1e-32
+            return (out32 / norm).astype(out.dtype)
+        return out
+
+
+# ---------------------------------------------------------------------------- loading
+def resolve_model(spec: str | os.PathLike | None = None) -> Path | None:
+    """Find a model folder: a path, a name under ``data_home()/models`` or the shipped
+    ``data/models``, ``$KGSEARCH_MODEL`` when ``spec`` is None, else the shipped default.
+    Returns None when nothing usable is found."""
+    from ..config import data_home, shipped_data_dir
+
+    if spec is None or str(spec) in ("", "default"):
+        env = os.environ.get("KGSEARCH_MODEL")
+        spec = env if env and spec is None else DEFAULT_MODEL
+    p = Path(spec).expanduser()
+    if p.is_dir():
+        return p if find_layout(p) else None
+    name = str(spec)
+    cands = [data_home() / "models" / name.replace("/", "--"), data_home() / "models" / name]
+    shipped = shipped_data_dir()
+    if shipped is not None:
+        cands.append(shipped / "models" / name)
+    for c in cands:
+        if c.is_dir() and find_layout(c):
+            return c
+    return None
+
+
+def load_model(path: str | os.PathLike | None = None) -> StaticModel:
+    """Load a model2vec-format model folder (or a name, see :func:`resolve_model`)."""
+    from .safetensors import load as load_tensors
+
+    folder = resolve_model(path)
+    if folder is None:
+        where = str(path) if path is not None else f"the default model {DEFAULT_MODEL}"
+        raise DataError(f"no model2vec model found at {where} (need config.json, model.safetensors and "
+                        f"tokenizer.json); pass a model folder or run `kgsearch model pull NAME`")
+    cfg_path, weights_path, tok_path, tensor = find_layout(folder)  # type: ignore[misc]
+    try:
+        config = json.loads(cfg_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise DataError(f"cannot read the model config ({exc})", str(cfg_path)) from None
+    if not isinstance(config, dict):
+        raise DataError("the model config is not a JSON object", str(cfg_path))
+    tensors = load_tensors(weights_path)
+    if tensor not in tensors:
+        raise DataError(f"no {tensor!r} tensor (has: {', '.join(sorted(tensors)) or 'none'})", str(weights_path))
+    tokenizer = Tokenizer.from_file(tok_path)
+    return StaticModel(folder, tensors[tensor], tokenizer, config,
+                       weights=tensors.get("weights"), mapping=tensors.get("mapping"),
+                       files=(cfg_path, weights_path, tok_path))
