@@ -42,7 +42,7 @@ _SQL_CHUNK = 500
 MAX_SYM = 256              # characters of a symbol string that are indexed / matched
 REGEX_BUDGET_S = 0.25      # time budget of one regex query
 REGEX_MAX_SCAN = 200_000   # symbols a regex without a usable literal may scan
-FUZZY_POOL = 300           # candidates (by shared trigrams) verified by edit distance
+FUZZY_POOL = 200           # candidates (by shared trigrams) verified by edit distance
 
 
 # ---------------------------------------------------------------------------- trigrams
@@ -290,26 +290,46 @@ def _match_token(conn, token: str, k: int, fuzzy: bool) -> dict[int, float]:
     maxd = _max_edits(len(q)) if fuzzy else 0
     if maxd == 0 or len(scores) >= k or not post:
         return scores
-    allids = np.concatenate(list(post.values())).astype(np.int64)
-    uniq, counts = np.unique(allids, return_counts=True)
+    allids = np.concatenate(list(post.values()))
+    counts = np.bincount(allids)                 # shared trigrams per node id (one C pass)
     need = max(1, len(tris) - 3 * maxd)
-    ok = counts >= need
-    uniq, counts = uniq[ok], counts[ok]
+    uniq = np.flatnonzero(counts >= need)
     if uniq.size > FUZZY_POOL:
-        top = np.lexsort((uniq, -counts))[:FUZZY_POOL]
-        uniq = uniq[top]
-    syms = _fetch_syms(conn, [i for i in uniq.tolist() if i not in scores])
-    for nid, sym in syms.items():
+        c = counts[uniq]
+        kth = np.partition(c, c.size - FUZZY_POOL)[c.size - FUZZY_POOL]
+        uniq = uniq[c >= kth]
+        if uniq.size > FUZZY_POOL:
+            top = np.lexsort((uniq, -counts[uniq]))[:FUZZY_POOL]
+            uniq = uniq[top]
+    # verify in descending shared-trigram order; a node sharing c of the query's n trigrams is
+    # at least ceil((n - c) / 3) edits away, so stop once k matches are at least that close
+    order = uniq[np.lexsort((uniq, -counts[uniq]))]
+    syms = _fetch_syms(conn, [i for i in order.tolist() if i not in scores])
+    found: list[int] = []
+    dist_memo: dict[str, int] = {}
+    n_tri = len(tris)
+    for nid in order.tolist():
+        sym = syms.get(nid)
+        if sym is None:
+            continue
+        if len(found) >= k and -(-(n_tri - int(counts[nid])) // 3) >= max(found):
+            break
         best = None
         for part in sym.lower().split("\t"):
             tail = part.rsplit(".", 1)[-1]
-            d = substring_distance(q, tail)
+            d = dist_memo.get(tail)
+            if d is None:
+                d = dist_memo[tail] = substring_distance(q, tail)
             if best is None or d < best:
                 best = d
         if best is not None and best <= maxd:
             # closer and better covered names first
             cover = min(1.0, len(q) / max(1, len(sym.split("\t")[0])))
             scores[nid] = 0.5 * (1.0 - best / (maxd + 1)) * (0.6 + 0.4 * cover)
+            found.append(best)
+            if len(found) > k:
+                found.sort()
+                found.pop()
     return scores
 
 
