@@ -37,16 +37,23 @@ from kgsearch.graph.communities import CommunityTimeout  # noqa: E402
 RESULTS = ROOT / "bench" / "results"
 
 
-def timed(fn, runs: int, setup=None):
-    """(median seconds, result of the last run, number of runs)."""
-    ts, out = [], None
-    for _ in range(max(1, runs)):
-        if setup is not None:
-            setup()
-        t0 = time.perf_counter()
-        out = fn()
-        ts.append(time.perf_counter() - t0)
-    return float(np.median(ts)), out, len(ts)
+def race(entries, runs: int) -> dict:
+    """Interleaved timing: round after round, each entry ``(key, fn, setup, max_runs)`` runs once
+    (start rotating), so load changes on a shared machine hit every contender alike.
+    Returns ``key -> (median seconds, last result, runs)``."""
+    times: dict = {e[0]: [] for e in entries}
+    last: dict = {}
+    for r in range(max(1, runs)):
+        order = entries[r % len(entries):] + entries[: r % len(entries)]
+        for key, fn, setup, most in order:
+            if r >= max(1, most):
+                continue
+            if setup is not None:
+                setup()
+            t0 = time.perf_counter()
+            last[key] = fn()
+            times[key].append(time.perf_counter() - t0)
+    return {k: (float(np.median(v)), last[k], len(v)) for k, v in times.items()}
 
 
 # ---------------------------------------------------------------------- graphs
@@ -144,15 +151,15 @@ def bench_graph(name: str, src, dst, w, n: int, args, log, nx_cnm: bool) -> dict
     res: dict = {}
 
     # PageRank ---------------------------------------------------------------
-    t, pr, r = timed(lambda: pagerank(g), runs, setup=g.drop_caches)
-    res["pagerank_ours"] = {"s": t, "runs": r}
-    t, pr_tight, r = timed(lambda: pagerank(g, tol=1e-10, max_iter=1000), runs, setup=g.drop_caches)
-    res["pagerank_ours_tol1e-10"] = {"s": t, "runs": r}
-    t, pr_ig, r = timed(lambda: np.array(G_ig.pagerank(weights=wl)), runs)
-    res["pagerank_igraph"] = {"s": t, "runs": r}
-    t, pr_nx, r = timed(lambda: nx.pagerank(G_nx), slow_runs)
-    res["pagerank_networkx"] = {"s": t, "runs": r}
-    pr_nx = np.array([pr_nx[i] for i in range(g.n)])
+    rc = race([("ours", lambda: pagerank(g), g.drop_caches, runs),
+               ("ours_tight", lambda: pagerank(g, tol=1e-10, max_iter=1000), g.drop_caches, runs),
+               ("igraph", lambda: np.array(G_ig.pagerank(weights=wl)), None, runs),
+               ("networkx", lambda: nx.pagerank(G_nx), None, slow_runs)], runs)
+    for key, name in (("ours", "pagerank_ours"), ("ours_tight", "pagerank_ours_tol1e-10"),
+                      ("igraph", "pagerank_igraph"), ("networkx", "pagerank_networkx")):
+        res[name] = {"s": rc[key][0], "runs": rc[key][2]}
+    pr, pr_tight, pr_ig = rc["ours"][1], rc["ours_tight"][1], rc["igraph"][1]
+    pr_nx = np.array([rc["networkx"][1][i] for i in range(g.n)])
     res["pagerank_l1"] = {"ours_vs_networkx": float(np.abs(pr - pr_nx).sum()),
                           "ours_tight_vs_igraph": float(np.abs(pr_tight - pr_ig).sum()),
                           "networkx_vs_igraph": float(np.abs(pr_nx - pr_ig).sum())}
@@ -166,32 +173,41 @@ def bench_graph(name: str, src, dst, w, n: int, args, log, nx_cnm: bool) -> dict
     pers = dict(zip(seeds.tolist(), sw.tolist()))
     reset = np.zeros(g.n)
     reset[seeds] = sw
-    t, ppr, r = timed(lambda: pagerank(g, personalization=pers), runs, setup=g.drop_caches)
-    res["ppr_ours"] = {"s": t, "runs": r}
-    t, ppr_ig, r = timed(lambda: np.array(G_ig.personalized_pagerank(weights=wl, reset=reset.tolist())), runs)
-    res["ppr_igraph"] = {"s": t, "runs": r}
-    t, ppr_nx, r = timed(lambda: nx.pagerank(G_nx, personalization=pers), slow_runs)
-    res["ppr_networkx"] = {"s": t, "runs": r}
-    ppr_nx = np.array([ppr_nx[i] for i in range(g.n)])
-    res["ppr_l1_ours_vs_networkx"] = float(np.abs(ppr - ppr_nx).sum())
+    rc = race([("ours", lambda: pagerank(g, personalization=pers), g.drop_caches, runs),
+               ("igraph", lambda: np.array(G_ig.personalized_pagerank(weights=wl, reset=reset.tolist())),
+                None, runs),
+               ("networkx", lambda: nx.pagerank(G_nx, personalization=pers), None, slow_runs)], runs)
+    for key in ("ours", "igraph", "networkx"):
+        res[f"ppr_{key}"] = {"s": rc[key][0], "runs": rc[key][2]}
+    ppr_nx = np.array([rc["networkx"][1][i] for i in range(g.n)])
+    res["ppr_l1_ours_vs_networkx"] = float(np.abs(rc["ours"][1] - ppr_nx).sum())
     log(f"  ppr ours {res['ppr_ours']['s']:.3f}s igraph {res['ppr_igraph']['s']:.3f}s nx {res['ppr_networkx']['s']:.3f}s")
 
     # HITS --------------------------------------------------------------------
-    t, (h, a), r = timed(lambda: hits(g, max_iter=1000), runs, setup=g.drop_caches)
-    res["hits_ours"] = {"s": t, "runs": r}
     import warnings
+
+    def nx_hits():
+        try:
+            return nx.hits(G_nx, max_iter=1000)
+        except Exception as exc:                    # ARPACK may give up on huge graphs
+            return exc
+
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        t, (h_ig, a_ig), r = timed(lambda: (np.array(G_ig.hub_score(weights=wl)),
-                                            np.array(G_ig.authority_score(weights=wl))), runs)
-    res["hits_igraph"] = {"s": t, "runs": r}
-    try:
-        t, (h_nx, a_nx), r = timed(lambda: nx.hits(G_nx, max_iter=1000), slow_runs)
-        res["hits_networkx"] = {"s": t, "runs": r}
-        h_nx = np.array([h_nx[i] for i in range(g.n)])
+        rc = race([("ours", lambda: hits(g, max_iter=1000), g.drop_caches, runs),
+                   ("igraph", lambda: (np.array(G_ig.hub_score(weights=wl)),
+                                       np.array(G_ig.authority_score(weights=wl))), None, runs),
+                   ("networkx", nx_hits, None, slow_runs)], runs)
+    h, a = rc["ours"][1]
+    h_ig = rc["igraph"][1][0]
+    res["hits_ours"] = {"s": rc["ours"][0], "runs": rc["ours"][2]}
+    res["hits_igraph"] = {"s": rc["igraph"][0], "runs": rc["igraph"][2]}
+    if isinstance(rc["networkx"][1], Exception):
+        res["hits_networkx"] = {"s": None, "note": type(rc["networkx"][1]).__name__}
+    else:
+        res["hits_networkx"] = {"s": rc["networkx"][0], "runs": rc["networkx"][2]}
+        h_nx = np.array([rc["networkx"][1][0][i] for i in range(g.n)])
         res["hits_max_abs_ours_vs_networkx"] = float(np.abs(h - h_nx).max())
-    except Exception as exc:                       # ARPACK may not converge on huge graphs
-        res["hits_networkx"] = {"s": None, "note": type(exc).__name__}
     h_ig = h_ig / h_ig.sum()
     res["hits_max_abs_ours_vs_igraph"] = float(np.abs(h - h_ig).max())
     log(f"  hits ours {res['hits_ours']['s']:.3f}s igraph {res['hits_igraph']['s']:.3f}s")
@@ -225,14 +241,14 @@ def bench_rwr(n: int, m: int, queries: int, log) -> dict:
     g = Graph.from_edges(src, dst, num_nodes=n)
     out = {"graph": f"BA directed n={n} m={m} ({g.m} edges)", "queries": queries}
     rng = np.random.default_rng(7)
-    for label, gg in (("directed", g), ("both directions (pipeline walk)", g.symmetrize())):
-        rwr(gg, [0])                                          # build the operator once (per generation)
+    for label, direction in (("directed", "out"), ("both directions (pipeline walk)", "both")):
+        rwr(g, [0], direction=direction)                      # build the operator once (per generation)
         ts, its = [], []
         for _ in range(queries):
             seeds = rng.choice(n, 15, replace=False)
             st: dict = {}
             t0 = time.perf_counter()
-            rwr(gg, seeds, weights=rng.uniform(0.2, 1.0, 15), stats=st)
+            rwr(g, seeds, weights=rng.uniform(0.2, 1.0, 15), stats=st, direction=direction)
             ts.append(time.perf_counter() - t0)
             its.append(st["iterations"])
         out[label] = {"p50_ms": 1e3 * float(np.percentile(ts, 50)), "p95_ms": 1e3 * float(np.percentile(ts, 95)),
@@ -394,28 +410,42 @@ def main(argv=None) -> int:
     ap.add_argument("--nx-cnm-timeout", type=float, default=900.0)
     ap.add_argument("--rwr-queries", type=int, default=200)
     ap.add_argument("--out", default=str(RESULTS / "graph"))
+    ap.add_argument("--sections", default="graphs,rwr,exact",
+                    help="comma list of graphs, rwr, exact; with --merge the others are kept from --out")
+    ap.add_argument("--merge", action="store_true", help="update an existing --out JSON")
     args = ap.parse_args(argv)
+    sections = set(args.sections.split(","))
     log = lambda s: print(s, file=sys.stderr, flush=True)  # noqa: E731
+    out = Path(args.out)
     report = {"machine": machine(), "command": "python bench/graph_bench.py " + " ".join(argv or sys.argv[1:]),
               "graphs": [], "notes": []}
+    if args.merge and out.with_suffix(".json").exists():
+        old = json.loads(out.with_suffix(".json").read_text())
+        report = {**old, "graphs": old.get("graphs", []), "notes": old.get("notes", [])}
+        report.setdefault("commands", [old.get("command")]).append(
+            "python bench/graph_bench.py " + " ".join(argv or sys.argv[1:]))
     scale = 10 if args.quick else 1
     sets = [(f"Barabasi-Albert, 100K edges (n={20000 // scale}, m=5, directed)", 20000 // scale, True),
             (f"Barabasi-Albert, 1M edges (n={200000 // scale}, m=5, directed)", 200000 // scale, False)]
-    small = ba_edges(2000, 5, seed=2)
-    report["graphs"].append(bench_graph("Barabasi-Albert, 10K edges (n=2000, m=5, directed)", *small, None, 2000,
-                                        args, log, nx_cnm=True))
-    for name, n, nx_cnm in sets:
-        s, d = ba_edges(n, 5, seed=n)
-        report["graphs"].append(bench_graph(name, s, d, None, n, args, log, nx_cnm=nx_cnm and args.quick))
-    if not args.no_code and not args.quick:
-        s, d, w, n, how = code_graph(args.code_db, log)
-        report["graphs"].append(bench_graph(f"Python stdlib code graph ({how})", s, d, w, n, args, log,
-                                            nx_cnm=True))
-    log("per-query RWR...")
-    report["rwr"] = bench_rwr(100000 // scale, 5, args.rwr_queries, log)
-    log("exactness table...")
-    report["exactness"] = exactness_rows()
-    out = Path(args.out)
+    if "graphs" in sections:
+        report["graphs"] = []
+        report["machine"] = machine()
+        small = ba_edges(2000, 5, seed=2)
+        report["graphs"].append(bench_graph("Barabasi-Albert, 10K edges (n=2000, m=5, directed)", *small, None,
+                                            2000, args, log, nx_cnm=True))
+        for name, n, nx_cnm in sets:
+            s, d = ba_edges(n, 5, seed=n)
+            report["graphs"].append(bench_graph(name, s, d, None, n, args, log, nx_cnm=nx_cnm and args.quick))
+        if not args.no_code and not args.quick:
+            s, d, w, n, how = code_graph(args.code_db, log)
+            report["graphs"].append(bench_graph(f"Python stdlib code graph ({how})", s, d, w, n, args, log,
+                                                nx_cnm=True))
+    if "rwr" in sections:
+        log("per-query RWR...")
+        report["rwr"] = bench_rwr(100000 // scale, 5, args.rwr_queries, log)
+    if "exact" in sections:
+        log("exactness table...")
+        report["exactness"] = exactness_rows()
     out.parent.mkdir(parents=True, exist_ok=True)
     out.with_suffix(".json").write_text(json.dumps(report, indent=1))
     write_md(report, out.with_suffix(".md"))

@@ -151,6 +151,19 @@ def test_rwr_dead_ends_restart_at_seeds_and_early_stop():
     assert top(fast) == top(exact)
 
 
+def test_rwr_both_directions_equals_walk_on_symmetrized_graph():
+    rng = np.random.default_rng(5)
+    g = Graph.from_edges(rng.integers(0, 400, 1200), rng.integers(0, 400, 1200), rng.random(1200),
+                         num_nodes=400)
+    for frac in (0.0, 2.0):                  # dense steps only, sparse steps first
+        a = rwr(g, {1: 1.0, 9: 3.0}, direction="both", topk=None, tol=1e-13, max_iter=500,
+                sparse_fraction=frac)
+        b = rwr(g.symmetrize(), {1: 1.0, 9: 3.0}, topk=None, tol=1e-13, max_iter=500)
+        assert np.abs(a - b).sum() < 1e-10
+    with pytest.raises(GraphError):
+        rwr(g, [1], direction="up")
+
+
 def test_rwr_hops_confines_the_walk():
     g = Graph.from_edges([0, 1, 2, 3], [1, 2, 3, 4])
     x = rwr(g, [0], hops=2, topk=None, tol=1e-14, max_iter=1000)

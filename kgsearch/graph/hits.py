@@ -36,15 +36,21 @@ def _matvecs(g: Graph):
     return a_mul, at_mul
 
 
+def _dot(a: np.ndarray, b: np.ndarray) -> float:
+    return float(np.einsum("i,i->", a, b))
+
+
 def _lanczos_top(mul, v0: np.ndarray, max_iter: int, tol: float, krylov: int) -> np.ndarray:
     """Top eigenvector of the symmetric PSD operator ``mul`` by restarted Lanczos.
 
     ``max_iter`` bounds the number of products; converged when the residual
-    ``||M y - theta y|| <= tol * theta``.
+    ``||M y - theta y|| <= tol * theta``. Vector algebra uses ``einsum`` rather than BLAS:
+    multithreaded BLAS calls on thin matrices slow down 10x when the other core is busy
+    (phones run other apps; our benchmark machine runs other jobs).
     """
     n = len(v0)
     k = max(2, min(krylov, n))
-    y = v0 / np.linalg.norm(v0)
+    y = v0 / np.sqrt(_dot(v0, v0))
     used = 0
     while used < max_iter:
         V = np.zeros((k + 1, n))
@@ -53,10 +59,11 @@ def _lanczos_top(mul, v0: np.ndarray, max_iter: int, tol: float, krylov: int) ->
         for j in range(k):
             w = mul(V[j])
             used += 1
-            alphas.append(float(w @ V[j]))
+            alphas.append(_dot(w, V[j]))
+            B = V[: j + 1]
             for _ in range(2):                      # full reorthogonalisation, twice
-                w -= V[: j + 1].T @ (V[: j + 1] @ w)
-            beta = float(np.linalg.norm(w))
+                w -= np.einsum("i,ij->j", np.einsum("ij,j->i", B, w), B)
+            beta = float(np.sqrt(_dot(w, w)))
             T = np.diag(alphas) + np.diag(betas, 1) + np.diag(betas, -1)
             theta, S = np.linalg.eigh(T)
             s = S[:, -1]
@@ -65,13 +72,13 @@ def _lanczos_top(mul, v0: np.ndarray, max_iter: int, tol: float, krylov: int) ->
             if top <= 0.0:
                 return np.zeros(n)
             if resid <= tol * top or beta <= 1e-14 * max(top, 1.0):
-                return s @ V[: j + 1]
+                return np.einsum("i,ij->j", s, B)
             if used >= max_iter:
                 break
             betas.append(beta)
             V[j + 1] = w / beta
-        y = s @ V[: len(alphas)]
-        y /= np.linalg.norm(y)
+        y = np.einsum("i,ij->j", s, V[: len(alphas)])
+        y /= np.sqrt(_dot(y, y))
     raise PowerIterationFailedConvergence(max_iter, "hits")
 
 

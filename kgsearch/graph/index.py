@@ -213,23 +213,21 @@ class GraphContext:
         return bool(code[self.kinds[pos]].mean() > 0.5)
 
     # -------------------------------------------------------------- walks and HITS
-    def undirected(self) -> Graph:
-        """The graph with every edge in both directions (cached): walks reach callers too."""
-        if "sym" not in self._cache:
-            self._cache["sym"] = self.graph.symmetrize()
-        return self._cache["sym"]
-
     def walk(self, seed_pos, seed_w=None, limit: int = 200, restart: float = 0.2,
              directed: bool = False, **kw) -> dict[int, float]:
-        """RWR from seed positions: ``{position: score}`` for the ``limit`` best nodes."""
+        """RWR from seed positions: ``{position: score}`` for the ``limit`` best nodes.
+
+        The walk follows edges both ways (callers and callees, links and backlinks) unless
+        ``directed``; other keywords go to :func:`~kgsearch.graph.pagerank.rwr`.
+        """
         seed_pos = np.asarray(seed_pos, dtype=np.int64)
         if not len(seed_pos) or self.graph.m == 0:
             return {}
-        g = self.graph if directed else self.undirected()
         w = None if seed_w is None else np.maximum(np.asarray(seed_w, dtype=np.float64), 0.0)
         if w is not None and w.sum() <= 0:
             w = None
-        s = rwr(g, seed_pos, restart=restart, weights=w, **kw)
+        s = rwr(self.graph, seed_pos, restart=restart, weights=w,
+                direction="out" if directed else "both", **kw)
         nz = np.flatnonzero(s)
         if len(nz) > limit:
             nz = nz[np.argpartition(-s[nz], limit - 1)[:limit]]

@@ -12,14 +12,14 @@ and gives up quietly after ``max_iter`` iterations (a ranking, not a fixpoint, i
 """
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, Mapping, NamedTuple
 
 import numpy as np
 
 from ..errors import KgsearchError
 from .csr import Graph, GraphError, scatter_add
 
-__all__ = ["pagerank", "rwr", "PowerIterationFailedConvergence", "operator"]
+__all__ = ["pagerank", "rwr", "PowerIterationFailedConvergence", "operator", "Op"]
 
 
 class PowerIterationFailedConvergence(KgsearchError):
@@ -32,16 +32,40 @@ class PowerIterationFailedConvergence(KgsearchError):
 
 
 # ---------------------------------------------------------------------- shared pieces
-def operator(g: Graph) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """``(src, dst, p, dangling)``: int64 endpoints, float64 transition probability per edge
-    (``w / out_weight[src]``) and the dangling nodes. Built once per graph and cached on it."""
-    def build():
-        src, dst = g.src, g.dst
+class Op(NamedTuple):
+    """A walk operator: step ``k`` goes ``src[k] -> dst[k]`` with probability ``p[k]``."""
+
+    src: np.ndarray                 # int64, per step
+    dst: np.ndarray                 # int64, per step
+    p: np.ndarray                   # float64, w / (walk out-weight of src); rows sum to 1
+    dangling: np.ndarray            # nodes without any step (their mass restarts)
+    blocks: tuple                   # ((indptr, offset), ...): steps of node i are the ranges
+    degree: np.ndarray              # number of steps per node
+
+
+def operator(g: Graph, direction: str = "out") -> Op:
+    """The transition operator of ``g`` (``direction="both"``: edges walked either way, i.e.
+    adjacency ``A + A.T``, built from the forward and reverse CSR without sorting).
+    Built once per graph and direction, and cached on the graph."""
+    if direction not in ("out", "both"):
+        raise GraphError(f"direction must be 'out' or 'both', got {direction!r}")
+
+    def build() -> Op:
+        src, dst, w = g.src, g.dst, g.weights
         outw = g.out_weight
+        deg = g.out_degree()
+        blocks: tuple = ((g.indptr, 0),)
+        if direction == "both":
+            rp = g.rperm
+            src, dst = np.concatenate([src, dst[rp]]), np.concatenate([dst, src[rp]])
+            w = np.concatenate([w, w[rp]])
+            outw = outw + g.in_weight
+            deg = deg + g.in_degree()
+            blocks = ((g.indptr, 0), (g.rindptr, g.m))
         denom = outw[src]
-        p = np.divide(g.weights, denom, out=np.zeros(g.m), where=denom > 0)
-        return src, dst, p, np.flatnonzero(outw <= 0)
-    return g._cached("operator", build)
+        p = np.divide(w, denom, out=np.zeros(len(src)), where=denom > 0)
+        return Op(src, dst, p, np.flatnonzero(outw <= 0), blocks, deg)
+    return g._cached("operator" if direction == "out" else "operator_both", build)
 
 
 def _dense(vec: Any, n: int, name: str) -> np.ndarray:
@@ -115,7 +139,7 @@ def pagerank(g: Graph, alpha: float = 0.85, personalization: Any = None, tol: fl
     n = g.n
     if n == 0:
         return np.zeros(0)
-    src, dst, p, dang = operator(g)
+    src, dst, p, dang = operator(g)[:4]
     pv = None if personalization is None else _dense(personalization, n, "personalization")
     dw = pv if dangling is None else _dense(dangling, n, "dangling")
     x = np.full(n, 1.0 / n) if nstart is None else _dense(nstart, n, "nstart")
@@ -217,7 +241,8 @@ class _Scratch:
 
 def rwr(g: Graph, seeds: Any, restart: float = 0.2, max_iter: int = 20, tol: float = 1e-3,
         topk: int | None = 10, patience: int | None = 2, hops: int | None = None,
-        weights: Any = None, sparse_fraction: float = 0.25, stats: dict | None = None) -> np.ndarray:
+        weights: Any = None, sparse_fraction: float = 0.25, stats: dict | None = None,
+        direction: str = "out") -> np.ndarray:
     """Random walk with restart (personalized PageRank) from weighted seed nodes.
 
     Each step follows an out-edge with probability ``1 - restart`` (by edge weight) or jumps
@@ -248,6 +273,9 @@ def rwr(g: Graph, seeds: Any, restart: float = 0.2, max_iter: int = 20, tol: flo
         fraction of all edges (a speed knob; results are identical).
     stats : dict, optional
         Filled with ``iterations`` and ``stopped`` (``"tol"``, ``"topk"`` or ``"max_iter"``).
+    direction : {"out", "both"}
+        Follow out-edges only, or edges either way (the walk on ``A + A.T``: callers and
+        callees, links and backlinks), without building a second graph.
 
     Returns
     -------
@@ -263,14 +291,14 @@ def rwr(g: Graph, seeds: Any, restart: float = 0.2, max_iter: int = 20, tol: flo
     """
     n = g.n
     ids, sw = _seed_vector(g, seeds, weights)
-    src, dst, p, dang = operator(g)
+    op = operator(g, direction)
+    src, dst, p, dang = op.src, op.dst, op.p, op.dangling
     alpha = 1.0 - float(restart)
     inside = None
     if hops is not None:
         inside = np.zeros(n, dtype=bool)
-        inside[g.bfs(ids, int(hops), "out")] = True
-    outdeg = g._cached("outdeg", g.out_degree)
-    limit = sparse_fraction * g.m
+        inside[g.bfs(ids, int(hops), direction)] = True
+    limit = sparse_fraction * len(src)
     check = _TopCheck(topk, patience)
     stopped, it = "max_iter", 0
     # phase 1, while the walk is local: vectors over the reached nodes only, no O(n) work
@@ -278,8 +306,8 @@ def rwr(g: Graph, seeds: Any, restart: float = 0.2, max_iter: int = 20, tol: flo
     act, xa = ids, sw.copy()
     sc.x[act] = xa
     try:
-        act, xa, it, stopped, dense = _sparse_phase(g, sc, act, xa, ids, sw, dst, p, outdeg, inside,
-                                                    alpha, restart, tol, limit, int(max_iter), check)
+        act, xa, it, stopped, dense = _sparse_phase(op, sc, act, xa, ids, sw, inside, alpha, restart,
+                                                    tol, limit, int(max_iter), check)
     except BaseException:
         sc.x[:] = 0.0                      # keep the scratch clean for the next query
         raise
@@ -292,7 +320,7 @@ def rwr(g: Graph, seeds: Any, restart: float = 0.2, max_iter: int = 20, tol: flo
         return x
     # phase 2: the walk reached a large part of the graph: whole-vector iterations
     first = it
-    buf = np.empty(g.m)
+    buf = np.empty(len(src))
     for it in range(first, int(max_iter) + 1):
         y = _step(x, src, dst, p, n, buf)
         if inside is not None:
@@ -314,20 +342,23 @@ def rwr(g: Graph, seeds: Any, restart: float = 0.2, max_iter: int = 20, tol: flo
     return x
 
 
-def _sparse_phase(g, sc, act, xa, ids, sw, dst, p, outdeg, inside, alpha, restart, tol, limit,
-                  max_iter, check):
+def _sparse_phase(op: Op, sc, act, xa, ids, sw, inside, alpha, restart, tol, limit, max_iter, check):
     """RWR steps over the reached nodes only; stops early (dense=True) once they own more than
-    ``limit`` edges. Returns ``(nodes, values, iteration, stopped, dense)``."""
+    ``limit`` steps. Returns ``(nodes, values, iteration, stopped, dense)``."""
     stopped, it = "max_iter", 0
     for it in range(1, max_iter + 1):
-        counts = outdeg[act]
-        if counts.sum() > limit:
+        if op.degree[act].sum() > limit:
             return act, xa, it, stopped, True
-        starts = g.indptr[act].astype(np.int64)
-        e = np.arange(int(counts.sum()), dtype=np.int64) + np.repeat(
-            starts - np.concatenate(([0], np.cumsum(counts)[:-1])), counts)
-        vals = np.repeat(xa, counts) * p[e]
-        d = dst[e]
+        es, xs = [], []
+        for bp, off in op.blocks:
+            starts = bp[act].astype(np.int64)
+            counts = bp[act + 1].astype(np.int64) - starts
+            es.append(np.arange(int(counts.sum()), dtype=np.int64) + off + np.repeat(
+                starts - np.concatenate(([0], np.cumsum(counts)[:-1])), counts))
+            xs.append(np.repeat(xa, counts))
+        e = np.concatenate(es) if len(es) > 1 else es[0]
+        vals = (np.concatenate(xs) if len(xs) > 1 else xs[0]) * op.p[e]
+        d = op.dst[e]
         if inside is not None:
             keep = inside[d]
             d, vals = d[keep], vals[keep]
