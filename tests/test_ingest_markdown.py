@@ -216,3 +216,10 @@ def test_loader_never_raises(tmp_path_factory, body):
     keys = [n.key for n in res.nodes]
     assert len(keys) == len(set(keys)) and keys[0] == "md:n"
     assert all(e.src in keys for e in res.edges)
+
+
+def test_link_reference_definitions(tmp_path):
+    res = load(tmp_path, "r.md", "See [the spec][s] and [x].\n\n[s]: docs/Spec.md\n[x]: #local-anchor\n"
+                                 "[w]: https://example.com/#frag\n")
+    assert links(res) == [("md:r", "docs/spec", "links_to", "note", 3, {})]
+    assert res.nodes[0].props["urls"] == ["https://example.com/#frag"]

@@ -154,3 +154,19 @@ def test_mentions_match_plural_possessive_and_wrapped_forms():
     text = "Two queries,\nmany Vectors and a Graph\nNeural Networks model from Acme's lab."
     assert [(n, off) for n, _, off in plaintext.mentions(text, ents)] == [
         ("query", 4), ("vector", 18), ("graph neural network", 32), ("acme", 65)]
+
+
+def test_one_huge_paragraph_splits_at_line_ends_with_right_lines(tmp_path):
+    lines = [f"{i:05d} entry number {i} without any sentence end here" for i in range(1, 41)]
+    res = load(tmp_path, "data.txt", "\n".join(lines) + "\n", cap=200)
+    chunks_ = res.nodes[1:]
+    assert [(c.line_start, c.line_end) for c in chunks_][:3] == [(1, 3), (4, 6), (7, 9)]
+    assert chunks_[1].text.split("\n")[0] == lines[3]
+    assert chunks_[-1].line_end == 40
+
+
+def test_long_runs_without_spaces_stay_fast(tmp_path):
+    # a quadratic regex would not finish on this; the loader must
+    blob = ("(5291294645182005248,4295098369,\"x\")" * 6000) + "@\n"
+    res = load(tmp_path, "ioreg.txt", blob)
+    assert res.nodes[0].kind == "document"

@@ -224,6 +224,7 @@ _SCHEME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:")
 _TAG = re.compile(r"(?<!\S)#([\w/\-]+)")
 _FIELD_LINE = re.compile(r"^\s*(?:[-*+>][ \t]+)?([\w][\w \-/.]*?)[ \t]*::[ \t]*(.*)$")
 _FIELD_INLINE = re.compile(r"[\[(]([\w][\w \-/.]*?)[ \t]*::[ \t]*((?:\[\[[^\]\n]*\]\]|[^\])\n])*)[\])]")
+_REFDEF = re.compile(r"^ {0,3}\[[^\]\n]+\]:[ \t]*(<[^>\n]+>|\S+)")
 _FM_SPECIAL = {"title", "aliases", "alias", "tags", "tag", "cssclass", "cssclasses"}
 
 
@@ -489,12 +490,11 @@ def _entity_edges(note: _Note, parts: list[tuple[str, int, str, list[str]]],
                   kept: set[str]) -> list[EdgeRec]:
     """``mentions`` edges; ``parts`` = (key, first line, unlined head text, lines)."""
     ents = extract_entities("\n".join(head + "\n".join(scan) for _, _, head, scan in parts))
-    pats: dict = {}
     out = []
     for skey, base, head, scan in parts:
         owner = skey if skey in kept else note.key
         part = head + "\n".join(scan)
-        for norm, disp, off in mentions(part, ents, pats):
+        for norm, disp, off in mentions(part, ents):
             if (owner, norm, "mentions") in note.seen:
                 continue
             note.seen.add((owner, norm, "mentions"))
@@ -542,6 +542,10 @@ def _front_matter_text(fm: dict, note: _Note, raw: dict) -> str:
 
 def _links(note: _Note, src: str, ln: int, scan: str) -> None:
     """Links, tags and inline fields on one body line (inline code already blanked)."""
+    ref = _REFDEF.match(scan)
+    if ref:                                     # [label]: target -- a link, not '#anchor' tags
+        note.mdlink(src, ref.group(1), False, ln)
+        return
     typed: list[tuple[int, int, str]] = []      # spans of inline-field values and their key
     m = _FIELD_LINE.match(scan)
     if m and "[[" not in m.group(1):

@@ -18,7 +18,8 @@ Entities (no model): :func:`extract_entities` finds capitalised multi-word phras
 The/A/An dropped, sentence-initial common words dropped), code identifiers (CamelCase,
 snake_case, dotted names, ``name()``), capitalised single words and acronyms seen at least twice
 away from a sentence start, and salient terms (a non-stop word of 4+ letters repeated 3+ times,
-at most a fifth of the set); at most :data:`MAX_ENTITIES` per file, most salient first.
+at most a fifth of the set); at most :data:`MAX_ENTITIES` per file, most salient first, taken
+from the first :data:`MAX_SCAN` characters.
 Each chunk (or the document when it has no chunks) gets one edge per entity it mentions::
 
     chunk -[mentions]-> entity     ns='ent', dst = normalised name, props['display']
@@ -29,6 +30,7 @@ edge read backwards. ``markdown.py`` reuses :func:`extract_entities` and :func:`
 """
 from __future__ import annotations
 
+import functools
 import re
 from collections import Counter
 from pathlib import Path
@@ -39,6 +41,7 @@ from .common import read_text
 NAME = "text"
 EXTENSIONS = (".txt", ".text", ".rst", ".org", ".log", ".adoc", ".tex")
 MAX_ENTITIES = 50
+MAX_SCAN = 1_000_000     # characters read for entity extraction (mentions are found everywhere)
 DOC_TEXT = 600
 
 __all__ = ["NAME", "EXTENSIONS", "load", "extract_entities", "mentions", "paragraphs", "chunks",
@@ -106,11 +109,13 @@ def _split_long(text: str, cap: int) -> list[tuple[int, str]]:
             pieces.append((start, text[start:cut].strip()))
             start = cut
         while end - start > cap:             # one sentence longer than the cap
-            sp = text.rfind(" ", start + 1, start + cap)
+            sp = text.rfind("\n", start + 1, start + cap)     # a line end, else a space
+            if sp < start + cap // 2:
+                sp = text.rfind(" ", start + 1, start + cap)
             cut = sp if sp > start else start + cap
             pieces.append((start, text[start:cut].strip()))
             start = cut
-            while start < len(text) and text[start] == " ":
+            while start < len(text) and text[start] in " \t\n":
                 start += 1
     if start < len(text) and text[start:].strip():
         pieces.append((start, text[start:].strip()))
@@ -146,9 +151,11 @@ def chunks(paras: list[tuple[int, int, str]], cap: int,
         elif not fits:
             flush()
         if len(p[2]) > cap:
+            line, last_off = p[0], 0
             for off, piece in _split_long(p[2], cap):
-                first = p[0] + p[2].count("\n", 0, off)
-                out.append((first, first + piece.count("\n"), piece))
+                line += p[2].count("\n", last_off, off)      # counted piecewise: linear
+                last_off = off
+                out.append((line, line + piece.count("\n"), piece))
             only_heads = False
             continue
         acc.append(p)
@@ -212,7 +219,10 @@ def _beginning(text: str, limit: int) -> str:
 
 # ---- entities ------------------------------------------------------------------------------
 
-_URL = re.compile(r"\b(?:[a-z][a-z0-9+.-]*://|www\.|mailto:)\S+|\S+@\S+\.\w+", re.I)
+# Every pattern here is anchored at a word start (\b or a look-behind) so that a long run of
+# non-space characters cannot make a search quadratic.
+_URL = re.compile(r"\b(?:[a-z][a-z0-9+.-]*://|www\.|mailto:)\S+|(?<![\w.+-])[\w.+-]+@[\w-]+\.[\w.-]+",
+                  re.I)
 _CAP = r"[A-Z][\w'’\-]*[\w]|[A-Z]"
 _JOIN = r"(?:[ \t]+|[ \t]*\n[ \t]*)"
 _PHRASE = re.compile(
@@ -223,7 +233,7 @@ _SNAKE = re.compile(r"\b_?[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+\b")
 _DOTTED = re.compile(r"(?<![\w./])[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+(?![\w(]*\.\w)")
 _CALLED = re.compile(r"\b([A-Za-z_]\w*)\(\)")
 _WORD = re.compile(r"\b[^\W\d_][\w'’\-]*\w\b")
-_POSSESSIVE = re.compile(r"['’]s$")
+_POSSESSIVE = ("'s", "’s")
 _CONNECT = {"of", "the", "for", "de", "del", "van", "von", "der", "la", "le", "du", "da"}
 _LOWER_WORD = re.compile(r"(?<=\s)[a-z][a-z'’\-]+(?=[\s,.;:!?)])")
 
@@ -244,7 +254,11 @@ def _singular(w: str) -> str:
 
 
 def _norm(s: str) -> str:
-    return _POSSESSIVE.sub("", " ".join(s.split()).lower()).strip(".,;:-'’")
+    return _unpossess(" ".join(s.split()).lower()).strip(".,;:-'’")
+
+
+def _unpossess(s: str) -> str:
+    return s[:-2] if s.endswith(_POSSESSIVE) else s
 
 
 def _sentence_initial(text: str, pos: int) -> bool:
@@ -260,7 +274,9 @@ def extract_entities(text: str, limit: int = MAX_ENTITIES) -> list[tuple[str, st
     >>> extract_entities("We index the Termux App with PageRank. PageRank ranks notes.")
     [('pagerank', 'PageRank'), ('termux app', 'Termux App')]
     """
-    text = _URL.sub(" ", text)
+    text = text[:MAX_SCAN]
+    if "://" in text or "@" in text or "www." in text or "mailto:" in text:
+        text = _URL.sub(" ", text)
     score: Counter[str] = Counter()
     display: dict[str, str] = {}
     first: dict[str, int] = {}
@@ -298,7 +314,7 @@ def extract_entities(text: str, limit: int = MAX_ENTITIES) -> list[tuple[str, st
                 words.pop()
             if not 2 <= len(words) <= 6:
                 continue
-            disp = _POSSESSIVE.sub("", " ".join(w for _, w in words))
+            disp = _unpossess(" ".join(w for _, w in words))
             norm = _norm(disp)
             add(norm, disp, words[0][0], 3.0)
             if disp.isupper():
@@ -311,7 +327,7 @@ def extract_entities(text: str, limit: int = MAX_ENTITIES) -> list[tuple[str, st
     for m in _SINGLE.finditer(text):
         if m.start() in in_phrase or _sentence_initial(text, m.start()):
             continue
-        w = _POSSESSIVE.sub("", m.group())
+        w = _unpossess(m.group())
         if w.isupper() and len(w) > 5:
             continue                       # shouting (licence text), not an acronym
         singles[_norm(w)] += 1
@@ -334,46 +350,56 @@ def extract_entities(text: str, limit: int = MAX_ENTITIES) -> list[tuple[str, st
     for m in _CALLED.finditer(text):
         if not covered[m.start()]:
             add(_norm(m.group(1)), m.group(1), m.start(), 2.0)
+    low = text.lower()
     terms: Counter[str] = Counter()
-    term_first: dict[str, int] = {}
-    for m in _WORD.finditer(text):
-        w = m.group().lower()
+    for w, n in Counter(_WORD.findall(low)).items():      # counted in C, folded per word
         if len(w) >= 4 and w not in STOP_WORDS:
             w = _singular(w)
             if w not in STOP_WORDS:
-                terms[w] += 1
-                term_first.setdefault(w, m.start())
+                terms[w] += n
+    repeated = [t for t, n in terms.items() if n >= 3 and t not in score]
     # salient terms keep up to a fifth of the places; the rest go to names and identifiers
-    salient = sorted((t for t, n in terms.items() if n >= 3 and t not in score),
-                     key=lambda t: (-terms[t], term_first[t]))[:limit // 5]
+    salient = sorted(repeated, key=lambda t: (-terms[t], t))[:limit // 5]
     ranked = sorted(score, key=lambda k: (-score[k], first[k]))[:limit - len(salient)]
     for t in salient:
         display.setdefault(t, t)
     return [(k, display[k]) for k in ranked + salient]
 
 
-def _pattern(norm: str) -> re.Pattern:
-    """Whole-word, case-insensitive, any whitespace between words, plural or possessive end."""
+@functools.lru_cache(maxsize=8192)
+def _pattern(norm: str) -> tuple[str, re.Pattern]:
+    """(a lower-case substring every match contains, the pattern): whole words, any case, any
+    whitespace between words, an optional plural or possessive end."""
     parts = [re.escape(p) for p in norm.split(" ")]
     last = parts[-1]
     end = (last[:-1] + "(?:y|ies)") if last.endswith("y") else last + "(?:e?s)?"
-    return re.compile(r"(?<![\w.])" + r"\s+".join(parts[:-1] + [end]) + r"(?:['’]s)?(?![\w])",
-                      re.I)
+    probe = norm.split(" ", 1)[0]
+    if " " not in norm and probe.endswith("y"):
+        probe = probe[:-1]
+    return probe, re.compile(r"(?<![\w.])" + r"\s+".join(parts[:-1] + [end])
+                             + r"(?:['’]s)?(?![\w])", re.I)
 
 
-def mentions(text: str, entities: list[tuple[str, str]],
-             patterns: dict[str, re.Pattern] | None = None) -> list[tuple[str, str, int]]:
+def mentions(text: str, entities: list[tuple[str, str]]) -> list[tuple[str, str, int]]:
     """(norm, display, offset of the first mention) for each entity found in ``text``."""
     out = []
+    low = text.lower()
+    same = len(low) == len(text)               # lower() kept the offsets (nearly always)
     for norm, disp in entities:
-        pat = patterns.get(norm) if patterns is not None else None
-        if pat is None:
-            pat = _pattern(norm)
-            if patterns is not None:
-                patterns[norm] = pat
-        m = pat.search(text)
-        if m:
-            out.append((norm, disp, m.start()))
+        probe, pat = _pattern(norm)
+        pos = low.find(probe)                  # a plain find first, the pattern only there
+        if pos < 0:
+            continue
+        if not same:
+            m = pat.search(text)
+            if m:
+                out.append((norm, disp, m.start()))
+            continue
+        while pos >= 0:
+            if pat.match(text, pos):
+                out.append((norm, disp, pos))
+                break
+            pos = low.find(probe, pos + 1)
     return out
 
 
@@ -399,9 +425,8 @@ def load(path: Path, rel: str, opts: LoadOptions) -> LoadResult:
                   aliases=[("note", rel.lower())])
     res.nodes.append(doc)
     ents = extract_entities(text)
-    pats: dict[str, re.Pattern] = {}
     if not parts:
-        _mention_edges(res, key, body, len(text) - len(text.lstrip()), text, ents, pats)
+        _mention_edges(res, key, body, len(text) - len(text.lstrip()), text, ents)
         return res
     head_lines = sorted(heads)
     for n, (first, last, chunk) in enumerate(parts, 1):
@@ -411,14 +436,14 @@ def load(path: Path, rel: str, opts: LoadOptions) -> LoadResult:
                                  text=chunk, qualname=f"{rel}#{n}", line_start=first,
                                  line_end=last, parent=key))
         res.edges.append(EdgeRec(key, ckey, "contains", "key", line=first))
-        for norm, disp, off in mentions(chunk, ents, pats):
+        for norm, disp, off in mentions(chunk, ents):
             res.edges.append(EdgeRec(ckey, norm, "mentions", "ent", line=first + chunk.count("\n", 0, off),
                                      props={"display": disp}))
     return res
 
 
-def _mention_edges(res, key, body, body_off, text, ents, pats) -> None:
+def _mention_edges(res, key, body, body_off, text, ents) -> None:
     base = text.count("\n", 0, body_off) + 1
-    for norm, disp, off in mentions(body, ents, pats):
+    for norm, disp, off in mentions(body, ents):
         res.edges.append(EdgeRec(key, norm, "mentions", "ent", line=base + body.count("\n", 0, off),
                                  props={"display": disp}))
