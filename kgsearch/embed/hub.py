@@ -38,7 +38,7 @@ def pull_model(name: str, dest: str | os.PathLike | None = None) -> Path:
         model = StaticModel.from_pretrained(name)
     except Exception as exc:   # network, unknown repo, offline mode: all one line for the user
         msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise DataError(f"could not fetch {name} from the Hugging Face Hub ({msg[:200]}); "
+        raise DataError(f"could not fetch {name} from the Hugging Face Hub ({msg[:300]}); "
                         f"check the name and the network") from None
     try:
         out.mkdir(parents=True, exist_ok=True)

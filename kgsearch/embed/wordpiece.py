@@ -298,12 +298,12 @@ class PreTokenizer:
         # and tokenizers does not (U+001C..U+001F)
         self._py_only_ws = [chr(c) for c in range(128) if chr(c).isspace() and c not in t.whitespace]
         self._punct_re = re.compile(f"[^{t.punct.regex_class()}]+|[{t.punct.regex_class()}]")
-        self._ascii_punct = frozenset(chr(c) for c in range(128) if c in t.punct)
+        self.ascii_split_ok = False   # set when the normaliser removes U+001C..U+001F
 
     def chunks(self, text: str) -> list[str]:
         if not self.split_ws:
             return [text] if text else []
-        if text.isascii() and not any(c in text for c in self._py_only_ws):
+        if text.isascii() and (self.ascii_split_ok or not any(c in text for c in self._py_only_ws)):
             return text.split()
         return self._ws_re.findall(text)
 
@@ -355,6 +355,9 @@ class WordPiece:
     def _split(self, word: str) -> tuple[int, ...]:
         if len(word) > self.max_chars:
             return self._unk(word)
+        tid = self.vocab.get(word)
+        if tid is not None:
+            return (tid,)
         vocab, prefix, max_len = self.vocab, self.prefix, self.max_len
         out: list[int] = []
         start, n = 0, len(word)
@@ -378,6 +381,14 @@ class WordPiece:
             raise DataError(f"WordPiece unk token {self.unk_token!r} is not in the vocabulary "
                             f"(needed for {word[:20]!r})", "tokenizer.json")
         return (self.unk_id,)
+
+    def word(self, w: str) -> tuple[int, ...]:
+        t = self.memo.get(w)
+        if t is None:
+            if len(self.memo) > _MEMO_CAP:
+                self.memo.clear()
+            t = self.memo[w] = self._split(w)
+        return t
 
     def ids(self, words: list[str]) -> list[int]:
         memo = self.memo
@@ -503,7 +514,10 @@ class Tokenizer:
         self.unk_id = self.vocab.get(self.unk_token) if self.unk_token is not None else None
         self._raw = _AddedSplitter([(a.content, a) for a in added if not a.normalized])
         self._norm = _AddedSplitter([(self.normalizer(a.content), a) for a in added if a.normalized])
-        self._chunk_memo = _ChunkMemo(lambda c: tuple(self.model.ids(self.pre_tokenizer.pieces(c))))
+        self._chunk_memo = _ChunkMemo(self._chunk_ids)
+        self.pre_tokenizer.ascii_split_ok = all(
+            self.normalizer(chr(c)) != chr(c) for c in range(0x1C, 0x20))
+        self._first = self._raw.firsts[0] if len(self._raw.firsts) == 1 else None
 
     @classmethod
     def from_file(cls, path: str | Path) -> "Tokenizer":
@@ -518,8 +532,17 @@ class Tokenizer:
         # C-level loop: dict lookups through map(), misses computed by _ChunkMemo.__missing__
         out += _chain(map(self._chunk_memo.__getitem__, self.pre_tokenizer.chunks(text)))
 
+    def _chunk_ids(self, chunk: str) -> tuple[int, ...]:
+        pt, wp = self.pre_tokenizer, self.model
+        if not pt.isolate_punct or chunk.isalnum():
+            return wp.word(chunk)
+        return tuple(_chain(map(wp.word, pt.pieces(chunk))))
+
     def encode(self, text: str) -> list[int]:
         """Token ids of ``text`` (no special tokens, no truncation, unknown words as ``unk_id``)."""
+        if self._norm.regex is None and (self._raw.regex is None or
+                                         (self._first is not None and self._first not in text)):
+            return list(_chain(map(self._chunk_memo.__getitem__, self.pre_tokenizer.chunks(self.normalizer(text)))))
         out: list[int] = []
         for raw, tid in self._raw.split(text):
             if tid is not None:

@@ -1,0 +1,202 @@
+"""Pure-Python tokenizer.json pipeline and safetensors reader against the Rust libraries.
+
+The oracles (``tokenizers``, ``safetensors``) come with model2vec (test extra); tests skip
+cleanly without them.
+"""
+from __future__ import annotations
+
+import json
+import random
+import struct
+import unicodedata
+
+import numpy as np
+import pytest
+
+from kgsearch.embed import _unicode_table as T
+from kgsearch.embed.model import resolve_model
+from kgsearch.embed.wordpiece import Normalizer, PreTokenizer, Tokenizer
+from kgsearch.errors import DataError
+
+tokenizers = pytest.importorskip("tokenizers")
+
+
+@pytest.fixture(scope="module")
+def tok_path():
+    p = resolve_model(None)
+    if p is None:
+        pytest.skip("shipped model missing")
+    return p / "tokenizer.json"
+
+
+@pytest.fixture(scope="module")
+def pair(tok_path):
+    ht = tokenizers.Tokenizer.from_file(str(tok_path))
+    ht.no_truncation()
+    ht.no_padding()
+    return ht, Tokenizer.from_file(tok_path)
+
+
+def _rand_text(rng: random.Random, n: int) -> str:
+    pool = ("abcXYZ 019.,;!?-_()[]{}'\"\t\n\r\x00\x0b\x7f\u00a0\u00e9\u00c9\u0301\u0130\u03a3\u03c2"
+            "\u4e2d\u6587\u3042\u30a2\uac00\u0627\u05d0\u0915\u093f\U0001f600\u200b\ufeff\u2028\ufffd")
+    out = []
+    mode = rng.random()
+    for _ in range(n):
+        r = rng.random()
+        if mode < 0.3 or r < 0.2:
+            c = rng.randrange(0x110000)
+            out.append("A" if 0xD800 <= c <= 0xDFFF else chr(c))
+        elif r < 0.7:
+            out.append(rng.choice(pool))
+        else:
+            c = rng.randrange(0x20, 0x3000)
+            out.append("A" if 0xD800 <= c <= 0xDFFF else chr(c))
+    return "".join(out)
+
+
+def test_random_unicode_ids_match_tokenizers(pair):
+    ht, kt = pair
+    rng = random.Random(5)
+    texts = [_rand_text(rng, rng.randrange(0, 60)) for _ in range(4000)]
+    texts += ["", " ", "\t\n ", "[PAD]", "a[UNK]b[PAD]c", "[pad]", "x" * 101, "x" * 100, "İstanbul ΣΑΣ café",
+              "naïve façade Ångström", "日本語のテキスト", "emoji 😀 test", "a\u0301\u0327b", "don't stop-believing"]
+    bad = [t for t in texts if ht.encode(t, add_special_tokens=False).ids != kt.encode(t)]
+    assert bad == []
+
+
+def test_canonical_reordering_cases(pair):
+    """Combining marks in every order, incl. the rare classes that survive strip_accents."""
+    ht, kt = pair
+    rng = random.Random(7)
+    combining = [c for c in range(0x300, 0x1E950) if unicodedata.combining(chr(c))]
+    pool = combining + list(T.REORDER_VISIBLE) * 4 + list(T.NFD)[:800] + [0x41, 0x61, 0x20, 0x4E2D, 0x130, 0x1D15F]
+    texts = ["".join(chr(rng.choice(pool)) for _ in range(rng.randrange(1, 10))) for _ in range(3000)]
+    texts.append("\U0001D165\U0001D16D\U0001D165x\U0001D16E\u0301\U0001D165")
+    assert [t for t in texts if ht.encode(t, add_special_tokens=False).ids != kt.encode(t)] == []
+
+
+NORMALIZERS = (
+    [{"type": "BertNormalizer", "clean_text": c, "handle_chinese_chars": h, "strip_accents": s, "lowercase": lo}
+     for c in (True, False) for h in (True, False) for s in (None, True, False) for lo in (True, False)]
+    + [{"type": "Sequence", "normalizers": [{"type": "NFD"}, {"type": "Lowercase"}, {"type": "StripAccents"}]},
+       {"type": "Sequence", "normalizers": [{"type": "Lowercase"}, {"type": "NFD"}]},
+       {"type": "StripAccents"}, {"type": "Lowercase"}, {"type": "NFD"}]
+)
+
+
+@pytest.mark.parametrize("spec", NORMALIZERS, ids=lambda s: json.dumps(s, sort_keys=True)[:80])
+def test_normalizers_match(spec):
+    n = tokenizers.Tokenizer.from_str(json.dumps({
+        "version": "1.0", "normalizer": spec, "pre_tokenizer": None, "post_processor": None, "decoder": None,
+        "added_tokens": [], "truncation": None, "padding": None,
+        "model": {"type": "WordLevel", "vocab": {"[UNK]": 0}, "unk_token": "[UNK]"}})).normalizer
+    kn = Normalizer.from_spec(spec)
+    rng = random.Random(11)
+    combining = [c for c in range(0x300, 0x1E950) if unicodedata.combining(chr(c))]
+    texts = [_rand_text(rng, rng.randrange(0, 30)) for _ in range(400)]
+    texts += ["".join(chr(rng.choice(combining + [0x41, 0x1E0A, 0x1D15F])) for _ in range(6)) for _ in range(200)]
+    texts += ["ABC def", "ÀÉÎ\tx\ny", "HELLO\x00WORLD"]
+    assert [t for t in texts if n.normalize_str(t) != kn(t)] == []
+
+
+@pytest.mark.parametrize("spec", [
+    {"type": "BertPreTokenizer"},
+    {"type": "WhitespaceSplit"},
+    {"type": "Punctuation", "behavior": "Isolated"},
+    {"type": "Sequence", "pretokenizers": [{"type": "WhitespaceSplit"}, {"type": "Punctuation", "behavior": "Isolated"}]},
+])
+def test_pre_tokenizers_match(spec):
+    pt = tokenizers.Tokenizer.from_str(json.dumps({
+        "version": "1.0", "normalizer": None, "pre_tokenizer": spec, "post_processor": None, "decoder": None,
+        "added_tokens": [], "truncation": None, "padding": None,
+        "model": {"type": "WordLevel", "vocab": {"[UNK]": 0}, "unk_token": "[UNK]"}})).pre_tokenizer
+    kp = PreTokenizer.from_spec(spec)
+    rng = random.Random(13)
+    texts = [_rand_text(rng, rng.randrange(0, 40)) for _ in range(1500)] + ["a\x1cb", "x\x85y", "p.q,r"]
+    assert [t for t in texts if [w for w, _ in pt.pre_tokenize_str(t)] != kp(t)] == []
+
+
+def test_added_token_options_match(tok_path):
+    spec = json.loads(tok_path.read_text(encoding="utf-8"))
+    base = len(spec["model"]["vocab"])
+    spec["added_tokens"] = spec["added_tokens"] + [
+        {"id": base, "content": "<mask>", "single_word": False, "lstrip": True, "rstrip": True,
+         "normalized": False, "special": True},
+        {"id": base + 1, "content": "New York", "single_word": False, "lstrip": False, "rstrip": False,
+         "normalized": True, "special": False},
+        {"id": base + 2, "content": "ony", "single_word": True, "lstrip": False, "rstrip": False,
+         "normalized": False, "special": False},
+    ]
+    ht = tokenizers.Tokenizer.from_str(json.dumps(spec))
+    ht.no_truncation()
+    kt = Tokenizer(spec)
+    texts = ["I saw a <mask> in new york", "x  <mask>  y<mask>z", "Anthony ony pony ony.", "NEW YORK new york",
+             "[PAD]<mask>[UNK]", "ony", "<mask>", ""]
+    for t in texts:
+        assert kt.encode(t) == ht.encode(t, add_special_tokens=False).ids, t
+
+
+def test_wordpiece_edges(pair):
+    ht, kt = pair
+    for t in ["a" * 100, "a" * 101, "##", "##ing", "unaffable", "xqzxqzxqz", "ab" * 60 + " end"]:
+        assert kt.encode(t) == ht.encode(t, add_special_tokens=False).ids, t
+
+
+def test_unsupported_components_name_themselves(tok_path):
+    spec = json.loads(tok_path.read_text(encoding="utf-8"))
+    for key, value, word in [("normalizer", {"type": "NFKC"}, "NFKC"),
+                             ("normalizer", {"type": "Precompiled", "precompiled_charsmap": ""}, "Precompiled"),
+                             ("pre_tokenizer", {"type": "ByteLevel"}, "ByteLevel"),
+                             ("pre_tokenizer", {"type": "Metaspace"}, "Metaspace")]:
+        bad = dict(spec, **{key: value})
+        with pytest.raises(DataError, match=word):
+            Tokenizer(bad, "x/tokenizer.json")
+    bad = dict(spec, model={"type": "BPE", "vocab": {}, "merges": []})
+    with pytest.raises(DataError, match="BPE"):
+        Tokenizer(bad)
+
+
+# ---------------------------------------------------------------------------- safetensors
+def test_safetensors_all_dtypes(tmp_path):
+    st = pytest.importorskip("safetensors.numpy")
+    from kgsearch.embed.safetensors import load
+
+    rng = np.random.default_rng(0)
+    tensors = {
+        "f64": rng.standard_normal((3, 4)), "f32": rng.standard_normal((5, 2)).astype(np.float32),
+        "f16": rng.standard_normal((7,)).astype(np.float16), "i8": rng.integers(-128, 127, (4, 4), dtype=np.int8),
+        "i16": rng.integers(-9, 9, (2,), dtype=np.int16), "i32": rng.integers(-9, 9, (2, 3), dtype=np.int32),
+        "i64": rng.integers(-9, 9, (6,), dtype=np.int64), "u8": rng.integers(0, 255, (3,), dtype=np.uint8),
+        "b": np.array([True, False, True]), "empty": np.zeros((0, 3), np.float32),
+    }
+    path = tmp_path / "t.safetensors"
+    st.save_file(tensors, str(path), metadata={"a": "b"})
+    got = load(path)
+    assert set(got) == set(tensors)
+    for k, v in tensors.items():
+        assert got[k].dtype == v.dtype and got[k].shape == v.shape and np.array_equal(got[k], v), k
+        assert not got[k].flags.writeable
+
+
+def test_safetensors_bf16_and_errors(tmp_path):
+    from kgsearch.embed.safetensors import load
+
+    vals = np.array([1.0, -2.5, 3.140625], dtype=np.float32)
+    raw = (vals.view(np.uint32) >> 16).astype("<u2").tobytes()
+    header = json.dumps({"x": {"dtype": "BF16", "shape": [3], "data_offsets": [0, 6]}}).encode()
+    p = tmp_path / "bf.safetensors"
+    p.write_bytes(struct.pack("<Q", len(header)) + header + raw)
+    assert np.array_equal(load(p)["x"], vals)
+
+    header = json.dumps({"x": {"dtype": "F32", "shape": [4], "data_offsets": [0, 16]}}).encode()
+    p.write_bytes(struct.pack("<Q", len(header)) + header + b"\0" * 8)   # truncated data
+    with pytest.raises(DataError, match="truncated"):
+        load(p)
+    p.write_bytes(b"\x01\x02")
+    with pytest.raises(DataError, match="not a safetensors"):
+        load(p)
+    header = json.dumps({"x": {"dtype": "F8_E4M3", "shape": [1], "data_offsets": [0, 1]}}).encode()
+    p.write_bytes(struct.pack("<Q", len(header)) + header + b"\0")
+    with pytest.raises(DataError, match="F8_E4M3"):
+        load(p)
