@@ -136,9 +136,11 @@ def modularity(g: Graph, labels: np.ndarray, resolution: float = 1.0, weight: bo
 
 
 class _CNM:
-    """The merge loop. Pair gains live in one float64 array (one entry per unordered pair);
-    each community keeps numpy arrays of its neighbours and pair numbers (plus a short list of
-    pairs added since), so a merge updates a whole row with a few numpy expressions."""
+    """The merge loop. Pair gains live in one float64 array (one entry per unordered pair,
+    ``pairs`` maps ``u * n + v`` to it); each community keeps numpy arrays of its neighbours
+    and pair numbers, plus a list of pairs added since, so a merge updates the surviving row
+    with a few numpy expressions. Entries of dead pairs stay in a row until they are a quarter
+    of it (updating them is harmless: they are never read)."""
 
     def __init__(self, n: int, us: np.ndarray, vs: np.ndarray, dq0: np.ndarray,
                  a: np.ndarray, res: float):
@@ -153,8 +155,8 @@ class _CNM:
         self.pb = np.empty(cap, dtype=np.int64)
         self.pa[:k], self.pb[:k] = us, vs
         self.npairs = k
+        self.pairs = dict(zip((us * n + vs).tolist(), range(k)))
         self.a = a.copy()
-        # rows: neighbours and pair numbers of each community, sorted by neighbour
         ends = np.concatenate([us, vs])
         other = np.concatenate([vs, us])
         pids = np.concatenate([np.arange(k), np.arange(k)])
@@ -163,8 +165,8 @@ class _CNM:
         cuts = np.searchsorted(ends, np.arange(n + 1))
         self.nb = np.split(other, cuts[1:-1])
         self.pp = np.split(pids, cuts[1:-1])
+        self.dead = np.zeros(n, dtype=np.int64)            # dead entries left in each row
         self.pend: list[list[int] | None] = [None] * n    # [nb, pid, nb, pid, ...] added since
-        self.pos = np.full(n, -1, dtype=np.int64)
 
     def _grow(self, need: int) -> None:
         cap = len(self.val)
@@ -177,24 +179,29 @@ class _CNM:
             arr[:cap] = old
             setattr(self, name, arr)
 
-    def _row(self, x: int) -> tuple[np.ndarray, np.ndarray]:
-        """Community x's live neighbours and pair numbers (folds in pending pairs, drops dead)."""
+    def _row(self, x: int, clean: bool) -> tuple[np.ndarray, np.ndarray]:
+        """Community x's neighbours and pair numbers. Pending pairs are folded in when they are
+        many (always with ``clean``); dead entries are dropped when they are many (or ``clean``)."""
         nb, pp = self.nb[x], self.pp[x]
         pend = self.pend[x]
-        if pend:
+        if pend and (clean or 2 * len(pend) > len(nb)):
             extra = np.array(pend, dtype=np.int64)
             nb = np.concatenate([nb, extra[0::2]])
             pp = np.concatenate([pp, extra[1::2]])
-            self.pend[x] = None
-        keep = self.alive[pp]
-        if not keep.all():
+            self.pend[x] = pend = None
+        if clean or 4 * self.dead[x] > len(nb):
+            keep = self.alive[pp]
             nb, pp = nb[keep], pp[keep]
+            self.dead[x] = 0
         self.nb[x], self.pp[x] = nb, pp
+        if pend:
+            extra = np.array(pend, dtype=np.int64)
+            return np.concatenate([nb, extra[0::2]]), np.concatenate([pp, extra[1::2]])
         return nb, pp
 
     def run(self, deadline: float | None) -> list[tuple[int, int]]:
         n, res = self.n, self.res
-        val, alive, a, pos = self.val, self.alive, self.a, self.pos
+        val, alive, a, pairs, dead = self.val, self.alive, self.a, self.pairs, self.dead
         k = self.npairs
         heap = list(zip((-val[:k]).tolist(), (self.pa[:k] * n + self.pb[:k]).tolist(), range(k)))
         heapq.heapify(heap)
@@ -214,21 +221,31 @@ class _CNM:
                 break
             u, v = divmod(key, n)           # merge community u into v (u < v), as networkx
             alive[pid] = False
-            nbu, ppu = self._row(u)
-            nbv, ppv = self._row(v)
+            del pairs[key]
+            nbu, ppu = self._row(u, True)
+            nbv, ppv = self._row(v, False)
+            dead[v] += 1
             au, av = a.item(u), a.item(v)
-            pos[nbv] = ppv
-            pvw = pos[nbu]                  # pair (v, w) for each neighbour w of u, or -1
-            pos[nbv] = -1
+            wl = nbu.tolist()
+            pvw = np.array([pairs.get(w * n + v if w < v else v * n + w, -1) for w in wl], dtype=np.int64)
+            for w in wl:
+                del pairs[w * n + u if w < u else u * n + w]
             both = pvw >= 0
             pb_ = pvw[both]
             old_b = val[pb_]
-            t = au * a[nbv]                 # v's row: gain drops by 2 a_u a_w
-            val[ppv] = val[ppv] - res * (t + t)
+            t = a[nbv]                      # v's row: gain drops by 2 a_u a_w (networkx's sums)
+            t *= au
+            t += t
+            if res != 1.0:
+                t *= res
+            vv = val[ppv]
+            vv -= t
+            val[ppv] = vv
             duw = val[ppu]
             new_b = old_b + duw[both]       # common neighbours: sum of both gains
             val[pb_] = new_b
             alive[ppu] = False
+            dead[nbu] += 1                  # pair (w, u) died in w's row
             only = ~both
             wo = nbu[only]                  # u's other neighbours become v's
             tw = av * a[wo]
@@ -245,8 +262,11 @@ class _CNM:
                 lo, hi = np.minimum(wo, v), np.maximum(wo, v)
                 self.pa[newp], self.pb[newp] = lo, hi
                 self.npairs += m
+                keys = (lo * n + hi).tolist()
+                pl = newp.tolist()
+                pairs.update(zip(keys, pl))
                 pend_v = self.pend[v] or []
-                for w, p in zip(wo.tolist(), newp.tolist()):
+                for w, p in zip(wo.tolist(), pl):
                     pw = self.pend[w]
                     if pw is None:
                         self.pend[w] = [v, p]
@@ -254,7 +274,7 @@ class _CNM:
                         pw += (v, p)
                     pend_v += (w, p)
                 self.pend[v] = pend_v
-                for item in zip((-new_o).tolist(), (lo * n + hi).tolist(), newp.tolist()):
+                for item in zip((-new_o).tolist(), keys, pl):
                     push(heap, item)
             up = new_b > old_b
             if up.any():
