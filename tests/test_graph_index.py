@@ -75,6 +75,30 @@ def test_community_budget_skips_and_labels_become_none(ix):
     assert gi.load_context(ix).communities_of([10]) is None
 
 
+def test_timeout_is_remembered_and_previous_labels_are_kept(ix, monkeypatch):
+    fill(ix)
+    gi.update(ix, ChangeSet(generation=1, full=True), {})
+    before = gi.community_labels(ix).copy()
+    calls = []
+
+    def too_slow(g, **kw):
+        calls.append(1)
+        raise gi.CommunityTimeout("slow")
+
+    monkeypatch.setattr(gi, "greedy_modularity", too_slow)
+    with ix.transaction():
+        ix.conn.execute("INSERT INTO nodes(id, key, kind, name) VALUES (40, 'py:e', 'function', 'e')")
+        ix.conn.execute("INSERT INTO edges(src, dst, dst_name, type) VALUES (40, 10, 'x', 'calls')")
+    info = gi.update(ix, ChangeSet(generation=2, added=[40], edges_changed=True), {})
+    assert "took longer" in info["communities"] and "kept the previous labels of 6" in info["communities"]
+    after = gi.community_labels(ix)
+    assert after[40] == -1 and np.array_equal(after[[10, 11, 15, 20, 21, 30]], before[[10, 11, 15, 20, 21, 30]])
+    info = gi.update(ix, ChangeSet(generation=3, edges_changed=True), {})
+    assert "ran out of" in info["communities"] and len(calls) == 1          # not retried
+    gi.update(ix, ChangeSet(generation=4, edges_changed=True), {"graph_communities_seconds": 500})
+    assert len(calls) == 2                                                  # bigger budget: retried
+
+
 def test_no_graph_yet_and_empty_graph(ix):
     assert gi.load_context(ix) is None and gi.load_graph(ix) is None and gi.pagerank_scores(ix) is None
     info = gi.update(ix, ChangeSet(generation=1, full=True), {})

@@ -15,8 +15,10 @@ or when the edge-type weight table changed:
 * greedy-modularity communities of the undirected projection, blob ``graph.community``.
   CNM's cost grows with hubs (10 s for the 60K-node stdlib graph on a laptop core), so it is
   skipped above ``settings["graph_communities_max_pairs"]`` linked pairs (default 1,000,000)
-  or when it runs past ``settings["graph_communities_seconds"]`` (default 120); the info
-  dict says so and ``community_labels`` then returns ``None``.
+  or when it runs past ``settings["graph_communities_seconds"]`` (default 120; after a
+  timeout it is not retried until the graph shrinks or the budget grows). When skipped, the
+  previous labels are kept for nodes that still exist (new nodes get -1); without any,
+  ``community_labels`` returns ``None``.
 
 Query time: :func:`load_context` (the pipeline's view: positions, PageRank, communities,
 walks, HITS, entity channels), :func:`load_graph`, :func:`pagerank_scores`,
@@ -106,6 +108,8 @@ def _rebuild(ix, table: dict[str, float], settings: dict, progress) -> dict:
         w = w * tw[et]
     s_pos, d_pos = np.searchsorted(ids, src), np.searchsorted(ids, dst)
     g = Graph.from_edges(s_pos, d_pos, np.maximum(w, 0.0), len(ids), et, etypes, weight_dtype=np.float32)
+    old_ids, old_comm = (None if a is None else np.array(a) for a in
+                         (ix.get_array(PREFIX + "node_ids"), ix.get_array(PREFIX + "community")))
     info: dict[str, Any] = {"rebuilt": True, "nodes": g.n, "edges": g.m, "edge_types": len(etypes),
                             "csr_mb": round(g.nbytes / 1e6, 3), "csr_seconds": round(time.perf_counter() - t, 3)}
     ix.drop_arrays(PREFIX)
@@ -134,16 +138,33 @@ def _rebuild(ix, table: dict[str, float], settings: dict, progress) -> dict:
     seconds = float(settings.get("graph_communities_seconds", DEFAULT_SECONDS))
     pairs = len(g.undirected_pairs(False)[0]) if g.m else 0
     info["pairs"] = pairs
+    gave_up = ix.meta_json(PREFIX + "communities_gave_up") or {}
+    labels = None
     if pairs > max_pairs:
         info["communities"] = f"skipped: {pairs} linked pairs > graph_communities_max_pairs={max_pairs}"
+    elif gave_up and pairs >= gave_up.get("pairs", 0) and seconds <= gave_up.get("seconds", 0):
+        # do not burn the whole budget again on every reindex (cron on a phone)
+        info["communities"] = (f"skipped: ran out of graph_communities_seconds={seconds:g} at "
+                               f"{gave_up['pairs']} pairs before; raise it to retry")
     else:
         try:
             labels = greedy_modularity(g, max_seconds=seconds)
         except CommunityTimeout:
+            ix.set_meta_json(PREFIX + "communities_gave_up", {"pairs": pairs, "seconds": seconds})
             info["communities"] = f"skipped: took longer than graph_communities_seconds={seconds:g}"
         else:
-            ix.put_array(PREFIX + "community", labels)
+            ix.set_meta_json(PREFIX + "communities_gave_up", None)
             info["communities"] = int(labels.max()) + 1 if len(labels) else 0
+    if labels is None and old_comm is not None and old_ids is not None and \
+            0 < len(old_ids) == len(old_comm) and len(ids):
+        # keep the last computed communities for the nodes that still exist (new nodes: -1)
+        at = np.minimum(np.searchsorted(old_ids, ids), len(old_ids) - 1)
+        hit = old_ids[at] == ids
+        if hit.any():
+            labels = np.where(hit, old_comm[at], -1).astype(np.int32)
+            info["communities"] += f"; kept the previous labels of {int(hit.sum())} nodes"
+    if labels is not None:
+        ix.put_array(PREFIX + "community", labels)
     info["communities_seconds"] = round(time.perf_counter() - t, 3)
     return info
 
