@@ -119,7 +119,7 @@ def cmd_index(args) -> int:
         settings["stemmer"] = args.stemmer
     steps = None
     if args.no_embed:
-        steps = ("text", "graph")
+        steps = ("text", "neighbors", "graph")
     progress = Progress(sys.stderr.isatty() and not args.quiet)
     opts = IndexOptions(fmt=args.format, allow_dangling=args.allow_dangling, keep_going=args.keep_going,
                         full=args.full, max_file_bytes=int(args.max_file_size * 1e6), settings=settings,

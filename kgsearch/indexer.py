@@ -36,7 +36,14 @@ from .types import FLAG_AUTO, FLAG_PLACEHOLDER, ChangeSet, LoadOptions
 log = logging.getLogger(__name__)
 
 # Derived-data steps, run in this order inside the index transaction.
-DERIVED_STEPS = ("kgsearch.text.index", "kgsearch.embed.index", "kgsearch.graph.index")
+DERIVED_STEPS = ("kgsearch.text.index", "kgsearch.text.neighbors", "kgsearch.embed.index",
+                 "kgsearch.graph.index")
+
+
+def step_name(modname: str) -> str:
+    """'kgsearch.text.index' -> 'text', 'kgsearch.text.neighbors' -> 'neighbors'."""
+    parts = modname.split(".")
+    return parts[1] if parts[-1] == "index" else parts[-1]
 
 PLACEHOLDER_RANK = 1000
 
@@ -512,7 +519,7 @@ class _Run:
     def run_steps(self) -> None:
         steps = self.opts.steps
         for modname in DERIVED_STEPS:
-            short = modname.split(".")[1]
+            short = step_name(modname)
             if steps is not None and short not in steps:
                 continue
             if not _step_present(modname):

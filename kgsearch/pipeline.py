@@ -19,6 +19,7 @@ from __future__ import annotations
 import importlib
 import json
 import logging
+import re
 import time
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
@@ -34,15 +35,22 @@ log = logging.getLogger(__name__)
 # channel -> (module, function); imported on first use
 CHANNEL_FUNCS = {
     "bm25": ("kgsearch.text.bm25", "search"),
+    "prf": ("kgsearch.text.prf", "search"),
     "fts": ("kgsearch.text.fts", "search"),
     "pattern": ("kgsearch.text.pattern", "search"),
     "equiv": ("kgsearch.text.keywords", "search_equivalences"),
     "dense": ("kgsearch.embed.vectors", "search"),
 }
+# channel -> (module, function) giving exact scores for any node ids (fill-in)
+FILL_FUNCS = {
+    "bm25": ("kgsearch.text.bm25", "score_ids"),
+    "prf": ("kgsearch.text.prf", "score_ids"),
+    "dense": ("kgsearch.embed.scoring", "score_ids"),
+}
 GRAPH_CHANNELS = ("graph", "intent", "local", "global")
 ALL_CHANNELS = tuple(CHANNEL_FUNCS) + GRAPH_CHANNELS
 # Which fused signal each channel feeds (linear mode) / whose weight it takes (RRF mode).
-SIGNAL_OF = {"bm25": "text", "fts": "text", "pattern": "text", "equiv": "text",
+SIGNAL_OF = {"bm25": "text", "prf": "text", "fts": "text", "pattern": "text", "equiv": "text",
              "dense": "embedding", "graph": "graph", "local": "graph", "global": "graph",
              "intent": "intent"}
 # Channels of the default pipeline (chosen by `kgsearch eval --ablate` on ../shared/bench; README).
@@ -51,6 +59,8 @@ DEFAULT_CHANNELS = ("bm25", "dense", "graph", "intent", "pattern", "equiv", "loc
 CODE_KINDS = ("module", "class", "function", "method")
 SEEDS_PER_SIGNAL = 10
 PR_BLEND = 0.3            # graph = (1 - PR_BLEND) * proximity + PR_BLEND * pagerank
+LOCAL_WEIGHT = 1.0        # graph signal >= LOCAL_WEIGHT * graph-local channel
+GLOBAL_WEIGHT = 0.5       # graph signal >= GLOBAL_WEIGHT * graph-global channel
 TEST_PENALTY = 0.3
 DIVERSITY = 1.05
 CACHE_TTL = 300.0
@@ -67,7 +77,7 @@ class SearchOptions:
     use_cache: bool = True
     snippets: bool = True
     depth: int = 100                       # candidates per channel
-    norm: str = "max"                      # normalisation of channel scores
+    norm: str = "auto"                     # channel normalisation: max, minmax, auto (max lexical, minmax dense)
     rrf_k: int = 60
     rrf_cap: int = 50
     keyword_boost: float = 5.0             # repetition of intent keywords in the BM25 query
@@ -136,8 +146,10 @@ def _channel_list(ch) -> list[str] | None:
 class Engine:
     """Query engine bound to an open index; keeps per-generation caches of derived data."""
 
-    def __init__(self, ix: Index):
+    def __init__(self, ix: Index, memo: bool = False):
         self.ix = ix
+        # memo=True keeps every channel answer (evaluation runs that try many fusion settings)
+        self._memo: dict | None = {} if memo else None
         self._funcs: dict[str, Any] = {}
         self._unavailable: dict[str, str] = {}
         self._graph = None
@@ -165,9 +177,15 @@ class Engine:
         fn = self._func(name)
         if fn is None:
             return self._unavailable.get(name, "not available")
-        kwargs: dict[str, Any] = {}
-        if name == "bm25" and it.keywords and opts.keyword_boost != 1.0:
-            kwargs = {"boost_terms": it.keywords, "boost": opts.keyword_boost}
+        kwargs = self._kwargs(name, it, opts)
+        if self._memo is not None:
+            mkey = (name, query, opts.depth, json.dumps(kwargs, sort_keys=True))
+            if mkey not in self._memo:
+                self._memo[mkey] = self._call(fn, name, query, opts, kwargs)
+            return self._memo[mkey]
+        return self._call(fn, name, query, opts, kwargs)
+
+    def _call(self, fn, name, query, opts, kwargs):
         try:
             out = fn(self.ix, query, opts.depth, **kwargs)
         except Exception as exc:  # a failing channel is skipped, never fatal
@@ -227,62 +245,57 @@ class Engine:
         weights = dict(zip(("embedding", "text", "graph", "intent"), it.weights))
         raw: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         skipped: dict[str, str] = {}
+        kwargs_of: dict[str, dict] = {}
         for name in CHANNEL_FUNCS:
             if name not in requested:
                 continue
             if weights.get(SIGNAL_OF[name], 0) <= 0 and fusion == "linear" and opts.channels is None:
                 skipped[name] = "weight 0 for this intent"
                 continue
+            if name == "pattern" and opts.channels is None and not wants_pattern(query, it):
+                skipped[name] = "not an identifier, file name or /regex/ query"
+                continue
+            kwargs_of[name] = self._kwargs(name, it, opts)
             res = self._run_channel(name, query, opts, it, notices)
             if isinstance(res, str):
                 skipped[name] = res
-            elif len(res[0]):
-                raw[name] = res
             else:
                 raw[name] = res
             t = lap(name, t)
 
-        # ---------------------------------------------------------------- candidates
+        # ---------------------------------------------------------------- candidates and signals
         ids_list = [r[0] for r in raw.values() if len(r[0])]
         cand = np.unique(np.concatenate(ids_list)) if ids_list else np.zeros(0, dtype=np.int64)
+        sig = _Signals(self, query, cand, raw, kwargs_of, opts.norm)
+        text, emb = sig.text(), sig.get("dense")
+        t = lap("candidates", t)
+
+        # ---------------------------------------------------------------- graph signals
         gctx = None
-        want_graph = any(c in requested for c in GRAPH_CHANNELS)
-        if want_graph:
+        if any(c in requested for c in GRAPH_CHANNELS):
             gctx = self.graph()
             if gctx is None:
                 for c in GRAPH_CHANNELS:
                     if c in requested:
                         skipped[c] = self._unavailable.get("graph", "no graph in this index")
-        chan_sig = {name: _align(cand, *raw[name]) for name in raw}
-        norm_sig = {name: fuse.normalize(s, opts.norm) for name, s in chan_sig.items()}
-        text_names = [n for n in norm_sig if SIGNAL_OF[n] == "text"]
-        text = np.max([norm_sig[n] for n in text_names], axis=0) if text_names else np.zeros(len(cand))
-        emb = norm_sig.get("dense", np.zeros(len(cand)))
-        t = lap("candidates", t)
-
-        # ---------------------------------------------------------------- graph signals
-        graph_sig = np.zeros(len(cand))
-        intent_sig = np.zeros(len(cand))
+        graph_sig = np.zeros(len(sig.cand))
+        intent_sig = np.zeros(len(sig.cand))
         code_query = False
-        extra_parts: dict[str, np.ndarray] = {}
         hits_adj = None
-        if gctx is not None and len(cand):
-            cand, text, emb, chan_sig, norm_sig, graph_sig, intent_sig, code_query, hits_adj, extra_parts = \
-                self._graph_stage(gctx, it, requested, opts, cand, text, emb, chan_sig, norm_sig, timings,
-                                  skipped, query)
-            t = time.perf_counter()
+        if gctx is not None and len(sig.cand):
+            graph_sig, intent_sig, code_query, hits_adj = self._graph_stage(
+                gctx, it, requested, opts, sig, weights, query)
+            text, emb = sig.text(), sig.get("dense")
+            t = lap("graph", t)
+        cand = sig.cand
 
         # ---------------------------------------------------------------- fusion
         signals = {"embedding": emb, "text": text, "graph": graph_sig, "intent": intent_sig}
         if fusion == "linear":
             fused, parts = fuse.linear(signals, weights)
         else:
-            chan_w = {n: weights.get(SIGNAL_OF[n], 0.0) for n in chan_sig}
-            rrf_sigs = dict(chan_sig)
-            for n, s in extra_parts.items():
-                rrf_sigs[n] = s
-                chan_w[n] = weights.get(SIGNAL_OF.get(n, "graph"), 0.0)
-            fused, parts = fuse.rrf(rrf_sigs, chan_w, k=opts.rrf_k, cap=opts.rrf_cap)
+            chan_w = {n: weights.get(SIGNAL_OF.get(n, "graph"), 0.0) for n in sig.raw_scores}
+            fused, parts = fuse.rrf(dict(sig.raw_scores), chan_w, k=opts.rrf_k, cap=opts.rrf_cap)
         adjustments: dict[str, np.ndarray] = {}
         if hits_adj is not None:
             fused = fused + hits_adj
@@ -291,6 +304,7 @@ class Engine:
 
         # ---------------------------------------------------------------- adjustments, top k
         meta = _fetch_meta(self.ix, cand) if len(cand) else {}
+        order: list = []
         if len(cand):
             about_tests = "test" in query.lower()
             factor = np.ones(len(cand))
@@ -306,32 +320,30 @@ class Engine:
             if (factor != 1.0).any():
                 adjustments["test_or_vendored"] = factor
                 fused = fused * factor
-            order = np.argsort(-fused, kind="stable")
+            order_arr = np.argsort(-fused, kind="stable")
             comm = gctx.communities_of(cand) if gctx is not None else None
-            if comm is not None and len(order) > 3:
+            if comm is not None and len(order_arr) > 3:
                 before = fused
-                fused = pack.diversify(order[:max(opts.k, 10) * 3], fused, comm, DIVERSITY)
+                fused = pack.diversify(order_arr[:max(opts.k, 10) * 3], fused, comm, DIVERSITY)
                 ratio = np.divide(fused, before, out=np.ones(len(fused)), where=before != 0)
                 if (ratio != 1.0).any():
                     adjustments["diversity"] = ratio
-                order = np.argsort(-fused, kind="stable")
-            order = [i for i in order if fused[i] > 0 and cand[i] in meta]
+                order_arr = np.argsort(-fused, kind="stable")
+            # every candidate matched some channel; only removed ones (factor 0) drop out
+            order = [i for i in order_arr if factor[i] > 0 and cand[i] in meta]
             if opts.collapse:
                 order = order[:opts.k * 4]
-                keys = {i: meta[int(cand[i])]["key"] for i in order}
-                order = pack.collapse_sections(order, keys, {i: meta[int(cand[i])]["kind"] for i in order},
+                order = pack.collapse_sections(order, {i: meta[int(cand[i])]["key"] for i in order},
+                                               {i: meta[int(cand[i])]["kind"] for i in order},
                                                {i: meta[int(cand[i])]["parent"] for i in order})
             order = order[:opts.k]
-        else:
-            order = []
         t = lap("rank", t)
 
-        hits = self._make_hits(query, cand, order, fused, chan_sig, norm_sig, signals, weights, parts,
-                               adjustments, meta, fusion, opts)
+        hits = self._make_hits(query, cand, order, fused, sig.raw_scores, sig.norm_scores, signals, weights,
+                               parts, adjustments, meta, fusion, opts)
         lap("output", t)
         timings["total"] = round((time.perf_counter() - t_all) * 1000, 3)
-        channels_run = [c for c in ALL_CHANNELS if c in raw or c in extra_parts
-                        or (c in ("graph", "intent") and c in requested and gctx is not None)]
+        channels_run = [c for c in ALL_CHANNELS if c in raw or c in sig.raw_scores]
         resp = Response(query=query, intent=it.as_dict(), fusion=fusion, hits=hits, channels_run=channels_run,
                         channels_skipped=skipped, timings_ms=timings, notices=notices + self._notices,
                         generation=self.ix.generation, candidates=int(len(cand)), code_query=code_query)
@@ -339,96 +351,109 @@ class Engine:
             _cache_put(self.ix, cache_key, resp)
         return resp
 
+    def _kwargs(self, name: str, it, opts) -> dict:
+        if name in ("bm25", "prf") and it.keywords and opts.keyword_boost != 1.0:
+            return {"boost_terms": it.keywords, "boost": opts.keyword_boost}
+        return {}
+
+    def fill(self, name: str, query: str, ids: np.ndarray, kwargs: dict) -> np.ndarray | None:
+        """Exact scores of ``ids`` for channel ``name`` (None when the channel cannot fill in)."""
+        spec = FILL_FUNCS.get(name)
+        if spec is None or not len(ids):
+            return None
+        fn = self._funcs.get("fill:" + name)
+        if fn is None:
+            try:
+                fn = getattr(importlib.import_module(spec[0]), spec[1])
+            except (ImportError, AttributeError):
+                fn = False
+            self._funcs["fill:" + name] = fn
+        if not fn:
+            return None
+        if self._memo is not None:
+            key = ("fill", name, query, json.dumps(kwargs, sort_keys=True), ids.tobytes())
+            if key not in self._memo:
+                self._memo[key] = fn(self.ix, query, ids, **kwargs)
+            return self._memo[key]
+        try:
+            return np.asarray(fn(self.ix, query, ids, **kwargs), dtype=np.float64)
+        except Exception:
+            log.debug("fill-in for %s failed", name, exc_info=True)
+            return None
+
     # ------------------------------------------------------------------ graph stage
-    def _graph_stage(self, gctx, it, requested, opts, cand, text, emb, chan_sig, norm_sig, timings, skipped,
-                     query):
+    def _graph_stage(self, gctx, it, requested, opts, sig: "_Signals", weights: dict, query: str):
         from .graph import proximity as prox_mod
 
-        t = time.perf_counter()
-        seed_strength = np.maximum(text, emb)
+        a, b = weights.get("embedding", 0.0), weights.get("text", 0.0)
+        text, emb = sig.text(), sig.get("dense")
+        first = (a * emb + b * text) / (a + b) if a + b > 0 else np.maximum(text, emb)
         seeds_idx = np.unique(np.concatenate([_top_idx(text, SEEDS_PER_SIGNAL), _top_idx(emb, SEEDS_PER_SIGNAL)]))
-        seeds_idx = seeds_idx[seed_strength[seeds_idx] > 0]
-        seed_ids = cand[seeds_idx]
-        seed_pos = gctx.positions(seed_ids)
+        seeds_idx = seeds_idx[first[seeds_idx] > 0]
+        seed_pos = gctx.positions(sig.cand[seeds_idx])
         ok = seed_pos >= 0
-        seed_pos, seed_w = seed_pos[ok], seed_strength[seeds_idx][ok]
+        seed_pos, seed_val = seed_pos[ok], first[seeds_idx][ok]
         g = gctx.graph
 
         code_query = False
-        extra: dict[int, float] = {}
         prox: dict[int, float] = {}
         hits_adj = None
         if "graph" in requested and len(seed_pos) and g.m:
-            code_query = gctx.is_code_query(cand[np.argsort(-seed_strength, kind="stable")[:10]])
+            code_query = gctx.is_code_query(sig.cand[np.argsort(-first, kind="stable")[:10]])
             if code_query:
-                prox = gctx.walk(seed_pos, seed_w)
+                prox = gctx.walk(seed_pos, seed_val)
             else:
-                prox = prox_mod.proximity(g, seed_pos, seed_w,
-                                          two_hop=it.name in ("workflow", "exploratory"))
+                prox = prox_mod.neighbour_mean(g, seed_pos, seed_val,
+                                               two_hop=it.name in ("workflow", "exploratory"))
         ient: dict[int, float] = {}
         if "intent" in requested and it.edge_types and len(seed_pos) and g.m:
             type_ids = gctx.type_ids(it.edge_types)
             if type_ids:
-                ient = prox_mod.intent_edges(g, seed_pos, type_ids, seed_w)
+                ient = prox_mod.intent_edges(g, seed_pos, type_ids, seed_val)
         local: dict[int, float] = {}
         glob: dict[int, float] = {}
         if "local" in requested or "global" in requested:
             local, glob = gctx.entity_channels(query, opts.depth, want_local="local" in requested,
                                                want_global="global" in requested)
-        # new candidates reached through the graph (positions -> node ids)
-        reached = set()
+        # nodes reached through the graph join the candidates (with filled-in channel scores)
+        reached: set[int] = set()
         for d in (prox, ient):
             if d:
-                top = sorted(d.items(), key=lambda kv: -kv[1])[:opts.depth]
-                reached.update(p for p, _ in top)
+                reached.update(p for p, _ in sorted(d.items(), key=lambda kv: -kv[1])[:opts.depth])
         new_ids = gctx.ids_of(np.fromiter(reached, dtype=np.int64, count=len(reached))) if reached else \
             np.zeros(0, dtype=np.int64)
-        local_ids = np.fromiter(local.keys(), dtype=np.int64, count=len(local))
-        glob_ids = np.fromiter(glob.keys(), dtype=np.int64, count=len(glob))
-        add = np.setdiff1d(np.concatenate([new_ids, local_ids, glob_ids]), cand)
-        if len(add):
-            old = cand
-            cand = np.concatenate([cand, np.sort(add)])
-            pad = len(add)
-            text = np.concatenate([text, np.zeros(pad)])
-            emb = np.concatenate([emb, np.zeros(pad)])
-            chan_sig = {k: np.concatenate([v, np.zeros(pad)]) for k, v in chan_sig.items()}
-            norm_sig = {k: np.concatenate([v, np.zeros(pad)]) for k, v in norm_sig.items()}
-            del old
-        pos = gctx.positions(cand)
-        graph_sig = np.zeros(len(cand))
-        if "graph" in requested:
-            pvec = np.array([prox.get(p, 0.0) for p in pos.tolist()]) if prox else np.zeros(len(cand))
-            pr = gctx.pagerank_at(pos)
-            graph_sig = fuse.normalize((1 - PR_BLEND) * fuse.normalize(pvec) + PR_BLEND * fuse.normalize(pr))
-            chan_sig["graph"] = pvec
-            norm_sig["graph"] = graph_sig
+        extra = np.concatenate([new_ids, np.fromiter(local.keys(), dtype=np.int64, count=len(local)),
+                                np.fromiter(glob.keys(), dtype=np.int64, count=len(glob))])
+        sig.extend(extra)
+        pos = gctx.positions(sig.cand)
+        n = len(sig.cand)
+        graph_sig = np.zeros(n)
+        if "graph" in requested and g.m:
+            pvec = np.array([prox.get(p, 0.0) for p in pos.tolist()]) if prox else np.zeros(n)
+            if code_query:
+                pvec = fuse.normalize(pvec)          # walk probabilities -> [0, 1]
+            graph_sig = (1 - PR_BLEND) * pvec
+            if PR_BLEND:
+                graph_sig = graph_sig + PR_BLEND * fuse.normalize(gctx.pagerank_at(pos))
+            sig.add("graph", pvec, graph_sig)
             if code_query:
                 hits_adj = gctx.hits_adjust(pos, seed_pos, pvec)
-        extra_parts = {}
         if local:
-            lv = np.array([local.get(i, 0.0) for i in cand.tolist()])
-            chan_sig["local"] = lv
-            norm_sig["local"] = fuse.normalize(lv)
-            graph_sig = np.maximum(graph_sig, norm_sig["local"])
-            extra_parts["local"] = lv
+            lv = np.array([local.get(i, 0.0) for i in sig.cand.tolist()])
+            ln = fuse.normalize(lv)
+            sig.add("local", lv, ln)
+            graph_sig = np.maximum(graph_sig, LOCAL_WEIGHT * ln)
         if glob:
-            gv = np.array([glob.get(i, 0.0) for i in cand.tolist()])
-            chan_sig["global"] = gv
-            norm_sig["global"] = fuse.normalize(gv)
-            graph_sig = np.maximum(graph_sig, 0.5 * norm_sig["global"])
-            extra_parts["global"] = gv
-        intent_sig = np.zeros(len(cand))
+            gv = np.array([glob.get(i, 0.0) for i in sig.cand.tolist()])
+            gn = fuse.normalize(gv)
+            sig.add("global", gv, gn)
+            graph_sig = np.maximum(graph_sig, GLOBAL_WEIGHT * gn)
+        intent_sig = np.zeros(n)
         if ient:
             iv = np.array([ient.get(p, 0.0) for p in pos.tolist()])
-            chan_sig["intent"] = iv
             intent_sig = fuse.normalize(iv)
-            norm_sig["intent"] = intent_sig
-            extra_parts["intent"] = iv
-        if "graph" in chan_sig:
-            extra_parts["graph"] = chan_sig["graph"]
-        timings["graph"] = round((time.perf_counter() - t) * 1000, 3)
-        return cand, text, emb, chan_sig, norm_sig, graph_sig, intent_sig, code_query, hits_adj, extra_parts
+            sig.add("intent", iv, intent_sig)
+        return graph_sig, intent_sig, code_query, hits_adj
 
     # ------------------------------------------------------------------ output
     def _make_hits(self, query, cand, order, fused, chan_sig, norm_sig, signals, weights, parts, adjustments,
@@ -469,7 +494,97 @@ class Engine:
         return hits
 
 
+
+class _Signals:
+    """Channel scores on one growing candidate list.
+
+    Every candidate gets every fill-able channel's exact score (bm25, prf, dense), not only the
+    candidates that channel returned itself, so fusion never sees a false zero. Each channel
+    is normalised to [0, 1] with the statistics of the first candidate list (later candidates,
+    reached through the graph, are mapped with the same statistics and clipped).
+    """
+
+    def __init__(self, engine: "Engine", query: str, cand: np.ndarray, raw: dict, kwargs: dict, norm: str):
+        self.engine, self.query, self.kwargs, self.norm = engine, query, kwargs, norm
+        self.cand = cand
+        self.raw = raw
+        self.raw_scores: dict[str, np.ndarray] = {}
+        self.norm_scores: dict[str, np.ndarray] = {}
+        self.stats: dict[str, tuple[float, float]] = {}
+        for name, (ids, scores) in raw.items():
+            s = _align(cand, ids, scores)
+            filled = engine.fill(name, query, cand, kwargs.get(name, {}))
+            if filled is not None:
+                s = np.maximum(s, filled)
+            self.raw_scores[name] = s
+            pos = s[s > 0]
+            lo = float(pos.min()) if len(pos) else 0.0
+            hi = float(pos.max()) if len(pos) else 0.0
+            if norm == "max" or (norm == "auto" and name != "dense"):
+                lo = 0.0          # a lexical score of 0 means "no match": keep it apart from weak matches
+            self.stats[name] = (lo, hi)
+            self.norm_scores[name] = self._normalize(name, s)
+
+    def _normalize(self, name: str, s: np.ndarray) -> np.ndarray:
+        lo, hi = self.stats[name]
+        out = np.zeros(len(s))
+        pos = s > 0
+        if hi <= lo:
+            out[pos] = 1.0
+        else:
+            out[pos] = np.clip((s[pos] - lo) / (hi - lo), 0.0, 1.0)
+        return out
+
+    def get(self, name: str) -> np.ndarray:
+        return self.norm_scores.get(name, np.zeros(len(self.cand)))
+
+    def text(self) -> np.ndarray:
+        names = [n for n in self.norm_scores if SIGNAL_OF.get(n) == "text"]
+        if not names:
+            return np.zeros(len(self.cand))
+        return np.max([self.norm_scores[n] for n in names], axis=0)
+
+    def add(self, name: str, raw: np.ndarray, norm: np.ndarray) -> None:
+        self.raw_scores[name] = raw
+        self.norm_scores[name] = norm
+
+    def extend(self, ids: np.ndarray) -> None:
+        """Add candidates (sorted after the existing ones), filling in channel scores."""
+        add = np.setdiff1d(np.unique(ids), self.cand)
+        if not len(add):
+            return
+        self.cand = np.concatenate([self.cand, add])
+        for name in list(self.raw_scores):
+            extra = np.zeros(len(add))
+            if name in self.raw:
+                ids, scores = self.raw[name]
+                # channel's own answers first, then the exact fill-in
+                idx = {int(v): i for i, v in enumerate(ids.tolist())}
+                for j, v in enumerate(add.tolist()):
+                    if v in idx:
+                        extra[j] = scores[idx[v]]
+                filled = self.engine.fill(name, self.query, add, self.kwargs.get(name, {}))
+                if filled is not None:
+                    extra = np.maximum(extra, filled)
+            self.raw_scores[name] = np.concatenate([self.raw_scores[name], extra])
+            self.norm_scores[name] = np.concatenate([self.norm_scores[name],
+                                                     self._normalize(name, extra) if name in self.stats
+                                                     else np.zeros(len(add))])
+
+
 # ---------------------------------------------------------------------------- helpers
+_CODE_TOKEN = re.compile(r"[A-Za-z0-9]_[A-Za-z0-9]|[a-z][A-Z]|[A-Za-z]\.[A-Za-z]|\(\)|`")
+
+
+def wants_pattern(query: str, it) -> bool:
+    """The pattern channel (identifiers, typos, regex) runs for exact-match intents, ``/regex/``
+    queries and queries holding an identifier (snake_case, CamelCase, dotted, ``call()``)."""
+    q = query.strip()
+    if it.name == "exact_match" or (len(q) > 2 and q.startswith("/") and q.rfind("/") > 0):
+        return True
+    return bool(_CODE_TOKEN.search(q))
+
+
 def _align(cand: np.ndarray, ids: np.ndarray, scores: np.ndarray) -> np.ndarray:
     out = np.zeros(len(cand))
     if len(ids):

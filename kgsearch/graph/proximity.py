@@ -18,7 +18,8 @@ import numpy as np
 
 from .csr import Graph
 
-__all__ = ["proximity", "intent_edges", "hits_adjust", "OUT_FACTOR", "IN_FACTOR", "TWO_HOP_FACTOR"]
+__all__ = ["proximity", "neighbour_mean", "intent_edges", "hits_adjust", "OUT_FACTOR", "IN_FACTOR",
+           "TWO_HOP_FACTOR"]
 
 OUT_FACTOR = 1.0
 IN_FACTOR = 0.7
@@ -61,6 +62,47 @@ def proximity(g: Graph, seeds, seed_weights=None, two_hop: bool = False,
                 s2 = np.bincount(inv2, weights=c2) * TWO_HOP_FACTOR
                 for node, val in zip(u2.tolist(), s2.tolist()):
                     score[node] = score.get(node, 0.0) + val
+    return score
+
+
+def neighbour_mean(g: Graph, seeds, values, two_hop: bool = False, max_frontier: int = 2000) -> dict[int, float]:
+    """Graph signal of the query pipeline: for every node ``v`` next to a seed,
+
+        prox(v) = sum_s  w(s, v) * f * value(s)  /  sum_n  w(n, v) * f
+
+    over its edges with the seeds (numerator) and over all its edges (denominator), with
+    ``f = 1.0`` when the seed points at ``v`` (``s -> v``) and ``0.7`` when ``v`` points at the
+    seed (``v -> s``). It is the weighted mean of ``value`` over ``v``'s neighbours (0 for
+    non-seeds), so a node is not favoured for merely having many edges, and it stays in [0, 1]
+    when the values do. With ``two_hop``, ``0.15 x`` the same mean taken over the 1-hop scores
+    is added (bounded to the ``max_frontier`` strongest 1-hop nodes).
+    """
+    seeds = np.asarray(seeds, dtype=np.int64)
+    if g.n == 0 or g.m == 0 or len(seeds) == 0:
+        return {}
+    den = g.in_weight * OUT_FACTOR + g.out_weight * IN_FACTOR
+
+    def step(src, val):
+        wmap = np.zeros(g.n, dtype=np.float64)
+        wmap[src] = val
+        node_o, nb_o, w_o, _ = g.neighbors(src, "out")
+        node_i, nb_i, w_i, _ = g.neighbors(src, "in")
+        nb = np.concatenate([nb_o, nb_i])
+        if not len(nb):
+            return np.zeros(0, dtype=np.int64), np.zeros(0)
+        contrib = np.concatenate([wmap[node_o] * w_o * OUT_FACTOR, wmap[node_i] * w_i * IN_FACTOR])
+        u, inv = np.unique(nb, return_inverse=True)
+        num = np.bincount(inv, weights=contrib)
+        d = den[u]
+        return u, np.divide(num, d, out=np.zeros(len(u)), where=d > 0)
+
+    u, p = step(seeds, np.asarray(values, dtype=np.float64))
+    score = dict(zip(u.tolist(), p.tolist()))
+    if two_hop and len(u):
+        order = np.argsort(-p, kind="stable")[:max_frontier]
+        u2, p2 = step(u[order], p[order])
+        for node, val in zip(u2.tolist(), (p2 * TWO_HOP_FACTOR).tolist()):
+            score[node] = score.get(node, 0.0) + val
     return score
 
 

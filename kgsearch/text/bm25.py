@@ -35,7 +35,7 @@ import numpy as np
 
 from .tokenize import Analyzer, get_analyzer
 
-__all__ = ["BM25Params", "MemoryBM25", "build_pairs", "idf", "impacts", "search",
+__all__ = ["BM25Params", "MemoryBM25", "build_pairs", "idf", "impacts", "search", "score_ids",
            "score_terms", "rebuild", "write_postings", "apply_changes", "state", "query_weights"]
 
 log = logging.getLogger(__name__)
@@ -481,6 +481,40 @@ def score_terms(ix, qw: dict[str, float], k: int = 100, idf_method: str = "lucen
     for ids, w, imp in lists:
         scores[ids] += w * imp
     return top_k(scores, k)
+
+
+def score_ids(ix, query: str | dict, ids, *, keywords: Iterable[str] | None = None, keyword_boost: float = 5.0,
+              idf_method: str = "lucene", **opts) -> np.ndarray:
+    """BM25 scores of the given node ids (float64, 0 where no query term occurs): the pipeline's
+    fill-in for candidates found by other channels. ``query`` may be a term-weight dict."""
+    if keywords is None and opts.get("boost_terms"):
+        keywords = opts["boost_terms"]
+    if opts.get("boost") is not None:
+        keyword_boost = float(opts["boost"])
+    ids = np.asarray(ids, dtype=np.int64)
+    out = np.zeros(len(ids), dtype=np.float64)
+    st, params = _stored_params(ix)
+    if st is None or not len(ids):
+        return out
+    qw = query if isinstance(query, dict) else query_weights(params.analyzer(), clean_query(query), keywords,
+                                                             keyword_boost)
+    terms = [t for t, w in qw.items() if w]
+    if not terms:
+        return out
+    N = int(st["n"])
+    for s in range(0, len(terms), _SQL_CHUNK):
+        part = terms[s:s + _SQL_CHUNK]
+        q = f"SELECT term, df, ids, imp FROM text_postings WHERE term IN ({','.join('?' * len(part))})"
+        for term, df, ib, pb in ix.conn.execute(q, part):
+            pid = _ids_from(ib, df)
+            if not pid.size:
+                continue
+            pos = np.minimum(np.searchsorted(pid, ids), pid.size - 1)
+            hit = pid[pos] == ids
+            if hit.any():
+                imp = np.frombuffer(pb, dtype=np.float32)
+                out[hit] += qw[term] * float(idf(df, N, idf_method)) * imp[pos[hit]]
+    return out
 
 
 def search(ix, query: str, k: int = 100, *, keywords: Iterable[str] | None = None,

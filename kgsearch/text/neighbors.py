@@ -1,0 +1,164 @@
+"""Derived step ``neighbors``: a text-similarity graph over prose nodes (``similar_text`` edges).
+
+Plain documents have no links, yet documents that share rare terms are related; measured on
+the shared benchmark sets, smoothing scores over such a neighbour graph was the strongest
+single add-on to BM25 (bench/README.md). This step gives every prose node (not code symbols,
+not shared tag/entity nodes) up to ``K`` out-edges ``similar_text`` to the nodes that score
+highest when its own ``M`` most distinctive terms are used as a BM25 query. Edge weight =
+that score divided by the node's score against itself, in (0, 1]. The graph step then treats
+them like any typed edge (proximity, PageRank, communities); their type weight is in
+``config.EDGE_WEIGHTS``.
+
+Terms used: ``2 <= df <= max(50, 5% of N)`` (a term in one document links nothing; a common
+term links everything), ranked by ``tf * idf`` within the node.
+
+Incremental runs recompute the neighbours of added and modified nodes and drop edges that
+touch removed ones; the lists of other nodes are refreshed only when more than 20 % of the
+prose nodes changed (a full recompute), so between full runs a new node can be missing from
+an old node's list (it still has its own list and its in-edges from new nodes).
+"""
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections import Counter
+
+import numpy as np
+
+from .bm25 import _ids_from, _stored_params
+
+__all__ = ["update", "EDGE_TYPE", "K", "M"]
+
+log = logging.getLogger(__name__)
+
+EDGE_TYPE = "similar_text"
+K = 10                       # neighbours per node
+M = 24                       # distinctive terms per node used as its query
+MIN_SIM = 0.05               # drop weaker neighbours
+MAX_NODES = 300_000          # above this many prose nodes the step is skipped (cost)
+FULL_FRACTION = 0.2
+CODE_KINDS = ("module", "class", "function", "method")
+_SQL = 500
+
+
+def _prose_ids(conn) -> list[int]:
+    marks = ",".join("?" * len(CODE_KINDS))
+    return [r[0] for r in conn.execute(
+        f"SELECT id FROM nodes WHERE flags & 1 = 0 AND kind NOT IN ({marks}) ORDER BY id", CODE_KINDS)]
+
+
+def _delete_edges(conn, ids: list[int] | None) -> None:
+    if ids is None:
+        conn.execute("DELETE FROM edges WHERE type=? AND file_id IS NULL", (EDGE_TYPE,))
+        return
+    for s in range(0, len(ids), _SQL):
+        part = ids[s:s + _SQL]
+        marks = ",".join("?" * len(part))
+        conn.execute(f"DELETE FROM edges WHERE type=? AND file_id IS NULL AND (src IN ({marks}) OR dst IN ({marks}))",
+                     [EDGE_TYPE] + part + part)
+    conn.execute("DELETE FROM edges WHERE type=? AND file_id IS NULL AND dst IS NULL", (EDGE_TYPE,))
+
+
+class _Postings:
+    """Rare-term postings held in memory for one run."""
+
+    def __init__(self, conn, n_docs: int):
+        self.n = n_docs
+        self.max_df = max(50, int(0.05 * n_docs))
+        self.lists: dict[str, tuple[np.ndarray, np.ndarray, float]] = {}
+        for term, df, ib, pb in conn.execute("SELECT term, df, ids, imp FROM text_postings WHERE df >= 2 AND df <= ?",
+                                             (self.max_df,)):
+            idf = math.log1p((n_docs - df + 0.5) / (df + 0.5))
+            self.lists[term] = (_ids_from(ib, df), np.frombuffer(pb, dtype=np.float32), idf)
+
+
+def _neighbours(terms: list[str], self_id: int, post: _Postings) -> list[tuple[int, float]]:
+    counts = Counter(t for t in terms if t in post.lists)
+    if not counts:
+        return []
+    ranked = sorted(counts.items(), key=lambda kv: (-kv[1] * post.lists[kv[0]][2], kv[0]))[:M]
+    ids, vals = [], []
+    for t, _ in ranked:
+        pid, imp, idf = post.lists[t]
+        ids.append(pid)
+        vals.append(imp * np.float32(idf))
+    all_ids = np.concatenate(ids)
+    all_vals = np.concatenate(vals)
+    u, inv = np.unique(all_ids, return_inverse=True)
+    score = np.bincount(inv, weights=all_vals)
+    pos_self = np.searchsorted(u, self_id)
+    if pos_self >= len(u) or u[pos_self] != self_id:
+        return []
+    self_score = score[pos_self]
+    if self_score <= 0:
+        return []
+    score[pos_self] = 0.0
+    k = min(K, len(u))
+    top = np.argpartition(-score, k - 1)[:k] if k < len(u) else np.arange(len(u))
+    top = top[np.lexsort((u[top], -score[top]))]
+    out = []
+    for i in top:
+        sim = float(score[i] / self_score)
+        if sim >= MIN_SIM:
+            out.append((int(u[i]), min(sim, 1.0)))
+    return out
+
+
+def update(ix, changes, settings: dict | None = None, progress=None) -> dict:
+    """Maintain ``similar_text`` edges for ``changes`` (see the module docstring)."""
+    t0 = time.perf_counter()
+    settings = settings or {}
+    conn = ix.conn
+    if settings.get("neighbors") is False:
+        had = conn.execute("SELECT 1 FROM edges WHERE type=? AND file_id IS NULL LIMIT 1", (EDGE_TYPE,)).fetchone()
+        if had:
+            _delete_edges(conn, None)
+            changes.edges_changed = True
+        return {"skipped": "neighbors=false in settings"}
+    st, params = _stored_params(ix)
+    if st is None:
+        return {"skipped": "no text index"}
+    prose = _prose_ids(conn)
+    if len(prose) > MAX_NODES:
+        _delete_edges(conn, None)
+        return {"skipped": f"{len(prose)} prose nodes > {MAX_NODES}"}
+    prose_set = set(prose)
+    touched = [i for i in set(changes.added) | set(changes.modified) if i in prose_set]
+    have = conn.execute("SELECT 1 FROM edges WHERE type=? AND file_id IS NULL LIMIT 1", (EDGE_TYPE,)).fetchone()
+    full = bool(changes.full) or not have or len(touched) > FULL_FRACTION * max(1, len(prose))
+    if not full and not touched and not changes.removed:
+        return {"rebuilt": False}
+    if full:
+        _delete_edges(conn, None)
+        todo = prose
+    else:
+        _delete_edges(conn, sorted(set(touched) | set(changes.removed)))
+        todo = sorted(touched)
+    post = _Postings(conn, int(st["n"]))
+    an = params.analyzer()
+    nw = max(1, int(round(params.name_weight)))
+    keys = {}
+    rows_out = []
+    for s in range(0, len(todo), _SQL):
+        part = todo[s:s + _SQL]
+        rows = conn.execute(f"SELECT id, key, name, text FROM nodes WHERE id IN ({','.join('?' * len(part))})",
+                            part).fetchall()
+        for nid, key, name, text in rows:
+            keys[nid] = key
+            terms = an(name or "") * nw + an(text or "")
+            for dst, sim in _neighbours(terms, nid, post):
+                rows_out.append((nid, dst, sim))
+        if progress is not None:
+            progress({"phase": "neighbors", "done": min(s + _SQL, len(todo)), "total": len(todo)})
+    missing = sorted({d for _, d, _ in rows_out} - set(keys))
+    for s in range(0, len(missing), _SQL):
+        part = missing[s:s + _SQL]
+        keys.update(conn.execute(f"SELECT id, key FROM nodes WHERE id IN ({','.join('?' * len(part))})", part))
+    conn.executemany("INSERT INTO edges(src, dst, ns, dst_name, type, weight) VALUES (?,?,?,?,?,?)",
+                     [(a, b, "key", keys[b], EDGE_TYPE, round(w, 4)) for a, b, w in rows_out])
+    changes.edges_changed = True
+    seconds = time.perf_counter() - t0
+    info = {"full": full, "nodes": len(todo), "edges": len(rows_out), "seconds": round(seconds, 3)}
+    ix.mark_derived("neighbors", seconds, info)
+    return info
