@@ -148,7 +148,7 @@ def test_unsupported_components_name_themselves(tok_path):
     for key, value, word in [("normalizer", {"type": "NFKC"}, "NFKC"),
                              ("normalizer", {"type": "Precompiled", "precompiled_charsmap": ""}, "Precompiled"),
                              ("pre_tokenizer", {"type": "ByteLevel"}, "ByteLevel"),
-                             ("pre_tokenizer", {"type": "Metaspace"}, "Metaspace")]:
+                             ("pre_tokenizer", {"type": "Whitespace"}, "Whitespace")]:
         bad = dict(spec, **{key: value})
         with pytest.raises(DataError, match=word):
             Tokenizer(bad, "x/tokenizer.json")
@@ -200,3 +200,47 @@ def test_safetensors_bf16_and_errors(tmp_path):
     p.write_bytes(struct.pack("<Q", len(header)) + header + b"\0")
     with pytest.raises(DataError, match="F8_E4M3"):
         load(p)
+
+
+# ---------------------------------------------------------------------------- Unigram
+def _unigram_spec(rng: random.Random, byte_fallback: bool, scheme: str, split: bool, lower: bool) -> dict:
+    words = ("the search graph index node edge query vector phone rank page model token embed ing ed s "
+             "er un re tion al ly de in on at is it of and to a e t o n r l").split()
+    pieces = ["<unk>", "\u2581"] + [chr(c) for c in range(97, 123)] + [chr(c) for c in range(65, 91)]
+    pieces += ["\u2581" + w for w in words] + words + ["\u2581" + w[:3] for w in words] + ["é", "日", "本", "日本"]
+    if byte_fallback:
+        pieces += [f"<0x{b:02X}>" for b in range(256)]
+    seen, vocab = set(), []
+    for p in pieces:
+        if p not in seen:
+            seen.add(p)
+            vocab.append([p, round(-rng.uniform(1, 12), 3) if p != "<unk>" else 0.0])
+    vocab[5][1] = vocab[6][1]                     # a tie
+    return {
+        "version": "1.0", "truncation": None, "padding": None, "post_processor": None, "decoder": None,
+        "added_tokens": [{"id": 0, "content": "<unk>", "single_word": False, "lstrip": False, "rstrip": False,
+                          "normalized": False, "special": True}],
+        "normalizer": {"type": "Lowercase"} if lower else None,
+        "pre_tokenizer": {"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": scheme, "split": split},
+        "model": {"type": "Unigram", "unk_id": 0, "vocab": vocab, "byte_fallback": byte_fallback},
+    }
+
+
+@pytest.mark.parametrize("byte_fallback,scheme,split,lower", [
+    (False, "always", True, False), (True, "always", True, True), (False, "first", True, True),
+    (False, "never", False, False), (True, "first", False, False),
+])
+def test_unigram_metaspace_match(byte_fallback, scheme, split, lower):
+    rng = random.Random(17)
+    spec = _unigram_spec(rng, byte_fallback, scheme, split, lower)
+    ht = tokenizers.Tokenizer.from_str(json.dumps(spec))
+    kt = Tokenizer(spec)
+    words = "the search graph indexing nodes edged queries vectors phone ranking pages unembedded xyz".split()
+    texts = ["", " ", "  two  spaces ", "<unk>", "a<unk>b", "The Search", "日本語 é è", "qqq zzz"]
+    for _ in range(800):
+        parts = [rng.choice(words) if rng.random() < 0.8 else chr(rng.randrange(0x20, 0x3000))
+                 for _ in range(rng.randrange(0, 8))]
+        texts.append(rng.choice([" ", "  ", ""]).join(parts) + rng.choice(["", " ", "<unk>"]))
+    bad = [t for t in texts if ht.encode(t, add_special_tokens=False).ids != kt.encode(t)]
+    assert bad == []
+    assert kt.unk_id == 0
