@@ -173,64 +173,66 @@ def update(ix, changes, settings: dict | None = None, progress=None) -> dict:
     caught_up = prev is not None and prev["generation"] >= changes.generation - 1
     gen = changes.generation
 
+    import numpy as np
+
     deleted = 0
     if full:
         vectors.clear(ix)
         ensure_rotation(ix, dims, reset=True)
         target = None                       # every node
-        stored: dict[int, int] = {}
     else:
         if caught_up:
             target = sorted(set(changes.added) | set(changes.modified))
-            gone = list(changes.removed)
+            gone = np.asarray(changes.removed, dtype=np.int64)
         else:
             target = None
             sid, _ = vectors.stored_hashes(ix)
-            live = {r[0] for r in ix.conn.execute("SELECT id FROM nodes")}
-            gone = [int(i) for i in sid if int(i) not in live]
+            live = np.fromiter((r[0] for r in ix.conn.execute("SELECT id FROM nodes")), dtype=np.int64)
+            gone = sid[~np.isin(sid, live)]
         deleted = vectors.delete_vectors(ix, gone, model_id, gen)
-        sid, sh = vectors.stored_hashes(ix)
-        stored = dict(zip(sid.tolist(), sh.tolist()))
+    # stored (id, hash) pairs, ascending by id (blocks partition the id range)
+    sid, sh = vectors.stored_hashes(ix)
 
     total = ix.node_count() if target is None else len(target)
-    todo_ids: list[int] = []
-    todo_hash: list[int] = []
-    todo_text: list[str] = []
-    empty: list[int] = []
     embedded = 0
     seen = 0
+    empty: list[int] = []
+    batch: list[tuple[int, str]] = []
 
     def flush() -> None:
         nonlocal embedded
-        if not todo_ids:
+        if not batch:
             return
-        vecs = model.encode(todo_text)
-        vectors.put_vectors(ix, todo_ids, todo_hash, vecs, model_id, gen)
-        embedded += len(todo_ids)
-        todo_ids.clear()
-        todo_hash.clear()
-        todo_text.clear()
+        ids = np.fromiter((b[0] for b in batch), dtype=np.int64, count=len(batch))
+        texts = [b[1] for b in batch]
+        hashes = np.fromiter((text_hash(t) for t in texts), dtype=np.int64, count=len(texts))
+        batch.clear()
+        if len(sid):
+            pos = np.minimum(np.searchsorted(sid, ids), len(sid) - 1)
+            same = (sid[pos] == ids) & (sh[pos] == hashes)
+        else:
+            same = np.zeros(len(ids), dtype=bool)
+        todo = np.flatnonzero(~same)
+        if len(todo):
+            vecs = model.encode([texts[i] for i in todo.tolist()])
+            vectors.put_vectors(ix, ids[todo], hashes[todo], vecs, model_id, gen)
+            embedded += len(todo)
 
     _progress(progress, 0, total)
     for nid, name, text in _node_rows(ix, target):
         seen += 1
         s = node_text(name, text, max_chars)
         if not s.strip():
-            if nid in stored:
-                empty.append(nid)
+            empty.append(nid)
             continue
-        h = text_hash(s)
-        if stored.get(nid) == h:
-            continue
-        todo_ids.append(nid)
-        todo_hash.append(h)
-        todo_text.append(s)
-        if len(todo_ids) >= BATCH:
+        batch.append((nid, s))
+        if len(batch) >= BATCH:
             flush()
             _progress(progress, seen, total)
     flush()
-    if empty:
-        deleted += vectors.delete_vectors(ix, empty, model_id, gen)
+    if empty and len(sid):
+        e = np.asarray(empty, dtype=np.int64)
+        deleted += vectors.delete_vectors(ix, e[np.isin(e, sid)], model_id, gen)
     _progress(progress, total, total)
 
     ix.set_meta("model_id", model_id)
