@@ -17,6 +17,13 @@ multi-GB CUDA build)::
 Options: ``--vocab FILE`` adds whole-word tokens (one per line) to the distillation vocabulary;
 ``--out DIR`` writes elsewhere (for experiments); ``--dims`` and ``--dtype`` change PCA size and
 precision.
+
+Why no extra vocabulary by default: adding the 7,000 most frequent English words (wordfreq) that
+are not in the BERT vocabulary gave a 9.9 MB model whose dense-only nDCG@10 was lower on every
+benchmark set (SciFact 0.400 -> 0.359, NFCorpus 0.188 -> 0.155, Cranfield 0.267 -> 0.259,
+CoSQA 0.279 -> 0.253; float32 brute force). model2vec weights tokens by Zipf rank of their id, so
+appended words are weighted like rare ones although they are frequent, and a word's single
+forward pass replaces the mean of its sub-words.
 """
 from __future__ import annotations
 
