@@ -164,6 +164,25 @@ def test_rwr_both_directions_equals_walk_on_symmetrized_graph():
         rwr(g, [1], direction="up")
 
 
+def test_rwr_prune_bounds_the_work_and_keeps_the_top():
+    rng = np.random.default_rng(6)
+    n = 3000
+    # a hub-heavy graph: every node links to a few of 20 hubs, plus random edges
+    src = np.concatenate([np.arange(n), np.arange(n), rng.integers(0, n, 6000)])
+    dst = np.concatenate([rng.integers(0, 20, n), rng.integers(0, 20, n), rng.integers(0, n, 6000)])
+    g = Graph.from_edges(src, dst, num_nodes=n)
+    seeds = {100: 1.0, 200: 0.5, 300: 0.8}
+    exact = rwr(g, seeds, direction="both", topk=None, tol=1e-12, max_iter=500)
+    for prune in (1e-4, 1e-3):
+        approx = rwr(g, seeds, direction="both", prune=prune, topk=None, tol=1e-12, max_iter=500)
+        assert approx.sum() == pytest.approx(1.0)
+        top = lambda v, k: np.argsort(-v, kind="stable")[:k].tolist()   # noqa: E731
+        assert top(approx, 4) == top(exact, 4)
+        assert len(set(top(approx, 10)) & set(top(exact, 10))) >= 8
+        assert np.count_nonzero(approx) < np.count_nonzero(exact)
+    assert np.array_equal(rwr(g, seeds, prune=0.0), rwr(g, seeds))
+
+
 def test_rwr_hops_confines_the_walk():
     g = Graph.from_edges([0, 1, 2, 3], [1, 2, 3, 4])
     x = rwr(g, [0], hops=2, topk=None, tol=1e-14, max_iter=1000)

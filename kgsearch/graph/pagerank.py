@@ -242,7 +242,7 @@ class _Scratch:
 def rwr(g: Graph, seeds: Any, restart: float = 0.2, max_iter: int = 20, tol: float = 1e-3,
         topk: int | None = 10, patience: int | None = 2, hops: int | None = None,
         weights: Any = None, sparse_fraction: float = 0.25, stats: dict | None = None,
-        direction: str = "out") -> np.ndarray:
+        direction: str = "out", prune: float = 0.0) -> np.ndarray:
     """Random walk with restart (personalized PageRank) from weighted seed nodes.
 
     Each step follows an out-edge with probability ``1 - restart`` (by edge weight) or jumps
@@ -276,6 +276,11 @@ def rwr(g: Graph, seeds: Any, restart: float = 0.2, max_iter: int = 20, tol: flo
     direction : {"out", "both"}
         Follow out-edges only, or edges either way (the walk on ``A + A.T``: callers and
         callees, links and backlinks), without building a second graph.
+    prune : float
+        A node passes its score on only while ``score >= prune * (its number of steps)``;
+        otherwise that share restarts at the seeds (the rule of "forward push" PPR). Each
+        step then walks at most about ``1 / prune`` edges however big the graph and its hubs
+        are. An approximation (0, the default, is exact).
 
     Returns
     -------
@@ -307,7 +312,7 @@ def rwr(g: Graph, seeds: Any, restart: float = 0.2, max_iter: int = 20, tol: flo
     sc.x[act] = xa
     try:
         act, xa, it, stopped, dense = _sparse_phase(op, sc, act, xa, ids, sw, inside, alpha, restart,
-                                                    tol, limit, int(max_iter), check)
+                                                    tol, limit, int(max_iter), check, float(prune))
     except BaseException:
         sc.x[:] = 0.0                      # keep the scratch clean for the next query
         raise
@@ -322,10 +327,11 @@ def rwr(g: Graph, seeds: Any, restart: float = 0.2, max_iter: int = 20, tol: flo
     first = it
     buf = np.empty(len(src))
     for it in range(first, int(max_iter) + 1):
-        y = _step(x, src, dst, p, n, buf)
+        xs = x if prune <= 0 else np.where(x >= prune * op.degree, x, 0.0)
+        y = _step(xs, src, dst, p, n, buf)
         if inside is not None:
             y[~inside] = 0.0
-        lost = float(x.sum() - y.sum()) if inside is not None else float(x[dang].sum())
+        lost = float(x.sum() - y.sum()) if inside is not None or prune > 0 else float(x[dang].sum())
         y *= alpha
         y[ids] += (alpha * max(lost, 0.0) + restart) * sw
         err = float(np.abs(y - x).sum())
@@ -342,27 +348,37 @@ def rwr(g: Graph, seeds: Any, restart: float = 0.2, max_iter: int = 20, tol: flo
     return x
 
 
-def _sparse_phase(op: Op, sc, act, xa, ids, sw, inside, alpha, restart, tol, limit, max_iter, check):
+def _sparse_phase(op: Op, sc, act, xa, ids, sw, inside, alpha, restart, tol, limit, max_iter, check,
+                  prune):
     """RWR steps over the reached nodes only; stops early (dense=True) once they own more than
     ``limit`` steps. Returns ``(nodes, values, iteration, stopped, dense)``."""
     stopped, it = "max_iter", 0
     for it in range(1, max_iter + 1):
-        if op.degree[act].sum() > limit:
+        deg = op.degree[act]
+        src_nodes, src_vals = act, xa
+        held = 0.0
+        if prune > 0:                       # only nodes with enough score per edge spread it
+            push = xa >= prune * deg
+            if not push.all():
+                held = float(xa[~push].sum())
+                src_nodes, src_vals, deg = act[push], xa[push], deg[push]
+        if deg.sum() > limit:
             return act, xa, it, stopped, True
         es, xs = [], []
         for bp, off in op.blocks:
-            starts = bp[act].astype(np.int64)
-            counts = bp[act + 1].astype(np.int64) - starts
+            starts = bp[src_nodes].astype(np.int64)
+            counts = bp[src_nodes + 1].astype(np.int64) - starts
             es.append(np.arange(int(counts.sum()), dtype=np.int64) + off + np.repeat(
                 starts - np.concatenate(([0], np.cumsum(counts)[:-1])), counts))
-            xs.append(np.repeat(xa, counts))
+            xs.append(np.repeat(src_vals, counts))
         e = np.concatenate(es) if len(es) > 1 else es[0]
         vals = (np.concatenate(xs) if len(xs) > 1 else xs[0]) * op.p[e]
         d = op.dst[e]
         if inside is not None:
             keep = inside[d]
             d, vals = d[keep], vals[keep]
-        lost = max(float(xa.sum() - vals.sum()), 0.0)   # dead ends (and leaving the region)
+        # dead ends, leaving the region and held-back scores restart at the seeds
+        lost = max(float(src_vals.sum() - vals.sum()), 0.0) + held
         nodes, yv = sc.accumulate(np.concatenate([d, ids]), np.concatenate([vals, np.zeros(len(ids))]))
         yv *= alpha
         yv[sc.where[ids]] += (alpha * lost + restart) * sw
