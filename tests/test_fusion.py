@@ -49,10 +49,14 @@ def test_intent_priority_and_overrides():
     assert intent.keywords_in("why does it crash with an error", "debugging") == ["error", "crash"]
 
 
-def test_profiles_table_matches_issue():
-    assert intent.PROFILES["default"] == (0.40, 0.45, 0.15, 0.00) or sum(intent.PROFILES["default"]) > 0
+def test_profiles_table():
+    assert set(intent.PROFILES) == {"exact_match", "capability_check", "debugging", "workflow", "comparison",
+                                    "goal_based", "exploratory", "semantic", "default"}
+    assert intent.PROFILES["default"] == (0.20, 0.50, 0.30, 0.00)
     for name, w in intent.PROFILES.items():
-        assert len(w) == 4 and all(x >= 0 for x in w), name
+        assert len(w) == 4 and all(x >= 0 for x in w) and abs(sum(w) - 1.0) < 1e-9, name
+    # exact names lean on text more than any other profile
+    assert max(intent.PROFILES.values(), key=lambda w: w[1]) == intent.PROFILES["exact_match"]
 
 
 def test_normalize_methods():

@@ -6,7 +6,7 @@ import numpy as np
 
 from . import vectors
 
-__all__ = ["score_ids", "query_vector"]
+__all__ = ["score_ids", "score_all", "query_vector"]
 
 _QKEY = "embed.last_query"
 
@@ -59,3 +59,28 @@ def score_ids(ix, query: str, ids) -> np.ndarray:
             for j, s in zip(sel, sc.tolist()):
                 out[index[int(bi[j])]] = s
     return out
+
+
+def score_all(ix, query: str) -> tuple[np.ndarray, np.ndarray, int]:
+    """Cosine of ``query`` with every stored vector: (node ids ascending, scores, count)."""
+    empty = (np.zeros(0, np.int64), np.zeros(0), 0)
+    if not ix.meta("model_id"):
+        return empty
+    qr = query_vector(ix, query)
+    if qr is None:
+        return empty
+    mat = ix.cached(vectors._CACHE_KEY, lambda: vectors.load_matrix(ix, ix.meta("model_id")) or False)
+    if mat:
+        ids, scores = mat.ids, mat.scores(qr).astype(np.float64)
+    else:
+        parts_i, parts_s = [], []
+        for bi, _h, bs, bc in vectors.iter_blocks(ix, ix.meta("model_id")):
+            parts_i.append(bi)
+            parts_s.append(vectors._scan_scores(bc, bs, qr).astype(np.float64))
+        if not parts_i:
+            return empty
+        ids, scores = np.concatenate(parts_i), np.concatenate(parts_s)
+    if len(ids) > 1 and (np.diff(ids) < 0).any():
+        order = np.argsort(ids, kind="stable")
+        ids, scores = ids[order], scores[order]
+    return ids, scores, len(ids)

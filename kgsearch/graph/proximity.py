@@ -18,7 +18,7 @@ import numpy as np
 
 from .csr import Graph
 
-__all__ = ["proximity", "neighbour_mean", "intent_edges", "hits_adjust", "OUT_FACTOR", "IN_FACTOR",
+__all__ = ["proximity", "pull_mean", "neighbour_mean", "intent_edges", "hits_adjust", "OUT_FACTOR", "IN_FACTOR",
            "TWO_HOP_FACTOR"]
 
 OUT_FACTOR = 1.0
@@ -104,6 +104,65 @@ def neighbour_mean(g: Graph, seeds, values, two_hop: bool = False, max_frontier:
         for node, val in zip(u2.tolist(), (p2 * TWO_HOP_FACTOR).tolist()):
             score[node] = score.get(node, 0.0) + val
     return score
+
+
+def pull_mean(g: Graph, targets, value_of, two_hop: bool = False, max_nodes: int = 20000) -> np.ndarray:
+    """Graph signal of the query pipeline: for each target node ``v``, the weighted mean of its
+    neighbours' first-stage scores,
+
+        prox(v) = sum_n w(n, v) * f * value(n)  /  sum_n w(n, v) * f
+
+    with ``f = 1.0`` for an edge into ``v`` (``n -> v``) and ``0.7`` for an edge out of it
+    (``v -> n``): the issue's seed convention read from the receiving side. A mean, not a sum,
+    so a node is not favoured for merely having many edges. With ``two_hop``, ``0.15 x`` the
+    mean of the neighbours' own 1-hop values is added (neighbour sets bounded by ``max_nodes``).
+    ``value_of(positions) -> values`` scores any positions. Nodes without edges get 0.
+    """
+    targets = np.asarray(targets, dtype=np.int64)
+    out = np.zeros(len(targets))
+    ok = targets >= 0
+    if g.m == 0 or not ok.any():
+        return out
+
+    def one(tpos):
+        node_i, nb_i, w_i, _ = g.neighbors(tpos, "in")
+        node_o, nb_o, w_o, _ = g.neighbors(tpos, "out")
+        node = np.concatenate([node_i, node_o])
+        nb = np.concatenate([nb_i, nb_o])
+        w = np.concatenate([w_i * OUT_FACTOR, w_o * IN_FACTOR]).astype(np.float64)
+        res = np.zeros(len(tpos))
+        if not len(nb):
+            return res, nb
+        u, inv_nb = np.unique(nb, return_inverse=True)
+        vals = np.asarray(value_of(u), dtype=np.float64)[inv_nb]
+        t_u, t_inv = np.unique(node, return_inverse=True)
+        num = np.bincount(t_inv, weights=w * vals, minlength=len(t_u))
+        den = np.bincount(t_inv, weights=w, minlength=len(t_u))
+        mean = np.divide(num, den, out=np.zeros(len(t_u)), where=den > 0)
+        res[_index_in(tpos, t_u)] = mean
+        return res, u
+
+    tp = targets[ok]
+    first, nbrs = one(tp)
+    out[ok] = first
+    if two_hop and len(nbrs):
+        nbrs = nbrs[:max_nodes]
+        nb_first, _ = one(nbrs)
+        lookup = dict(zip(nbrs.tolist(), nb_first.tolist()))
+        second = pull_mean_values(g, tp, lambda p: np.array([lookup.get(int(x), 0.0) for x in p]))
+        out[ok] += TWO_HOP_FACTOR * second
+    return out
+
+
+def _index_in(tpos: np.ndarray, t_u: np.ndarray) -> np.ndarray:
+    """Positions in ``tpos`` (unique values) of each of ``t_u``."""
+    order = np.argsort(tpos, kind="stable")
+    return order[np.searchsorted(tpos[order], t_u)]
+
+
+def pull_mean_values(g: Graph, targets, value_of) -> np.ndarray:
+    """One pull-mean step (no two-hop), see :func:`pull_mean`."""
+    return pull_mean(g, targets, value_of, two_hop=False)
 
 
 def intent_edges(g: Graph, seeds, type_ids, seed_weights=None) -> dict[int, float]:

@@ -35,7 +35,7 @@ import numpy as np
 
 from .tokenize import Analyzer, get_analyzer
 
-__all__ = ["BM25Params", "MemoryBM25", "build_pairs", "idf", "impacts", "search", "score_ids",
+__all__ = ["BM25Params", "MemoryBM25", "build_pairs", "idf", "impacts", "search", "score_ids", "score_all",
            "score_terms", "rebuild", "write_postings", "apply_changes", "state", "query_weights"]
 
 log = logging.getLogger(__name__)
@@ -481,6 +481,46 @@ def score_terms(ix, qw: dict[str, float], k: int = 100, idf_method: str = "lucen
     for ids, w, imp in lists:
         scores[ids] += w * imp
     return top_k(scores, k)
+
+
+def score_all(ix, query: str | dict, *, keywords: Iterable[str] | None = None, keyword_boost: float = 5.0,
+              idf_method: str = "lucene", **opts) -> tuple[np.ndarray, np.ndarray, int]:
+    """Every positive BM25 score: (node ids ascending, scores float64, N indexed nodes).
+
+    Nodes not listed score 0. The pipeline uses it to standardise scores over the whole index
+    (mean and spread include the zeros) and to score any node without another query.
+    """
+    if keywords is None and opts.get("boost_terms"):
+        keywords = opts["boost_terms"]
+    if opts.get("boost") is not None:
+        keyword_boost = float(opts["boost"])
+    st, params = _stored_params(ix)
+    empty = (np.zeros(0, np.int64), np.zeros(0), 0)
+    if st is None:
+        return empty
+    N = int(st["n"])
+    qw = query if isinstance(query, dict) else query_weights(params.analyzer(), clean_query(query), keywords,
+                                                             keyword_boost)
+    terms = [t for t, w in qw.items() if w]
+    if not terms:
+        return (empty[0], empty[1], N)
+    lists = []
+    max_id = 0
+    for s in range(0, len(terms), _SQL_CHUNK):
+        part = terms[s:s + _SQL_CHUNK]
+        q = f"SELECT term, df, ids, imp FROM text_postings WHERE term IN ({','.join('?' * len(part))})"
+        for term, df, ib, pb in ix.conn.execute(q, part):
+            ids = _ids_from(ib, df)
+            if ids.size:
+                lists.append((ids, qw[term] * float(idf(df, N, idf_method)), np.frombuffer(pb, dtype=np.float32)))
+                max_id = max(max_id, int(ids[-1]))
+    if not lists:
+        return (empty[0], empty[1], N)
+    scores = np.zeros(max_id + 1, dtype=np.float64)
+    for ids, w, imp in lists:
+        scores[ids] += w * imp
+    nz = np.flatnonzero(scores > 0)
+    return nz.astype(np.int64), scores[nz], N
 
 
 def score_ids(ix, query: str | dict, ids, *, keywords: Iterable[str] | None = None, keyword_boost: float = 5.0,

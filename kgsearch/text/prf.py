@@ -103,6 +103,21 @@ def score_ids(ix, query: str, ids, *, keywords: Iterable[str] | None = None, key
     return bm25_score_ids(ix, q2, ids)
 
 
+def score_all(ix, query: str, *, keywords: Iterable[str] | None = None, keyword_boost: float = 5.0,
+              **opts) -> tuple[np.ndarray, np.ndarray, int]:
+    """Every positive RM3 score: (node ids ascending, scores, N)."""
+    from .bm25 import score_all as bm25_score_all
+
+    if keywords is None and opts.get("boost_terms"):
+        keywords = opts["boost_terms"]
+    if opts.get("boost") is not None:
+        keyword_boost = float(opts["boost"])
+    q2 = _expanded(ix, query, keywords, keyword_boost)
+    if not q2:
+        return np.zeros(0, np.int64), np.zeros(0), 0
+    return bm25_score_all(ix, q2)
+
+
 def search(ix, query: str, k: int = 100, *, keywords: Iterable[str] | None = None, keyword_boost: float = 5.0,
            **opts) -> tuple[np.ndarray, np.ndarray]:
     """RM3-expanded BM25: (node ids, scores), best first. Never raises on the query string."""
