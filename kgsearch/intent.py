@@ -99,8 +99,12 @@ def _is_exact(q: str) -> str | None:
     s = q.strip()
     if len(s) >= 2 and s[0] == s[-1] and s[0] in "\"'`":
         return "quoted phrase"
-    if re.search(r'"[^"]+"', s) or re.search(r"`[^`]+`", s):
-        return "quoted phrase"
+    m = re.findall(r'"[^"]+"|`[^`]+`', s)
+    if m:
+        # a quoted phrase decides the intent of a short query; in a long question it is a detail
+        rest = re.sub(r'"[^"]+"|`[^`]+`', " ", s)
+        if len(_WORDS.findall(rest)) <= 3:
+            return "quoted phrase"
     words = s.split()
     if len(words) == 1:
         w = words[0]

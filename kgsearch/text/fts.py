@@ -202,3 +202,20 @@ def text_search(ix, query: str, k: int = 100, **opts) -> tuple[np.ndarray, np.nd
     items = sorted(scores.items(), key=lambda p: (-p[1], p[0]))[:k]
     return (np.array([p[0] for p in items], dtype=np.int64),
             np.array([p[1] for p in items], dtype=np.float32))
+
+
+FULL_K = 2000
+
+
+def score_all(ix, query: str, **opts) -> tuple[np.ndarray, np.ndarray, int]:
+    """FTS5 scores of the (up to ``FULL_K``) matching nodes: (ids ascending, scores, N indexed
+    nodes), so the pipeline can standardise FTS5 like BM25 (non-matching nodes score 0)."""
+    ids, sc = search(ix, query, FULL_K)
+    try:
+        n = int(ix.conn.execute("SELECT count(*) FROM text_doclen").fetchone()[0])
+    except sqlite3.Error:
+        n = 0
+    if not len(ids) or n == 0:
+        return np.zeros(0, np.int64), np.zeros(0), n
+    order = np.argsort(ids, kind="stable")
+    return ids[order], np.maximum(sc[order].astype(np.float64), 0.0), n
