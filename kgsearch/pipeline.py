@@ -327,6 +327,8 @@ class Engine:
                     continue
                 if m["flags"] & 2 and not about_tests:
                     factor[i] = TEST_PENALTY
+                if m["flags"] & 1 and it.name != "exact_match":
+                    factor[i] = 0.0        # tags, entities, placeholders: structure, not answers
                 if code_query and _vendored(m):
                     factor[i] = 0.0
             if (factor != 1.0).any():
@@ -352,7 +354,7 @@ class Engine:
         t = lap("rank", t)
 
         hits = self._make_hits(query, cand, order, fused, sig.raw_scores, sig.norm_scores, signals, weights,
-                               parts, adjustments, meta, fusion, opts)
+                               parts, adjustments, meta, fusion, opts, set(sig.full))
         lap("output", t)
         timings["total"] = round((time.perf_counter() - t_all) * 1000, 3)
         channels_run = [c for c in ALL_CHANNELS if c in raw or c in sig.raw_scores]
@@ -503,7 +505,7 @@ class Engine:
 
     # ------------------------------------------------------------------ output
     def _make_hits(self, query, cand, order, fused, chan_sig, norm_sig, signals, weights, parts, adjustments,
-                   meta, fusion, opts) -> list[Hit]:
+                   meta, fusion, opts, full_names=frozenset()) -> list[Hit]:
         if not len(order):
             return []
         terms = pack.query_terms(query) if opts.snippets else []
@@ -514,7 +516,7 @@ class Engine:
             m = meta[nid]
             chans = {}
             for n, s in chan_sig.items():
-                if s[i] > 0:
+                if s[i] > 0 or n in full_names:
                     chans[n] = {"score": round(float(s[i]), 6), "rank": int(ranks[n][i]),
                                 "norm": round(float(norm_sig.get(n, s)[i]), 6)}
             sigs = {}

@@ -156,7 +156,9 @@ def search(ix, query: str, k: int = 100, **opts) -> tuple[np.ndarray, np.ndarray
         k = max(0, int(k))
     except (TypeError, ValueError):
         k = 100
-    if k == 0 or not available():
+    if not available():
+        return "FTS5 is not available in this SQLite build"
+    if k == 0:
         return _EMPTY
     conn = ix.conn
     try:
@@ -190,7 +192,10 @@ def text_search(ix, query: str, k: int = 100, **opts) -> tuple[np.ndarray, np.nd
     from . import bm25
     scores: dict[int, float] = {}
     for fn in (bm25.search, search):
-        ids, sc = fn(ix, query, k, **opts)
+        out = fn(ix, query, k, **opts)
+        if isinstance(out, str):
+            continue
+        ids, sc = out
         if ids.size == 0 or sc[0] <= 0:
             continue
         norm = sc / sc[0]
@@ -210,7 +215,8 @@ FULL_K = 2000
 def score_all(ix, query: str, **opts) -> tuple[np.ndarray, np.ndarray, int]:
     """FTS5 scores of the (up to ``FULL_K``) matching nodes: (ids ascending, scores, N indexed
     nodes), so the pipeline can standardise FTS5 like BM25 (non-matching nodes score 0)."""
-    ids, sc = search(ix, query, FULL_K)
+    out = search(ix, query, FULL_K)
+    ids, sc = (np.zeros(0, np.int64), np.zeros(0, np.float32)) if isinstance(out, str) else out
     try:
         n = int(ix.conn.execute("SELECT count(*) FROM text_doclen").fetchone()[0])
     except sqlite3.Error:

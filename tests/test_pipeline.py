@@ -1,0 +1,238 @@
+"""The query pipeline end to end on small indexes the tests build: channels, fusion modes,
+graph and intent signals, code queries, cache, explain/why, and the degradation paths."""
+from __future__ import annotations
+
+import json
+import textwrap
+
+import numpy as np
+import pytest
+
+from kgsearch import pipeline
+from kgsearch.cli import main
+from kgsearch.errors import NotFound, UsageError
+from kgsearch.indexer import IndexOptions, index_paths
+from kgsearch.pipeline import Engine, SearchOptions
+from kgsearch.store.db import Index
+
+KG = {
+    "nodes": [
+        {"node_id": "sqlite", "name": "SQLite", "type": "tool", "description": "embedded SQL database engine in one file"},
+        {"node_id": "wal", "name": "Write-ahead log", "type": "technique",
+         "description": "journal mode that lets readers continue while a writer commits"},
+        {"node_id": "locked", "name": "database is locked", "type": "problem",
+         "description": "error raised when a second writer waits too long for the lock"},
+        {"node_id": "busy_timeout", "name": "busy timeout", "type": "workaround",
+         "description": "wait for the lock instead of failing at once"},
+        {"node_id": "postgres", "name": "PostgreSQL", "type": "tool", "description": "client server SQL database"},
+        {"node_id": "cron", "name": "cron", "type": "tool", "description": "runs commands on a schedule"},
+    ],
+    "edges": [
+        {"source": "wal", "target": "sqlite", "edge_type": "part_of"},
+        {"source": "locked", "target": "sqlite", "edge_type": "relates_to"},
+        {"source": "locked", "target": "busy_timeout", "edge_type": "has_workaround"},
+        {"source": "sqlite", "target": "postgres", "edge_type": "alternative_to"},
+    ],
+}
+
+PKG = {
+    "shop/__init__.py": "",
+    "shop/cart.py": '''\
+        """Shopping cart."""
+        from shop.pricing import apply_discount
+
+
+        class Cart:
+            """A cart of items."""
+
+            def add_item(self, item):
+                """Add one item to the cart."""
+                self.items.append(item)
+                return apply_discount(self)
+
+            def checkout_total(self):
+                """Total price after discounts."""
+                return apply_discount(self)
+        ''',
+    "shop/pricing.py": '''\
+        """Prices."""
+
+
+        def apply_discount(cart):
+            """Apply the discount rules to a cart total."""
+            return cart
+        ''',
+    "tests/test_cart.py": '''\
+        from shop.cart import Cart
+
+
+        def test_add_item():
+            """add_item puts the item into the cart."""
+            Cart().add_item(1)
+        ''',
+}
+
+
+@pytest.fixture
+def kg_db(tmp_path):
+    folder = tmp_path / "kg"
+    folder.mkdir()
+    (folder / "graph.json").write_text(json.dumps(KG))
+    db = tmp_path / "kg.db"
+    index_paths(db, [str(folder)], IndexOptions(steps=("text", "neighbors", "graph")))
+    return db
+
+
+@pytest.fixture
+def code_db(tmp_path):
+    root = tmp_path / "proj"
+    for rel, src in PKG.items():
+        p = root / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(textwrap.dedent(src))
+    db = tmp_path / "code.db"
+    index_paths(db, [str(root)], IndexOptions(steps=("text", "neighbors", "graph")))
+    return db
+
+
+def engine(db):
+    return Engine(Index.open(db, readonly=True))
+
+
+def test_search_without_model_degrades_to_text_and_graph(kg_db):
+    r = engine(kg_db).search("database locked error", SearchOptions(use_cache=False))
+    assert r.hits and r.hits[0].key == "kg:locked"
+    assert "dense" not in r.channels_run and "dense" in r.channels_skipped
+    assert "no vectors" in r.channels_skipped["dense"]
+    assert r.intent["name"] == "debugging"
+    assert set(r.timings_ms) >= {"intent", "bm25", "candidates", "fuse", "rank", "total"}
+
+
+def test_weights_text_only_equals_bm25_order(kg_db):
+    eng = engine(kg_db)
+    bm = eng.search("sql database", SearchOptions(channels="bm25", use_cache=False, k=5))
+    lin = eng.search("sql database", SearchOptions(channels="bm25,graph", weights="0,1,0,0", use_cache=False, k=5))
+    # graph-reached nodes may follow, but the text order is BM25's
+    assert [h.key for h in lin.hits][:len(bm.hits)] == [h.key for h in bm.hits]
+
+
+def test_intent_edges_bring_in_the_workaround(kg_db):
+    eng = engine(kg_db)
+    r = eng.search("database is locked error", SearchOptions(use_cache=False, k=5))
+    keys = [h.key for h in r.hits]
+    # has_workaround is a debugging edge type: the workaround is credited through it
+    assert "kg:busy_timeout" in keys
+    hit = next(h for h in r.hits if h.key == "kg:busy_timeout")
+    # the top seed (weight 1.0) points at it: forward credit 1.0 x 1.0
+    assert hit.channels["intent"]["score"] == pytest.approx(1.0)
+    assert "intent" in hit.methods
+
+
+def test_rrf_mode_and_cap(kg_db):
+    r = engine(kg_db).search("sqlite database", SearchOptions(fusion="rrf", use_cache=False, explain=True))
+    assert r.fusion == "rrf" and r.hits
+    top = r.hits[0]
+    # every part is w / (60 + rank)
+    for name, part in top.signals.items():
+        assert 0 < part["part"] <= part["weight"] / 61 + 1e-12
+    with pytest.raises(UsageError, match="unknown fusion 'x'"):
+        engine(kg_db).search("q", SearchOptions(fusion="x", use_cache=False))
+
+
+def test_unknown_channel_is_a_usage_error(kg_db):
+    with pytest.raises(UsageError, match="unknown channel\\(s\\) nope"):
+        engine(kg_db).search("q", SearchOptions(channels="bm25,nope"))
+
+
+def test_failing_channel_is_skipped(kg_db, monkeypatch):
+    import kgsearch.text.bm25 as bm25
+
+    def boom(*a, **k):
+        raise RuntimeError("disk on fire")
+
+    monkeypatch.setattr(bm25, "search", boom)
+    r = engine(kg_db).search("sqlite", SearchOptions(use_cache=False))
+    assert r.channels_skipped["bm25"] == "failed (RuntimeError: disk on fire)"
+
+
+def test_fts_missing_is_skipped(kg_db, monkeypatch):
+    import kgsearch.text.fts as fts
+
+    monkeypatch.setattr(fts, "available", lambda: False)
+    r = engine(kg_db).search('"database is locked"', SearchOptions(use_cache=False))
+    assert "fts" not in r.channels_run and r.hits
+
+
+def test_result_cache_survives_processes_and_dies_with_reindex(kg_db, tmp_path):
+    opts = SearchOptions()
+    r1 = engine(kg_db).search("sqlite wal", opts)
+    r2 = engine(kg_db).search("sqlite wal", opts)        # a new engine: the cache is in the index
+    assert not r1.cached and r2.cached
+    assert [h.key for h in r2.hits] == [h.key for h in r1.hits]
+    (tmp_path / "kg" / "more.json").write_text(json.dumps({"nodes": [{"node_id": "x", "name": "X"}]}))
+    index_paths(kg_db, [str(tmp_path / "kg")], IndexOptions(steps=("text", "neighbors", "graph")))
+    assert not engine(kg_db).search("sqlite wal", opts).cached
+
+
+def test_code_query_walk_hits_and_test_penalty(code_db):
+    eng = engine(code_db)
+    r = eng.search("apply_discount", SearchOptions(use_cache=False, k=10, explain=True))
+    assert r.code_query
+    assert r.hits[0].key == "py:shop.pricing.apply_discount"
+    keys = [h.key for h in r.hits]
+    # callers come in through the walk
+    assert "py:shop.cart.Cart.add_item" in keys
+    r2 = eng.search("add item to the cart", SearchOptions(use_cache=False, k=10))
+    test_hit = [h for h in r2.hits if h.key.startswith("py:tests.")]
+    real = [h for h in r2.hits if h.key == "py:shop.cart.Cart.add_item"]
+    assert real and (not test_hit or test_hit[0].adjustments.get("test_or_vendored") == 0.3)
+    r3 = eng.search("test add item", SearchOptions(use_cache=False, k=10))
+    assert all("test_or_vendored" not in h.adjustments for h in r3.hits if h.key.startswith("py:tests."))
+
+
+def test_pattern_channel_for_identifiers(code_db):
+    r = engine(code_db).search("checkout_totl", SearchOptions(use_cache=False))
+    assert "pattern" in r.channels_run
+    assert r.hits[0].key == "py:shop.cart.Cart.checkout_total"
+    plain = engine(code_db).search("total price", SearchOptions(use_cache=False))
+    assert "pattern" not in plain.channels_run
+
+
+def test_why_explains_rank_and_misses(kg_db):
+    info = pipeline.why("database locked", "kg:locked", db=kg_db)
+    assert info["rank"] == 1 and info["hit"]["channels"]["bm25"]["rank"] == 1
+    miss = pipeline.why("database locked", "cron", db=kg_db)
+    assert miss["rank"] is None and "no channel returned this node" in miss["reason"]
+    with pytest.raises(NotFound, match="no node 'nothing-here'"):
+        pipeline.why("x", "nothing-here", db=kg_db)
+
+
+def test_cli_search_json_and_errors(kg_db, capsys):
+    assert main(["search", "sqlite", "--db", str(kg_db), "--json", "-k", "3", "--explain"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["hits"][0]["key"] == "kg:sqlite" and len(out["hits"]) <= 3
+    assert {"channels", "signals", "score", "rank", "methods", "snippet"} <= set(out["hits"][0])
+    assert main(["search", "x", "--db", str(kg_db), "--weights", "1,2"]) == 2
+    assert "--weights needs 4 non-negative numbers" in capsys.readouterr().err
+    assert main(["why", "sqlite", "no-such-node", "--db", str(kg_db)]) == 5
+    assert main(["search", "sqlite", "--db", str(kg_db)]) == 0
+    text = capsys.readouterr().out
+    assert "1. SQLite  [tool]" in text and "fusion linear" in text
+
+
+def test_dense_channel_with_shipped_model(tmp_path):
+    from kgsearch.embed import load_model
+
+    try:
+        load_model()
+    except Exception as exc:  # the shipped model must be present in a checkout
+        pytest.fail(f"default model missing: {exc}")
+    folder = tmp_path / "kg"
+    folder.mkdir()
+    (folder / "graph.json").write_text(json.dumps(KG))
+    db = tmp_path / "d.db"
+    index_paths(db, [str(folder)], IndexOptions())
+    r = engine(db).search("relational database server", SearchOptions(use_cache=False, explain=True))
+    assert "dense" in r.channels_run
+    # every candidate has a dense score (fill-in), not only the dense channel's own top k
+    assert all("dense" in h.channels for h in r.hits)
