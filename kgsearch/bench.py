@@ -142,9 +142,18 @@ for q in queries:
     for k, v in r.timings_ms.items():
         stages.setdefault(k, []).append(v)
 wall = time.perf_counter() - t_all
-rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-if sys.platform == "darwin":
-    rss /= 1024
+# VmHWM is this process's own peak; ru_maxrss after fork+exec can carry the parent's peak on Linux
+rss = None
+try:
+    for line in open("/proc/self/status"):
+        if line.startswith("VmHWM:"):
+            rss = int(line.split()[1])
+except OSError:
+    pass
+if rss is None:
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    if sys.platform == "darwin":
+        rss /= 1024
 print(json.dumps({"lat": lat, "stages": stages, "wall": wall, "first_ms": first * 1000,
                   "rss_kb": rss, "channels": r.channels_run, "notices": eng.notices()}))
 """
