@@ -261,10 +261,11 @@ class Engine:
             if weights.get(SIGNAL_OF[name], 0) <= 0 and fusion == "linear" and opts.channels is None:
                 skipped[name] = "weight 0 for this intent"
                 continue
-            if name == "pattern" and opts.channels is None and not wants_pattern(query, it):
+            alone = requested == [name]        # asked for this channel only: always run it
+            if name == "pattern" and not alone and not wants_pattern(query, it):
                 skipped[name] = "not an identifier, file name or /regex/ query"
                 continue
-            if name == "fts" and opts.channels is None and not wants_fts(query):
+            if name == "fts" and not alone and not wants_fts(query):
                 skipped[name] = "no quoted phrase or boolean operator"
                 continue
             kwargs_of[name] = self._kwargs(name, it, opts)

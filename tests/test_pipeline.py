@@ -236,3 +236,14 @@ def test_dense_channel_with_shipped_model(tmp_path):
     assert "dense" in r.channels_run
     # every candidate has a dense score (fill-in), not only the dense channel's own top k
     assert all("dense" in h.channels for h in r.hits)
+
+
+from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(q=st.text(max_size=200) | st.sampled_from(['"', "/(/", "/a+/", "AND OR", "`x`", "a_b.c()", "NEAR(", "\x00"]))
+def test_no_query_makes_the_pipeline_raise(kg_db, q):
+    r = engine(kg_db).search(q, SearchOptions(use_cache=False, k=5))
+    assert len(r.hits) <= 5
+    assert all(np.isfinite(h.score) for h in r.hits)

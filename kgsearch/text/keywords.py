@@ -241,7 +241,7 @@ def search_equivalences(ix, query: str, k: int = 100, *, equivalences=None, **op
         log.warning("%s", exc)
         return _EMPTY
     if not eq:
-        return _EMPTY
+        return "no equivalence classes configured (equivalences.json next to the config file)"
     targets = extract(query, eq).equivalents
     scores: dict[int, float] = {}
     for rank, t in enumerate(targets[:50]):
