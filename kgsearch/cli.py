@@ -213,7 +213,7 @@ def cmd_search(args) -> int:
     from .pipeline import SearchOptions, search
 
     opts = SearchOptions(k=args.k, intent=args.intent, weights=args.weights, fusion=args.fusion,
-                         channels=args.channels, explain=args.explain, use_cache=not args.no_cache)
+                         channels=args.channels, explain=args.explain, use_cache=not args.no_cache, norm=args.norm)
     resp = search(args.query, db=args.db, options=opts)
     for notice in resp.notices:
         if not args.quiet:
@@ -231,7 +231,7 @@ def cmd_why(args) -> int:
     from .pipeline import SearchOptions, format_why, why
 
     opts = SearchOptions(k=args.k, intent=args.intent, weights=args.weights, fusion=args.fusion,
-                         channels=args.channels, explain=True, use_cache=False)
+                         channels=args.channels, explain=True, use_cache=False, norm=args.norm)
     info = why(args.query, args.node, db=args.db, options=opts)
     if args.json:
         _emit_json(info)
@@ -332,7 +332,11 @@ def _query_options(p: argparse.ArgumentParser) -> None:
                    help="override the fusion weights: embedding,text,graph,intent-edges (e.g. .4,.45,.15,0)")
     p.add_argument("--fusion", choices=["linear", "rrf"], default=None, help="fusion mode (default linear)")
     p.add_argument("--channels", default=None, metavar="LIST",
-                   help="comma-separated channels to run (bm25,fts,pattern,dense,graph,intent,local,global,equiv)")
+                   help="comma-separated channels to run (default: bm25,fts,dense,graph,intent,pattern,equiv,"
+                        "local,global; also prf = RM3 feedback). fts and pattern run only for phrase/boolean "
+                        "and identifier queries unless asked for alone")
+    p.add_argument("--norm", choices=["z", "max", "minmax", "auto"], default="z",
+                   help="score normalisation before fusion (default z: standardised over the whole index)")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -73,7 +73,8 @@ class _Postings:
             self.lists[term] = (_ids_from(ib, df), np.frombuffer(pb, dtype=np.float32), idf)
 
 
-def _neighbours(terms: list[str], self_id: int, post: _Postings) -> list[tuple[int, float]]:
+def _neighbours(terms: list[str], self_id: int, post: _Postings, allowed: np.ndarray | None = None
+                ) -> list[tuple[int, float]]:
     counts = Counter(t for t in terms if t in post.lists)
     if not counts:
         return []
@@ -94,6 +95,10 @@ def _neighbours(terms: list[str], self_id: int, post: _Postings) -> list[tuple[i
     if self_score <= 0:
         return []
     score[pos_self] = 0.0
+    if allowed is not None:            # neighbours are prose nodes too (not tags, entities, code)
+        inside = u < len(allowed)
+        score[~inside] = 0.0
+        score[inside] *= allowed[u[inside]]
     k = min(K, len(u))
     top = np.argpartition(-score, k - 1)[:k] if k < len(u) else np.arange(len(u))
     top = top[np.lexsort((u[top], -score[top]))]
@@ -136,6 +141,8 @@ def update(ix, changes, settings: dict | None = None, progress=None) -> dict:
         _delete_edges(conn, sorted(set(touched) | set(changes.removed)))
         todo = sorted(touched)
     post = _Postings(conn, int(st["n"]))
+    allowed = np.zeros(max(prose) + 1 if prose else 0, dtype=np.float64)
+    allowed[prose] = 1.0
     an = params.analyzer()
     nw = max(1, int(round(params.name_weight)))
     keys = {}
@@ -147,7 +154,7 @@ def update(ix, changes, settings: dict | None = None, progress=None) -> dict:
         for nid, key, name, text in rows:
             keys[nid] = key
             terms = an(name or "") * nw + an(text or "")
-            for dst, sim in _neighbours(terms, nid, post):
+            for dst, sim in _neighbours(terms, nid, post, allowed):
                 rows_out.append((nid, dst, sim))
         if progress is not None:
             progress({"phase": "neighbors", "done": min(s + _SQL, len(todo)), "total": len(todo)})
