@@ -399,6 +399,9 @@ class _Run:
                 "DELETE FROM temp.edge_stage WHERE src_key NOT IN (SELECT key FROM nodes)").rowcount
             if dropped:
                 self.report.warnings.append(f"{dropped} edges from unknown source nodes dropped")
+        # new edges are the ones above the current maximum id: taken now, after this run deleted
+        # the edges of changed files (their ids are reused when they were the last ones)
+        self.edge_id_before = conn.execute("SELECT coalesce(max(id), 0) FROM edges").fetchone()[0]
         n = conn.execute(
             "INSERT INTO edges(src, dst, ns, dst_name, type, weight, file_id, line, props) "
             "SELECT n.id, NULL, s.ns, s.dst_name, s.type, s.weight, s.file_id, s.line, s.props "
@@ -565,7 +568,6 @@ def index_paths(db: str | os.PathLike | None, paths: list[str], opts: IndexOptio
                 conn.execute("CREATE TEMP TABLE IF NOT EXISTS edge_stage(src_key TEXT, ns TEXT, dst_name TEXT, "
                              "type TEXT, weight REAL, file_id INTEGER, line INTEGER, props TEXT)")
                 conn.execute("CREATE TEMP TABLE IF NOT EXISTS resolve_ids(id INTEGER PRIMARY KEY)")
-                run.edge_id_before = conn.execute("SELECT coalesce(max(id), 0) FROM edges").fetchone()[0]
                 t0 = time.perf_counter()
                 to_load, deleted = run.plan(roots)
                 report.phases["scan"] = round(time.perf_counter() - t0, 3)
