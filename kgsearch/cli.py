@@ -213,7 +213,8 @@ def cmd_search(args) -> int:
     from .pipeline import SearchOptions, search
 
     opts = SearchOptions(k=args.k, intent=args.intent, weights=args.weights, fusion=args.fusion,
-                         channels=args.channels, explain=args.explain, use_cache=not args.no_cache, norm=args.norm)
+                         channels=args.channels, explain=args.explain, use_cache=not args.no_cache, norm=args.norm,
+                         diversity=args.diversity)
     resp = search(args.query, db=args.db, options=opts)
     for notice in resp.notices:
         if not args.quiet:
@@ -231,7 +232,8 @@ def cmd_why(args) -> int:
     from .pipeline import SearchOptions, format_why, why
 
     opts = SearchOptions(k=args.k, intent=args.intent, weights=args.weights, fusion=args.fusion,
-                         channels=args.channels, explain=True, use_cache=False, norm=args.norm)
+                         channels=args.channels, explain=True, use_cache=False, norm=args.norm,
+                         diversity=args.diversity)
     info = why(args.query, args.node, db=args.db, options=opts)
     if args.json:
         _emit_json(info)
@@ -335,6 +337,8 @@ def _query_options(p: argparse.ArgumentParser) -> None:
                    help="comma-separated channels to run (default: bm25,fts,dense,graph,intent,pattern,equiv,"
                         "local,global; also prf = RM3 feedback). fts and pattern run only for phrase/boolean "
                         "and identifier queries unless asked for alone")
+    p.add_argument("--diversity", type=float, default=None, metavar="F",
+                   help="multiply the first hit of each new graph community by F (e.g. 1.05; default off)")
     p.add_argument("--norm", choices=["z", "max", "minmax", "auto"], default="z",
                    help="score normalisation before fusion (default z: standardised over the whole index)")
 

@@ -70,7 +70,7 @@ PR_BLEND = 0.0            # graph = (1 - PR_BLEND) * proximity + PR_BLEND * page
 LOCAL_WEIGHT = 1.0        # graph signal >= LOCAL_WEIGHT * graph-local channel
 GLOBAL_WEIGHT = 0.5       # graph signal >= GLOBAL_WEIGHT * graph-global channel
 TEST_PENALTY = 0.3
-DIVERSITY = 1.05
+DIVERSITY = 1.0           # community diversity factor; 1.05 measured -0.0016 nDCG@10 (off by default)
 CACHE_TTL = 300.0
 
 
@@ -91,6 +91,7 @@ class SearchOptions:
     keyword_boost: float = 1.0             # intent keywords repeated this often in the BM25 query
                                            # (x5 measured -0.027 nDCG@10 mean on the shared sets)
     collapse: bool = True                  # one hit per note (a section stands for its note)
+    diversity: float | None = None         # x factor for the first hit of each new community (None: DIVERSITY)
 
 
 @dataclass
@@ -255,6 +256,7 @@ class Engine:
         raw: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         skipped: dict[str, str] = {}
         kwargs_of: dict[str, dict] = {}
+        fulls: dict[str, tuple] = {}
         for name in CHANNEL_FUNCS:
             if name not in requested:
                 continue
@@ -269,7 +271,15 @@ class Engine:
                 skipped[name] = "no quoted phrase or boolean operator"
                 continue
             kwargs_of[name] = self._kwargs(name, it, opts)
-            res = self._run_channel(name, query, opts, it, notices)
+            res = None
+            if opts.norm == "z" and name in FULL_FUNCS:
+                # one pass scores every node: the channel's top k comes from it (no second scan)
+                f = self.full(name, query, kwargs_of[name])
+                if f is not None and f[2] > 0:
+                    fulls[name] = f
+                    res = _topk(f[0], f[1], opts.depth)
+            if res is None:
+                res = self._run_channel(name, query, opts, it, notices)
             if isinstance(res, str):
                 skipped[name] = res
             else:
@@ -279,7 +289,7 @@ class Engine:
         # ---------------------------------------------------------------- candidates and signals
         ids_list = [r[0] for r in raw.values() if len(r[0])]
         cand = np.unique(np.concatenate(ids_list)) if ids_list else np.zeros(0, dtype=np.int64)
-        sig = _Signals(self, query, cand, raw, kwargs_of, opts.norm)
+        sig = _Signals(self, query, cand, raw, kwargs_of, opts.norm, fulls)
         text, emb = sig.text(), sig.get("dense")
         t = lap("candidates", t)
 
@@ -316,30 +326,35 @@ class Engine:
         t = lap("fuse", t)
 
         # ---------------------------------------------------------------- adjustments, top k
-        meta = _fetch_meta(self.ix, cand) if len(cand) else {}
+        meta = _fetch_meta(self.ix, cand, text=False) if len(cand) else {}
         order: list = []
         if len(cand):
             about_tests = "test" in query.lower()
+            # multiplicative adjustments need a positive scale: standardised scores are shifted
+            # so that the weakest candidate scores 0
+            low = float(fused.min())
+            if low < 0:
+                fused = fused - low
+            flags = np.array([meta[n]["flags"] if n in meta else -1 for n in cand.tolist()], dtype=np.int64)
             factor = np.ones(len(cand))
-            for i, nid in enumerate(cand.tolist()):
-                m = meta.get(nid)
-                if m is None:
-                    factor[i] = 0.0        # deleted since the channel ran
-                    continue
-                if m["flags"] & 2 and not about_tests:
-                    factor[i] = TEST_PENALTY
-                if m["flags"] & 1 and it.name != "exact_match":
-                    factor[i] = 0.0        # tags, entities, placeholders: structure, not answers
-                if code_query and _vendored(m):
-                    factor[i] = 0.0
+            if not about_tests:
+                factor[(flags >= 0) & (flags & 2 > 0)] = TEST_PENALTY
+            if it.name != "exact_match":
+                factor[(flags >= 0) & (flags & 1 > 0)] = 0.0   # tags, entities, placeholders: structure
+            factor[flags < 0] = 0.0                            # deleted since the channel ran
+            if code_query:
+                for i, nid in enumerate(cand.tolist()):
+                    if factor[i] and _vendored(meta[nid]):
+                        factor[i] = 0.0
             if (factor != 1.0).any():
                 adjustments["test_or_vendored"] = factor
                 fused = fused * factor
             order_arr = np.argsort(-fused, kind="stable")
             comm = gctx.communities_of(cand) if gctx is not None else None
-            if comm is not None and len(order_arr) > 3:
+            div = DIVERSITY if opts.diversity is None else opts.diversity
+            if comm is not None and len(order_arr) > 3 and div != 1.0:
                 before = fused
-                fused = pack.diversify(order_arr[:max(opts.k, 10) * 3], fused, comm, DIVERSITY)
+                fused = pack.diversify(order_arr[:max(opts.k, 10) * 3], fused, comm, div)
                 ratio = np.divide(fused, before, out=np.ones(len(fused)), where=before != 0)
                 if (ratio != 1.0).any():
                     adjustments["diversity"] = ratio
@@ -354,6 +369,9 @@ class Engine:
             order = order[:opts.k]
         t = lap("rank", t)
 
+        if order and opts.snippets:
+            for nid, m in _fetch_meta(self.ix, cand[order]).items():
+                meta[nid]["text"] = m["text"]
         hits = self._make_hits(query, cand, order, fused, sig.raw_scores, sig.norm_scores, signals, weights,
                                parts, adjustments, meta, fusion, opts, set(sig.full))
         lap("output", t)
@@ -559,7 +577,8 @@ class _Signals:
     list (later candidates with the same statistics, clipped); missing scores are filled in.
     """
 
-    def __init__(self, engine: "Engine", query: str, cand: np.ndarray, raw: dict, kwargs: dict, norm: str):
+    def __init__(self, engine: "Engine", query: str, cand: np.ndarray, raw: dict, kwargs: dict, norm: str,
+                 fulls: dict | None = None):
         self.engine, self.query, self.kwargs, self.norm = engine, query, kwargs, norm
         self.cand = cand
         self.raw = raw
@@ -569,7 +588,7 @@ class _Signals:
         self.stats: dict[str, tuple[float, float]] = {}
         for name, (ids, scores) in raw.items():
             if norm == "z" and name in FULL_FUNCS:
-                f = engine.full(name, query, kwargs.get(name, {}))
+                f = (fulls or {}).get(name) or engine.full(name, query, kwargs.get(name, {}))
                 if f is not None and f[2] > 0:
                     fid, fsc, n = f
                     mu = float(fsc.sum()) / n
@@ -730,6 +749,18 @@ def _align(cand: np.ndarray, ids: np.ndarray, scores: np.ndarray) -> np.ndarray:
     return out
 
 
+def _topk(ids: np.ndarray, scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Best ``k`` (ids, scores) by score, ties by smaller id; scores <= 0 kept only for dense."""
+    if not len(ids) or k <= 0:
+        return np.zeros(0, np.int64), np.zeros(0)
+    if len(ids) > k:
+        part = np.argpartition(-scores, k - 1)[:k]
+    else:
+        part = np.arange(len(ids))
+    order = part[np.lexsort((ids[part], -scores[part]))]
+    return ids[order].astype(np.int64), scores[order].astype(np.float64)
+
+
 def _top_idx(s: np.ndarray, k: int, positive: bool = True) -> np.ndarray:
     if not len(s) or k <= 0:
         return np.zeros(0, dtype=np.int64)
@@ -738,20 +769,24 @@ def _top_idx(s: np.ndarray, k: int, positive: bool = True) -> np.ndarray:
     return idx[s[idx] > 0] if positive else idx
 
 
+_VENDORED = re.compile(r"/(vendor|vendored|_vendor|third_party|node_modules|mocks)/|\.min\.")
+
+
 def _vendored(m: dict) -> bool:
     p = (m.get("path") or "").replace("\\", "/").lower()
-    name = (m.get("name") or "")
-    return any(x in p for x in ("/vendor/", "/vendored/", "/_vendor/", "/third_party/", "/node_modules/",
-                                ".min.")) or name.startswith(("Mock", "mock_")) or "/mocks/" in p
+    return bool(_VENDORED.search(p)) or (m.get("name") or "").startswith(("Mock", "mock_"))
 
 
-def _fetch_meta(ix: Index, ids: np.ndarray) -> dict[int, dict]:
+def _fetch_meta(ix: Index, ids: np.ndarray, text: bool = True) -> dict[int, dict]:
+    """Display fields of nodes; ``text=False`` leaves the (large) text out: it is fetched for the
+    final hits only."""
     out = {}
     idl = [int(x) for x in ids]
+    tcol = "n.text" if text else "''"
     for start in range(0, len(idl), 900):
         chunk = idl[start:start + 900]
         rows = ix.conn.execute(
-            f"SELECT n.id, n.key, n.kind, n.name, n.qualname, n.path, n.line_start, n.flags, n.text, p.key "
+            f"SELECT n.id, n.key, n.kind, n.name, n.qualname, n.path, n.line_start, n.flags, {tcol}, p.key "
             f"FROM nodes n LEFT JOIN nodes p ON p.id = n.parent_id "
             f"WHERE n.id IN ({','.join('?' * len(chunk))})", chunk)
         for r in rows:

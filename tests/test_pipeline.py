@@ -151,6 +151,7 @@ def test_failing_channel_is_skipped(kg_db, monkeypatch):
         raise RuntimeError("disk on fire")
 
     monkeypatch.setattr(bm25, "search", boom)
+    monkeypatch.setattr(bm25, "score_all", boom)
     r = engine(kg_db).search("sqlite", SearchOptions(use_cache=False))
     assert r.channels_skipped["bm25"] == "failed (RuntimeError: disk on fire)"
 
@@ -247,3 +248,12 @@ def test_no_query_makes_the_pipeline_raise(kg_db, q):
     r = engine(kg_db).search(q, SearchOptions(use_cache=False, k=5))
     assert len(r.hits) <= 5
     assert all(np.isfinite(h.score) for h in r.hits)
+
+
+def test_community_diversity_option(kg_db):
+    eng = engine(kg_db)
+    off = eng.search("sql database lock", SearchOptions(use_cache=False, k=6))
+    assert all("diversity" not in h.adjustments for h in off.hits)
+    on = eng.search("sql database lock", SearchOptions(use_cache=False, k=6, diversity=1.05))
+    boosted = [h for h in on.hits if h.adjustments.get("diversity") == 1.05]
+    assert boosted and len(on.hits) > 3

@@ -216,7 +216,9 @@ def score_all(ix, query: str, **opts) -> tuple[np.ndarray, np.ndarray, int]:
     """FTS5 scores of the (up to ``FULL_K``) matching nodes: (ids ascending, scores, N indexed
     nodes), so the pipeline can standardise FTS5 like BM25 (non-matching nodes score 0)."""
     out = search(ix, query, FULL_K)
-    ids, sc = (np.zeros(0, np.int64), np.zeros(0, np.float32)) if isinstance(out, str) else out
+    if isinstance(out, str):                      # FTS5 off: no population, the pipeline asks search() why
+        return np.zeros(0, np.int64), np.zeros(0), 0
+    ids, sc = out
     try:
         n = int(ix.conn.execute("SELECT count(*) FROM text_doclen").fetchone()[0])
     except sqlite3.Error:
