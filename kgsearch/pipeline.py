@@ -72,6 +72,7 @@ GLOBAL_WEIGHT = 0.5       # graph signal >= GLOBAL_WEIGHT * graph-global channel
 TEST_PENALTY = 0.3
 DIVERSITY = 1.0           # community diversity factor; 1.05 measured -0.0016 nDCG@10 (off by default)
 CACHE_TTL = 300.0
+WALK_PRUNE = 5e-5         # RWR pruning: stdlib graph 10.2 -> 6.9 ms a query, top-10 98.7% the same as 1e-5
 
 
 @dataclass
@@ -326,7 +327,8 @@ class Engine:
         t = lap("fuse", t)
 
         # ---------------------------------------------------------------- adjustments, top k
-        meta = _fetch_meta(self.ix, cand, text=False) if len(cand) else {}
+        flags_of = _fetch_flags(self.ix, cand) if len(cand) else {}
+        meta: dict[int, dict] = {}
         order: list = []
         if len(cand):
             about_tests = "test" in query.lower()
@@ -335,7 +337,7 @@ class Engine:
             low = float(fused.min())
             if low < 0:
                 fused = fused - low
-            flags = np.array([meta[n]["flags"] if n in meta else -1 for n in cand.tolist()], dtype=np.int64)
+            flags = np.array([flags_of.get(n, -1) for n in cand.tolist()], dtype=np.int64)
             factor = np.ones(len(cand))
             if not about_tests:
                 factor[(flags >= 0) & (flags & 2 > 0)] = TEST_PENALTY
@@ -343,16 +345,18 @@ class Engine:
                 factor[(flags >= 0) & (flags & 1 > 0)] = 0.0   # tags, entities, placeholders: structure
             factor[flags < 0] = 0.0                            # deleted since the channel ran
             if code_query:
-                for i, nid in enumerate(cand.tolist()):
-                    if factor[i] and _vendored(meta[nid]):
+                top = np.argsort(-fused, kind="stable")[:max(opts.k, 10) * 4]
+                meta = _fetch_meta(self.ix, cand[top], text=False)
+                for i in top.tolist():
+                    if factor[i] and _vendored(meta.get(int(cand[i]), {})):
                         factor[i] = 0.0
             if (factor != 1.0).any():
                 adjustments["test_or_vendored"] = factor
                 fused = fused * factor
             order_arr = np.argsort(-fused, kind="stable")
-            comm = gctx.communities_of(cand) if gctx is not None else None
             div = DIVERSITY if opts.diversity is None else opts.diversity
-            if comm is not None and len(order_arr) > 3 and div != 1.0:
+            comm = gctx.communities_of(cand) if gctx is not None and div != 1.0 else None
+            if comm is not None and len(order_arr) > 3:
                 before = fused
                 fused = pack.diversify(order_arr[:max(opts.k, 10) * 3], fused, comm, div)
                 ratio = np.divide(fused, before, out=np.ones(len(fused)), where=before != 0)
@@ -360,7 +364,9 @@ class Engine:
                     adjustments["diversity"] = ratio
                 order_arr = np.argsort(-fused, kind="stable")
             # every candidate matched some channel; only removed ones (factor 0) drop out
-            order = [i for i in order_arr if factor[i] > 0 and cand[i] in meta]
+            order = [i for i in order_arr[:max(opts.k, 10) * 4 + 50] if factor[i] > 0]
+            meta = _fetch_meta(self.ix, cand[order], text=opts.snippets and not opts.collapse)
+            order = [i for i in order if int(cand[i]) in meta]
             if opts.collapse:
                 order = order[:opts.k * 4]
                 order = pack.collapse_sections(order, {i: meta[int(cand[i])]["key"] for i in order},
@@ -369,7 +375,7 @@ class Engine:
             order = order[:opts.k]
         t = lap("rank", t)
 
-        if order and opts.snippets:
+        if order and opts.snippets and opts.collapse:
             for nid, m in _fetch_meta(self.ix, cand[order]).items():
                 meta[nid]["text"] = m["text"]
         hits = self._make_hits(query, cand, order, fused, sig.raw_scores, sig.norm_scores, signals, weights,
@@ -466,7 +472,7 @@ class Engine:
         if "graph" in requested and len(seed_pos) and g.m:
             code_query = gctx.is_code_query(sig.cand[np.argsort(-first, kind="stable")[:10]])
             if code_query:
-                walk = gctx.walk(seed_pos, seed_w)
+                walk = gctx.walk(seed_pos, seed_w, prune=WALK_PRUNE)
                 reach = walk
             else:
                 reach = prox_mod.proximity(g, seed_pos, seed_w)
@@ -775,6 +781,16 @@ _VENDORED = re.compile(r"/(vendor|vendored|_vendor|third_party|node_modules|mock
 def _vendored(m: dict) -> bool:
     p = (m.get("path") or "").replace("\\", "/").lower()
     return bool(_VENDORED.search(p)) or (m.get("name") or "").startswith(("Mock", "mock_"))
+
+
+def _fetch_flags(ix: Index, ids: np.ndarray) -> dict[int, int]:
+    out: dict[int, int] = {}
+    idl = [int(x) for x in ids]
+    for start in range(0, len(idl), 900):
+        chunk = idl[start:start + 900]
+        out.update(ix.conn.execute(f"SELECT id, flags FROM nodes WHERE id IN ({','.join('?' * len(chunk))})",
+                                   chunk))
+    return out
 
 
 def _fetch_meta(ix: Index, ids: np.ndarray, text: bool = True) -> dict[int, dict]:
