@@ -104,6 +104,9 @@ def query_model(ix):
             log.debug("cannot load model %s: %s", path, exc)
             tried.append(spec)
             continue
+        # same files as when the index was embedded: skip hashing 8+ MB on every cold start
+        if m._model_id is None and want and ix.meta("model_sig") == m.files_signature():
+            m._model_id = want
         if m.model_id == want:
             return m
         tried.append(f"{spec} ({m.model_id})")
@@ -236,6 +239,7 @@ def update(ix, changes, settings: dict | None = None, progress=None) -> dict:
     _progress(progress, total, total)
 
     ix.set_meta("model_id", model_id)
+    ix.set_meta("model_sig", model.files_signature())
     ix.set_meta("model_dims", dims)
     ix.set_meta("model", _model_ref(path))
     seconds = time.perf_counter() - t0

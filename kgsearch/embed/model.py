@@ -83,14 +83,23 @@ class StaticModel:
         if embedding.ndim != 2:
             raise DataError(f"the embedding table has shape {list(embedding.shape)}, expected 2-D", str(path))
         # model2vec: int(np.median(len(token) for tokens sorted by id)), added tokens included
-        lengths = [len(t) for t, _ in sorted(tokenizer.vocab.items(), key=lambda kv: kv[1])]
-        self.median_token_length = int(np.median(lengths)) if lengths else 1
+        lengths = np.fromiter(map(len, tokenizer.vocab), dtype=np.int64, count=len(tokenizer.vocab))
+        self.median_token_length = int(np.median(lengths)) if len(lengths) else 1
         self._unk = tokenizer.unk_id
 
     # ------------------------------------------------------------------ properties
     @property
     def dims(self) -> int:
         return int(self.embedding.shape[1])
+
+    def files_signature(self) -> str:
+        """Path, size and mtime of the model files: a cheap stand-in for the content hash on a
+        query (the index stores it next to ``model_id`` when it embeds)."""
+        parts = []
+        for p in self._files:
+            st = os.stat(p)
+            parts.append(f"{Path(p).resolve()}:{st.st_size}:{st.st_mtime_ns}")
+        return "|".join(parts)
 
     @property
     def model_id(self) -> str:

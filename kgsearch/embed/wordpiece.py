@@ -362,8 +362,9 @@ class WordPiece:
         self.max_chars = max_input_chars_per_word
         # longest vocabulary entries, for the first piece and (without the prefix) for the rest:
         # no longer candidate can match, so the greedy search starts there
-        self.max_first = max((len(k) for k in vocab), default=0)
-        self.max_cont = max((len(k) - len(prefix) for k in vocab if prefix and k.startswith(prefix)), default=0)
+        self.max_first = max(map(len, vocab), default=0)
+        self.max_cont = (max((len(k) for k in vocab if k.startswith(prefix)), default=len(prefix)) - len(prefix)
+                         if prefix else 0)
         self.memo: dict[str, tuple[int, ...]] = {}
         self._tails: dict[str, tuple[int, ...] | None] = {}   # memo of continuation splits
 
