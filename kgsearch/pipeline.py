@@ -67,8 +67,8 @@ DEFAULT_CHANNELS = ("bm25", "fts", "dense", "graph", "intent", "pattern", "equiv
 CODE_KINDS = ("module", "class", "function", "method")
 SEEDS_PER_SIGNAL = 10
 PR_BLEND = 0.0            # graph = (1 - PR_BLEND) * proximity + PR_BLEND * pagerank (0.3 measured -0.006)
-LOCAL_WEIGHT = 1.0        # graph signal >= LOCAL_WEIGHT * graph-local channel
-GLOBAL_WEIGHT = 0.5       # graph signal >= GLOBAL_WEIGHT * graph-global channel
+LOCAL_WEIGHT = 0.5        # graph signal >= LOCAL_WEIGHT * graph-local channel (demo probes: recall@5 .76 -> .81)
+GLOBAL_WEIGHT = 0.25      # graph signal >= GLOBAL_WEIGHT * graph-global channel
 TEST_PENALTY = 0.3
 DIVERSITY = 1.0           # community diversity factor; 1.05 measured -0.0016 nDCG@10 (off by default)
 CACHE_TTL = 300.0
