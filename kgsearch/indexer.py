@@ -46,6 +46,8 @@ def step_name(modname: str) -> str:
     return parts[1] if parts[-1] == "index" else parts[-1]
 
 PLACEHOLDER_RANK = 1000
+PRELOAD_NAMES = 2000       # staged edges of one namespace above which its names are read at once
+FEW_NAMES = 16             # changed names of a namespace up to which SQLite prefilters the edges naming them
 
 # Namespaces whose unresolved targets become shared nodes: ns -> (key prefix, kind, flags)
 AUTO_NS = {
@@ -146,9 +148,9 @@ class _Run:
         self.opts = opts
         self.report = report
         self.changes = ChangeSet(generation=ix.generation + 1, full=opts.full)
-        self.retry_ns: set[str] = set()          # namespaces that gained aliases this run
-        self.nulled_edges: list[int] = []
-        self.edge_id_before = 0
+        self.names_changed: dict[str, set[str]] = {}   # ns -> names that gained or lost a node this run
+        self.nulled_edges: list[int] = []                # edges whose target node was removed
+        self.first_new_edge = 0
         self.explicit_files: set[str] = set()
 
     # ------------------------------------------------------------------ progress
@@ -242,24 +244,40 @@ class _Run:
         conn = self.conn
         gen = self.changes.generation
         row = conn.execute("SELECT id FROM files WHERE path=?", (str(f.path),)).fetchone()
-        if row is None:
+        new_file = row is None
+        if new_file:
             file_id = conn.execute(
                 "INSERT INTO files(path, root, loader, size, mtime_ns, hash, generation, nodes) "
                 "VALUES (?,?,?,?,?,?,?,?)",
                 (str(f.path), str(f.root), f.loader, f.size, f.mtime_ns, digest, gen, len(result.nodes))).lastrowid
+            old: dict[str, tuple] = {}
+            old_aliases: set[tuple[str, str]] = set()
         else:
             file_id = row[0]
             conn.execute("UPDATE files SET root=?, loader=?, size=?, mtime_ns=?, hash=?, generation=?, nodes=? "
                          "WHERE id=?", (str(f.root), f.loader, f.size, f.mtime_ns, digest, gen,
                                         len(result.nodes), file_id))
+            old = {r[1]: r for r in conn.execute(
+                "SELECT id, key, hash, name, text FROM nodes WHERE file_id=?", (file_id,))}
+            old_aliases = set(conn.execute(
+                "SELECT a.ns, a.name FROM aliases a JOIN nodes n ON n.id=a.node_id WHERE n.file_id=?", (file_id,)))
+            for k in old:
+                old_aliases.update(_key_names(k))
 
-        old = {r[1]: r for r in conn.execute(
-            "SELECT id, key, hash, name, text FROM nodes WHERE file_id=?", (file_id,))}
-        old_aliases = set(conn.execute(
-            "SELECT a.ns, a.name FROM aliases a JOIN nodes n ON n.id=a.node_id WHERE n.file_id=?", (file_id,)))
+        # keys this file did not have: one lookup for all (shared/placeholder nodes, other files)
+        others: dict[str, tuple] = {}
+        fresh = list(dict.fromkeys(n.key for n in result.nodes if n.key not in old))
+        for chunk in _chunks(fresh, 500):
+            for r in conn.execute(f"SELECT key, id, file_id, flags, name, text FROM nodes "
+                                  f"WHERE key IN ({','.join('?' * len(chunk))})", chunk):
+                others[r[0]] = r
         key_to_id: dict[str, int] = {}
-        emitted: set[str] = set()
+        existing: list[int] = []               # ids that may carry aliases from before
+        inserts = []
+        late_parents = []                      # parent emitted after the child, or in another file
+        next_id = 0
         rel_path = str(f.path)
+        emitted: set[str] = set()
         for n in result.nodes:
             if n.key in emitted:
                 self.report.warnings.append(f"{f.path}: node {n.key!r} defined twice; keeping the first")
@@ -267,61 +285,70 @@ class _Run:
             emitted.add(n.key)
             h = _node_hash(n.kind, n.name, n.text)
             props = _dumps(n.props)
-            values = (n.kind, n.name, n.qualname or "", n.text, rel_path, n.line_start, n.line_end, h,
-                      file_id, n.flags, props, gen)
+            pid = None
+            if n.parent:
+                pid = key_to_id.get(n.parent)
+                if pid is None:
+                    late_parents.append(n)
             prev = old.get(n.key)
             if prev is None:
-                other = conn.execute("SELECT id, file_id, flags, name, text FROM nodes WHERE key=?",
-                                     (n.key,)).fetchone()
-                if other is not None and other[1] is not None:
-                    owner = conn.execute("SELECT path FROM files WHERE id=?", (other[1],)).fetchone()
+                other = others.get(n.key)
+                if other is not None and other[2] is not None:
+                    owner = conn.execute("SELECT path FROM files WHERE id=?", (other[2],)).fetchone()
                     self.report.warnings.append(
                         f"{f.path}: node {n.key!r} is already defined in {owner[0] if owner else '?'}; "
                         f"keeping that one")
                     continue
+                values = (n.kind, n.name, n.qualname or "", n.text, rel_path, n.line_start, n.line_end, h,
+                          file_id, n.flags, props, gen, pid)
                 if other is not None:          # a shared/placeholder node becomes a real one
-                    nid = other[0]
+                    nid = other[1]
                     conn.execute("UPDATE nodes SET kind=?, name=?, qualname=?, text=?, path=?, line_start=?, "
-                                 "line_end=?, hash=?, file_id=?, flags=?, props=?, generation=? WHERE id=?",
-                                 values + (nid,))
-                    conn.execute("DELETE FROM aliases WHERE node_id=?", (nid,))
+                                 "line_end=?, hash=?, file_id=?, flags=?, props=?, generation=?, parent_id=? "
+                                 "WHERE id=?", values + (nid,))
+                    existing.append(nid)
                     self.changes.modified.append(nid)
-                    self.changes.old[nid] = (other[3], other[4])
+                    self.changes.old[nid] = (other[4], other[5])
                 else:
-                    nid = conn.execute(
-                        "INSERT INTO nodes(kind, name, qualname, text, path, line_start, line_end, hash, "
-                        "file_id, flags, props, generation, key) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                        values + (n.key,)).lastrowid
+                    if not next_id:
+                        next_id = conn.execute("SELECT coalesce(max(id), 0) + 1 FROM nodes").fetchone()[0]
+                    nid = next_id
+                    next_id += 1
+                    inserts.append(values + (n.key, nid))
                     self.changes.added.append(nid)
             else:
                 nid = prev[0]
+                existing.append(nid)
                 if prev[2] != h:
                     self.changes.modified.append(nid)
                     self.changes.old[nid] = (prev[3], prev[4])
                     conn.execute("UPDATE nodes SET kind=?, name=?, qualname=?, text=?, path=?, line_start=?, "
-                                 "line_end=?, hash=?, file_id=?, flags=?, props=?, generation=? WHERE id=?",
-                                 values + (nid,))
+                                 "line_end=?, hash=?, file_id=?, flags=?, props=?, generation=?, parent_id=? "
+                                 "WHERE id=?",
+                                 (n.kind, n.name, n.qualname or "", n.text, rel_path, n.line_start, n.line_end, h,
+                                  file_id, n.flags, props, gen, pid, nid))
                 else:
                     conn.execute("UPDATE nodes SET qualname=?, path=?, line_start=?, line_end=?, flags=?, "
-                                 "props=? WHERE id=?",
-                                 (n.qualname or "", rel_path, n.line_start, n.line_end, n.flags, props, nid))
+                                 "props=?, parent_id=? WHERE id=?",
+                                 (n.qualname or "", rel_path, n.line_start, n.line_end, n.flags, props, pid, nid))
             key_to_id[n.key] = nid
+        if inserts:
+            conn.executemany(
+                "INSERT INTO nodes(kind, name, qualname, text, path, line_start, line_end, hash, file_id, flags, "
+                "props, generation, parent_id, key, id) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", inserts)
 
         gone = [r[0] for k, r in old.items() if k not in key_to_id]
         if gone:
             self._remove_nodes(gone, {r[0]: (r[3], r[4]) for r in old.values()})
 
-        # parents
-        for n in result.nodes:
+        for n in late_parents:
             if n.key in key_to_id:
-                pid = key_to_id.get(n.parent) if n.parent else None
-                if n.parent and pid is None:
-                    pid = self.ix.node_by_key(n.parent)
+                pid = key_to_id.get(n.parent) or self.ix.node_by_key(n.parent)
                 conn.execute("UPDATE nodes SET parent_id=? WHERE id=?", (pid, key_to_id[n.key]))
 
-        # aliases: replace
-        ids = list(key_to_id.values())
-        for chunk in _chunks(ids, 500):
+        # aliases: replace. A node answers to (ns, name) for its key 'ns:name' without a row
+        # (see _implied); only the other names are stored.
+        for chunk in _chunks(existing, 500):
             conn.execute(f"DELETE FROM aliases WHERE node_id IN ({','.join('?' * len(chunk))})", chunk)
         alias_rows = []
         new_aliases = set()
@@ -329,22 +356,27 @@ class _Run:
             nid = key_to_id.get(n.key)
             if nid is None:
                 continue
+            new_aliases.update(_key_names(n.key))
+            implied = _implied(n.key)
             for rank, (ns, name) in enumerate(n.aliases):
-                alias_rows.append((ns, name, nid, rank))
                 new_aliases.add((ns, name))
+                if rank or (ns, name) != implied:
+                    alias_rows.append((ns, name, nid, rank))
         conn.executemany("INSERT INTO aliases(ns, name, node_id, rank) VALUES (?,?,?,?)", alias_rows)
-        for ns, _ in new_aliases - old_aliases:
-            self.retry_ns.add(ns)
+        for ns, name in new_aliases.symmetric_difference(old_aliases):
+            self.names_changed.setdefault(ns, set()).add(name)
         if old_aliases - new_aliases:
             self.changes.edges_changed = True
 
-        # edges: replace this file's edges (resolved later)
-        conn.execute("DELETE FROM edges WHERE file_id=?", (file_id,))
+        # edges: replace this file's edges (resolved after every file is loaded)
+        if not new_file:
+            conn.execute("DELETE FROM edges WHERE file_id=?", (file_id,))
         stage = []
         for e in result.edges:
-            stage.append((e.src, e.ns, e.dst, e.type, float(e.weight), file_id, e.line, _dumps(e.props)))
-        conn.executemany("INSERT INTO temp.edge_stage(src_key, ns, dst_name, type, weight, file_id, line, props) "
-                         "VALUES (?,?,?,?,?,?,?,?)", stage)
+            stage.append((key_to_id.get(e.src), e.src, e.ns, e.dst, e.type, float(e.weight), file_id, e.line,
+                          _dumps(e.props)))
+        conn.executemany("INSERT INTO temp.edge_stage(src_id, src_key, ns, dst_name, type, weight, file_id, line, "
+                         "props) VALUES (?,?,?,?,?,?,?,?,?)", stage)
 
     def _remove_nodes(self, ids: list[int], old_text: dict[int, tuple[str, str]] | None = None) -> None:
         conn = self.conn
@@ -356,6 +388,12 @@ class _Run:
             else:
                 for nid in chunk:
                     self.changes.old[nid] = old_text[nid]
+            # edges resolved through the key kept no name: give it back (from the key) so that
+            # they resolve again if the name comes back
+            conn.execute(
+                f"UPDATE edges SET dst_name = (SELECT CASE WHEN edges.ns = 'key' THEN n.key "
+                f"ELSE substr(n.key, length(edges.ns) + 2) END FROM nodes n WHERE n.id = edges.dst) "
+                f"WHERE dst IN ({marks}) AND dst_name = ''", chunk)
             self.nulled_edges.extend(r[0] for r in conn.execute(
                 f"SELECT id FROM edges WHERE dst IN ({marks}) AND src NOT IN ({marks})", chunk + chunk))
             conn.execute(f"DELETE FROM nodes WHERE id IN ({marks})", chunk)
@@ -380,13 +418,15 @@ class _Run:
 
     # ------------------------------------------------------------------ edges
     def move_staged_edges(self) -> None:
-        """Staged edges get their source id; sources that do not exist are dangling (KG) or dropped."""
+        """Staged edges get their source id and, when it resolves now, their target; sources
+        that do not exist are dangling (KG) or dropped."""
         conn = self.conn
+        conn.execute("UPDATE temp.edge_stage SET src_id = (SELECT id FROM nodes WHERE key = src_key) "
+                     "WHERE src_id IS NULL")
         missing = conn.execute(
-            "SELECT s.rowid, s.src_key, s.ns, s.file_id, s.line, f.path FROM temp.edge_stage s "
-            "LEFT JOIN nodes n ON n.key = s.src_key LEFT JOIN files f ON f.id = s.file_id "
-            "WHERE n.id IS NULL").fetchall()
-        for _, src_key, ns, file_id, line, path in missing:
+            "SELECT s.src_key, s.ns, s.line, f.path FROM temp.edge_stage s LEFT JOIN files f ON f.id = s.file_id "
+            "WHERE s.src_id IS NULL ORDER BY s.rowid").fetchall()
+        for src_key, ns, line, path in missing:
             if ns == "kg":
                 name = src_key[3:] if src_key.startswith("kg:") else src_key
                 if not self.opts.allow_dangling:
@@ -395,41 +435,63 @@ class _Run:
                 self._make_auto("kg", [(name, name)], kind="placeholder", prefix="kg:",
                                 flags=FLAG_AUTO | FLAG_PLACEHOLDER)
         if missing:
-            dropped = conn.execute(
-                "DELETE FROM temp.edge_stage WHERE src_key NOT IN (SELECT key FROM nodes)").rowcount
+            conn.execute("UPDATE temp.edge_stage SET src_id = (SELECT id FROM nodes WHERE key = src_key) "
+                         "WHERE src_id IS NULL")
+            dropped = conn.execute("DELETE FROM temp.edge_stage WHERE src_id IS NULL").rowcount
             if dropped:
                 self.report.warnings.append(f"{dropped} edges from unknown source nodes dropped")
-        # new edges are the ones above the current maximum id: taken now, after this run deleted
-        # the edges of changed files (their ids are reused when they were the last ones)
-        self.edge_id_before = conn.execute("SELECT coalesce(max(id), 0) FROM edges").fetchone()[0]
-        n = conn.execute(
-            "INSERT INTO edges(src, dst, ns, dst_name, type, weight, file_id, line, props) "
-            "SELECT n.id, NULL, s.ns, s.dst_name, s.type, s.weight, s.file_id, s.line, s.props "
-            "FROM temp.edge_stage s JOIN nodes n ON n.key = s.src_key").rowcount
+        self.first_new_edge = conn.execute("SELECT coalesce(max(id), 0) + 1 FROM edges").fetchone()[0]
+        names = _Names(conn)
+        for ns, count in conn.execute("SELECT ns, count(*) FROM temp.edge_stage GROUP BY ns"):
+            if count >= PRELOAD_NAMES:
+                names.preload(ns)
+        next_id = self.first_new_edge
+        pending = []                             # unresolved shared-node targets: resolve() makes them
+        cur = conn.execute("SELECT src_id, ns, dst_name, type, weight, file_id, line, props FROM temp.edge_stage "
+                           "ORDER BY rowid")
+        while True:
+            batch = cur.fetchmany(8192)
+            if not batch:
+                break
+            resolved = names.resolve([(r[1], r[2]) for r in batch])
+            rows = []
+            for (src, ns, dst_name, etype, weight, file_id, line, props), (dst, name) in zip(batch, resolved):
+                if dst is None and (ns in AUTO_NS or ns == "kg"):
+                    pending.append((next_id,))
+                rows.append((next_id, src, dst, ns, name, etype, weight, file_id, line, props))
+                next_id += 1
+            conn.executemany("INSERT INTO edges(id, src, dst, ns, dst_name, type, weight, file_id, line, props) "
+                             "VALUES (?,?,?,?,?,?,?,?,?,?)", rows)
         conn.execute("DELETE FROM temp.edge_stage")
-        if n:
+        conn.executemany("INSERT OR IGNORE INTO temp.resolve_ids(id) VALUES (?)", pending)
+        if next_id != self.first_new_edge:
             self.changes.edges_changed = True
 
     def resolve(self) -> None:
-        """Resolve new, orphaned and retry-worthy edges; create shared nodes for tag/ent/note targets."""
+        """Resolve orphaned and retry-worthy edges; create shared nodes for tag/ent/note targets.
+
+        An edge is looked at again when its target was removed, or when one of its candidate
+        names gained or lost a node this run (so it lands where a full rebuild would put it)."""
         conn = self.conn
-        conn.execute("DELETE FROM temp.resolve_ids")
-        conn.execute("INSERT OR IGNORE INTO temp.resolve_ids(id) SELECT id FROM edges WHERE id > ?",
-                     (self.edge_id_before,))
         conn.executemany("INSERT OR IGNORE INTO temp.resolve_ids(id) VALUES (?)", ((i,) for i in self.nulled_edges))
-        for ns in sorted(self.retry_ns):
-            conn.execute("INSERT OR IGNORE INTO temp.resolve_ids(id) SELECT id FROM edges "
-                         "WHERE dst IS NULL AND ns=?", (ns,))
-            # links that point at a placeholder may now find the real node
-            conn.execute("INSERT OR IGNORE INTO temp.resolve_ids(id) SELECT e.id FROM edges e "
-                         "JOIN nodes n ON n.id = e.dst WHERE e.ns=? AND n.flags & ?",
-                         (ns, FLAG_PLACEHOLDER))
+        for ns in sorted(self.names_changed):
+            changed = self.names_changed[ns]
+            sql = "SELECT id, dst_name FROM edges WHERE ns=? AND dst_name != '' AND id < ?"
+            args: list = [ns, self.first_new_edge]
+            if len(changed) <= FEW_NAMES:          # an edited file: SQLite prefilters by substring
+                sql += " AND (" + " OR ".join(["instr(dst_name, ?)"] * len(changed)) + ")"
+                args += sorted(changed)
+            retry = []
+            for eid, dst_name in conn.execute(sql, args):
+                if dst_name in changed or ("\n" in dst_name and not changed.isdisjoint(dst_name.split("\n"))):
+                    retry.append((eid,))
+            conn.executemany("INSERT OR IGNORE INTO temp.resolve_ids(id) VALUES (?)", retry)
         self._resolve_pass()
         # shared nodes for what is still unresolved
         created = False
         for ns, (prefix, kind, flags) in AUTO_NS.items():
             rows = conn.execute(
-                "SELECT e.dst_name, min(e.props) FROM edges e JOIN temp.resolve_ids r ON r.id = e.id "
+                "SELECT e.dst_name, min(e.props) FROM temp.resolve_ids r CROSS JOIN edges e ON e.id = r.id "
                 "WHERE e.dst IS NULL AND e.ns=? GROUP BY e.dst_name", (ns,)).fetchall()
             if rows:
                 names = []
@@ -444,7 +506,7 @@ class _Run:
                 self._make_auto(ns, names, kind=kind, prefix=prefix, flags=flags)
                 created = True
         dangling = conn.execute(
-            "SELECT e.dst_name, f.path, e.line FROM edges e JOIN temp.resolve_ids r ON r.id = e.id "
+            "SELECT e.dst_name, f.path, e.line FROM temp.resolve_ids r CROSS JOIN edges e ON e.id = r.id "
             "LEFT JOIN files f ON f.id = e.file_id WHERE e.dst IS NULL AND e.ns='kg' "
             "ORDER BY f.path, e.line LIMIT 1").fetchone()
         if dangling:
@@ -452,7 +514,7 @@ class _Run:
                 raise DataError(f"edge target {dangling[0]!r} is not a known node; add it to a nodes file "
                                 f"or rerun with --allow-dangling", dangling[1], dangling[2])
             rows = conn.execute(
-                "SELECT DISTINCT e.dst_name FROM edges e JOIN temp.resolve_ids r ON r.id = e.id "
+                "SELECT DISTINCT e.dst_name FROM temp.resolve_ids r CROSS JOIN edges e ON e.id = r.id "
                 "WHERE e.dst IS NULL AND e.ns='kg'").fetchall()
             self._make_auto("kg", [(r[0], r[0]) for r in rows], kind="placeholder", prefix="kg:",
                             flags=FLAG_AUTO | FLAG_PLACEHOLDER)
@@ -461,31 +523,20 @@ class _Run:
             self._resolve_pass()
 
     def _resolve_pass(self) -> None:
+        """(Re)resolve the edges listed in temp.resolve_ids against the current names."""
         conn = self.conn
-        before = conn.total_changes
-        conn.execute(
-            "UPDATE edges SET dst = (SELECT n.id FROM nodes n WHERE n.key = edges.dst_name) "
-            "WHERE id IN (SELECT id FROM temp.resolve_ids) AND ns = 'key'")
-        conn.execute(
-            "UPDATE edges SET dst = (SELECT a.node_id FROM aliases a WHERE a.ns = edges.ns "
-            "AND a.name = edges.dst_name ORDER BY a.rank, a.node_id LIMIT 1) "
-            "WHERE id IN (SELECT id FROM temp.resolve_ids) AND ns != 'key' AND instr(dst_name, char(10)) = 0")
-        # several candidates ('py' calls): first that resolves wins
-        multi = conn.execute(
-            "SELECT e.id, e.ns, e.dst_name FROM edges e JOIN temp.resolve_ids r ON r.id = e.id "
-            "WHERE e.ns != 'key' AND instr(e.dst_name, char(10)) > 0").fetchall()
+        rows = conn.execute("SELECT e.id, e.ns, e.dst_name, e.dst, e.file_id FROM temp.resolve_ids r "
+                            "CROSS JOIN edges e ON e.id = r.id WHERE e.dst_name != '' OR e.dst IS NULL").fetchall()
+        names = _Names(conn)
         updates = []
-        for eid, ns, names in multi:
-            dst = None
-            for cand in names.split("\n"):
-                row = conn.execute("SELECT node_id FROM aliases WHERE ns=? AND name=? ORDER BY rank, node_id "
-                                   "LIMIT 1", (ns, cand)).fetchone()
-                if row is not None:
-                    dst = row[0]
-                    break
-            updates.append((dst, eid))
-        conn.executemany("UPDATE edges SET dst=? WHERE id=?", updates)
-        if conn.total_changes != before:
+        for (eid, ns, dst_name, dst, file_id), (new_dst, new_name) in zip(
+                rows, names.resolve([(r[1], r[2]) for r in rows])):
+            if file_id is None:                 # derived edges (similar_text) keep their names
+                new_name = dst_name
+            if new_dst != dst or new_name != dst_name:
+                updates.append((new_dst, new_name, eid))
+        conn.executemany("UPDATE edges SET dst=?, dst_name=? WHERE id=?", updates)
+        if updates:
             self.changes.edges_changed = True
 
     def _make_auto(self, ns: str, names: list[tuple[str, str]], kind: str, prefix: str, flags: int) -> None:
@@ -493,7 +544,7 @@ class _Run:
         gen = self.changes.generation
         for name, display in names:
             key = prefix + name
-            row = conn.execute("SELECT id FROM nodes WHERE key=?", (key,)).fetchone()
+            row = conn.execute("SELECT id, flags FROM nodes WHERE key=?", (key,)).fetchone()
             if row is None:
                 shown = ("#" + display) if ns == "tag" else display
                 nid = conn.execute(
@@ -501,12 +552,15 @@ class _Run:
                     "VALUES (?,?,?,?,?,?,?,?)",
                     (key, kind, shown, name, "", _node_hash(kind, shown, ""), flags, gen)).lastrowid
                 self.changes.added.append(nid)
+                node_flags = flags
             else:
-                nid = row[0]
+                nid, node_flags = row
+            # a placeholder answers to its name only when no real node does
+            rank = PLACEHOLDER_RANK if flags & FLAG_PLACEHOLDER else 0
+            if rank == 0 and _implied(key, node_flags) == (ns, name):
+                continue
             if not conn.execute("SELECT 1 FROM aliases WHERE ns=? AND name=? AND node_id=?",
                                 (ns, name, nid)).fetchone():
-                # a placeholder answers to its name only when no real node does
-                rank = PLACEHOLDER_RANK if flags & FLAG_PLACEHOLDER else 0
                 conn.execute("INSERT INTO aliases(ns, name, node_id, rank) VALUES (?,?,?,?)", (ns, name, nid, rank))
 
     def collect_garbage(self) -> None:
@@ -533,6 +587,118 @@ class _Run:
             info = mod.update(self.ix, self.changes, self.opts.settings, progress=self.opts.progress) or {}
             info.setdefault("seconds", round(time.perf_counter() - t0, 3))
             self.report.steps[short] = info
+
+
+def _implied(key: str, flags: int = 0) -> tuple[str, str] | None:
+    """The name a node answers to by its key alone: key ``ns:name`` -> ``(ns, name)`` at rank 0.
+
+    Such aliases (every ``py`` qualified name, ``kg`` node ids, tags, entities) are not stored
+    in ``aliases``: the key index answers them. Placeholders answer only through their stored
+    (low-ranked) alias."""
+    ns, sep, name = key.partition(":")
+    if not sep or not ns or ns == "key" or flags & FLAG_PLACEHOLDER:
+        return None
+    return ns, name
+
+
+def _key_names(key: str) -> list[tuple[str, str]]:
+    implied = _implied(key)
+    return [("key", key), implied] if implied else [("key", key)]
+
+
+def _better(best: dict, name: str, cand: tuple) -> None:
+    cur = best.get(name)
+    if cur is None or cand[:2] < cur[:2]:
+        best[name] = cand
+
+
+class _Names:
+    """Resolve edge targets: ``(ns, dst_name)`` -> node id.
+
+    A name resolves to the best ``(rank, node id)`` among its ``aliases`` rows and the node whose
+    key is ``ns:name`` (rank 0, see :func:`_implied`); ns ``key`` names a key. ``dst_name`` may
+    hold several candidates separated by newlines: the first that resolves wins. Lookups are
+    batched and memoised; :meth:`preload` reads a whole namespace at once when most of it
+    will be asked for (a first index run).
+
+    The name an edge keeps: a single-candidate edge resolved through the target's key keeps
+    ``''`` (the key gives the name back when the target is removed, see ``_remove_nodes``).
+    Edges to tags, entities and notes keep theirs (notes have many names, shared nodes are
+    re-made from them), as does every multi-candidate edge (a removed or newly appearing
+    candidate can move it)."""
+
+    def __init__(self, conn):
+        self.conn = conn
+        self.memo: dict[str, dict[str, tuple[int, bool] | None]] = {}
+        self.complete: set[str] = set()
+
+    def preload(self, ns: str) -> None:
+        best: dict[str, tuple] = {}
+        if ns == "key":
+            for key, nid in self.conn.execute("SELECT key, id FROM nodes"):
+                best[key] = (0, nid, True)
+        else:
+            for name, nid, rank in self.conn.execute("SELECT name, node_id, rank FROM aliases WHERE ns=?", (ns,)):
+                _better(best, name, (rank, nid, False))
+            prefix = ns + ":"
+            for key, nid, flags in self.conn.execute(
+                    "SELECT key, id, flags FROM nodes WHERE key >= ? AND key < ?", (prefix, ns + ";")):
+                if not flags & FLAG_PLACEHOLDER:
+                    _better(best, key[len(prefix):], (0, nid, True))
+        self.memo[ns] = {name: (v[1], v[2]) for name, v in best.items()}
+        self.complete.add(ns)
+
+    def _fetch(self, ns: str, names: list[str]) -> None:
+        best: dict[str, tuple] = {}
+        conn = self.conn
+        for chunk in _chunks(names, 500):
+            marks = ",".join("?" * len(chunk))
+            if ns == "key":
+                for key, nid in conn.execute(f"SELECT key, id FROM nodes WHERE key IN ({marks})", chunk):
+                    best[key] = (0, nid, True)
+                continue
+            for name, nid, rank in conn.execute(
+                    f"SELECT name, node_id, rank FROM aliases WHERE ns=? AND name IN ({marks})", [ns, *chunk]):
+                _better(best, name, (rank, nid, False))
+            cut = len(ns) + 1
+            for key, nid, flags in conn.execute(f"SELECT key, id, flags FROM nodes WHERE key IN ({marks})",
+                                                [f"{ns}:{n}" for n in chunk]):
+                if not flags & FLAG_PLACEHOLDER:
+                    _better(best, key[cut:], (0, nid, True))
+        memo = self.memo.setdefault(ns, {})
+        for name in names:
+            hit = best.get(name)
+            memo[name] = None if hit is None else (hit[1], hit[2])
+
+    def resolve(self, items: list[tuple[str, str]]) -> list[tuple[int | None, str]]:
+        """``[(ns, dst_name)]`` -> ``[(node id or None, dst_name to store for a loader edge)]``."""
+        need: dict[str, set[str]] = {}
+        for ns, dst_name in items:
+            if ns in self.complete:
+                continue
+            memo = self.memo.get(ns, {})
+            for cand in (dst_name.split("\n") if "\n" in dst_name else (dst_name,)):
+                if cand not in memo:
+                    need.setdefault(ns, set()).add(cand)
+        for ns, names in need.items():
+            self._fetch(ns, sorted(names))
+        out: list[tuple[int | None, str]] = []
+        for ns, dst_name in items:
+            memo = self.memo.get(ns, {})
+            if "\n" in dst_name:
+                hit = None
+                for cand in dst_name.split("\n"):
+                    hit = memo.get(cand)
+                    if hit is not None:
+                        break
+                out.append((None if hit is None else hit[0], dst_name))
+                continue
+            hit = memo.get(dst_name)
+            if hit is None:
+                out.append((None, dst_name))
+            else:
+                out.append((hit[0], "" if hit[1] and ns not in AUTO_NS else dst_name))
+        return out
 
 
 def _inside(child: Path, root: Path) -> bool:
@@ -565,8 +731,8 @@ def index_paths(db: str | os.PathLike | None, paths: list[str], opts: IndexOptio
             run.explicit_files = {str(r) for r in roots if not r.is_dir()}
             with ix.transaction():
                 conn = ix.conn
-                conn.execute("CREATE TEMP TABLE IF NOT EXISTS edge_stage(src_key TEXT, ns TEXT, dst_name TEXT, "
-                             "type TEXT, weight REAL, file_id INTEGER, line INTEGER, props TEXT)")
+                conn.execute("CREATE TEMP TABLE IF NOT EXISTS edge_stage(src_id INTEGER, src_key TEXT, ns TEXT, "
+                             "dst_name TEXT, type TEXT, weight REAL, file_id INTEGER, line INTEGER, props TEXT)")
                 conn.execute("CREATE TEMP TABLE IF NOT EXISTS resolve_ids(id INTEGER PRIMARY KEY)")
                 t0 = time.perf_counter()
                 to_load, deleted = run.plan(roots)

@@ -126,3 +126,70 @@ def test_same_file_changed_twice_keeps_its_edges_resolved(tmp_path):
         impl.write_text(src + f"\n\ndef added{i}():\n    return use()\n")
         index_paths(db, [str(tree)], IndexOptions(steps=(), allow_dangling=True))
         assert_same(db, tree, tmp_path, f"edit {i}", allow_dangling=True)
+
+
+def test_incremental_equals_full_rebuild(tmp_path):
+    tree = tmp_path / "tree"
+    make_tree(tree)
+    db = tmp_path / "inc.db"
+    opts = dict(allow_dangling=True)
+    steps = []
+
+    def edit(tag, fn):
+        steps.append(tag)
+        fn()
+        index_paths(db, [str(tree)], IndexOptions(steps=(), **opts))
+        assert_same(db, tree, tmp_path, tag, **opts)
+
+    index_paths(db, [str(tree)], IndexOptions(steps=(), **opts))
+    assert_same(db, tree, tmp_path, "initial", **opts)
+
+    impl = tree / "pkg" / "impl.py"
+    src = impl.read_text()
+    # the same file changed twice in a row (its edges were the last ones written)
+    edit("append to impl", lambda: impl.write_text(src + "\n\ndef added():\n    return use()\n"))
+    edit("append to impl again", lambda: impl.write_text(src + "\n\ndef added2():\n    return helper(3)\n"))
+    # a call target appears in another file (unresolved -> resolved)
+    edit("later() defined", lambda: (tree / "pkg" / "extra.py").write_text(
+        "def starred():\n    return 1\n\n\ndef later():\n    return 2\n"))
+    # a target file disappears (resolved -> unresolved) and comes back
+    base = (tree / "pkg" / "base.py").read_text()
+    edit("base deleted", lambda: (tree / "pkg" / "base.py").unlink())
+    edit("base back", lambda: (tree / "pkg" / "base.py").write_text(base))
+    # an earlier candidate appears: Impl.run now defined in impl (self.run() -> Impl.run first)
+    edit("override run", lambda: impl.write_text(src.replace(
+        "    def other(self):", "    def run(self):\n        return 0\n\n    def other(self):")))
+    # a star-imported name defined in the module itself later: `from pkg.extra import starred`
+    # resolves through the function once it exists in base (earlier candidate) -- rename in extra
+    edit("starred removed", lambda: (tree / "pkg" / "extra.py").write_text("def later():\n    return 2\n"))
+    # notes: a missing note appears, an alias goes away, a title changes, a note is deleted
+    edit("missing note created", lambda: w(tree / "notes" / "missing note.md", "Now here. #hub\n"))
+    edit("alias removed", lambda: w(tree / "notes" / "home.md", """
+        ---
+        title: Home Page
+        tags: [hub]
+        ---
+        See [[Ideas]] and [[missing note]] and [[start]]. #project
+        """))
+    edit("title changed", lambda: w(tree / "notes" / "home.md", """
+        ---
+        title: Main
+        tags: [hub]
+        ---
+        See [[Ideas]] and [[missing note]]. #project
+        """))
+    edit("note deleted", lambda: (tree / "notes" / "missing note.md").unlink())
+    edit("alias added back", lambda: w(tree / "notes" / "home.md", """
+        ---
+        title: Home Page
+        aliases: [Start, later]
+        ---
+        See [[Ideas]] and [[missing note]] and [[start]].
+        """))
+    # KG: the dangling target appears, then its file goes
+    edit("kg target added", lambda: (tree / "kg" / "more.jsonl").write_text(
+        json.dumps({"node_id": "c", "name": "Gamma", "type": "thing"}) + "\n", encoding="utf-8"))
+    edit("kg target removed", lambda: (tree / "kg" / "more.jsonl").unlink())
+    edit("text changed", lambda: w(tree / "text" / "story.txt", "Nothing about networks now.\n"))
+    edit("package moved", lambda: ((tree / "pkg" / "base.py").rename(tree / "pkg" / "basis.py")))
+    assert len(steps) > 10

@@ -130,12 +130,42 @@ CREATE TABLE IF NOT EXISTS vec_blocks(block INTEGER PRIMARY KEY, generation INTE
     ids BLOB NOT NULL, hashes BLOB NOT NULL, scales BLOB NOT NULL, data BLOB NOT NULL)
 """
 
+
+
+def _compact_names(conn: sqlite3.Connection) -> None:
+    """Names the indexer no longer stores (it derives them from node keys), and a smaller index.
+
+    * An alias ``(ns, name)`` at rank 0 of a node whose key is ``ns:name`` (every ``py``
+      qualified name, ``kg`` ids, tags, entities) is answered by the key index; placeholders
+      keep theirs (their rank is what makes them lose to a real node).
+    * A resolved edge keeps ``dst_name = ''`` when the target's key gives the name back:
+      ``ns='key'`` edges and single-candidate ``py``/``kg`` edges resolved through the key
+      (tags, entities, notes and multi-candidate edges keep their names).
+    * ``edges_unresolved(ns, dst_name) WHERE dst IS NULL`` (the indexer never looks an edge up
+      by name) becomes ``edges_named(ns) WHERE dst_name != ''``: the edges a run may have to
+      resolve again when names come and go.
+    """
+    conn.execute("DROP INDEX IF EXISTS edges_unresolved")
+    conn.execute(
+        "DELETE FROM aliases WHERE rank = 0 AND ns != 'key' AND EXISTS (SELECT 1 FROM nodes n "
+        "WHERE n.id = aliases.node_id AND n.key = aliases.ns || ':' || aliases.name AND NOT n.flags & 4)")
+    conn.execute(
+        "UPDATE edges SET dst_name = '' WHERE dst IS NOT NULL AND file_id IS NOT NULL AND ns = 'key' "
+        "AND dst_name = (SELECT n.key FROM nodes n WHERE n.id = edges.dst)")
+    conn.execute(
+        "UPDATE edges SET dst_name = '' WHERE dst IS NOT NULL AND file_id IS NOT NULL AND ns IN ('py', 'kg') "
+        "AND instr(dst_name, char(10)) = 0 AND EXISTS (SELECT 1 FROM nodes n WHERE n.id = edges.dst "
+        "AND n.key = edges.ns || ':' || edges.dst_name AND NOT n.flags & 4)")
+    conn.execute("CREATE INDEX IF NOT EXISTS edges_named ON edges(ns) WHERE dst_name != ''")
+
+
 # (name, function). Append only.
 MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("0001_core", ddl(CORE)),
     ("0002_text", ddl(TEXT)),
     ("0003_qcache", ddl(QCACHE)),
     ("0004_embed", ddl(EMBED)),
+    ("0005_compact_names", _compact_names),
 ]
 
 
