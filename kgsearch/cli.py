@@ -260,7 +260,8 @@ def cmd_eval(args) -> int:
 def cmd_bench(args) -> int:
     from .bench import BenchOptions, format_bench, run_bench
 
-    opts = BenchOptions(db=args.db_explicit, corpus=args.corpus, queries=args.queries, out=args.out)
+    opts = BenchOptions(db=args.db_explicit, corpus=args.corpus, queries=args.queries, out=args.out,
+                        cold_runs=args.cold_runs)
     result = run_bench(opts)
     if args.json:
         _emit_json(result)
@@ -421,6 +422,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--corpus", default=None, metavar="demo|stdlib|PATH",
                    help="built-in corpus to index and query when --db is not given (default demo)")
     p.add_argument("--queries", type=int, default=200, help="queries to time (default 200)")
+    p.add_argument("--cold-runs", type=int, default=5, metavar="N",
+                   help="CLI start-up measurements (median reported; default 5)")
     p.add_argument("--out", default=None, metavar="FILE", help="also write the JSON result here")
     p.set_defaults(func=cmd_bench)
 

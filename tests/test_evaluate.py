@@ -1,0 +1,98 @@
+"""kgsearch eval (metrics, BEIR contract, probes), the demo, the on-device bench; quality on the
+shared benchmark sets when ../shared is present."""
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from kgsearch.cli import main
+from kgsearch.evaluate import EvalOptions, evaluate, query_metrics
+
+
+def test_metrics_hand_computed():
+    rels = {"a": 2, "b": 1, "c": 0, "z": 1}
+    m = query_metrics(["c", "a", "x", "b"], rels)
+    dcg = (2 ** 2 - 1) / math.log2(3) + (2 ** 1 - 1) / math.log2(5)
+    idcg = (2 ** 2 - 1) / math.log2(2) + 1 / math.log2(3) + 1 / math.log2(4)
+    assert m["ndcg@10"] == pytest.approx(dcg / idcg)
+    lin = 2 / math.log2(3) + 1 / math.log2(5)
+    ilin = 2 + 1 / math.log2(3) + 1 / math.log2(4)
+    assert m["ndcg@10_lin"] == pytest.approx(lin / ilin)
+    assert m["mrr@10"] == 0.5 and m["recall@10"] == pytest.approx(2 / 3) and m["p@10"] == pytest.approx(0.2)
+    assert query_metrics([], {"a": 1})["ndcg@10"] == 0.0
+
+
+def make_beir(tmp_path):
+    d = tmp_path / "tiny"
+    d.mkdir()
+    docs = [("d1", "Sourdough", "feed the starter with flour"), ("d2", "Crust", "steam makes a crisp crust"),
+            ("d3", "Tomatoes", "sun and water for tomatoes")]
+    (d / "corpus.jsonl").write_text("\n".join(json.dumps({"_id": i, "title": t, "text": x}) for i, t, x in docs))
+    (d / "queries.jsonl").write_text("\n".join(json.dumps(q) for q in [
+        {"_id": "q1", "text": "sourdough starter"}, {"_id": "q2", "text": "crisp crust"},
+        {"_id": "q3", "text": "unjudged query"}]))
+    (d / "qrels.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td1\t1\nq2\td2\t1\n")
+    return d
+
+
+def test_eval_contract_on_a_beir_folder(tmp_path, capsys):
+    d = make_beir(tmp_path)
+    assert main(["eval", str(d), "--channels", "bm25", "--json", "--index-dir", str(tmp_path / "ev")]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert {"dataset", "queries", "channels", "metrics", "seconds"} <= set(out)
+    assert out["dataset"] == "tiny" and out["queries"] == 2 and out["channels"] == ["bm25"]
+    assert {"ndcg@10", "recall@100", "mrr@10", "p@10", "recall@10"} <= set(out["metrics"])
+    assert out["metrics"]["ndcg@10"] == 1.0 and out["metrics"]["mrr@10"] == 1.0
+    # reuses the index (no reload) and ablates
+    r = evaluate(str(d), EvalOptions(ablate=True, index_dir=str(tmp_path / "ev")))
+    runs = [a["run"] for a in r["ablation"]]
+    assert runs[0] == "all" and "-bm25" in runs and "bm25 only" in runs
+    assert main(["eval", str(tmp_path / "nope")]) == 2
+
+
+def test_eval_bad_folder_messages(tmp_path, capsys):
+    d = tmp_path / "bad"
+    d.mkdir()
+    (d / "corpus.jsonl").write_text("")
+    (d / "queries.jsonl").write_text("")
+    assert main(["eval", str(d), "--index-dir", str(tmp_path / "ev")]) == 3
+    assert "no qrels file" in capsys.readouterr().err
+
+
+def test_demo_and_probes(tmp_path, capsys):
+    db = tmp_path / "demo.db"
+    assert main(["demo", "how do I back up my notes", "--db", str(db), "-k", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "md:vault/howto/backup-vault" in out.split("\n")[1]
+    from kgsearch.config import shipped_data_dir
+
+    probes = shipped_data_dir() / "demo" / "probes.jsonl"
+    r = evaluate(str(probes), EvalOptions(db=str(db)))
+    assert r["queries"] == 28
+    assert r["metrics"]["recall@10"] >= 0.75 and r["metrics"]["mrr@10"] >= 0.7
+
+
+def test_bench_json_contract(tmp_path, capsys):
+    out_file = tmp_path / "b.json"
+    assert main(["bench", "--corpus", "demo", "--queries", "10", "--cold-runs", "1", "--json",
+                 "--out", str(out_file)]) == 0
+    r = json.loads(capsys.readouterr().out)
+    assert {"index_seconds", "db_mb", "cold_start_ms", "peak_rss_mb", "query_ms", "device"} <= set(r)
+    assert {"p50", "p95", "p99"} <= set(r["query_ms"]) and r["query_ms"]["p50"] <= r["query_ms"]["p99"]
+    assert r["device"]["fts5"] in (True, False) and r["nodes"] > 200
+    assert json.loads(out_file.read_text())["db_mb"] == r["db_mb"]
+
+
+@pytest.mark.slow
+def test_quality_on_shared_sets(shared_bench, tmp_path_factory):
+    """Published BM25 quality, and the pipeline at or above BM25 (issue 3 and 6 targets)."""
+    idx = str(tmp_path_factory.mktemp("eval"))
+    floors = {"scifact": 0.665, "nfcorpus": 0.320}
+    for name, floor in floors.items():
+        folder = shared_bench / name
+        bm = evaluate(str(folder), EvalOptions(channels="bm25", intent="default", index_dir=idx))
+        full = evaluate(str(folder), EvalOptions(index_dir=idx))
+        assert bm["metrics"]["ndcg@10"] >= floor, name
+        assert full["metrics"]["ndcg@10"] >= bm["metrics"]["ndcg@10"], name
