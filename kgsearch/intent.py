@@ -31,8 +31,8 @@ PROFILES: dict[str, tuple[float, float, float, float]] = {
     "comparison":       (0.20, 0.45, 0.25, 0.10),
     "goal_based":       (0.20, 0.45, 0.25, 0.10),
     "exploratory":      (0.25, 0.35, 0.30, 0.10),
-    "semantic":         (0.25, 0.45, 0.30, 0.00),
-    "default":          (0.20, 0.50, 0.30, 0.00),
+    "semantic":         (0.30, 0.35, 0.35, 0.00),
+    "default":          (0.25, 0.45, 0.30, 0.00),
 }
 
 # Edge types each intent walks in the delta (intent-edge) channel.
