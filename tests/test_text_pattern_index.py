@@ -1,0 +1,84 @@
+"""Pattern-channel index: posting blob layouts, and the numpy rebuild against :func:`trigrams`."""
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+from kgsearch.text import pattern
+from kgsearch.types import ChangeSet
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 3, 4, 5, 17, 1000])
+@pytest.mark.parametrize("spread", [1, 250, 300, 10**6, 2**31])
+def test_blob_round_trip(n, spread):
+    rng = np.random.default_rng(n * 7 + spread % 97)
+    ids = np.unique(rng.integers(1, spread + n + 2, size=n)).astype(np.int64)
+    blob = pattern._blob(ids)
+    assert len(blob) % 4 == 2
+    assert pattern._ids_from(blob).tolist() == ids.tolist()
+    if n and spread <= 250:
+        assert len(blob) <= 4 + ids.size + 4          # one byte per id when gaps are small
+    # several runs at once give the same bytes
+    cut = ids.size // 2
+    assert pattern._blobs(ids, [0, cut], [cut, ids.size]) == [pattern._blob(ids[:cut]), pattern._blob(ids[cut:])]
+
+
+def test_version_1_blobs_are_still_read():
+    assert pattern._ids_from(np.array([3, 9, 4000], np.int32).tobytes()).tolist() == [3, 9, 4000]
+    assert pattern._ids_from(np.array([3, 2**33], np.int64).tobytes() + b"\x01").tolist() == [3, 2**33]
+
+
+ALPHABET = "abcXYZ_.09\t éÉßİK\u212a-あ"    # tabs split parts; Kelvin sign lower-cases to 'k'
+
+
+def _random_symbols(rng: random.Random, n: int) -> list[tuple[str, str]]:
+    out = []
+    for _ in range(n):
+        name = "".join(rng.choice(ALPHABET) for _ in range(rng.randint(0, 9)))
+        qual = rng.choice(["", name, "pkg.mod." + name,
+                           "".join(rng.choice(ALPHABET) for _ in range(rng.randint(0, 14)))])
+        out.append((name, qual))
+    return out
+
+
+def _postings(ix) -> dict[str, list[int]]:
+    return {t: pattern._ids_from(b).tolist() for t, b in ix.conn.execute("SELECT tri, ids FROM text_trigrams")}
+
+
+def _expected(ix) -> dict[str, list[int]]:
+    exp: dict[str, list[int]] = {}
+    for nid, name, qual in ix.conn.execute("SELECT id, name, qualname FROM nodes ORDER BY id"):
+        for t in pattern.trigrams(pattern._sym(name, qual)):
+            exp.setdefault(t, []).append(nid)
+    return exp
+
+
+def test_rebuild_and_updates_match_the_reference(ix):
+    rng = random.Random(5)
+    with ix.transaction():
+        nid = 0
+        for i, (name, qual) in enumerate(_random_symbols(rng, 400)):
+            nid += rng.choice([1, 1, 2, 300])          # gaps below and above one byte
+            ix.conn.execute("INSERT INTO nodes(id, key, kind, name, qualname) VALUES (?, ?, 'sym', ?, ?)",
+                            (nid, f"k{i}", name, qual))
+        pattern.update(ix, ChangeSet(generation=1, full=True), full=True)
+        assert _postings(ix) == _expected(ix)
+        # incremental: rename some, remove some, add some
+        ids = [r[0] for r in ix.conn.execute("SELECT id FROM nodes ORDER BY id")]
+        ch = ChangeSet(generation=2)
+        for nid in rng.sample(ids, 60):
+            ch.modified.append(nid)
+            ix.conn.execute("UPDATE nodes SET name=?, qualname=? WHERE id=?", (*_random_symbols(rng, 1)[0], nid))
+        for nid in rng.sample([i for i in ids if i not in ch.modified], 40):
+            ch.removed.append(nid)
+            ix.conn.execute("DELETE FROM nodes WHERE id=?", (nid,))
+        for j, (name, qual) in enumerate(_random_symbols(rng, 30)):
+            ch.added.append(ix.conn.execute("INSERT INTO nodes(key, kind, name, qualname) VALUES (?, 'sym', ?, ?)",
+                                            (f"new{j}", name, qual)).lastrowid)
+        pattern.update(ix, ch, full=False)
+        assert _postings(ix) == _expected(ix)
+        incremental = _postings(ix)
+        pattern.update(ix, ChangeSet(generation=3, full=True), full=True)
+        assert _postings(ix) == incremental
