@@ -139,10 +139,9 @@ def test_nodes_of_a_module(tmp_path):
     assert by["py:shop.cart.Cart"].text == "class Cart(Base, R)\nA cart of items.\n__init__ add checkout make"
     co = by["py:shop.cart.Cart.checkout"]
     assert co.text.startswith("@property\nasync def checkout(self, fast: bool=False) -> str\n"
-                              "Pay for everything.\n        data = json.dumps({})\n")
-    assert co.text.endswith("        return helper()")
-    assert co.props == {"signature": "async def checkout(self, fast: bool=False) -> str",
-                        "decorators": ["property"], "async": True}
+                              "Pay for everything.\ndata = json.dumps({})\n")
+    assert co.text.endswith("\nreturn helper()")
+    assert co.props == {"decorators": ["property"], "async": True}
 
 
 def test_edges_of_a_module(tmp_path):
@@ -253,7 +252,16 @@ def test_function_text_is_capped(tmp_path):
     body = "".join(f"    x{i} = compute_something_long({i})\n" for i in range(400))
     res = load(tmp_path, "big.py", f"def big():\n{body}")
     text = res.nodes[1].text
-    assert len(text) == pycode.MAX_TEXT and text.startswith("def big()\n    x0 = ")
+    # cut at MAX_TEXT characters of source, then the body's indentation goes: same words
+    assert text.startswith("def big()\nx0 = ")
+    assert text.split() == ("def big()\n" + body)[:pycode.MAX_TEXT].split()
+    assert len(text) == pycode.MAX_TEXT - 4 * text.count("\nx")
+
+
+def test_body_keeps_its_relative_indentation(tmp_path):
+    src = 'class C:\n    def m(self, x):\n        if x:\n            return """a\n  b"""\n        return 0\n'
+    res = load(tmp_path, "c.py", src)
+    assert res.nodes[2].text == 'def m(self, x)\nif x:\n    return """a\nb"""\nreturn 0'
 
 
 def test_syntax_error_gives_module_node_and_one_warning(tmp_path):
@@ -283,4 +291,4 @@ def test_crlf_source(tmp_path):
     res = load(tmp_path, "w.py", b'"""Doc."""\r\ndef f():\r\n    return g()\r\ndef g(): pass\r\n')
     assert [(n.key, n.line_start, n.line_end) for n in res.nodes] == [
         ("py:w", 1, 4), ("py:w.f", 2, 3), ("py:w.g", 4, 4)]
-    assert res.nodes[1].text == "def f()\n    return g()"
+    assert res.nodes[1].text == "def f()\nreturn g()"
