@@ -109,12 +109,15 @@ def _hash_bytes(data: bytes) -> str:
     return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
-def _node_hash(kind: str, name: str, text: str) -> str:
-    h = hashlib.blake2b(digest_size=12)
+def _node_hash(kind: str, name: str, text: str) -> bytes:
+    """What a node's derived data depends on: 8 bytes (a BLOB; indexes made before hold 24 hex
+    characters, which never match, so such a node counts as modified once when its file is
+    reloaded)."""
+    h = hashlib.blake2b(digest_size=8)
     for part in (kind, name, text):
         h.update(part.encode("utf-8", "surrogatepass"))
         h.update(b"\0")
-    return h.hexdigest()
+    return h.digest()
 
 
 def _dumps(props: dict | None) -> str | None:
@@ -283,7 +286,7 @@ class _Run:
         inserts = []
         late_parents = []                      # parent emitted after the child, or in another file
         next_id = 0
-        rel_path = str(f.path)
+        rel_path = None          # nodes.path: the file's path comes from files (see migration 0006)
         emitted: set[str] = set()
         for n in result.nodes:
             if n.key in emitted:

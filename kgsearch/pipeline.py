@@ -802,8 +802,8 @@ def _fetch_meta(ix: Index, ids: np.ndarray, text: bool = True) -> dict[int, dict
     for start in range(0, len(idl), 900):
         chunk = idl[start:start + 900]
         rows = ix.conn.execute(
-            f"SELECT n.id, n.key, n.kind, n.name, n.qualname, n.path, n.line_start, n.flags, {tcol}, p.key "
-            f"FROM nodes n LEFT JOIN nodes p ON p.id = n.parent_id "
+            f"SELECT n.id, n.key, n.kind, n.name, n.qualname, coalesce(n.path, f.path), n.line_start, n.flags, "
+            f"{tcol}, p.key FROM nodes n LEFT JOIN nodes p ON p.id = n.parent_id LEFT JOIN files f ON f.id = n.file_id "
             f"WHERE n.id IN ({','.join('?' * len(chunk))})", chunk)
         for r in rows:
             out[r[0]] = {"key": r[1], "kind": r[2], "name": r[3], "qualname": r[4], "path": r[5],

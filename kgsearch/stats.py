@@ -38,11 +38,15 @@ def index_stats(ix: Index) -> dict:
     }
 
 
-NODE_COLS = "id, key, kind, name, qualname, text, path, line_start, line_end, flags, props, file_id, parent_id"
+NODE_FIELDS = ("id", "key", "kind", "name", "qualname", "text", "path", "line_start", "line_end", "flags", "props",
+               "file_id", "parent_id")
+# a file-owned node's path is its file's (nodes.path is NULL for those, see migration 0006)
+NODE_COLS = ", ".join("coalesce(nodes.path, (SELECT f.path FROM files f WHERE f.id = nodes.file_id))"
+                      if c == "path" else c for c in NODE_FIELDS)
 
 
 def _node_dict(row) -> dict:
-    d = dict(zip([c.strip() for c in NODE_COLS.split(",")], row))
+    d = dict(zip(NODE_FIELDS, row))
     d["props"] = json.loads(d["props"]) if d.get("props") else {}
     return d
 

@@ -159,6 +159,19 @@ def _compact_names(conn: sqlite3.Connection) -> None:
     conn.execute("CREATE INDEX IF NOT EXISTS edges_named ON edges(ns) WHERE dst_name != ''")
 
 
+# A file-owned node's path is its file's path: kept once, in files (readers join on file_id,
+# ``coalesce(n.path, f.path)``); nodes.path stays for nodes without a file. The chunks view
+# joins it back.
+NODE_PATHS = """
+UPDATE nodes SET path = NULL WHERE file_id IS NOT NULL;
+DROP VIEW IF EXISTS chunks;
+CREATE VIEW chunks AS
+    SELECT n.id, n.parent_id AS node_id, n.kind, n.name AS heading, n.text, coalesce(n.path, f.path) AS path,
+        n.line_start, n.line_end
+    FROM nodes n LEFT JOIN files f ON f.id = n.file_id
+    WHERE n.parent_id IS NOT NULL AND n.kind IN ('section', 'chunk')
+"""
+
 # (name, function). Append only.
 MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("0001_core", ddl(CORE)),
@@ -166,6 +179,7 @@ MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("0003_qcache", ddl(QCACHE)),
     ("0004_embed", ddl(EMBED)),
     ("0005_compact_names", _compact_names),
+    ("0006_node_paths", ddl(NODE_PATHS)),
 ]
 
 
