@@ -99,7 +99,7 @@ def _blob(a: np.ndarray) -> bytes:
 
 def _blobs(ids: np.ndarray, starts: list[int], ends: list[int]) -> list[bytes]:
     """:func:`_blob` of ``ids[s:e]`` for each (s, e), with the gaps computed in one pass."""
-    gaps = ids.copy()
+    gaps = ids.astype(np.int64) if ids.dtype.itemsize < 4 else ids.copy()
     gaps[1:] -= ids[:-1]
     first = np.asarray([s for s, e in zip(starts, ends) if e > s], dtype=np.int64)
     gaps[first] = ids[first]                     # each run starts from 0
@@ -107,7 +107,7 @@ def _blobs(ids: np.ndarray, starts: list[int], ends: list[int]) -> list[bytes]:
         return [ids[s:e].astype(np.int64).tobytes() + b"\x01" for s, e in zip(starts, ends)]
     big = gaps >= _BIG_GAP
     small = np.where(big, 0, gaps).astype(np.uint8).tobytes()
-    nbig = np.zeros(gaps.size + 1, dtype=np.int64)
+    nbig = np.zeros(gaps.size + 1, dtype=np.int32 if gaps.size < 2**31 else np.int64)
     np.cumsum(big, out=nbig[1:])
     out = []
     for s, e in zip(starts, ends):
@@ -211,11 +211,23 @@ def _rebuild(conn) -> dict:
         if fast:
             packed.append(_ascii_trigrams(fast_ids, fast))
         n += len(rows)
-    keys = _unique(np.concatenate(packed)) if packed else np.zeros(0, dtype=np.int64)
-    codes, ids = keys >> 32, keys & 0xFFFFFFFF           # by trigram, ids ascending, no repeats
+    # sorted unique keys: by trigram, ids ascending; in place, each big array freed when done
+    # (stdlib: 3.4M keys; this keeps the step's peak near 2x the key array)
+    keys = np.concatenate(packed) if packed else np.zeros(0, dtype=np.int64)
+    del packed
+    keys.sort()
+    if keys.size:
+        keep = np.empty(keys.size, dtype=bool)
+        keep[0] = True
+        np.not_equal(keys[1:], keys[:-1], out=keep[1:])
+        keys = keys[keep]
+        del keep
+    codes = (keys >> 32).astype(np.int32)
+    ids = (keys & 0xFFFFFFFF).astype(np.int32)             # the fast path takes ids < 2**31 only
+    del keys
     bounds = np.flatnonzero(np.diff(codes)) + 1
-    starts = [0, *bounds.tolist()] if keys.size else []
-    ends = [*bounds.tolist(), int(keys.size)] if keys.size else []
+    starts = [0, *bounds.tolist()] if ids.size else []
+    ends = [*bounds.tolist(), int(ids.size)] if ids.size else []
     tris = []
     for c in codes[starts].tolist():
         tris.append(chr(c >> 16) + chr((c >> 8) & 0xFF) + chr(c & 0xFF))
@@ -223,7 +235,8 @@ def _rebuild(conn) -> dict:
     for i, tri in enumerate(tris):                         # trigrams also found the slow way
         more = other.pop(tri, None)
         if more is not None:
-            rows[i] = (tri, _blob(_unique(np.concatenate([ids[starts[i]:ends[i]], np.asarray(more, np.int64)]))))
+            rows[i] = (tri, _blob(_unique(np.concatenate([ids[starts[i]:ends[i]].astype(np.int64),
+                                                          np.asarray(more, np.int64)]))))
     rows += [(tri, _blob(_unique(np.asarray(more, dtype=np.int64)))) for tri, more in other.items()]
     conn.executemany("INSERT INTO text_trigrams(tri, ids) VALUES (?,?)", rows)
     return {"mode": "full", "symbols": n, "trigrams": len(rows)}
