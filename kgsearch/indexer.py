@@ -236,9 +236,9 @@ class _Run:
                 if outcome[0] == "fail":
                     self.fail_file(f, outcome[1])
                     continue
-                _, digest, result = outcome
+                digest, result = outcome[1], outcome[2]
                 self.report.warnings.extend(result.warnings)
-                self.store_file(f, digest, result)
+                self.store_file(f, digest, result, outcome[3] if len(outcome) > 3 else None)
                 self.report.files_loaded += 1
         finally:
             outcomes.close()
@@ -250,7 +250,9 @@ class _Run:
         self.report.files_failed += 1
         self.report.warnings.append(f"{exc} (skipped; its previous contents are kept)")
 
-    def store_file(self, f: Found, digest: str, result) -> None:
+    def store_file(self, f: Found, digest: str, result, hashed: list | None = None) -> None:
+        """Upsert the file's nodes by key, replace its aliases, stage its edges. ``hashed``:
+        each node's (hash, props JSON) when a worker process computed them already."""
         conn = self.conn
         gen = self.changes.generation
         row = conn.execute("SELECT id FROM files WHERE path=?", (str(f.path),)).fetchone()
@@ -288,13 +290,13 @@ class _Run:
         next_id = 0
         rel_path = None          # nodes.path: the file's path comes from files (see migration 0006)
         emitted: set[str] = set()
-        for n in result.nodes:
+        if hashed is None:
+            hashed = [(_node_hash(n.kind, n.name, n.text), _dumps(n.props)) for n in result.nodes]
+        for n, (h, props) in zip(result.nodes, hashed):
             if n.key in emitted:
                 self.report.warnings.append(f"{f.path}: node {n.key!r} defined twice; keeping the first")
                 continue
             emitted.add(n.key)
-            h = _node_hash(n.kind, n.name, n.text)
-            props = _dumps(n.props)
             pid = None
             if n.parent:
                 pid = key_to_id.get(n.parent)
@@ -740,14 +742,16 @@ def _pack_outcome(outcome: tuple) -> tuple:
         return outcome
     res = outcome[2]
     return ("ok", outcome[1], [_NODE_FIELDS(n) for n in res.nodes], [_EDGE_FIELDS(e) for e in res.edges],
-            res.warnings)
+            res.warnings, [(_node_hash(n.kind, n.name, n.text), _dumps(n.props)) for n in res.nodes])
 
 
 def _unpack_outcome(packed: tuple) -> tuple:
+    """("ok", digest, LoadResult, [(hash, props JSON)] per node) -- the last computed in the worker."""
     if packed[0] != "ok":
         return packed
-    _, digest, nodes, edges, warnings = packed
-    return "ok", digest, LoadResult([NodeRec(*n) for n in nodes], [EdgeRec(*e) for e in edges], warnings)
+    _, digest, nodes, edges, warnings, hashed = packed
+    return ("ok", digest, LoadResult([NodeRec(*n) for n in nodes], [EdgeRec(*e) for e in edges], warnings),
+            hashed)
 
 
 def _inside(child: Path, root: Path) -> bool:
