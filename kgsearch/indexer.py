@@ -24,6 +24,7 @@ import json
 import logging
 import os
 import time
+from collections import Counter
 from dataclasses import dataclass, field, fields
 from operator import attrgetter
 from pathlib import Path
@@ -160,6 +161,8 @@ class _Run:
         self.names_changed: dict[str, set[str]] = {}   # ns -> names that gained or lost a node this run
         self.nulled_edges: list[int] = []                # edges whose target node was removed
         self.first_new_edge = 0
+        # edges of each reloaded file before this run, to tell whether the graph really changed
+        self.old_file_edges: dict[int, Counter] = {}
         self.explicit_files: set[str] = set()
 
     # ------------------------------------------------------------------ progress
@@ -382,7 +385,11 @@ class _Run:
 
         # edges: replace this file's edges (resolved after every file is loaded)
         if not new_file:
+            if not self.changes.full:
+                self.old_file_edges[file_id] = _edge_multiset(conn, file_id)
             conn.execute("DELETE FROM edges WHERE file_id=?", (file_id,))
+        else:
+            self.old_file_edges[file_id] = Counter()
         stage = []
         for e in result.edges:
             stage.append((key_to_id.get(e.src), e.src, e.ns, e.dst, e.type, float(e.weight), file_id, e.line,
@@ -476,7 +483,7 @@ class _Run:
                              "VALUES (?,?,?,?,?,?,?,?,?,?)", rows)
         conn.execute("DELETE FROM temp.edge_stage")
         conn.executemany("INSERT OR IGNORE INTO temp.resolve_ids(id) VALUES (?)", pending)
-        if next_id != self.first_new_edge:
+        if next_id != self.first_new_edge and self.changes.full:
             self.changes.edges_changed = True
 
     def resolve(self) -> None:
@@ -574,6 +581,17 @@ class _Run:
             if not conn.execute("SELECT 1 FROM aliases WHERE ns=? AND name=? AND node_id=?",
                                 (ns, name, nid)).fetchone():
                 conn.execute("INSERT INTO aliases(ns, name, node_id, rank) VALUES (?,?,?,?)", (ns, name, nid, rank))
+
+    def compare_file_edges(self) -> None:
+        """A reloaded file whose edges come out as they were (a function body edited without
+        touching its calls, say) leaves the graph alone: edges_changed only when they differ
+        (line numbers aside). Run after resolution, which decides where the new edges point."""
+        if self.changes.edges_changed:
+            return
+        for file_id, old in self.old_file_edges.items():
+            if _edge_multiset(self.conn, file_id) != old:
+                self.changes.edges_changed = True
+                return
 
     def collect_garbage(self) -> None:
         """Shared nodes (tags, entities, placeholders) that no edge touches any more are removed."""
@@ -713,6 +731,11 @@ class _Names:
         return out
 
 
+def _edge_multiset(conn, file_id: int) -> Counter:
+    return Counter(conn.execute("SELECT src, dst, ns, dst_name, type, weight, props FROM edges WHERE file_id=?",
+                                (file_id,)))
+
+
 def _load_job(job: tuple[Found, LoadOptions]) -> tuple:
     """Read, hash and load one file (pure: runs in a worker process too).
     ``("ok", digest, LoadResult)`` or ``("fail", DataError)``."""
@@ -805,6 +828,7 @@ def index_paths(db: str | os.PathLike | None, paths: list[str], opts: IndexOptio
                 run.move_staged_edges()
                 run.resolve()
                 run.collect_garbage()
+                run.compare_file_edges()
                 report.phases["resolve"] = round(time.perf_counter() - t0, 3)
                 ch = run.changes
                 known = set(json.loads(ix.meta("roots", "[]") or "[]"))

@@ -193,3 +193,32 @@ def test_incremental_equals_full_rebuild(tmp_path):
     edit("text changed", lambda: w(tree / "text" / "story.txt", "Nothing about networks now.\n"))
     edit("package moved", lambda: ((tree / "pkg" / "base.py").rename(tree / "pkg" / "basis.py")))
     assert len(steps) > 10
+
+
+def test_edges_changed_only_when_a_files_edges_differ(tmp_path):
+    """A body edit that keeps the calls leaves the graph alone; losing a file's only edges does not."""
+    tree = tmp_path / "tree"
+    make_tree(tree)
+    db = tmp_path / "inc.db"
+    index_paths(db, [str(tree)], IndexOptions(steps=(), allow_dangling=True))
+    impl = tree / "pkg" / "impl.py"
+    src = impl.read_text()
+    # same calls, other words and a shifted line: nodes modified, edges the same
+    impl.write_text("\n" + src.replace("    Impl().other()", "    Impl().other()\n    # a comment, lines move"))
+    rep = index_paths(db, [str(tree)], IndexOptions(steps=(), allow_dangling=True))
+    assert rep.files_loaded == 1 and rep.nodes_modified > 0 and not rep.edges_changed
+    assert_same(db, tree, tmp_path, "body edit", allow_dangling=True)
+    # a new call: changed
+    impl.write_text(src.replace("    return later()", "    starred()\n    return later()"))
+    rep = index_paths(db, [str(tree)], IndexOptions(steps=(), allow_dangling=True))
+    assert rep.edges_changed
+    # a note loses its only link (no node added or removed): changed
+    w(tree / "notes" / "ideas.md", "# Ideas\n\nBack to nothing. #project\n")
+    index_paths(db, [str(tree)], IndexOptions(steps=(), allow_dangling=True))
+    w(tree / "notes" / "ideas.md", "# Ideas\n\nNothing links from here. #project\n")
+    rep = index_paths(db, [str(tree)], IndexOptions(steps=(), allow_dangling=True))
+    assert rep.nodes_modified == 1 and not rep.edges_changed
+    w(tree / "notes" / "ideas.md", "# Ideas\n\nNothing links from here.\n")
+    rep = index_paths(db, [str(tree)], IndexOptions(steps=(), allow_dangling=True))
+    assert rep.edges_changed
+    assert_same(db, tree, tmp_path, "tag dropped", allow_dangling=True)
