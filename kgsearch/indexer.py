@@ -163,6 +163,8 @@ class _Run:
         self.first_new_edge = 0
         # edges of each reloaded file before this run, to tell whether the graph really changed
         self.old_file_edges: dict[int, Counter] = {}
+        self.new_files: set[int] = set()
+        self.had_edges = True             # False: an empty index, nothing to re-resolve
         self.explicit_files: set[str] = set()
 
     # ------------------------------------------------------------------ progress
@@ -378,8 +380,9 @@ class _Run:
                 if rank or (ns, name) != implied:
                     alias_rows.append((ns, name, nid, rank))
         conn.executemany("INSERT INTO aliases(ns, name, node_id, rank) VALUES (?,?,?,?)", alias_rows)
-        for ns, name in new_aliases.symmetric_difference(old_aliases):
-            self.names_changed.setdefault(ns, set()).add(name)
+        if self.had_edges:                # names matter only to edges written before this run
+            for ns, name in new_aliases.symmetric_difference(old_aliases):
+                self.names_changed.setdefault(ns, set()).add(name)
         if old_aliases - new_aliases:
             self.changes.edges_changed = True
 
@@ -389,7 +392,7 @@ class _Run:
                 self.old_file_edges[file_id] = _edge_multiset(conn, file_id)
             conn.execute("DELETE FROM edges WHERE file_id=?", (file_id,))
         else:
-            self.old_file_edges[file_id] = Counter()
+            self.new_files.add(file_id)
         stage = []
         for e in result.edges:
             stage.append((key_to_id.get(e.src), e.src, e.ns, e.dst, e.type, float(e.weight), file_id, e.line,
@@ -465,6 +468,7 @@ class _Run:
             if count >= PRELOAD_NAMES:
                 names.preload(ns)
         next_id = self.first_new_edge
+        new_file_edges = False
         pending = []                             # unresolved shared-node targets: resolve() makes them
         cur = conn.execute("SELECT src_id, ns, dst_name, type, weight, file_id, line, props FROM temp.edge_stage "
                            "ORDER BY rowid")
@@ -474,6 +478,7 @@ class _Run:
                 break
             resolved = names.resolve([(r[1], r[2]) for r in batch])
             rows = []
+            new_file_edges = new_file_edges or any(r[5] in self.new_files for r in batch)
             for (src, ns, dst_name, etype, weight, file_id, line, props), (dst, name) in zip(batch, resolved):
                 if dst is None and (ns in AUTO_NS or ns == "kg"):
                     pending.append((next_id,))
@@ -483,7 +488,7 @@ class _Run:
                              "VALUES (?,?,?,?,?,?,?,?,?,?)", rows)
         conn.execute("DELETE FROM temp.edge_stage")
         conn.executemany("INSERT OR IGNORE INTO temp.resolve_ids(id) VALUES (?)", pending)
-        if next_id != self.first_new_edge and self.changes.full:
+        if next_id != self.first_new_edge and (self.changes.full or new_file_edges):
             self.changes.edges_changed = True
 
     def resolve(self) -> None:
@@ -505,6 +510,7 @@ class _Run:
                 if dst_name in changed or ("\n" in dst_name and not changed.isdisjoint(dst_name.split("\n"))):
                     retry.append((eid,))
             conn.executemany("INSERT OR IGNORE INTO temp.resolve_ids(id) VALUES (?)", retry)
+        self.names_changed = {}
         self._resolve_pass()
         # shared nodes for what is still unresolved
         created = False
@@ -588,7 +594,8 @@ class _Run:
         (line numbers aside). Run after resolution, which decides where the new edges point."""
         if self.changes.edges_changed:
             return
-        for file_id, old in self.old_file_edges.items():
+        old_edges, self.old_file_edges = self.old_file_edges, {}
+        for file_id, old in old_edges.items():
             if _edge_multiset(self.conn, file_id) != old:
                 self.changes.edges_changed = True
                 return
@@ -810,6 +817,7 @@ def index_paths(db: str | os.PathLike | None, paths: list[str], opts: IndexOptio
                 conn.execute("CREATE TEMP TABLE IF NOT EXISTS edge_stage(src_id INTEGER, src_key TEXT, ns TEXT, "
                              "dst_name TEXT, type TEXT, weight REAL, file_id INTEGER, line INTEGER, props TEXT)")
                 conn.execute("CREATE TEMP TABLE IF NOT EXISTS resolve_ids(id INTEGER PRIMARY KEY)")
+                run.had_edges = conn.execute("SELECT 1 FROM edges LIMIT 1").fetchone() is not None
                 t0 = time.perf_counter()
                 to_load, deleted = run.plan(roots)
                 report.phases["scan"] = round(time.perf_counter() - t0, 3)
