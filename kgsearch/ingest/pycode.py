@@ -54,8 +54,10 @@ from __future__ import annotations
 
 import ast
 import builtins
+import functools
 import gc
 import io
+import re
 import tokenize
 from pathlib import Path
 
@@ -113,11 +115,12 @@ def _dedent(src: str, indent: int) -> str:
     ``col_offset`` of its first statement; less indented lines, in strings, lose what they have)."""
     if indent <= 0:
         return src
-    lines = src.split("\n")
-    for i, line in enumerate(lines):
-        if line[:1] in (" ", "\t"):
-            lines[i] = line[min(indent, len(line) - len(line.lstrip(" \t"))):]
-    return "\n".join(lines)
+    return _indent_re(indent).sub("", src)
+
+
+@functools.lru_cache(maxsize=64)
+def _indent_re(indent: int) -> "re.Pattern[str]":
+    return re.compile(r"^[ \t]{1,%d}" % indent, re.M)
 
 
 def _source(data: bytes, where: str) -> tuple[str, str | None]:
