@@ -135,3 +135,74 @@ def test_indexer_runs_the_graph_step(tmp_path):
     with Index.open(db, readonly=True) as ix:
         g = gi.load_graph(ix)
         assert isinstance(g, Graph) and g.m >= 2
+
+
+# ---------------------------------------------------------------------- incremental communities
+def test_assign_new_nodes_hand_computed():
+    # 0-1 labelled 0, 2-3 labelled 1; 4 links to 0 (w 1) and 2 (w 2) -> label 1; 5 hangs off 4
+    # (placed in the second round); 6 ties between 0 and 2 (w 1 each) -> smallest label 0;
+    # 7-8 link only to each other -> one new community (2); 9 is isolated -> another (3)
+    src = [0, 2, 4, 4, 5, 6, 6, 7]
+    dst = [1, 3, 0, 2, 4, 0, 2, 8]
+    w = [1, 1, 1, 2, 1, 1, 1, 1]
+    g = Graph.from_edges(src, dst, w, num_nodes=10)
+    labels = np.array([0, 0, 1, 1, -1, -1, -1, -1, -1, -1])
+    got, placed = gi.assign_new_nodes(g, labels)
+    assert placed == 6
+    assert got.tolist() == [0, 0, 1, 1, 1, 1, 0, 2, 2, 3]
+    assert labels[4] == -1                                   # the input is not modified
+    same, placed = gi.assign_new_nodes(g, got)
+    assert placed == 0 and same.tolist() == got.tolist()
+
+
+def _two_cliques(ix, size=30):
+    with ix.transaction():
+        for i in range(2 * size):
+            ix.conn.execute("INSERT INTO nodes(id, key, kind, name) VALUES (?,?,?,?)",
+                            (i + 1, f"py:n{i}", "function", f"n{i}"))
+        for block in (0, size):
+            for a in range(block, block + size):
+                for b in range(a + 1, block + size):
+                    ix.conn.execute("INSERT INTO edges(src, dst, dst_name, type) VALUES (?,?,?,?)",
+                                    (a + 1, b + 1, "x", "calls"))
+        ix.conn.execute("INSERT INTO edges(src, dst, dst_name, type) VALUES (1, ?, 'x', 'calls')", (size + 1,))
+
+
+def _add(ix, nid, links):
+    with ix.transaction():
+        ix.conn.execute("INSERT INTO nodes(id, key, kind, name) VALUES (?,?,?,?)", (nid, f"py:x{nid}", "function", "x"))
+        for d in links:
+            ix.conn.execute("INSERT INTO edges(src, dst, dst_name, type) VALUES (?,?,?,?)", (nid, d, "x", "calls"))
+
+
+def test_few_changes_keep_communities_and_place_new_nodes(ix, monkeypatch):
+    _two_cliques(ix)
+    info = gi.update(ix, ChangeSet(generation=1, full=True), {})
+    assert info["communities"] == 2
+    before = gi.community_labels(ix).copy()
+    a, b = before[1], before[31]
+    assert a != b
+
+    full_runs = []
+    real = gi.greedy_modularity
+    monkeypatch.setattr(gi, "greedy_modularity", lambda g, **kw: full_runs.append(1) or real(g, **kw))
+    _add(ix, 100, [31, 32, 2])                                # two links into the second clique
+    info = gi.update(ix, ChangeSet(generation=2, added=[100], edges_changed=True), {})
+    assert "placed 1 new nodes" in info["communities"] and not full_runs
+    labels = gi.community_labels(ix)
+    assert labels[100] == b and np.array_equal(labels[1:61], before[1:61])
+    # the changes add up: 2 % of the 60 nodes at the last full run is 1.2 nodes -> full CNM again
+    _add(ix, 101, [100])
+    info = gi.update(ix, ChangeSet(generation=3, added=[101], edges_changed=True), {})
+    assert full_runs == [1] and isinstance(info["communities"], int)
+    assert np.array_equal(gi.community_labels(ix)[gi.load_context(ix).node_ids], real(gi.load_graph(ix)))
+    # a full run (kgsearch index --full) always recomputes
+    _add(ix, 102, [1])
+    gi.update(ix, ChangeSet(generation=4, added=[102], edges_changed=True, full=True),
+              {"graph_communities_drift": 1.0})
+    assert full_runs == [1, 1]
+    # a larger drift budget keeps placing
+    _add(ix, 103, [2])
+    info = gi.update(ix, ChangeSet(generation=5, added=[103], edges_changed=True), {"graph_communities_drift": 1.0})
+    assert full_runs == [1, 1] and "placed 1 new nodes" in info["communities"]
+    assert gi.community_labels(ix)[103] == gi.community_labels(ix)[2]
