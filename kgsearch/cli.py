@@ -117,9 +117,9 @@ def cmd_index(args) -> int:
         settings["model"] = args.model
     if args.stemmer is not None:
         settings["stemmer"] = args.stemmer
+    if args.embed is not None:
+        settings["embed"] = args.embed          # persisted like the other settings
     steps = None
-    if args.no_embed:
-        steps = ("text", "neighbors", "graph")
     progress = Progress(sys.stderr.isatty() and not args.quiet)
     opts = IndexOptions(fmt=args.format, allow_dangling=args.allow_dangling, keep_going=args.keep_going,
                         full=args.full, max_file_bytes=int(args.max_file_size * 1e6), settings=settings,
@@ -374,7 +374,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--model", default=None, metavar="PATH|NAME",
                    help="embedding model (a model2vec folder or a pulled model name); changing it re-embeds")
     p.add_argument("--stemmer", default=None, choices=["porter2", "light", "none"], help="stemmer (changing it rebuilds postings)")
-    p.add_argument("--no-embed", action="store_true", help="skip embeddings for this run")
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--no-embed", dest="embed", action="store_false", default=None,
+                   help="no embeddings: drop stored vectors, dense channel off (remembered for later runs)")
+    g.add_argument("--embed", dest="embed", action="store_true", default=None,
+                   help="embed again after --no-embed (remembered)")
     p.set_defaults(func=cmd_index)
 
     p = sub.add_parser("search", parents=[common], help="hybrid search",

@@ -251,3 +251,32 @@ def test_indexer_runs_the_step(tmp_path, shipped, monkeypatch):
     with Index.open(db, readonly=True) as ix:
         ids, scores = vectors.search(ix, "SQLite", k=3)
         assert ix.conn.execute("SELECT name FROM nodes WHERE id=?", (int(ids[0]),)).fetchone()[0] in ("n3", "Note 3")
+
+
+def test_no_embed_is_remembered_drops_vectors_and_embed_restores(tmp_path, capsys):
+    from kgsearch.cli import main
+    from kgsearch.embed.vectors import vector_count
+    from kgsearch.store.db import Index
+
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "a.md").write_text("# Alpha\nstatic embeddings on a phone\n")
+    (notes / "b.md").write_text("# Beta\nranking with bm25 and [[a]]\n")
+    db = tmp_path / "i.db"
+    assert main(["index", str(notes), "--db", str(db), "-q"]) == 0
+    with Index.open(db, readonly=True) as ix:
+        assert vector_count(ix) >= 2
+    assert main(["index", "--db", str(db), "--no-embed", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["steps"]["embed"]["dropped"] >= 2
+    (notes / "c.md").write_text("# Gamma\na new note\n")
+    assert main(["index", "--db", str(db), "--json"]) == 0          # cron run: still off
+    out = json.loads(capsys.readouterr().out)
+    assert out["steps"]["embed"]["skipped"].startswith("embed=false")
+    with Index.open(db, readonly=True) as ix:
+        assert vector_count(ix) == 0
+        n = ix.node_count()
+    assert main(["index", "--db", str(db), "--embed", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    with Index.open(db, readonly=True) as ix:
+        assert vector_count(ix) == n == out["steps"]["embed"]["vectors"]

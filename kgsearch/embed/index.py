@@ -10,7 +10,9 @@ nodes and records ``model_id``/``model_dims``/``model`` in meta and ``derived('e
   step returns ``{'skipped': 'no model'}`` and nothing changes.
 - A different model (its ``model_id`` hashes the files), ``changes.full`` or a missing rotation
   re-embeds everything: vectors of two models are never mixed.
-- Runs that skipped this step (``--no-embed``, no model) are caught up by comparing a hash
+- ``settings['embed'] = False`` (``kgsearch index --no-embed``, remembered) drops the vectors
+  and skips the step until ``--embed``.
+- Runs that skipped this step (``steps`` without ``embed``, no model) are caught up by comparing a hash
   of each node's embedded text with the stored one, so only what changed is embedded.
 """
 from __future__ import annotations
@@ -157,6 +159,11 @@ def update(ix, changes, settings: dict | None = None, progress=None) -> dict:
 
     t0 = time.perf_counter()
     settings = settings or {}
+    if settings.get("embed") is False:
+        dropped = vectors.vector_count(ix)
+        if dropped:
+            vectors.clear(ix)
+        return {"skipped": "embed=false in settings (kgsearch index --embed turns it on)", "dropped": dropped}
     spec = model_spec(settings)
     path = resolve_model(spec)
     if path is None:
