@@ -34,7 +34,7 @@ from .errors import DataError, UsageError
 from .ingest import get_loader
 from .ingest.pool import default_workers, ordered_map
 from .ingest.walk import Found, WalkReport, found_file, walk
-from .store.db import Index
+from .store.db import Index, packed_qualname
 from .store.lock import IndexLock
 from .types import FLAG_AUTO, FLAG_PLACEHOLDER, ChangeSet, EdgeRec, LoadOptions, LoadResult, NodeRec
 
@@ -316,8 +316,8 @@ class _Run:
                         f"{f.path}: node {n.key!r} is already defined in {owner[0] if owner else '?'}; "
                         f"keeping that one")
                     continue
-                values = (n.kind, n.name, n.qualname or "", n.text, rel_path, n.line_start, n.line_end, h,
-                          file_id, n.flags, props, gen, pid)
+                values = (n.kind, n.name, packed_qualname(n.key, n.kind, n.qualname), n.text, rel_path,
+                          n.line_start, n.line_end, h, file_id, n.flags, props, gen, pid)
                 if other is not None:          # a shared/placeholder node becomes a real one
                     nid = other[1]
                     conn.execute("UPDATE nodes SET kind=?, name=?, qualname=?, text=?, path=?, line_start=?, "
@@ -342,12 +342,14 @@ class _Run:
                     conn.execute("UPDATE nodes SET kind=?, name=?, qualname=?, text=?, path=?, line_start=?, "
                                  "line_end=?, hash=?, file_id=?, flags=?, props=?, generation=?, parent_id=? "
                                  "WHERE id=?",
-                                 (n.kind, n.name, n.qualname or "", n.text, rel_path, n.line_start, n.line_end, h,
+                                 (n.kind, n.name, packed_qualname(n.key, n.kind, n.qualname), n.text, rel_path,
+                                  n.line_start, n.line_end, h,
                                   file_id, n.flags, props, gen, pid, nid))
                 else:
                     conn.execute("UPDATE nodes SET qualname=?, path=?, line_start=?, line_end=?, flags=?, "
                                  "props=?, parent_id=? WHERE id=?",
-                                 (n.qualname or "", rel_path, n.line_start, n.line_end, n.flags, props, pid, nid))
+                                 (packed_qualname(n.key, n.kind, n.qualname), rel_path, n.line_start, n.line_end,
+                                  n.flags, props, pid, nid))
             key_to_id[n.key] = nid
         if inserts:
             conn.executemany(

@@ -29,7 +29,7 @@ import numpy as np
 
 from . import fuse, intent as intent_mod, pack
 from .errors import UsageError
-from .store.db import Index
+from .store.db import Index, qualname_sql
 
 log = logging.getLogger(__name__)
 
@@ -802,7 +802,7 @@ def _fetch_meta(ix: Index, ids: np.ndarray, text: bool = True) -> dict[int, dict
     for start in range(0, len(idl), 900):
         chunk = idl[start:start + 900]
         rows = ix.conn.execute(
-            f"SELECT n.id, n.key, n.kind, n.name, n.qualname, coalesce(n.path, f.path), n.line_start, n.flags, "
+            f"SELECT n.id, n.key, n.kind, n.name, {qualname_sql('n')}, coalesce(n.path, f.path), n.line_start, n.flags, "
             f"{tcol}, p.key FROM nodes n LEFT JOIN nodes p ON p.id = n.parent_id LEFT JOIN files f ON f.id = n.file_id "
             f"WHERE n.id IN ({','.join('?' * len(chunk))})", chunk)
         for r in rows:

@@ -5,7 +5,7 @@ import json
 import time
 
 from .errors import NotFound
-from .store.db import Index
+from .store.db import Index, qualname_sql
 
 
 def index_stats(ix: Index) -> dict:
@@ -41,8 +41,9 @@ def index_stats(ix: Index) -> dict:
 NODE_FIELDS = ("id", "key", "kind", "name", "qualname", "text", "path", "line_start", "line_end", "flags", "props",
                "file_id", "parent_id")
 # a file-owned node's path is its file's (nodes.path is NULL for those, see migration 0006)
+# and a code node's qualname is its key's (see store.db.qualname_sql)
 NODE_COLS = ", ".join("coalesce(nodes.path, (SELECT f.path FROM files f WHERE f.id = nodes.file_id))"
-                      if c == "path" else c for c in NODE_FIELDS)
+                      if c == "path" else qualname_sql() if c == "qualname" else c for c in NODE_FIELDS)
 
 
 def _node_dict(row) -> dict:
@@ -55,7 +56,8 @@ def find_node(ix: Index, ref: str) -> dict:
     """A node by key, then by qualified name, then by name (case-insensitive); NotFound otherwise."""
     c = ix.conn
     for sql, arg in ((f"SELECT {NODE_COLS} FROM nodes WHERE key=?", ref),
-                     (f"SELECT {NODE_COLS} FROM nodes WHERE qualname=? ORDER BY id LIMIT 1", ref),
+                     (f"SELECT {NODE_COLS} FROM nodes WHERE key=?", "py:" + ref),      # a qualified name
+                     (f"SELECT {NODE_COLS} FROM nodes WHERE {qualname_sql()}=? ORDER BY id LIMIT 1", ref),
                      (f"SELECT {NODE_COLS} FROM nodes WHERE name=? ORDER BY flags, id LIMIT 1", ref),
                      (f"SELECT {NODE_COLS} FROM nodes WHERE lower(name)=lower(?) ORDER BY flags, id LIMIT 1", ref)):
         row = c.execute(sql, (arg,)).fetchone()

@@ -87,3 +87,34 @@ def test_an_old_index_is_upgraded_to_what_a_fresh_build_holds(tmp_path):
     fresh2 = tmp_path / "fresh2.db"
     index_paths(fresh2, [str(tree)], IndexOptions(steps=(), allow_dangling=True))
     assert logical(db) == logical(fresh2)
+
+
+def test_code_qualnames_come_from_keys(tmp_path):
+    tree, db = _build(tmp_path)
+    with Index.open(db, readonly=True) as ix:
+        c = ix.conn
+        code = c.execute("SELECT key, qualname FROM nodes WHERE kind IN ('module','class','function','method')").fetchall()
+        assert code and all(q == "" for _, q in code)                   # stored once, in the key
+        # readers see the full name: show, find by qualified name, search hits, the pattern symbols
+        assert find_node(ix, "pkg.impl.Impl")["qualname"] == "pkg.impl.Impl"
+        assert show_node(ix, "py:pkg.impl.use")["node"]["qualname"] == "pkg.impl.use"
+        from kgsearch.pipeline import _fetch_meta
+        nid = find_node(ix, "py:pkg.impl.use")["id"]
+        assert _fetch_meta(ix, np.array([nid]))[nid]["qualname"] == "pkg.impl.use"
+        # rows written by older versions (full qualname stored) read the same
+    c = sqlite3.connect(str(db))
+    c.execute("UPDATE nodes SET qualname = substr(key, 4) WHERE key = 'py:pkg.impl.use'")
+    c.commit()
+    c.close()
+    with Index.open(db, readonly=True) as ix:
+        assert find_node(ix, "pkg.impl.use")["qualname"] == "pkg.impl.use"
+
+
+def test_pattern_symbols_keep_qualified_names(tmp_path):
+    tree = tmp_path / "tree"
+    make_tree(tree)
+    db = tmp_path / "i.db"
+    index_paths(db, [str(tree)], IndexOptions(steps=("text",), allow_dangling=True))
+    with Index.open(db, readonly=True) as ix:
+        syms = dict(ix.conn.execute("SELECT n.key, s.sym FROM text_symbols s JOIN nodes n ON n.id = s.id"))
+    assert syms["py:pkg.impl.use"] == "use\tpkg.impl.use"

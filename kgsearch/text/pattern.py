@@ -30,6 +30,7 @@ import time
 
 import numpy as np
 
+from ..store.db import qualname_sql
 from .bm25 import clean_query
 
 __all__ = ["update", "search", "trigrams", "edit_distance", "substring_distance", "VERSION"]
@@ -150,7 +151,7 @@ def update(ix, changes, full: bool) -> dict:
     for s in range(0, len(new), _SQL_CHUNK):
         part = new[s:s + _SQL_CHUNK]
         for nid, name, qual in conn.execute(
-                f"SELECT id, name, qualname FROM nodes WHERE id IN ({','.join('?' * len(part))})", part):
+                f"SELECT id, name, {qualname_sql()} FROM nodes WHERE id IN ({','.join('?' * len(part))})", part):
             sym = _sym(name, qual)
             new_rows.append((nid, sym))
             for t in trigrams(sym):
@@ -186,7 +187,7 @@ def _rebuild(conn) -> dict:
     conn.execute("DELETE FROM text_trigrams")
     packed: list[np.ndarray] = []               # code << 32 | node id, for ASCII trigrams
     other: dict[str, list[int]] = {}            # short parts and trigrams of non-ASCII symbols
-    cur = conn.execute("SELECT id, name, qualname FROM nodes ORDER BY id")
+    cur = conn.execute(f"SELECT id, name, {qualname_sql()} FROM nodes ORDER BY id")
     n = 0
     while True:
         rows = cur.fetchmany(8192)
