@@ -472,6 +472,7 @@ class _Run:
         next_id = self.first_new_edge
         new_file_edges = False
         pending = []                             # unresolved shared-node targets: resolve() makes them
+        unresolved_py: list[tuple[int, str]] = []  # Python names: perhaps re-exported (below)
         cur = conn.execute("SELECT src_id, ns, dst_name, type, weight, file_id, line, props FROM temp.edge_stage "
                            "ORDER BY rowid")
         while True:
@@ -484,12 +485,18 @@ class _Run:
             for (src, ns, dst_name, etype, weight, file_id, line, props), (dst, name) in zip(batch, resolved):
                 if dst is None and (ns in AUTO_NS or ns == "kg"):
                     pending.append((next_id,))
+                elif dst is None and ns == "py":
+                    unresolved_py.append((next_id, dst_name))
                 rows.append((next_id, src, dst, ns, name, etype, weight, file_id, line, props))
                 next_id += 1
             conn.executemany("INSERT INTO edges(id, src, dst, ns, dst_name, type, weight, file_id, line, props) "
                              "VALUES (?,?,?,?,?,?,?,?,?,?)", rows)
         conn.execute("DELETE FROM temp.edge_stage")
         conn.executemany("INSERT OR IGNORE INTO temp.resolve_ids(id) VALUES (?)", pending)
+        if unresolved_py:                        # now that this run's imports edges are in place
+            reexport = self._reexports(names)
+            conn.executemany("UPDATE edges SET dst=? WHERE id=?",
+                             [(d, eid) for eid, name in unresolved_py if (d := reexport(name)) is not None])
         if next_id != self.first_new_edge and (self.changes.full or new_file_edges):
             self.changes.edges_changed = True
 
@@ -556,15 +563,87 @@ class _Run:
                             "CROSS JOIN edges e ON e.id = r.id WHERE e.dst_name != '' OR e.dst IS NULL").fetchall()
         names = _Names(conn)
         updates = []
+        reexport = None
         for (eid, ns, dst_name, dst, file_id), (new_dst, new_name) in zip(
                 rows, names.resolve([(r[1], r[2]) for r in rows])):
             if file_id is None:                 # derived edges (similar_text) keep their names
                 new_name = dst_name
+            if new_dst is None and ns == "py":
+                reexport = reexport or self._reexports(names)
+                new_dst = reexport(dst_name)
             if new_dst != dst or new_name != dst_name:
                 updates.append((new_dst, new_name, eid))
         conn.executemany("UPDATE edges SET dst=?, dst_name=? WHERE id=?", updates)
         if updates:
             self.changes.edges_changed = True
+
+    def _reexports(self, names: "_Names"):
+        """A resolver for Python names that reach a symbol through a package's re-export.
+
+        ``unittest.TestCase`` is ``unittest.case.TestCase``: ``unittest/__init__.py`` says
+        ``from .case import TestCase``. For a py name that did not resolve, the longest dotted
+        prefix that is an indexed module is looked up in that module's ``imports`` edges; the
+        imported name (as written, else the resolved node's) ending in the next name component
+        replaces the prefix
+        (``pkg.Foo.meth`` -> ``pkg.core.Foo.meth``), up to 3 hops. The edge keeps its written
+        name, so every later run resolves it the same way. Not followed: a re-export renamed
+        with ``as``; edges in other files are not revisited when only the re-exporting
+        ``__init__`` changed (a full run does).
+        """
+        conn = self.conn
+        modules: dict[str, int] = {}
+        for key, nid in conn.execute("SELECT key, id FROM nodes WHERE kind='module' AND key >= 'py:' AND key < 'py;'"):
+            modules[key[3:]] = nid
+        exports: dict[int, dict[str, str]] = {}
+
+        def exported(mid: int) -> dict[str, str]:
+            got = exports.get(mid)
+            if got is None:
+                got = exports[mid] = {}
+                # the name as written (``from lib import Engine`` -> ``lib.Engine``, which may be
+                # a re-export itself: the next hop), else the resolved node's
+                for name, key in conn.execute(
+                        "SELECT e.dst_name, n.key FROM edges e LEFT JOIN nodes n ON n.id = e.dst "
+                        "WHERE e.src=? AND e.type='imports' AND e.ns='py'", (mid,)):
+                    if name:
+                        qual = name.split("\n", 1)[0]
+                    elif key and key.startswith("py:"):
+                        qual = key[3:].split("#", 1)[0]
+                    else:
+                        continue
+                    got.setdefault(qual.rpartition(".")[2], qual)
+            return got
+
+        def rewrite(name: str) -> str | None:
+            parts = name.split(".")
+            for i in range(len(parts) - 1, 0, -1):
+                mid = modules.get(".".join(parts[:i]))
+                if mid is not None:
+                    target = exported(mid).get(parts[i])
+                    if target is None or target == ".".join(parts[:i + 1]):
+                        return None
+                    return ".".join([target] + parts[i + 1:])
+            return None
+
+        def follow(name: str) -> int | None:
+            seen = {name}
+            for _ in range(3):
+                name = rewrite(name)
+                if name is None or name in seen:
+                    return None
+                seen.add(name)
+                hit = names.resolve([("py", name)])[0][0]
+                if hit is not None:
+                    return hit
+            return None
+
+        def resolve(dst_name: str) -> int | None:
+            for cand in dst_name.split("\n"):
+                hit = follow(cand)
+                if hit is not None:
+                    return hit
+            return None
+        return resolve
 
     def _make_auto(self, ns: str, names: list[tuple[str, str]], kind: str, prefix: str, flags: int) -> None:
         conn = self.conn

@@ -318,3 +318,59 @@ def test_unreadable_file_is_reported_not_fatal(tmp_path, monkeypatch, capsys):
     err = capsys.readouterr().err
     assert f"{(folder / 'locked.json').resolve()}: cannot read (Permission denied); check its permissions" in err
     assert {r[1] for r in snapshot(db)["nodes"]} == {"kg:sqlite", "kg:fts5", "kg:bm25"}
+
+
+def _resolved_calls(db) -> dict[tuple[str, str], str | None]:
+    with Index.open(db, readonly=True) as ix:
+        rows = ix.conn.execute(
+            "SELECT s.key, e.type, e.dst_name, d.key FROM edges e JOIN nodes s ON s.id = e.src "
+            "LEFT JOIN nodes d ON d.id = e.dst WHERE e.type IN ('calls', 'inherits')").fetchall()
+    return {(src, name.split("\n")[0] if name else dst): dst for src, _, name, dst in rows}
+
+
+def test_python_reexports_are_followed(tmp_path):
+    root = tmp_path / "src"
+    for rel, text in {
+        "lib/__init__.py": "from .core import Engine, make\nfrom .core import make as build\n",
+        "lib/core.py": "class Engine:\n    def start(self):\n        return 1\n\n\ndef make():\n    return Engine()\n",
+        "top/__init__.py": "from lib import Engine\n",                       # a second hop
+        "app.py": textwrap.dedent("""\
+            import lib
+            import top
+            from lib import make
+
+
+            class Car(lib.Engine):
+                pass
+
+
+            def main():
+                lib.Engine().start()
+                lib.Engine.start(None)
+                make()
+                top.Engine()
+                lib.build()
+                lib.missing()
+            """),
+    }.items():
+        p = root / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text)
+    db = tmp_path / "i.db"
+    index_paths(db, [str(root)], IndexOptions(steps=()))
+    got = _resolved_calls(db)
+    assert got[("py:app.Car", "lib.Engine")] == "py:lib.core.Engine"                  # inherits
+    assert got[("py:app.main", "lib.Engine")] == "py:lib.core.Engine"
+    assert got[("py:app.main", "lib.Engine.start")] == "py:lib.core.Engine.start"
+    assert got[("py:app.main", "lib.make")] == "py:lib.core.make"
+    assert got[("py:app.main", "top.Engine")] == "py:lib.core.Engine"                 # two hops
+    assert got[("py:app.main", "lib.build")] is None                                  # `as` not followed
+    assert got[("py:app.main", "lib.missing")] is None
+    # an unchanged reindex and a rewrite of the caller give the same edges
+    index_paths(db, [str(root)], IndexOptions(steps=()))
+    assert _resolved_calls(db) == got
+    (root / "app.py").write_text((root / "app.py").read_text() + "\n\ndef extra():\n    lib.make()\n")
+    index_paths(db, [str(root)], IndexOptions(steps=()))
+    again = _resolved_calls(db)
+    assert again[("py:app.extra", "lib.make")] == "py:lib.core.make"
+    assert {k: v for k, v in again.items() if k[0] != "py:app.extra"} == got

@@ -46,7 +46,9 @@ Edges:
   unknown type (``x.f()`` with ``x`` a parameter or a local variable, ``self.attr.f()``),
   dynamic dispatch (``getattr``, dict of functions, callbacks), methods inherited from classes
   defined in other files beyond the direct base, and anything reached through the stdlib or
-  third-party code that is not indexed.
+  third-party code that is not indexed. Names that go through a package's re-export
+  (``pkg.Foo`` for ``from .core import Foo`` in ``pkg/__init__.py``) are followed by the
+  indexer (``Indexer._reexports``), except re-exports renamed with ``as``.
 
 A file that does not parse gives its module node (empty text) and one warning.
 """
