@@ -125,8 +125,10 @@ def test_name_field_weight_and_keyword_boost(ix):
 
 
 def _snapshot(ix):
-    post = {t: (bm25._ids_from(i, df).astype(np.int64), np.frombuffer(p, np.float32))
-            for t, df, i, p in ix.conn.execute("SELECT term, df, ids, imp FROM text_postings")}
+    post = {}
+    for t, df, i, p in ix.conn.execute("SELECT term, df, ids, tf FROM text_postings").fetchall():
+        ids = bm25.decode_ids(i)
+        post[t] = (ids, bm25.list_impacts(ix, ids, p, df))
     doclen = dict(ix.conn.execute("SELECT id, len FROM text_doclen"))
     syms = dict(ix.conn.execute("SELECT id, sym FROM text_symbols"))
     tris = {t: pattern._ids_from(b).tolist() for t, b in ix.conn.execute("SELECT tri, ids FROM text_trigrams")}

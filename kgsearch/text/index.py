@@ -2,8 +2,10 @@
 
 ``update(ix, changes, settings, progress=None) -> dict`` is called by the indexer inside the
 index transaction. A full rebuild happens when ``changes.full`` is set, on the first run, or
-when the stored tokenizer/stemmer/BM25 settings differ from ``settings`` (meta key
-``text.settings``); otherwise only added/modified/removed nodes are touched.
+when the stored tokenizer/stemmer/BM25 settings or the postings/pattern formats
+(``bm25.FORMAT``, ``pattern.VERSION``) differ from this code's (meta key ``text.settings``);
+otherwise only added/modified/removed nodes are touched. Migration ``0007_text_compact`` calls
+:func:`update` with a full ChangeSet to rewrite an older index's postings in the new format.
 """
 from __future__ import annotations
 
@@ -31,7 +33,7 @@ def update(ix, changes, settings: dict | None = None, progress=None) -> dict:
     """Bring the text tables in line with ``nodes`` for ``changes`` (a :class:`ChangeSet`)."""
     t0 = time.perf_counter()
     params = bm25.BM25Params.from_settings(settings)
-    wanted = {"bm25": params.index_key(), "analyzer": params.analyzer().settings(),
+    wanted = {"bm25": params.index_key(), "postings": bm25.FORMAT, "analyzer": params.analyzer().settings(),
               "fts": fts.VERSION, "pattern": pattern.VERSION}
     stored = ix.meta_json(SETTINGS_KEY)
     full = bool(changes.full) or stored != wanted

@@ -26,7 +26,7 @@ from collections import Counter
 
 import numpy as np
 
-from .bm25 import _ids_from, _stored_params
+from .bm25 import _norms, _norms_of, _stored_params, decode_ids_many, decode_tf, tf_impacts
 
 __all__ = ["update", "EDGE_TYPE", "K", "M"]
 
@@ -63,14 +63,26 @@ def _delete_edges(conn, ids: list[int] | None) -> None:
 class _Postings:
     """Rare-term postings held in memory for one run."""
 
-    def __init__(self, conn, n_docs: int):
+    def __init__(self, ix, n_docs: int):
         self.n = n_docs
         self.max_df = max(50, int(0.05 * n_docs))
         self.lists: dict[str, tuple[np.ndarray, np.ndarray, float]] = {}
-        for term, df, ib, pb in conn.execute("SELECT term, df, ids, imp FROM text_postings WHERE df >= 2 AND df <= ?",
-                                             (self.max_df,)):
-            idf = math.log1p((n_docs - df + 0.5) / (df + 0.5))
-            self.lists[term] = (_ids_from(ib, df), np.frombuffer(pb, dtype=np.float32), idf)
+        st, params = _stored_params(ix)
+        terms, idfs, ibs, tfs = [], [], [], []
+        for term, df, ib, tb in ix.conn.execute("SELECT term, df, ids, tf FROM text_postings "
+                                                "WHERE df >= 2 AND df <= ?", (self.max_df,)):
+            terms.append(term)
+            idfs.append(math.log1p((n_docs - df + 0.5) / (df + 0.5)))
+            ibs.append(ib)
+            tfs.append(decode_tf(tb, df))
+        if not terms:
+            return
+        # impacts from the stored term frequencies, all lists at once
+        ids, off = decode_ids_many(ibs)
+        imp = tf_impacts(np.concatenate(tfs), _norms_of(_norms(ix, st, params), ids), params.k1)
+        bounds = off.tolist()
+        for term, idf, s, e in zip(terms, idfs, bounds[:-1], bounds[1:]):
+            self.lists[term] = (ids[s:e], imp[s:e], idf)
 
 
 def _neighbours(terms: list[str], self_id: int, post: _Postings, allowed: np.ndarray | None = None
@@ -140,7 +152,7 @@ def update(ix, changes, settings: dict | None = None, progress=None) -> dict:
     else:
         _delete_edges(conn, sorted(set(touched) | set(changes.removed)))
         todo = sorted(touched)
-    post = _Postings(conn, int(st["n"]))
+    post = _Postings(ix, int(st["n"]))
     allowed = np.zeros(max(prose) + 1 if prose else 0, dtype=np.float64)
     allowed[prose] = 1.0
     an = params.analyzer()

@@ -2,8 +2,9 @@
 
 Index (tables from migration ``0002_text``): ``text_symbols(id, sym)`` holds each node's
 ``name`` and, when different, its ``qualname`` (tab-separated); ``text_trigrams(tri, ids)``
-maps every lower-case trigram of those strings to the sorted node ids containing it (one
-byte per id, the gap from the previous one; see :func:`_blob`). Both are updated incrementally
+maps every lower-case trigram of those strings to the
+sorted node ids containing it, gap-coded like the BM25 postings (about one byte per id; see
+:func:`_blob`). Both are updated incrementally
 from the ChangeSet (old trigrams come from the stored ``sym``, so nothing else is needed).
 
 We keep our own trigram postings instead of an FTS5 ``trigram`` table: typo tolerance needs
@@ -31,13 +32,13 @@ import time
 import numpy as np
 
 from ..store.db import qualname_sql
-from .bm25 import clean_query
+from .bm25 import clean_query, decode_ids, encode_ids, encode_ids_many
 
 __all__ = ["update", "search", "trigrams", "edit_distance", "substring_distance", "VERSION"]
 
 log = logging.getLogger(__name__)
 
-VERSION = 2                # 2: byte-gap postings (VERSION 1 int32 blobs are still read)
+VERSION = 3                # 3: bm25's gap codec (VERSION 2 blobs are rewritten by migration 0007)
 _EMPTY = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32))
 _SQL_CHUNK = 500
 MAX_SYM = 256              # characters of a symbol string that are indexed / matched
@@ -67,59 +68,15 @@ def _sym(name: str | None, qualname: str | None) -> str:
 
 
 def _ids_from(blob: bytes) -> np.ndarray:
-    """Sorted node ids of a trigram posting blob (any layout :func:`_blob` ever wrote)."""
-    n = len(blob)
-    if n % 4 == 2:                      # VERSION 2: byte gaps (see _blob)
-        m = int.from_bytes(blob[:4], "little")
-        pad = 1
-        while pad < 4 and blob[n - 1 - pad] == 0xFF:
-            pad += 1
-        gaps = np.frombuffer(blob, dtype=np.uint8, count=n - pad - 4 - 4 * m, offset=4 + 4 * m).astype(np.int64)
-        if m:
-            gaps[gaps == 0] = np.frombuffer(blob, dtype="<u4", count=m, offset=4)
-        return np.cumsum(gaps)
-    if n % 4 == 1:                      # VERSION 1: int64 with a 1-byte tag
-        return np.frombuffer(blob, dtype=np.int64, count=(n - 1) // 8)
-    return np.frombuffer(blob, dtype=np.int32)      # VERSION 1: int32
-
-
-_BIG_GAP = 254
+    """Sorted node ids of a trigram posting blob (:func:`kgsearch.text.bm25.decode_ids`)."""
+    return decode_ids(blob)
 
 
 def _blob(a: np.ndarray) -> bytes:
-    """Ascending ids as the gaps between them (the first from 0), one byte each:
-
-    ``[m: uint32][m big gaps: uint32][one byte per id: the gap, or 0 for the next big gap]``
-    then 1-4 bytes 0xFF so that the length is 2 mod 4 (VERSION 1 blobs, int32 at 0 mod 4 and
-    int64 + tag at 1 mod 4, stay readable). Gaps are >= 1, and those >= 254 go to the big-gap
-    list, so no gap byte is 0xFF. Trigram postings are dense runs (a module's symbols share
-    its prefix): 1.3 bytes per id instead of 4, decoded with a few numpy passes."""
-    a = np.asarray(a, dtype=np.int64)
-    return _blobs(a, [0], [a.size])[0]
-
-
-def _blobs(ids: np.ndarray, starts: list[int], ends: list[int]) -> list[bytes]:
-    """:func:`_blob` of ``ids[s:e]`` for each (s, e), with the gaps computed in one pass."""
-    gaps = ids.astype(np.int64) if ids.dtype.itemsize < 4 else ids.copy()
-    gaps[1:] -= ids[:-1]
-    first = np.asarray([s for s, e in zip(starts, ends) if e > s], dtype=np.int64)
-    gaps[first] = ids[first]                     # each run starts from 0
-    if gaps.size and int(gaps.max()) >= 1 << 32:  # not seen in practice: int64 + tag (VERSION 1)
-        return [ids[s:e].astype(np.int64).tobytes() + b"\x01" for s, e in zip(starts, ends)]
-    big = gaps >= _BIG_GAP
-    small = np.where(big, 0, gaps).astype(np.uint8).tobytes()
-    nbig = np.zeros(gaps.size + 1, dtype=np.int32 if gaps.size < 2**31 else np.int64)
-    np.cumsum(big, out=nbig[1:])
-    out = []
-    for s, e in zip(starts, ends):
-        m = int(nbig[e] - nbig[s])
-        head = m.to_bytes(4, "little")
-        if m:
-            part = gaps[s:e]
-            head += part[part >= _BIG_GAP].astype("<u4").tobytes()
-        size = len(head) + e - s
-        out.append(head + small[s:e] + b"\xff" * (4 - (size - 2) % 4 if (size - 2) % 4 else 4))
-    return out
+    """Ascending ids as a blob: the gaps between them, the same codec as the BM25 postings
+    (:func:`kgsearch.text.bm25.encode_ids`). Trigram postings are dense runs (a module's
+    symbols share its prefix), so most cost one byte per id plus their few big gaps."""
+    return encode_ids(a)
 
 
 def _unique(a: np.ndarray) -> np.ndarray:
@@ -232,7 +189,7 @@ def _rebuild(conn) -> dict:
     tris = []
     for c in codes[starts].tolist():
         tris.append(chr(c >> 16) + chr((c >> 8) & 0xFF) + chr(c & 0xFF))
-    rows = list(zip(tris, _blobs(ids, starts, ends)))
+    rows = list(zip(tris, encode_ids_many(ids, [0, *ends]) if ids.size else []))
     for i, tri in enumerate(tris):                         # trigrams also found the slow way
         more = other.pop(tri, None)
         if more is not None:
