@@ -337,6 +337,7 @@ class Engine:
             low = float(fused.min())
             if low < 0:
                 fused = fused - low
+                adjustments["shift"] = np.full(len(cand), -low)
             flags = np.array([flags_of.get(n, -1) for n in cand.tolist()], dtype=np.int64)
             factor = np.ones(len(cand))
             if not about_tests:
@@ -919,7 +920,7 @@ def format_response(resp: Response, explain: bool = False) -> str:
             for n, s in h.signals.items():
                 lines.append(f"      = {n:<9} {s['value']:.3f} x {s['weight']:.2f} = {s['part']:.4f}")
             for n, v in h.adjustments.items():
-                lines.append(f"      adj {n}: {v}")
+                lines.append(_adj_line(n, v, "      "))
     lines.append("")
     lines.append(f"({head})")
     if explain:
@@ -927,6 +928,20 @@ def format_response(resp: Response, explain: bool = False) -> str:
         for c, why_ in resp.channels_skipped.items():
             lines.append(f"(skipped {c}: {why_})")
     return "\n".join(lines)
+
+
+ADDITIVE_ADJUSTMENTS = ("hits", "shift")
+_ADJ_NOTES = {"shift": "(every candidate moved up so the weakest scores 0)",
+              "hits": "(HITS on the walk's top nodes)", "test_or_vendored": "(test, vendored or structural node)",
+              "diversity": "(community diversity)"}
+
+
+def _adj_line(name: str, value: float, indent: str) -> str:
+    """Adjustments apply in order: additive ones to the sum of the parts, then factors."""
+    note = _ADJ_NOTES.get(name, "")
+    if name in ADDITIVE_ADJUSTMENTS:
+        return f"{indent}+ {name:<9} {value:+.4f} {note}".rstrip()
+    return f"{indent}x {name:<9} {value:.4f} {note}".rstrip()
 
 
 def format_why(info: dict) -> str:
@@ -942,7 +957,7 @@ def format_why(info: dict) -> str:
         for n, s in h["signals"].items():
             lines.append(f"  = {n:<9} {s['value']:.3f} x {s['weight']:.2f} = {s['part']:.4f}")
         for n, v in h["adjustments"].items():
-            lines.append(f"  adj {n}: {v}")
+            lines.append(_adj_line(n, v, "  "))
     lines.append("top results:")
     for t in info["top"]:
         lines.append(f"  {t['rank']:>2}. {t['score']:.4f} {t['name']} ({t['key']})")

@@ -257,3 +257,22 @@ def test_community_diversity_option(kg_db):
     on = eng.search("sql database lock", SearchOptions(use_cache=False, k=6, diversity=1.05))
     boosted = [h for h in on.hits if h.adjustments.get("diversity") == 1.05]
     assert boosted and len(on.hits) > 3
+
+
+@pytest.mark.parametrize("which,query", [("kg", "database locked error"), ("kg", "sql database"),
+                                         ("code", "apply_discount"), ("code", "add item to the cart")])
+def test_explain_adds_up_to_every_score(kg_db, code_db, which, query):
+    """score = (sum of the signal parts + additive adjustments) x multiplicative ones."""
+    from kgsearch.pipeline import ADDITIVE_ADJUSTMENTS, format_response
+    eng = engine(kg_db if which == "kg" else code_db)
+    r = eng.search(query, SearchOptions(use_cache=False, k=10, explain=True))
+    assert r.hits
+    for h in r.hits:
+        total = sum(s["part"] for s in h.signals.values())
+        total += sum(v for n, v in h.adjustments.items() if n in ADDITIVE_ADJUSTMENTS)
+        for n, v in h.adjustments.items():
+            if n not in ADDITIVE_ADJUSTMENTS:
+                total *= v
+        assert h.score == pytest.approx(total, abs=1e-4), (h.key, h.signals, h.adjustments)
+    if any("shift" in h.adjustments for h in r.hits):
+        assert "+ shift" in format_response(r, explain=True)
