@@ -76,3 +76,26 @@ def test_rm3_adds_feedback_terms_and_keeps_query_terms(tmp_path):
         full_ids, full_sc, n = bm25.score_all(ix, q2)
         assert n == 5
         assert np.allclose(sc, full_sc[np.searchsorted(full_ids, ids)])
+
+
+def test_removals_only_drop_their_edges_without_reading_postings(tmp_path, monkeypatch):
+    from kgsearch.types import ChangeSet
+    db = tmp_path / "i.db"
+    src = corpus(tmp_path)
+    index_paths(db, [str(src)], IndexOptions(fmt="beir", steps=("text", "neighbors")))
+    before = edges(db)
+    with Index.open(db) as ix:
+        d1 = ix.conn.execute("SELECT id FROM nodes WHERE key='doc:d1'").fetchone()[0]
+
+        def no_postings(*a, **k):
+            raise AssertionError("postings read for a removal-only run")
+        monkeypatch.setattr(neighbors, "_Postings", no_postings)
+        ch = ChangeSet(generation=5, removed=[d1])
+        with ix.transaction():
+            info = neighbors.update(ix, ch, {})
+        assert info["edges_dropped"] >= 2 and ch.edges_changed
+        ch = ChangeSet(generation=6, removed=[d1])              # nothing left to drop
+        with ix.transaction():
+            info = neighbors.update(ix, ch, {})
+        assert info["edges_dropped"] == 0 and not ch.edges_changed
+    assert edges(db) == {k: v for k, v in before.items() if "doc:d1" not in k}

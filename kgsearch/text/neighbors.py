@@ -150,8 +150,15 @@ def update(ix, changes, settings: dict | None = None, progress=None) -> dict:
         _delete_edges(conn, None)
         todo = prose
     else:
+        before = conn.total_changes
         _delete_edges(conn, sorted(set(touched) | set(changes.removed)))
         todo = sorted(touched)
+        if not todo:                    # only removals (code nodes, say): no postings to read
+            dropped = conn.total_changes - before
+            if dropped:
+                changes.edges_changed = True
+            return {"full": False, "nodes": 0, "edges_dropped": dropped,
+                    "seconds": round(time.perf_counter() - t0, 3)}
     post = _Postings(ix, int(st["n"]))
     allowed = np.zeros(max(prose) + 1 if prose else 0, dtype=np.float64)
     allowed[prose] = 1.0
