@@ -310,8 +310,9 @@ def write_md(res: dict, path: Path) -> None:
         lines.append(f"| step {k} | {e['full']['steps'].get(k)} | {n['full']['steps'].get(k, '-')} |")
     lines += ["", "One changed file, median seconds by phase / step (with embeddings): "
               + ", ".join(f"{k} {v}" for k, v in {**e['onefile']['phases'], **e['onefile']['steps']}.items()) + ". "
-              "A new function is a new node and edge, so the graph step recomputes PageRank and "
-              "communities over the whole graph; a body edit that keeps the file's edges skips it: "
+              "A new function is a new node and edge, so the graph step rebuilds the CSR arrays and "
+              "PageRank over the whole graph and places the new node in a community (a full CNM run "
+              "waits until 2 % of the nodes changed); a body edit that keeps the file's edges skips it: "
               + ", ".join(f"{k} {v}" for k, v in {**e['bodyedit']['phases'], **e['bodyedit']['steps']}.items())
               + ".", ""]
 
