@@ -224,3 +224,46 @@ def test_postings_without_the_current_format_read_as_empty(ix):
     assert bm25.search(ix, "alpha")[0].size == 0
     assert bm25.score_all(ix, "alpha")[0].size == 0
     assert bm25.score_ids(ix, "alpha", [1]).tolist() == [0.0]
+
+
+def test_doclen_blobs_follow_the_table_through_reindexing(tmp_path):
+    import json as _json
+    from kgsearch.indexer import IndexOptions, index_paths
+    from kgsearch.store.db import Index
+    from kgsearch.text import bm25 as _bm25
+
+    docs = {f"d{i}": f"words about topic {i} " * (i + 1) for i in range(8)}
+    src = tmp_path / "corpus.jsonl"
+
+    def write():
+        src.write_text("".join(_json.dumps({"_id": k, "title": k, "text": v}) + "\n" for k, v in docs.items()))
+
+    def check():
+        with Index.open(db, readonly=True) as ix:
+            ids, dl = _bm25._read_doclen(ix)
+            assert np.array_equal(ix.get_array(_bm25.DOCLEN_IDS), ids)
+            assert np.array_equal(ix.get_array(_bm25.DOCLEN_LEN), dl)
+            st, params = _bm25._stored_params(ix)
+            assert len(ids) == st["n"]
+            norms, keys = _bm25._load_norms(ix, st, params)
+            want = _bm25.doc_norms(dl, float(st["avgdl"]), params.k1, params.b)
+            got = norms[ids] if keys is None else norms
+            assert np.array_equal(got, want)
+
+    db = tmp_path / "i.db"
+    write()
+    index_paths(db, [str(src)], IndexOptions(fmt="beir", steps=("text",)))
+    check()
+    docs["d3"] = "a much longer text " * 30                  # modified
+    del docs["d5"]                                           # removed
+    docs["d9"] = "a new document"                            # added
+    write()
+    index_paths(db, [str(src)], IndexOptions(fmt="beir", steps=("text",)))
+    check()
+    with Index.open(db) as ix:                               # an index from before the blobs
+        with ix.transaction():
+            ix.drop_arrays("text.doclen")
+    docs["d1"] = "changed again"
+    write()
+    index_paths(db, [str(src)], IndexOptions(fmt="beir", steps=("text",)))
+    check()

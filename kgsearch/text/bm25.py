@@ -495,6 +495,7 @@ def write_postings(ix, docs: Iterable[tuple[Sequence[str], Sequence[str]]], node
         zip(pairs.terms, np.diff(off).tolist(), encode_ids_many(post_ids, off), encode_tf_many(pairs.tf, off)))
     conn.executemany("INSERT INTO text_doclen(id, len) VALUES (?,?)",
                      zip(ids.tolist(), pairs.dl.tolist()))
+    _save_doclen(ix, ids, np.asarray(pairs.dl, dtype=np.float64))
     st = {"params": params.index_key(), "avgdl": avg, "n": n, "total": total, "format": FORMAT,
           "analyzer": params.analyzer().settings()}
     ix.set_meta_json(STATE_KEY, st)
@@ -596,6 +597,7 @@ def apply_changes(ix, params: BM25Params, changes) -> dict:
         n_rows += len(writes) + len(deletes)
     conn.executemany("DELETE FROM text_doclen WHERE id=?", [(i,) for i in old_len])
     conn.executemany("INSERT OR REPLACE INTO text_doclen(id, len) VALUES (?,?)", new_len.items())
+    _patch_doclen(ix, old_len, new_len)
     st.update({"n": n, "total": total})
     ix.set_meta_json(STATE_KEY, st)
     _forget(ix)
@@ -668,10 +670,44 @@ def _norms(ix, st: dict, params: BM25Params, memo: dict | None = None) -> tuple[
     return hit
 
 
-def _load_norms(ix, st: dict, params: BM25Params) -> tuple[np.ndarray, np.ndarray | None]:
+DOCLEN_IDS, DOCLEN_LEN = "text.doclen_ids", "text.doclen_len"
+
+
+def _read_doclen(ix) -> tuple[np.ndarray, np.ndarray]:
     rows = ix.conn.execute("SELECT id, len FROM text_doclen ORDER BY id").fetchall()
     ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
     dl = np.fromiter((r[1] for r in rows), dtype=np.float64, count=len(rows))
+    return ids, dl
+
+
+def _save_doclen(ix, ids: np.ndarray, dl: np.ndarray) -> None:
+    """``text_doclen`` again as two blobs, so that a query process loads the document norms
+    with ``np.frombuffer`` (about 2 ms) instead of one Python row per node (80 ms for the
+    stdlib's 75K nodes, paid by every cold CLI search)."""
+    ix.put_array(DOCLEN_IDS, np.asarray(ids, dtype=np.int64))
+    ix.put_array(DOCLEN_LEN, np.asarray(dl, dtype=np.float64))
+
+
+def _patch_doclen(ix, old_len: dict, new_len: dict) -> None:
+    ids, dl = ix.get_array(DOCLEN_IDS), ix.get_array(DOCLEN_LEN)
+    if ids is None or dl is None or len(ids) != len(dl):
+        ids, dl = _read_doclen(ix)                     # (the table is already up to date)
+        _save_doclen(ix, ids, dl)
+        return
+    gone = np.fromiter(list(old_len) + list(new_len), dtype=np.int64)
+    keep = ~np.isin(ids, gone)
+    add_ids = np.fromiter(new_len.keys(), dtype=np.int64, count=len(new_len))
+    add_dl = np.fromiter(new_len.values(), dtype=np.float64, count=len(new_len))
+    ids = np.concatenate([ids[keep], add_ids])
+    dl = np.concatenate([dl[keep], add_dl])
+    order = np.argsort(ids, kind="stable")
+    _save_doclen(ix, ids[order], dl[order])
+
+
+def _load_norms(ix, st: dict, params: BM25Params) -> tuple[np.ndarray, np.ndarray | None]:
+    ids, dl = ix.get_array(DOCLEN_IDS), ix.get_array(DOCLEN_LEN)
+    if ids is None or dl is None or len(ids) != len(dl) or len(ids) != int(st.get("n", -1)):
+        ids, dl = _read_doclen(ix)                     # an index written before the blobs
     norm = doc_norms(dl, float(st["avgdl"]), params.k1, params.b)
     if ids.size and int(ids[-1]) < 4 * ids.size + 65536:
         dense = np.zeros(int(ids[-1]) + 1, dtype=np.float64)
