@@ -234,14 +234,17 @@ def _rebuild(ix, changes, table: dict[str, float], settings: dict, progress) -> 
     max_pairs = int(settings.get("graph_communities_max_pairs", DEFAULT_MAX_PAIRS))
     seconds = float(settings.get("graph_communities_seconds", DEFAULT_SECONDS))
     drift_limit = float(settings.get("graph_communities_drift", DEFAULT_DRIFT))
-    pairs = len(g.undirected_pairs(False)[0]) if g.m else 0
-    info["pairs"] = pairs
     gave_up = ix.meta_json(PREFIX + "communities_gave_up") or {}
     kept = _kept_labels(old_ids, old_comm, ids)
     drift = ix.meta_json(PREFIX + "communities_drift") or {}
     moved = int(drift.get("changed", 0)) + len(changes.added) + len(changes.removed) + len(changes.modified)
+    incremental = (kept is not None and not changes.full and bool(drift)
+                   and moved <= drift_limit * max(1, drift.get("nodes", 0)))
+    pairs = 0
+    if not incremental:                  # (the linked-pair count only matters for a CNM run)
+        pairs = info["pairs"] = len(g.undirected_pairs(False)[0]) if g.m else 0
     labels = None
-    if kept is not None and not changes.full and drift and moved <= drift_limit * max(1, drift.get("nodes", 0)):
+    if incremental:
         # a few files changed: keep everyone's community, place the new nodes next to their
         # neighbours; a full CNM run again once the changes add up to graph_communities_drift
         labels, placed = assign_new_nodes(g, kept)
