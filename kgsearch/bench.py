@@ -98,7 +98,7 @@ def make_queries(db: str, n: int, seed: int = 0) -> list[str]:
 
     rng = random.Random(seed)
     with Index.open(db, readonly=True) as ix:
-        rows = ix.conn.execute("SELECT name, text FROM nodes WHERE flags & 1 = 0 AND length(text) > 40 "
+        rows = ix.conn.execute("SELECT name, kgtext(text) FROM nodes WHERE flags & 1 = 0 AND length(kgtext(text)) > 40 "
                                "ORDER BY id").fetchall()
     if not rows:
         return ["search"] * n

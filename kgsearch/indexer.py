@@ -36,6 +36,7 @@ from .ingest.pool import default_workers, ordered_map
 from .ingest.walk import Found, WalkReport, found_file, walk
 from .store.db import Index, packed_qualname
 from .store.lock import IndexLock
+from .store.textcodec import pack as pack_text
 from .types import FLAG_AUTO, FLAG_PLACEHOLDER, ChangeSet, EdgeRec, LoadOptions, LoadResult, NodeRec
 
 log = logging.getLogger(__name__)
@@ -119,6 +120,13 @@ def _node_hash(kind: str, name: str, text: str) -> bytes:
         h.update(part.encode("utf-8", "surrogatepass"))
         h.update(b"\0")
     return h.digest()
+
+
+def _stored_fields(nodes) -> list[tuple[bytes, str | None, str | bytes]]:
+    """Per node: content hash, props JSON and the text as stored (long texts compressed, see
+    :mod:`kgsearch.store.textcodec`). Loader workers compute these, so the compression runs in
+    parallel and off the writing process."""
+    return [(_node_hash(n.kind, n.name, n.text), _dumps(n.props), pack_text(n.text)) for n in nodes]
 
 
 def _dumps(props: dict | None) -> str | None:
@@ -257,7 +265,8 @@ class _Run:
 
     def store_file(self, f: Found, digest: str, result, hashed: list | None = None) -> None:
         """Upsert the file's nodes by key, replace its aliases, stage its edges. ``hashed``:
-        each node's (hash, props JSON) when a worker process computed them already."""
+        each node's (hash, props JSON, stored text) when a worker process computed them already
+        (:func:`_stored_fields`)."""
         conn = self.conn
         gen = self.changes.generation
         row = conn.execute("SELECT id FROM files WHERE path=?", (str(f.path),)).fetchone()
@@ -275,7 +284,7 @@ class _Run:
                          "WHERE id=?", (str(f.root), f.loader, f.size, f.mtime_ns, digest, gen,
                                         len(result.nodes), file_id))
             old = {r[1]: r for r in conn.execute(
-                "SELECT id, key, hash, name, text FROM nodes WHERE file_id=?", (file_id,))}
+                "SELECT id, key, hash, name, kgtext(text) FROM nodes WHERE file_id=?", (file_id,))}
             old_aliases = set(conn.execute(
                 "SELECT a.ns, a.name FROM aliases a JOIN nodes n ON n.id=a.node_id WHERE n.file_id=?", (file_id,)))
             for k in old:
@@ -285,7 +294,7 @@ class _Run:
         others: dict[str, tuple] = {}
         fresh = list(dict.fromkeys(n.key for n in result.nodes if n.key not in old))
         for chunk in _chunks(fresh, 500):
-            for r in conn.execute(f"SELECT key, id, file_id, flags, name, text FROM nodes "
+            for r in conn.execute(f"SELECT key, id, file_id, flags, name, kgtext(text) FROM nodes "
                                   f"WHERE key IN ({','.join('?' * len(chunk))})", chunk):
                 others[r[0]] = r
         key_to_id: dict[str, int] = {}
@@ -296,8 +305,8 @@ class _Run:
         rel_path = None          # nodes.path: the file's path comes from files (see migration 0006)
         emitted: set[str] = set()
         if hashed is None:
-            hashed = [(_node_hash(n.kind, n.name, n.text), _dumps(n.props)) for n in result.nodes]
-        for n, (h, props) in zip(result.nodes, hashed):
+            hashed = _stored_fields(result.nodes)
+        for n, (h, props, stored) in zip(result.nodes, hashed):
             if n.key in emitted:
                 self.report.warnings.append(f"{f.path}: node {n.key!r} defined twice; keeping the first")
                 continue
@@ -316,7 +325,7 @@ class _Run:
                         f"{f.path}: node {n.key!r} is already defined in {owner[0] if owner else '?'}; "
                         f"keeping that one")
                     continue
-                values = (n.kind, n.name, packed_qualname(n.key, n.kind, n.qualname), n.text, rel_path,
+                values = (n.kind, n.name, packed_qualname(n.key, n.kind, n.qualname), stored, rel_path,
                           n.line_start, n.line_end, h, file_id, n.flags, props, gen, pid)
                 if other is not None:          # a shared/placeholder node becomes a real one
                     nid = other[1]
@@ -342,7 +351,7 @@ class _Run:
                     conn.execute("UPDATE nodes SET kind=?, name=?, qualname=?, text=?, path=?, line_start=?, "
                                  "line_end=?, hash=?, file_id=?, flags=?, props=?, generation=?, parent_id=? "
                                  "WHERE id=?",
-                                 (n.kind, n.name, packed_qualname(n.key, n.kind, n.qualname), n.text, rel_path,
+                                 (n.kind, n.name, packed_qualname(n.key, n.kind, n.qualname), stored, rel_path,
                                   n.line_start, n.line_end, h,
                                   file_id, n.flags, props, gen, pid, nid))
                 else:
@@ -407,7 +416,7 @@ class _Run:
         for chunk in _chunks(ids, 500):
             marks = ",".join("?" * len(chunk))
             if old_text is None:
-                for nid, name, text in conn.execute(f"SELECT id, name, text FROM nodes WHERE id IN ({marks})", chunk):
+                for nid, name, text in conn.execute(f"SELECT id, name, kgtext(text) FROM nodes WHERE id IN ({marks})", chunk):
                     self.changes.old[nid] = (name, text)
             else:
                 for nid in chunk:
@@ -853,11 +862,12 @@ def _pack_outcome(outcome: tuple) -> tuple:
         return outcome
     res = outcome[2]
     return ("ok", outcome[1], [_NODE_FIELDS(n) for n in res.nodes], [_EDGE_FIELDS(e) for e in res.edges],
-            res.warnings, [(_node_hash(n.kind, n.name, n.text), _dumps(n.props)) for n in res.nodes])
+            res.warnings, _stored_fields(res.nodes))
 
 
 def _unpack_outcome(packed: tuple) -> tuple:
-    """("ok", digest, LoadResult, [(hash, props JSON)] per node) -- the last computed in the worker."""
+    """("ok", digest, LoadResult, [(hash, props JSON, stored text)] per node) -- the last computed
+    in the worker."""
     if packed[0] != "ok":
         return packed
     _, digest, nodes, edges, warnings, hashed = packed

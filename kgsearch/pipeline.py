@@ -799,7 +799,7 @@ def _fetch_meta(ix: Index, ids: np.ndarray, text: bool = True) -> dict[int, dict
     final hits only."""
     out = {}
     idl = [int(x) for x in ids]
-    tcol = "n.text" if text else "''"
+    tcol = "kgtext(n.text)" if text else "''"
     for start in range(0, len(idl), 900):
         chunk = idl[start:start + 900]
         rows = ix.conn.execute(

@@ -43,7 +43,8 @@ NODE_FIELDS = ("id", "key", "kind", "name", "qualname", "text", "path", "line_st
 # a file-owned node's path is its file's (nodes.path is NULL for those, see migration 0006)
 # and a code node's qualname is its key's (see store.db.qualname_sql)
 NODE_COLS = ", ".join("coalesce(nodes.path, (SELECT f.path FROM files f WHERE f.id = nodes.file_id))"
-                      if c == "path" else qualname_sql() if c == "qualname" else c for c in NODE_FIELDS)
+                      if c == "path" else qualname_sql() if c == "qualname" else "kgtext(text)" if c == "text" else c
+                      for c in NODE_FIELDS)
 
 
 def _node_dict(row) -> dict:

@@ -128,7 +128,7 @@ def _progress(progress, done: int, total: int) -> None:
 def _node_rows(ix, ids=None, chunk: int = 900):
     """(id, name, text) for ``ids`` (all nodes when None), in id order."""
     if ids is None:
-        cur = ix.conn.execute("SELECT id, name, text FROM nodes ORDER BY id")
+        cur = ix.conn.execute("SELECT id, name, kgtext(text) FROM nodes ORDER BY id")
         while True:
             rows = cur.fetchmany(4096)
             if not rows:
@@ -139,7 +139,7 @@ def _node_rows(ix, ids=None, chunk: int = 900):
     for i in range(0, len(ids), chunk):
         part = ids[i:i + chunk]
         q = ",".join("?" * len(part))
-        yield from ix.conn.execute(f"SELECT id, name, text FROM nodes WHERE id IN ({q}) ORDER BY id", part)
+        yield from ix.conn.execute(f"SELECT id, name, kgtext(text) FROM nodes WHERE id IN ({q}) ORDER BY id", part)
 
 
 def ensure_rotation(ix, dims: int, reset: bool = False):

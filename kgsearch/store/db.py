@@ -11,6 +11,7 @@ from typing import Any, Iterator
 
 from .. import __version__
 from ..errors import BadIndex, KgsearchError
+from . import textcodec
 from .schema import MIGRATIONS, schema_version
 
 SCHEMA_VERSION = schema_version()
@@ -82,6 +83,7 @@ class Index:
             conn.execute("PRAGMA synchronous=NORMAL")
             conn.execute("PRAGMA foreign_keys=ON")
             conn.execute("PRAGMA cache_size=-16000")
+            textcodec.register(conn)        # kgtext(): long node texts are stored compressed
         except sqlite3.DatabaseError as exc:
             raise BadIndex(f"{p} is not a kgsearch index ({exc}); pass another --db or move the file away") from None
         ix = cls(p, conn)

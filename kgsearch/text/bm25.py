@@ -445,7 +445,7 @@ def decode_tf(blob: bytes, df: int) -> np.ndarray:
 
 def _iter_nodes(conn: sqlite3.Connection, ids: Sequence[int] | None = None):
     if ids is None:
-        cur = conn.execute("SELECT id, name, text FROM nodes ORDER BY id")
+        cur = conn.execute("SELECT id, name, kgtext(text) FROM nodes ORDER BY id")
         while True:
             rows = cur.fetchmany(2048)
             if not rows:
@@ -455,7 +455,7 @@ def _iter_nodes(conn: sqlite3.Connection, ids: Sequence[int] | None = None):
         ids = sorted(set(int(i) for i in ids))
         for s in range(0, len(ids), _SQL_CHUNK):
             part = ids[s:s + _SQL_CHUNK]
-            q = f"SELECT id, name, text FROM nodes WHERE id IN ({','.join('?' * len(part))}) ORDER BY id"
+            q = f"SELECT id, name, kgtext(text) FROM nodes WHERE id IN ({','.join('?' * len(part))}) ORDER BY id"
             yield from conn.execute(q, part)
 
 

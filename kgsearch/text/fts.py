@@ -1,7 +1,7 @@
 """SQLite FTS5 channel: an external-content FTS5 table over ``nodes(name, text)``.
 
-The table ``text_fts`` stores only the inverted index (``content='nodes'``), so the text is
-not duplicated. It is kept in sync by :func:`update` from the :class:`ChangeSet`: FTS5's
+The table ``text_fts`` stores only the inverted index (``content='nodes_fts'``, a view of
+``nodes`` that decodes compressed texts), so the text is not duplicated. It is kept in sync by :func:`update` from the :class:`ChangeSet`: FTS5's
 ``'delete'`` command needs the exact old values, which the ChangeSet carries for modified and
 removed nodes. When FTS5 is missing from the SQLite build the channel is off: one notice in
 the log, ``search`` returns empty arrays.
@@ -22,7 +22,7 @@ import numpy as np
 from .bm25 import clean_query
 from .tokenize import STOP_WORDS
 
-__all__ = ["available", "update", "build_query", "search", "text_search", "VERSION", "TABLE"]
+__all__ = ["available", "create_table", "update", "build_query", "search", "text_search", "VERSION", "TABLE"]
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +60,13 @@ def _exists(conn) -> bool:
     return conn.execute("SELECT 1 FROM sqlite_master WHERE name=?", (TABLE,)).fetchone() is not None
 
 
+def create_table(conn) -> None:
+    """The FTS5 table, external content: its content is the view ``nodes_fts`` (``nodes`` with
+    long texts decoded, see :mod:`kgsearch.store.textcodec`), so nothing is stored twice."""
+    conn.execute(f"CREATE VIRTUAL TABLE {TABLE} USING fts5(name, text, content='nodes_fts', "
+                 f"content_rowid='id', tokenize='porter unicode61 remove_diacritics 2')")
+
+
 def update(ix, changes, full: bool, indexed_gone: set[int] | None = None) -> dict:
     """Sync ``text_fts`` with ``nodes``. ``indexed_gone``: removed/modified ids that were indexed."""
     if not available():
@@ -68,8 +75,7 @@ def update(ix, changes, full: bool, indexed_gone: set[int] | None = None) -> dic
         return {"mode": "off", "reason": "SQLite has no FTS5"}
     conn = ix.conn
     if not _exists(conn):
-        conn.execute(f"CREATE VIRTUAL TABLE {TABLE} USING fts5(name, text, content='nodes', "
-                     f"content_rowid='id', tokenize='porter unicode61 remove_diacritics 2')")
+        create_table(conn)
         full = True
     gone = sorted(set(changes.removed) | set(changes.modified))
     if indexed_gone is not None:
@@ -85,7 +91,7 @@ def update(ix, changes, full: bool, indexed_gone: set[int] | None = None) -> dic
     new = sorted(set(changes.added) | set(changes.modified))
     for s in range(0, len(new), _SQL_CHUNK):
         part = new[s:s + _SQL_CHUNK]
-        conn.execute(f"INSERT INTO {TABLE}(rowid, name, text) SELECT id, name, text FROM nodes "
+        conn.execute(f"INSERT INTO {TABLE}(rowid, name, text) SELECT id, name, text FROM nodes_fts "
                      f"WHERE id IN ({','.join('?' * len(part))})", part)
     ix.set_meta("text.fts", "on")
     return {"mode": "incremental", "deleted": len(gone), "inserted": len(new)}

@@ -168,7 +168,7 @@ def update(ix, changes, settings: dict | None = None, progress=None) -> dict:
     rows_out = []
     for s in range(0, len(todo), _SQL):
         part = todo[s:s + _SQL]
-        rows = conn.execute(f"SELECT id, key, name, text FROM nodes WHERE id IN ({','.join('?' * len(part))})",
+        rows = conn.execute(f"SELECT id, key, name, kgtext(text) FROM nodes WHERE id IN ({','.join('?' * len(part))})",
                             part).fetchall()
         for nid, key, name, text in rows:
             keys[nid] = key

@@ -43,7 +43,7 @@ def expand(ix, query: str, keywords: Iterable[str] | None = None, keyword_boost:
     if not len(ids):
         return qw, qw
     rows = dict((r[0], (r[1], r[2])) for r in ix.conn.execute(
-        f"SELECT id, name, text FROM nodes WHERE id IN ({','.join('?' * len(ids))})", [int(i) for i in ids]))
+        f"SELECT id, name, kgtext(text) FROM nodes WHERE id IN ({','.join('?' * len(ids))})", [int(i) for i in ids]))
     nw = max(1, int(round(params.name_weight)))
     total = float(np.sum(scores)) or 1.0
     rel: Counter = Counter()
