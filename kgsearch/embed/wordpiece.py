@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import json
 import re
+from array import array
 from bisect import bisect_right
 from itertools import chain
 from pathlib import Path
@@ -62,10 +63,32 @@ class _RangeSet:
         i = bisect_right(self.starts, cp) - 1
         return i >= 0 and cp <= self.ends[i]
 
-    def regex_class(self) -> str:
-        """The ranges as the inside of a regex character class (``\\U`` escapes)."""
-        return "".join(f"\\U{a:08x}" if a == b else f"\\U{a:08x}-\\U{b:08x}"
-                       for a, b in zip(self.starts, self.ends))
+    def regex_class(self, bmp_only: bool = False) -> str:
+        """The ranges as the inside of a regex character class (``\\U`` escapes); ``bmp_only``:
+        cut at U+FFFF, for patterns used on strings without astral characters (``re`` tests
+        a class with astral members range by range, a BMP-only class with a table lookup)."""
+        return _regex_class(zip(self.starts, self.ends), 0xFFFF if bmp_only else 0x10FFFF)
+
+
+def _regex_class(ranges: Iterable[tuple[int, int]], top: int = 0x10FFFF) -> str:
+    """Inclusive code point ranges as the inside of a regex character class."""
+    out = []
+    for a, b in ranges:
+        b = min(b, top)
+        if a <= b:
+            out.append(f"\\U{a:08x}" if a == b else f"\\U{a:08x}-\\U{b:08x}")
+    return "".join(out)
+
+
+def _ranges(cps: Iterable[int]) -> list[tuple[int, int]]:
+    """Sorted code points as inclusive ranges of consecutive ones."""
+    out: list[tuple[int, int]] = []
+    for c in sorted(cps):
+        if out and out[-1][1] == c - 1:
+            out[-1] = (out[-1][0], c)
+        else:
+            out.append((c, c))
+    return out
 
 
 class _Tables:
@@ -168,6 +191,7 @@ class Normalizer:
             (k in upper and self._ascii_lower) or (not chr(k).isprintable() and v in ("", " "))
             for k, v in self._ascii.items()) and (self._ascii_lower or not any(k in upper for k in self._ascii))
         self._flag_re: Any = None if "nfd" in self.steps else False   # built on first non-ASCII text
+        self._flag_re_bmp: Any = None      # the same for texts without astral characters
 
     @property
     def identity(self) -> bool:
@@ -220,7 +244,10 @@ class Normalizer:
                 flagged.append(cp)
         if not flagged:
             return None
-        return re.compile("[" + "".join(f"\\U{c:08x}" for c in flagged) + "]")
+        ranges = _ranges(flagged)
+        bmp = _regex_class(ranges, 0xFFFF)
+        self._flag_re_bmp = re.compile(f"[{bmp}]") if bmp else False
+        return re.compile(f"[{_regex_class(ranges)}]")
 
     def __call__(self, text: str) -> str:
         if not self.steps:
@@ -238,8 +265,10 @@ class Normalizer:
             return text.translate(self._ascii)
         if self._flag_re is None:
             self._flag_re = self._build_flag_re() or False
-        if self._flag_re and len(self._flag_re.findall(text)) >= 2:
-            return "".join(self._apply(list(text), self.steps))
+        if self._flag_re:
+            flag = self._flag_re_bmp if max(text) <= "\uffff" else self._flag_re
+            if flag and len(flag.findall(text)) >= 2:
+                return "".join(self._apply(list(text), self.steps))
         if len(self._memo) > _MEMO_CAP:
             self._memo.clear()
         return text.translate(self._memo)
@@ -300,6 +329,12 @@ class PreTokenizer:
         # and tokenizers does not (U+001C..U+001F)
         self._py_only_ws = [chr(c) for c in range(128) if chr(c).isspace() and c not in t.whitespace]
         self._punct_re = re.compile(f"[^{t.punct.regex_class()}]+|[{t.punct.regex_class()}]")
+        # the same split for chunks without astral characters, and for ASCII chunks with a
+        # 128-character class (re tests a class with astral ranges range by range)
+        bmp = t.punct.regex_class(bmp_only=True)
+        self._punct_re_bmp = re.compile(f"[^{bmp}]+|[{bmp}]")
+        ascii_punct = "".join(re.escape(chr(c)) for c in range(128) if c in t.punct)
+        self._punct_re_ascii = re.compile(f"[^{ascii_punct}]+|[{ascii_punct}]") if ascii_punct else None
         self.ascii_split_ok = False   # set when the normaliser removes U+001C..U+001F
         # str.isalnum() may short-cut punctuation splitting only if no character this table
         # calls punctuation is a letter or digit to the running Python (true for 3.10-3.13)
@@ -316,6 +351,10 @@ class PreTokenizer:
     def pieces(self, chunk: str) -> list[str]:
         if not self.isolate_punct or (self.alnum_ok and chunk.isalnum()):
             return [chunk]
+        if chunk.isascii() and self._punct_re_ascii is not None:
+            return self._punct_re_ascii.findall(chunk)
+        if max(chunk) <= "\uffff":
+            return self._punct_re_bmp.findall(chunk)
         return self._punct_re.findall(chunk)
 
     def __call__(self, text: str) -> list[str]:
@@ -351,7 +390,19 @@ class PreTokenizer:
 
 # ---------------------------------------------------------------------------- WordPiece
 class WordPiece:
-    """Greedy longest-match-first subword split, memoised per word."""
+    """Greedy longest-match-first subword split, memoised per word.
+
+    :meth:`_split_reference` is the algorithm as ``tokenizers`` states it: for each piece, try
+    every end from the end of the word down to one character (quadratic in the word length).
+    :meth:`_split` gives the same ids: the first piece by the same downward search, started at
+    the longest vocabulary entry; continuation pieces by a forward scan over ``_cont`` (the
+    ``##`` entries with ``##`` stripped, plus all their prefixes: prefix -> id, or -1 for a
+    prefix that is not itself an entry), which stops at the first prefix no entry starts with;
+    the last entry seen is the greedy longest match, because every prefix of a matching entry
+    is in the table. A continuation piece costs (its length + 1) lookups of plain slices, no
+    ``"##" + ...`` concatenation and no memo of word tails. ``_cont`` is built on the first
+    split that needs it (~8K strings for BERT vocabularies, a few ms).
+    """
 
     def __init__(self, vocab: dict[str, int], unk_token: str = "[UNK]", prefix: str = "##",
                  max_input_chars_per_word: int = 100):
@@ -360,22 +411,24 @@ class WordPiece:
         self.unk_id = vocab.get(unk_token)
         self.prefix = prefix
         self.max_chars = max_input_chars_per_word
-        # longest vocabulary entries, for the first piece and (without the prefix) for the rest:
-        # no longer candidate can match, so the greedy search starts there
+        # the longest vocabulary entry: no longer first piece can match, so the search starts there
         self.max_first = max(map(len, vocab), default=0)
-        self.max_cont = (max((len(k) for k in vocab if k.startswith(prefix)), default=len(prefix)) - len(prefix)
-                         if prefix else 0)
         self.memo: dict[str, tuple[int, ...]] = {}
-        self._tails: dict[str, tuple[int, ...] | None] = {}   # memo of continuation splits
+        self._cont: dict[str, int] | None = None
+
+    def _cont_table(self) -> dict[str, int]:
+        p = len(self.prefix)
+        entries = {k[p:]: v for k, v in self.vocab.items() if k.startswith(self.prefix) and len(k) > p}
+        table = dict.fromkeys({k[:i] for k in entries for i in range(1, len(k))}, -1)
+        table.update(entries)
+        self._cont = table
+        return table
 
     def _split(self, word: str) -> tuple[int, ...]:
-        if len(word) > self.max_chars:
-            return self._unk(word)
-        tid = self.vocab.get(word)
-        if tid is not None:
-            return (tid,)
-        vocab = self.vocab
         n = len(word)
+        if n > self.max_chars:
+            return self._unk(word)
+        vocab = self.vocab
         end = min(n, self.max_first)
         while end > 0:
             tid = vocab.get(word[:end])
@@ -384,38 +437,46 @@ class WordPiece:
             end -= 1
         else:
             return self._unk(word)
-        tail = self._tail(word[end:]) if end < n else ()
-        if tail is None:
-            return self._unk(word)
-        return (tid,) + tail
-
-    def _tail(self, rest: str) -> tuple[int, ...] | None:
-        """Greedy split of a word's remainder into continuation pieces (None: no split)."""
-        hit = self._tails.get(rest, False)
-        if hit is not False:
-            return hit      # type: ignore[return-value]
-        vocab, prefix = self.vocab, self.prefix
-        out: list[int] = []
-        start, n = 0, len(rest)
-        res: tuple[int, ...] | None
+        if end == n:
+            return (tid,)
+        get = (self._cont if self._cont is not None else self._cont_table()).get
+        out = [tid]
+        start = end
         while start < n:
-            end = min(n, start + self.max_cont)
             tid = None
+            i = start + 1
+            while i <= n:
+                v = get(word[start:i])
+                if v is None:
+                    break
+                if v >= 0:
+                    tid, end = v, i
+                i += 1
+            if tid is None:
+                return self._unk(word)
+            out.append(tid)
+            start = end
+        return tuple(out)
+
+    def _split_reference(self, word: str) -> tuple[int, ...]:
+        """Greedy longest match as ``tokenizers`` writes it (the slow, obvious version)."""
+        if len(word) > self.max_chars:
+            return self._unk(word)
+        out: list[int] = []
+        start, n = 0, len(word)
+        while start < n:
+            end, tid = n, None
             while start < end:
-                tid = vocab.get(prefix + rest[start:end])
+                piece = word[start:end] if start == 0 else self.prefix + word[start:end]
+                tid = self.vocab.get(piece)
                 if tid is not None:
                     break
                 end -= 1
             if tid is None:
-                out = []
-                break
+                return self._unk(word)
             out.append(tid)
             start = end
-        res = tuple(out) if start >= n else None
-        if len(self._tails) > _MEMO_CAP:
-            self._tails.clear()
-        self._tails[rest] = res
-        return res
+        return tuple(out)
 
     def _unk(self, word: str) -> tuple[int, ...]:
         if self.unk_id is None:
@@ -632,27 +693,81 @@ _chain = chain.from_iterable
 
 
 class _ChunkMemo(dict):
-    """whitespace-free chunk -> token ids, computed on first sight (bounded).
+    """whitespace-free chunk -> token ids packed as ``bytes`` (``pack``), computed by ``fn`` on
+    first sight (bounded). Packed ids let a text's ids be one ``b"".join`` of its chunks'."""
 
-    The common miss, a word that is one vocabulary entry, is answered inline.
-    """
-
-    def __init__(self, fn: Callable[[str], tuple[int, ...]], vocab: dict[str, int] | None = None,
-                 max_chars: int = 0):
+    def __init__(self, fn: Callable[[str], tuple[int, ...]], pack: Callable[[Iterable[int]], bytes]):
         super().__init__()
         self.fn = fn
-        self.vocab_get = vocab.get if vocab is not None else None
-        self.max_chars = max_chars
+        self.pack = pack
 
-    def __missing__(self, chunk: str) -> tuple[int, ...]:
+    def __missing__(self, chunk: str) -> bytes:
         if len(self) > _MEMO_CAP:
             self.clear()
-        if self.vocab_get is not None and chunk.isalnum() and len(chunk) <= self.max_chars:
-            tid = self.vocab_get(chunk)
-            if tid is not None:
-                v = self[chunk] = (tid,)
-                return v
-        v = self[chunk] = self.fn(chunk)
+        v = self[chunk] = self.pack(self.fn(chunk))
+        return v
+
+
+class _PunctIds(dict):
+    """string of ASCII punctuation -> packed ids (each character is its own word)."""
+
+    def __init__(self, split: Callable[[str], tuple[int, ...]], pack: Callable[[Iterable[int]], bytes]):
+        super().__init__()
+        self.split = split
+        self.pack = pack
+
+    def __missing__(self, s: str) -> bytes:
+        if len(self) > _MEMO_CAP:
+            self.clear()
+        v = self[s] = self.pack(_chain(map(self.split, s)))
+        return v
+
+
+class _WordPieceChunks(dict):
+    """whitespace-free chunk -> packed WordPiece ids, for a pre-tokenizer that isolates
+    punctuation (``Tokenizer._chunk_ids`` is the reference: split around punctuation, WordPiece
+    per piece).
+
+    A miss is answered without the punctuation regex in the common cases: an alphanumeric chunk
+    (no punctuation: ``PreTokenizer.alnum_ok``) is one word, looked up in the vocabulary or split;
+    a chunk that is an alphanumeric core between runs of ASCII punctuation (``word,``, ``(word).``,
+    ``...``) is the punctuation ids around the core's ids, and the core is memoised as a chunk.
+    Anything else is cut by the regex and each piece looked up here (one level deep: a piece has
+    no punctuation or is one punctuation character).
+    """
+
+    def __init__(self, wp: "WordPiece", pieces: Callable[[str], list[str]], punct: str,
+                 pack: Callable[[Iterable[int]], bytes]):
+        super().__init__()
+        self.vocab_get = wp.vocab.get
+        self.max_chars = wp.max_chars
+        self.split = wp._split
+        self.pieces = pieces
+        self.punct = punct
+        self.pack = pack
+        self.punct_ids = _PunctIds(wp._split, pack)
+
+    def __missing__(self, chunk: str) -> bytes:
+        if len(self) > _MEMO_CAP:
+            self.clear()
+        if chunk.isalnum():
+            tid = self.vocab_get(chunk) if len(chunk) <= self.max_chars else None
+            v = self.pack((tid,) if tid is not None else self.split(chunk))
+        else:
+            rest = chunk.lstrip(self.punct)
+            core = rest.rstrip(self.punct)
+            if not core:
+                v = self.punct_ids[chunk]
+            elif core.isalnum():
+                v = self[core]
+                if len(rest) < len(chunk):
+                    v = self.punct_ids[chunk[:len(chunk) - len(rest)]] + v
+                if len(core) < len(rest):
+                    v = v + self.punct_ids[rest[len(core):]]
+            else:
+                ps = self.pieces(chunk)
+                v = self.pack(self.split(chunk)) if len(ps) == 1 else b"".join(map(self.__getitem__, ps))
+        self[chunk] = v
         return v
 
 
@@ -702,8 +817,18 @@ class Tokenizer:
         self._norm = _AddedSplitter([(self.normalizer(a.content), a) for a in added if a.normalized])
         wp_direct = (isinstance(self.model, WordPiece) and self.pre_tokenizer.isolate_punct
                      and self.pre_tokenizer.alnum_ok)
-        self._chunk_memo = _ChunkMemo(self._chunk_ids, self.model.vocab if wp_direct else None,
-                                      self.model.max_chars if wp_direct else 0)
+        # ids are packed as unsigned 16-bit integers when they fit, else 32-bit ("I" is 4 bytes
+        # on every platform CPython runs on; checked)
+        self.id_code = "H" if size <= 1 << 16 else ("I" if array("I").itemsize == 4 else "L")
+        code = self.id_code
+        self._pack: Callable[[Iterable[int]], bytes] = lambda ids: array(code, ids).tobytes()
+        self._chunk_memo: dict[str, bytes]
+        if wp_direct:
+            t = _Tables.get()
+            punct = "".join(chr(c) for c in range(128) if c in t.punct and c not in t.whitespace)
+            self._chunk_memo = _WordPieceChunks(self.model, self.pre_tokenizer.pieces, punct, self._pack)
+        else:
+            self._chunk_memo = _ChunkMemo(self._chunk_ids, self._pack)
         self.pre_tokenizer.ascii_split_ok = all(
             self.normalizer(chr(c)) != chr(c) for c in range(0x1C, 0x20))
         self._first = self._raw.firsts[0] if len(self._raw.firsts) == 1 else None
@@ -721,7 +846,7 @@ class Tokenizer:
     def _encode_normalized(self, text: str, out: list[int], first: bool = True) -> None:
         # C-level loop: dict lookups through map(), misses computed by _ChunkMemo.__missing__
         chunks = self.pre_tokenizer.chunks(text, first) if self._metaspace else self.pre_tokenizer.chunks(text)
-        out += _chain(map(self._chunk_memo.__getitem__, chunks))
+        out += array(self.id_code, b"".join(map(self._chunk_memo.__getitem__, chunks)))
 
     def _chunk_ids(self, chunk: str) -> tuple[int, ...]:
         pt, wp = self.pre_tokenizer, self.model
@@ -733,7 +858,8 @@ class Tokenizer:
         """Token ids of ``text`` (no special tokens, no truncation, unknown words as ``unk_id``)."""
         if self._norm.regex is None and (self._raw.regex is None or
                                          (self._first is not None and self._first not in text)):
-            return list(_chain(map(self._chunk_memo.__getitem__, self.pre_tokenizer.chunks(self.normalizer(text)))))
+            return array(self.id_code, b"".join(map(self._chunk_memo.__getitem__,
+                                                    self.pre_tokenizer.chunks(self.normalizer(text))))).tolist()
         out: list[int] = []
         for r, (raw, tid) in enumerate(self._raw.split(text)):
             if tid is not None:
@@ -749,6 +875,29 @@ class Tokenizer:
                 else:
                     self._encode_normalized(piece, out, r == 0 and n == 0)   # at offset 0 of the text
         return out
+
+    def encode_batch(self, texts: Iterable[str]) -> tuple[array, list[int]]:
+        """:meth:`encode` of each text, concatenated: ``(ids, counts)``, ``ids`` an
+        ``array.array`` (typecode ``id_code``) and ``counts[i]`` the number of ids from
+        ``texts[i]``. Texts without added tokens take the inlined fast path of ``encode``."""
+        parts: list[bytes] = []
+        getitem = self._chunk_memo.__getitem__
+        join = b"".join
+        norm, chunks = self.normalizer, self.pre_tokenizer.chunks
+        direct = self._norm.regex is None
+        raw_re, first = self._raw.regex, self._first
+        # ASCII text: str.split() is the pre-tokenizer's chunking (see PreTokenizer.chunks)
+        split_ok = (not self._metaspace and self.pre_tokenizer.split_ws and self.pre_tokenizer.ascii_split_ok)
+        for text in texts:
+            if direct and (raw_re is None or (first is not None and first not in text)):
+                s = norm(text)
+                parts.append(join(map(getitem, s.split() if split_ok and s.isascii() else chunks(s))))
+            else:
+                parts.append(self._pack(self.encode(text)))
+        ids = array(self.id_code)
+        ids.frombytes(join(parts))
+        size = ids.itemsize
+        return ids, [n // size for n in map(len, parts)]
 
     def tokens(self, text: str) -> list[str]:
         return [self.id_to_token[i] for i in self.encode(text)]
