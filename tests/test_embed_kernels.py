@@ -7,7 +7,9 @@ can be the oracle):
 - the chunk memo's shortcuts (ASCII punctuation stripped around an alphanumeric core, pieces
   looked up one level deep) == regex pieces + reference WordPiece;
 - the ASCII / BMP-only punctuation and reordering-flag regexes == the full-range ones;
-- ``Tokenizer.encode_batch`` == ``encode`` text by text.
+- ``Tokenizer.encode_batch`` == ``encode`` text by text;
+- ``StaticModel._tokenize_flat`` == ``tokenize``, and ``_pool_int8`` (per-position int16/int32
+  accumulation) == ``_pool`` (per-length buckets), incl. the int16 limits and > 256 tokens.
 """
 from __future__ import annotations
 
@@ -15,10 +17,11 @@ import json
 import random
 from itertools import chain
 
+import numpy as np
 import pytest
 
 from kgsearch.embed import _unicode_table as T
-from kgsearch.embed.model import resolve_model
+from kgsearch.embed.model import StaticModel, load_model, resolve_model
 from kgsearch.embed.wordpiece import PreTokenizer, Tokenizer, WordPiece, _Tables
 
 
@@ -199,6 +202,70 @@ def test_flag_regex_bmp_and_astral(spec):
              "\U0001e944\u0301\U0001e945", "caf\u00e9 \u1b44\u1baa", "x" * 50 + "\u302e\u302f" + "é"]
     for t in texts:
         assert tok.encode(t) == ht.encode(t, add_special_tokens=False).ids, t
+
+
+# ---------------------------------------------------------------------------- model
+def _texts(rng: random.Random) -> list[str]:
+    words = "graph search index node the of a query vector café naïve 東京 données [UNK] [PAD] x".split()
+    out = ["", " ", "[UNK]", "[UNK] [UNK]", "\U0001f600"]
+    for _ in range(400):
+        out.append(" ".join(rng.choice(words) for _ in range(rng.randrange(0, 60))))
+    out += [" ".join(rng.choice(words) for _ in range(rng.randrange(250, 700))) for _ in range(25)]
+    out += ["word " * 256, "word " * 257, "x" * 4000]
+    return out
+
+
+@pytest.mark.parametrize("max_length", ["model", None, 5, 300])
+def test_tokenize_flat_equals_tokenize(shipped, max_length):
+    m = load_model(shipped)
+    texts = _texts(random.Random(1))
+    ml = m.max_length if max_length == "model" else max_length
+    ref = m.tokenize(texts, max_length=max_length)
+    ids, counts = m._tokenize_flat(texts, ml)
+    assert counts.tolist() == [len(r) for r in ref]
+    assert ids.tolist() == [i for r in ref for i in r]
+
+
+def _extreme_model(shipped) -> StaticModel:
+    """The shipped tokenizer with a synthetic int8 table whose rows hit the int16 limits."""
+    base = load_model(shipped)
+    rng = np.random.default_rng(0)
+    table = rng.integers(-128, 128, size=base.embedding.shape, dtype=np.int16).astype(np.int8)
+    vocab = base.tokenizer.vocab
+    table[vocab["a"]] = 127
+    table[vocab["b"]] = -128
+    return StaticModel(base.path, table, base.tokenizer, base.config)
+
+
+def test_pool_int8_equals_reference(shipped):
+    m = _extreme_model(shipped)
+    rng = random.Random(2)
+    texts = _texts(rng)
+    texts += ["a " * k for k in (1, 255, 256, 257, 400, 512, 600)] + ["b " * k for k in (1, 255, 256, 257, 400, 512)]
+    texts += [" ".join(rng.choice("ab") for _ in range(k)) for k in (256, 300, 511)]
+    rng.shuffle(texts)
+    for max_length in (512, None, 7):
+        for norm in (False, True):
+            for i in range(0, len(texts), 128):
+                batch = texts[i:i + 128]
+                ref = m._pool(m.tokenize(batch, max_length), norm)
+                ids, counts = m._tokenize_flat(batch, max_length)
+                got = m._pool_int8(ids, counts, norm)
+                assert got.dtype == ref.dtype == np.float32
+                assert np.array_equal(got, ref)
+    # through encode: any batch size gives the same rows
+    full = m.encode(texts)
+    assert np.array_equal(m.encode(texts, batch_size=37), full)
+    assert np.array_equal(m.encode(texts[5]), full[5])
+    assert m.encode([]).shape == (0, m.dims)
+
+
+def test_pool_int8_rejects_ids_outside_the_table(shipped):
+    from kgsearch.errors import DataError
+
+    m = load_model(shipped)
+    with pytest.raises(DataError, match="outside the embedding table"):
+        m._pool_int8(np.array([0, len(m.embedding)], dtype=np.intp), np.array([2], dtype=np.int64), False)
 
 
 def test_tables_loaded_once():

@@ -139,6 +139,31 @@ class StaticModel:
             out.append(ids)
         return out
 
+    def _tokenize_flat(self, texts: Sequence[str], max_length: Any):
+        """What :meth:`tokenize` gives, concatenated: ``(ids, counts)`` numpy arrays (``intp`` token
+        ids of all texts in order, ``int64`` ids per text). Truncation and the unknown-token drop
+        are done on the arrays, only when some text needs them."""
+        import numpy as np
+
+        flat, lens = self.tokenizer.encode_batch(self._prepare(texts, max_length))
+        ids = np.array(flat, dtype=np.intp)
+        counts = np.array(lens, dtype=np.int64)
+        over = max_length is not None and len(counts) and int(counts.max()) > max_length
+        unk = self._unk
+        has_unk = unk is not None and bool((ids == unk).any())
+        if over or has_unk:
+            row = np.repeat(np.arange(len(counts)), counts)
+            if over:        # the first max_length ids of each text, then the unk drop
+                starts = np.cumsum(counts) - counts
+                keep = (np.arange(len(ids)) - starts[row]) < max_length
+                if has_unk:
+                    keep &= ids != unk
+            else:
+                keep = ids != unk
+            ids = ids[keep]
+            counts = np.bincount(row[keep], minlength=len(counts)).astype(np.int64)
+        return ids, counts
+
     # ------------------------------------------------------------------ encoding
     def encode(self, texts: Sequence[str] | str, batch_size: int = _BATCH,
                progress: Callable[[int, int], None] | None = None, *, max_length: Any = "model",
@@ -156,21 +181,68 @@ class StaticModel:
             max_length = self.max_length
         if normalize is None:
             normalize = self.normalize
-        parts = []
         total = len(items)
+        out = np.zeros((total, self.dims), dtype=np.float32)
+        plain_int8 = self.embedding.dtype == np.int8 and self.mapping is None and self.weights is None
         for i in range(0, total, batch_size):
-            ids = self.tokenize(items[i:i + batch_size], max_length)
-            parts.append(self._pool(ids, normalize))
+            ids, counts = self._tokenize_flat(items[i:i + batch_size], max_length)
+            if plain_int8:
+                part = self._pool_int8(ids, counts, normalize)
+            else:
+                flat = ids.tolist()
+                ends = np.cumsum(counts).tolist()
+                part = self._pool([flat[e - c:e] for e, c in zip(ends, counts.tolist())], normalize)
+            out[i:i + len(counts)] = part
             if progress is not None:
                 progress(min(i + batch_size, total), total)
-        if parts:
-            out = np.concatenate(parts, axis=0) if len(parts) > 1 else parts[0]
-        else:
-            out = np.zeros((0, self.dims), dtype=np.float32)
-        out = out.astype(np.float32, copy=False)
         return out[0] if single else out
 
+    def _pool_int8(self, ids, counts, normalize: bool):
+        """Mean pooling for a plain int8 table from concatenated ids: the values of
+        :meth:`_pool` (exact integer sums, float64 division, float32 result).
+
+        Texts are sorted by length; token position ``j`` of all texts longer than ``j`` is added
+        with one gather + add over a contiguous block of rows, so there is one numpy call per
+        position (not per text) and no ``(texts, tokens, dims)`` intermediate. Sums of up to 256
+        int8 values fit int16 exactly (-32768..32512), so the first 256 positions accumulate in
+        int16 (half the memory traffic), the rest in int32."""
+        import numpy as np
+
+        emb = self.embedding
+        n = len(counts)
+        out = np.zeros((n, self.dims), dtype=np.float32)
+        longest = int(counts.max()) if n else 0
+        if longest == 0:
+            return out
+        if int(ids.max()) >= len(emb) or int(ids.min()) < 0:
+            raise DataError(f"token id {int(ids.max())} is outside the embedding table "
+                            f"({len(emb)} rows)", str(self.path))
+        order = np.argsort(-counts, kind="stable")
+        lengths = counts[order]
+        pad = np.zeros((n, longest), dtype=np.intp)
+        pad[np.arange(longest)[None, :] < counts[:, None]] = ids
+        by_pos = np.ascontiguousarray(pad[order].T)                  # (position, text by length)
+        rows = np.searchsorted(-lengths, -np.arange(longest), side="left").tolist()   # texts longer than j
+        acc = np.zeros((rows[0], self.dims), dtype=np.int16)
+        buf = np.empty((rows[0], self.dims), dtype=np.int8)
+        take, add = np.take, np.add
+        for j in range(longest):
+            if j == 256:
+                acc = acc.astype(np.int32)
+            k = rows[j]
+            b, a = buf[:k], acc[:k]
+            take(emb, by_pos[j, :k], axis=0, out=b, mode="clip")    # ids checked above; "raise" buffers
+            add(a, b, out=a)
+        k = len(acc)
+        out[order[:k]] = acc.astype(np.float64) / lengths[:k, None]
+        if normalize:
+            norm = np.linalg.norm(out, axis=1, keepdims=True) + 1e-32
+            return out / norm
+        return out
+
     def _pool(self, ids: list[list[int]], normalize: bool):
+        """Mean pooling of per-text id lists (float tables, vocabulary-quantised models, and the
+        plain reference :meth:`_pool_int8` is tested against)."""
         import numpy as np
 
         emb = self.embedding
