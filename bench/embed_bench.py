@@ -8,7 +8,9 @@ In one run:
    (``use_multiprocessing=False``, ``RAYON_NUM_THREADS=1``, one BLAS thread for both); each run
    is a fresh subprocess so peak RSS (``ru_maxrss``) is per encoder; the runs alternate. The
    first encode in a process is the headline (kgsearch's per-word memo starts empty), the
-   second is reported as "warm". Model load time is measured in the same subprocesses.
+   second is reported as "warm". Model load time is measured in the same subprocesses. Wall
+   and CPU time are both recorded, the speed-up is the median of per-run ratios, and the
+   1-minute load average is sampled before each run (the machine may be shared).
 2. int8 top-10 over 100,000 x 256 vectors of real texts (WN18RR definitions, FB15k-237 names,
    BEIR documents and their sentences) stored through ``kgsearch.embed.vectors`` in a temp
    index: p50 per query (cached int8 matrix, one BLAS thread) and recall@10 against float32
@@ -105,6 +107,11 @@ def query_texts(n: int = 1000) -> list[str]:
 
 
 # ---------------------------------------------------------------------------- workers
+def _loadavg() -> float | None:
+    """1-minute load average (other jobs on the machine), or None where unavailable."""
+    return round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else None
+
+
 def _maxrss_mb() -> float:
     """Peak RSS of this process image. VmHWM is reset by exec; ru_maxrss is not (a child
     started by fork+exec inherits its parent's high-water mark on Linux)."""
@@ -197,7 +204,9 @@ def bench_encode(model_path: Path, runs: int, n: int, tmp: Path) -> dict:
         import model2vec  # noqa: F401
     except ImportError:
         have_m2v = False
+    loads = []
     for r in range(runs):
+        loads.append(_loadavg())
         rows["kgsearch"].append(run_worker(["--worker", "encode", "kgsearch", str(model_path), str(tp)]))
         if have_m2v:
             rows["model2vec"].append(run_worker(["--worker", "encode", "model2vec", str(model_path), str(tp)]))
@@ -207,7 +216,8 @@ def bench_encode(model_path: Path, runs: int, n: int, tmp: Path) -> dict:
                ("import_s", "load_s", "cold_s", "warm_s", "cold_cpu_s", "warm_cpu_s", "rss_after_load_mb",
                 "rss_peak_mb")}
            for k, v in rows.items() if v}
-    res = {"texts": len(texts), "chars_each": 500, "runs": runs, "median": med, "raw": rows}
+    res = {"texts": len(texts), "chars_each": 500, "runs": runs, "median": med, "raw": rows,
+           "loadavg_before_runs": loads}
     if have_m2v:
         pairs = list(zip(rows["kgsearch"], rows["model2vec"]))
         res["speedup_cold_median"] = statistics.median(m["cold_s"] / k["cold_s"] for k, m in pairs)
@@ -429,6 +439,13 @@ def write_md(res: dict, path: Path) -> None:
                       f"{', '.join(f'{r:.2f}' for r in e['speedup_cold_cpu_runs'])}); second pass "
                       f"{e['speedup_warm_median']:.2f}x wall, {e['speedup_warm_cpu_median']:.2f}x CPU. "
                       f"Identical vectors in every run: {e['identical_vectors']}.", ""]
+            la = [x for x in e.get("loadavg_before_runs") or [] if x is not None]
+            if la:
+                per_run = ", ".join(f"{k['cold_s']:.2f} / {m2['cold_s']:.2f}"
+                                    for k, m2 in zip(e["raw"]["kgsearch"], e["raw"]["model2vec"]))
+                lines += [f"Per run, first pass (s), kgsearch / model2vec: {per_run}. 1-minute load average "
+                          f"before each run: {', '.join(f'{x:.2f}' for x in la)} (2 cores; above ~1 another "
+                          f"job was running).", ""]
     if t:
         qp = t["query_process"]
         lines += [f"## Dense top-10 over {t['vectors']:,} x {t['dims']} int8 vectors ({t['queries']} queries, one BLAS thread)", "",
