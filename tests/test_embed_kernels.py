@@ -173,6 +173,26 @@ def test_encode_batch_equals_encode(spec):
     assert ids.tolist() == [i for w in want for i in w]
 
 
+def test_large_vocabulary_packs_32_bit_ids(spec):
+    """Vocabularies past 65,536 ids pack ids as 32-bit integers."""
+    tokenizers = pytest.importorskip("tokenizers")
+    big = json.loads(json.dumps(spec))
+    vocab = big["model"]["vocab"]
+    n = len(vocab)
+    vocab.update({f"zq{i}": n + i for i in range(70000 - n)})
+    vocab.update({"##zq": 70000, "##9": 70001})
+    ht = tokenizers.Tokenizer.from_str(json.dumps(big))
+    ht.no_truncation()
+    tok = Tokenizer(big)
+    assert tok.id_code != "H"
+    texts = ["zq40000 zq5, (zq123) zq39999.", "hello zq38000x world", "zq1zq2 [UNK] zq35535 zq99"]
+    for t in texts:
+        assert tok.encode(t) == ht.encode(t, add_special_tokens=False).ids, t
+    flat, counts = tok.encode_batch(texts)
+    assert flat.tolist() == [i for t in texts for i in tok.encode(t)]
+    assert max(flat) >= 1 << 16 and sum(counts) == len(flat)
+
+
 # ---------------------------------------------------------------------------- regex variants
 def test_punct_regex_variants_agree():
     pt = PreTokenizer(True, True)

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import json
 import re
+import struct
 from array import array
 from bisect import bisect_right
 from itertools import chain
@@ -737,7 +738,7 @@ class _WordPieceChunks(dict):
     """
 
     def __init__(self, wp: "WordPiece", pieces: Callable[[str], list[str]], punct: str,
-                 pack: Callable[[Iterable[int]], bytes]):
+                 pack: Callable[[Iterable[int]], bytes], pack1: Callable[[int], bytes]):
         super().__init__()
         self.vocab_get = wp.vocab.get
         self.max_chars = wp.max_chars
@@ -745,6 +746,7 @@ class _WordPieceChunks(dict):
         self.pieces = pieces
         self.punct = punct
         self.pack = pack
+        self.pack1 = pack1
         self.punct_ids = _PunctIds(wp._split, pack)
 
     def __missing__(self, chunk: str) -> bytes:
@@ -752,10 +754,11 @@ class _WordPieceChunks(dict):
             self.clear()
         if chunk.isalnum():
             tid = self.vocab_get(chunk) if len(chunk) <= self.max_chars else None
-            v = self.pack((tid,) if tid is not None else self.split(chunk))
+            v = self.pack1(tid) if tid is not None else self.pack(self.split(chunk))
         else:
-            rest = chunk.lstrip(self.punct)
-            core = rest.rstrip(self.punct)
+            punct = self.punct
+            rest = chunk.lstrip(punct)
+            core = rest.rstrip(punct)
             if not core:
                 v = self.punct_ids[chunk]
             elif core.isalnum():
@@ -826,7 +829,8 @@ class Tokenizer:
         if wp_direct:
             t = _Tables.get()
             punct = "".join(chr(c) for c in range(128) if c in t.punct and c not in t.whitespace)
-            self._chunk_memo = _WordPieceChunks(self.model, self.pre_tokenizer.pieces, punct, self._pack)
+            self._chunk_memo = _WordPieceChunks(self.model, self.pre_tokenizer.pieces, punct, self._pack,
+                                                struct.Struct(code).pack)    # native, as array(code)
         else:
             self._chunk_memo = _ChunkMemo(self._chunk_ids, self._pack)
         self.pre_tokenizer.ascii_split_ok = all(
