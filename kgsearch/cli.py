@@ -142,6 +142,9 @@ def cmd_index(args) -> int:
                 note = info.get("notice") or info.get("skipped")
                 if note:
                     _err(f"note: {name}: {note}")
+            if report.compacted_bytes:
+                _err(f"note: compacted the index file: {report.compacted_bytes / 1e6:.1f} MB smaller "
+                     f"({report.phases.get('compact', 0):.1f}s)")
     if report.partial:
         _err(f"error: {report.files_failed} file(s) could not be indexed (see warnings); the rest was committed")
         return 3

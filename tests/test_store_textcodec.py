@@ -178,9 +178,12 @@ def test_an_unpacked_index_is_upgraded_to_what_a_fresh_build_holds(tmp_path):
         assert ix.conn.execute("SELECT count(*) FROM nodes WHERE typeof(text)='blob'").fetchone()[0] >= 4
         sql = ix.conn.execute("SELECT sql FROM sqlite_master WHERE name='text_fts'").fetchone()[0]
         assert "content='nodes_fts'" in sql
+        assert ix.meta("compact_pending") == "1"      # rows shrank in place: the next run VACUUMs
     # and it goes on incrementally like a fresh one
     (tree / "pkg" / "big.py").unlink()
     index_paths(db, [str(tree)], IndexOptions(steps=("text",), allow_dangling=True))
+    with Index.open(db, readonly=True) as ix:
+        assert ix.meta("compact_pending") is None
     fresh2 = tmp_path / "fresh2.db"
     index_paths(fresh2, [str(tree)], IndexOptions(steps=("text",), allow_dangling=True))
     assert logical(db) == logical(fresh2)

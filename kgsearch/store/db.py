@@ -16,6 +16,10 @@ from .schema import MIGRATIONS, schema_version
 
 SCHEMA_VERSION = schema_version()
 
+# An index run ends with a VACUUM when free pages are at least this share of the file and size.
+COMPACT_FRACTION = 0.10
+COMPACT_BYTES = 4 << 20
+
 # A code node's qualified name is its key after the namespace (``py:pkg.mod.Class.method`` ->
 # ``pkg.mod.Class.method``), so it is stored as '' and rebuilt on read: 3.8 MB less on the
 # stdlib index. Read ``nodes.qualname`` through :func:`qualname_sql`, write through
@@ -187,6 +191,50 @@ class Index:
             self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         except sqlite3.Error:
             pass
+
+    def free_bytes(self) -> tuple[int, int]:
+        """(bytes in free pages, bytes in all pages) of the main file."""
+        c = self.conn
+        size = c.execute("PRAGMA page_size").fetchone()[0]
+        return (c.execute("PRAGMA freelist_count").fetchone()[0] * size,
+                c.execute("PRAGMA page_count").fetchone()[0] * size)
+
+    def compact_if_sparse(self, min_fraction: float | None = None, min_bytes: int | None = None) -> int:
+        """``VACUUM`` when free pages are at least ``min_fraction`` of the file and ``min_bytes``
+        (after big deletions, an upgrade that rewrote tables, ``--no-embed`` dropping vectors).
+
+        A migration that rewrote rows in place (half-empty pages, which the free list does not
+        show) asks for one with :meth:`request_compaction`; the next call then runs it anyway.
+
+        Returns how many bytes smaller the database is (0 when it was not worth it or could not
+        run). Readers are not blocked (WAL: they keep their snapshot; the file itself shrinks at
+        the checkpoint after the last of them). It needs free disk space about the size of the
+        index for a moment; without it the index stays as it was, only larger.
+        """
+        min_fraction = COMPACT_FRACTION if min_fraction is None else min_fraction
+        min_bytes = COMPACT_BYTES if min_bytes is None else min_bytes
+        if self.conn.in_transaction:
+            return 0
+        free, total = self.free_bytes()
+        pending = self.meta("compact_pending") is not None
+        if not pending and (free < min_bytes or free < min_fraction * total):
+            return 0
+        try:
+            self.conn.execute("VACUUM")
+        except sqlite3.Error as exc:
+            import logging
+            logging.getLogger(__name__).warning(
+                "could not compact %s (%s); the index is intact, only %.0f MB larger than it needs to be",
+                self.path, exc, free / 1e6)
+            return 0
+        if pending:
+            self.conn.execute("DELETE FROM meta WHERE key='compact_pending'")
+        self.checkpoint()
+        return max(0, total - self.free_bytes()[1])
+
+    def request_compaction(self) -> None:
+        """Have the next :meth:`compact_if_sparse` run ``VACUUM`` whatever the free list says."""
+        self.set_meta("compact_pending", "1")
 
     # ------------------------------------------------------------------ meta
     def meta(self, key: str, default: str | None = None) -> str | None:
