@@ -6,7 +6,8 @@ can be the oracle):
   ``max_input_chars_per_word`` edges, for the shipped vocabulary and small hand-made ones;
 - the chunk memo's shortcuts (ASCII punctuation stripped around an alphanumeric core, pieces
   looked up one level deep) == regex pieces + reference WordPiece;
-- the ASCII / BMP-only punctuation and reordering-flag regexes == the full-range ones;
+- the ASCII / BMP-only punctuation and reordering-flag regexes == the full-range ones, and the
+  set-based flagged-character computation == the per-character one;
 - ``Tokenizer.encode_batch`` == ``encode`` text by text;
 - ``StaticModel._tokenize_flat`` == ``tokenize``, and ``_pool_int8`` (per-position int16/int32
   accumulation) == ``_pool`` (per-length buckets), incl. the int16 limits and > 256 tokens.
@@ -22,7 +23,7 @@ import pytest
 
 from kgsearch.embed import _unicode_table as T
 from kgsearch.embed.model import StaticModel, load_model, resolve_model
-from kgsearch.embed.wordpiece import PreTokenizer, Tokenizer, WordPiece, _Tables
+from kgsearch.embed.wordpiece import Normalizer, PreTokenizer, Tokenizer, WordPiece, _Tables
 
 
 @pytest.fixture(scope="module")
@@ -206,6 +207,22 @@ def test_punct_regex_variants_agree():
               for _ in range(rng.randrange(1, 12))]
         chunks.append("".join(chr(0x41 if 0xD800 <= c <= 0xDFFF else c) for c in cs))
     assert [c for c in chunks if pt.pieces(c) != ([c] if c.isalnum() else pt._punct_re.findall(c))] == []
+
+
+@pytest.mark.parametrize("nspec", [
+    {"type": "BertNormalizer", "clean_text": c, "handle_chinese_chars": h, "strip_accents": sa, "lowercase": lo}
+    for c in (True, False) for h in (True, False) for sa in (None, True) for lo in (True, False)
+] + [{"type": "Sequence", "normalizers": [{"type": "NFD"}, {"type": "Lowercase"}, {"type": "StripAccents"}]},
+     {"type": "Sequence", "normalizers": [{"type": "Lowercase"}, {"type": "NFD"}]},
+     {"type": "Sequence", "normalizers": [{"type": "BertNormalizer", "lowercase": False, "strip_accents": False},
+                                          {"type": "NFD"}, {"type": "StripAccents"}]},
+     {"type": "NFD"}], ids=lambda s: json.dumps(s, sort_keys=True)[:70])
+def test_flagged_equals_reference(nspec):
+    n = Normalizer.from_spec(nspec)
+    if "nfd" not in n.steps:
+        assert n._flag_re is False                  # never reorders: no flag check at all
+        return
+    assert n._flagged() == n._flagged_reference()
 
 
 def test_flag_regex_bmp_and_astral(spec):
