@@ -260,7 +260,7 @@ def write_md(res: dict, path: Path) -> None:
              f"Source: {res['source']['path']} copied to a temporary folder ({res['source']['files']} files, "
              f"{_mb(res['source']['bytes'])}, of which .py {_mb(res['source']['py_bytes'])}). "
              f"Times are medians of fresh-process runs (run counts in the table); index seconds are "
-             f"`IndexReport.seconds` (lock, walk, load, resolve, derived steps, commit, checkpoint), "
+             f"`IndexReport.seconds` (lock, walk, load, resolve, derived steps, commit, checkpoint, VACUUM when one is due), "
              f"process seconds add interpreter start-up and imports. A first index loads files in "
              f"worker processes (one per core, at most 4); reindex runs load their few files in-process. "
              f"kgsearch commit {res.get('commit', '?')}.", "",
