@@ -234,9 +234,11 @@ def test_flag_regex_bmp_and_astral(spec):
     tok = Tokenizer(spec)
     n = tok.normalizer
     assert n("é") == "e"                                      # builds the flag regexes
-    assert n._flag_re and n._flag_re_bmp
+    assert n._flag_re and n._flag_coarse
     texts = ["a\u08d4\u08d5b", "a\u08d4x\U0001D165\U0001D16Dy", "\U0001D15F\U0001D165", "\u08d4 only one",
-             "\U0001e944\u0301\U0001e945", "caf\u00e9 \u1b44\u1baa", "x" * 50 + "\u302e\u302f" + "é"]
+             "\U0001e944\u0301\U0001e945", "caf\u00e9 \u1b44\u1baa", "x" * 50 + "\u302e\u302f" + "é",
+             "\U0001f600\U0001f601 two astral, not flagged", "\U0001f600 \u08d4 one of each",
+             "\u08d4\U0001D165\u0301 flagged bmp + flagged astral", "\U0001D165\U0001f600\U0001D16D"]
     for t in texts:
         assert tok.encode(t) == ht.encode(t, add_special_tokens=False).ids, t
 

@@ -192,7 +192,7 @@ class Normalizer:
             (k in upper and self._ascii_lower) or (not chr(k).isprintable() and v in ("", " "))
             for k, v in self._ascii.items()) and (self._ascii_lower or not any(k in upper for k in self._ascii))
         self._flag_re: Any = None if "nfd" in self.steps else False   # built on first non-ASCII text
-        self._flag_re_bmp: Any = None      # the same for texts without astral characters
+        self._flag_coarse: Any = None      # flagged BMP characters or any astral one (see __call__)
 
     @property
     def identity(self) -> bool:
@@ -286,13 +286,13 @@ class Normalizer:
 
     def _build_flag_re(self):
         """A regex of the :meth:`_flagged` characters (None if there are none); also sets
-        ``_flag_re_bmp``, the same class cut at U+FFFF."""
+        ``_flag_coarse``: the flagged BMP characters plus the whole astral range, one class
+        ``re`` tests ~5x faster than the exact one (whose astral ranges it tests one by one)."""
         flagged = self._flagged()
         if not flagged:
             return None
         ranges = _ranges(flagged)
-        bmp = _regex_class(ranges, 0xFFFF)
-        self._flag_re_bmp = re.compile(f"[{bmp}]") if bmp else False
+        self._flag_coarse = re.compile(f"[{_regex_class(ranges, 0xFFFF)}\\U00010000-\\U0010ffff]")
         return re.compile(f"[{_regex_class(ranges)}]")
 
     def __call__(self, text: str) -> str:
@@ -312,8 +312,10 @@ class Normalizer:
         if self._flag_re is None:
             self._flag_re = self._build_flag_re() or False
         if self._flag_re:
-            flag = self._flag_re_bmp if max(text) <= "\uffff" else self._flag_re
-            if flag and len(flag.findall(text)) >= 2:
+            # two flagged characters may need reordering: count them with the coarse class;
+            # only if an astral character is among the hits, count exactly
+            hits = self._flag_coarse.findall(text)
+            if len(hits) >= 2 and (max(hits) <= "\uffff" or len(self._flag_re.findall(text)) >= 2):
                 return "".join(self._apply(list(text), self.steps))
         if len(self._memo) > _MEMO_CAP:
             self._memo.clear()
