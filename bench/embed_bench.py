@@ -33,6 +33,7 @@ import os
 import platform
 import re
 import resource
+import sqlite3
 import statistics
 import subprocess
 import sys
@@ -319,7 +320,10 @@ def bench_stdlib(model_path: Path, tmp: Path) -> dict:
     build_s = time.perf_counter() - t0
     ix = Index.open(db)
     nodes = ix.node_count()
-    chars = ix.conn.execute("SELECT sum(min(length(name) + 1 + length(text), 2000)) FROM nodes").fetchone()[0]
+    try:        # node texts may be stored compressed, read through kgtext()
+        chars = ix.conn.execute("SELECT sum(min(length(name) + 1 + length(kgtext(text)), 2000)) FROM nodes").fetchone()[0]
+    except sqlite3.OperationalError:
+        chars = ix.conn.execute("SELECT sum(min(length(name) + 1 + length(text), 2000)) FROM nodes").fetchone()[0]
     with ix.transaction():
         gen = ix.generation + 1
         ix.set_meta("generation", gen)
