@@ -1,0 +1,59 @@
+"""The README's example outputs are what the code prints (ranks, names, scores, explain lines).
+
+Both blocks are the demo index's real output; ranking changes that move them must update the
+README too.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from kgsearch.cli import main
+
+README = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+HIT = re.compile(r"^ ?\d+\. .+  \[\w+\]  [\d.]+  [\w+]+$")
+EXPLAIN = re.compile(r"^\s+(?:\w+\s+score .*|= .*|\+ shift .*)$")
+
+
+def _block_after(marker: str) -> list[str]:
+    start = README.index(marker)
+    a = README.index("```\n", start) + 4
+    return README[a:README.index("```\n", a)].splitlines()
+
+
+NUM = re.compile(r"[-+]?\d+\.\d+")
+
+
+def _same(got: list[str], want: list[str], tol: float = 2e-3) -> None:
+    """Lines equal word for word, decimals within ``tol`` (BLAS/libm may round the last digit
+    differently on another CPU, e.g. a phone)."""
+    assert len(got) == len(want), (got, want)
+    for g, w in zip(got, want):
+        assert NUM.sub("#", g).split() == NUM.sub("#", w).split(), (g, w)
+        gn, wn = [float(x) for x in NUM.findall(g)], [float(x) for x in NUM.findall(w)]
+        assert all(abs(a - b) <= tol for a, b in zip(gn, wn)), (g, w)
+
+
+def _significant(lines, pattern) -> list[str]:
+    # README lines may carry '# comments' to the right; the code's output has none
+    return [re.sub(r"\s+#.*$", "", ln).rstrip() for ln in lines if pattern.match(re.sub(r"\s+#.*$", "", ln))]
+
+
+def test_readme_demo_block_is_real_output(tmp_path, capsys):
+    db = str(tmp_path / "demo.db")
+    assert main(["demo", "how do I back up my notes", "--db", db]) == 0
+    out = capsys.readouterr().out.splitlines()
+    readme = _significant(_block_after("The first prints"), HIT)
+    assert len(readme) == 3
+    _same(_significant(out, HIT)[:3], readme)
+
+
+def test_readme_explain_block_is_real_output(tmp_path, capsys):
+    db = str(tmp_path / "demo.db")
+    assert main(["demo", "why does sync fail at night", "--explain", "-k", "2", "--db", db]) == 0
+    out = capsys.readouterr().out.splitlines()
+    block = _block_after("A worked `--explain`")
+    readme_hits, readme_parts = _significant(block, HIT), _significant(block, EXPLAIN)
+    assert len(readme_hits) == 2 and len(readme_parts) == 11
+    _same(_significant(out, HIT), readme_hits)
+    _same(_significant(out, EXPLAIN)[:11], readme_parts)          # the first hit's explanation
