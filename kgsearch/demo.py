@@ -3,7 +3,8 @@
 The demo (``data/demo``: an Obsidian-style vault and a typed knowledge graph about offline
 search on a phone) is indexed into its own file, ``<data dir>/demo.db`` unless ``--db`` is
 given, so it never mixes with the user's index. Reindexing is incremental, so a second run
-costs a few milliseconds before the query.
+costs a few milliseconds before the query; a default demo index made from another copy of the
+demo folder (another checkout or install) is rebuilt.
 """
 from __future__ import annotations
 
@@ -25,7 +26,36 @@ def run_demo(query: str | None = None, db=None, k: int = 5, quiet: bool = False)
     from .indexer import IndexOptions, index_paths
     from .pipeline import SearchOptions, search
 
+    src = demo_dir()
     path = db or (data_home() / "demo.db")
-    report = index_paths(path, [str(demo_dir())], IndexOptions())
+    if db is None:
+        _forget_other_demo(path, src)
+    report = index_paths(path, [str(src)], IndexOptions())
     resp = search(query or DEFAULT_QUERY, db=path, options=SearchOptions(k=k, use_cache=False))
     return resp, report
+
+
+def _forget_other_demo(path, src) -> None:
+    """The default demo index holds one demo folder: when kgsearch now runs from another checkout
+    or install, the file indexed from the old one is removed (it is ours, and rebuilt in ~1 s);
+    otherwise both folders' notes, with the same keys, would sit in one index."""
+    import json
+    import os
+    import sqlite3
+
+    from .store.db import Index
+
+    if not os.path.exists(path):
+        return
+    try:
+        with Index.open(path, readonly=True) as ix:
+            roots = json.loads(ix.meta("roots", "[]") or "[]")
+    except (BadIndex, sqlite3.Error, ValueError):
+        roots = None                       # unreadable or old: rebuild it
+    if roots == [str(src.resolve())]:
+        return
+    for suffix in ("", "-wal", "-shm"):
+        try:
+            os.remove(f"{path}{suffix}")
+        except FileNotFoundError:
+            pass

@@ -96,3 +96,41 @@ def test_quality_on_shared_sets(shared_bench, tmp_path_factory):
         full = evaluate(str(folder), EvalOptions(index_dir=idx))
         assert bm["metrics"]["ndcg@10"] >= floor, name
         assert full["metrics"]["ndcg@10"] >= bm["metrics"]["ndcg@10"], name
+
+
+def test_default_demo_index_follows_the_demo_folder(tmp_path, monkeypatch):
+    """The default demo index is rebuilt when the demo folder it was made from is not this one
+    (kgsearch now runs from another checkout/install); otherwise it is reused incrementally."""
+    import shutil
+
+    from kgsearch.config import shipped_data_dir
+    from kgsearch.demo import run_demo
+    from kgsearch.store.db import Index
+
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    copies = []
+    for name in ("a", "b"):
+        d = tmp_path / name / "data"
+        shutil.copytree(shipped_data_dir() / "demo", d / "demo")
+        (d / "models").symlink_to(shipped_data_dir() / "models")
+        copies.append(d)
+    db = tmp_path / "xdg" / "kgsearch" / "demo.db"
+    monkeypatch.setenv("KGSEARCH_DATA", str(copies[0]))
+    resp_a, rep_a = run_demo("how do I back up my notes", quiet=True)
+    monkeypatch.setenv("KGSEARCH_DATA", str(copies[1]))
+    resp_b, rep_b = run_demo("how do I back up my notes", quiet=True)
+    assert rep_b.files_loaded == rep_a.files_loaded > 0 and not rep_b.warnings    # rebuilt, no key clashes
+    with Index.open(db, readonly=True) as ix:
+        assert ix.meta_json("roots") == [str((copies[1] / "demo").resolve())]
+        paths = {r[0] for r in ix.conn.execute("SELECT path FROM files")}
+    assert paths and all(p.startswith(str(copies[1].resolve())) for p in paths)
+    assert [(h.key, round(h.score, 4)) for h in resp_b.hits] == [(h.key, round(h.score, 4)) for h in resp_a.hits]
+    _, rep_again = run_demo("how do I back up my notes", quiet=True)
+    assert rep_again.files_loaded == 0                       # same folder: reused, not rebuilt
+    # an index given with --db is the user's: never removed
+    other = tmp_path / "mine.db"
+    run_demo("backup", db=str(other), quiet=True)
+    monkeypatch.setenv("KGSEARCH_DATA", str(copies[0]))
+    _, rep_mine = run_demo("backup", db=str(other), quiet=True)
+    with Index.open(other, readonly=True) as ix:
+        assert len(ix.meta_json("roots")) == 2
