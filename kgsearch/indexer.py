@@ -81,7 +81,7 @@ class IndexOptions:
     steps: tuple[str, ...] | None = None     # derived steps to run (default: all present)
     workers: int | None = None               # loader processes (None: one per core when many files)
     progress: Callable[[dict], None] | None = None
-    compact: bool = True                     # VACUUM after the run when 10 %+ of the file is free
+    compact: bool = True                     # VACUUM after the run when due (Index.compact_if_sparse)
 
 
 @dataclass
@@ -102,7 +102,7 @@ class IndexReport:
     phases: dict = field(default_factory=dict)
     steps: dict = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
-    compacted_bytes: int = 0           # the file shrank by this much (VACUUM after the run)
+    compacted_bytes: int = 0           # the database got this much smaller (VACUUM after the run)
 
     @property
     def partial(self) -> bool:

@@ -32,3 +32,14 @@ def ix(db_path):
     index = Index.open(db_path)
     yield index
     index.close()
+
+
+@pytest.fixture(scope="module")
+def shipped():
+    """The default model folder shipped in data/models (embed tests)."""
+    from kgsearch.embed.model import resolve_model
+
+    p = resolve_model(None)
+    if p is None:
+        pytest.skip("shipped model missing")
+    return p

@@ -22,16 +22,8 @@ import numpy as np
 import pytest
 
 from kgsearch.embed import _unicode_table as T
-from kgsearch.embed.model import StaticModel, load_model, resolve_model
+from kgsearch.embed.model import StaticModel, load_model
 from kgsearch.embed.wordpiece import Normalizer, PreTokenizer, Tokenizer, WordPiece, _Tables
-
-
-@pytest.fixture(scope="module")
-def shipped():
-    p = resolve_model(None)
-    if p is None:
-        pytest.skip("shipped model missing")
-    return p
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,7 @@ import sys
 import numpy as np
 import pytest
 
-from kgsearch.embed.model import load_model, resolve_model
+from kgsearch.embed.model import load_model
 
 model2vec = pytest.importorskip("model2vec")
 
@@ -65,14 +65,6 @@ def texts():
     t = corpus()
     assert len(t) >= 1000
     return t
-
-
-@pytest.fixture(scope="module")
-def shipped():
-    p = resolve_model(None)
-    if p is None:
-        pytest.skip("shipped model missing")
-    return p
 
 
 def _kmeans_stub():

@@ -14,7 +14,6 @@ import numpy as np
 import pytest
 
 from kgsearch.embed import _unicode_table as T
-from kgsearch.embed.model import resolve_model
 from kgsearch.embed.wordpiece import Normalizer, PreTokenizer, Tokenizer
 from kgsearch.errors import DataError
 
@@ -22,11 +21,8 @@ tokenizers = pytest.importorskip("tokenizers")
 
 
 @pytest.fixture(scope="module")
-def tok_path():
-    p = resolve_model(None)
-    if p is None:
-        pytest.skip("shipped model missing")
-    return p / "tokenizer.json"
+def tok_path(shipped):
+    return shipped / "tokenizer.json"
 
 
 @pytest.fixture(scope="module")

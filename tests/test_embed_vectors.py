@@ -10,16 +10,8 @@ import pytest
 
 from kgsearch.embed import index as embed_index
 from kgsearch.embed import vectors
-from kgsearch.embed.model import load_model, resolve_model
+from kgsearch.embed.model import load_model
 from kgsearch.types import ChangeSet
-
-
-@pytest.fixture(scope="module")
-def shipped():
-    p = resolve_model(None)
-    if p is None:
-        pytest.skip("shipped model missing")
-    return p
 
 
 def _unit(rng, n, d=32):

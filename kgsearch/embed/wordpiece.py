@@ -758,20 +758,6 @@ class _ChunkMemo(dict):
         return v
 
 
-class _PunctIds(dict):
-    """string of ASCII punctuation -> packed ids (each character is its own word)."""
-
-    def __init__(self, split: Callable[[str], tuple[int, ...]], pack: Callable[[Iterable[int]], bytes]):
-        super().__init__()
-        self.split = split
-        self.pack = pack
-
-    def __missing__(self, s: str) -> bytes:
-        if len(self) > _MEMO_CAP:
-            self.clear()
-        v = self[s] = self.pack(_chain(map(self.split, s)))
-        return v
-
 
 class _WordPieceChunks(dict):
     """whitespace-free chunk -> packed WordPiece ids, for a pre-tokenizer that isolates
@@ -796,7 +782,8 @@ class _WordPieceChunks(dict):
         self.punct = punct
         self.pack = pack
         self.pack1 = pack1
-        self.punct_ids = _PunctIds(wp._split, pack)
+        # string of ASCII punctuation -> packed ids (each character is its own word)
+        self.punct_ids = _ChunkMemo(lambda s: _chain(map(wp._split, s)), pack)
 
     def __missing__(self, chunk: str) -> bytes:
         if len(self) > _MEMO_CAP:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import sqlite3
 import time
@@ -15,6 +16,8 @@ from . import textcodec
 from .schema import MIGRATIONS, schema_version
 
 SCHEMA_VERSION = schema_version()
+
+log = logging.getLogger(__name__)
 
 # An index run ends with a VACUUM when free pages are at least this share of the file and size.
 COMPACT_FRACTION = 0.10
@@ -222,10 +225,8 @@ class Index:
         try:
             self.conn.execute("VACUUM")
         except sqlite3.Error as exc:
-            import logging
-            logging.getLogger(__name__).warning(
-                "could not compact %s (%s); the index is intact, only %.0f MB larger than it needs to be",
-                self.path, exc, free / 1e6)
+            log.warning("could not compact %s (%s); the index is intact, only larger than it needs to be",
+                        self.path, exc)
             return 0
         if pending:
             self.conn.execute("DELETE FROM meta WHERE key='compact_pending'")
