@@ -237,7 +237,7 @@ def bench_topk(model_path: Path, n: int, n_queries: int, tmp: Path) -> dict:
     import numpy as np
 
     from kgsearch.embed import load_model, vectors
-    from kgsearch.embed.index import ensure_rotation
+    from kgsearch.embed.embed_step import ensure_rotation
     from kgsearch.store.db import Index
 
     model = load_model(model_path)
@@ -308,7 +308,7 @@ def bench_stdlib(model_path: Path, tmp: Path) -> dict:
     """Embed the Python standard library's code index (built without derived steps first)."""
     import sysconfig
 
-    from kgsearch.embed import index as embed_index
+    from kgsearch.embed import embed_step as embed_index
     from kgsearch.indexer import IndexOptions, index_paths
     from kgsearch.store.db import Index
     from kgsearch.types import ChangeSet

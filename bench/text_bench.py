@@ -105,14 +105,14 @@ if mode == "build":
     t0 = time.perf_counter()
     if engine == "kgsearch":
         from kgsearch.store.db import Index
-        from kgsearch.text import bm25
+        from kgsearch.text import bm25, postings
         p = os.path.join(work, "kg.db")
         for suf in ("", "-wal", "-shm"):
             if os.path.exists(p + suf): os.remove(p + suf)
         ix = Index.open(p)
         params = bm25.BM25Params(k1=1.5, b=0.75, name_weight=1.0)
         with ix.transaction():
-            bm25.write_postings(ix, (((), d) for d in docs), list(range(1, len(docs) + 1)), params)
+            postings.write_postings(ix, (((), d) for d in docs), list(range(1, len(docs) + 1)), params)
         ix.checkpoint(); ix.close()
     elif engine == "bm25s":
         import bm25s

@@ -2,7 +2,7 @@
 
 Default run: every set, each stemmer, through the real channel: the corpus is inserted as
 nodes (kind 'doc', key 'doc:<_id>', name=title, text=text) into a fresh Index, the text step
-builds the index (``kgsearch.text.index.update`` with ``ChangeSet(full=True)``) and queries go
+builds the index (``kgsearch.text.text_step.update`` with ``ChangeSet(full=True)``) and queries go
 through ``kgsearch.text.bm25.search``. ``--grid`` sweeps k1, b, name weight and stemmer with the
 in-memory scorer (same impacts, checked against the channel) to choose the defaults by the
 mean over all sets. Writes bench/results/text_quality.json and .md.
@@ -81,7 +81,7 @@ def mean_metrics(rows: list[dict]) -> dict[str, float]:
 # ---------------------------------------------------------------------------- channel path
 def run_channel(corpus, queries, qrels, settings: dict) -> tuple[dict, dict]:
     from kgsearch.store.db import Index
-    from kgsearch.text import bm25, index as tindex
+    from kgsearch.text import bm25, text_step as tindex
     from kgsearch.types import ChangeSet
 
     with tempfile.TemporaryDirectory() as tmp:

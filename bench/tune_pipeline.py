@@ -3,8 +3,9 @@
     python bench/tune_pipeline.py --config NAME=JSON ... [--sets scifact,nfcorpus,...] [--out FILE]
 
 Each config is a JSON object: SearchOptions fields (``channels``, ``weights``, ``keyword_boost``,
-``norm``, ``fusion``, ``intent`` ...) plus ``"patch"``: {"module.CONSTANT": value} applied to
-kgsearch modules for that run (e.g. ``"pipeline.PR_BLEND": 0.3``), and ``"profiles"``: a
+``norm``, ``fusion``, ``intent`` ...) plus ``"tuning"``: fields of :class:`kgsearch.query.Tuning`
+for that run (e.g. ``{"pr_blend": 0.3}``), ``"patch"``: {"module.CONSTANT": value} applied to
+other kgsearch modules for that run (e.g. ``"text.neighbors.K": 5``), and ``"profiles"``: a
 {intent: [a, b, g, d]} override of ``intent.PROFILES`` (``"*"`` = every intent).
 The evaluation indexes are built once (``kgsearch eval`` layout) and reused.
 """
@@ -22,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from kgsearch import evaluate as ev, intent  # noqa: E402
-from kgsearch.pipeline import Engine, SearchOptions  # noqa: E402
+from kgsearch.query import TUNING, Engine, SearchOptions  # noqa: E402
 from kgsearch.store.db import Index  # noqa: E402
 
 SHARED = ROOT.parent / "shared" / "bench"
@@ -44,6 +45,7 @@ ENGINES: dict = {}
 
 def run_config(cfg: dict, data: dict) -> dict:
     cfg = dict(cfg)
+    tuning = replace(TUNING, **cfg.pop("tuning", {}))
     patches = cfg.pop("patch", {})
     profiles = cfg.pop("profiles", None)
     saved = []
@@ -66,6 +68,7 @@ def run_config(cfg: dict, data: dict) -> dict:
             if name not in ENGINES:
                 ENGINES[name] = Engine(Index.open(db, readonly=True), memo=True)
             eng = ENGINES[name]
+            eng.tuning = tuning
             if True:
                 sopts = replace(SearchOptions(k=100, snippets=False, use_cache=False), **cfg)
                 r = ev.run_queries(eng, queries, sopts, qrels)

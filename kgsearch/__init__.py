@@ -5,7 +5,7 @@ The package root stays light: importing it must not import numpy, so that
 """
 from __future__ import annotations
 
-__version__ = "0.1.0"
+from .version import __version__
 
 __all__ = ["__version__", "open_index", "search"]
 
@@ -18,7 +18,7 @@ def open_index(path=None, readonly=False):
 
 
 def search(query, db=None, k=10, **options):
-    """Run the hybrid query pipeline and return a ``pipeline.Response``."""
-    from .pipeline import search as _search
+    """Run the hybrid query pipeline and return a :class:`kgsearch.query.Response`."""
+    from .query import search as _search
 
     return _search(query, db=db, k=k, **options)

@@ -123,7 +123,7 @@ def make_queries(db: str, n: int, seed: int = 0) -> list[str]:
 
 CHILD = """
 import json, resource, sys, time
-from kgsearch.pipeline import Engine, SearchOptions
+from kgsearch.query import Engine, SearchOptions
 from kgsearch.store.db import Index
 db, qfile = sys.argv[1], sys.argv[2]
 queries = json.load(open(qfile))

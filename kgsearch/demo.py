@@ -24,7 +24,7 @@ def demo_dir():
 
 def run_demo(query: str | None = None, db=None, k: int = 5, quiet: bool = False):
     from .indexer import IndexOptions, index_paths
-    from .pipeline import SearchOptions, search
+    from .query import SearchOptions, search
 
     src = demo_dir()
     path = db or (data_home() / "demo.db")

@@ -180,7 +180,7 @@ def run_queries(engine, queries: list[tuple[str, str]], sopts, qrels: dict) -> d
 
 
 def evaluate_beir(folder: Path, opts: EvalOptions) -> dict:
-    from .pipeline import DEFAULT_CHANNELS, Engine, SearchOptions
+    from .query import DEFAULT_CHANNELS, Engine, SearchOptions
     from .store.db import Index
 
     t_start = time.perf_counter()
@@ -238,7 +238,7 @@ def _with_channels(sopts, channels):
 
 # ---------------------------------------------------------------------------- probes
 def evaluate_probes(path: Path, opts: EvalOptions) -> dict:
-    from .pipeline import Engine, SearchOptions
+    from .query import Engine, SearchOptions
     from .store.db import Index
 
     t_start = time.perf_counter()

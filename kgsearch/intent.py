@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from .codelike import identifier_kind
 from .errors import UsageError
 
 # name: (alpha embedding, beta text, gamma graph, delta intent edges)
@@ -60,7 +61,6 @@ INTENT_KEYWORDS: dict[str, tuple[str, ...]] = {
     "exploratory": ("explore", "browse", "list", "overview"),
 }
 
-_CAMEL = re.compile(r"^[A-Za-z_][a-z0-9_]*[A-Z][A-Za-z0-9_]*$")
 _WORDS = re.compile(r"[\w'-]+", re.UNICODE)
 
 # (intent, regex) in priority order after exact_match
@@ -107,15 +107,7 @@ def _is_exact(q: str) -> str | None:
             return "quoted phrase"
     words = s.split()
     if len(words) == 1:
-        w = words[0]
-        if _CAMEL.match(w):
-            return "CamelCase identifier"
-        if re.match(r"^[A-Za-z0-9]+([_-][A-Za-z0-9]+)+$", w):
-            return "a-b / a_b name"
-        if re.match(r"^[\w-]+\.[A-Za-z0-9]{1,5}$", w):
-            return "file name"
-        if re.match(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)+(\(\))?$", w):
-            return "dotted name"
+        return identifier_kind(words[0])
     return None
 
 

@@ -5,7 +5,8 @@ import json
 import time
 
 from .errors import NotFound
-from .store.db import Index, qualname_sql
+from .store.db import Index
+from .store.rows import find_node_row, node_row_by_id
 
 
 def index_stats(ix: Index) -> dict:
@@ -38,37 +39,15 @@ def index_stats(ix: Index) -> dict:
     }
 
 
-NODE_FIELDS = ("id", "key", "kind", "name", "qualname", "text", "path", "line_start", "line_end", "flags", "props",
-               "file_id", "parent_id")
-# a file-owned node's path is its file's (nodes.path is NULL for those, see migration 0006)
-# and a code node's qualname is its key's (see store.db.qualname_sql)
-NODE_COLS = ", ".join("coalesce(nodes.path, (SELECT f.path FROM files f WHERE f.id = nodes.file_id))"
-                      if c == "path" else qualname_sql() if c == "qualname" else "kgtext(text)" if c == "text" else c
-                      for c in NODE_FIELDS)
-
-
-def _node_dict(row) -> dict:
-    d = dict(zip(NODE_FIELDS, row))
-    d["props"] = json.loads(d["props"]) if d.get("props") else {}
-    return d
-
-
 def find_node(ix: Index, ref: str) -> dict:
-    """A node by key, then by qualified name, then by name (case-insensitive); NotFound otherwise."""
-    c = ix.conn
-    for sql, arg in ((f"SELECT {NODE_COLS} FROM nodes WHERE key=?", ref),
-                     (f"SELECT {NODE_COLS} FROM nodes WHERE key=?", "py:" + ref),      # a qualified name
-                     (f"SELECT {NODE_COLS} FROM nodes WHERE {qualname_sql()}=? ORDER BY id LIMIT 1", ref),
-                     (f"SELECT {NODE_COLS} FROM nodes WHERE name=? ORDER BY flags, id LIMIT 1", ref),
-                     (f"SELECT {NODE_COLS} FROM nodes WHERE lower(name)=lower(?) ORDER BY flags, id LIMIT 1", ref)):
-        row = c.execute(sql, (arg,)).fetchone()
-        if row is not None:
-            return _node_dict(row)
-    if ref.isdigit():
-        row = c.execute(f"SELECT {NODE_COLS} FROM nodes WHERE id=?", (int(ref),)).fetchone()
-        if row is not None:
-            return _node_dict(row)
-    raise NotFound(f"no node {ref!r} in {ix.path}; try `kgsearch search {ref!r}` to find its key")
+    """A node by key, then by qualified name, then by name (case-insensitive), then by row id;
+    NotFound otherwise."""
+    row = find_node_row(ix.conn, ref)
+    if row is None and ref.isdigit():
+        row = node_row_by_id(ix.conn, int(ref))
+    if row is None:
+        raise NotFound(f"no node {ref!r} in {ix.path}; try `kgsearch search {ref!r}` to find its key")
+    return row
 
 
 def show_node(ix: Index, ref: str, limit: int = 25) -> dict:

@@ -7,6 +7,10 @@ from pathlib import Path
 
 import pytest
 
+# Tests run the query engine in strict mode: a channel that raises fails the test instead of
+# being skipped with a note (kgsearch.query.engine). Tests of the skip path ask for strict=False.
+os.environ.setdefault("KGSEARCH_STRICT", "1")
+
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("KGSEARCH_SHARED", ROOT.parent / "shared"))
 

@@ -23,7 +23,7 @@ import pytest
 
 from kgsearch.embed import _unicode_table as T
 from kgsearch.embed.model import StaticModel, load_model
-from kgsearch.embed.wordpiece import Normalizer, PreTokenizer, Tokenizer, WordPiece, _Tables
+from kgsearch.embed.tokenizers import Normalizer, PreTokenizer, Tokenizer, WordPiece, Tables
 
 
 @pytest.fixture(scope="module")
@@ -300,4 +300,4 @@ def test_pool_int8_rejects_ids_outside_the_table(shipped):
 
 
 def test_tables_loaded_once():
-    assert _Tables.get() is _Tables.get()
+    assert Tables.get() is Tables.get()

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from kgsearch.embed import _unicode_table as T
-from kgsearch.embed.wordpiece import Normalizer, PreTokenizer, Tokenizer
+from kgsearch.embed.tokenizers import Normalizer, PreTokenizer, Tokenizer
 from kgsearch.errors import DataError
 
 tokenizers = pytest.importorskip("tokenizers")

@@ -8,7 +8,7 @@ import shutil
 import numpy as np
 import pytest
 
-from kgsearch.embed import index as embed_index
+from kgsearch.embed import embed_step as embed_index, index_model
 from kgsearch.embed import vectors
 from kgsearch.embed.model import load_model
 from kgsearch.types import ChangeSet
@@ -194,7 +194,7 @@ def test_model_change_reembeds_all_and_no_model_changes_nothing(ix, shipped, tmp
     assert vectors.search(ix, "phones", k=2)[0].size == 2
 
     before = (_block_bytes(ix), ix.meta("model_id"), ix.derived("embed"))
-    with caplog.at_level(logging.WARNING, logger="kgsearch.embed.index"):
+    with caplog.at_level(logging.WARNING, logger="kgsearch.embed.embed_step"):
         info = _run(ix, ChangeSet(generation=3, full=True), {"model": str(tmp_path / "missing")})
     assert info == {"skipped": "no model"}
     assert len([r for r in caplog.records if "no embedding model" in r.getMessage()]) == 1
@@ -203,7 +203,7 @@ def test_model_change_reembeds_all_and_no_model_changes_nothing(ix, shipped, tmp
 
     # the model that built the vectors is gone: the channel says so in one line
     shutil.rmtree(other)
-    embed_index._MODELS.clear()
+    index_model._MODELS.clear()
     msg = vectors.search(ix, "phones")
     assert isinstance(msg, str) and "not available here" in msg
 

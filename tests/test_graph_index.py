@@ -6,7 +6,7 @@ import pytest
 
 from kgsearch.config import EDGE_WEIGHTS
 from kgsearch.graph import Graph, greedy_modularity, pagerank
-from kgsearch.graph import index as gi
+from kgsearch.graph import context as gctx, graph_step as gi
 from kgsearch.types import ChangeSet
 
 # ids are deliberately sparse (positions != ids)
@@ -32,7 +32,7 @@ def test_update_builds_blobs_and_context(ix):
     info = gi.update(ix, ChangeSet(generation=1, full=True), {})
     assert info["rebuilt"] and info["nodes"] == 6 and info["edges"] == 5     # unresolved edge left out
     assert ix.derived("graph")["generation"] == 1
-    ctx = gi.load_context(ix)
+    ctx = gctx.load_context(ix)
     g = ctx.graph
     assert ctx.node_ids.tolist() == [10, 11, 15, 20, 21, 30]
     assert ctx.positions([15, 99, 30]).tolist() == [2, -1, 5]
@@ -45,10 +45,10 @@ def test_update_builds_blobs_and_context(ix):
     assert got[(11, 10, "no_such_type")] == pytest.approx(2.0 * 0.3)
     # PageRank and communities are stored by position and exposed by node id
     want = pagerank(g, tol=1e-12, max_iter=1000)
-    pr = gi.pagerank_scores(ix)
+    pr = gctx.pagerank_scores(ix)
     assert len(pr) == 31 and pr[12] == 0
     assert np.allclose(pr[ctx.node_ids], want, atol=1e-6)
-    labels = gi.community_labels(ix)
+    labels = gctx.community_labels(ix)
     assert labels[12] == -1 and np.array_equal(labels[ctx.node_ids], greedy_modularity(g))
     assert ctx.is_code_query([10, 11, 15]) and not ctx.is_code_query([20, 21])
     assert ctx.type_ids(["calls", "nope"]) == [g.etype_names.index("calls")]
@@ -61,7 +61,7 @@ def test_unchanged_graph_is_not_rebuilt_but_weight_table_change_is(ix):
     assert info["rebuilt"] is False
     info = gi.update(ix, ChangeSet(generation=3, modified=[10]), {"edge_weights": {"calls": 0.1}})
     assert info["rebuilt"] is True
-    g = gi.load_graph(ix)
+    g = gctx.load_graph(ix)
     s, d, w, t = g.edges()
     calls = g.etype_names.index("calls")
     assert np.allclose(w[(t == calls)], [0.1, 0.05])
@@ -71,14 +71,14 @@ def test_community_budget_skips_and_labels_become_none(ix):
     fill(ix)
     info = gi.update(ix, ChangeSet(generation=1, full=True), {"graph_communities_max_pairs": 1})
     assert info["communities"].startswith("skipped")
-    assert gi.community_labels(ix) is None
-    assert gi.load_context(ix).communities_of([10]) is None
+    assert gctx.community_labels(ix) is None
+    assert gctx.load_context(ix).communities_of([10]) is None
 
 
 def test_timeout_is_remembered_and_previous_labels_are_kept(ix, monkeypatch):
     fill(ix)
     gi.update(ix, ChangeSet(generation=1, full=True), {})
-    before = gi.community_labels(ix).copy()
+    before = gctx.community_labels(ix).copy()
     calls = []
 
     def too_slow(g, **kw):
@@ -91,7 +91,7 @@ def test_timeout_is_remembered_and_previous_labels_are_kept(ix, monkeypatch):
         ix.conn.execute("INSERT INTO edges(src, dst, dst_name, type) VALUES (40, 10, 'x', 'calls')")
     info = gi.update(ix, ChangeSet(generation=2, added=[40], edges_changed=True), {})
     assert "took longer" in info["communities"] and "kept the previous labels of 6" in info["communities"]
-    after = gi.community_labels(ix)
+    after = gctx.community_labels(ix)
     assert after[40] == -1 and np.array_equal(after[[10, 11, 15, 20, 21, 30]], before[[10, 11, 15, 20, 21, 30]])
     info = gi.update(ix, ChangeSet(generation=3, edges_changed=True), {})
     assert "ran out of" in info["communities"] and len(calls) == 1          # not retried
@@ -100,16 +100,16 @@ def test_timeout_is_remembered_and_previous_labels_are_kept(ix, monkeypatch):
 
 
 def test_no_graph_yet_and_empty_graph(ix):
-    assert gi.load_context(ix) is None and gi.load_graph(ix) is None and gi.pagerank_scores(ix) is None
+    assert gctx.load_context(ix) is None and gctx.load_graph(ix) is None and gctx.pagerank_scores(ix) is None
     info = gi.update(ix, ChangeSet(generation=1, full=True), {})
     assert info["nodes"] == 0
-    assert gi.load_graph(ix).n == 0
+    assert gctx.load_graph(ix).n == 0
 
 
 def test_walk_hits_and_entity_channels(ix):
     fill(ix)
     gi.update(ix, ChangeSet(generation=1, full=True), {})
-    ctx = gi.load_context(ix)
+    ctx = gctx.load_context(ix)
     w = ctx.walk(ctx.positions([10]), [1.0])
     assert max(w, key=w.get) == 0 and set(w) <= set(range(6))
     assert ctx.match_entities("how does Graph Search work").tolist() == ctx.positions([20]).tolist()
@@ -133,7 +133,7 @@ def test_indexer_runs_the_graph_step(tmp_path):
     rep = index_paths(db, [str(tmp_path / "kb")], IndexOptions(settings={"model": "none"}, steps=("graph",)))
     assert rep.steps["graph"]["rebuilt"]
     with Index.open(db, readonly=True) as ix:
-        g = gi.load_graph(ix)
+        g = gctx.load_graph(ix)
         assert isinstance(g, Graph) and g.m >= 2
 
 
@@ -179,7 +179,7 @@ def test_few_changes_keep_communities_and_place_new_nodes(ix, monkeypatch):
     _two_cliques(ix)
     info = gi.update(ix, ChangeSet(generation=1, full=True), {})
     assert info["communities"] == 2
-    before = gi.community_labels(ix).copy()
+    before = gctx.community_labels(ix).copy()
     a, b = before[1], before[31]
     assert a != b
 
@@ -189,13 +189,13 @@ def test_few_changes_keep_communities_and_place_new_nodes(ix, monkeypatch):
     _add(ix, 100, [31, 32, 2])                                # two links into the second clique
     info = gi.update(ix, ChangeSet(generation=2, added=[100], edges_changed=True), {})
     assert "placed 1 new nodes" in info["communities"] and not full_runs
-    labels = gi.community_labels(ix)
+    labels = gctx.community_labels(ix)
     assert labels[100] == b and np.array_equal(labels[1:61], before[1:61])
     # the changes add up: 2 % of the 60 nodes at the last full run is 1.2 nodes -> full CNM again
     _add(ix, 101, [100])
     info = gi.update(ix, ChangeSet(generation=3, added=[101], edges_changed=True), {})
     assert full_runs == [1] and isinstance(info["communities"], int)
-    assert np.array_equal(gi.community_labels(ix)[gi.load_context(ix).node_ids], real(gi.load_graph(ix)))
+    assert np.array_equal(gctx.community_labels(ix)[gctx.load_context(ix).node_ids], real(gctx.load_graph(ix)))
     # a full run (kgsearch index --full) always recomputes
     _add(ix, 102, [1])
     gi.update(ix, ChangeSet(generation=4, added=[102], edges_changed=True, full=True),
@@ -205,4 +205,4 @@ def test_few_changes_keep_communities_and_place_new_nodes(ix, monkeypatch):
     _add(ix, 103, [2])
     info = gi.update(ix, ChangeSet(generation=5, added=[103], edges_changed=True), {"graph_communities_drift": 1.0})
     assert full_runs == [1, 1] and "placed 1 new nodes" in info["communities"]
-    assert gi.community_labels(ix)[103] == gi.community_labels(ix)[2]
+    assert gctx.community_labels(ix)[103] == gctx.community_labels(ix)[2]

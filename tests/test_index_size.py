@@ -41,9 +41,9 @@ def test_names_and_paths_are_stored_once(tmp_path):
         assert show_node(ix, "pkg.impl.Impl")["node"]["path"] == impl
         paths = {r[0] for r in c.execute("SELECT path FROM chunks")}
         assert paths == {str((tree / "notes" / "long.md").resolve())}
-        from kgsearch.pipeline import _fetch_meta
+        from kgsearch.store.rows import node_meta as _fetch_meta
         nid = find_node(ix, "py:pkg.impl.use")["id"]
-        assert _fetch_meta(ix, np.array([nid]))[nid]["path"] == impl
+        assert _fetch_meta(ix.conn, [nid])[nid]["path"] == impl
 
 
 def _to_old_layout(db) -> None:
@@ -98,9 +98,9 @@ def test_code_qualnames_come_from_keys(tmp_path):
         # readers see the full name: show, find by qualified name, search hits, the pattern symbols
         assert find_node(ix, "pkg.impl.Impl")["qualname"] == "pkg.impl.Impl"
         assert show_node(ix, "py:pkg.impl.use")["node"]["qualname"] == "pkg.impl.use"
-        from kgsearch.pipeline import _fetch_meta
+        from kgsearch.store.rows import node_meta as _fetch_meta
         nid = find_node(ix, "py:pkg.impl.use")["id"]
-        assert _fetch_meta(ix, np.array([nid]))[nid]["qualname"] == "pkg.impl.use"
+        assert _fetch_meta(ix.conn, [nid])[nid]["qualname"] == "pkg.impl.use"
         # rows written by older versions (full qualname stored) read the same
     c = sqlite3.connect(str(db))
     c.execute("UPDATE nodes SET qualname = substr(key, 4) WHERE key = 'py:pkg.impl.use'")

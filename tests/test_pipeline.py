@@ -8,11 +8,11 @@ import textwrap
 import numpy as np
 import pytest
 
-from kgsearch import pipeline
+from kgsearch import query as pipeline
 from kgsearch.cli import main
 from kgsearch.errors import NotFound, UsageError
 from kgsearch.indexer import IndexOptions, index_paths
-from kgsearch.pipeline import Engine, SearchOptions
+from kgsearch.query import Engine, SearchOptions
 from kgsearch.store.db import Index
 
 KG = {
@@ -152,7 +152,7 @@ def test_failing_channel_is_skipped(kg_db, monkeypatch):
 
     monkeypatch.setattr(bm25, "search", boom)
     monkeypatch.setattr(bm25, "score_all", boom)
-    r = engine(kg_db).search("sqlite", SearchOptions(use_cache=False))
+    r = Engine(Index.open(kg_db, readonly=True), strict=False).search("sqlite", SearchOptions(use_cache=False))
     assert r.channels_skipped["bm25"] == "failed (RuntimeError: disk on fire)"
 
 
@@ -263,7 +263,7 @@ def test_community_diversity_option(kg_db):
                                          ("code", "apply_discount"), ("code", "add item to the cart")])
 def test_explain_adds_up_to_every_score(kg_db, code_db, which, query):
     """score = (sum of the signal parts + additive adjustments) x multiplicative ones."""
-    from kgsearch.pipeline import ADDITIVE_ADJUSTMENTS, format_response
+    from kgsearch.cli.output import ADDITIVE_ADJUSTMENTS, format_response
     eng = engine(kg_db if which == "kg" else code_db)
     r = eng.search(query, SearchOptions(use_cache=False, k=10, explain=True))
     assert r.hits
@@ -276,3 +276,37 @@ def test_explain_adds_up_to_every_score(kg_db, code_db, which, query):
         assert h.score == pytest.approx(total, abs=1e-4), (h.key, h.signals, h.adjustments)
     if any("shift" in h.adjustments for h in r.hits):
         assert "+ shift" in format_response(r, explain=True)
+
+
+def test_strict_mode_raises_what_the_default_skips(kg_db, monkeypatch):
+    """A broken channel or fill-in function must not pass unnoticed: strict mode (the tests'
+    default, KGSEARCH_STRICT=1) re-raises; the default engine skips it with the reason."""
+    import kgsearch.embed.scoring as scoring
+    import kgsearch.text.bm25 as bm25
+
+    def boom(*a, **k):
+        raise RuntimeError("broken fill-in")
+
+    monkeypatch.setattr(bm25, "score_all", boom)
+    with pytest.raises(RuntimeError, match="broken fill-in"):
+        Engine(Index.open(kg_db, readonly=True), strict=True).search("sqlite", SearchOptions(use_cache=False))
+    monkeypatch.setenv("KGSEARCH_STRICT", "1")
+    with pytest.raises(RuntimeError, match="broken fill-in"):
+        engine(kg_db).search("sqlite", SearchOptions(use_cache=False))
+    monkeypatch.undo()
+    monkeypatch.setattr(bm25, "score_ids", boom)
+    lenient = Engine(Index.open(kg_db, readonly=True), strict=False)
+    r = lenient.search("sqlite", SearchOptions(use_cache=False, norm="max"))
+    assert r.hits                                 # bm25's top list came through; its fill-in was skipped
+    with pytest.raises(RuntimeError, match="broken fill-in"):
+        Engine(Index.open(kg_db, readonly=True), strict=True).search("sqlite", SearchOptions(use_cache=False,
+                                                                                             norm="max"))
+    assert scoring.score_ids is not None
+
+
+def test_options_are_validated(kg_db):
+    eng = engine(kg_db)
+    for opts, msg in ((SearchOptions(norm="zz"), "unknown norm 'zz'"), (SearchOptions(k=0), "-k must be"),
+                      (SearchOptions(depth=-1), "depth must be"), (SearchOptions(diversity=0), "--diversity must be")):
+        with pytest.raises(UsageError, match=msg):
+            eng.search("sqlite", opts)

@@ -7,7 +7,8 @@ import random
 import numpy as np
 import pytest
 
-from kgsearch.text import bm25, fts, index as tindex, pattern
+from kgsearch.text import bm25, fts, text_step as tindex, pattern
+from kgsearch.text import idcodec, postings, trigrams
 from kgsearch.text.bm25 import BM25Params, MemoryBM25
 from kgsearch.types import ChangeSet
 
@@ -127,11 +128,11 @@ def test_name_field_weight_and_keyword_boost(ix):
 def _snapshot(ix):
     post = {}
     for t, df, i, p in ix.conn.execute("SELECT term, df, ids, tf FROM text_postings").fetchall():
-        ids = bm25.decode_ids(i)
-        post[t] = (ids, bm25.list_impacts(ix, ids, p, df))
+        ids = idcodec.decode_ids(i)
+        post[t] = (ids, postings.list_impacts(ix, ids, p, df))
     doclen = dict(ix.conn.execute("SELECT id, len FROM text_doclen"))
     syms = dict(ix.conn.execute("SELECT id, sym FROM text_symbols"))
-    tris = {t: pattern._ids_from(b).tolist() for t, b in ix.conn.execute("SELECT tri, ids FROM text_trigrams")}
+    tris = {t: trigrams.ids_from(b).tolist() for t, b in ix.conn.execute("SELECT tri, ids FROM text_trigrams")}
     return post, doclen, syms, tris
 
 
@@ -173,15 +174,15 @@ def test_incremental_equals_full_rebuild(ix):
     assert info["fts"]["mode"] == "incremental"
     assert info["pattern"]["mode"] == "incremental"
     inc = _snapshot(ix)
-    st = bm25.state(ix)
+    st = postings.state(ix)
     assert st["n"] == 110
     # FTS5's own consistency check against the nodes table
     ix.conn.execute(f"INSERT INTO {fts.TABLE}({fts.TABLE}) VALUES('integrity-check')")
     with ix.transaction():
-        bm25.rebuild(ix, BM25Params(), avgdl=st["avgdl"])
-        pattern.update(ix, ChangeSet(generation=3), full=True)
+        postings.rebuild(ix, BM25Params(), avgdl=st["avgdl"])
+        trigrams.update(ix, ChangeSet(generation=3), full=True)
     _assert_same(inc, _snapshot(ix))
-    assert bm25.state(ix)["total"] == pytest.approx(st["total"])
+    assert postings.state(ix)["total"] == pytest.approx(st["total"])
 
 
 def test_drift_and_settings_change_rebuild(ix):
@@ -194,7 +195,7 @@ def test_drift_and_settings_change_rebuild(ix):
     assert info["bm25"]["mode"] == "full"        # avgdl moved far beyond 10 %: rebuilt
     with ix.transaction():
         info = tindex.update(ix, ChangeSet(generation=3), {"stemmer": "light"})
-    assert info["full"] is True and bm25.state(ix)["params"]["stemmer"] == "light"
+    assert info["full"] is True and postings.state(ix)["params"]["stemmer"] == "light"
     assert ix.derived("text")["info"]["full"] is True
 
 

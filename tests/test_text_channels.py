@@ -8,7 +8,8 @@ import sqlite3
 import numpy as np
 import pytest
 
-from kgsearch.text import fts, index as tindex, keywords, pattern
+from kgsearch.text import fts, text_step as tindex, keywords, pattern
+from kgsearch.text import trigrams
 from kgsearch.text.pattern import edit_distance, substring_distance
 from kgsearch.types import ChangeSet
 
@@ -151,7 +152,7 @@ def test_pattern_scale_fuzzy_two_typos(ix):
     with ix.transaction():
         ix.conn.executemany("INSERT INTO nodes(key, kind, name) VALUES (?, 'sym', ?)",
                             ((f"k:{n}", n) for n in sorted(names)))
-        pattern.update(ix, ChangeSet(generation=1, full=True), full=True)
+        trigrams.update(ix, ChangeSet(generation=1, full=True), full=True)
     target = ix.node_by_key("k:StreamingTextResponse")
     ids, _ = pattern.search(ix, "StreamngTxtResponse")      # two typos
     assert target in ids[:5].tolist()

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from kgsearch.text import pattern
+from kgsearch.text import trigrams
 from kgsearch.types import ChangeSet
 
 
@@ -15,8 +16,8 @@ from kgsearch.types import ChangeSet
 def test_blob_round_trip(n, spread):
     rng = np.random.default_rng(n * 7 + spread % 97)
     ids = np.unique(rng.integers(1, spread + n + 2, size=n)).astype(np.int64)
-    blob = pattern._blob(ids)
-    assert pattern._ids_from(blob).tolist() == ids.tolist()
+    blob = trigrams._blob(ids)
+    assert trigrams.ids_from(blob).tolist() == ids.tolist()
     if n and spread <= 250:
         assert len(blob) == 1 + ids.size                # one byte per id when gaps are small
 
@@ -35,13 +36,13 @@ def _random_symbols(rng: random.Random, n: int) -> list[tuple[str, str]]:
 
 
 def _postings(ix) -> dict[str, list[int]]:
-    return {t: pattern._ids_from(b).tolist() for t, b in ix.conn.execute("SELECT tri, ids FROM text_trigrams")}
+    return {t: trigrams.ids_from(b).tolist() for t, b in ix.conn.execute("SELECT tri, ids FROM text_trigrams")}
 
 
 def _expected(ix) -> dict[str, list[int]]:
     exp: dict[str, list[int]] = {}
     for nid, name, qual in ix.conn.execute("SELECT id, name, qualname FROM nodes ORDER BY id"):
-        for t in pattern.trigrams(pattern._sym(name, qual)):
+        for t in trigrams.trigrams(trigrams.symbol(name, qual)):
             exp.setdefault(t, []).append(nid)
     return exp
 
@@ -54,7 +55,7 @@ def test_rebuild_and_updates_match_the_reference(ix):
             nid += rng.choice([1, 1, 2, 300])          # gaps below and above one byte
             ix.conn.execute("INSERT INTO nodes(id, key, kind, name, qualname) VALUES (?, ?, 'sym', ?, ?)",
                             (nid, f"k{i}", name, qual))
-        pattern.update(ix, ChangeSet(generation=1, full=True), full=True)
+        trigrams.update(ix, ChangeSet(generation=1, full=True), full=True)
         assert _postings(ix) == _expected(ix)
         # incremental: rename some, remove some, add some
         ids = [r[0] for r in ix.conn.execute("SELECT id FROM nodes ORDER BY id")]
@@ -68,8 +69,8 @@ def test_rebuild_and_updates_match_the_reference(ix):
         for j, (name, qual) in enumerate(_random_symbols(rng, 30)):
             ch.added.append(ix.conn.execute("INSERT INTO nodes(key, kind, name, qualname) VALUES (?, 'sym', ?, ?)",
                                             (f"new{j}", name, qual)).lastrowid)
-        pattern.update(ix, ch, full=False)
+        trigrams.update(ix, ch, full=False)
         assert _postings(ix) == _expected(ix)
         incremental = _postings(ix)
-        pattern.update(ix, ChangeSet(generation=3, full=True), full=True)
+        trigrams.update(ix, ChangeSet(generation=3, full=True), full=True)
         assert _postings(ix) == incremental

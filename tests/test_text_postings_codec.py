@@ -11,17 +11,18 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from kgsearch.text import bm25, pattern
-from kgsearch.text import index as tindex
+from kgsearch.text import idcodec, postings, okapi
+from kgsearch.text import text_step as tindex
 from kgsearch.types import ChangeSet
 
 
 def _check(ids):
     ids = np.asarray(sorted(set(int(i) for i in ids)), dtype=np.int64)
-    blob = bm25.encode_ids(ids)
-    assert blob == bm25.encode_ids_ref(ids.tolist())
-    out = bm25.decode_ids(blob)
+    blob = idcodec.encode_ids(ids)
+    assert blob == idcodec.encode_ids_ref(ids.tolist())
+    out = idcodec.decode_ids(blob)
     assert out.dtype == np.int64
-    assert out.tolist() == ids.tolist() == bm25.decode_ids_ref(blob)
+    assert out.tolist() == ids.tolist() == idcodec.decode_ids_ref(blob)
     return blob
 
 
@@ -34,8 +35,8 @@ def test_ids_round_trip_random(ids):
 @settings(max_examples=150, deadline=None)
 @given(st.lists(st.lists(st.integers(min_value=0, max_value=2**34), min_size=1, max_size=30), max_size=8))
 def test_decode_many_equals_one_at_a_time(lists):
-    blobs = [bm25.encode_ids(sorted(set(a))) for a in lists]
-    ids, off = bm25.decode_ids_many(blobs)
+    blobs = [idcodec.encode_ids(sorted(set(a))) for a in lists]
+    ids, off = idcodec.decode_ids_many(blobs)
     assert off.tolist() == np.cumsum([0] + [len(set(a)) for a in lists]).tolist()
     assert ids.tolist() == [i for a in lists for i in sorted(set(a))]
 
@@ -78,26 +79,26 @@ def test_many_equals_one_at_a_time():
     lists = [np.unique(rng.integers(0, hi, size=n)) for n, hi in
              [(0, 10), (1, 10), (50, 300), (500, 10**6), (3, 2**35), (0, 5), (200, 1000)]]
     off = np.cumsum([0] + [a.size for a in lists])
-    got = bm25.encode_ids_many(np.concatenate(lists), off)
-    assert got == [bm25.encode_ids(a) for a in lists]
-    ids, off2 = bm25.decode_ids_many(got)
+    got = idcodec.encode_ids_many(np.concatenate(lists), off)
+    assert got == [idcodec.encode_ids(a) for a in lists]
+    ids, off2 = idcodec.decode_ids_many(got)
     assert off2.tolist() == off.tolist() and ids.tolist() == np.concatenate(lists).tolist()
     fixed = [b for b in got if b[0] == 1]                  # one width only: the all-in-one path
-    ids, off3 = bm25.decode_ids_many(fixed)
-    assert ids.tolist() == np.concatenate([bm25.decode_ids(b) for b in fixed]).tolist()
+    ids, off3 = idcodec.decode_ids_many(fixed)
+    assert ids.tolist() == np.concatenate([idcodec.decode_ids(b) for b in fixed]).tolist()
     tfs = [rng.integers(1, hi, size=a.size).astype(np.float32) for a, hi in
            zip(lists, [2, 256, 300, 70000, 3, 2, 9])]
     tfs[3][:1] = 0.5
-    assert bm25.encode_tf_many(np.concatenate(tfs), off) == [bm25.encode_tf(t) for t in tfs]
+    assert idcodec.encode_tf_many(np.concatenate(tfs), off) == [idcodec.encode_tf(t) for t in tfs]
 
 
 @pytest.mark.parametrize("tf,width", [([1, 3, 255], 1), ([1, 256], 2), ([65535], 2), ([65536, 1], 4),
                                       ([1.5, 3], 4), ([3.0, 6.0, 9.0], 1)])
 def test_tf_widths(tf, width):
     a = np.asarray(tf, dtype=np.float32)
-    blob = bm25.encode_tf(a)
+    blob = idcodec.encode_tf(a)
     assert len(blob) == width * a.size
-    back = bm25.decode_tf(blob, a.size)
+    back = idcodec.decode_tf(blob, a.size)
     assert back.dtype == np.float32 and back.tolist() == a.tolist()
 
 
@@ -107,12 +108,12 @@ def test_tf_widths(tf, width):
 def test_split_impacts_are_bit_identical(pairs, avgdl, k1, b):
     tf = np.asarray([p[0] for p in pairs], dtype=np.float32)
     dl = np.asarray([p[1] for p in pairs], dtype=np.float64)
-    want = bm25.impacts(tf, dl, avgdl, k1, b)
+    want = okapi.impacts(tf, dl, avgdl, k1, b)
     # what the pre-split formula computed, written out
     t = tf.astype(np.float64)
     old = (t * (k1 + 1.0) / (t + k1 * (1.0 - b + b * dl / avgdl))).astype(np.float32)
     assert want.tobytes() == old.tobytes()
-    assert bm25.tf_impacts(bm25.decode_tf(bm25.encode_tf(tf), tf.size), bm25.doc_norms(dl, avgdl, k1, b),
+    assert okapi.tf_impacts(idcodec.decode_tf(idcodec.encode_tf(tf), tf.size), okapi.doc_norms(dl, avgdl, k1, b),
                            k1).tobytes() == want.tobytes()
 
 
@@ -145,9 +146,9 @@ def test_stored_scores_equal_memory_bm25_exactly(ix, name_weight):
     for term, df, ib, tb in ix.conn.execute("SELECT term, df, ids, tf FROM text_postings").fetchall():
         i = mem.vocab[term]
         s, e = mem.offsets[i], mem.offsets[i + 1]
-        pid = bm25.decode_ids(ib)
+        pid = idcodec.decode_ids(ib)
         assert pid.tolist() == nid[mem.docs[s:e]].tolist()
-        assert bm25.list_impacts(ix, pid, tb, df).tobytes() == mem.imp[s:e].tobytes(), term
+        assert postings.list_impacts(ix, pid, tb, df).tobytes() == mem.imp[s:e].tobytes(), term
     for q in ["alpha", "beta", "beta gamma", "pi rho rho omicron", "zeta alpha eta theta iota"]:
         qw = bm25.query_weights(an, q)
         want = mem.get_scores(qw)
@@ -199,13 +200,13 @@ def test_old_format_index_is_rebuilt_on_next_run(tmp_path):
     _make_old_format(db)
     with pytest.raises(Exception):                    # readers refuse until `index` migrates
         Index.open(db, readonly=True)
-    with Index.open(db) as ix:                        # the upgrade (any writer) rebuilds the text tables
-        assert bm25.state(ix)["format"] == bm25.FORMAT
-    index_paths(db, [str(src)])                        # nothing changed on disk
+    with Index.open(db) as ix:                        # the upgrade (any writer) marks the text step stale
+        assert ix.stale_steps() == ["text"]
+    index_paths(db, [str(src)])                        # nothing changed on disk: the stale step is rebuilt
     with Index.open(db, readonly=True) as ix:
         kinds = dict(ix.conn.execute("SELECT name, sql FROM sqlite_master WHERE type='table'"))
         assert "WITHOUT ROWID" in kinds["text_postings"]
-        assert bm25.state(ix)["format"] == bm25.FORMAT
+        assert postings.state(ix)["format"] == postings.FORMAT
         after = bm25.search(ix, "alpha beta")
         assert after[0].tolist() == before[0].tolist() and after[1].tobytes() == before[1].tobytes()
         assert pattern.search(ix, "alpha")[0].tolist() == sym_before
@@ -217,9 +218,9 @@ def test_postings_without_the_current_format_read_as_empty(ix):
     with ix.transaction():
         _insert(ix, [("alpha", "beta gamma")])
         tindex.update(ix, ChangeSet(generation=1, full=True), {})
-        st = bm25.state(ix)
+        st = postings.state(ix)
         st.pop("format")
-        ix.set_meta_json(bm25.STATE_KEY, st)
+        ix.set_meta_json(postings.STATE_KEY, st)
     ix._cache.clear()
     assert bm25.search(ix, "alpha")[0].size == 0
     assert bm25.score_all(ix, "alpha")[0].size == 0
@@ -240,13 +241,13 @@ def test_doclen_blobs_follow_the_table_through_reindexing(tmp_path):
 
     def check():
         with Index.open(db, readonly=True) as ix:
-            ids, dl = _bm25._read_doclen(ix)
-            assert np.array_equal(ix.get_array(_bm25.DOCLEN_IDS), ids)
-            assert np.array_equal(ix.get_array(_bm25.DOCLEN_LEN), dl)
-            st, params = _bm25._stored_params(ix)
+            ids, dl = postings.read_doclen(ix)
+            assert np.array_equal(ix.get_array(postings.DOCLEN_IDS), ids)
+            assert np.array_equal(ix.get_array(postings.DOCLEN_LEN), dl)
+            st, params = postings.stored_params(ix)
             assert len(ids) == st["n"]
-            norms, keys = _bm25._load_norms(ix, st, params)
-            want = _bm25.doc_norms(dl, float(st["avgdl"]), params.k1, params.b)
+            norms, keys = postings.load_norms(ix, st, params)
+            want = okapi.doc_norms(dl, float(st["avgdl"]), params.k1, params.b)
             got = norms[ids] if keys is None else norms
             assert np.array_equal(got, want)
 

@@ -8,7 +8,7 @@ hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
 
 from kgsearch.store.db import Index  # noqa: E402
-from kgsearch.text import bm25, fts, index as tindex, keywords, pattern  # noqa: E402
+from kgsearch.text import bm25, fts, text_step as tindex, keywords, pattern  # noqa: E402
 from kgsearch.text.tokenize import Analyzer  # noqa: E402
 from kgsearch.types import ChangeSet  # noqa: E402
 

@@ -17,12 +17,14 @@ Public API (all imports are lazy; importing ``kgsearch.embed`` does not import n
   model with model2vec (optional extra ``embed``; needs the network).
 - :func:`list_models() -> list[dict] <kgsearch.embed.hub.list_models>`: models usable here.
 - ``kgsearch.embed.vectors.search(ix, query, k=100)``: the ``dense`` channel (cosine top-k over
-  the index's int8 vectors); ``kgsearch.embed.index.update(ix, changes, settings, progress)``:
+  the index's int8 vectors); ``kgsearch.embed.embed_step.update(ix, changes, settings, progress)``:
   the derived-data step that keeps the vectors in step with the nodes.
 
-Modules: ``safetensors`` (numpy/mmap reader), ``wordpiece`` (tokenizer.json pipeline in pure
-Python, with ``_unicode_table`` generated from the ``tokenizers`` library), ``model``
-(``StaticModel``), ``vectors`` (storage and top-k), ``index`` (derived step), ``hub`` (pull/list).
+Modules: ``safetensors`` (numpy/mmap reader), ``tokenizers/`` (the tokenizer.json pipeline in
+pure Python, with ``_unicode_table`` generated from the ``tokenizers`` library), ``model``
+(``StaticModel``), ``vectors`` (storage and top-k), ``scoring`` (whole-index and fill-in
+scores), ``index_model`` (the model that goes with an index), ``embed_step`` (derived step),
+``hub`` (pull/list).
 """
 from __future__ import annotations
 

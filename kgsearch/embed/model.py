@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from ..errors import DataError
-from .wordpiece import Tokenizer
+from .tokenizers import Tokenizer
 
 __all__ = ["StaticModel", "load_model", "resolve_model", "DEFAULT_MODEL", "find_layout"]
 

@@ -10,8 +10,9 @@ numpy dtype) is widened to float32, which copies.
 
 Example::
 
-    >>> tensors = load("data/models/minilm-l6-m2v-256/model.safetensors")   # doctest: +SKIP
-    >>> tensors["embeddings"].dtype, tensors["embeddings"].shape            # doctest: +SKIP
+    >>> from kgsearch.config import shipped_data_dir
+    >>> tensors = load(shipped_data_dir() / "models/minilm-l6-m2v-256/model.safetensors")
+    >>> tensors["embeddings"].dtype, tensors["embeddings"].shape
     (dtype('int8'), (29525, 256))
 """
 from __future__ import annotations

@@ -13,7 +13,7 @@ _QKEY = "embed.last_query"
 
 def query_vector(ix, query: str):
     """The rotated, normalised query vector (cached for the last query), or None."""
-    from .index import query_model
+    from .index_model import query_model
 
     hit = ix._cache.get(_QKEY)
     if hit is not None and hit[0] == (ix.generation, query):

@@ -319,7 +319,7 @@ def search(ix, query: str, k: int = 100, **opts):
     """
     import numpy as np
 
-    from .index import query_model
+    from .index_model import query_model
 
     empty = (np.zeros(0, np.int64), np.zeros(0, np.float32))
     if not isinstance(query, str) or not query.strip() or k <= 0:

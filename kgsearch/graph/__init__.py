@@ -2,7 +2,7 @@
 greedy-modularity communities. No scipy, networkx or igraph at run time.
 
 Nodes are numbered ``0 .. n-1`` and every kernel returns arrays aligned with them.
-``kgsearch.graph.index`` connects the kernels to an index (build, persist, load).
+``kgsearch.graph.graph_step`` builds and stores them in an index, ``kgsearch.graph.context`` reads them back.
 
 =========================================  ===============================================
 ``Graph.from_edges(src, dst, weight=None,  directed weighted graph; parallel edges count as

@@ -5,17 +5,12 @@ Each loader module defines ``NAME``, ``EXTENSIONS`` and
 """
 from __future__ import annotations
 
-import importlib
 from pathlib import Path
 
-# loader name -> module (imported lazily)
-LOADERS = {
-    "kg": "kgsearch.ingest.kg",
-    "markdown": "kgsearch.ingest.markdown",
-    "python": "kgsearch.ingest.pycode",
-    "text": "kgsearch.ingest.plaintext",
-    "beir": "kgsearch.ingest.beir",
-}
+from . import beir, kg, markdown, plaintext, pycode
+
+# loader name -> module
+LOADERS = {m.NAME: m for m in (kg, markdown, pycode, plaintext, beir)}
 
 EXTENSION_LOADER = {
     ".json": "kg", ".jsonl": "kg", ".ndjson": "kg", ".csv": "kg",
@@ -48,4 +43,4 @@ def get_loader(name: str):
     mod = LOADERS.get(name)
     if mod is None:
         raise UsageError(f"unknown format {name!r}; choose from {', '.join(sorted(LOADERS))}")
-    return importlib.import_module(mod)
+    return mod

@@ -41,7 +41,7 @@ note, which reaches them through ``contains``, so link counts stay honest for gr
 Not handled: setext headings (underlined), indented code blocks (only fenced code is skipped),
 reference-style links ``[x][ref]``, HTML.
 
-The front matter is read by a small YAML subset parser (:func:`parse_front_matter`):
+The front matter is read by a small YAML subset parser (:mod:`kgsearch.ingest.frontmatter`):
 ``key: value``, quoted strings, ``[a, b]``, ``- a`` block lists, ``|``/``>`` blocks and one
 level of nested keys; anything else is skipped with one warning, never an exception.
 """
@@ -51,280 +51,23 @@ import posixpath
 import re
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote
 
 from ..types import EdgeRec, LoadOptions, LoadResult, NodeRec
 from .common import is_texty, norm_type, read_text, slugify
+from .frontmatter import parse_front_matter
+from .mdlinks import WIKI as _WIKI, _display, _links, _Note, link_target
 from .plaintext import extract_entities, mentions
 
 NAME = "markdown"
 EXTENSIONS = (".md", ".markdown")
-ATTACHMENTS = frozenset(
-    "png jpg jpeg gif svg webp bmp tif tiff avif heic pdf mp3 wav ogg m4a flac webm mp4 mov mkv "
-    "avi ogv 3gp canvas zip".split())
-MAX_URLS = 50
 
 __all__ = ["NAME", "EXTENSIONS", "load", "parse_front_matter", "link_target"]
-
-# ---- front matter --------------------------------------------------------------------------
-
-_KEY = re.compile(r"""^("[^"]*"|'[^']*'|[^\s:#\-"'][^:]*?|-[^\s:][^:]*?)\s*:(?:[ \t]+(.*))?\s*$""")
-_INT = re.compile(r"^[-+]?\d+$")
-_FLOAT = re.compile(r"^[-+]?(?:\d+\.\d*|\.\d+)(?:[eE][-+]?\d+)?$")
-_LINKS_ONLY = re.compile(r"^\s*\[\[[^\[\]]+\]\](?:\s*,\s*\[\[[^\[\]]+\]\])*\s*$")
-_WIKI = re.compile(r"(!?)\[\[([^\[\]\n]+?)\]\]")
-
-
-def _split_flow(s: str) -> list[str]:
-    """Split the inside of ``[a, "b, c", [d]]`` at top-level commas."""
-    out, buf, depth, quote = [], [], 0, ""
-    for ch in s:
-        if quote:
-            buf.append(ch)
-            if ch == quote:
-                quote = ""
-        elif ch in "\"'":
-            quote = ch
-            buf.append(ch)
-        elif ch in "[{":
-            depth += 1
-            buf.append(ch)
-        elif ch in "]}":
-            depth -= 1
-            buf.append(ch)
-        elif ch == "," and depth == 0:
-            out.append("".join(buf).strip())
-            buf = []
-        else:
-            buf.append(ch)
-    if "".join(buf).strip():
-        out.append("".join(buf).strip())
-    return out
-
-
-def _scalar(s: str) -> Any:
-    s = s.strip()
-    if not s:
-        return None
-    if s[0] == '"':
-        end = s.rfind('"')
-        body = s[1:end] if end > 0 else s[1:]
-        return (body.replace('\\"', '"').replace("\\n", "\n").replace("\\t", "\t")
-                .replace("\\\\", "\\"))
-    if s[0] == "'":
-        end = s.rfind("'")
-        return (s[1:end] if end > 0 else s[1:]).replace("''", "'")
-    if s[0] == "[":
-        if _LINKS_ONLY.match(s):
-            links = [m.group(0) for m in _WIKI.finditer(s)]
-            return links if len(links) > 1 else links[0]
-        inner = s[1:s.rfind("]")] if s.rfind("]") > 0 else s[1:]
-        return [_scalar(x) for x in _split_flow(inner)]
-    if s[0] == "{":
-        return s
-    s = re.split(r"\s+#", s, 1)[0].strip()     # trailing comment
-    low = s.lower()
-    if low in ("true", "false"):
-        return low == "true"
-    if low in ("null", "~"):
-        return None
-    if _INT.match(s):
-        return int(s)
-    if _FLOAT.match(s):
-        return float(s)
-    return s
-
-
-def parse_front_matter(lines: list[str], first_line: int = 2
-                       ) -> tuple[dict[str, Any], dict[str, list[tuple[int, str]]], list[tuple[int, str]]]:
-    """Parse the lines between the ``---`` markers.
-
-    Returns ``(data, raw, problems)``: values by key, the ``(line, text)`` pairs each key was
-    written on (links are read from these) and the ``(line, text)`` of lines not understood.
-
-    >>> parse_front_matter(["title: Hi", "tags: [a, 'b c']", "up:", "  - '[[X]]'"])[0]
-    {'title': 'Hi', 'tags': ['a', 'b c'], 'up': ['[[X]]']}
-    """
-    data: dict[str, Any] = {}
-    raw: dict[str, list[tuple[int, str]]] = {}
-    problems: list[tuple[int, str]] = []
-    i, n = 0, len(lines)
-    while i < n:
-        line = lines[i]
-        ln = first_line + i
-        s = line.strip()
-        i += 1
-        if not s or s.startswith("#"):
-            continue
-        m = _KEY.match(line) if line[0] not in " \t" else None
-        if not m:
-            problems.append((ln, s))
-            continue
-        key = m.group(1).strip()
-        if key[:1] in "\"'":
-            key = key[1:-1]
-        rest = (m.group(2) or "").strip()
-        block: list[tuple[int, str]] = []
-        while i < n and (lines[i][:1] in (" ", "\t") or lines[i].startswith("-") and rest == ""
-                         or not lines[i].strip()):
-            block.append((first_line + i, lines[i]))
-            i += 1
-        while block and not block[-1][1].strip():
-            block.pop()
-        raw[key] = [(ln, rest)] + [(b, t.strip()) for b, t in block]
-        data[key] = _block_value(rest, block, problems)
-    return data, raw, problems
-
-
-def _block_value(rest: str, block: list[tuple[int, str]], problems: list) -> Any:
-    texts = [t for _, t in block if t.strip()]
-    if rest[:1] in ("|", ">"):
-        lines = [t.strip() for _, t in block]
-        return ("\n" if rest[0] == "|" else " ").join(lines).strip()
-    if not texts:
-        return _scalar(rest)
-    if rest:                                   # plain scalar continued on the next lines
-        return _scalar(" ".join([rest] + [t.strip() for t in texts]))
-    first = texts[0].strip()
-    if first.startswith("-"):
-        items = []
-        indent = len(texts[0]) - len(texts[0].lstrip())
-        for ln, t in block:
-            st = t.strip()
-            if not st:
-                continue
-            if st.startswith("-") and len(t) - len(t.lstrip()) == indent:
-                items.append(_scalar(st[1:]))
-            elif len(t) - len(t.lstrip()) <= indent:
-                problems.append((ln, st))
-        return items
-    nested: dict[str, Any] = {}                # one level of nested keys; deeper ones ignored
-    indent = len(texts[0]) - len(texts[0].lstrip())
-    for ln, t in block:
-        if not t.strip() or len(t) - len(t.lstrip()) != indent:
-            continue
-        m = _KEY.match(t.strip())
-        if m and m.group(2):
-            nested[m.group(1).strip().strip("\"'")] = _scalar(m.group(2))
-        elif m:
-            continue                            # a deeper mapping or list: ignored
-        else:
-            problems.append((ln, t.strip()))
-    return nested
-
-
-# ---- links ---------------------------------------------------------------------------------
 
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$")
 _INLINE_CODE = re.compile(r"(`+)(?!`).*?(?<!`)\1(?!`)")
-_MDLINK = re.compile(r"(!?)\[([^\]\n]*)\]\(\s*(<[^>\n]+>|[^)\s]+)(?:\s+(?:\"[^\"\n]*\"|'[^'\n]*'|\([^)\n]*\)))?\s*\)")
-_URL = re.compile(r"https?://[^\s<>)\]\"'`]+")
-_SCHEME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:")
-_TAG = re.compile(r"(?<!\S)#([\w/\-]+)")
-_FIELD_LINE = re.compile(r"^\s*(?:[-*+>][ \t]+)?([\w][\w \-/.]*?)[ \t]*::[ \t]*(.*)$")
-_FIELD_INLINE = re.compile(r"[\[(]([\w][\w \-/.]*?)[ \t]*::[ \t]*((?:\[\[[^\]\n]*\]\]|[^\])\n])*)[\])]")
-_REFDEF = re.compile(r"^ {0,3}\[[^\]\n]+\]:[ \t]*(<[^>\n]+>|\S+)")
 _FM_SPECIAL = {"title", "aliases", "alias", "tags", "tag", "cssclass", "cssclasses"}
 
-
-def link_target(target: str) -> tuple[str, str, str]:
-    """``'Note Name#Heading'`` -> (``'note name'``, ``'Heading'``, block) normalised for
-    ``ns='note'`` resolution: lower case, no ``.md``/``.markdown``, no anchor."""
-    target = target.strip()
-    anchor = ""
-    if "#" in target:
-        target, anchor = target.split("#", 1)
-    block = ""
-    if anchor.startswith("^"):
-        block, anchor = anchor[1:], ""
-    t = " ".join(target.strip().split()).lower()
-    for ext in (".md", ".markdown"):
-        if t.endswith(ext):
-            t = t[: -len(ext)]
-    return t.lstrip("/"), anchor.strip(), block.strip()
-
-
-def _is_attachment(t: str) -> bool:
-    ext = t.rsplit(".", 1)[-1] if "." in t.rsplit("/", 1)[-1] else ""
-    return ext in ATTACHMENTS
-
-
-def _display(text: str) -> str:
-    """Link syntax reduced to what a reader sees: ``[[a|b]]`` -> b, ``[x](y)`` -> x,
-    embeds dropped."""
-    text = _WIKI.sub(lambda m: "" if m.group(1) else m.group(2).split("|", 1)[-1]
-                     if "|" in m.group(2) else m.group(2).split("#", 1)[0], text)
-    return _MDLINK.sub(lambda m: m.group(2), text)
-
-
-class _Note:
-    """Collects the nodes and edges of one note."""
-
-    def __init__(self, where: str, rel: str, key: str):
-        self.where, self.rel, self.key = where, rel, key
-        self.edges: list[EdgeRec] = []
-        self.seen: set[tuple[str, str, str]] = set()
-        self.urls: list[str] = []
-        self.attachments: list[str] = []
-        self.fields: dict[str, Any] = {}
-
-    def edge(self, src: str, dst: str, etype: str, ns: str, line: int, props: dict | None = None):
-        if not dst or (src, dst, etype) in self.seen:
-            return
-        self.seen.add((src, dst, etype))
-        self.edges.append(EdgeRec(src, dst, etype, ns, line=line, props=props or {}))
-
-    def url(self, u: str) -> None:
-        if u not in self.urls and len(self.urls) < MAX_URLS:
-            self.urls.append(u)
-
-    def wikilink(self, src: str, inner: str, embed: bool, line: int, etype: str = "links_to"):
-        inner = inner.replace("\\|", "|")
-        target = inner.split("|", 1)[0]
-        t, heading, block = link_target(target)
-        if not t:
-            return                              # [[#heading]]: a place in this note
-        if _is_attachment(t):
-            if target.strip() not in self.attachments:
-                self.attachments.append(target.strip())
-            return
-        props: dict[str, Any] = {}
-        if heading:
-            props["heading"] = heading
-        if block:
-            props["block"] = block
-        if embed:
-            props["embed"] = True
-        self.edge(src, t, etype, "note", line, props)
-
-    def mdlink(self, src: str, href: str, embed: bool, line: int) -> None:
-        href = href.strip("<>").strip()
-        if _SCHEME.match(href):
-            if href.lower().startswith(("http://", "https://")):
-                self.url(href)
-            return
-        path, _, anchor = unquote(href).partition("#")
-        if not path:
-            return
-        if path.startswith("/"):
-            full = posixpath.normpath(path.lstrip("/"))
-        else:
-            full = posixpath.normpath(posixpath.join(posixpath.dirname(self.rel), path))
-        if full.startswith(".."):
-            return                              # outside the indexed root
-        t, _, _ = link_target(full)
-        if _is_attachment(t):
-            if full not in self.attachments:
-                self.attachments.append(full)
-            return
-        props: dict[str, Any] = {"heading": anchor} if anchor else {}
-        if embed:
-            props["embed"] = True
-        self.edge(src, t, "links_to", "note", line, props)
-
-
-# ---- loader --------------------------------------------------------------------------------
 
 def load(path: Path, rel: str, opts: LoadOptions) -> LoadResult:
     where = str(path)
@@ -538,33 +281,3 @@ def _front_matter_text(fm: dict, note: _Note, raw: dict) -> str:
         if words:
             parts.append(", ".join(words))
     return "\n".join(parts)
-
-
-def _links(note: _Note, src: str, ln: int, scan: str) -> None:
-    """Links, tags and inline fields on one body line (inline code already blanked)."""
-    ref = _REFDEF.match(scan)
-    if ref:                                     # [label]: target -- a link, not '#anchor' tags
-        note.mdlink(src, ref.group(1), False, ln)
-        return
-    typed: list[tuple[int, int, str]] = []      # spans of inline-field values and their key
-    m = _FIELD_LINE.match(scan)
-    if m and "[[" not in m.group(1):
-        typed.append((m.start(2), m.end(2), m.group(1)))
-    for f in _FIELD_INLINE.finditer(scan):
-        typed.append((f.start(2), f.end(2), f.group(1)))
-    for start, end, k in typed:
-        value = scan[start:end].strip()
-        if not _WIKI.search(value):
-            note.fields.setdefault(k.strip(), _display(value))
-    for w in _WIKI.finditer(scan):
-        etype = next((norm_type(k, "links_to") for s, e, k in typed if s <= w.start() < e),
-                     "links_to")
-        note.wikilink(src, w.group(2), bool(w.group(1)), ln, etype)
-    for md in _MDLINK.finditer(scan):
-        note.mdlink(src, md.group(3), bool(md.group(1)), ln)
-    for u in _URL.finditer(scan):
-        note.url(u.group().rstrip(".,;:"))
-    for t in _TAG.finditer(scan):
-        tag = t.group(1).strip("/-")
-        if tag and not re.fullmatch(r"[\d/\-]+", tag):
-            note.edge(src, tag.lower(), "tagged", "tag", ln, {"display": tag})

@@ -48,14 +48,14 @@ Edges:
   defined in other files beyond the direct base, and anything reached through the stdlib or
   third-party code that is not indexed. Names that go through a package's re-export
   (``pkg.Foo`` for ``from .core import Foo`` in ``pkg/__init__.py``) are followed by the
-  indexer (``Indexer._reexports``), except re-exports renamed with ``as``.
+  indexer with :func:`kgsearch.ingest.pynames.reexport_resolver`, except re-exports renamed
+  with ``as``. The candidate rules live in :class:`kgsearch.ingest.pynames.NameCandidates`.
 
 A file that does not parse gives its module node (empty text) and one warning.
 """
 from __future__ import annotations
 
 import ast
-import builtins
 import functools
 import gc
 import io
@@ -65,6 +65,7 @@ from pathlib import Path
 
 from ..types import FLAG_TEST, EdgeRec, LoadOptions, LoadResult, NodeRec
 from .common import decode
+from .pynames import NameCandidates
 
 NAME = "python"
 EXTENSIONS = (".py", ".pyi")
@@ -83,7 +84,6 @@ _NOT_AST = frozenset({"ctx", "id", "attr", "arg", "name", "asname", "module", "l
                       "type_comment", "is_async", "conversion", "names", "kwd_attrs", "op", "ops",
                       "simple", "type_ignores", "tag"})
 _FIELDS: dict[type, tuple[str, ...]] = {}     # node type -> fields to visit, last first
-_BUILTINS = frozenset(dir(builtins))
 
 
 def module_name(rel: str, root: str = "") -> str:
@@ -171,7 +171,7 @@ def load(path: Path, rel: str, opts: LoadOptions) -> LoadResult:
             gc.enable()
 
 
-class _Loader:
+class _Loader(NameCandidates):
     def __init__(self, text: str, where: str, rel: str, opts: LoadOptions):
         if "\r" in text:
             text = text.replace("\r\n", "\n").replace("\r", "\n")
@@ -400,90 +400,3 @@ class _Loader:
         if modname:
             parts.append(modname)
         return ".".join(parts) or None
-
-    # ---- resolution ----------------------------------------------------------------------
-
-    def _resolve(self, module: _Scope) -> None:
-        edges = self.res.edges
-        mkey = module.key
-        for dst, line in self._edge_imports.items():
-            edges.append(EdgeRec(mkey, dst, "imports", "py", line=line))
-        for inner, bases, scope in self._class_defs:
-            sig, doc = inner.names
-            inner.rec.text = "\n".join(x for x in (sig, doc, " ".join(inner.defs)) if x)
-            for b in bases:
-                cands = self._expr_candidates(scope, b)
-                self.bases[inner.qual].append(cands)
-                if cands:
-                    edges.append(EdgeRec(inner.key, "\n".join(cands), "inherits", "py",
-                                         line=b.lineno))
-        seen = set()
-        for scope in self.scopes:
-            for func, line in scope.calls:
-                cands = self._call_candidates(scope, func)
-                if not cands:
-                    continue
-                dst = "\n".join(cands)
-                if (scope.key, dst) in seen:
-                    continue
-                seen.add((scope.key, dst))
-                edges.append(EdgeRec(scope.key, dst, "calls", "py", line=line))
-
-    def _name_candidates(self, scope: _Scope, name: str) -> list[str]:
-        s, first = scope, True
-        while s.parent is not None:        # enclosing functions; a class body only if current
-            if first or s.kind == "function":
-                if name in s.defs:
-                    return [s.defs[name]]
-                if name in s.params:
-                    return []
-            first, s = False, s.parent
-        if name in s.defs:
-            return [s.defs[name]]
-        if name in self.imports:
-            return [self.imports[name]]
-        if name in _BUILTINS:
-            return []
-        return [f"{m}.{name}" for m in self.stars]
-
-    def _expr_candidates(self, scope: _Scope, expr) -> list[str]:
-        if type(expr) is ast.Name:
-            return self._name_candidates(scope, expr.id)
-        chain = []
-        while type(expr) is ast.Attribute:
-            chain.append(expr.attr)
-            expr = expr.value
-        if type(expr) is not ast.Name or not chain:
-            return []
-        tail = ".".join(reversed(chain))
-        return [f"{c}.{tail}" for c in self._name_candidates(scope, expr.id)]
-
-    def _call_candidates(self, scope: _Scope, func) -> list[str]:
-        if type(func) is ast.Attribute:
-            head = func.value
-            if type(head) is ast.Name and head.id == scope.self_name and scope.cls is not None:
-                return self._method_candidates(scope.cls.qual, func.attr, True)
-            if (type(head) is ast.Call and type(head.func) is ast.Name
-                    and head.func.id == "super" and scope.cls is not None):
-                return self._method_candidates(scope.cls.qual, func.attr, False)
-            while type(head) is ast.Attribute:
-                head = head.value
-            if type(head) is ast.Name and head.id == scope.self_name:
-                return []                  # self.attr.f(): type of the attribute unknown
-        return self._expr_candidates(scope, func)
-
-    def _method_candidates(self, cls: str, meth: str, include_self: bool) -> list[str]:
-        out: list[str] = []
-        queue = [cls] if include_self else self._base_quals(cls)
-        seen = {cls, *queue}
-        while queue:
-            q = queue.pop(0)
-            out.append(f"{q}.{meth}")
-            for b in self._base_quals(q):
-                if b not in seen:
-                    seen.add(b)
-                    queue.append(b)
-        return out
-
-    def _base_quals(self, cls: str) -> list[str]:
-        return [c for cands in self.bases.get(cls, ()) for c in cands]

@@ -10,10 +10,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
 
-from .. import __version__
+from ..version import __version__
 from ..errors import BadIndex, KgsearchError
 from . import textcodec
-from .schema import MIGRATIONS, schema_version
+from .schema import COMPACT_PENDING, MIGRATIONS, clear_stale, mark_stale, schema_version, stale_steps
 
 SCHEMA_VERSION = schema_version()
 
@@ -22,29 +22,6 @@ log = logging.getLogger(__name__)
 # An index run ends with a VACUUM when free pages are at least this share of the file and size.
 COMPACT_FRACTION = 0.10
 COMPACT_BYTES = 4 << 20
-
-# A code node's qualified name is its key after the namespace (``py:pkg.mod.Class.method`` ->
-# ``pkg.mod.Class.method``), so it is stored as '' and rebuilt on read: 3.8 MB less on the
-# stdlib index. Read ``nodes.qualname`` through :func:`qualname_sql`, write through
-# :func:`packed_qualname`. Rows written before keep their full qualname (read as is).
-PACKED_QUALNAME_KINDS = ("module", "class", "function", "method")
-
-
-def qualname_sql(alias: str = "nodes") -> str:
-    """SQL expression for the qualified name of the row ``alias`` of ``nodes``."""
-    a = alias
-    kinds = ",".join(f"'{k}'" for k in PACKED_QUALNAME_KINDS)
-    return (f"(CASE WHEN {a}.qualname = '' AND {a}.kind IN ({kinds}) "
-            f"THEN substr({a}.key, instr({a}.key, ':') + 1) ELSE {a}.qualname END)")
-
-
-def packed_qualname(key: str, kind: str, qualname: str | None) -> str:
-    """What to store in ``nodes.qualname`` ('' when the key gives it back)."""
-    q = qualname or ""
-    if q and kind in PACKED_QUALNAME_KINDS and key.partition(":")[2] == q:
-        return ""
-    return q
-
 
 class Index:
     """An open index. Use :meth:`open`; close with :meth:`close` or as a context manager."""
@@ -219,7 +196,7 @@ class Index:
         if self.conn.in_transaction:
             return 0
         free, total = self.free_bytes()
-        pending = self.meta("compact_pending") is not None
+        pending = self.meta(COMPACT_PENDING) is not None
         if not pending and (free < min_bytes or free < min_fraction * total):
             return 0
         try:
@@ -229,13 +206,23 @@ class Index:
                         self.path, exc)
             return 0
         if pending:
-            self.conn.execute("DELETE FROM meta WHERE key='compact_pending'")
+            self.conn.execute("DELETE FROM meta WHERE key=?", (COMPACT_PENDING,))
         self.checkpoint()
         return max(0, total - self.free_bytes()[1])
 
     def request_compaction(self) -> None:
         """Have the next :meth:`compact_if_sparse` run ``VACUUM`` whatever the free list says."""
-        self.set_meta("compact_pending", "1")
+        self.set_meta(COMPACT_PENDING, "1")
+
+    def stale_steps(self) -> list[str]:
+        """Derived steps a migration marked stale (rebuilt in full by the next index run)."""
+        return stale_steps(self.conn)
+
+    def mark_stale(self, *steps: str) -> None:
+        mark_stale(self.conn, *steps)
+
+    def clear_stale(self, steps) -> None:
+        clear_stale(self.conn, steps)
 
     # ------------------------------------------------------------------ meta
     def meta(self, key: str, default: str | None = None) -> str | None:

@@ -5,8 +5,42 @@ of migrations; an index with more applied than this code knows is from a newer k
 """
 from __future__ import annotations
 
+import json
 import sqlite3
 from typing import Callable
+
+COMPACT_PENDING = "compact_pending"     # meta: the next index run ends with a VACUUM
+STALE_STEPS = "stale_steps"             # meta: JSON list of derived steps to rebuild in full
+
+
+def set_meta(conn: sqlite3.Connection, key: str, value) -> None:
+    conn.execute("INSERT INTO meta(key, value) VALUES (?, ?) "
+                 "ON CONFLICT(key) DO UPDATE SET value=excluded.value", (key, str(value)))
+
+
+def stale_steps(conn: sqlite3.Connection) -> list[str]:
+    """Derived-data steps that a migration marked stale (their tables no longer hold what
+    the data says, or their layout changed); the next index run rebuilds them in full."""
+    row = conn.execute("SELECT value FROM meta WHERE key=?", (STALE_STEPS,)).fetchone()
+    try:
+        names = json.loads(row[0]) if row else []
+    except ValueError:
+        names = []
+    return [str(n) for n in names] if isinstance(names, list) else []
+
+
+def mark_stale(conn: sqlite3.Connection, *steps: str) -> None:
+    """Migrations change schema only: derived data they invalidate is marked stale here (by
+    step name) and rebuilt by the indexer, which calls :func:`clear_stale` after it did."""
+    set_meta(conn, STALE_STEPS, json.dumps(sorted(set(stale_steps(conn)) | set(steps))))
+
+
+def clear_stale(conn: sqlite3.Connection, steps) -> None:
+    left = sorted(set(stale_steps(conn)) - set(steps))
+    if left:
+        set_meta(conn, STALE_STEPS, json.dumps(left))
+    else:
+        conn.execute("DELETE FROM meta WHERE key=?", (STALE_STEPS,))
 
 CORE = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -103,7 +137,7 @@ def ddl(script: str) -> Callable[[sqlite3.Connection], None]:
 # Text retrieval (kgsearch/text): BM25 postings (one row per term: sorted node ids and float32
 # impacts), weighted document lengths, and the pattern channel's symbol strings and trigram
 # postings. No foreign keys: the text step retracts rows itself from the ChangeSet. FTS5
-# tables are created by kgsearch.text.index only when the SQLite build has FTS5.
+# tables are created by kgsearch.text.fts only when the SQLite build has FTS5.
 TEXT = """
 CREATE TABLE IF NOT EXISTS text_postings(term TEXT PRIMARY KEY, df INTEGER NOT NULL,
     ids BLOB NOT NULL, imp BLOB NOT NULL);
@@ -178,9 +212,8 @@ CREATE VIEW chunks AS
 # text_trigrams keeps its rowid layout on purpose: its rows are few and large, and a WITHOUT
 # ROWID table spills any row over ~1 KB to overflow pages whose last page is mostly empty
 # (stdlib: 4.1 MB as it is, 5.5 MB WITHOUT ROWID); its blobs change codec with the rebuild.
-# The data is derived: when the index had text data, the text step rebuilds it right here (an
-# `index` run with no file changes does not run the derived steps, so waiting for the next run
-# could leave an index without postings).
+# The data is derived: when the index had text data, the text step is marked stale and the next
+# index run rebuilds it (even one with no file changes).
 TEXT_COMPACT = """
 DROP TABLE IF EXISTS text_postings;
 CREATE TABLE text_postings(term TEXT PRIMARY KEY, df INTEGER NOT NULL,
@@ -192,23 +225,8 @@ def _text_compact(conn: sqlite3.Connection) -> None:
     had_text = conn.execute("SELECT 1 FROM meta WHERE key='text.settings'").fetchone() is not None
     ddl(TEXT_COMPACT)(conn)
     conn.execute("DELETE FROM meta WHERE key IN ('text.settings', 'text.bm25')")
-    if not had_text:
-        return                      # a new index, or one the text step never ran on
-    import json
-
-    from ..text import index as text_index
-    from ..types import ChangeSet
-    from .db import Index
-
-    row = conn.execute("SELECT value FROM meta WHERE key='settings'").fetchone()
-    try:
-        settings = json.loads(row[0]) if row else {}
-    except ValueError:
-        settings = {}
-    gen = conn.execute("SELECT value FROM meta WHERE key='generation'").fetchone()
-    ix = Index(None, conn)          # the migration's connection, inside its transaction
-    text_index.update(ix, ChangeSet(generation=int(gen[0]) if gen else 0, full=True),
-                      settings if isinstance(settings, dict) else {})
+    if had_text:
+        mark_stale(conn, "text")
 
 
 # Long node texts compressed (kgsearch/store/textcodec.py): nodes.text holds a BLOB for bodies
@@ -235,14 +253,15 @@ def _packed_text(conn: sqlite3.Connection) -> None:
     conn.executemany("UPDATE nodes SET text = ? WHERE id = ?",
                      ((v, i) for i, v in ((i, pack(t)) for i, t in rows.fetchall()) if not isinstance(v, str)))
     if conn.execute("SELECT 1 FROM sqlite_master WHERE name='text_fts'").fetchone() is not None:
-        from ..text import fts
+        # the FTS5 table as kgsearch.text.fts made it at this version, now over the decoding view;
+        # its contents are derived: the text step fills it on the next index run
         conn.execute("DROP TABLE text_fts")
-        fts.create_table(conn)
-        conn.execute("INSERT INTO text_fts(text_fts) VALUES('rebuild')")
+        conn.execute("CREATE VIRTUAL TABLE text_fts USING fts5(name, text, content='nodes_fts', "
+                     "content_rowid='id', tokenize='porter unicode61 remove_diacritics 2')")
+        mark_stale(conn, "text")
     # the rows shrank in place: their pages are half empty, not free; the index run that
     # applied this ends with a VACUUM (stdlib index: 106.6 -> 87.2 MB)
-    from .db import Index
-    Index(None, conn).request_compaction()
+    set_meta(conn, COMPACT_PENDING, "1")
 
 
 # (name, function). Append only.

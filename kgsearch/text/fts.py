@@ -19,8 +19,8 @@ import sqlite3
 
 import numpy as np
 
-from .bm25 import clean_query
-from .tokenize import STOP_WORDS
+from ..store.sql import exec_in_chunks
+from .tokenize import STOP_WORDS, clean_query
 
 __all__ = ["available", "create_table", "update", "build_query", "search", "text_search", "VERSION", "TABLE"]
 
@@ -32,7 +32,6 @@ NAME_WEIGHT = 3.0          # bm25() column weights: name, text
 _EMPTY = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32))
 _AVAILABLE: bool | None = None
 _NOTICED = False
-_SQL_CHUNK = 500
 
 
 def available() -> bool:
@@ -89,10 +88,8 @@ def update(ix, changes, full: bool, indexed_gone: set[int] | None = None) -> dic
     conn.executemany(f"INSERT INTO {TABLE}({TABLE}, rowid, name, text) VALUES('delete', ?, ?, ?)",
                      [(i, changes.old[i][0] or "", changes.old[i][1] or "") for i in gone])
     new = sorted(set(changes.added) | set(changes.modified))
-    for s in range(0, len(new), _SQL_CHUNK):
-        part = new[s:s + _SQL_CHUNK]
-        conn.execute(f"INSERT INTO {TABLE}(rowid, name, text) SELECT id, name, text FROM nodes_fts "
-                     f"WHERE id IN ({','.join('?' * len(part))})", part)
+    exec_in_chunks(conn, f"INSERT INTO {TABLE}(rowid, name, text) SELECT id, name, text FROM nodes_fts "
+                         f"WHERE id IN ({{}})", new)
     ix.set_meta("text.fts", "on")
     return {"mode": "incremental", "deleted": len(gone), "inserted": len(new)}
 

@@ -31,8 +31,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .bm25 import clean_query
-from .tokenize import STOP_WORDS, split_identifier
+from ..codelike import BACKTICK, CALL, CAMEL, DOTTED, SNAKE
+from .tokenize import STOP_WORDS, clean_query, split_identifier
 
 __all__ = ["Keywords", "extract", "ABBREVIATIONS", "load_equivalences", "equivalences_path",
            "search_equivalences", "bigram_compounds"]
@@ -68,11 +68,6 @@ ABBREVIATIONS: dict[str, str] = {
     "tok": "token", "txn": "transaction", "usr": "user", "vec": "vector", "ws": "websocket",
 }
 
-_BACKTICK = re.compile(r"`([^`\n]{1,200})`")
-_DOTTED = re.compile(r"\b[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+(?:\(\))?")
-_CALL = re.compile(r"\b([A-Za-z_]\w*)\(\)")
-_CAMEL = re.compile(r"\b[A-Za-z]*[a-z][A-Z]\w*|\b[A-Z]{2,}[a-z]\w*")
-_SNAKE = re.compile(r"\b\w+_\w+\b")
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9]*")
 
 
@@ -115,17 +110,17 @@ def extract(query: str, equivalences: dict[str, list[str]] | None = None) -> Key
     """Keywords of a code task or question (see the module docstring)."""
     q = clean_query(query)
     kw = Keywords()
-    for m in _BACKTICK.finditer(q):
+    for m in BACKTICK.finditer(q):
         ident = m.group(1).strip()
         if ident:
             _add(kw.exact, ident[:-2] if ident.endswith("()") else ident)
-    rest = _BACKTICK.sub(" ", q)
+    rest = BACKTICK.sub(" ", q)
     spans: list[tuple[int, int]] = []
-    for rx in (_DOTTED, _CALL, _CAMEL, _SNAKE):
+    for rx in (DOTTED, CALL, CAMEL, SNAKE):
         for m in rx.finditer(rest):
             if any(s <= m.start() < e for s, e in spans):
                 continue
-            tok = m.group(1) if rx is _CALL else m.group(0)
+            tok = m.group(1) if rx is CALL else m.group(0)
             tok = tok[:-2] if tok.endswith("()") else tok
             spans.append((m.start(), m.end()))
             _add(kw.compounds, tok)

@@ -26,9 +26,15 @@ from collections import Counter
 
 import numpy as np
 
-from .bm25 import _norms, _norms_of, _stored_params, decode_ids_many, decode_tf, tf_impacts
+from ..settings import IndexSettings
+from ..store.sql import exec_in_chunks, in_chunks
+from .idcodec import decode_ids_many, decode_tf
+from .okapi import tf_impacts
+from .postings import norms as _norms, norms_of as _norms_of, stored_params as _stored_params
 
-__all__ = ["update", "EDGE_TYPE", "K", "M"]
+__all__ = ["NAME", "update", "EDGE_TYPE", "K", "M"]
+
+NAME = "neighbors"
 
 log = logging.getLogger(__name__)
 
@@ -52,11 +58,8 @@ def _delete_edges(conn, ids: list[int] | None) -> None:
     if ids is None:
         conn.execute("DELETE FROM edges WHERE type=? AND file_id IS NULL", (EDGE_TYPE,))
         return
-    for s in range(0, len(ids), _SQL):
-        part = ids[s:s + _SQL]
-        marks = ",".join("?" * len(part))
-        conn.execute(f"DELETE FROM edges WHERE type=? AND file_id IS NULL AND (src IN ({marks}) OR dst IN ({marks}))",
-                     [EDGE_TYPE] + part + part)
+    exec_in_chunks(conn, "DELETE FROM edges WHERE type=? AND file_id IS NULL AND (src IN ({}) OR dst IN ({}))",
+                   ids, before=[EDGE_TYPE], repeat=2)
     conn.execute("DELETE FROM edges WHERE type=? AND file_id IS NULL AND dst IS NULL", (EDGE_TYPE,))
 
 
@@ -122,12 +125,11 @@ def _neighbours(terms: list[str], self_id: int, post: _Postings, allowed: np.nda
     return out
 
 
-def update(ix, changes, settings: dict | None = None, progress=None) -> dict:
+def update(ix, changes, settings=None, progress=None) -> dict:
     """Maintain ``similar_text`` edges for ``changes`` (see the module docstring)."""
     t0 = time.perf_counter()
-    settings = settings or {}
     conn = ix.conn
-    if settings.get("neighbors") is False:
+    if not IndexSettings.coerce(settings).graph.neighbors:
         had = conn.execute("SELECT 1 FROM edges WHERE type=? AND file_id IS NULL LIMIT 1", (EDGE_TYPE,)).fetchone()
         if had:
             _delete_edges(conn, None)
@@ -168,8 +170,7 @@ def update(ix, changes, settings: dict | None = None, progress=None) -> dict:
     rows_out = []
     for s in range(0, len(todo), _SQL):
         part = todo[s:s + _SQL]
-        rows = conn.execute(f"SELECT id, key, name, kgtext(text) FROM nodes WHERE id IN ({','.join('?' * len(part))})",
-                            part).fetchall()
+        rows = in_chunks(conn, "SELECT id, key, name, kgtext(text) FROM nodes WHERE id IN ({})", part)
         for nid, key, name, text in rows:
             keys[nid] = key
             terms = an(name or "") * nw + an(text or "")
@@ -178,9 +179,7 @@ def update(ix, changes, settings: dict | None = None, progress=None) -> dict:
         if progress is not None:
             progress({"phase": "neighbors", "done": min(s + _SQL, len(todo)), "total": len(todo)})
     missing = sorted({d for _, d, _ in rows_out} - set(keys))
-    for s in range(0, len(missing), _SQL):
-        part = missing[s:s + _SQL]
-        keys.update(conn.execute(f"SELECT id, key FROM nodes WHERE id IN ({','.join('?' * len(part))})", part))
+    keys.update(in_chunks(conn, "SELECT id, key FROM nodes WHERE id IN ({})", missing))
     conn.executemany("INSERT INTO edges(src, dst, ns, dst_name, type, weight) VALUES (?,?,?,?,?,?)",
                      [(a, b, "key", keys[b], EDGE_TYPE, round(w, 4)) for a, b, w in rows_out])
     changes.edges_changed = True

@@ -1,11 +1,6 @@
 """Pattern channel: identifier, substring, typo-tolerant and ``/regex/`` search over node names.
 
-Index (tables from migration ``0002_text``): ``text_symbols(id, sym)`` holds each node's
-``name`` and, when different, its ``qualname`` (tab-separated); ``text_trigrams(tri, ids)``
-maps every lower-case trigram of those strings to the
-sorted node ids containing it, gap-coded like the BM25 postings (about one byte per id; see
-:func:`_blob`). Both are updated incrementally
-from the ChangeSet (old trigrams come from the stored ``sym``, so nothing else is needed).
+Index: ``text_symbols`` and ``text_trigrams``, kept by :mod:`kgsearch.text.trigrams`.
 
 We keep our own trigram postings instead of an FTS5 ``trigram`` table: typo tolerance needs
 the *number* of query trigrams each symbol shares (one ``np.bincount`` over the query's
@@ -31,188 +26,19 @@ import time
 
 import numpy as np
 
-from ..store.db import qualname_sql
-from .bm25 import clean_query, decode_ids, encode_ids, encode_ids_many
+from ..codelike import is_code_token
+from ..store.sql import iter_in_chunks
+from .tokenize import clean_query
+from .trigrams import MAX_SYM, ids_from as _ids_from, trigrams
 
-__all__ = ["update", "search", "trigrams", "edit_distance", "substring_distance", "VERSION"]
+__all__ = ["search", "edit_distance", "substring_distance"]
 
 log = logging.getLogger(__name__)
 
-VERSION = 3                # 3: bm25's gap codec (VERSION 2 blobs are rewritten by migration 0007)
 _EMPTY = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32))
-_SQL_CHUNK = 500
-MAX_SYM = 256              # characters of a symbol string that are indexed / matched
 REGEX_BUDGET_S = 0.25      # time budget of one regex query
 REGEX_MAX_SCAN = 200_000   # symbols a regex without a usable literal may scan
 FUZZY_POOL = 200           # candidates (by shared trigrams) verified by edit distance
-
-
-# ---------------------------------------------------------------------------- trigrams
-def trigrams(s: str) -> set[str]:
-    """Lower-case trigrams of ``s`` (tab-separated parts are separate strings); short parts whole."""
-    out: set[str] = set()
-    for part in s.lower().split("\t"):
-        if len(part) < 3:
-            if part:
-                out.add(part)
-            continue
-        out.update(part[i:i + 3] for i in range(len(part) - 2))
-    return out
-
-
-def _sym(name: str | None, qualname: str | None) -> str:
-    name = (name or "")[:MAX_SYM]
-    qual = (qualname or "")[:MAX_SYM]
-    s = name if not qual or qual == name else name + "\t" + qual
-    return s.replace("\x00", "")
-
-
-def _ids_from(blob: bytes) -> np.ndarray:
-    """Sorted node ids of a trigram posting blob (:func:`kgsearch.text.bm25.decode_ids`)."""
-    return decode_ids(blob)
-
-
-def _blob(a: np.ndarray) -> bytes:
-    """Ascending ids as a blob: the gaps between them, the same codec as the BM25 postings
-    (:func:`kgsearch.text.bm25.encode_ids`). Trigram postings are dense runs (a module's
-    symbols share its prefix), so most cost one byte per id plus their few big gaps."""
-    return encode_ids(a)
-
-
-def _unique(a: np.ndarray) -> np.ndarray:
-    """Sorted unique values (numpy 2's hash-based ``np.unique`` is many times slower here)."""
-    a = np.sort(a)
-    if a.size:
-        a = a[np.concatenate(([True], a[1:] != a[:-1]))]
-    return a
-
-
-def update(ix, changes, full: bool) -> dict:
-    """Maintain ``text_symbols`` and ``text_trigrams`` for the changed nodes."""
-    conn = ix.conn
-    if full:
-        return _rebuild(conn)
-    gone = sorted(set(changes.removed) | set(changes.modified))
-    new = sorted(set(changes.added) | set(changes.modified))
-    removals: dict[str, list[int]] = {}
-    old_ids = []
-    for s in range(0, len(gone), _SQL_CHUNK):
-        part = gone[s:s + _SQL_CHUNK]
-        for nid, sym in conn.execute(
-                f"SELECT id, sym FROM text_symbols WHERE id IN ({','.join('?' * len(part))})", part):
-            old_ids.append(nid)
-            for t in trigrams(sym):
-                removals.setdefault(t, []).append(nid)
-    additions: dict[str, list[int]] = {}
-    new_rows = []
-    for s in range(0, len(new), _SQL_CHUNK):
-        part = new[s:s + _SQL_CHUNK]
-        for nid, name, qual in conn.execute(
-                f"SELECT id, name, {qualname_sql()} FROM nodes WHERE id IN ({','.join('?' * len(part))})", part):
-            sym = _sym(name, qual)
-            new_rows.append((nid, sym))
-            for t in trigrams(sym):
-                additions.setdefault(t, []).append(nid)
-    touched = sorted(set(removals) | set(additions))
-    for s in range(0, len(touched), _SQL_CHUNK):
-        part = touched[s:s + _SQL_CHUNK]
-        rows = dict(conn.execute(
-            f"SELECT tri, ids FROM text_trigrams WHERE tri IN ({','.join('?' * len(part))})", part))
-        writes, deletes = [], []
-        for t in part:
-            ids = _ids_from(rows[t]).astype(np.int64) if t in rows else np.zeros(0, np.int64)
-            if t in removals and ids.size:
-                ids = ids[~np.isin(ids, np.asarray(removals[t], dtype=np.int64))]
-            if t in additions:
-                ids = _unique(np.concatenate([ids, np.asarray(additions[t], dtype=np.int64)]))
-            if ids.size:
-                writes.append((t, _blob(ids)))
-            else:
-                deletes.append((t,))
-        conn.executemany("INSERT INTO text_trigrams(tri, ids) VALUES (?,?) "
-                         "ON CONFLICT(tri) DO UPDATE SET ids=excluded.ids", writes)
-        conn.executemany("DELETE FROM text_trigrams WHERE tri=?", deletes)
-    conn.executemany("DELETE FROM text_symbols WHERE id=?", [(i,) for i in old_ids])
-    conn.executemany("INSERT OR REPLACE INTO text_symbols(id, sym) VALUES (?,?)", new_rows)
-    return {"mode": "incremental", "trigrams_rewritten": len(touched), "symbols": len(new_rows)}
-
-
-def _rebuild(conn) -> dict:
-    """Every symbol and trigram posting from scratch. Lower-case ASCII symbols (nearly all) get
-    their trigrams as 24-bit codes in numpy; the rest go through :func:`trigrams`."""
-    conn.execute("DELETE FROM text_symbols")
-    conn.execute("DELETE FROM text_trigrams")
-    packed: list[np.ndarray] = []               # code << 32 | node id, for ASCII trigrams
-    other: dict[str, list[int]] = {}            # short parts and trigrams of non-ASCII symbols
-    cur = conn.execute(f"SELECT id, name, {qualname_sql()} FROM nodes ORDER BY id")
-    n = 0
-    while True:
-        rows = cur.fetchmany(8192)
-        if not rows:
-            break
-        syms = [(nid, _sym(name, qual)) for nid, name, qual in rows]
-        conn.executemany("INSERT INTO text_symbols(id, sym) VALUES (?,?)", syms)
-        fast_ids: list[int] = []
-        fast: list[str] = []
-        for nid, sym in syms:
-            low = sym.lower()
-            if low.isascii() and nid < 1 << 31:
-                fast_ids.append(nid)
-                fast.append(low)
-                if len(low) < 3 or "\t" in low:
-                    for part in low.split("\t"):
-                        if 0 < len(part) < 3:
-                            other.setdefault(part, []).append(nid)
-            else:
-                for t in trigrams(sym):
-                    other.setdefault(t, []).append(nid)
-        if fast:
-            packed.append(_ascii_trigrams(fast_ids, fast))
-        n += len(rows)
-    # sorted unique keys: by trigram, ids ascending; in place, each big array freed when done
-    # (stdlib: 3.4M keys; this keeps the step's peak near 2x the key array)
-    keys = np.concatenate(packed) if packed else np.zeros(0, dtype=np.int64)
-    del packed
-    keys.sort()
-    if keys.size:
-        keep = np.empty(keys.size, dtype=bool)
-        keep[0] = True
-        np.not_equal(keys[1:], keys[:-1], out=keep[1:])
-        keys = keys[keep]
-        del keep
-    codes = (keys >> 32).astype(np.int32)
-    ids = (keys & 0xFFFFFFFF).astype(np.int32)             # the fast path takes ids < 2**31 only
-    del keys
-    bounds = np.flatnonzero(np.diff(codes)) + 1
-    starts = [0, *bounds.tolist()] if ids.size else []
-    ends = [*bounds.tolist(), int(ids.size)] if ids.size else []
-    tris = []
-    for c in codes[starts].tolist():
-        tris.append(chr(c >> 16) + chr((c >> 8) & 0xFF) + chr(c & 0xFF))
-    rows = list(zip(tris, encode_ids_many(ids, [0, *ends]) if ids.size else []))
-    for i, tri in enumerate(tris):                         # trigrams also found the slow way
-        more = other.pop(tri, None)
-        if more is not None:
-            rows[i] = (tri, _blob(_unique(np.concatenate([ids[starts[i]:ends[i]].astype(np.int64),
-                                                          np.asarray(more, np.int64)]))))
-    rows += [(tri, _blob(_unique(np.asarray(more, dtype=np.int64)))) for tri, more in other.items()]
-    conn.executemany("INSERT INTO text_trigrams(tri, ids) VALUES (?,?)", rows)
-    return {"mode": "full", "symbols": n, "trigrams": len(rows)}
-
-
-def _ascii_trigrams(ids: list[int], syms: list[str]) -> np.ndarray:
-    """``code << 32 | id`` for every trigram of the lower-case ASCII ``syms`` (code = the three
-    bytes; parts are split at tabs), unique per symbol."""
-    arr = np.frombuffer(("\0".join(syms) + "\0").encode("ascii"), dtype=np.uint8)
-    if arr.size < 3:
-        return np.zeros(0, dtype=np.int64)
-    stop = (arr == 0) | (arr == 9)
-    ok = ~(stop[:-2] | stop[1:-1] | stop[2:])
-    a = arr.astype(np.int64)
-    code = (a[:-2] << 16) | (a[1:-1] << 8) | a[2:]
-    owner = np.cumsum(arr == 0)[:-2]           # at a kept start: the number of symbols before it
-    nid = np.asarray(ids, dtype=np.int64)[owner[ok]]
-    return _unique((code[ok] << 32) | nid)
 
 
 # ---------------------------------------------------------------------------- distances
@@ -274,23 +100,12 @@ def _max_edits(n: int) -> int:
 
 
 def _fetch_syms(conn, ids) -> dict[int, str]:
-    out: dict[int, str] = {}
-    ids = list(ids)
-    for s in range(0, len(ids), _SQL_CHUNK):
-        part = ids[s:s + _SQL_CHUNK]
-        out.update(conn.execute(
-            f"SELECT id, sym FROM text_symbols WHERE id IN ({','.join('?' * len(part))})", part))
-    return out
+    return dict(iter_in_chunks(conn, "SELECT id, sym FROM text_symbols WHERE id IN ({})", list(ids)))
 
 
 def _postings(conn, tris: list[str]) -> dict[str, np.ndarray]:
-    out: dict[str, np.ndarray] = {}
-    for s in range(0, len(tris), _SQL_CHUNK):
-        part = tris[s:s + _SQL_CHUNK]
-        for tri, blob in conn.execute(
-                f"SELECT tri, ids FROM text_trigrams WHERE tri IN ({','.join('?' * len(part))})", part):
-            out[tri] = _ids_from(blob)
-    return out
+    return {tri: _ids_from(blob)
+            for tri, blob in iter_in_chunks(conn, "SELECT tri, ids FROM text_trigrams WHERE tri IN ({})", tris)}
 
 
 def _score_literal(q: str, sym: str) -> float:
@@ -494,7 +309,7 @@ def search(ix, query: str, k: int = 100, *, fuzzy: bool = True, **opts) -> tuple
         else:
             tokens = _IDENT.findall(query)
             if len(tokens) > 1:
-                tokens = [t for t in tokens if _looks_like_code(t)]
+                tokens = [t for t in tokens if is_code_token(t)]
             scores = {}
             for tok in tokens[:8]:
                 tok = tok.strip(".:/-$")
@@ -511,8 +326,3 @@ def search(ix, query: str, k: int = 100, *, fuzzy: bool = True, **opts) -> tuple
     items = sorted(scores.items(), key=lambda p: (-p[1], p[0]))[:k]
     return (np.array([p[0] for p in items], dtype=np.int64),
             np.array([p[1] for p in items], dtype=np.float32))
-
-
-def _looks_like_code(tok: str) -> bool:
-    return ("_" in tok or "." in tok.strip(".") or any(c.isdigit() for c in tok)
-            or any(c.isupper() for c in tok[1:]))

@@ -16,7 +16,12 @@ from typing import Iterable
 
 import numpy as np
 
-from .bm25 import _EMPTY, _stored_params, clean_query, query_weights, score_terms
+from ..store.rows import node_texts
+from ..store.sql import in_chunks
+from .bm25 import query_weights, score_terms
+from .okapi import EMPTY as _EMPTY
+from .postings import stored_params as _stored_params
+from .tokenize import clean_query
 
 __all__ = ["search", "expand"]
 
@@ -42,8 +47,7 @@ def expand(ix, query: str, keywords: Iterable[str] | None = None, keyword_boost:
     ids, scores = score_terms(ix, qw, fb_docs)
     if not len(ids):
         return qw, qw
-    rows = dict((r[0], (r[1], r[2])) for r in ix.conn.execute(
-        f"SELECT id, name, kgtext(text) FROM nodes WHERE id IN ({','.join('?' * len(ids))})", [int(i) for i in ids]))
+    rows = node_texts(ix.conn, ids.tolist())
     nw = max(1, int(round(params.name_weight)))
     total = float(np.sum(scores)) or 1.0
     rel: Counter = Counter()
@@ -61,11 +65,7 @@ def expand(ix, query: str, keywords: Iterable[str] | None = None, keyword_boost:
         return qw, qw
     n = int(st["n"])
     cand = [t for t, _ in rel.most_common(fb_terms * 3)]
-    dfs = {}
-    for i in range(0, len(cand), 500):
-        part = cand[i:i + 500]
-        dfs.update(ix.conn.execute(f"SELECT term, df FROM text_postings WHERE term IN ({','.join('?' * len(part))})",
-                                   part))
+    dfs = dict(in_chunks(ix.conn, "SELECT term, df FROM text_postings WHERE term IN ({})", cand))
     chosen = [(t, rel[t]) for t in cand if 0 < dfs.get(t, 0) <= n / 2][:fb_terms]
     if not chosen:
         return qw, qw

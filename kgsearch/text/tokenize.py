@@ -25,7 +25,7 @@ from typing import Callable, Iterable
 
 from .stem import Memo, get_stemmer
 
-__all__ = ["Analyzer", "get_analyzer", "split_identifier", "raw_tokens", "ENGLISH_STOP",
+__all__ = ["Analyzer", "get_analyzer", "clean_query", "split_identifier", "raw_tokens", "ENGLISH_STOP",
            "CODE_STOP", "STOP_WORDS", "MAX_TERM_LEN"]
 
 MAX_TERM_LEN = 64
@@ -159,3 +159,14 @@ def get_analyzer(stemmer: str = "porter2", split_code: bool = True) -> Analyzer:
     if a is None:
         a = _ANALYZERS[key] = Analyzer(stemmer, split_code=split_code)
     return a
+
+
+def clean_query(query) -> str:
+    """Any object -> a str that SQLite can bind (lone surrogates replaced, NULs dropped)."""
+    if not isinstance(query, str):
+        query = "" if query is None else str(query)
+    try:
+        query.encode("utf-8")
+    except UnicodeEncodeError:
+        query = query.encode("utf-8", "replace").decode("utf-8")
+    return query.replace("\x00", " ")

@@ -19,18 +19,20 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import os
 import time
-from pathlib import Path
-from typing import Any
+
+from ..settings import IndexSettings
+from ..store.rows import iter_node_texts
+from .index_model import load_cached, model_ref, model_spec
 
 log = logging.getLogger(__name__)
 
-__all__ = ["update", "query_model", "node_text", "text_hash", "model_spec", "DEFAULT_MAX_CHARS"]
+__all__ = ["NAME", "update", "node_text", "text_hash", "DEFAULT_MAX_CHARS"]
+
+NAME = "embed"
 
 DEFAULT_MAX_CHARS = 2000
 BATCH = 4096                       # nodes per encode call and vector write
-_MODELS: dict[str, Any] = {}       # resolved folder -> loaded model (per process)
 
 
 def node_text(name: str | None, text: str | None, max_chars: int = DEFAULT_MAX_CHARS) -> str:
@@ -47,75 +49,6 @@ def text_hash(s: str) -> int:
                           "little", signed=True)
 
 
-def model_spec(settings: dict | None) -> str | None:
-    """The model the settings ask for: ``settings['model']``, else ``$KGSEARCH_MODEL``, else None
-    (the shipped default)."""
-    spec = (settings or {}).get("model")
-    if spec:
-        return str(spec)
-    env = os.environ.get("KGSEARCH_MODEL")
-    return env or None
-
-
-def _model_ref(path: Path) -> str:
-    """How meta records a model: its folder name when it lives in a models dir this install
-    searches (so a phone with the same model finds it), else its absolute path."""
-    from ..config import data_home, shipped_data_dir
-
-    parent = path.resolve().parent
-    roots = [data_home() / "models"]
-    shipped = shipped_data_dir()
-    if shipped is not None:
-        roots.append(shipped / "models")
-    for r in roots:
-        try:
-            if parent == r.resolve():
-                return path.name
-        except OSError:
-            continue
-    return str(path.resolve())
-
-
-def _load(path: Path):
-    from .model import load_model
-
-    key = str(path.resolve())
-    m = _MODELS.get(key)
-    if m is None:
-        m = _MODELS[key] = load_model(path)
-    return m
-
-
-def query_model(ix):
-    """The model that built the index's vectors (loaded once per process), or a one-line
-    string saying why there is none here."""
-    from .model import resolve_model
-
-    want = ix.meta("model_id")
-    tried = []
-    for spec in (ix.meta("model"), os.environ.get("KGSEARCH_MODEL"), "default"):
-        if not spec:
-            continue
-        path = resolve_model(spec)
-        if path is None:
-            tried.append(spec)
-            continue
-        try:
-            m = _load(path)
-        except Exception as exc:   # a broken folder is just not the right model
-            log.debug("cannot load model %s: %s", path, exc)
-            tried.append(spec)
-            continue
-        # same files as when the index was embedded: skip hashing 8+ MB on every cold start
-        if m._model_id is None and want and ix.meta("model_sig") == m.files_signature():
-            m._model_id = want
-        if m.model_id == want:
-            return m
-        tried.append(f"{spec} ({m.model_id})")
-    return (f"the index was embedded with {want}, which is not available here (tried {', '.join(tried)}); "
-            f"pass the same model with --model or rebuild with `kgsearch index --full`")
-
-
 def _progress(progress, done: int, total: int) -> None:
     if progress is None:
         return
@@ -123,23 +56,6 @@ def _progress(progress, done: int, total: int) -> None:
         progress({"phase": "embed", "done": done, "total": total})
     except Exception:           # a progress callback must never break indexing
         log.debug("progress callback failed", exc_info=True)
-
-
-def _node_rows(ix, ids=None, chunk: int = 900):
-    """(id, name, text) for ``ids`` (all nodes when None), in id order."""
-    if ids is None:
-        cur = ix.conn.execute("SELECT id, name, kgtext(text) FROM nodes ORDER BY id")
-        while True:
-            rows = cur.fetchmany(4096)
-            if not rows:
-                return
-            yield from rows
-        return
-    ids = sorted(set(int(i) for i in ids))
-    for i in range(0, len(ids), chunk):
-        part = ids[i:i + chunk]
-        q = ",".join("?" * len(part))
-        yield from ix.conn.execute(f"SELECT id, name, kgtext(text) FROM nodes WHERE id IN ({q}) ORDER BY id", part)
 
 
 def ensure_rotation(ix, dims: int, reset: bool = False):
@@ -152,14 +68,14 @@ def ensure_rotation(ix, dims: int, reset: bool = False):
     return rot
 
 
-def update(ix, changes, settings: dict | None = None, progress=None) -> dict:
+def update(ix, changes, settings=None, progress=None) -> dict:
     """Embed added/modified nodes, drop removed ones; re-embed all on a model change."""
     from . import vectors
-    from .model import load_model, resolve_model
+    from .model import resolve_model
 
     t0 = time.perf_counter()
-    settings = settings or {}
-    if settings.get("embed") is False:
+    es = IndexSettings.coerce(settings).embed
+    if not es.embed:
         dropped = vectors.vector_count(ix)
         if dropped:
             vectors.clear(ix)
@@ -170,10 +86,9 @@ def update(ix, changes, settings: dict | None = None, progress=None) -> dict:
         log.warning("no embedding model found (%s); the dense channel is off. Pass --model FOLDER, "
                     "set KGSEARCH_MODEL or run `kgsearch model pull NAME`", spec or "the shipped default")
         return {"skipped": "no model"}
-    model = _MODELS.get(str(path.resolve())) or load_model(path)
-    _MODELS[str(path.resolve())] = model
+    model = load_cached(path)
     model_id, dims = model.model_id, model.dims
-    max_chars = int(settings.get("embed_max_chars", DEFAULT_MAX_CHARS))
+    max_chars = es.embed_max_chars
 
     prev = ix.derived("embed")
     prev_info = (prev or {}).get("info") or {}
@@ -229,7 +144,7 @@ def update(ix, changes, settings: dict | None = None, progress=None) -> dict:
             embedded += len(todo)
 
     _progress(progress, 0, total)
-    for nid, name, text in _node_rows(ix, target):
+    for nid, name, text in iter_node_texts(ix.conn, target, batch=4096):
         seen += 1
         s = node_text(name, text, max_chars)
         if not s.strip():
@@ -248,7 +163,7 @@ def update(ix, changes, settings: dict | None = None, progress=None) -> dict:
     ix.set_meta("model_id", model_id)
     ix.set_meta("model_sig", model.files_signature())
     ix.set_meta("model_dims", dims)
-    ix.set_meta("model", _model_ref(path))
+    ix.set_meta("model", model_ref(path))
     seconds = time.perf_counter() - t0
     info = {"model": model_id, "dims": dims, "embedded": embedded, "deleted": deleted,
             "vectors": vectors.vector_count(ix), "full": full, "max_chars": max_chars}

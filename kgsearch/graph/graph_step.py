@@ -29,33 +29,30 @@ or when the edge-type weight table changed:
 The node and edge arrays are read with one ``group_concat`` row per column, parsed by numpy
 (about half the time of one Python tuple per edge).
 
-Query time: :func:`load_context` (the pipeline's view: positions, PageRank, communities,
-walks, HITS, entity channels), :func:`load_graph`, :func:`pagerank_scores`,
-:func:`community_labels`; all cached per index generation with ``Index.cached``.
+The query-time side (positions, PageRank, communities, walks, HITS, entity channels) is
+:mod:`kgsearch.graph.context`, which reads the blobs written here.
 """
 from __future__ import annotations
 
 import logging
-import re
 import time
 from typing import Any
 
 import numpy as np
 
 from ..config import edge_weight, edge_weights
+from ..settings import GraphSettings, IndexSettings
 from .communities import CommunityTimeout, greedy_modularity
 from .csr import Graph, GraphError
-from .hits import hits
-from .pagerank import PowerIterationFailedConvergence, pagerank, rwr
+from .pagerank import PowerIterationFailedConvergence, pagerank
 
-__all__ = ["update", "load_context", "load_graph", "pagerank_scores", "community_labels",
-           "GraphContext", "CODE_KINDS"]
+__all__ = ["NAME", "update", "assign_new_nodes", "PREFIX"]
+
+NAME = "graph"
 
 log = logging.getLogger(__name__)
 
 PREFIX = "graph."
-CODE_KINDS = frozenset({"module", "class", "function", "method"})
-ENTITY_KINDS = frozenset({"entity", "tag"})
 DEFAULT_MAX_PAIRS = 1_000_000
 DEFAULT_SECONDS = 120.0
 DEFAULT_DRIFT = 0.02          # full CNM again once this fraction of the nodes changed
@@ -69,18 +66,18 @@ def _progress(progress, step: str) -> None:
             log.debug("progress callback failed", exc_info=True)
 
 
-def _weight_table(settings: dict) -> dict[str, float]:
-    if isinstance(settings.get("edge_weights"), dict):
-        return edge_weights(settings)
+def _weight_table(gs: GraphSettings) -> dict[str, float]:
+    if gs.edge_weights is not None:
+        return edge_weights({"edge_weights": dict(gs.edge_weights)})
     return edge_weights()
 
 
 # ---------------------------------------------------------------------- index time
-def update(ix, changes, settings: dict | None = None, progress=None) -> dict:
+def update(ix, changes, settings=None, progress=None) -> dict:
     """Rebuild the graph blobs, PageRank and communities when the graph changed."""
     t0 = time.perf_counter()
-    settings = settings or {}
-    table = _weight_table(settings)
+    gs = IndexSettings.coerce(settings).graph
+    table = _weight_table(gs)
     have = ix.get_array(PREFIX + "shape") is not None
     structural = bool(changes.full or changes.edges_changed or changes.added or changes.removed)
     if have and not structural and ix.meta_json(PREFIX + "edge_weights") == table:
@@ -88,7 +85,7 @@ def update(ix, changes, settings: dict | None = None, progress=None) -> dict:
         ix.mark_derived("graph", time.perf_counter() - t0, info)
         return info
     with ix.transaction():
-        info = _rebuild(ix, changes, table, settings, progress)
+        info = _rebuild(ix, changes, table, gs, progress)
         info["seconds"] = round(time.perf_counter() - t0, 3)
         ix.mark_derived("graph", info["seconds"], info)
     return info
@@ -175,7 +172,7 @@ def assign_new_nodes(g: Graph, labels: np.ndarray, rounds: int = 10) -> tuple[np
     return labels, todo
 
 
-def _rebuild(ix, changes, table: dict[str, float], settings: dict, progress) -> dict:
+def _rebuild(ix, changes, table: dict[str, float], gs: GraphSettings, progress) -> dict:
     conn = ix.conn
     _progress(progress, "csr")
     t = time.perf_counter()
@@ -231,9 +228,9 @@ def _rebuild(ix, changes, table: dict[str, float], settings: dict, progress) -> 
 
     _progress(progress, "communities")
     t = time.perf_counter()
-    max_pairs = int(settings.get("graph_communities_max_pairs", DEFAULT_MAX_PAIRS))
-    seconds = float(settings.get("graph_communities_seconds", DEFAULT_SECONDS))
-    drift_limit = float(settings.get("graph_communities_drift", DEFAULT_DRIFT))
+    max_pairs = gs.graph_communities_max_pairs
+    seconds = gs.graph_communities_seconds
+    drift_limit = gs.graph_communities_drift
     gave_up = ix.meta_json(PREFIX + "communities_gave_up") or {}
     kept = _kept_labels(old_ids, old_comm, ids)
     drift = ix.meta_json(PREFIX + "communities_drift") or {}
@@ -277,235 +274,3 @@ def _rebuild(ix, changes, table: dict[str, float], settings: dict, progress) -> 
         ix.put_array(PREFIX + "community", labels)
     info["communities_seconds"] = round(time.perf_counter() - t, 3)
     return info
-
-
-# ---------------------------------------------------------------------- query time
-_WORDS = re.compile(r"[^\W_][\w'\-]*", re.UNICODE)
-
-
-class GraphContext:
-    """What the query pipeline needs from the graph, loaded once per index generation.
-
-    Positions are the graph's node numbers (``0..n-1``); ``node_ids[pos]`` is the node id.
-    """
-
-    def __init__(self, ix, graph: Graph, node_ids: np.ndarray, pr: np.ndarray | None,
-                 community: np.ndarray | None, kinds: np.ndarray | None, kind_names: list[str]):
-        self.ix = ix
-        self.graph = graph
-        self.node_ids = node_ids
-        self.pagerank = pr if pr is not None else np.zeros(graph.n, dtype=np.float32)
-        self.community = community
-        self.kinds = kinds if kinds is not None else np.zeros(graph.n, dtype=np.uint8)
-        self.kind_names = kind_names
-        self.etype_names = graph.etype_names
-        self._cache: dict[str, Any] = {}
-
-    # -------------------------------------------------------------- lookups
-    def positions(self, ids) -> np.ndarray:
-        """Graph positions of node ids (-1 for ids the graph does not know)."""
-        ids = np.asarray(ids, dtype=np.int64).reshape(-1)
-        if not len(self.node_ids):
-            return np.full(len(ids), -1, dtype=np.int64)
-        pos = np.searchsorted(self.node_ids, ids)
-        pos[pos >= len(self.node_ids)] = 0
-        return np.where(self.node_ids[pos] == ids, pos, -1)
-
-    def ids_of(self, pos) -> np.ndarray:
-        """Node ids of graph positions."""
-        return self.node_ids[np.asarray(pos, dtype=np.int64)]
-
-    def pagerank_at(self, pos) -> np.ndarray:
-        """PageRank at positions (0 where pos is -1)."""
-        pos = np.asarray(pos, dtype=np.int64)
-        out = np.zeros(len(pos))
-        ok = pos >= 0
-        out[ok] = self.pagerank[pos[ok]]
-        return out
-
-    def communities_of(self, ids) -> np.ndarray | None:
-        """Community label of each node id (-1 unknown); ``None`` when none were computed."""
-        if self.community is None:
-            return None
-        pos = self.positions(ids)
-        return np.where(pos >= 0, self.community[np.maximum(pos, 0)], -1)
-
-    def type_ids(self, names) -> list[int]:
-        """Edge-type numbers of the given type names (unknown names are left out)."""
-        return [self.etype_names.index(t) for t in names if t in self.etype_names]
-
-    def is_code_query(self, ids) -> bool:
-        """True when most of the given (top) nodes are code: module, class, function, method."""
-        pos = self.positions(ids)
-        pos = pos[pos >= 0]
-        if not len(pos):
-            return False
-        code = np.array([k in CODE_KINDS for k in self.kind_names] + [False], dtype=bool)
-        return bool(code[self.kinds[pos]].mean() > 0.5)
-
-    # -------------------------------------------------------------- walks and HITS
-    def walk(self, seed_pos, seed_w=None, limit: int = 200, restart: float = 0.2,
-             directed: bool = False, prune: float = 1e-5, **kw) -> dict[int, float]:
-        """RWR from seed positions: ``{position: score}`` for the ``limit`` best nodes.
-
-        The walk follows edges both ways (callers and callees, links and backlinks) unless
-        ``directed``. ``prune=1e-5`` bounds the work per step to ~100K edges (on the stdlib
-        graph: ~10 ms a query instead of ~70 ms, top-10 99% the same as the exact walk); other
-        keywords go to :func:`~kgsearch.graph.pagerank.rwr`.
-        """
-        seed_pos = np.asarray(seed_pos, dtype=np.int64)
-        if not len(seed_pos) or self.graph.m == 0:
-            return {}
-        w = None if seed_w is None else np.maximum(np.asarray(seed_w, dtype=np.float64), 0.0)
-        if w is not None and w.sum() <= 0:
-            w = None
-        s = rwr(self.graph, seed_pos, restart=restart, weights=w, prune=prune,
-                direction="out" if directed else "both", **kw)
-        nz = np.flatnonzero(s)
-        if len(nz) > limit:
-            nz = nz[np.argpartition(-s[nz], limit - 1)[:limit]]
-        return dict(zip(nz.tolist(), s[nz].tolist()))
-
-    def hits_adjust(self, pos, seed_pos, pvec, top: int = 200) -> np.ndarray:
-        """HITS on the ``top`` walk nodes (plus seeds); additive adjustments aligned with ``pos``.
-
-        Hubs and authorities are max-normalised to [0, 1] and passed to the pipeline's formula
-        (``kgsearch.graph.proximity.hits_adjust``).
-        """
-        from .proximity import hits_adjust as formula
-
-        pos = np.asarray(pos, dtype=np.int64)
-        pvec = np.asarray(pvec, dtype=np.float64)
-        ok = (pos >= 0) & (pvec > 0)
-        order = np.flatnonzero(ok)[np.argsort(-pvec[ok], kind="stable")][:top]
-        nodes = np.unique(np.concatenate([pos[order], np.asarray(seed_pos, dtype=np.int64)]))
-        adj = np.zeros(len(pos))
-        if len(nodes) < 2:
-            return adj
-        try:
-            h, a = hits(self.graph, nodes=nodes, max_iter=200, tol=1e-6)
-        except PowerIterationFailedConvergence:
-            return adj
-        h = h / h.max() if h.max() > 0 else h
-        a = a / a.max() if a.max() > 0 else a
-        at = np.searchsorted(nodes, pos)
-        at[at >= len(nodes)] = 0
-        inside = (pos >= 0) & (nodes[at] == pos)
-        is_seed = np.isin(pos, seed_pos)
-        adj[inside] = formula(is_seed[inside], h[at[inside]], a[at[inside]])
-        return adj
-
-    # -------------------------------------------------------------- entity channels
-    def _entities(self) -> dict[str, int]:
-        """Normalised entity/tag name -> graph position (names from the node keys)."""
-        if "ents" not in self._cache:
-            ents: dict[str, int] = {}
-            rows = self.ix.conn.execute(
-                "SELECT id, key FROM nodes WHERE kind IN ('entity', 'tag')").fetchall()
-            if rows:
-                ids = np.array([r[0] for r in rows], dtype=np.int64)
-                pos = self.positions(ids)
-                for (_, key), p in zip(rows, pos.tolist()):
-                    if p >= 0:
-                        ents[key.split(":", 1)[-1].lower()] = p
-            self._cache["ents"] = ents
-        return self._cache["ents"]
-
-    def match_entities(self, query: str, max_words: int = 5) -> np.ndarray:
-        """Positions of entity/tag nodes whose name is a run of words in ``query``."""
-        ents = self._entities()
-        if not ents:
-            return np.zeros(0, dtype=np.int64)
-        words = [w.strip("'-") for w in _WORDS.findall(query.lower())]
-        words = [w[:-2] if w.endswith("'s") else w for w in words if w]
-        found = set()
-        for i in range(len(words)):
-            for j in range(i + 1, min(len(words), i + max_words) + 1):
-                p = ents.get(" ".join(words[i:j]))
-                if p is not None:
-                    found.add(p)
-        return np.array(sorted(found), dtype=np.int64)
-
-    def entity_channels(self, query: str, depth: int = 100, want_local: bool = True,
-                        want_global: bool = True) -> tuple[dict[int, float], dict[int, float]]:
-        """Graph-local and graph-global channels, keyed by node id.
-
-        local: nodes linked to entities named in the query, scored by how many distinct matched
-        entities they touch. global: the 3 communities holding most matched entities; their
-        non-entity members, scored by the community's share of matches times
-        ``0.5 + 0.5 * PageRank / max PageRank in the community``; ``depth`` best per community.
-        """
-        local: dict[int, float] = {}
-        glob: dict[int, float] = {}
-        ents = self.match_entities(query)
-        if not len(ents):
-            return local, glob
-        not_entity = np.array([k not in ENTITY_KINDS for k in self.kind_names] + [True], dtype=bool)
-        if want_local and self.graph.m:
-            node, nb, _, _ = self.graph.neighbors(ents, "both")
-            keep = not_entity[self.kinds[nb]]
-            pairs = np.unique(np.stack([nb[keep], node[keep]]), axis=1) if keep.any() else np.zeros((2, 0), int)
-            if pairs.shape[1]:
-                u, cnt = np.unique(pairs[0], return_counts=True)
-                top = np.argsort(-cnt, kind="stable")[:depth]
-                local = dict(zip(self.ids_of(u[top]).tolist(), cnt[top].astype(float).tolist()))
-        if want_global and self.community is not None:
-            labs, cnt = np.unique(self.community[ents], return_counts=True)
-            best = np.argsort(-cnt, kind="stable")[:3]
-            for lab, c in zip(labs[best].tolist(), cnt[best].tolist()):
-                members = np.flatnonzero((self.community == lab) & not_entity[self.kinds])
-                if not len(members):
-                    continue
-                pr = self.pagerank[members].astype(np.float64)
-                rel = pr / pr.max() if pr.max() > 0 else np.ones(len(members))
-                score = (c / len(ents)) * (0.5 + 0.5 * rel)
-                top = np.argsort(-score, kind="stable")[:depth]
-                for nid, sc in zip(self.ids_of(members[top]).tolist(), score[top].tolist()):
-                    glob[nid] = max(glob.get(nid, 0.0), sc)
-        return local, glob
-
-
-def _load(ix) -> GraphContext | None:
-    get = ix.get_array
-    if get(PREFIX + "shape") is None:
-        return None
-    g = Graph.from_blobs(lambda name: get(PREFIX + name), etype_names=ix.meta_json(PREFIX + "etypes", []))
-    ids = get(PREFIX + "node_ids")
-    if ids is None or len(ids) != g.n:
-        raise GraphError("graph.node_ids blob is missing or inconsistent; rebuild with `kgsearch index --full`")
-    return GraphContext(ix, g, ids, get(PREFIX + "pagerank"), get(PREFIX + "community"),
-                        get(PREFIX + "kind"), ix.meta_json(PREFIX + "kinds", []))
-
-
-def load_context(ix) -> GraphContext | None:
-    """The graph context for this index generation (``None`` when the index has no graph)."""
-    return ix.cached(PREFIX + "context", lambda: _load(ix))
-
-
-def load_graph(ix) -> Graph | None:
-    """The index's :class:`Graph` (positions = node ids in ascending order), or ``None``."""
-    ctx = load_context(ix)
-    return None if ctx is None else ctx.graph
-
-
-def _by_id(ctx: GraphContext, values: np.ndarray, fill, dtype) -> np.ndarray:
-    size = int(ctx.node_ids[-1]) + 1 if len(ctx.node_ids) else 0
-    out = np.full(size, fill, dtype=dtype)
-    out[ctx.node_ids] = values
-    return out
-
-
-def pagerank_scores(ix) -> np.ndarray | None:
-    """PageRank indexed by node id (``scores[node_id]``; 0 for ids not in the graph), or ``None``."""
-    ctx = load_context(ix)
-    if ctx is None:
-        return None
-    return ix.cached(PREFIX + "pr_by_id", lambda: _by_id(ctx, ctx.pagerank, 0.0, np.float32))
-
-
-def community_labels(ix) -> np.ndarray | None:
-    """Community label indexed by node id (-1 for unknown ids), or ``None`` when not computed."""
-    ctx = load_context(ix)
-    if ctx is None or ctx.community is None:
-        return None
-    return ix.cached(PREFIX + "comm_by_id", lambda: _by_id(ctx, ctx.community, -1, np.int32))

@@ -1,0 +1,206 @@
+"""Command line: argument parsing and output only; every command calls one library function.
+
+Results go to stdout (a table, or JSON with ``--json``); diagnostics, warnings and progress go
+to stderr. Each command imports what it needs when it runs, so ``kgsearch --help`` stays fast.
+Exit codes are listed in ``kgsearch --help`` and in the README.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from ..version import __version__
+from ..errors import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK, KgsearchError
+from . import commands
+from .output import err
+
+EXIT_CODES = """exit codes:
+  0   success
+  1   internal error (a bug: please report it with the command you ran)
+  2   usage error (bad flags or arguments)
+  3   bad input data (the message names file:line); an index run that hit it changed nothing,
+      or, with --keep-going, skipped the named files
+  4   index missing, unreadable, or made by a newer kgsearch
+  5   nothing found (show, why)
+  75  another `kgsearch index` holds the lock: nothing was changed, try again later
+  130 interrupted (Ctrl-C): nothing was changed
+"""
+
+
+# ---------------------------------------------------------------------------- parser
+def _common(db_required: bool = False) -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(add_help=False)
+    p.add_argument("--db", metavar="PATH", default=argparse.SUPPRESS,
+                   help="index file (default: $KGSEARCH_DB, else $XDG_DATA_HOME/kgsearch/index.db)")
+    p.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="machine-readable output on stdout")
+    p.add_argument("-q", "--quiet", action="store_true", default=argparse.SUPPRESS, help="no notes or progress on stderr")
+    p.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help="debug logging on stderr")
+    return p
+
+
+def _query_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-k", type=int, default=10, help="number of results (default 10)")
+    p.add_argument("--intent", default=None,
+                   help="force an intent profile (exact_match, debugging, capability_check, workflow, comparison, "
+                        "goal_based, exploratory, semantic, default)")
+    p.add_argument("--weights", default=None, metavar="A,B,G,D",
+                   help="override the fusion weights: embedding,text,graph,intent-edges (e.g. .4,.45,.15,0)")
+    p.add_argument("--fusion", choices=["linear", "rrf"], default=None, help="fusion mode (default linear)")
+    p.add_argument("--channels", default=None, metavar="LIST",
+                   help="comma-separated channels to run (default: bm25,fts,dense,graph,intent,pattern,equiv,"
+                        "local,global; also prf = RM3 feedback). fts and pattern run only for phrase/boolean "
+                        "and identifier queries unless asked for alone")
+    p.add_argument("--diversity", type=float, default=None, metavar="F",
+                   help="multiply the first hit of each new graph community by F (e.g. 1.05; default off)")
+    p.add_argument("--norm", choices=["z", "max", "minmax", "auto"], default="z",
+                   help="score normalisation before fusion (default z: standardised over the whole index)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = _common()
+    parser = argparse.ArgumentParser(
+        prog="kgsearch",
+        description="Offline knowledge-graph hybrid search: index notes, code, knowledge graphs and text "
+                    "into one SQLite file; search with BM25 + embeddings + graph signals.",
+        epilog=EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"kgsearch {__version__}")
+    parser.add_argument("--db", metavar="PATH", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--json", action="store_true", default=False, help=argparse.SUPPRESS)
+    parser.add_argument("-q", "--quiet", action="store_true", default=False, help=argparse.SUPPRESS)
+    parser.add_argument("-v", "--verbose", action="store_true", default=False, help=argparse.SUPPRESS)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    p = sub.add_parser("index", parents=[common], help="index or incrementally reindex files and folders",
+                       description="Index folders/files (Markdown vaults, Python code, KG JSON/JSONL/CSV, text). "
+                                   "Only changed files are re-read. With no PATH, reindex the roots already "
+                                   "in the index (for cron).")
+    p.add_argument("paths", nargs="*", metavar="PATH")
+    p.add_argument("--format", default=None, choices=["kg", "markdown", "python", "text", "beir"],
+                   help="force a loader instead of choosing by file type")
+    p.add_argument("--allow-dangling", action="store_true",
+                   help="KG edges to unknown nodes create placeholder nodes instead of failing")
+    p.add_argument("--keep-going", action="store_true",
+                   help="skip files that fail to load (exit code 3) instead of failing the whole run")
+    p.add_argument("--full", action="store_true", help="re-read every file and rebuild all derived data")
+    p.add_argument("--max-file-size", type=float, default=16.0, metavar="MB", help="skip larger files (default 16)")
+    p.add_argument("--model", default=None, metavar="PATH|NAME",
+                   help="embedding model (a model2vec folder or a pulled model name); changing it re-embeds")
+    p.add_argument("--stemmer", default=None, choices=["porter2", "light", "none"], help="stemmer (changing it rebuilds postings)")
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--no-embed", dest="embed", action="store_false", default=None,
+                   help="no embeddings: drop stored vectors, dense channel off (remembered for later runs)")
+    g.add_argument("--embed", dest="embed", action="store_true", default=None,
+                   help="embed again after --no-embed (remembered)")
+    p.set_defaults(func=commands.cmd_index)
+
+    p = sub.add_parser("search", parents=[common], help="hybrid search",
+                       description="Search the index: BM25 + FTS5 + embeddings + graph signals fused by intent.")
+    p.add_argument("query")
+    _query_options(p)
+    p.add_argument("--explain", action="store_true", help="show each signal's part of every score")
+    p.add_argument("--no-cache", action="store_true", help="do not read or write the result cache")
+    p.set_defaults(func=commands.cmd_search)
+
+    p = sub.add_parser("why", parents=[common], help="why a node ranked where it did for a query")
+    p.add_argument("query")
+    p.add_argument("node", help="node key, qualified name or name")
+    _query_options(p)
+    p.set_defaults(func=commands.cmd_why)
+
+    p = sub.add_parser("show", parents=[common], help="a node with its edges")
+    p.add_argument("node", help="node key (e.g. md:notes/foo), qualified name or name")
+    p.add_argument("--edges", type=int, default=25, help="edges to list per direction (default 25)")
+    p.add_argument("--lines", type=int, default=12, help="text lines to show (default 12)")
+    p.set_defaults(func=commands.cmd_show)
+
+    p = sub.add_parser("stats", parents=[common], help="counts by kind and edge type, size, last index time")
+    p.set_defaults(func=commands.cmd_stats)
+
+    p = sub.add_parser("eval", parents=[common], help="evaluate on a BEIR folder or a probes JSONL file",
+                       description="BEIR folder (corpus.jsonl, queries.jsonl, qrels.tsv): nDCG@10, recall@10/100, "
+                                   "MRR@10, P@10. Probe file (JSONL of {query, expected}): recall@5/@10, MRR "
+                                   "against the index given by --db.")
+    p.add_argument("target", metavar="DIR|PROBES.jsonl")
+    p.add_argument("--channels", default=None, metavar="LIST", help="channels to run (default: the full pipeline)")
+    p.add_argument("--ablate", action="store_true", help="also run with each channel removed and each alone")
+    p.add_argument("-k", type=int, default=100, help="results per query (default 100)")
+    p.add_argument("--max-queries", type=int, default=None, help="use only the first N queries")
+    p.add_argument("--split", default=None, help="qrels split (default: qrels.tsv, else qrels.test.tsv)")
+    p.add_argument("--index-dir", default=None, help="where evaluation indexes are kept (default: data dir/eval)")
+    p.add_argument("--rebuild", action="store_true", help="rebuild the evaluation index")
+    p.add_argument("--set", action="append", metavar="KEY=VALUE", help="index setting, e.g. stemmer=light")
+    p.add_argument("--fusion", choices=["linear", "rrf"], default=None)
+    p.add_argument("--intent", default=None)
+    p.add_argument("--weights", default=None)
+    p.set_defaults(func=commands.cmd_eval)
+
+    p = sub.add_parser("bench", parents=[common], help="on-device benchmark (index time, latency, RSS, start-up)")
+    p.add_argument("--corpus", default=None, metavar="demo|stdlib|PATH",
+                   help="built-in corpus to index and query when --db is not given (default demo)")
+    p.add_argument("--queries", type=int, default=200, help="queries to time (default 200)")
+    p.add_argument("--cold-runs", type=int, default=5, metavar="N",
+                   help="CLI start-up measurements (median reported; default 5)")
+    p.add_argument("--out", default=None, metavar="FILE", help="also write the JSON result here")
+    p.set_defaults(func=commands.cmd_bench)
+
+    p = sub.add_parser("demo", parents=[common], help="index the built-in demo knowledge base and search it")
+    p.add_argument("query", nargs="?", default=None)
+    p.add_argument("-k", type=int, default=5)
+    p.add_argument("--explain", action="store_true")
+    p.set_defaults(func=commands.cmd_demo)
+
+    p = sub.add_parser("model", parents=[common], help="embedding models: list, pull (needs model2vec + network)")
+    msub = p.add_subparsers(dest="model_cmd", metavar="ACTION")
+    pp = msub.add_parser("pull", parents=[common], help="download a model2vec model from the Hugging Face Hub")
+    pp.add_argument("name", help="e.g. minishlab/potion-base-8M")
+    pp.add_argument("--dest", default=None, help="folder to save into (default: data dir/models)")
+    msub.add_parser("list", parents=[common], help="models kgsearch can use here")
+    p.set_defaults(func=commands.cmd_model)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "command", None):
+        parser.print_help()
+        return 2
+    args.db_explicit = args.db
+    if args.verbose:
+        import logging
+        logging.basicConfig(level=logging.DEBUG, format="%(name)s: %(message)s")
+    elif not args.quiet:
+        import logging
+        logging.basicConfig(level=logging.WARNING, format="note: %(message)s")
+    if args.command == "model" and not getattr(args, "model_cmd", None):
+        args.model_cmd = "list"
+    try:
+        return args.func(args)
+    except KgsearchError as exc:
+        err(f"error: {exc}")
+        return exc.code
+    except KeyboardInterrupt:
+        err("interrupted; nothing was changed")
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        try:
+            sys.stdout = open(os.devnull, "w")
+        except OSError:
+            pass
+        return EXIT_OK
+    except Exception as exc:  # a bug: one line by default, the traceback with -v
+        from ..store.db import ensure_error
+
+        mapped = ensure_error(exc)
+        if mapped is not None:
+            err(f"error: {mapped}")
+            return mapped.code
+        if args.verbose:
+            raise
+        err(f"error: internal error {type(exc).__name__}: {exc} (rerun with -v for details and please report it)")
+        return EXIT_INTERNAL
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

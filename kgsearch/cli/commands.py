@@ -1,0 +1,219 @@
+"""The CLI commands: each parses nothing, calls one library function and formats its answer.
+Every command imports what it needs when it runs, so ``kgsearch --help`` stays fast."""
+from __future__ import annotations
+
+import json
+import sys
+
+from ..errors import EXIT_OK
+from .output import Progress, emit_json, err, out, table, warn_list
+
+# ---------------------------------------------------------------------------- commands
+def cmd_index(args) -> int:
+    from ..indexer import IndexOptions, index_paths
+
+    settings = {}
+    if args.model is not None:
+        settings["model"] = args.model
+    if args.stemmer is not None:
+        settings["stemmer"] = args.stemmer
+    if args.embed is not None:
+        settings["embed"] = args.embed          # persisted like the other settings
+    steps = None
+    progress = Progress(sys.stderr.isatty() and not args.quiet)
+    opts = IndexOptions(fmt=args.format, allow_dangling=args.allow_dangling, keep_going=args.keep_going,
+                        full=args.full, max_file_bytes=int(args.max_file_size * 1e6), settings=settings,
+                        steps=steps, progress=progress)
+    try:
+        report = index_paths(args.db, args.paths, opts)
+    finally:
+        progress.done()
+    if args.json:
+        emit_json(report.as_dict())
+    else:
+        warn_list(report.warnings, args.quiet)
+        if not args.quiet:
+            changed = report.nodes_added + report.nodes_modified + report.nodes_removed
+            err(f"indexed {report.files_loaded} changed file(s), {report.files_unchanged} unchanged, "
+                 f"{report.files_deleted} deleted: +{report.nodes_added} ~{report.nodes_modified} "
+                 f"-{report.nodes_removed} nodes in {report.seconds:.2f}s "
+                 f"(generation {report.generation}{'' if changed or report.edges_changed else ', no change'})")
+            for name, info in report.steps.items():
+                note = info.get("notice") or info.get("skipped")
+                if note:
+                    err(f"note: {name}: {note}")
+            if report.compacted_bytes:
+                err(f"note: compacted the index file: {report.compacted_bytes / 1e6:.1f} MB smaller "
+                     f"({report.phases.get('compact', 0):.1f}s)")
+    if report.partial:
+        err(f"error: {report.files_failed} file(s) could not be indexed (see warnings); the rest was committed")
+        return 3
+    return EXIT_OK
+
+
+def cmd_stats(args) -> int:
+    from ..store.db import Index
+    from ..stats import index_stats
+
+    with Index.open(args.db, readonly=True) as ix:
+        st = index_stats(ix)
+    if args.json:
+        emit_json(st)
+        return EXIT_OK
+    out(f"index       {st['db']}")
+    out(f"size        {st['db_bytes'] / 1e6:.1f} MB   generation {st['generation']}   "
+         f"schema {st['schema_version']}   made by kgsearch {st['created_with']}")
+    out(f"last index  {st['last_index_time_iso'] or 'never'}")
+    out(f"roots       {', '.join(st['roots']) or '-'}")
+    out(f"files       {st['files']}   nodes {st['nodes']}   edges {st['edges']} "
+         f"({st['edges_unresolved']} unresolved)")
+    out("")
+    out(table([[k, v] for k, v in st["nodes_by_kind"].items()], ["node kind", "count"]))
+    out("")
+    out(table([[k, v] for k, v in st["edges_by_type"].items()], ["edge type", "count"]))
+    if st["derived"]:
+        out("")
+        out(table([[k, v["generation"], f"{v['seconds']:.2f}s"] for k, v in st["derived"].items()],
+                    ["derived data", "generation", "last cost"]))
+    return EXIT_OK
+
+
+def cmd_show(args) -> int:
+    from ..stats import show_node
+    from ..store.db import Index
+
+    with Index.open(args.db, readonly=True) as ix:
+        info = show_node(ix, args.node, limit=args.edges)
+    if args.json:
+        emit_json(info)
+        return EXIT_OK
+    n = info["node"]
+    loc = f"{n['path']}:{n['line_start']}" if n.get("path") and n.get("line_start") else (n.get("path") or "")
+    out(f"{n['name']}  [{n['kind']}]  {n['key']}")
+    if loc:
+        out(f"  {loc}")
+    if n.get("qualname") and n["qualname"] != n["name"]:
+        out(f"  {n['qualname']}")
+    text = (n.get("text") or "").strip()
+    if text:
+        out("")
+        for line in text.splitlines()[:args.lines]:
+            out("  " + line)
+        if len(text.splitlines()) > args.lines:
+            out("  ...")
+    for title, key in (("outgoing", "out"), ("incoming", "in")):
+        edges = info[key]
+        if edges:
+            out("")
+            out(f"{title} edges ({info[key + '_total']}):")
+            for e in edges:
+                arrow = "->" if key == "out" else "<-"
+                out(f"  {arrow} {e['type']:<14} {e['name']}  [{e['kind']}]  {e['key']}")
+    return EXIT_OK
+
+
+def cmd_search(args) -> int:
+    from ..query import SearchOptions, search
+
+    opts = SearchOptions(k=args.k, intent=args.intent, weights=args.weights, fusion=args.fusion,
+                         channels=args.channels, explain=args.explain, use_cache=not args.no_cache, norm=args.norm,
+                         diversity=args.diversity)
+    resp = search(args.query, db=args.db, options=opts)
+    for notice in resp.notices:
+        if not args.quiet:
+            err(f"note: {notice}")
+    if args.json:
+        emit_json(resp.as_dict())
+        return EXIT_OK
+    from .output import format_response
+
+    out(format_response(resp, explain=args.explain))
+    return EXIT_OK
+
+
+def cmd_why(args) -> int:
+    from ..query import SearchOptions, why
+    from .output import format_why
+
+    opts = SearchOptions(k=args.k, intent=args.intent, weights=args.weights, fusion=args.fusion,
+                         channels=args.channels, explain=True, use_cache=False, norm=args.norm,
+                         diversity=args.diversity)
+    info = why(args.query, args.node, db=args.db, options=opts)
+    if args.json:
+        emit_json(info)
+    else:
+        out(format_why(info))
+    return EXIT_OK
+
+
+def cmd_eval(args) -> int:
+    from ..evaluate import EvalOptions, evaluate, format_eval
+
+    opts = EvalOptions(channels=args.channels, ablate=args.ablate, k=args.k, max_queries=args.max_queries,
+                       split=args.split, index_dir=args.index_dir, rebuild=args.rebuild,
+                       settings=_parse_settings(args.set), fusion=args.fusion, intent=args.intent,
+                       weights=args.weights, db=args.db_explicit)
+    result = evaluate(args.target, opts)
+    if args.json:
+        emit_json(result)
+    else:
+        out(format_eval(result))
+    return EXIT_OK
+
+
+def cmd_bench(args) -> int:
+    from ..bench import BenchOptions, format_bench, run_bench
+
+    opts = BenchOptions(db=args.db_explicit, corpus=args.corpus, queries=args.queries, out=args.out,
+                        cold_runs=args.cold_runs)
+    result = run_bench(opts)
+    if args.json:
+        emit_json(result)
+    else:
+        out(format_bench(result))
+    if args.out and not args.quiet:
+        err(f"saved {args.out}")
+    return EXIT_OK
+
+
+def cmd_demo(args) -> int:
+    from ..demo import run_demo
+
+    resp, report = run_demo(args.query, db=args.db_explicit, k=args.k, quiet=args.quiet)
+    if args.json:
+        emit_json(resp.as_dict())
+        return EXIT_OK
+    from .output import format_response
+
+    out(format_response(resp, explain=args.explain))
+    return EXIT_OK
+
+
+def cmd_model(args) -> int:
+    from .. import embed
+
+    if args.model_cmd == "pull":
+        path = embed.pull_model(args.name, dest=args.dest)
+        out(str(path))
+        return EXIT_OK
+    models = embed.list_models()
+    if args.json:
+        emit_json(models)
+    else:
+        rows = [[m.get("name", ""), m.get("dims", ""), m.get("path", ""), m.get("source", "")] for m in models]
+        out(table(rows, ["model", "dims", "path", "source"]) if rows else "no models found")
+    return EXIT_OK
+
+
+def _parse_settings(items: list[str] | None) -> dict:
+    out = {}
+    for item in items or []:
+        if "=" not in item:
+            from ..errors import UsageError
+            raise UsageError(f"--set expects KEY=VALUE, got {item!r}")
+        k, v = item.split("=", 1)
+        try:
+            out[k] = json.loads(v)
+        except json.JSONDecodeError:
+            out[k] = v
+    return out

@@ -1,0 +1,153 @@
+"""Everything the CLI writes: stdout results (text tables or JSON), stderr notes and progress,
+and the text layout of search results and ``why`` answers."""
+from __future__ import annotations
+
+import json
+import sys
+import time
+
+# ---------------------------------------------------------------------------- output helpers
+def out(text: str = "") -> None:
+    sys.stdout.write(text + "\n")
+
+
+def err(text: str) -> None:
+    sys.stderr.write(text + "\n")
+
+
+def emit_json(obj) -> None:
+    sys.stdout.write(json.dumps(obj, ensure_ascii=False, indent=2, default=_json_default) + "\n")
+
+
+def _json_default(o):
+    try:
+        import numpy as np
+        if isinstance(o, np.generic):
+            return o.item()
+        if isinstance(o, np.ndarray):
+            return o.tolist()
+    except ImportError:  # pragma: no cover
+        pass
+    if hasattr(o, "as_dict"):
+        return o.as_dict()
+    if hasattr(o, "__dict__"):
+        return o.__dict__
+    return str(o)
+
+
+def table(rows: list[list], header: list[str]) -> str:
+    cells = [[str(c) for c in header]] + [[str(c) for c in r] for r in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in cells]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def warn_list(warnings: list[str], quiet: bool, limit: int = 20) -> None:
+    if quiet:
+        return
+    for w in warnings[:limit]:
+        err(f"warning: {w}")
+    if len(warnings) > limit:
+        err(f"warning: ... and {len(warnings) - limit} more (use --json to see all)")
+
+
+class Progress:
+    """Files/s and ETA on stderr, only when stderr is a terminal."""
+
+    def __init__(self, enabled: bool):
+        self.enabled = enabled
+        self.t0 = time.perf_counter()
+        self.last = 0.0
+        self.phase = ""
+
+    def __call__(self, ev: dict) -> None:
+        if not self.enabled:
+            return
+        now = time.perf_counter()
+        phase = ev.get("phase", "")
+        done, total = ev.get("done"), ev.get("total")
+        if phase == self.phase and now - self.last < 0.2 and done != total:
+            return
+        self.last, self.phase = now, phase
+        if done is not None and total:
+            rate = done / max(now - self.t0, 1e-9)
+            eta = (total - done) / rate if rate > 0 else 0
+            unit = "files" if phase == "load" else "items"
+            msg = f"{phase}: {done}/{total} {unit} ({rate:.1f}/s, ETA {int(eta) // 60}:{int(eta) % 60:02d})"
+        else:
+            msg = f"{phase}..."
+        sys.stderr.write("\r\033[K" + msg[:120])
+        sys.stderr.flush()
+
+    def done(self) -> None:
+        if self.enabled and self.phase:
+            sys.stderr.write("\r\033[K")
+            sys.stderr.flush()
+
+
+# ---------------------------------------------------------------------------- formatting
+def format_response(resp, explain: bool = False) -> str:
+    """A :class:`~kgsearch.query.Response` as the terminal shows it."""
+    lines = []
+    it = resp.intent
+    w = it["weights"]
+    head = (f"intent {it['name']} (emb {w['embedding']:.2f} text {w['text']:.2f} graph {w['graph']:.2f} "
+            f"intent {w['intent']:.2f}), fusion {resp.fusion}, channels {'+'.join(resp.channels_run) or '-'}"
+            f"{', cached' if resp.cached else ''}, {resp.timings_ms.get('total', resp.timings_ms.get('cache', 0)):.1f} ms")
+    if not resp.hits:
+        return f"no results for {resp.query!r}\n({head})"
+    for h in resp.hits:
+        loc = f"{h.path}:{h.line}" if h.path and h.line else (h.path or "")
+        lines.append(f"{h.rank:>2}. {h.name}  [{h.kind}]  {h.score:.4f}  {h.methods}")
+        lines.append(f"    {h.key}" + (f"  {loc}" if loc else ""))
+        if h.snippet:
+            lines.append(f"    {h.snippet}")
+        if explain:
+            for n, c in h.channels.items():
+                lines.append(f"      {n:<8} score {c['score']:.4f}  rank {c['rank']:>3}  norm {c['norm']:.3f}")
+            for n, s in h.signals.items():
+                lines.append(f"      = {n:<9} {s['value']:.3f} x {s['weight']:.2f} = {s['part']:.4f}")
+            for n, v in h.adjustments.items():
+                lines.append(_adj_line(n, v, "      "))
+    lines.append("")
+    lines.append(f"({head})")
+    if explain:
+        lines.append("(timings ms: " + ", ".join(f"{k} {v:.1f}" for k, v in resp.timings_ms.items()) + ")")
+        for c, why_ in resp.channels_skipped.items():
+            lines.append(f"(skipped {c}: {why_})")
+    return "\n".join(lines)
+
+
+ADDITIVE_ADJUSTMENTS = ("hits", "shift")
+_ADJ_NOTES = {"shift": "(every candidate moved up so the weakest scores 0)",
+              "hits": "(HITS on the walk's top nodes)", "test_or_vendored": "(test, vendored or structural node)",
+              "diversity": "(community diversity)"}
+
+
+def _adj_line(name: str, value: float, indent: str) -> str:
+    """Adjustments apply in order: additive ones to the sum of the parts, then factors."""
+    note = _ADJ_NOTES.get(name, "")
+    if name in ADDITIVE_ADJUSTMENTS:
+        return f"{indent}+ {name:<9} {value:+.4f} {note}".rstrip()
+    return f"{indent}x {name:<9} {value:.4f} {note}".rstrip()
+
+
+def format_why(info: dict) -> str:
+    lines = [f"{info['node']['name']} [{info['node']['kind']}] {info['node']['key']}",
+             f"query {info['query']!r}: intent {info['intent']['name']}, fusion {info['fusion']}, "
+             f"channels {'+'.join(info['channels_run'])}",
+             info["reason"]]
+    h = info.get("hit")
+    if h:
+        lines.append(f"score {h['score']:.4f} at rank {h['rank']}")
+        for n, c in h["channels"].items():
+            lines.append(f"  {n:<8} score {c['score']:.4f} rank {c['rank']} norm {c['norm']:.3f}")
+        for n, s in h["signals"].items():
+            lines.append(f"  = {n:<9} {s['value']:.3f} x {s['weight']:.2f} = {s['part']:.4f}")
+        for n, v in h["adjustments"].items():
+            lines.append(_adj_line(n, v, "  "))
+    lines.append("top results:")
+    for t in info["top"]:
+        lines.append(f"  {t['rank']:>2}. {t['score']:.4f} {t['name']} ({t['key']})")
+    return "\n".join(lines)

@@ -1,0 +1,90 @@
+"""The model that goes with an index: which one the settings ask for, loaded once per process.
+
+The ``embed`` step records the model it embedded with (meta ``model_id``, ``model``,
+``model_sig``); a query process must embed queries with the same model, so
+:func:`query_model` looks for it (``meta model``, then ``$KGSEARCH_MODEL``, then the shipped
+default) and checks its id, or says in one line why dense search is off.
+"""
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+__all__ = ["model_spec", "model_ref", "load_cached", "query_model"]
+
+_MODELS: dict[str, Any] = {}       # resolved folder -> loaded model (per process)
+
+
+def model_spec(settings) -> str | None:
+    """The model the settings ask for: ``model`` (an :class:`~kgsearch.settings.IndexSettings` or a
+    dict of flat keys), else ``$KGSEARCH_MODEL``, else None (the shipped default)."""
+    from ..settings import IndexSettings
+
+    spec = IndexSettings.coerce(settings).embed.model
+    if spec:
+        return str(spec)
+    env = os.environ.get("KGSEARCH_MODEL")
+    return env or None
+
+
+def model_ref(path: Path) -> str:
+    """How meta records a model: its folder name when it lives in a models dir this install
+    searches (so a phone with the same model finds it), else its absolute path."""
+    from ..config import data_home, shipped_data_dir
+
+    parent = path.resolve().parent
+    roots = [data_home() / "models"]
+    shipped = shipped_data_dir()
+    if shipped is not None:
+        roots.append(shipped / "models")
+    for r in roots:
+        try:
+            if parent == r.resolve():
+                return path.name
+        except OSError:
+            continue
+    return str(path.resolve())
+
+
+def load_cached(path: Path):
+    from .model import load_model
+
+    key = str(path.resolve())
+    m = _MODELS.get(key)
+    if m is None:
+        m = _MODELS[key] = load_model(path)
+    return m
+
+
+def query_model(ix):
+    """The model that built the index's vectors (loaded once per process), or a one-line
+    string saying why there is none here."""
+    from .model import resolve_model
+
+    want = ix.meta("model_id")
+    tried = []
+    for spec in (ix.meta("model"), os.environ.get("KGSEARCH_MODEL"), "default"):
+        if not spec:
+            continue
+        path = resolve_model(spec)
+        if path is None:
+            tried.append(spec)
+            continue
+        try:
+            m = load_cached(path)
+        except Exception as exc:   # a broken folder is just not the right model
+            log.debug("cannot load model %s: %s", path, exc)
+            tried.append(spec)
+            continue
+        # same files as when the index was embedded: skip hashing 8+ MB on every cold start
+        if m._model_id is None and want and ix.meta("model_sig") == m.files_signature():
+            m._model_id = want
+        if m.model_id == want:
+            return m
+        tried.append(f"{spec} ({m.model_id})")
+    return (f"the index was embedded with {want}, which is not available here (tried {', '.join(tried)}); "
+            f"pass the same model with --model or rebuild with `kgsearch index --full`")

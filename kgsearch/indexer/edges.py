@@ -1,0 +1,324 @@
+"""Edges of a run: staged per file, resolved to node ids, re-resolved when names come and go.
+
+Loaders give an edge's target as ``(ns, dst_name)``; resolution turns it into ``dst`` (see
+docs/DESIGN.md, "The index"). A file's edges are replaced when it is reloaded: they are staged
+in ``temp.edge_stage`` while files load and moved into ``edges`` once every file is in (an
+edge may point at a node of a file loaded later). An edge is looked at again when its target
+was removed, or when one of its candidate names gained or lost a node this run, so an
+incremental run leaves the edges a full rebuild would. Python names that only resolve through
+a package's re-export are followed with :func:`kgsearch.ingest.pynames.reexport_resolver`.
+"""
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+from ..errors import DataError
+from ..ingest.pynames import reexport_resolver
+from ..store.sql import CHUNK
+from ..types import FLAG_AUTO, FLAG_PLACEHOLDER
+from .load import dumps_props
+from .state import RunState, edge_multiset
+from .writer import Writer
+
+__all__ = ["EdgeResolver", "AUTO_NS"]
+
+PRELOAD_NAMES = 2000       # staged edges of one namespace above which its names are read at once
+FEW_NAMES = 16             # changed names of a namespace up to which SQLite prefilters the edges naming them
+
+# Namespaces whose unresolved targets become shared nodes: ns -> (key prefix, kind, flags)
+AUTO_NS = {
+    "tag": ("tag:", "tag", FLAG_AUTO),
+    "ent": ("ent:", "entity", FLAG_AUTO),
+    "note": ("md:", "placeholder", FLAG_AUTO | FLAG_PLACEHOLDER),
+}
+
+
+class EdgeResolver:
+    def __init__(self, st: RunState, writer: Writer):
+        self.st = st
+        self.conn = st.conn
+        self.changes = st.changes
+        self.writer = writer
+        self.first_new_edge = 0
+        # edges of each reloaded file before this run, to tell whether the graph really changed
+        self.old_file_edges: dict[int, Counter] = {}
+        self.new_files: set[int] = set()
+        conn = self.conn
+        conn.execute("CREATE TEMP TABLE IF NOT EXISTS edge_stage(src_id INTEGER, src_key TEXT, ns TEXT, "
+                     "dst_name TEXT, type TEXT, weight REAL, file_id INTEGER, line INTEGER, props TEXT)")
+        conn.execute("CREATE TEMP TABLE IF NOT EXISTS resolve_ids(id INTEGER PRIMARY KEY)")
+
+    def stage(self, file_id: int, new_file: bool, key_to_id: dict[str, int], edges) -> None:
+        """Replace a (re)loaded file's edges with ``edges`` (resolved after every file is loaded)."""
+        conn = self.conn
+        if not new_file:
+            if not self.changes.full:
+                self.old_file_edges[file_id] = edge_multiset(conn, file_id)
+            conn.execute("DELETE FROM edges WHERE file_id=?", (file_id,))
+        else:
+            self.new_files.add(file_id)
+        conn.executemany("INSERT INTO temp.edge_stage(src_id, src_key, ns, dst_name, type, weight, file_id, line, "
+                         "props) VALUES (?,?,?,?,?,?,?,?,?)",
+                         [(key_to_id.get(e.src), e.src, e.ns, e.dst, e.type, float(e.weight), file_id, e.line,
+                           dumps_props(e.props)) for e in edges])
+
+    def move_staged_edges(self) -> None:
+        """Staged edges get their source id and, when it resolves now, their target; sources
+        that do not exist are dangling (KG) or dropped."""
+        conn = self.conn
+        conn.execute("UPDATE temp.edge_stage SET src_id = (SELECT id FROM nodes WHERE key = src_key) "
+                     "WHERE src_id IS NULL")
+        missing = conn.execute(
+            "SELECT s.src_key, s.ns, s.line, f.path FROM temp.edge_stage s LEFT JOIN files f ON f.id = s.file_id "
+            "WHERE s.src_id IS NULL ORDER BY s.rowid").fetchall()
+        for src_key, ns, line, path in missing:
+            if ns == "kg":
+                name = src_key[3:] if src_key.startswith("kg:") else src_key
+                if not self.st.opts.allow_dangling:
+                    raise DataError(f"edge source {name!r} is not a known node; add it to a nodes file "
+                                    f"or rerun with --allow-dangling", path, line)
+                self.writer.make_auto("kg", [(name, name)], kind="placeholder", prefix="kg:",
+                                flags=FLAG_AUTO | FLAG_PLACEHOLDER)
+        if missing:
+            conn.execute("UPDATE temp.edge_stage SET src_id = (SELECT id FROM nodes WHERE key = src_key) "
+                         "WHERE src_id IS NULL")
+            dropped = conn.execute("DELETE FROM temp.edge_stage WHERE src_id IS NULL").rowcount
+            if dropped:
+                self.st.warn(f"{dropped} edges from unknown source nodes dropped")
+        self.first_new_edge = conn.execute("SELECT coalesce(max(id), 0) + 1 FROM edges").fetchone()[0]
+        names = _Names(conn)
+        for ns, count in conn.execute("SELECT ns, count(*) FROM temp.edge_stage GROUP BY ns"):
+            if count >= PRELOAD_NAMES:
+                names.preload(ns)
+        next_id = self.first_new_edge
+        new_file_edges = False
+        pending = []                             # unresolved shared-node targets: resolve() makes them
+        unresolved_py: list[tuple[int, str]] = []  # Python names: perhaps re-exported (below)
+        cur = conn.execute("SELECT src_id, ns, dst_name, type, weight, file_id, line, props FROM temp.edge_stage "
+                           "ORDER BY rowid")
+        while True:
+            batch = cur.fetchmany(8192)
+            if not batch:
+                break
+            resolved = names.resolve([(r[1], r[2]) for r in batch])
+            rows = []
+            new_file_edges = new_file_edges or any(r[5] in self.new_files for r in batch)
+            for (src, ns, dst_name, etype, weight, file_id, line, props), (dst, name) in zip(batch, resolved):
+                if dst is None and (ns in AUTO_NS or ns == "kg"):
+                    pending.append((next_id,))
+                elif dst is None and ns == "py":
+                    unresolved_py.append((next_id, dst_name))
+                rows.append((next_id, src, dst, ns, name, etype, weight, file_id, line, props))
+                next_id += 1
+            conn.executemany("INSERT INTO edges(id, src, dst, ns, dst_name, type, weight, file_id, line, props) "
+                             "VALUES (?,?,?,?,?,?,?,?,?,?)", rows)
+        conn.execute("DELETE FROM temp.edge_stage")
+        conn.executemany("INSERT OR IGNORE INTO temp.resolve_ids(id) VALUES (?)", pending)
+        if unresolved_py:                        # now that this run's imports edges are in place
+            reexport = self._reexports(names)
+            conn.executemany("UPDATE edges SET dst=? WHERE id=?",
+                             [(d, eid) for eid, name in unresolved_py if (d := reexport(name)) is not None])
+        if next_id != self.first_new_edge and (self.changes.full or new_file_edges):
+            self.changes.edges_changed = True
+
+    def resolve(self) -> None:
+        """Resolve orphaned and retry-worthy edges; create shared nodes for tag/ent/note targets.
+
+        An edge is looked at again when its target was removed, or when one of its candidate
+        names gained or lost a node this run (so it lands where a full rebuild would put it)."""
+        conn = self.conn
+        conn.executemany("INSERT OR IGNORE INTO temp.resolve_ids(id) VALUES (?)", ((i,) for i in self.writer.nulled_edges))
+        for ns in sorted(self.st.names_changed):
+            changed = self.st.names_changed[ns]
+            sql = "SELECT id, dst_name FROM edges WHERE ns=? AND dst_name != '' AND id < ?"
+            args: list = [ns, self.first_new_edge]
+            if len(changed) <= FEW_NAMES:          # an edited file: SQLite prefilters by substring
+                sql += " AND (" + " OR ".join(["instr(dst_name, ?)"] * len(changed)) + ")"
+                args += sorted(changed)
+            retry = []
+            for eid, dst_name in conn.execute(sql, args):
+                if dst_name in changed or ("\n" in dst_name and not changed.isdisjoint(dst_name.split("\n"))):
+                    retry.append((eid,))
+            conn.executemany("INSERT OR IGNORE INTO temp.resolve_ids(id) VALUES (?)", retry)
+        self.st.names_changed = {}
+        self._resolve_pass()
+        # shared nodes for what is still unresolved
+        created = False
+        for ns, (prefix, kind, flags) in AUTO_NS.items():
+            rows = conn.execute(
+                "SELECT e.dst_name, min(e.props) FROM temp.resolve_ids r CROSS JOIN edges e ON e.id = r.id "
+                "WHERE e.dst IS NULL AND e.ns=? GROUP BY e.dst_name", (ns,)).fetchall()
+            if rows:
+                names = []
+                for name, props in rows:
+                    display = name
+                    if props:
+                        try:
+                            display = json.loads(props).get("display") or name
+                        except (json.JSONDecodeError, AttributeError):
+                            pass
+                    names.append((name, display))
+                self.writer.make_auto(ns, names, kind=kind, prefix=prefix, flags=flags)
+                created = True
+        dangling = conn.execute(
+            "SELECT e.dst_name, f.path, e.line FROM temp.resolve_ids r CROSS JOIN edges e ON e.id = r.id "
+            "LEFT JOIN files f ON f.id = e.file_id WHERE e.dst IS NULL AND e.ns='kg' "
+            "ORDER BY f.path, e.line LIMIT 1").fetchone()
+        if dangling:
+            if not self.st.opts.allow_dangling:
+                raise DataError(f"edge target {dangling[0]!r} is not a known node; add it to a nodes file "
+                                f"or rerun with --allow-dangling", dangling[1], dangling[2])
+            rows = conn.execute(
+                "SELECT DISTINCT e.dst_name FROM temp.resolve_ids r CROSS JOIN edges e ON e.id = r.id "
+                "WHERE e.dst IS NULL AND e.ns='kg'").fetchall()
+            self.writer.make_auto("kg", [(r[0], r[0]) for r in rows], kind="placeholder", prefix="kg:",
+                            flags=FLAG_AUTO | FLAG_PLACEHOLDER)
+            created = True
+        if created:
+            self._resolve_pass()
+
+    def _resolve_pass(self) -> None:
+        """(Re)resolve the edges listed in temp.resolve_ids against the current names."""
+        conn = self.conn
+        rows = conn.execute("SELECT e.id, e.ns, e.dst_name, e.dst, e.file_id FROM temp.resolve_ids r "
+                            "CROSS JOIN edges e ON e.id = r.id WHERE e.dst_name != '' OR e.dst IS NULL").fetchall()
+        names = _Names(conn)
+        updates = []
+        reexport = None
+        for (eid, ns, dst_name, dst, file_id), (new_dst, new_name) in zip(
+                rows, names.resolve([(r[1], r[2]) for r in rows])):
+            if file_id is None:                 # derived edges (similar_text) keep their names
+                new_name = dst_name
+            if new_dst is None and ns == "py":
+                reexport = reexport or self._reexports(names)
+                new_dst = reexport(dst_name)
+            if new_dst != dst or new_name != dst_name:
+                updates.append((new_dst, new_name, eid))
+        conn.executemany("UPDATE edges SET dst=?, dst_name=? WHERE id=?", updates)
+        if updates:
+            self.changes.edges_changed = True
+
+    def _reexports(self, names: "_Names"):
+        """:func:`~kgsearch.ingest.pynames.reexport_resolver` over this index: its modules, their
+        ``imports`` edges (as written, else the resolved node's key) and ``names`` for lookups.
+        The edge keeps its written name, so every later run resolves it the same way; edges in
+        other files are not revisited when only the re-exporting ``__init__`` changed (a full
+        run does)."""
+        conn = self.conn
+        modules = {key[3:]: nid for key, nid in conn.execute(
+            "SELECT key, id FROM nodes WHERE kind='module' AND key >= 'py:' AND key < 'py;'")}
+
+        def imports_of(mid: int):
+            return conn.execute("SELECT e.dst_name, n.key FROM edges e LEFT JOIN nodes n ON n.id = e.dst "
+                                "WHERE e.src=? AND e.type='imports' AND e.ns='py'", (mid,))
+
+        return reexport_resolver(modules, imports_of, lambda name: names.resolve([("py", name)])[0][0])
+
+    def compare_file_edges(self) -> None:
+        """A reloaded file whose edges come out as they were (a function body edited without
+        touching its calls, say) leaves the graph alone: edges_changed only when they differ
+        (line numbers aside). Run after resolution, which decides where the new edges point."""
+        if self.changes.edges_changed:
+            return
+        old_edges, self.old_file_edges = self.old_file_edges, {}
+        for file_id, old in old_edges.items():
+            if edge_multiset(self.conn, file_id) != old:
+                self.changes.edges_changed = True
+                return
+
+
+def _better(best: dict, name: str, cand: tuple) -> None:
+    cur = best.get(name)
+    if cur is None or cand[:2] < cur[:2]:
+        best[name] = cand
+
+
+class _Names:
+    """Resolve edge targets: ``(ns, dst_name)`` -> node id.
+
+    A name resolves to the best ``(rank, node id)`` among its ``aliases`` rows and the node whose
+    key is ``ns:name`` (rank 0, see :func:`~kgsearch.indexer.writer.implied_name`); ns ``key`` names a key. ``dst_name`` may
+    hold several candidates separated by newlines: the first that resolves wins. Lookups are
+    batched and memoised; :meth:`preload` reads a whole namespace at once when most of it
+    will be asked for (a first index run).
+
+    The name an edge keeps: a single-candidate edge resolved through the target's key keeps
+    ``''`` (the key gives the name back when the target is removed, see ``Writer.remove_nodes``).
+    Edges to tags, entities and notes keep theirs (notes have many names, shared nodes are
+    re-made from them), as does every multi-candidate edge (a removed or newly appearing
+    candidate can move it)."""
+
+    def __init__(self, conn):
+        self.conn = conn
+        self.memo: dict[str, dict[str, tuple[int, bool] | None]] = {}
+        self.complete: set[str] = set()
+
+    def preload(self, ns: str) -> None:
+        best: dict[str, tuple] = {}
+        if ns == "key":
+            for key, nid in self.conn.execute("SELECT key, id FROM nodes"):
+                best[key] = (0, nid, True)
+        else:
+            for name, nid, rank in self.conn.execute("SELECT name, node_id, rank FROM aliases WHERE ns=?", (ns,)):
+                _better(best, name, (rank, nid, False))
+            prefix = ns + ":"
+            for key, nid, flags in self.conn.execute(
+                    "SELECT key, id, flags FROM nodes WHERE key >= ? AND key < ?", (prefix, ns + ";")):
+                if not flags & FLAG_PLACEHOLDER:
+                    _better(best, key[len(prefix):], (0, nid, True))
+        self.memo[ns] = {name: (v[1], v[2]) for name, v in best.items()}
+        self.complete.add(ns)
+
+    def _fetch(self, ns: str, names: list[str]) -> None:
+        best: dict[str, tuple] = {}
+        conn = self.conn
+        for s in range(0, len(names), CHUNK):
+            chunk = names[s:s + CHUNK]
+            marks = ",".join("?" * len(chunk))
+            if ns == "key":
+                for key, nid in conn.execute(f"SELECT key, id FROM nodes WHERE key IN ({marks})", chunk):
+                    best[key] = (0, nid, True)
+                continue
+            for name, nid, rank in conn.execute(
+                    f"SELECT name, node_id, rank FROM aliases WHERE ns=? AND name IN ({marks})", [ns, *chunk]):
+                _better(best, name, (rank, nid, False))
+            cut = len(ns) + 1
+            for key, nid, flags in conn.execute(f"SELECT key, id, flags FROM nodes WHERE key IN ({marks})",
+                                                [f"{ns}:{n}" for n in chunk]):
+                if not flags & FLAG_PLACEHOLDER:
+                    _better(best, key[cut:], (0, nid, True))
+        memo = self.memo.setdefault(ns, {})
+        for name in names:
+            hit = best.get(name)
+            memo[name] = None if hit is None else (hit[1], hit[2])
+
+    def resolve(self, items: list[tuple[str, str]]) -> list[tuple[int | None, str]]:
+        """``[(ns, dst_name)]`` -> ``[(node id or None, dst_name to store for a loader edge)]``."""
+        need: dict[str, set[str]] = {}
+        for ns, dst_name in items:
+            if ns in self.complete:
+                continue
+            memo = self.memo.get(ns, {})
+            for cand in (dst_name.split("\n") if "\n" in dst_name else (dst_name,)):
+                if cand not in memo:
+                    need.setdefault(ns, set()).add(cand)
+        for ns, names in need.items():
+            self._fetch(ns, sorted(names))
+        out: list[tuple[int | None, str]] = []
+        for ns, dst_name in items:
+            memo = self.memo.get(ns, {})
+            if "\n" in dst_name:
+                hit = None
+                for cand in dst_name.split("\n"):
+                    hit = memo.get(cand)
+                    if hit is not None:
+                        break
+                out.append((None if hit is None else hit[0], dst_name))
+                continue
+            hit = memo.get(dst_name)
+            if hit is None:
+                out.append((None, dst_name))
+            else:
+                out.append((hit[0], "" if hit[1] and ns not in AUTO_NS else dst_name))
+        return out

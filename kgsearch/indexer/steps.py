@@ -1,0 +1,50 @@
+"""The derived-data steps, run in this order inside the index transaction.
+
+Each step module has ``NAME`` and ``update(ix, changes, settings, progress=None) -> dict``
+(docs/DESIGN.md, "Derived-data steps"): it brings its tables in line with the nodes and edges
+for a :class:`~kgsearch.types.ChangeSet`, and rebuilds from scratch when ``changes.full`` is
+set. ``neighbors`` writes derived edges and sets ``changes.edges_changed`` so that ``graph``,
+after it, rebuilds.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+
+from ..embed import embed_step
+from ..errors import UsageError
+from ..graph import graph_step
+from ..text import neighbors, text_step
+from .state import RunState
+
+__all__ = ["STEPS", "STEP_NAMES", "run_steps", "check_step_names"]
+
+STEPS = (text_step, neighbors, embed_step, graph_step)
+STEP_NAMES = tuple(m.NAME for m in STEPS)
+
+
+def check_step_names(names) -> None:
+    bad = [n for n in (names or ()) if n not in STEP_NAMES]
+    if bad:
+        raise UsageError(f"unknown derived step(s) {', '.join(bad)}; choose from {', '.join(STEP_NAMES)}")
+
+
+def run_steps(st: RunState, settings, stale: set[str]) -> None:
+    """Run the steps (``opts.steps`` chooses some by name). A step in ``stale`` (a migration
+    invalidated its data) gets a full rebuild; when no node or edge changed, only those run."""
+    wanted = st.opts.steps
+    changes = st.changes
+    for mod in STEPS:
+        name = mod.NAME
+        if wanted is not None and name not in wanted:
+            continue
+        if not changes.any and name not in stale:
+            continue
+        t0 = time.perf_counter()
+        st.emit(phase=name)
+        ch = changes if changes.full or name not in stale else replace(changes, full=True)
+        info = mod.update(st.ix, ch, settings, progress=st.opts.progress) or {}
+        if ch is not changes:
+            changes.edges_changed = changes.edges_changed or ch.edges_changed
+        info.setdefault("seconds", round(time.perf_counter() - t0, 3))
+        st.report.steps[name] = info

@@ -1,0 +1,157 @@
+"""Links inside Markdown notes: wikilinks, Markdown links, URLs, tags and Dataview fields,
+collected per note as typed edges (see :mod:`kgsearch.ingest.markdown` for the rules)."""
+from __future__ import annotations
+
+import posixpath
+import re
+from typing import Any
+from urllib.parse import unquote
+
+from ..types import EdgeRec
+from .common import norm_type
+
+__all__ = ["link_target", "ATTACHMENTS", "MAX_URLS", "WIKI"]
+
+
+ATTACHMENTS = frozenset(
+    "png jpg jpeg gif svg webp bmp tif tiff avif heic pdf mp3 wav ogg m4a flac webm mp4 mov mkv "
+    "avi ogv 3gp canvas zip".split())
+MAX_URLS = 50
+
+WIKI = re.compile(r"(!?)\[\[([^\[\]\n]+?)\]\]")
+_MDLINK = re.compile(r"(!?)\[([^\]\n]*)\]\(\s*(<[^>\n]+>|[^)\s]+)(?:\s+(?:\"[^\"\n]*\"|'[^'\n]*'|\([^)\n]*\)))?\s*\)")
+_URL = re.compile(r"https?://[^\s<>)\]\"'`]+")
+_SCHEME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:")
+_TAG = re.compile(r"(?<!\S)#([\w/\-]+)")
+_FIELD_LINE = re.compile(r"^\s*(?:[-*+>][ \t]+)?([\w][\w \-/.]*?)[ \t]*::[ \t]*(.*)$")
+_FIELD_INLINE = re.compile(r"[\[(]([\w][\w \-/.]*?)[ \t]*::[ \t]*((?:\[\[[^\]\n]*\]\]|[^\])\n])*)[\])]")
+_REFDEF = re.compile(r"^ {0,3}\[[^\]\n]+\]:[ \t]*(<[^>\n]+>|\S+)")
+
+
+def link_target(target: str) -> tuple[str, str, str]:
+    """``'Note Name#Heading'`` -> (``'note name'``, ``'Heading'``, block) normalised for
+    ``ns='note'`` resolution: lower case, no ``.md``/``.markdown``, no anchor."""
+    target = target.strip()
+    anchor = ""
+    if "#" in target:
+        target, anchor = target.split("#", 1)
+    block = ""
+    if anchor.startswith("^"):
+        block, anchor = anchor[1:], ""
+    t = " ".join(target.strip().split()).lower()
+    for ext in (".md", ".markdown"):
+        if t.endswith(ext):
+            t = t[: -len(ext)]
+    return t.lstrip("/"), anchor.strip(), block.strip()
+
+
+def _is_attachment(t: str) -> bool:
+    ext = t.rsplit(".", 1)[-1] if "." in t.rsplit("/", 1)[-1] else ""
+    return ext in ATTACHMENTS
+
+
+def _display(text: str) -> str:
+    """Link syntax reduced to what a reader sees: ``[[a|b]]`` -> b, ``[x](y)`` -> x,
+    embeds dropped."""
+    text = WIKI.sub(lambda m: "" if m.group(1) else m.group(2).split("|", 1)[-1]
+                     if "|" in m.group(2) else m.group(2).split("#", 1)[0], text)
+    return _MDLINK.sub(lambda m: m.group(2), text)
+
+
+class _Note:
+    """Collects the nodes and edges of one note."""
+
+    def __init__(self, where: str, rel: str, key: str):
+        self.where, self.rel, self.key = where, rel, key
+        self.edges: list[EdgeRec] = []
+        self.seen: set[tuple[str, str, str]] = set()
+        self.urls: list[str] = []
+        self.attachments: list[str] = []
+        self.fields: dict[str, Any] = {}
+
+    def edge(self, src: str, dst: str, etype: str, ns: str, line: int, props: dict | None = None):
+        if not dst or (src, dst, etype) in self.seen:
+            return
+        self.seen.add((src, dst, etype))
+        self.edges.append(EdgeRec(src, dst, etype, ns, line=line, props=props or {}))
+
+    def url(self, u: str) -> None:
+        if u not in self.urls and len(self.urls) < MAX_URLS:
+            self.urls.append(u)
+
+    def wikilink(self, src: str, inner: str, embed: bool, line: int, etype: str = "links_to"):
+        inner = inner.replace("\\|", "|")
+        target = inner.split("|", 1)[0]
+        t, heading, block = link_target(target)
+        if not t:
+            return                              # [[#heading]]: a place in this note
+        if _is_attachment(t):
+            if target.strip() not in self.attachments:
+                self.attachments.append(target.strip())
+            return
+        props: dict[str, Any] = {}
+        if heading:
+            props["heading"] = heading
+        if block:
+            props["block"] = block
+        if embed:
+            props["embed"] = True
+        self.edge(src, t, etype, "note", line, props)
+
+    def mdlink(self, src: str, href: str, embed: bool, line: int) -> None:
+        href = href.strip("<>").strip()
+        if _SCHEME.match(href):
+            if href.lower().startswith(("http://", "https://")):
+                self.url(href)
+            return
+        path, _, anchor = unquote(href).partition("#")
+        if not path:
+            return
+        if path.startswith("/"):
+            full = posixpath.normpath(path.lstrip("/"))
+        else:
+            full = posixpath.normpath(posixpath.join(posixpath.dirname(self.rel), path))
+        if full.startswith(".."):
+            return                              # outside the indexed root
+        t, _, _ = link_target(full)
+        if _is_attachment(t):
+            if full not in self.attachments:
+                self.attachments.append(full)
+            return
+        props: dict[str, Any] = {"heading": anchor} if anchor else {}
+        if embed:
+            props["embed"] = True
+        self.edge(src, t, "links_to", "note", line, props)
+
+
+# ---- loader --------------------------------------------------------------------------------
+
+
+def _links(note: _Note, src: str, ln: int, scan: str) -> None:
+    """Links, tags and inline fields on one body line (inline code already blanked)."""
+    ref = _REFDEF.match(scan)
+    if ref:                                     # [label]: target -- a link, not '#anchor' tags
+        note.mdlink(src, ref.group(1), False, ln)
+        return
+    typed: list[tuple[int, int, str]] = []      # spans of inline-field values and their key
+    m = _FIELD_LINE.match(scan)
+    if m and "[[" not in m.group(1):
+        typed.append((m.start(2), m.end(2), m.group(1)))
+    for f in _FIELD_INLINE.finditer(scan):
+        typed.append((f.start(2), f.end(2), f.group(1)))
+    for start, end, k in typed:
+        value = scan[start:end].strip()
+        if not WIKI.search(value):
+            note.fields.setdefault(k.strip(), _display(value))
+    for w in WIKI.finditer(scan):
+        etype = next((norm_type(k, "links_to") for s, e, k in typed if s <= w.start() < e),
+                     "links_to")
+        note.wikilink(src, w.group(2), bool(w.group(1)), ln, etype)
+    for md in _MDLINK.finditer(scan):
+        note.mdlink(src, md.group(3), bool(md.group(1)), ln)
+    for u in _URL.finditer(scan):
+        note.url(u.group().rstrip(".,;:"))
+    for t in _TAG.finditer(scan):
+        tag = t.group(1).strip("/-")
+        if tag and not re.fullmatch(r"[\d/\-]+", tag):
+            note.edge(src, tag.lower(), "tagged", "tag", ln, {"display": tag})

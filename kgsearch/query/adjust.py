@@ -1,0 +1,88 @@
+"""Ranking adjustments after fusion, and the final order.
+
+In this order, each recorded per candidate so ``--explain`` adds up:
+
+1. ``shift``: standardised scores can be negative; every candidate moves up so the weakest
+   scores 0 (multiplicative factors need a positive scale);
+2. ``test_or_vendored``: test code x :attr:`Tuning.test_penalty` unless the query is about
+   tests; shared structural nodes (tags, entities, placeholders) x 0 except for exact-match
+   queries; vendored/minified/mock code x 0 for code queries; deleted nodes x 0;
+3. ``diversity``: x factor for the first hit of each new graph community (off by default);
+4. one hit per note (a section stands for its note), then the top ``k``.
+"""
+from __future__ import annotations
+
+import re
+from typing import Callable
+
+import numpy as np
+
+from .. import pack
+from ..store.rows import node_flags, node_meta
+from ..types import FLAG_AUTO, FLAG_TEST
+from .tuning import TUNING, Tuning
+
+__all__ = ["rank", "is_vendored"]
+
+_VENDORED = re.compile(r"/(vendor|vendored|_vendor|third_party|node_modules|mocks)/|\.min\.")
+
+
+def is_vendored(m: dict) -> bool:
+    """Vendored, minified or mock code, by path and name."""
+    p = (m.get("path") or "").replace("\\", "/").lower()
+    return bool(_VENDORED.search(p)) or (m.get("name") or "").startswith(("Mock", "mock_"))
+
+
+def rank(conn, cand: np.ndarray, fused: np.ndarray, adjustments: dict, *, query: str, exact: bool,
+         code_query: bool, communities_of: Callable | None, opts, tuning: Tuning = TUNING
+         ) -> tuple[np.ndarray, list[int], dict[int, dict]]:
+    """Apply the adjustments (recorded in ``adjustments``) and pick the top ``opts.k``.
+
+    Returns (adjusted scores, positions of the hits in ``cand`` best first, display fields by
+    node id; texts only when not collapsing, see :func:`kgsearch.query.results.make_hits`).
+    ``communities_of(ids)`` gives community labels (``None``: no graph).
+    """
+    if not len(cand):
+        return fused, [], {}
+    flags_of = node_flags(conn, cand.tolist())
+    about_tests = "test" in query.lower()
+    low = float(fused.min())
+    if low < 0:
+        fused = fused - low
+        adjustments["shift"] = np.full(len(cand), -low)
+    flags = np.array([flags_of.get(n, -1) for n in cand.tolist()], dtype=np.int64)
+    factor = np.ones(len(cand))
+    if not about_tests:
+        factor[(flags >= 0) & (flags & FLAG_TEST > 0)] = tuning.test_penalty
+    if not exact:
+        factor[(flags >= 0) & (flags & FLAG_AUTO > 0)] = 0.0     # tags, entities, placeholders: structure
+    factor[flags < 0] = 0.0                                       # deleted since the channel ran
+    if code_query:
+        top = np.argsort(-fused, kind="stable")[:max(opts.k, 10) * 4]
+        meta = node_meta(conn, cand[top].tolist(), text=False)
+        for i in top.tolist():
+            if factor[i] and is_vendored(meta.get(int(cand[i]), {})):
+                factor[i] = 0.0
+    if (factor != 1.0).any():
+        adjustments["test_or_vendored"] = factor
+        fused = fused * factor
+    order_arr = np.argsort(-fused, kind="stable")
+    div = tuning.diversity if opts.diversity is None else opts.diversity
+    comm = communities_of(cand) if communities_of is not None and div != 1.0 else None
+    if comm is not None and len(order_arr) > 3:
+        before = fused
+        fused = pack.diversify(order_arr[:max(opts.k, 10) * 3], fused, comm, div)
+        ratio = np.divide(fused, before, out=np.ones(len(fused)), where=before != 0)
+        if (ratio != 1.0).any():
+            adjustments["diversity"] = ratio
+        order_arr = np.argsort(-fused, kind="stable")
+    # every candidate matched some channel; only removed ones (factor 0) drop out
+    order = [i for i in order_arr[:max(opts.k, 10) * 4 + 50] if factor[i] > 0]
+    meta = node_meta(conn, cand[order].tolist(), text=opts.snippets and not opts.collapse)
+    order = [i for i in order if int(cand[i]) in meta]
+    if opts.collapse:
+        order = order[:opts.k * 4]
+        order = pack.collapse_sections(order, {i: meta[int(cand[i])]["key"] for i in order},
+                                       {i: meta[int(cand[i])]["kind"] for i in order},
+                                       {i: meta[int(cand[i])]["parent"] for i in order})
+    return fused, order[:opts.k], meta

@@ -1,0 +1,284 @@
+"""The hybrid query engine: one query in, ranked nodes out, each with the reason it is there.
+
+:meth:`Engine.search` reads top to bottom as the stages run (each timed in
+``Response.timings_ms``; a stage whose data or module is missing is skipped with a notice in
+``Response.channels_skipped``):
+
+1. intent: :func:`kgsearch.intent.resolve` picks the weights (embedding, text, graph, intent
+   edges) and the intent's keywords and edge types;
+2. channels (:mod:`.channels`): bm25, prf, fts, pattern, equiv, dense, each answering its best
+   ``depth`` nodes; a channel that can score every node is read once for both;
+3. signals (:mod:`.signals`) on the union of candidates: text = best text channel, embedding =
+   dense, standardised over the whole index (``norm="z"``) or mapped to [0, 1];
+4. graph stage (:mod:`.graph_stage`): graph and intent signals from the seeds; the nodes they
+   reach join the candidates;
+5. fusion (:mod:`kgsearch.fuse`): linear ``alpha*emb + beta*text + gamma*graph + delta*intent``
+   or weighted RRF, plus HITS for code queries;
+6. adjustments and the top k (:mod:`.adjust`); 7. hits with every part of their score
+   (:mod:`.results`).
+
+A channel that fails is skipped and named in ``channels_skipped``; in strict mode
+(``Engine(ix, strict=True)``, or ``KGSEARCH_STRICT=1``, which the test suite sets) it raises.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from dataclasses import asdict
+
+import numpy as np
+
+from .. import fuse, intent as intent_mod
+from ..graph.context import load_context
+from ..store import qcache
+from ..store.db import Index
+from .adjust import rank
+from .channels import ALL_CHANNELS, CHANNELS, DEFAULT_CHANNELS, GRAPH_CHANNELS, SIGNAL_OF
+from .graph_stage import graph_stage
+from .options import Response, SearchOptions
+from .results import make_hits
+from .signals import Signals, candidates, top_ids
+from .tuning import TUNING, Tuning
+
+__all__ = ["Engine"]
+
+log = logging.getLogger(__name__)
+
+
+def _strict_default() -> bool:
+    return os.environ.get("KGSEARCH_STRICT", "") not in ("", "0")
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.start = self.t = time.perf_counter()
+        self.ms: dict[str, float] = {}
+
+    def lap(self, name: str) -> None:
+        now = time.perf_counter()
+        self.ms[name] = round((now - self.t) * 1000, 3)
+        self.t = now
+
+    def total(self) -> float:
+        return round((time.perf_counter() - self.start) * 1000, 3)
+
+
+class Engine:
+    """Query engine bound to an open index; keeps per-generation caches of derived data.
+
+    ``memo=True`` keeps every channel answer (evaluation runs that try many fusion settings);
+    ``strict=True`` re-raises channel failures instead of skipping the channel.
+    """
+
+    def __init__(self, ix: Index, memo: bool = False, strict: bool | None = None, tuning: Tuning = TUNING):
+        self.ix = ix
+        self.strict = _strict_default() if strict is None else strict
+        self.tuning = tuning
+        self._memo: dict | None = {} if memo else None
+        self._graph = None
+        self._graph_gen = None
+        self._graph_off: str | None = None
+        self._notices: list[str] = []
+
+    def notices(self) -> list[str]:
+        return list(self._notices)
+
+    # ------------------------------------------------------------------ the query
+    def search(self, query: str, opts: SearchOptions | None = None) -> Response:
+        opts = (opts or SearchOptions()).validated()
+        clock = _Clock()
+        query = query if isinstance(query, str) else str(query)
+        it = intent_mod.resolve(query, opts.intent, opts.weights)
+        fusion = opts.fusion or "linear"
+        requested = opts.channel_list() or list(DEFAULT_CHANNELS)
+        clock.lap("intent")
+        cache_key = _cache_key(query, opts, requested) if opts.use_cache else None
+        if cache_key is not None:
+            cached = self._cached(cache_key, clock)
+            if cached is not None:
+                return cached
+
+        weights = dict(zip(("embedding", "text", "graph", "intent"), it.weights))
+        raw, skipped, kwargs_of, fulls = self._run_channels(query, opts, it, requested, weights, fusion, clock)
+        sig = Signals(self, query, candidates(raw), raw, kwargs_of, opts.norm, fulls)
+        text, emb = sig.text(), sig.get("dense")
+        clock.lap("candidates")
+
+        gctx = self.graph() if any(c in requested for c in GRAPH_CHANNELS) else None
+        if gctx is None:
+            for c in GRAPH_CHANNELS:
+                if c in requested:
+                    skipped[c] = self._graph_off or "no graph in this index"
+        stage = None
+        if gctx is not None and len(sig.cand):
+            stage = graph_stage(gctx, it, requested, opts, sig, weights, query, self.tuning)
+            text, emb = sig.text(), sig.get("dense")
+            clock.lap("graph")
+        cand = sig.cand
+        zeros = np.zeros(len(cand))
+        signals = {"embedding": emb, "text": text, "graph": stage.graph if stage else zeros,
+                   "intent": stage.intent if stage else zeros}
+
+        if fusion == "linear":
+            fused, parts = fuse.linear(signals, weights)
+        else:
+            chan_w = {n: weights.get(SIGNAL_OF.get(n, "graph"), 0.0) for n in sig.raw_scores}
+            fused, parts = fuse.rrf(dict(sig.raw_scores), chan_w, k=opts.rrf_k, cap=opts.rrf_cap)
+        adjustments: dict[str, np.ndarray] = {}
+        if stage is not None and stage.hits_adj is not None:
+            fused = fused + stage.hits_adj
+            adjustments["hits"] = stage.hits_adj
+        clock.lap("fuse")
+
+        code_query = bool(stage and stage.code_query)
+        fused, order, meta = rank(self.ix.conn, cand, fused, adjustments, query=query,
+                                  exact=it.name == "exact_match", code_query=code_query,
+                                  communities_of=gctx.communities_of if gctx is not None else None,
+                                  opts=opts, tuning=self.tuning)
+        clock.lap("rank")
+
+        hits = make_hits(self.ix.conn, query, cand, order, fused, sig.raw_scores, sig.norm_scores, signals,
+                         weights, parts, adjustments, meta, fusion, opts, set(sig.full))
+        clock.lap("output")
+        clock.ms["total"] = clock.total()
+        resp = Response(query=query, intent=it.as_dict(), fusion=fusion, hits=hits,
+                        channels_run=[c for c in ALL_CHANNELS if c in raw or c in sig.raw_scores],
+                        channels_skipped=skipped, timings_ms=clock.ms, notices=list(self._notices),
+                        generation=self.ix.generation, candidates=int(len(cand)), code_query=code_query)
+        if cache_key is not None:
+            qcache.put(self.ix, cache_key, resp.as_dict())
+        return resp
+
+    # ------------------------------------------------------------------ channels
+    def _run_channels(self, query, opts, it, requested, weights, fusion, clock):
+        """Run the requested first-stage channels: (answers, skipped, kwargs, whole-index scores)."""
+        raw: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        skipped: dict[str, str] = {}
+        kwargs_of: dict[str, dict] = {}
+        fulls: dict[str, tuple] = {}
+        for name, ch in CHANNELS.items():
+            if ch.search is None or name not in requested:
+                continue
+            if weights.get(ch.signal, 0) <= 0 and fusion == "linear" and opts.channels is None:
+                skipped[name] = "weight 0 for this intent"
+                continue
+            why_not = ch.gate(query, it) if ch.gate is not None and requested != [name] else None
+            if why_not:                          # (a channel asked for alone always runs)
+                skipped[name] = why_not
+                continue
+            kwargs_of[name] = self._kwargs(name, it, opts)
+            res = None
+            if opts.norm == "z" and ch.score_all is not None:
+                # one pass scores every node: the channel's top k comes from it (no second scan)
+                f = self.full(name, query, kwargs_of[name])
+                if f is not None and f[2] > 0:
+                    fulls[name] = f
+                    res = top_ids(f[0], f[1], opts.depth)
+            if res is None:
+                res = self._run_channel(name, query, opts, kwargs_of[name])
+            if isinstance(res, str):
+                skipped[name] = res
+            else:
+                raw[name] = res
+            clock.lap(name)
+        return raw, skipped, kwargs_of, fulls
+
+    def _kwargs(self, name: str, it, opts) -> dict:
+        if name in ("bm25", "prf") and it.keywords and opts.keyword_boost != 1.0:
+            return {"boost_terms": it.keywords, "boost": opts.keyword_boost}
+        return {}
+
+    def _run_channel(self, name: str, query: str, opts: SearchOptions, kwargs: dict):
+        if self._memo is None:
+            return self._call(name, query, opts.depth, kwargs)
+        mkey = (name, query, opts.depth, json.dumps(kwargs, sort_keys=True))
+        if mkey not in self._memo:
+            self._memo[mkey] = self._call(name, query, opts.depth, kwargs)
+        return self._memo[mkey]
+
+    def _call(self, name: str, query: str, depth: int, kwargs: dict):
+        try:
+            out = CHANNELS[name].search(self.ix, query, depth, **kwargs)
+        except Exception as exc:        # a failing channel is skipped, never fatal (unless strict)
+            if self.strict:
+                raise
+            log.debug("channel %s failed", name, exc_info=True)
+            return f"failed ({type(exc).__name__}: {exc})"
+        if isinstance(out, str):        # a channel may answer with why it is off
+            return out
+        ids, scores = out
+        return np.asarray(ids, dtype=np.int64), np.asarray(scores, dtype=np.float64)
+
+    def full(self, name: str, query: str, kwargs: dict):
+        """(ids, scores, population) of channel ``name`` over the whole index, or None."""
+        fn = CHANNELS[name].score_all
+        if fn is None:
+            return None
+        key = ("full", name, query, json.dumps(kwargs, sort_keys=True))
+        if self._memo is not None and key in self._memo:
+            return self._memo[key]
+        try:
+            out = fn(self.ix, query, **kwargs)
+        except Exception:
+            if self.strict:
+                raise
+            log.debug("full scores for %s failed", name, exc_info=True)
+            out = None
+        if self._memo is not None:
+            self._memo[key] = out
+        return out
+
+    def fill(self, name: str, query: str, ids: np.ndarray, kwargs: dict) -> np.ndarray | None:
+        """Exact scores of ``ids`` for channel ``name`` (None when the channel cannot fill in)."""
+        fn = CHANNELS[name].score_ids if name in CHANNELS else None
+        if fn is None or not len(ids):
+            return None
+        if self._memo is not None:
+            key = ("fill", name, query, json.dumps(kwargs, sort_keys=True), ids.tobytes())
+            if key not in self._memo:
+                self._memo[key] = fn(self.ix, query, ids, **kwargs)
+            return self._memo[key]
+        try:
+            return np.asarray(fn(self.ix, query, ids, **kwargs), dtype=np.float64)
+        except Exception:
+            if self.strict:
+                raise
+            log.debug("fill-in for %s failed", name, exc_info=True)
+            return None
+
+    # ------------------------------------------------------------------ graph and cache
+    def graph(self):
+        """The index's :class:`~kgsearch.graph.context.GraphContext` for this generation, or None."""
+        gen = self.ix.generation
+        if self._graph_gen != gen:
+            try:
+                self._graph, self._graph_off = load_context(self.ix), None
+            except Exception as exc:
+                if self.strict:
+                    raise
+                log.debug("graph context failed", exc_info=True)
+                self._graph, self._graph_off = None, f"not available ({type(exc).__name__}: {exc})"
+            self._graph_gen = gen
+        return self._graph
+
+    def _cached(self, key: str, clock: _Clock) -> Response | None:
+        d = qcache.get(self.ix, key)
+        if d is None:
+            return None
+        try:
+            resp = Response.from_dict(d)
+        except (TypeError, KeyError):
+            return None
+        resp.cached = True
+        resp.timings_ms = {"cache": clock.total()}
+        return resp
+
+
+def _cache_key(query: str, opts: SearchOptions, channels: list[str]) -> str:
+    d = asdict(opts)
+    for k in ("explain", "use_cache"):
+        d.pop(k, None)
+    d["channels"] = channels
+    return json.dumps({"q": query, "o": d}, sort_keys=True, default=str)

@@ -1,0 +1,115 @@
+"""The graph stage: signals from the index graph around the first stage's best candidates.
+
+Seeds are the best candidates by text and by embedding (:attr:`Tuning.seeds_per_signal`
+each), weighted by their first-stage score. For prose the ``graph`` signal is the weighted
+mean of a candidate's neighbours' first-stage scores over typed edges
+(:func:`kgsearch.graph.proximity.pull_mean`); for code queries (most of the top nodes are code)
+it is a random walk with restart from the seeds, and HITS on the walk's top nodes adjusts
+scores. The ``intent`` signal credits nodes along the intent's edge types; ``local`` and
+``global`` score the nodes around entities named in the query. Nodes reached through the
+graph join the candidates.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import fuse
+from ..graph import proximity as prox_mod
+from .signals import Signals, top_idx
+from .tuning import TUNING, Tuning
+
+__all__ = ["GraphStage", "graph_stage"]
+
+
+@dataclass
+class GraphStage:
+    graph: np.ndarray                 # graph signal, aligned with the candidates
+    intent: np.ndarray                # intent-edge signal
+    code_query: bool                  # most of the top first-stage nodes are code
+    hits_adj: np.ndarray | None       # additive HITS adjustment (code queries)
+
+
+def graph_stage(gctx, it, requested, opts, sig: Signals, weights: dict, query: str,
+                tuning: Tuning = TUNING) -> GraphStage:
+    """Seeds -> walk or proximity, intent edges, entity channels; adds the nodes they reach to
+    ``sig`` and returns the graph and intent signals aligned with ``sig.cand``."""
+
+    a, b = weights.get("embedding", 0.0), weights.get("text", 0.0)
+    text, emb = sig.text(), sig.get("dense")
+    first = (a * emb + b * text) / (a + b) if a + b > 0 else np.maximum(text, emb)
+    seeds_idx = np.unique(np.concatenate([top_idx(text, tuning.seeds_per_signal, positive=False),
+                                          top_idx(emb, tuning.seeds_per_signal, positive=False)]))
+    seed_pos = gctx.positions(sig.cand[seeds_idx])
+    ok = seed_pos >= 0
+    seed_pos, seed_first = seed_pos[ok], first[seeds_idx][ok]
+    # seed strength in [0, 1] for walks and edge credits
+    lo = float(seed_first.min(initial=0.0))
+    hi = float(seed_first.max(initial=0.0))
+    seed_w = (seed_first - lo) / (hi - lo) if hi > lo else np.ones(len(seed_first))
+    seed_w = 0.1 + 0.9 * seed_w
+    g = gctx.graph
+
+    code_query = False
+    walk: dict[int, float] = {}
+    reach: dict[int, float] = {}
+    hits_adj = None
+    if "graph" in requested and len(seed_pos) and g.m:
+        code_query = gctx.is_code_query(sig.cand[np.argsort(-first, kind="stable")[:10]])
+        if code_query:
+            walk = gctx.walk(seed_pos, seed_w, prune=tuning.walk_prune)
+            reach = walk
+        else:
+            reach = prox_mod.proximity(g, seed_pos, seed_w)
+    ient: dict[int, float] = {}
+    if "intent" in requested and it.edge_types and len(seed_pos) and g.m:
+        type_ids = gctx.type_ids(it.edge_types)
+        if type_ids:
+            ient = prox_mod.intent_edges(g, seed_pos, type_ids, seed_w)
+    local: dict[int, float] = {}
+    glob: dict[int, float] = {}
+    if "local" in requested or "global" in requested:
+        local, glob = gctx.entity_channels(query, opts.depth, want_local="local" in requested,
+                                           want_global="global" in requested)
+    # nodes reached through the graph join the candidates (scored by every channel)
+    reached: set[int] = set()
+    for d in (reach, ient):
+        if d:
+            reached.update(p for p, _ in sorted(d.items(), key=lambda kv: (-kv[1], kv[0]))[:opts.depth])
+    new_ids = gctx.ids_of(np.fromiter(reached, dtype=np.int64, count=len(reached))) if reached else \
+        np.zeros(0, dtype=np.int64)
+    sig.extend(np.concatenate([new_ids, np.fromiter(local.keys(), dtype=np.int64, count=len(local)),
+                               np.fromiter(glob.keys(), dtype=np.int64, count=len(glob))]))
+    pos = gctx.positions(sig.cand)
+    n = len(sig.cand)
+    unit = sig.unit
+    graph_sig = np.zeros(n)
+    if "graph" in requested and g.m:
+        if code_query:
+            pvec = fuse.normalize(np.array([walk.get(p, 0.0) for p in pos.tolist()])) * unit
+        else:
+            pvec = prox_mod.pull_mean(g, pos, lambda p: sig.first_stage_of(gctx.ids_of(p), a, b),
+                                      two_hop=it.name in ("workflow", "exploratory"))
+        graph_sig = (1 - tuning.pr_blend) * pvec
+        if tuning.pr_blend:
+            graph_sig = graph_sig + tuning.pr_blend * unit * fuse.normalize(gctx.pagerank_at(pos))
+        sig.add("graph", pvec, graph_sig)
+        if code_query:
+            hits_adj = gctx.hits_adjust(pos, seed_pos, pvec) * unit
+    if local:
+        lv = np.array([local.get(i, 0.0) for i in sig.cand.tolist()])
+        ln = fuse.normalize(lv) * unit
+        sig.add("local", lv, ln)
+        graph_sig = np.maximum(graph_sig, tuning.local_weight * ln)
+    if glob:
+        gv = np.array([glob.get(i, 0.0) for i in sig.cand.tolist()])
+        gn = fuse.normalize(gv) * unit
+        sig.add("global", gv, gn)
+        graph_sig = np.maximum(graph_sig, tuning.global_weight * gn)
+    intent_sig = np.zeros(n)
+    if ient:
+        iv = np.array([ient.get(p, 0.0) for p in pos.tolist()])
+        intent_sig = fuse.normalize(iv) * unit
+        sig.add("intent", iv, intent_sig)
+    return GraphStage(graph_sig, intent_sig, code_query, hits_adj)

@@ -1,0 +1,54 @@
+"""Result hits with the parts of every score (``--explain``) and a snippet."""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import fuse, pack
+from ..store.rows import node_meta
+from .channels import SIGNAL_OF
+from .options import Hit
+
+__all__ = ["make_hits"]
+
+
+def make_hits(conn, query, cand, order, fused, chan_sig, norm_sig, signals, weights, parts, adjustments,
+              meta, fusion, opts, full_names=frozenset()) -> list[Hit]:
+    """One :class:`Hit` per position in ``order``: channel scores and ranks, signal parts and
+    adjustments of its score (what ``--explain`` prints), and a snippet around the query terms."""
+    if not len(order):
+        return []
+    if opts.snippets and opts.collapse:           # texts of the final hits only
+        for nid, m in node_meta(conn, cand[order].tolist()).items():
+            meta[nid]["text"] = m["text"]
+    terms = pack.query_terms(query) if opts.snippets else []
+    ranks = {n: fuse.ranks(s) for n, s in chan_sig.items()}
+    hits = []
+    for r, i in enumerate(order, 1):
+        nid = int(cand[i])
+        m = meta[nid]
+        chans = {}
+        for n, s in chan_sig.items():
+            if s[i] > 0 or n in full_names:
+                chans[n] = {"score": round(float(s[i]), 6), "rank": int(ranks[n][i]),
+                            "norm": round(float(norm_sig.get(n, s)[i]), 6)}
+        sigs = {}
+        if fusion == "linear":
+            for n, s in signals.items():
+                if s[i] > 0 or n in parts:
+                    sigs[n] = {"value": round(float(s[i]), 6), "weight": weights.get(n, 0.0),
+                               "part": round(float(parts[n][i]), 6) if n in parts else 0.0}
+        else:
+            for n, p in parts.items():
+                if p[i] > 0:
+                    sigs[n] = {"value": int(ranks.get(n, np.zeros(len(cand), dtype=int))[i]),
+                               "weight": weights.get(SIGNAL_OF.get(n, "graph"), 0.0),
+                               "part": round(float(p[i]), 6)}
+        adj = {k: round(float(v[i]), 6) for k, v in adjustments.items() if v[i] not in (0.0, 1.0)}
+        methods = "+".join(sorted({SIGNAL_OF[n] if SIGNAL_OF[n] != "embedding" else "embedding"
+                                   for n in chans}, key=["text", "embedding", "graph", "intent"].index))
+        text = m.get("text", "")
+        snip = pack.snippet(text or m["name"], terms) if opts.snippets else ""
+        hits.append(Hit(id=nid, key=m["key"], kind=m["kind"], name=m["name"], qualname=m["qualname"] or "",
+                        parent=m["parent"], path=m["path"], line=m["line_start"], snippet=snip, score=round(float(fused[i]), 6),
+                        rank=r, methods=methods, channels=chans, signals=sigs, adjustments=adj))
+    return hits

@@ -1,0 +1,204 @@
+"""The signal table: every channel's score for one growing candidate list, normalised.
+
+Candidates are the union of the channels' top lists (sorted node ids); the graph stage adds
+the nodes it reaches (:meth:`Signals.extend`), each with every channel's exact score. The
+engine passes itself for the ``full`` (score every node) and ``fill`` (score these ids) calls.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .channels import CHANNELS, SIGNAL_OF
+
+__all__ = ["Signals", "candidates", "top_ids", "top_idx"]
+
+_FULL = frozenset(n for n, c in CHANNELS.items() if c.score_all is not None)
+
+
+def candidates(raw: dict) -> np.ndarray:
+    """Sorted unique node ids of the channels' answers."""
+    ids_list = [r[0] for r in raw.values() if len(r[0])]
+    return np.unique(np.concatenate(ids_list)) if ids_list else np.zeros(0, dtype=np.int64)
+
+
+class Signals:
+    """Channel scores on one growing candidate list.
+
+    ``norm="z"`` (default): a channel that can score every node (bm25, prf, dense) is
+    standardised over the whole index, ``z = (s - mean) / std`` (zeros included for lexical
+    channels; a node without a vector counts as average for dense). The spread across the
+    index says how much a difference means for this query, so a query with one outstanding
+    lexical match trusts it more than a query where everything matches a little. Channels that
+    only name a few nodes (fts, pattern, equiv, local, global, intent) keep a [0, 1] value,
+    put on the same scale by multiplying it by ``unit`` (the best first-stage score, at least 1).
+
+    ``norm="max"|"minmax"|"auto"``: every channel is mapped to [0, 1] over the first candidate
+    list (later candidates with the same statistics, clipped); missing scores are filled in.
+    """
+
+    def __init__(self, engine, query: str, cand: np.ndarray, raw: dict, kwargs: dict, norm: str,
+                 fulls: dict | None = None):
+        self.engine, self.query, self.kwargs, self.norm = engine, query, kwargs, norm
+        self.cand = cand
+        self.raw = raw
+        self.full: dict[str, tuple] = {}
+        self.raw_scores: dict[str, np.ndarray] = {}
+        self.norm_scores: dict[str, np.ndarray] = {}
+        self.stats: dict[str, tuple[float, float]] = {}
+        for name, (ids, scores) in raw.items():
+            if norm == "z" and name in _FULL:
+                f = (fulls or {}).get(name) or engine.full(name, query, kwargs.get(name, {}))
+                if f is not None and f[2] > 0:
+                    fid, fsc, n = f
+                    mu = float(fsc.sum()) / n
+                    sd = math.sqrt(max(float((fsc * fsc).sum()) / n - mu * mu, 1e-12))
+                    default = mu if name == "dense" else 0.0
+                    self.full[name] = (fid, fsc, mu, sd, default)
+                    raw_c = self._lookup(name, cand)
+                    self.raw_scores[name] = raw_c
+                    self.norm_scores[name] = (raw_c - mu) / sd
+                    continue
+            s = _align(cand, ids, scores)
+            filled = engine.fill(name, query, cand, kwargs.get(name, {}))
+            if filled is not None:
+                s = np.maximum(s, filled)
+            self.raw_scores[name] = s
+            pos = s[s > 0]
+            lo = float(pos.min()) if len(pos) else 0.0
+            hi = float(pos.max()) if len(pos) else 0.0
+            if norm in ("max", "z") or (norm == "auto" and name != "dense"):
+                lo = 0.0          # a lexical score of 0 means "no match": keep it apart from weak matches
+            self.stats[name] = (lo, hi)
+            self.norm_scores[name] = self._normalize(name, s)
+        self.unit = 1.0
+        if norm == "z" and len(cand):
+            self.unit = max(1.0, float(self.text().max(initial=0.0)), float(self.get("dense").max(initial=0.0)))
+
+    # ---------------------------------------------------------------- values
+    def _lookup(self, name: str, ids: np.ndarray) -> np.ndarray:
+        fid, fsc, _, _, default = self.full[name]
+        out = np.full(len(ids), default, dtype=np.float64)
+        if len(fid) and len(ids):
+            pos = np.minimum(np.searchsorted(fid, ids), len(fid) - 1)
+            hit = fid[pos] == ids
+            out[hit] = fsc[pos[hit]]
+        return out
+
+    def _normalize(self, name: str, s: np.ndarray) -> np.ndarray:
+        lo, hi = self.stats[name]
+        out = np.zeros(len(s))
+        pos = s > 0
+        if hi <= lo:
+            out[pos] = 1.0
+        else:
+            out[pos] = np.clip((s[pos] - lo) / (hi - lo), 0.0, 1.0)
+        return out
+
+    def get(self, name: str) -> np.ndarray:
+        return self.norm_scores.get(name, np.zeros(len(self.cand)))
+
+    def text(self) -> np.ndarray:
+        names = [n for n in self.norm_scores if SIGNAL_OF.get(n) == "text"]
+        if not names:
+            return np.zeros(len(self.cand))
+        if self.norm != "z":
+            return np.max([self.norm_scores[n] for n in names], axis=0)
+        dense_z = [self.norm_scores[n] for n in names if n in self.full]
+        sparse = [self.norm_scores[n] for n in names if n not in self.full]
+        t = np.max(dense_z, axis=0) if dense_z else None
+        if sparse:
+            scale = max(1.0, float(t.max(initial=0.0))) if t is not None else 1.0
+            sp = np.max(sparse, axis=0) * scale
+            t = sp if t is None else np.maximum(t, sp)
+        return t
+
+    def first_stage_of(self, ids: np.ndarray, a: float, b: float) -> np.ndarray:
+        """(a * embedding + b * text) / (a + b) for any node ids (full-index channels; others 0)."""
+        ids = np.asarray(ids, dtype=np.int64)
+        text = np.zeros(len(ids))
+        emb = np.zeros(len(ids))
+        tnames = [n for n in self.raw_scores if SIGNAL_OF.get(n) == "text"]
+        if self.norm == "z":
+            tz = [(self._lookup(n, ids) - self.full[n][2]) / self.full[n][3] for n in tnames if n in self.full]
+            if tz:
+                text = np.max(tz, axis=0)
+            if "dense" in self.full:
+                emb = (self._lookup("dense", ids) - self.full["dense"][2]) / self.full["dense"][3]
+        else:
+            tv = []
+            for n in tnames:
+                f = self.engine.fill(n, self.query, ids, self.kwargs.get(n, {}))
+                if f is not None:
+                    tv.append(self._normalize(n, f))
+            if tv:
+                text = np.max(tv, axis=0)
+            if "dense" in self.stats:
+                f = self.engine.fill("dense", self.query, ids, {})
+                if f is not None:
+                    emb = self._normalize("dense", f)
+        if "dense" not in self.raw_scores:
+            return text
+        return (a * emb + b * text) / (a + b) if a + b > 0 else np.maximum(text, emb)
+
+    # ---------------------------------------------------------------- changes
+    def add(self, name: str, raw: np.ndarray, norm: np.ndarray) -> None:
+        self.raw_scores[name] = raw
+        self.norm_scores[name] = norm
+
+    def extend(self, ids: np.ndarray) -> None:
+        """Add candidates (after the existing ones), with every channel's score for them."""
+        add = np.setdiff1d(np.unique(np.asarray(ids, dtype=np.int64)), self.cand)
+        if not len(add):
+            return
+        self.cand = np.concatenate([self.cand, add])
+        for name in list(self.raw_scores):
+            if name in self.full:
+                extra = self._lookup(name, add)
+                _, _, mu, sd, _ = self.full[name]
+                self.raw_scores[name] = np.concatenate([self.raw_scores[name], extra])
+                self.norm_scores[name] = np.concatenate([self.norm_scores[name], (extra - mu) / sd])
+                continue
+            extra = np.zeros(len(add))
+            if name in self.raw:
+                ids_, scores = self.raw[name]
+                idx = {int(v): i for i, v in enumerate(ids_.tolist())}
+                for j, v in enumerate(add.tolist()):
+                    if v in idx:
+                        extra[j] = scores[idx[v]]
+                filled = self.engine.fill(name, self.query, add, self.kwargs.get(name, {}))
+                if filled is not None:
+                    extra = np.maximum(extra, filled)
+            self.raw_scores[name] = np.concatenate([self.raw_scores[name], extra])
+            self.norm_scores[name] = np.concatenate([self.norm_scores[name],
+                                                     self._normalize(name, extra) if name in self.stats
+                                                     else np.zeros(len(add))])
+
+
+def _align(cand: np.ndarray, ids: np.ndarray, scores: np.ndarray) -> np.ndarray:
+    out = np.zeros(len(cand))
+    if len(ids):
+        pos = np.searchsorted(cand, ids)
+        out[pos] = np.maximum(out[pos], scores)
+    return out
+
+
+def top_ids(ids: np.ndarray, scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Best ``k`` (ids, scores) by score, ties by smaller id; scores <= 0 kept only for dense."""
+    if not len(ids) or k <= 0:
+        return np.zeros(0, np.int64), np.zeros(0)
+    if len(ids) > k:
+        part = np.argpartition(-scores, k - 1)[:k]
+    else:
+        part = np.arange(len(ids))
+    order = part[np.lexsort((ids[part], -scores[part]))]
+    return ids[order].astype(np.int64), scores[order].astype(np.float64)
+
+
+def top_idx(s: np.ndarray, k: int, positive: bool = True) -> np.ndarray:
+    if not len(s) or k <= 0:
+        return np.zeros(0, dtype=np.int64)
+    k = min(k, len(s))
+    idx = np.argpartition(-s, k - 1)[:k]
+    return idx[s[idx] > 0] if positive else idx

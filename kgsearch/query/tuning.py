@@ -1,0 +1,36 @@
+"""The query engine's ranking constants, each with the measurement that chose it.
+
+Per-intent fusion weights live in :data:`kgsearch.intent.PROFILES` and edge-type weights in
+:data:`kgsearch.config.EDGE_WEIGHTS`; the constants of the fusion and graph stages are here.
+``bench/tune_pipeline.py`` runs configurations with some of them changed
+(``{"tuning": {"pr_blend": 0.3}}``) on every shared set.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["Tuning", "TUNING"]
+
+
+@dataclass(frozen=True)
+class Tuning:
+    # seeds of the graph stage: the best candidates by text and by embedding, this many each
+    seeds_per_signal: int = 10
+    # graph = (1 - pr_blend) * proximity + pr_blend * PageRank: 0.3 measured -0.006 nDCG@10
+    # (mean of the seven shared sets), so off
+    pr_blend: float = 0.0
+    # the graph signal is at least local_weight x the graph-local channel (entities named in
+    # the query -> the nodes that mention them): demo probes recall@5 .76 -> .81
+    local_weight: float = 0.5
+    # ... and at least global_weight x the graph-global channel (their communities)
+    global_weight: float = 0.25
+    # factor for test code unless the query is about tests
+    test_penalty: float = 0.3
+    # community diversity factor (first hit of each new community); 1.05 measured -0.0016
+    # nDCG@10, so off by default (--diversity turns it on per query)
+    diversity: float = 1.0
+    # RWR pruning: stdlib graph 10.2 -> 6.9 ms a query, top-10 98.7 % the same as 1e-5
+    walk_prune: float = 5e-5
+
+
+TUNING = Tuning()

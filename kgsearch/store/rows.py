@@ -1,0 +1,131 @@
+"""Reading node rows: the one home of the encodings that migrations gave the ``nodes`` table.
+
+Three columns are not stored as they read (see docs/DESIGN.md, "The index"):
+
+* ``text`` of 128+ bytes is a deflate BLOB (migration 0008): read it as ``kgtext(text)``
+  (every :class:`~kgsearch.store.db.Index` connection registers the function);
+* ``qualname`` is '' for a code node whose key is ``py:`` + qualname (migration 0005): read it
+  through :func:`qualname_sql`, write it through :func:`packed_qualname`;
+* ``path`` is NULL for a node that a file owns (migration 0006): read ``coalesce(n.path, f.path)``
+  with ``LEFT JOIN files f ON f.id = n.file_id`` (:data:`PATH_SQL`).
+
+Every reader outside the indexer's writer goes through the functions below, so a future
+encoding changes one module.
+"""
+from __future__ import annotations
+
+import json
+from typing import Iterable, Iterator, Sequence
+
+from .sql import iter_in_chunks
+
+__all__ = ["PACKED_QUALNAME_KINDS", "qualname_sql", "packed_qualname", "PATH_SQL", "NODE_FIELDS", "node_cols",
+           "node_meta", "node_flags", "iter_node_texts", "node_texts", "find_node_row", "node_row_by_id"]
+
+# A code node's qualified name is its key after the namespace (``py:pkg.mod.Class.method`` ->
+# ``pkg.mod.Class.method``), so it is stored as '' and rebuilt on read: 3.8 MB less on the
+# stdlib index. Rows written before keep their full qualname (read as is).
+PACKED_QUALNAME_KINDS = ("module", "class", "function", "method")
+PATH_SQL = "coalesce({a}.path, f.path)"        # with LEFT JOIN files f ON f.id = {a}.file_id
+
+
+def qualname_sql(alias: str = "nodes") -> str:
+    """SQL expression for the qualified name of the row ``alias`` of ``nodes``."""
+    a = alias
+    kinds = ",".join(f"'{k}'" for k in PACKED_QUALNAME_KINDS)
+    return (f"(CASE WHEN {a}.qualname = '' AND {a}.kind IN ({kinds}) "
+            f"THEN substr({a}.key, instr({a}.key, ':') + 1) ELSE {a}.qualname END)")
+
+
+def packed_qualname(key: str, kind: str, qualname: str | None) -> str:
+    """What to store in ``nodes.qualname`` ('' when the key gives it back).
+
+    >>> packed_qualname("py:pkg.mod.f", "function", "pkg.mod.f")
+    ''
+    >>> packed_qualname("md:notes/a", "note", "notes/a")
+    'notes/a'
+    """
+    q = qualname or ""
+    if q and kind in PACKED_QUALNAME_KINDS and key.partition(":")[2] == q:
+        return ""
+    return q
+
+
+# ---------------------------------------------------------------------------- display rows
+def node_meta(conn, ids: Iterable[int], text: bool = True) -> dict[int, dict]:
+    """Display fields of nodes by id: key, kind, name, qualname, path, line_start, flags, text
+    (decoded; '' with ``text=False``, for candidate lists whose texts are not shown) and the
+    parent's key."""
+    tcol = "kgtext(n.text)" if text else "''"
+    sql = (f"SELECT n.id, n.key, n.kind, n.name, {qualname_sql('n')}, {PATH_SQL.format(a='n')}, n.line_start, "
+           f"n.flags, {tcol}, p.key FROM nodes n LEFT JOIN nodes p ON p.id = n.parent_id "
+           f"LEFT JOIN files f ON f.id = n.file_id WHERE n.id IN ({{}})")
+    out = {}
+    for r in iter_in_chunks(conn, sql, [int(x) for x in ids], chunk=900):
+        out[r[0]] = {"key": r[1], "kind": r[2], "name": r[3], "qualname": r[4], "path": r[5],
+                     "line_start": r[6], "flags": r[7], "text": r[8], "parent": r[9]}
+    return out
+
+
+def node_flags(conn, ids: Iterable[int]) -> dict[int, int]:
+    """``flags`` of nodes by id (ids that no longer exist are absent)."""
+    return dict(iter_in_chunks(conn, "SELECT id, flags FROM nodes WHERE id IN ({})", [int(x) for x in ids],
+                               chunk=900))
+
+
+# ---------------------------------------------------------------------------- texts
+def iter_node_texts(conn, ids: Sequence[int] | None = None, batch: int = 2048) -> Iterator[tuple[int, str, str]]:
+    """``(id, name, text)`` in ascending id order, texts decoded: every node, or ``ids``."""
+    if ids is None:
+        cur = conn.execute("SELECT id, name, kgtext(text) FROM nodes ORDER BY id")
+        while True:
+            rows = cur.fetchmany(batch)
+            if not rows:
+                return
+            yield from rows
+    else:
+        yield from iter_in_chunks(conn, "SELECT id, name, kgtext(text) FROM nodes WHERE id IN ({}) ORDER BY id",
+                                  sorted({int(i) for i in ids}))
+
+
+def node_texts(conn, ids: Iterable[int]) -> dict[int, tuple[str, str]]:
+    """``{id: (name, text)}`` for ``ids`` (texts decoded)."""
+    return {nid: (name, text) for nid, name, text in iter_node_texts(conn, list(ids))}
+
+
+# ---------------------------------------------------------------------------- whole rows
+NODE_FIELDS = ("id", "key", "kind", "name", "qualname", "text", "path", "line_start", "line_end", "flags", "props",
+               "file_id", "parent_id")
+
+
+def node_cols() -> str:
+    """SELECT list of :data:`NODE_FIELDS` from ``nodes`` (decoded, path and qualname filled in)."""
+    return ", ".join("coalesce(nodes.path, (SELECT f.path FROM files f WHERE f.id = nodes.file_id))"
+                     if c == "path" else qualname_sql() if c == "qualname" else "kgtext(text)" if c == "text" else c
+                     for c in NODE_FIELDS)
+
+
+def _node_dict(row) -> dict:
+    d = dict(zip(NODE_FIELDS, row))
+    d["props"] = json.loads(d["props"]) if d.get("props") else {}
+    return d
+
+
+def find_node_row(conn, ref: str) -> dict | None:
+    """A node by key, then ``py:`` + ref (a qualified name), then qualified name, then name
+    (exact, then case-insensitive; structural nodes last); ``None`` when nothing matches."""
+    cols = node_cols()
+    for sql, arg in ((f"SELECT {cols} FROM nodes WHERE key=?", ref),
+                     (f"SELECT {cols} FROM nodes WHERE key=?", "py:" + ref),
+                     (f"SELECT {cols} FROM nodes WHERE {qualname_sql()}=? ORDER BY id LIMIT 1", ref),
+                     (f"SELECT {cols} FROM nodes WHERE name=? ORDER BY flags, id LIMIT 1", ref),
+                     (f"SELECT {cols} FROM nodes WHERE lower(name)=lower(?) ORDER BY flags, id LIMIT 1", ref)):
+        row = conn.execute(sql, (arg,)).fetchone()
+        if row is not None:
+            return _node_dict(row)
+    return None
+
+
+def node_row_by_id(conn, nid: int) -> dict | None:
+    row = conn.execute(f"SELECT {node_cols()} FROM nodes WHERE id=?", (int(nid),)).fetchone()
+    return None if row is None else _node_dict(row)

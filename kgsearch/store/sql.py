@@ -1,0 +1,56 @@
+"""Small SQL helpers shared by every module that talks to the index.
+
+SQLite limits the number of ``?`` parameters of one statement (999 in older builds), so a
+query over many ids runs in chunks. :func:`in_chunks` is the one place that does it:
+
+>>> import sqlite3
+>>> c = sqlite3.connect(":memory:")
+>>> _ = c.execute("CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT)")
+>>> _ = c.executemany("INSERT INTO t VALUES (?, ?)", [(i, str(i)) for i in range(1200)])
+>>> len(in_chunks(c, "SELECT id FROM t WHERE id IN ({})", list(range(0, 1200, 2))))
+600
+>>> in_chunks(c, "SELECT v FROM t WHERE v != ? AND id IN ({})", [1, 2, 3], before=("2",))
+[('1',), ('3',)]
+"""
+from __future__ import annotations
+
+from typing import Iterator, Sequence
+
+__all__ = ["CHUNK", "marks", "in_chunks", "iter_in_chunks", "exec_in_chunks"]
+
+CHUNK = 500        # values per statement (well under SQLite's 999-parameter floor)
+
+
+def marks(n: int) -> str:
+    """``"?,?,?"`` for ``n`` parameters."""
+    return ",".join("?" * n)
+
+
+def iter_in_chunks(conn, sql: str, values: Sequence, before: Sequence = (), after: Sequence = (),
+                   chunk: int = CHUNK, repeat: int = 1) -> Iterator[tuple]:
+    """Rows of ``sql`` run once per chunk of ``values``; each ``{}`` in ``sql`` becomes the
+    chunk's ``?`` marks (``repeat`` = how many ``{}`` there are: the chunk is bound that many
+    times). ``before``/``after`` are parameters bound around the chunk(s)."""
+    values = list(values)
+    for s in range(0, len(values), chunk):
+        part = values[s:s + chunk]
+        q = sql.format(*([marks(len(part))] * repeat))
+        yield from conn.execute(q, [*before, *(part * repeat), *after])
+
+
+def in_chunks(conn, sql: str, values: Sequence, before: Sequence = (), after: Sequence = (),
+              chunk: int = CHUNK, repeat: int = 1) -> list[tuple]:
+    """:func:`iter_in_chunks` as a list."""
+    return list(iter_in_chunks(conn, sql, values, before, after, chunk, repeat))
+
+
+def exec_in_chunks(conn, sql: str, values: Sequence, before: Sequence = (), after: Sequence = (),
+                   chunk: int = CHUNK, repeat: int = 1) -> int:
+    """Run a statement (``DELETE``/``UPDATE ... IN ({})``) per chunk; returns the rows changed."""
+    values = list(values)
+    changed = 0
+    for s in range(0, len(values), chunk):
+        part = values[s:s + chunk]
+        q = sql.format(*([marks(len(part))] * repeat))
+        changed += max(conn.execute(q, [*before, *(part * repeat), *after]).rowcount, 0)
+    return changed

@@ -1,0 +1,217 @@
+"""Okapi BM25: parameters, formulas, weighted term counting and an in-memory reference.
+
+Scoring (defaults in :class:`BM25Params`)::
+
+    score(d, q) = sum over query terms t of  qw(t) * idf(t) * impact(t, d)
+    impact(t, d) = tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl))
+    idf(t) = log((N - df + 0.5) / (df + 0.5) + 1)            ("lucene", default)
+           = log((N - df + 0.5) / (df + 0.5))                ("robertson", rank_bm25's formula)
+
+BM25F-style fields: a node's ``name`` (title, identifier) terms count ``name_weight`` times
+in ``tf`` and in ``dl``; ``text`` terms count once.
+
+:class:`MemoryBM25` scores token lists held in memory with the same impacts as the stored
+postings (:mod:`kgsearch.text.postings`); the oracle tests compare both with rank_bm25.
+"""
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Iterable, Sequence
+
+import numpy as np
+
+from .tokenize import Analyzer, get_analyzer
+
+__all__ = ["BM25Params", "MemoryBM25", "Pairs", "build_pairs", "idf", "impacts", "doc_norms", "tf_impacts",
+           "top_k", "math_idf", "EMPTY"]
+
+EMPTY = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32))
+
+@dataclass(frozen=True)
+class BM25Params:
+    k1: float = 1.5
+    b: float = 0.75
+    name_weight: float = 3.0        # BM25F-style: a name/title term counts this many times
+    idf: str = "lucene"             # "lucene": log(1 + (N-df+.5)/(df+.5)); "robertson": without the 1 +
+    stemmer: str = "porter2"
+    split_code: bool = True
+    avgdl_drift: float = 0.10       # rebuild all postings when live avgdl moves this far
+
+    @classmethod
+    def from_settings(cls, settings) -> "BM25Params":
+        """The text section of index settings (an :class:`~kgsearch.settings.IndexSettings`, or a
+        dict of flat keys, validated by it)."""
+        from ..settings import IndexSettings
+
+        t = IndexSettings.coerce(settings).text
+        return cls(k1=t.k1, b=t.b, name_weight=t.name_weight, idf=t.idf, stemmer=t.stemmer,
+                   split_code=t.split_code, avgdl_drift=t.avgdl_drift)
+
+    def index_key(self) -> dict:
+        """The settings that change stored postings (a change forces a rebuild)."""
+        return {"k1": self.k1, "b": self.b, "name_weight": self.name_weight,
+                "stemmer": self.stemmer, "split_code": self.split_code}
+
+    def analyzer(self) -> Analyzer:
+        return get_analyzer(self.stemmer, self.split_code)
+
+
+# ---------------------------------------------------------------------------- formulas
+def idf(df, n_docs: int, method: str = "lucene"):
+    df = np.asarray(df, dtype=np.float64)
+    ratio = (n_docs - df + 0.5) / (df + 0.5)
+    if method == "lucene":
+        return np.log1p(ratio)
+    return np.log(ratio)
+
+
+def doc_norms(dl, avgdl: float, k1: float, b: float) -> np.ndarray:
+    """The document part of the BM25 denominator, ``k1 * (1 - b + b * dl / avgdl)`` (float64)."""
+    dl = np.asarray(dl, dtype=np.float64)
+    avg = avgdl if avgdl > 0 else 1.0
+    return k1 * (1.0 - b + b * dl / avg)
+
+
+def tf_impacts(tf, norm, k1: float) -> np.ndarray:
+    """Impacts from term frequencies and :func:`doc_norms` (same operations as :func:`impacts`)."""
+    tf = np.asarray(tf, dtype=np.float64)
+    return (tf * (k1 + 1.0) / (tf + norm)).astype(np.float32)
+
+
+def impacts(tf, dl, avgdl: float, k1: float, b: float) -> np.ndarray:
+    """Per-posting BM25 term weight without idf (float32)."""
+    return tf_impacts(tf, doc_norms(dl, avgdl, k1, b), k1)
+
+
+# ---------------------------------------------------------------------------- building
+@dataclass
+class Pairs:
+    """(term, doc, tf) triples grouped by term, docs ascending; ``dl`` per doc."""
+
+    terms: list[str]
+    offsets: np.ndarray      # int64 [V+1]
+    docs: np.ndarray         # int64 [P] doc index (0..n_docs-1) or node id
+    tf: np.ndarray           # float32 [P]
+    dl: np.ndarray           # float64 [n_docs]
+    doc_ids: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))   # node id per doc
+
+
+def build_pairs(docs: Iterable[tuple[Sequence[str], Sequence[str]]], name_weight: float = 1.0,
+                doc_ids: Sequence[int] | None = None, chunk: int = 4096) -> Pairs:
+    """Count weighted term frequencies of ``(name_terms, text_terms)`` documents.
+
+    Vectorised per chunk of documents: terms -> ids with one dict, then ``np.unique`` over
+    ``doc * V + term`` keys and ``np.bincount`` for the weighted counts.
+    """
+    vocab: dict[str, int] = {}
+    T, D, F, DL = [], [], [], []
+    base = 0
+    it = iter(docs)
+    w_name = float(name_weight)
+    while True:
+        flat: list[str] = []
+        lens: list[int] = []
+        n = 0
+        for name_terms, text_terms in it:
+            flat += name_terms
+            flat += text_terms
+            lens.append(len(name_terms))
+            lens.append(len(text_terms))
+            n += 1
+            if n >= chunk:
+                break
+        if n == 0:
+            break
+        setd = vocab.setdefault
+        tid = np.fromiter((setd(t, len(vocab)) for t in flat), dtype=np.int64, count=len(flat))
+        lens_a = np.asarray(lens, dtype=np.int64)
+        weights = np.repeat(np.tile(np.array([w_name, 1.0]), n), lens_a)
+        dloc = np.repeat(np.repeat(np.arange(n, dtype=np.int64), 2), lens_a)
+        dl = np.bincount(dloc, weights=weights, minlength=n)
+        V = max(len(vocab), 1)
+        uniq, inv = np.unique(dloc * V + tid, return_inverse=True)
+        tf = np.bincount(inv.ravel(), weights=weights, minlength=len(uniq))
+        T.append((uniq % V).astype(np.int32))
+        D.append((uniq // V + base).astype(np.int32))
+        F.append(tf.astype(np.float32))
+        DL.append(dl)
+        base += n
+    if not T:
+        return Pairs([], np.zeros(1, np.int64), np.zeros(0, np.int64), np.zeros(0, np.float32),
+                     np.zeros(0, np.float64), np.asarray(doc_ids or [], dtype=np.int64))
+    t = np.concatenate(T)
+    d = np.concatenate(D)
+    f = np.concatenate(F)
+    order = np.argsort(t, kind="stable")      # chunks are in doc order: docs stay ascending per term
+    t = t[order]
+    df = np.bincount(t, minlength=len(vocab))
+    offsets = np.zeros(len(vocab) + 1, dtype=np.int64)
+    np.cumsum(df, out=offsets[1:])
+    ids = np.asarray(doc_ids if doc_ids is not None else np.arange(base), dtype=np.int64)
+    return Pairs(list(vocab), offsets, d[order].astype(np.int64), f[order], np.concatenate(DL), ids)
+
+
+class MemoryBM25:
+    """BM25 over in-memory token lists (the oracle tests and the benchmarks use this).
+
+    ``MemoryBM25(corpus_tokens, params)`` where each document is a token list, or a pair
+    ``(name_tokens, text_tokens)`` when ``fields=True``. Same impacts as the stored index.
+    """
+
+    def __init__(self, corpus: Iterable, params: BM25Params | None = None, fields: bool = False,
+                 avgdl: float | None = None):
+        self.params = p = params or BM25Params()
+        docs = corpus if fields else ((tuple(), doc) for doc in corpus)
+        pairs = build_pairs(docs, p.name_weight if fields else 1.0)
+        self.n_docs = len(pairs.dl)
+        self.avgdl = float(avgdl if avgdl is not None else (pairs.dl.mean() if self.n_docs else 0.0))
+        self.vocab = {t: i for i, t in enumerate(pairs.terms)}
+        self.offsets = pairs.offsets
+        self.docs = pairs.docs
+        self.imp = impacts(pairs.tf, pairs.dl[pairs.docs], self.avgdl, p.k1, p.b)
+        self.df = np.diff(pairs.offsets)
+        self.doc_len = pairs.dl
+
+    def get_scores(self, query: Sequence[str] | dict[str, float]) -> np.ndarray:
+        """Dense float32 scores for every document (rank_bm25's ``get_scores`` shape)."""
+        qw = query if isinstance(query, dict) else Counter(query)
+        scores = np.zeros(self.n_docs, dtype=np.float32)
+        for term, w in qw.items():
+            i = self.vocab.get(term)
+            if i is None:
+                continue
+            s, e = self.offsets[i], self.offsets[i + 1]
+            wi = np.float32(w * idf(e - s, self.n_docs, self.params.idf))
+            scores[self.docs[s:e]] += wi * self.imp[s:e]
+        return scores
+
+    def search(self, query, k: int = 10) -> tuple[np.ndarray, np.ndarray]:
+        """(doc indexes, scores) of the top ``k``, ties broken by lower index."""
+        return top_k(self.get_scores(query), k)
+
+
+def top_k(scores: np.ndarray, k: int, ids: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Best ``k`` positive scores, descending; ties by ascending id. Returns (ids, scores)."""
+    if k <= 0 or scores.size == 0:
+        return EMPTY
+    if k < scores.size:
+        cand = np.argpartition(-scores, k - 1)[:k]
+        # include everything tied with the k-th score so tie-breaking by id is exact
+        kth = scores[cand].min()
+        cand = np.flatnonzero(scores >= kth) if kth > 0 else np.flatnonzero(scores > 0)
+    else:
+        cand = np.flatnonzero(scores > 0)
+    cand = cand[scores[cand] > 0]
+    sc = scores[cand]
+    key_ids = cand if ids is None else ids[cand]
+    order = np.lexsort((key_ids, -sc))[:k]
+    return key_ids[order].astype(np.int64), sc[order].astype(np.float32)
+
+
+
+def math_idf(df: int, n: int, method: str = "lucene") -> float:
+    """Scalar idf (for explanations)."""
+    r = (n - df + 0.5) / (df + 0.5)
+    return math.log1p(r) if method == "lucene" else math.log(r)
