@@ -58,7 +58,7 @@ DEFAULT_TASKS = ROOT.parent / "shared" / "bench" / "code-tasks"
 WORK = ROOT / "bench" / "work" / "code_tasks"
 KS = (1, 5, 10)
 SYMBOL_KINDS = ("function", "method", "class")
-GRAPH = ("graph", "intent", "local", "global")      # kgsearch.pipeline.GRAPH_CHANNELS
+GRAPH = ("graph", "intent", "local", "global")      # kgsearch.query.channels.GRAPH_CHANNELS
 EXIT_USAGE, EXIT_INPUT, EXIT_CHECK = 2, 3, 1
 
 
@@ -447,7 +447,7 @@ def module_name(rel: str) -> str:
 
 def module_names(ix) -> dict[str, str]:
     """Absolute file path -> dotted name of its module node (as the Python loader named it)."""
-    from kgsearch.store.db import qualname_sql
+    from kgsearch.store.rows import qualname_sql
 
     rows = ix.conn.execute(f"SELECT f.path, {qualname_sql('n')} FROM nodes n JOIN files f ON f.id = n.file_id "
                            "WHERE n.kind = 'module' AND n.key LIKE 'py:%'")
@@ -457,7 +457,7 @@ def module_names(ix) -> dict[str, str]:
 def all_symbol_ids(ix, root: Path, mods: dict[str, str]) -> tuple[set[str], int]:
     """Every function/method/class node of the index mapped by :func:`symbol_id`, and how many
     did not map."""
-    from kgsearch.store.db import qualname_sql
+    from kgsearch.store.rows import qualname_sql
 
     ids, unmapped = set(), 0
     kinds = ",".join(f"'{k}'" for k in SYMBOL_KINDS)
@@ -560,7 +560,7 @@ def git_commit() -> str:
 def run_repo(repo: Repo, configs: dict[str, Config], args, log) -> dict:
     """Index the snapshot (and the whole-file corpus if a config needs it), run every task
     with every configuration. Returns per config per task: lists, metrics, ranks, timings."""
-    from kgsearch.pipeline import DEFAULT_CHANNELS, Engine, SearchOptions
+    from kgsearch.query import DEFAULT_CHANNELS, Engine, SearchOptions
     from kgsearch.store.db import Index
 
     root = str(repo.snapshot.resolve())
@@ -967,7 +967,7 @@ def main(argv=None) -> int:
     names = ordered
     configs = {n: CONFIGS[n] for n in names}
     if args.file_rank == "group":
-        from kgsearch.pipeline import SearchOptions
+        from kgsearch.query import SearchOptions
 
         if "group" not in {f.name for f in fields(SearchOptions)}:
             print("error: this kgsearch has no SearchOptions.group; use --file-rank hits", file=sys.stderr)
