@@ -152,7 +152,7 @@ def test_rrf_merge_and_percentiles():
 
 
 def test_config_table_names_known_channels():
-    from kgsearch.pipeline import ALL_CHANNELS, DEFAULT_CHANNELS
+    from kgsearch.query import ALL_CHANNELS, DEFAULT_CHANNELS
 
     for name, cfg in ct.CONFIGS.items():
         chans = ct.config_channels(cfg, DEFAULT_CHANNELS) or []
