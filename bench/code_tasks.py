@@ -12,7 +12,8 @@ README): ``tasks/<name>/{queries.jsonl,qrels.files.tsv,qrels.symbols.tsv,meta.js
 ``repos/<source_tree>/``. Each snapshot folder is indexed WHOLE (tests, docs and licence files
 included, default settings), as ``kgsearch index <folder>`` would, into
 ``bench/work/code_tasks/index/<source_tree>.db``. That index is reused while the kgsearch code
-(``kgsearch/**/*.py``, ``data/models``), the settings and ``$KGSEARCH_MODEL`` are unchanged
+that builds indexes (``kgsearch/**/*.py`` but the query side), ``data/models``, the settings and
+``$KGSEARCH_MODEL`` are unchanged
 (a stamp file next to it records their hash); otherwise, or with ``--rebuild``, it is rebuilt.
 Unchanged snapshot files are not reread (incremental indexing).
 
@@ -47,7 +48,7 @@ import sqlite3
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -78,6 +79,7 @@ class Config:
     idea: bool = False          # not a library configuration: an oracle-free idea tried here
     symbols_from: str | None = None   # reuse this configuration's symbol list (file-only ideas)
     rrf: tuple[str, ...] = ()         # files = reciprocal-rank fusion of these configurations' files
+    tuning: tuple[tuple[str, object], ...] = ()   # kgsearch.query.Tuning fields for this row
     note: str = ""
 
 
@@ -89,6 +91,13 @@ CONFIGS: dict[str, Config] = {
     "-dense-graph": Config(minus=("dense",) + GRAPH, note="dense off without the walk (whose seeds need dense)"),
     "-pattern": Config(minus=("pattern",)),
     "-fts": Config(minus=("fts",)),
+    "-anchors": Config(minus=("anchors",)),
+    "-hits": Config(tuning=(("code_hits", False),), note="the walk without the HITS adjustment"),
+    "w.30/.55/.15": Config(options=(("weights", "0.30,0.55,0.15,0"),)),
+    "w.20/.65/.15": Config(options=(("weights", "0.20,0.65,0.15,0"),)),
+    "w.20/.70/.10": Config(options=(("weights", "0.20,0.70,0.10,0"),)),
+    "w.15/.60/.25": Config(options=(("weights", "0.15,0.60,0.25,0"),)),
+    "w.25/.65/.10": Config(options=(("weights", "0.25,0.65,0.10,0"),)),
     "-pattern-fts": Config(minus=("pattern", "fts")),
     "-graph-pattern-fts": Config(minus=GRAPH + ("pattern", "fts"), note="bm25+dense"),
     "default+src": Config(demote=True, idea=True, note="default, non-source files moved last"),
@@ -373,9 +382,13 @@ def load_tasks(tasks_root: Path, repos_filter: list[str] | None = None) -> list[
 
 # ---------------------------------------------------------------------------- indexes
 def code_fingerprint(settings: dict) -> str:
-    """Hash of what an index depends on: the kgsearch code, the shipped models, the settings."""
+    """Hash of what an index depends on: the kgsearch code that builds indexes (not the query
+    side: query/, intent, fuse, pack, cli, apps), the shipped models, the settings."""
     h = hashlib.sha1()
-    paths = sorted(p for p in (ROOT / "kgsearch").rglob("*.py"))
+    query_side = {"query", "cli", "intent.py", "fuse.py", "pack.py", "evaluate.py", "bench.py", "demo.py",
+                  "stats.py", "context", "mcp", "__main__.py"}
+    paths = sorted(p for p in (ROOT / "kgsearch").rglob("*.py")
+                   if p.relative_to(ROOT / "kgsearch").parts[0] not in query_side)
     models = ROOT / "data" / "models"
     if models.is_dir():
         paths += sorted(p for p in models.rglob("*") if p.is_file())
@@ -560,7 +573,7 @@ def git_commit() -> str:
 def run_repo(repo: Repo, configs: dict[str, Config], args, log) -> dict:
     """Index the snapshot (and the whole-file corpus if a config needs it), run every task
     with every configuration. Returns per config per task: lists, metrics, ranks, timings."""
-    from kgsearch.query import DEFAULT_CHANNELS, Engine, SearchOptions
+    from kgsearch.query import DEFAULT_CHANNELS, TUNING, Engine, SearchOptions
     from kgsearch.store.db import Index
 
     root = str(repo.snapshot.resolve())
@@ -605,15 +618,17 @@ def run_repo(repo: Repo, configs: dict[str, Config], args, log) -> dict:
                 else:
                     sopts = SearchOptions(k=args.k, channels=config_channels(cfg, DEFAULT_CHANNELS),
                                           use_cache=False, snippets=False, **dict(cfg.options))
+                    eng = engines[cfg.index]
+                    eng.tuning = replace(TUNING, **dict(cfg.tuning))
                     t0 = time.perf_counter()
-                    resp = engines[cfg.index].search(t.text, sopts)
+                    resp = eng.search(t.text, sopts)
                     ms = (time.perf_counter() - t0) * 1000
                     files, syms, rows = rank_lists(resp.hits, root, mods, files_index=cfg.index == "files")
                     if args.file_rank == "group" and cfg.index == "nodes":
                         if not group_ok:
                             raise Usage("this kgsearch has no SearchOptions.group; use --file-rank hits")
                         g0 = time.perf_counter()
-                        gresp = engines["nodes"].search(t.text, SearchOptions(
+                        gresp = eng.search(t.text, SearchOptions(
                             k=args.k, channels=sopts.channels, use_cache=False, snippets=False, group="file",
                             **dict(cfg.options)))
                         file_ms = (time.perf_counter() - g0) * 1000

@@ -24,7 +24,8 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["SNAKE", "CAMEL", "DOTTED", "CALL", "BACKTICK", "has_code_token", "is_code_token", "identifier_kind"]
+__all__ = ["SNAKE", "CAMEL", "DOTTED", "CALL", "BACKTICK", "has_code_token", "is_code_token", "identifier_kind",
+           "is_test_path", "path_role"]
 
 # Shapes for finding identifiers in text (word-bounded; consumers add their own context).
 SNAKE = re.compile(r"\b_?[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+\b")
@@ -69,3 +70,34 @@ def identifier_kind(word: str) -> str | None:
     if _ONE_DOTTED.match(word):
         return "dotted name"
     return None
+
+
+# ---------------------------------------------------------------------------- paths
+TEST_DIRS = frozenset({"test", "tests", "testing"})
+DOC_DIRS = frozenset({"doc", "docs", "example", "examples", "demo", "demos", "sample", "samples"})
+
+
+def is_test_path(rel: str) -> bool:
+    """A test file: ``test_*``, ``*_test``, ``conftest``, or anything under a ``test``,
+    ``tests`` or ``testing`` folder (``rel`` is relative to the indexed root).
+
+    >>> is_test_path("testing/python/collect.py"), is_test_path("src/_pytest/python.py")
+    (True, False)
+    """
+    parts = rel.replace("\\", "/").split("/")
+    base = parts[-1].rsplit(".", 1)[0]
+    return (base.startswith("test_") or base.endswith("_test") or base == "conftest"
+            or any(p in TEST_DIRS for p in parts[:-1]))
+
+
+def path_role(rel: str) -> str:
+    """``"test"``, ``"docs"`` (documentation, examples, demos) or ``"source"``, by the path under
+    the indexed root.
+
+    >>> path_role("docs/conf.py"), path_role("tests/a.py"), path_role("src/pkg/docstring.py")
+    ('docs', 'test', 'source')
+    """
+    if is_test_path(rel):
+        return "test"
+    parts = rel.replace("\\", "/").split("/")[:-1]
+    return "docs" if any(p.lower() in DOC_DIRS for p in parts) else "source"

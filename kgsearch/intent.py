@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass, field
 
 from .codelike import identifier_kind
+from .codetask import RELATION_EDGES, code_task_reason, relation
 from .errors import UsageError
 
 # name: (alpha embedding, beta text, gamma graph, delta intent edges)
@@ -34,6 +35,10 @@ PROFILES: dict[str, tuple[float, float, float, float]] = {
     "exploratory":      (0.25, 0.35, 0.30, 0.10),
     "semantic":         (0.30, 0.35, 0.35, 0.00),
     "default":          (0.25, 0.45, 0.30, 0.00),
+    # code tasks (issue text -> code) and relation questions ("who calls X"): chosen on
+    # ../shared/bench/code-tasks with bench/code_tasks.py (bench/results/code_tasks.md)
+    "code_task":        (0.25, 0.55, 0.20, 0.00),
+    "relation":         (0.05, 0.25, 0.10, 0.60),
 }
 
 # Edge types each intent walks in the delta (intent-edge) channel.
@@ -47,6 +52,8 @@ INTENT_EDGES: dict[str, tuple[str, ...]] = {
     "semantic": ("relates_to", "similar_to", "part_of"),
     "exact_match": (),
     "default": (),
+    "code_task": (),
+    "relation": ("calls", "imports", "inherits", "references"),    # narrowed per question
 }
 
 # Intent keywords: when present in the query they are repeated (x boost) in the BM25 query.
@@ -87,12 +94,16 @@ class Intent:
     keywords: list[str] = field(default_factory=list)     # intent keywords found in the query
     reason: str = ""
     forced: bool = False
+    target: str | None = None                             # relation: the name asked about
 
     def as_dict(self) -> dict:
         a, b, g, d = self.weights
-        return {"name": self.name, "weights": {"embedding": a, "text": b, "graph": g, "intent": d},
-                "edge_types": list(self.edge_types), "keywords": self.keywords, "reason": self.reason,
-                "forced": self.forced}
+        out = {"name": self.name, "weights": {"embedding": a, "text": b, "graph": g, "intent": d},
+               "edge_types": list(self.edge_types), "keywords": self.keywords, "reason": self.reason,
+               "forced": self.forced}
+        if self.target is not None:
+            out["target"] = self.target
+        return out
 
 
 def _is_exact(q: str) -> str | None:
@@ -121,12 +132,22 @@ def keywords_in(query: str, intent: str) -> list[str]:
 
 
 def classify(query: str) -> Intent:
-    """The first matching rule wins: exact_match, debugging, capability_check, workflow, comparison,
-    goal_based, exploratory, semantic (more than 10 words), else default."""
+    """The first matching rule wins: exact_match, relation ("who calls X", see
+    :func:`kgsearch.codetask.relation`), code_task (an issue, bug report or traceback: see
+    :func:`kgsearch.codetask.code_task_reason`), debugging, capability_check, workflow,
+    comparison, goal_based, exploratory, semantic (more than 10 words), else default."""
     q = query or ""
     why = _is_exact(q)
     if why:
         return make("exact_match", reason=why)
+    rel = relation(q)
+    if rel is not None:
+        it = make("relation", reason=f"{rel[0]} {rel[1]!r}")
+        it.edge_types, it.target = RELATION_EDGES[rel[0]], rel[1]
+        return it
+    why = code_task_reason(q)
+    if why:
+        return make("code_task", reason=why)
     for name, rx in _RULES:
         m = rx.search(q)
         if m:
@@ -159,6 +180,9 @@ def resolve(query: str, intent: str | None = None, weights: str | tuple | None =
     """Classify ``query`` unless ``intent`` forces a profile; ``weights`` overrides the profile's weights."""
     if intent:
         it = make(intent, reason="--intent", keywords=keywords_in(query, intent), forced=True)
+        rel = relation(query or "") if intent == "relation" else None
+        if rel is not None:
+            it.edge_types, it.target = RELATION_EDGES[rel[0]], rel[1]
     else:
         it = classify(query)
     if weights is not None:

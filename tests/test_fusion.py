@@ -51,7 +51,7 @@ def test_intent_priority_and_overrides():
 
 def test_profiles_table():
     assert set(intent.PROFILES) == {"exact_match", "capability_check", "debugging", "workflow", "comparison",
-                                    "goal_based", "exploratory", "semantic", "default"}
+                                    "goal_based", "exploratory", "semantic", "default", "code_task", "relation"}
     assert intent.PROFILES["default"] == (0.25, 0.45, 0.30, 0.00)
     for name, w in intent.PROFILES.items():
         assert len(w) == 4 and all(x >= 0 for x in w) and abs(sum(w) - 1.0) < 1e-9, name

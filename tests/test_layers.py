@@ -15,7 +15,7 @@ LAYERS = [
     ("base", {"version", "errors", "types", "config", "settings", "codelike"}),
     ("store", {"store"}),
     ("signals", {"ingest", "text", "embed", "graph"}),
-    ("shaping", {"intent", "fuse", "pack", "stats"}),
+    ("shaping", {"intent", "codetask", "fuse", "pack", "stats"}),
     ("engines", {"query", "indexer"}),
     ("apps", {"evaluate", "bench", "demo"}),
     ("cli", {"cli", "__main__", "__init__"}),

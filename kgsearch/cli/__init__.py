@@ -55,6 +55,8 @@ def _query_options(p: argparse.ArgumentParser) -> None:
                    help="multiply the first hit of each new graph community by F (e.g. 1.05; default off)")
     p.add_argument("--norm", choices=["z", "max", "minmax", "auto"], default="z",
                    help="score normalisation before fusion (default z: standardised over the whole index)")
+    p.add_argument("--group", choices=["file"], default=None,
+                   help="rank files by the evidence of their symbols/sections instead of single nodes")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -117,7 +117,7 @@ def cmd_search(args) -> int:
 
     opts = SearchOptions(k=args.k, intent=args.intent, weights=args.weights, fusion=args.fusion,
                          channels=args.channels, explain=args.explain, use_cache=not args.no_cache, norm=args.norm,
-                         diversity=args.diversity)
+                         diversity=args.diversity, group=args.group)
     resp = search(args.query, db=args.db, options=opts)
     for notice in resp.notices:
         if not args.quiet:
@@ -137,7 +137,7 @@ def cmd_why(args) -> int:
 
     opts = SearchOptions(k=args.k, intent=args.intent, weights=args.weights, fusion=args.fusion,
                          channels=args.channels, explain=True, use_cache=False, norm=args.norm,
-                         diversity=args.diversity)
+                         diversity=args.diversity, group=args.group)
     info = why(args.query, args.node, db=args.db, options=opts)
     if args.json:
         emit_json(info)

@@ -119,10 +119,10 @@ def format_response(resp, explain: bool = False) -> str:
     return "\n".join(lines)
 
 
-ADDITIVE_ADJUSTMENTS = ("hits", "shift")
+ADDITIVE_ADJUSTMENTS = ("hits", "shift", "file_members")
 _ADJ_NOTES = {"shift": "(every candidate moved up so the weakest scores 0)",
               "hits": "(HITS on the walk's top nodes)", "test_or_vendored": "(test, vendored or structural node)",
-              "diversity": "(community diversity)"}
+              "diversity": "(community diversity)", "file_members": "(the file's next best nodes, decayed)"}
 
 
 def _adj_line(name: str, value: float, indent: str) -> str:

@@ -21,8 +21,8 @@ Nodes (every node answers to ``('py', qualname)``):
 A name defined twice in one scope (``@x.setter``, ``if``/``else`` variants) keeps its key for
 the first definition; the next ones get ``#2``, ``#3`` keys and no alias.
 Stubs (``.pyi``) use ``pyi:`` keys and no ``py`` aliases so that they never shadow the code.
-Every node of a test file (``test_*.py``, ``*_test.py``, ``conftest.py``, anything under a
-``test``/``tests`` folder) has ``FLAG_TEST``.
+Every node of a test file (:func:`kgsearch.codelike.is_test_path`: ``test_*.py``, ``*_test.py``,
+``conftest.py``, anything under a ``test``/``tests``/``testing`` folder) has ``FLAG_TEST``.
 
 Edges:
 
@@ -63,6 +63,7 @@ import re
 import tokenize
 from pathlib import Path
 
+from ..codelike import is_test_path
 from ..types import FLAG_TEST, EdgeRec, LoadOptions, LoadResult, NodeRec
 from .common import decode
 from .pynames import NameCandidates
@@ -103,13 +104,6 @@ def module_name(rel: str, root: str = "") -> str:
     if not parts:
         parts = [Path(root).name or "__init__"]
     return ".".join(parts)
-
-
-def is_test_path(rel: str) -> bool:
-    parts = rel.replace("\\", "/").split("/")
-    base = parts[-1].rsplit(".", 1)[0]
-    return (base.startswith("test_") or base.endswith("_test") or base == "conftest"
-            or any(p in ("test", "tests") for p in parts[:-1]))
 
 
 def _dedent(src: str, indent: int) -> str:

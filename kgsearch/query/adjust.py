@@ -5,8 +5,11 @@ In this order, each recorded per candidate so ``--explain`` adds up:
 1. ``shift``: standardised scores can be negative; every candidate moves up so the weakest
    scores 0 (multiplicative factors need a positive scale);
 2. ``test_or_vendored``: test code x :attr:`Tuning.test_penalty` unless the query is about
-   tests; shared structural nodes (tags, entities, placeholders) x 0 except for exact-match
-   queries; vendored/minified/mock code x 0 for code queries; deleted nodes x 0;
+   tests (word boundaries, :func:`kgsearch.codetask.asks_for_tests`; a code task's mention of
+   tests never is); shared structural nodes (tags, entities, placeholders) x 0 except for
+   exact-match queries; deleted nodes x 0; for code queries: vendored/minified/mock code x 0,
+   and docs/examples code and prose (notes, changelogs, release notes) x
+   :attr:`Tuning.nonsource_penalty` unless the query asks for docs;
 3. ``diversity``: x factor for the first hit of each new graph community (off by default);
 4. one hit per note (a section stands for its note), then the top ``k``.
 """
@@ -18,11 +21,15 @@ from typing import Callable
 import numpy as np
 
 from .. import pack
-from ..store.rows import node_flags, node_meta
+from ..codelike import path_role
+from ..codetask import asks_for_prose, asks_for_tests
+from ..store.rows import node_flags, node_meta, rel_path
 from ..types import FLAG_AUTO, FLAG_TEST
 from .tuning import TUNING, Tuning
 
-__all__ = ["rank", "is_vendored"]
+__all__ = ["rank", "is_vendored", "is_source", "CODE_KINDS"]
+
+CODE_KINDS = ("module", "class", "function", "method")
 
 _VENDORED = re.compile(r"/(vendor|vendored|_vendor|third_party|node_modules|mocks)/|\.min\.")
 
@@ -33,8 +40,16 @@ def is_vendored(m: dict) -> bool:
     return bool(_VENDORED.search(p)) or (m.get("name") or "").startswith(("Mock", "mock_"))
 
 
+def is_source(m: dict, about_tests: bool = False) -> bool:
+    """Source code: a code node outside test and docs/examples folders."""
+    if m.get("kind") not in CODE_KINDS:
+        return False
+    role = path_role(rel_path(m))
+    return role == "source" or (role == "test" and about_tests)
+
+
 def rank(conn, cand: np.ndarray, fused: np.ndarray, adjustments: dict, *, query: str, exact: bool,
-         code_query: bool, communities_of: Callable | None, opts, tuning: Tuning = TUNING
+         code_query: bool, code_task: bool, communities_of: Callable | None, opts, tuning: Tuning = TUNING
          ) -> tuple[np.ndarray, list[int], dict[int, dict]]:
     """Apply the adjustments (recorded in ``adjustments``) and pick the top ``opts.k``.
 
@@ -45,7 +60,8 @@ def rank(conn, cand: np.ndarray, fused: np.ndarray, adjustments: dict, *, query:
     if not len(cand):
         return fused, [], {}
     flags_of = node_flags(conn, cand.tolist())
-    about_tests = "test" in query.lower()
+    about_tests = asks_for_tests(query) and not code_task
+    about_prose = asks_for_prose(query)
     low = float(fused.min())
     if low < 0:
         fused = fused - low
@@ -57,12 +73,15 @@ def rank(conn, cand: np.ndarray, fused: np.ndarray, adjustments: dict, *, query:
     if not exact:
         factor[(flags >= 0) & (flags & FLAG_AUTO > 0)] = 0.0     # tags, entities, placeholders: structure
     factor[flags < 0] = 0.0                                       # deleted since the channel ran
-    if code_query:
+    if code_query or code_task:
         top = np.argsort(-fused, kind="stable")[:max(opts.k, 10) * 4]
         meta = node_meta(conn, cand[top].tolist(), text=False)
         for i in top.tolist():
-            if factor[i] and is_vendored(meta.get(int(cand[i]), {})):
+            m = meta.get(int(cand[i]), {})
+            if factor[i] and is_vendored(m):
                 factor[i] = 0.0
+            elif factor[i] == 1.0 and code_task and not about_prose and not is_source(m, about_tests):
+                factor[i] = tuning.nonsource_penalty
     if (factor != 1.0).any():
         adjustments["test_or_vendored"] = factor
         fused = fused * factor

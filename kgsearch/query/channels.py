@@ -23,6 +23,7 @@ from typing import Callable
 from ..codelike import has_code_token
 from ..embed import scoring as dense_scoring, vectors
 from ..text import bm25, fts, keywords, pattern, prf
+from . import anchors
 
 __all__ = ["Channel", "CHANNELS", "ALL_CHANNELS", "GRAPH_CHANNELS", "DEFAULT_CHANNELS", "SIGNAL_OF",
            "wants_fts", "wants_pattern"]
@@ -60,12 +61,27 @@ def wants_pattern(query: str, it) -> bool:
     return has_code_token(q)
 
 
+CODE_TASKS = ("code_task", "relation")
+
+
 def _fts_gate(query: str, it) -> str | None:
+    if it.name in CODE_TASKS:
+        return "a code task: its quoted words are not phrase searches"
     return None if wants_fts(query) else "no quoted phrase or boolean operator"
 
 
 def _pattern_gate(query: str, it) -> str | None:
+    if it.name in CODE_TASKS:
+        return "a code task: its names are matched exactly by the anchors channel"
     return None if wants_pattern(query, it) else "not an identifier, file name or /regex/ query"
+
+
+def _anchors_gate(query: str, it) -> str | None:
+    return None if it.name in CODE_TASKS else "not a code task"
+
+
+def _relation_gate(query: str, it) -> str | None:
+    return None if it.name == "relation" else "not a relation question (who calls X, where is X used)"
 
 
 # Order matters: channels run, and are listed in responses, in this order.
@@ -87,6 +103,12 @@ CHANNELS: dict[str, Channel] = {c.name: c for c in (
             gate=_pattern_gate),
     Channel("equiv", "text",
             search=lambda ix, q, k, **kw: keywords.search_equivalences(ix, q, k, **kw)),
+    Channel("anchors", "text",
+            search=lambda ix, q, k, **kw: anchors.search(ix, q, k, **kw),
+            gate=_anchors_gate),
+    Channel("relation", "intent",
+            search=lambda ix, q, k, **kw: anchors.relation_search(ix, q, k, **kw),
+            gate=_relation_gate),
     Channel("dense", "embedding",
             search=lambda ix, q, k, **kw: vectors.search(ix, q, k, **kw),
             score_all=lambda ix, q, **kw: dense_scoring.score_all(ix, q, **kw),
@@ -101,4 +123,5 @@ ALL_CHANNELS = tuple(CHANNELS)
 GRAPH_CHANNELS = ("graph", "intent", "local", "global")
 SIGNAL_OF = {name: c.signal for name, c in CHANNELS.items()}
 # Channels of the default pipeline (chosen by `kgsearch eval --ablate` on ../shared/bench; README).
-DEFAULT_CHANNELS = ("bm25", "fts", "dense", "graph", "intent", "pattern", "equiv", "local", "global")
+DEFAULT_CHANNELS = ("bm25", "fts", "dense", "graph", "intent", "pattern", "equiv", "local", "global", "anchors",
+                    "relation")

@@ -35,8 +35,9 @@ from ..graph.context import load_context
 from ..store import qcache
 from ..store.db import Index
 from .adjust import rank
-from .channels import ALL_CHANNELS, CHANNELS, DEFAULT_CHANNELS, GRAPH_CHANNELS, SIGNAL_OF
+from .channels import ALL_CHANNELS, CHANNELS, CODE_TASKS, DEFAULT_CHANNELS, GRAPH_CHANNELS, SIGNAL_OF
 from .graph_stage import graph_stage
+from .group import file_hit, group_by_file
 from .options import Response, SearchOptions
 from .results import make_hits
 from .signals import Signals, candidates, top_ids
@@ -118,8 +119,10 @@ class Engine:
             clock.lap("graph")
         cand = sig.cand
         zeros = np.zeros(len(cand))
-        signals = {"embedding": emb, "text": text, "graph": stage.graph if stage else zeros,
-                   "intent": stage.intent if stage else zeros}
+        intent_sig = stage.intent if stage else zeros
+        if "relation" in sig.norm_scores:             # "who calls X": the callers, from the edges
+            intent_sig = np.maximum(intent_sig, sig.get("relation") * sig.unit)
+        signals = {"embedding": emb, "text": text, "graph": stage.graph if stage else zeros, "intent": intent_sig}
 
         if fusion == "linear":
             fused, parts = fuse.linear(signals, weights)
@@ -133,14 +136,27 @@ class Engine:
         clock.lap("fuse")
 
         code_query = bool(stage and stage.code_query)
+        deep = opts.but(k=max(opts.k * 20, 200), collapse=False, snippets=False) if opts.group else opts
         fused, order, meta = rank(self.ix.conn, cand, fused, adjustments, query=query,
                                   exact=it.name == "exact_match", code_query=code_query,
+                                  code_task=it.name in CODE_TASKS,
                                   communities_of=gctx.communities_of if gctx is not None else None,
-                                  opts=opts, tuning=self.tuning)
+                                  opts=deep, tuning=self.tuning)
+        groups = (group_by_file(cand, fused, order, meta, opts.k, self.tuning.file_decay, self.tuning.file_members)
+                  if opts.group == "file" else None)
         clock.lap("rank")
 
-        hits = make_hits(self.ix.conn, query, cand, order, fused, sig.raw_scores, sig.norm_scores, signals,
-                         weights, parts, adjustments, meta, fusion, opts, set(sig.full))
+        shown = order if groups is None else list(dict.fromkeys(i for _, pos in groups
+                                                                for i in pos[:self.tuning.file_members]))
+        hits = make_hits(self.ix.conn, query, cand, shown, fused, sig.raw_scores, sig.norm_scores, signals,
+                         weights, parts, adjustments, meta, fusion, opts.but(collapse=True) if groups else opts,
+                         set(sig.full))
+        if groups is not None:
+            by_pos = dict(zip(shown, hits))
+            hits = [file_hit(by_pos[pos[0]], score, [by_pos[i] for i in pos[:self.tuning.file_members]],
+                             meta[int(cand[pos[0]])]) for score, pos in groups]
+            for r, h in enumerate(hits, 1):
+                h.rank = r
         clock.lap("output")
         clock.ms["total"] = clock.total()
         resp = Response(query=query, intent=it.as_dict(), fusion=fusion, hits=hits,
@@ -188,6 +204,8 @@ class Engine:
     def _kwargs(self, name: str, it, opts) -> dict:
         if name in ("bm25", "prf") and it.keywords and opts.keyword_boost != 1.0:
             return {"boost_terms": it.keywords, "boost": opts.keyword_boost}
+        if name == "relation":
+            return {"target": it.target, "edge_types": list(it.edge_types)}
         return {}
 
     def _run_channel(self, name: str, query: str, opts: SearchOptions, kwargs: dict):

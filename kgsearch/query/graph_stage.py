@@ -17,6 +17,7 @@ import numpy as np
 
 from .. import fuse
 from ..graph import proximity as prox_mod
+from .channels import SIGNAL_OF
 from .signals import Signals, top_idx
 from .tuning import TUNING, Tuning
 
@@ -39,8 +40,12 @@ def graph_stage(gctx, it, requested, opts, sig: Signals, weights: dict, query: s
     a, b = weights.get("embedding", 0.0), weights.get("text", 0.0)
     text, emb = sig.text(), sig.get("dense")
     first = (a * emb + b * text) / (a + b) if a + b > 0 else np.maximum(text, emb)
-    seeds_idx = np.unique(np.concatenate([top_idx(text, tuning.seeds_per_signal, positive=False),
-                                          top_idx(emb, tuning.seeds_per_signal, positive=False)]))
+    # seeds from the signals that ran (with the dense channel off, its all-zero column would
+    # pick arbitrary candidates)
+    ran_text = any(SIGNAL_OF.get(n) == "text" for n in sig.raw_scores)
+    seeds_idx = np.unique(np.concatenate([
+        top_idx(text, tuning.seeds_per_signal, positive=False) if ran_text else np.zeros(0, np.int64),
+        top_idx(emb, tuning.seeds_per_signal, positive=False) if "dense" in sig.raw_scores else np.zeros(0, np.int64)]))
     seed_pos = gctx.positions(sig.cand[seeds_idx])
     ok = seed_pos >= 0
     seed_pos, seed_first = seed_pos[ok], first[seeds_idx][ok]
@@ -96,7 +101,8 @@ def graph_stage(gctx, it, requested, opts, sig: Signals, weights: dict, query: s
             graph_sig = graph_sig + tuning.pr_blend * unit * fuse.normalize(gctx.pagerank_at(pos))
         sig.add("graph", pvec, graph_sig)
         if code_query:
-            hits_adj = gctx.hits_adjust(pos, seed_pos, pvec) * unit
+            if tuning.code_hits:
+                hits_adj = gctx.hits_adjust(pos, seed_pos, pvec) * unit
     if local:
         lv = np.array([local.get(i, 0.0) for i in sig.cand.tolist()])
         ln = fuse.normalize(lv) * unit

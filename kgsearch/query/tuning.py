@@ -26,9 +26,18 @@ class Tuning:
     global_weight: float = 0.25
     # factor for test code unless the query is about tests
     test_penalty: float = 0.3
+    # code tasks: factor for docs/examples code and prose (notes, changelogs) unless asked for
+    nonsource_penalty: float = 0.3
     # community diversity factor (first hit of each new community); 1.05 measured -0.0016
     # nDCG@10, so off by default (--diversity turns it on per query)
     diversity: float = 1.0
+    # --group file: a file scores s1 + d*s2 + d^2*s3 over its best nodes (d = file_decay)
+    file_decay: float = 0.5
+    file_members: int = 3
+    # code queries: HITS on the walk's top nodes adjusts scores
+    code_hits: bool = True
+    # code tasks: seed the walk with the anchors the task names (else the text/embedding top)
+    anchor_seeds: bool = False
     # RWR pruning: stdlib graph 10.2 -> 6.9 ms a query, top-10 98.7 % the same as 1e-5
     walk_prune: float = 5e-5
 

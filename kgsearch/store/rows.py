@@ -20,7 +20,7 @@ from typing import Iterable, Iterator, Sequence
 from .sql import iter_in_chunks
 
 __all__ = ["PACKED_QUALNAME_KINDS", "qualname_sql", "packed_qualname", "PATH_SQL", "NODE_FIELDS", "node_cols",
-           "node_meta", "node_flags", "iter_node_texts", "node_texts", "find_node_row", "node_row_by_id"]
+           "node_meta", "rel_path", "node_flags", "iter_node_texts", "node_texts", "find_node_row", "node_row_by_id"]
 
 # A code node's qualified name is its key after the namespace (``py:pkg.mod.Class.method`` ->
 # ``pkg.mod.Class.method``), so it is stored as '' and rebuilt on read: 3.8 MB less on the
@@ -53,18 +53,27 @@ def packed_qualname(key: str, kind: str, qualname: str | None) -> str:
 
 # ---------------------------------------------------------------------------- display rows
 def node_meta(conn, ids: Iterable[int], text: bool = True) -> dict[int, dict]:
-    """Display fields of nodes by id: key, kind, name, qualname, path, line_start, flags, text
-    (decoded; '' with ``text=False``, for candidate lists whose texts are not shown) and the
-    parent's key."""
+    """Display fields of nodes by id: key, kind, name, qualname, path, line_start, line_end,
+    flags, text (decoded; '' with ``text=False``, for candidate lists whose texts are not shown),
+    the parent's key and the file's indexed root."""
     tcol = "kgtext(n.text)" if text else "''"
     sql = (f"SELECT n.id, n.key, n.kind, n.name, {qualname_sql('n')}, {PATH_SQL.format(a='n')}, n.line_start, "
-           f"n.flags, {tcol}, p.key FROM nodes n LEFT JOIN nodes p ON p.id = n.parent_id "
+           f"n.flags, {tcol}, p.key, f.root, n.line_end FROM nodes n LEFT JOIN nodes p ON p.id = n.parent_id "
            f"LEFT JOIN files f ON f.id = n.file_id WHERE n.id IN ({{}})")
     out = {}
     for r in iter_in_chunks(conn, sql, [int(x) for x in ids], chunk=900):
         out[r[0]] = {"key": r[1], "kind": r[2], "name": r[3], "qualname": r[4], "path": r[5],
-                     "line_start": r[6], "flags": r[7], "text": r[8], "parent": r[9]}
+                     "line_start": r[6], "flags": r[7], "text": r[8], "parent": r[9], "root": r[10],
+                     "line_end": r[11]}
     return out
+
+
+def rel_path(meta: dict) -> str:
+    """A node's path relative to its indexed root (its absolute path when it has no root)."""
+    path, root = meta.get("path") or "", meta.get("root") or ""
+    if root and path.startswith(root.rstrip("/\\") + "/"):
+        return path[len(root.rstrip("/\\")) + 1:]
+    return path
 
 
 def node_flags(conn, ids: Iterable[int]) -> dict[int, int]:

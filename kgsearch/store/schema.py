@@ -264,6 +264,13 @@ def _packed_text(conn: sqlite3.Connection) -> None:
     set_meta(conn, COMPACT_PENDING, "1")
 
 
+# Exact name lookups (the anchors of a code task, `show NAME`): an index on nodes.name.
+# Stdlib index: +2.2 MB.
+NODES_NAME = """
+CREATE INDEX IF NOT EXISTS nodes_name ON nodes(name)
+"""
+
+
 # (name, function). Append only.
 MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("0001_core", ddl(CORE)),
@@ -274,6 +281,7 @@ MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("0006_node_paths", ddl(NODE_PATHS)),
     ("0007_text_compact", _text_compact),
     ("0008_packed_text", _packed_text),
+    ("0009_nodes_name", ddl(NODES_NAME)),
 ]
 
 

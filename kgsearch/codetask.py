@@ -1,0 +1,179 @@
+"""Code tasks in a query: is it an issue / bug report / traceback, or a "who calls X" question,
+and which of its words name code (the anchors).
+
+An issue text is long and mostly prose; what ties it to the code are a few anchors:
+
+* traceback frames ``File "…/pkg/mod.py", line 12, in func`` (a path and a function),
+* names in backticks and code blocks, dotted paths (``pvlib.iam.physical``,
+  ``Dataset.to_json_dict``), ``snake_case`` / ``CamelCase`` identifiers, ``call()`` forms,
+* file names and paths (``conf.py``, ``src/flask/cli.py``), error class names
+  (``AttributeError``, ``ValueError``).
+
+They are extracted here from the text alone; :mod:`kgsearch.query.anchors` keeps those that
+name something in the index and weighs them by how specific they are there. Used as weighted
+evidence, not as one giant OR query: the prose goes to BM25 and the embedding as it is.
+
+>>> [a.text for a in extract("Fix `GraphStore.blast_radius` when ctx.run() fails in util/io.py")]
+['util/io.py', 'GraphStore.blast_radius', 'ctx.run', 'run', 'GraphStore', 'blast_radius', 'ctx']
+>>> relation("who calls `rwr`?"), relation("where is Engine used"), relation("how do I back up")
+(('calls', 'rwr'), ('uses', 'Engine'), None)
+"""
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass
+
+from .codelike import BACKTICK, CALL, CAMEL, DOTTED, SNAKE, has_code_token
+
+__all__ = ["Anchor", "extract", "code_task_reason", "relation", "asks_for_tests", "asks_for_prose",
+           "RELATION_EDGES"]
+
+# how much one mention of each kind says (a frame names the place where it failed)
+KIND_WEIGHT = {"frame": 1.0, "path": 0.9, "backtick": 0.8, "dotted": 0.8, "call": 0.7, "identifier": 0.6,
+               "error": 0.3}
+CODE_TASK_MIN_WORDS = 8
+MAX_ANCHORS = 60
+
+_FRAME = re.compile(r'File "([^"\n]+)", line (\d+)(?:, in ([A-Za-z_<>][\w<>.]*))?')
+_FENCE = re.compile(r"^[ \t]*(```|~~~)[^\n]*\n(.*?)(?:^[ \t]*\1[ \t]*$|\Z)", re.S | re.M)
+_PATH = re.compile(r"(?<![\w.~/-])(/?(?:[\w.-]+/)*[\w-][\w.-]*\.(?:py|pyi|pyx|cfg|toml|ini|json|ya?ml|md|rst|txt))\b")
+_ALNUM = re.compile(r"\b[A-Za-z]+[0-9]+[A-Za-z0-9]*\b")         # L031, utf8, md5: a module or rule name?
+_ERROR = re.compile(r"\b[A-Z][A-Za-z0-9]*(?:Error|Exception|Warning)\b")
+_WORD = re.compile(r"[\w'-]+")
+_TRACEBACK = re.compile(r"Traceback \(most recent call last\)|^\s*File \"[^\"]+\", line \d+", re.M)
+
+# "who calls X", "what calls `X`", "callers of X", "where is X used", "who imports X", ...
+_NAME = r"`?([A-Za-z_][\w.]*)`?(?:\(\))?"
+_RELATIONS = [
+    ("calls", re.compile(rf"\b(?:who|what|which \w+)\s+(?:calls|invokes)\s+{_NAME}", re.I)),
+    ("calls", re.compile(rf"\bcallers\s+of\s+{_NAME}", re.I)),
+    ("calls", re.compile(rf"\bwhere\s+is\s+{_NAME}\s+called\b", re.I)),
+    ("imports", re.compile(rf"\b(?:who|what|which \w+)\s+imports\s+{_NAME}", re.I)),
+    ("imports", re.compile(rf"\bwhere\s+is\s+{_NAME}\s+imported\b", re.I)),
+    ("inherits", re.compile(rf"\b(?:subclasses\s+of|what\s+inherits\s+from|who\s+inherits\s+from)\s+{_NAME}", re.I)),
+    ("uses", re.compile(rf"\b(?:who|what|which \w+)\s+uses\s+{_NAME}", re.I)),
+    ("uses", re.compile(rf"\bwhere\s+(?:is|are)\s+{_NAME}\s+used\b", re.I)),
+    ("uses", re.compile(rf"\busages?\s+of\s+{_NAME}", re.I)),
+]
+# edge types that answer each relation (src -> dst = the named node)
+RELATION_EDGES = {"calls": ("calls",), "imports": ("imports",), "inherits": ("inherits",),
+                  "uses": ("calls", "imports", "inherits", "references")}
+
+_TESTS = re.compile(r"\b(tests?|testing|test suite|unit ?tests?|fixtures?)\b", re.I)
+_PROSE = re.compile(r"\b(changelog|change log|release notes?|changes file|news|readme|documentation|docs?)\b",
+                    re.I)
+
+
+@dataclass(frozen=True)
+class Anchor:
+    text: str                  # the name or path as written (dotted names and paths kept whole)
+    kind: str                  # frame | path | backtick | dotted | call | identifier | error
+    count: int = 1             # mentions in the query
+    line: int | None = None    # traceback frames: the line number
+    func: str | None = None    # traceback frames: the function
+
+    @property
+    def weight(self) -> float:
+        """The evidence of this anchor before the index is asked: its kind, and a little more
+        for each repeated mention (log-damped)."""
+        return KIND_WEIGHT[self.kind] * (1.0 + 0.25 * min(self.count - 1, 4))
+
+
+_SELF = ("self.", "cls.")
+
+
+def extract(query: str) -> list[Anchor]:
+    """Anchors of a query, strongest kinds first, then by first position; at most
+    :data:`MAX_ANCHORS`. Traceback frames are one anchor per (file, function); other names are
+    merged by text, keeping their strongest kind and counting their mentions."""
+    frames: dict[tuple[str, str | None], Anchor] = {}
+    found: dict[str, tuple[str, int]] = {}          # text -> (kind, first position)
+    counts: Counter[str] = Counter()
+
+    def add(text: str, kind: str, pos: int) -> None:
+        text = text.strip().strip(".,:;")
+        for prefix in _SELF:                         # self.attr.f -> attr.f: self names no code
+            while text.startswith(prefix):
+                text = text[len(prefix):]
+        if len(text) < 2 or text.isdigit() or text in ("self", "cls"):
+            return
+        counts[text] += 1
+        old = found.get(text)
+        if old is None:
+            found[text] = (kind, pos)
+        elif old[0] != "error" and KIND_WEIGHT[kind] > KIND_WEIGHT[old[0]]:
+            found[text] = (kind, old[1])
+
+    for m in _FRAME.finditer(query):
+        func = m.group(3) if m.group(3) and not m.group(3).startswith("<") else None
+        key = (m.group(1), func)
+        old = frames.get(key)
+        frames[key] = Anchor(m.group(1), "frame", (old.count + 1) if old else 1, int(m.group(2)), func)
+    for m in _ERROR.finditer(query):
+        add(m.group(0), "error", m.start())
+    for m in BACKTICK.finditer(query):
+        for tok in re.findall(r"[A-Za-z_][\w.]*", m.group(1)):
+            add(tok, "backtick", m.start(1))
+    for m in _PATH.finditer(query):
+        if not query[max(0, m.start(1) - 6):m.start(1)].endswith('File "'):    # a frame's file
+            add(m.group(1), "path", m.start(1))
+    for m in DOTTED.finditer(query):
+        tok = m.group(0)
+        if max(map(len, tok.split("."))) > 2 and not _PATH.fullmatch(tok):
+            add(tok, "dotted", m.start())
+    for m in CALL.finditer(query):
+        add(m.group(1), "call", m.start(1))
+    for rx in (SNAKE, CAMEL, _ALNUM):
+        for m in rx.finditer(query):
+            add(m.group(0), "identifier", m.start())
+    # the parts of a dotted name name things too (a module, a class, a method)
+    for text, (kind, pos) in list(found.items()):
+        if kind in ("dotted", "backtick") and "." in text:
+            for part in text.split("."):
+                if len(part) > 2 and part not in found:
+                    add(part, "identifier", pos)
+    named = sorted(found.items(), key=lambda kv: (-KIND_WEIGHT[kv[1][0]], kv[1][1], kv[0]))
+    out = list(frames.values()) + [Anchor(t, k, counts[t]) for t, (k, _) in named]
+    return out[:MAX_ANCHORS]
+
+
+def code_task_reason(query: str, anchors: list[Anchor] | None = None) -> str | None:
+    """Why ``query`` reads as a code task (an issue, a bug report, a traceback), or None.
+
+    A code task is at least :data:`CODE_TASK_MIN_WORDS` words with code evidence: a traceback,
+    a fenced code block, a name in backticks, or two distinct identifiers."""
+    if len(_WORD.findall(query)) < CODE_TASK_MIN_WORDS:
+        return None
+    if _TRACEBACK.search(query):
+        return "traceback"
+    if _FENCE.search(query):
+        return "code block"
+    anchors = extract(query) if anchors is None else anchors
+    if any(a.kind == "backtick" for a in anchors):
+        return "names in backticks"
+    # names that are code by their shape alone (not mRNA, IL6 or e.g.: codelike.has_code_token)
+    idents = {a.text for a in anchors if a.kind in ("dotted", "call", "identifier", "path") and has_code_token(a.text)}
+    if len(idents) >= 2:
+        return f"names code: {', '.join(sorted(idents)[:3])}"
+    return None
+
+
+def relation(query: str) -> tuple[str, str] | None:
+    """``(relation, name)`` for "who calls X" / "where is X used" questions, else None."""
+    for rel, rx in _RELATIONS:
+        m = rx.search(query)
+        if m:
+            return rel, m.group(1).rstrip(".")
+    return None
+
+
+def asks_for_tests(query: str) -> bool:
+    """The query is about tests (word boundaries: ``test``, ``tests``, ``testing``, ``fixture``;
+    not ``pytest`` or ``latest``)."""
+    return bool(_TESTS.search(query))
+
+
+def asks_for_prose(query: str) -> bool:
+    """The query asks for docs, a changelog or release notes."""
+    return bool(_PROSE.search(query))

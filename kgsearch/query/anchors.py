@@ -1,0 +1,133 @@
+"""The ``anchors`` channel: the names and paths a code task mentions that exist in the index.
+
+:func:`kgsearch.codetask.extract` finds candidate anchors in the query text; here each is looked
+up exactly (no fuzzy matching: a near miss of a junk token is what made the pattern channel
+rank ``…With743`` second for "line 743"):
+
+* a name (``to_json_dict``, ``DateTime``, ``L031``) -> code nodes with that name;
+* a dotted name (``Dataset.to_json_dict``, ``sphinx.ext.viewcode``) -> code nodes whose
+  qualified name is it or ends with it;
+* a path or a traceback frame's file (``…/site-packages/pydicom/dataset.py``) -> the indexed
+  file with the longest matching path suffix (its module node), and the frame's function in it.
+
+Each anchor's evidence is its kind's weight (frames and paths most) times its specificity in
+this index, ``1 / (1 + log2(matches))``: a name that one node has says much, one that 300
+nodes have (``__init__``, ``get``) says little. A node's score is the sum over the anchors
+that name it. Scores are in (0, 1] after dividing by the best (a sparse channel).
+"""
+from __future__ import annotations
+
+import math
+import posixpath
+
+import numpy as np
+
+from ..codetask import Anchor, extract
+from ..store.sql import in_chunks
+from ..text.tokenize import clean_query
+
+__all__ = ["search", "resolve", "relation_search", "CODE_KINDS"]
+
+CODE_KINDS = ("module", "class", "function", "method")
+_KINDS_SQL = ",".join(f"'{k}'" for k in CODE_KINDS)
+_EMPTY = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32))
+
+
+def _qualname(key: str) -> str:
+    """``py:pkg.mod.f#2`` -> ``pkg.mod.f``."""
+    return key.partition(":")[2].split("#", 1)[0]
+
+
+def _files_by_suffix(conn, path: str) -> list[int]:
+    """Ids of the files whose path ends with the longest suffix of ``path`` (at least the file
+    name; two or more components win over the name alone)."""
+    parts = [p for p in path.replace("\\", "/").split("/") if p and p not in (".", "..")]
+    for n in range(min(len(parts), 4), 0, -1):
+        suffix = "/".join(parts[-n:])
+        rows = conn.execute("SELECT id FROM files WHERE path = ? OR path LIKE ? ESCAPE '\\'",
+                            (suffix, "%/" + suffix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_"))
+                            ).fetchall()
+        if rows:
+            return [r[0] for r in rows]
+    return []
+
+
+def resolve(conn, anchors: list[Anchor]) -> dict[int, float]:
+    """Node id -> summed evidence of the anchors that name it (see the module docstring)."""
+    scores: dict[int, float] = {}
+
+    def credit(ids: list[int], weight: float) -> None:
+        if not ids:
+            return
+        spec = 1.0 / (1.0 + math.log2(len(ids)))
+        for nid in ids:
+            scores[nid] = scores.get(nid, 0.0) + weight * spec
+
+    named = [a for a in anchors if a.kind not in ("frame", "path")]
+    lasts = sorted({a.text.rsplit(".", 1)[-1] for a in named} | {a.func for a in anchors if a.func})
+    rows = in_chunks(conn, f"SELECT id, name, key, file_id FROM nodes WHERE name IN ({{}}) AND kind IN ({_KINDS_SQL})",
+                     lasts)
+    by_name: dict[str, list[tuple[int, str, int | None]]] = {}
+    for nid, name, key, file_id in rows:
+        by_name.setdefault(name, []).append((nid, _qualname(key), file_id))
+    for a in named:
+        cands = by_name.get(a.text.rsplit(".", 1)[-1], [])
+        if "." in a.text:
+            cands = [c for c in cands if c[1] == a.text or c[1].endswith("." + a.text)]
+        credit([c[0] for c in cands], a.weight)
+    for a in anchors:
+        if a.kind not in ("frame", "path"):
+            continue
+        stem = posixpath.basename(a.text.replace("\\", "/"))
+        if not stem.endswith((".py", ".pyi")):
+            continue
+        files = _files_by_suffix(conn, a.text)
+        if not files:
+            continue
+        mods = [r[0] for r in in_chunks(conn, "SELECT id FROM nodes WHERE kind='module' AND file_id IN ({})", files)]
+        credit(mods, a.weight)
+        if a.func:
+            fset = set(files)
+            credit([nid for nid, _, fid in by_name.get(a.func, []) if fid in fset], a.weight)
+    return scores
+
+
+def search(ix, query: str, k: int = 100, **opts) -> tuple[np.ndarray, np.ndarray]:
+    """Anchors channel: (node ids, scores in (0, 1]) best first; empty when the query names
+    nothing in the index. Never raises on the query string."""
+    query = clean_query(query)
+    anchors = extract(query)
+    if not anchors:
+        return _EMPTY
+    scores = resolve(ix.conn, anchors)
+    if not scores:
+        return _EMPTY
+    top = max(scores.values())
+    items = sorted(scores.items(), key=lambda p: (-p[1], p[0]))[:max(0, int(k))]
+    return (np.array([p[0] for p in items], dtype=np.int64),
+            np.array([p[1] / top for p in items], dtype=np.float32))
+
+
+def relation_search(ix, query: str, k: int = 100, *, target: str | None = None, edge_types=(), **opts
+                    ) -> tuple[np.ndarray, np.ndarray] | str:
+    """Relation channel ("who calls X", "where is X used"): the nodes with an edge of
+    ``edge_types`` into the node(s) ``target`` names, scored by the summed edge weight
+    (in (0, 1] after dividing by the best), plus the named nodes themselves at 0.5."""
+    if not target or not edge_types:
+        return "no relation question"
+    named = resolve(ix.conn, extract(f"`{clean_query(target)}`"))
+    if not named:
+        return f"{target!r} names nothing in this index"
+    best = max(named.values())
+    targets = sorted(n for n, v in named.items() if v >= best - 1e-9)
+    types = list(edge_types)
+    rows = in_chunks(ix.conn, f"SELECT src, sum(weight) FROM edges WHERE dst IN ({{}}) AND type IN "
+                              f"({','.join('?' * len(types))}) GROUP BY src", targets, after=types)
+    scores = {int(src): float(w) for src, w in rows if src not in named}
+    top = max(scores.values(), default=1.0)
+    out = {n: v / top for n, v in scores.items()}
+    for n in targets:
+        out[n] = max(out.get(n, 0.0), 0.5)
+    items = sorted(out.items(), key=lambda p: (-p[1], p[0]))[:max(0, int(k))]
+    return (np.array([p[0] for p in items], dtype=np.int64),
+            np.array([p[1] for p in items], dtype=np.float32))
