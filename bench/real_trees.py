@@ -11,7 +11,7 @@ Peak RSS, two figures:
 
 * ``rss_mb``: ``ru_maxrss`` from ``os.wait4`` on the index process. Linux reports the largest
   single process of the tree (the index process or one of its forked loader workers), exact.
-* ``tree_mb``: psutil polling every 50 ms of the index process plus its children, summed (a
+* ``rss_tree_mb``: psutil polling every 50 ms of the index process plus its children, summed (a
   sampled lower bound of the whole tree's peak; blank when psutil is not installed).
 
 Trees (``_code_tasks``, ``PACKAGE_TREES``, ``KG_TREES``; 38 in all):
@@ -135,6 +135,14 @@ PACKAGE_TREES = [
 ]
 
 KG_TREES = [("wn18rr (kg tsv)", "wn18rr"), ("fb15k237 (kg tsv)", "fb15k237")]
+
+# What a tree must yield besides exit 0 (tree name -> (edge type substring, what it means)): a
+# run that exits 0 but drops what the tree is for is a failed run too.
+EXPECT_EDGES = {
+    "wn18rr (kg tsv)": ("hypernym", "the TSV triples loaded as typed edges"),
+    "fb15k237 (kg tsv)": ("film", "the TSV triples loaded as typed edges"),
+    "basic-memory man vault": ("links_to", "the [[wikilinks]] resolved"),
+}
 
 
 def package_root(name: str) -> Path | None:
@@ -346,7 +354,8 @@ def run_index(path: Path, db: Path, timeout: float, cap_mb: int | None, cap_kind
     errf.close()
     outf.close()
     return {"cmd": " ".join(cmd), "exit": proc.returncode, "timed_out": killed, "seconds": round(wall, 2),
-            "rss_mb": round(ru.ru_maxrss / 1024, 1), "tree_mb": None if tree_mb is None else round(tree_mb, 1),
+            "rss_mb": round(ru.ru_maxrss / 1024, 1),
+            "rss_tree_mb": None if tree_mb is None else round(tree_mb, 1),
             "cpu_s": round(ru.ru_utime + ru.ru_stime, 2), "stderr": stderr}
 
 
@@ -387,7 +396,7 @@ def db_stats(db: Path) -> dict | None:
         st = json.loads(r.stdout)
     except json.JSONDecodeError:
         return {"error": "stats printed no JSON"}
-    return {k: st.get(k) for k in ("files", "nodes", "edges", "edges_unresolved", "nodes_by_kind")}
+    return {k: st.get(k) for k in ("files", "nodes", "edges", "edges_unresolved", "nodes_by_kind", "edges_by_type")}
 
 
 def _db_bytes(db: Path) -> int:
@@ -423,7 +432,6 @@ def bench_tree(tree: dict, timeout: float, cap_mb: int | None, cap_kind: str, ke
         changed = sorted(set(before.items()) ^ set(after.items()))[:5]
     row = {**tree, "tree_files": n_files, "tree_mb": round(n_bytes / 1e6, 1),
            "files_seen": seen, "walk_error": walk_error, **run,
-           "index_rss_tree_mb": run.pop("tree_mb"),
            "files_loaded": parsed["files_loaded"],
            "files_failed": (seen - parsed["files_loaded"]) if (seen is not None and parsed["files_loaded"] is not None
                                                                 and run["exit"] not in (0,)) else
@@ -434,6 +442,13 @@ def bench_tree(tree: dict, timeout: float, cap_mb: int | None, cap_kind: str, ke
            "tree_changed": changed}
     if run["exit"] != 0 and parsed["files_loaded"] is None:
         row["files_failed"] = "run aborted"
+    want = EXPECT_EDGES.get(tree["name"])
+    if want is not None and run["exit"] == 0:
+        types = (st or {}).get("edges_by_type") or {}
+        n = sum(v for k, v in types.items() if want[0] in k)
+        row["content_check"] = (f"ok: {n} edges of a type containing {want[0]!r}" if n else
+                                f"FAILED: no edge type contains {want[0]!r} ({want[1]} expected); "
+                                f"edge types: {', '.join(sorted(types)) or 'none'}")
     if not keep_db:
         for suffix in ("", "-wal", "-shm", ".lock"):
             Path(str(db) + suffix).unlink(missing_ok=True)
@@ -465,6 +480,16 @@ def _short(s: str, n: int = 150) -> str:
     return s if len(s) <= n else s[:n - 1] + "…"
 
 
+def _result(r: dict) -> str:
+    if r["exit"] != 0:
+        return "timed out" if r.get("timed_out") else "FAILED"
+    if r.get("tree_changed"):
+        return "FAILED (wrote into the tree)"
+    if str(r.get("content_check", "")).startswith("FAILED"):
+        return "FAILED (content)"
+    return "ok"
+
+
 def markdown(result: dict) -> str:
     m = result["machine"]
     cap = result["cap"]
@@ -478,25 +503,26 @@ def markdown(result: dict) -> str:
         "times are noisy (2 shared cores), peak RSS is reliable."
         + (f" Memory cap: RLIMIT_{cap['kind'].upper()} = {cap['mb']} MB per index process." if cap else ""),
         "",
-        f"**{result['summary']['ok']} of {result['summary']['trees']} trees indexed with exit 0**"
+        f"**{result['summary']['ok']} of {result['summary']['trees']} trees ok** (exit 0, the content checks "
+        "below pass, trees read in place unchanged)"
         f" ({result['summary']['failed']} failed: {', '.join(result['summary']['failed_names']) or 'none'}).",
         "",
         "RSS = `ru_maxrss` of the index process from `os.wait4` (largest single process, loader workers "
         "included); tree = psutil-polled sum over the process and its workers (sampled every 50 ms).",
         "",
-        "| tree | kind | files in tree | MB | exit | seen | loaded | failed | warnings | wall s | RSS MB | tree MB | DB MB | nodes | edges |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| tree | kind | files in tree | MB | exit | result | seen | loaded | failed | warnings | wall s | RSS MB | tree RSS MB | DB MB | nodes | edges |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in result["trees"]:
         if r.get("skipped"):
-            lines.append(f"| {r['name']} | {r['kind']} | | | skipped: {r['skipped']} | | | | | | | | | | |")
+            lines.append(f"| {r['name']} | {r['kind']} | | | | skipped: {r['skipped']} | | | | | | | | | | |")
             continue
         st = r.get("stats") or {}
         lines.append(
-            f"| {r['name']} | {r['kind']} | {r['tree_files']} | {r['tree_mb']} | **{r['exit']}** | "
+            f"| {r['name']} | {r['kind']} | {r['tree_files']} | {r['tree_mb']} | {r['exit']} | **{_result(r)}** | "
             f"{r['files_seen'] if r['files_seen'] is not None else 'walk crashed'} | "
             f"{r['files_loaded'] if r['files_loaded'] is not None else '-'} | {r['files_failed']} | "
-            f"{r['warnings_total']} | {r['seconds']} | {r['rss_mb']} | {r['index_rss_tree_mb'] or ''} | "
+            f"{r['warnings_total']} | {r['seconds']} | {r['rss_mb']} | {r['rss_tree_mb'] or ''} | "
             f"{r['db_mb'] if r['db_mb'] is not None else '-'} | {st.get('nodes', '-')} | {st.get('edges', '-')} |")
     lines += ["", "## Errors (exit != 0)", ""]
     any_err = False
@@ -514,6 +540,10 @@ def markdown(result: dict) -> str:
             continue
         lines.append(f"- **{r['name']}** ({r['warnings_total']}): "
                      + "; ".join(f"`{_short(w)}`" for w in r["warnings_first"][:3]))
+    lines += ["", "## Content checks (exit 0 is not enough for these trees)", ""]
+    for r in result["trees"]:
+        if r.get("content_check"):
+            lines.append(f"- **{r['name']}**: {_short(r['content_check'], 300)}")
     changed = [r for r in result["trees"] if r.get("tree_changed")]
     lines += ["", "## Trees read in place", "",
               "changed by the run: " + (", ".join(r["name"] for r in changed) if changed else "none")]
@@ -553,11 +583,14 @@ def main(argv: list[str] | None = None) -> int:
         r = bench_tree(t, args.timeout, args.cap_mb, args.cap_rlimit, args.keep_db)
         rows.append(r)
         err = f"  {r['errors'][0][:140]}" if r["errors"] else ""
+        if str(r.get("content_check", "")).startswith("FAILED"):
+            err += "  " + r["content_check"][:140]
         print(f"{t['name']:<28} exit {r['exit']:>3}  seen {r['files_seen']!s:>5}  loaded {r['files_loaded']!s:>5}  "
               f"warn {r['warnings_total']:>4}  {r['seconds']:>7.1f}s  rss {r['rss_mb']:>7.1f} MB  "
               f"db {r['db_mb']!s:>7} MB{err}", flush=True)
     done = [r for r in rows if not r.get("skipped")]
-    failed = [r for r in done if r["exit"] != 0 or r.get("tree_changed")]
+    failed = [r for r in done if r["exit"] != 0 or r.get("tree_changed")
+              or str(r.get("content_check", "")).startswith("FAILED")]
     result = {"date": time.strftime("%Y-%m-%d"), "machine": {**machine(), "load_before": load_before},
               "load_after": os.getloadavg(),
               "cap": {"mb": args.cap_mb, "kind": args.cap_rlimit} if args.cap_mb else None,
