@@ -11,8 +11,9 @@ Peak RSS, two figures:
 
 * ``rss_mb``: ``ru_maxrss`` from ``os.wait4`` on the index process. Linux reports the largest
   single process of the tree (the index process or one of its forked loader workers), exact.
-* ``rss_tree_mb``: psutil polling every 50 ms of the index process plus its children, summed (a
-  sampled lower bound of the whole tree's peak; blank when psutil is not installed).
+* ``rss_tree_mb``: psutil polling every 50 ms of the index process plus its children, summed:
+  sampled (a short peak can be missed), and pages the forked workers share with their parent
+  count once per process (so it can exceed the real use); blank without psutil.
 
 Trees (``_code_tasks``, ``PACKAGE_TREES``, ``KG_TREES``; 38 in all):
 
@@ -508,7 +509,8 @@ def markdown(result: dict) -> str:
         f" ({result['summary']['failed']} failed: {', '.join(result['summary']['failed_names']) or 'none'}).",
         "",
         "RSS = `ru_maxrss` of the index process from `os.wait4` (largest single process, loader workers "
-        "included); tree = psutil-polled sum over the process and its workers (sampled every 50 ms).",
+        "included; exact); tree RSS = psutil-polled sum over the process and its workers (sampled every "
+        "50 ms; pages shared by forked workers count once per process).",
         "",
         "| tree | kind | files in tree | MB | exit | result | seen | loaded | failed | warnings | wall s | RSS MB | tree RSS MB | DB MB | nodes | edges |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
