@@ -275,7 +275,7 @@ def test_bad_max_file_size_is_a_usage_error(tmp_path, capsys, value):
     assert keys(db, "kind = 'note'") == ["md:m", "md:sub/n"]
 
 
-@xfail13("option values are not validated: -k and --diversity accept negative, zero and nan")
+# fixed by the query options' validation (kgsearch/query/options.py, SearchOptions.validated)
 @pytest.mark.parametrize("args", [["-k", "-1"], ["-k", "0"], ["--diversity", "nan"], ["--diversity", "-1"]],
                          ids=["k-1", "k0", "diversity-nan", "diversity-neg"])
 def test_bad_search_options_are_usage_errors(tmp_path, capsys, args):
