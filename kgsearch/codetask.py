@@ -113,7 +113,10 @@ def extract(query: str) -> list[Anchor]:
     for m in _ERROR.finditer(query):
         add(m.group(0), "error", m.start())
     for m in BACKTICK.finditer(query):
-        for tok in re.findall(r"[A-Za-z_][\w.]*", m.group(1)):
+        toks = re.findall(r"[A-Za-z_][\w.]*", m.group(1))
+        # one name in backticks names code; a message or a command line in backticks
+        # (`WARNING: no number is assigned`) only for its code-shaped words
+        for tok in toks if len(toks) == 1 else [t for t in toks if has_code_token(t)]:
             add(tok, "backtick", m.start(1))
     for m in _PATH.finditer(query):
         if not query[max(0, m.start(1) - 6):m.start(1)].endswith('File "'):    # a frame's file

@@ -132,19 +132,19 @@ def keywords_in(query: str, intent: str) -> list[str]:
 
 
 def classify(query: str) -> Intent:
-    """The first matching rule wins: exact_match, relation ("who calls X", see
-    :func:`kgsearch.codetask.relation`), code_task (an issue, bug report or traceback: see
+    """The first matching rule wins: relation ("who calls X", see
+    :func:`kgsearch.codetask.relation`), exact_match, code_task (an issue, bug report or traceback: see
     :func:`kgsearch.codetask.code_task_reason`), debugging, capability_check, workflow,
     comparison, goal_based, exploratory, semantic (more than 10 words), else default."""
     q = query or ""
-    why = _is_exact(q)
-    if why:
-        return make("exact_match", reason=why)
     rel = relation(q)
     if rel is not None:
         it = make("relation", reason=f"{rel[0]} {rel[1]!r}")
         it.edge_types, it.target = RELATION_EDGES[rel[0]], rel[1]
         return it
+    why = _is_exact(q)
+    if why:
+        return make("exact_match", reason=why)
     why = code_task_reason(q)
     if why:
         return make("code_task", reason=why)

@@ -310,3 +310,31 @@ def test_options_are_validated(kg_db):
                       (SearchOptions(depth=-1), "depth must be"), (SearchOptions(diversity=0), "--diversity must be")):
         with pytest.raises(UsageError, match=msg):
             eng.search("sqlite", opts)
+
+
+@pytest.mark.parametrize("query,callers", [
+    ("who calls apply_discount", {"py:shop.cart.Cart.add_item", "py:shop.cart.Cart.checkout_total"}),
+    ("what calls `apply_discount`?", {"py:shop.cart.Cart.add_item", "py:shop.cart.Cart.checkout_total"}),
+    ("where is Cart used", {"py:tests.test_cart.test_add_item"}),
+])
+def test_relation_questions_answer_from_the_edges(code_db, query, callers):
+    r = engine(code_db).search(query, SearchOptions(use_cache=False, k=5))
+    assert r.intent["name"] == "relation" and "relation" in r.channels_run
+    assert callers <= {h.key for h in r.hits[:3]}, [h.key for h in r.hits]
+
+
+def test_code_task_path_uses_exact_anchors_not_pattern_or_fts(code_db):
+    issue = ('Cart.checkout_total returns the wrong "total" when a discount applies\n\n'
+             "Calling `checkout_total` after `add_item` gives a price without the discount rules:\n"
+             "```\nTraceback (most recent call last):\n  File \"/usr/lib/python3/site-packages/shop/pricing.py\", "
+             "line 5, in apply_discount\n    return cart\nValueError: bad total\n```\n")
+    r = engine(code_db).search(issue, SearchOptions(use_cache=False, k=5, explain=True))
+    assert r.intent["name"] == "code_task"
+    assert "anchors" in r.channels_run and "pattern" not in r.channels_run and "fts" not in r.channels_run
+    assert r.channels_skipped["fts"].startswith("a code task")
+    keys = [h.key for h in r.hits]
+    assert keys[0] in ("py:shop.cart.Cart.checkout_total", "py:shop.pricing.apply_discount")
+    assert not any(k.startswith("py:tests.") for k in keys[:3])
+    files = engine(code_db).search(issue, SearchOptions(use_cache=False, k=3, group="file"))
+    assert [h.kind for h in files.hits] == ["file"] * len(files.hits)
+    assert files.hits[0].name in ("shop/cart.py", "shop/pricing.py") and files.hits[0].members

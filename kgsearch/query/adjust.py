@@ -6,7 +6,7 @@ In this order, each recorded per candidate so ``--explain`` adds up:
    scores 0 (multiplicative factors need a positive scale);
 2. ``test_or_vendored``: test code x :attr:`Tuning.test_penalty` unless the query is about
    tests (word boundaries, :func:`kgsearch.codetask.asks_for_tests`; a code task's mention of
-   tests never is); shared structural nodes (tags, entities, placeholders) x 0 except for
+   tests never is, a relation question always is); shared structural nodes (tags, entities, placeholders) x 0 except for
    exact-match queries; deleted nodes x 0; for code queries: vendored/minified/mock code x 0,
    and docs/examples code and prose (notes, changelogs, release notes) x
    :attr:`Tuning.nonsource_penalty` unless the query asks for docs;
@@ -49,8 +49,8 @@ def is_source(m: dict, about_tests: bool = False) -> bool:
 
 
 def rank(conn, cand: np.ndarray, fused: np.ndarray, adjustments: dict, *, query: str, exact: bool,
-         code_query: bool, code_task: bool, communities_of: Callable | None, opts, tuning: Tuning = TUNING
-         ) -> tuple[np.ndarray, list[int], dict[int, dict]]:
+         code_query: bool, code_task: bool, relation: bool = False, communities_of: Callable | None, opts,
+         tuning: Tuning = TUNING) -> tuple[np.ndarray, list[int], dict[int, dict]]:
     """Apply the adjustments (recorded in ``adjustments``) and pick the top ``opts.k``.
 
     Returns (adjusted scores, positions of the hits in ``cand`` best first, display fields by
@@ -60,8 +60,10 @@ def rank(conn, cand: np.ndarray, fused: np.ndarray, adjustments: dict, *, query:
     if not len(cand):
         return fused, [], {}
     flags_of = node_flags(conn, cand.tolist())
-    about_tests = asks_for_tests(query) and not code_task
-    about_prose = asks_for_prose(query)
+    # a code task (an issue, a traceback) mentions tests and docs on its way to the code; a
+    # relation question ("where is X used") wants every user, tests included
+    about_tests = (asks_for_tests(query) and not code_task) or relation
+    about_prose = asks_for_prose(query) and not code_task
     low = float(fused.min())
     if low < 0:
         fused = fused - low
@@ -80,7 +82,7 @@ def rank(conn, cand: np.ndarray, fused: np.ndarray, adjustments: dict, *, query:
             m = meta.get(int(cand[i]), {})
             if factor[i] and is_vendored(m):
                 factor[i] = 0.0
-            elif factor[i] == 1.0 and code_task and not about_prose and not is_source(m, about_tests):
+            elif factor[i] == 1.0 and not about_prose and not is_source(m, about_tests):
                 factor[i] = tuning.nonsource_penalty
     if (factor != 1.0).any():
         adjustments["test_or_vendored"] = factor

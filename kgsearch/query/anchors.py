@@ -13,7 +13,8 @@ rank ``…With743`` second for "line 743"):
 Each anchor's evidence is its kind's weight (frames and paths most) times its specificity in
 this index, ``1 / (1 + log2(matches))``: a name that one node has says much, one that 300
 nodes have (``__init__``, ``get``) says little. A node's score is the sum over the anchors
-that name it. Scores are in (0, 1] after dividing by the best (a sparse channel).
+that name it, capped at 1. The scores are absolute, not divided by the query's best: when a
+task names only weak anchors, its best match stays weak.
 """
 from __future__ import annotations
 
@@ -93,7 +94,7 @@ def resolve(conn, anchors: list[Anchor]) -> dict[int, float]:
 
 
 def search(ix, query: str, k: int = 100, **opts) -> tuple[np.ndarray, np.ndarray]:
-    """Anchors channel: (node ids, scores in (0, 1]) best first; empty when the query names
+    """Anchors channel: (node ids, evidence in (0, 1]) best first; empty when the query names
     nothing in the index. Never raises on the query string."""
     query = clean_query(query)
     anchors = extract(query)
@@ -102,10 +103,9 @@ def search(ix, query: str, k: int = 100, **opts) -> tuple[np.ndarray, np.ndarray
     scores = resolve(ix.conn, anchors)
     if not scores:
         return _EMPTY
-    top = max(scores.values())
     items = sorted(scores.items(), key=lambda p: (-p[1], p[0]))[:max(0, int(k))]
     return (np.array([p[0] for p in items], dtype=np.int64),
-            np.array([p[1] / top for p in items], dtype=np.float32))
+            np.array([min(p[1], 1.0) for p in items], dtype=np.float32))
 
 
 def relation_search(ix, query: str, k: int = 100, *, target: str | None = None, edge_types=(), **opts

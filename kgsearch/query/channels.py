@@ -37,6 +37,8 @@ class Channel:
     score_all: Callable | None = None
     score_ids: Callable | None = None
     gate: Callable[[str, object], str | None] | None = None   # (query, intent) -> why it is skipped, or None
+    absolute: bool = False          # scores in [0, 1] on an absolute scale (not divided by the query's best)
+    added: bool = False             # added to its signal (x Tuning.anchor_weight) instead of the max of the channels
 
 
 _FTS_SYNTAX = re.compile(r'"[^"]+"|\b(AND|OR|NOT|NEAR)\b')
@@ -105,7 +107,7 @@ CHANNELS: dict[str, Channel] = {c.name: c for c in (
             search=lambda ix, q, k, **kw: keywords.search_equivalences(ix, q, k, **kw)),
     Channel("anchors", "text",
             search=lambda ix, q, k, **kw: anchors.search(ix, q, k, **kw),
-            gate=_anchors_gate),
+            gate=_anchors_gate, absolute=True, added=True),
     Channel("relation", "intent",
             search=lambda ix, q, k, **kw: anchors.relation_search(ix, q, k, **kw),
             gate=_relation_gate),

@@ -139,7 +139,7 @@ class Engine:
         deep = opts.but(k=max(opts.k * 20, 200), collapse=False, snippets=False) if opts.group else opts
         fused, order, meta = rank(self.ix.conn, cand, fused, adjustments, query=query,
                                   exact=it.name == "exact_match", code_query=code_query,
-                                  code_task=it.name in CODE_TASKS,
+                                  code_task=it.name == "code_task", relation=it.name == "relation",
                                   communities_of=gctx.communities_of if gctx is not None else None,
                                   opts=deep, tuning=self.tuning)
         groups = (group_by_file(cand, fused, order, meta, opts.k, self.tuning.file_decay, self.tuning.file_members)

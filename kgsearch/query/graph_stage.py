@@ -68,7 +68,8 @@ def graph_stage(gctx, it, requested, opts, sig: Signals, weights: dict, query: s
         else:
             reach = prox_mod.proximity(g, seed_pos, seed_w)
     ient: dict[int, float] = {}
-    if "intent" in requested and it.edge_types and len(seed_pos) and g.m:
+    # (a relation question's answers come from its own channel: the edges into the named node)
+    if "intent" in requested and it.edge_types and it.name != "relation" and len(seed_pos) and g.m:
         type_ids = gctx.type_ids(it.edge_types)
         if type_ids:
             ient = prox_mod.intent_edges(g, seed_pos, type_ids, seed_w)

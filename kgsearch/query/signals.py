@@ -15,6 +15,8 @@ from .channels import CHANNELS, SIGNAL_OF
 __all__ = ["Signals", "candidates", "top_ids", "top_idx"]
 
 _FULL = frozenset(n for n, c in CHANNELS.items() if c.score_all is not None)
+_ABSOLUTE = frozenset(n for n, c in CHANNELS.items() if c.absolute)
+_ADDED = frozenset(n for n, c in CHANNELS.items() if c.added)
 
 
 def candidates(raw: dict) -> np.ndarray:
@@ -41,6 +43,7 @@ class Signals:
     def __init__(self, engine, query: str, cand: np.ndarray, raw: dict, kwargs: dict, norm: str,
                  fulls: dict | None = None):
         self.engine, self.query, self.kwargs, self.norm = engine, query, kwargs, norm
+        self.added_weight = engine.tuning.anchor_weight
         self.cand = cand
         self.raw = raw
         self.full: dict[str, tuple] = {}
@@ -70,6 +73,8 @@ class Signals:
             hi = float(pos.max()) if len(pos) else 0.0
             if norm in ("max", "z") or (norm == "auto" and name != "dense"):
                 lo = 0.0          # a lexical score of 0 means "no match": keep it apart from weak matches
+            if name in _ABSOLUTE:
+                lo, hi = 0.0, 1.0     # evidence on its own [0, 1] scale: weak stays weak
             self.stats[name] = (lo, hi)
             self.norm_scores[name] = self._normalize(name, s)
         self.unit = 1.0
@@ -106,12 +111,16 @@ class Signals:
         if self.norm != "z":
             return np.max([self.norm_scores[n] for n in names], axis=0)
         dense_z = [self.norm_scores[n] for n in names if n in self.full]
-        sparse = [self.norm_scores[n] for n in names if n not in self.full]
+        sparse = [self.norm_scores[n] for n in names if n not in self.full and n not in _ADDED]
         t = np.max(dense_z, axis=0) if dense_z else None
+        scale = max(1.0, float(t.max(initial=0.0))) if t is not None else 1.0
         if sparse:
-            scale = max(1.0, float(t.max(initial=0.0))) if t is not None else 1.0
             sp = np.max(sparse, axis=0) * scale
             t = sp if t is None else np.maximum(t, sp)
+        for n in names:
+            if n in _ADDED:           # evidence beside the words (exact names): added, not max-ed
+                add = self.added_weight * self.norm_scores[n] * scale
+                t = add if t is None else t + add
         return t
 
     def first_stage_of(self, ids: np.ndarray, a: float, b: float) -> np.ndarray:

@@ -34,10 +34,13 @@ class Tuning:
     # --group file: a file scores s1 + d*s2 + d^2*s3 over its best nodes (d = file_decay)
     file_decay: float = 0.5
     file_members: int = 3
-    # code queries: HITS on the walk's top nodes adjusts scores
-    code_hits: bool = True
-    # code tasks: seed the walk with the anchors the task names (else the text/embedding top)
-    anchor_seeds: bool = False
+    # code queries: HITS on the walk's top nodes adjusts scores. Off: on the 64 code tasks
+    # (bench/results/code_tasks.md) it lowered symbol MRR@10 on 9 tasks and raised it on 1
+    # (sign test p 0.02) and was a tie on files (5/6)
+    code_hits: bool = False
+    # code tasks: text = best lexical channel + anchor_weight x anchors evidence x the best z.
+    # 0.25 / 0.5 / 1.0 measured on the code tasks: 0.5 is the middle, not the best on every metric
+    anchor_weight: float = 0.5
     # RWR pruning: stdlib graph 10.2 -> 6.9 ms a query, top-10 98.7 % the same as 1e-5
     walk_prune: float = 5e-5
 
