@@ -60,7 +60,7 @@ _RELATIONS = [
 RELATION_EDGES = {"calls": ("calls",), "imports": ("imports",), "inherits": ("inherits",),
                   "uses": ("calls", "imports", "inherits", "references")}
 
-_TESTS = re.compile(r"\b(tests?|testing|test suite|unit ?tests?|fixtures?)\b", re.I)
+_TESTS = re.compile(r"\b(tests?|testing|test suite|unit ?tests?)\b", re.I)
 _PROSE = re.compile(r"\b(changelog|change log|release notes?|changes file|news|readme|documentation|docs?)\b",
                     re.I)
 
@@ -172,7 +172,7 @@ def relation(query: str) -> tuple[str, str] | None:
 
 
 def asks_for_tests(query: str) -> bool:
-    """The query is about tests (word boundaries: ``test``, ``tests``, ``testing``, ``fixture``;
+    """The query is about tests (word boundaries: ``test``, ``tests``, ``testing``, ``unit tests``;
     not ``pytest`` or ``latest``)."""
     return bool(_TESTS.search(query))
 

@@ -338,3 +338,21 @@ def test_code_task_path_uses_exact_anchors_not_pattern_or_fts(code_db):
     files = engine(code_db).search(issue, SearchOptions(use_cache=False, k=3, group="file"))
     assert [h.kind for h in files.hits] == ["file"] * len(files.hits)
     assert files.hits[0].name in ("shop/cart.py", "shop/pricing.py") and files.hits[0].members
+
+
+def test_walk_seeds_come_only_from_signals_that_ran(code_db, monkeypatch):
+    """Without vectors the dense column is all zeros: seeding the walk from its 'top 10' took
+    arbitrary candidates (issue 14). Seeds now come from the text signal alone."""
+    from kgsearch.query import graph_stage as gs
+
+    calls = []
+    real = gs.top_idx
+
+    def spy(s, k, positive=True):
+        calls.append(np.asarray(s).copy())
+        return real(s, k, positive)
+
+    monkeypatch.setattr(gs, "top_idx", spy)
+    r = engine(code_db).search("apply_discount", SearchOptions(use_cache=False))
+    assert "dense" not in r.channels_run and r.code_query
+    assert len(calls) == 1 and calls[0].any()

@@ -35,7 +35,7 @@ from ..graph.context import load_context
 from ..store import qcache
 from ..store.db import Index
 from .adjust import rank
-from .channels import ALL_CHANNELS, CHANNELS, CODE_TASKS, DEFAULT_CHANNELS, GRAPH_CHANNELS, SIGNAL_OF
+from .channels import ALL_CHANNELS, CHANNELS, DEFAULT_CHANNELS, GRAPH_CHANNELS, SIGNAL_OF
 from .graph_stage import graph_stage
 from .group import file_hit, group_by_file
 from .options import Response, SearchOptions
