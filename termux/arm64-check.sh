@@ -299,6 +299,7 @@ if (( TESTS )); then
     grep -E '^(=+ )?[0-9]+ (passed|failed)' "$IN/tests.log" | tail -n 1 > "$WORK/tests-summary.txt" || true
     [[ -s "$WORK/tests-summary.txt" ]] || fail "the arm64 test run printed no summary; see $IN/tests.log"
     printf 'arm64 tests: %s\n' "$(cat "$WORK/tests-summary.txt")"
+    cp "$IN/tests.log" "$WORK/tests.log"
 fi
 
 step "x86_64: search the index built on arm64"
@@ -315,7 +316,7 @@ for py in "${HOST_PYS[@]}"; do
 done
 
 step "compare"
-(( TESTS )) && compare_args+=(--tests "$WORK/tests-summary.txt")
+(( TESTS )) && compare_args+=(--tests "$WORK/tests.log")
 set +e
 "${HOST_PYS[0]}" "$REPO/bench/arm64_check.py" compare --arm "$WORK/arm64.json" "${compare_args[@]}" \
     --out-dir "$OUT_DIR" --rootfs-info "$rootfs_info" --emulator "$("$QEMU" --version | head -n 1)"
