@@ -5,7 +5,7 @@ knowledge base, ``--corpus stdlib`` = the standard library source of the running
 code nobody here wrote): full index time, no-change reindex time, query latency p50/p95/p99
 overall and per stage, queries/second, query-process peak RSS (measured in a child process
 that only opens the index and queries), cold CLI start to first result, DB size, and the device
-facts (CPU, cores, RAM, Python, numpy, SQLite, FTS5).
+facts (device name, CPU, cores, RAM, Python, numpy, SQLite, FTS5, and whether the CPU is emulated).
 """
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ import os
 import platform
 import random
 import re
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -34,18 +35,98 @@ class BenchOptions:
     cold_runs: int = 5
 
 
+BINFMT_DIR = "/proc/sys/fs/binfmt_misc"
+ARM_MACHINES = ("aarch64", "arm64", "armv7l", "armv8l", "armv8b", "arm")
+# the first 20 bytes of an aarch64 ELF executable as binfmt_misc prints them ("magic ...")
+AARCH64_ELF_MAGIC = "7f454c460201010000000000000000000200b700"
+
+
+def _read_text(path: str) -> str:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            return fh.read()
+    except OSError:
+        return ""
+
+
+def getprop(name: str) -> str:
+    """An Android system property ('' off Android, or when getprop is missing or hangs)."""
+    exe = shutil.which("getprop")
+    if exe is None:
+        return ""
+    try:
+        out = subprocess.run([exe, name], capture_output=True, text=True, timeout=5, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    return out.stdout.strip()
+
+
+def cpu_name(cpuinfo: str) -> str:
+    """The CPU as /proc/cpuinfo names it (x86 'model name', older ARM kernels' 'Hardware'),
+    else what platform says."""
+    for line in cpuinfo.splitlines():
+        if line.lower().startswith(("model name", "hardware", "cpu model")):
+            return line.split(":", 1)[1].strip()
+    return platform.processor() or platform.machine()
+
+
+def device_name(prop=getprop, read=_read_text, cpuinfo: str | None = None) -> str:
+    """What the device is called: on Android the manufacturer and model from ``getprop`` (e.g.
+    'Google Pixel 7a'; /proc/cpuinfo there names the SoC at best), else a board's device-tree
+    model (Raspberry Pi and other ARM boards), else the DMI product name (PCs, VMs), else the
+    CPU."""
+    model = prop("ro.product.model")
+    if model:
+        maker = prop("ro.product.manufacturer")
+        return f"{maker} {model}" if maker and not model.lower().startswith(maker.lower()) else model
+    for path in ("/proc/device-tree/model", "/sys/class/dmi/id/product_name"):
+        name = read(path).replace("\x00", "").strip()
+        if name and name.lower() not in ("none", "to be filled by o.e.m.", "system product name"):
+            return name
+    return cpu_name(read("/proc/cpuinfo") if cpuinfo is None else cpuinfo)
+
+
+def detect_emulation(machine: str | None = None, cpuinfo: str | None = None, environ=None,
+                     binfmt_dir: str = BINFMT_DIR) -> str | None:
+    """Why this ARM process is (probably) emulated on another CPU, or None when it cannot tell
+    (native, or no evidence). qemu-user runs ARM code on an x86 host and passes the host's
+    /proc/cpuinfo through, so an aarch64 process that sees an x86 CPU (vendor_id, sse flags) or
+    no ARM CPU fields at all is emulated; a QEMU_* variable or a qemu binfmt_misc handler for
+    aarch64 ELF files, seen from an aarch64 process, say the same."""
+    machine = (machine or platform.machine()).lower()
+    if not machine.startswith(ARM_MACHINES):
+        return None
+    cpuinfo = _read_text("/proc/cpuinfo") if cpuinfo is None else cpuinfo
+    environ = os.environ if environ is None else environ
+    if cpuinfo:
+        if re.search(r"^vendor_id\s*:", cpuinfo, re.M) or re.search(r"^flags\s*:.*\bsse2\b", cpuinfo, re.M):
+            return (f"{machine} code on an x86 CPU ({cpu_name(cpuinfo)}): /proc/cpuinfo shows the host's CPU, "
+                    "as under qemu-user")
+        if not re.search(r"^(CPU implementer|CPU architecture|Features)\s*:", cpuinfo, re.M | re.I):
+            return f"{machine} process but /proc/cpuinfo shows no ARM CPU"
+    qemu_vars = sorted(k for k in environ if k.startswith("QEMU_"))
+    if qemu_vars:
+        return f"qemu-user: {', '.join(qemu_vars)} set"
+    try:
+        entries = sorted(os.listdir(binfmt_dir))
+    except OSError:
+        entries = []
+    for name in entries:
+        if name in ("register", "status"):
+            continue
+        text = _read_text(os.path.join(binfmt_dir, name))
+        if text.startswith("enabled") and AARCH64_ELF_MAGIC in text.replace(" ", ""):
+            interp = re.search(r"^interpreter\s+(\S+)", text, re.M)
+            return (f"binfmt_misc handler '{name}' runs aarch64 programs"
+                    + (f" through {interp.group(1)}" if interp else ""))
+    return None
+
+
 def device_facts() -> dict:
     import numpy as np
 
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
-            for line in fh:
-                if line.lower().startswith(("model name", "hardware", "cpu model")):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
+    cpuinfo = _read_text("/proc/cpuinfo")
+    cpu = cpu_name(cpuinfo)
     ram = None
     try:
         with open("/proc/meminfo", encoding="utf-8") as fh:
@@ -68,6 +149,7 @@ def device_facts() -> dict:
         trigram = False
     con.close()
     return {
+        "device": device_name(cpuinfo=cpuinfo), "emulated": detect_emulation(cpuinfo=cpuinfo),
         "machine": platform.machine(), "system": platform.system(), "release": platform.release(),
         "cpu": cpu, "cores": os.cpu_count(), "ram_gb": ram,
         "termux": "com.termux" in os.environ.get("PREFIX", ""),
@@ -265,10 +347,14 @@ def _has_roots(db: str) -> bool:
 
 def format_bench(r: dict) -> str:
     d = r["device"]
+    name = d.get("device") or d["cpu"]
+    cpu = "" if name == d["cpu"] else f"{d['cpu']}, "
     lines = [f"## kgsearch bench: {r['corpus']}",
-             f"device: {d['cpu']} ({d['cores']} cores, {d['ram_gb']} GB), Python {d['python']}, numpy {d['numpy']}, "
-             f"SQLite {d['sqlite']}, FTS5 {'yes' if d['fts5'] else 'no'}",
-             "",
+             f"device: {name} ({cpu}{d['machine']}, {d['cores']} cores, {d['ram_gb']} GB), Python {d['python']}, "
+             f"numpy {d['numpy']}, SQLite {d['sqlite']}, FTS5 {'yes' if d['fts5'] else 'no'}"]
+    if d.get("emulated"):
+        lines.append(f"EMULATED ({d['emulated']}): times measure the emulator, not the device")
+    lines += ["",
              "| measure | value |", "|---|---|"]
     rows = [("nodes / edges", f"{r['nodes']} / {r['edges']}"),
             ("index (full)", f"{r['index_seconds']} s" if r.get("index_seconds") is not None else "-"),

@@ -21,6 +21,8 @@ from itertools import chain
 import numpy as np
 import pytest
 
+from conftest import need
+
 from kgsearch.embed import _unicode_table as T
 from kgsearch.embed.model import StaticModel, load_model
 from kgsearch.embed.tokenizers import Normalizer, PreTokenizer, Tokenizer, WordPiece, Tables
@@ -93,7 +95,7 @@ def test_split_small_vocabs_match_reference_and_tokenizers(tokens, prefix, max_c
     words |= {t for t in tokens if t != "[UNK]"} | {prefix + "a", prefix * 2}
     words = sorted(w for w in words if w)
     assert [w for w in words if wp._split(w) != wp._split_reference(w)] == []
-    tokenizers = pytest.importorskip("tokenizers")
+    tokenizers = need("tokenizers")
     ht = tokenizers.Tokenizer.from_str(json.dumps({
         "version": "1.0", "truncation": None, "padding": None, "added_tokens": [], "normalizer": None,
         "pre_tokenizer": None, "post_processor": None, "decoder": None,
@@ -141,7 +143,7 @@ def test_chunk_memo_equals_reference(spec):
 
 
 def test_chunk_memo_matches_tokenizers(spec):
-    tokenizers = pytest.importorskip("tokenizers")
+    tokenizers = need("tokenizers")
     ht = tokenizers.Tokenizer.from_str(json.dumps(spec))
     ht.no_truncation()
     ht.no_padding()
@@ -168,7 +170,7 @@ def test_encode_batch_equals_encode(spec):
 
 def test_large_vocabulary_packs_32_bit_ids(spec):
     """Vocabularies past 65,536 ids pack ids as 32-bit integers."""
-    tokenizers = pytest.importorskip("tokenizers")
+    tokenizers = need("tokenizers")
     big = json.loads(json.dumps(spec))
     vocab = big["model"]["vocab"]
     n = len(vocab)
@@ -220,7 +222,7 @@ def test_flagged_equals_reference(nspec):
 def test_flag_regex_bmp_and_astral(spec):
     """Texts with two reorder-flagged characters take the exact slow path whether the flagged
     characters are in the BMP, astral, or one of each."""
-    tokenizers = pytest.importorskip("tokenizers")
+    tokenizers = need("tokenizers")
     ht = tokenizers.Tokenizer.from_str(json.dumps(spec))
     ht.no_truncation()
     tok = Tokenizer(spec)

@@ -1,7 +1,7 @@
 """Pure-Python tokenizer.json pipeline and safetensors reader against the Rust libraries.
 
 The oracles (``tokenizers``, ``safetensors``) come with model2vec (test extra); tests skip
-cleanly without them.
+cleanly without them (through conftest.need); the tests that use no oracle always run.
 """
 from __future__ import annotations
 
@@ -13,11 +13,10 @@ import unicodedata
 import numpy as np
 import pytest
 
+from conftest import need
 from kgsearch.embed import _unicode_table as T
 from kgsearch.embed.tokenizers import Normalizer, PreTokenizer, Tokenizer
 from kgsearch.errors import DataError
-
-tokenizers = pytest.importorskip("tokenizers")
 
 
 @pytest.fixture(scope="module")
@@ -27,7 +26,7 @@ def tok_path(shipped):
 
 @pytest.fixture(scope="module")
 def pair(tok_path):
-    ht = tokenizers.Tokenizer.from_file(str(tok_path))
+    ht = need("tokenizers").Tokenizer.from_file(str(tok_path))
     ht.no_truncation()
     ht.no_padding()
     return ht, Tokenizer.from_file(tok_path)
@@ -83,7 +82,7 @@ NORMALIZERS = (
 
 @pytest.mark.parametrize("spec", NORMALIZERS, ids=lambda s: json.dumps(s, sort_keys=True)[:80])
 def test_normalizers_match(spec):
-    n = tokenizers.Tokenizer.from_str(json.dumps({
+    n = need("tokenizers").Tokenizer.from_str(json.dumps({
         "version": "1.0", "normalizer": spec, "pre_tokenizer": None, "post_processor": None, "decoder": None,
         "added_tokens": [], "truncation": None, "padding": None,
         "model": {"type": "WordLevel", "vocab": {"[UNK]": 0}, "unk_token": "[UNK]"}})).normalizer
@@ -103,7 +102,7 @@ def test_normalizers_match(spec):
     {"type": "Sequence", "pretokenizers": [{"type": "WhitespaceSplit"}, {"type": "Punctuation", "behavior": "Isolated"}]},
 ])
 def test_pre_tokenizers_match(spec):
-    pt = tokenizers.Tokenizer.from_str(json.dumps({
+    pt = need("tokenizers").Tokenizer.from_str(json.dumps({
         "version": "1.0", "normalizer": None, "pre_tokenizer": spec, "post_processor": None, "decoder": None,
         "added_tokens": [], "truncation": None, "padding": None,
         "model": {"type": "WordLevel", "vocab": {"[UNK]": 0}, "unk_token": "[UNK]"}})).pre_tokenizer
@@ -124,7 +123,7 @@ def test_added_token_options_match(tok_path):
         {"id": base + 2, "content": "ony", "single_word": True, "lstrip": False, "rstrip": False,
          "normalized": False, "special": False},
     ]
-    ht = tokenizers.Tokenizer.from_str(json.dumps(spec))
+    ht = need("tokenizers").Tokenizer.from_str(json.dumps(spec))
     ht.no_truncation()
     kt = Tokenizer(spec)
     texts = ["I saw a <mask> in new york", "x  <mask>  y<mask>z", "Anthony ony pony ony.", "NEW YORK new york",
@@ -155,7 +154,7 @@ def test_unsupported_components_name_themselves(tok_path):
 
 # ---------------------------------------------------------------------------- safetensors
 def test_safetensors_all_dtypes(tmp_path):
-    st = pytest.importorskip("safetensors.numpy")
+    st = need("safetensors.numpy")
     from kgsearch.embed.safetensors import load
 
     rng = np.random.default_rng(0)
@@ -229,7 +228,7 @@ def _unigram_spec(rng: random.Random, byte_fallback: bool, scheme: str, split: b
 def test_unigram_metaspace_match(byte_fallback, scheme, split, lower):
     rng = random.Random(17)
     spec = _unigram_spec(rng, byte_fallback, scheme, split, lower)
-    ht = tokenizers.Tokenizer.from_str(json.dumps(spec))
+    ht = need("tokenizers").Tokenizer.from_str(json.dumps(spec))
     kt = Tokenizer(spec)
     words = "the search graph indexing nodes edged queries vectors phone ranking pages unembedded xyz".split()
     texts = ["", " ", "  two  spaces ", "<unk>", "a<unk>b", "The Search", "日本語 é è", "qqq zzz"]

@@ -1,11 +1,12 @@
 """Markdown loader: notes, sections, every link form, tags, front matter, inline fields."""
 from __future__ import annotations
 
-from hypothesis import given, settings, strategies as st
-
+from conftest import hypothesis_api
 from kgsearch.ingest import get_loader, markdown
 from kgsearch.ingest.markdown import link_target, parse_front_matter
 from kgsearch.types import LoadOptions
+
+given, settings, st, _ = hypothesis_api()               # stand-ins that skip when hypothesis is missing
 
 INDEX = """\
 ---

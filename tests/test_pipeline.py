@@ -239,7 +239,9 @@ def test_dense_channel_with_shipped_model(tmp_path):
     assert all("dense" in h.channels for h in r.hits)
 
 
-from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
+from conftest import hypothesis_api  # noqa: E402
+
+given, settings, st, HealthCheck = hypothesis_api()     # stand-ins that skip when hypothesis is missing
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

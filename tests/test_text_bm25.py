@@ -7,6 +7,8 @@ import random
 import numpy as np
 import pytest
 
+from conftest import need
+
 from kgsearch.text import bm25, fts, text_step as tindex, pattern
 from kgsearch.text import idcodec, postings, trigrams
 from kgsearch.text.bm25 import BM25Params, MemoryBM25
@@ -45,7 +47,7 @@ def test_oracle_rank_bm25_lucene_idf():
     """Our default idf is log(1 + (N-df+.5)/(df+.5)); rank_bm25's BM25Okapi uses the same
     saturation but idf = log((N-df+.5)/(df+.5)) floored at epsilon * mean idf. We give the
     oracle our idf (rank_bm25 reads it from its ``idf`` dict) and compare everything else."""
-    rank_bm25 = pytest.importorskip("rank_bm25")
+    rank_bm25 = need("rank_bm25")
     corpus = _corpus()
     ref = rank_bm25.BM25Okapi(corpus, k1=1.5, b=0.75)
     N = len(corpus)
@@ -64,7 +66,7 @@ def test_oracle_rank_bm25_lucene_idf():
 def test_oracle_rank_bm25_robertson_idf_unmodified():
     """With idf='robertson' and no term in more than half the documents (so rank_bm25's
     epsilon floor never applies), unmodified rank_bm25 and we agree."""
-    rank_bm25 = pytest.importorskip("rank_bm25")
+    rank_bm25 = need("rank_bm25")
     rng = random.Random(11)
     vocab = [f"w{i}" for i in range(200)]
     corpus = [rng.sample(vocab, rng.randint(5, 25)) + rng.sample(vocab, 3) for _ in range(60)]
@@ -91,7 +93,7 @@ def _insert(ix, rows):
 
 
 def test_stored_channel_equals_rank_bm25(ix):
-    rank_bm25 = pytest.importorskip("rank_bm25")
+    rank_bm25 = need("rank_bm25")
     corpus = _corpus(50, seed=9)
     with ix.transaction():
         ids = _insert(ix, [(f"d{i}", "", " ".join(d), "") for i, d in enumerate(corpus)])

@@ -8,12 +8,14 @@ import sqlite3
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
 
+from conftest import hypothesis_api
 from kgsearch.text import bm25, pattern
 from kgsearch.text import idcodec, postings, okapi
 from kgsearch.text import text_step as tindex
 from kgsearch.types import ChangeSet
+
+given, settings, st, _ = hypothesis_api()               # stand-ins that skip when hypothesis is missing
 
 
 def _check(ids):

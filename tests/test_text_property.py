@@ -4,13 +4,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-hypothesis = pytest.importorskip("hypothesis")
-from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
+from conftest import hypothesis_api
+from kgsearch.store.db import Index
+from kgsearch.text import bm25, fts, text_step as tindex, keywords, pattern
+from kgsearch.text.tokenize import Analyzer
+from kgsearch.types import ChangeSet
 
-from kgsearch.store.db import Index  # noqa: E402
-from kgsearch.text import bm25, fts, text_step as tindex, keywords, pattern  # noqa: E402
-from kgsearch.text.tokenize import Analyzer  # noqa: E402
-from kgsearch.types import ChangeSet  # noqa: E402
+given, settings, st, HealthCheck = hypothesis_api()     # stand-ins that skip when hypothesis is missing
 
 CHANNELS = [bm25.search, fts.search, fts.text_search, pattern.search, keywords.search_equivalences]
 

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from conftest import need
+
 from kgsearch.text.stem import LIGHT_SUFFIXES, get_stemmer, light_stem, porter2_stem
 from kgsearch.text.tokenize import Analyzer, split_identifier
 
@@ -262,7 +264,7 @@ def _vocabulary(limit: int = 40000) -> list[str]:
 
 
 def test_porter2_agrees_with_snowball():
-    snowball = pytest.importorskip("snowballstemmer")
+    snowball = need("snowballstemmer")
     ref = snowball.stemmer("english")
     vocab = _vocabulary()
     if len(vocab) < 20000:

@@ -146,7 +146,7 @@ CREATE TABLE IF NOT EXISTS text_symbols(id INTEGER PRIMARY KEY, sym TEXT NOT NUL
 CREATE TABLE IF NOT EXISTS text_trigrams(tri TEXT PRIMARY KEY, ids BLOB NOT NULL)
 """
 
-# Query result cache (kgsearch/pipeline.py): keyed by query + options, valid for one index
+# Query result cache (kgsearch/store/qcache.py): keyed by query + options, valid for one index
 # generation and a TTL; written best-effort by query processes, never blocking.
 QCACHE = """
 CREATE TABLE IF NOT EXISTS qcache(key TEXT PRIMARY KEY, generation INTEGER NOT NULL,
