@@ -114,6 +114,26 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--lines", type=int, default=12, help="text lines to show (default 12)")
     p.set_defaults(func=commands.cmd_show)
 
+    p = sub.add_parser("context", parents=[common], help="pack what matters for a task, files or a diff into a token budget",
+                       description="Rank the nodes that matter for a task text (a search), for --files (their "
+                                   "symbols/sections plus what they call, what calls them and linked notes), or for "
+                                   "--diff (the changed symbols, their callers/callees and linked notes, ranked by a "
+                                   "walk from them), and pack them into --budget tokens: greedy by score per token, "
+                                   "the top node always in, long bodies trimmed to signature + docstring + matched "
+                                   "lines before they are dropped, and a list of what was cut and why. Tokens are "
+                                   "estimated as ceil(characters / 4) of the printed output.",
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("task", nargs="?", default=None, help="the task, in words (e.g. an issue text)")
+    p.add_argument("--files", nargs="+", default=None, metavar="PATH", help="indexed files to start from")
+    p.add_argument("--diff", nargs="?", const="git", default=None, metavar="FILE|-",
+                   help="start from a diff: `git diff HEAD` of the indexed roots (no value), a unified diff "
+                        "file, or - for stdin")
+    p.add_argument("--budget", type=int, default=8000, metavar="TOKENS", help="token budget (default 8000)")
+    p.add_argument("--format", dest="fmt", choices=["markdown", "json", "xml"], default=None,
+                   help="output format (default markdown; --json = --format json)")
+    p.add_argument("-k", type=int, default=None, help="task: search hits to consider (default budget/100, 20-100)")
+    p.set_defaults(func=commands.cmd_context)
+
     p = sub.add_parser("stats", parents=[common], help="counts by kind and edge type, size, last index time")
     p.set_defaults(func=commands.cmd_stats)
 
