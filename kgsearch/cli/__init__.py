@@ -134,6 +134,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-k", type=int, default=None, help="task: search hits to consider (default budget/100, 20-100)")
     p.set_defaults(func=commands.cmd_context)
 
+    p = sub.add_parser("feedback", parents=[common], help="say a node was (not) useful for a query; nudges later rankings",
+                       description="Store explicit feedback in the index: later searches with similar words (Jaccard "
+                                   ">= 0.5 on the analysed query terms) rank the node up to x1.5 (--useful) or down to "
+                                   "x0.5 (--not-useful). The feedback expires when the node's text changes. Giving it "
+                                   "again for the same query and node replaces it.")
+    p.add_argument("query")
+    p.add_argument("node", help="node key, qualified name or name")
+    g = p.add_mutually_exclusive_group(required=True)
+    g.add_argument("--useful", dest="useful", action="store_true", default=None)
+    g.add_argument("--not-useful", dest="useful", action="store_false")
+    p.set_defaults(func=commands.cmd_feedback)
+
     p = sub.add_parser("stats", parents=[common], help="counts by kind and edge type, size, last index time")
     p.set_defaults(func=commands.cmd_stats)
 

@@ -168,6 +168,22 @@ def _read_diff(spec: str, ix):
                         "or --diff alone for git diff", spec) from None
 
 
+def cmd_feedback(args) -> int:
+    from ..query.feedback import record
+    from ..stats import find_node
+    from ..store.db import Index
+
+    with Index.open(args.db, create=False) as ix:
+        node = find_node(ix, args.node)
+        row = record(ix, args.query, node, args.useful)
+    if args.json:
+        emit_json(row)
+    elif not args.quiet:
+        out(f"recorded: {node['key']} {'useful' if args.useful else 'not useful'} for {args.query!r} "
+            f"(similar queries rank it {'up' if args.useful else 'down'}; expires when its text changes)")
+    return EXIT_OK
+
+
 def cmd_why(args) -> int:
     from ..query import SearchOptions, why
     from .output import format_why

@@ -41,7 +41,7 @@ def task_candidates(engine, task: str, k: int, opts=None, session=None) -> tuple
     from ..query import SearchOptions
 
     opts = (opts or SearchOptions()).but(k=k, snippets=False)
-    resp = engine.search(task, opts, session=session) if session is not None else engine.search(task, opts)
+    resp = engine.search(task, opts, session=session)
     return [Candidate(h.id, float(h.score), f"rank {h.rank} ({h.methods or 'search'})") for h in resp.hits], resp
 
 
