@@ -146,6 +146,13 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--not-useful", dest="useful", action="store_false")
     p.set_defaults(func=commands.cmd_feedback)
 
+    p = sub.add_parser("mcp", parents=[common], help="Model Context Protocol server on stdio (for coding agents)",
+                       description="Serve the index to MCP clients over stdio (JSON-RPC 2.0, one message per line; "
+                                   "protocol 2026-07-28, and 2025-11-25 down to 2024-11-05 through initialize). "
+                                   "Tools: search, context, why, show, related, stats, feedback. The index is opened "
+                                   "read-only and a reindex is picked up without a restart; only feedback writes.")
+    p.set_defaults(func=commands.cmd_mcp)
+
     p = sub.add_parser("stats", parents=[common], help="counts by kind and edge type, size, last index time")
     p.set_defaults(func=commands.cmd_stats)
 

@@ -184,6 +184,12 @@ def cmd_feedback(args) -> int:
     return EXIT_OK
 
 
+def cmd_mcp(args) -> int:
+    from ..mcp import serve
+
+    return serve(args.db)
+
+
 def cmd_why(args) -> int:
     from ..query import SearchOptions, why
     from .output import format_why
