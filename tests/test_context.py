@@ -341,3 +341,24 @@ def test_parse_unified_deletions_and_stale_index(repo):
     assert notes == ["shop/pricing.py: changed since it was indexed; mapped the diff's old-side lines"]
     assert set(changed) == {ix.node_by_key("py:shop.pricing.discount_rate")}
     ix.close()
+
+
+def test_readme_context_block_is_real_output(tmp_path, capsys):
+    """The README's `kgsearch context` example: the same headers, cut lines and summary numbers."""
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    start = readme.index('$ kgsearch context "how do I back up my notes" --budget 400')
+    block = readme[start:readme.index("````", start)].splitlines()[1:]
+    db = str(tmp_path / "demo.db")
+    assert main(["demo", "--db", db, "-q"]) == 0
+    capsys.readouterr()
+    assert main(["context", "how do I back up my notes", "--budget", "400", "--db", db]) == 0
+    cap = capsys.readouterr()
+    got = cap.out.splitlines() + cap.err.splitlines()
+
+    def keep(lines):
+        cut = lines.index("Cut:")
+        return [ln for ln in lines[:cut] if ln.startswith("### ")] + lines[cut:]
+
+    assert keep(got) == keep(block)

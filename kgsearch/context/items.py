@@ -66,9 +66,10 @@ def load_items(ix, cands: list[Candidate], terms: list[str]) -> list[Item]:
             lines = (text or "").split("\n")
         marked = {ln - a for ln in c.marked if a and a <= ln <= (b or a)} if source == "file" else set()
         full = Form("full", "\n".join(lines).strip("\n"))
-        trim = (trim_code if kind in CODE_KINDS and source == "file" else trim_prose)(lines, terms, marked)
-        forms = [full] + ([trim] if trim is not None else []) + [Form("ref", "")]
+        fn = trim_code if kind in CODE_KINDS and source == "file" else trim_prose
+        trimmer = (lambda fn=fn, lines=lines, marked=marked: fn(lines, terms, marked)) if len(lines) > 1 else None
         display = qual if kind in CODE_KINDS + ("module",) and qual else name
         out.append(Item(id=nid, key=key, kind=kind, name=display, path=shown, line_start=a, line_end=b,
-                        score=c.score, reason=c.reason, forms=forms, lang=LANG.get(kind, ""), source=source))
+                        score=c.score, reason=c.reason, forms=[full, Form("ref", "")], lang=LANG.get(kind, ""),
+                        source=source, trimmer=trimmer))
     return out

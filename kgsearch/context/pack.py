@@ -17,9 +17,9 @@ the same output.
 """
 from __future__ import annotations
 
-import ast
+import bisect
+import functools
 import re
-import textwrap
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -53,6 +53,15 @@ class Item:
     forms: list[Form]        # largest first; the last is always the "ref" form
     lang: str = ""           # code fence language
     source: str = "index"    # "file" (read from disk, unchanged since indexing) or "index"
+    trimmer: Callable[[], "Form | None"] | None = field(default=None, repr=False, compare=False)
+
+    def expanded(self) -> list[Form]:
+        """The forms, the trimmed one computed on first need (most items never need it)."""
+        if self.trimmer is not None:
+            t, self.trimmer = self.trimmer(), None
+            if t is not None:
+                self.forms = self.forms[:-1] + [t] + self.forms[-1:]
+        return self.forms
 
     def contains(self, other: "Item") -> bool:
         """True when this item's full form shows every line of ``other`` (source read from the file)."""
@@ -106,7 +115,8 @@ def pack(items: list[Item], budget: int, cost: Callable[[Item, Form], int], fram
     chosen: dict[str, tuple[Item, Form, int]] = {}
 
     top = items[0]
-    pick = next(((f, c) for f in top.forms if (c := cost(top, f)) <= left), None)
+    tries = top.forms[:1] if cost(top, top.forms[0]) <= left else top.expanded()
+    pick = next(((f, c) for f in tries if (c := cost(top, f)) <= left), None)
     if pick is None:
         f = shrink(top, max(0, left)) if shrink is not None else top.forms[-1]
         pick = (f, min(cost(top, f), max(0, left)))
@@ -118,16 +128,24 @@ def pack(items: list[Item], budget: int, cost: Callable[[Item, Form], int], fram
 
     rest = sorted(items[1:], key=lambda it: (-(max(it.score, 0.0) / full_cost(it)), -it.score, it.key))
     for it in rest:
-        inside = next((k for k, (o, f, _) in chosen.items() if f.level == "full" and o.contains(it)), None)
+        same = [(k, o, f) for k, (o, f, _) in chosen.items() if o.path == it.path] if it.path else []
+        inside = next((k for k, o, f in same if f.level == "full" and o.contains(it)), None)
         if inside is not None:
             out.cut.append(Cut(it.key, f"inside {inside}, already packed in full", 0))
             continue
-        holds = any(it.contains(o) for o, _, _ in chosen.values())
-        forms = [f for f in it.forms if f.level != "ref" and not (holds and f.level == "full")]
+        holds = any(it.contains(o) for _, o, _ in same)
+        fit = None
+        if not holds and full_cost(it) <= left:
+            fit = (it.forms[0], cost(it, it.forms[0]))
+        forms = [f for f in it.expanded() if f.level != "ref" and not (holds and f.level == "full")] if fit is None else []
         costs = [(f, cost(it, f)) for f in forms]
-        fit = next(((f, c) for f, c in costs if c <= left), None)
         if fit is None:
-            need = min((c for _, c in costs), default=cost(it, it.forms[-1]))
+            fit = next(((f, c) for f, c in costs if c <= left), None)
+        if fit is None and not costs:
+            out.cut.append(Cut(it.key, "holds nodes already packed and has no trimmed form", 0))
+            continue
+        if fit is None:
+            need = min(c for _, c in costs)
             what = "trimmed form" if len(costs) > 1 else "body"
             out.cut.append(Cut(it.key, f"over budget: {what} needs {need} tokens, {max(left, 0)} left", need))
             continue
@@ -142,22 +160,28 @@ def pack(items: list[Item], budget: int, cost: Callable[[Item, Form], int], fram
 def matched_lines(lines: list[str], terms: list[str], marked: set[int] = frozenset(), first: int = 0,
                   limit: int = MAX_MATCHED) -> list[int]:
     """Indexes (into ``lines``) of the lines to keep: every ``marked`` line (indexes, e.g. changed
-    lines) first, then the lines holding the most distinct query ``terms`` (prefix matches, as the
-    snippets do), ties to the earlier line; at most ``limit``, in line order. Lines before
-    ``first`` (the header) are not candidates."""
+    lines) first, then the lines holding the most distinct query ``terms`` (a word starting with
+    the term, as the snippets match), ties to the earlier line; at most ``limit``, in line order.
+    Lines before ``first`` (the header) are not candidates."""
     keep = sorted(i for i in marked if first <= i < len(lines))[:limit]
     if len(keep) < limit and terms:
-        tset = [t.lower() for t in terms]
-        scored = []
-        for i in range(first, len(lines)):
-            if i in marked:
-                continue
-            words = {w.lower() for w in _WORD.findall(lines[i])}
-            n = sum(1 for t in tset if any(w.startswith(t) for w in words))
-            if n:
-                scored.append((-n, i))
+        rx = _terms_rx(tuple(terms))
+        body = "\n".join(lines[first:])
+        starts = [0]
+        for ln in lines[first:-1]:
+            starts.append(starts[-1] + len(ln) + 1)
+        found: dict[int, set[str]] = {}
+        for m in rx.finditer(body):                 # one pass over the body, matches -> lines
+            found.setdefault(first + bisect.bisect_right(starts, m.start()) - 1, set()).add(m.group(1).lower())
+        scored = sorted((-len(v), i) for i, v in found.items() if i not in marked)
         keep += [i for _, i in sorted(scored)[:limit - len(keep)]]
     return sorted(keep)
+
+
+@functools.lru_cache(maxsize=64)
+def _terms_rx(terms: tuple[str, ...]) -> "re.Pattern":
+    alts = sorted({t.lower() for t in terms if t}, key=lambda t: (-len(t), t))
+    return re.compile(r"\b(" + "|".join(re.escape(t) for t in alts) + r")", re.IGNORECASE)
 
 
 def _with_gaps(lines: list[str], keep: list[int], code: bool) -> tuple[str, int]:
@@ -178,30 +202,45 @@ def _with_gaps(lines: list[str], keep: list[int], code: bool) -> tuple[str, int]
     return "\n".join(out), cut
 
 
+_DEF = re.compile(r"\s*(async\s+def|def|class)\b")
+_STRING = re.compile(r'''("[^"\\]*(?:\\.[^"\\]*)*"|'[^'\\]*(?:\\.[^'\\]*)*')''')
+_DOC = re.compile(r'\s*[rRbBuU]{0,2}("{3}|\'{3}|"|\')')
+
+
 def code_header(lines: list[str]) -> tuple[int, int]:
     """(lines up to the end of the ``def``/``class`` header, lines up to the end of its docstring)
-    of the definition that ``lines`` start with (decorators included); (1, 1) when it does not parse.
+    of the definition that ``lines`` start with (decorators included); a line scanner, no parse
+    (this runs for every trimmed node). (1, 1) when no header is found.
 
     >>> code_header(['@dec', 'def f(a,', '      b):', '    "doc"', '    return a'])
     (3, 4)
+    >>> code_header(['class C:', '    \"\"\"Two', '    lines.\"\"\"', '    x = 1'])
+    (1, 3)
     """
-    src = textwrap.dedent("\n".join(lines))
-    try:
-        tree = ast.parse(src)
-    except (SyntaxError, ValueError):
-        for i, ln in enumerate(lines[:20]):
-            if ln.split("#")[0].rstrip().endswith(":"):
-                return i + 1, i + 1
+    depth, in_def, sig_end = 0, False, None
+    for i, ln in enumerate(lines[:80]):
+        code = _STRING.sub('""', ln).split("#", 1)[0]
+        if not in_def and _DEF.match(code):
+            in_def = True
+        depth += sum(code.count(c) for c in "([{") - sum(code.count(c) for c in ")]}")
+        if in_def and depth <= 0:
+            sig_end = i + 1
+            break
+    if sig_end is None:
         return 1, 1
-    node = tree.body[0] if tree.body else None
-    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) or not node.body:
-        return 1, 1
-    first = node.body[0]
-    is_doc = (isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
-              and isinstance(first.value.value, str))
-    sig_end = max(1, min(len(lines), first.lineno - 1)) if first.lineno > node.lineno else 1
-    doc_end = max(sig_end, min(len(lines), first.end_lineno or first.lineno)) if is_doc else sig_end
-    return sig_end, doc_end
+    j = sig_end
+    while j < len(lines) and not lines[j].strip():
+        j += 1
+    m = _DOC.match(lines[j]) if j < len(lines) else None
+    if m is None or not _STRING.sub('""', lines[sig_end - 1]).split("#", 1)[0].rstrip().endswith(":"):
+        return sig_end, sig_end
+    q = m.group(1)
+    if len(q) == 1 or q in lines[j][m.end():]:
+        return sig_end, j + 1
+    for k in range(j + 1, min(len(lines), j + 400)):
+        if q in lines[k]:
+            return sig_end, k + 1
+    return sig_end, sig_end
 
 
 def trim_code(lines: list[str], terms: list[str], marked: set[int] = frozenset()) -> Form | None:
