@@ -21,7 +21,9 @@ LANG = {"module": "python", "class": "python", "function": "python", "method": "
         "note": "markdown", "section": "markdown"}
 
 
-def _read_lines(path: str, size: int | None, mtime_ns: int | None) -> list[str] | None:
+def _read_lines(path: str, size: int | None, mtime_ns: int | None, upto: int) -> list[bytes] | None:
+    """The file's lines as bytes (decoded per item: most of a file is never shown), or None when
+    it is gone or not the version that was indexed."""
     try:
         st = os.stat(path)
         if size is not None and (st.st_size != size or st.st_mtime_ns != mtime_ns):
@@ -30,9 +32,13 @@ def _read_lines(path: str, size: int | None, mtime_ns: int | None) -> list[str] 
             data = f.read()
     except OSError:
         return None
-    text = data.decode("utf-8", errors="replace")
-    if text.startswith("\ufeff"):
-        text = text[1:]
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    return data.split(b"\n", upto)            # lines 1..upto (the rest stays in one piece)
+
+
+def _decode(lines: list[bytes]) -> list[str]:
+    text = b"\n".join(lines).decode("utf-8", errors="replace")
     return text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
 
 
@@ -40,11 +46,16 @@ def load_items(ix, cands: list[Candidate], terms: list[str]) -> list[Item]:
     """One item per candidate that still exists, in the candidates' order."""
     if not cands:
         return []
+    kinds = ",".join(f"'{k}'" for k in CODE_KINDS)          # code is read from its file: no need to inflate it
     sql = (f"SELECT n.id, n.key, n.kind, n.name, {qualname_sql('n')}, {PATH_SQL.format(a='n')}, n.line_start, "
-           f"n.line_end, kgtext(n.text), f.size, f.mtime_ns, f.root FROM nodes n LEFT JOIN files f "
-           f"ON f.id = n.file_id WHERE n.id IN ({{}})")
+           f"n.line_end, CASE WHEN n.kind IN ({kinds}) THEN NULL ELSE kgtext(n.text) END, f.size, f.mtime_ns, "
+           f"f.root FROM nodes n LEFT JOIN files f ON f.id = n.file_id WHERE n.id IN ({{}})")
     rows = {r[0]: r for r in iter_in_chunks(ix.conn, sql, sorted({c.id for c in cands}))}
-    files: dict[str, list[str] | None] = {}
+    upto: dict[str, int] = {}
+    for r in rows.values():
+        if r[5] and r[7]:
+            upto[r[5]] = max(upto.get(r[5], 0), r[7])
+    files: dict[str, list[bytes] | None] = {}
     out = []
     for c in cands:
         r = rows.get(c.id)
@@ -52,17 +63,18 @@ def load_items(ix, cands: list[Candidate], terms: list[str]) -> list[Item]:
             continue
         nid, key, kind, name, qual, path, a, b, text, size, mtime_ns, root = r
         shown = path
-        if path and root and os.path.isabs(path):
-            rel = os.path.relpath(path, root)
-            shown = path if rel.startswith("..") else rel.replace(os.sep, "/")
+        if path and root and path.startswith(root.rstrip(os.sep) + os.sep):
+            shown = path[len(root.rstrip(os.sep)) + 1:].replace(os.sep, "/")
         lines, source = None, "index"
         if kind in CODE_KINDS and path and a and b:
             if path not in files:
-                files[path] = _read_lines(path, size, mtime_ns)
+                files[path] = _read_lines(path, size, mtime_ns, upto.get(path, b))
             whole = files[path]
             if whole is not None and b <= len(whole):
-                lines, source = whole[a - 1:b], "file"
+                lines, source = _decode(whole[a - 1:b]), "file"
         if lines is None:
+            if text is None:                          # code whose file changed: the indexed text
+                text = ix.conn.execute("SELECT kgtext(text) FROM nodes WHERE id=?", (nid,)).fetchone()[0]
             lines = (text or "").split("\n")
         marked = {ln - a for ln in c.marked if a and a <= ln <= (b or a)} if source == "file" else set()
         full = Form("full", "\n".join(lines).strip("\n"))

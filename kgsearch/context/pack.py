@@ -137,6 +137,10 @@ def pack(items: list[Item], budget: int, cost: Callable[[Item, Form], int], fram
         fit = None
         if not holds and full_cost(it) <= left:
             fit = (it.forms[0], cost(it, it.forms[0]))
+        elif cost(it, it.forms[-1]) >= left:      # a trimmed block is longer than the bare header: no need to trim
+            out.cut.append(Cut(it.key, f"over budget: body needs {full_cost(it)} tokens, {max(left, 0)} left",
+                               full_cost(it)))
+            continue
         forms = [f for f in it.expanded() if f.level != "ref" and not (holds and f.level == "full")] if fit is None else []
         costs = [(f, cost(it, f)) for f in forms]
         if fit is None:
