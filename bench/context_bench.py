@@ -45,6 +45,7 @@ WORK = ROOT / "bench" / "work"
 OUT = ROOT / "bench" / "results"
 BUDGETS = (2000, 4000, 8000, 16000)
 KINDS = ("function", "method", "class")
+VALUE = "margin"               # --value: what the packer's density divides (ContextOptions.value)
 
 
 # ---------------------------------------------------------------------------- helpers (after bench/code_tasks.py)
@@ -164,7 +165,7 @@ def run_tasks(repos, log) -> dict:
             row = {"qid": t["qid"], "repo": repo["name"]}
             for b in BUDGETS:
                 res = build_context(eng, task=t["text"], opts=ContextOptions(
-                    budget=b, search=SearchOptions(use_cache=False)))
+                    budget=b, search=SearchOptions(use_cache=False), value=VALUE))
                 blocks = [(i["path"], i["name"], i["kind"], i["form"], i["line_start"], i["line_end"], i["source"])
                           for i in res.items]
                 cf, cs = coverage(blocks, root, mods, t["gold_files"], t["gold_symbols"], repo["spans"])
@@ -415,7 +416,10 @@ def main() -> int:
     ap.add_argument("--parts", default="tasks,overhead,feedback")
     ap.add_argument("--repos", default=None, help="comma-separated task folder name parts (default: all)")
     ap.add_argument("--runs", type=int, default=3, help="overhead runs over the query list (default 3)")
+    ap.add_argument("--value", default="margin", choices=["score", "margin"], help="ContextOptions.value (tasks)")
     args = ap.parse_args()
+    global VALUE
+    VALUE = args.value
     parts = args.parts.split(",")
     log = lambda s: print(s, file=sys.stderr, flush=True)       # noqa: E731
     res: dict = {"machine": machine()}
@@ -432,6 +436,8 @@ def main() -> int:
     print(text)
     OUT.mkdir(parents=True, exist_ok=True)
     suffix = "" if set(parts) == {"tasks", "overhead", "feedback"} and not args.repos else "." + "-".join(parts)
+    if args.value != "margin":
+        suffix += "." + args.value
     (OUT / f"context{suffix}.json").write_text(json.dumps(res, indent=1, default=str) + "\n")
     (OUT / f"context{suffix}.md").write_text(text + "\n")
     return 0

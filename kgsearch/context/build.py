@@ -38,11 +38,16 @@ class ContextOptions:
     fmt: str = "markdown"
     k: int | None = None                 # task: search hits considered (None: task_depth(budget))
     search: object | None = None         # task: SearchOptions for the search (None: the defaults)
+    value: str = "margin"                # task: what the density divides by the tokens: "margin" (a hit's
+                                         # score minus the lowest of the k hits: its worth above the cutoff)
+                                         # or "score" (the fused score as it is, whose offset is arbitrary)
 
     def validated(self) -> "ContextOptions":
         b = self.budget
         if isinstance(b, bool) or not isinstance(b, int) or not 1 <= b <= MAX_BUDGET:
             raise UsageError(f"--budget must be a whole number of tokens from 1 to {MAX_BUDGET:,}, got {b!r}")
+        if self.value not in ("score", "margin"):
+            raise UsageError(f"unknown value {self.value!r}; choose score or margin")
         if self.fmt not in FORMATS:
             raise UsageError(f"unknown format {self.fmt!r}; choose from {', '.join(FORMATS)}")
         if self.k is not None and (isinstance(self.k, bool) or not isinstance(self.k, int) or self.k < 1):
@@ -88,6 +93,10 @@ def build_context(engine, *, task: str | None = None, files: list[str] | None = 
         if not str(task).strip():
             raise UsageError("the task text is empty; describe the task, e.g. kgsearch context \"fix the retry loop\"")
         cands, resp = task_candidates(engine, task, opts.k or task_depth(opts.budget), opts.search, session)
+        if opts.value == "margin" and cands:
+            low = min(c.score for c in cands)
+            for c in cands:
+                c.score -= low
         notices += list(resp.notices)
         terms = query_terms(task)
     else:

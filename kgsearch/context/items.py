@@ -17,8 +17,7 @@ from .sources import Candidate
 __all__ = ["load_items", "CODE_KINDS"]
 
 CODE_KINDS = ("class", "function", "method")
-LANG = {"module": "python", "class": "python", "function": "python", "method": "python",
-        "note": "markdown", "section": "markdown"}
+LANG = {"note": "markdown", "section": "markdown"}
 
 
 def _read_lines(path: str, size: int | None, mtime_ns: int | None, upto: int) -> list[bytes] | None:
@@ -48,7 +47,8 @@ def load_items(ix, cands: list[Candidate], terms: list[str]) -> list[Item]:
         return []
     kinds = ",".join(f"'{k}'" for k in CODE_KINDS)          # code is read from its file: no need to inflate it
     sql = (f"SELECT n.id, n.key, n.kind, n.name, {qualname_sql('n')}, {PATH_SQL.format(a='n')}, n.line_start, "
-           f"n.line_end, CASE WHEN n.kind IN ({kinds}) THEN NULL ELSE kgtext(n.text) END, f.size, f.mtime_ns, "
+           f"n.line_end, CASE WHEN n.kind IN ({kinds}) AND (n.key LIKE 'py:%' OR n.key LIKE 'pyi:%') THEN NULL "
+           f"ELSE kgtext(n.text) END, f.size, f.mtime_ns, "
            f"f.root FROM nodes n LEFT JOIN files f ON f.id = n.file_id WHERE n.id IN ({{}})")
     rows = {r[0]: r for r in iter_in_chunks(ix.conn, sql, sorted({c.id for c in cands}))}
     upto: dict[str, int] = {}
@@ -66,7 +66,8 @@ def load_items(ix, cands: list[Candidate], terms: list[str]) -> list[Item]:
         if path and root and path.startswith(root.rstrip(os.sep) + os.sep):
             shown = path[len(root.rstrip(os.sep)) + 1:].replace(os.sep, "/")
         lines, source = None, "index"
-        if kind in CODE_KINDS and path and a and b:
+        code = kind in CODE_KINDS + ("module",) and key.startswith(("py:", "pyi:"))   # not a KG node typed "class"
+        if code and kind != "module" and path and a and b:
             if path not in files:
                 files[path] = _read_lines(path, size, mtime_ns, upto.get(path, b))
             whole = files[path]
@@ -78,10 +79,11 @@ def load_items(ix, cands: list[Candidate], terms: list[str]) -> list[Item]:
             lines = (text or "").split("\n")
         marked = {ln - a for ln in c.marked if a and a <= ln <= (b or a)} if source == "file" else set()
         full = Form("full", "\n".join(lines).strip("\n"))
-        fn = trim_code if kind in CODE_KINDS and source == "file" else trim_prose
+        fn = trim_code if code and source == "file" else trim_prose
         trimmer = (lambda fn=fn, lines=lines, marked=marked: fn(lines, terms, marked)) if len(lines) > 1 else None
-        display = qual if kind in CODE_KINDS + ("module",) and qual else name
+        display = qual if code and qual else name
         out.append(Item(id=nid, key=key, kind=kind, name=display, path=shown, line_start=a, line_end=b,
-                        score=c.score, reason=c.reason, forms=[full, Form("ref", "")], lang=LANG.get(kind, ""),
+                        score=c.score, reason=c.reason, forms=[full, Form("ref", "")],
+                        lang="python" if code else LANG.get(kind, ""),
                         source=source, trimmer=trimmer))
     return out

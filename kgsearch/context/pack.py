@@ -7,8 +7,8 @@ and ``ref`` (the header alone). :func:`pack` chooses, for a budget counted with
 
 1. the **top item** (the first one: callers rank best first) always goes in, in the largest form
    that fits; when not even its header fits, the header is cut to the budget;
-2. the others by **score density** (score / tokens of the full form; ties: higher score, then
-   key): the full form when it fits, else the trimmed form when it fits ("trimmed"), else the
+2. the others by **score density** (score / tokens of the full form; the caller's score: for a
+   task, the search score above the lowest hit considered; ties: higher score, then key): the full form when it fits, else the trimmed form when it fits ("trimmed"), else the
    item is dropped ("over budget"). An item whose lines lie inside an item already packed in
    full is dropped as "inside ..."; an item that contains packed items may only go in trimmed.
 
