@@ -67,3 +67,40 @@ def show_node(ix: Index, ref: str, limit: int = 25) -> dict:
         "in_total": c.execute("SELECT count(*) FROM edges WHERE dst=?", (nid,)).fetchone()[0],
         "unresolved_out": c.execute("SELECT count(*) FROM edges WHERE src=? AND dst IS NULL", (nid,)).fetchone()[0],
     }
+
+
+def related_nodes(ix: Index, ref: str, types: list[str] | None = None, direction: str = "both",
+                  limit: int = 50) -> dict:
+    """The neighbours of a node grouped by edge type: ``{"node", "edges": {type: [...]}, "total",
+    "types"}``; each neighbour with its direction (``out``: node -> it, ``in``: it -> node).
+    ``types`` (None: all) must name edge types of the index; NotFound lists them otherwise."""
+    from .store.rows import PATH_SQL
+
+    node = find_node(ix, ref)
+    c = ix.conn
+    known = [r[0] for r in c.execute("SELECT DISTINCT type FROM edges WHERE dst IS NOT NULL ORDER BY type")]
+    if types:
+        bad = [t for t in types if t not in known]
+        if bad:
+            raise NotFound(f"no edge type {bad[0]!r} in {ix.path}; the index has: {', '.join(known)}")
+    want = types or known
+    cols = (f"e.type, e.weight, n.id, n.key, n.name, n.kind, {PATH_SQL.format(a='n')}, n.line_start")
+    parts = []
+    if direction in ("out", "both"):
+        parts.append(("out", f"SELECT {cols} FROM edges e JOIN nodes n ON n.id = e.dst "
+                             f"LEFT JOIN files f ON f.id = n.file_id WHERE e.src=?"))
+    if direction in ("in", "both"):
+        parts.append(("in", f"SELECT {cols} FROM edges e JOIN nodes n ON n.id = e.src "
+                            f"LEFT JOIN files f ON f.id = n.file_id WHERE e.dst=?"))
+    rows = []
+    for d, sql in parts:
+        for t, w, nid, key, name, kind, path, line in c.execute(sql, (node["id"],)):
+            if t in want:
+                rows.append((t, d, key, {"direction": d, "key": key, "name": name, "kind": kind, "path": path,
+                                         "line": line, "weight": w}))
+    rows.sort(key=lambda r: (r[0], r[1] != "out", r[2]))
+    edges: dict[str, list] = {}
+    for t, _, _, d in rows[:limit]:
+        edges.setdefault(t, []).append(d)
+    return {"node": {k: node[k] for k in ("id", "key", "kind", "name", "path", "line_start")},
+            "edges": edges, "total": len(rows), "shown": min(len(rows), limit), "types": known}

@@ -1,4 +1,4 @@
-"""The package's structure, checked: imports flow one way (cli -> apps -> query/indexer ->
+"""The package's structure, checked: imports flow one way (cli -> server -> apps -> query/indexer ->
 intent/fuse/pack -> text/embed/graph/ingest -> store -> base), signal packages never import
 each other, nothing is imported through a string, and modules stay readable in size."""
 from __future__ import annotations
@@ -17,7 +17,8 @@ LAYERS = [
     ("signals", {"ingest", "text", "embed", "graph"}),
     ("shaping", {"intent", "codetask", "fuse", "pack", "stats"}),
     ("engines", {"query", "indexer"}),
-    ("apps", {"evaluate", "bench", "demo"}),
+    ("apps", {"evaluate", "bench", "demo", "context"}),
+    ("server", {"mcp"}),               # the MCP server: above context, below the command line
     ("cli", {"cli", "__main__", "__init__"}),
 ]
 LAYER_OF = {part: i for i, (_, parts) in enumerate(LAYERS) for part in parts}
@@ -114,7 +115,7 @@ def test_modules_stay_readable():
     assert not long, f"split these along their seams: {long}"
 
 
-@pytest.mark.parametrize("name", ["kgsearch.query", "kgsearch.indexer"])
+@pytest.mark.parametrize("name", ["kgsearch.query", "kgsearch.indexer", "kgsearch.context", "kgsearch.mcp"])
 def test_cli_help_does_not_import_the_engines(name):
     """``kgsearch --help`` on a phone: the CLI imports a command's code when it runs."""
     import subprocess

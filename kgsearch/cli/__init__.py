@@ -116,6 +116,45 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--lines", type=int, default=12, help="text lines to show (default 12)")
     p.set_defaults(func=commands.cmd_show)
 
+    p = sub.add_parser("context", parents=[common], help="pack what matters for a task, files or a diff into a token budget",
+                       description="Rank the nodes that matter for a task text (a search), for --files (their "
+                                   "symbols/sections plus what they call, what calls them and linked notes), or for "
+                                   "--diff (the changed symbols, their callers/callees and linked notes, ranked by a "
+                                   "walk from them), and pack them into --budget tokens: greedy by score per token, "
+                                   "the top node always in, long bodies trimmed to signature + docstring + matched "
+                                   "lines before they are dropped, and a list of what was cut and why. Tokens are "
+                                   "estimated as ceil(characters / 4) of the printed output.",
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("task", nargs="?", default=None, help="the task, in words (e.g. an issue text)")
+    p.add_argument("--files", nargs="+", default=None, metavar="PATH", help="indexed files to start from")
+    p.add_argument("--diff", nargs="?", const="git", default=None, metavar="FILE|-",
+                   help="start from a diff: `git diff HEAD` of the indexed roots (no value), a unified diff "
+                        "file, or - for stdin")
+    p.add_argument("--budget", type=int, default=8000, metavar="TOKENS", help="token budget (default 8000)")
+    p.add_argument("--format", dest="fmt", choices=["markdown", "json", "xml"], default=None,
+                   help="output format (default markdown; --json = --format json)")
+    p.add_argument("-k", type=int, default=None, help="task: search hits to consider (default budget/100, 20-100)")
+    p.set_defaults(func=commands.cmd_context)
+
+    p = sub.add_parser("feedback", parents=[common], help="say a node was (not) useful for a query; nudges later rankings",
+                       description="Store explicit feedback in the index: later searches with similar words (Jaccard "
+                                   ">= 0.5 on the analysed query terms) rank the node up to x1.5 (--useful) or down to "
+                                   "x0.5 (--not-useful). The feedback expires when the node's text changes. Giving it "
+                                   "again for the same query and node replaces it.")
+    p.add_argument("query")
+    p.add_argument("node", help="node key, qualified name or name")
+    g = p.add_mutually_exclusive_group(required=True)
+    g.add_argument("--useful", dest="useful", action="store_true", default=None)
+    g.add_argument("--not-useful", dest="useful", action="store_false")
+    p.set_defaults(func=commands.cmd_feedback)
+
+    p = sub.add_parser("mcp", parents=[common], help="Model Context Protocol server on stdio (for coding agents)",
+                       description="Serve the index to MCP clients over stdio (JSON-RPC 2.0, one message per line; "
+                                   "protocol 2026-07-28, and 2025-11-25 down to 2024-11-05 through initialize). "
+                                   "Tools: search, context, why, show, related, stats, feedback. The index is opened "
+                                   "read-only and a reindex is picked up without a restart; only feedback writes.")
+    p.set_defaults(func=commands.cmd_mcp)
+
     p = sub.add_parser("stats", parents=[common], help="counts by kind and edge type, size, last index time")
     p.set_defaults(func=commands.cmd_stats)
 

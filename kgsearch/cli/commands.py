@@ -131,6 +131,65 @@ def cmd_search(args) -> int:
     return EXIT_OK
 
 
+def cmd_context(args) -> int:
+    from ..context import ContextOptions, build_context
+    from ..query import engine_for
+
+    fmt = args.fmt or ("json" if args.json else "markdown")
+    eng = engine_for(args.db)
+    changes = None
+    if args.diff is not None:
+        changes = _read_diff(args.diff, eng.ix)
+    res = build_context(eng, task=args.task, files=args.files, diff=changes,
+                        opts=ContextOptions(budget=args.budget, fmt=fmt, k=args.k))
+    sys.stdout.write(res.text)
+    if not args.quiet:
+        for n in res.notices:
+            err(f"note: {n}")
+        trimmed = sum(1 for it in res.items if it["form"] != "full")
+        err(f"note: packed {len(res.items)} of {res.candidates} nodes ({trimmed} trimmed) in {res.used:,} of "
+            f"{res.budget:,} tokens (estimate: ceil(characters / 4)); cut {len(res.cut)}")
+    return EXIT_OK
+
+
+def _read_diff(spec: str, ix):
+    from ..context.diff import git_diff, parse_unified
+    from ..errors import DataError
+
+    if spec == "git":
+        return git_diff(ix.meta_json("roots", []))
+    if spec == "-":
+        return parse_unified(sys.stdin.read(), "<stdin>")
+    try:
+        with open(spec, encoding="utf-8", errors="replace") as f:
+            return parse_unified(f.read(), spec)
+    except OSError as exc:
+        raise DataError(f"cannot read the diff ({exc.strerror}); pass a unified diff file, - for stdin, "
+                        "or --diff alone for git diff", spec) from None
+
+
+def cmd_feedback(args) -> int:
+    from ..query.feedback import record
+    from ..stats import find_node
+    from ..store.db import Index
+
+    with Index.open(args.db, create=False) as ix:
+        node = find_node(ix, args.node)
+        row = record(ix, args.query, node, args.useful)
+    if args.json:
+        emit_json(row)
+    elif not args.quiet:
+        out(f"recorded: {node['key']} {'useful' if args.useful else 'not useful'} for {args.query!r} "
+            f"(similar queries rank it {'up' if args.useful else 'down'}; expires when its text changes)")
+    return EXIT_OK
+
+
+def cmd_mcp(args) -> int:
+    from ..mcp import serve
+
+    return serve(args.db)
+
+
 def cmd_why(args) -> int:
     from ..query import SearchOptions, why
     from .output import format_why

@@ -122,7 +122,8 @@ def format_response(resp, explain: bool = False) -> str:
 ADDITIVE_ADJUSTMENTS = ("hits", "shift", "file_members")
 _ADJ_NOTES = {"shift": "(every candidate moved up so the weakest scores 0)",
               "hits": "(HITS on the walk's top nodes)", "test_or_vendored": "(test, vendored or structural node)",
-              "diversity": "(community diversity)", "file_members": "(the file's next best nodes, decayed)"}
+              "diversity": "(community diversity)", "file_members": "(the file's next best nodes, decayed)",
+              "session": "(opened in this session)", "feedback": "(feedback on similar queries)"}
 
 
 def _adj_line(name: str, value: float, indent: str) -> str:

@@ -6,10 +6,12 @@ In this order, each recorded per candidate so ``--explain`` adds up:
    scores 0 (multiplicative factors need a positive scale);
 2. ``test_or_vendored``: test code x :attr:`Tuning.test_penalty` unless the query is about
    tests (word boundaries, :func:`kgsearch.codetask.asks_for_tests`; a code task's mention of
-   tests never is, a relation question always is); shared structural nodes (tags, entities, placeholders) x 0 except for
-   exact-match queries; deleted nodes x 0; for code queries: vendored/minified/mock code x 0,
-   and docs/examples code and prose (notes, changelogs, release notes) x
-   :attr:`Tuning.nonsource_penalty` unless the query asks for docs;
+   tests never is, a relation question always is); shared structural nodes (tags, entities,
+   placeholders) x 0 except for exact-match queries; deleted nodes x 0; for code queries:
+   vendored/minified/mock code x 0, and docs/examples code and prose (notes, changelogs,
+   release notes) x :attr:`Tuning.nonsource_penalty` unless the query asks for docs;
+   then ``session`` / ``feedback`` factors when a session or stored feedback applies
+   (:mod:`.feedback`; absent otherwise);
 3. ``diversity``: x factor for the first hit of each new graph community (off by default);
 4. one hit per note (a section stands for its note), then the top ``k``.
 """
@@ -50,7 +52,7 @@ def is_source(m: dict, about_tests: bool = False) -> bool:
 
 def rank(conn, cand: np.ndarray, fused: np.ndarray, adjustments: dict, *, query: str, exact: bool,
          code_query: bool, code_task: bool, relation: bool = False, communities_of: Callable | None, opts,
-         tuning: Tuning = TUNING) -> tuple[np.ndarray, list[int], dict[int, dict]]:
+         tuning: Tuning = TUNING, nudges=None) -> tuple[np.ndarray, list[int], dict[int, dict]]:
     """Apply the adjustments (recorded in ``adjustments``) and pick the top ``opts.k``.
 
     Returns (adjusted scores, positions of the hits in ``cand`` best first, display fields by
@@ -87,6 +89,8 @@ def rank(conn, cand: np.ndarray, fused: np.ndarray, adjustments: dict, *, query:
     if (factor != 1.0).any():
         adjustments["test_or_vendored"] = factor
         fused = fused * factor
+    if nudges is not None:      # session boosts / feedback nudges (query/feedback.py): more factors
+        fused = nudges.apply(cand, fused, adjustments)
     order_arr = np.argsort(-fused, kind="stable")
     div = tuning.diversity if opts.diversity is None else opts.diversity
     comm = communities_of(cand) if communities_of is not None and div != 1.0 else None

@@ -33,9 +33,10 @@ def search(query: str, db=None, options: SearchOptions | None = None, k: int | N
     return engine_for(db).search(query, opts)
 
 
-def why(query: str, node: str, db=None, options: SearchOptions | None = None) -> dict:
-    """Where ``node`` ranked for ``query`` and why: its channel scores, signals, and what beat it."""
-    eng = engine_for(db)
+def why(query: str, node: str, db=None, options: SearchOptions | None = None, engine: Engine | None = None) -> dict:
+    """Where ``node`` ranked for ``query`` and why: its channel scores, signals, and what beat it
+    (on ``engine`` when given, else on the engine for ``db``)."""
+    eng = engine if engine is not None else engine_for(db)
     target = find_node(eng.ix, node)
     opts = replace(options or SearchOptions(), use_cache=False, explain=True)
     wide = eng.search(query, replace(opts, k=max(1000, opts.k)))

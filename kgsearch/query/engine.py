@@ -34,6 +34,7 @@ from .. import fuse, intent as intent_mod
 from ..graph.context import load_context
 from ..store import qcache
 from ..store.db import Index
+from . import feedback
 from .adjust import rank
 from .channels import ALL_CHANNELS, CHANNELS, DEFAULT_CHANNELS, GRAPH_CHANNELS, SIGNAL_OF
 from .graph_stage import graph_stage
@@ -87,7 +88,7 @@ class Engine:
         return list(self._notices)
 
     # ------------------------------------------------------------------ the query
-    def search(self, query: str, opts: SearchOptions | None = None) -> Response:
+    def search(self, query: str, opts: SearchOptions | None = None, session=None) -> Response:
         opts = (opts or SearchOptions()).validated()
         clock = _Clock()
         query = query if isinstance(query, str) else str(query)
@@ -95,7 +96,11 @@ class Engine:
         fusion = opts.fusion or "linear"
         requested = opts.channel_list() or list(DEFAULT_CHANNELS)
         clock.lap("intent")
-        cache_key = _cache_key(query, opts, requested) if opts.use_cache else None
+        # Session boosts and feedback nudges (query/feedback.py): extra factors in rank(). None when
+        # ``session`` (a feedback.Session) opened nothing and the index holds no similar feedback:
+        # then nothing below changes. Nudged answers are not cached (they change without a reindex).
+        nudges = feedback.nudges_for(self.ix, query, session)
+        cache_key = _cache_key(query, opts, requested) if opts.use_cache and nudges is None else None
         if cache_key is not None:
             cached = self._cached(cache_key, clock)
             if cached is not None:
@@ -141,7 +146,7 @@ class Engine:
                                   exact=it.name == "exact_match", code_query=code_query,
                                   code_task=it.name == "code_task", relation=it.name == "relation",
                                   communities_of=gctx.communities_of if gctx is not None else None,
-                                  opts=deep, tuning=self.tuning)
+                                  opts=deep, tuning=self.tuning, nudges=nudges)
         groups = (group_by_file(cand, fused, order, meta, opts.k, self.tuning.file_decay, self.tuning.file_members)
                   if opts.group == "file" else None)
         clock.lap("rank")

@@ -271,6 +271,16 @@ CREATE INDEX IF NOT EXISTS nodes_name ON nodes(name)
 """
 
 
+# Explicit feedback (kgsearch/query/feedback.py, `kgsearch feedback`): one row per (query terms,
+# node); the node's hash at the time is kept so the row expires when the node's text changes.
+# Written by the feedback command only; the index step never touches it.
+FEEDBACK = """
+CREATE TABLE IF NOT EXISTS feedback(id INTEGER PRIMARY KEY, query TEXT NOT NULL, terms TEXT NOT NULL,
+    node_key TEXT NOT NULL, node_hash BLOB, useful INTEGER NOT NULL, created REAL NOT NULL,
+    UNIQUE(terms, node_key))
+"""
+
+
 # (name, function). Append only.
 MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("0001_core", ddl(CORE)),
@@ -282,6 +292,7 @@ MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("0007_text_compact", _text_compact),
     ("0008_packed_text", _packed_text),
     ("0009_nodes_name", ddl(NODES_NAME)),
+    ("0010_feedback", ddl(FEEDBACK)),
 ]
 
 

@@ -1,0 +1,142 @@
+"""One engine for the three entry points of ``kgsearch context``:
+
+1. candidates (:mod:`.sources`): a task's search ranking, or the nodes of some files / of a diff's
+   changed lines plus their callers, callees and linked notes, ranked by a walk from them;
+2. items (:mod:`.items`): each candidate with its forms (full source, trimmed, header only);
+3. packing (:mod:`.pack`): the greedy knapsack by score density within the budget, counted with
+   the estimate of :mod:`.tokens` (ceil(characters / 4)) on the blocks the renderer prints;
+4. rendering (:mod:`.render`): Markdown, JSON or XML, with the report of what was cut and why.
+
+Nothing here depends on the clock or on dict order: the same index and input give the same text.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from ..errors import UsageError
+from ..pack import query_terms
+from .diff import FileChange, changed_nodes
+from .items import load_items
+from .pack import pack
+from .render import FORMATS, ESTIMATE_RULE, renderer
+from .sources import Candidate, file_seeds, neighbours, resolve_files, task_candidates, walk_rank
+
+__all__ = ["ContextOptions", "ContextResult", "build_context", "task_depth"]
+
+MAX_BUDGET = 1_000_000
+
+
+def task_depth(budget: int) -> int:
+    """Search hits considered for a task: one per 100 tokens of budget, 20 to 100."""
+    return max(20, min(100, budget // 100))
+
+
+@dataclass
+class ContextOptions:
+    budget: int = 8000
+    fmt: str = "markdown"
+    k: int | None = None                 # task: search hits considered (None: task_depth(budget))
+    search: object | None = None         # task: SearchOptions for the search (None: the defaults)
+    value: str = "margin"                # task: what the density divides by the tokens: "margin" (a hit's
+                                         # score minus the lowest of the k hits: its worth above the cutoff)
+                                         # or "score" (the fused score as it is, whose offset is arbitrary)
+
+    def validated(self) -> "ContextOptions":
+        b = self.budget
+        if isinstance(b, bool) or not isinstance(b, int) or not 1 <= b <= MAX_BUDGET:
+            raise UsageError(f"--budget must be a whole number of tokens from 1 to {MAX_BUDGET:,}, got {b!r}")
+        if self.value not in ("score", "margin"):
+            raise UsageError(f"unknown value {self.value!r}; choose score or margin")
+        if self.fmt not in FORMATS:
+            raise UsageError(f"unknown format {self.fmt!r}; choose from {', '.join(FORMATS)}")
+        if self.k is not None and (isinstance(self.k, bool) or not isinstance(self.k, int) or self.k < 1):
+            raise UsageError(f"-k must be a whole number >= 1, got {self.k!r}")
+        return self
+
+
+@dataclass
+class ContextResult:
+    mode: str                            # task, files or diff
+    query: str | None
+    budget: int
+    format: str
+    text: str                            # the output, as printed
+    used: int                            # tokens counted for it (<= budget; >= the estimate of text)
+    items: list[dict]                    # packed: key, kind, name, path, lines, form, tokens, score, reason
+    cut: list[dict]                      # every node left out: key, reason, tokens
+    candidates: int
+    notices: list[str] = field(default_factory=list)
+    timings_ms: dict = field(default_factory=dict)
+    estimate: str = ESTIMATE_RULE
+
+    def as_dict(self) -> dict:
+        return {k: getattr(self, k) for k in ("mode", "query", "budget", "format", "estimate", "used", "items",
+                                              "cut", "candidates", "notices", "timings_ms", "text")}
+
+
+def build_context(engine, *, task: str | None = None, files: list[str] | None = None,
+                  diff: list[FileChange] | None = None, opts: ContextOptions | None = None,
+                  session=None) -> ContextResult:
+    """Pack the context for exactly one of ``task``, ``files`` or ``diff`` (parsed changes)."""
+    opts = (opts or ContextOptions()).validated()
+    given = [n for n, v in (("task", task), ("files", files), ("diff", diff)) if v is not None]
+    if len(given) != 1:
+        raise UsageError("give exactly one of a task text, --files or --diff"
+                         + (f" (got {', '.join(given)})" if given else ""))
+    mode = given[0]
+    t0 = time.perf_counter()
+    ms: dict[str, float] = {}
+    notices: list[str] = []
+    ix = engine.ix
+    if mode == "task":
+        if not str(task).strip():
+            raise UsageError("the task text is empty; describe the task, e.g. kgsearch context \"fix the retry loop\"")
+        cands, resp = task_candidates(engine, task, opts.k or task_depth(opts.budget), opts.search, session)
+        if opts.value == "margin" and cands:
+            low = min(c.score for c in cands)
+            for c in cands:
+                c.score -= low
+        notices += list(resp.notices)
+        terms = query_terms(task)
+    else:
+        if mode == "files":
+            if not files:
+                raise UsageError("--files needs at least one file path")
+            seeds = {i: Candidate(i, 1.0, "in the given files") for i in file_seeds(ix, resolve_files(ix, files))}
+        else:
+            changed, notes = changed_nodes(ix, diff)
+            notices += notes
+            if not changed:
+                notices.append("the diff changes no indexed node")
+            seeds = {i: Candidate(i, 1.0, "changed", set(lines)) for i, lines in sorted(changed.items())}
+        near = neighbours(ix, seeds)
+        cands = walk_rank(engine, seeds, near)
+        terms = []
+    ms["candidates"] = round((time.perf_counter() - t0) * 1000, 3)
+
+    t1 = time.perf_counter()
+    items = load_items(ix, cands, terms)
+    ms["load"] = round((time.perf_counter() - t1) * 1000, 3)
+
+    t2 = time.perf_counter()
+    r = renderer(opts.fmt, {"query": task if mode == "task" else None, "mode": mode, "budget": opts.budget})
+    frame = r.frame(len(items))
+    if opts.fmt != "markdown" and items and frame + r.cost(items[0], items[0].forms[-1]) > opts.budget:
+        raise UsageError(f"--budget {opts.budget} is too small for {opts.fmt} output (its frame and the top node's "
+                         f"header need {frame + r.cost(items[0], items[0].forms[-1])} tokens); raise it or use markdown")
+    packed = pack(items, opts.budget, r.cost, frame=frame, shrink=r.shrink)
+    ms["pack"] = round((time.perf_counter() - t2) * 1000, 3)
+    t3 = time.perf_counter()
+    text, used = r.render(packed)
+    ms["render"] = round((time.perf_counter() - t3) * 1000, 3)
+    ms["total"] = round((time.perf_counter() - t0) * 1000, 3)
+
+    chosen = [{"key": it.key, "kind": it.kind, "name": it.name, "path": it.path, "line_start": it.line_start,
+               "line_end": it.line_end, "form": f.level, "note": f.note, "tokens": toks,
+               "score": round(it.score, 6), "reason": it.reason, "source": it.source}
+              for it, f, toks in packed.chosen]
+    cut = [{"key": c.key, "reason": c.reason, "tokens": c.tokens} for c in packed.cut]
+    return ContextResult(mode=mode, query=task if mode == "task" else None, budget=opts.budget, format=opts.fmt,
+                         text=text, used=used, items=chosen, cut=cut, candidates=len(items), notices=notices,
+                         timings_ms=ms)

@@ -1,0 +1,89 @@
+"""Candidates -> :class:`~kgsearch.context.pack.Item` s with their forms (full, trimmed, ref).
+
+Code definitions (class, function, method) are shown as their source lines, read from the file
+when it is the one indexed (same size and mtime as its ``files`` row); otherwise, and for every
+other kind, as the node's indexed text (a module's text is its docstring and top-level names).
+Paths are shown relative to the indexed root that holds them.
+"""
+from __future__ import annotations
+
+import os
+
+from ..store.rows import PATH_SQL, qualname_sql
+from ..store.sql import iter_in_chunks
+from .pack import Form, Item, trim_code, trim_prose
+from .sources import Candidate
+
+__all__ = ["load_items", "CODE_KINDS"]
+
+CODE_KINDS = ("class", "function", "method")
+LANG = {"note": "markdown", "section": "markdown"}
+
+
+def _read_lines(path: str, size: int | None, mtime_ns: int | None, upto: int) -> list[bytes] | None:
+    """The file's lines as bytes (decoded per item: most of a file is never shown), or None when
+    it is gone or not the version that was indexed."""
+    try:
+        st = os.stat(path)
+        if size is not None and (st.st_size != size or st.st_mtime_ns != mtime_ns):
+            return None
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError:
+        return None
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    return data.split(b"\n", upto)            # lines 1..upto (the rest stays in one piece)
+
+
+def _decode(lines: list[bytes]) -> list[str]:
+    text = b"\n".join(lines).decode("utf-8", errors="replace")
+    return text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+
+
+def load_items(ix, cands: list[Candidate], terms: list[str]) -> list[Item]:
+    """One item per candidate that still exists, in the candidates' order."""
+    if not cands:
+        return []
+    kinds = ",".join(f"'{k}'" for k in CODE_KINDS)          # code is read from its file: no need to inflate it
+    sql = (f"SELECT n.id, n.key, n.kind, n.name, {qualname_sql('n')}, {PATH_SQL.format(a='n')}, n.line_start, "
+           f"n.line_end, CASE WHEN n.kind IN ({kinds}) AND (n.key LIKE 'py:%' OR n.key LIKE 'pyi:%') THEN NULL "
+           f"ELSE kgtext(n.text) END, f.size, f.mtime_ns, "
+           f"f.root FROM nodes n LEFT JOIN files f ON f.id = n.file_id WHERE n.id IN ({{}})")
+    rows = {r[0]: r for r in iter_in_chunks(ix.conn, sql, sorted({c.id for c in cands}))}
+    upto: dict[str, int] = {}
+    for r in rows.values():
+        if r[5] and r[7]:
+            upto[r[5]] = max(upto.get(r[5], 0), r[7])
+    files: dict[str, list[bytes] | None] = {}
+    out = []
+    for c in cands:
+        r = rows.get(c.id)
+        if r is None:
+            continue
+        nid, key, kind, name, qual, path, a, b, text, size, mtime_ns, root = r
+        shown = path
+        if path and root and path.startswith(root.rstrip(os.sep) + os.sep):
+            shown = path[len(root.rstrip(os.sep)) + 1:].replace(os.sep, "/")
+        lines, source = None, "index"
+        code = kind in CODE_KINDS + ("module",) and key.startswith(("py:", "pyi:"))   # not a KG node typed "class"
+        if code and kind != "module" and path and a and b:
+            if path not in files:
+                files[path] = _read_lines(path, size, mtime_ns, upto.get(path, b))
+            whole = files[path]
+            if whole is not None and b <= len(whole):
+                lines, source = _decode(whole[a - 1:b]), "file"
+        if lines is None:
+            if text is None:                          # code whose file changed: the indexed text
+                text = ix.conn.execute("SELECT kgtext(text) FROM nodes WHERE id=?", (nid,)).fetchone()[0]
+            lines = (text or "").split("\n")
+        marked = {ln - a for ln in c.marked if a and a <= ln <= (b or a)} if source == "file" else set()
+        full = Form("full", "\n".join(lines).strip("\n"))
+        fn = trim_code if code and source == "file" else trim_prose
+        trimmer = (lambda fn=fn, lines=lines, marked=marked: fn(lines, terms, marked)) if len(lines) > 1 else None
+        display = qual if code and qual else name
+        out.append(Item(id=nid, key=key, kind=kind, name=display, path=shown, line_start=a, line_end=b,
+                        score=c.score, reason=c.reason, forms=[full, Form("ref", "")],
+                        lang="python" if code else LANG.get(kind, ""),
+                        source=source, trimmer=trimmer))
+    return out

@@ -1,0 +1,140 @@
+"""What goes into a context: ranked node ids from a task, from files, or from a diff.
+
+* **task**: the query engine's ranking of the task text (one search, ``k`` candidates);
+* **files**: every node of the given files (their symbols / sections), then their neighbours at
+  distance 1: what they call and what calls them (``calls`` edges, both ways), and the notes
+  linked to them (nodes of kind note/section at the other end of any loader edge);
+* **diff**: the innermost nodes whose lines a unified diff changed (:mod:`.diff`), then their
+  callers, callees and linked notes, as for files.
+
+For files and diffs, :func:`neighbours` is one breadth-first step over the ``edges`` table (the
+test compares it with an independent BFS), and the candidates are ranked by a random walk with
+restart from the seed nodes over the index's graph: seeds first (score 1 + walk), then the
+neighbours by their walk score.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import NotFound
+from ..store.sql import iter_in_chunks
+
+__all__ = ["Candidate", "task_candidates", "file_seeds", "neighbours", "walk_rank", "CALL_TYPES", "NOTE_KINDS",
+           "resolve_files"]
+
+CALL_TYPES = ("calls",)
+NOTE_KINDS = ("note", "section")
+
+
+@dataclass
+class Candidate:
+    id: int
+    score: float
+    reason: str
+    marked: set[int] = field(default_factory=set)     # absolute line numbers to keep when trimming
+
+
+def task_candidates(engine, task: str, k: int, opts=None, session=None) -> tuple[list[Candidate], object]:
+    """The engine's top ``k`` for ``task``: (candidates best first, the Response)."""
+    from ..query import SearchOptions
+
+    opts = (opts or SearchOptions()).but(k=k, snippets=False)
+    resp = engine.search(task, opts, session=session)
+    return [Candidate(h.id, float(h.score), f"rank {h.rank} ({h.methods or 'search'})") for h in resp.hits], resp
+
+
+def resolve_files(ix, paths: list[str]) -> dict[int, str]:
+    """``{file id: path as given}`` for paths that the index holds (absolute, relative to the
+    current folder, or relative to an indexed root); NotFound names the first that it does not."""
+    roots = [Path(r) for r in ix.meta_json("roots", [])]
+    out: dict[int, str] = {}
+    for p in paths:
+        tries = [Path(p).expanduser()]
+        if not tries[0].is_absolute():
+            tries = [Path.cwd() / p] + [r / p for r in roots]
+        fid = None
+        for t in tries:
+            for cand in dict.fromkeys([str(t), os.path.realpath(t), os.path.abspath(t)]):
+                row = ix.conn.execute("SELECT id FROM files WHERE path=?", (cand,)).fetchone()
+                if row is not None:
+                    fid = row[0]
+                    break
+            if fid is not None:
+                break
+        if fid is None:
+            raise NotFound(f"{p}: this file is not in the index {ix.path}; index it with `kgsearch index` "
+                           f"(indexed roots: {', '.join(map(str, roots)) or 'none'})")
+        out[fid] = p
+    return out
+
+
+def file_seeds(ix, file_ids) -> list[int]:
+    """Every node of these files (module, classes, functions, methods; note, sections), by id."""
+    return sorted(r[0] for r in iter_in_chunks(ix.conn, "SELECT id FROM nodes WHERE file_id IN ({})",
+                                               sorted(int(f) for f in file_ids)))
+
+
+def neighbours(ix, seeds) -> dict[int, str]:
+    """Distance-1 neighbours of ``seeds`` that are not seeds: ``{node id: reason}``.
+
+    Callers and callees over ``calls`` edges (both directions), and notes/sections linked to a
+    seed by any edge a loader wrote (``file_id`` set: derived ``similar_text`` edges do not count).
+    The reason names the first seed (smallest id) that links to it.
+    """
+    seeds = sorted({int(s) for s in seeds})
+    sset = set(seeds)
+    types = ",".join(f"'{t}'" for t in CALL_TYPES)
+    kinds = ",".join(f"'{k}'" for k in NOTE_KINDS)
+    found: dict[int, tuple[int, str]] = {}
+
+    def add(nid, seed, why):
+        if nid is None or nid in sset:
+            return
+        if nid not in found or (seed, why) < found[nid]:
+            found[nid] = (seed, why)
+
+    q_out = f"SELECT src, dst, type FROM edges WHERE src IN ({{}}) AND dst IS NOT NULL AND type IN ({types})"
+    q_in = f"SELECT dst, src, type FROM edges WHERE dst IN ({{}}) AND type IN ({types})"
+    for seed, nid, _ in iter_in_chunks(ix.conn, q_out, seeds):
+        add(nid, seed, "called by")
+    for seed, nid, _ in iter_in_chunks(ix.conn, q_in, seeds):
+        add(nid, seed, "calls")
+    n_out = (f"SELECT e.src, e.dst FROM edges e JOIN nodes n ON n.id = e.dst WHERE e.src IN ({{}}) "
+             f"AND e.file_id IS NOT NULL AND n.kind IN ({kinds})")
+    n_in = (f"SELECT e.dst, e.src FROM edges e JOIN nodes n ON n.id = e.src WHERE e.dst IN ({{}}) "
+            f"AND e.file_id IS NOT NULL AND n.kind IN ({kinds})")
+    for seed, nid in iter_in_chunks(ix.conn, n_out, seeds):
+        add(nid, seed, "note linked from")
+    for seed, nid in iter_in_chunks(ix.conn, n_in, seeds):
+        add(nid, seed, "note linking to")
+    keys = dict(iter_in_chunks(ix.conn, "SELECT id, key FROM nodes WHERE id IN ({})",
+                               sorted({s for s, _ in found.values()})))
+    return {nid: f"{why} {keys.get(seed, seed)}" for nid, (seed, why) in sorted(found.items())}
+
+
+def walk_rank(engine, seeds: dict[int, Candidate], near: dict[int, str]) -> list[Candidate]:
+    """Seeds (score 1 + walk) then neighbours (walk score), each by score, ties by id.
+
+    The walk is :meth:`kgsearch.graph.context.GraphContext.walk` (restart 0.2, both directions)
+    from the seeds; without a graph every seed scores 1 and every neighbour 0.5.
+    """
+    walk: dict[int, float] = {}
+    gctx = engine.graph()
+    if gctx is not None and seeds:
+        ids = sorted(seeds)
+        pos = gctx.positions(ids)
+        ok = pos >= 0
+        if ok.any():
+            limit = len(seeds) + len(near) + 50
+            by_pos = gctx.walk(pos[ok], limit=limit)
+            walk = {int(gctx.node_ids[p]): s for p, s in by_pos.items()}
+    out = []
+    for nid, c in seeds.items():
+        c.score = 1.0 + walk.get(nid, 0.0)
+        out.append(c)
+    for nid, why in near.items():
+        out.append(Candidate(nid, walk.get(nid, 0.0) if walk else 0.5, why))
+    out.sort(key=lambda c: (-c.score, c.id))
+    return out

@@ -1,0 +1,144 @@
+"""The MCP tools: a JSON schema each, argument checks that answer with a tool error naming the
+argument and what it accepts, and the handlers (search, context, why, show, related, stats,
+feedback). Every handler returns ``(text, structured)``; :mod:`.server` wraps them in results.
+
+``session`` (any string the agent picks, e.g. a UUID) is the explicit handle of the 2026-07-28
+revision for state across calls: nodes opened with ``show`` in that session rank higher in its
+later ``search``/``context`` calls (x1.2, half-life 180 s). On a legacy (initialize) connection
+the connection is the session when no ``session`` is given.
+"""
+from __future__ import annotations
+
+import json
+
+__all__ = ["TOOLS", "ToolError", "check_args"]
+
+_SESSION = {"type": "string", "maxLength": 200,
+            "description": "optional handle you choose (e.g. a UUID) to group calls: nodes you open with `show` "
+                           "rank higher in later searches of the same session (half-life 180 s)"}
+_NODE = {"type": "string", "minLength": 1, "description": "node key (e.g. py:pkg.mod.func, md:notes/foo), "
+                                                          "qualified name or name"}
+
+
+def _schema(props: dict, required: list[str] = ()) -> dict:
+    return {"type": "object", "properties": props, "required": list(required), "additionalProperties": False}
+
+
+TOOLS = [
+    {"name": "search", "title": "Hybrid search",
+     "description": "Search the kgsearch index (BM25 + embeddings + graph). Returns the same JSON as "
+                    "`kgsearch search --json`: ranked hits with key, kind, name, path, line, score, snippet "
+                    "and the parts of each score.",
+     "inputSchema": _schema({"query": {"type": "string", "minLength": 1},
+                             "k": {"type": "integer", "minimum": 1, "maximum": 200, "default": 10},
+                             "intent": {"type": "string", "enum": ["exact_match", "debugging", "capability_check",
+                                                                   "workflow", "comparison", "goal_based",
+                                                                   "exploratory", "semantic", "default"]},
+                             "fusion": {"type": "string", "enum": ["linear", "rrf"]},
+                             "channels": {"type": "string", "description": "comma-separated channels, e.g. bm25,dense"},
+                             "session": _SESSION}, ["query"])},
+    {"name": "context", "title": "Context for a task, files or a diff",
+     "description": "Pack the nodes that matter into a token budget (tokens = ceil(characters / 4)): for a task "
+                    "text (a search), for files (their symbols plus callers, callees and linked notes) or for a "
+                    "diff (the changed symbols, their callers/callees and linked notes). The top node is always "
+                    "in; long bodies are trimmed to signature + docstring + matched lines before they are cut; "
+                    "the output ends with what was cut and why. Give exactly one of task, files, diff.",
+     "inputSchema": _schema({"task": {"type": "string", "minLength": 1},
+                             "files": {"type": "array", "items": {"type": "string"}, "minItems": 1},
+                             "diff": {"type": "string", "description": "a unified diff, or \"git\" for `git diff "
+                                                                       "HEAD` of the indexed roots"},
+                             "budget": {"type": "integer", "minimum": 1, "maximum": 1000000, "default": 8000},
+                             "format": {"type": "string", "enum": ["markdown", "json", "xml"], "default": "markdown"},
+                             "session": _SESSION})},
+    {"name": "why", "title": "Why a node ranked where it did",
+     "description": "One node's rank for a query with every channel score and signal part, or why it missed "
+                    "the top k.",
+     "inputSchema": _schema({"query": {"type": "string", "minLength": 1}, "node": _NODE,
+                             "k": {"type": "integer", "minimum": 1, "maximum": 200, "default": 10}},
+                            ["query", "node"])},
+    {"name": "show", "title": "Open a node",
+     "description": "A node's text and its edges in and out. Opening a node boosts it in later searches of "
+                    "the same session.",
+     "inputSchema": _schema({"node": _NODE, "edges": {"type": "integer", "minimum": 0, "maximum": 500, "default": 25},
+                             "session": _SESSION}, ["node"])},
+    {"name": "related", "title": "Neighbours by edge type",
+     "description": "The nodes linked to a node, grouped by edge type (calls, contains, imports, inherits, "
+                    "links_to, tagged, mentions, ...), each with its direction.",
+     "inputSchema": _schema({"node": _NODE, "types": {"type": "array", "items": {"type": "string"}},
+                             "direction": {"type": "string", "enum": ["out", "in", "both"], "default": "both"},
+                             "limit": {"type": "integer", "minimum": 1, "maximum": 1000, "default": 50}},
+                            ["node"])},
+    {"name": "stats", "title": "Index statistics",
+     "description": "Counts by node kind and edge type, size, roots, generation and last index time.",
+     "inputSchema": {"type": "object", "additionalProperties": False}},
+    {"name": "feedback", "title": "Feedback on a result",
+     "description": "Say that a node was useful (or not) for a query. Later searches with similar words rank it "
+                    "up to x1.5 (or down to x0.5). Stored in the index; expires when the node's text changes.",
+     "inputSchema": _schema({"query": {"type": "string", "minLength": 1}, "node": _NODE,
+                             "useful": {"type": "boolean"}}, ["query", "node", "useful"])},
+]
+TOOL_NAMES = [t["name"] for t in TOOLS]
+_BY_NAME = {t["name"]: t for t in TOOLS}
+
+
+class ToolError(Exception):
+    """A tool execution error: the message goes back as a result with ``isError: true``."""
+
+
+def _type_ok(v, spec: dict) -> bool:
+    t = spec.get("type")
+    if t == "string":
+        return isinstance(v, str)
+    if t == "integer":
+        return isinstance(v, int) and not isinstance(v, bool)
+    if t == "boolean":
+        return isinstance(v, bool)
+    if t == "array":
+        return isinstance(v, list) and all(_type_ok(x, spec.get("items", {})) for x in v)
+    return True
+
+
+def _accepts(spec: dict) -> str:
+    t = spec.get("type")
+    if "enum" in spec:
+        return "one of " + ", ".join(spec["enum"])
+    if t == "integer":
+        return f"a whole number from {spec.get('minimum', '-inf')} to {spec.get('maximum', 'inf')}"
+    if t == "array":
+        return f"a list of {spec.get('items', {}).get('type', 'value')}s"
+    if t == "string" and spec.get("minLength"):
+        return "a non-empty string"
+    return f"a {t}"
+
+
+def check_args(name: str, args) -> dict:
+    """The arguments with defaults filled in; ToolError naming the first bad one."""
+    schema = _BY_NAME[name]["inputSchema"]
+    if args is None:
+        args = {}
+    if not isinstance(args, dict):
+        raise ToolError(f"arguments must be an object, got {type(args).__name__}")
+    props = schema.get("properties", {})
+    extra = sorted(set(args) - set(props))
+    if extra:
+        raise ToolError(f"unknown argument {extra[0]!r} for {name}; it takes: {', '.join(props) or 'no arguments'}")
+    for req in schema.get("required", []):
+        if req not in args:
+            raise ToolError(f"missing argument {req!r} for {name} ({_accepts(props[req])})")
+    out = {}
+    for k, spec in props.items():
+        if k not in args:
+            if "default" in spec:
+                out[k] = spec["default"]
+            continue
+        v = args[k]
+        bad = (not _type_ok(v, spec) or ("enum" in spec and v not in spec["enum"])
+               or (isinstance(v, int) and not isinstance(v, bool)
+                   and not spec.get("minimum", v) <= v <= spec.get("maximum", v))
+               or (isinstance(v, str) and len(v) < spec.get("minLength", 0))
+               or (isinstance(v, str) and len(v) > spec.get("maxLength", len(v)))
+               or (isinstance(v, list) and len(v) < spec.get("minItems", 0)))
+        if bad:
+            raise ToolError(f"bad argument {k!r}: expected {_accepts(spec)}, got {json.dumps(v)[:80]}")
+        out[k] = v
+    return out
