@@ -1,0 +1,244 @@
+"""Near-linear ``similar_text`` neighbours: per-term candidate caps (prototype, issue 16 item 3).
+
+The shipped step (:mod:`kgsearch.text.neighbors`) scores, for every prose node, every posting
+of its ``M`` most distinctive terms with ``2 <= df <= max(50, 5 % of N)``. Those lists grow
+with N, so the work grows as N^1.8 (369 of 480 s of a 300K-node build) and all the lists sit
+in memory at once. Here each term keeps only its ``cap`` strongest postings (highest BM25
+impact, ties to the smaller id): a node's candidates are the union of at most ``M * cap``
+postings, whatever N is, so the step is linear in the number of nodes, and the lists held in
+memory are at most ``cap`` per term.
+
+What changes: a node that shares a term with many others but is not among that term's
+``cap`` strongest holders gets no credit for it (an under-estimate); the node's own score, the
+denominator of the edge weight, is computed exactly from its term counts (it no longer
+depends on being in the lists). With ``cap >= max_df`` the lists are whole and the result is
+the shipped step's (tested). Term choice, ``K``, ``M``, ``MIN_SIM`` and the df window are the
+shipped ones.
+
+:func:`neighbours_ref` is the slow reference (Python dicts over the same capped lists).
+"""
+from __future__ import annotations
+
+import math
+from collections import Counter
+
+import numpy as np
+
+from .bm25 import _norms, _norms_of, _stored_params, decode_ids_many, decode_tf, tf_impacts
+from .neighbors import K, M, MIN_SIM
+
+__all__ = ["CappedPostings", "neighbours", "neighbours_ref", "DEFAULT_CAP"]
+
+DEFAULT_CAP = 64
+
+
+class CappedPostings:
+    """The df-window terms' postings, each cut to its ``cap`` highest impacts (flat arrays).
+
+    ``cap=None`` keeps whole lists (the shipped step's input). Built by streaming the
+    ``text_postings`` rows in batches, so at most one batch of whole lists is in memory.
+    """
+
+    def __init__(self, ix, n_docs: int, cap: int | None = DEFAULT_CAP, max_df: int | None = None,
+                 batch: int = 20000):
+        self.n = n_docs
+        self.cap = cap
+        self.max_df = max_df if max_df is not None else max(50, int(0.05 * n_docs))
+        st, params = _stored_params(ix)
+        self.k1 = params.k1
+        self.norms = _norms(ix, st, params)
+        self.term_index: dict[str, int] = {}
+        idf_l: list[float] = []
+        ids_parts: list[np.ndarray] = []
+        imp_parts: list[np.ndarray] = []
+        lens: list[np.ndarray] = []
+        cur = ix.conn.execute("SELECT term, df, ids, tf FROM text_postings WHERE df >= 2 AND df <= ?",
+                              (self.max_df,))
+        while True:
+            rows = cur.fetchmany(batch)
+            if not rows:
+                break
+            ids, off = decode_ids_many([r[2] for r in rows])
+            tf = np.concatenate([decode_tf(r[3], r[1]) for r in rows])
+            imp = tf_impacts(tf, _norms_of(self.norms, ids), self.k1)
+            df = np.diff(off)
+            if cap is not None and (df > cap).any():
+                ids, imp, df = _cut(ids, imp, off, cap)
+            for r in rows:
+                self.term_index[r[0]] = len(idf_l)
+                idf_l.append(math.log1p((n_docs - r[1] + 0.5) / (r[1] + 0.5)))
+            ids_parts.append(ids)
+            imp_parts.append(imp)
+            lens.append(df)
+        self.idf = np.asarray(idf_l, dtype=np.float64)
+        ln = np.concatenate(lens) if lens else np.zeros(0, np.int64)
+        self.offsets = np.zeros(len(ln) + 1, dtype=np.int64)
+        np.cumsum(ln, out=self.offsets[1:])
+        self.ids = np.concatenate(ids_parts) if ids_parts else np.zeros(0, np.int64)
+        self.imp = np.concatenate(imp_parts) if imp_parts else np.zeros(0, np.float32)
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.ids.nbytes + self.imp.nbytes + self.offsets.nbytes + self.idf.nbytes)
+
+    def self_score(self, node_id: int, terms: list[tuple[str, int]]) -> float:
+        """The node's score against its own chosen terms: sum of idf * impact(tf) (exact)."""
+        norm = _norms_of(self.norms, np.array([node_id], dtype=np.int64))[0]
+        tf = np.array([c for _, c in terms], dtype=np.float64)
+        idf = np.array([self.idf[self.term_index[t]] for t, _ in terms], dtype=np.float32)
+        imp = tf_impacts(tf, np.full(len(tf), norm), self.k1)
+        return float((imp * idf).astype(np.float64).sum())
+
+
+def _cut(ids: np.ndarray, imp: np.ndarray, off: np.ndarray, cap: int):
+    """Keep each list's ``cap`` highest impacts (ties: smaller id), ids ascending within a list."""
+    df = np.diff(off)
+    lst = np.repeat(np.arange(len(df)), df)
+    order = np.lexsort((ids, -imp, lst))            # by list, then impact down, then id
+    rank = np.arange(len(ids)) - np.repeat(off[:-1], df)   # position inside its list, sorted
+    keep = np.sort(order[rank < cap])               # back to (list, id) order
+    return ids[keep], imp[keep], np.minimum(df, cap)
+
+
+def _choose_terms(terms: list[str], post: CappedPostings) -> list[tuple[str, int]]:
+    """The node's ``M`` most distinctive terms (tf * idf, ties by term), with their counts."""
+    ti = post.term_index
+    counts = Counter(t for t in terms if t in ti)
+    return sorted(counts.items(), key=lambda kv: (-kv[1] * post.idf[ti[kv[0]]], kv[0]))[:M]
+
+
+def neighbours(terms: list[str], self_id: int, post: CappedPostings, allowed: np.ndarray | None = None
+               ) -> list[tuple[int, float]]:
+    """Up to ``K`` (node id, similarity in (0, 1]) for one node, best first (ties: smaller id)."""
+    ranked = _choose_terms(terms, post)
+    if not ranked:
+        return []
+    self_score = post.self_score(self_id, ranked)
+    if self_score <= 0:
+        return []
+    ti, off = post.term_index, post.offsets
+    ids, vals = [], []
+    for t, _ in ranked:
+        j = ti[t]
+        s, e = off[j], off[j + 1]
+        ids.append(post.ids[s:e])
+        vals.append(post.imp[s:e] * np.float32(post.idf[j]))
+    all_ids = np.concatenate(ids)
+    u, inv = np.unique(all_ids, return_inverse=True)
+    score = np.bincount(inv, weights=np.concatenate(vals))
+    at = np.searchsorted(u, self_id)
+    if at < len(u) and u[at] == self_id:
+        score[at] = 0.0
+    if allowed is not None:
+        inside = u < len(allowed)
+        score[~inside] = 0.0
+        score[inside] *= allowed[u[inside]]
+    k = min(K, len(u))
+    top = np.argpartition(-score, k - 1)[:k] if k < len(u) else np.arange(len(u))
+    top = top[np.lexsort((u[top], -score[top]))]
+    out = []
+    for i in top:
+        sim = float(score[i] / self_score)
+        if sim >= MIN_SIM:
+            out.append((int(u[i]), min(sim, 1.0)))
+    return out
+
+
+def neighbours_ref(terms: list[str], self_id: int, post: CappedPostings, allowed: set[int] | None = None
+                   ) -> list[tuple[int, float]]:
+    """Slow reference: the same capped lists summed in a Python dict."""
+    ranked = _choose_terms(terms, post)
+    if not ranked:
+        return []
+    self_score = post.self_score(self_id, ranked)
+    if self_score <= 0:
+        return []
+    acc: dict[int, float] = {}
+    for t, _ in ranked:
+        j = post.term_index[t]
+        s, e = int(post.offsets[j]), int(post.offsets[j + 1])
+        w = np.float32(post.idf[j])
+        for nid, imp in zip(post.ids[s:e].tolist(), (post.imp[s:e] * w).tolist()):
+            acc[nid] = acc.get(nid, 0.0) + imp
+    acc.pop(self_id, None)
+    if allowed is not None:
+        acc = {n: v for n, v in acc.items() if n in allowed}
+    best = sorted(acc.items(), key=lambda kv: (-kv[1], kv[0]))[:K]
+    return [(n, min(v / self_score, 1.0)) for n, v in best if v / self_score >= MIN_SIM and v > 0]
+
+
+def make_update(cap: int | None = DEFAULT_CAP):
+    """A drop-in for :func:`kgsearch.text.neighbors.update` that uses capped lists and never
+    skips (no ``MAX_NODES``): same edges, same incremental rules, same report keys plus
+    ``cap`` and ``lists_mb``."""
+    import time
+
+    from . import neighbors as nb
+
+    def update(ix, changes, settings: dict | None = None, progress=None) -> dict:
+        t0 = time.perf_counter()
+        settings = settings or {}
+        conn = ix.conn
+        if settings.get("neighbors") is False:
+            had = conn.execute("SELECT 1 FROM edges WHERE type=? AND file_id IS NULL LIMIT 1",
+                               (nb.EDGE_TYPE,)).fetchone()
+            if had:
+                nb._delete_edges(conn, None)
+                changes.edges_changed = True
+            return {"skipped": "neighbors=false in settings"}
+        st, params = _stored_params(ix)
+        if st is None:
+            return {"skipped": "no text index"}
+        prose = nb._prose_ids(conn)
+        prose_set = set(prose)
+        touched = [i for i in set(changes.added) | set(changes.modified) if i in prose_set]
+        have = conn.execute("SELECT 1 FROM edges WHERE type=? AND file_id IS NULL LIMIT 1",
+                            (nb.EDGE_TYPE,)).fetchone()
+        full = bool(changes.full) or not have or len(touched) > nb.FULL_FRACTION * max(1, len(prose))
+        if not full and not touched and not changes.removed:
+            return {"rebuilt": False}
+        if full:
+            nb._delete_edges(conn, None)
+            todo = prose
+        else:
+            before = conn.total_changes
+            nb._delete_edges(conn, sorted(set(touched) | set(changes.removed)))
+            todo = sorted(touched)
+            if not todo:
+                dropped = conn.total_changes - before
+                if dropped:
+                    changes.edges_changed = True
+                return {"full": False, "nodes": 0, "edges_dropped": dropped,
+                        "seconds": round(time.perf_counter() - t0, 3)}
+        post = CappedPostings(ix, int(st["n"]), cap=cap)
+        allowed = np.zeros(max(prose) + 1 if prose else 0, dtype=np.float64)
+        allowed[prose] = 1.0
+        an = params.analyzer()
+        nw = max(1, int(round(params.name_weight)))
+        keys = {}
+        rows_out = []
+        for s in range(0, len(todo), nb._SQL):
+            part = todo[s:s + nb._SQL]
+            rows = conn.execute(f"SELECT id, key, name, kgtext(text) FROM nodes WHERE id IN "
+                                f"({','.join('?' * len(part))})", part).fetchall()
+            for nid, key, name, text in rows:
+                keys[nid] = key
+                terms = an(name or "") * nw + an(text or "")
+                for dst, sim in neighbours(terms, nid, post, allowed):
+                    rows_out.append((nid, dst, sim))
+            if progress is not None:
+                progress({"phase": "neighbors", "done": min(s + nb._SQL, len(todo)), "total": len(todo)})
+        missing = sorted({d for _, d, _ in rows_out} - set(keys))
+        for s in range(0, len(missing), nb._SQL):
+            part = missing[s:s + nb._SQL]
+            keys.update(conn.execute(f"SELECT id, key FROM nodes WHERE id IN ({','.join('?' * len(part))})", part))
+        conn.executemany("INSERT INTO edges(src, dst, ns, dst_name, type, weight) VALUES (?,?,?,?,?,?)",
+                         [(a, b, "key", keys[b], nb.EDGE_TYPE, round(w, 4)) for a, b, w in rows_out])
+        changes.edges_changed = True
+        seconds = time.perf_counter() - t0
+        info = {"full": full, "nodes": len(todo), "edges": len(rows_out), "seconds": round(seconds, 3),
+                "cap": cap, "lists_mb": round(post.nbytes / 1e6, 1)}
+        ix.mark_derived("neighbors", seconds, info)
+        return info
+
+    return update
