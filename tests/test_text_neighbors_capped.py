@@ -107,3 +107,33 @@ def test_step_with_whole_lists_writes_the_shipped_edges(tmp_path, monkeypatch):
     capped = run(tmp_path / "c.db")
     assert len(shipped) > 100 and whole == shipped
     assert capped != shipped and {(a, b) for a, b, _ in capped} & {(a, b) for a, b, _ in shipped}
+
+
+def test_two_stage_with_whole_candidate_lists_is_the_shipped_step(index):
+    n, nodes = _nodes(index)
+    shipped = neighbors._Postings(index, n)
+    post = nc.TwoStagePostings(index, n, cap=10**6)
+    allowed = np.ones(max(i for i, _ in nodes) + 1)
+    for nid, terms in nodes:
+        a = neighbors._neighbours(terms, nid, shipped, allowed)
+        b = nc.neighbours_two_stage(terms, nid, post, allowed)
+        assert [x for x, _ in a] == [x for x, _ in b]
+        assert np.allclose([s for _, s in a], [s for _, s in b], rtol=1e-12, atol=0)
+
+
+@pytest.mark.parametrize("cap", [1, 3, 10])
+def test_two_stage_matches_reference(index, cap):
+    n, nodes = _nodes(index)
+    post = nc.TwoStagePostings(index, n, cap=cap, batch=7)
+    assert (np.diff(post.cand_off) <= cap).all() and len(post.ids) > len(post.cand_ids)
+    allowed = np.ones(max(i for i, _ in nodes) + 1)
+    allowed[::4] = 0.0
+    allowed_set = {i for i in range(len(allowed)) if allowed[i]}
+    some = 0
+    for nid, terms in nodes:
+        a = nc.neighbours_two_stage(terms, nid, post, allowed)
+        b = nc.neighbours_two_stage_ref(terms, nid, post, allowed_set)
+        assert [x for x, _ in a] == [x for x, _ in b]
+        assert [s for _, s in a] == [s for _, s in b]
+        some += len(a)
+    assert some > 0

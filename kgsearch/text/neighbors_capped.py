@@ -27,7 +27,8 @@ import numpy as np
 from .bm25 import _norms, _norms_of, _stored_params, decode_ids_many, decode_tf, tf_impacts
 from .neighbors import K, M, MIN_SIM
 
-__all__ = ["CappedPostings", "neighbours", "neighbours_ref", "DEFAULT_CAP"]
+__all__ = ["CappedPostings", "TwoStagePostings", "neighbours", "neighbours_ref", "neighbours_two_stage",
+           "neighbours_two_stage_ref", "make_update", "DEFAULT_CAP"]
 
 DEFAULT_CAP = 64
 
@@ -167,10 +168,99 @@ def neighbours_ref(terms: list[str], self_id: int, post: CappedPostings, allowed
     return [(n, min(v / self_score, 1.0)) for n, v in best if v / self_score >= MIN_SIM and v > 0]
 
 
-def make_update(cap: int | None = DEFAULT_CAP):
-    """A drop-in for :func:`kgsearch.text.neighbors.update` that uses capped lists and never
-    skips (no ``MAX_NODES``): same edges, same incremental rules, same report keys plus
-    ``cap`` and ``lists_mb``."""
+class TwoStagePostings(CappedPostings):
+    """Whole df-window lists (for exact scores) plus, per term, its ``cap`` strongest postings
+    (the candidates): :func:`neighbours_two_stage`'s input."""
+
+    def __init__(self, ix, n_docs: int, cap: int = 256, max_df: int | None = None, batch: int = 20000):
+        super().__init__(ix, n_docs, cap=None, max_df=max_df, batch=batch)
+        self.cap = cap
+        df = np.diff(self.offsets)
+        lst = np.repeat(np.arange(len(df)), df)
+        order = np.lexsort((self.ids, -self.imp, lst))
+        rank = np.arange(len(self.ids)) - np.repeat(self.offsets[:-1], df)
+        top = np.sort(order[rank < cap])
+        self.cand_ids = self.ids[top]
+        self.cand_off = np.zeros(len(df) + 1, dtype=np.int64)
+        np.cumsum(np.minimum(df, cap), out=self.cand_off[1:])
+        if len(self.ids) and int(self.ids.max()) < 2**31:
+            self.ids = self.ids.astype(np.int32)              # 8 bytes a posting instead of 12
+
+    @property
+    def nbytes(self) -> int:
+        return super().nbytes + int(self.cand_ids.nbytes + self.cand_off.nbytes)
+
+
+def neighbours_two_stage(terms: list[str], self_id: int, post: TwoStagePostings,
+                         allowed: np.ndarray | None = None) -> list[tuple[int, float]]:
+    """Candidates = the union of the chosen terms' capped lists; their scores are exact (every
+    chosen term's whole list, by binary search), so the result is the shipped step's ranking
+    restricted to the candidates. Work per node: ``M * cap`` candidates x ``M`` searches."""
+    ranked = _choose_terms(terms, post)
+    if not ranked:
+        return []
+    self_score = post.self_score(self_id, ranked)
+    if self_score <= 0:
+        return []
+    ti = post.term_index
+    js = [ti[t] for t, _ in ranked]
+    cand = np.unique(np.concatenate([post.cand_ids[post.cand_off[j]:post.cand_off[j + 1]] for j in js]))
+    at = np.searchsorted(cand, self_id)
+    if at < len(cand) and cand[at] == self_id:
+        cand = np.delete(cand, at)
+    if allowed is not None:
+        inside = cand < len(allowed)
+        cand = cand[inside]
+        cand = cand[allowed[cand] > 0]
+    if not len(cand):
+        return []
+    score = np.zeros(len(cand))
+    for j in js:                                   # in term order: the shipped summation order
+        s, e = post.offsets[j], post.offsets[j + 1]
+        ids = post.ids[s:e]
+        pos = np.searchsorted(ids, cand)
+        pos[pos >= len(ids)] = 0
+        hit = ids[pos] == cand
+        score[hit] += (post.imp[s:e][pos[hit]] * np.float32(post.idf[j])).astype(np.float64)
+    k = min(K, len(cand))
+    top = np.argpartition(-score, k - 1)[:k] if k < len(cand) else np.arange(len(cand))
+    top = top[np.lexsort((cand[top], -score[top]))]
+    out = []
+    for i in top:
+        sim = float(score[i] / self_score)
+        if sim >= MIN_SIM:
+            out.append((int(cand[i]), min(sim, 1.0)))
+    return out
+
+
+def neighbours_two_stage_ref(terms: list[str], self_id: int, post: TwoStagePostings,
+                             allowed: set[int] | None = None) -> list[tuple[int, float]]:
+    """Slow reference: every chosen term's whole list summed in a dict, then kept to the
+    candidates (the capped lists' union)."""
+    ranked = _choose_terms(terms, post)
+    if not ranked:
+        return []
+    self_score = post.self_score(self_id, ranked)
+    if self_score <= 0:
+        return []
+    acc: dict[int, float] = {}
+    cand: set[int] = set()
+    for t, _ in ranked:
+        j = post.term_index[t]
+        s, e = int(post.offsets[j]), int(post.offsets[j + 1])
+        w = np.float32(post.idf[j])
+        for nid, imp in zip(post.ids[s:e].tolist(), post.imp[s:e].tolist()):
+            acc[nid] = acc.get(nid, 0.0) + float(np.float32(imp) * w)
+        cand.update(post.cand_ids[post.cand_off[j]:post.cand_off[j + 1]].tolist())
+    acc = {n: v for n, v in acc.items() if n in cand and n != self_id and (allowed is None or n in allowed)}
+    best = sorted(acc.items(), key=lambda kv: (-kv[1], kv[0]))[:K]
+    return [(n, min(v / self_score, 1.0)) for n, v in best if v / self_score >= MIN_SIM]
+
+
+def make_update(cap: int | None = DEFAULT_CAP, two_stage: bool = False):
+    """A drop-in for :func:`kgsearch.text.neighbors.update` that uses capped lists (or, with
+    ``two_stage``, capped candidates scored exactly) and never skips (no ``MAX_NODES``): same
+    edges, same incremental rules, same report keys plus ``cap`` and ``lists_mb``."""
     import time
 
     from . import neighbors as nb
@@ -210,7 +300,8 @@ def make_update(cap: int | None = DEFAULT_CAP):
                     changes.edges_changed = True
                 return {"full": False, "nodes": 0, "edges_dropped": dropped,
                         "seconds": round(time.perf_counter() - t0, 3)}
-        post = CappedPostings(ix, int(st["n"]), cap=cap)
+        post = TwoStagePostings(ix, int(st["n"]), cap=cap) if two_stage else CappedPostings(ix, int(st["n"]), cap=cap)
+        kernel = neighbours_two_stage if two_stage else neighbours
         allowed = np.zeros(max(prose) + 1 if prose else 0, dtype=np.float64)
         allowed[prose] = 1.0
         an = params.analyzer()
@@ -224,7 +315,7 @@ def make_update(cap: int | None = DEFAULT_CAP):
             for nid, key, name, text in rows:
                 keys[nid] = key
                 terms = an(name or "") * nw + an(text or "")
-                for dst, sim in neighbours(terms, nid, post, allowed):
+                for dst, sim in kernel(terms, nid, post, allowed):
                     rows_out.append((nid, dst, sim))
             if progress is not None:
                 progress({"phase": "neighbors", "done": min(s + nb._SQL, len(todo)), "total": len(todo)})
