@@ -116,3 +116,19 @@ def test_cascade_short_list_is_the_asym_best_of_the_hamming_best():
     assert sketch.asym_scores(sk[:, first], sketch.query_planes(qr, 4)).tolist() == asym.tolist()
     want = first[asym >= np.sort(asym)[::-1][29]]
     assert got.tolist() == want.tolist()
+
+
+def test_moments_give_the_full_scan_mean_and_spread():
+    codes, scales, qr = _data(1000)
+    from kgsearch.embed.vectors import _scan_scores
+
+    s = _scan_scores(codes, scales, qr).astype(np.float64)
+    mom = sketch.moments(codes, scales, block=128)
+    mu, sd = sketch.score_stats(mom, qr)
+    assert abs(mu - s.mean()) < 1e-6 * max(1.0, abs(s.mean()))
+    assert abs(sd - s.std()) < 1e-5 * s.std()
+    # additive: moments of two halves add up to the whole
+    a = sketch.moments(codes[:400], scales[:400])
+    b = sketch.moments(codes[400:], scales[400:])
+    assert a[0] + b[0] == mom[0]
+    assert np.allclose(a[1] + b[1], mom[1]) and np.allclose(a[2] + b[2], mom[2])

@@ -200,3 +200,32 @@ def asym_ref(codes: np.ndarray, qr: np.ndarray, planes: int = 4) -> list[int]:
     for row in np.asarray(codes).tolist():
         out.append(sum(v - zero for v, c in zip(qi, row) if c > 0))
     return out
+
+
+# ---------------------------------------------------------------------------- score moments
+def moments(codes: np.ndarray, scales: np.ndarray, block: int = 4096) -> tuple[int, np.ndarray, np.ndarray]:
+    """``(n, m1, M2)`` of the stored vectors ``v_i = scale_i * codes_i``: ``m1 = sum v_i``
+    (float64 ``(d,)``) and ``M2 = sum v_i v_i^T`` (float64 ``(d, d)``). With them the mean and
+    spread of the dense scores ``s_i = <v_i, qr>`` over the whole index are exact for any query
+    (:func:`score_stats`) without touching a vector: what the pipeline's z-normalisation needs
+    from the full scan. Additive: a put adds a block's moments, a delete subtracts them."""
+    codes = np.asarray(codes)
+    d = codes.shape[1]
+    m1 = np.zeros(d)
+    m2 = np.zeros((d, d))
+    for s in range(0, len(codes), block):
+        v = codes[s:s + block].astype(np.float64) * np.asarray(scales[s:s + block], dtype=np.float64)[:, None]
+        m1 += v.sum(axis=0)
+        m2 += v.T @ v
+    return len(codes), m1, m2
+
+
+def score_stats(mom: tuple[int, np.ndarray, np.ndarray], qr: np.ndarray) -> tuple[float, float]:
+    """(mean, standard deviation) of ``<v_i, qr>`` over the vectors ``mom`` summarises."""
+    n, m1, m2 = mom
+    if n == 0:
+        return 0.0, 0.0
+    q = np.asarray(qr, dtype=np.float64)
+    mu = float(m1 @ q) / n
+    var = float(q @ m2 @ q) / n - mu * mu
+    return mu, float(np.sqrt(max(var, 0.0)))
