@@ -316,9 +316,9 @@ def cmd_neighbors(args) -> None:
     build = time.perf_counter() - t
     hwm = status_kb("VmHWM")
     postings = sum(len(v[0]) for v in shipped.lists.values())
-    t = time.perf_counter()
+    t = time.process_time()              # CPU time: the machine is shared, wall time is not ours
     ref = {nid: neighbors._neighbours(texts[nid], nid, shipped, allowed) for nid in sample}
-    per = (time.perf_counter() - t) / len(sample)
+    per = (time.process_time() - t) / len(sample)
     out["rows"].append({"variant": "shipped (whole lists)", "build_s": build, "per_node_ms": per * 1000,
                         "postings": postings, "terms": len(shipped.lists), "mem_mb": (hwm - rss0) / 1024,
                         "est_step_s": build + per * len(prose)})
@@ -326,18 +326,27 @@ def cmd_neighbors(args) -> None:
     gc.collect()
     for spec in args.caps.split(","):
         two = spec.startswith("ts")
-        cap = int(spec[2:] if two else spec)
+        dfcap = spec.startswith("df")
+        spec, _, top = spec.partition("r")
+        top = int(top) if top else None
+        cap = int(spec[2:] if (two or dfcap) else spec)
         gc.collect()
         rss0 = status_kb("VmRSS")
         reset_hwm()
         t = time.perf_counter()
-        post = nc.TwoStagePostings(ix, n, cap=cap) if two else nc.CappedPostings(ix, n, cap=cap)
+        if dfcap:                       # whole lists, df window 2..min(5% N, cap)
+            post = nc.CappedPostings(ix, n, cap=None, max_df=min(max(50, int(0.05 * n)), cap))
+        else:
+            post = nc.TwoStagePostings(ix, n, cap=cap) if two else nc.CappedPostings(ix, n, cap=cap)
         build = time.perf_counter() - t
         hwm = status_kb("VmHWM")
-        kernel = nc.neighbours_two_stage if two else nc.neighbours
-        t = time.perf_counter()
+        def kernel(terms, nid, post, allowed, two=two, top=top):
+            if two:
+                return nc.neighbours_two_stage(terms, nid, post, allowed, rescore_top=top)
+            return nc.neighbours(terms, nid, post, allowed)
+        t = time.process_time()
         got = {nid: kernel(texts[nid], nid, post, allowed) for nid in sample}
-        per = (time.perf_counter() - t) / len(sample)
+        per = (time.process_time() - t) / len(sample)
         rec, wrec, jac = [], [], []
         for nid in sample:
             a = {x for x, _ in ref[nid]}
@@ -348,7 +357,9 @@ def cmd_neighbors(args) -> None:
                 wrec.append(sum(wa[x] for x in a & b) / sum(wa.values()))
             if a or b:
                 jac.append(len(a & b) / len(a | b))
-        out["rows"].append({"variant": f"{'two-stage, candidates ' if two else ''}cap {cap}", "build_s": build, "per_node_ms": per * 1000,
+        out["rows"].append({"variant": (f"df window 2..{cap}, whole lists" if dfcap else
+                                        f"{'two-stage, candidates ' if two else ''}cap {cap}"
+                                        + (f", exact for the best {top}" if top else "")), "build_s": build, "per_node_ms": per * 1000,
                             "postings": int(len(post.ids) + (len(post.cand_ids) if two else 0)),
                             "terms": len(post.term_index),
                             "mem_mb": (hwm - rss0) / 1024, "est_step_s": build + per * len(prose),
@@ -359,11 +370,11 @@ def cmd_neighbors(args) -> None:
         del post
     md = [f"### Text neighbours: shipped vs per-term caps, {label(size)} nodes ({len(prose):,} prose, "
           f"df window 2..{out['max_df']})", "",
-          f"On {len(sample)} random prose nodes: per-node time, postings held, memory growth while building "
+          f"On {len(sample)} random prose nodes: per-node CPU time (process time: the machine is shared), postings held, memory growth while building "
           f"the lists (VmHWM - RSS before), the whole step estimated as build + per-node x prose nodes, and "
           f"how much of the shipped neighbour list each variant finds (recall, weighted by edge weight; "
           f"Jaccard).", "",
-          "| variant | postings held | lists memory MiB | build s | per node ms | est. step s | recall | weighted | Jaccard |",
+          "| variant | postings held | lists memory MiB | build s | per node CPU ms | est. step s | recall | weighted | Jaccard |",
           "|---|---|---|---|---|---|---|---|---|"]
     for r in out["rows"]:
         md.append(f"| {r['variant']} | {r['postings']:,} | {r['mem_mb']:.0f} | {r['build_s']:.1f} | "
@@ -404,6 +415,94 @@ def cmd_neighbors_quality(args) -> None:
     for s, r in out["sets"].items():
         md.append(f"| {s} | " + " | ".join(f"{r[v]['ndcg@10']:.4f}" for v, _ in variants) + " |")
     save("neighbors-quality", None, out, "\n".join(md) + "\n")
+
+
+def cmd_neighbors_scale_quality(args) -> None:
+    """nDCG@10 of the default pipeline on the scaling corpus (its 100 queries, judged by the BEIR
+    qrels of copy 0 of each document), with the similar_text edges rebuilt by each variant on a
+    copy of the size's index (then the graph step rebuilt on it)."""
+    import shutil
+
+    from kgsearch.evaluate import find_qrels, query_metrics, read_qrels
+    from kgsearch.graph import index as gi
+    from kgsearch.pipeline import Engine, SearchOptions
+    from kgsearch.store.db import Index
+    from kgsearch.text import neighbors_capped as nc
+    from kgsearch.types import ChangeSet
+
+    size = args.size
+    shared = ROOT.parent / "shared" / "bench"
+    qs = json.loads((WORK / f"corpus-{size}.queries100.json").read_text())
+    judged = []
+    for s in sorted({q["set"] for q in qs}):
+        by_text = {}
+        for line in open(shared / s / "queries.jsonl", encoding="utf-8"):
+            d = json.loads(line)
+            by_text.setdefault(d["text"], str(d["_id"]))
+        qrels = read_qrels(find_qrels(shared / s, None))
+        for q in qs:
+            if q["set"] == s and by_text.get(q["text"]) in qrels:
+                rels = {f"kg:d0:{s}:{doc}": g for doc, g in qrels[by_text[q["text"]]].items() if g > 0}
+                judged.append((q["text"], rels))
+    with Index.open(db_of(size), readonly=True) as ix0:          # judge only documents in the corpus
+        kept = []
+        for text, rels in judged:
+            keys = list(rels)
+            have = {r[0] for r in ix0.conn.execute(f"SELECT key FROM nodes WHERE key IN ({','.join('?' * len(keys))})",
+                                                   keys)}
+            rels = {k: g for k, g in rels.items() if k in have}
+            if rels:
+                kept.append((text, rels))
+        judged = kept
+    out = {"size": size, "queries_judged": len(judged), "variants": {}}
+    for spec in ["shipped"] + args.caps.split(","):
+        if spec == "shipped":
+            db = db_of(size)
+            info = {}
+        else:
+            db = WORK / f"nsq-{size}-{spec}.db"
+            if not db.exists():
+                tmp = Path(str(db) + ".tmp")
+                shutil.copyfile(db_of(size), tmp)
+                ix = Index.open(tmp)
+                settings = ix.meta_json("settings") or {}
+                t = time.perf_counter()
+                with ix.transaction():
+                    ch = ChangeSet(generation=ix.generation + 1, full=True)
+                    ix.set_meta("generation", ch.generation)
+                    c, _, top = spec.partition("r")
+                    upd = (nc.make_update(None) if spec == "whole" else
+                           nc.make_update(int(c.lstrip("tscap")), two_stage=spec.startswith("ts"),
+                                          rescore_top=int(top) if top else None))
+                    info = upd(ix, ch, settings)
+                    info["graph"] = {k: v for k, v in gi.update(ix, ch, settings).items() if not isinstance(v, dict)}
+                info["rebuild_s"] = time.perf_counter() - t
+                ix.close()
+                os.replace(tmp, db)
+                (WORK / f"nsq-{size}-{spec}.json").write_text(json.dumps(info))
+            info = json.loads((WORK / f"nsq-{size}-{spec}.json").read_text())
+        ix = Index.open(db, readonly=True)
+        eng = Engine(ix)
+        opts = SearchOptions(k=10, use_cache=False)
+        per = []
+        for text, rels in judged:
+            r = eng.search(text, opts)
+            per.append(query_metrics([h.key for h in r.hits], rels))
+        ix.close()
+        nd = float(np.mean([p["ndcg@10"] for p in per]))
+        out["variants"][spec] = {"ndcg@10": nd, "per_query": [p["ndcg@10"] for p in per], **info}
+        print(spec, round(nd, 4), flush=True)
+    base = np.array(out["variants"]["shipped"]["per_query"])
+    md = [f"### nDCG@10 on the {label(size)} scaling corpus with each neighbour variant", "",
+          f"{len(judged)} of the corpus's 100 queries have BEIR judgements on documents of copy 0; default "
+          f"pipeline, k = 10. Each variant rebuilt the similar_text edges (full) and the graph on a copy of the "
+          f"index.", "", "| variant | nDCG@10 | diff vs shipped | queries better / worse | neighbours step s |",
+          "|---|---|---|---|---|"]
+    for spec, v in out["variants"].items():
+        pq = np.array(v["per_query"])
+        md.append(f"| {spec} | {v['ndcg@10']:.4f} | {v['ndcg@10'] - out['variants']['shipped']['ndcg@10']:+.4f} | "
+                  f"{int((pq > base + 1e-9).sum())} / {int((pq < base - 1e-9).sum())} | {v.get('seconds', '-')} |")
+    save("neighbors-scale-quality", size, out, "\n".join(md) + "\n")
 
 
 # ---------------------------------------------------------------------------- memory profiles
@@ -749,7 +848,8 @@ def _thr_topk(x: np.ndarray, k: int) -> np.ndarray:
 
 COMMANDS = {"sketch": cmd_sketch, "rows": cmd_rows, "neighbors": cmd_neighbors,
             "neighbors-quality": cmd_neighbors_quality, "memprofile-reindex": cmd_memprofile_reindex,
-            "memprofile-query": cmd_memprofile_query, "topk": cmd_topk, "graph": cmd_graph}
+            "memprofile-query": cmd_memprofile_query, "topk": cmd_topk, "graph": cmd_graph,
+            "neighbors-scale-quality": cmd_neighbors_scale_quality}
 
 
 def main() -> None:

@@ -121,8 +121,8 @@ def test_two_stage_with_whole_candidate_lists_is_the_shipped_step(index):
         assert np.allclose([s for _, s in a], [s for _, s in b], rtol=1e-12, atol=0)
 
 
-@pytest.mark.parametrize("cap", [1, 3, 10])
-def test_two_stage_matches_reference(index, cap):
+@pytest.mark.parametrize("cap,top", [(1, None), (3, None), (10, None), (10, 4), (3, 2)])
+def test_two_stage_matches_reference(index, cap, top):
     n, nodes = _nodes(index)
     post = nc.TwoStagePostings(index, n, cap=cap, batch=7)
     assert (np.diff(post.cand_off) <= cap).all() and len(post.ids) > len(post.cand_ids)
@@ -131,8 +131,8 @@ def test_two_stage_matches_reference(index, cap):
     allowed_set = {i for i in range(len(allowed)) if allowed[i]}
     some = 0
     for nid, terms in nodes:
-        a = nc.neighbours_two_stage(terms, nid, post, allowed)
-        b = nc.neighbours_two_stage_ref(terms, nid, post, allowed_set)
+        a = nc.neighbours_two_stage(terms, nid, post, allowed, rescore_top=top)
+        b = nc.neighbours_two_stage_ref(terms, nid, post, allowed_set, rescore_top=top)
         assert [x for x, _ in a] == [x for x, _ in b]
         assert [s for _, s in a] == [s for _, s in b]
         some += len(a)

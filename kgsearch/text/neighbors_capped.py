@@ -41,7 +41,7 @@ class CappedPostings:
     """
 
     def __init__(self, ix, n_docs: int, cap: int | None = DEFAULT_CAP, max_df: int | None = None,
-                 batch: int = 20000):
+                 batch: int = 20000, keep_top: int | None = None, id_dtype=np.int64):
         self.n = n_docs
         self.cap = cap
         self.max_df = max_df if max_df is not None else max(50, int(0.05 * n_docs))
@@ -53,6 +53,7 @@ class CappedPostings:
         ids_parts: list[np.ndarray] = []
         imp_parts: list[np.ndarray] = []
         lens: list[np.ndarray] = []
+        top_parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
         cur = ix.conn.execute("SELECT term, df, ids, tf FROM text_postings WHERE df >= 2 AND df <= ?",
                               (self.max_df,))
         while True:
@@ -63,8 +64,11 @@ class CappedPostings:
             tf = np.concatenate([decode_tf(r[3], r[1]) for r in rows])
             imp = tf_impacts(tf, _norms_of(self.norms, ids), self.k1)
             df = np.diff(off)
+            if keep_top is not None:           # each list's strongest postings, batch by batch
+                top_parts.append(_cut(ids, imp, off, keep_top))
             if cap is not None and (df > cap).any():
                 ids, imp, df = _cut(ids, imp, off, cap)
+            ids = ids.astype(id_dtype)
             for r in rows:
                 self.term_index[r[0]] = len(idf_l)
                 idf_l.append(math.log1p((n_docs - r[1] + 0.5) / (r[1] + 0.5)))
@@ -75,8 +79,14 @@ class CappedPostings:
         ln = np.concatenate(lens) if lens else np.zeros(0, np.int64)
         self.offsets = np.zeros(len(ln) + 1, dtype=np.int64)
         np.cumsum(ln, out=self.offsets[1:])
-        self.ids = np.concatenate(ids_parts) if ids_parts else np.zeros(0, np.int64)
+        self.ids = np.concatenate(ids_parts) if ids_parts else np.zeros(0, id_dtype)
         self.imp = np.concatenate(imp_parts) if imp_parts else np.zeros(0, np.float32)
+        if keep_top is not None:
+            cd = np.concatenate([t[2] for t in top_parts]) if top_parts else np.zeros(0, np.int64)
+            self.cand_ids = np.concatenate([t[0] for t in top_parts]).astype(id_dtype) if top_parts else self.ids[:0]
+            self.cand_imp = np.concatenate([t[1] for t in top_parts]) if top_parts else self.imp[:0]
+            self.cand_off = np.zeros(len(cd) + 1, dtype=np.int64)
+            np.cumsum(cd, out=self.cand_off[1:])
 
     @property
     def nbytes(self) -> int:
@@ -170,32 +180,28 @@ def neighbours_ref(terms: list[str], self_id: int, post: CappedPostings, allowed
 
 class TwoStagePostings(CappedPostings):
     """Whole df-window lists (for exact scores) plus, per term, its ``cap`` strongest postings
-    (the candidates): :func:`neighbours_two_stage`'s input."""
+    (the candidates): :func:`neighbours_two_stage`'s input. The candidates are cut batch by
+    batch while reading, and ids are int32 when node ids fit (8 bytes a posting, not 12)."""
 
     def __init__(self, ix, n_docs: int, cap: int = 256, max_df: int | None = None, batch: int = 20000):
-        super().__init__(ix, n_docs, cap=None, max_df=max_df, batch=batch)
+        last = ix.conn.execute("SELECT max(id) FROM nodes").fetchone()[0] or 0
+        super().__init__(ix, n_docs, cap=None, max_df=max_df, batch=batch, keep_top=cap,
+                         id_dtype=np.int32 if last < 2**31 else np.int64)
         self.cap = cap
-        df = np.diff(self.offsets)
-        lst = np.repeat(np.arange(len(df)), df)
-        order = np.lexsort((self.ids, -self.imp, lst))
-        rank = np.arange(len(self.ids)) - np.repeat(self.offsets[:-1], df)
-        top = np.sort(order[rank < cap])
-        self.cand_ids = self.ids[top]
-        self.cand_off = np.zeros(len(df) + 1, dtype=np.int64)
-        np.cumsum(np.minimum(df, cap), out=self.cand_off[1:])
-        if len(self.ids) and int(self.ids.max()) < 2**31:
-            self.ids = self.ids.astype(np.int32)              # 8 bytes a posting instead of 12
 
     @property
     def nbytes(self) -> int:
-        return super().nbytes + int(self.cand_ids.nbytes + self.cand_off.nbytes)
+        return super().nbytes + int(self.cand_ids.nbytes + self.cand_imp.nbytes + self.cand_off.nbytes)
 
 
 def neighbours_two_stage(terms: list[str], self_id: int, post: TwoStagePostings,
-                         allowed: np.ndarray | None = None) -> list[tuple[int, float]]:
+                         allowed: np.ndarray | None = None, rescore_top: int | None = None
+                         ) -> list[tuple[int, float]]:
     """Candidates = the union of the chosen terms' capped lists; their scores are exact (every
     chosen term's whole list, by binary search), so the result is the shipped step's ranking
-    restricted to the candidates. Work per node: ``M * cap`` candidates x ``M`` searches."""
+    restricted to the candidates. Work per node: ``M * cap`` candidates x ``M`` searches.
+    ``rescore_top``: only that many candidates, the best by their score within the capped
+    lists (ties: smaller id), are scored exactly (fewer searches)."""
     ranked = _choose_terms(terms, post)
     if not ranked:
         return []
@@ -204,14 +210,24 @@ def neighbours_two_stage(terms: list[str], self_id: int, post: TwoStagePostings,
         return []
     ti = post.term_index
     js = [ti[t] for t, _ in ranked]
-    cand = np.unique(np.concatenate([post.cand_ids[post.cand_off[j]:post.cand_off[j + 1]] for j in js]))
+    if rescore_top is None:
+        cand = np.unique(np.concatenate([post.cand_ids[post.cand_off[j]:post.cand_off[j + 1]] for j in js]))
+    else:
+        cand, partial = _capped_partial(post, js)
     at = np.searchsorted(cand, self_id)
     if at < len(cand) and cand[at] == self_id:
         cand = np.delete(cand, at)
+        if rescore_top is not None:
+            partial = np.delete(partial, at)
     if allowed is not None:
-        inside = cand < len(allowed)
-        cand = cand[inside]
-        cand = cand[allowed[cand] > 0]
+        ok = cand < len(allowed)
+        ok[ok] = allowed[cand[ok]] > 0
+        cand = cand[ok]
+        if rescore_top is not None:
+            partial = partial[ok]
+    if rescore_top is not None and len(cand) > rescore_top:
+        keep = np.sort(np.lexsort((cand, -partial))[:rescore_top])
+        cand = cand[keep]
     if not len(cand):
         return []
     score = np.zeros(len(cand))
@@ -233,10 +249,23 @@ def neighbours_two_stage(terms: list[str], self_id: int, post: TwoStagePostings,
     return out
 
 
+def _capped_partial(post: TwoStagePostings, js: list[int]) -> tuple[np.ndarray, np.ndarray]:
+    """Candidates (ascending) and their scores within the capped lists (idf x impact, summed in
+    term order)."""
+    ids, vals = [], []
+    for j in js:
+        a, b = post.cand_off[j], post.cand_off[j + 1]
+        ids.append(post.cand_ids[a:b])
+        vals.append(post.cand_imp[a:b] * np.float32(post.idf[j]))
+    u, inv = np.unique(np.concatenate(ids), return_inverse=True)
+    return u, np.bincount(inv, weights=np.concatenate(vals))
+
+
 def neighbours_two_stage_ref(terms: list[str], self_id: int, post: TwoStagePostings,
-                             allowed: set[int] | None = None) -> list[tuple[int, float]]:
+                             allowed: set[int] | None = None, rescore_top: int | None = None
+                             ) -> list[tuple[int, float]]:
     """Slow reference: every chosen term's whole list summed in a dict, then kept to the
-    candidates (the capped lists' union)."""
+    candidates (the capped lists' union; with ``rescore_top``, the best by capped score)."""
     ranked = _choose_terms(terms, post)
     if not ranked:
         return []
@@ -244,20 +273,25 @@ def neighbours_two_stage_ref(terms: list[str], self_id: int, post: TwoStagePosti
     if self_score <= 0:
         return []
     acc: dict[int, float] = {}
-    cand: set[int] = set()
+    cand: dict[int, float] = {}
     for t, _ in ranked:
         j = post.term_index[t]
         s, e = int(post.offsets[j]), int(post.offsets[j + 1])
         w = np.float32(post.idf[j])
         for nid, imp in zip(post.ids[s:e].tolist(), post.imp[s:e].tolist()):
             acc[nid] = acc.get(nid, 0.0) + float(np.float32(imp) * w)
-        cand.update(post.cand_ids[post.cand_off[j]:post.cand_off[j + 1]].tolist())
-    acc = {n: v for n, v in acc.items() if n in cand and n != self_id and (allowed is None or n in allowed)}
+        a, b = int(post.cand_off[j]), int(post.cand_off[j + 1])
+        for nid, imp in zip(post.cand_ids[a:b].tolist(), post.cand_imp[a:b].tolist()):
+            cand[nid] = cand.get(nid, 0.0) + float(np.float32(imp) * w)
+    cand = {n: v for n, v in cand.items() if n != self_id and (allowed is None or n in allowed)}
+    if rescore_top is not None:
+        cand = dict(sorted(cand.items(), key=lambda kv: (-kv[1], kv[0]))[:rescore_top])
+    acc = {n: v for n, v in acc.items() if n in cand}
     best = sorted(acc.items(), key=lambda kv: (-kv[1], kv[0]))[:K]
     return [(n, min(v / self_score, 1.0)) for n, v in best if v / self_score >= MIN_SIM]
 
 
-def make_update(cap: int | None = DEFAULT_CAP, two_stage: bool = False):
+def make_update(cap: int | None = DEFAULT_CAP, two_stage: bool = False, rescore_top: int | None = None):
     """A drop-in for :func:`kgsearch.text.neighbors.update` that uses capped lists (or, with
     ``two_stage``, capped candidates scored exactly) and never skips (no ``MAX_NODES``): same
     edges, same incremental rules, same report keys plus ``cap`` and ``lists_mb``."""
@@ -301,7 +335,11 @@ def make_update(cap: int | None = DEFAULT_CAP, two_stage: bool = False):
                 return {"full": False, "nodes": 0, "edges_dropped": dropped,
                         "seconds": round(time.perf_counter() - t0, 3)}
         post = TwoStagePostings(ix, int(st["n"]), cap=cap) if two_stage else CappedPostings(ix, int(st["n"]), cap=cap)
-        kernel = neighbours_two_stage if two_stage else neighbours
+        if two_stage:
+            def kernel(terms, nid, post, allowed):
+                return neighbours_two_stage(terms, nid, post, allowed, rescore_top=rescore_top)
+        else:
+            kernel = neighbours
         allowed = np.zeros(max(prose) + 1 if prose else 0, dtype=np.float64)
         allowed[prose] = 1.0
         an = params.analyzer()
