@@ -28,6 +28,9 @@ WordNet and Freebase edges, KG JSONL shards; its 100 real queries), built once i
 * ``reindex``: ``kgsearch index`` with nothing changed, then with one shard file changed
   slightly (the first document's description gets a word appended), then with it restored
   (a second one-file sample); wall time, peak RSS as for ``index``;
+* ``reindex_edge`` (run last): one shard file gains an edge between its first two nodes, then
+  loses it again: a one-file change that always rebuilds the graph (a text-only change does
+  not at 1M, where the neighbour step is skipped and so no similar_text edge moves);
 * ``dense``: recall@10 of the stored int8 dense path (``kgsearch.embed.vectors.search_vector``)
   against exact float32 cosine search over the same nodes' vectors, re-encoded with the
   index's model (cached as .npy in ``--work`` for the design study); plus the int8 channel's
@@ -70,7 +73,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
 MAKE_CORPUS = SHARED / "tools" / "make_scale_corpus.py"
-STEPS = ("index", "db", "query_default", "query_bm25", "cli", "reindex", "dense", "bm25s", "pagerank")
+STEPS = ("index", "db", "query_default", "query_bm25", "cli", "reindex", "dense", "bm25s", "pagerank",
+         "reindex_edge")
 PAGE = os.sysconf("SC_PAGE_SIZE")
 
 
@@ -316,6 +320,23 @@ class Size:
             shutil.copyfile(b, self.shard())
             b.unlink()
 
+    def modify_shard_edge(self) -> str:
+        """Append one edge between the shard's first two nodes (a note gains a link)."""
+        src = self.shard()
+        shutil.copyfile(src, self.backup())
+        text = src.read_text(encoding="utf-8")
+        ids = []
+        for line in text.split("\n"):
+            if line:
+                d = json.loads(line)
+                if "node_id" in d:
+                    ids.append(d["node_id"])
+                    if len(ids) == 2:
+                        break
+        edge = {"source": ids[0], "target": ids[1], "edge_type": "see_also"}
+        src.write_text(text.rstrip("\n") + "\n" + json.dumps(edge) + "\n", encoding="utf-8")
+        return f"{ids[0]} -see_also-> {ids[1]}"
+
     def modify_shard(self) -> None:
         src = self.shard()
         shutil.copyfile(src, self.backup())
@@ -462,6 +483,26 @@ class Size:
             self.restore_shard()
         restored = one("shard-00000.jsonl restored")
         return {"nochange": nochange, "onefile": changed, "onefile_restore": restored}
+
+    def do_reindex_edge(self) -> dict:
+        """One-file reindex where the change adds an edge, so the graph step rebuilds at every
+        size (at 1M a text-only change leaves the graph alone: the neighbour step is skipped)."""
+        def one(tag: str) -> dict:
+            r = run_measured(kg_cmd("index", str(self.corpus), "--db", str(self.db), "--json"))
+            rep = child_json(r)
+            return {"wall_s": r["wall_s"], "peak_rss_mb": r["peak_rss_mb"], "tree_rss_mb": r["tree_rss_mb"],
+                    "tree_pss_mb": r["tree_pss_mb"], "files_loaded": rep.get("files_loaded"),
+                    "edges_changed": rep.get("edges_changed"), "phases": rep.get("phases"),
+                    "steps": {k: {kk: vv for kk, vv in v.items() if not isinstance(vv, (list, dict))}
+                              for k, v in (rep.get("steps") or {}).items()}, "what": tag}
+
+        try:
+            what = self.modify_shard_edge()
+            added = one(f"shard-00000.jsonl: edge {what} appended")
+        finally:
+            self.restore_shard()
+        removed = one("shard-00000.jsonl restored (the edge removed)")
+        return {"edge_added": added, "edge_removed": removed}
 
     def do_dense(self) -> dict:
         r = run_measured(child_cmd("dense", db=str(self.db), queries=str(self.queries_file),
@@ -798,6 +839,10 @@ def report(results: dict, mach: dict) -> str:
                                               f"{r['reindex']['onefile']['peak_rss_mb']:.0f} MiB")
     row("reindex, the file restored", lambda r: f"{r['reindex']['onefile_restore']['wall_s']:.1f} s, "
                                                f"{r['reindex']['onefile_restore']['peak_rss_mb']:.0f} MiB")
+    row("reindex, one file gains an edge", lambda r: f"{r['reindex_edge']['edge_added']['wall_s']:.1f} s, "
+                                                  f"{r['reindex_edge']['edge_added']['peak_rss_mb']:.0f} MiB")
+    row("reindex, that edge removed again", lambda r: f"{r['reindex_edge']['edge_removed']['wall_s']:.1f} s, "
+                                                   f"{r['reindex_edge']['edge_removed']['peak_rss_mb']:.0f} MiB")
     row("dense recall@10, int8 vs exact float", lambda r: fmt(r["dense"]["recall_at_10"], "", 4))
     row("dense int8 search p50 (channel alone)", lambda r: fmt(r["dense"]["int8_p50_ms"], " ms"))
     row("bm25s p50 / qps one query a call / qps 100 a call",

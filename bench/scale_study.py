@@ -515,6 +515,8 @@ class RssSampler(threading.Thread):
         self.interval = interval
         self.main = threading.main_thread().ident
         self.by_func: dict[str, int] = {}
+        self.phase = "start"
+        self.by_phase: dict[str, list[int]] = {}      # phase -> [RSS when it began, peak during it]
         self.peak = 0
         self.peak_stack: list[str] = []
         self.halt = threading.Event()
@@ -535,6 +537,8 @@ class RssSampler(threading.Thread):
             if stack:
                 key = stack[0].rsplit(":", 1)[0]
                 self.by_func[key] = max(self.by_func.get(key, 0), rss)
+            ph = self.by_phase.setdefault(self.phase, [rss, rss])
+            ph[1] = max(ph[1], rss)
             if rss > self.peak:
                 self.peak, self.peak_stack = rss, stack[:8]
             self.halt.wait(self.interval)
@@ -567,7 +571,12 @@ def cmd_memprofile_reindex(args) -> None:
     try:
         shard.write_text("\n".join(lines))
         t = time.perf_counter()
-        rep = index_paths(tmp, [str(corpus)], IndexOptions())
+
+        def progress(ev):
+            name = ev.get("phase", "?") + ("/" + ev["step"] if ev.get("step") else "")
+            samp.phase = name
+
+        rep = index_paths(tmp, [str(corpus)], IndexOptions(progress=progress))
         wall = time.perf_counter() - t
     finally:
         shard.write_bytes(orig)
@@ -577,12 +586,17 @@ def cmd_memprofile_reindex(args) -> None:
         if p.exists():
             p.unlink()
     top = sorted(samp.by_func.items(), key=lambda kv: -kv[1])[:15]
+    phases = {k: (a / 2**20, b / 2**20) for k, (a, b) in samp.by_phase.items()}
     out = {"size": size, "wall_s": wall, "rss_before_mb": rss0 / 1024, "peak_mb": samp.peak / 2**20,
+           "phases_mb": phases,
            "peak_stack": samp.peak_stack, "by_func_mb": {k: v / 2**20 for k, v in top},
            "steps": {k: {kk: vv for kk, vv in v.items() if not isinstance(vv, (dict, list))} for k, v in rep.steps.items()}}
-    md = [f"### One-file reindex at {label(size)}: peak RSS by function (sampled every 10 ms)", "",
+    md = [f"### One-file reindex at {label(size)}: peak RSS by phase and function (sampled every 10 ms, "
+          f"glibc mmap threshold fixed so freed arrays leave the RSS)", "",
           f"Wall {wall:.1f} s, RSS before {rss0 / 1024:.0f} MiB, peak {samp.peak / 2**20:.0f} MiB at:", ""]
     md += [f"    {s}" for s in samp.peak_stack]
+    md += ["", "| index phase (progress events) | RSS at its start MiB | peak during it MiB |", "|---|---|---|"]
+    md += [f"| {k} | {a:.0f} | {b:.0f} |" for k, (a, b) in phases.items()]
     md += ["", "| innermost kgsearch function | peak RSS while inside, MiB |", "|---|---|"]
     md += [f"| {k} | {v / 2**20:.0f} |" for k, v in top]
     save("memprofile-reindex", size, out, "\n".join(md) + "\n")
@@ -627,6 +641,13 @@ def cmd_memprofile_query(args) -> None:
     for k, v in ix._cache.items():
         val = v[1] if isinstance(v, tuple) and len(v) == 2 else v
         cache.append((k, _nbytes(val)))
+        if k == "graph.context" and val is not None:     # its parts
+            g = val.graph
+            cache.append(("  graph CSR arrays (indptr, indices, weights, etype, rindptr, rperm)", g.nbytes))
+            cache.append(("  graph kernel caches (operators, src/dst, degrees)", _nbytes(g._cache)))
+            cache.append(("  node_ids, pagerank, community, kinds",
+                          sum(_nbytes(a) for a in (val.node_ids, val.pagerank, val.community, val.kinds))))
+            cache.append(("  entity name -> position dict (Python objects)", _nbytes(val._cache.get("ents"))))
     cache.sort(key=lambda kv: -kv[1])
     hwm = status_kb("VmHWM")
     by_func = sorted(samp.by_func.items(), key=lambda kv: -kv[1])[:15]
@@ -669,19 +690,35 @@ def _smaps_top(n: int = 12) -> dict:
     return {k: round(v / 1024, 1) for k, v in top}
 
 
-def _nbytes(v, depth: int = 0) -> int:
-    if depth > 3 or v is None:
+def _nbytes(v, depth: int = 0, seen: set | None = None) -> int:
+    """Bytes held by numpy arrays (and bytes/str, dict/list contents) reachable from ``v``;
+    views count their root buffer once."""
+    import sys as _sys
+
+    seen = set() if seen is None else seen
+    if depth > 4 or v is None or id(v) in seen:
         return 0
+    seen.add(id(v))
     if isinstance(v, np.ndarray):
-        return int(v.nbytes) if v.base is None or not isinstance(v.base, np.ndarray) else 0
-    if isinstance(v, (bytes, bytearray)):
-        return len(v)
-    if isinstance(v, (list, tuple)):
-        return sum(_nbytes(x, depth + 1) for x in v)
+        root = v
+        while isinstance(root.base, np.ndarray):
+            root = root.base
+        if id(root) in seen and root is not v:
+            return 0
+        seen.add(id(root))
+        base = root.base
+        if isinstance(base, (bytes, bytearray, memoryview)) and id(base) not in seen:
+            seen.add(id(base))
+            return len(base) if not isinstance(base, memoryview) else base.nbytes
+        return int(root.nbytes)
+    if isinstance(v, (bytes, bytearray, str)):
+        return _sys.getsizeof(v)
+    if isinstance(v, (list, tuple, set, frozenset)):
+        return _sys.getsizeof(v) + sum(_nbytes(x, depth + 1, seen) for x in v)
     if isinstance(v, dict):
-        return sum(_nbytes(x, depth + 1) for x in v.values()) + 100 * len(v)
+        return _sys.getsizeof(v) + sum(_nbytes(k, depth + 1, seen) + _nbytes(x, depth + 1, seen) for k, x in v.items())
     if hasattr(v, "__dict__"):
-        return sum(_nbytes(x, depth + 1) for x in vars(v).values())
+        return sum(_nbytes(x, depth + 1, seen) for x in vars(v).values())
     return 0
 
 
