@@ -217,6 +217,49 @@ def cmd_sketch(args) -> None:
     save("sketch", size, out, "\n".join(md) + "\n")
 
 
+def cmd_sketch_time(args) -> None:
+    """CPU and wall time of the candidate stage alone on the size's real sketches (the machine is
+    shared: CPU time is the fairer figure), for the configurations the design recommends."""
+    from kgsearch.embed import sketch, vectors
+    from kgsearch.store.db import Index
+
+    size = args.size
+    ix = Index.open(db_of(size), readonly=True)
+    rot = vectors.rotation(ix)
+    ids, scales, codes = load_codes(ix)
+    sk = sketch.sketch_codes(codes)
+    del codes
+    Q = np.load(WORK / f"vecs-{size}.queries.npy")
+    QR = (Q @ rot.T).astype(np.float32)
+    confs = {"hamming pass only (256 bits)": lambda qr: sketch.hamming(sk, sketch.sketch_query(qr)),
+             "hamming 256b -> 1000": lambda qr: sketch.candidates(sk, qr, 1000, "hamming"),
+             "cascade 256b keeps 4000 -> asym -> 1000": lambda qr: sketch.candidates(sk, qr, 1000, n_first=4000),
+             "cascade 256b keeps 8000 -> asym -> 1000": lambda qr: sketch.candidates(sk, qr, 1000, n_first=8000),
+             "cascade 128b keeps 16000 -> asym -> 1000": lambda qr: sketch.candidates(sk, qr, 1000, n_first=16000,
+                                                                                   first_words=2),
+             "int8 full scan (current, codes in memory)": None}
+    out = {"size": size, "queries": len(QR), "rows": []}
+    for name, fn in confs.items():
+        if fn is None:
+            _, _, codes = load_codes(ix)
+
+            def fn(qr, codes=codes):
+                return vectors.topk(vectors._scan_scores(codes, scales, qr), ids, 10)
+        cpu, wall = [], []
+        for qr in QR:
+            c0, w0 = time.process_time(), time.perf_counter()
+            fn(qr)
+            cpu.append((time.process_time() - c0) * 1000)
+            wall.append((time.perf_counter() - w0) * 1000)
+        out["rows"].append({"what": name, "cpu_ms_p50": med(cpu), "cpu_ms_min": min(cpu), "wall_ms_p50": med(wall)})
+    md = [f"### Dense candidate stage alone at {label(size)}: time per query ({len(QR)} real queries)", "",
+          f"Sketches in memory ({sk.nbytes / 2**20:.1f} MiB). CPU time of this process (the machine is shared; "
+          f"the wall p50 is what a busy machine gave), load average {os.getloadavg()[0]:.1f}.", "",
+          "| stage | CPU ms p50 | CPU ms min | wall ms p50 |", "|---|---|---|---|"]
+    md += [f"| {r['what']} | {r['cpu_ms_p50']:.1f} | {r['cpu_ms_min']:.1f} | {r['wall_ms_p50']:.1f} |" for r in out["rows"]]
+    save("sketch-time", size, out, "\n".join(md) + "\n")
+
+
 def cmd_rows(args) -> None:
     """Per-row int8 table in a scratch SQLite file: cost of reading N candidate rows."""
     import sqlite3
@@ -886,7 +929,7 @@ def _thr_topk(x: np.ndarray, k: int) -> np.ndarray:
 COMMANDS = {"sketch": cmd_sketch, "rows": cmd_rows, "neighbors": cmd_neighbors,
             "neighbors-quality": cmd_neighbors_quality, "memprofile-reindex": cmd_memprofile_reindex,
             "memprofile-query": cmd_memprofile_query, "topk": cmd_topk, "graph": cmd_graph,
-            "neighbors-scale-quality": cmd_neighbors_scale_quality}
+            "neighbors-scale-quality": cmd_neighbors_scale_quality, "sketch-time": cmd_sketch_time}
 
 
 def main() -> None:

@@ -97,11 +97,29 @@ def _count(x: np.ndarray, use_lut: bool | None) -> np.ndarray:
     return popcount_words(x, use_lut).astype(np.uint16)
 
 
-def hamming(sk: np.ndarray, qs: np.ndarray, use_lut: bool | None = None) -> np.ndarray:
-    """Hamming distance of every sketch (column of ``sk``) to the query words (uint16, ``(n,)``)."""
-    out = _count(np.bitwise_xor(sk[0], qs[0]), use_lut)
-    for j in range(1, sk.shape[0]):
-        out += _count(np.bitwise_xor(sk[j], qs[j]), use_lut)
+def hamming(sk: np.ndarray, qs: np.ndarray, use_lut: bool | None = None, block: int = 65536) -> np.ndarray:
+    """Hamming distance of every sketch (column of ``sk``) to the query words (uint16, ``(n,)``).
+    Works in blocks of ``block`` vectors with reused buffers (cache-sized temporaries)."""
+    w, n = sk.shape
+    out = np.empty(n, dtype=np.uint16)
+    if use_lut is None:
+        use_lut = not hasattr(np, "bitwise_count")
+    x = np.empty(min(block, max(n, 1)), dtype=np.uint64)
+    c = np.empty(len(x), dtype=np.uint8)
+    for s in range(0, n, block):
+        e = min(n, s + block)
+        m = e - s
+        o = out[s:e]
+        for j in range(w):
+            np.bitwise_xor(sk[j, s:e], qs[j], out=x[:m])
+            if use_lut:
+                c[:m] = popcount_words(x[:m], True)
+            else:
+                np.bitwise_count(x[:m], out=c[:m])
+            if j == 0:
+                np.copyto(o, c[:m])
+            else:
+                np.add(o, c[:m], out=o)
     return out
 
 
@@ -125,23 +143,25 @@ def asym_scores(sk: np.ndarray, qp, use_lut: bool | None = None) -> np.ndarray:
     return acc
 
 
-def select_best(scores: np.ndarray, n_cand: int, higher: bool = True) -> np.ndarray:
+def select_best(scores: np.ndarray, n_cand: int, higher: bool = True, block: int = 65536) -> np.ndarray:
     """Positions of the ``n_cand`` best integer scores (all rows tied at the cut are kept, so
-    the result can be a little longer), ascending positions."""
+    the result can be a little longer), ascending positions. A histogram of the scores (built
+    block by block: no full-size temporaries) finds the cut; no sort, no argpartition."""
     n = len(scores)
     if n_cand >= n:
         return np.arange(n)
-    s = scores.astype(np.int64)
-    lo = int(s.min())
-    hist = np.bincount(s - lo)
+    lo, hi = int(scores.min()), int(scores.max())
+    hist = np.zeros(hi - lo + 1, dtype=np.int64)
+    for s in range(0, n, block):
+        part = scores[s:s + block]
+        hist += np.bincount((part - lo) if lo else part, minlength=len(hist))
     if higher:
         cum = np.cumsum(hist[::-1])
-        cut_from_top = int(np.searchsorted(cum, n_cand))          # first bin reaching n_cand
-        thr = lo + len(hist) - 1 - cut_from_top
-        return np.flatnonzero(s >= thr)
+        thr = hi - int(np.searchsorted(cum, n_cand))            # first value reaching n_cand
+        return np.flatnonzero(scores >= thr)
     cum = np.cumsum(hist)
     thr = lo + int(np.searchsorted(cum, n_cand))
-    return np.flatnonzero(s <= thr)
+    return np.flatnonzero(scores <= thr)
 
 
 def rescore_topk(ids: np.ndarray, codes: np.ndarray, scales: np.ndarray, qr: np.ndarray, k: int):
