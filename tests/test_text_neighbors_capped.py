@@ -137,3 +137,23 @@ def test_two_stage_matches_reference(index, cap, top):
         assert [s for _, s in a] == [s for _, s in b]
         some += len(a)
     assert some > 0
+
+
+def test_ties_at_the_kth_place_go_to_the_smaller_ids(tmp_path):
+    # 15 identical documents tie for the neighbour list of d0 (K = 10): the 10 smallest ids win
+    docs = [json.dumps({"_id": "d0", "title": "alpha", "text": "alpha beta"})]
+    docs += [json.dumps({"_id": f"t{i:02d}", "title": "gamma", "text": "alpha gamma"}) for i in range(15)]
+    p = tmp_path / "ties.jsonl"
+    p.write_text("\n".join(docs) + "\n")
+    db = tmp_path / "t.db"
+    index_paths(db, [str(p)], IndexOptions(fmt="beir", steps=("text",)))
+    with Index.open(db, readonly=True) as ix:
+        n, nodes = _nodes(ix)
+        d0 = ix.conn.execute("SELECT id FROM nodes WHERE key='doc:d0'").fetchone()[0]
+        tied = sorted(r[0] for r in ix.conn.execute("SELECT id FROM nodes WHERE key LIKE 'doc:t%'"))
+        terms = dict(nodes)[d0]
+        for post, kernel in ((nc.CappedPostings(ix, n, cap=None), nc.neighbours),
+                             (nc.TwoStagePostings(ix, n, cap=256), nc.neighbours_two_stage)):
+            got = kernel(terms, d0, post)
+            assert [x for x, _ in got] == tied[:10]
+            assert len({s for _, s in got}) == 1

@@ -111,6 +111,17 @@ def _cut(ids: np.ndarray, imp: np.ndarray, off: np.ndarray, cap: int):
     return ids[keep], imp[keep], np.minimum(df, cap)
 
 
+def _best(score: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    """Positions of the ``K`` best scores, ties broken by the smaller node id, deterministically
+    (the shipped step's ``argpartition`` picks arbitrarily among scores tied at the K-th place)."""
+    if len(score) > K:
+        kth = np.partition(score, len(score) - K)[len(score) - K]
+        sel = np.flatnonzero(score >= kth)
+    else:
+        sel = np.arange(len(score))
+    return sel[np.lexsort((ids[sel], -score[sel]))][:K]
+
+
 def _choose_terms(terms: list[str], post: CappedPostings) -> list[tuple[str, int]]:
     """The node's ``M`` most distinctive terms (tf * idf, ties by term), with their counts."""
     ti = post.term_index
@@ -144,9 +155,7 @@ def neighbours(terms: list[str], self_id: int, post: CappedPostings, allowed: np
         inside = u < len(allowed)
         score[~inside] = 0.0
         score[inside] *= allowed[u[inside]]
-    k = min(K, len(u))
-    top = np.argpartition(-score, k - 1)[:k] if k < len(u) else np.arange(len(u))
-    top = top[np.lexsort((u[top], -score[top]))]
+    top = _best(score, u)
     out = []
     for i in top:
         sim = float(score[i] / self_score)
@@ -238,9 +247,7 @@ def neighbours_two_stage(terms: list[str], self_id: int, post: TwoStagePostings,
         pos[pos >= len(ids)] = 0
         hit = ids[pos] == cand
         score[hit] += (post.imp[s:e][pos[hit]] * np.float32(post.idf[j])).astype(np.float64)
-    k = min(K, len(cand))
-    top = np.argpartition(-score, k - 1)[:k] if k < len(cand) else np.arange(len(cand))
-    top = top[np.lexsort((cand[top], -score[top]))]
+    top = _best(score, cand)
     out = []
     for i in top:
         sim = float(score[i] / self_score)
