@@ -60,7 +60,6 @@ import argparse
 import json
 import os
 import platform
-import resource
 import shutil
 import sqlite3
 import statistics
@@ -858,7 +857,7 @@ def report(results: dict, mach: dict) -> str:
     row("PageRank top-100 overlap vs igraph (indexer tol / 1e-6)",
         lambda r: f"{r['pagerank']['kgsearch_indexer_tol']['top100_overlap_vs_igraph']:.2f} / "
                   f"{r['pagerank']['kgsearch_tol_1e-6']['top100_overlap_vs_igraph']:.2f}")
-    lines = [f"## Scaling benchmark (`python bench/scale.py`)", "",
+    lines = ["## Scaling benchmark (`python bench/scale.py`)", "",
              f"Machine: {mach['cpu']}, {mach['cores']} cores, {mach['ram_gb']} GB RAM, Python {mach['python']}, "
              f"numpy {mach['numpy']}, SQLite {mach['sqlite']}; shared with other jobs (timings noisy, peak RSS "
              f"reliable). Corpora: make_scale_corpus.py --seed {results[sizes[0]]['corpus']['seed']}; one run per "
