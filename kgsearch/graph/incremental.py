@@ -8,9 +8,9 @@ projection of the whole graph (a ``np.unique`` of every edge). That is ~500 MiB 
 nodes for a one-file change. The pieces here keep only compact arrays (int32 positions,
 float32 weights, uint8 types) and do work proportional to the change, plus O(m) copies:
 
-* :func:`read_edges` reads the edge table in id ranges, one ``group_concat`` row per edge
-  type and range (no per-edge Python object, strings bounded by the range), and returns
-  the same arrays, in the same (edge id) order and type numbering, as the shipped reader;
+* :func:`read_edges` reads the edge table in id ranges (the shipped ``group_concat`` per
+  column, so strings and per-edge type ``str`` objects exist for one range at a time), and
+  returns the same compact arrays, in the same order and type numbering, as the shipped reader;
 * :func:`splice` replaces the out-edge rows of the changed source nodes in an existing CSR
   (node ids may be added or removed: positions are remapped) without sorting the graph
   again, except for the reverse permutation (a stable argsort of int32 targets);
@@ -46,39 +46,40 @@ def read_edges(conn, node_ids: np.ndarray, table: dict, chunk: int = 1 << 18,
     """Resolved edges as arrays: ``(src_pos int32, dst_pos int32, weight float32 (edge weight x
     type weight), etype uint8/uint16, type names)``, in edge id order, types numbered in order
     of first appearance (as the shipped step numbers them). ``node_ids``: ascending live ids
-    (positions). ``where``/``args``: an extra SQL condition (e.g. ``src IN (...)``)."""
+    (positions). ``where``/``args``: an extra SQL condition (e.g. ``src IN (...)``).
+
+    The shipped reader's ``group_concat`` per column, but over edge id ranges of ``chunk``: the
+    strings and the per-edge type ``str`` objects exist for one range at a time."""
     cond = "dst IS NOT NULL" + (f" AND ({where})" if where else "")
-    names = [r[0] for r in conn.execute(f"SELECT type, min(id) m FROM edges WHERE {cond} GROUP BY type ORDER BY m",
-                                        args)]
-    code = {t: i for i, t in enumerate(names)}
-    tw = np.array([edge_weight(t, table) for t in names], dtype=np.float64)
+    code: dict[str, int] = {}
+    tw: list[float] = []
     lo_hi = conn.execute(f"SELECT min(id), max(id) FROM edges WHERE {cond}", args).fetchone()
     parts = []
     if lo_hi[0] is not None:
         for lo in range(int(lo_hi[0]), int(lo_hi[1]) + 1, chunk):
-            ids_l, s_l, d_l, w_l, t_l = [], [], [], [], []
-            for t, i_txt, s_txt, d_txt, w_txt in conn.execute(
-                    f"SELECT type, group_concat(id), group_concat(src), group_concat(dst), group_concat(weight) "
-                    f"FROM edges WHERE {cond} AND id >= ? AND id < ? GROUP BY type", args + (lo, lo + chunk)):
-                i = _ints(i_txt)
-                ids_l.append(i)
-                s_l.append(_ints(s_txt))
-                d_l.append(_ints(d_txt))
-                w_l.append(_floats(w_txt) * tw[code[t]])
-                t_l.append(np.full(len(i), code[t], dtype=np.uint16))
-            if not ids_l:
+            s_txt, d_txt, w_txt, t_txt = conn.execute(
+                f"SELECT group_concat(src), group_concat(dst), group_concat(weight), group_concat(type, char(31)) "
+                f"FROM edges WHERE {cond} AND id >= ? AND id < ?", args + (lo, lo + chunk)).fetchone()
+            if not s_txt:
                 continue
-            order = np.argsort(np.concatenate(ids_l), kind="stable")
-            s = np.searchsorted(node_ids, np.concatenate(s_l)[order]).astype(np.int32)
-            d = np.searchsorted(node_ids, np.concatenate(d_l)[order]).astype(np.int32)
-            w = np.maximum(np.concatenate(w_l)[order], 0.0)
-            parts.append((s, d, w, np.concatenate(t_l)[order]))
+            types = t_txt.split("\x1f")
+            for t in dict.fromkeys(types):
+                if t not in code:
+                    code[t] = len(code)
+                    tw.append(edge_weight(t, table))
+            et = np.fromiter(map(code.__getitem__, types), dtype=np.uint16, count=len(types))
+            del types, t_txt
+            s = np.searchsorted(node_ids, _ints(s_txt)).astype(np.int32)
+            d = np.searchsorted(node_ids, _ints(d_txt)).astype(np.int32)
+            w = np.maximum(_floats(w_txt) * np.asarray(tw)[et], 0.0).astype(np.float32)
+            parts.append((s, d, w, et))
+    names = list(code)
     if not parts:
         z = np.zeros(0, np.int32)
         return z, z.copy(), np.zeros(0, np.float32), np.zeros(0, np.uint8), names
     src, dst, w, et = (np.concatenate(x) for x in zip(*parts))
     et = et.astype(np.uint8 if len(names) <= 256 else np.uint16)
-    return src, dst, w.astype(np.float32), et, names
+    return src, dst, w, et, names
 
 
 def changed_rows(g: Graph, rows: np.ndarray) -> np.ndarray:
