@@ -1,0 +1,247 @@
+"""Array-only graph maintenance (prototype, issue 16 item 2).
+
+The shipped graph step (:mod:`kgsearch.graph.index`) rebuilds everything on any edge change:
+one ``group_concat`` string per column of the whole edge table plus one Python ``str`` per
+edge for its type, ``Graph.from_edges`` with int64/float64 copies and two lexsorts, a
+PageRank operator of 24 bytes an edge, and ``assign_new_nodes`` over the undirected
+projection of the whole graph (a ``np.unique`` of every edge). That is ~500 MiB at 100K
+nodes for a one-file change. The pieces here keep only compact arrays (int32 positions,
+float32 weights, uint8 types) and do work proportional to the change, plus O(m) copies:
+
+* :func:`read_edges` reads the edge table in id ranges (the shipped ``group_concat`` per
+  column, so strings and per-edge type ``str`` objects exist for one range at a time), and
+  returns the same compact arrays, in the same order and type numbering, as the shipped reader;
+* :func:`splice` replaces the out-edge rows of the changed source nodes in an existing CSR
+  (node ids may be added or removed: positions are remapped) without sorting the graph
+  again, except for the reverse permutation (a stable argsort of int32 targets);
+* :func:`pagerank_csr` is the networkx-rule power iteration on the CSR arrays themselves
+  (in-edges by ``rperm``, chunks of edges, float64 only per chunk), with a warm start from
+  the previous scores: a one-file change converges in a few iterations;
+* :func:`assign_new_nodes_local` places new nodes in communities from their own edges only
+  (same result as :func:`kgsearch.graph.index.assign_new_nodes`, which sorts every edge).
+
+Each has a reference in the tests: the shipped reader, ``Graph.from_edges`` on the spliced
+edge list, ``pagerank``, ``assign_new_nodes``.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..config import edge_weight
+from .csr import Graph
+
+__all__ = ["read_edges", "splice", "pagerank_csr", "assign_new_nodes_local", "changed_rows"]
+
+
+def _ints(text):
+    return np.fromstring(text, dtype=np.int64, sep=",") if text else np.zeros(0, np.int64)
+
+
+def _floats(text):
+    return np.fromstring(text, dtype=np.float64, sep=",") if text else np.zeros(0, np.float64)
+
+
+def read_edges(conn, node_ids: np.ndarray, table: dict, chunk: int = 1 << 18,
+               where: str = "", args: tuple = ()):
+    """Resolved edges as arrays: ``(src_pos int32, dst_pos int32, weight float32 (edge weight x
+    type weight), etype uint8/uint16, type names)``, in edge id order, types numbered in order
+    of first appearance (as the shipped step numbers them). ``node_ids``: ascending live ids
+    (positions). ``where``/``args``: an extra SQL condition (e.g. ``src IN (...)``).
+
+    The shipped reader's ``group_concat`` per column, but over edge id ranges of ``chunk``: the
+    strings and the per-edge type ``str`` objects exist for one range at a time."""
+    cond = "dst IS NOT NULL" + (f" AND ({where})" if where else "")
+    code: dict[str, int] = {}
+    tw: list[float] = []
+    lo_hi = conn.execute(f"SELECT min(id), max(id) FROM edges WHERE {cond}", args).fetchone()
+    parts = []
+    if lo_hi[0] is not None:
+        for lo in range(int(lo_hi[0]), int(lo_hi[1]) + 1, chunk):
+            s_txt, d_txt, w_txt, t_txt = conn.execute(
+                f"SELECT group_concat(src), group_concat(dst), group_concat(weight), group_concat(type, char(31)) "
+                f"FROM edges WHERE {cond} AND id >= ? AND id < ?", args + (lo, lo + chunk)).fetchone()
+            if not s_txt:
+                continue
+            types = t_txt.split("\x1f")
+            for t in dict.fromkeys(types):
+                if t not in code:
+                    code[t] = len(code)
+                    tw.append(edge_weight(t, table))
+            et = np.fromiter(map(code.__getitem__, types), dtype=np.uint16, count=len(types))
+            del types, t_txt
+            s = np.searchsorted(node_ids, _ints(s_txt)).astype(np.int32)
+            d = np.searchsorted(node_ids, _ints(d_txt)).astype(np.int32)
+            w = np.maximum(_floats(w_txt) * np.asarray(tw)[et], 0.0).astype(np.float32)
+            parts.append((s, d, w, et))
+    names = list(code)
+    if not parts:
+        z = np.zeros(0, np.int32)
+        return z, z.copy(), np.zeros(0, np.float32), np.zeros(0, np.uint8), names
+    src, dst, w, et = (np.concatenate(x) for x in zip(*parts))
+    et = et.astype(np.uint8 if len(names) <= 256 else np.uint16)
+    return src, dst, w, et, names
+
+
+def changed_rows(g: Graph, rows: np.ndarray) -> np.ndarray:
+    """Forward edge numbers of the out-edges of ``rows`` (positions)."""
+    return g.out_edge_ids(rows) if len(rows) else np.zeros(0, np.int64)
+
+
+def splice(g: Graph, old_ids: np.ndarray, new_ids: np.ndarray, changed: np.ndarray,
+           new_src: np.ndarray, new_dst: np.ndarray, new_w: np.ndarray, new_t: np.ndarray,
+           etype_names=None) -> Graph:
+    """A new graph: ``g`` (positions = ``old_ids``) with the out-edges of the node ids in
+    ``changed`` replaced by the given edges (``new_src``/``new_dst`` are node *ids*), on the
+    node set ``new_ids`` (ascending; ids gone from it must be in ``changed``, and so must the
+    sources of every edge that pointed to them).
+
+    Unchanged rows are copied (their targets remapped when node positions moved); only the
+    new rows are sorted, and the reverse permutation is a stable argsort of the targets.
+    """
+    n_new = len(new_ids)
+    old_ids = np.asarray(old_ids, dtype=np.int64)
+    new_ids = np.asarray(new_ids, dtype=np.int64)
+    # old position -> new position (-1: node removed)
+    at = np.searchsorted(new_ids, old_ids)
+    at_c = np.minimum(at, max(n_new - 1, 0))
+    remap = np.where((at < n_new) & (new_ids[at_c] == old_ids), at, -1).astype(np.int64)
+    same_layout = len(old_ids) == n_new and bool((remap == np.arange(n_new)).all())
+    ch_old = np.searchsorted(old_ids, changed)
+    ch_old = ch_old[(ch_old < len(old_ids)) & (old_ids[np.minimum(ch_old, len(old_ids) - 1)] == changed)]
+    keep_row = np.ones(g.n, dtype=bool)
+    keep_row[ch_old] = False
+    keep_row &= remap >= 0
+    old_deg = np.diff(g.indptr).astype(np.int64)
+    # new rows, sorted by (src, dst) like from_edges (stable: parallel edges keep their order)
+    ns = np.searchsorted(new_ids, np.asarray(new_src, dtype=np.int64))
+    nd = np.searchsorted(new_ids, np.asarray(new_dst, dtype=np.int64))
+    o = np.lexsort((nd, ns))
+    ns, nd = ns[o], nd[o]
+    nw = np.asarray(new_w)[o].astype(g.weights.dtype)
+    nt = np.asarray(new_t)[o].astype(g.etype.dtype if len(g.etype) else np.uint8)
+    kept_rows = np.flatnonzero(keep_row)
+    if len(ns) and np.isin(ns, remap[kept_rows]).any():
+        raise ValueError("a new edge starts at a node whose row is kept; list its source in `changed`")
+    deg = np.zeros(n_new, dtype=np.int64)
+    deg[remap[kept_rows]] = old_deg[kept_rows]
+    deg += np.bincount(ns, minlength=n_new)
+    idx = g.indptr.dtype
+    indptr = np.zeros(n_new + 1, dtype=idx)
+    np.cumsum(deg, out=indptr[1:])
+    m = int(indptr[-1])
+    indices = np.empty(m, dtype=g.indices.dtype)
+    weights = np.empty(m, dtype=g.weights.dtype)
+    etype = np.empty(m, dtype=nt.dtype if nt.dtype.itemsize > g.etype.dtype.itemsize else g.etype.dtype)
+    # copy unchanged rows in runs of consecutive rows (one slice copy per run)
+    if len(kept_rows):
+        brk = np.flatnonzero((np.diff(kept_rows) != 1) | (np.diff(remap[kept_rows]) != 1)) + 1
+        starts = np.r_[0, brk]
+        ends = np.r_[brk, len(kept_rows)]
+        for a, b in zip(starts.tolist(), ends.tolist()):
+            r0, r1 = int(kept_rows[a]), int(kept_rows[b - 1]) + 1
+            e0, e1 = int(g.indptr[r0]), int(g.indptr[r1])
+            p0 = int(indptr[remap[r0]])
+            seg = g.indices[e0:e1]
+            indices[p0:p0 + e1 - e0] = seg if same_layout else remap[seg]
+            weights[p0:p0 + e1 - e0] = g.weights[e0:e1]
+            etype[p0:p0 + e1 - e0] = g.etype[e0:e1]
+    # new rows go after whatever a row already holds (a changed row holds nothing old)
+    if len(ns):
+        first = np.searchsorted(ns, ns, side="left")
+        pos = indptr[ns].astype(np.int64) + (np.arange(len(ns)) - first)
+        indices[pos] = nd
+        weights[pos] = nw
+        etype[pos] = nt
+    if (indices < 0).any():
+        raise ValueError("an unchanged row points to a removed node; its source must be in `changed`")
+    rindptr = np.zeros(n_new + 1, dtype=idx)
+    np.cumsum(np.bincount(indices, minlength=n_new), out=rindptr[1:])
+    rperm = np.argsort(indices, kind="stable").astype(idx)     # (target, source) order
+    return Graph(n_new, indptr, indices, weights, etype, rindptr, rperm,
+                 etype_names if etype_names is not None else g.etype_names)
+
+
+def pagerank_csr(g: Graph, alpha: float = 0.85, tol: float = 1e-6, max_iter: int = 1000,
+                 x0: np.ndarray | None = None, chunk: int = 1 << 20) -> tuple[np.ndarray, int]:
+    """PageRank with networkx's rule (stop at L1 change < n * tol), uniform teleport and dangling,
+    on the forward CSR arrays in chunks of edges: besides the graph, one int32 source per edge
+    and O(n + chunk) floats (the shipped operator holds 24 bytes an edge).
+    ``x0``: warm start (e.g. last run's scores, new nodes 1/n), normalised. Returns (x, iterations).
+    """
+    n = g.n
+    if n == 0:
+        return np.zeros(0), 0
+    src = np.repeat(np.arange(n, dtype=np.int32), np.diff(g.indptr))
+    outw = np.zeros(n)
+    for s in range(0, g.m, chunk):
+        e = min(g.m, s + chunk)
+        outw += np.bincount(src[s:e], weights=g.weights[s:e].astype(np.float64), minlength=n)
+    dang = np.flatnonzero(outw <= 0)
+    inv = np.divide(1.0, outw, out=np.zeros(n), where=outw > 0)
+    x = np.full(n, 1.0 / n) if x0 is None else np.asarray(x0, dtype=np.float64) / float(np.sum(x0))
+    for it in range(1, int(max_iter) + 1):
+        xs = x * inv
+        y = np.zeros(n)
+        for s in range(0, g.m, chunk):
+            e = min(g.m, s + chunk)
+            y += np.bincount(g.indices[s:e], weights=xs[src[s:e]] * g.weights[s:e], minlength=n)
+        ds = float(x[dang].sum()) if len(dang) else 0.0
+        y *= alpha
+        y += (alpha * ds + 1.0 - alpha) / n
+        err = float(np.abs(y - x).sum())
+        x = y
+        if err < n * tol:
+            return x, it
+    from .pagerank import PowerIterationFailedConvergence
+    raise PowerIterationFailedConvergence(max_iter, "pagerank")
+
+
+def assign_new_nodes_local(g: Graph, labels: np.ndarray, rounds: int = 10) -> tuple[np.ndarray, int]:
+    """:func:`kgsearch.graph.index.assign_new_nodes` reading only the unlabelled nodes' own
+    edges (both directions), so the cost is proportional to the new nodes, not the graph."""
+    labels = np.asarray(labels, dtype=np.int32).copy()
+    todo = int((labels < 0).sum())
+    if not todo:
+        return labels, 0
+    new = np.flatnonzero(labels < 0)
+    a, b, w, _ = g.neighbors(new, "both")            # a: the new node, b: its neighbour
+    keep = a != b
+    a, b, w = a[keep], b[keep], w[keep].astype(np.float64)
+    for _ in range(rounds):
+        sel = (labels[a] < 0) & (labels[b] >= 0)
+        if not sel.any():
+            break
+        top = int(labels.max()) + 1
+        na, lb, wt = a[sel], labels[b[sel]].astype(np.int64), w[sel]
+        key = na * top + lb
+        uk, inv = np.unique(key, return_inverse=True)
+        tot = np.bincount(inv, weights=wt)
+        node, lab = uk // top, uk % top
+        order = np.lexsort((lab, -tot, node))
+        node, lab = node[order], lab[order]
+        first = np.ones(len(node), dtype=bool)
+        first[1:] = node[1:] != node[:-1]
+        labels[node[first]] = lab[first]
+    rest = np.flatnonzero(labels < 0)
+    if len(rest):
+        parent = {int(x): int(x) for x in rest}
+
+        def find(x):
+            while parent[x] != x:
+                parent[x] = parent[parent[x]]
+                x = parent[x]
+            return x
+        inner = (labels[a] < 0) & (labels[b] < 0)
+        for x, y in zip(a[inner].tolist(), b[inner].tolist()):
+            rx, ry = find(x), find(y)
+            if rx != ry:
+                parent[max(rx, ry)] = min(rx, ry)
+        nxt = int(labels.max()) + 1 if (labels >= 0).any() else 0
+        names: dict[int, int] = {}
+        for x in rest.tolist():
+            r = find(x)
+            if r not in names:
+                names[r] = nxt
+                nxt += 1
+            labels[x] = names[r]
+    return labels, todo

@@ -1,0 +1,55 @@
+"""KGSEARCH_MEMORY_MB as a kernel limit (kgsearch.budget), in child processes."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from kgsearch import budget
+
+CHILD = r"""
+import sys
+import numpy as np
+from kgsearch import budget
+budget.apply()
+small = np.ones(8 * 2**20 // 8)                      # well inside the budget
+try:
+    with budget.guard("graph"):
+        big = np.ones(int(sys.argv[1]) * 2**20 // 8)
+    print("allocated")
+except budget.BudgetExceeded as exc:
+    print(exc.code, exc)
+"""
+
+
+def run(mb: str, alloc_mb: int) -> str:
+    env = {"KGSEARCH_MEMORY_MB": mb, "PATH": "/usr/bin:/bin"}
+    import os
+    env["PYTHONPATH"] = os.pathsep.join(sys.path)
+    p = subprocess.run([sys.executable, "-c", CHILD, str(alloc_mb)], capture_output=True, text=True, env=env,
+                       timeout=60)
+    assert p.returncode == 0, p.stderr
+    return p.stdout.strip()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="RLIMIT_DATA accounting is Linux's")
+def test_over_budget_is_a_one_line_error_naming_the_step():
+    out = run("64", 200)
+    assert out.startswith("6 step 'graph' needed more memory than KGSEARCH_MEMORY_MB=64 allows; nothing was "
+                          "changed. Raise KGSEARCH_MEMORY_MB")
+    assert "\n" not in out
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="RLIMIT_DATA accounting is Linux's")
+def test_within_budget_allocates():
+    assert run("256", 100) == "allocated"
+
+
+def test_bad_values_say_what_to_set():
+    assert budget.budget_bytes({}) is None
+    assert budget.budget_bytes({"KGSEARCH_MEMORY_MB": "300"}) == 300 * 2**20
+    with pytest.raises(ValueError, match=r"KGSEARCH_MEMORY_MB='lots' is not a number of MiB; set e.g."):
+        budget.budget_bytes({"KGSEARCH_MEMORY_MB": "lots"})
+    with pytest.raises(ValueError, match="must be positive"):
+        budget.budget_bytes({"KGSEARCH_MEMORY_MB": "0"})
