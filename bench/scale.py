@@ -552,7 +552,7 @@ def _status_kb(field: str) -> int:
 
 
 def child_query(db: str, queries: str, channels: str | None) -> dict:
-    from kgsearch.pipeline import Engine, SearchOptions
+    from kgsearch.query import Engine, SearchOptions
     from kgsearch.store.db import Index
 
     qs = [q["text"] for q in json.loads(Path(queries).read_text())]
@@ -584,7 +584,7 @@ def _node_vectors(ix, model, ids, max_chars: int):
     """float32 unit vectors of the nodes ``ids`` (ascending), encoded as the embed step does."""
     import numpy as np
 
-    from kgsearch.embed.index import node_text
+    from kgsearch.embed.embed_step import node_text
 
     out = np.empty((len(ids), model.dims), dtype=np.float32)
     pos = 0
@@ -640,7 +640,8 @@ def child_dense(db: str, queries: str, cache: str) -> dict:
     import numpy as np
 
     from kgsearch.embed import vectors
-    from kgsearch.embed.index import DEFAULT_MAX_CHARS, query_model
+    from kgsearch.embed.embed_step import DEFAULT_MAX_CHARS
+    from kgsearch.embed.index_model import query_model
     from kgsearch.store.db import Index
 
     qs = [q["text"] for q in json.loads(Path(queries).read_text())]
@@ -681,7 +682,7 @@ def child_dense(db: str, queries: str, cache: str) -> dict:
 
 
 def _bm25_docs(ix):
-    from kgsearch.text.bm25 import _stored_params
+    from kgsearch.text.postings import stored_params as _stored_params
 
     st, params = _stored_params(ix)
     an = params.analyzer()
@@ -719,7 +720,7 @@ def child_bm25s_query(db: str, dir: str, queries: str) -> dict:
     import bm25s
 
     from kgsearch.store.db import Index
-    from kgsearch.text.bm25 import _stored_params
+    from kgsearch.text.postings import stored_params as _stored_params
 
     qs = [q["text"] for q in json.loads(Path(queries).read_text())]
     with Index.open(db, readonly=True) as ix:
@@ -750,7 +751,7 @@ def child_pagerank(db: str, runs: int) -> dict:
     import numpy as np
     import igraph as ig
 
-    from kgsearch.graph.index import load_graph
+    from kgsearch.graph.context import load_graph
     from kgsearch.graph.pagerank import pagerank
     from kgsearch.store.db import Index
 

@@ -90,7 +90,7 @@ def load_codes(ix):
 
 def queries_of(size: int, ix, rot, ids, F, n_names: int = 200, seed: int = 0):
     """Rotated unit query vectors: the corpus's 100 real queries, and ``n_names`` node names."""
-    from kgsearch.embed.index import query_model
+    from kgsearch.embed.index_model import query_model
 
     cache = WORK / f"vecs-{size}.queries.npy"
     model = query_model(ix)
@@ -333,7 +333,7 @@ def _prose(ix):
 def cmd_neighbors(args) -> None:
     from kgsearch.store.db import Index
     from kgsearch.text import neighbors, neighbors_capped as nc
-    from kgsearch.text.bm25 import _stored_params
+    from kgsearch.text.postings import stored_params as _stored_params
 
     size = args.size
     ix = Index.open(db_of(size), readonly=True)
@@ -469,8 +469,8 @@ def cmd_neighbors_scale_quality(args) -> None:
     import shutil
 
     from kgsearch.evaluate import find_qrels, query_metrics, read_qrels
-    from kgsearch.graph import index as gi
-    from kgsearch.pipeline import Engine, SearchOptions
+    from kgsearch.graph import graph_step as gi
+    from kgsearch.query import Engine, SearchOptions
     from kgsearch.store.db import Index
     from kgsearch.text import neighbors_capped as nc
     from kgsearch.types import ChangeSet
@@ -656,7 +656,7 @@ def cmd_memprofile_query(args) -> None:
     sizes of what the index caches per process, and a tracemalloc top list."""
     import tracemalloc
 
-    from kgsearch.pipeline import Engine, SearchOptions
+    from kgsearch.query import Engine, SearchOptions
     from kgsearch.store.db import Index
 
     size = args.size
@@ -806,7 +806,7 @@ def _measure(fn):
 def cmd_graph(args) -> None:
     """The shipped graph rebuild's pieces vs the array-only ones, on the size's index (read only)."""
     from kgsearch.graph import incremental as inc
-    from kgsearch.graph import index as gi
+    from kgsearch.graph import graph_step as gi
     from kgsearch.graph.csr import Graph
     from kgsearch.graph.pagerank import pagerank
     from kgsearch.store.db import Index

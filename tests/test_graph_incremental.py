@@ -7,7 +7,8 @@ import pytest
 from kgsearch.demo import demo_dir
 from kgsearch.graph import incremental as inc
 from kgsearch.graph.csr import Graph
-from kgsearch.graph.index import assign_new_nodes, load_graph
+from kgsearch.graph.context import load_graph
+from kgsearch.graph.graph_step import assign_new_nodes
 from kgsearch.graph.pagerank import pagerank
 from kgsearch.indexer import IndexOptions, index_paths
 from kgsearch.store.db import Index

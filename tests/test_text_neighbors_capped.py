@@ -11,7 +11,7 @@ import pytest
 from kgsearch.indexer import IndexOptions, index_paths
 from kgsearch.store.db import Index
 from kgsearch.text import neighbors, neighbors_capped as nc
-from kgsearch.text.bm25 import _stored_params
+from kgsearch.text.postings import stored_params as _stored_params
 
 WORDS = ("sourdough starter flour water rye crust oven steam stone tomato basil garden soil root "
          "compost seed sprout harvest yeast dough knead proof bake loaf crumb").split()

@@ -155,8 +155,8 @@ def changed_nodes(ix, changes: list[FileChange]) -> tuple[dict[int, set[int]], l
         if not current:
             notes.append(f"{fc.path}: changed since it was indexed; mapped the diff's old-side lines")
         nodes = ix.conn.execute(
-            f"SELECT n.id, n.line_start, n.line_end FROM nodes n WHERE n.file_id=? AND n.line_start IS NOT NULL "
-            f"ORDER BY n.id", (fid,)).fetchall()
+            "SELECT n.id, n.line_start, n.line_end FROM nodes n WHERE n.file_id=? AND n.line_start IS NOT NULL "
+            "ORDER BY n.id", (fid,)).fetchall()
         whole = ix.conn.execute("SELECT id FROM nodes WHERE file_id=? AND parent_id IS NULL ORDER BY id",
                                 (fid,)).fetchall()
         for ln in sorted(lines):

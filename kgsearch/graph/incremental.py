@@ -1,6 +1,6 @@
 """Array-only graph maintenance (prototype, issue 16 item 2).
 
-The shipped graph step (:mod:`kgsearch.graph.index`) rebuilds everything on any edge change:
+The shipped graph step (:mod:`kgsearch.graph.graph_step`) rebuilds everything on any edge change:
 one ``group_concat`` string per column of the whole edge table plus one Python ``str`` per
 edge for its type, ``Graph.from_edges`` with int64/float64 copies and two lexsorts, a
 PageRank operator of 24 bytes an edge, and ``assign_new_nodes`` over the undirected
@@ -18,7 +18,7 @@ float32 weights, uint8 types) and do work proportional to the change, plus O(m) 
   (in-edges by ``rperm``, chunks of edges, float64 only per chunk), with a warm start from
   the previous scores: a one-file change converges in a few iterations;
 * :func:`assign_new_nodes_local` places new nodes in communities from their own edges only
-  (same result as :func:`kgsearch.graph.index.assign_new_nodes`, which sorts every edge).
+  (same result as :func:`kgsearch.graph.graph_step.assign_new_nodes`, which sorts every edge).
 
 Each has a reference in the tests: the shipped reader, ``Graph.from_edges`` on the spliced
 edge list, ``pagerank``, ``assign_new_nodes``.
@@ -197,7 +197,7 @@ def pagerank_csr(g: Graph, alpha: float = 0.85, tol: float = 1e-6, max_iter: int
 
 
 def assign_new_nodes_local(g: Graph, labels: np.ndarray, rounds: int = 10) -> tuple[np.ndarray, int]:
-    """:func:`kgsearch.graph.index.assign_new_nodes` reading only the unlabelled nodes' own
+    """:func:`kgsearch.graph.graph_step.assign_new_nodes` reading only the unlabelled nodes' own
     edges (both directions), so the cost is proportional to the new nodes, not the graph."""
     labels = np.asarray(labels, dtype=np.int32).copy()
     todo = int((labels < 0).sum())

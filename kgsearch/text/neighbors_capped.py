@@ -30,7 +30,9 @@ from collections import Counter
 
 import numpy as np
 
-from .bm25 import _norms, _norms_of, _stored_params, decode_ids_many, decode_tf, tf_impacts
+from .idcodec import decode_ids_many, decode_tf
+from .okapi import tf_impacts
+from .postings import norms as _norms, norms_of as _norms_of, stored_params as _stored_params
 from .neighbors import K, M, MIN_SIM
 
 __all__ = ["CappedPostings", "TwoStagePostings", "neighbours", "neighbours_ref", "neighbours_two_stage",
@@ -314,9 +316,10 @@ def make_update(cap: int | None = DEFAULT_CAP, two_stage: bool = False, rescore_
 
     def update(ix, changes, settings: dict | None = None, progress=None) -> dict:
         t0 = time.perf_counter()
-        settings = settings or {}
+        from ..settings import IndexSettings
+
         conn = ix.conn
-        if settings.get("neighbors") is False:
+        if not IndexSettings.coerce(settings).graph.neighbors:
             had = conn.execute("SELECT 1 FROM edges WHERE type=? AND file_id IS NULL LIMIT 1",
                                (nb.EDGE_TYPE,)).fetchone()
             if had:
