@@ -7,6 +7,7 @@ Exit codes are listed in ``kgsearch --help`` and in the README.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 
@@ -20,9 +21,10 @@ EXIT_CODES = """exit codes:
   1   internal error (a bug: please report it with the command you ran)
   2   usage error (bad flags or arguments)
   3   bad input data (the message names file:line); an index run that hit it changed nothing,
-      or, with --keep-going, skipped the named files
+      or, with --keep-going, skipped the named files; or a root is missing or cannot be listed:
+      its files are kept, the other roots were indexed (also `roots` when a root is unhealthy)
   4   index missing, unreadable, or made by a newer kgsearch
-  5   nothing found (show, why)
+  5   nothing found (show, why, roots remove)
   75  another `kgsearch index` holds the lock: nothing was changed, try again later
   130 interrupted (Ctrl-C): nothing was changed
 """
@@ -37,6 +39,18 @@ def _common(db_required: bool = False) -> argparse.ArgumentParser:
     p.add_argument("-q", "--quiet", action="store_true", default=argparse.SUPPRESS, help="no notes or progress on stderr")
     p.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help="debug logging on stderr")
     return p
+
+
+def _megabytes(value: str) -> float:
+    """``--max-file-size``: a finite number of MB above 0 (0 or less would skip every file and so
+    empty the index from a cron line)."""
+    try:
+        mb = float(value)
+    except ValueError:
+        mb = float("nan")
+    if not math.isfinite(mb) or mb <= 0:
+        raise argparse.ArgumentTypeError(f"must be a number of MB above 0 (e.g. 32), got {value!r}")
+    return mb
 
 
 def _query_options(p: argparse.ArgumentParser) -> None:
@@ -85,7 +99,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--keep-going", action="store_true",
                    help="skip files that fail to load (exit code 3) instead of failing the whole run")
     p.add_argument("--full", action="store_true", help="re-read every file and rebuild all derived data")
-    p.add_argument("--max-file-size", type=float, default=16.0, metavar="MB", help="skip larger files (default 16)")
+    p.add_argument("--max-file-size", type=_megabytes, default=None, metavar="MB",
+                   help="skip larger files (default 16; 64 for .tsv KG triples)")
     p.add_argument("--model", default=None, metavar="PATH|NAME",
                    help="embedding model (a model2vec folder or a pulled model name); changing it re-embeds")
     p.add_argument("--stemmer", default=None, choices=["porter2", "light", "none"], help="stemmer (changing it rebuilds postings)")
@@ -118,6 +133,17 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("stats", parents=[common], help="counts by kind and edge type, size, last index time")
     p.set_defaults(func=commands.cmd_stats)
+
+    p = sub.add_parser("roots", parents=[common], help="the indexed roots and their health; remove one",
+                       description="List the roots (folders and files given to `kgsearch index`, reindexed by a "
+                                   "bare `kgsearch index`) with their health: status (ok, missing, unreadable), "
+                                   "files in the index, last indexed. Exit 3 when a root is missing or unreadable. "
+                                   "`roots remove PATH` removes a root and its files' nodes (one transaction).")
+    rsub = p.add_subparsers(dest="roots_cmd", metavar="ACTION")
+    rp = rsub.add_parser("remove", parents=[common], help="remove roots and their nodes from the index")
+    rp.add_argument("paths", nargs="+", metavar="PATH", help="root path (as listed, or its label)")
+    rsub.add_parser("list", parents=[common], help="list the roots (the default)")
+    p.set_defaults(func=commands.cmd_roots)
 
     p = sub.add_parser("eval", parents=[common], help="evaluate on a BEIR folder or a probes JSONL file",
                        description="BEIR folder (corpus.jsonl, queries.jsonl, qrels.tsv): nDCG@10, recall@10/100, "

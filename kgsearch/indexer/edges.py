@@ -17,6 +17,7 @@ from ..errors import DataError
 from ..ingest.pynames import reexport_resolver
 from ..store.sql import CHUNK
 from ..types import FLAG_AUTO, FLAG_PLACEHOLDER
+from .keys import plain_name
 from .load import dumps_props
 from .state import RunState, edge_multiset
 from .writer import Writer
@@ -152,6 +153,7 @@ class EdgeResolver:
             if rows:
                 names = []
                 for name, props in rows:
+                    name = plain_name(name)     # '//root/x\nx' (an edge of a labelled root) -> 'x'
                     display = name
                     if props:
                         try:

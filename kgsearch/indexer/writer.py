@@ -176,7 +176,10 @@ class Writer:
                 continue
             new_aliases.update(key_names(n.key))
             implied = implied_name(n.key)
-            for rank, (ns, name) in enumerate(n.aliases):
+            for rank, alias in enumerate(n.aliases):      # (ns, name) or (ns, name, rank)
+                ns, name = alias[0], alias[1]
+                if len(alias) > 2:
+                    rank = alias[2]
                 new_aliases.add((ns, name))
                 if rank or (ns, name) != implied:
                     alias_rows.append((ns, name, nid, rank))
