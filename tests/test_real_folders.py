@@ -366,7 +366,6 @@ def corrupt_db(tmp_path):
     return vault, db
 
 
-@xfail13("a corrupt index: search silently drops the BM25 channel and exits 0 instead of exit 4 with a fix")
 def test_corrupt_index_search_exits_4_with_a_fix(corrupt_db, capsys):
     _, db = corrupt_db
     capsys.readouterr()
@@ -376,7 +375,6 @@ def test_corrupt_index_search_exits_4_with_a_fix(corrupt_db, capsys):
     assert "doctor" in err[0] or "rebuild" in err[0] or "--full" in err[0]
 
 
-@xfail13("a corrupt index: the cron run reports 'no change' with exit 0")
 def test_corrupt_index_cron_run_exits_4(corrupt_db, capsys):
     _, db = corrupt_db
     capsys.readouterr()
@@ -386,7 +384,6 @@ def test_corrupt_index_cron_run_exits_4(corrupt_db, capsys):
     assert "doctor" in capsys.readouterr().err
 
 
-@xfail13("a corrupt index: `index --full` cannot rebuild it (exit 1, internal error)")
 def test_corrupt_index_full_rebuild_or_clear_fix(corrupt_db, capsys):
     vault, db = corrupt_db
     capsys.readouterr()
@@ -487,7 +484,6 @@ def test_incremental_neighbours_equal_fresh(tmp_path, capsys, change):
     assert inc == new, f"only incremental: {sorted(inc - new)[:5]}; only fresh: {sorted(new - inc)[:5]}"
 
 
-@xfail13("the library's engine cache keeps reading a replaced index file")
 def test_engine_cache_follows_a_replaced_index_file(tmp_path):
     import kgsearch
 

@@ -23,7 +23,8 @@ EXIT_CODES = """exit codes:
   3   bad input data (the message names file:line); an index run that hit it changed nothing,
       or, with --keep-going, skipped the named files; or a root is missing or cannot be listed:
       its files are kept, the other roots were indexed (also `roots` when a root is unhealthy)
-  4   index missing, unreadable, or made by a newer kgsearch
+  4   index missing, unreadable, damaged (the message names `kgsearch doctor --rebuild`), or made by a
+      newer kgsearch
   5   nothing found (show, why, roots remove)
   75  another `kgsearch index` holds the lock: nothing was changed, try again later
   130 interrupted (Ctrl-C): nothing was changed
@@ -145,6 +146,22 @@ def build_parser() -> argparse.ArgumentParser:
     rsub.add_parser("list", parents=[common], help="list the roots (the default)")
     p.set_defaults(func=commands.cmd_roots)
 
+    p = sub.add_parser("doctor", parents=[common], help="check the index; rebuild it from its sources",
+                       description="Check the index file (SQLite quick_check, FTS5 integrity-check) and its "
+                                   "derived data (postings, trigrams, similar_text edges, graph arrays, vectors) "
+                                   "against a rebuild of them in a temporary copy. Exit 0 when healthy, 4 when "
+                                   "damaged or stale (the message says the fix). --rebuild builds a new index "
+                                   "from the roots next to the old one and swaps it in atomically.")
+    p.add_argument("--rebuild", action="store_true",
+                   help="rebuild from the sources into a new file and swap it in (the old one is kept as .bak "
+                        "until the new one is in place)")
+    p.add_argument("--thorough", action="store_true", help="PRAGMA integrity_check instead of quick_check")
+    p.add_argument("--no-derived", dest="derived", action="store_false",
+                   help="skip the derived-data check (the file checks alone take a second)")
+    p.add_argument("paths", nargs="*", metavar="PATH",
+                   help="--rebuild: the roots to index when the old index cannot say (default: its roots)")
+    p.set_defaults(func=commands.cmd_doctor)
+
     p = sub.add_parser("eval", parents=[common], help="evaluate on a BEIR folder or a probes JSONL file",
                        description="BEIR folder (corpus.jsonl, queries.jsonl, qrels.tsv): nDCG@10, recall@10/100, "
                                    "MRR@10, P@10. Probe file (JSONL of {query, expected}): recall@5/@10, MRR "
@@ -220,7 +237,7 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # a bug: one line by default, the traceback with -v
         from ..store.db import ensure_error
 
-        mapped = ensure_error(exc)
+        mapped = ensure_error(exc, getattr(args, "db", None))
         if mapped is not None:
             err(f"error: {mapped}")
             return mapped.code

@@ -280,3 +280,43 @@ def _parse_settings(items: list[str] | None) -> dict:
             out[k] = v
     return out
 
+
+def cmd_doctor(args) -> int:
+    """``kgsearch doctor``: check the index (exit 0 healthy, 4 damaged or stale, the fix named);
+    ``--rebuild``: rebuild it from its roots into a new file and swap it in."""
+    from ..config import default_db_path
+    from ..errors import EXIT_INDEX
+
+    db = args.db or str(default_db_path())
+    progress = Progress(sys.stderr.isatty() and not args.quiet)
+    if args.rebuild:
+        from ..indexer import IndexOptions
+        from ..indexer.rebuild import rebuild_index
+
+        try:
+            report = rebuild_index(db, args.paths or None, IndexOptions(progress=progress))
+        finally:
+            progress.done()
+        if not args.quiet and not args.json:
+            err(f"rebuilt {db} from {len(report.roots)} root(s) and swapped it in")
+        return _report_run(args, report)
+    from ..indexer.doctor import check_index
+
+    try:
+        rep = check_index(db, thorough=args.thorough, derived=args.derived, progress=progress)
+    finally:
+        progress.done()
+    if args.json:
+        emit_json(rep.as_dict())
+    else:
+        out(f"index      {db}")
+        for c in rep.checks:
+            out(f"{c.name:<10} {'ok' if c.ok else 'PROBLEM'}: {c.detail}")
+        for note in rep.notes:
+            out(f"({note})")
+        fixes = list(dict.fromkeys(c.fix for c in rep.checks if not c.ok and c.fix))
+        verdict = "healthy" if rep.ok else ("damaged" if rep.damaged else "derived data differs from a rebuild")
+        out(f"doctor: {verdict} ({rep.seconds:.2f}s)")
+        for fix in fixes:
+            err(f"error: {db}: {verdict}; {fix}")
+    return EXIT_OK if rep.ok else EXIT_INDEX

@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import os
+import sqlite3
 import time
 
 from ..config import default_db_path
@@ -21,7 +22,7 @@ from ..errors import DataError, NotFound, UsageError
 from ..ingest.pool import default_workers, ordered_map
 from ..ingest.walk import Found
 from ..settings import IndexSettings
-from ..store.db import Index
+from ..store.db import Index, ensure_error
 from ..store.lock import IndexLock
 from ..store.roots import find_root, list_roots, mark_indexed, remove_root
 from ..types import ChangeSet, LoadOptions
@@ -150,6 +151,7 @@ def _locked_run(db, opts: IndexOptions, body) -> IndexReport:
     with IndexLock(db):
         ix = Index.open(db)
         try:
+            ix.health_probe()                    # a damaged file: BadIndex naming the fix, not "no change"
             st = RunState(ix, opts, report, ChangeSet(generation=ix.generation + 1, full=opts.full))
             with ix.transaction():
                 body(st)
@@ -159,6 +161,8 @@ def _locked_run(db, opts: IndexOptions, body) -> IndexReport:
                 report.compacted_bytes = ix.compact_if_sparse()
                 if report.compacted_bytes:
                     report.phases["compact"] = round(time.perf_counter() - t0, 3)
+        except sqlite3.DatabaseError as exc:
+            raise (ensure_error(exc, db) or exc) from None
         finally:
             ix.close()
     report.seconds = round(time.perf_counter() - t_start, 3)
