@@ -503,7 +503,6 @@ TRIPLES = "02174461\t_hypernym\t02176268\n05074057\t_derivationally_related_form
           "02176268\t_hypernym\t00015388\n"
 
 
-@xfail13("TSV triples (head<TAB>relation<TAB>tail) are skipped in a folder and read as plain text when named")
 @pytest.mark.parametrize("how", ["folder", "named"])
 def test_tsv_triples_load_as_typed_edges(tmp_path, capsys, how):
     kg = tmp_path / "wn"

@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import time
+from pathlib import Path
 
 from ..config import default_db_path
 from ..errors import DataError, NotFound, UsageError
@@ -75,6 +76,29 @@ def _load_files(st: RunState, writer: Writer, edges: EdgeResolver, to_load: list
     finally:
         outcomes.close()
     st.emit(phase="load", done=total, total=total)
+
+
+def _orphaned(st: RunState, writer: Writer) -> list[Found]:
+    """Unchanged files that lost edges because a node they start from was removed (another
+    file defined it): loaded again, so their edges are what a fresh build would write (a KG
+    edge to a now-unknown source fails as dangling, a triple's head becomes a shared entity)."""
+    ids = sorted(writer.orphaned_files - writer.stored_files)
+    writer.orphaned_files.clear()
+    if not ids:
+        return []
+    labels = {r.path: r.label for r in list_roots(st.conn)}
+    out = []
+    marks = ",".join("?" * len(ids))
+    for path, root, loader, size, mtime in st.conn.execute(
+            f"SELECT path, root, loader, size, mtime_ns FROM files WHERE id IN ({marks}) ORDER BY path", ids):
+        p, r = Path(path), Path(root)
+        try:
+            rel = p.name if p == r else p.relative_to(r).as_posix()
+        except ValueError:                    # a row from before the roots registry
+            rel = p.name
+        out.append(Found(p, rel, r if p != r else p.parent, loader, size, mtime, origin=root,
+                         label=labels.get(root, "")))
+    return out
 
 
 def _fail_file(st: RunState, f: Found, exc: DataError, why: str) -> None:
@@ -200,6 +224,11 @@ def _apply(st: RunState, to_load: list[Found], deleted: list[tuple[int, str]], t
     for file_id, _ in deleted:
         writer.drop_file(file_id)
     _load_files(st, writer, edges, to_load)
+    for _ in range(3):                        # (a reload can orphan more: rare, bounded)
+        again = _orphaned(st, writer)
+        if not again:
+            break
+        _load_files(st, writer, edges, again)
     report.phases["load"] = round(time.perf_counter() - t0, 3)
     t0 = time.perf_counter()
     edges.move_staged_edges()
