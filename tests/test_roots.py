@@ -221,3 +221,17 @@ def test_link_to_a_hidden_folder_inside_the_root_is_followed_once(tmp_path):
     # indexed once, by its real path
     assert rows(db, "SELECT key FROM nodes WHERE kind = 'note'") == [("md:.attic/old",)]
     assert [Path(r[0]).name for r in rows(db, "SELECT path FROM files")] == ["old.md"]
+
+
+def test_a_nested_root_does_not_move_files_of_the_root_around_it(tmp_path):
+    outer = tmp_path / "notes"
+    write(outer / "a.md", "# A\nalpha\n")
+    write(outer / "sub" / "b.md", "# B\nbravo [[a]]\n")
+    db = tmp_path / "i.db"
+    index_paths(db, [str(outer)], NO_STEPS)
+    before = rows(db, "SELECT id, key FROM nodes ORDER BY id")
+    rep = index_paths(db, [str(outer / "sub")], NO_STEPS)      # a later root inside the first
+    assert rep.files_loaded == 0
+    assert rows(db, "SELECT id, key FROM nodes ORDER BY id") == before
+    assert rows(db, "SELECT DISTINCT root FROM files") == [(str(outer.resolve()),)]
+    assert index_paths(db, [], NO_STEPS).files_loaded == 0

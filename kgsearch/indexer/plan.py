@@ -82,16 +82,24 @@ def plan(st: RunState, roots: list[Root]) -> tuple[list[Found], list[tuple[int, 
     found: list[Found] = []
     seen: set[str] = set()
     kept_roots: list[str] = []                  # missing or unreadable: their files stay
+    registered = [r for r in list_roots(conn) if os.path.isdir(r.path)]
     for root in roots:
         files = _walk_root(st, root, wr)
         if files is None:
             kept_roots.append(root.path)
             continue
+        # a file inside an earlier registered root (nested roots) belongs to that one, whichever
+        # roots this run walks, so its keys do not depend on the command line
+        owners = [r for r in registered if r.position < root.position and _inside(root.path, r.path)]
         for f in files:
             if str(f.path) in seen:             # reached from an earlier root too: that one owns it
                 continue
             seen.add(str(f.path))
-            f.origin, f.label = root.path, root.label
+            owner = next((r for r in owners if _inside(str(f.path), r.path)), root)
+            f.origin, f.label = owner.path, owner.label
+            if owner is not root:
+                f.root = Path(owner.path)
+                f.rel = f.path.relative_to(f.root).as_posix()
             found.append(f)
         st.walked_roots.append(root.path)
     report.warnings.extend(wr.problems)
