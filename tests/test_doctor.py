@@ -170,3 +170,21 @@ def test_incremental_index_is_what_a_rebuild_gives(built, capsys):
     assert cli("index", "--db", db, "-q") == 0
     rc, rep = doctor(db, capsys)
     assert rc == 0, [c for c in rep["checks"] if not c["ok"]]
+
+
+@pytest.mark.parametrize("strict", ["1", "0"])
+def test_a_damaged_index_is_exit_4_for_search_whatever_the_strict_mode(built, capsys, monkeypatch, strict):
+    """Outside strict mode a failing channel is skipped; a damaged file never is (it used to
+    answer without BM25, exit 0)."""
+    _, db = built
+    monkeypatch.setenv("KGSEARCH_STRICT", strict)
+    _corrupt(db, "text_postings")
+    capsys.readouterr()
+    assert cli("search", "apple", "--db", db, "--no-cache") == 4
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and str(db) in err[0] and "doctor --rebuild" in err[0]
+    import kgsearch
+    from kgsearch.errors import BadIndex
+
+    with pytest.raises(BadIndex, match="doctor --rebuild"):
+        kgsearch.search("banana", db=str(db), k=3, use_cache=False)

@@ -71,7 +71,8 @@ class Index:
             conn.execute("PRAGMA cache_size=-16000")
             textcodec.register(conn)        # kgtext(): long node texts are stored compressed
         except sqlite3.DatabaseError as exc:
-            raise BadIndex(f"{p} is not a kgsearch index ({exc}); pass another --db or move the file away") from None
+            raise BadIndex(f"{p} is not a kgsearch index ({exc}); pass another --db or move the file away (if it "
+                           f"was your index, `kgsearch doctor --rebuild PATH...` rebuilds it from its folders)") from None
         ix = cls(p, conn)
         try:
             ix._check_and_migrate(readonly)
@@ -99,7 +100,8 @@ class Index:
         except sqlite3.OperationalError:
             return []
         except sqlite3.DatabaseError as exc:
-            raise BadIndex(f"{self.path} is not a kgsearch index ({exc}); pass another --db") from None
+            raise BadIndex(f"{self.path} is not a kgsearch index ({exc}); pass another --db (if it was your index, "
+                           f"`kgsearch doctor --rebuild PATH...` rebuilds it from its folders)") from None
         return [r[0] for r in rows]
 
     def _check_and_migrate(self, readonly: bool) -> None:
