@@ -23,8 +23,8 @@ EXIT_CODES = """exit codes:
   3   bad input data (the message names file:line); an index run that hit it changed nothing,
       or, with --keep-going, skipped the named files; or a root is missing or cannot be listed:
       its files are kept, the other roots were indexed (also `roots` when a root is unhealthy)
-  4   index missing, unreadable, damaged (the message names `kgsearch doctor --rebuild`), or made by a
-      newer kgsearch
+  4   index missing, unreadable, damaged (the message names `kgsearch doctor --rebuild`), found
+      stale by `kgsearch doctor`, or made by a newer kgsearch
   5   nothing found (show, why, roots remove)
   75  another `kgsearch index` holds the lock: nothing was changed, try again later
   130 interrupted (Ctrl-C): nothing was changed
