@@ -260,7 +260,7 @@ def files_seen(path: Path) -> tuple[int | None, str | None]:
     from kgsearch.ingest.walk import WalkReport, walk
 
     try:
-        return sum(1 for _ in walk(path.resolve(), None, 16 << 20, WalkReport())), None
+        return sum(1 for _ in walk(path.resolve(), None, None, WalkReport())), None    # the CLI's default caps
     except Exception as exc:  # the walk crashing is a finding, not a reason to stop the bench
         return None, f"{type(exc).__name__}: {exc}"
 
@@ -366,6 +366,7 @@ _MORE = re.compile(r"^warning: \.\.\. and (\d+) more")
 
 def parse_stderr(text: str) -> dict:
     warnings, errors, notes = [], [], []
+    skipped = None
     loaded = more = None
     for line in text.splitlines():
         m = _MORE.match(line)
@@ -378,13 +379,15 @@ def parse_stderr(text: str) -> dict:
             errors.append(line[len("error: "):])
         elif line.startswith("note: "):
             notes.append(line[len("note: "):])
+        elif line.startswith("skipped: "):
+            skipped = line[len("skipped: "):]
         elif line.startswith("Traceback") or line.startswith("  File "):
             errors.append(line)
         m = _INDEXED.match(line)
         if m:
             loaded = int(m.group(1))
     return {"warnings": warnings, "warnings_total": len(warnings) + (more or 0), "errors": errors,
-            "notes": notes, "files_loaded": loaded}
+            "notes": notes, "files_loaded": loaded, "skipped": skipped}
 
 
 def db_stats(db: Path) -> dict | None:
@@ -438,7 +441,7 @@ def bench_tree(tree: dict, timeout: float, cap_mb: int | None, cap_kind: str, ke
                                                                 and run["exit"] not in (0,)) else
                            (0 if run["exit"] == 0 else None),
            "warnings_total": parsed["warnings_total"], "warnings_first": parsed["warnings"][:5],
-           "errors": parsed["errors"][:5], "notes": parsed["notes"][:5],
+           "errors": parsed["errors"][:5], "notes": parsed["notes"][:5], "skipped_files": parsed["skipped"],
            "db_mb": round(_db_bytes(db) / 1e6, 2) if db.exists() else None, "stats": st,
            "tree_changed": changed}
     if run["exit"] != 0 and parsed["files_loaded"] is None:
@@ -535,6 +538,12 @@ def markdown(result: dict) -> str:
         lines.append(f"- **{r['name']}** exit {r['exit']}{' (timed out)' if r['timed_out'] else ''}: "
                      + "; ".join(f"`{_short(e, 300)}`" for e in r["errors"][:2]))
     if not any_err:
+        lines.append("none")
+    lines += ["", "## Skipped while walking (one warning each, counted; the run goes on)", ""]
+    skipped = [r for r in result["trees"] if not r.get("skipped") and r.get("skipped_files")]
+    for r in skipped:
+        lines.append(f"- **{r['name']}**: {r['skipped_files']}")
+    if not skipped:
         lines.append("none")
     lines += ["", "## First warnings per tree", ""]
     for r in result["trees"]:

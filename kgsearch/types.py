@@ -10,7 +10,7 @@ FLAG_TEST = 2          # test code
 FLAG_PLACEHOLDER = 4   # link target that does not exist (yet)
 
 
-@dataclass
+@dataclass(slots=True)
 class NodeRec:
     """A node as a loader emits it. ``key`` is unique in the index and stable across reindexing."""
 
@@ -27,7 +27,7 @@ class NodeRec:
     aliases: list[tuple[str, str]] = field(default_factory=list)   # (ns, name) this node answers to
 
 
-@dataclass
+@dataclass(slots=True)
 class EdgeRec:
     """A typed directed edge. ``dst`` is resolved in namespace ``ns`` (see docs/DESIGN.md)."""
 

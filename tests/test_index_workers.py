@@ -133,15 +133,21 @@ def _dump(db):
 def test_index_with_workers_equals_in_process(tmp_path):
     tree = tmp_path / "tree"
     _tree(tree)
-    (tree / "bad.json").write_text('{"nodes": [')         # malformed: a DataError from a worker
-    seq = index_paths(tmp_path / "seq.db", [str(tree)], IndexOptions(steps=(), workers=0, keep_going=True))
-    par = index_paths(tmp_path / "par.db", [str(tree)], IndexOptions(steps=(), workers=3, keep_going=True))
+    bad = tree / "bad.json"
+    bad.write_text('{"nodes": [')         # malformed: a DataError from a worker
+    # named as well as walked, it is a file that failed (met only while walking it would be
+    # skipped with a warning: tests/test_real_folders.py)
+    paths = [str(tree), str(bad)]
+    seq = index_paths(tmp_path / "seq.db", paths, IndexOptions(steps=(), workers=0, keep_going=True))
+    par = index_paths(tmp_path / "par.db", paths, IndexOptions(steps=(), workers=3, keep_going=True))
     assert (par.files_loaded, par.files_failed, par.warnings) == (seq.files_loaded, seq.files_failed, seq.warnings)
     assert par.files_failed == 1
     assert _dump(tmp_path / "par.db") == _dump(tmp_path / "seq.db")
+    walked = index_paths(tmp_path / "walked.db", [str(tree)], IndexOptions(steps=(), workers=3))
+    assert walked.skipped["malformed"] == 1 and walked.files_failed == 0
     with pytest.raises(DataError) as a:
-        index_paths(tmp_path / "seq2.db", [str(tree)], IndexOptions(steps=(), workers=0))
+        index_paths(tmp_path / "seq2.db", paths, IndexOptions(steps=(), workers=0))
     with pytest.raises(DataError) as b:
-        index_paths(tmp_path / "par2.db", [str(tree)], IndexOptions(steps=(), workers=3))
+        index_paths(tmp_path / "par2.db", paths, IndexOptions(steps=(), workers=3))
     assert str(a.value) == str(b.value)
     assert _no_children_left()

@@ -129,16 +129,26 @@ def test_malformed_json_keeps_previous_index(tmp_path, capsys):
     db = tmp_path / "i.db"
     assert main(["index", str(folder), "--db", str(db), "--no-embed", "-q"]) == 0
     before = snapshot(db)
-    (folder / "broken.json").write_text('{"nodes": [\n  {"node_id": "a",\n  }\n]}\n')
+    broken = folder / "broken.json"
+    broken.write_text('{"nodes": [\n  {"node_id": "a",\n  }\n]}\n')
     capsys.readouterr()
-    assert main(["index", str(folder), "--db", str(db), "--no-embed"]) == 3
+    # met while walking a folder: skipped with one warning naming file:line, counted, exit 0
+    # (one bad file never stops the others; issue 13)
+    assert main(["index", str(folder), "--db", str(db), "--no-embed"]) == 0
+    err = capsys.readouterr().err.splitlines()
+    about = [ln for ln in err if "broken.json" in ln]
+    assert len(about) == 1 and about[0].startswith(f"warning: {broken.resolve()}:3: invalid JSON")
+    assert "skipped: 1 file(s) not what their extension says" in err
+    assert snapshot(db) == before
+    # named on the command line: the run fails and changes nothing
+    assert main(["index", str(broken), "--db", str(db), "--no-embed"]) == 3
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and err[0].startswith(f"error: {(folder / 'broken.json').resolve()}:")
-    assert "invalid JSON" in err[0] or "JSON" in err[0]
+    assert len(err) == 1 and err[0].startswith(f"error: {broken.resolve()}:3: invalid JSON")
     assert snapshot(db) == before
     # --keep-going commits the rest and still says the run was partial
-    (folder / "ok.json").write_text(json.dumps({"nodes": [{"node_id": "zz", "name": "ZZ"}]}))
-    assert main(["index", str(folder), "--db", str(db), "--no-embed", "--keep-going", "-q"]) == 3
+    ok = folder / "ok.json"
+    ok.write_text(json.dumps({"nodes": [{"node_id": "zz", "name": "ZZ"}]}))
+    assert main(["index", str(broken), str(ok), "--db", str(db), "--no-embed", "--keep-going", "-q"]) == 3
     assert "kg:zz" in {r[1] for r in snapshot(db)["nodes"]}
 
 
@@ -274,7 +284,7 @@ def test_walk_rules_symlinks_sizes(tmp_path, capsys):
         paths = sorted(Path(r[0]).relative_to(root.resolve()).as_posix()
                        for r in ix.conn.execute("SELECT path FROM files"))
     assert paths == ["a.txt", "keep.log", "sub/b.txt"]
-    assert "big.txt (3.0 MB): larger than --max-file-size; skipped" in err
+    assert "big.txt (3.0 MB): larger than --max-file-size (1 MB); skipped (--max-file-size 4 includes it)" in err
     assert "folder reached twice" in err
 
 
@@ -314,10 +324,15 @@ def test_unreadable_file_is_reported_not_fatal(tmp_path, monkeypatch, capsys):
 
     monkeypatch.setattr(Path, "read_bytes", fake)
     db = tmp_path / "i.db"
-    assert main(["index", str(folder), "--db", str(db), "--no-embed", "--keep-going"]) == 3
+    # met while walking: one warning, counted, the run succeeds (issue 13: no --keep-going needed)
+    assert main(["index", str(folder), "--db", str(db), "--no-embed"]) == 0
     err = capsys.readouterr().err
     assert f"{(folder / 'locked.json').resolve()}: cannot read (Permission denied); check its permissions" in err
+    assert "skipped: 1 unreadable folder(s)/file(s)" in err
     assert {r[1] for r in snapshot(db)["nodes"]} == {"kg:sqlite", "kg:fts5", "kg:bm25"}
+    # named on the command line, it is a failed file: exit 3 (the rest committed with --keep-going)
+    assert main(["index", str(folder / "locked.json"), "--db", str(db), "--no-embed", "--keep-going"]) == 3
+    assert "cannot read (Permission denied)" in capsys.readouterr().err
 
 
 def _resolved_calls(db) -> dict[tuple[str, str], str | None]:

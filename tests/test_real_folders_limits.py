@@ -81,7 +81,6 @@ def test_star_graph_index_stays_within_a_memory_bound(tmp_path):
         assert c.execute("SELECT count(*) FROM nodes WHERE kind = 'placeholder'").fetchone()[0] == 6000
 
 
-@xfail13("Index.checkpoint() stalls the writer (busy timeout, 2 x 10 s) while any reader holds a snapshot")
 def test_writer_does_not_wait_for_a_reader_snapshot(tmp_path):
     vault = tmp_path / "vault"
     write(vault / "a.md", "# A\nalpha\n")

@@ -7,6 +7,7 @@ Exit codes are listed in ``kgsearch --help`` and in the README.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 
@@ -20,9 +21,11 @@ EXIT_CODES = """exit codes:
   1   internal error (a bug: please report it with the command you ran)
   2   usage error (bad flags or arguments)
   3   bad input data (the message names file:line); an index run that hit it changed nothing,
-      or, with --keep-going, skipped the named files
-  4   index missing, unreadable, or made by a newer kgsearch
-  5   nothing found (show, why)
+      or, with --keep-going, skipped the named files; or a root is missing or cannot be listed:
+      its files are kept, the other roots were indexed (also `roots` when a root is unhealthy)
+  4   index missing, unreadable, damaged (the message names `kgsearch doctor --rebuild`), found
+      stale by `kgsearch doctor`, or made by a newer kgsearch
+  5   nothing found (show, why, roots remove)
   75  another `kgsearch index` holds the lock: nothing was changed, try again later
   130 interrupted (Ctrl-C): nothing was changed
 """
@@ -37,6 +40,18 @@ def _common(db_required: bool = False) -> argparse.ArgumentParser:
     p.add_argument("-q", "--quiet", action="store_true", default=argparse.SUPPRESS, help="no notes or progress on stderr")
     p.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help="debug logging on stderr")
     return p
+
+
+def _megabytes(value: str) -> float:
+    """``--max-file-size``: a finite number of MB above 0 (0 or less would skip every file and so
+    empty the index from a cron line)."""
+    try:
+        mb = float(value)
+    except ValueError:
+        mb = float("nan")
+    if not math.isfinite(mb) or mb <= 0:
+        raise argparse.ArgumentTypeError(f"must be a number of MB above 0 (e.g. 32), got {value!r}")
+    return mb
 
 
 def _query_options(p: argparse.ArgumentParser) -> None:
@@ -74,18 +89,20 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     p = sub.add_parser("index", parents=[common], help="index or incrementally reindex files and folders",
-                       description="Index folders/files (Markdown vaults, Python code, KG JSON/JSONL/CSV, text). "
+                       description="Index folders/files (Markdown vaults, Python code, KG JSON/JSONL/CSV, KG "
+                                   "triples TSV, text). "
                                    "Only changed files are re-read. With no PATH, reindex the roots already "
                                    "in the index (for cron).")
     p.add_argument("paths", nargs="*", metavar="PATH")
-    p.add_argument("--format", default=None, choices=["kg", "markdown", "python", "text", "beir"],
+    p.add_argument("--format", default=None, choices=["kg", "triples", "markdown", "python", "text", "beir"],
                    help="force a loader instead of choosing by file type")
     p.add_argument("--allow-dangling", action="store_true",
                    help="KG edges to unknown nodes create placeholder nodes instead of failing")
     p.add_argument("--keep-going", action="store_true",
                    help="skip files that fail to load (exit code 3) instead of failing the whole run")
     p.add_argument("--full", action="store_true", help="re-read every file and rebuild all derived data")
-    p.add_argument("--max-file-size", type=float, default=16.0, metavar="MB", help="skip larger files (default 16)")
+    p.add_argument("--max-file-size", type=_megabytes, default=None, metavar="MB",
+                   help="skip larger files (default 16; 64 for .tsv KG triples)")
     p.add_argument("--model", default=None, metavar="PATH|NAME",
                    help="embedding model (a model2vec folder or a pulled model name); changing it re-embeds")
     p.add_argument("--stemmer", default=None, choices=["porter2", "light", "none"], help="stemmer (changing it rebuilds postings)")
@@ -157,6 +174,33 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("stats", parents=[common], help="counts by kind and edge type, size, last index time")
     p.set_defaults(func=commands.cmd_stats)
+
+    p = sub.add_parser("roots", parents=[common], help="the indexed roots and their health; remove one",
+                       description="List the roots (folders and files given to `kgsearch index`, reindexed by a "
+                                   "bare `kgsearch index`) with their health: status (ok, missing, unreadable), "
+                                   "files in the index, last indexed. Exit 3 when a root is missing or unreadable. "
+                                   "`roots remove PATH` removes a root and its files' nodes (one transaction).")
+    rsub = p.add_subparsers(dest="roots_cmd", metavar="ACTION")
+    rp = rsub.add_parser("remove", parents=[common], help="remove roots and their nodes from the index")
+    rp.add_argument("paths", nargs="+", metavar="PATH", help="root path (as listed, or its label)")
+    rsub.add_parser("list", parents=[common], help="list the roots (the default)")
+    p.set_defaults(func=commands.cmd_roots)
+
+    p = sub.add_parser("doctor", parents=[common], help="check the index; rebuild it from its sources",
+                       description="Check the index file (SQLite quick_check, FTS5 integrity-check) and its "
+                                   "derived data (postings, trigrams, similar_text edges, graph arrays, vectors) "
+                                   "against a rebuild of them in a temporary copy. Exit 0 when healthy, 4 when "
+                                   "damaged or stale (the message says the fix). --rebuild builds a new index "
+                                   "from the roots next to the old one and swaps it in atomically.")
+    p.add_argument("--rebuild", action="store_true",
+                   help="rebuild from the sources into a new file and swap it in (the old one is kept as .bak "
+                        "until the new one is in place)")
+    p.add_argument("--thorough", action="store_true", help="PRAGMA integrity_check instead of quick_check")
+    p.add_argument("--no-derived", dest="derived", action="store_false",
+                   help="skip the derived-data check (the file checks alone take a second)")
+    p.add_argument("paths", nargs="*", metavar="PATH",
+                   help="--rebuild: the roots to index when the old index cannot say (default: its roots)")
+    p.set_defaults(func=commands.cmd_doctor)
 
     p = sub.add_parser("eval", parents=[common], help="evaluate on a BEIR folder or a probes JSONL file",
                        description="BEIR folder (corpus.jsonl, queries.jsonl, qrels.tsv): nDCG@10, recall@10/100, "
@@ -233,7 +277,7 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # a bug: one line by default, the traceback with -v
         from ..store.db import ensure_error
 
-        mapped = ensure_error(exc)
+        mapped = ensure_error(exc, getattr(args, "db", None))
         if mapped is not None:
             err(f"error: {mapped}")
             return mapped.code

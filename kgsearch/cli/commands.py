@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 
-from ..errors import EXIT_OK
+from ..errors import EXIT_DATA, EXIT_OK
 from .output import Progress, emit_json, err, out, table, warn_list
 
 # ---------------------------------------------------------------------------- commands
@@ -21,13 +21,21 @@ def cmd_index(args) -> int:
         settings["embed"] = args.embed          # persisted like the other settings
     steps = None
     progress = Progress(sys.stderr.isatty() and not args.quiet)
+    max_bytes = None if args.max_file_size is None else int(args.max_file_size * 1e6)
     opts = IndexOptions(fmt=args.format, allow_dangling=args.allow_dangling, keep_going=args.keep_going,
-                        full=args.full, max_file_bytes=int(args.max_file_size * 1e6), settings=settings,
+                        full=args.full, max_file_bytes=max_bytes, settings=settings,
                         steps=steps, progress=progress)
     try:
         report = index_paths(args.db, args.paths, opts)
     finally:
         progress.done()
+    return _report_run(args, report)
+
+
+def _report_run(args, report) -> int:
+    """The summary of an index run on stderr (or its JSON on stdout) and its exit code: 3 when
+    something named could not be indexed (a file with --keep-going, a missing or unreadable
+    root), the rest having been committed."""
     if args.json:
         emit_json(report.as_dict())
     else:
@@ -38,6 +46,9 @@ def cmd_index(args) -> int:
                  f"{report.files_deleted} deleted: +{report.nodes_added} ~{report.nodes_modified} "
                  f"-{report.nodes_removed} nodes in {report.seconds:.2f}s "
                  f"(generation {report.generation}{'' if changed or report.edges_changed else ', no change'})")
+            skipped = skipped_summary(report.skipped)
+            if skipped:
+                err(f"skipped: {skipped}")
             for name, info in report.steps.items():
                 note = info.get("notice") or info.get("skipped")
                 if note:
@@ -45,10 +56,61 @@ def cmd_index(args) -> int:
             if report.compacted_bytes:
                 err(f"note: compacted the index file: {report.compacted_bytes / 1e6:.1f} MB smaller "
                      f"({report.phases.get('compact', 0):.1f}s)")
-    if report.partial:
+    for path in report.roots_missing:
+        err(f"error: root {path} is missing (moved, deleted, or a card not mounted?); its files are kept "
+            f"and the other roots were indexed. If it is gone for good: `kgsearch roots remove {path}`")
+    for path in report.roots_unreadable:
+        err(f"error: root {path} cannot be listed (permissions?); its files are kept and the other roots "
+            f"were indexed. Fix its permissions, or `kgsearch roots remove {path}`")
+    if report.files_failed:
         err(f"error: {report.files_failed} file(s) could not be indexed (see warnings); the rest was committed")
-        return 3
-    return EXIT_OK
+    return EXIT_DATA if report.partial else EXIT_OK
+
+
+SKIP_WORDS = {"unreadable": "unreadable folder(s)/file(s)", "bad_links": "broken or looping link(s)",
+              "malformed": "file(s) not what their extension says", "large": "large file(s)",
+              "binary": "binary file(s)", "no_loader": "file(s) with no loader"}
+
+
+def skipped_summary(skipped: dict) -> str:
+    """What the walk and the loaders skipped, for the run summary (binary files and files
+    with no loader are the normal case in a code tree: not listed).
+
+    >>> skipped_summary({"unreadable": 1, "large": 0, "malformed": 2})
+    '1 unreadable folder(s)/file(s), 2 file(s) not what their extension says'
+    """
+    return ", ".join(f"{n} {SKIP_WORDS.get(k, k)}" for k, n in skipped.items() if n and k not in ("binary", "no_loader"))
+
+
+def cmd_roots(args) -> int:
+    """``kgsearch roots``: every root with its health; ``roots remove PATH...``."""
+    if getattr(args, "roots_cmd", None) == "remove":
+        from ..indexer import IndexOptions
+        from ..indexer.run import remove_roots
+
+        report = remove_roots(args.db, args.paths, IndexOptions(progress=Progress(sys.stderr.isatty() and not args.quiet)))
+        if not args.quiet and not args.json:
+            for path in report.roots_removed:
+                err(f"removed root {path}: {report.files_deleted} file(s), {report.nodes_removed} node(s)")
+        return _report_run(args, report)
+    from ..store.db import Index
+    from ..store.roots import root_health
+
+    with Index.open(args.db, readonly=True) as ix:
+        roots = root_health(ix.conn)
+    if args.json:
+        emit_json(roots)
+        return EXIT_OK
+    if not roots:
+        out("no roots: index a folder with `kgsearch index PATH`")
+        return EXIT_OK
+    out(table([[r["path"], r["label"] or "-", r["status"], r["files"], r["last_indexed_iso"] or "never"]
+               for r in roots], ["root", "label", "status", "files", "last indexed"]))
+    bad = [r for r in roots if r["status"] != "ok"]
+    for r in bad:
+        err(f"warning: root {r['path']} is {r['status']}; its {r['files']} file(s) are kept until "
+            f"`kgsearch roots remove {r['path']}`")
+    return EXIT_DATA if bad else EXIT_OK
 
 
 def cmd_stats(args) -> int:
@@ -276,3 +338,44 @@ def _parse_settings(items: list[str] | None) -> dict:
         except json.JSONDecodeError:
             out[k] = v
     return out
+
+
+def cmd_doctor(args) -> int:
+    """``kgsearch doctor``: check the index (exit 0 healthy, 4 damaged or stale, the fix named);
+    ``--rebuild``: rebuild it from its roots into a new file and swap it in."""
+    from ..config import default_db_path
+    from ..errors import EXIT_INDEX
+
+    db = args.db or str(default_db_path())
+    progress = Progress(sys.stderr.isatty() and not args.quiet)
+    if args.rebuild:
+        from ..indexer import IndexOptions
+        from ..indexer.rebuild import rebuild_index
+
+        try:
+            report = rebuild_index(db, args.paths or None, IndexOptions(progress=progress))
+        finally:
+            progress.done()
+        if not args.quiet and not args.json:
+            err(f"rebuilt {db} from {len(report.roots)} root(s) and swapped it in")
+        return _report_run(args, report)
+    from ..indexer.doctor import check_index
+
+    try:
+        rep = check_index(db, thorough=args.thorough, derived=args.derived, progress=progress)
+    finally:
+        progress.done()
+    if args.json:
+        emit_json(rep.as_dict())
+    else:
+        out(f"index      {db}")
+        for c in rep.checks:
+            out(f"{c.name:<10} {'ok' if c.ok else 'PROBLEM'}: {c.detail}")
+        for note in rep.notes:
+            out(f"({note})")
+        fixes = list(dict.fromkeys(c.fix for c in rep.checks if not c.ok and c.fix))
+        verdict = "healthy" if rep.ok else ("damaged" if rep.damaged else "derived data differs from a rebuild")
+        out(f"doctor: {verdict} ({rep.seconds:.2f}s)")
+        for fix in fixes:
+            err(f"error: {db}: {verdict}; {fix}")
+    return EXIT_OK if rep.ok else EXIT_INDEX

@@ -3,16 +3,48 @@ and the text layout of search results and ``why`` answers."""
 from __future__ import annotations
 
 import json
+import re
 import sys
 import time
 
+# ---------------------------------------------------------------------------- terminal safety
+# What indexed text must not do to a terminal: C0 controls but tab and newline (ESC starts
+# colour, cursor, title and clear-screen sequences; BEL; CR overwrites a line), DEL and the C1
+# controls (0x9b is a one-byte CSI), and the bidi controls that reorder what is shown
+# ("txt.exe" shown as "exe.txt"). Shown escaped (\x1b, \u202e) instead of obeyed.
+_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def _escape(m: re.Match) -> str:
+    c = ord(m.group())
+    return f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}"
+
+
+def sanitize(text: str) -> str:
+    r"""``text`` with control, escape and bidi characters shown as escapes (tab, newline kept).
+
+    >>> sanitize("ok\tnext\nline \x1b[2J \u202etxt.exe")
+    'ok\tnext\nline \\x1b[2J \\u202etxt.exe'
+    """
+    return _UNSAFE.sub(_escape, text)
+
+
+def _for(stream, text: str) -> str:
+    """Text goes to a terminal sanitised; to a pipe or file as it is (JSON never goes here)."""
+    try:
+        tty = stream.isatty()
+    except (AttributeError, ValueError):
+        tty = False
+    return sanitize(text) if tty else text
+
+
 # ---------------------------------------------------------------------------- output helpers
 def out(text: str = "") -> None:
-    sys.stdout.write(text + "\n")
+    sys.stdout.write(_for(sys.stdout, text) + "\n")
 
 
 def err(text: str) -> None:
-    sys.stderr.write(text + "\n")
+    sys.stderr.write(_for(sys.stderr, text) + "\n")
 
 
 def emit_json(obj) -> None:

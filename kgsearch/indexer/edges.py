@@ -17,6 +17,7 @@ from ..errors import DataError
 from ..ingest.pynames import reexport_resolver
 from ..store.sql import CHUNK
 from ..types import FLAG_AUTO, FLAG_PLACEHOLDER
+from .keys import plain_name
 from .load import dumps_props
 from .state import RunState, edge_multiset
 from .writer import Writer
@@ -31,7 +32,9 @@ AUTO_NS = {
     "tag": ("tag:", "tag", FLAG_AUTO),
     "ent": ("ent:", "entity", FLAG_AUTO),
     "note": ("md:", "placeholder", FLAG_AUTO | FLAG_PLACEHOLDER),
+    "kgt": ("kg:", "entity", FLAG_AUTO),      # KG triples: an entity no file defines (ingest/triples.py)
 }
+LOOKUP_NS = {"kgt": "kg"}      # names of these namespaces are looked up in another one
 
 
 class EdgeResolver:
@@ -60,8 +63,8 @@ class EdgeResolver:
             self.new_files.add(file_id)
         conn.executemany("INSERT INTO temp.edge_stage(src_id, src_key, ns, dst_name, type, weight, file_id, line, "
                          "props) VALUES (?,?,?,?,?,?,?,?,?)",
-                         [(key_to_id.get(e.src), e.src, e.ns, e.dst, e.type, float(e.weight), file_id, e.line,
-                           dumps_props(e.props)) for e in edges])
+                         ((key_to_id.get(e.src), e.src, e.ns, e.dst, e.type, float(e.weight), file_id, e.line,
+                           dumps_props(e.props)) for e in edges))     # a generator: a KG file has 100Ks
 
     def move_staged_edges(self) -> None:
         """Staged edges get their source id and, when it resolves now, their target; sources
@@ -73,7 +76,10 @@ class EdgeResolver:
             "SELECT s.src_key, s.ns, s.line, f.path FROM temp.edge_stage s LEFT JOIN files f ON f.id = s.file_id "
             "WHERE s.src_id IS NULL ORDER BY s.rowid").fetchall()
         for src_key, ns, line, path in missing:
-            if ns == "kg":
+            if ns == "kgt" and src_key.startswith("kg:"):     # a triple's head: a shared entity
+                self.writer.make_auto("kgt", [(src_key[3:], src_key[3:])], kind="entity", prefix="kg:",
+                                      flags=FLAG_AUTO)
+            elif ns == "kg":
                 name = src_key[3:] if src_key.startswith("kg:") else src_key
                 if not self.st.opts.allow_dangling:
                     raise DataError(f"edge source {name!r} is not a known node; add it to a nodes file "
@@ -131,8 +137,8 @@ class EdgeResolver:
         conn.executemany("INSERT OR IGNORE INTO temp.resolve_ids(id) VALUES (?)", ((i,) for i in self.writer.nulled_edges))
         for ns in sorted(self.st.names_changed):
             changed = self.st.names_changed[ns]
-            sql = "SELECT id, dst_name FROM edges WHERE ns=? AND dst_name != '' AND id < ?"
-            args: list = [ns, self.first_new_edge]
+            sql = "SELECT id, dst_name FROM edges WHERE ns IN (?, ?) AND dst_name != '' AND id < ?"
+            args: list = [ns, next((k for k, v in LOOKUP_NS.items() if v == ns), ns), self.first_new_edge]
             if len(changed) <= FEW_NAMES:          # an edited file: SQLite prefilters by substring
                 sql += " AND (" + " OR ".join(["instr(dst_name, ?)"] * len(changed)) + ")"
                 args += sorted(changed)
@@ -152,6 +158,7 @@ class EdgeResolver:
             if rows:
                 names = []
                 for name, props in rows:
+                    name = plain_name(name)     # '//root/x\nx' (an edge of a labelled root) -> 'x'
                     display = name
                     if props:
                         try:
@@ -255,6 +262,12 @@ class _Names:
         self.complete: set[str] = set()
 
     def preload(self, ns: str) -> None:
+        self._preload(LOOKUP_NS.get(ns, ns))
+        if ns in LOOKUP_NS:
+            self.memo[ns] = self.memo[LOOKUP_NS[ns]]
+            self.complete.add(ns)
+
+    def _preload(self, ns: str) -> None:
         best: dict[str, tuple] = {}
         if ns == "key":
             for key, nid in self.conn.execute("SELECT key, id FROM nodes"):
@@ -273,6 +286,7 @@ class _Names:
     def _fetch(self, ns: str, names: list[str]) -> None:
         best: dict[str, tuple] = {}
         conn = self.conn
+        memo_ns, ns = ns, LOOKUP_NS.get(ns, ns)
         for s in range(0, len(names), CHUNK):
             chunk = names[s:s + CHUNK]
             marks = ",".join("?" * len(chunk))
@@ -288,7 +302,7 @@ class _Names:
                                                 [f"{ns}:{n}" for n in chunk]):
                 if not flags & FLAG_PLACEHOLDER:
                     _better(best, key[cut:], (0, nid, True))
-        memo = self.memo.setdefault(ns, {})
+        memo = self.memo.setdefault(memo_ns, {})
         for name in names:
             hit = best.get(name)
             memo[name] = None if hit is None else (hit[1], hit[2])

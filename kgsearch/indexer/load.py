@@ -12,6 +12,7 @@ from ..ingest import get_loader
 from ..ingest.walk import Found
 from ..store.textcodec import pack as pack_text
 from ..types import EdgeRec, LoadOptions, LoadResult, NodeRec
+from .keys import qualify_result
 
 __all__ = ["hash_bytes", "node_hash", "dumps_props", "stored_fields", "load_job", "pack_outcome", "unpack_outcome"]
 
@@ -46,20 +47,24 @@ def stored_fields(nodes) -> list[tuple[bytes, str | None, str | bytes]]:
 
 def load_job(job: tuple[Found, LoadOptions]) -> tuple:
     """Read, hash and load one file (pure: runs in a worker process too).
-    ``("ok", digest, LoadResult)`` or ``("fail", DataError)``."""
+    ``("ok", digest, LoadResult)`` or ``("fail", DataError, "unreadable" | "malformed")``."""
     f, lopts = job
     try:
         data = f.path.read_bytes()
     except OSError as exc:
-        return "fail", DataError(f"cannot read ({exc.strerror}); check its permissions", str(f.path))
+        return "fail", DataError(f"cannot read ({exc.strerror}); check its permissions", str(f.path)), "unreadable"
     loader = get_loader(f.loader)
     try:
         result = loader.load(f.path, f.rel, lopts)
+    except OSError as exc:
+        return "fail", DataError(f"cannot read ({exc.strerror}); check its permissions", str(f.path)), "unreadable"
     except DataError as exc:
-        return "fail", exc
+        return "fail", exc, "malformed"
     except (UnicodeError, ValueError, RecursionError, MemoryError) as exc:
         return "fail", DataError(f"could not be loaded ({type(exc).__name__}: {exc}); "
-                                 f"fix it or add it to .kgsearchignore", str(f.path))
+                                 f"fix it or add it to .kgsearchignore", str(f.path)), "malformed"
+    if f.label:
+        result = qualify_result(result, f.label)
     return "ok", hash_bytes(data), result
 
 

@@ -2,7 +2,10 @@
 
 A file is re-read when its size or mtime differs from the ``files`` row *and* its content hash
 does too (a touched but unchanged file only gets its new size/mtime recorded); a file that is
-in the index under a root but no longer on disk is deleted.
+in the index under a root but no longer on disk is deleted -- unless nobody can tell: the
+files of a root that is missing or cannot be listed, and of a folder that cannot be listed,
+are kept as they are (the run reports the root and exits non-zero; an unreadable subfolder is
+one warning). A file reached from two roots belongs to the first registered one.
 """
 from __future__ import annotations
 
@@ -10,78 +13,123 @@ import os
 from pathlib import Path
 
 from ..errors import DataError, UsageError
+from ..ingest import loader_for
 from ..ingest.walk import Found, WalkReport, found_file, walk
+from ..store.roots import Root, list_roots, probe, register_roots
 from .load import hash_bytes
 from .state import RunState
 
 __all__ = ["resolve_roots", "plan"]
 
 
-def resolve_roots(ix, paths: list[str]) -> list[Path]:
-    """The roots of this run: the given paths, or every root already in the index (cron)."""
+def _abs(p: str) -> str:
+    return str(Path(p).expanduser().resolve())
+
+
+def resolve_roots(ix, paths: list[str]) -> list[Root]:
+    """The roots of this run, registered (new ones get their label; the caller's transaction
+    decides whether they stay): the given paths, or every registered root (cron). A path that
+    is neither registered nor on disk is an error (exit 3, nothing changes); a registered root
+    that is missing is planned, reported and kept (:func:`plan`)."""
+    conn = ix.conn
     if not paths:
-        roots = ix.meta_json("roots", [])
+        roots = list_roots(conn)
         if not roots:
             raise UsageError("nothing to index: give a PATH (folder or file), e.g. `kgsearch index ~/notes`")
-        paths = roots
+        return roots
+    known = {r.path for r in list_roots(conn)}
     out = []
     for p in paths:
         rp = Path(p).expanduser()
-        if not rp.exists():
+        full = _abs(p)
+        if full not in known and not rp.exists():
             raise DataError("no such file or folder; check the path", str(rp))
-        out.append(rp.resolve())
-    return out
+        out.append(full)
+    return register_roots(conn, list(dict.fromkeys(out)))
 
 
-def _inside(child: Path, root: Path) -> bool:
-    try:
-        child.relative_to(root)
-        return True
-    except ValueError:
-        return False
+def _inside(child: str, folder: str) -> bool:
+    return child == folder or child.startswith(folder.rstrip(os.sep) + os.sep)
 
 
-def plan(st: RunState, roots: list[Path]) -> tuple[list[Found], list[tuple[int, str]]]:
+def _walk_root(st: RunState, root: Root, wr: WalkReport) -> list[Found] | None:
+    """The files under one root (None: the root cannot be read; its files are kept)."""
+    opts, report = st.opts, st.report
+    path = Path(root.path)
+    status = probe(root.path)
+    if status != "ok":
+        (report.roots_missing if status == "missing" else report.roots_unreadable).append(root.path)
+        return None
+    if path.is_dir():
+        found = list(walk(path, opts.fmt, opts.max_file_bytes, wr))
+        if not found and root.path not in wr.unlisted:
+            report.warnings.append(f"{root.path}: no files kgsearch can index here")
+        return found
+    if loader_for(path, opts.fmt) is None:
+        if path.suffix:
+            report.warnings.append(f"{path}: kgsearch has no loader for {path.suffix!r} files; read as plain text "
+                                   f"(pass --format kg|markdown|python|text to choose one)")
+    f = found_file(path, opts.fmt)
+    if f is None:
+        raise DataError("not a text file kgsearch can read; pass --format NAME to force a loader", str(path))
+    return [f]
+
+
+def plan(st: RunState, roots: list[Root]) -> tuple[list[Found], list[tuple[int, str]]]:
     """Files to load (changed) and files to drop (deleted), updating stats of touched files."""
     opts, report, conn = st.opts, st.report, st.conn
     wr = WalkReport()
     found: list[Found] = []
+    seen: set[str] = set()
+    kept_roots: list[str] = []                  # missing or unreadable: their files stay
+    registered = [r for r in list_roots(conn) if os.path.isdir(r.path)]
     for root in roots:
-        if root.is_dir():
-            found.extend(walk(root, opts.fmt, opts.max_file_bytes, wr))
-        else:
-            f = found_file(root, opts.fmt)
-            if f is None:
-                raise DataError("not a text file kgsearch can read; pass --format NAME to force a loader",
-                                str(root))
+        files = _walk_root(st, root, wr)
+        if files is None:
+            kept_roots.append(root.path)
+            continue
+        # a file inside an earlier registered root (nested roots) belongs to that one, whichever
+        # roots this run walks, so its keys do not depend on the command line
+        owners = [r for r in registered if r.position < root.position and _inside(root.path, r.path)]
+        for f in files:
+            if str(f.path) in seen:             # reached from an earlier root too: that one owns it
+                continue
+            seen.add(str(f.path))
+            owner = next((r for r in owners if _inside(str(f.path), r.path)), root)
+            f.origin, f.label = owner.path, owner.label
+            if owner is not root:
+                f.root = Path(owner.path)
+                f.rel = f.path.relative_to(f.root).as_posix()
             found.append(f)
+        st.walked_roots.append(root.path)
     report.warnings.extend(wr.problems)
-    for big in wr.skipped_large:
-        report.warnings.append(f"{big}: larger than --max-file-size; skipped")
-    for root in roots:
-        if root.is_dir() and not any(_inside(f.path, root) for f in found):
-            report.warnings.append(f"{root}: no files kgsearch can index here")
+    report.warnings.extend(wr.skipped_large)
+    for k, v in wr.counts().items():
+        report.skipped[k] = report.skipped.get(k, 0) + v
     report.files_seen = len(found)
 
     known: dict[str, tuple] = {}
     for root in roots:
-        prefix = str(root)
+        prefix = root.path
         rows = conn.execute(
-            "SELECT id, path, size, mtime_ns, hash, loader FROM files WHERE path = ? OR "
-            "(path >= ? AND path < ?)", (prefix, prefix + os.sep, prefix + chr(ord(os.sep) + 1)))
+            "SELECT id, path, size, mtime_ns, hash, loader, root FROM files WHERE root = ? OR path = ? OR "
+            "(path >= ? AND path < ?)", (prefix, prefix, prefix + os.sep, prefix + chr(ord(os.sep) + 1)))
         for row in rows:
             known[row[1]] = row
     present = {str(f.path) for f in found}
-    deleted = [(row[0], p) for p, row in known.items() if p not in present]
+    keep = kept_roots + wr.unlisted
+    deleted = [(row[0], p) for p, row in known.items()
+               if p not in present and not any(_inside(p, k) for k in keep)
+               and not (row[6] in kept_roots)]
 
     to_load: list[Found] = []
     for f in found:
         row = known.get(str(f.path))
-        if row is not None and not opts.full and row[5] == f.loader \
-                and row[2] == f.size and row[3] == f.mtime_ns:
+        same = row is not None and not opts.full and row[5] == f.loader and row[6] == f.origin
+        if same and row[2] == f.size and row[3] == f.mtime_ns:
             report.files_unchanged += 1
             continue
-        if row is not None and not opts.full and row[5] == f.loader:
+        if same:
             try:
                 digest = hash_bytes(f.path.read_bytes())
             except OSError:

@@ -13,17 +13,19 @@
 """
 from __future__ import annotations
 
-import json
 import os
+import sqlite3
 import time
+from pathlib import Path
 
 from ..config import default_db_path
-from ..errors import DataError
+from ..errors import DataError, NotFound, UsageError
 from ..ingest.pool import default_workers, ordered_map
 from ..ingest.walk import Found
 from ..settings import IndexSettings
-from ..store.db import Index
+from ..store.db import Index, ensure_error
 from ..store.lock import IndexLock
+from ..store.roots import find_root, list_roots, mark_indexed, remove_root
 from ..types import ChangeSet, LoadOptions
 from .edges import EdgeResolver
 from .load import load_job, pack_outcome, unpack_outcome
@@ -32,7 +34,7 @@ from .state import IndexOptions, IndexReport, RunState
 from .steps import check_step_names, run_steps
 from .writer import Writer
 
-__all__ = ["index_paths"]
+__all__ = ["index_paths", "remove_roots", "check_options"]
 
 PARALLEL_MIN_FILES = 64    # files to load from which worker processes pay off
 
@@ -64,7 +66,7 @@ def _load_files(st: RunState, writer: Writer, edges: EdgeResolver, to_load: list
         for i, (f, outcome) in enumerate(zip(to_load, outcomes)):
             st.emit(phase="load", done=i, total=total, path=str(f.path))
             if outcome[0] == "fail":
-                _fail_file(st, outcome[1])
+                _fail_file(st, f, outcome[1], outcome[2] if len(outcome) > 2 else "malformed")
                 continue
             digest, result = outcome[1], outcome[2]
             st.report.warnings.extend(result.warnings)
@@ -76,18 +78,96 @@ def _load_files(st: RunState, writer: Writer, edges: EdgeResolver, to_load: list
     st.emit(phase="load", done=total, total=total)
 
 
-def _fail_file(st: RunState, exc: DataError) -> None:
+def _orphaned(st: RunState, writer: Writer) -> list[Found]:
+    """Unchanged files that lost edges because a node they start from was removed (another
+    file defined it): loaded again, so their edges are what a fresh build would write (a KG
+    edge to a now-unknown source fails as dangling, a triple's head becomes a shared entity)."""
+    ids = sorted(writer.orphaned_files - writer.stored_files)
+    writer.orphaned_files.clear()
+    if not ids:
+        return []
+    labels = {r.path: r.label for r in list_roots(st.conn)}
+    out = []
+    marks = ",".join("?" * len(ids))
+    for path, root, loader, size, mtime in st.conn.execute(
+            f"SELECT path, root, loader, size, mtime_ns FROM files WHERE id IN ({marks}) ORDER BY path", ids):
+        p, r = Path(path), Path(root)
+        try:
+            rel = p.name if p == r else p.relative_to(r).as_posix()
+        except ValueError:                    # a row from before the roots registry
+            rel = p.name
+        out.append(Found(p, rel, r if p != r else p.parent, loader, size, mtime, origin=root,
+                         label=labels.get(root, "")))
+    return out
+
+
+def _fail_file(st: RunState, f: Found, exc: DataError, why: str) -> None:
+    """A file that could not be loaded. Met while walking a folder (no --format), it is skipped
+    with one warning and counted: one bad file never stops the others (a tool's config with
+    comments, a log that ends mid-line). A file the user named, or forced with --format, fails
+    the run (nothing changes) unless --keep-going. Either way what it held before is kept."""
+    walked = str(f.path) not in st.explicit_files and st.opts.fmt is None
+    if walked:
+        st.report.skipped[why] = st.report.skipped.get(why, 0) + 1
+        st.warn(f"{exc} (skipped; what was indexed from it before is kept)")
+        return
     if not st.opts.keep_going:
         raise exc
     st.report.files_failed += 1
     st.warn(f"{exc} (skipped; its previous contents are kept)")
 
 
+def check_options(opts: IndexOptions) -> None:
+    """Option values that would do harm are usage errors, before anything is touched: a size
+    cap of 0 or less would skip every file and so empty the index; a model that cannot be
+    found would be remembered and leave dense search off for good."""
+    check_step_names(opts.steps)
+    IndexSettings.from_dict(opts.settings)
+    cap = opts.max_file_bytes
+    if cap is not None and (not isinstance(cap, int) or cap <= 0):
+        raise UsageError(f"--max-file-size must be a number of MB above 0, got {cap / 1e6 if cap else cap!r}")
+    model = opts.settings.get("model")
+    if model and (opts.steps is None or "embed" in opts.steps):
+        from ..embed.model import resolve_model
+
+        if resolve_model(model) is None:
+            raise UsageError(f"--model {model!r}: no model folder or pulled model of that name; `kgsearch model list` "
+                             f"shows the models here, `kgsearch model pull NAME` fetches one, or pass a model2vec "
+                             f"folder (config.json, model.safetensors, tokenizer.json)")
+
+
 def index_paths(db: str | os.PathLike | None, paths: list[str], opts: IndexOptions | None = None) -> IndexReport:
     """Index (or incrementally reindex) ``paths`` into the index at ``db``. See the module docstring."""
     opts = opts or IndexOptions()
-    check_step_names(opts.steps)
-    IndexSettings.from_dict(opts.settings)           # a bad setting fails before the lock is taken
+    check_options(opts)                              # a bad option fails before the lock is taken
+    return _locked_run(db, opts, lambda st: _run(st, resolve_roots(st.ix, list(paths))))
+
+
+def remove_roots(db: str | os.PathLike | None, refs: list[str], opts: IndexOptions | None = None) -> IndexReport:
+    """Remove roots (by path or label) and every node of their files, in one transaction;
+    derived data is updated as for deleted files. An unknown root: :class:`NotFound`."""
+    opts = opts or IndexOptions()
+    check_options(opts)
+
+    def body(st: RunState) -> None:
+        gone = []
+        for ref in refs:
+            root = find_root(st.conn, ref)
+            if root is None:
+                known = ", ".join(r.path for r in list_roots(st.conn)) or "none"
+                raise NotFound(f"no root {ref!r} in {st.ix.path} (its roots: {known}); `kgsearch roots` lists them")
+            gone.append(root)
+        st.report.roots_removed = [r.path for r in gone]
+        deleted = []
+        for root in gone:
+            deleted += st.conn.execute("SELECT id, path FROM files WHERE root = ?", (root.path,)).fetchall()
+            remove_root(st.conn, root.path)
+        _apply(st, [], [tuple(r) for r in deleted], time.perf_counter())
+
+    return _locked_run(db, opts, body)
+
+
+def _locked_run(db, opts: IndexOptions, body) -> IndexReport:
     t_start = time.perf_counter()
     if db is None:
         db = default_db_path()
@@ -95,18 +175,18 @@ def index_paths(db: str | os.PathLike | None, paths: list[str], opts: IndexOptio
     with IndexLock(db):
         ix = Index.open(db)
         try:
-            roots = resolve_roots(ix, list(paths))
-            report.roots = [str(r) for r in roots]
-            st = RunState(ix, opts, report, ChangeSet(generation=ix.generation + 1, full=opts.full),
-                          explicit_files={str(r) for r in roots if not r.is_dir()})
+            ix.health_probe()                    # a damaged file: BadIndex naming the fix, not "no change"
+            st = RunState(ix, opts, report, ChangeSet(generation=ix.generation + 1, full=opts.full))
             with ix.transaction():
-                _run(st, roots)
+                body(st)
             ix.checkpoint()
             if opts.compact:
                 t0 = time.perf_counter()
                 report.compacted_bytes = ix.compact_if_sparse()
                 if report.compacted_bytes:
                     report.phases["compact"] = round(time.perf_counter() - t0, 3)
+        except sqlite3.DatabaseError as exc:
+            raise (ensure_error(exc, db) or exc) from None
         finally:
             ix.close()
     report.seconds = round(time.perf_counter() - t_start, 3)
@@ -114,13 +194,25 @@ def index_paths(db: str | os.PathLike | None, paths: list[str], opts: IndexOptio
 
 
 def _run(st: RunState, roots) -> None:
-    """Everything inside the run's transaction."""
+    """Everything inside an index run's transaction."""
+    ix, report = st.ix, st.report
+    report.roots = [r.path for r in roots]
+    st.explicit_files = {r.path for r in roots if os.path.isfile(r.path)}
+    t0 = time.perf_counter()
+    to_load, deleted = plan(st, roots)
+    _apply(st, to_load, deleted, t0)
+    now = time.time()
+    counts = dict(ix.conn.execute("SELECT root, count(*) FROM files GROUP BY root"))
+    for path in st.walked_roots:
+        mark_indexed(ix.conn, path, now, counts.get(path, 0))
+
+
+def _apply(st: RunState, to_load: list[Found], deleted: list[tuple[int, str]], t0: float) -> None:
+    """Drop deleted files, load changed ones, resolve edges, run the derived steps."""
     ix, report, ch = st.ix, st.report, st.changes
     writer = Writer(st)
     edges = EdgeResolver(st, writer)
     st.had_edges = ix.conn.execute("SELECT 1 FROM edges LIMIT 1").fetchone() is not None
-    t0 = time.perf_counter()
-    to_load, deleted = plan(st, roots)
     report.phases["scan"] = round(time.perf_counter() - t0, 3)
     # settings persist between runs; flags given now override them
     stored = ix.meta_json("settings")
@@ -132,6 +224,11 @@ def _run(st: RunState, roots) -> None:
     for file_id, _ in deleted:
         writer.drop_file(file_id)
     _load_files(st, writer, edges, to_load)
+    for _ in range(3):                        # (a reload can orphan more: rare, bounded)
+        again = _orphaned(st, writer)
+        if not again:
+            break
+        _load_files(st, writer, edges, again)
     report.phases["load"] = round(time.perf_counter() - t0, 3)
     t0 = time.perf_counter()
     edges.move_staged_edges()
@@ -139,8 +236,6 @@ def _run(st: RunState, roots) -> None:
     writer.collect_garbage()
     edges.compare_file_edges()
     report.phases["resolve"] = round(time.perf_counter() - t0, 3)
-    known = set(json.loads(ix.meta("roots", "[]") or "[]"))
-    new_roots = sorted(known | set(report.roots))
     stale = set(ix.stale_steps())
     if ch.any or stale:
         if ch.full:
@@ -156,8 +251,6 @@ def _run(st: RunState, roots) -> None:
         if ch.any:
             ix.set_meta("last_index_time", time.time())
         ix.set_meta_json("settings", settings)
-    if new_roots != sorted(known):
-        ix.set_meta_json("roots", new_roots)
     ix.set_meta("last_run_time", time.time())
     report.generation = ix.generation
     report.nodes_added = len(ch.added)

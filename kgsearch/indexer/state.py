@@ -8,7 +8,9 @@ from typing import Callable
 
 from ..types import ChangeSet
 
-__all__ = ["IndexOptions", "IndexReport", "RunState"]
+__all__ = ["IndexOptions", "IndexReport", "RunState", "SKIP_REASONS"]
+
+SKIP_REASONS = ("unreadable", "bad_links", "malformed", "large", "binary", "no_loader")
 
 
 @dataclass
@@ -17,7 +19,7 @@ class IndexOptions:
     allow_dangling: bool = False
     keep_going: bool = False
     full: bool = False                      # reload every file and rebuild derived data
-    max_file_bytes: int = 16 << 20
+    max_file_bytes: int | None = None        # skip larger files (None: 16 MB, 64 MB for .tsv triples)
     max_chunk_chars: int = 1500
     settings: dict = field(default_factory=dict)   # index settings (kgsearch.settings): stemmer, model, ...
     steps: tuple[str, ...] | None = None     # derived steps to run by name (default: all)
@@ -45,10 +47,19 @@ class IndexReport:
     steps: dict = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     compacted_bytes: int = 0           # the database got this much smaller (VACUUM after the run)
+    # what the walk and the loaders skipped, by reason (one warning each for the first four):
+    # unreadable folders/files, broken or looping symlinks, files that are not what their
+    # extension says (malformed JSON/JSONL/CSV met while walking), large files, binary files,
+    # files with no loader
+    skipped: dict = field(default_factory=lambda: dict.fromkeys(SKIP_REASONS, 0))
+    roots_missing: list[str] = field(default_factory=list)      # registered roots not on disk: files kept
+    roots_unreadable: list[str] = field(default_factory=list)   # roots that cannot be listed: files kept
+    roots_removed: list[str] = field(default_factory=list)      # `kgsearch roots remove`
 
     @property
     def partial(self) -> bool:
-        return self.files_failed > 0
+        """Something named could not be indexed (a file with --keep-going, a root): exit 3."""
+        return self.files_failed > 0 or bool(self.roots_missing or self.roots_unreadable)
 
     def as_dict(self) -> dict:
         d = dict(self.__dict__)
@@ -67,6 +78,7 @@ class RunState:
     names_changed: dict[str, set[str]] = field(default_factory=dict)   # ns -> names that gained or lost a node
     explicit_files: set[str] = field(default_factory=set)              # files named on the command line
     had_edges: bool = True             # False: an empty index, nothing to re-resolve
+    walked_roots: list[str] = field(default_factory=list)             # roots listed this run
 
     @property
     def conn(self):

@@ -50,6 +50,8 @@ class Writer:
         self.conn = st.conn
         self.changes = st.changes
         self.nulled_edges: list[int] = []        # edges whose target node was removed
+        self.orphaned_files: set[int] = set()    # files that lost edges with a removed source node
+        self.stored_files: set[int] = set()      # files (re)loaded this run
         self._next_id = 0
 
     # ------------------------------------------------------------------ one file
@@ -60,6 +62,7 @@ class Writer:
         (:func:`~kgsearch.indexer.load.stored_fields`). Returns (file id, whether the file is
         new, node id by key)."""
         file_id, new_file, old, old_aliases = self._file_row(f, digest, len(result.nodes))
+        self.stored_files.add(file_id)
         key_to_id, existing = self._upsert_nodes(f, file_id, result.nodes, old,
                                                  hashed if hashed is not None else stored_fields(result.nodes))
         gone = [r[0] for k, r in old.items() if k not in key_to_id]
@@ -176,7 +179,10 @@ class Writer:
                 continue
             new_aliases.update(key_names(n.key))
             implied = implied_name(n.key)
-            for rank, (ns, name) in enumerate(n.aliases):
+            for rank, alias in enumerate(n.aliases):      # (ns, name) or (ns, name, rank)
+                ns, name = alias[0], alias[1]
+                if len(alias) > 2:
+                    rank = alias[2]
                 new_aliases.add((ns, name))
                 if rank or (ns, name) != implied:
                     alias_rows.append((ns, name, nid, rank))
@@ -206,6 +212,11 @@ class Writer:
                                  "WHERE dst IN ({}) AND dst_name = ''", chunk)
             self.nulled_edges.extend(r[0] for r in iter_in_chunks(
                 conn, "SELECT id FROM edges WHERE dst IN ({}) AND src NOT IN ({})", chunk, repeat=2))
+            # edges that start at these nodes go with them (ON DELETE CASCADE); those written by
+            # another file (a KG edge whose source another file defines, a triple whose head a
+            # names file named) come back when that file is loaded again this run
+            self.orphaned_files.update(r[0] for r in iter_in_chunks(
+                conn, "SELECT DISTINCT file_id FROM edges WHERE src IN ({}) AND file_id IS NOT NULL", chunk))
             exec_in_chunks(conn, "DELETE FROM nodes WHERE id IN ({})", chunk)
         added = set(self.changes.added)
         for nid in ids:
@@ -255,8 +266,10 @@ class Writer:
                 nid, node_flags = row
             # a placeholder answers to its name only when no real node does
             rank = PLACEHOLDER_RANK if flags & FLAG_PLACEHOLDER else 0
-            if rank == 0 and implied_name(key, node_flags) == (ns, name):
+            alias_ns = "kg" if ns == "kgt" else ns         # a triples entity answers to its kg id
+            if rank == 0 and implied_name(key, node_flags) == (alias_ns, name):
                 continue
             if not conn.execute("SELECT 1 FROM aliases WHERE ns=? AND name=? AND node_id=?",
-                                (ns, name, nid)).fetchone():
-                conn.execute("INSERT INTO aliases(ns, name, node_id, rank) VALUES (?,?,?,?)", (ns, name, nid, rank))
+                                (alias_ns, name, nid)).fetchone():
+                conn.execute("INSERT INTO aliases(ns, name, node_id, rank) VALUES (?,?,?,?)",
+                             (alias_ns, name, nid, rank))

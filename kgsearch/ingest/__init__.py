@@ -7,13 +7,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from . import beir, kg, markdown, plaintext, pycode
+from . import beir, kg, markdown, plaintext, pycode, triples
 
 # loader name -> module
-LOADERS = {m.NAME: m for m in (kg, markdown, pycode, plaintext, beir)}
+LOADERS = {m.NAME: m for m in (kg, markdown, pycode, plaintext, beir, triples)}
 
 EXTENSION_LOADER = {
-    ".json": "kg", ".jsonl": "kg", ".ndjson": "kg", ".csv": "kg",
+    ".json": "kg", ".jsonl": "kg", ".ndjson": "kg", ".csv": "kg", ".tsv": "triples",
     ".md": "markdown", ".markdown": "markdown",
     ".py": "python", ".pyi": "python",
     ".txt": "text", ".text": "text", ".rst": "text", ".org": "text", ".log": "text",
@@ -29,6 +29,8 @@ def loader_for(path: Path, fmt: str | None = None) -> str | None:
     """The loader name for ``path`` (``None``: not indexed)."""
     if fmt:
         return fmt
+    if triples.is_side_file(path):       # entity2text.txt & co. beside KG triples
+        return "triples"
     ext = path.suffix.lower()
     if ext in EXTENSION_LOADER:
         return EXTENSION_LOADER[ext]

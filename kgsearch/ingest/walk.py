@@ -7,10 +7,16 @@ Rules, in order:
   and ``.trash``, and every hidden folder (name starting with ``.``).
 * ``.kgsearchignore`` files (gitignore syntax: ``*``, ``**``, ``?``, ``[..]``, leading ``/``
   anchors, trailing ``/`` for folders only, ``!`` re-includes) apply to their folder and below.
-* Symlinks are followed only when their target stays inside the root; a folder reached twice
-  (a loop) is entered once.
-* Files larger than ``max_bytes``, binary files (a NUL byte in the first 8 KB) and files with
-  no loader are skipped; skipped files are counted, and large/unreadable ones reported.
+* Symlinks are followed only when their target stays inside the root, and a file or folder is
+  walked once, by its real path (a link to something the walk reaches anyway adds nothing); a
+  broken or looping link is skipped with one line.
+* A folder that cannot be listed (``~/storage/shared/Android/data`` on a phone) is skipped with
+  one line, and what was indexed from it before is kept; the ignore rules are applied before
+  anything inside a folder is looked at, so an ignored unreadable folder is not even mentioned.
+* Files larger than the size cap (16 MB; 64 MB for ``.tsv`` KG triples, whose lines are small
+  and streamed; ``--max-file-size`` sets one cap for all), binary files (a NUL byte in the
+  first 8 KB) and files with no loader are skipped; skipped files are counted, and large or
+  unreadable ones reported.
 """
 from __future__ import annotations
 
@@ -31,24 +37,43 @@ SKIP_DIRS = {
 }
 IGNORE_FILE = ".kgsearchignore"
 SNIFF_BYTES = 8192
+DEFAULT_MAX_BYTES = 16_000_000            # "16 MB", as --max-file-size counts
+TRIPLES_MAX_BYTES = 64_000_000            # KG triple files (FB15k-237's train.tsv is 21 MB)
+TRIPLE_EXTENSIONS = (".tsv",)
+
+
+def size_cap(path: Path, max_bytes: int | None) -> int:
+    """The size above which ``path`` is skipped: ``max_bytes`` when given, else the default of its type."""
+    if max_bytes is not None:
+        return max_bytes
+    return TRIPLES_MAX_BYTES if path.suffix.lower() in TRIPLE_EXTENSIONS else DEFAULT_MAX_BYTES
 
 
 @dataclass
 class Found:
-    path: Path        # absolute, resolved
-    rel: str          # relative to the root, with '/' separators
+    path: Path        # absolute, resolved: a file is known by its real path
+    rel: str          # its real path relative to the root, with '/' separators
     root: Path
     loader: str
     size: int
     mtime_ns: int
+    origin: str = ""  # the registered root it was found under (files.root)
+    label: str = ""   # that root's label: its keys are qualified with it (kgsearch.store.roots)
 
 
 @dataclass
 class WalkReport:
     skipped_large: list[str] = field(default_factory=list)
     skipped_binary: int = 0
-    skipped_other: int = 0
-    problems: list[str] = field(default_factory=list)   # unreadable folders, symlink loops, ...
+    skipped_other: int = 0          # no loader, a link leaving the root
+    problems: list[str] = field(default_factory=list)   # one line each: unreadable folders/files, bad links
+    unlisted: list[str] = field(default_factory=list)   # folders not listed this run: their indexed files are kept
+    unreadable: int = 0             # folders and files that could not be read
+    bad_links: int = 0              # broken or looping symlinks
+
+    def counts(self) -> dict[str, int]:
+        return {"unreadable": self.unreadable, "bad_links": self.bad_links, "large": len(self.skipped_large),
+                "binary": self.skipped_binary, "no_loader": self.skipped_other}
 
 
 class _Pattern:
@@ -152,79 +177,139 @@ def _inside(child: Path, root: Path) -> bool:
         return False
 
 
-def walk(root: Path, fmt: str | None = None, max_bytes: int = 16 << 20,
+def _skip_dir(name: str) -> bool:
+    return name in SKIP_DIRS or name.startswith(".")
+
+
+def _is_venv(path: Path) -> bool:
+    try:
+        return (path / "pyvenv.cfg").exists()
+    except OSError:          # an unreadable folder: the listing says so
+        return False
+
+
+def walk(root: Path, fmt: str | None = None, max_bytes: int | None = None,
          report: WalkReport | None = None) -> Iterator[Found]:
-    """Yield indexable files under ``root`` (a resolved folder), in a stable (sorted) order."""
+    """Yield indexable files under ``root`` (a resolved folder), in a stable (sorted) order.
+
+    Real folders are walked first without following any link; then the symlinks met on the
+    way are looked at, so a link to a file or folder the walk reaches anyway adds nothing (a
+    file is indexed once, by its real path). A link that points elsewhere inside the root (a
+    hidden or ignored folder, say) is followed; one leaving the root is skipped; a broken or
+    looping one is skipped with one line in ``report.problems``. A folder that cannot be
+    listed is skipped with one line and listed in ``report.unlisted``: nobody can tell what
+    it holds now, so the files indexed from it before are kept (see ``indexer.plan``)."""
     report = report if report is not None else WalkReport()
     seen_dirs: set[tuple[int, int]] = set()
+    seen_files: set[str] = set()
+    links: list[tuple[Path, str, IgnoreRules]] = []
+
+    def problem(path: Path, what: str) -> None:
+        report.problems.append(f"{path}: {what}; skipped")
+
+    def file_found(path: Path, rel: str, rules: IgnoreRules) -> Found | None:
+        if path.name == IGNORE_FILE or rules.ignored(rel, False):
+            return None
+        loader = loader_for(path, fmt)
+        if loader is None:
+            report.skipped_other += 1
+            return None
+        try:
+            st = path.stat()
+        except OSError as exc:
+            report.unreadable += 1
+            problem(path, f"cannot read ({exc.strerror})")
+            return None
+        cap = size_cap(path, max_bytes)
+        if st.st_size > cap:
+            report.skipped_large.append(f"{path} ({st.st_size / 1e6:.1f} MB): larger than --max-file-size "
+                                        f"({cap / 1e6:g} MB); skipped (--max-file-size "
+                                        f"{int(st.st_size / 1e6) + 1} includes it)")
+            return None
+        if is_binary(path):
+            report.skipped_binary += 1
+            return None
+        seen_files.add(str(path))
+        return Found(path, rel, root, loader, st.st_size, st.st_mtime_ns)
 
     def visit(dirpath: Path, rel: str, rules: IgnoreRules) -> Iterator[Found]:
         try:
             st = dirpath.stat()
-        except OSError as exc:
-            report.problems.append(f"{dirpath}: cannot read folder ({exc.strerror}); skipped")
-            return
-        ident = (st.st_dev, st.st_ino)
-        if ident in seen_dirs:
-            report.problems.append(f"{dirpath}: folder reached twice (symlink loop?); skipped")
-            return
-        seen_dirs.add(ident)
-        ign = dirpath / IGNORE_FILE
-        if ign.is_file():
-            rules = rules.copy()
-            rules.add_file(ign, rel)
-        try:
             entries = sorted(os.scandir(dirpath), key=lambda e: e.name)
         except OSError as exc:
-            report.problems.append(f"{dirpath}: cannot list folder ({exc.strerror}); skipped")
+            report.unreadable += 1
+            report.unlisted.append(str(dirpath))
+            problem(dirpath, f"cannot list folder ({exc.strerror}); what was indexed from it is kept")
             return
+        seen_dirs.add((st.st_dev, st.st_ino))
+        ign = dirpath / IGNORE_FILE
+        try:
+            has_rules = ign.is_file()
+        except OSError:
+            has_rules = False
+        if has_rules:
+            rules = rules.copy()
+            rules.add_file(ign, rel)
         for entry in entries:
             name = entry.name
             child_rel = f"{rel}/{name}" if rel else name
-            try:
-                is_link = entry.is_symlink()
-                is_dir = entry.is_dir(follow_symlinks=True)
-            except OSError:
-                report.skipped_other += 1
-                continue
             path = Path(entry.path)
-            if is_link:
-                try:
-                    target = path.resolve(strict=True)
-                except (OSError, RuntimeError):
-                    report.problems.append(f"{path}: broken or looping symlink; skipped")
+            try:
+                if entry.is_symlink():
+                    links.append((path, child_rel, rules))
                     continue
-                if not _inside(target, root):
-                    report.skipped_other += 1
-                    continue
+                is_dir = entry.is_dir(follow_symlinks=False)
+            except OSError:
+                report.unreadable += 1
+                problem(path, "cannot read")
+                continue
             if is_dir:
-                if name in SKIP_DIRS or name.startswith(".") or (path / "pyvenv.cfg").exists():
-                    continue
-                if rules.ignored(child_rel, True):
+                if _skip_dir(name) or rules.ignored(child_rel, True) or _is_venv(path):
                     continue
                 yield from visit(path, child_rel, rules)
                 continue
-            if name == IGNORE_FILE or rules.ignored(child_rel, False):
-                continue
-            loader = loader_for(path, fmt)
-            if loader is None:
-                report.skipped_other += 1
-                continue
-            try:
-                st = path.stat()
-            except OSError as exc:
-                report.problems.append(f"{path}: cannot read ({exc.strerror}); skipped")
-                continue
-            if st.st_size > max_bytes:
-                report.skipped_large.append(f"{path} ({st.st_size / 1e6:.1f} MB)")
-                continue
-            if is_binary(path):
-                report.skipped_binary += 1
-                continue
-            real = path.resolve() if is_link else path
-            yield Found(real, child_rel, root, loader, st.st_size, st.st_mtime_ns)
+            f = file_found(path, child_rel, rules)
+            if f is not None:
+                yield f
+
+    def follow(link: Path, rel: str, rules: IgnoreRules) -> Iterator[Found]:
+        try:
+            target = link.resolve(strict=True)
+        except (OSError, RuntimeError):
+            report.bad_links += 1
+            problem(link, "broken or looping symlink")
+            return
+        if not _inside(target, root):
+            report.skipped_other += 1
+            return
+        target_rel = target.relative_to(root).as_posix()
+        try:
+            st = target.stat()
+            is_dir = target.is_dir()
+        except OSError as exc:
+            report.unreadable += 1
+            problem(link, f"cannot read its target ({exc.strerror})")
+            return
+        if is_dir:
+            # a link is a choice: it may lead into a hidden folder, but never into .git & co.
+            if _skip_dir(link.name) or target.name in SKIP_DIRS or rules.ignored(rel, True) or _is_venv(target):
+                return
+            if (st.st_dev, st.st_ino) in seen_dirs:
+                if _inside(link.parent, target):
+                    report.bad_links += 1
+                    problem(link, f"folder reached twice (a symlink loop back to {target})")
+                return                      # a folder the walk lists anyway
+            yield from visit(target, target_rel, rules)
+        elif str(target) not in seen_files and not rules.ignored(rel, False):
+            f = file_found(target, target_rel, rules)
+            if f is not None:
+                yield f
 
     yield from visit(root, "", IgnoreRules())
+    while links:
+        batch, links[:] = list(links), []
+        for link, rel, rules in batch:
+            yield from follow(link, rel, rules)
 
 
 def found_file(path: Path, fmt: str | None = None) -> Found | None:

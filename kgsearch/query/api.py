@@ -2,27 +2,58 @@
 :class:`~kgsearch.query.engine.Engine` kept per index file."""
 from __future__ import annotations
 
+import os
+import sqlite3
+from contextlib import contextmanager
 from dataclasses import replace
 
 from ..config import default_db_path
-from ..store.db import Index
+from ..store.db import Index, ensure_error
 from ..stats import find_node
 from .engine import Engine
 from .options import Response, SearchOptions
 
 __all__ = ["engine_for", "search", "why", "find_node"]
 
-_ENGINES: dict[str, Engine] = {}
+_ENGINES: dict[str, tuple[tuple[int, int] | None, Engine]] = {}
+
+
+def _identity(path: str) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
 
 
 def engine_for(db=None) -> Engine:
-    """The engine for the index at ``db`` (default index when None), opened read-only once."""
+    """The engine for the index at ``db`` (default index when None), opened read-only once and
+    kept while the file is the same file: when it was replaced (``doctor --rebuild``, an index
+    copied over it: another (st_dev, st_ino)), the next call opens the new one."""
     path = str(db or default_db_path())
-    eng = _ENGINES.get(path)
-    if eng is None:
-        eng = Engine(Index.open(path, readonly=True))
-        _ENGINES[path] = eng
+    ident = _identity(path)
+    cached = _ENGINES.get(path)
+    if cached is not None and cached[0] == ident and ident is not None:
+        return cached[1]
+    if cached is not None:
+        cached[1].ix.close()
+        del _ENGINES[path]
+    eng = Engine(Index.open(path, readonly=True))
+    _ENGINES[path] = (_identity(path), eng)
     return eng
+
+
+@contextmanager
+def _damage_named(db):
+    """sqlite's "database disk image is malformed" and friends as BadIndex (exit 4) naming the
+    file and ``kgsearch doctor --rebuild``."""
+    try:
+        yield
+    except sqlite3.DatabaseError as exc:
+        mapped = ensure_error(exc, db or default_db_path())
+        if mapped is None:
+            raise
+        raise mapped from exc
 
 
 def search(query: str, db=None, options: SearchOptions | None = None, k: int | None = None, **kw) -> Response:
@@ -30,12 +61,18 @@ def search(query: str, db=None, options: SearchOptions | None = None, k: int | N
     opts = options or SearchOptions()
     if k is not None or kw:
         opts = replace(opts, **({"k": k} if k is not None else {}), **kw)
-    return engine_for(db).search(query, opts)
+    with _damage_named(db):
+        return engine_for(db).search(query, opts)
 
 
 def why(query: str, node: str, db=None, options: SearchOptions | None = None, engine: Engine | None = None) -> dict:
     """Where ``node`` ranked for ``query`` and why: its channel scores, signals, and what beat it
     (on ``engine`` when given, else on the engine for ``db``)."""
+    with _damage_named(db):
+        return _why(query, node, db, options, engine)
+
+
+def _why(query: str, node: str, db, options: SearchOptions | None, engine: Engine | None) -> dict:
     eng = engine if engine is not None else engine_for(db)
     target = find_node(eng.ix, node)
     opts = replace(options or SearchOptions(), use_cache=False, explain=True)

@@ -19,6 +19,8 @@
 
 A channel that fails is skipped and named in ``channels_skipped``; in strict mode
 (``Engine(ix, strict=True)``, or ``KGSEARCH_STRICT=1``, which the test suite sets) it raises.
+A damaged index file ("database disk image is malformed") always raises: the caller says
+which file and how to rebuild it (:func:`kgsearch.store.db.ensure_error`).
 """
 from __future__ import annotations
 
@@ -33,7 +35,7 @@ import numpy as np
 from .. import fuse, intent as intent_mod
 from ..graph.context import load_context
 from ..store import qcache
-from ..store.db import Index
+from ..store.db import Index, is_corruption
 from . import feedback
 from .adjust import rank
 from .channels import ALL_CHANNELS, CHANNELS, DEFAULT_CHANNELS, GRAPH_CHANNELS, SIGNAL_OF
@@ -225,7 +227,7 @@ class Engine:
         try:
             out = CHANNELS[name].search(self.ix, query, depth, **kwargs)
         except Exception as exc:        # a failing channel is skipped, never fatal (unless strict)
-            if self.strict:
+            if self.strict or is_corruption(exc):   # a damaged file is never a channel to skip
                 raise
             log.debug("channel %s failed", name, exc_info=True)
             return f"failed ({type(exc).__name__}: {exc})"
@@ -244,8 +246,8 @@ class Engine:
             return self._memo[key]
         try:
             out = fn(self.ix, query, **kwargs)
-        except Exception:
-            if self.strict:
+        except Exception as exc:
+            if self.strict or is_corruption(exc):   # a damaged file is never a channel to skip
                 raise
             log.debug("full scores for %s failed", name, exc_info=True)
             out = None
@@ -265,8 +267,8 @@ class Engine:
             return self._memo[key]
         try:
             return np.asarray(fn(self.ix, query, ids, **kwargs), dtype=np.float64)
-        except Exception:
-            if self.strict:
+        except Exception as exc:
+            if self.strict or is_corruption(exc):   # a damaged file is never a channel to skip
                 raise
             log.debug("fill-in for %s failed", name, exc_info=True)
             return None
@@ -279,7 +281,7 @@ class Engine:
             try:
                 self._graph, self._graph_off = load_context(self.ix), None
             except Exception as exc:
-                if self.strict:
+                if self.strict or is_corruption(exc):
                     raise
                 log.debug("graph context failed", exc_info=True)
                 self._graph, self._graph_off = None, f"not available ({type(exc).__name__}: {exc})"

@@ -22,6 +22,8 @@ log = logging.getLogger(__name__)
 # An index run ends with a VACUUM when free pages are at least this share of the file and size.
 COMPACT_FRACTION = 0.10
 COMPACT_BYTES = 4 << 20
+BUSY_TIMEOUT_MS = 10000
+QUICK_CHECK_EVERY = 86400.0      # seconds between two PRAGMA quick_check of an index run
 
 class Index:
     """An open index. Use :meth:`open`; close with :meth:`close` or as a context manager."""
@@ -60,7 +62,7 @@ class Index:
             raise BadIndex(f"{p} is a folder, not an index file; pass --db PATH/index.db")
         try:
             conn = sqlite3.connect(str(p), isolation_level=None, check_same_thread=False, timeout=10.0)
-            conn.execute("PRAGMA busy_timeout=10000")
+            conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
             mode = conn.execute("PRAGMA journal_mode").fetchone()[0]
             if mode != "wal" and not readonly:
                 conn.execute("PRAGMA journal_mode=WAL")
@@ -69,7 +71,8 @@ class Index:
             conn.execute("PRAGMA cache_size=-16000")
             textcodec.register(conn)        # kgtext(): long node texts are stored compressed
         except sqlite3.DatabaseError as exc:
-            raise BadIndex(f"{p} is not a kgsearch index ({exc}); pass another --db or move the file away") from None
+            raise BadIndex(f"{p} is not a kgsearch index ({exc}); pass another --db or move the file away (if it "
+                           f"was your index, `kgsearch doctor --rebuild PATH...` rebuilds it from its folders)") from None
         ix = cls(p, conn)
         try:
             ix._check_and_migrate(readonly)
@@ -97,7 +100,8 @@ class Index:
         except sqlite3.OperationalError:
             return []
         except sqlite3.DatabaseError as exc:
-            raise BadIndex(f"{self.path} is not a kgsearch index ({exc}); pass another --db") from None
+            raise BadIndex(f"{self.path} is not a kgsearch index ({exc}); pass another --db (if it was your index, "
+                           f"`kgsearch doctor --rebuild PATH...` rebuilds it from its folders)") from None
         return [r[0] for r in rows]
 
     def _check_and_migrate(self, readonly: bool) -> None:
@@ -166,11 +170,45 @@ class Index:
                 raise BadIndex(f"could not commit to {self.path} ({exc}); the previous index is intact") from None
 
     def checkpoint(self) -> None:
-        """Fold the WAL back into the main file (best effort; never blocks readers for long)."""
+        """Fold the WAL back into the main file, best effort and without waiting: while a
+        reader holds a snapshot the WAL cannot be reset, and waiting for it (the busy timeout)
+        would stall the writer for nothing; what is left is folded in by a later run (or by
+        SQLite's automatic checkpoints)."""
         try:
-            self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            self.conn.execute("PRAGMA busy_timeout=0")
+            try:
+                self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+            finally:
+                self.conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
         except sqlite3.Error:
             pass
+
+    def health_probe(self) -> None:
+        """A cheap look for a damaged file, at the start of every index run: the first and
+        last row of every table (their b-tree roots and edges), and ``PRAGMA quick_check``
+        when the last one is older than :data:`QUICK_CHECK_EVERY` seconds (cron runs an
+        index every hour; this pays the full page scan about once a day). Raises
+        ``sqlite3.DatabaseError`` ("database disk image is malformed"), which callers turn
+        into :class:`BadIndex` naming ``kgsearch doctor --rebuild``."""
+        c = self.conn
+        tables = [r[0] for r in c.execute("SELECT name FROM sqlite_master WHERE type='table' "
+                                          "AND sql NOT LIKE 'CREATE VIRTUAL%' AND name NOT LIKE 'sqlite_%'")]
+        for t in tables:
+            c.execute(f'SELECT * FROM "{t}" LIMIT 1').fetchall()
+            try:
+                c.execute(f'SELECT * FROM "{t}" ORDER BY rowid DESC LIMIT 1').fetchall()
+            except sqlite3.OperationalError:        # WITHOUT ROWID: its primary key order
+                pass
+        last = float(self.meta("last_quick_check", "0") or 0)
+        if time.time() - last >= QUICK_CHECK_EVERY:
+            problems = [r[0] for r in c.execute("PRAGMA quick_check(5)")]
+            if problems != ["ok"]:
+                raise sqlite3.DatabaseError(f"database disk image is malformed (quick_check: {problems[0]})")
+            if not c.in_transaction:
+                try:
+                    self.set_meta("last_quick_check", time.time())
+                except sqlite3.Error:
+                    pass
 
     def free_bytes(self) -> tuple[int, int]:
         """(bytes in free pages, bytes in all pages) of the main file."""
@@ -327,11 +365,25 @@ class Index:
         return total
 
 
-def ensure_error(exc: BaseException) -> KgsearchError | None:
-    """Map sqlite errors that mean 'disk full' or 'read-only' to a user-facing BadIndex."""
+CORRUPTION = ("malformed", "not a database", "corrupt")
+
+
+def is_corruption(exc: BaseException) -> bool:
+    """Does this sqlite error mean the file is damaged ("database disk image is malformed",
+    "file is not a database", FTS5's "corrupt")? Such an error is never a channel to skip."""
+    return isinstance(exc, sqlite3.DatabaseError) and any(c in str(exc) for c in CORRUPTION)
+
+
+def ensure_error(exc: BaseException, path: str | os.PathLike | None = None) -> KgsearchError | None:
+    """Map sqlite errors to a user-facing :class:`BadIndex` (exit 4): disk full, read-only or
+    I/O errors, and a damaged file (with the command that rebuilds it). None for others."""
+    where = f"{path}: " if path is not None else ""
+    msg = str(exc)
+    if is_corruption(exc):
+        return BadIndex(f"{where}the index file is damaged ({msg}); run `kgsearch doctor --rebuild` to rebuild it "
+                        f"from its sources (`kgsearch doctor` says what is wrong)")
     if isinstance(exc, sqlite3.OperationalError):
-        msg = str(exc)
         if "full" in msg or "readonly" in msg or "disk I/O" in msg:
-            return BadIndex(f"cannot write the index ({msg}); free some space or pass --db elsewhere; "
+            return BadIndex(f"{where}cannot write the index ({msg}); free some space or pass --db elsewhere; "
                             f"the previous index is intact")
     return None

@@ -281,6 +281,37 @@ CREATE TABLE IF NOT EXISTS feedback(id INTEGER PRIMARY KEY, query TEXT NOT NULL,
 """
 
 
+# The roots registry (kgsearch/store/roots.py): roots in the order they were first given, each
+# with the label that qualifies its keys (the first root: '' = plain keys). The paths of an
+# existing index (meta roots, kept sorted until now) are registered in that order; the files of
+# every root after the first are marked changed (size -1, no hash), so the next index run
+# reloads them under their root's qualified keys, as a fresh build of the same roots would.
+# A root that is a file owns its files row (files.root was its folder).
+ROOTS = """
+CREATE TABLE IF NOT EXISTS roots(path TEXT PRIMARY KEY, label TEXT NOT NULL UNIQUE,
+    position INTEGER NOT NULL, added_at REAL, last_indexed REAL, last_files INTEGER)
+"""
+
+
+def _roots(conn: sqlite3.Connection) -> None:
+    from .roots import new_label
+
+    ddl(ROOTS)(conn)
+    row = conn.execute("SELECT value FROM meta WHERE key='roots'").fetchone()
+    try:
+        paths = json.loads(row[0]) if row else []
+    except ValueError:
+        paths = []
+    taken: set[str] = set()
+    for pos, path in enumerate(p for p in paths if isinstance(p, str)):
+        label = "" if pos == 0 else new_label(path, taken)
+        taken.add(label)
+        conn.execute("INSERT OR IGNORE INTO roots(path, label, position) VALUES (?,?,?)", (path, label, pos))
+        conn.execute("UPDATE files SET root = ? WHERE path = ?", (path, path))
+        if label:
+            conn.execute("UPDATE files SET size = -1, hash = '' WHERE root = ?", (path,))
+
+
 # (name, function). Append only.
 MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("0001_core", ddl(CORE)),
@@ -293,6 +324,7 @@ MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("0008_packed_text", _packed_text),
     ("0009_nodes_name", ddl(NODES_NAME)),
     ("0010_feedback", ddl(FEEDBACK)),
+    ("0011_roots", _roots),
 ]
 
 

@@ -1,0 +1,132 @@
+"""Knowledge-graph triples as TSV: ``head<TAB>relation<TAB>tail``, one per line, no header
+(WN18RR, FB15k-237, CoDEx, YAGO3-10 and most public link-prediction sets), and the entity
+names files that come with them.
+
+* A triples file (``.tsv``, every line three tab-separated fields) gives one typed edge per
+  line: ``kg:<head> -[relation]-> kg:<tail>`` (the relation normalised like KG edge types:
+  ``_hypernym``, ``/film/film/genre``). Entities need no nodes file: an id that no file
+  defines becomes a shared ``entity`` node ``kg:<id>`` (namespace ``kgt``: resolved like
+  ``kg`` ids, created when missing instead of being a dangling-edge error), so ``train.tsv``,
+  ``valid.tsv`` and ``test.tsv`` share their entities.
+* A names file gives those entities names: a file called ``entity2text.txt``,
+  ``entity_names.tsv``, ``entity2name.txt``, ``entity2description.txt`` (``id<TAB>text``):
+  one ``entity`` node ``kg:<id>`` per line. From a ``*text*``/``*description*`` file, the
+  name is the text up to its first comma (WN18RR: ``stool, solid excretory product ...``) and
+  the node's text is the whole line; from a names file the name is the text.
+* Files that carry nothing to search are read and give nothing: id lists (``entities.txt``,
+  ``relations.txt``), id maps (``entity2id.txt``), relation descriptions (``relation2text.txt``).
+
+A ``.tsv`` file that is neither (a header row, ragged rows) is a
+:class:`~kgsearch.errors.DataError` naming ``file:line`` -- skipped with a warning when met
+while walking a folder. A tab-separated table with a header (``source``/``target`` or
+``node_id`` columns) is the ``kg`` loader's CSV: name it ``.csv``, or ``--format kg``.
+
+Size: triples are short lines read one at a time, so ``.tsv`` files get a 64 MB cap by
+default instead of 16 MB (FB15k-237's ``train.tsv`` is 21 MB; ``--max-file-size`` sets one cap
+for every file).
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from ..errors import DataError
+from ..types import EdgeRec, LoadOptions, LoadResult, NodeRec
+from .common import decode, norm_type
+
+NAME = "triples"
+EXTENSIONS = (".tsv",)
+NS = "kgt"                      # edge target namespace: a kg id, made a shared entity when missing
+
+# KG side files recognised by name (any of .txt/.tsv): entity names and descriptions, and the
+# id lists/maps and relation descriptions that carry nothing to search
+SIDE_FILE = re.compile(r"^(entity|entities|relation|relations)(2text|2name|2names|2description|2desc|2id|_names?|"
+                       r"_text|_descriptions?|_ids?)?\.(txt|tsv)$", re.I)
+_NO_PROPS: dict = {}            # shared by every triple edge (nobody writes into it)
+
+
+def is_side_file(path: Path) -> bool:
+    """Is ``path`` (by name) an entity/relation file of a KG triples set?
+
+    >>> is_side_file(Path("wn18rr/entity2text.txt")), is_side_file(Path("entity_names.tsv"))
+    (True, True)
+    >>> is_side_file(Path("notes/relations-with-clients.txt"))
+    False
+    """
+    return bool(SIDE_FILE.match(path.name))
+
+
+def load(path: Path, rel: str, opts: LoadOptions) -> LoadResult:
+    where = str(path)
+    text, warning = decode(Path(path).read_bytes(), where)
+    name = Path(path).name.lower()
+    res = LoadResult(warnings=[warning] if warning else [])
+    m = SIDE_FILE.match(name)
+    if m:
+        kind, suffix = m.group(1).lower(), (m.group(2) or "").lower()
+        if kind.startswith("entit") and suffix not in ("", "2id", "_id", "_ids"):
+            _names(text, where, res, described="text" in suffix or "desc" in suffix)
+        return res                      # id lists and maps, relation texts: nothing to search
+    _triples(text, where, res)
+    return res
+
+
+def _lines(text: str):
+    """The lines of ``text`` one at a time (``splitlines`` would hold them all at once; a
+    ``StringIO`` copies the text as 4 bytes a character)."""
+    start, n = 0, len(text)
+    while start < n:
+        end = text.find("\n", start)
+        if end < 0:
+            end = n
+        yield text[start:end]
+        start = end + 1
+
+
+def _fields(line: str) -> list[str]:
+    return [f.strip() for f in line.rstrip("\r\n").split("\t")]
+
+
+def _triples(text: str, where: str, res: LoadResult) -> None:
+    edges = res.edges
+    # one string per entity key and relation type, shared by every line naming it (FB15k-237's
+    # train.tsv: 272K lines, 14K entities, 237 relations)
+    keys: dict[str, str] = {}
+    types: dict[str, str] = {}
+    for lineno, line in enumerate(_lines(text), 1):
+        if not line.strip():
+            continue
+        parts = _fields(line)
+        if len(parts) != 3 or not all(parts):
+            raise DataError(f"expected head<TAB>relation<TAB>tail, got {len(parts)} field(s); a KG triples file "
+                            f"has no header and three non-empty fields per line (a table with a header: name it "
+                            f".csv)", where, lineno)
+        h, r, t = parts
+        src = keys.get(h)
+        if src is None:
+            src = keys[h] = f"kg:{h}"
+        etype = types.get(r)
+        if etype is None:
+            etype = types[r] = norm_type(r, "relates_to")
+        edges.append(EdgeRec(src, keys.setdefault("\0" + t, t), etype, NS, 1.0, lineno, _NO_PROPS))
+
+
+def _names(text: str, where: str, res: LoadResult, described: bool) -> None:
+    seen: set[str] = set()
+    for lineno, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        parts = line.rstrip("\r\n").split("\t", 1)
+        if len(parts) != 2 or not parts[0].strip():
+            raise DataError("expected id<TAB>name (an entity names file)", where, lineno)
+        nid, value = parts[0].strip(), " ".join(parts[1].split())
+        if nid in seen:
+            res.warnings.append(f"{where}:{lineno}: duplicate entity id {nid!r}; kept the first")
+            continue
+        seen.add(nid)
+        name, body = value or nid, ""
+        if described:
+            head = value.split(", ", 1)[0]
+            name, body = (head if 0 < len(head) <= 80 else value[:80]) or nid, value
+        res.nodes.append(NodeRec(key=f"kg:{nid}", kind="entity", name=name, text=body, qualname=nid,
+                                 line_start=lineno, line_end=lineno, aliases=[("kg", nid)]))

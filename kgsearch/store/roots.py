@@ -1,0 +1,145 @@
+"""The roots of an index: the folders and files ``kgsearch index PATH`` was given, in the order
+they were first given, each with a label that keeps its keys apart from the other roots'.
+
+Table ``roots(path, label, position, added_at, last_indexed, last_files)`` (migration
+``0011_roots``); meta ``roots`` mirrors the paths in order (a JSON list) for older readers.
+
+Keys unique per root: the first root registered (position 0) has the label ``''`` and its nodes
+keep the keys their loader gives (``md:notes/foo``, ``py:pkg.mod.f``), so every index made with
+one root keeps its keys. Every later root gets a label of its own (its folder or file name,
+``-2``, ``-3``... when taken), written into the keys of its files' nodes:
+``md://work/Home``, ``py://lib/pkg.mod.f`` (:mod:`kgsearch.indexer.keys`). A relative path
+never starts with ``/``, so a qualified key never equals a plain one. A label never changes
+while the root is registered, so keys stay stable; removing the first root does not rename the
+others. ``kg:`` keys are node ids shared across files by design and are never qualified.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["Root", "list_roots", "find_root", "register_roots", "remove_root", "mark_indexed", "new_label",
+           "root_health", "sync_meta"]
+
+
+@dataclass(frozen=True)
+class Root:
+    path: str                 # absolute, resolved when it was registered
+    label: str                # '' for the first root: its keys are not qualified
+    position: int
+    added_at: float | None = None
+    last_indexed: float | None = None
+    last_files: int | None = None
+
+
+_COLS = "path, label, position, added_at, last_indexed, last_files"
+
+
+def list_roots(conn: sqlite3.Connection) -> list[Root]:
+    return [Root(*r) for r in conn.execute(f"SELECT {_COLS} FROM roots ORDER BY position")]
+
+
+def find_root(conn: sqlite3.Connection, ref: str) -> Root | None:
+    """A registered root by its path (as given, expanded, or resolved) or its label."""
+    cands = [ref, os.path.expanduser(ref)]
+    try:
+        cands.append(str(Path(ref).expanduser().resolve()))
+    except (OSError, RuntimeError):
+        pass
+    cands.append(os.path.abspath(os.path.expanduser(ref)))
+    for c in cands:
+        row = conn.execute(f"SELECT {_COLS} FROM roots WHERE path = ?", (c.rstrip(os.sep) or os.sep,)).fetchone()
+        if row is not None:
+            return Root(*row)
+    row = conn.execute(f"SELECT {_COLS} FROM roots WHERE label = ? AND label != ''", (ref,)).fetchone()
+    return Root(*row) if row is not None else None
+
+
+def new_label(path: str, taken: set[str]) -> str:
+    """A label for a root that is not the first: its base name, made unique among ``taken``.
+
+    >>> new_label("/home/me/notes", {""}), new_label("/x/notes", {"", "notes"}), new_label("/", {""})
+    ('notes', 'notes-2', 'root')
+    """
+    base = (os.path.basename(path.rstrip(os.sep)) or "root").replace("/", "_")
+    label, n = base, 1
+    while label in taken:
+        n += 1
+        label = f"{base}-{n}"
+    return label
+
+
+def register_roots(conn: sqlite3.Connection, paths: list[str]) -> list[Root]:
+    """Add the paths that are not registered yet (in the order given) and return the entries
+    of ``paths``, in that order. The first root of an empty registry gets the label ''."""
+    existing = {r.path: r for r in list_roots(conn)}
+    taken = {r.label for r in existing.values()}
+    pos = max((r.position for r in existing.values()), default=-1) + 1
+    out = []
+    for p in paths:
+        r = existing.get(p)
+        if r is None:
+            label = "" if not existing else new_label(p, taken)
+            r = Root(p, label, pos, time.time())
+            conn.execute(f"INSERT INTO roots({_COLS}) VALUES (?,?,?,?,?,?)",
+                         (r.path, r.label, r.position, r.added_at, None, None))
+            existing[p] = r
+            taken.add(label)
+            pos += 1
+        out.append(r)
+    sync_meta(conn)
+    return out
+
+
+def remove_root(conn: sqlite3.Connection, path: str) -> None:
+    conn.execute("DELETE FROM roots WHERE path = ?", (path,))
+    sync_meta(conn)
+
+
+def mark_indexed(conn: sqlite3.Connection, path: str, when: float, files: int) -> None:
+    conn.execute("UPDATE roots SET last_indexed = ?, last_files = ? WHERE path = ?", (when, files, path))
+
+
+def sync_meta(conn: sqlite3.Connection) -> None:
+    paths = [r.path for r in list_roots(conn)]
+    conn.execute("INSERT INTO meta(key, value) VALUES ('roots', ?) ON CONFLICT(key) DO UPDATE SET "
+                 "value = excluded.value", (json.dumps(paths),))
+
+
+def root_health(conn: sqlite3.Connection) -> list[dict]:
+    """Every root with what a look at the disk says now: ``status`` is ``ok``, ``missing`` or
+    ``unreadable`` (exists but cannot be listed or read); ``files`` is how many of its files
+    the index holds."""
+    counts = dict(conn.execute("SELECT root, count(*) FROM files GROUP BY root"))
+    out = []
+    for r in list_roots(conn):
+        out.append({"path": r.path, "label": r.label, "position": r.position, "status": probe(r.path),
+                    "files": counts.get(r.path, 0), "last_indexed": r.last_indexed,
+                    "last_indexed_iso": (time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r.last_indexed))
+                                         if r.last_indexed else None),
+                    "added_at": r.added_at})
+    return out
+
+
+def probe(path: str) -> str:
+    """``ok``, ``missing`` or ``unreadable`` for a root path (a folder is listed, a file opened)."""
+    try:
+        os.stat(path)
+    except FileNotFoundError:
+        return "missing"
+    except OSError:
+        return "unreadable"
+    try:
+        if os.path.isdir(path):
+            with os.scandir(path) as it:
+                next(it, None)
+        else:
+            with open(path, "rb") as fh:
+                fh.read(1)
+    except OSError:
+        return "unreadable"
+    return "ok"

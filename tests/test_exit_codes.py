@@ -1,0 +1,139 @@
+"""Every exit code the README documents, driven through the CLI (issue 13: "exit codes follow
+the README's table everywhere"), and the README, `kgsearch --help` and kgsearch.errors agree."""
+from __future__ import annotations
+
+import re
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from kgsearch import errors
+from kgsearch.cli import EXIT_CODES, commands, main
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+def cli(*args) -> int:
+    try:
+        return main([str(a) for a in args])
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else 1
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def readme_codes() -> dict[int, str]:
+    text = README.read_text(encoding="utf-8")
+    table = text.split("### Exit codes", 1)[1].split("\n\n", 2)[1]
+    return {int(m.group(1)): m.group(2) for m in re.finditer(r"^\| (\d+) \| (.+) \|$", table, re.M)}
+
+
+@pytest.fixture
+def indexed(tmp_path):
+    root = tmp_path / "vault"
+    write(root / "a.md", "# A\nalpha [[b]]\n")
+    write(root / "b.md", "# B\nbravo\n")
+    db = tmp_path / "i.db"
+    assert cli("index", root, "--db", db, "-q") == 0
+    return root, db
+
+
+def _internal(tmp_path, monkeypatch, indexed):
+    def boom(args):
+        raise RuntimeError("a bug")
+    monkeypatch.setattr(commands, "cmd_stats", boom)
+    return ["stats", "--db", indexed[1]], "internal error RuntimeError: a bug"
+
+
+def _interrupted(tmp_path, monkeypatch, indexed):
+    import kgsearch.indexer as indexer
+
+    def ctrl_c(*a, **k):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(indexer, "index_paths", ctrl_c)
+    return ["index", "--db", indexed[1]], "interrupted; nothing was changed"
+
+
+def _busy(tmp_path, monkeypatch, indexed):
+    from kgsearch.store.lock import IndexLock
+
+    _busy.lock = IndexLock(indexed[1]).acquire()        # released by the test
+    return ["index", "--db", indexed[1]], "another kgsearch index run holds"
+
+
+def _damaged(tmp_path, monkeypatch, indexed):
+    db = indexed[1]
+    with sqlite3.connect(db) as c:
+        pages = [r[0] for r in c.execute("SELECT pageno FROM dbstat WHERE name = 'text_postings'")]
+        size = c.execute("PRAGMA page_size").fetchone()[0]
+    with open(db, "r+b") as fh:
+        for pg in pages:
+            fh.seek((pg - 1) * size)
+            fh.write(b"\xff" * size)
+    return ["search", "alpha", "--db", db], "doctor --rebuild"
+
+
+def _missing_root(tmp_path, monkeypatch, indexed):
+    indexed[0].rename(tmp_path / "moved")              # a card unmounted: cron must not say ok
+    return ["index", "--db", indexed[1]], "is missing"
+
+
+SCENARIOS = {
+    "0 index": (0, lambda t, m, ix: (["index", ix[0], "--db", ix[1]], "indexed 0 changed file(s)")),
+    "0 search": (0, lambda t, m, ix: (["search", "alpha", "--db", ix[1]], None)),
+    "1 a bug": (1, _internal),
+    "2 bad flag": (2, lambda t, m, ix: (["index", ix[0], "--db", ix[1], "--max-file-size", "0"], "--max-file-size")),
+    "2 no path": (2, lambda t, m, ix: (["index", "--db", t / "new.db"], "nothing to index")),
+    "3 bad named file": (3, lambda t, m, ix: (["index", write(t / "bad.json", "{oops"), "--db", ix[1]],
+                                             "invalid JSON")),
+    "3 missing root": (3, _missing_root),
+    "4 no index": (4, lambda t, m, ix: (["search", "alpha", "--db", t / "none.db"], "no index at")),
+    "4 damaged": (4, _damaged),
+    "5 no node": (5, lambda t, m, ix: (["show", "md:nowhere", "--db", ix[1]], "no node")),
+    "5 no root": (5, lambda t, m, ix: (["roots", "remove", t / "nowhere", "--db", ix[1]], "no root")),
+    "75 busy": (75, _busy),
+    "130 ctrl-c": (130, _interrupted),
+}
+
+
+@pytest.mark.parametrize("name", list(SCENARIOS))
+def test_every_documented_exit_code(name, tmp_path, monkeypatch, indexed, capsys):
+    code, make = SCENARIOS[name]
+    args, says = make(tmp_path, monkeypatch, indexed)
+    capsys.readouterr()
+    try:
+        assert cli(*args) == code
+    finally:
+        lock = getattr(_busy, "lock", None)
+        if lock is not None:
+            lock.release()
+            _busy.lock = None
+    if says is not None:
+        assert says in capsys.readouterr().err
+
+
+def test_the_readme_help_and_errors_document_the_same_codes():
+    documented = readme_codes()
+    assert set(documented) == {int(c) for c, _ in (ln.split(None, 1) for ln in EXIT_CODES.splitlines()[1:]
+                                                   if ln[:5].strip().isdigit())}
+    defined = {v for k, v in vars(errors).items() if k.startswith("EXIT_")}
+    assert set(documented) == defined
+    assert set(documented) == {code for code, _ in SCENARIOS.values()}
+
+
+def test_text_to_a_pipe_is_raw(tmp_path, capsys):
+    """Escaping is for terminals (tests/test_real_folders.py, which also checks JSON keeps the
+    raw text); a pipe gets the text as indexed, for tools that read it."""
+    root = tmp_path / "v"
+    write(root / "evil.md", "# Evil\nwombat \x1b[2J \u202e txt.exe\n")
+    db = tmp_path / "i.db"
+    assert cli("index", root, "--db", db, "-q") == 0
+    capsys.readouterr()
+    assert cli("show", "md:evil", "--db", db) == 0
+    shown = capsys.readouterr().out
+    assert "\x1b[2J" in shown and "\u202e" in shown
