@@ -35,8 +35,15 @@ _EMPTY = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32))
 
 
 def _qualname(key: str) -> str:
-    """``py:pkg.mod.f#2`` -> ``pkg.mod.f``."""
-    return key.partition(":")[2].split("#", 1)[0]
+    """``py:pkg.mod.f#2`` -> ``pkg.mod.f``; a later root's ``py://label/pkg.mod.f`` -> ``pkg.mod.f``.
+
+    >>> _qualname("py:pkg.mod.f#2"), _qualname("py://lib/pkg.mod.f")
+    ('pkg.mod.f', 'pkg.mod.f')
+    """
+    rest = key.partition(":")[2].split("#", 1)[0]
+    if rest.startswith("//"):
+        rest = rest[2:].partition("/")[2]
+    return rest
 
 
 def _files_by_suffix(conn, path: str) -> list[int]:
