@@ -21,8 +21,8 @@ Per task the query is the issue text. Each configuration (the CONFIGS table) is 
 a deep ``k``; the ranked hits give
 
 * files: repo-relative paths in the order of their best hit (``--file-rank hits``), or the
-  library's own file grouping (``--file-rank group``: ``SearchOptions(group="file")``, when the
-  library has it);
+  library's own file grouping (``--file-rank group``, the default: ``SearchOptions(group="file")``,
+  when the library has it);
 * symbols: code hits of kind function/method/class, as ``<path>::<qualname inside the file>``
   (see :func:`symbol_id`).
 
@@ -947,8 +947,9 @@ def main(argv=None) -> int:
                     help=f"comma list from: {', '.join(CONFIGS)}; 'core' = the non-idea ones (default: all)")
     ap.add_argument("--k", type=int, default=100, help="hits per search; files are ranked from them (default 100)")
     ap.add_argument("--keep", type=int, default=20, help="files/symbols kept per task in the run files")
-    ap.add_argument("--file-rank", choices=("hits", "group"), default="hits",
-                    help="files from the ranked hits, or the library's SearchOptions(group='file')")
+    ap.add_argument("--file-rank", choices=("hits", "group"), default="group",
+                    help="the library's SearchOptions(group='file') as `search --group file` ranks files "
+                         "(default), or files in the order of their best hit")
     ap.add_argument("--latency-runs", type=int, default=1,
                     help="passes of the default search at k=10 with snippets (as `kgsearch search`) to time")
     ap.add_argument("--rebuild", action="store_true", help="reindex the snapshots even when nothing changed")
@@ -1092,7 +1093,7 @@ def main(argv=None) -> int:
                      + [fmt(scores[n][g][c]) for c in cols for n in show])
     md += md_table(gh, grows)
     if vs_default:
-        md += ["", f"## Against the default (W/L/T for the row's configuration; p = sign test)", ""]
+        md += ["", "## Against the default (W/L/T for the row's configuration; p = sign test)", ""]
         md += md_table(["config", "files W/L/T vs default", "sym MRR W/L/T vs default"],
                        [[n, wlt(c["file_rank"]), wlt(c["sym_MRR@10"])] for n, c in vs_default.items()])
     md += ["", "## Latency (ms, in-process)", "",

@@ -153,8 +153,82 @@ def test_output_never_exceeds_the_budget_and_keeps_the_top_hit(items, extra, fmt
         assert text.startswith("### ")
 
 
-def test_density_order_trim_before_drop():
-    """A long body that no longer fits goes in trimmed; what fits neither way is reported."""
+def _pack_reference(items, budget, cost, frame=0):
+    """The knapsack of pack() the slow, obvious way: every item trimmed up front, all steps sorted
+    once (pack trims lazily from a heap). Returns the chosen (key, level) in rank order."""
+    from kgsearch.context.pack import TRIM_FROM, TRIMMED_VALUE as th
+
+    left = budget - frame
+    top = items[0]
+    f = next((f for f in ([top.forms[0]] if cost(top, top.forms[0]) <= left else top.forms)
+              if cost(top, f) <= left), top.forms[-1])
+    chosen = {top.key: (top, f, cost(top, f))}
+    left -= min(cost(top, f), max(left, 0))
+    steps = []
+    for it in items[1:]:
+        v, full = max(it.score, 0.0), max(1, cost(it, it.forms[0]))
+        t = next((g for g in it.forms if g.level == "trimmed"), None) if full > TRIM_FROM else None
+        ct = max(1, cost(it, t)) if t is not None else None
+        if ct is not None and ct < full and th * v / ct > v / full:
+            steps += [(-(th * v / ct), -it.score, it.key, 0, it, t),
+                      (-((1 - th) * v / (full - ct)), -it.score, it.key, 1, it, it.forms[0])]
+        else:
+            steps.append((-(v / full), -it.score, it.key, 1, it, it.forms[0]))
+    dropped = set()
+    for *_, it, f in sorted(steps, key=lambda s: s[:4]):
+        if it.key in dropped:
+            continue
+        if any(o.key != it.key and g.level == "full" and o.contains(it) for o, g, _ in chosen.values()):
+            dropped.add(it.key)
+            continue
+        have = chosen.get(it.key)
+        if f.level == "full" and any(k != it.key and it.contains(o) for k, (o, _, _) in chosen.items()):
+            if have is None:
+                dropped.add(it.key)
+            continue
+        need = max(1, cost(it, f)) - (have[2] if have else 0)
+        if need > left:
+            if have is None:
+                dropped.add(it.key)
+            continue
+        chosen[it.key] = (it, f, max(1, cost(it, f)))
+        left -= need
+    rank = {it.key: r for r, it in enumerate(items)}
+    return sorted(((k, g.level) for k, (_, g, _) in chosen.items()), key=lambda x: rank[x[0]])
+
+
+@st.composite
+def _long_items(draw):
+    """Items long enough to trim (60+ tokens), most with a trimmed form, in two files with nested spans."""
+    n = draw(st.integers(2, 14))
+    out = []
+    for i in range(n):
+        size = draw(st.integers(10, 3000))
+        forms = [Form("full", "x" * size)]
+        if draw(st.integers(0, 3)) and size > 40:
+            forms.append(Form("trimmed", "y" * draw(st.integers(1, size // 2)), "t"))
+        forms.append(Form("ref", ""))
+        start = draw(st.integers(1, 60))
+        out.append(Item(id=i, key=f"py:k{i}", kind="function", name=f"f{i}", path=draw(st.sampled_from(["a.py", "b.py"])),
+                        line_start=start, line_end=start + draw(st.integers(0, 60)), score=draw(st.floats(0, 10)),
+                        reason="r", forms=forms, lang="python", source="file"))
+    out.sort(key=lambda it: -it.score)
+    return out
+
+
+@settings(max_examples=400, deadline=None)
+@given(items=st.one_of(_items(), _long_items()), extra=st.integers(0, 6000))
+def test_lazy_knapsack_equals_the_reference(items, extra):
+    r = renderer("markdown", {"query": "q", "mode": "task", "budget": 1})
+    budget = min(r.cost(it, it.forms[0]) for it in items) + extra
+    p = pack(items, budget, r.cost)
+    assert [(it.key, f.level) for it, f, _ in p.chosen] == _pack_reference(items, budget, r.cost)
+
+
+def test_knapsack_steps_trimmed_then_full():
+    """Hand-computed: the trimmed step of a long item (value 5 x 0.5 over its trimmed tokens) goes
+    before a small low-scored item (value 1 over ~20 tokens); the step up to full (the other 2.5
+    over ~480 tokens) comes last and only when it fits; what fits in no form is reported."""
     r = renderer("markdown", {"mode": "task", "budget": 0})
 
     def item(i, score, body, trimmed=None):
@@ -162,14 +236,43 @@ def test_density_order_trim_before_drop():
         return Item(i, f"k{i}", "function", f"f{i}", "a.py", i * 100, i * 100 + 5, score, "r", forms, "python")
 
     top = item(1, 10.0, "x" * 400)
-    small = item(2, 1.0, "y" * 40)                            # density 1 / ~20 tokens
-    long_ = item(3, 5.0, "z" * 2000, trimmed="z" * 100)        # density 5 / ~510 tokens: after small
-    tiny_budget = r.cost(top, top.forms[0]) + r.cost(small, small.forms[0]) + r.cost(long_, long_.forms[1])
-    p = pack([top, long_, small], tiny_budget, r.cost)
+    small = item(2, 1.0, "y" * 40)
+    long_ = item(3, 5.0, "z" * 2000, trimmed="z" * 100)
+    c_top, c_small = r.cost(top, top.forms[0]), r.cost(small, small.forms[0])
+    c_trim, c_full = r.cost(long_, long_.forms[1]), r.cost(long_, long_.forms[0])
+    assert 2.5 / c_trim > 1.0 / c_small > 2.5 / (c_full - c_trim)      # the order the steps go in
+    budget = c_top + c_small + c_trim
+    p = pack([top, long_, small], budget, r.cost)
     assert [(it.key, f.level) for it, f, _ in p.chosen] == [("k1", "full"), ("k3", "trimmed"), ("k2", "full")]
-    p = pack([top, long_, small], tiny_budget - 5, r.cost)
-    assert [(it.key, f.level) for it, f, _ in p.chosen] == [("k1", "full"), ("k2", "full")]
-    assert p.cut[0].key == "k3" and p.cut[0].reason.startswith("over budget: trimmed form needs")
+    assert p.used == budget and not p.cut
+    p = pack([top, long_, small], budget - 5, r.cost)                # no room for the small one now
+    assert [(it.key, f.level) for it, f, _ in p.chosen] == [("k1", "full"), ("k3", "trimmed")]
+    assert [(c.key, c.reason) for c in p.cut] == [("k2", f"over budget: body needs {c_small} tokens, "
+                                                          f"{budget - 5 - c_top - c_trim} left")]
+    p = pack([top, long_, small], c_top + c_full + c_small, r.cost)   # room for all in full
+    assert [(it.key, f.level) for it, f, _ in p.chosen] == [("k1", "full"), ("k3", "full"), ("k2", "full")]
+    assert c_trim > c_small
+    p = pack([top, long_, small], c_top + c_small - 1, r.cost)        # nothing but the top fits
+    assert [it.key for it, _, _ in p.chosen] == ["k1"]
+    assert [c.reason.split(" needs")[0] for c in p.cut] == ["over budget: trimmed form", "over budget: body"]
+
+
+def test_an_item_holding_packed_items_goes_in_trimmed_at_most():
+    """A class packed trimmed, then its method in full: the class's step up to full would repeat
+    the method, so it stays trimmed; a container without a trimmed form is cut, saying why."""
+    r = renderer("markdown", {"mode": "task", "budget": 0})
+    top = Item(0, "k0", "function", "top", "b.py", 1, 2, 10.0, "r", [Form("full", "t" * 80), Form("ref", "")], "python",
+               source="file")
+    cls = Item(1, "k1", "class", "C", "a.py", 10, 60, 6.0, "r",
+               [Form("full", "c" * 1200), Form("trimmed", "c" * 100, "t"), Form("ref", "")], "python", source="file")
+    meth = Item(2, "k2", "method", "C.m", "a.py", 20, 25, 5.0, "r", [Form("full", "m" * 120), Form("ref", "")],
+                "python", source="file")
+    p = pack([top, cls, meth], 10_000, r.cost)
+    assert [(it.key, f.level) for it, f, _ in p.chosen] == [("k0", "full"), ("k1", "trimmed"), ("k2", "full")]
+    plain = Item(3, "k3", "class", "D", "a.py", 5, 90, 1.0, "r", [Form("full", "d" * 200), Form("ref", "")], "python",
+                 source="file")
+    p = pack([top, cls, meth, plain], 10_000, r.cost)
+    assert [(c.key, c.reason) for c in p.cut] == [("k3", "holds nodes already packed and has no trimmed form")]
 
 
 def test_trim_code_keeps_signature_docstring_and_matched_lines():
@@ -366,3 +469,40 @@ def test_readme_context_block_is_real_output(tmp_path, capsys):
         return [ln for ln in lines[:cut] if ln.startswith("### ")] + lines[cut:]
 
     assert keep(got) == keep(block)
+
+
+@pytest.mark.parametrize("data", [b"a\nb\r\nc\rd\n\ne", b"one line", b"\xef\xbb\xbfx = 1\ny\n", b"\n\n\n",
+                                  "caf\u00e9\n\u00fcber\nz".encode()])
+def test_file_line_spans_equal_splitting_the_whole_file(tmp_path, data):
+    """The newline-offset slicing of load_items gives exactly the lines that splitting the whole
+    file gives (BOM dropped, CR/CRLF normalised), for every span."""
+    from kgsearch.context.items import _read_file
+
+    p = tmp_path / "f.py"
+    p.write_bytes(data)
+    lines = _read_file(str(p), None, None)
+    body = data[3:] if data.startswith(b"\xef\xbb\xbf") else data
+    raw = body.split(b"\n")
+    assert len(lines) == len(raw)
+    for a in range(1, len(raw) + 1):
+        for b in range(a, len(raw) + 1):
+            want = b"\n".join(raw[a - 1:b]).decode("utf-8", "replace").replace("\r\n", "\n").replace("\r", "\n")
+            assert lines.span(a, b) == want.split("\n")
+    st = os.stat(p)
+    assert _read_file(str(p), st.st_size + 1, st.st_mtime_ns) is None      # not the indexed version
+    assert _read_file(str(tmp_path / "gone.py"), None, None) is None
+
+
+@settings(max_examples=500, deadline=None)
+@given(text=st.text(alphabet="ab_ .\n-éİ1", max_size=80),
+       terms=st.lists(st.text(alphabet="ab_.-é1", min_size=1, max_size=4), min_size=1, max_size=4))
+def test_find_terms_equals_the_regex_alternation(text, terms):
+    """find_terms (str.find) gives exactly the matches of the regex it replaced, \\b(alt1|alt2...)
+    with the alternatives longest first, on any text (word and non-word first characters too)."""
+    import re
+
+    from kgsearch.context.pack import _alternatives, find_terms
+
+    alts = _alternatives(tuple(terms))
+    rx = re.compile(r"\b(" + "|".join(re.escape(t) for t in alts) + r")")
+    assert find_terms(text, alts) == [(m.start(), m.group(1)) for m in rx.finditer(text)]
