@@ -14,7 +14,7 @@ from pathlib import Path
 
 from ..errors import DataError, UsageError
 from ..ingest import loader_for
-from ..ingest.walk import Found, WalkReport, found_file, walk
+from ..ingest.walk import Found, WalkReport, found_file, inside, walk
 from ..store.roots import Root, list_roots, probe, register_roots
 from .load import hash_bytes
 from .state import RunState
@@ -46,10 +46,6 @@ def resolve_roots(ix, paths: list[str]) -> list[Root]:
             raise DataError("no such file or folder; check the path", str(rp))
         out.append(full)
     return register_roots(conn, list(dict.fromkeys(out)))
-
-
-def _inside(child: str, folder: str) -> bool:
-    return child == folder or child.startswith(folder.rstrip(os.sep) + os.sep)
 
 
 def _walk_root(st: RunState, root: Root, wr: WalkReport) -> list[Found] | None:
@@ -90,12 +86,12 @@ def plan(st: RunState, roots: list[Root]) -> tuple[list[Found], list[tuple[int, 
             continue
         # a file inside an earlier registered root (nested roots) belongs to that one, whichever
         # roots this run walks, so its keys do not depend on the command line
-        owners = [r for r in registered if r.position < root.position and _inside(root.path, r.path)]
+        owners = [r for r in registered if r.position < root.position and inside(root.path, r.path)]
         for f in files:
             if str(f.path) in seen:             # reached from an earlier root too: that one owns it
                 continue
             seen.add(str(f.path))
-            owner = next((r for r in owners if _inside(str(f.path), r.path)), root)
+            owner = next((r for r in owners if inside(str(f.path), r.path)), root)
             f.origin, f.label = owner.path, owner.label
             if owner is not root:
                 f.root = Path(owner.path)
@@ -119,7 +115,7 @@ def plan(st: RunState, roots: list[Root]) -> tuple[list[Found], list[tuple[int, 
     present = {str(f.path) for f in found}
     keep = kept_roots + wr.unlisted
     deleted = [(row[0], p) for p, row in known.items()
-               if p not in present and not any(_inside(p, k) for k in keep)
+               if p not in present and not any(inside(p, k) for k in keep)
                and not (row[6] in kept_roots)]
 
     to_load: list[Found] = []

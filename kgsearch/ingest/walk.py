@@ -169,12 +169,15 @@ def is_binary(path: Path) -> bool:
         return False
 
 
-def _inside(child: Path, root: Path) -> bool:
-    try:
-        child.relative_to(root)
-        return True
-    except ValueError:
-        return False
+def inside(child: "str | Path", folder: "str | Path") -> bool:
+    """``child`` is ``folder`` or lies under it, lexically (no file system access; both normalised
+    paths, as ``Path`` and the index's stored paths are).
+
+    >>> inside("/a/b/c.md", "/a/b"), inside("/a/bc.md", "/a/b"), inside("/a/b", "/a/b"), inside("/x", "/")
+    (True, False, True, True)
+    """
+    c, f = os.fspath(child), os.fspath(folder)
+    return c == f or c.startswith(f.rstrip(os.sep) + os.sep)
 
 
 def _skip_dir(name: str) -> bool:
@@ -279,7 +282,7 @@ def walk(root: Path, fmt: str | None = None, max_bytes: int | None = None,
             report.bad_links += 1
             problem(link, "broken or looping symlink")
             return
-        if not _inside(target, root):
+        if not inside(target, root):
             report.skipped_other += 1
             return
         target_rel = target.relative_to(root).as_posix()
@@ -295,7 +298,7 @@ def walk(root: Path, fmt: str | None = None, max_bytes: int | None = None,
             if _skip_dir(link.name) or target.name in SKIP_DIRS or rules.ignored(rel, True) or _is_venv(target):
                 return
             if (st.st_dev, st.st_ino) in seen_dirs:
-                if _inside(link.parent, target):
+                if inside(link.parent, target):
                     report.bad_links += 1
                     problem(link, f"folder reached twice (a symlink loop back to {target})")
                 return                      # a folder the walk lists anyway
