@@ -465,7 +465,6 @@ def test_incremental_bm25_equals_fresh(tmp_path, capsys):
         assert {k: round(v, 4) for k, v in inc.items()} == {k: round(v, 4) for k, v in new.items()}, q
 
 
-@xfail13("an index updated in place keeps the old corpus's similar_text neighbour lists")
 @pytest.mark.parametrize("change", ["delete", "add"])
 def test_incremental_neighbours_equal_fresh(tmp_path, capsys, change):
     live, db = tmp_path / "live", tmp_path / "inc.db"
