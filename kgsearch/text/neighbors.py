@@ -74,16 +74,34 @@ def _delete_edges(conn, ids: list[int] | None) -> None:
 
 
 class _Postings:
-    """Rare-term postings held in memory for one run."""
+    """Rare-term postings held in memory for one run: every window term's (``lazy=False``), or
+    only those that :meth:`load` is asked for (the terms of the nodes whose lists are
+    computed: a code tree's few prose nodes need a small part of its vocabulary)."""
 
-    def __init__(self, ix, n_docs: int):
+    def __init__(self, ix, n_docs: int, lazy: bool = False):
+        self.ix = ix
         self.n = n_docs
         self.max_df = max(50, int(0.05 * n_docs))
         self.lists: dict[str, tuple[np.ndarray, np.ndarray, float]] = {}
-        st, params = _stored_params(ix)
+        self.asked: set[str] = set()
+        self.st, self.params = _stored_params(ix)
+        if not lazy:
+            self._add(ix.conn.execute("SELECT term, df, ids, tf FROM text_postings WHERE df >= 2 AND df <= ?",
+                                      (self.max_df,)))
+
+    def load(self, terms) -> None:
+        """Read the window terms among ``terms`` not read yet."""
+        new = sorted(set(terms) - self.asked)
+        if not new:
+            return
+        self.asked.update(new)
+        self._add(r for r in in_chunks(self.ix.conn, "SELECT term, df, ids, tf FROM text_postings "
+                                       "WHERE term IN ({})", new) if 2 <= r[1] <= self.max_df)
+
+    def _add(self, rows) -> None:
+        n_docs = self.n
         terms, idfs, ibs, tfs = [], [], [], []
-        for term, df, ib, tb in ix.conn.execute("SELECT term, df, ids, tf FROM text_postings "
-                                                "WHERE df >= 2 AND df <= ?", (self.max_df,)):
+        for term, df, ib, tb in rows:
             terms.append(term)
             idfs.append(math.log1p((n_docs - df + 0.5) / (df + 0.5)))
             ibs.append(ib)
@@ -92,7 +110,7 @@ class _Postings:
             return
         # impacts from the stored term frequencies, all lists at once
         ids, off = decode_ids_many(ibs)
-        imp = tf_impacts(np.concatenate(tfs), _norms_of(_norms(ix, st, params), ids), params.k1)
+        imp = tf_impacts(np.concatenate(tfs), _norms_of(_norms(self.ix, self.st, self.params), ids), self.params.k1)
         bounds = off.tolist()
         for term, idf, s, e in zip(terms, idfs, bounds[:-1], bounds[1:]):
             self.lists[term] = (ids[s:e], imp[s:e], idf)
@@ -113,6 +131,11 @@ def _neighbours(terms: list[str], self_id: int, post: _Postings, allowed: np.nda
         vals.append(imp * np.float32(idf))
     all_ids = np.concatenate(ids)
     all_vals = np.concatenate(vals)
+    if allowed is not None:            # neighbours are prose nodes too (not tags, entities, code)
+        keep = all_ids < len(allowed)
+        keep[keep] = allowed[all_ids[keep]] > 0
+        keep |= all_ids == self_id
+        all_ids, all_vals = all_ids[keep], all_vals[keep]    # (the same sums, in the same order)
     u, inv = np.unique(all_ids, return_inverse=True)
     score = np.bincount(inv, weights=all_vals)
     pos_self = np.searchsorted(u, self_id)
@@ -122,15 +145,12 @@ def _neighbours(terms: list[str], self_id: int, post: _Postings, allowed: np.nda
     if self_score <= 0:
         return []
     score[pos_self] = 0.0
-    if allowed is not None:            # neighbours are prose nodes too (not tags, entities, code)
-        inside = u < len(allowed)
-        score[~inside] = 0.0
-        score[inside] *= allowed[u[inside]]
-    if len(u) > K:                     # every score tied with the K-th, then ties in rank order
-        kth = np.partition(score, len(u) - K)[len(u) - K]
-        top = np.flatnonzero(score >= kth)
-    else:
-        top = np.arange(len(u))
+    # only candidates that pass MIN_SIM can be kept (the weakest go first, so this is the same
+    # as cutting after the top K)
+    top = np.flatnonzero(score / self_score >= MIN_SIM)
+    if len(top) > K:                   # every score tied with the K-th, then ties in rank order
+        kth = np.partition(score[top], len(top) - K)[len(top) - K]
+        top = top[score[top] >= kth]
     tie = u[top] if rank is None else rank[np.minimum(u[top], len(rank) - 1)]
     top = top[np.lexsort((tie, -score[top]))][:K]
     out = []
@@ -220,7 +240,7 @@ def update(ix, changes, settings=None, progress=None) -> dict:
         if dropped:
             changes.edges_changed = True
         return {"full": full, "nodes": 0, "edges_dropped": dropped, "seconds": round(time.perf_counter() - t0, 3)}
-    post = _Postings(ix, n_docs)
+    post = _Postings(ix, n_docs, lazy=True)
     allowed = np.zeros(max(prose) + 1, dtype=np.float64)
     allowed[prose] = 1.0
     # ties in key order: the same in any index of the same files, whatever its node ids
@@ -234,10 +254,11 @@ def update(ix, changes, settings=None, progress=None) -> dict:
     rows_out = []
     for s in range(0, len(todo), _SQL):
         part = todo[s:s + _SQL]
-        rows = in_chunks(conn, "SELECT id, key, name, kgtext(text) FROM nodes WHERE id IN ({})", part)
-        for nid, key, name, text in rows:
+        rows = [(nid, key, an(name or "") * nw + an(text or "")) for nid, key, name, text in
+                in_chunks(conn, "SELECT id, key, name, kgtext(text) FROM nodes WHERE id IN ({})", part)]
+        post.load(t for _, _, terms in rows for t in terms)
+        for nid, key, terms in rows:
             keys[nid] = key
-            terms = an(name or "") * nw + an(text or "")
             for dst, sim in _neighbours(terms, nid, post, allowed, rank):
                 rows_out.append((nid, dst, sim))
         if progress is not None:
