@@ -281,6 +281,7 @@ class _CNM:
                 ids = np.flatnonzero(alive)
                 heap = list(zip((-val[ids]).tolist(), (pa[ids] * n + pb[ids]).tolist(), ids.tolist()))
                 heapq.heapify(heap)
-            if deadline is not None and len(merges) % 256 == 0 and time.monotonic() > deadline:
+            # (every merge: on a star one merge moves the hub's whole row, 0.2 s at 60K leaves)
+            if deadline is not None and time.monotonic() > deadline:
                 raise CommunityTimeout(f"greedy modularity ran out of time after {len(merges)} merges")
         return merges
