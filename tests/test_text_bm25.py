@@ -217,6 +217,32 @@ def test_live_avgdl_after_a_big_change_and_settings_change_rebuild(ix):
     assert ix.derived("text")["info"]["full"] is True
 
 
+@pytest.mark.parametrize("removed,mode", [(70, "incremental"), (100, "full")])
+def test_fts_rebuilds_after_removing_a_large_share(ix, removed, mode):
+    """Removing more than fts.REBUILD_SHARE of the rows rebuilds the FTS5 table from its
+    content (deleted rows would stay as tombstones); fewer are deleted in place. Either way
+    the table passes FTS5's integrity check and matches what a rebuild matches."""
+    rng = random.Random(3)
+    texts = [" ".join(rng.choices(WORDS, k=12)) for _ in range(300)]
+    with ix.transaction():
+        ids = _insert(ix, [(f"k{i}", f"n{i}", texts[i], "") for i in range(300)])
+        tindex.update(ix, ChangeSet(generation=1, full=True), {})
+    gone = ids[:removed]
+    with ix.transaction():
+        old = {i: ix.conn.execute("SELECT name, text FROM nodes WHERE id=?", (i,)).fetchone() for i in gone}
+        ix.conn.executemany("DELETE FROM nodes WHERE id=?", [(i,) for i in gone])
+        info = tindex.update(ix, ChangeSet(generation=2, removed=gone, old=old), {})
+    assert info["fts"]["mode"] == mode and info["bm25"]["mode"] == "incremental"
+    assert removed / 300 > fts.REBUILD_SHARE if mode == "full" else removed / 300 < fts.REBUILD_SHARE
+    ix.conn.execute(f"INSERT INTO {fts.TABLE}({fts.TABLE}) VALUES('integrity-check')")
+    q = f"SELECT rowid FROM {fts.TABLE} WHERE {fts.TABLE} MATCH ? ORDER BY rowid"
+    got = {w: ix.conn.execute(q, (w,)).fetchall() for w in WORDS[:8]}
+    with ix.transaction():
+        ix.conn.execute(f"INSERT INTO {fts.TABLE}({fts.TABLE}) VALUES('rebuild')")
+    assert got == {w: ix.conn.execute(q, (w,)).fetchall() for w in WORDS[:8]}
+    assert all(r[0] not in gone for rows in got.values() for r in rows) and any(got.values())
+
+
 def test_missing_old_text_falls_back_to_rebuild(ix):
     with ix.transaction():
         ids = _insert(ix, [(f"k{i}", "name", f"text number {i} graph", "") for i in range(20)])
