@@ -41,7 +41,7 @@ class TextSettings:
     name_weight: float = 3.0        # BM25F-style: a name/title term counts this many times
     idf: str = "lucene"             # lucene: log(1 + (N-df+.5)/(df+.5)); robertson: without the 1 +
     split_code: bool = True         # CamelCase / snake_case identifiers also give their parts
-    avgdl_drift: float = 0.10       # rebuild every posting when the live avgdl moves this far
+    avgdl_drift: float = 0.10       # unused: scores always use the live avgdl (kept: stored settings stay valid)
 
 
 @dataclass(frozen=True)

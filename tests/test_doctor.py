@@ -159,8 +159,6 @@ def test_rebuild_of_an_unreadable_file_needs_the_roots(tmp_path, capsys):
     assert doctor(db, capsys)[0] == 0
 
 
-@pytest.mark.xfail(strict=True, reason="issue 13, the other half (another branch): an index updated in place keeps "
-                                       "the old BM25 length statistics and similar_text lists; doctor sees it")
 def test_incremental_index_is_what_a_rebuild_gives(built, capsys):
     root, db = built
     for i in range(0, 24, 3):

@@ -350,9 +350,9 @@ def test_walk_seeds_come_only_from_signals_that_ran(code_db, monkeypatch):
     calls = []
     real = gs.top_idx
 
-    def spy(s, k, positive=True):
+    def spy(s, k, positive=True, keys=None):
         calls.append(np.asarray(s).copy())
-        return real(s, k, positive)
+        return real(s, k, positive, keys)
 
     monkeypatch.setattr(gs, "top_idx", spy)
     r = engine(code_db).search("apply_discount", SearchOptions(use_cache=False))

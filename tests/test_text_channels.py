@@ -3,12 +3,16 @@ from __future__ import annotations
 
 import json
 import random
+import re
+import signal
 import sqlite3
+import threading
+import time
 
 import numpy as np
 import pytest
 
-from kgsearch.text import fts, text_step as tindex, keywords, pattern
+from kgsearch.text import fts, text_step as tindex, keywords, pattern, regex
 from kgsearch.text import trigrams
 from kgsearch.text.pattern import edit_distance, substring_distance
 from kgsearch.types import ChangeSet
@@ -138,6 +142,89 @@ def test_pattern_regex(cix):
     assert pattern.search(cix, "/(a+)+$/")[0].size == 0       # nested repetition refused
     assert pattern.search(cix, "/(unclosed/")[0].size == 0 or True   # invalid regex: literal fallback
     assert pattern.search(cix, "/[/")[0].dtype == np.int64
+
+
+@pytest.mark.parametrize("rx,ambiguous", [
+    (r"(\w|\w)*!", True), (r"(a|aa)*b", True), (r"(\w\w?)*!", True), (r"(?:ab|cd)+", True),
+    (r"((a)\2)*", True), (r"(?:(?=\w*)a)+", True), (r"[a-z]+\d*", False), (r"get_\w+", False),
+    (r"(?:foo|bar)_\w+", False), (r"(ab){2,5}", False), (r"^Stream\w+Response$", False)])
+def test_ambiguous_repeats_are_recognised(rx, ambiguous):
+    parsed = regex.sre_parser().parse(rx)
+    assert regex._has_ambiguous_repeat(parsed) is ambiguous
+    assert (regex.refusal(parsed, timer=True) is not None) is ambiguous
+
+
+@pytest.mark.parametrize("rx,why", [
+    (r"(a+)+$", "nested"), (r"(?=(a+)+)", "nested"), ("(?:a|a)" * 9 + "!", "combinations"),
+    (r"\w*\w*\w*!", None), (r"(\w+)_\1\w*", None), (r"[a-z]+_[a-z]+", None)])
+def test_refusals_with_and_without_a_timer(rx, why):
+    """Exponential shapes are refused everywhere; three variable-length parts (polynomial:
+    1 s on one 256-letter name) only where no timer can stop a match."""
+    parsed = regex.sre_parser().parse(rx)
+    with_timer, without = regex.refusal(parsed, timer=True), regex.refusal(parsed, timer=False)
+    if why is None:
+        assert with_timer is None
+        assert (without is None) is (regex._degree(parsed) <= regex.MAX_DEGREE)
+    else:
+        assert why in with_timer and why in without
+    assert regex.refusal(regex.sre_parser().parse("(?:a|a)" * 8 + "!"), timer=False) is None     # 256 paths
+
+
+def _long_name_index(ix, name: str = "a" * 40):
+    with ix.transaction():
+        ix.conn.execute("INSERT INTO nodes(key, kind, name, qualname, text) VALUES (?, 'function', ?, ?, '')",
+                        ("py:m." + name, name, "m." + name))
+        tindex.update(ix, ChangeSet(generation=1, full=True), {})
+    return ix
+
+
+@pytest.mark.skipif(not regex.timer_usable(), reason="no interval timers here")
+def test_regex_timer_stops_a_single_match_and_restores_the_callers_alarm(ix):
+    r"""``\w*\w*\w*\w*!`` (not refused in the main thread: polynomial) on one 256-letter name
+    takes ~5 min inside one re.search: the channel's timer ends it at its budget; the caller's
+    own handler and timer come back."""
+    _long_name_index(ix, "a" * 256)
+    fired = []
+
+    def mine(*args):
+        fired.append(1)
+
+    previous = signal.signal(signal.SIGALRM, mine)
+    signal.setitimer(signal.ITIMER_REAL, 30.0)
+    try:
+        t = time.perf_counter()
+        ids, _ = pattern.search(ix, r"/\w*\w*\w*\w*!/")
+        spent = time.perf_counter() - t
+        assert ids.size == 0
+        assert signal.getsignal(signal.SIGALRM) is mine and not fired
+        left = signal.getitimer(signal.ITIMER_REAL)[0]
+        assert 0 < left <= 30.0                  # the caller's timer is armed again
+        # ratio, not a wall-clock bound: the whole search took less than a tenth of the match
+        # it interrupted (one re.search of the same pattern on 64 letters: 1/256 of the work)
+        t = time.perf_counter()
+        re.search(r"\w*\w*\w*\w*!", "a" * 64)
+        assert spent < 256 * (time.perf_counter() - t) / 10
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def test_regex_outside_the_main_thread_refuses_what_no_timer_could_stop(ix):
+    _long_name_index(ix, "a" * 256)
+    out = {}
+
+    def run():
+        out["timer"] = regex.timer_usable()
+        out["bad"] = pattern.search(ix, r"/(\w|\w)*!/")[0].size
+        out["poly"] = pattern.search(ix, r"/\w*\w*\w*\w*!/")[0].size
+        out["good"] = pattern.search(ix, r"/^a+$/")[0].size
+
+    # (the index connection is used from one thread at a time: this one waits)
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    t.join(60)
+    assert not t.is_alive(), "the match ran on: nothing stops re.search outside the main thread"
+    assert out == {"timer": False, "bad": 0, "poly": 0, "good": 1}
 
 
 def test_pattern_scale_fuzzy_two_typos(ix):

@@ -78,24 +78,44 @@ def test_rm3_adds_feedback_terms_and_keeps_query_terms(tmp_path):
         assert np.allclose(sc, full_sc[np.searchsorted(full_ids, ids)])
 
 
-def test_removals_only_drop_their_edges_without_reading_postings(tmp_path, monkeypatch):
-    from kgsearch.types import ChangeSet
-    db = tmp_path / "i.db"
-    src = corpus(tmp_path)
-    index_paths(db, [str(src)], IndexOptions(fmt="beir", steps=("text", "neighbors")))
-    before = edges(db)
-    with Index.open(db) as ix:
-        d1 = ix.conn.execute("SELECT id FROM nodes WHERE key='doc:d1'").fetchone()[0]
+def _random_docs(n: int, seed: int, start: int = 0):
+    import random
 
-        def no_postings(*a, **k):
-            raise AssertionError("postings read for a removal-only run")
-        monkeypatch.setattr(neighbors, "_Postings", no_postings)
-        ch = ChangeSet(generation=5, removed=[d1])
-        with ix.transaction():
-            info = neighbors.update(ix, ch, {})
-        assert info["edges_dropped"] >= 2 and ch.edges_changed
-        ch = ChangeSet(generation=6, removed=[d1])              # nothing left to drop
-        with ix.transaction():
-            info = neighbors.update(ix, ch, {})
-        assert info["edges_dropped"] == 0 and not ch.edges_changed
-    assert edges(db) == {k: v for k, v in before.items() if "doc:d1" not in k}
+    rng = random.Random(seed)
+    words = [a + b + c for a in "bkmrstlnpf" for b in "aeiou" for c in "xzqjv"]    # 250 made-up words
+    # note 5 is short: it shares terms with a few notes only (an edit of it is a local change)
+    return [(f"r{i:03d}", f"Note {i}", " ".join(rng.choices(words, k=2 if i == 5 else rng.randint(6, 30))))
+            for i in range(start, start + n)]
+
+
+@pytest.mark.parametrize("change", ["add", "remove", "edit", "edit_same_length", "only_a_title"])
+def test_incremental_lists_equal_a_fresh_build(tmp_path, change):
+    """After any change the stored lists are a fresh build's (same keys, same weights): a
+    change of N or avgdl recomputes every list; an edit that keeps every length recomputes
+    only the lists that share a changed term, and still gives a fresh build's lists."""
+    docs = _random_docs(60, seed=7)
+    src, db = corpus(tmp_path, docs), tmp_path / "inc.db"
+    opts = IndexOptions(fmt="beir", steps=("text", "neighbors"))
+    index_paths(db, [str(src)], opts)
+    if change == "add":
+        docs = docs + _random_docs(3, seed=8, start=60)
+    elif change == "remove":
+        docs = docs[:10] + docs[13:]
+    elif change == "edit":
+        docs = docs[:5] + [(docs[5][0], docs[5][1], docs[5][2] + " " + docs[7][2])] + docs[6:]
+    elif change == "edit_same_length":
+        words = docs[5][2].split()
+        docs = docs[:5] + [(docs[5][0], docs[5][1], " ".join(["qqqqz"] + words[1:]))] + docs[6:]
+    else:
+        docs = docs[:5] + [(docs[5][0], "Renamed", docs[5][2])] + docs[6:]
+    corpus(tmp_path, docs)
+    info = index_paths(db, [str(src)], opts).steps["neighbors"]
+    fresh = tmp_path / "fresh.db"
+    index_paths(fresh, [str(corpus(tmp_path, docs, "fresh.jsonl"))], opts)
+    got, want = edges(db), edges(fresh)
+    assert len(want) > 100
+    assert got == want, (sorted(set(got.items()) - set(want.items()))[:4], sorted(set(want.items()) - set(got.items()))[:4])
+    if change == "edit_same_length":          # N and avgdl kept: only the lists that can change
+        assert info["full"] is False and 0 < info["nodes"] < 60 * neighbors.FULL_FRACTION
+    elif change != "only_a_title":            # (a one-word title for a two-word one: same length)
+        assert info["full"] is True and info["nodes"] == len(docs)

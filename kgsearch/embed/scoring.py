@@ -47,15 +47,14 @@ def score_ids(ix, query: str, ids) -> np.ndarray:
         pos = np.minimum(pos, len(sorted_ids) - 1)
         ok = sorted_ids[pos] == ids
         rows = order[pos[ok]]
-        codes = mat.codes[rows].astype(np.float32)
-        out[ok] = (codes @ qr) * mat.scales[rows]
+        out[ok] = vectors.row_scores(mat.codes[rows], mat.scales[rows], qr)
         return out
     want = set(ids.tolist())
     index = {int(v): i for i, v in enumerate(ids.tolist())}
     for bi, _h, bs, bc in vectors.iter_blocks(ix, ix.meta("model_id")):
         sel = [j for j, v in enumerate(bi.tolist()) if v in want]
         if sel:
-            sc = (bc[sel].astype(np.float32) @ qr) * bs[sel]
+            sc = vectors.row_scores(bc[sel], bs[sel], qr)
             for j, s in zip(sel, sc.tolist()):
                 out[index[int(bi[j])]] = s
     return out

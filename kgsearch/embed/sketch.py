@@ -174,7 +174,7 @@ def select_best(scores: np.ndarray, n_cand: int, higher: bool = True, block: int
 
 
 def rescore_topk(ids: np.ndarray, codes: np.ndarray, scales: np.ndarray, qr: np.ndarray, k: int):
-    """Exact int8 scores of the candidates (the full scan's own arithmetic: 512-row float32
+    """Exact int8 scores of the candidates (the full scan's own arithmetic: 512-row float64
     slices, so BLAS stays on one thread), best ``k`` (ids, scores), ties by smaller id."""
     from .vectors import _scan_scores, topk
 

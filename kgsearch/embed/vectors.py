@@ -33,7 +33,7 @@ __all__ = ["search", "quantize", "make_rotation", "put_vectors", "delete_vectors
 
 BLOCK_SHIFT = 12
 ROTATION_BLOB = "embed.rotation"
-SLICE = 512                      # rows converted to float32 at a time during a scan
+SLICE = 512                      # rows converted to float64 at a time during a scan
 _CACHE_KEY = "embed.matrix"
 
 
@@ -55,15 +55,19 @@ def quantize(vecs, rotation):
     """
     import numpy as np
 
-    x = np.asarray(vecs, dtype=np.float32)
-    norms = np.linalg.norm(x, axis=1)
+    # float64 throughout: a float32 matrix product gave a vector a code or scale one bit apart
+    # depending on how many others were embedded in the same batch (BLAS picks its kernel by
+    # shape), so an index updated in place scored nodes 1e-8 apart from a fresh build (issue
+    # 13). In float64 such differences are ~1e-16, far below one float32 step of the scale.
+    x = np.asarray(vecs, dtype=np.float32).astype(np.float64)
+    norms = np.sqrt((x * x).sum(axis=1))
     nz = norms > 0
-    x = np.where(nz[:, None], x / np.where(nz, norms, 1)[:, None], 0).astype(np.float32)
-    xr = x @ rotation.T
-    m = np.abs(xr).max(axis=1) if len(xr) else np.zeros(0, np.float32)
+    x = np.where(nz[:, None], x / np.where(nz, norms, 1)[:, None], 0)
+    xr = x @ np.asarray(rotation, dtype=np.float64).T
+    m = np.abs(xr).max(axis=1) if len(xr) else np.zeros(0, np.float64)
     step = np.where(m > 0, m / 127.0, 1.0)
     codes = np.clip(np.rint(xr / step[:, None]), -127, 127).astype(np.int8)
-    c = codes.astype(np.float32)
+    c = codes.astype(np.float64)
     cc = (c * c).sum(axis=1)
     scales = np.where(cc > 0, (xr * c).sum(axis=1) / np.maximum(cc, 1e-30), 0).astype(np.float32)
     return codes, scales
@@ -242,18 +246,30 @@ class Matrix:
 
 
 def _scan_scores(codes, scales, qr):
+    """``codes @ qr * scales`` for every row, in float64 (float64 scores; see :func:`row_scores`)."""
     import numpy as np
 
     n, d = codes.shape
-    out = np.empty(n, dtype=np.float32)
-    buf = np.empty((min(SLICE, max(n, 1)), d), dtype=np.float32)
+    out = np.empty(n, dtype=np.float64)
+    q = np.asarray(qr, dtype=np.float64)
+    buf = np.empty((min(SLICE, max(n, 1)), d), dtype=np.float64)
     for s in range(0, n, SLICE):
         e = min(n, s + SLICE)
         b = buf[:e - s]
         np.copyto(b, codes[s:e], casting="unsafe")
-        np.dot(b, qr, out=out[s:e])
+        np.dot(b, q, out=out[s:e])
     np.multiply(out, scales, out=out)
     return out
+
+
+def row_scores(codes, scales, qr):
+    """The same scores for a few rows. In float64 a row's score does not depend on where the
+    row sits in the matrix (float32 BLAS results differed in the last bit with the row's
+    position, so an index updated in place, whose rows are in another order, scored a node
+    1e-8 apart from a fresh build, issue 13)."""
+    import numpy as np
+
+    return (np.asarray(codes, dtype=np.float64) @ np.asarray(qr, dtype=np.float64)) * scales
 
 
 def _cache_budget() -> int:

@@ -17,12 +17,17 @@ same ties), but with plain dicts and one lazy ``heapq`` instead of networkx's pe
 * a heap entry ``(-dq, u, v)`` with ``u < v`` is valid when ``dq`` is still the pair's gain;
 * gains that decrease (pairs only on ``v``'s side of a merge) are not re-pushed: the old,
   larger entry is an upper bound, and when it surfaces it is re-pushed with the current gain;
-* gains that increase or pairs that are new (``u``'s side) are pushed right away;
+* gains that increase, and pairs that change communities (``u``'s side: ``(w, u)`` becomes
+  ``(w, v)`` in the same slot), are pushed right away; an entry whose communities are no
+  longer its slot's is skipped;
 * the heap is rebuilt when stale entries outnumber live pairs.
 
-So the first valid entry popped is exactly networkx's choice. The merge loop is pure Python;
-its cost is the sum of the sizes of the two merged rows (networkx's too), which grows with
-hubs: see ``bench/results/graph.md``.
+So the first valid entry popped is exactly networkx's choice. The cost of a merge is the
+sum of the sizes of the two merged rows (networkx's too), so time grows with hubs: a star of
+``L`` leaves takes ``O(L ** 2)`` (its hub's community takes in one leaf per merge and is
+renamed after it: 2,000 leaves 2.9 s, 6,000 about 25 s on a 2-core x86_64; the index step's
+``graph_communities_seconds`` bounds it). Memory is ``O(linked pairs)`` whatever the shape
+(see :class:`_CNM`). See ``bench/results/graph.md``.
 """
 from __future__ import annotations
 
@@ -136,82 +141,73 @@ def modularity(g: Graph, labels: np.ndarray, resolution: float = 1.0, weight: bo
 
 
 class _CNM:
-    """The merge loop. Pair gains live in one float64 array (one entry per unordered pair,
-    ``pairs`` maps ``u * n + v`` to it); each community keeps numpy arrays of its neighbours
-    and pair numbers, plus a list of pairs added since, so a merge updates the surviving row
-    with a few numpy expressions. Entries of dead pairs stay in a row until they are a quarter
-    of it (updating them is harmless: they are never read)."""
+    """The merge loop. Pair gains live in one float64 array (one slot per unordered pair of
+    communities, ``pa``/``pb`` hold the pair's two communities); each community keeps a numpy
+    array of its pair numbers, plus a list of pairs added since, so a merge updates the
+    surviving row with a few numpy expressions and finds the pairs the two communities share
+    by a sorted search of one row in the other (no per-pair Python work but the heap's).
+
+    Memory is O(linked pairs) whatever the merge order (issue 13): when ``u`` joins ``v``, a
+    pair ``(w, u)`` with ``w`` not linked to ``v`` *becomes* the pair ``(w, v)`` in the same
+    slot (its two communities and gain are rewritten; ``w``'s row, which holds only the slot
+    number, needs no update), so slots are never allocated after the start. A star used to
+    allocate a new slot and a row entry at every leaf for every merge of the hub's community:
+    O(leaves ** 2), 1 GB for 6K leaves. Entries of dead pairs stay in a row until they are a
+    quarter of it (updating them is harmless: they are never read); stale heap entries (a
+    pair's old gain or old communities) are skipped when popped and dropped when they
+    outnumber live pairs."""
 
     def __init__(self, n: int, us: np.ndarray, vs: np.ndarray, dq0: np.ndarray,
                  a: np.ndarray, res: float):
         self.n, self.res = n, res
         k = len(us)
-        cap = max(16, 2 * k)
-        self.val = np.empty(cap)
-        self.val[:k] = dq0
-        self.alive = np.zeros(cap, dtype=bool)
-        self.alive[:k] = True
-        self.pa = np.empty(cap, dtype=np.int64)
-        self.pb = np.empty(cap, dtype=np.int64)
-        self.pa[:k], self.pb[:k] = us, vs
+        self.val = np.array(dq0, dtype=np.float64)
+        self.alive = np.ones(k, dtype=bool)
+        self.pa = np.asarray(us, dtype=np.int64).copy()
+        self.pb = np.asarray(vs, dtype=np.int64).copy()
         self.npairs = k
-        self.pairs = dict(zip((us * n + vs).tolist(), range(k)))
         self.a = a.copy()
-        ends = np.concatenate([us, vs])
-        other = np.concatenate([vs, us])
+        ends = np.concatenate([self.pa, self.pb])
+        other = np.concatenate([self.pb, self.pa])
         pids = np.concatenate([np.arange(k), np.arange(k)])
         order = np.lexsort((other, ends))
-        ends, other, pids = ends[order], other[order], pids[order]
+        ends, pids = ends[order], pids[order]
         cuts = np.searchsorted(ends, np.arange(n + 1))
-        self.nb = np.split(other, cuts[1:-1])
         self.pp = np.split(pids, cuts[1:-1])
         self.dead = np.zeros(n, dtype=np.int64)            # dead entries left in each row
-        self.pend: list[list[int] | None] = [None] * n    # [nb, pid, nb, pid, ...] added since
-
-    def _grow(self, need: int) -> None:
-        cap = len(self.val)
-        if need <= cap:
-            return
-        new = max(need, 2 * cap)
-        for name in ("val", "alive", "pa", "pb"):
-            old = getattr(self, name)
-            arr = np.zeros(new, dtype=old.dtype)
-            arr[:cap] = old
-            setattr(self, name, arr)
+        self.pend: list[list[int] | None] = [None] * n    # pair numbers added since
 
     def _row(self, x: int, clean: bool) -> tuple[np.ndarray, np.ndarray]:
         """Community x's neighbours and pair numbers. Pending pairs are folded in when they are
         many (always with ``clean``); dead entries are dropped when they are many (or ``clean``)."""
-        nb, pp = self.nb[x], self.pp[x]
+        pp = self.pp[x]
         pend = self.pend[x]
-        if pend and (clean or 2 * len(pend) > len(nb)):
-            extra = np.array(pend, dtype=np.int64)
-            nb = np.concatenate([nb, extra[0::2]])
-            pp = np.concatenate([pp, extra[1::2]])
+        if pend and (clean or 2 * len(pend) > len(pp)):
+            pp = np.concatenate([pp, np.array(pend, dtype=np.int64)])
             self.pend[x] = pend = None
-        if clean or 4 * self.dead[x] > len(nb):
-            keep = self.alive[pp]
-            nb, pp = nb[keep], pp[keep]
+        if clean or 4 * self.dead[x] > len(pp):
+            pp = pp[self.alive[pp]]
             self.dead[x] = 0
-        self.nb[x], self.pp[x] = nb, pp
+        self.pp[x] = pp
         if pend:
-            extra = np.array(pend, dtype=np.int64)
-            return np.concatenate([nb, extra[0::2]]), np.concatenate([pp, extra[1::2]])
+            pp = np.concatenate([pp, np.array(pend, dtype=np.int64)])
+        nb = self.pa[pp] + self.pb[pp] - x      # the other community of each pair
         return nb, pp
 
     def run(self, deadline: float | None) -> list[tuple[int, int]]:
         n, res = self.n, self.res
-        val, alive, a, pairs, dead = self.val, self.alive, self.a, self.pairs, self.dead
+        val, alive, a, dead = self.val, self.alive, self.a, self.dead
+        pa, pb = self.pa, self.pb
         k = self.npairs
-        heap = list(zip((-val[:k]).tolist(), (self.pa[:k] * n + self.pb[:k]).tolist(), range(k)))
+        heap = list(zip((-val[:k]).tolist(), (pa[:k] * n + pb[:k]).tolist(), range(k)))
         heapq.heapify(heap)
         live = k
         push, pop = heapq.heappush, heapq.heappop
         merges: list[tuple[int, int]] = []
         while heap:
             negdq, key, pid = pop(heap)
-            if not alive[pid]:
-                continue
+            if not alive[pid] or pa.item(pid) * n + pb.item(pid) != key:
+                continue                    # a dead pair, or a slot that moved on to other communities
             cur = val.item(pid)
             if -cur != negdq:
                 if -cur > negdq:            # gain dropped since this entry was pushed: re-file
@@ -221,16 +217,20 @@ class _CNM:
                 break
             u, v = divmod(key, n)           # merge community u into v (u < v), as networkx
             alive[pid] = False
-            del pairs[key]
             nbu, ppu = self._row(u, True)
             nbv, ppv = self._row(v, False)
             dead[v] += 1
             au, av = a.item(u), a.item(v)
-            wl = nbu.tolist()
-            pvw = np.array([pairs.get(w * n + v if w < v else v * n + w, -1) for w in wl], dtype=np.int64)
-            for w in wl:
-                del pairs[w * n + u if w < u else u * n + w]
-            both = pvw >= 0
+            # the pair (w, v) of each of u's neighbours w, if any: v's live pairs by neighbour
+            # (dead entries of a row point at dead communities; u's neighbours are alive)
+            lv = alive[ppv]
+            nl, pl_ = nbv[lv], ppv[lv]
+            order = np.argsort(nl, kind="stable")
+            nl, pl_ = nl[order], pl_[order]
+            at = np.searchsorted(nl, nbu)
+            at[at >= len(nl)] = 0
+            both = (nl[at] == nbu) if len(nl) else np.zeros(len(nbu), dtype=bool)
+            pvw = np.where(both, pl_[at] if len(nl) else 0, -1)
             pb_ = pvw[both]
             old_b = val[pb_]
             t = a[nbv]                      # v's row: gain drops by 2 a_u a_w (networkx's sums)
@@ -244,36 +244,25 @@ class _CNM:
             duw = val[ppu]
             new_b = old_b + duw[both]       # common neighbours: sum of both gains
             val[pb_] = new_b
-            alive[ppu] = False
-            dead[nbu] += 1                  # pair (w, u) died in w's row
+            gone = ppu[both]                # pairs (w, u) whose w is also v's neighbour: dead
+            alive[gone] = False
+            dead[nbu[both]] += 1
             only = ~both
-            wo = nbu[only]                  # u's other neighbours become v's
-            tw = av * a[wo]
-            new_o = duw[only] - res * (tw + tw)
-            m = len(wo)
-            if m:
-                start = self.npairs
-                self._grow(start + m)
-                if self.val is not val:
-                    val, alive = self.val, self.alive
-                newp = np.arange(start, start + m)
-                val[newp] = new_o
-                alive[newp] = True
+            wo = nbu[only]                  # u's other neighbours become v's: same slots
+            if len(wo):
+                po = ppu[only]
+                tw = av * a[wo]
+                new_o = duw[only] - res * (tw + tw)
+                val[po] = new_o
                 lo, hi = np.minimum(wo, v), np.maximum(wo, v)
-                self.pa[newp], self.pb[newp] = lo, hi
-                self.npairs += m
+                pa[po], pb[po] = lo, hi
                 keys = (lo * n + hi).tolist()
-                pl = newp.tolist()
-                pairs.update(zip(keys, pl))
-                pend_v = self.pend[v] or []
-                for w, p in zip(wo.tolist(), pl):
-                    pw = self.pend[w]
-                    if pw is None:
-                        self.pend[w] = [v, p]
-                    else:
-                        pw += (v, p)
-                    pend_v += (w, p)
-                self.pend[v] = pend_v
+                pl = po.tolist()
+                pend_v = self.pend[v]
+                if pend_v is None:
+                    self.pend[v] = pl
+                else:
+                    pend_v += pl
                 for item in zip((-new_o).tolist(), keys, pl):
                     push(heap, item)
             up = new_b > old_b
@@ -285,14 +274,14 @@ class _CNM:
             live -= len(pb_) + 1
             a[v] = av + au
             a[u] = 0.0
-            self.nb[u] = self.pp[u] = None
+            self.pp[u] = None
             self.pend[u] = None
             merges.append((u, v))
             if len(heap) > 2 * live + 4096:     # drop stale entries
-                ids = np.flatnonzero(alive[: self.npairs])
-                heap = list(zip((-val[ids]).tolist(), (self.pa[ids] * n + self.pb[ids]).tolist(),
-                                ids.tolist()))
+                ids = np.flatnonzero(alive)
+                heap = list(zip((-val[ids]).tolist(), (pa[ids] * n + pb[ids]).tolist(), ids.tolist()))
                 heapq.heapify(heap)
-            if deadline is not None and len(merges) % 256 == 0 and time.monotonic() > deadline:
+            # (every merge: on a star one merge moves the hub's whole row, 0.2 s at 60K leaves)
+            if deadline is not None and time.monotonic() > deadline:
                 raise CommunityTimeout(f"greedy modularity ran out of time after {len(merges)} merges")
         return merges

@@ -43,9 +43,17 @@ def graph_stage(gctx, it, requested, opts, sig: Signals, weights: dict, query: s
     # seeds from the signals that ran (with the dense channel off, its all-zero column would
     # pick arbitrary candidates)
     ran_text = any(SIGNAL_OF.get(n) == "text" for n in sig.raw_scores)
+    def keys(idx):                      # ties at the cut go by node key (never by node id)
+        from ..store.sql import in_chunks
+
+        by_id = dict(in_chunks(gctx.ix.conn, "SELECT id, key FROM nodes WHERE id IN ({})",
+                               sig.cand[idx].tolist()))
+        return [by_id.get(int(i), "") for i in sig.cand[idx]]
+
     seeds_idx = np.unique(np.concatenate([
-        top_idx(text, tuning.seeds_per_signal, positive=False) if ran_text else np.zeros(0, np.int64),
-        top_idx(emb, tuning.seeds_per_signal, positive=False) if "dense" in sig.raw_scores else np.zeros(0, np.int64)]))
+        top_idx(text, tuning.seeds_per_signal, positive=False, keys=keys) if ran_text else np.zeros(0, np.int64),
+        top_idx(emb, tuning.seeds_per_signal, positive=False, keys=keys) if "dense" in sig.raw_scores
+        else np.zeros(0, np.int64)]))
     seed_pos = gctx.positions(sig.cand[seeds_idx])
     ok = seed_pos >= 0
     seed_pos, seed_first = seed_pos[ok], first[seeds_idx][ok]

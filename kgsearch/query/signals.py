@@ -205,9 +205,20 @@ def top_ids(ids: np.ndarray, scores: np.ndarray, k: int) -> tuple[np.ndarray, np
     return ids[order].astype(np.int64), scores[order].astype(np.float64)
 
 
-def top_idx(s: np.ndarray, k: int, positive: bool = True) -> np.ndarray:
+def top_idx(s: np.ndarray, k: int, positive: bool = True, keys=None) -> np.ndarray:
+    """Positions of the ``k`` largest values. ``keys(positions) -> list[str]``: scores tied
+    across the cut are taken in key order (else arbitrarily), so that the choice does not
+    depend on node ids (an index updated in place has other ids than a fresh build)."""
     if not len(s) or k <= 0:
         return np.zeros(0, dtype=np.int64)
     k = min(k, len(s))
     idx = np.argpartition(-s, k - 1)[:k]
+    if keys is not None and k < len(s):
+        kth = s[idx].min()
+        tied = np.flatnonzero(s == kth)
+        if len(tied) > int((s[idx] == kth).sum()):          # a tie straddles the cut
+            above = idx[s[idx] > kth]
+            names = keys(tied)
+            pick = sorted(range(len(tied)), key=names.__getitem__)[:k - len(above)]
+            idx = np.concatenate([above, tied[np.asarray(pick, dtype=np.int64)]])
     return idx[s[idx] > 0] if positive else idx

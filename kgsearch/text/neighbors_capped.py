@@ -19,8 +19,8 @@ Two variants, with the shipped term choice, ``K``, ``M``, ``MIN_SIM`` and df win
 
 The node's own score, the denominator of the edge weight, is computed exactly from its term
 counts. With ``cap >= max_df`` both give the shipped step's edges (tested), except that ties
-at the K-th place go to the smaller id (:func:`_best`; the shipped ``argpartition`` picks
-arbitrarily). :func:`make_update` is a drop-in ``update`` without the ``MAX_NODES`` skip.
+at the K-th place go to the smaller id (:func:`_best`; the shipped step breaks them by node
+key, or by node id when called without a key rank, as here). :func:`make_update` is a drop-in ``update`` without the ``MAX_NODES`` skip.
 :func:`neighbours_ref` / :func:`neighbours_two_stage_ref` are the slow references.
 """
 from __future__ import annotations
@@ -121,7 +121,7 @@ def _cut(ids: np.ndarray, imp: np.ndarray, off: np.ndarray, cap: int):
 
 def _best(score: np.ndarray, ids: np.ndarray) -> np.ndarray:
     """Positions of the ``K`` best scores, ties broken by the smaller node id, deterministically
-    (the shipped step's ``argpartition`` picks arbitrarily among scores tied at the K-th place)."""
+    (the shipped step's rule without a key rank; with one it goes by node key)."""
     if len(score) > K:
         kth = np.partition(score, len(score) - K)[len(score) - K]
         sel = np.flatnonzero(score >= kth)

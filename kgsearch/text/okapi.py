@@ -37,7 +37,7 @@ class BM25Params:
     idf: str = "lucene"             # "lucene": log(1 + (N-df+.5)/(df+.5)); "robertson": without the 1 +
     stemmer: str = "porter2"
     split_code: bool = True
-    avgdl_drift: float = 0.10       # rebuild all postings when live avgdl moves this far
+    avgdl_drift: float = 0.10       # unused: scores always use the live avgdl (kept: stored settings stay valid)
 
     @classmethod
     def from_settings(cls, settings) -> "BM25Params":

@@ -10,8 +10,9 @@ prefiltering alike on every SQLite build (bench/results/text.md compares the lat
 Query kinds (:func:`search`):
 
 * ``/re/`` or ``/re/i``: trigram prefilter from the regex's required literal, then Python
-  ``re`` on the candidates with a time budget and a size cap; patterns with nested
-  repetition (catastrophic backtracking) are refused (empty result).
+  ``re`` on the candidates with a time budget and a size cap; patterns that can backtrack
+  exponentially are refused (empty result); the budget is a hard limit inside a match in
+  the main thread, and bounded by one name's match elsewhere (:mod:`kgsearch.text.regex`).
 * otherwise each identifier-like token of the query (the whole query if it is one word;
   tokens with ``_``, ``.``, digits or inner capitals in longer queries) is matched:
   exact name 1.0, name prefix 0.8-0.9, substring 0.6-0.7, approximate substring
@@ -22,12 +23,12 @@ from __future__ import annotations
 import logging
 import re
 import sqlite3
-import time
 
 import numpy as np
 
 from ..codelike import is_code_token
 from ..store.sql import iter_in_chunks
+from .regex import refusal, required_literal, scan, sre_parser, timer_usable
 from .tokenize import clean_query
 from .trigrams import MAX_SYM, ids_from as _ids_from, trigrams
 
@@ -196,71 +197,21 @@ def _match_token(conn, token: str, k: int, fuzzy: bool) -> dict[int, float]:
     return scores
 
 
-def _has_nested_repeat(parsed) -> bool:
-    try:
-        import re._parser as sre_parse     # Python >= 3.11
-    except ImportError:                    # pragma: no cover
-        import sre_parse                   # type: ignore
-    REPEATS = {sre_parse.MAX_REPEAT, sre_parse.MIN_REPEAT, getattr(sre_parse, "POSSESSIVE_REPEAT", None)}
-
-    def walk(items, inside: bool) -> bool:
-        for op, av in items:
-            if op in REPEATS:
-                lo, hi, sub = av
-                rep = hi is sre_parse.MAXREPEAT or hi > 1
-                if rep and inside:
-                    return True
-                if walk(sub, inside or rep):
-                    return True
-            elif op is sre_parse.SUBPATTERN:
-                if walk(av[-1], inside):
-                    return True
-            elif op is sre_parse.BRANCH:
-                if any(walk(b, inside) for b in av[1]):
-                    return True
-        return False
-
-    return walk(parsed, False)
-
-
-def _required_literal(parsed) -> str:
-    """Longest run of literal characters in the top-level sequence (a substring every match has)."""
-    try:
-        import re._parser as sre_parse
-    except ImportError:                    # pragma: no cover
-        import sre_parse                   # type: ignore
-    best, cur = "", ""
-    for op, av in parsed:
-        if op is sre_parse.LITERAL:
-            cur += chr(av)
-            continue
-        if len(cur) > len(best):
-            best = cur
-        cur = ""
-        if op is sre_parse.SUBPATTERN and not best:
-            inner = _required_literal(av[-1])
-            if len(inner) > len(best):
-                best = inner
-    return cur if len(cur) > len(best) else best
-
-
 def _regex_search(conn, body: str, flags: str, k: int) -> dict[int, float]:
-    try:
-        import re._parser as sre_parse
-    except ImportError:                    # pragma: no cover
-        import sre_parse                   # type: ignore
     if len(body) > 500:
         return {}
     fl = re.IGNORECASE if "i" in flags else 0
     try:
         rx = re.compile(body, fl)
-        parsed = sre_parse.parse(body, fl)
+        parsed = sre_parser().parse(body, fl)
     except (re.error, RecursionError, OverflowError, ValueError):
         return _match_token(conn, body, k, fuzzy=False) if body.strip() else {}
-    if _has_nested_repeat(parsed):
-        log.info("regex %r refused: nested repetition can take exponential time", body)
+    timer = timer_usable()
+    why = refusal(parsed, timer)
+    if why:
+        log.info("regex %r refused: %s", body, why)
         return {}
-    lit = _required_literal(parsed).lower()
+    lit = required_literal(parsed).lower()
     if len(lit) >= 3:
         tris = sorted(trigrams(lit))
         post = _postings(conn, tris)
@@ -273,20 +224,7 @@ def _regex_search(conn, body: str, flags: str, k: int) -> dict[int, float]:
         source = _fetch_syms(conn, cand[:REGEX_MAX_SCAN].tolist()).items()
     else:
         source = conn.execute("SELECT id, sym FROM text_symbols LIMIT ?", (REGEX_MAX_SCAN,))
-    deadline = time.perf_counter() + REGEX_BUDGET_S
-    scores: dict[int, float] = {}
-    for i, (nid, sym) in enumerate(source):
-        if i % 512 == 0 and time.perf_counter() > deadline:
-            log.info("regex %r stopped at its time budget after %d symbols", body, i)
-            break
-        for part in sym.split("\t"):
-            m = rx.search(part)
-            if m:
-                # whole-name matches first, then by how much of the name matched
-                cover = (m.end() - m.start()) / max(1, len(part))
-                scores[nid] = max(scores.get(nid, 0.0), 0.5 + 0.5 * cover)
-                break
-    return scores
+    return scan(rx, source, body, REGEX_BUDGET_S, timer)
 
 
 _REGEX = re.compile(r"^\s*/(.+)/([a-z]*)\s*$", re.S)

@@ -10,12 +10,17 @@ per-node norms ``k1 * (1 - b + b * dl / avgdl)``, computed once per index genera
 is the same two steps, so stored and in-memory impacts are bit-identical float32. Stdlib
 index: 19.3 MB -> 8.4 MB for the table and its former autoindex.
 
-Impacts depend on ``avgdl``. The index records the ``avgdl`` it used; incremental updates
-keep it, so scores are exactly BM25 with that recorded ``avgdl`` (``text_doclen`` holds every
-node's weighted length, so the live value is always known). When the live ``avgdl`` drifts
-more than ``avgdl_drift`` (10 %) from the recorded one, all postings are rebuilt. ``idf`` is
-computed at query time from ``df`` and the live ``N``, so it is always exact. Postings in an
-older layout (no ``format`` in the state) read as no postings; the text step rebuilds them.
+Impacts depend on ``avgdl``, but nothing stored does: ``tf`` is raw and the norms are computed
+per index generation. So every run records the live ``avgdl`` (the mean of ``text_doclen``,
+computed from the doclen blob after it is patched: the same array, hence the same value, a
+fresh build computes) and scores are exactly those of a fresh build of the same nodes, after
+any sequence of incremental runs, at no cost to queries (issue 13: an index updated in place
+used to keep the ``avgdl`` of its last full build until it drifted 10 %; the ``avgdl_drift``
+setting is still accepted so that stored settings stay valid, and unused). ``idf`` is computed
+at query time from ``df`` and the live ``N``. The per-generation norms cache lives in the
+memo of :func:`stored`, which :func:`forget` drops (and a new generation invalidates).
+Postings in an older layout (no ``format`` in the state) read as no postings; the text step
+rebuilds them.
 """
 from __future__ import annotations
 
@@ -109,7 +114,7 @@ def write_postings(ix, docs: Iterable[tuple[Sequence[str], Sequence[str]]], node
 
 
 def apply_changes(ix, params: BM25Params, changes) -> dict:
-    """Retract old and add new postings of changed nodes; full rebuild when avgdl drifts.
+    """Retract old and add new postings of changed nodes and record the live ``avgdl``.
 
     Old terms come from ``changes.old`` (name, text before this run). If an old entry is
     missing, or its length disagrees with ``text_doclen``, postings are rebuilt (the stored
@@ -156,11 +161,7 @@ def apply_changes(ix, params: BM25Params, changes) -> dict:
             e[0].append(nid)
             e[1].append(v)
     n = st["n"] - len(old_len) + len(new_len)
-    total = st["total"] - sum(old_len.values()) + sum(new_len.values())
-    live = total / n if n else 0.0
     used = st["avgdl"]
-    if used <= 0 or abs(live - used) > params.avgdl_drift * used:
-        return rebuild(ix, params)
     # rewrite the touched terms
     touched = sorted(set(removals) | set(additions))
     n_rows = 0
@@ -197,12 +198,18 @@ def apply_changes(ix, params: BM25Params, changes) -> dict:
         n_rows += len(writes) + len(deletes)
     conn.executemany("DELETE FROM text_doclen WHERE id=?", [(i,) for i in old_len])
     conn.executemany("INSERT OR REPLACE INTO text_doclen(id, len) VALUES (?,?)", new_len.items())
-    patch_doclen(ix, old_len, new_len)
-    st.update({"n": n, "total": total})
+    dl = patch_doclen(ix, old_len, new_len)
+    if len(dl) != n:                    # (cannot happen: text_doclen and the state agree)
+        log.info("bm25: %d lengths for %d nodes; rebuilding", len(dl), n)
+        return rebuild(ix, params)
+    # the same sum over the same array (ascending ids) as write_postings: a fresh build's value
+    total = float(dl.sum())
+    live = total / n if n else 0.0
+    st.update({"n": n, "total": total, "avgdl": live})
     ix.set_meta_json(STATE_KEY, st)
     forget(ix)
     return {"mode": "incremental", "terms_rewritten": n_rows, "removed": len(old_len),
-            "added": len(new_len), "avgdl_live": live, "avgdl": used}
+            "added": len(new_len), "avgdl": live, "avgdl_before": used}
 
 
 def forget(ix) -> None:
@@ -261,12 +268,13 @@ def save_doclen(ix, ids: np.ndarray, dl: np.ndarray) -> None:
     ix.put_array(DOCLEN_LEN, np.asarray(dl, dtype=np.float64))
 
 
-def patch_doclen(ix, old_len: dict, new_len: dict) -> None:
+def patch_doclen(ix, old_len: dict, new_len: dict) -> np.ndarray:
+    """Patch the doclen blobs (``text_doclen`` is already up to date); the new lengths by id."""
     ids, dl = ix.get_array(DOCLEN_IDS), ix.get_array(DOCLEN_LEN)
     if ids is None or dl is None or len(ids) != len(dl):
         ids, dl = read_doclen(ix)                     # (the table is already up to date)
         save_doclen(ix, ids, dl)
-        return
+        return dl
     gone = np.fromiter(list(old_len) + list(new_len), dtype=np.int64)
     keep = ~np.isin(ids, gone)
     add_ids = np.fromiter(new_len.keys(), dtype=np.int64, count=len(new_len))
@@ -274,7 +282,9 @@ def patch_doclen(ix, old_len: dict, new_len: dict) -> None:
     ids = np.concatenate([ids[keep], add_ids])
     dl = np.concatenate([dl[keep], add_dl])
     order = np.argsort(ids, kind="stable")
-    save_doclen(ix, ids[order], dl[order])
+    dl = dl[order]
+    save_doclen(ix, ids[order], dl)
+    return dl
 
 
 def load_norms(ix, st: dict, params: BM25Params) -> tuple[np.ndarray, np.ndarray | None]:
