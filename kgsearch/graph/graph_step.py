@@ -42,8 +42,10 @@ import numpy as np
 
 from ..config import edge_weight, edge_weights
 from ..settings import GraphSettings, IndexSettings
+from . import maintain
 from .communities import CommunityTimeout, greedy_modularity
 from .csr import Graph, GraphError
+from .incremental import assign_new_nodes_local
 from .pagerank import PowerIterationFailedConvergence, pagerank
 
 __all__ = ["NAME", "update", "assign_new_nodes", "PREFIX"]
@@ -79,13 +81,32 @@ def update(ix, changes, settings=None, progress=None) -> dict:
     gs = IndexSettings.coerce(settings).graph
     table = _weight_table(gs)
     have = ix.get_array(PREFIX + "shape") is not None
-    structural = bool(changes.full or changes.edges_changed or changes.added or changes.removed)
+    structural = bool(changes.full or changes.edges_changed or changes.added or changes.removed
+                      or ix.meta_json(maintain.NEEDS_FULL))
     if have and not structural and ix.meta_json(PREFIX + "edge_weights") == table:
+        maintain.clear_dirty(ix.conn)            # (rows rewritten as they were)
         info = {"rebuilt": False, "reason": "graph unchanged"}
         ix.mark_derived("graph", time.perf_counter() - t0, info)
         return info
     with ix.transaction():
-        info = _rebuild(ix, changes, table, gs, progress)
+        info = None
+        why_full = "full run" if changes.full else ("no stored graph" if not have else
+                                                    "edge weights changed" if ix.meta_json(
+                                                        PREFIX + "edge_weights") != table else
+                                                    "" if maintain.tracking(ix.conn) else "changes not tracked")
+        ids, kinds, kind_names = _nodes(ix.conn)
+        if not why_full:
+            _progress(progress, "csr")
+            got = maintain.update_incremental(ix, changes, table, gs, ids, kinds, kind_names, PREFIX)
+            if isinstance(got, str):
+                why_full = got
+            else:
+                info = got
+        if info is None:
+            info = _rebuild(ix, changes, table, gs, progress, (ids, kinds, kind_names))
+            info["full_because"] = why_full
+        maintain.clear_dirty(ix.conn)
+        ix.set_meta_json(maintain.NEEDS_FULL, None)
         info["seconds"] = round(time.perf_counter() - t0, 3)
         ix.mark_derived("graph", info["seconds"], info)
     return info
@@ -172,10 +193,8 @@ def assign_new_nodes(g: Graph, labels: np.ndarray, rounds: int = 10) -> tuple[np
     return labels, todo
 
 
-def _rebuild(ix, changes, table: dict[str, float], gs: GraphSettings, progress) -> dict:
-    conn = ix.conn
-    _progress(progress, "csr")
-    t = time.perf_counter()
+def _nodes(conn) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """Live node ids (ascending: positions), their kind codes (uint8) and the kind names."""
     # one row with the columns joined by SQLite and parsed by numpy: about half the time of
     # fetching a Python tuple per edge (0.2 s for the stdlib's 150K edges)
     kind_names, parts = [], []
@@ -188,7 +207,14 @@ def _rebuild(ix, changes, table: dict[str, float], gs: GraphSettings, progress) 
     ids, kind_codes = ids[order], codes[order]
     if len(kind_names) > 255:
         raise GraphError("more than 255 node kinds; the graph step stores kinds as uint8")
-    kinds = np.array(kind_codes, dtype=np.uint8)
+    return ids, np.array(kind_codes, dtype=np.uint8), kind_names
+
+
+def _rebuild(ix, changes, table: dict[str, float], gs: GraphSettings, progress, nodes) -> dict:
+    conn = ix.conn
+    _progress(progress, "csr")
+    t = time.perf_counter()
+    ids, kinds, kind_names = nodes
     s_txt, d_txt, w_txt, t_txt = conn.execute(
         "SELECT group_concat(src), group_concat(dst), group_concat(weight), group_concat(type, char(31)) "
         "FROM edges WHERE dst IS NOT NULL").fetchone()
@@ -228,6 +254,17 @@ def _rebuild(ix, changes, table: dict[str, float], gs: GraphSettings, progress) 
 
     _progress(progress, "communities")
     t = time.perf_counter()
+    communities(ix, g, ids, old_ids, old_comm, changes, gs, info)
+    info["communities_seconds"] = round(time.perf_counter() - t, 3)
+    return info
+
+
+def communities(ix, g: Graph, ids, old_ids, old_comm, changes, gs: GraphSettings, info: dict,
+                changed_edges: int | None = None) -> None:
+    """Community labels (blob ``graph.community``), see the module docstring. Called by the
+    incremental update (:mod:`kgsearch.graph.maintain`) with ``changed_edges``: new nodes are
+    then placed from their own edges, and the CNM size check starts from the pair count of the
+    last count (meta ``graph.pairs``) when that is decisive, instead of counting every pair."""
     max_pairs = gs.graph_communities_max_pairs
     seconds = gs.graph_communities_seconds
     drift_limit = gs.graph_communities_drift
@@ -239,12 +276,18 @@ def _rebuild(ix, changes, table: dict[str, float], gs: GraphSettings, progress) 
                    and moved <= drift_limit * max(1, drift.get("nodes", 0)))
     pairs = 0
     if not incremental:                  # (the linked-pair count only matters for a CNM run)
-        pairs = info["pairs"] = len(g.undirected_pairs(False)[0]) if g.m else 0
+        last = ix.meta_json(PREFIX + "pairs")
+        if changed_edges is not None and isinstance(last, int) and last - changed_edges > max_pairs:
+            pairs = info["pairs_at_least"] = last - changed_edges      # (too many either way)
+        else:
+            pairs = info["pairs"] = len(g.undirected_pairs(False)[0]) if g.m else 0
+            ix.set_meta_json(PREFIX + "pairs", pairs)
     labels = None
     if incremental:
         # a few files changed: keep everyone's community, place the new nodes next to their
         # neighbours; a full CNM run again once the changes add up to graph_communities_drift
-        labels, placed = assign_new_nodes(g, kept)
+        place = assign_new_nodes if changed_edges is None else assign_new_nodes_local
+        labels, placed = place(g, kept)
         info["communities"] = (f"kept {int((kept >= 0).sum())} labels, placed {placed} new nodes "
                                f"(changed nodes since the last full run: {moved}, full run above "
                                f"{drift_limit:g} x {drift['nodes']})")
@@ -272,5 +315,5 @@ def _rebuild(ix, changes, table: dict[str, float], gs: GraphSettings, progress) 
         info["communities"] += f"; kept the previous labels of {int((kept >= 0).sum())} nodes"
     if labels is not None:
         ix.put_array(PREFIX + "community", labels)
-    info["communities_seconds"] = round(time.perf_counter() - t, 3)
-    return info
+    elif changed_edges is not None:
+        ix.drop_arrays(PREFIX + "community")      # (the full build drops every blob first)

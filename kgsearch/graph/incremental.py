@@ -30,7 +30,7 @@ import numpy as np
 from ..config import edge_weight
 from .csr import Graph
 
-__all__ = ["read_edges", "splice", "pagerank_csr", "assign_new_nodes_local", "changed_rows"]
+__all__ = ["read_edges", "splice", "add_reverse", "pagerank_csr", "assign_new_nodes_local", "changed_rows"]
 
 
 def _ints(text):
@@ -89,14 +89,16 @@ def changed_rows(g: Graph, rows: np.ndarray) -> np.ndarray:
 
 def splice(g: Graph, old_ids: np.ndarray, new_ids: np.ndarray, changed: np.ndarray,
            new_src: np.ndarray, new_dst: np.ndarray, new_w: np.ndarray, new_t: np.ndarray,
-           etype_names=None) -> Graph:
+           etype_names=None, reverse: bool = True, chunk: int = 1 << 20) -> Graph:
     """A new graph: ``g`` (positions = ``old_ids``) with the out-edges of the node ids in
     ``changed`` replaced by the given edges (``new_src``/``new_dst`` are node *ids*), on the
     node set ``new_ids`` (ascending; ids gone from it must be in ``changed``, and so must the
     sources of every edge that pointed to them).
 
-    Unchanged rows are copied (their targets remapped when node positions moved); only the
-    new rows are sorted, and the reverse permutation is a stable argsort of the targets.
+    Unchanged rows are copied (their targets remapped, ``chunk`` edges at a time, when node
+    positions moved); only the new rows are sorted, and the reverse permutation is a stable
+    argsort of the targets. ``reverse=False`` leaves ``rindptr``/``rperm`` as None: call
+    :func:`add_reverse` once the old graph is freed (a lower peak).
     """
     n_new = len(new_ids)
     old_ids = np.asarray(old_ids, dtype=np.int64)
@@ -105,7 +107,8 @@ def splice(g: Graph, old_ids: np.ndarray, new_ids: np.ndarray, changed: np.ndarr
     at = np.searchsorted(new_ids, old_ids)
     at_c = np.minimum(at, max(n_new - 1, 0))
     remap = np.where((at < n_new) & (new_ids[at_c] == old_ids), at, -1).astype(np.int64)
-    same_layout = len(old_ids) == n_new and bool((remap == np.arange(n_new)).all())
+    # old nodes keep their positions (nothing removed, new ids only after the old ones)
+    same_layout = bool((remap == np.arange(len(old_ids))).all())
     ch_old = np.searchsorted(old_ids, changed)
     ch_old = ch_old[(ch_old < len(old_ids)) & (old_ids[np.minimum(ch_old, len(old_ids) - 1)] == changed)]
     keep_row = np.ones(g.n, dtype=bool)
@@ -120,8 +123,12 @@ def splice(g: Graph, old_ids: np.ndarray, new_ids: np.ndarray, changed: np.ndarr
     nw = np.asarray(new_w)[o].astype(g.weights.dtype)
     nt = np.asarray(new_t)[o].astype(g.etype.dtype if len(g.etype) else np.uint8)
     kept_rows = np.flatnonzero(keep_row)
-    if len(ns) and np.isin(ns, remap[kept_rows]).any():
-        raise ValueError("a new edge starts at a node whose row is kept; list its source in `changed`")
+    if len(ns):
+        kept_mark = np.zeros(n_new, dtype=bool)
+        kept_mark[remap[kept_rows]] = True
+        if kept_mark[ns].any():
+            raise ValueError("a new edge starts at a node whose row is kept; list its source in `changed`")
+        del kept_mark
     deg = np.zeros(n_new, dtype=np.int64)
     deg[remap[kept_rows]] = old_deg[kept_rows]
     deg += np.bincount(ns, minlength=n_new)
@@ -141,10 +148,13 @@ def splice(g: Graph, old_ids: np.ndarray, new_ids: np.ndarray, changed: np.ndarr
             r0, r1 = int(kept_rows[a]), int(kept_rows[b - 1]) + 1
             e0, e1 = int(g.indptr[r0]), int(g.indptr[r1])
             p0 = int(indptr[remap[r0]])
-            seg = g.indices[e0:e1]
-            indices[p0:p0 + e1 - e0] = seg if same_layout else remap[seg]
-            weights[p0:p0 + e1 - e0] = g.weights[e0:e1]
-            etype[p0:p0 + e1 - e0] = g.etype[e0:e1]
+            for c0 in range(e0, e1, chunk):
+                c1 = min(e1, c0 + chunk)
+                q0, q1 = p0 + c0 - e0, p0 + c1 - e0
+                seg = g.indices[c0:c1]
+                indices[q0:q1] = seg if same_layout else remap[seg]
+                weights[q0:q1] = g.weights[c0:c1]
+                etype[q0:q1] = g.etype[c0:c1]
     # new rows go after whatever a row already holds (a changed row holds nothing old)
     if len(ns):
         first = np.searchsorted(ns, ns, side="left")
@@ -152,13 +162,21 @@ def splice(g: Graph, old_ids: np.ndarray, new_ids: np.ndarray, changed: np.ndarr
         indices[pos] = nd
         weights[pos] = nw
         etype[pos] = nt
-    if (indices < 0).any():
+    if not same_layout and m and int(indices.min()) < 0:
         raise ValueError("an unchanged row points to a removed node; its source must be in `changed`")
-    rindptr = np.zeros(n_new + 1, dtype=idx)
-    np.cumsum(np.bincount(indices, minlength=n_new), out=rindptr[1:])
-    rperm = np.argsort(indices, kind="stable").astype(idx)     # (target, source) order
-    return Graph(n_new, indptr, indices, weights, etype, rindptr, rperm,
-                 etype_names if etype_names is not None else g.etype_names)
+    out = Graph(n_new, indptr, indices, weights, etype, None, None,
+                etype_names if etype_names is not None else g.etype_names)
+    return add_reverse(out) if reverse else out
+
+
+def add_reverse(g: Graph) -> Graph:
+    """Fill ``rindptr``/``rperm`` of a graph from its forward arrays (as ``from_edges`` does:
+    forward edge numbers by target, then source)."""
+    idx = g.indptr.dtype
+    g.rindptr = np.zeros(g.n + 1, dtype=idx)
+    np.cumsum(np.bincount(g.indices, minlength=g.n), out=g.rindptr[1:])
+    g.rperm = np.argsort(g.indices, kind="stable").astype(idx)     # (target, source) order
+    return g
 
 
 def pagerank_csr(g: Graph, alpha: float = 0.85, tol: float = 1e-6, max_iter: int = 1000,
