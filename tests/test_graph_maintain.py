@@ -176,3 +176,18 @@ def test_triggers_record_the_source_of_every_changed_row(ix, what):
     assert maintain.dirty_sources(c).tolist() == sql[1]
     maintain.end_tracking(ix)
     assert ix.meta_json(maintain.NEEDS_FULL) is True and not maintain.tracking(c)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_pairs_lower_bound(seed):
+    from kgsearch.graph import Graph
+    rng = np.random.default_rng(seed)
+    n = 40
+    s, d = rng.integers(0, n, 300), rng.integers(0, n, 300)
+    s = np.concatenate([s, d[:50]])            # reverse edges and parallel edges
+    d = np.concatenate([d, s[:50]])
+    g = Graph.from_edges(s, d, num_nodes=n)
+    exact = len(g.undirected_pairs(False)[0])
+    directed = len(set(zip(s.tolist(), d.tolist())))
+    assert gi.pairs_lower_bound(g) == (directed + 1) // 2 <= exact
+    assert gi.pairs_lower_bound(Graph.from_edges([], [], num_nodes=3)) == 0
