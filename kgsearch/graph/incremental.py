@@ -30,7 +30,7 @@ import numpy as np
 from ..config import edge_weight
 from .csr import Graph
 
-__all__ = ["read_edges", "splice", "add_reverse", "pagerank_csr", "assign_new_nodes_local", "changed_rows"]
+__all__ = ["read_edges", "splice", "add_reverse", "reverse_after_splice", "pagerank_csr", "assign_new_nodes_local", "changed_rows"]
 
 
 def _ints(text):
@@ -96,9 +96,10 @@ def splice(g: Graph, old_ids: np.ndarray, new_ids: np.ndarray, changed: np.ndarr
     sources of every edge that pointed to them).
 
     Unchanged rows are copied (their targets remapped, ``chunk`` edges at a time, when node
-    positions moved); only the new rows are sorted, and the reverse permutation is a stable
-    argsort of the targets. ``reverse=False`` leaves ``rindptr``/``rperm`` as None: call
-    :func:`add_reverse` once the old graph is freed (a lower peak).
+    positions moved); only the new rows are sorted, and the reverse permutation is updated
+    (:func:`reverse_after_splice`). ``reverse=False`` leaves ``rindptr``/``rperm`` as None:
+    call :func:`reverse_after_splice` with the old ``indptr`` and ``rperm`` once the old
+    forward arrays are freed (a lower peak).
     """
     n_new = len(new_ids)
     old_ids = np.asarray(old_ids, dtype=np.int64)
@@ -166,7 +167,63 @@ def splice(g: Graph, old_ids: np.ndarray, new_ids: np.ndarray, changed: np.ndarr
         raise ValueError("an unchanged row points to a removed node; its source must be in `changed`")
     out = Graph(n_new, indptr, indices, weights, etype, None, None,
                 etype_names if etype_names is not None else g.etype_names)
-    return add_reverse(out) if reverse else out
+    new_e = pos if len(ns) else np.zeros(0, np.int64)
+    out._cache["splice"] = (keep_row, remap, new_e, nd)
+    if reverse:
+        reverse_after_splice(out, g.indptr, g.rperm, chunk)
+    return out
+
+
+def reverse_after_splice(g: Graph, old_indptr: np.ndarray, old_rperm: np.ndarray | None,
+                         chunk: int = 1 << 20) -> Graph:
+    """Fill ``rindptr``/``rperm`` of a graph :func:`splice` made, from the old graph's forward
+    row pointers and reverse permutation, without sorting every edge: an unchanged edge keeps
+    its place among the in-edges of its target (positions and edge numbers only shift), so the
+    old ``rperm`` is renumbered in chunks (edge number + the shift of its row, found by binary
+    search among the few rows where the shift changes) and the new edges are inserted where
+    they belong. Same arrays as :func:`add_reverse` (tested); that is the fallback without an
+    old ``rperm``."""
+    keep_row, remap, new_e, new_t = g._cache.pop("splice")
+    if old_rperm is None:
+        return add_reverse(g)
+    idx = g.indptr.dtype
+    g.rindptr = np.zeros(g.n + 1, dtype=idx)
+    np.cumsum(np.bincount(g.indices, minlength=g.n), out=g.rindptr[1:])
+    old_indptr = np.asarray(old_indptr, dtype=np.int64)
+    rows = np.flatnonzero(np.diff(old_indptr) > 0)               # rows that hold edges
+    gone = np.iinfo(np.int64).min
+    shift = np.full(len(rows), gone, dtype=np.int64)
+    kr = keep_row[rows]
+    shift[kr] = g.indptr[remap[rows[kr]]].astype(np.int64) - old_indptr[rows[kr]]
+    run = np.ones(len(rows), dtype=bool)
+    run[1:] = shift[1:] != shift[:-1]
+    bp_edge, bp_val = old_indptr[rows[run]], shift[run]          # few: where the shift changes
+    kept = np.empty(g.m - len(new_e), dtype=np.int64 if idx == np.int64 else idx)
+    o = 0
+    for c in range(0, len(old_rperm), chunk):
+        e = np.asarray(old_rperm[c:c + chunk], dtype=np.int64)
+        v = bp_val[np.searchsorted(bp_edge, e, side="right") - 1]
+        keep = v != gone
+        k = int(keep.sum())
+        kept[o:o + k] = e[keep] + v[keep]
+        o += k
+    if o != len(kept):
+        raise ValueError(f"reverse update: {o} unchanged edges, expected {len(kept)}")
+    if len(new_e):
+        order = np.lexsort((new_e, new_t))                        # by target, then edge number
+        ne, nt = np.asarray(new_e, dtype=np.int64)[order], np.asarray(new_t, dtype=np.int64)[order]
+        first = np.searchsorted(nt, nt, side="left")              # new edges before this target
+        last = np.searchsorted(nt, nt, side="right")
+        start = g.rindptr[nt].astype(np.int64) - first            # kept in-edges of smaller targets
+        count = g.rindptr[nt + 1].astype(np.int64) - g.rindptr[nt] - (last - first)
+        at = np.empty(len(ne), dtype=np.int64)
+        for i in np.flatnonzero(np.r_[True, nt[1:] != nt[:-1]]).tolist():
+            j = int(last[i])
+            a, b = int(start[i]), int(start[i] + count[i])
+            at[i:j] = a + np.searchsorted(kept[a:b], ne[i:j])
+        kept = np.insert(kept, at, ne.astype(kept.dtype))
+    g.rperm = kept
+    return g
 
 
 def add_reverse(g: Graph) -> Graph:

@@ -37,9 +37,9 @@ import numpy as np
 from ..config import edge_weight
 from ..store.sql import CHUNK
 from .csr import Graph
-from .incremental import add_reverse, pagerank_csr, splice
+from .incremental import pagerank_csr, reverse_after_splice, splice
 
-__all__ = ["track_edges", "end_tracking", "tracking", "dirty_sources", "clear_dirty", "update_incremental",
+__all__ = ["fixed_mmap_threshold", "track_edges", "end_tracking", "tracking", "dirty_sources", "clear_dirty", "update_incremental",
            "MAX_CHANGED_FRACTION", "PAGERANK_L1_BOUND", "NEEDS_FULL"]
 
 MAX_CHANGED_FRACTION = 0.25      # changed rows above this share of the nodes: rebuild in full
@@ -53,6 +53,24 @@ _TRIGGERS = {
 }
 # (INSERT OR IGNORE would not do: a foreign-key action runs the trigger with ABORT conflicts)
 _ADD = "INSERT INTO graph_dirty(src) SELECT {v}.src WHERE NOT EXISTS (SELECT 1 FROM graph_dirty WHERE src = {v}.src);"
+
+
+def fixed_mmap_threshold(size: int = 1 << 20) -> bool:
+    """glibc only: allocations of ``size`` bytes and more are mapped and unmapped on their own,
+    so a freed array leaves the RSS. By default glibc raises this threshold to the size of the
+    largest freed block (up to 32 MB): after the first 25 MB blob is read, the next arrays of
+    that size come from the heap and stay in the RSS when freed (measured at 1M nodes: a peak
+    of 304 instead of 257 MiB for the graph update). For the rest of this process; a no-op
+    elsewhere (musl, bionic). Returns whether it was set."""
+    import ctypes
+    import platform
+
+    if platform.libc_ver()[0] != "glibc":
+        return False
+    try:
+        return bool(ctypes.CDLL(None).mallopt(-3, int(size)))       # M_MMAP_THRESHOLD
+    except (OSError, AttributeError):
+        return False
 
 
 def track_edges(conn) -> None:
@@ -129,6 +147,7 @@ def update_incremental(ix, changes, table: dict, gs, ids: np.ndarray, kinds: np.
 
     conn = ix.conn
     t = time.perf_counter()
+    fixed_mmap_threshold()
     if ix.meta_json(NEEDS_FULL):
         return "edges changed in a run that skipped the graph step"
     old_ids = ix.get_array(prefix + "node_ids")
@@ -157,8 +176,10 @@ def update_incremental(ix, changes, table: dict, gs, ids: np.ndarray, kinds: np.
     # old position -> new position, for the scores
     at = np.minimum(np.searchsorted(ids, old_ids), max(len(ids) - 1, 0))
     hit = (ids[at] == old_ids) if len(ids) else np.zeros(len(old_ids), bool)
-    del g_old                                     # (its blobs: freed before the reverse sort)
-    add_reverse(g)
+    old_indptr, old_rperm = g_old.indptr, g_old.rperm
+    del g_old                                     # (its forward blobs: freed before the reverse side)
+    reverse_after_splice(g, old_indptr, old_rperm)
+    del old_indptr, old_rperm
     info: dict[str, Any] = {"rebuilt": True, "incremental": True, "changed_rows": int(len(dirty)),
                             "changed_edges": int(len(src)), "nodes": g.n, "edges": g.m,
                             "edge_types": len(etypes), "csr_mb": round(g.nbytes / 1e6, 3),
