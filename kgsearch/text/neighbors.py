@@ -12,6 +12,9 @@ them like any typed edge (proximity, PageRank, communities); their type weight i
 Terms used: ``2 <= df <= max(50, 5% of N)`` (a term in one document links nothing; a common
 term links everything), ranked by ``tf * idf`` within the node.
 
+Above ``neighbors_scaled.EXACT_MAX_NODES`` prose nodes (200K) the lists come from a near-linear
+approximate kernel instead (:mod:`kgsearch.text.neighbors_scaled`; the run report says so).
+
 Incremental runs recompute the neighbours of added and modified nodes and drop edges that
 touch removed ones; the lists of other nodes are refreshed only when more than 20 % of the
 prose nodes changed (a full recompute), so between full runs a new node can be missing from
@@ -42,7 +45,6 @@ EDGE_TYPE = "similar_text"
 K = 10                       # neighbours per node
 M = 24                       # distinctive terms per node used as its query
 MIN_SIM = 0.05               # drop weaker neighbours
-MAX_NODES = 300_000          # above this many prose nodes the step is skipped (cost)
 FULL_FRACTION = 0.2
 CODE_KINDS = ("module", "class", "function", "method")
 _SQL = 500
@@ -139,9 +141,9 @@ def update(ix, changes, settings=None, progress=None) -> dict:
     if st is None:
         return {"skipped": "no text index"}
     prose = _prose_ids(conn)
-    if len(prose) > MAX_NODES:
-        _delete_edges(conn, None)
-        return {"skipped": f"{len(prose)} prose nodes > {MAX_NODES}"}
+    from . import neighbors_scaled              # (it imports this module)
+    if len(prose) > neighbors_scaled.EXACT_MAX_NODES:    # near-linear, approximate: says so
+        return neighbors_scaled.update_scaled(ix, changes, prose, st, params, progress)
     prose_set = set(prose)
     touched = [i for i in set(changes.added) | set(changes.modified) if i in prose_set]
     have = conn.execute("SELECT 1 FROM edges WHERE type=? AND file_id IS NULL LIMIT 1", (EDGE_TYPE,)).fetchone()
