@@ -191,3 +191,32 @@ def test_pairs_lower_bound(seed):
     directed = len(set(zip(s.tolist(), d.tolist())))
     assert gi.pairs_lower_bound(g) == (directed + 1) // 2 <= exact
     assert gi.pairs_lower_bound(Graph.from_edges([], [], num_nodes=3)) == 0
+
+
+NO_NB = {"neighbors": False}
+
+
+def test_doctor_accepts_an_incrementally_updated_graph(tmp_path, monkeypatch):
+    """`kgsearch doctor` compares PageRank with a rebuild's within the warm-start bound; a
+    corrupted score vector still fails. (Without similar_text edges: incremental neighbour
+    lists are not yet a rebuild's, issue 13, and doctor rebuilds them for the graph check.)"""
+    from kgsearch.indexer.doctor import check_index
+    monkeypatch.setattr(maintain, "MAX_CHANGED_FRACTION", 1.0)
+    tree = tmp_path / "tree"
+    make_tree(tree)
+    db = tmp_path / "inc.db"
+    index_paths(db, [str(tree)], IndexOptions(steps=STEPS, allow_dangling=True, settings=NO_NB))
+    impl = tree / "pkg" / "impl.py"
+    impl.write_text(impl.read_text() + "\n\ndef added():\n    return helper(use())\n")
+    (tree / "pkg" / "base.py").unlink()
+    assert index_paths(db, [str(tree)], IndexOptions(steps=STEPS, allow_dangling=True, settings=NO_NB)
+                       ).steps["graph"]["incremental"]
+    graph = [c for c in check_index(db).checks if c.name == "graph"][0]
+    assert graph.ok, graph.detail
+    with Index.open(db) as ix:
+        pr = np.array(ix.get_array("graph.pagerank"))
+        pr[0], pr[1] = pr[0] + 2e-3, pr[1] - 2e-3
+        with ix.transaction():
+            ix.put_array("graph.pagerank", pr)
+    graph = [c for c in check_index(db).checks if c.name == "graph"][0]
+    assert not graph.ok and "PageRank differs" in graph.detail
