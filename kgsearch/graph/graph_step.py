@@ -26,8 +26,13 @@ or when the edge-type weight table changed:
   previous labels are kept for nodes that still exist (new nodes get -1); without any,
   ``community_labels`` returns ``None``.
 
-The node and edge arrays are read with one ``group_concat`` row per column, parsed by numpy
-(about half the time of one Python tuple per edge).
+An incremental index run updates the stored arrays from the changed edge rows instead of
+reading every edge (:mod:`kgsearch.graph.maintain`: splice, reverse permutation renumbered,
+PageRank warm-started, new nodes placed from their own edges); anything it cannot do
+(``full_because`` in the info) is the full rebuild below. The full rebuild reads the node and
+edge arrays with one ``group_concat`` row per column, parsed by numpy (about half the time of
+one Python tuple per edge). The CNM size check counts linked pairs only when
+:func:`pairs_lower_bound` does not already exceed ``graph_communities_max_pairs``.
 
 The query-time side (positions, PageRank, communities, walks, HITS, entity channels) is
 :mod:`kgsearch.graph.context`, which reads the blobs written here.
