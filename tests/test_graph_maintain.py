@@ -220,3 +220,34 @@ def test_doctor_accepts_an_incrementally_updated_graph(tmp_path, monkeypatch):
             ix.put_array("graph.pagerank", pr)
     graph = [c for c in check_index(db).checks if c.name == "graph"][0]
     assert not graph.ok and "PageRank differs" in graph.detail
+
+
+def test_pair_count_carried_between_runs(tmp_path, monkeypatch):
+    """A reindex skips CNM without recounting every linked pair when the last count minus the
+    edges it changed still exceeds graph_communities_max_pairs."""
+    from kgsearch.graph.csr import Graph
+    tree = tmp_path / "kg"
+    tree.mkdir()
+
+    def kg(name, n, extra=0):
+        rows = [json.dumps({"node_id": f"{name}{i}", "name": f"{name} {i}"}) for i in range(n + extra)]
+        rows += [json.dumps({"source": f"{name}{i}", "target": f"{name}{i + 1}", "edge_type": "next"})
+                 for i in range(n - 1 + extra)]
+        (tree / f"{name}.jsonl").write_text("\n".join(rows) + "\n", encoding="utf-8")
+
+    kg("a", 61)
+    kg("b", 2)
+    db = tmp_path / "inc.db"
+    opts = IndexOptions(steps=("graph",), settings={"graph_communities_max_pairs": 55})
+    info = index_paths(db, [str(tree)], opts).steps["graph"]
+    assert info["pairs"] == 61 and info["communities"].startswith("skipped: 61")
+    calls = []
+    real = Graph.undirected_pairs
+    monkeypatch.setattr(Graph, "undirected_pairs", lambda self, w=True: calls.append(1) or real(self, w))
+    kg("b", 2, extra=1)                        # one node and one edge more: 2 + 1 edges touched
+    info = index_paths(db, [str(tree)], opts).steps["graph"]
+    assert info["incremental"] and info["pairs_at_least"] == 58 and not calls, info
+    assert info["communities"] == "skipped: at least 58 linked pairs > graph_communities_max_pairs=55"
+    kg("b", 2, extra=40)                       # 80 edges touched: the bound says nothing, count again
+    info = index_paths(db, [str(tree)], opts).steps["graph"]
+    assert info["pairs"] == 101 and calls

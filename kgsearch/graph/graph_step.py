@@ -279,9 +279,10 @@ def _rebuild(ix, changes, table: dict[str, float], gs: GraphSettings, progress, 
 def communities(ix, g: Graph, ids, old_ids, old_comm, changes, gs: GraphSettings, info: dict,
                 changed_edges: int | None = None) -> None:
     """Community labels (blob ``graph.community``), see the module docstring. Called by the
-    incremental update (:mod:`kgsearch.graph.maintain`) with ``changed_edges``: new nodes are
-    then placed from their own edges. The CNM size check counts linked pairs only when
-    :func:`pairs_lower_bound` does not already exceed the limit."""
+    incremental update (:mod:`kgsearch.graph.maintain`) with ``changed_edges`` (edges removed
+    plus added): new nodes are then placed from their own edges. The CNM size check counts
+    linked pairs only when no lower bound exceeds the limit: :func:`pairs_lower_bound`, or the
+    last run's count (meta ``graph.pairs_at_least``) minus ``changed_edges``."""
     max_pairs = gs.graph_communities_max_pairs
     seconds = gs.graph_communities_seconds
     drift_limit = gs.graph_communities_drift
@@ -294,10 +295,14 @@ def communities(ix, g: Graph, ids, old_ids, old_comm, changes, gs: GraphSettings
     pairs = 0
     if not incremental:                  # (the linked-pair count only matters for a CNM run)
         least = pairs_lower_bound(g)
+        last = ix.meta_json(PREFIX + "pairs_at_least")
+        if changed_edges is not None and isinstance(last, int):
+            least = max(least, last - changed_edges)    # (one edge adds or removes at most one pair)
         if least > max_pairs:            # (counting them exactly took 1.7 GB at 1M nodes)
             pairs = info["pairs_at_least"] = least
         else:
             pairs = info["pairs"] = len(g.undirected_pairs(False)[0]) if g.m else 0
+        ix.set_meta_json(PREFIX + "pairs_at_least", pairs)
     labels = None
     if incremental:
         # a few files changed: keep everyone's community, place the new nodes next to their

@@ -176,6 +176,9 @@ def update_incremental(ix, changes, table: dict, gs, ids: np.ndarray, kinds: np.
     # old position -> new position, for the scores
     at = np.minimum(np.searchsorted(ids, old_ids), max(len(ids) - 1, 0))
     hit = (ids[at] == old_ids) if len(ids) else np.zeros(len(old_ids), bool)
+    gone = np.searchsorted(old_ids, dirty)
+    gone = gone[(gone < len(old_ids)) & (old_ids[np.minimum(gone, len(old_ids) - 1)] == dirty)]
+    removed_edges = int((g_old.indptr[gone + 1].astype(np.int64) - g_old.indptr[gone]).sum())
     old_indptr, old_rperm = g_old.indptr, g_old.rperm
     del g_old                                     # (its forward blobs: freed before the reverse side)
     reverse_after_splice(g, old_indptr, old_rperm)
@@ -202,6 +205,6 @@ def update_incremental(ix, changes, table: dict, gs, ids: np.ndarray, kinds: np.
         info["pagerank_iterations"] = iters
     info["pagerank_seconds"] = round(time.perf_counter() - t, 3)
     t = time.perf_counter()
-    communities(ix, g, ids, old_ids, old_comm, changes, gs, info, changed_edges=len(src))
+    communities(ix, g, ids, old_ids, old_comm, changes, gs, info, changed_edges=removed_edges + len(src))
     info["communities_seconds"] = round(time.perf_counter() - t, 3)
     return info
