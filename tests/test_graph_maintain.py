@@ -190,6 +190,7 @@ def test_pairs_lower_bound(seed):
     exact = len(g.undirected_pairs(False)[0])
     directed = len(set(zip(s.tolist(), d.tolist())))
     assert gi.pairs_lower_bound(g) == (directed + 1) // 2 <= exact
+    assert gi.count_pairs(g) == exact == gi.count_pairs(g, chunk=8)
     assert gi.pairs_lower_bound(Graph.from_edges([], [], num_nodes=3)) == 0
 
 
@@ -225,7 +226,6 @@ def test_doctor_accepts_an_incrementally_updated_graph(tmp_path, monkeypatch):
 def test_pair_count_carried_between_runs(tmp_path, monkeypatch):
     """A reindex skips CNM without recounting every linked pair when the last count minus the
     edges it changed still exceeds graph_communities_max_pairs."""
-    from kgsearch.graph.csr import Graph
     tree = tmp_path / "kg"
     tree.mkdir()
 
@@ -242,8 +242,8 @@ def test_pair_count_carried_between_runs(tmp_path, monkeypatch):
     info = index_paths(db, [str(tree)], opts).steps["graph"]
     assert info["pairs"] == 61 and info["communities"].startswith("skipped: 61")
     calls = []
-    real = Graph.undirected_pairs
-    monkeypatch.setattr(Graph, "undirected_pairs", lambda self, w=True: calls.append(1) or real(self, w))
+    real = gi.count_pairs
+    monkeypatch.setattr(gi, "count_pairs", lambda g: calls.append(1) or real(g))
     kg("b", 2, extra=1)                        # one node and one edge more: 2 + 1 edges touched
     info = index_paths(db, [str(tree)], opts).steps["graph"]
     assert info["incremental"] and info["pairs_at_least"] == 58 and not calls, info

@@ -152,6 +152,41 @@ def pairs_lower_bound(g: Graph) -> int:
     return (int(first.sum()) + 1) // 2
 
 
+def count_pairs(g: Graph, chunk: int = 1 << 20) -> int:
+    """``len(g.undirected_pairs()[0])`` with one int64 per distinct directed pair (the sorted
+    CSR rows give them in order) instead of several per edge plus a sort: the distinct
+    directed pairs, less those whose reverse is there too (counted once from the smaller end).
+    About 50 MB at 6.4M edges where ``undirected_pairs`` took 1.7 GB."""
+    if not g.m:
+        return 0
+    first = np.ones(g.m, dtype=bool)
+    np.not_equal(g.indices[1:], g.indices[:-1], out=first[1:])
+    first[g.indptr[:-1][np.diff(g.indptr) > 0]] = True
+    deg = np.diff(g.indptr)
+    keys = np.empty(int(first.sum()), dtype=np.int64)
+    o = 0
+    for a in range(0, g.n, max(1, chunk // 8)):            # rows in blocks
+        b = min(g.n, a + max(1, chunk // 8))
+        s, e = int(g.indptr[a]), int(g.indptr[b])
+        if e == s:
+            continue
+        f = first[s:e]
+        src = np.repeat(np.arange(a, b, dtype=np.int64), deg[a:b])[f]
+        k = src * g.n + g.indices[s:e][f]
+        keys[o:o + len(k)] = k
+        o += len(k)
+    del first
+    both = 0
+    for c in range(0, len(keys), chunk):
+        k = keys[c:c + chunk]
+        u, v = k // g.n, k % g.n
+        up = u < v
+        rk = v[up] * g.n + u[up]
+        at = np.minimum(np.searchsorted(keys, rk), len(keys) - 1)
+        both += int((keys[at] == rk).sum())
+    return len(keys) - both
+
+
 def assign_new_nodes(g: Graph, labels: np.ndarray, rounds: int = 10) -> tuple[np.ndarray, int]:
     """Give every node labelled -1 a community: the one it is most strongly linked to.
 
@@ -301,7 +336,7 @@ def communities(ix, g: Graph, ids, old_ids, old_comm, changes, gs: GraphSettings
         if least > max_pairs:            # (counting them exactly took 1.7 GB at 1M nodes)
             pairs = info["pairs_at_least"] = least
         else:
-            pairs = info["pairs"] = len(g.undirected_pairs(False)[0]) if g.m else 0
+            pairs = info["pairs"] = count_pairs(g)
         ix.set_meta_json(PREFIX + "pairs_at_least", pairs)
     labels = None
     if incremental:
