@@ -468,7 +468,7 @@ class Size:
         def one(tag: str) -> dict:
             r = run_measured(kg_cmd("index", str(self.corpus), "--db", str(self.db), "--json"))
             rep = child_json(r)
-            return {"wall_s": r["wall_s"], "peak_rss_mb": r["peak_rss_mb"], "tree_rss_mb": r["tree_rss_mb"],
+            return {"wall_s": r["wall_s"], "cpu_s": r["cpu_s"], "peak_rss_mb": r["peak_rss_mb"], "tree_rss_mb": r["tree_rss_mb"],
                     "tree_pss_mb": r["tree_pss_mb"], "files_loaded": rep.get("files_loaded"),
                     "nodes_modified": rep.get("nodes_modified"), "phases": rep.get("phases"),
                     "steps": {k: {kk: vv for kk, vv in v.items() if not isinstance(vv, (list, dict))}
@@ -489,7 +489,7 @@ class Size:
         def one(tag: str) -> dict:
             r = run_measured(kg_cmd("index", str(self.corpus), "--db", str(self.db), "--json"))
             rep = child_json(r)
-            return {"wall_s": r["wall_s"], "peak_rss_mb": r["peak_rss_mb"], "tree_rss_mb": r["tree_rss_mb"],
+            return {"wall_s": r["wall_s"], "cpu_s": r["cpu_s"], "peak_rss_mb": r["peak_rss_mb"], "tree_rss_mb": r["tree_rss_mb"],
                     "tree_pss_mb": r["tree_pss_mb"], "files_loaded": rep.get("files_loaded"),
                     "edges_changed": rep.get("edges_changed"), "phases": rep.get("phases"),
                     "steps": {k: {kk: vv for kk, vv in v.items() if not isinstance(vv, (list, dict))}

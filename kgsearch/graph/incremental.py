@@ -30,7 +30,7 @@ import numpy as np
 from ..config import edge_weight
 from .csr import Graph
 
-__all__ = ["read_edges", "splice", "pagerank_csr", "assign_new_nodes_local", "changed_rows"]
+__all__ = ["read_edges", "splice", "add_reverse", "reverse_after_splice", "pagerank_csr", "assign_new_nodes_local", "changed_rows"]
 
 
 def _ints(text):
@@ -89,14 +89,17 @@ def changed_rows(g: Graph, rows: np.ndarray) -> np.ndarray:
 
 def splice(g: Graph, old_ids: np.ndarray, new_ids: np.ndarray, changed: np.ndarray,
            new_src: np.ndarray, new_dst: np.ndarray, new_w: np.ndarray, new_t: np.ndarray,
-           etype_names=None) -> Graph:
+           etype_names=None, reverse: bool = True, chunk: int = 1 << 20) -> Graph:
     """A new graph: ``g`` (positions = ``old_ids``) with the out-edges of the node ids in
     ``changed`` replaced by the given edges (``new_src``/``new_dst`` are node *ids*), on the
     node set ``new_ids`` (ascending; ids gone from it must be in ``changed``, and so must the
     sources of every edge that pointed to them).
 
-    Unchanged rows are copied (their targets remapped when node positions moved); only the
-    new rows are sorted, and the reverse permutation is a stable argsort of the targets.
+    Unchanged rows are copied (their targets remapped, ``chunk`` edges at a time, when node
+    positions moved); only the new rows are sorted, and the reverse permutation is updated
+    (:func:`reverse_after_splice`). ``reverse=False`` leaves ``rindptr``/``rperm`` as None:
+    call :func:`reverse_after_splice` with the old ``indptr`` and ``rperm`` once the old
+    forward arrays are freed (a lower peak).
     """
     n_new = len(new_ids)
     old_ids = np.asarray(old_ids, dtype=np.int64)
@@ -105,7 +108,8 @@ def splice(g: Graph, old_ids: np.ndarray, new_ids: np.ndarray, changed: np.ndarr
     at = np.searchsorted(new_ids, old_ids)
     at_c = np.minimum(at, max(n_new - 1, 0))
     remap = np.where((at < n_new) & (new_ids[at_c] == old_ids), at, -1).astype(np.int64)
-    same_layout = len(old_ids) == n_new and bool((remap == np.arange(n_new)).all())
+    # old nodes keep their positions (nothing removed, new ids only after the old ones)
+    same_layout = bool((remap == np.arange(len(old_ids))).all())
     ch_old = np.searchsorted(old_ids, changed)
     ch_old = ch_old[(ch_old < len(old_ids)) & (old_ids[np.minimum(ch_old, len(old_ids) - 1)] == changed)]
     keep_row = np.ones(g.n, dtype=bool)
@@ -120,8 +124,12 @@ def splice(g: Graph, old_ids: np.ndarray, new_ids: np.ndarray, changed: np.ndarr
     nw = np.asarray(new_w)[o].astype(g.weights.dtype)
     nt = np.asarray(new_t)[o].astype(g.etype.dtype if len(g.etype) else np.uint8)
     kept_rows = np.flatnonzero(keep_row)
-    if len(ns) and np.isin(ns, remap[kept_rows]).any():
-        raise ValueError("a new edge starts at a node whose row is kept; list its source in `changed`")
+    if len(ns):
+        kept_mark = np.zeros(n_new, dtype=bool)
+        kept_mark[remap[kept_rows]] = True
+        if kept_mark[ns].any():
+            raise ValueError("a new edge starts at a node whose row is kept; list its source in `changed`")
+        del kept_mark
     deg = np.zeros(n_new, dtype=np.int64)
     deg[remap[kept_rows]] = old_deg[kept_rows]
     deg += np.bincount(ns, minlength=n_new)
@@ -141,10 +149,13 @@ def splice(g: Graph, old_ids: np.ndarray, new_ids: np.ndarray, changed: np.ndarr
             r0, r1 = int(kept_rows[a]), int(kept_rows[b - 1]) + 1
             e0, e1 = int(g.indptr[r0]), int(g.indptr[r1])
             p0 = int(indptr[remap[r0]])
-            seg = g.indices[e0:e1]
-            indices[p0:p0 + e1 - e0] = seg if same_layout else remap[seg]
-            weights[p0:p0 + e1 - e0] = g.weights[e0:e1]
-            etype[p0:p0 + e1 - e0] = g.etype[e0:e1]
+            for c0 in range(e0, e1, chunk):
+                c1 = min(e1, c0 + chunk)
+                q0, q1 = p0 + c0 - e0, p0 + c1 - e0
+                seg = g.indices[c0:c1]
+                indices[q0:q1] = seg if same_layout else remap[seg]
+                weights[q0:q1] = g.weights[c0:c1]
+                etype[q0:q1] = g.etype[c0:c1]
     # new rows go after whatever a row already holds (a changed row holds nothing old)
     if len(ns):
         first = np.searchsorted(ns, ns, side="left")
@@ -152,13 +163,77 @@ def splice(g: Graph, old_ids: np.ndarray, new_ids: np.ndarray, changed: np.ndarr
         indices[pos] = nd
         weights[pos] = nw
         etype[pos] = nt
-    if (indices < 0).any():
+    if not same_layout and m and int(indices.min()) < 0:
         raise ValueError("an unchanged row points to a removed node; its source must be in `changed`")
-    rindptr = np.zeros(n_new + 1, dtype=idx)
-    np.cumsum(np.bincount(indices, minlength=n_new), out=rindptr[1:])
-    rperm = np.argsort(indices, kind="stable").astype(idx)     # (target, source) order
-    return Graph(n_new, indptr, indices, weights, etype, rindptr, rperm,
-                 etype_names if etype_names is not None else g.etype_names)
+    out = Graph(n_new, indptr, indices, weights, etype, None, None,
+                etype_names if etype_names is not None else g.etype_names)
+    new_e = pos if len(ns) else np.zeros(0, np.int64)
+    out._cache["splice"] = (keep_row, remap, new_e, nd)
+    if reverse:
+        reverse_after_splice(out, g.indptr, g.rperm, chunk)
+    return out
+
+
+def reverse_after_splice(g: Graph, old_indptr: np.ndarray, old_rperm: np.ndarray | None,
+                         chunk: int = 1 << 20) -> Graph:
+    """Fill ``rindptr``/``rperm`` of a graph :func:`splice` made, from the old graph's forward
+    row pointers and reverse permutation, without sorting every edge: an unchanged edge keeps
+    its place among the in-edges of its target (positions and edge numbers only shift), so the
+    old ``rperm`` is renumbered in chunks (edge number + the shift of its row, found by binary
+    search among the few rows where the shift changes) and the new edges are inserted where
+    they belong. Same arrays as :func:`add_reverse` (tested); that is the fallback without an
+    old ``rperm``."""
+    keep_row, remap, new_e, new_t = g._cache.pop("splice")
+    if old_rperm is None:
+        return add_reverse(g)
+    idx = g.indptr.dtype
+    g.rindptr = np.zeros(g.n + 1, dtype=idx)
+    np.cumsum(np.bincount(g.indices, minlength=g.n), out=g.rindptr[1:])
+    old_indptr = np.asarray(old_indptr, dtype=np.int64)
+    rows = np.flatnonzero(np.diff(old_indptr) > 0)               # rows that hold edges
+    gone = np.iinfo(np.int64).min
+    shift = np.full(len(rows), gone, dtype=np.int64)
+    kr = keep_row[rows]
+    shift[kr] = g.indptr[remap[rows[kr]]].astype(np.int64) - old_indptr[rows[kr]]
+    run = np.ones(len(rows), dtype=bool)
+    run[1:] = shift[1:] != shift[:-1]
+    bp_edge, bp_val = old_indptr[rows[run]], shift[run]          # few: where the shift changes
+    kept = np.empty(g.m - len(new_e), dtype=np.int64 if idx == np.int64 else idx)
+    o = 0
+    for c in range(0, len(old_rperm), chunk):
+        e = np.asarray(old_rperm[c:c + chunk], dtype=np.int64)
+        v = bp_val[np.searchsorted(bp_edge, e, side="right") - 1]
+        keep = v != gone
+        k = int(keep.sum())
+        kept[o:o + k] = e[keep] + v[keep]
+        o += k
+    if o != len(kept):
+        raise ValueError(f"reverse update: {o} unchanged edges, expected {len(kept)}")
+    if len(new_e):
+        order = np.lexsort((new_e, new_t))                        # by target, then edge number
+        ne, nt = np.asarray(new_e, dtype=np.int64)[order], np.asarray(new_t, dtype=np.int64)[order]
+        first = np.searchsorted(nt, nt, side="left")              # new edges before this target
+        last = np.searchsorted(nt, nt, side="right")
+        start = g.rindptr[nt].astype(np.int64) - first            # kept in-edges of smaller targets
+        count = g.rindptr[nt + 1].astype(np.int64) - g.rindptr[nt] - (last - first)
+        at = np.empty(len(ne), dtype=np.int64)
+        for i in np.flatnonzero(np.r_[True, nt[1:] != nt[:-1]]).tolist():
+            j = int(last[i])
+            a, b = int(start[i]), int(start[i] + count[i])
+            at[i:j] = a + np.searchsorted(kept[a:b], ne[i:j])
+        kept = np.insert(kept, at, ne.astype(kept.dtype))
+    g.rperm = kept
+    return g
+
+
+def add_reverse(g: Graph) -> Graph:
+    """Fill ``rindptr``/``rperm`` of a graph from its forward arrays (as ``from_edges`` does:
+    forward edge numbers by target, then source)."""
+    idx = g.indptr.dtype
+    g.rindptr = np.zeros(g.n + 1, dtype=idx)
+    np.cumsum(np.bincount(g.indices, minlength=g.n), out=g.rindptr[1:])
+    g.rperm = np.argsort(g.indices, kind="stable").astype(idx)     # (target, source) order
+    return g
 
 
 def pagerank_csr(g: Graph, alpha: float = 0.85, tol: float = 1e-6, max_iter: int = 1000,
@@ -171,20 +246,27 @@ def pagerank_csr(g: Graph, alpha: float = 0.85, tol: float = 1e-6, max_iter: int
     n = g.n
     if n == 0:
         return np.zeros(0), 0
-    src = np.repeat(np.arange(n, dtype=np.int32), np.diff(g.indptr))
+    # row blocks of about ``chunk`` edges: a block's sources are np.repeat(rows, degrees), so
+    # no per-edge source array is kept (25 MB at 6.4M edges)
+    deg = np.diff(g.indptr)
+    bounds = np.unique(np.r_[np.searchsorted(g.indptr, np.arange(0, g.m, max(1, chunk)), side="right") - 1, n])
+    bounds = np.unique(np.r_[0, np.clip(bounds, 0, n)])
+    blocks = [(int(a), int(b), int(g.indptr[a]), int(g.indptr[b])) for a, b in zip(bounds[:-1], bounds[1:])]
     outw = np.zeros(n)
-    for s in range(0, g.m, chunk):
-        e = min(g.m, s + chunk)
-        outw += np.bincount(src[s:e], weights=g.weights[s:e].astype(np.float64), minlength=n)
+    for a, b, s, e in blocks:
+        if e > s:
+            outw[a:b] = np.bincount(np.repeat(np.arange(b - a), deg[a:b]), weights=g.weights[s:e].astype(np.float64),
+                                    minlength=b - a)
     dang = np.flatnonzero(outw <= 0)
     inv = np.divide(1.0, outw, out=np.zeros(n), where=outw > 0)
     x = np.full(n, 1.0 / n) if x0 is None else np.asarray(x0, dtype=np.float64) / float(np.sum(x0))
     for it in range(1, int(max_iter) + 1):
         xs = x * inv
         y = np.zeros(n)
-        for s in range(0, g.m, chunk):
-            e = min(g.m, s + chunk)
-            y += np.bincount(g.indices[s:e], weights=xs[src[s:e]] * g.weights[s:e], minlength=n)
+        for a, b, s, e in blocks:
+            if e > s:
+                y += np.bincount(g.indices[s:e], weights=np.repeat(xs[a:b], deg[a:b]) * g.weights[s:e],
+                                 minlength=n)
         ds = float(x[dang].sum()) if len(dang) else 0.0
         y *= alpha
         y += (alpha * ds + 1.0 - alpha) / n

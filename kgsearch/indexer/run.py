@@ -20,6 +20,7 @@ from pathlib import Path
 
 from ..config import default_db_path
 from ..errors import DataError, NotFound, UsageError
+from ..graph import maintain as graph_maintain
 from ..ingest.pool import default_workers, ordered_map
 from ..ingest.walk import Found
 from ..settings import IndexSettings
@@ -220,6 +221,8 @@ def _apply(st: RunState, to_load: list[Found], deleted: list[tuple[int, str]], t
     st.opts.settings = settings
     if st.opts.full or stored != settings:
         ch.full = True
+    if not ch.full and ix.get_array("graph.shape") is not None:
+        graph_maintain.track_edges(ix.conn)    # the graph step then updates only the changed rows
     t0 = time.perf_counter()
     for file_id, _ in deleted:
         writer.drop_file(file_id)
@@ -251,6 +254,7 @@ def _apply(st: RunState, to_load: list[Found], deleted: list[tuple[int, str]], t
         if ch.any:
             ix.set_meta("last_index_time", time.time())
         ix.set_meta_json("settings", settings)
+    graph_maintain.end_tracking(ix)
     ix.set_meta("last_run_time", time.time())
     report.generation = ix.generation
     report.nodes_added = len(ch.added)

@@ -49,7 +49,7 @@ class CappedPostings:
     """
 
     def __init__(self, ix, n_docs: int, cap: int | None = DEFAULT_CAP, max_df: int | None = None,
-                 batch: int = 20000, keep_top: int | None = None, id_dtype=np.int64):
+                 batch: int = 20000, keep_top: int | None = None, id_dtype=np.int64, terms=None):
         self.n = n_docs
         self.cap = cap
         self.max_df = max_df if max_df is not None else max(50, int(0.05 * n_docs))
@@ -62,8 +62,11 @@ class CappedPostings:
         imp_parts: list[np.ndarray] = []
         lens: list[np.ndarray] = []
         top_parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
-        cur = ix.conn.execute("SELECT term, df, ids, tf FROM text_postings WHERE df >= 2 AND df <= ?",
-                              (self.max_df,))
+        if terms is None:
+            cur = ix.conn.execute("SELECT term, df, ids, tf FROM text_postings WHERE df >= 2 AND df <= ?",
+                                  (self.max_df,))
+        else:                                   # only these terms (an incremental run's nodes)
+            cur = _rows_of_terms(ix.conn, sorted(set(terms)), self.max_df)
         while True:
             rows = cur.fetchmany(batch)
             if not rows:
@@ -107,6 +110,25 @@ class CappedPostings:
         idf = np.array([self.idf[self.term_index[t]] for t, _ in terms], dtype=np.float32)
         imp = tf_impacts(tf, np.full(len(tf), norm), self.k1)
         return float((imp * idf).astype(np.float64).sum())
+
+
+class _Rows:
+    def __init__(self, rows):
+        self.rows, self.at = rows, 0
+
+    def fetchmany(self, k):
+        out = self.rows[self.at:self.at + k]
+        self.at += k
+        return out
+
+
+def _rows_of_terms(conn, terms: list[str], max_df: int) -> _Rows:
+    rows = []
+    for s in range(0, len(terms), 500):
+        part = terms[s:s + 500]
+        rows += conn.execute(f"SELECT term, df, ids, tf FROM text_postings WHERE term IN ({','.join('?' * len(part))}) "
+                             f"AND df >= 2 AND df <= ?", [*part, max_df]).fetchall()
+    return _Rows(rows)
 
 
 def _cut(ids: np.ndarray, imp: np.ndarray, off: np.ndarray, cap: int):
@@ -200,10 +222,11 @@ class TwoStagePostings(CappedPostings):
     (the candidates): :func:`neighbours_two_stage`'s input. The candidates are cut batch by
     batch while reading, and ids are int32 when node ids fit (8 bytes a posting, not 12)."""
 
-    def __init__(self, ix, n_docs: int, cap: int = 256, max_df: int | None = None, batch: int = 20000):
+    def __init__(self, ix, n_docs: int, cap: int = 256, max_df: int | None = None, batch: int = 20000,
+                 terms=None):
         last = ix.conn.execute("SELECT max(id) FROM nodes").fetchone()[0] or 0
         super().__init__(ix, n_docs, cap=None, max_df=max_df, batch=batch, keep_top=cap,
-                         id_dtype=np.int32 if last < 2**31 else np.int64)
+                         id_dtype=np.int32 if last < 2**31 else np.int64, terms=terms)
         self.cap = cap
 
     @property
