@@ -53,3 +53,40 @@ def test_bad_values_say_what_to_set():
         budget.budget_bytes({"KGSEARCH_MEMORY_MB": "lots"})
     with pytest.raises(ValueError, match="must be positive"):
         budget.budget_bytes({"KGSEARCH_MEMORY_MB": "0"})
+
+
+def test_need_refuses_before_allocating_and_share_only_shrinks():
+    env = {"KGSEARCH_MEMORY_MB": "100000"}
+    budget.need("graph", 10 * 2**20, env)                      # fits: no error
+    budget.need("graph", 10**15, {})                            # no budget: nothing checked
+    with pytest.raises(budget.BudgetExceeded) as info:
+        budget.need("graph", 10**15, env)
+    assert info.value.code == 6 and isinstance(info.value, MemoryError)
+    assert str(info.value).startswith("step 'graph' needs about ")
+    assert "KGSEARCH_MEMORY_MB=100000 leaves" in str(info.value) and "nothing was changed" in str(info.value)
+    assert budget.share(0.25, 64 << 20, {}) == 64 << 20
+    assert budget.share(0.25, 64 << 20, {"KGSEARCH_MEMORY_MB": "100"}) == 25 << 20
+    assert budget.share(0.25, 64 << 20, {"KGSEARCH_MEMORY_MB": "4000"}) == 64 << 20
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="RLIMIT_DATA accounting is Linux's")
+def test_the_cli_limit_is_undone_when_the_command_returns(monkeypatch):
+    import resource
+
+    before = resource.getrlimit(resource.RLIMIT_DATA)
+    monkeypatch.setenv("KGSEARCH_MEMORY_MB", "4000")
+    from kgsearch.cli import main
+    assert main(["stats", "--db", "/nonexistent/dir/i.db"]) == 4
+    assert resource.getrlimit(resource.RLIMIT_DATA) == before
+
+
+def test_the_vector_cache_fits_the_budget(monkeypatch):
+    from kgsearch.embed import vectors
+
+    monkeypatch.delenv("KGSEARCH_VEC_CACHE_MB", raising=False)
+    monkeypatch.delenv("KGSEARCH_MEMORY_MB", raising=False)
+    assert vectors._cache_budget() == 64 << 20
+    monkeypatch.setenv("KGSEARCH_MEMORY_MB", "100")
+    assert vectors._cache_budget() == 25 << 20
+    monkeypatch.setenv("KGSEARCH_VEC_CACHE_MB", "8")              # an explicit cache size wins
+    assert vectors._cache_budget() == 8 << 20

@@ -14,7 +14,8 @@ embeddings this keeps recall@10 against float32 above 0.99 (plain per-vector int
 
 Search converts 512-row slices of int8 codes to a reused float32 buffer (cache-resident)
 and multiplies: less memory traffic than a float32 matrix, and only int8 lives in RAM. Up to
-``KGSEARCH_VEC_CACHE_MB`` (default 64) of codes are cached per process and index generation
+``KGSEARCH_VEC_CACHE_MB`` (default 64, or a quarter of ``KGSEARCH_MEMORY_MB`` when smaller)
+of codes are cached per process and index generation
 (``Index.cached``); larger indexes are streamed block by block from SQLite, so a 1M-vector
 index never needs all its vectors in memory.
 """
@@ -256,11 +257,22 @@ def _scan_scores(codes, scales, qr):
     return out
 
 
+CACHE_MB = 64                    # default vector cache (int8 codes held per process)
+CACHE_SHARE = 0.25               # its share of KGSEARCH_MEMORY_MB, when that is set
+
+
 def _cache_budget() -> int:
-    try:
-        return int(float(os.environ.get("KGSEARCH_VEC_CACHE_MB", "64")) * 1024 * 1024)
-    except ValueError:
-        return 64 * 1024 * 1024
+    """Bytes of int8 codes a query process may hold: ``KGSEARCH_VEC_CACHE_MB`` when set, else
+    64 MiB, lowered to a quarter of ``KGSEARCH_MEMORY_MB`` when that is smaller."""
+    from ..budget import share
+
+    raw = os.environ.get("KGSEARCH_VEC_CACHE_MB")
+    if raw is not None:
+        try:
+            return int(float(raw) * 1024 * 1024)
+        except ValueError:
+            pass
+    return share(CACHE_SHARE, CACHE_MB * 1024 * 1024)
 
 
 def load_matrix(ix, model_id: str | None = None, budget: int | None = None) -> Matrix | None:
