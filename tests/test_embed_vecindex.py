@@ -234,3 +234,31 @@ def test_the_engine_ranks_the_same_past_the_cache_when_the_list_covers_everythin
         assert "dense" in ch_a and ch_a == ch_b
         assert ids_a == ids_b
         assert np.allclose(sc_a, sc_b, rtol=1e-6, atol=1e-9)
+
+
+def test_sign_estimates_track_the_exact_scores(filled, monkeypatch):
+    """Past LOOKUP_EXACT unknown nodes (the graph stage's neighbour means) a lookup estimates
+    from the sign bits: unbiased enough and well correlated with the exact scores."""
+    ix, ids, x, rng = filled
+    s = vecindex.cached(ix)
+    rot = vectors.rotation(ix)
+    bid, bsc, bco = _codes(ix)
+    errs, cors = [], []
+    for qv in x[rng.choice(len(x), 10)]:
+        qr = np.ascontiguousarray(rot @ qv)
+        exact = vectors._scan_scores(bco, bsc, qr).astype(np.float64)
+        found, est = vecindex.estimate(s, qr, bid)
+        assert found.all()
+        errs.append(np.abs(est - exact).mean())
+        cors.append(np.corrcoef(est, exact)[0, 1])
+    assert np.mean(cors) > 0.9 and np.mean(errs) < 0.08, (np.mean(cors), np.mean(errs))   # 0.922, 0.053
+    # through the lookup: a big request is estimated, a small one exact, a missing node is the mean
+    monkeypatch.setattr(scoring, "query_vector", lambda ix_, query: qr)
+    ix.set_meta("model_id", "m@1")
+    f = scoring.score_all(ix, "q")
+    off = np.setdiff1d(bid, f[0])
+    big = f.lookup(np.concatenate([off[:600], [70_000]]))
+    assert np.allclose(big[:-1], vecindex.estimate(s, qr, off[:600])[1]) and big[-1] == f.stats[0]
+    small = f.lookup(off[:5])
+    ref = dict(zip(bid.tolist(), exact.tolist()))
+    assert np.allclose(small, [ref[int(i)] for i in off[:5]], rtol=1e-6, atol=1e-7)

@@ -32,11 +32,13 @@ import numpy as np
 from . import sketch as sk
 
 __all__ = ["SKETCH_MIN", "N_FIRST", "N_CAND", "note_block", "note_all", "sync", "clear", "load",
-           "fetch_rows", "search", "shortlist", "DenseFull", "score_full", "score_rows", "available"]
+           "fetch_rows", "search", "shortlist", "DenseFull", "score_full", "score_rows", "estimate", "available"]
 
 SKETCH_MIN = 1 << 16        # vectors: below this the codes (<= 16 MiB) always fit the default cache
 N_FIRST = 8000              # Hamming keeps this many
 N_CAND = 1000               # the asymmetric score keeps this many; their rows are rescored exactly
+LOOKUP_EXACT = 512          # a lookup of more unknown nodes than this is estimated from the sketch
+SIGN_NORM = math.sqrt(2 / math.pi)   # E <sign(x)/sqrt(d), x> for a rotated unit vector
 MOMENTS_BLOB = "embed.moments"
 STATE_META = "embed.sketch"             # JSON {"n": vectors covered, "dims": d}
 _TOUCHED = "embed.touched"              # ix._cache: blocks rewritten since the last sync (or "all")
@@ -267,18 +269,61 @@ class DenseFull(tuple):
         return self
 
 
+def estimate(s: Sketch, qr, ids, chunk: int = 4096) -> tuple[np.ndarray, np.ndarray]:
+    """Cosine estimates from the sign bits alone, ``<sign(x), q> / (sqrt(d) * sqrt(2/pi))``
+    (no row read): (found mask, estimates) aligned with ``ids``; ``chunk`` columns at a time
+    (a two-hop neighbourhood can ask for 10^5 nodes)."""
+    from .vectors import _scan_scores
+
+    ids = np.asarray(ids, dtype=np.int64)
+    out = np.zeros(len(ids))
+    if not len(ids) or not len(s.ids):
+        return np.zeros(len(ids), dtype=bool), out
+    pos = np.minimum(np.searchsorted(s.ids, ids), len(s.ids) - 1)
+    found = s.ids[pos] == ids
+    where = np.flatnonzero(found)
+    q = np.asarray(qr, dtype=np.float32)
+    for c in range(0, len(where), chunk):
+        w = where[c:c + chunk]
+        cols = np.ascontiguousarray(s.bits[:, pos[w]].T).view(np.uint8)          # (m, d/8)
+        signs = np.unpackbits(cols, axis=1, bitorder="little").view(np.int8)
+        signs *= 2
+        signs -= 1                                                                # 0/1 -> -1/+1
+        unit = np.full(len(w), 1 / (math.sqrt(s.dims) * SIGN_NORM), dtype=np.float32)
+        out[w] = _scan_scores(signs, unit, q)                 # 512-row slices: one BLAS thread
+    return found, out
+
+
 def score_full(ix, s: Sketch, qr) -> DenseFull:
     ids, scores = shortlist(ix, s, qr)
     mu, sd = sk.score_stats(s.mom, qr)
     sd = math.sqrt(max(sd * sd, 1e-12))
-    seen: dict[int, float] = dict(zip(ids.tolist(), scores.astype(np.float64).tolist()))
+    known = [ids, scores.astype(np.float64)]              # exact scores so far, ids ascending
 
     def lookup(want):
+        """Exact scores (rows read by id); past LOOKUP_EXACT unknown nodes at once (the graph
+        stage's neighbour means), sketch estimates for the unknown ones, not remembered."""
         want = np.asarray(want, dtype=np.int64)
-        todo = np.unique([v for v in want.tolist() if v not in seen])
-        if len(todo):
+        out = np.full(len(want), mu)
+        kid, ksc = known
+        hit = np.zeros(len(want), dtype=bool)
+        if len(kid):
+            pos = np.minimum(np.searchsorted(kid, want), len(kid) - 1)
+            hit = kid[pos] == want
+            out[hit] = ksc[pos[hit]]
+        miss = np.flatnonzero(~hit)
+        if not len(miss):
+            return out
+        todo = np.unique(want[miss])
+        if len(todo) > LOOKUP_EXACT:
+            found, sc = estimate(s, qr, todo)
+        else:
             found, sc = score_rows(ix, qr, todo, s.dims)
-            seen.update(zip(todo.tolist(), np.where(found, sc, mu).tolist()))
-        return np.fromiter((seen[v] for v in want.tolist()), dtype=np.float64, count=len(want))
+            allid = np.concatenate([kid, todo[found]])
+            order = np.argsort(allid, kind="stable")
+            known[0], known[1] = allid[order], np.concatenate([ksc, sc[found]])[order]
+        at = np.searchsorted(todo, want[miss])
+        out[miss] = np.where(found[at], sc[at], mu)
+        return out
 
     return DenseFull(ids, scores.astype(np.float64), s.mom[0], (mu, sd), lookup)
