@@ -90,3 +90,13 @@ def test_the_vector_cache_fits_the_budget(monkeypatch):
     assert vectors._cache_budget() == 25 << 20
     monkeypatch.setenv("KGSEARCH_VEC_CACHE_MB", "8")              # an explicit cache size wins
     assert vectors._cache_budget() == 8 << 20
+
+
+def test_the_query_page_cache_fits_the_budget(ix, monkeypatch):
+    from kgsearch.query import Engine
+
+    Engine(ix)
+    assert ix.conn.execute("PRAGMA cache_size").fetchone()[0] == -16000
+    monkeypatch.setenv("KGSEARCH_MEMORY_MB", "100")
+    Engine(ix)
+    assert ix.conn.execute("PRAGMA cache_size").fetchone()[0] == -5120          # 5 % of 100 MiB

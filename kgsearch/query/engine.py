@@ -85,6 +85,7 @@ class Engine:
         self._graph_gen = None
         self._graph_off: str | None = None
         self._notices: list[str] = []
+        _fit_page_cache(ix)
 
     def notices(self) -> list[str]:
         return list(self._notices)
@@ -299,6 +300,20 @@ class Engine:
         resp.cached = True
         resp.timings_ms = {"cache": clock.total()}
         return resp
+
+
+PAGE_CACHE_KIB = 16000        # SQLite's page cache per connection (kgsearch.store.db)
+PAGE_CACHE_SHARE = 0.05       # its share of KGSEARCH_MEMORY_MB when that is smaller
+
+
+def _fit_page_cache(ix: Index) -> None:
+    """Under ``KGSEARCH_MEMORY_MB``, shrink the connection's page cache to its share (the vector
+    cache takes a quarter, kgsearch.embed.vectors; the graph arrays are what they are)."""
+    from ..budget import share
+
+    kib = share(PAGE_CACHE_SHARE, PAGE_CACHE_KIB * 1024) // 1024
+    if kib < PAGE_CACHE_KIB:
+        ix.conn.execute(f"PRAGMA cache_size=-{max(kib, 512)}")
 
 
 def _cache_key(query: str, opts: SearchOptions, channels: list[str]) -> str:
