@@ -178,8 +178,9 @@ class GraphContext:
         from ..store.sql import in_chunks
 
         keys = [p + n for p in prefixes for n in names]
-        rows = in_chunks(self.ix.conn, "SELECT id, key, kind FROM nodes WHERE key IN ({}) "
-                         "AND kind IN ('entity', 'tag')", keys)
+        # (the kind is checked here: a kind filter in SQL made SQLite scan nodes_kind, 46 ms at 1M)
+        rows = [r for r in in_chunks(self.ix.conn, "SELECT id, key, kind FROM nodes WHERE key IN ({})", keys)
+                if r[2] in ENTITY_KINDS]
         if not rows:
             return {}
         rows.sort(key=lambda r: (r[2], r[0]))
