@@ -100,3 +100,24 @@ def test_the_query_page_cache_fits_the_budget(ix, monkeypatch):
     monkeypatch.setenv("KGSEARCH_MEMORY_MB", "100")
     Engine(ix)
     assert ix.conn.execute("PRAGMA cache_size").fetchone()[0] == -5120          # 5 % of 100 MiB
+
+
+def test_the_graph_is_left_out_when_it_cannot_fit_and_the_answer_says_so(tmp_path, monkeypatch):
+    from kgsearch.indexer import IndexOptions, index_paths
+    from kgsearch.query import Engine, SearchOptions
+    from kgsearch.store.db import Index
+
+    root = tmp_path / "v"
+    root.mkdir()
+    (root / "a.md").write_text("# Alpha\nalpha links [[b]]\n", encoding="utf-8")
+    (root / "b.md").write_text("# Bravo\nbravo text\n", encoding="utf-8")
+    db = tmp_path / "i.db"
+    index_paths(db, [str(root)], IndexOptions())
+    with Index.open(db, readonly=True) as ix:
+        r = Engine(ix).search("alpha", SearchOptions(use_cache=False))
+        assert "graph" in r.channels_run
+        monkeypatch.setenv("KGSEARCH_MEMORY_MB", "1")             # less than the process holds already
+        r = Engine(ix).search("alpha", SearchOptions(use_cache=False))
+    assert "graph" not in r.channels_run and r.hits[0].name == "a"
+    assert r.channels_skipped["graph"].startswith("over the memory budget (the graph needs 0 MiB, "
+                                                  "KGSEARCH_MEMORY_MB=1 leaves 0; raise KGSEARCH_MEMORY_MB)")
