@@ -301,8 +301,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def _apply_budget() -> None:
     """``KGSEARCH_MEMORY_MB`` becomes this command's memory limit (kgsearch.budget; undone when
-    the command returns). numpy is imported first: its thread pools reserve virtual memory
-    they never touch, which must not count against the budget."""
+    the command returns). numpy is imported and BLAS called first: its thread pools and
+    buffers reserve virtual memory they never touch, which must not count against the budget."""
     from .. import budget
 
     try:
@@ -310,8 +310,12 @@ def _apply_budget() -> None:
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     if b is not None:
-        import numpy  # noqa: F401
+        import numpy as np
 
+        for t in (np.float32, np.float64):    # BLAS maps its per-thread buffers on first use
+            a = np.ones((256, 256), dtype=t)
+            a @ a
+            a @ a[0]
         budget.apply(b)
 
 
