@@ -242,3 +242,17 @@ def test_entity_names_matched_in_sql_equal_the_resident_dict(ix, monkeypatch):
     ix.conn.execute("UPDATE nodes SET key = 'entity:Rust2' WHERE id = 9")          # a capital: the dict again
     got, pref = run(0)
     assert pref is None
+
+
+def test_graph_blobs_read_in_pieces_equal_get_array(ix):
+    fill(ix)
+    gi.update(ix, ChangeSet(generation=1, full=True), {})
+    names = [r[0] for r in ix.conn.execute("SELECT name FROM blobs WHERE name LIKE 'graph.%'")]
+    assert len(names) >= 8
+    for name in names:
+        ref = ix.get_array(name)
+        for chunk in (3, 1 << 20):                 # pieces that split values, and whole
+            got = gctx._read_blob(ix, name, chunk)
+            assert got.dtype == ref.dtype and got.shape == ref.shape and np.array_equal(got, ref)
+            assert not got.flags.writeable
+    assert gctx._read_blob(ix, "graph.nothing") is None
