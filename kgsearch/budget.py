@@ -1,4 +1,4 @@
-"""Memory as a budget (prototype, issue 16 item 4): ``KGSEARCH_MEMORY_MB``.
+"""Memory as a budget (issue 16 item 4): ``KGSEARCH_MEMORY_MB``.
 
 :func:`apply` turns a budget in MiB into a kernel limit on this process's private writable
 memory (``RLIMIT_DATA``, Linux >= 4.7, which Android phones have): numpy, Python objects and
@@ -10,29 +10,24 @@ the budget is close to a peak-RSS budget for what the process allocates from her
 
 :func:`guard` names the step in the error: ``with guard("graph"):`` turns a MemoryError into
 :class:`BudgetExceeded` with a one-line message naming the step, the budget and the fix, which
-the CLI prints with its own exit code (proposed: 6, "over the memory budget; nothing
-changed", next to 3 "bad input" and 4 "index missing"). The index run is one transaction, so
-nothing is lost. Steps that can trade time for memory read :func:`budget_bytes` to size
-their chunks before they start (and say so in the run report when they degrade).
+the CLI prints with exit code 6 ("over the memory budget; nothing changed", next to 3 "bad
+input" and 4 "index missing"); any other MemoryError is exit 6 too, never "internal error".
+The index run is one transaction, so nothing is lost. :func:`need` lets a step that knows its size refuse before it allocates;
+the query path sizes its caches with :func:`share` (the vector cache: a quarter of the
+budget, at most its default).
 """
 from __future__ import annotations
 
 import os
 from contextlib import contextmanager
 
-from .errors import KgsearchError
+from .errors import EXIT_MEMORY, BudgetExceeded
 
-__all__ = ["apply", "budget_bytes", "guard", "BudgetExceeded", "ENV", "EXIT_MEMORY"]
+__all__ = ["apply", "restore", "budget_bytes", "guard", "need", "headroom", "share", "message",
+           "BudgetExceeded", "ENV", "EXIT_MEMORY"]
 
 ENV = "KGSEARCH_MEMORY_MB"
-EXIT_MEMORY = 6             # proposed exit code: over the memory budget, nothing changed
 _applied: dict = {}
-
-
-class BudgetExceeded(KgsearchError, MemoryError):
-    """A step needed more memory than ``KGSEARCH_MEMORY_MB`` allows."""
-
-    code = EXIT_MEMORY
 
 
 def _status_kb(field: str) -> int | None:
@@ -80,9 +75,74 @@ def apply(budget: int | None = None) -> int | None:
     _, hard = resource.getrlimit(resource.RLIMIT_DATA)
     if hard != resource.RLIM_INFINITY:
         limit = min(limit, hard)
+    soft = resource.getrlimit(resource.RLIMIT_DATA)[0]
     resource.setrlimit(resource.RLIMIT_DATA, (limit, hard))
-    _applied.update(budget=budget, limit=limit)
+    _applied.update(budget=budget, limit=limit, previous=soft)
     return limit
+
+
+def restore() -> None:
+    """Undo :func:`apply` (the CLI runs in-process in tests and embedders: the limit is the
+    command's, not the interpreter's)."""
+    prev = _applied.pop("previous", None)
+    _applied.pop("budget", None)
+    _applied.pop("limit", None)
+    if prev is None:
+        return
+    import resource
+
+    _, hard = resource.getrlimit(resource.RLIMIT_DATA)
+    resource.setrlimit(resource.RLIMIT_DATA, (prev, hard))
+
+
+def rss_bytes() -> int:
+    """This process's resident set now (0 where /proc is missing)."""
+    kb = _status_kb("VmRSS")
+    return (kb or 0) * 1024
+
+
+def headroom(env: dict | None = None) -> int | None:
+    """Bytes the budget leaves above what this process holds now (None: no budget; may be
+    negative when the process is already over it)."""
+    b = budget_bytes(env)
+    if b is None:
+        return None
+    return b - rss_bytes()
+
+
+def share(fraction: float, default: int, env: dict | None = None) -> int:
+    """``fraction`` of the budget (bytes), or ``default`` when no budget is set; never more
+    than ``default`` (the budget only ever shrinks a structure)."""
+    try:
+        b = budget_bytes(env)
+    except ValueError:
+        return default
+    return default if b is None else min(default, int(b * fraction))
+
+
+def message(step: str | None = None) -> str:
+    """The one-line explanation for a MemoryError (the CLI prints it with exit 6)."""
+    try:
+        b = budget_bytes()
+    except ValueError:
+        b = None
+    what = f"step {step!r}" if step else "kgsearch"
+    if not b:
+        return (f"{what} ran out of memory; nothing was changed. Free memory, set {ENV} (MiB) so "
+                f"the steps size themselves to it, or index fewer files at a time")
+    return (f"{what} needed more memory than {ENV}={b / 2**20:.0f} allows; nothing was changed. "
+            f"Raise {ENV}, or index fewer files at a time")
+
+
+def need(step: str, nbytes: int, env: dict | None = None) -> None:
+    """Raise :class:`BudgetExceeded` before a step allocates ``nbytes`` (its estimate) when the
+    budget's headroom cannot hold them. No budget set: nothing is checked."""
+    room = headroom(env)
+    if room is None or nbytes <= room:
+        return
+    raise BudgetExceeded(f"step {step!r} needs about {nbytes / 2**20:.0f} MiB but {ENV}="
+                         f"{budget_bytes(env) / 2**20:.0f} leaves {max(room, 0) / 2**20:.0f} MiB; "
+                         f"nothing was changed. Raise {ENV}, or index fewer files at a time")
 
 
 @contextmanager
@@ -93,7 +153,4 @@ def guard(step: str):
     except BudgetExceeded:
         raise
     except MemoryError as exc:
-        b = _applied.get("budget")
-        have = f"{ENV}={b / 2**20:.0f}" if b else "the memory available"
-        raise BudgetExceeded(f"step {step!r} needed more memory than {have} allows; nothing was changed. "
-                             f"Raise {ENV}, or index fewer files at a time") from exc
+        raise BudgetExceeded(message(step)) from exc

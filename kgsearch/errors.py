@@ -7,6 +7,7 @@ EXIT_USAGE = 2
 EXIT_DATA = 3
 EXIT_INDEX = 4
 EXIT_NOT_FOUND = 5
+EXIT_MEMORY = 6
 EXIT_BUSY = 75
 EXIT_INTERRUPTED = 130
 
@@ -43,6 +44,14 @@ class BadIndex(KgsearchError):
 
 class NotFound(KgsearchError):
     code = EXIT_NOT_FOUND
+
+
+class BudgetExceeded(KgsearchError, MemoryError):
+    """A step needed more memory than the budget (``KGSEARCH_MEMORY_MB``) allows; nothing was
+    changed. Raised by :mod:`kgsearch.budget` (``need``, ``guard``); a ``MemoryError`` too, so
+    code that catches ``MemoryError`` keeps working."""
+
+    code = EXIT_MEMORY
 
 
 class IndexBusy(KgsearchError):

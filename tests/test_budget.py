@@ -53,3 +53,71 @@ def test_bad_values_say_what_to_set():
         budget.budget_bytes({"KGSEARCH_MEMORY_MB": "lots"})
     with pytest.raises(ValueError, match="must be positive"):
         budget.budget_bytes({"KGSEARCH_MEMORY_MB": "0"})
+
+
+def test_need_refuses_before_allocating_and_share_only_shrinks():
+    env = {"KGSEARCH_MEMORY_MB": "100000"}
+    budget.need("graph", 10 * 2**20, env)                      # fits: no error
+    budget.need("graph", 10**15, {})                            # no budget: nothing checked
+    with pytest.raises(budget.BudgetExceeded) as info:
+        budget.need("graph", 10**15, env)
+    assert info.value.code == 6 and isinstance(info.value, MemoryError)
+    assert str(info.value).startswith("step 'graph' needs about ")
+    assert "KGSEARCH_MEMORY_MB=100000 leaves" in str(info.value) and "nothing was changed" in str(info.value)
+    assert budget.share(0.25, 64 << 20, {}) == 64 << 20
+    assert budget.share(0.25, 64 << 20, {"KGSEARCH_MEMORY_MB": "100"}) == 25 << 20
+    assert budget.share(0.25, 64 << 20, {"KGSEARCH_MEMORY_MB": "4000"}) == 64 << 20
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="RLIMIT_DATA accounting is Linux's")
+def test_the_cli_limit_is_undone_when_the_command_returns(monkeypatch):
+    import resource
+
+    before = resource.getrlimit(resource.RLIMIT_DATA)
+    monkeypatch.setenv("KGSEARCH_MEMORY_MB", "4000")
+    from kgsearch.cli import main
+    assert main(["stats", "--db", "/nonexistent/dir/i.db"]) == 4
+    assert resource.getrlimit(resource.RLIMIT_DATA) == before
+
+
+def test_the_vector_cache_fits_the_budget(monkeypatch):
+    from kgsearch.embed import vectors
+
+    monkeypatch.delenv("KGSEARCH_VEC_CACHE_MB", raising=False)
+    monkeypatch.delenv("KGSEARCH_MEMORY_MB", raising=False)
+    assert vectors._cache_budget() == 64 << 20
+    monkeypatch.setenv("KGSEARCH_MEMORY_MB", "100")
+    assert vectors._cache_budget() == 25 << 20
+    monkeypatch.setenv("KGSEARCH_VEC_CACHE_MB", "8")              # an explicit cache size wins
+    assert vectors._cache_budget() == 8 << 20
+
+
+def test_the_query_page_cache_fits_the_budget(ix, monkeypatch):
+    from kgsearch.query import Engine
+
+    Engine(ix)
+    assert ix.conn.execute("PRAGMA cache_size").fetchone()[0] == -16000
+    monkeypatch.setenv("KGSEARCH_MEMORY_MB", "100")
+    Engine(ix)
+    assert ix.conn.execute("PRAGMA cache_size").fetchone()[0] == -5120          # 5 % of 100 MiB
+
+
+def test_the_graph_is_left_out_when_it_cannot_fit_and_the_answer_says_so(tmp_path, monkeypatch):
+    from kgsearch.indexer import IndexOptions, index_paths
+    from kgsearch.query import Engine, SearchOptions
+    from kgsearch.store.db import Index
+
+    root = tmp_path / "v"
+    root.mkdir()
+    (root / "a.md").write_text("# Alpha\nalpha links [[b]]\n", encoding="utf-8")
+    (root / "b.md").write_text("# Bravo\nbravo text\n", encoding="utf-8")
+    db = tmp_path / "i.db"
+    index_paths(db, [str(root)], IndexOptions())
+    with Index.open(db, readonly=True) as ix:
+        r = Engine(ix).search("alpha", SearchOptions(use_cache=False))
+        assert "graph" in r.channels_run
+        monkeypatch.setenv("KGSEARCH_MEMORY_MB", "1")             # less than the process holds already
+        r = Engine(ix).search("alpha", SearchOptions(use_cache=False))
+    assert "graph" not in r.channels_run and r.hits[0].name == "a"
+    assert r.channels_skipped["graph"].startswith("over the memory budget (the graph needs 0 MiB, "
+                                                  "KGSEARCH_MEMORY_MB=1 leaves 0; raise KGSEARCH_MEMORY_MB)")

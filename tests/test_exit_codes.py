@@ -83,6 +83,19 @@ def _missing_root(tmp_path, monkeypatch, indexed):
     return ["index", "--db", indexed[1]], "is missing"
 
 
+def _over_budget(tmp_path, monkeypatch, indexed):
+    # 1 MiB leaves no headroom: the graph step refuses before it reads an edge (budget.need)
+    monkeypatch.setenv("KGSEARCH_MEMORY_MB", "1")
+    return ["index", indexed[0], "--db", indexed[1], "--full"], "KGSEARCH_MEMORY_MB=1"
+
+
+def _out_of_memory(tmp_path, monkeypatch, indexed):
+    def no_memory(args):
+        raise MemoryError()
+    monkeypatch.setattr(commands, "cmd_stats", no_memory)
+    return ["stats", "--db", indexed[1]], "ran out of memory; nothing was changed. Free memory, set KGSEARCH_MEMORY_MB"
+
+
 SCENARIOS = {
     "0 index": (0, lambda t, m, ix: (["index", ix[0], "--db", ix[1]], "indexed 0 changed file(s)")),
     "0 search": (0, lambda t, m, ix: (["search", "alpha", "--db", ix[1]], None)),
@@ -96,6 +109,8 @@ SCENARIOS = {
     "4 damaged": (4, _damaged),
     "5 no node": (5, lambda t, m, ix: (["show", "md:nowhere", "--db", ix[1]], "no node")),
     "5 no root": (5, lambda t, m, ix: (["roots", "remove", t / "nowhere", "--db", ix[1]], "no root")),
+    "6 over budget": (6, _over_budget),
+    "6 MemoryError": (6, _out_of_memory),
     "75 busy": (75, _busy),
     "130 ctrl-c": (130, _interrupted),
 }

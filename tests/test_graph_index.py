@@ -206,3 +206,53 @@ def test_few_changes_keep_communities_and_place_new_nodes(ix, monkeypatch):
     info = gi.update(ix, ChangeSet(generation=5, added=[103], edges_changed=True), {"graph_communities_drift": 1.0})
     assert full_runs == [1, 1] and "placed 1 new nodes" in info["communities"]
     assert gctx.community_labels(ix)[103] == gctx.community_labels(ix)[2]
+
+
+def test_entity_names_matched_in_sql_equal_the_resident_dict(ix, monkeypatch):
+    """Past ENTITY_DICT_MAX entity/tag nodes the names are looked up through the key index;
+    every query matches exactly what the dict matches (prefixes, duplicates, nodes outside
+    the graph, names with capitals falling back to the dict)."""
+    nodes = [(1, "entity:graph search", "entity"), (2, "tag:graph search", "tag"), (3, "tag:python", "tag"),
+             (4, "kg:f0:abc", "entity"), (5, "plain", "entity"), (6, "entity:rust", "entity"),
+             (7, "md:note", "note"), (8, "entity:orphan", "entity"), (9, "entity:python", "entity")]
+    with ix.transaction():
+        for nid, key, kind in nodes:
+            ix.conn.execute("INSERT INTO nodes(id, key, kind, name) VALUES (?,?,?,?)", (nid, key, kind, key))
+        for s in (1, 2, 3, 4, 5, 6, 9):
+            ix.conn.execute("INSERT INTO edges(src, dst, dst_name, type, weight) VALUES (?,?,?,?,?)",
+                            (7, s, "x", "mentions", 1.0))
+        ix.set_meta("generation", 1)
+    gi.update(ix, ChangeSet(generation=1, full=True), {})
+    ix.conn.execute("DELETE FROM nodes WHERE id = 6")         # in the graph blobs, gone from nodes
+    ix.conn.execute("INSERT INTO nodes(id, key, kind, name) VALUES (10, 'entity:late', 'entity', 'x')")
+    queries = ["graph search in python", "Python's plain rust", "f0:abc orphan late", "nothing here",
+               "graph graph search search python plain"]
+
+    def run(limit):
+        monkeypatch.setattr(gctx, "ENTITY_DICT_MAX", limit)
+        ctx = gctx._load(ix)
+        out = [ctx.match_entities(q).tolist() for q in queries]
+        return out, ctx._entity_prefixes()
+
+    ref, pref = run(10**9)
+    assert pref is None and ref[0] == gctx._load(ix).positions([2, 3]).tolist()    # the tag wins the tie
+    got, pref = run(0)
+    assert pref == ["", ":", "entity:", "kg:", "tag:"]      # 'plain' has no ':' (its key is its name)
+    assert got == ref
+    ix.conn.execute("UPDATE nodes SET key = 'entity:Rust2' WHERE id = 9")          # a capital: the dict again
+    got, pref = run(0)
+    assert pref is None
+
+
+def test_graph_blobs_read_in_pieces_equal_get_array(ix):
+    fill(ix)
+    gi.update(ix, ChangeSet(generation=1, full=True), {})
+    names = [r[0] for r in ix.conn.execute("SELECT name FROM blobs WHERE name LIKE 'graph.%'")]
+    assert len(names) >= 8
+    for name in names:
+        ref = ix.get_array(name)
+        for chunk in (3, 1 << 20):                 # pieces that split values, and whole
+            got = gctx._read_blob(ix, name, chunk)
+            assert got.dtype == ref.dtype and got.shape == ref.shape and np.array_equal(got, ref)
+            assert not got.flags.writeable
+    assert gctx._read_blob(ix, "graph.nothing") is None

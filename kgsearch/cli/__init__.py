@@ -12,7 +12,7 @@ import os
 import sys
 
 from ..version import __version__
-from ..errors import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK, KgsearchError
+from ..errors import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_MEMORY, EXIT_OK, KgsearchError, UsageError
 from . import commands
 from .output import err
 
@@ -26,6 +26,8 @@ EXIT_CODES = """exit codes:
   4   index missing, unreadable, damaged (the message names `kgsearch doctor --rebuild`), found
       stale by `kgsearch doctor`, or made by a newer kgsearch
   5   nothing found (show, why, roots remove)
+  6   over the memory budget (KGSEARCH_MEMORY_MB, or the memory the system gave): nothing was
+      changed; raise KGSEARCH_MEMORY_MB or index fewer files at a time
   75  another `kgsearch index` holds the lock: nothing was changed, try again later
   130 interrupted (Ctrl-C): nothing was changed
 """
@@ -261,10 +263,16 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "model" and not getattr(args, "model_cmd", None):
         args.model_cmd = "list"
     try:
+        _apply_budget()
         return args.func(args)
     except KgsearchError as exc:
         err(f"error: {exc}")
         return exc.code
+    except MemoryError as exc:     # never an "internal error": the budget or the system said no
+        from .. import budget
+
+        err(f"error: {exc if isinstance(exc, KgsearchError) else budget.message()}")
+        return EXIT_MEMORY
     except KeyboardInterrupt:
         err("interrupted; nothing was changed")
         return EXIT_INTERRUPTED
@@ -285,6 +293,30 @@ def main(argv: list[str] | None = None) -> int:
             raise
         err(f"error: internal error {type(exc).__name__}: {exc} (rerun with -v for details and please report it)")
         return EXIT_INTERNAL
+    finally:
+        from .. import budget
+
+        budget.restore()
+
+
+def _apply_budget() -> None:
+    """``KGSEARCH_MEMORY_MB`` becomes this command's memory limit (kgsearch.budget; undone when
+    the command returns). numpy is imported and BLAS called first: its thread pools and
+    buffers reserve virtual memory they never touch, which must not count against the budget."""
+    from .. import budget
+
+    try:
+        b = budget.budget_bytes()
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    if b is not None:
+        import numpy as np
+
+        for t in (np.float32, np.float64):    # BLAS maps its per-thread buffers on first use
+            a = np.ones((256, 256), dtype=t)
+            a @ a
+            a @ a[0]
+        budget.apply(b)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -70,7 +70,7 @@ def ensure_rotation(ix, dims: int, reset: bool = False):
 
 def update(ix, changes, settings=None, progress=None) -> dict:
     """Embed added/modified nodes, drop removed ones; re-embed all on a model change."""
-    from . import vectors
+    from . import vecindex, vectors
     from .model import resolve_model
 
     t0 = time.perf_counter()
@@ -92,8 +92,12 @@ def update(ix, changes, settings=None, progress=None) -> dict:
 
     prev = ix.derived("embed")
     prev_info = (prev or {}).get("info") or {}
-    full = (bool(changes.full) or ix.meta("model_id") != model_id or ix.meta("model_dims") != str(dims)
-            or vectors.rotation(ix) is None or prev_info.get("max_chars", max_chars) != max_chars)
+    same_model = (ix.meta("model_id") == model_id and ix.meta("model_dims") == str(dims)
+                  and vectors.rotation(ix) is not None and prev_info.get("max_chars", max_chars) == max_chars)
+    # a migration marked the step stale (0012: sketch tables to write): same model, so vectors of
+    # unchanged texts stay (every node's text hash is checked) and vecindex.sync rewrites the rest
+    migrated = "embed" in ix.stale_steps() and same_model
+    full = (bool(changes.full) and not migrated) or not same_model
     # runs since our last one that did not call us (--no-embed, no model): compare hashes
     caught_up = prev is not None and prev["generation"] >= changes.generation - 1
     gen = changes.generation
@@ -106,7 +110,7 @@ def update(ix, changes, settings=None, progress=None) -> dict:
         ensure_rotation(ix, dims, reset=True)
         target = None                       # every node
     else:
-        if caught_up:
+        if caught_up and not migrated:
             target = sorted(set(changes.added) | set(changes.modified))
             gone = np.asarray(changes.removed, dtype=np.int64)
         else:
@@ -160,12 +164,13 @@ def update(ix, changes, settings=None, progress=None) -> dict:
         deleted += vectors.delete_vectors(ix, e[np.isin(e, sid)], model_id, gen)
     _progress(progress, total, total)
 
+    sketch_info = vecindex.sync(ix, full=full or migrated)
     ix.set_meta("model_id", model_id)
     ix.set_meta("model_sig", model.files_signature())
     ix.set_meta("model_dims", dims)
     ix.set_meta("model", model_ref(path))
     seconds = time.perf_counter() - t0
     info = {"model": model_id, "dims": dims, "embedded": embedded, "deleted": deleted,
-            "vectors": vectors.vector_count(ix), "full": full, "max_chars": max_chars}
+            "vectors": vectors.vector_count(ix), "full": full, "max_chars": max_chars, **sketch_info}
     ix.mark_derived("embed", seconds, info, generation=gen)
     return {**info, "seconds": round(seconds, 3)}

@@ -49,6 +49,12 @@ def score_ids(ix, query: str, ids) -> np.ndarray:
         rows = order[pos[ok]]
         out[ok] = vectors.row_scores(mat.codes[rows], mat.scales[rows], qr)
         return out
+    from . import vecindex
+
+    sk = vecindex.cached(ix)
+    if sk is not None:                  # rows by id instead of every block
+        _found, sc = vecindex.score_rows(ix, qr, ids, sk.dims)
+        return sc
     want = set(ids.tolist())
     index = {int(v): i for i, v in enumerate(ids.tolist())}
     for bi, _h, bs, bc in vectors.iter_blocks(ix, ix.meta("model_id")):
@@ -61,7 +67,11 @@ def score_ids(ix, query: str, ids) -> np.ndarray:
 
 
 def score_all(ix, query: str) -> tuple[np.ndarray, np.ndarray, int]:
-    """Cosine of ``query`` with every stored vector: (node ids ascending, scores, count)."""
+    """Cosine of ``query`` with every stored vector: (node ids ascending, scores, count).
+
+    Past the vector cache, when the index has sketches, a :class:`~.vecindex.DenseFull`
+    instead: the cascade's short list with exact scores, the whole-index mean and spread from
+    the moments, and a lookup for any other node (no scan)."""
     empty = (np.zeros(0, np.int64), np.zeros(0), 0)
     if not ix.meta("model_id"):
         return empty
@@ -72,6 +82,11 @@ def score_all(ix, query: str) -> tuple[np.ndarray, np.ndarray, int]:
     if mat:
         ids, scores = mat.ids, mat.scores(qr).astype(np.float64)
     else:
+        from . import vecindex
+
+        sk = vecindex.cached(ix)
+        if sk is not None:
+            return vecindex.score_full(ix, sk, qr)
         parts_i, parts_s = [], []
         for bi, _h, bs, bc in vectors.iter_blocks(ix, ix.meta("model_id")):
             parts_i.append(bi)

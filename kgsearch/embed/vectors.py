@@ -14,9 +14,12 @@ embeddings this keeps recall@10 against float32 above 0.99 (plain per-vector int
 
 Search converts 512-row slices of int8 codes to a reused float32 buffer (cache-resident)
 and multiplies: less memory traffic than a float32 matrix, and only int8 lives in RAM. Up to
-``KGSEARCH_VEC_CACHE_MB`` (default 64) of codes are cached per process and index generation
+``KGSEARCH_VEC_CACHE_MB`` (default 64, or a quarter of ``KGSEARCH_MEMORY_MB`` when smaller)
+of codes are cached per process and index generation
 (``Index.cached``); larger indexes are streamed block by block from SQLite, so a 1M-vector
-index never needs all its vectors in memory.
+index never needs all its vectors in memory. Past the cache, indexes with a sketch
+(:mod:`.vecindex`: 1-bit codes in RAM, rows read by id) run a cascade and rescore a short list
+exactly instead of streaming every block.
 """
 from __future__ import annotations
 
@@ -131,11 +134,18 @@ def stored_hashes(ix):
 
 
 def clear(ix) -> None:
+    from . import vecindex
+
     ix.conn.execute("DELETE FROM vec_blocks")
+    vecindex.clear(ix)
+    vecindex.note_all(ix)
     ix._cache.pop(_CACHE_KEY, None)
 
 
 def _rewrite(ix, block: int, ids, hashes, scales, codes, generation: int, model_id: str, dims: int) -> None:
+    from .vecindex import note_block
+
+    note_block(ix, block)
     if len(ids) == 0:
         ix.conn.execute("DELETE FROM vec_blocks WHERE block=?", (block,))
         return
@@ -272,11 +282,22 @@ def row_scores(codes, scales, qr):
     return (np.asarray(codes, dtype=np.float64) @ np.asarray(qr, dtype=np.float64)) * scales
 
 
+CACHE_MB = 64                    # default vector cache (int8 codes held per process)
+CACHE_SHARE = 0.25               # its share of KGSEARCH_MEMORY_MB, when that is set
+
+
 def _cache_budget() -> int:
-    try:
-        return int(float(os.environ.get("KGSEARCH_VEC_CACHE_MB", "64")) * 1024 * 1024)
-    except ValueError:
-        return 64 * 1024 * 1024
+    """Bytes of int8 codes a query process may hold: ``KGSEARCH_VEC_CACHE_MB`` when set, else
+    64 MiB, lowered to a quarter of ``KGSEARCH_MEMORY_MB`` when that is smaller."""
+    from ..budget import share
+
+    raw = os.environ.get("KGSEARCH_VEC_CACHE_MB")
+    if raw is not None:
+        try:
+            return int(float(raw) * 1024 * 1024)
+        except ValueError:
+            pass
+    return share(CACHE_SHARE, CACHE_MB * 1024 * 1024)
 
 
 def load_matrix(ix, model_id: str | None = None, budget: int | None = None) -> Matrix | None:
@@ -315,7 +336,19 @@ def search_vector(ix, qvec, k: int = 100, model_id: str | None = None):
     mat = ix.cached(_CACHE_KEY, lambda: load_matrix(ix, model_id) or False)
     if mat:
         return topk(mat.scores(qr), mat.ids, k)
-    # streamed: keep a running top-k over blocks
+    from . import vecindex
+
+    sk = vecindex.cached(ix)
+    if sk is not None:                  # past the cache: sketch cascade + exact rescoring
+        return vecindex.search(ix, sk, qr, k)
+    return search_streamed(ix, qr, k, model_id)
+
+
+def search_streamed(ix, qr, k: int, model_id: str | None = None):
+    """The exact scan block by block from SQLite (the reference, and the fallback when the
+    sketch is missing or over the budget)."""
+    import numpy as np
+
     best_ids = np.zeros(0, np.int64)
     best_scores = np.zeros(0, np.float32)
     for bi, _h, bs, bc in iter_blocks(ix, model_id):

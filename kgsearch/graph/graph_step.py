@@ -93,6 +93,7 @@ def update(ix, changes, settings=None, progress=None) -> dict:
         info = {"rebuilt": False, "reason": "graph unchanged"}
         ix.mark_derived("graph", time.perf_counter() - t0, info)
         return info
+    _check_budget(ix)
     with ix.transaction():
         info = None
         why_full = "full run" if changes.full else ("no stored graph" if not have else
@@ -115,6 +116,24 @@ def update(ix, changes, settings=None, progress=None) -> dict:
         info["seconds"] = round(time.perf_counter() - t0, 3)
         ix.mark_derived("graph", info["seconds"], info)
     return info
+
+
+# Peak growth of a rebuild, measured (docs/scale-study.md, section C): about 260 B per edge
+# (group_concat reads, the CSR, the PageRank operator, the undirected pairs) plus the node arrays.
+BYTES_PER_EDGE = 256
+BYTES_PER_NODE = 128
+
+
+def _check_budget(ix) -> None:
+    """Refuse a rebuild that cannot fit KGSEARCH_MEMORY_MB before reading a single edge
+    (estimates from the largest row ids: two index lookups, no count)."""
+    from .. import budget
+
+    if budget.budget_bytes() is None:
+        return
+    edges = ix.conn.execute("SELECT coalesce(max(id), 0) FROM edges").fetchone()[0]
+    nodes = ix.conn.execute("SELECT coalesce(max(id), 0) FROM nodes").fetchone()[0]
+    budget.need(NAME, int(edges) * BYTES_PER_EDGE + int(nodes) * BYTES_PER_NODE)
 
 
 def _ints(text: str | None) -> np.ndarray:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 from dataclasses import replace
 
+from ..budget import guard
 from ..embed import embed_step
 from ..errors import UsageError
 from ..graph import graph_step
@@ -43,7 +44,8 @@ def run_steps(st: RunState, settings, stale: set[str]) -> None:
         t0 = time.perf_counter()
         st.emit(phase=name)
         ch = changes if changes.full or name not in stale else replace(changes, full=True)
-        info = mod.update(st.ix, ch, settings, progress=st.opts.progress) or {}
+        with guard(name):               # a MemoryError names the step and KGSEARCH_MEMORY_MB
+            info = mod.update(st.ix, ch, settings, progress=st.opts.progress) or {}
         if ch is not changes:
             changes.edges_changed = changes.edges_changed or ch.edges_changed
         info.setdefault("seconds", round(time.perf_counter() - t0, 3))

@@ -85,6 +85,7 @@ class Engine:
         self._graph_gen = None
         self._graph_off: str | None = None
         self._notices: list[str] = []
+        _fit_page_cache(ix)
 
     def notices(self) -> list[str]:
         return list(self._notices)
@@ -278,8 +279,16 @@ class Engine:
         """The index's :class:`~kgsearch.graph.context.GraphContext` for this generation, or None."""
         gen = self.ix.generation
         if self._graph_gen != gen:
+            over = _graph_over_budget(self.ix)
             try:
-                self._graph, self._graph_off = load_context(self.ix), None
+                if over:                # the query answers without the graph channels, and says why
+                    self._graph, self._graph_off = None, over
+                else:
+                    self._graph, self._graph_off = load_context(self.ix), None
+            except MemoryError:
+                from ..budget import ENV
+
+                self._graph, self._graph_off = None, f"over the memory budget (raise {ENV})"
             except Exception as exc:
                 if self.strict or is_corruption(exc):
                     raise
@@ -299,6 +308,36 @@ class Engine:
         resp.cached = True
         resp.timings_ms = {"cache": clock.total()}
         return resp
+
+
+def _graph_over_budget(ix: Index) -> str | None:
+    """Why the graph arrays cannot be loaded under ``KGSEARCH_MEMORY_MB`` (None: they fit, or
+    no budget). Their size is the stored blobs' (``length()`` reads no blob content)."""
+    from ..budget import ENV, budget_bytes, headroom
+
+    room = headroom()
+    if room is None:
+        return None
+    need = ix.conn.execute("SELECT coalesce(sum(length(data)), 0) FROM blobs WHERE name >= 'graph.' "
+                           "AND name < 'graph/'").fetchone()[0]
+    if need <= room:
+        return None
+    return (f"over the memory budget (the graph needs {need / 2**20:.0f} MiB, {ENV}="
+            f"{budget_bytes() / 2**20:.0f} leaves {max(room, 0) / 2**20:.0f}; raise {ENV})")
+
+
+PAGE_CACHE_KIB = 16000        # SQLite's page cache per connection (kgsearch.store.db)
+PAGE_CACHE_SHARE = 0.05       # its share of KGSEARCH_MEMORY_MB when that is smaller
+
+
+def _fit_page_cache(ix: Index) -> None:
+    """Under ``KGSEARCH_MEMORY_MB``, shrink the connection's page cache to its share (the vector
+    cache takes a quarter, kgsearch.embed.vectors; the graph arrays are what they are)."""
+    from ..budget import share
+
+    kib = share(PAGE_CACHE_SHARE, PAGE_CACHE_KIB * 1024) // 1024
+    if kib < PAGE_CACHE_KIB:
+        ix.conn.execute(f"PRAGMA cache_size=-{max(kib, 512)}")
 
 
 def _cache_key(query: str, opts: SearchOptions, channels: list[str]) -> str:

@@ -50,13 +50,18 @@ class Signals:
         self.raw_scores: dict[str, np.ndarray] = {}
         self.norm_scores: dict[str, np.ndarray] = {}
         self.stats: dict[str, tuple[float, float]] = {}
+        self._more: dict[str, object] = {}     # lookup(ids) of a full channel that holds a short list only
         for name, (ids, scores) in raw.items():
             if norm == "z" and name in _FULL:
                 f = (fulls or {}).get(name) or engine.full(name, query, kwargs.get(name, {}))
                 if f is not None and f[2] > 0:
                     fid, fsc, n = f
-                    mu = float(fsc.sum()) / n
-                    sd = math.sqrt(max(float((fsc * fsc).sum()) / n - mu * mu, 1e-12))
+                    if getattr(f, "stats", None) is not None:      # dense past the vector cache
+                        mu, sd = f.stats
+                        self._more[name] = f.lookup
+                    else:
+                        mu = float(fsc.sum()) / n
+                        sd = math.sqrt(max(float((fsc * fsc).sum()) / n - mu * mu, 1e-12))
                     default = mu if name == "dense" else 0.0
                     self.full[name] = (fid, fsc, mu, sd, default)
                     raw_c = self._lookup(name, cand)
@@ -85,10 +90,14 @@ class Signals:
     def _lookup(self, name: str, ids: np.ndarray) -> np.ndarray:
         fid, fsc, _, _, default = self.full[name]
         out = np.full(len(ids), default, dtype=np.float64)
+        hit = np.zeros(len(ids), dtype=bool)
         if len(fid) and len(ids):
             pos = np.minimum(np.searchsorted(fid, ids), len(fid) - 1)
             hit = fid[pos] == ids
             out[hit] = fsc[pos[hit]]
+        more = self._more.get(name)
+        if more is not None and not hit.all():
+            out[~hit] = more(ids[~hit])
         return out
 
     def _normalize(self, name: str, s: np.ndarray) -> np.ndarray:

@@ -312,6 +312,24 @@ def _roots(conn: sqlite3.Connection) -> None:
             conn.execute("UPDATE files SET size = -1, hash = '' WHERE root = ?", (path,))
 
 
+# Dense retrieval past the vector cache (kgsearch/embed/vecindex.py): per block of 4096 ids the
+# sign bits of the int8 codes (column-major uint64 words), and the codes again one row per node
+# so a short list is read by primary key. Written by the embed step for indexes of at least
+# vecindex.SKETCH_MIN vectors; an index that has vectors is marked stale for "embed", whose
+# next run keeps every vector whose text is unchanged and writes these tables from vec_blocks.
+VEC_SKETCH = """
+CREATE TABLE IF NOT EXISTS vec_sketch(block INTEGER PRIMARY KEY, n INTEGER NOT NULL, ids BLOB NOT NULL,
+    bits BLOB NOT NULL);
+CREATE TABLE IF NOT EXISTS vec_rows(id INTEGER PRIMARY KEY, scale REAL NOT NULL, code BLOB NOT NULL)
+"""
+
+
+def _vec_sketch(conn: sqlite3.Connection) -> None:
+    ddl(VEC_SKETCH)(conn)
+    if conn.execute("SELECT 1 FROM vec_blocks LIMIT 1").fetchone():
+        mark_stale(conn, "embed")
+
+
 # (name, function). Append only.
 MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("0001_core", ddl(CORE)),
@@ -325,6 +343,7 @@ MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("0009_nodes_name", ddl(NODES_NAME)),
     ("0010_feedback", ddl(FEEDBACK)),
     ("0011_roots", _roots),
+    ("0012_vec_sketch", _vec_sketch),
 ]
 
 
