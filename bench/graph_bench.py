@@ -68,7 +68,7 @@ def ba_edges(n: int, m: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def code_graph(db: str | None, log) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, str]:
-    from kgsearch.graph import index as gi
+    from kgsearch.graph.context import load_graph
     from kgsearch.indexer import IndexOptions, index_paths
     from kgsearch.store.db import Index
 
@@ -81,7 +81,7 @@ def code_graph(db: str | None, log) -> tuple[np.ndarray, np.ndarray, np.ndarray,
                                                settings={"graph_communities_max_pairs": 0}))
         log(f"  indexed in {time.perf_counter() - t0:.0f} s")
     with Index.open(db) as ix:                  # not readonly: applies newer migrations
-        g = gi.load_graph(ix)
+        g = load_graph(ix)
         s, d, w, _ = g.edges()
         return s.copy(), d.copy(), np.asarray(w, dtype=np.float64).copy(), g.n, f"stdlib of Python {platform.python_version()} ({stdlib}) via `kgsearch index`"
 

@@ -62,7 +62,7 @@ def worker(db: str, src: str, mode: str) -> dict:
     """One index run in this (fresh) process; prints the report as JSON."""
     from kgsearch.indexer import IndexOptions, index_paths
 
-    from kgsearch.indexer import PARALLEL_MIN_FILES
+    from kgsearch.indexer.run import PARALLEL_MIN_FILES
     from kgsearch.ingest.pool import default_workers
 
     t0 = time.perf_counter()
