@@ -184,7 +184,7 @@ def test_migration_marks_embed_stale_and_the_step_writes_the_tables(tmp_path, mo
     c.close()
     with Index.open(db) as ix:
         assert "embed" in ix.stale_steps() and not vecindex.available(ix)
-    assert schema.MIGRATIONS[-1][0] == "0012_vec_sketch"
+    assert "0012_vec_sketch" in [name for name, _ in schema.MIGRATIONS]
     rep = index_paths(db, [str(root)], IndexOptions())
     assert rep.steps["embed"]["embedded"] == 0 and rep.steps["embed"]["rebuilt"] is True
     with Index.open(db) as ix:

@@ -119,3 +119,23 @@ def test_incremental_lists_equal_a_fresh_build(tmp_path, change):
         assert info["full"] is False and 0 < info["nodes"] < 60 * neighbors.FULL_FRACTION
     elif change != "only_a_title":            # (a one-word title for a two-word one: same length)
         assert info["full"] is True and info["nodes"] == len(docs)
+
+
+def test_lists_of_an_older_kgsearch_are_rebuilt_by_the_next_run(tmp_path):
+    """An index whose similar_text lists an older kgsearch stored (0013 not applied) gets a fresh
+    build's lists from the next index run, although no file changed."""
+    from kgsearch.store import schema
+
+    db = tmp_path / "i.db"
+    src = corpus(tmp_path)
+    index_paths(db, [str(src)], IndexOptions(fmt="beir", steps=("text", "neighbors")))
+    want = edges(db)
+    with Index.open(db) as ix:                     # as an older kgsearch left it: other lists
+        ix.conn.execute("UPDATE edges SET weight = weight / 2 WHERE type='similar_text'")
+        ix.conn.execute("DELETE FROM migrations WHERE name = '0013_neighbor_ties'")
+        ix.conn.commit()
+        assert ix.conn.execute("SELECT count(*) FROM edges WHERE type='similar_text'").fetchone()[0] == len(want)
+    index_paths(db, [str(src)], IndexOptions(fmt="beir", steps=("text", "neighbors")))
+    assert edges(db) == want
+    with Index.open(db, readonly=True) as ix:
+        assert schema.stale_steps(ix.conn) == []

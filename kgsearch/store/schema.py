@@ -330,6 +330,16 @@ def _vec_sketch(conn: sqlite3.Connection) -> None:
         mark_stale(conn, "embed")
 
 
+def _neighbor_ties(conn: sqlite3.Connection) -> None:
+    """No schema change: ``similar_text`` lists now break ties at the K-th place by node key (an
+    updated index keeps a fresh build's lists, issue 13). Lists stored by an older kgsearch are
+    rebuilt by the next index run, even one that finds no file changed (before this, such an
+    index kept the old lists until a change touched them: nfcorpus nDCG@10 0.3558 vs a fresh
+    build's 0.3551, and `doctor` reported 38 differing edges)."""
+    if conn.execute("SELECT 1 FROM edges WHERE type='similar_text' LIMIT 1").fetchone():
+        mark_stale(conn, "neighbors")
+
+
 # (name, function). Append only.
 MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("0001_core", ddl(CORE)),
@@ -344,6 +354,7 @@ MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("0010_feedback", ddl(FEEDBACK)),
     ("0011_roots", _roots),
     ("0012_vec_sketch", _vec_sketch),
+    ("0013_neighbor_ties", _neighbor_ties),
 ]
 
 
