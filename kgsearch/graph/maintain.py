@@ -196,11 +196,11 @@ def update_incremental(ix, changes, table: dict, gs, ids: np.ndarray, kinds: np.
     removed_edges = int((g_old.indptr[gone + 1].astype(np.int64) - g_old.indptr[gone]).sum())
     old_indptr, m_old = g_old.indptr, g_old.m
     del g_old                                     # (its forward blobs: freed before the reverse side)
-    old_rperm = ix.get_array(prefix + "rperm")
-    if old_rperm is None or len(old_rperm) != m_old:
+    old_rperm, old_rindptr = ix.get_array(prefix + "rperm"), ix.get_array(prefix + "rindptr")
+    if old_rperm is None or len(old_rperm) != m_old or old_rindptr is None or len(old_rindptr) != len(old_indptr):
         old_rperm = None                          # (add_reverse then sorts)
-    reverse_after_splice(g, old_indptr, old_rperm)
-    del old_indptr, old_rperm
+    reverse_after_splice(g, old_indptr, old_rperm, old_rindptr)
+    del old_indptr, old_rperm, old_rindptr
     info: dict[str, Any] = {"rebuilt": True, "incremental": True, "changed_rows": int(len(dirty)),
                             "changed_edges": int(len(src)), "nodes": g.n, "edges": g.m,
                             "edge_types": len(etypes), "csr_mb": round(g.nbytes / 1e6, 3),
