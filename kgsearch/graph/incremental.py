@@ -170,59 +170,67 @@ def splice(g: Graph, old_ids: np.ndarray, new_ids: np.ndarray, changed: np.ndarr
     new_e = pos if len(ns) else np.zeros(0, np.int64)
     out._cache["splice"] = (keep_row, remap, new_e, nd)
     if reverse:
-        reverse_after_splice(out, g.indptr, g.rperm, chunk)
+        reverse_after_splice(out, g.indptr, g.rperm, g.rindptr, chunk)
     return out
 
 
 def reverse_after_splice(g: Graph, old_indptr: np.ndarray, old_rperm: np.ndarray | None,
-                         chunk: int = 1 << 20) -> Graph:
+                         old_rindptr: np.ndarray | None = None, chunk: int = 1 << 18) -> Graph:
     """Fill ``rindptr``/``rperm`` of a graph :func:`splice` made, from the old graph's forward
-    row pointers and reverse permutation, without sorting every edge: an unchanged edge keeps
-    its place among the in-edges of its target (positions and edge numbers only shift), so the
-    old ``rperm`` is renumbered in chunks (edge number + the shift of its row, found by binary
-    search among the few rows where the shift changes) and the new edges are inserted where
-    they belong. Same arrays as :func:`add_reverse` (tested); that is the fallback without an
-    old ``rperm``."""
+    row pointers and reverse side, without sorting every edge: an unchanged edge keeps its
+    place among the in-edges of its target (positions and edge numbers only shift), so the old
+    ``rperm`` is renumbered in chunks (edge number + the shift of its row, found by binary
+    search among the few rows where the shift changes) straight into the new array, around
+    the places where the new edges go. Same arrays as :func:`add_reverse` (tested); that is the
+    fallback without an old ``rperm``/``rindptr``."""
     keep_row, remap, new_e, new_t = g._cache.pop("splice")
-    if old_rperm is None:
+    if old_rperm is None or old_rindptr is None:
         return add_reverse(g)
     idx = g.indptr.dtype
     g.rindptr = np.zeros(g.n + 1, dtype=idx)
     np.cumsum(np.bincount(g.indices, minlength=g.n), out=g.rindptr[1:])
-    old_indptr = np.asarray(old_indptr, dtype=np.int64)
     rows = np.flatnonzero(np.diff(old_indptr) > 0)               # rows that hold edges
     gone = np.iinfo(np.int64).min
     shift = np.full(len(rows), gone, dtype=np.int64)
     kr = keep_row[rows]
-    shift[kr] = g.indptr[remap[rows[kr]]].astype(np.int64) - old_indptr[rows[kr]]
+    shift[kr] = g.indptr[remap[rows[kr]]].astype(np.int64) - old_indptr[rows[kr]].astype(np.int64)
     run = np.ones(len(rows), dtype=bool)
     run[1:] = shift[1:] != shift[:-1]
-    bp_edge, bp_val = old_indptr[rows[run]], shift[run]          # few: where the shift changes
-    kept = np.empty(g.m - len(new_e), dtype=np.int64 if idx == np.int64 else idx)
-    o = 0
-    for c in range(0, len(old_rperm), chunk):
-        e = np.asarray(old_rperm[c:c + chunk], dtype=np.int64)
+    bp_edge, bp_val = old_indptr[rows[run]].astype(np.int64), shift[run]   # few: where the shift changes
+    del rows, shift, kr, run
+
+    def renumber(e):                     # old edge numbers -> new ones (kept) and a mask
+        e = np.asarray(e, dtype=np.int64)
         v = bp_val[np.searchsorted(bp_edge, e, side="right") - 1]
         keep = v != gone
-        k = int(keep.sum())
-        kept[o:o + k] = e[keep] + v[keep]
-        o += k
-    if o != len(kept):
-        raise ValueError(f"reverse update: {o} unchanged edges, expected {len(kept)}")
-    if len(new_e):
-        order = np.lexsort((new_e, new_t))                        # by target, then edge number
-        ne, nt = np.asarray(new_e, dtype=np.int64)[order], np.asarray(new_t, dtype=np.int64)[order]
+        return e[keep] + v[keep]
+
+    # where the new edges go among the kept ones: by target, then edge number
+    order = np.lexsort((new_e, new_t))
+    ne, nt = np.asarray(new_e, dtype=np.int64)[order], np.asarray(new_t, dtype=np.int64)[order]
+    at = np.empty(len(ne), dtype=np.int64)
+    if len(ne):
+        old_of = np.full(g.n, -1, dtype=np.int64)                 # new position -> old position
+        live = np.flatnonzero(remap >= 0)
+        old_of[remap[live]] = live
         first = np.searchsorted(nt, nt, side="left")              # new edges before this target
-        last = np.searchsorted(nt, nt, side="right")
         start = g.rindptr[nt].astype(np.int64) - first            # kept in-edges of smaller targets
-        count = g.rindptr[nt + 1].astype(np.int64) - g.rindptr[nt] - (last - first)
-        at = np.empty(len(ne), dtype=np.int64)
         for i in np.flatnonzero(np.r_[True, nt[1:] != nt[:-1]]).tolist():
-            j = int(last[i])
-            a, b = int(start[i]), int(start[i] + count[i])
-            at[i:j] = a + np.searchsorted(kept[a:b], ne[i:j])
-        kept = np.insert(kept, at, ne.astype(kept.dtype))
-    g.rperm = kept
+            j = int(np.searchsorted(nt, nt[i], side="right"))
+            o = int(old_of[nt[i]])
+            block = renumber(old_rperm[int(old_rindptr[o]):int(old_rindptr[o + 1])]) if o >= 0 else ne[:0]
+            at[i:j] = start[i] + np.searchsorted(block, ne[i:j])
+    out = np.empty(g.m, dtype=idx)
+    out[at + np.arange(len(at))] = ne
+    o = 0
+    for c in range(0, len(old_rperm), chunk):
+        kept = renumber(old_rperm[c:c + chunk])
+        k = np.arange(o, o + len(kept), dtype=np.int64)
+        out[k + np.searchsorted(at, k, side="right")] = kept
+        o += len(kept)
+    if o + len(ne) != g.m:
+        raise ValueError(f"reverse update: {o} unchanged edges + {len(ne)} new, expected {g.m}")
+    g.rperm = out
     return g
 
 

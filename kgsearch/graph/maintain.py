@@ -38,7 +38,7 @@ import numpy as np
 
 from ..config import edge_weight
 from ..store.sql import CHUNK
-from .csr import Graph
+from .csr import BLOB_VERSION, Graph
 from .incremental import pagerank_csr, reverse_after_splice, splice
 from .pagerank import pagerank
 
@@ -143,6 +143,24 @@ def _rows(conn, sources: np.ndarray, node_ids: np.ndarray, etypes: list[str], ta
     return src, dst, w, et
 
 
+def _forward(ix, prefix: str, etypes, n: int) -> Graph | str:
+    """The stored graph's forward arrays only (``rindptr``/``rperm`` None), checked as
+    ``Graph.from_blobs`` checks them; or why they cannot be used."""
+    shape = ix.get_array(prefix + "shape")
+    if shape is None or len(shape) != 3 or int(shape[0]) != BLOB_VERSION:
+        return "stored graph unreadable (missing or another version)"
+    if int(shape[1]) != n:
+        return "stored graph and node ids disagree"
+    m = int(shape[2])
+    parts = {}
+    for p, size in (("indptr", n + 1), ("indices", m), ("weights", m), ("etype", m)):
+        a = ix.get_array(prefix + p)
+        if a is None or len(a) != size:
+            return f"stored graph unreadable (blob {p})"
+        parts[p] = a
+    return Graph(n, parts["indptr"], parts["indices"], parts["weights"], parts["etype"], None, None, etypes)
+
+
 def update_incremental(ix, changes, table: dict, gs, ids: np.ndarray, kinds: np.ndarray,
                        kind_names: list[str], prefix: str) -> dict[str, Any] | str:
     """Bring the stored graph up to date from the changed rows. Returns the step's info, or a
@@ -161,12 +179,9 @@ def update_incremental(ix, changes, table: dict, gs, ids: np.ndarray, kinds: np.
     dirty = dirty_sources(conn)
     if len(dirty) > MAX_CHANGED_FRACTION * max(len(ids), 1):
         return f"{len(dirty)} changed rows > {MAX_CHANGED_FRACTION:g} of the nodes"
-    try:
-        g_old = Graph.from_blobs(lambda name: ix.get_array(prefix + name), etypes)
-    except Exception as exc:                      # a damaged blob: the full build rewrites them
-        return f"stored graph unreadable ({exc})"
-    if g_old.n != len(old_ids):
-        return "stored graph and node ids disagree"
+    g_old = _forward(ix, prefix, etypes, len(old_ids))     # (the reverse side is read later)
+    if isinstance(g_old, str):
+        return g_old
     etypes = list(etypes)
     try:
         src, dst, w, et = _rows(conn, dirty, ids, etypes, table)
@@ -183,10 +198,13 @@ def update_incremental(ix, changes, table: dict, gs, ids: np.ndarray, kinds: np.
     gone = np.searchsorted(old_ids, dirty)
     gone = gone[(gone < len(old_ids)) & (old_ids[np.minimum(gone, len(old_ids) - 1)] == dirty)]
     removed_edges = int((g_old.indptr[gone + 1].astype(np.int64) - g_old.indptr[gone]).sum())
-    old_indptr, old_rperm = g_old.indptr, g_old.rperm
+    old_indptr, m_old = g_old.indptr, g_old.m
     del g_old                                     # (its forward blobs: freed before the reverse side)
-    reverse_after_splice(g, old_indptr, old_rperm)
-    del old_indptr, old_rperm
+    old_rperm, old_rindptr = ix.get_array(prefix + "rperm"), ix.get_array(prefix + "rindptr")
+    if old_rperm is None or len(old_rperm) != m_old or old_rindptr is None or len(old_rindptr) != len(old_indptr):
+        old_rperm = None                          # (add_reverse then sorts)
+    reverse_after_splice(g, old_indptr, old_rperm, old_rindptr)
+    del old_indptr, old_rperm, old_rindptr
     info: dict[str, Any] = {"rebuilt": True, "incremental": True, "changed_rows": int(len(dirty)),
                             "changed_edges": int(len(src)), "nodes": g.n, "edges": g.m,
                             "edge_types": len(etypes), "csr_mb": round(g.nbytes / 1e6, 3),
