@@ -357,7 +357,7 @@ def run_feedback(repos, log) -> dict:
 # ---------------------------------------------------------------------------- report
 def markdown(res: dict) -> str:
     m = res["machine"]
-    lines = [f"# kgsearch context benchmark", "",
+    lines = ["# kgsearch context benchmark", "",
              f"Machine: {m['cpu']} ({m['cores']} cores, shared with other jobs; 1-min load {m['load_1min']} at the start), "
              f"Python {m['python']}, commit {m['commit']}, {m['date']}. One run per task (the ranking is deterministic); "
              "token estimate ceil(characters / 4).", ""]
