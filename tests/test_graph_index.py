@@ -256,3 +256,44 @@ def test_graph_blobs_read_in_pieces_equal_get_array(ix):
             assert got.dtype == ref.dtype and got.shape == ref.shape and np.array_equal(got, ref)
             assert not got.flags.writeable
     assert gctx._read_blob(ix, "graph.nothing") is None
+
+
+def _read_edges_reference(conn, ids):
+    """The reader read_edges replaced: one group_concat over the table, a string per edge type."""
+    s_txt, d_txt, w_txt, t_txt = conn.execute(
+        "SELECT group_concat(src), group_concat(dst), group_concat(weight), group_concat(type, char(31)) "
+        "FROM edges WHERE dst IS NOT NULL").fetchone()
+    src, dst, w = gi._ints(s_txt), gi._ints(d_txt), gi._floats(w_txt)
+    types = t_txt.split("\x1f") if t_txt else []
+    type_of = {t: i for i, t in enumerate(dict.fromkeys(types))}
+    et = np.array([type_of[t] for t in types], dtype=np.int64)
+    return np.searchsorted(ids, src), np.searchsorted(ids, dst), w, et, list(type_of)
+
+
+@pytest.mark.parametrize("chunk", [1, 2, 3, 1 << 20])
+def test_read_edges_in_ranges_equals_one_read(ix, chunk):
+    """Edges read per id range and per type come back in edge id order with types numbered in
+    first-seen order: exactly the one-query reader's arrays, for any range size (types that
+    first appear in a later range, interleaved types, unresolved edges, deleted ids)."""
+    fill(ix)
+    with ix.transaction():
+        for s, d, t, w in [(21, 10, "mentions", 0.25), (15, 11, "calls", 1.5), (11, 21, "links_to", 1.0),
+                           (10, 21, "mentions", 3.0), (30, 15, "calls", 0.75)]:
+            ix.conn.execute("INSERT INTO edges(src, dst, dst_name, type, weight) VALUES (?,?,?,?,?)",
+                            (s, d, "x", t, w))
+        ix.conn.execute("DELETE FROM edges WHERE id = 3")
+    ids = np.array(sorted(n for n, _, _ in NODES), dtype=np.int64)
+    factor = {"calls": 2.0, "mentions": 0.5, "links_to": 1.0, "contains": 0.0}
+    got = gi.read_edges(ix.conn, ids, lambda t: factor.get(t, -1.0), chunk=chunk)
+    want = _read_edges_reference(ix.conn, ids)
+    tw = np.array([factor.get(t, -1.0) for t in want[4]])
+    weights = np.maximum(want[2] * tw[want[3]], 0.0).astype(np.float32)   # as the graph stores them
+    for a, b in zip(got[:4], (want[0], want[1], weights, want[3])):
+        assert np.array_equal(a, b)
+    assert got[2].dtype == np.float32 and got[0].dtype == np.int32 and got[3].dtype == np.uint16
+    assert got[4] == want[4] and len(got[0]) == 9 and (got[2] == 0).sum() == 1      # no_such_type: -1 -> 0
+
+
+def test_read_edges_of_an_empty_graph(ix):
+    s, d, w, et, names = gi.read_edges(ix.conn, np.zeros(0, dtype=np.int64))
+    assert len(s) == len(d) == len(w) == len(et) == 0 and names == []

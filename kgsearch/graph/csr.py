@@ -172,6 +172,7 @@ class Graph:
         order = np.lexsort((d, s))                       # by source, then target
         idx = _index_dtype(max(n, m) + 1)
         s, d, w, t = s[order], d[order], w[order], t[order]
+        del order                                        # (m int64s: gone before the reverse sort)
         indptr = np.zeros(n + 1, dtype=idx)
         np.cumsum(np.bincount(s, minlength=n), out=indptr[1:])
         rorder = np.lexsort((s, d))                      # forward edge numbers by target, then source
