@@ -139,3 +139,10 @@ def test_lists_of_an_older_kgsearch_are_rebuilt_by_the_next_run(tmp_path):
     assert edges(db) == want
     with Index.open(db, readonly=True) as ix:
         assert schema.stale_steps(ix.conn) == []
+
+
+def test_the_migration_limit_is_the_exact_steps_limit():
+    from kgsearch.store import schema
+    from kgsearch.text import neighbors_scaled
+
+    assert schema.NEIGHBORS_EXACT_MAX == neighbors_scaled.EXACT_MAX_NODES

@@ -336,8 +336,12 @@ def _neighbor_ties(conn: sqlite3.Connection) -> None:
     rebuilt by the next index run, even one that finds no file changed (before this, such an
     index kept the old lists until a change touched them: nfcorpus nDCG@10 0.3558 vs a fresh
     build's 0.3551, and `doctor` reported 38 differing edges)."""
-    if conn.execute("SELECT 1 FROM edges WHERE type='similar_text' LIMIT 1").fetchone():
+    n = conn.execute("SELECT count(DISTINCT src) FROM edges WHERE type='similar_text'").fetchone()[0]
+    if 0 < n <= NEIGHBORS_EXACT_MAX:     # (above it the scaled kernel's lists: no tie rule changed)
         mark_stale(conn, "neighbors")
+
+
+NEIGHBORS_EXACT_MAX = 200_000           # = text.neighbors_scaled.EXACT_MAX_NODES (store imports nothing above it)
 
 
 # (name, function). Append only.
