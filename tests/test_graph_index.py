@@ -6,7 +6,9 @@ import pytest
 
 from kgsearch.config import EDGE_WEIGHTS
 from kgsearch.graph import Graph, greedy_modularity, pagerank
+from kgsearch.config import edge_weight
 from kgsearch.graph import context as gctx, graph_step as gi
+from kgsearch.graph.incremental import read_edges
 from kgsearch.types import ChangeSet
 
 # ids are deliberately sparse (positions != ids)
@@ -283,17 +285,17 @@ def test_read_edges_in_ranges_equals_one_read(ix, chunk):
                             (s, d, "x", t, w))
         ix.conn.execute("DELETE FROM edges WHERE id = 3")
     ids = np.array(sorted(n for n, _, _ in NODES), dtype=np.int64)
-    factor = {"calls": 2.0, "mentions": 0.5, "links_to": 1.0, "contains": 0.0}
-    got = gi.read_edges(ix.conn, ids, lambda t: factor.get(t, -1.0), chunk=chunk)
+    factor = {"calls": 2.0, "mentions": 0.5, "links_to": 1.0, "contains": 0.0, "no_such_type": -1.0}
+    got = read_edges(ix.conn, ids, factor, chunk=chunk)
     want = _read_edges_reference(ix.conn, ids)
-    tw = np.array([factor.get(t, -1.0) for t in want[4]])
+    tw = np.array([edge_weight(t, factor) for t in want[4]])
     weights = np.maximum(want[2] * tw[want[3]], 0.0).astype(np.float32)   # as the graph stores them
     for a, b in zip(got[:4], (want[0], want[1], weights, want[3])):
         assert np.array_equal(a, b)
-    assert got[2].dtype == np.float32 and got[0].dtype == np.int32 and got[3].dtype == np.uint16
+    assert got[2].dtype == np.float32 and got[0].dtype == np.int32 and got[3].dtype == np.uint8
     assert got[4] == want[4] and len(got[0]) == 9 and (got[2] == 0).sum() == 1      # no_such_type: -1 -> 0
 
 
 def test_read_edges_of_an_empty_graph(ix):
-    s, d, w, et, names = gi.read_edges(ix.conn, np.zeros(0, dtype=np.int64))
+    s, d, w, et, names = read_edges(ix.conn, np.zeros(0, dtype=np.int64), {})
     assert len(s) == len(d) == len(w) == len(et) == 0 and names == []

@@ -45,12 +45,12 @@ from typing import Any
 
 import numpy as np
 
-from ..config import edge_weight, edge_weights
+from ..config import edge_weights
 from ..settings import GraphSettings, IndexSettings
 from . import maintain
 from .communities import CommunityTimeout, greedy_modularity
 from .csr import Graph, GraphError
-from .incremental import assign_new_nodes_local
+from .incremental import assign_new_nodes_local, read_edges
 from .pagerank import PowerIterationFailedConvergence, pagerank
 
 __all__ = ["NAME", "update", "assign_new_nodes", "PREFIX"]
@@ -119,8 +119,8 @@ def update(ix, changes, settings=None, progress=None) -> dict:
 
 
 # Peak growth of a rebuild, measured: about 260 B per edge with one group_concat over the whole
-# table (docs/scale-study.md, section C); with read_edges and compact arrays a full rebuild at 1M
-# nodes and 16.4M edges peaks at 1,133 MiB (from 64 MiB: about 60 B per edge beside the node
+# table (docs/scale-study.md, section C); with incremental.read_edges and compact arrays a full rebuild at 1M
+# nodes and 16.4M edges peaks at 1,142 MiB (from 64 MiB: about 60 B per edge beside the node
 # arrays). 96 keeps a margin.
 BYTES_PER_EDGE = 96
 BYTES_PER_NODE = 128
@@ -146,54 +146,6 @@ def _floats(text: str | None) -> np.ndarray:
     return np.fromstring(text, dtype=np.float64, sep=",") if text else np.zeros(0, dtype=np.float64)
 
 
-EDGE_CHUNK = 1 << 20      # edge ids per read_edges query
-
-
-def read_edges(conn, ids: np.ndarray, weight_of=None, chunk: int | None = None):
-    """The resolved edges in edge id order as (source positions, target positions, weights,
-    edge-type numbers, type names in first-seen order): positions index ``ids`` (int32),
-    weights are ``max(0, weight * weight_of(type))`` computed in float64 and stored as float32
-    (what the graph keeps), types uint16.
-
-    Read in ranges of :data:`EDGE_CHUNK` edge ids, one ``group_concat`` row per edge type in a
-    range, parsed by numpy and sorted back into id order: no Python object per edge, only one
-    range's text alive at a time, and compact arrays for :meth:`Graph.from_edges` (one
-    ``group_concat`` over the whole table, a Python string per edge for its type and int64 /
-    float64 arrays peaked at 1,370 MiB for a full graph rebuild at 1M nodes and 16.4M edges).
-    """
-    chunk = chunk or EDGE_CHUNK
-    n = conn.execute("SELECT count(*) FROM edges WHERE dst IS NOT NULL").fetchone()[0]
-    lo, hi = conn.execute("SELECT min(id), max(id) FROM edges WHERE dst IS NOT NULL").fetchone()
-    pos = np.int32 if len(ids) < 2 ** 31 else np.int64
-    s_pos, d_pos = np.empty(n, dtype=pos), np.empty(n, dtype=pos)
-    w, et = np.empty(n, dtype=np.float32), np.empty(n, dtype=np.uint16)
-    type_of: dict[str, int] = {}
-    factor: list[float] = []
-    at = 0
-    for start in range(lo or 0, (hi or -1) + 1, chunk):
-        parts = [(t, _ints(i), _ints(a), _ints(b), _floats(c)) for t, i, a, b, c in conn.execute(
-            "SELECT type, group_concat(id), group_concat(src), group_concat(dst), group_concat(weight) "
-            "FROM edges WHERE id >= ? AND id < ? AND dst IS NOT NULL GROUP BY type", (start, start + chunk))]
-        for t, eid, *_ in sorted(parts, key=lambda p: int(p[1].min())):     # first-seen order
-            if t not in type_of:
-                if len(type_of) >= 65536:
-                    raise GraphError("more than 65536 edge types")
-                type_of[t] = len(type_of)
-                factor.append(1.0 if weight_of is None else float(weight_of(t)))
-        if not parts:
-            continue
-        eid = np.concatenate([p[1] for p in parts])
-        order = np.argsort(eid, kind="stable")
-        k = len(eid)
-        s_pos[at:at + k] = np.searchsorted(ids, np.concatenate([p[2] for p in parts])[order])
-        d_pos[at:at + k] = np.searchsorted(ids, np.concatenate([p[3] for p in parts])[order])
-        ww = np.concatenate([p[4] * factor[type_of[p[0]]] for p in parts])[order]
-        w[at:at + k] = np.maximum(ww, 0.0)
-        et[at:at + k] = np.concatenate([np.full(len(p[1]), type_of[p[0]], dtype=np.uint16) for p in parts])[order]
-        at += k
-    if at != n:                                 # (edges changed under a read transaction: cannot happen)
-        raise GraphError(f"read {at} edges, expected {n}")
-    return s_pos, d_pos, w, et, list(type_of)
 
 
 def _kept_labels(old_ids, old_comm, ids) -> np.ndarray | None:
@@ -334,7 +286,7 @@ def _rebuild(ix, changes, table: dict[str, float], gs: GraphSettings, progress, 
     _progress(progress, "csr")
     t = time.perf_counter()
     ids, kinds, kind_names = nodes
-    s_pos, d_pos, w, et, etypes = read_edges(conn, ids, lambda t: edge_weight(t, table))
+    s_pos, d_pos, w, et, etypes = read_edges(conn, ids, table)
     g = Graph.from_edges(s_pos, d_pos, w, len(ids), et, etypes, weight_dtype=np.float32)
     del s_pos, d_pos, w, et
     old_ids, old_comm = (None if a is None else np.array(a) for a in
