@@ -50,7 +50,7 @@ from ..settings import GraphSettings, IndexSettings
 from . import maintain
 from .communities import CommunityTimeout, greedy_modularity
 from .csr import Graph, GraphError
-from .incremental import assign_new_nodes_local, read_edges
+from .incremental import assign_new_nodes_local, place_by_edges, read_edges
 from .pagerank import PowerIterationFailedConvergence, pagerank
 
 __all__ = ["NAME", "update", "assign_new_nodes", "PREFIX"]
@@ -225,43 +225,7 @@ def assign_new_nodes(g: Graph, labels: np.ndarray, rounds: int = 10) -> tuple[np
     a = np.concatenate([u, v])                  # node being placed
     b = np.concatenate([v, u])                  # its neighbour
     ww = np.concatenate([w, w])
-    for _ in range(rounds):
-        sel = (labels[a] < 0) & (labels[b] >= 0)
-        if not sel.any():
-            break
-        na, lb, wt = a[sel], labels[b[sel]].astype(np.int64), ww[sel]
-        key = na * (int(labels.max()) + 1) + lb
-        uk, inv = np.unique(key, return_inverse=True)
-        tot = np.bincount(inv, weights=wt)
-        node, lab = uk // (int(labels.max()) + 1), uk % (int(labels.max()) + 1)
-        order = np.lexsort((lab, -tot, node))            # per node: heaviest label, then smallest
-        node, lab = node[order], lab[order]
-        first = np.ones(len(node), dtype=bool)
-        first[1:] = node[1:] != node[:-1]
-        labels[node[first]] = lab[first]
-    rest = np.flatnonzero(labels < 0)
-    if len(rest):
-        parent = {int(x): int(x) for x in rest}
-
-        def find(x):
-            while parent[x] != x:
-                parent[x] = parent[parent[x]]
-                x = parent[x]
-            return x
-        inner = (labels[a] < 0) & (labels[b] < 0)
-        for x, y in zip(a[inner].tolist(), b[inner].tolist()):
-            rx, ry = find(x), find(y)
-            if rx != ry:
-                parent[max(rx, ry)] = min(rx, ry)
-        nxt = int(labels.max()) + 1 if (labels >= 0).any() else 0
-        names: dict[int, int] = {}
-        for x in rest.tolist():
-            r = find(x)
-            if r not in names:
-                names[r] = nxt
-                nxt += 1
-            labels[x] = names[r]
-    return labels, todo
+    return place_by_edges(labels, a, b, ww, rounds), todo
 
 
 def _nodes(conn) -> tuple[np.ndarray, np.ndarray, list[str]]:

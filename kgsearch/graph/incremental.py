@@ -30,7 +30,7 @@ import numpy as np
 from ..config import edge_weight
 from .csr import Graph
 
-__all__ = ["read_edges", "splice", "add_reverse", "reverse_after_splice", "pagerank_csr", "assign_new_nodes_local", "changed_rows"]
+__all__ = ["read_edges", "splice", "add_reverse", "reverse_after_splice", "pagerank_csr", "assign_new_nodes_local", "place_by_edges", "changed_rows"]
 
 
 def _ints(text):
@@ -294,17 +294,13 @@ def pagerank_csr(g: Graph, alpha: float = 0.85, tol: float = 1e-6, max_iter: int
     raise PowerIterationFailedConvergence(max_iter, "pagerank")
 
 
-def assign_new_nodes_local(g: Graph, labels: np.ndarray, rounds: int = 10) -> tuple[np.ndarray, int]:
-    """:func:`kgsearch.graph.graph_step.assign_new_nodes` reading only the unlabelled nodes' own
-    edges (both directions), so the cost is proportional to the new nodes, not the graph."""
-    labels = np.asarray(labels, dtype=np.int32).copy()
-    todo = int((labels < 0).sum())
-    if not todo:
-        return labels, 0
-    new = np.flatnonzero(labels < 0)
-    a, b, w, _ = g.neighbors(new, "both")            # a: the new node, b: its neighbour
-    keep = a != b
-    a, b, w = a[keep], b[keep], w[keep].astype(np.float64)
+def place_by_edges(labels: np.ndarray, a: np.ndarray, b: np.ndarray, w: np.ndarray,
+                   rounds: int = 10) -> np.ndarray:
+    """The placing rule of :func:`kgsearch.graph.graph_step.assign_new_nodes`, on directed pairs
+    ``a -> b`` (a: a node to place, b: its neighbour, weight ``w``; both directions listed):
+    in rounds, an unlabelled node takes its neighbours' label of largest summed weight (ties to
+    the smallest label); the rest form new communities, one per connected group. Changes
+    ``labels`` in place and returns it."""
     for _ in range(rounds):
         sel = (labels[a] < 0) & (labels[b] >= 0)
         if not sel.any():
@@ -342,4 +338,18 @@ def assign_new_nodes_local(g: Graph, labels: np.ndarray, rounds: int = 10) -> tu
                 names[r] = nxt
                 nxt += 1
             labels[x] = names[r]
-    return labels, todo
+    return labels
+
+
+def assign_new_nodes_local(g: Graph, labels: np.ndarray, rounds: int = 10) -> tuple[np.ndarray, int]:
+    """:func:`kgsearch.graph.graph_step.assign_new_nodes` reading only the unlabelled nodes' own
+    edges (both directions), so the cost is proportional to the new nodes, not the graph."""
+    labels = np.asarray(labels, dtype=np.int32).copy()
+    todo = int((labels < 0).sum())
+    if not todo:
+        return labels, 0
+    new = np.flatnonzero(labels < 0)
+    a, b, w, _ = g.neighbors(new, "both")            # a: the new node, b: its neighbour
+    keep = a != b
+    a, b, w = a[keep], b[keep], w[keep].astype(np.float64)
+    return place_by_edges(labels, a, b, w, rounds), todo
