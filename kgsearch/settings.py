@@ -61,6 +61,7 @@ class GraphSettings:
     graph_communities_max_pairs: int = 1_000_000      # CNM skipped above this many linked pairs
     graph_communities_seconds: float = 120.0          # CNM time budget (cron on a phone)
     graph_communities_drift: float = 0.02             # full CNM again once this share of nodes changed
+    graph_adjacency_rows: int = 2_000_000             # edges: from here queries read per-node rows, not the CSR
     neighbors: bool = True                            # similar_text edges between prose nodes
 
 

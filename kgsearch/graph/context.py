@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from .adjacency import StoredGraph, rwr_rows, stored_meta
 from .csr import Graph, GraphError
 from .graph_step import PREFIX
 from .hits import hits
@@ -101,6 +102,14 @@ class GraphContext:
         w = None if seed_w is None else np.maximum(np.asarray(seed_w, dtype=np.float64), 0.0)
         if w is not None and w.sum() <= 0:
             w = None
+        if isinstance(self.graph, StoredGraph) and not directed:
+            nodes, vals = rwr_rows(self.graph, seed_pos, restart=restart, weights=w, prune=prune, **kw)
+            order = np.argsort(nodes, kind="stable")          # (position order, as the CSR walk's)
+            nodes, vals = nodes[order], vals[order]
+            nz = np.flatnonzero(vals)
+            if len(nz) > limit:
+                nz = nz[np.argpartition(-vals[nz], limit - 1)[:limit]]
+            return dict(zip(nodes[nz].tolist(), vals[nz].tolist()))
         s = rwr(self.graph, seed_pos, restart=restart, weights=w, prune=prune,
                 direction="out" if directed else "both", **kw)
         nz = np.flatnonzero(s)
@@ -282,12 +291,21 @@ def _load(ix) -> GraphContext | None:
     def get(name: str):
         return _read_blob(ix, name)
 
-    if get(PREFIX + "shape") is None:
+    shape = get(PREFIX + "shape")
+    if shape is None:
         return None
-    g = Graph.from_blobs(lambda name: get(PREFIX + name), etype_names=ix.meta_json(PREFIX + "etypes", []))
-    ids = get(PREFIX + "node_ids")
-    if ids is None or len(ids) != g.n:
-        raise GraphError("graph.node_ids blob is missing or inconsistent; rebuild with `kgsearch index --full`")
+    rows = stored_meta(ix)
+    if rows is not None and len(shape) == 3:     # a big graph: read per node, never whole
+        ids = get(PREFIX + "node_ids")
+        if ids is None or len(ids) != int(shape[1]) or rows.get("edges") != int(shape[2]):
+            raise GraphError("graph.node_ids or the adjacency rows disagree with the graph; "
+                             "rebuild with `kgsearch index --full`")
+        g = StoredGraph(ix, ids, int(shape[2]), ix.meta_json(PREFIX + "etypes", []), rows["id_dtype"])
+    else:
+        g = Graph.from_blobs(lambda name: get(PREFIX + name), etype_names=ix.meta_json(PREFIX + "etypes", []))
+        ids = get(PREFIX + "node_ids")
+        if ids is None or len(ids) != g.n:
+            raise GraphError("graph.node_ids blob is missing or inconsistent; rebuild with `kgsearch index --full`")
     return GraphContext(ix, g, ids, get(PREFIX + "pagerank"), get(PREFIX + "community"),
                         get(PREFIX + "kind"), ix.meta_json(PREFIX + "kinds", []))
 
@@ -298,9 +316,12 @@ def load_context(ix) -> GraphContext | None:
 
 
 def load_graph(ix) -> Graph | None:
-    """The index's :class:`Graph` (positions = node ids in ascending order), or ``None``."""
+    """The index's :class:`Graph` (positions = node ids in ascending order), or ``None``; the
+    whole CSR even when queries read adjacency rows."""
     ctx = load_context(ix)
-    return None if ctx is None else ctx.graph
+    if ctx is None or isinstance(ctx.graph, Graph):
+        return None if ctx is None else ctx.graph
+    return Graph.from_blobs(lambda name: _read_blob(ix, PREFIX + name), etype_names=ctx.etype_names)
 
 
 def _by_id(ctx: GraphContext, values: np.ndarray, fill, dtype) -> np.ndarray:

@@ -47,7 +47,7 @@ import numpy as np
 
 from ..config import edge_weights
 from ..settings import GraphSettings, IndexSettings
-from . import maintain
+from . import adjacency, maintain
 from .communities import CommunityTimeout, greedy_modularity
 from .csr import Graph, GraphError
 from .incremental import assign_new_nodes_local, place_by_edges, read_edges
@@ -91,6 +91,11 @@ def update(ix, changes, settings=None, progress=None) -> dict:
     if have and not structural and ix.meta_json(PREFIX + "edge_weights") == table:
         maintain.clear_dirty(ix.conn)            # (rows rewritten as they were)
         info = {"rebuilt": False, "reason": "graph unchanged"}
+        if _rows_due(ix, gs):                     # (an index stored before the rows, or a new threshold)
+            with ix.transaction():
+                g = Graph.from_blobs(lambda name: ix.get_array(PREFIX + name), ix.meta_json(PREFIX + "etypes", []))
+                info["adjacency_rows"] = adjacency.sync(ix, g, ix.get_array(PREFIX + "node_ids"),
+                                                        gs.graph_adjacency_rows)
         ix.mark_derived("graph", time.perf_counter() - t0, info)
         return info
     _check_budget(ix)
@@ -116,6 +121,14 @@ def update(ix, changes, settings=None, progress=None) -> dict:
         info["seconds"] = round(time.perf_counter() - t0, 3)
         ix.mark_derived("graph", info["seconds"], info)
     return info
+
+
+def _rows_due(ix, gs: GraphSettings) -> bool:
+    """The stored graph's adjacency rows are missing, or stored while below the threshold."""
+    shape = ix.get_array(PREFIX + "shape")
+    if shape is None or len(shape) != 3:
+        return False
+    return (int(shape[2]) >= gs.graph_adjacency_rows) != (adjacency.stored_meta(ix) is not None)
 
 
 # Peak growth of a rebuild, measured: about 260 B per edge with one group_concat over the whole
@@ -265,6 +278,7 @@ def _rebuild(ix, changes, table: dict[str, float], gs: GraphSettings, progress, 
     ix.set_meta_json(PREFIX + "etypes", etypes)
     ix.set_meta_json(PREFIX + "kinds", kind_names)
     ix.set_meta_json(PREFIX + "edge_weights", table)
+    info["adjacency_rows"] = adjacency.sync(ix, g, ids, gs.graph_adjacency_rows)
 
     _progress(progress, "pagerank")
     t = time.perf_counter()

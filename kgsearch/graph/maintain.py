@@ -38,6 +38,7 @@ import numpy as np
 
 from ..config import edge_weight
 from ..store.sql import CHUNK
+from . import adjacency
 from .csr import BLOB_VERSION, Graph
 from .incremental import pagerank_csr, reverse_after_splice, splice
 from .pagerank import pagerank
@@ -216,6 +217,7 @@ def update_incremental(ix, changes, table: dict, gs, ids: np.ndarray, kinds: np.
     ix.set_meta_json(prefix + "etypes", etypes)
     ix.set_meta_json(prefix + "kinds", kind_names)
     ix.set_meta_json(prefix + "edge_weights", table)
+    info["adjacency_rows"] = adjacency.sync(ix, g, ids, gs.graph_adjacency_rows, old_ids, dirty)
 
     t = time.perf_counter()
     if g.n and g.n <= WARM_FROM:

@@ -26,14 +26,24 @@ IN_FACTOR = 0.7
 TWO_HOP_FACTOR = 0.15
 
 
+def _weight_of(nodes: np.ndarray, values: np.ndarray):
+    """``f(x)``: the value of each node of ``x`` (one of ``nodes``), as ``w = zeros(n);
+    w[nodes] = values; w[x]`` gives it (a repeated node keeps its last value) without an array
+    of every node (8 MB a call at 1M nodes)."""
+    nodes = np.asarray(nodes, dtype=np.int64)
+    values = np.broadcast_to(np.asarray(values, dtype=np.float64), nodes.shape)
+    last = len(nodes) - 1 - np.unique(nodes[::-1], return_index=True)[1]
+    keys, vals = nodes[last], values[last]              # (sorted: np.unique's order)
+    return lambda x: vals[np.searchsorted(keys, x)] if len(x) else np.zeros(0)
+
+
 def _one_hop(g: Graph, seeds: np.ndarray, sw: np.ndarray, types=None) -> tuple[np.ndarray, np.ndarray]:
     """(neighbour node numbers, contributions) for 1-hop out (x1.0) and in (x0.7) edges."""
-    wmap = np.zeros(g.n, dtype=np.float64)
-    wmap[seeds] = sw
+    wmap = _weight_of(seeds, sw)
     node_o, nb_o, w_o, _ = g.neighbors(seeds, "out", types)
     node_i, nb_i, w_i, _ = g.neighbors(seeds, "in", types)
     nb = np.concatenate([nb_o, nb_i])
-    contrib = np.concatenate([wmap[node_o] * w_o * OUT_FACTOR, wmap[node_i] * w_i * IN_FACTOR])
+    contrib = np.concatenate([wmap(node_o) * w_o * OUT_FACTOR, wmap(node_i) * w_i * IN_FACTOR])
     return nb, contrib
 
 
@@ -83,14 +93,13 @@ def neighbour_mean(g: Graph, seeds, values, two_hop: bool = False, max_frontier:
     den = g.in_weight * OUT_FACTOR + g.out_weight * IN_FACTOR
 
     def step(src, val):
-        wmap = np.zeros(g.n, dtype=np.float64)
-        wmap[src] = val
+        wmap = _weight_of(src, val)
         node_o, nb_o, w_o, _ = g.neighbors(src, "out")
         node_i, nb_i, w_i, _ = g.neighbors(src, "in")
         nb = np.concatenate([nb_o, nb_i])
         if not len(nb):
             return np.zeros(0, dtype=np.int64), np.zeros(0)
-        contrib = np.concatenate([wmap[node_o] * w_o * OUT_FACTOR, wmap[node_i] * w_i * IN_FACTOR])
+        contrib = np.concatenate([wmap(node_o) * w_o * OUT_FACTOR, wmap(node_i) * w_i * IN_FACTOR])
         u, inv = np.unique(nb, return_inverse=True)
         num = np.bincount(inv, weights=contrib)
         d = den[u]
@@ -172,14 +181,13 @@ def intent_edges(g: Graph, seeds, type_ids, seed_weights=None) -> dict[int, floa
     if g.n == 0 or len(seeds) == 0 or len(type_ids) == 0 or g.m == 0:
         return {}
     sw = np.ones(len(seeds)) if seed_weights is None else np.asarray(seed_weights, dtype=np.float64)
-    wmap = np.zeros(g.n, dtype=np.float64)
-    wmap[seeds] = sw
+    wmap = _weight_of(seeds, sw)
     node_o, nb_o, _, _ = g.neighbors(seeds, "out", type_ids)
     node_i, nb_i, _, _ = g.neighbors(seeds, "in", type_ids)
     nb = np.concatenate([nb_o, nb_i])
     if not len(nb):
         return {}
-    contrib = np.concatenate([wmap[node_o] * OUT_FACTOR, wmap[node_i] * IN_FACTOR])
+    contrib = np.concatenate([wmap(node_o) * OUT_FACTOR, wmap(node_i) * IN_FACTOR])
     u, inv = np.unique(nb, return_inverse=True)
     return dict(zip(u.tolist(), np.bincount(inv, weights=contrib).tolist()))
 

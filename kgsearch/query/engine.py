@@ -33,6 +33,7 @@ from dataclasses import asdict
 import numpy as np
 
 from .. import fuse, intent as intent_mod
+from ..graph import adjacency
 from ..graph.context import load_context
 from ..store import qcache
 from ..store.db import Index, is_corruption
@@ -310,6 +311,10 @@ class Engine:
         return resp
 
 
+# with adjacency rows only the per-node arrays are loaded (kgsearch/graph/adjacency.py)
+_ROWS_NOT_CSR = " AND ({} = 0 OR name IN ('graph.node_ids', 'graph.pagerank', 'graph.community', 'graph.kind'))"
+
+
 def _graph_over_budget(ix: Index) -> str | None:
     """Why the graph arrays cannot be loaded under ``KGSEARCH_MEMORY_MB`` (None: they fit, or
     no budget). Their size is the stored blobs' (``length()`` reads no blob content)."""
@@ -319,7 +324,8 @@ def _graph_over_budget(ix: Index) -> str | None:
     if room is None:
         return None
     need = ix.conn.execute("SELECT coalesce(sum(length(data)), 0) FROM blobs WHERE name >= 'graph.' "
-                           "AND name < 'graph/'").fetchone()[0]
+                           "AND name < 'graph/'" + _ROWS_NOT_CSR.format(int(ix.meta_json(adjacency.META) is not None))
+                           ).fetchone()[0]
     if need <= room:
         return None
     return (f"over the memory budget (the graph needs {need / 2**20:.0f} MiB, {ENV}="

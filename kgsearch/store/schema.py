@@ -343,6 +343,14 @@ def _neighbor_ties(conn: sqlite3.Connection) -> None:
 
 NEIGHBORS_EXACT_MAX = 200_000           # = text.neighbors_scaled.EXACT_MAX_NODES (store imports nothing above it)
 
+# Per-node adjacency rows (kgsearch/graph/adjacency.py): for graphs of graph_adjacency_rows
+# edges and more, a query reads the rows of the nodes it looks at instead of loading the CSR
+# (222 MB at 1M nodes and 16.4M edges). Derived: the graph step writes them (on the next index
+# run, even one that finds no change, for a graph that is big enough).
+GRAPH_ADJ = """
+CREATE TABLE IF NOT EXISTS graph_adj(node INTEGER PRIMARY KEY, nout INTEGER NOT NULL, data BLOB NOT NULL)
+"""
+
 
 # (name, function). Append only.
 MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
@@ -359,6 +367,7 @@ MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("0011_roots", _roots),
     ("0012_vec_sketch", _vec_sketch),
     ("0013_neighbor_ties", _neighbor_ties),
+    ("0014_graph_adj", ddl(GRAPH_ADJ)),
 ]
 
 

@@ -1,0 +1,349 @@
+"""Per-node adjacency rows: the graph read one node at a time, for indexes whose CSR would not
+fit a phone's query budget.
+
+A query only looks at the edges around a few hundred candidates and seeds (proximity, intent
+edges, neighbour means, a pruned walk, HITS on the walk's top nodes), but the CSR blobs are
+loaded whole: 88 MB resident at 1M nodes and 6.4M edges, 222 MB with the ``similar_text``
+lists (16.4M edges). For graphs of at least ``graph_adjacency_rows`` edges (a setting, default
+:data:`ROWS_FROM_EDGES`) the graph step also writes table ``graph_adj``: one row per node with
+edges, ``(node id, number of out-edges, data)``, where ``data`` packs the node's out-edges in
+CSR order and then its in-edges in the reverse permutation's order, each entry ``(neighbour
+node id, float32 weight, uint16 type number)`` (:data:`ENTRY`; ids int64 when an id needs it,
+meta ``graph.adjacency``). Keyed by node id, so a node added or removed elsewhere does not
+move any other row; an incremental run rewrites the rows of the changed sources and of their
+old and new targets.
+
+:class:`StoredGraph` answers :meth:`neighbors` and :meth:`subgraph` exactly as the in-memory
+:class:`~kgsearch.graph.csr.Graph` does (same edges, same order, so the same floating-point
+sums), and :func:`rwr_rows` is the pruned walk of :func:`kgsearch.graph.pagerank.rwr` over it
+(its sparse phase, step for step). ``tests/test_adjacency.py`` checks both against the
+in-memory graph, and whole searches against the CSR path.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .csr import Graph, GraphError, scatter_add
+
+__all__ = ["StoredGraph", "rwr_rows", "sync", "write_all", "update_rows", "clear", "stored_meta",
+           "ROWS_FROM_EDGES", "TABLE", "META"]
+
+TABLE = "graph_adj"
+META = "graph.adjacency"
+ROWS_FROM_EDGES = 2_000_000      # CSR of ~26 MB and up: about a fifth of the phone query budget
+CACHE_ENTRIES = 1 << 20          # edges kept from earlier reads (about 10 MB)
+
+
+def _entry(id_dtype: str) -> np.dtype:
+    return np.dtype([("nb", id_dtype), ("w", "<f4"), ("t", "<u2")])
+
+
+ENTRY = _entry("<i4")
+_EMPTY = (0, b"")
+
+
+def stored_meta(ix) -> dict | None:
+    """``{"id_dtype", "edges", "nodes"}`` when the index holds adjacency rows, else None."""
+    m = ix.meta_json(META)
+    return m if isinstance(m, dict) and m.get("id_dtype") else None
+
+
+def clear(ix) -> None:
+    """Drop the rows (the graph is small enough to be loaded whole)."""
+    if stored_meta(ix) is not None:
+        ix.conn.execute(f"DELETE FROM {TABLE}")
+        ix.set_meta_json(META, None)
+
+
+# ---------------------------------------------------------------------- writing
+def _rows(g: Graph, ids: np.ndarray, a: int, b: int, entry: np.dtype):
+    """``(node id, out-degree, data)`` for positions ``a..b-1`` with at least one edge."""
+    ip = g.indptr
+    deg_o = np.diff(ip[a:b + 1]).astype(np.int64)
+    deg_i = np.diff(g.rindptr[a:b + 1]).astype(np.int64)
+    tot = deg_o + deg_i
+    start = np.zeros(len(tot) + 1, dtype=np.int64)
+    np.cumsum(tot, out=start[1:])
+    rec = np.empty(int(start[-1]), dtype=entry)
+    e0, e1 = int(ip[a]), int(ip[b])
+    if e1 > e0:
+        at = np.arange(e1 - e0, dtype=np.int64) + np.repeat(start[:-1] - (ip[a:b].astype(np.int64) - e0), deg_o)
+        rec["nb"][at] = ids[g.indices[e0:e1]]
+        rec["w"][at] = g.weights[e0:e1]
+        rec["t"][at] = g.etype[e0:e1]
+    r0, r1 = int(g.rindptr[a]), int(g.rindptr[b])
+    if r1 > r0:
+        e = g.rperm[r0:r1].astype(np.int64)
+        src = np.searchsorted(ip, e, side="right") - 1
+        at = np.arange(r1 - r0, dtype=np.int64) + np.repeat(
+            start[:-1] + deg_o - (g.rindptr[a:b].astype(np.int64) - r0), deg_i)
+        rec["nb"][at] = ids[src]
+        rec["w"][at] = g.weights[e]
+        rec["t"][at] = g.etype[e]
+    for k in np.flatnonzero(tot).tolist():
+        yield int(ids[a + k]), int(deg_o[k]), rec[start[k]:start[k + 1]].tobytes()
+
+
+def _id_dtype(ids: np.ndarray) -> str:
+    return "<i4" if not len(ids) or int(ids[-1]) < 2**31 - 1 else "<i8"
+
+
+def write_all(ix, g: Graph, ids: np.ndarray, chunk: int = 1 << 16) -> None:
+    """Write every node's row (``ids``: the node id of each position, ascending)."""
+    id_dtype = _id_dtype(ids)
+    entry = _entry(id_dtype)
+    ix.conn.execute(f"DELETE FROM {TABLE}")
+    for a in range(0, g.n, chunk):
+        ix.conn.executemany(f"INSERT INTO {TABLE}(node, nout, data) VALUES (?, ?, ?)",
+                            _rows(g, ids, a, min(g.n, a + chunk), entry))
+    ix.set_meta_json(META, {"id_dtype": id_dtype, "edges": g.m, "nodes": g.n})
+
+
+def update_rows(ix, g: Graph, ids: np.ndarray, old_ids: np.ndarray, dirty: np.ndarray) -> int:
+    """After an incremental update: rewrite the rows of the ``dirty`` sources (node ids) and of
+    their old targets (read from their stored rows) and new targets (from ``g``); delete the
+    rows of nodes that are gone. Returns the number of rows rewritten."""
+    from ..store.sql import exec_in_chunks, in_chunks
+
+    meta = stored_meta(ix)
+    if meta is None:
+        return 0
+    if _id_dtype(ids) != meta["id_dtype"]:
+        write_all(ix, g, ids)
+        return g.n
+    entry = _entry(meta["id_dtype"])
+    gone = np.setdiff1d(old_ids, ids, assume_unique=True)
+    touched = [np.asarray(dirty, dtype=np.int64)]
+    for _, nout, data in in_chunks(ix.conn, f"SELECT node, nout, data FROM {TABLE} WHERE node IN ({{}})",
+                                   np.asarray(dirty, dtype=np.int64).tolist()):
+        touched.append(np.frombuffer(data, dtype=entry)["nb"][:nout].astype(np.int64))
+    pos = np.searchsorted(ids, touched[0])
+    pos = pos[(pos < len(ids)) & (ids[np.minimum(pos, len(ids) - 1)] == touched[0])] if len(ids) else pos[:0]
+    if len(pos):
+        touched.append(ids[g.neighbors(pos, "out")[1]])
+    aff = np.setdiff1d(np.unique(np.concatenate(touched)), gone)
+    exec_in_chunks(ix.conn, f"DELETE FROM {TABLE} WHERE node IN ({{}})", np.concatenate([gone, aff]).tolist())
+    at = np.searchsorted(ids, aff)
+    ok = (at < len(ids)) & (ids[np.minimum(at, max(len(ids) - 1, 0))] == aff) if len(ids) else at < 0
+    rows = [r for p in at[ok].tolist() for r in _rows(g, ids, p, p + 1, entry)]
+    ix.conn.executemany(f"INSERT INTO {TABLE}(node, nout, data) VALUES (?, ?, ?)", rows)
+    ix.set_meta_json(META, {"id_dtype": meta["id_dtype"], "edges": g.m, "nodes": g.n})
+    return int(ok.sum())
+
+
+def sync(ix, g: Graph, ids: np.ndarray, rows_from: int, old_ids: np.ndarray | None = None,
+         dirty: np.ndarray | None = None) -> str:
+    """Bring the rows in line with the graph just stored: all rows when the graph has at least
+    ``rows_from`` edges and none are stored (or after a full rebuild: ``dirty`` None), the
+    changed ones after an incremental update, none below the threshold. Returns what it did
+    (for the step's info)."""
+    if g.m < rows_from:
+        had = stored_meta(ix) is not None
+        clear(ix)
+        return "dropped" if had else "none"
+    if dirty is None or old_ids is None or stored_meta(ix) is None:
+        write_all(ix, g, ids)
+        return f"wrote {g.n} nodes"
+    return f"rewrote {update_rows(ix, g, ids, old_ids, dirty)} nodes"
+
+
+# ---------------------------------------------------------------------- reading
+class StoredGraph:
+    """The query-time view of a graph kept in ``graph_adj`` rows: :meth:`neighbors` and
+    :meth:`subgraph` as :class:`~kgsearch.graph.csr.Graph` has them, reading only the rows asked
+    for (a bounded cache keeps recent rows across calls). Positions are indexes into
+    ``node_ids``, as in the CSR."""
+
+    def __init__(self, ix, node_ids: np.ndarray, m: int, etype_names, id_dtype: str):
+        self.ix = ix
+        self.node_ids = node_ids
+        self.n = len(node_ids)
+        self.m = int(m)
+        self.etype_names = list(etype_names)
+        self.entry = _entry(id_dtype)
+        self._rows: dict[int, tuple[int, bytes]] = {}
+        self._held = 0
+        self.rows_read = 0
+        self.nbytes = 0                  # (no resident arrays beyond the cache)
+
+    def __repr__(self) -> str:
+        return f"StoredGraph(n={self.n}, m={self.m}, rows)"
+
+    def _check_nodes(self, nodes: Any) -> np.ndarray:
+        a = np.atleast_1d(np.asarray(nodes)).astype(np.int64).reshape(-1)
+        if len(a) and (a.min() < 0 or a.max() >= self.n):
+            raise GraphError(f"node numbers must be in 0..{self.n - 1}, got {int(a.min())}..{int(a.max())}")
+        return a
+
+    def _gather(self, pos: np.ndarray):
+        """The rows of ``pos`` as one record array: ``(records, start, out-degree, degree)``,
+        the last three aligned with ``pos``. Rows come from the cache or one chunked SQL read
+        (raw bytes, joined once: no per-row array)."""
+        from ..store.sql import in_chunks
+
+        u, inv = np.unique(self.node_ids[pos], return_inverse=True)
+        ul = u.tolist()
+        if self._held > CACHE_ENTRIES:       # (before choosing what to read: every row asked for stays)
+            self._rows.clear()
+            self._held = 0
+        want = [i for i in ul if i not in self._rows]
+        if want:
+            got = {i: (k, d) for i, k, d in in_chunks(
+                self.ix.conn, f"SELECT node, nout, data FROM {TABLE} WHERE node IN ({{}})", want)}
+            self.rows_read += len(got)
+            size = self.entry.itemsize
+            for i in want:
+                r = got.get(i, _EMPTY)
+                self._rows[i] = r
+                self._held += len(r[1]) // size
+        rows = [self._rows[i] for i in ul]
+        rec = np.frombuffer(b"".join([r[1] for r in rows]), dtype=self.entry)
+        tot = np.fromiter((len(r[1]) for r in rows), dtype=np.int64, count=len(rows)) // self.entry.itemsize
+        nout = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+        start = np.zeros(len(rows), dtype=np.int64)
+        np.cumsum(tot[:-1], out=start[1:])
+        inv = inv.reshape(-1)
+        return rec, start[inv], nout[inv], tot[inv]
+
+    @staticmethod
+    def _part(pos, rec, start, count):
+        """(node, neighbour id, weight, type) of ``count`` records from ``start``, per node of ``pos``."""
+        total = int(count.sum())
+        if not total:
+            z = np.zeros(0, dtype=np.int64)
+            return z, z, np.zeros(0, dtype=np.float32), np.zeros(0, dtype=np.uint16)
+        ends = np.cumsum(count)
+        idx = np.arange(total, dtype=np.int64) + np.repeat(start - (ends - count), count)
+        r = rec[idx]
+        return np.repeat(pos, count), r["nb"].astype(np.int64), r["w"], r["t"]
+
+    def positions(self, ids: np.ndarray) -> np.ndarray:
+        pos = np.searchsorted(self.node_ids, ids)
+        if len(pos) and (pos.max() >= self.n or not np.array_equal(self.node_ids[pos], ids)):
+            raise GraphError("an adjacency row names a node the graph does not hold; "
+                             "rebuild with `kgsearch index --full`")
+        return pos.astype(np.int64)
+
+    def neighbors(self, nodes: Any, direction: str = "out", types: Any = None,
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Edges touching ``nodes``: ``(node, neighbour, weight, etype)``, as
+        :meth:`kgsearch.graph.csr.Graph.neighbors` (same order)."""
+        if direction not in ("out", "in", "both"):
+            raise GraphError(f"direction must be 'out', 'in' or 'both', got {direction!r}")
+        pos = self._check_nodes(nodes)
+        rec, start, nout, tot = self._gather(pos)
+        parts = []
+        if direction in ("out", "both"):
+            parts.append(self._part(pos, rec, start, nout))
+        if direction in ("in", "both"):
+            parts.append(self._part(pos, rec, start + nout, tot - nout))
+        node, nb, w, t = (np.concatenate(x) for x in zip(*parts)) if len(parts) > 1 else parts[0]
+        nb = self.positions(nb)
+        t = t.astype(np.uint8) if len(self.etype_names) <= 256 else t
+        if types is not None:
+            keep = np.isin(t, np.asarray(types))
+            node, nb, w, t = node[keep], nb[keep], w[keep], t[keep]
+        return node, nb, w, t
+
+    def subgraph(self, nodes: Any) -> Graph:
+        """The graph induced by ``nodes`` (as :meth:`kgsearch.graph.csr.Graph.subgraph`)."""
+        keep = self._check_nodes(nodes)
+        node, nb, w, t = self.neighbors(keep, "out")
+        order = np.argsort(keep, kind="stable")
+        at = np.searchsorted(keep[order], nb)
+        at[at >= len(keep)] = 0
+        inside = keep[order][at] == nb
+        s = order[np.searchsorted(keep[order], node[inside])]        # (index in ``nodes``)
+        return Graph.from_edges(s, order[at[inside]], w[inside], len(keep), t[inside],
+                                self.etype_names, weight_dtype=np.float32)
+
+
+def rwr_rows(g: StoredGraph, seeds, restart: float = 0.2, max_iter: int = 20, tol: float = 1e-3,
+             topk: int | None = 10, patience: int | None = 2, weights=None, prune: float = 1e-5,
+             stats: dict | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`kgsearch.graph.pagerank.rwr` with ``direction="both"`` over stored rows:
+    ``(positions, scores)`` of the nodes reached. The same steps as its sparse phase, with each
+    pushing node's edges read from its row (its walk weight is its out-weight plus its
+    in-weight, each summed in edge order as the CSR's are), so the scores are the CSR walk's
+    while that stays sparse (it does on graphs big enough to be stored this way: with
+    ``prune`` a step walks at most about ``1 / prune`` edges)."""
+    from .pagerank import _seed_vector, _TopCheck
+
+    ids, sw = _seed_vector(g, seeds, weights)
+    alpha = 1.0 - float(restart)
+    check = _TopCheck(topk, patience)
+    stopped, it = "max_iter", 0
+    act, xa = ids, sw.copy()            # act: distinct positions, in the CSR walk's slot order
+    known: dict[int, tuple[float, int]] = {}
+    for it in range(1, int(max_iter) + 1):
+        outw, deg = _walk_weights(g, act, known)
+        src_nodes, src_vals, src_w = act, xa, outw
+        held = 0.0
+        if prune > 0:                       # only nodes with enough score per edge spread it
+            push = xa >= prune * deg
+            if not push.all():
+                held = float(xa[~push].sum())
+                src_nodes, src_vals, src_w = act[push], xa[push], outw[push]
+        node, d, w, _ = g.neighbors(src_nodes, "both")
+        order = np.argsort(src_nodes, kind="stable")
+        at = order[np.searchsorted(src_nodes[order], node)] if len(node) else np.zeros(0, np.int64)
+        denom = src_w[at]
+        vals = src_vals[at] * np.divide(w, denom, out=np.zeros(len(w)), where=denom > 0)
+        lost = max(float(src_vals.sum() - vals.sum()), 0.0) + held
+        # distinct targets in order of their last occurrence (as _Scratch.accumulate keeps
+        # them), values summed in edge order
+        idx = np.concatenate([d, ids])
+        u, inv = np.unique(idx, return_inverse=True)
+        inv = inv.reshape(-1)
+        last = np.zeros(len(u), dtype=np.int64)
+        last[inv] = np.arange(len(idx))                         # (the last write wins)
+        sums = np.bincount(inv, weights=np.concatenate([vals, np.zeros(len(ids))]), minlength=len(u))
+        by_last = np.argsort(last, kind="stable")
+        slot = np.empty(len(u), dtype=np.int64)
+        slot[by_last] = np.arange(len(u))
+        nodes, yv = u[by_last], sums[by_last]
+        yv *= alpha
+        yv[slot[np.searchsorted(u, ids)]] += (alpha * lost + restart) * sw
+        err = _l1(act, xa, nodes, yv)
+        act, xa = nodes, yv
+        if err < tol:
+            stopped = "tol"
+            break
+        if check.stop(act, xa):
+            stopped = "topk"
+            break
+    if stats is not None:
+        stats.update(iterations=it, stopped=stopped, dense_iterations=0)
+    return act, xa
+
+
+def _walk_weights(g: StoredGraph, nodes: np.ndarray, known: dict) -> tuple[np.ndarray, np.ndarray]:
+    """Walk out-weight (out-weight + in-weight, float64) and number of steps of each node."""
+    new = np.unique(np.array([p for p in nodes.tolist() if p not in known], dtype=np.int64))
+    if len(new):
+        sums = []
+        for side in ("out", "in"):
+            node, _, w, _ = g.neighbors(new, side)
+            loc = np.searchsorted(new, node)
+            sums.append((scatter_add(loc, w.astype(np.float64), len(new)), np.bincount(loc, minlength=len(new))))
+        for p, a, b in zip(new.tolist(), (sums[0][0] + sums[1][0]).tolist(), (sums[0][1] + sums[1][1]).tolist()):
+            known[p] = (a, b)
+    got = [known[p] for p in nodes.tolist()]
+    return (np.array([a for a, _ in got], dtype=np.float64).reshape(-1),
+            np.array([b for _, b in got], dtype=np.int64).reshape(-1))
+
+
+def _l1(old: np.ndarray, oldv: np.ndarray, new: np.ndarray, newv: np.ndarray) -> float:
+    """``|y - x|_1`` (x: ``oldv`` on ``old``, y: ``newv`` on ``new``; both distinct), summed as
+    :meth:`kgsearch.graph.pagerank._Scratch.l1_change` sums it."""
+    order = np.argsort(old, kind="stable")
+    so = old[order]
+    at = np.minimum(np.searchsorted(so, new), max(len(so) - 1, 0))
+    hit = (so[at] == new) if len(so) else np.zeros(len(new), bool)
+    xo = np.where(hit, oldv[order][at] if len(so) else 0.0, 0.0)
+    sn = np.sort(new)
+    at2 = np.minimum(np.searchsorted(sn, old), max(len(sn) - 1, 0))
+    gone = ~(sn[at2] == old) if len(sn) else np.ones(len(old), bool)
+    return float(np.abs(newv - xo).sum() + oldv[gone].sum())
