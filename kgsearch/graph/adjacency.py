@@ -33,7 +33,7 @@ __all__ = ["StoredGraph", "rwr_rows", "sync", "write_all", "update_rows", "clear
 TABLE = "graph_adj"
 META = "graph.adjacency"
 ROWS_FROM_EDGES = 2_000_000      # CSR of ~26 MB and up: about a fifth of the phone query budget
-CACHE_ENTRIES = 1 << 20          # edges kept from earlier reads (about 10 MB)
+CACHE_ENTRIES = 1 << 18          # edges kept from earlier reads (about 2.5 MB): a walk reads its rows again
 
 
 def _entry(id_dtype: str) -> np.dtype:
