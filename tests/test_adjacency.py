@@ -196,3 +196,37 @@ def test_rows_follow_the_threshold_without_a_change(tmp_path):
         assert adjacency.stored_meta(ix) is None
         assert ix.conn.execute("SELECT count(*) FROM graph_adj").fetchone()[0] == 0
         assert isinstance(load_context(ix).graph, Graph)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_update_rows_equals_write_all(tmp_path, seed):
+    """Sources lose, gain and move edges, nodes go and come: the rows rewritten from the
+    changed sources (and their old and new targets) equal a full write of the new graph."""
+    g, ids = _graph(seed)
+    rng = np.random.default_rng(seed)
+    s, d, w, t = (np.asarray(a) for a in g.edges())
+    src_id, dst_id = ids[s], ids[d]
+    changed = rng.choice(ids[:55], 4, replace=False)                   # rows rewritten
+    gone = np.array([x for x in rng.choice(ids[:55], 2, replace=False) if x not in changed])
+    new_nodes = np.array([ids[-1] + 5, ids[-1] + 9])
+    keep = ~np.isin(src_id, changed) & ~np.isin(src_id, gone) & ~np.isin(dst_id, gone)
+    dirty = np.unique(np.concatenate([changed, gone, src_id[np.isin(dst_id, gone)], new_nodes]))
+    ids2 = np.union1d(np.setdiff1d(ids, gone), new_nodes)
+    add_src = np.concatenate([np.repeat(changed, 3), new_nodes])
+    add_dst = rng.choice(ids2, len(add_src))
+    src2 = np.concatenate([src_id[keep], add_src])
+    dst2 = np.concatenate([dst_id[keep], add_dst])
+    w2 = np.concatenate([w[keep], rng.random(len(add_src)).astype(np.float32)])
+    t2 = np.concatenate([t[keep], rng.integers(0, len(NAMES), len(add_src)).astype(np.uint8)])
+    g2 = Graph.from_edges(np.searchsorted(ids2, src2), np.searchsorted(ids2, dst2), w2, len(ids2), t2, NAMES,
+                          weight_dtype=np.float32)
+    a, b = Index.open(tmp_path / "a.db"), Index.open(tmp_path / "b.db")
+    with a.transaction():
+        write_all(a, g, ids)
+        adjacency.update_rows(a, g2, ids2, ids, dirty)
+    with b.transaction():
+        write_all(b, g2, ids2)
+    assert _decoded(a) == _decoded(b)
+    assert adjacency.stored_meta(a) == adjacency.stored_meta(b)
+    a.close()
+    b.close()
