@@ -121,3 +121,11 @@ def test_the_graph_is_left_out_when_it_cannot_fit_and_the_answer_says_so(tmp_pat
     assert "graph" not in r.channels_run and r.hits[0].name == "a"
     assert r.channels_skipped["graph"].startswith("over the memory budget (the graph needs 0 MiB, "
                                                   "KGSEARCH_MEMORY_MB=1 leaves 0; raise KGSEARCH_MEMORY_MB)")
+
+
+def test_fixed_mmap_threshold_is_set_on_glibc_only():
+    import platform
+
+    from kgsearch import budget
+
+    assert budget.fixed_mmap_threshold() is (platform.libc_ver()[0] == "glibc")

@@ -262,3 +262,33 @@ def test_empty_index_and_unknown_terms(ix):
     assert bm25.search(ix, "anything")[0].size == 0
     ids, sc = bm25.search(ix, "")
     assert ids.dtype == np.int64 and sc.dtype == np.float32
+
+
+@pytest.mark.parametrize("block", [1, 7, 50])
+def test_postings_written_in_term_blocks_equal_one_block(tmp_path, monkeypatch, block):
+    """write_postings sorts and encodes a block of terms at a time (bounded memory at 1M
+    nodes); any block size stores exactly the rows of one whole-corpus block."""
+    from kgsearch.store.db import Index
+    from kgsearch.text.okapi import build_pairs
+
+    rng = random.Random(block)
+    words = [f"w{i}" for i in range(40)]
+    docs = [([rng.choice(words)] if rng.random() < 0.5 else [],
+             [rng.choice(words[: 5 + i % 35]) for _ in range(rng.randint(0, 30))]) for i in range(120)]
+    node_ids = sorted(rng.sample(range(1, 10_000), len(docs)))
+    params = BM25Params(name_weight=2.0)
+    rows = {}
+    for size in (10**9, block):
+        monkeypatch.setattr(postings, "WRITE_BLOCK", size)
+        with Index.open(tmp_path / f"p{size}.db") as ix:
+            with ix.transaction():
+                info = postings.write_postings(ix, iter(docs), node_ids, params)
+            rows[size] = (sorted(ix.conn.execute("SELECT term, df, ids, tf FROM text_postings")),
+                          sorted(ix.conn.execute("SELECT id, len FROM text_doclen")), info)
+    assert rows[10**9] == rows[block]
+    # and they are build_pairs' lists (the in-memory BM25's), decoded
+    pairs = build_pairs(iter(docs), 2.0)
+    got = {t: (idcodec.decode_ids(i).tolist(), idcodec.decode_tf(f, df).tolist()) for t, df, i, f in rows[block][0]}
+    for k, t in enumerate(pairs.terms):
+        s, e = pairs.offsets[k], pairs.offsets[k + 1]
+        assert got[t] == ([node_ids[j] for j in pairs.docs[s:e]], pairs.tf[s:e].tolist()), t

@@ -74,3 +74,21 @@ def test_rebuild_and_updates_match_the_reference(ix):
         incremental = _postings(ix)
         trigrams.update(ix, ChangeSet(generation=3, full=True), full=True)
         assert _postings(ix) == incremental
+
+
+@pytest.mark.parametrize("spill_from", [0, 50, 700])
+def test_rebuild_spilled_by_first_byte_writes_the_same_rows(ix, spill_from):
+    """Keys past ``spill_from`` go to a temp table by first byte: the same rows, in the same
+    row order, as holding every key (and the reference's postings)."""
+    rng = random.Random(11)
+    with ix.transaction():
+        for i, (name, qual) in enumerate(_random_symbols(rng, 500)):
+            ix.conn.execute("INSERT INTO nodes(key, kind, name, qualname) VALUES (?, 'sym', ?, ?)",
+                            (f"k{i}", name + ("é" if i % 37 == 0 else ""), qual))
+        got = {}
+        for size in (10**9, spill_from):
+            trigrams._rebuild(ix.conn, spill_from=size)
+            got[size] = ix.conn.execute("SELECT rowid, tri, ids FROM text_trigrams ORDER BY rowid").fetchall()
+        assert got[10**9] == got[spill_from]
+        assert _postings(ix) == _expected(ix)
+        assert ix.conn.execute("SELECT count(*) FROM sqlite_temp_master WHERE name='trigram_spill'").fetchone()[0] == 0

@@ -36,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from ..budget import fixed_mmap_threshold
 from ..config import edge_weight
 from ..store.sql import CHUNK
 from . import adjacency
@@ -43,7 +44,7 @@ from .csr import BLOB_VERSION, Graph
 from .incremental import pagerank_csr, reverse_after_splice, splice
 from .pagerank import pagerank
 
-__all__ = ["fixed_mmap_threshold", "track_edges", "end_tracking", "tracking", "dirty_sources", "clear_dirty", "update_incremental",
+__all__ = ["track_edges", "end_tracking", "tracking", "dirty_sources", "clear_dirty", "update_incremental",
            "MAX_CHANGED_FRACTION", "PAGERANK_L1_BOUND", "NEEDS_FULL"]
 
 MAX_CHANGED_FRACTION = 0.25      # changed rows above this share of the nodes: rebuild in full
@@ -58,24 +59,6 @@ _TRIGGERS = {
 }
 # (INSERT OR IGNORE would not do: a foreign-key action runs the trigger with ABORT conflicts)
 _ADD = "INSERT INTO graph_dirty(src) SELECT {v}.src WHERE NOT EXISTS (SELECT 1 FROM graph_dirty WHERE src = {v}.src);"
-
-
-def fixed_mmap_threshold(size: int = 1 << 20) -> bool:
-    """glibc only: allocations of ``size`` bytes and more are mapped and unmapped on their own,
-    so a freed array leaves the RSS. By default glibc raises this threshold to the size of the
-    largest freed block (up to 32 MB): after the first 25 MB blob is read, the next arrays of
-    that size come from the heap and stay in the RSS when freed (measured at 1M nodes: a peak
-    of 304 instead of 257 MiB for the graph update). For the rest of this process; a no-op
-    elsewhere (musl, bionic). Returns whether it was set."""
-    import ctypes
-    import platform
-
-    if platform.libc_ver()[0] != "glibc":
-        return False
-    try:
-        return bool(ctypes.CDLL(None).mallopt(-3, int(size)))       # M_MMAP_THRESHOLD
-    except (OSError, AttributeError):
-        return False
 
 
 def track_edges(conn) -> None:

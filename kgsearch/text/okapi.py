@@ -24,7 +24,7 @@ import numpy as np
 
 from .tokenize import Analyzer, get_analyzer
 
-__all__ = ["BM25Params", "MemoryBM25", "Pairs", "build_pairs", "idf", "impacts", "doc_norms", "tf_impacts",
+__all__ = ["BM25Params", "MemoryBM25", "Pairs", "Runs", "build_pairs", "build_runs", "idf", "impacts", "doc_norms", "tf_impacts",
            "top_k", "math_idf", "EMPTY"]
 
 EMPTY = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32))
@@ -98,12 +98,52 @@ class Pairs:
     doc_ids: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))   # node id per doc
 
 
-def build_pairs(docs: Iterable[tuple[Sequence[str], Sequence[str]]], name_weight: float = 1.0,
-                doc_ids: Sequence[int] | None = None, chunk: int = 4096) -> Pairs:
+@dataclass
+class Runs:
+    """Unsorted (term, doc, tf) triples in doc order, as :func:`build_runs` counts them; ``terms``
+    are numbered by first appearance. :func:`build_pairs` sorts them by term; a writer can
+    instead take them a block of terms at a time (:meth:`term_blocks`)."""
+
+    terms: list[str]
+    t: np.ndarray            # int32 [P] term number
+    d: np.ndarray            # int32 [P] doc index (0..n_docs-1)
+    tf: np.ndarray           # float32 [P]
+    dl: np.ndarray           # float64 [n_docs]
+
+    def term_blocks(self, max_pairs: int = 1 << 22):
+        """``(offsets, docs int64, tf)`` for consecutive ranges of term numbers holding about
+        ``max_pairs`` pairs each (one range: what :func:`build_pairs` holds at once), docs
+        ascending per term: the pairs of a block are picked with one pass over the term
+        numbers and sorted alone, so the sort's int64 order and the sorted copies are a block's
+        size, not the whole corpus's."""
+        df = np.bincount(self.t, minlength=len(self.terms)).astype(np.int64)
+        ends = np.cumsum(df)
+        a = 0
+        while a < len(self.terms):
+            b = int(np.searchsorted(ends, (ends[a - 1] if a else 0) + max_pairs, side="right"))
+            b = min(max(b, a + 1), len(self.terms))
+            if a == 0 and b == len(self.terms):
+                sel = None
+                order = np.argsort(self.t, kind="stable")
+            else:
+                sel = np.flatnonzero((self.t >= a) & (self.t < b))
+                order = np.argsort(self.t[sel], kind="stable")
+                order = sel[order]
+                del sel
+            offsets = np.zeros(b - a + 1, dtype=np.int64)
+            np.cumsum(df[a:b], out=offsets[1:])
+            yield a, b, offsets, self.d[order].astype(np.int64), self.tf[order]
+            del order
+            a = b
+
+
+def build_runs(docs: Iterable[tuple[Sequence[str], Sequence[str]]], name_weight: float = 1.0,
+               chunk: int = 4096) -> Runs:
     """Count weighted term frequencies of ``(name_terms, text_terms)`` documents.
 
     Vectorised per chunk of documents: terms -> ids with one dict, then ``np.unique`` over
-    ``doc * V + term`` keys and ``np.bincount`` for the weighted counts.
+    ``doc * V + term`` keys and ``np.bincount`` for the weighted counts. The chunks' arrays are
+    joined one at a time (each chunk list freed as its array is made).
     """
     vocab: dict[str, int] = {}
     T, D, F, DL = [], [], [], []
@@ -138,19 +178,25 @@ def build_pairs(docs: Iterable[tuple[Sequence[str], Sequence[str]]], name_weight
         F.append(tf.astype(np.float32))
         DL.append(dl)
         base += n
-    if not T:
-        return Pairs([], np.zeros(1, np.int64), np.zeros(0, np.int64), np.zeros(0, np.float32),
-                     np.zeros(0, np.float64), np.asarray(doc_ids or [], dtype=np.int64))
-    t = np.concatenate(T)
-    d = np.concatenate(D)
-    f = np.concatenate(F)
-    order = np.argsort(t, kind="stable")      # chunks are in doc order: docs stay ascending per term
-    t = t[order]
-    df = np.bincount(t, minlength=len(vocab))
-    offsets = np.zeros(len(vocab) + 1, dtype=np.int64)
-    np.cumsum(df, out=offsets[1:])
-    ids = np.asarray(doc_ids if doc_ids is not None else np.arange(base), dtype=np.int64)
-    return Pairs(list(vocab), offsets, d[order].astype(np.int64), f[order], np.concatenate(DL), ids)
+
+    def join(parts: list, dtype) -> np.ndarray:
+        out = np.concatenate(parts) if parts else np.zeros(0, dtype=dtype)
+        parts.clear()
+        return out
+
+    return Runs(list(vocab), join(T, np.int32), join(D, np.int32), join(F, np.float32), join(DL, np.float64))
+
+
+def build_pairs(docs: Iterable[tuple[Sequence[str], Sequence[str]]], name_weight: float = 1.0,
+                doc_ids: Sequence[int] | None = None, chunk: int = 4096) -> Pairs:
+    """:func:`build_runs` sorted by term (docs ascending per term), whole."""
+    runs = build_runs(docs, name_weight, chunk)
+    ids = np.asarray(doc_ids if doc_ids is not None else np.arange(len(runs.dl)), dtype=np.int64)
+    if not len(runs.t):
+        return Pairs(runs.terms, np.zeros(len(runs.terms) + 1, np.int64), np.zeros(0, np.int64),
+                     np.zeros(0, np.float32), runs.dl, ids)
+    _, _, offsets, d, f = next(runs.term_blocks(max_pairs=len(runs.t)))
+    return Pairs(runs.terms, offsets, d, f, runs.dl, ids)
 
 
 class MemoryBM25:

@@ -108,12 +108,24 @@ def update(ix, changes, full: bool) -> dict:
     return {"mode": "incremental", "trigrams_rewritten": len(touched), "symbols": len(new_rows)}
 
 
-def _rebuild(conn) -> dict:
+SPILL_FROM = 1 << 22           # ASCII trigram keys kept in memory before they go to a temp table by first byte
+
+
+def _rebuild(conn, spill_from: int | None = None) -> dict:
     """Every symbol and trigram posting from scratch. Lower-case ASCII symbols (nearly all) get
-    their trigrams as 24-bit codes in numpy; the rest go through :func:`trigrams`."""
+    their trigrams as 24-bit codes in numpy; the rest go through :func:`trigrams`.
+
+    The ASCII keys (``code << 32 | node id``) are kept by the trigram's first byte; past
+    ``spill_from`` keys (:data:`SPILL_FROM`) the buckets go to a TEMP table and are sorted and
+    written one first byte at a time, in code order as before (same rows, same row order). At
+    1M nodes with long titles (80M keys) holding and sorting every key at once peaked at 1.76 GB.
+    """
+    spill_from = SPILL_FROM if spill_from is None else spill_from
     conn.execute("DELETE FROM text_symbols")
     conn.execute("DELETE FROM text_trigrams")
-    packed: list[np.ndarray] = []               # code << 32 | node id, for ASCII trigrams
+    held: dict[int, list[np.ndarray]] = {}      # first byte -> key arrays (in memory)
+    n_held = 0
+    spilled = False
     other: dict[str, list[int]] = {}            # short parts and trigrams of non-ASCII symbols
     cur = conn.execute(f"SELECT id, name, {qualname_sql()} FROM nodes ORDER BY id")
     n = 0
@@ -138,12 +150,50 @@ def _rebuild(conn) -> dict:
                 for t in trigrams(sym):
                     other.setdefault(t, []).append(nid)
         if fast:
-            packed.append(_ascii_trigrams(fast_ids, fast))
+            keys = _ascii_trigrams(fast_ids, fast)          # (sorted)
+            cuts = np.searchsorted(keys >> 48, np.arange(257))
+            for first in np.flatnonzero(np.diff(cuts)).tolist():
+                held.setdefault(first, []).append(keys[cuts[first]:cuts[first + 1]])
+            n_held += len(keys)
+            if n_held > spill_from:
+                spilled = _spill(conn, held, spilled)
+                n_held = 0
         n += len(rows)
-    # sorted unique keys: by trigram, ids ascending; in place, each big array freed when done
-    # (stdlib: 3.4M keys; this keeps the step's peak near 2x the key array)
-    keys = np.concatenate(packed) if packed else np.zeros(0, dtype=np.int64)
-    del packed
+    if spilled:
+        _spill(conn, held, spilled)
+    firsts = sorted(held) if not spilled else [r[0] for r in conn.execute(
+        "SELECT DISTINCT first FROM temp.trigram_spill ORDER BY first")]
+    count = 0
+    for first in firsts:
+        parts = held.pop(first) if not spilled else [np.frombuffer(d, dtype=np.int64) for (d,) in conn.execute(
+            "SELECT keys FROM temp.trigram_spill WHERE first = ? ORDER BY rowid", (first,))]
+        rows_out = _bucket_rows(parts, other)
+        del parts
+        conn.executemany("INSERT INTO text_trigrams(tri, ids) VALUES (?,?)", rows_out)
+        count += len(rows_out)
+    if spilled:
+        conn.execute("DROP TABLE temp.trigram_spill")
+    rest = [(tri, _blob(_unique(np.asarray(more, dtype=np.int64)))) for tri, more in other.items()]
+    conn.executemany("INSERT INTO text_trigrams(tri, ids) VALUES (?,?)", rest)
+    return {"mode": "full", "symbols": n, "trigrams": count + len(rest)}
+
+
+def _spill(conn, held: dict, started: bool) -> bool:
+    """Move the held key arrays to ``temp.trigram_spill`` (one row per first byte)."""
+    if not started:
+        conn.execute("CREATE TEMP TABLE IF NOT EXISTS trigram_spill(first INTEGER, keys BLOB)")
+    conn.executemany("INSERT INTO temp.trigram_spill(first, keys) VALUES (?, ?)",
+                     [(first, np.concatenate(parts).tobytes()) for first, parts in sorted(held.items())])
+    held.clear()
+    return True
+
+
+def _bucket_rows(parts: list[np.ndarray], other: dict) -> list[tuple[str, bytes]]:
+    """``(trigram, blob)`` rows of one first byte's keys, in code order; trigrams also found
+    the slow way (``other``) are merged in and taken out of ``other``."""
+    # sorted unique keys: by trigram, ids ascending; each big array freed when done
+    keys = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+    parts.clear()
     keys.sort()
     if keys.size:
         keep = np.empty(keys.size, dtype=bool)
@@ -166,9 +216,7 @@ def _rebuild(conn) -> dict:
         if more is not None:
             rows[i] = (tri, _blob(_unique(np.concatenate([ids[starts[i]:ends[i]].astype(np.int64),
                                                           np.asarray(more, np.int64)]))))
-    rows += [(tri, _blob(_unique(np.asarray(more, dtype=np.int64)))) for tri, more in other.items()]
-    conn.executemany("INSERT INTO text_trigrams(tri, ids) VALUES (?,?)", rows)
-    return {"mode": "full", "symbols": n, "trigrams": len(rows)}
+    return rows
 
 
 def _ascii_trigrams(ids: list[int], syms: list[str]) -> np.ndarray:
