@@ -24,6 +24,7 @@ __all__ = ["proximity", "pull_mean", "neighbour_mean", "intent_edges", "hits_adj
 OUT_FACTOR = 1.0
 IN_FACTOR = 0.7
 TWO_HOP_FACTOR = 0.15
+TWO_HOP_MAX = 2000
 
 
 def _weight_of(nodes: np.ndarray, values: np.ndarray):
@@ -115,7 +116,7 @@ def neighbour_mean(g: Graph, seeds, values, two_hop: bool = False, max_frontier:
     return score
 
 
-def pull_mean(g: Graph, targets, value_of, two_hop: bool = False, max_nodes: int = 20000) -> np.ndarray:
+def pull_mean(g: Graph, targets, value_of, two_hop: bool = False, max_nodes: int = TWO_HOP_MAX) -> np.ndarray:
     """Graph signal of the query pipeline: for each target node ``v``, the weighted mean of its
     neighbours' first-stage scores,
 
@@ -124,7 +125,12 @@ def pull_mean(g: Graph, targets, value_of, two_hop: bool = False, max_nodes: int
     with ``f = 1.0`` for an edge into ``v`` (``n -> v``) and ``0.7`` for an edge out of it
     (``v -> n``): the issue's seed convention read from the receiving side. A mean, not a sum,
     so a node is not favoured for merely having many edges. With ``two_hop``, ``0.15 x`` the
-    mean of the neighbours' own 1-hop values is added (neighbour sets bounded by ``max_nodes``).
+    mean of the neighbours' own 1-hop values is added; the second hop starts from at most
+    ``max_nodes`` (:data:`TWO_HOP_MAX`) 1-hop neighbours, those most strongly linked to the
+    targets (sum of ``w * f`` over their edges with them; ties by position). It used to start
+    from the first 20,000 by position: at 1M nodes that read hub neighbourhoods for 80-180 ms
+    on 8 of 100 queries; with the strongest 2,000 the bench sets' figures are unchanged (the
+    full pipeline's nDCG@10 on all seven) and 98 of 100 top-10 lists at 1M are the same.
     ``value_of(positions) -> values`` scores any positions. Nodes without edges get 0.
     """
     targets = np.asarray(targets, dtype=np.int64)
@@ -141,7 +147,7 @@ def pull_mean(g: Graph, targets, value_of, two_hop: bool = False, max_nodes: int
         w = np.concatenate([w_i * OUT_FACTOR, w_o * IN_FACTOR]).astype(np.float64)
         res = np.zeros(len(tpos))
         if not len(nb):
-            return res, nb
+            return res, nb, np.zeros(0)
         u, inv_nb = np.unique(nb, return_inverse=True)
         vals = np.asarray(value_of(u), dtype=np.float64)[inv_nb]
         t_u, t_inv = np.unique(node, return_inverse=True)
@@ -149,14 +155,15 @@ def pull_mean(g: Graph, targets, value_of, two_hop: bool = False, max_nodes: int
         den = np.bincount(t_inv, weights=w, minlength=len(t_u))
         mean = np.divide(num, den, out=np.zeros(len(t_u)), where=den > 0)
         res[_index_in(tpos, t_u)] = mean
-        return res, u
+        return res, u, np.bincount(inv_nb.reshape(-1), weights=w, minlength=len(u))
 
     tp = targets[ok]
-    first, nbrs = one(tp)
+    first, nbrs, link = one(tp)
     out[ok] = first
     if two_hop and len(nbrs):
-        nbrs = nbrs[:max_nodes]
-        nb_first, _ = one(nbrs)
+        if len(nbrs) > max_nodes:        # the neighbours most strongly linked to the targets
+            nbrs = np.sort(nbrs[np.argsort(-link, kind="stable")[:max_nodes]])
+        nb_first = one(nbrs)[0]
         lookup = dict(zip(nbrs.tolist(), nb_first.tolist()))
         second = pull_mean_values(g, tp, lambda p: np.array([lookup.get(int(x), 0.0) for x in p]))
         out[ok] += TWO_HOP_FACTOR * second
