@@ -48,10 +48,11 @@ import numpy as np
 from ..config import edge_weights
 from ..settings import GraphSettings, IndexSettings
 from . import maintain
+from .build import from_edge_arrays, pagerank_lean
 from .communities import CommunityTimeout, greedy_modularity
 from .csr import Graph, GraphError
 from .incremental import assign_new_nodes_local, place_by_edges, read_edges
-from .pagerank import PowerIterationFailedConvergence, pagerank
+from .pagerank import PowerIterationFailedConvergence
 
 __all__ = ["NAME", "update", "assign_new_nodes", "PREFIX"]
 
@@ -250,9 +251,9 @@ def _rebuild(ix, changes, table: dict[str, float], gs: GraphSettings, progress, 
     _progress(progress, "csr")
     t = time.perf_counter()
     ids, kinds, kind_names = nodes
-    s_pos, d_pos, w, et, etypes = read_edges(conn, ids, table)
-    g = Graph.from_edges(s_pos, d_pos, w, len(ids), et, etypes, weight_dtype=np.float32)
-    del s_pos, d_pos, w, et
+    maintain.fixed_mmap_threshold()                  # (freed arrays leave the RSS)
+    *arrays, etypes = read_edges(conn, ids, table)
+    g = from_edge_arrays(arrays, len(ids), etypes)   # (frees each array once it is sorted)
     old_ids, old_comm = (None if a is None else np.array(a) for a in
                          (ix.get_array(PREFIX + "node_ids"), ix.get_array(PREFIX + "community")))
     info: dict[str, Any] = {"rebuilt": True, "nodes": g.n, "edges": g.m, "edge_types": len(etypes),
@@ -270,7 +271,7 @@ def _rebuild(ix, changes, table: dict[str, float], gs: GraphSettings, progress, 
     t = time.perf_counter()
     if g.n:
         try:
-            pr = pagerank(g, tol=min(1e-6, 1e-4 / g.n), max_iter=1000)
+            pr = pagerank_lean(g, tol=min(1e-6, 1e-4 / g.n), max_iter=1000)
         except PowerIterationFailedConvergence:          # cannot happen with alpha 0.85
             log.warning("pagerank did not converge; storing uniform scores")
             pr = np.full(g.n, 1.0 / g.n)
