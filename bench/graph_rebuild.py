@@ -30,6 +30,9 @@ RESULTS = ROOT / "bench" / "results"
 
 CHILD = r"""
 import hashlib, json, resource, sys, threading, time
+sys.path.insert(0, sys.argv[2])                   # the code to measure, before an editable install
+sys.meta_path[:] = [f for f in sys.meta_path if "editable" not in type(f).__module__]
+import kgsearch
 from kgsearch.store.db import Index
 from kgsearch.types import ChangeSet
 from kgsearch.graph import graph_step as gs
@@ -60,13 +63,12 @@ with Index.open(sys.argv[1]) as ix:
 print(json.dumps({"peak_mib": round(ru.ru_maxrss / 1024, 1), "phase_peaks_mib": {k: round(v) for k, v in peaks.items()},
                   "wall_s": round(wall, 1), "cpu_s": round(cpu, 1), "user_s": round(ru.ru_utime, 1),
                   "sys_s": round(ru.ru_stime, 1), "nodes": info.get("nodes"), "edges": info.get("edges"),
-                  "communities": info.get("communities"), "digests": digests}))
+                  "communities": info.get("communities"), "code": kgsearch.__file__, "digests": digests}))
 """
 
 
 def run_once(db: str, code: Path) -> dict:
-    env = dict(os.environ, PYTHONPATH=str(code))
-    out = subprocess.run([sys.executable, "-c", CHILD, db], env=env, capture_output=True, text=True, check=True)
+    out = subprocess.run([sys.executable, "-c", CHILD, db, str(code)], capture_output=True, text=True, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 

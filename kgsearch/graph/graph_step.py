@@ -64,6 +64,9 @@ PREFIX = "graph."
 DEFAULT_MAX_PAIRS = 1_000_000
 DEFAULT_SECONDS = 120.0
 DEFAULT_DRIFT = 0.02          # full CNM again once this fraction of the nodes changed
+# edge ids per read_edges query of a full rebuild: its text and parsed columns cost ~180 B an
+# edge of a range (1M ids: +196 MiB over the arrays read at 1M nodes; 128K: +30 MiB, +3% CPU)
+READ_CHUNK = 1 << 17
 
 
 def _progress(progress, step: str) -> None:
@@ -120,10 +123,11 @@ def update(ix, changes, settings=None, progress=None) -> dict:
 
 
 # Peak growth of a rebuild, measured: about 260 B per edge with one group_concat over the whole
-# table (docs/scale-study.md, section C); with incremental.read_edges and compact arrays a full rebuild at 1M
-# nodes and 16.4M edges peaks at 1,142 MiB (from 64 MiB: about 60 B per edge beside the node
-# arrays). 96 keeps a margin.
-BYTES_PER_EDGE = 96
+# table (docs/scale-study.md, section C); 60 B with incremental.read_edges and compact arrays
+# (1,142 MiB at 1M nodes and 16.4M edges); about 21 B with build.from_edge_arrays,
+# build.pagerank_lean and blobs written in pieces (390 MiB from 34 MiB at 1M nodes,
+# bench/results/graph_rebuild_1m.md). 32 keeps a margin.
+BYTES_PER_EDGE = 32
 BYTES_PER_NODE = 128
 
 
@@ -252,7 +256,7 @@ def _rebuild(ix, changes, table: dict[str, float], gs: GraphSettings, progress, 
     t = time.perf_counter()
     ids, kinds, kind_names = nodes
     maintain.fixed_mmap_threshold()                  # (freed arrays leave the RSS)
-    *arrays, etypes = read_edges(conn, ids, table)
+    *arrays, etypes = read_edges(conn, ids, table, chunk=READ_CHUNK)
     g = from_edge_arrays(arrays, len(ids), etypes)   # (frees each array once it is sorted)
     old_ids, old_comm = (None if a is None else np.array(a) for a in
                          (ix.get_array(PREFIX + "node_ids"), ix.get_array(PREFIX + "community")))
