@@ -48,7 +48,7 @@ import numpy as np
 from ..config import edge_weights
 from ..settings import GraphSettings, IndexSettings
 from . import maintain
-from .build import from_edge_arrays, pagerank_lean
+from .build import CHUNK, from_edge_arrays, pagerank_lean
 from .communities import CommunityTimeout, greedy_modularity
 from .csr import Graph, GraphError
 from .incremental import assign_new_nodes_local, place_by_edges, read_edges
@@ -124,11 +124,16 @@ def update(ix, changes, settings=None, progress=None) -> dict:
 
 # Peak growth of a rebuild, measured: about 260 B per edge with one group_concat over the whole
 # table (docs/scale-study.md, section C); 60 B with incremental.read_edges and compact arrays
-# (1,142 MiB at 1M nodes and 16.4M edges); about 21 B with build.from_edge_arrays,
-# build.pagerank_lean and blobs written in pieces (390 MiB from 34 MiB at 1M nodes,
-# bench/results/graph_rebuild_1m.md). 32 keeps a margin.
-BYTES_PER_EDGE = 32
+# (1,142 MiB at 1M nodes and 16.4M edges). With build.from_edge_arrays, build.pagerank_lean
+# and blobs written in pieces: 398 MiB from 35 MiB at 1M nodes (bench/results/
+# graph_rebuild_1m.md), i.e. the 13-14 B an edge read, a 4-byte permutation, one sorted array
+# and 3 B of block masks (about 20 B an edge), plus the temporaries of a read range and a sort
+# block (BYTES_PER_BLOCK_EDGE for each of the first build.CHUNK edges) and the node arrays; it
+# ran under KGSEARCH_MEMORY_MB=450. The estimate keeps a margin (548 MiB at 1M), and is below
+# the old 96 B an edge at every size (nothing refused before is refused now).
+BYTES_PER_EDGE = 24
 BYTES_PER_NODE = 128
+BYTES_PER_BLOCK_EDGE = 48
 
 
 def _check_budget(ix) -> None:
@@ -140,7 +145,8 @@ def _check_budget(ix) -> None:
         return
     edges = ix.conn.execute("SELECT coalesce(max(id), 0) FROM edges").fetchone()[0]
     nodes = ix.conn.execute("SELECT coalesce(max(id), 0) FROM nodes").fetchone()[0]
-    budget.need(NAME, int(edges) * BYTES_PER_EDGE + int(nodes) * BYTES_PER_NODE)
+    budget.need(NAME, int(edges) * BYTES_PER_EDGE + int(nodes) * BYTES_PER_NODE
+                + min(int(edges), CHUNK) * BYTES_PER_BLOCK_EDGE)
 
 
 def _ints(text: str | None) -> np.ndarray:
