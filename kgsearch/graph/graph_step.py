@@ -45,13 +45,15 @@ from typing import Any
 
 import numpy as np
 
+from ..budget import fixed_mmap_threshold
 from ..config import edge_weights
 from ..settings import GraphSettings, IndexSettings
 from . import adjacency, maintain
+from .build import CHUNK, from_edge_arrays, pagerank_lean
 from .communities import CommunityTimeout, greedy_modularity
 from .csr import Graph, GraphError
 from .incremental import assign_new_nodes_local, place_by_edges, read_edges
-from .pagerank import PowerIterationFailedConvergence, pagerank
+from .pagerank import PowerIterationFailedConvergence
 
 __all__ = ["NAME", "update", "assign_new_nodes", "PREFIX"]
 
@@ -63,6 +65,9 @@ PREFIX = "graph."
 DEFAULT_MAX_PAIRS = 1_000_000
 DEFAULT_SECONDS = 120.0
 DEFAULT_DRIFT = 0.02          # full CNM again once this fraction of the nodes changed
+# edge ids per read_edges query of a full rebuild: its text and parsed columns cost ~180 B an
+# edge of a range (1M ids: +196 MiB over the arrays read at 1M nodes; 128K: +30 MiB, +3% CPU)
+READ_CHUNK = 1 << 17
 
 
 def _progress(progress, step: str) -> None:
@@ -132,11 +137,17 @@ def _rows_due(ix, gs: GraphSettings) -> bool:
 
 
 # Peak growth of a rebuild, measured: about 260 B per edge with one group_concat over the whole
-# table (docs/scale-study.md, section C); with incremental.read_edges and compact arrays a full rebuild at 1M
-# nodes and 16.4M edges peaks at 1,142 MiB (from 64 MiB: about 60 B per edge beside the node
-# arrays). 96 keeps a margin.
-BYTES_PER_EDGE = 96
+# table (docs/scale-study.md, section C); 60 B with incremental.read_edges and compact arrays
+# (1,142 MiB at 1M nodes and 16.4M edges). With build.from_edge_arrays, build.pagerank_lean
+# and blobs written in pieces: 398 MiB from 35 MiB at 1M nodes (bench/results/
+# graph_rebuild_1m.md), i.e. the 13-14 B an edge read, a 4-byte permutation, one sorted array
+# and 3 B of block masks (about 20 B an edge), plus the temporaries of a read range and a sort
+# block (BYTES_PER_BLOCK_EDGE for each of the first build.CHUNK edges) and the node arrays; it
+# ran under KGSEARCH_MEMORY_MB=450. The estimate keeps a margin (548 MiB at 1M), and is below
+# the old 96 B an edge at every size (nothing refused before is refused now).
+BYTES_PER_EDGE = 24
 BYTES_PER_NODE = 128
+BYTES_PER_BLOCK_EDGE = 48
 
 
 def _check_budget(ix) -> None:
@@ -148,7 +159,8 @@ def _check_budget(ix) -> None:
         return
     edges = ix.conn.execute("SELECT coalesce(max(id), 0) FROM edges").fetchone()[0]
     nodes = ix.conn.execute("SELECT coalesce(max(id), 0) FROM nodes").fetchone()[0]
-    budget.need(NAME, int(edges) * BYTES_PER_EDGE + int(nodes) * BYTES_PER_NODE)
+    budget.need(NAME, int(edges) * BYTES_PER_EDGE + int(nodes) * BYTES_PER_NODE
+                + min(int(edges), CHUNK) * BYTES_PER_BLOCK_EDGE)
 
 
 def _ints(text: str | None) -> np.ndarray:
@@ -263,9 +275,9 @@ def _rebuild(ix, changes, table: dict[str, float], gs: GraphSettings, progress, 
     _progress(progress, "csr")
     t = time.perf_counter()
     ids, kinds, kind_names = nodes
-    s_pos, d_pos, w, et, etypes = read_edges(conn, ids, table)
-    g = Graph.from_edges(s_pos, d_pos, w, len(ids), et, etypes, weight_dtype=np.float32)
-    del s_pos, d_pos, w, et
+    fixed_mmap_threshold()                           # (freed arrays leave the RSS)
+    *arrays, etypes = read_edges(conn, ids, table, chunk=READ_CHUNK)
+    g = from_edge_arrays(arrays, len(ids), etypes)   # (frees each array once it is sorted)
     old_ids, old_comm = (None if a is None else np.array(a) for a in
                          (ix.get_array(PREFIX + "node_ids"), ix.get_array(PREFIX + "community")))
     info: dict[str, Any] = {"rebuilt": True, "nodes": g.n, "edges": g.m, "edge_types": len(etypes),
@@ -284,7 +296,7 @@ def _rebuild(ix, changes, table: dict[str, float], gs: GraphSettings, progress, 
     t = time.perf_counter()
     if g.n:
         try:
-            pr = pagerank(g, tol=min(1e-6, 1e-4 / g.n), max_iter=1000)
+            pr = pagerank_lean(g, tol=min(1e-6, 1e-4 / g.n), max_iter=1000)
         except PowerIterationFailedConvergence:          # cannot happen with alpha 0.85
             log.warning("pagerank did not converge; storing uniform scores")
             pr = np.full(g.n, 1.0 / g.n)
