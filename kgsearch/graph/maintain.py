@@ -31,6 +31,8 @@ missed) falls back to the full rebuild, and the step's info says why.
 """
 from __future__ import annotations
 
+import json
+import sqlite3
 import time
 from typing import Any
 
@@ -39,7 +41,7 @@ import numpy as np
 from ..config import edge_weight
 from ..store.sql import CHUNK
 from .csr import BLOB_VERSION, Graph
-from .incremental import pagerank_csr, reverse_after_splice, splice
+from .incremental import in_pointers, out_weights, pagerank_csr, place_new_edges, reverse_from_plan, splice_column, splice_plan
 from .pagerank import pagerank
 
 __all__ = ["fixed_mmap_threshold", "track_edges", "end_tracking", "tracking", "dirty_sources", "clear_dirty", "update_incremental",
@@ -49,6 +51,9 @@ MAX_CHANGED_FRACTION = 0.25      # changed rows above this share of the nodes: r
 PAGERANK_L1_BOUND = 2 * 0.85 / 0.15 * 1e-4   # warm vs fresh PageRank, L1 (both within 5.7e-4 of exact)
 WARM_FROM = 200_000          # nodes: below, PageRank is solved cold, as a fresh build does (same scores)
 NEEDS_FULL = "graph.needs_full"  # meta: edges changed while the graph step did not run
+BLOB_IO = hasattr(sqlite3.Connection, "blobopen")   # incremental blob I/O (Python >= 3.11)
+STREAM_BYTES = 1 << 22       # arrays from this size are written in pieces of this many bytes
+CHUNK_EDGES = 1 << 19        # edges per slice of a stored array (reads, renumbering, PageRank)
 
 _TRIGGERS = {
     "graph_dirty_ins": "AFTER INSERT ON main.edges BEGIN {add_new} END",
@@ -143,28 +148,163 @@ def _rows(conn, sources: np.ndarray, node_ids: np.ndarray, etypes: list[str], ta
     return src, dst, w, et
 
 
-def _forward(ix, prefix: str, etypes, n: int) -> Graph | str:
-    """The stored graph's forward arrays only (``rindptr``/``rperm`` None), checked as
-    ``Graph.from_blobs`` checks them; or why they cannot be used."""
-    shape = ix.get_array(prefix + "shape")
-    if shape is None or len(shape) != 3 or int(shape[0]) != BLOB_VERSION:
-        return "stored graph unreadable (missing or another version)"
-    if int(shape[1]) != n:
-        return "stored graph and node ids disagree"
-    m = int(shape[2])
-    parts = {}
-    for p, size in (("indptr", n + 1), ("indices", m), ("weights", m), ("etype", m)):
-        a = ix.get_array(prefix + p)
-        if a is None or len(a) != size:
-            return f"stored graph unreadable (blob {p})"
-        parts[p] = a
-    return Graph(n, parts["indptr"], parts["indices"], parts["weights"], parts["etype"], None, None, etypes)
+class _Stored:
+    """One stored array, read in slices (``col[a:b]``) straight from its blob (SQLite's
+    incremental blob I/O, Python >= 3.11), so a splice never holds the old array whole; with
+    an older sqlite3 module, the whole array (``Index.get_array``)."""
+
+    def __init__(self, ix, name: str, dtype, length: int, rowid: int):
+        self.dtype, self._len = np.dtype(dtype), int(length)
+        self._blob = ix.conn.blobopen("blobs", "data", rowid, readonly=True) if BLOB_IO else None
+        self._arr = None if self._blob is not None else ix.get_array(name)
+
+    def __len__(self) -> int:
+        return self._len
+
+    def __getitem__(self, sl: slice) -> np.ndarray:
+        if self._arr is not None:
+            return self._arr[sl]
+        a, b, step = sl.indices(self._len)
+        if step != 1:
+            raise IndexError("stored arrays are read in contiguous slices")
+        k = max(0, b - a) * self.dtype.itemsize
+        if not k:
+            return np.zeros(0, dtype=self.dtype)
+        self._blob.seek(a * self.dtype.itemsize)
+        return np.frombuffer(self._blob.read(k), dtype=self.dtype)
+
+    def close(self) -> None:
+        if self._blob is not None:
+            self._blob.close()
+        self._blob = self._arr = None
+
+
+def _open(ix, name: str, length: int | None = None) -> _Stored | None:
+    """The stored array ``name`` for slicing, or None when missing, not 1-d or not ``length`` long."""
+    row = ix.conn.execute("SELECT rowid, dtype, shape, length(data) FROM blobs WHERE name = ?", (name,)).fetchone()
+    if row is None:
+        return None
+    rowid, dtype, shape, nbytes = row
+    shape = json.loads(shape)
+    if len(shape) != 1 or nbytes != shape[0] * np.dtype(dtype).itemsize or (length is not None and shape[0] != length):
+        return None
+    return _Stored(ix, name, dtype, shape[0], rowid)
+
+
+def _put(ix, name: str, arr: np.ndarray, chunk: int | None = None) -> None:
+    """``Index.put_array`` without a copy of the array: an empty blob of the right size, then
+    written in ``chunk``-byte pieces (binding the bytes costs ``tobytes()`` plus SQLite's own
+    copy, which the cached statement keeps until its next use)."""
+    a = np.ascontiguousarray(arr)
+    conn = ix.conn
+    chunk = chunk or STREAM_BYTES
+    if not BLOB_IO or a.nbytes < chunk:
+        ix.put_array(name, a)
+        return
+    conn.execute("INSERT INTO blobs(name, generation, dtype, shape, data) VALUES (?,?,?,?,zeroblob(?)) "
+                 "ON CONFLICT(name) DO UPDATE SET generation=excluded.generation, dtype=excluded.dtype, "
+                 "shape=excluded.shape, data=excluded.data",
+                 (name, ix.generation, a.dtype.str, json.dumps(list(a.shape)), a.nbytes))
+    rowid = conn.execute("SELECT rowid FROM blobs WHERE name = ?", (name,)).fetchone()[0]
+    view = memoryview(a.reshape(-1)).cast("B")
+    with conn.blobopen("blobs", "data", rowid) as blob:
+        for o in range(0, a.nbytes, chunk):
+            blob.write(view[o:o + chunk])
+    getattr(ix, "_cache", {}).pop(name, None)
+
+
+class _StoredGraph(Graph):
+    """The updated graph for PageRank and communities, its edge arrays read from the blobs only
+    when used (``pagerank_csr`` slices them in chunks: see :meth:`stream`); ``rindptr`` given."""
+
+    def __init__(self, ix, prefix: str, n: int, m: int, indptr, rindptr, etype_names):
+        self._ix, self._prefix, self._loaded = ix, prefix, {}
+        super().__init__(n, indptr, np.zeros(0, np.int32), None, None, rindptr, None, etype_names)
+        self.m = int(m)
+        self._loaded.clear()
+
+    def stream(self) -> Graph:
+        """A Graph whose ``indices``/``weights`` are :class:`_Stored` (sliced only)."""
+        cols = {p: _open(self._ix, self._prefix + p, self.m) for p in ("indices", "weights")}
+        return Graph(self.n, self.indptr, cols["indices"], cols["weights"], None, self.rindptr, None, self.etype_names)
+
+
+def _lazy(part: str):
+    def get(self):
+        a = self._loaded.get(part)
+        if a is None:
+            col = _open(self._ix, self._prefix + part)
+            if col is None:
+                raise ValueError(f"stored graph unreadable (blob {part})")
+            a = self._loaded[part] = col[0:len(col)]     # (one read: no copy held by SQLite)
+            col.close()
+        return a
+
+    def put(self, value):
+        if value is not None:
+            self._loaded[part] = value
+    return property(get, put)
+
+
+for _p in ("indices", "weights", "etype", "rperm"):
+    setattr(_StoredGraph, _p, _lazy(_p))
+
+
+def _splice_stored(ix, prefix: str, plan: dict, etypes: list[str], m_old: int) -> tuple[np.ndarray, np.ndarray, int]:
+    """Splice the stored arrays one at a time (read the old blob in slices, build the new
+    array, write it, free it): one new edge array (4 bytes an edge) in memory, plus a bool
+    an edge while the new edges' places in ``rperm`` are found. Returns the new ``rindptr``,
+    the rows' summed weights (for PageRank) and the bytes written. A ValueError leaves a
+    partial write that the caller's full rebuild replaces."""
+    n, m = plan["n"], plan["m"]
+    idx = plan["indptr"].dtype
+    old_indptr = ix.get_array(prefix + "indptr")
+    sizes = {}
+    for part, values, targets in (("indices", plan["dst"], True), ("etype", plan["t"], False),
+                                  ("weights", plan["w"], False)):
+        old = _open(ix, prefix + part, m_old)
+        if old is None:
+            raise ValueError(f"stored graph unreadable (blob {part})")
+        dtype = old.dtype
+        if part == "etype" and len(etypes) > np.iinfo(dtype).max + 1:
+            old.close()
+            raise ValueError(f"more than {np.iinfo(dtype).max + 1} edge types")
+        try:
+            new = splice_column(plan, old, values, dtype, targets=targets, chunk=CHUNK_EDGES)
+        finally:
+            old.close()
+        if part == "indices":
+            rindptr = in_pointers(new, n, idx, CHUNK_EDGES)
+            place_new_edges(plan, new, rindptr)
+        elif part == "weights":
+            outw = out_weights(plan["indptr"], new, CHUNK_EDGES)     # (for PageRank: no second read)
+        _put(ix, prefix + part, new)
+        sizes[part] = new.nbytes
+        del new
+    old_rperm = _open(ix, prefix + "rperm", m_old)
+    if old_rperm is None:
+        indices = ix.get_array(prefix + "indices")          # (no usable reverse side: sort)
+        rperm = np.argsort(indices, kind="stable").astype(idx)
+        del indices
+    else:
+        try:
+            rperm = reverse_from_plan(plan, old_indptr, old_rperm, CHUNK_EDGES)
+        finally:
+            old_rperm.close()
+    _put(ix, prefix + "rperm", rperm)
+    sizes["rperm"] = rperm.nbytes
+    del rperm
+    ix.put_array(prefix + "indptr", plan["indptr"])
+    ix.put_array(prefix + "rindptr", rindptr)
+    ix.put_array(prefix + "shape", np.array([BLOB_VERSION, n, m], dtype=np.int64))
+    sizes["pointers"] = plan["indptr"].nbytes + rindptr.nbytes
+    return rindptr, outw, sum(sizes.values())
 
 
 def update_incremental(ix, changes, table: dict, gs, ids: np.ndarray, kinds: np.ndarray,
                        kind_names: list[str], prefix: str) -> dict[str, Any] | str:
     """Bring the stored graph up to date from the changed rows. Returns the step's info, or a
-    string saying why a full rebuild is needed instead (nothing written then)."""
+    string saying why a full rebuild is needed instead (the caller then rewrites every blob)."""
     from .graph_step import communities          # (graph_step imports this module)
 
     conn = ix.conn
@@ -179,38 +319,36 @@ def update_incremental(ix, changes, table: dict, gs, ids: np.ndarray, kinds: np.
     dirty = dirty_sources(conn)
     if len(dirty) > MAX_CHANGED_FRACTION * max(len(ids), 1):
         return f"{len(dirty)} changed rows > {MAX_CHANGED_FRACTION:g} of the nodes"
-    g_old = _forward(ix, prefix, etypes, len(old_ids))     # (the reverse side is read later)
-    if isinstance(g_old, str):
-        return g_old
+    shape = ix.get_array(prefix + "shape")
+    if shape is None or len(shape) != 3 or int(shape[0]) != BLOB_VERSION:
+        return "stored graph unreadable (missing or another version)"
+    if int(shape[1]) != len(old_ids):
+        return "stored graph and node ids disagree"
+    m_old = int(shape[2])
+    old_indptr = ix.get_array(prefix + "indptr")
+    if old_indptr is None or len(old_indptr) != len(old_ids) + 1 or int(old_indptr[-1]) != m_old:
+        return "stored graph unreadable (blob indptr)"
     etypes = list(etypes)
     try:
         src, dst, w, et = _rows(conn, dirty, ids, etypes, table)
-        if len(etypes) > 255 and g_old.etype.dtype == np.uint8:
-            return "more than 255 edge types"
-        g = splice(g_old, old_ids, ids, dirty, src, dst, w, et, etypes, reverse=False)
+        plan = splice_plan(old_indptr, old_ids, ids, dirty, src, dst, w, et)
+        rindptr, outw, nbytes = _splice_stored(ix, prefix, plan, etypes, m_old)
     except ValueError as exc:
         return f"the change could not be spliced in ({exc})"
     old_pr = ix.get_array(prefix + "pagerank")
     old_comm = ix.get_array(prefix + "community")
     # old position -> new position, for the scores
-    at = np.minimum(np.searchsorted(ids, old_ids), max(len(ids) - 1, 0))
-    hit = (ids[at] == old_ids) if len(ids) else np.zeros(len(old_ids), bool)
-    gone = np.searchsorted(old_ids, dirty)
-    gone = gone[(gone < len(old_ids)) & (old_ids[np.minimum(gone, len(old_ids) - 1)] == dirty)]
-    removed_edges = int((g_old.indptr[gone + 1].astype(np.int64) - g_old.indptr[gone]).sum())
-    old_indptr, m_old = g_old.indptr, g_old.m
-    del g_old                                     # (its forward blobs: freed before the reverse side)
-    old_rperm, old_rindptr = ix.get_array(prefix + "rperm"), ix.get_array(prefix + "rindptr")
-    if old_rperm is None or len(old_rperm) != m_old or old_rindptr is None or len(old_rindptr) != len(old_indptr):
-        old_rperm = None                          # (add_reverse then sorts)
-    reverse_after_splice(g, old_indptr, old_rperm, old_rindptr)
-    del old_indptr, old_rperm, old_rindptr
+    remap = plan["remap"]
+    hit = remap >= 0
+    gone = np.flatnonzero(~plan["keep_row"])           # changed or removed rows: their edges went
+    removed_edges = int((old_indptr[gone + 1].astype(np.int64) - old_indptr[gone]).sum())
+    del old_indptr
+    g = _StoredGraph(ix, prefix, plan["n"], plan["m"], plan["indptr"], rindptr, etypes)
+    del plan
     info: dict[str, Any] = {"rebuilt": True, "incremental": True, "changed_rows": int(len(dirty)),
                             "changed_edges": int(len(src)), "nodes": g.n, "edges": g.m,
-                            "edge_types": len(etypes), "csr_mb": round(g.nbytes / 1e6, 3),
+                            "edge_types": len(etypes), "csr_mb": round(nbytes / 1e6, 3),
                             "csr_seconds": round(time.perf_counter() - t, 3)}
-    for name, arr in g.to_blobs().items():
-        ix.put_array(prefix + name, arr)
     ix.put_array(prefix + "node_ids", ids)
     ix.put_array(prefix + "kind", kinds)
     ix.set_meta_json(prefix + "etypes", etypes)
@@ -226,8 +364,16 @@ def update_incremental(ix, changes, table: dict, gs, ids: np.ndarray, kinds: np.
     elif g.n:
         x0 = np.full(g.n, 1.0 / g.n)
         if old_pr is not None and len(old_pr) == len(old_ids) and hit.any():
-            x0[at[hit]] = old_pr[hit]
-        pr, iters = pagerank_csr(g, tol=min(1e-6, 1e-4 / g.n), max_iter=1000, x0=x0)
+            x0[remap[hit]] = old_pr[hit]
+        del old_pr
+        sg = g.stream()                          # (indices and weights read in chunks, per iteration)
+        try:
+            pr, iters = pagerank_csr(sg, tol=min(1e-6, 1e-4 / g.n), max_iter=1000, x0=x0, outw=outw,
+                                     chunk=CHUNK_EDGES)
+        finally:
+            sg.indices.close()
+            sg.weights.close()
+        del x0, sg
         ix.put_array(prefix + "pagerank", pr.astype(np.float32))
         info["pagerank_iterations"] = iters
         info["pagerank_start"] = "warm"
