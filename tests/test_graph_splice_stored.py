@@ -128,3 +128,59 @@ def test_at_most_one_new_edge_array_in_memory(tmp_path, monkeypatch):
     assert stored < 1.4 * one, stored / one
     in_memory = _peak(lambda: inc.splice(g_old, old_ids, new_ids, changed, *new))
     assert in_memory > 2 * one, in_memory / one         # (the old way: forward arrays twice)
+
+
+@pytest.mark.parametrize("blob_io", [True, False])
+def test_put_writes_in_place_or_anew(tmp_path, monkeypatch, blob_io):
+    monkeypatch.setattr(maintain, "BLOB_IO", blob_io and maintain.BLOB_IO)
+    ix = Index.open(tmp_path / "p.db")
+    a = np.arange(1000, dtype=np.int32)
+    try:
+        with ix.transaction():
+            maintain._put(ix, "x", a, chunk=64)
+            assert np.array_equal(ix.get_array("x"), a)
+            b = a.copy()
+            b[[3, 500, 999]] = -1                     # same length: changed pieces only, in place
+            maintain._put(ix, "x", b, chunk=64)
+            assert np.array_equal(ix.get_array("x"), b)
+            for c in (b[:-1], b.astype(np.int64), b.reshape(10, 100)):   # length, type, shape
+                maintain._put(ix, "x", c, chunk=64)
+                got = ix.get_array("x")
+                assert np.array_equal(got, c) and got.dtype == c.dtype and got.shape == c.shape
+    finally:
+        ix.close()
+
+
+def test_a_change_that_keeps_the_edge_count_splices_in_place(tmp_path, monkeypatch):
+    """One row rewritten with as many edges as it had (a neighbour list replaced): every
+    stored array keeps its length and is updated in place."""
+    monkeypatch.setattr(maintain, "STREAM_BYTES", 64)
+    monkeypatch.setattr(maintain, "CHUNK_EDGES", 50)
+    rng = np.random.default_rng(7)
+    n, m = 120, 2000
+    ids = np.arange(10, 10 + n)
+    s, d = np.sort(rng.integers(0, n, m)), rng.integers(0, n, m)
+    w = rng.integers(1, 4, m).astype(np.float32)
+    t = rng.integers(0, 3, m).astype(np.uint8)
+    g = Graph.from_edges(s, d, w, n, t, weight_dtype=np.float32)
+    row = int(s[m // 2])
+    k = int((s == row).sum())
+    nd = rng.integers(0, n, k)
+    new = (np.full(k, ids[row]), ids[nd], np.full(k, 2.0, np.float32), np.ones(k, np.uint8))
+    keep = s != row
+    want = Graph.from_edges(np.r_[s[keep], np.full(k, row)], np.r_[d[keep], nd], np.r_[w[keep], new[2]], n,
+                            np.r_[t[keep], new[3]], weight_dtype=np.float32)
+    ix = _stored(tmp_path, g)
+    written = []
+    real = maintain._put
+    monkeypatch.setattr(maintain, "_put", lambda ix, name, a, chunk=None: (
+        written.append((name, len(ix.get_array(name)) == len(a))), real(ix, name, a, chunk)))
+    try:
+        with ix.transaction():
+            plan = inc.splice_plan(g.indptr, ids, ids, np.array([ids[row]]), *new)
+            maintain._splice_stored(ix, PREFIX, plan, ["t"] * 3, g.m)
+        for p in PARTS:
+            assert np.array_equal(ix.get_array(PREFIX + p), getattr(want, p)), p
+    finally:
+        ix.close()
+    assert sorted(written) == [(PREFIX + p, True) for p in ("etype", "indices", "rperm", "weights")]
