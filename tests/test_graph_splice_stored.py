@@ -10,6 +10,7 @@ import pytest
 
 from kgsearch.graph import incremental as inc, maintain
 from kgsearch.graph.csr import Graph
+from kgsearch.graph.graph_step import pairs_lower_bound
 from kgsearch.store.db import Index
 
 PARTS = ("indptr", "indices", "weights", "etype", "rindptr", "rperm")
@@ -66,7 +67,7 @@ def test_one_array_at_a_time_equals_the_splice_and_a_rebuild(tmp_path, monkeypat
     try:
         with ix.transaction():
             plan = inc.splice_plan(g_old.indptr, old_ids, new_ids, changed, *new)
-            rindptr, outw, _ = maintain._splice_stored(ix, PREFIX, plan, ["t"] * 7, g_old.m)
+            rindptr, outw, pairs, _ = maintain._splice_stored(ix, PREFIX, plan, ["t"] * 7, g_old.m)
         got = {p: ix.get_array(PREFIX + p) for p in PARTS}
         assert list(ix.get_array(PREFIX + "shape")) == [maintain.BLOB_VERSION, want.n, want.m]
     finally:
@@ -76,6 +77,7 @@ def test_one_array_at_a_time_equals_the_splice_and_a_rebuild(tmp_path, monkeypat
             assert np.array_equal(got[p], getattr(ref, p)), p
             assert got[p].dtype == getattr(ref, p).dtype, p
     assert np.array_equal(rindptr, want.rindptr)
+    assert pairs == pairs_lower_bound(want)
     assert np.allclose(outw, np.bincount(np.repeat(np.arange(want.n), np.diff(want.indptr)),
                                          weights=want.weights, minlength=want.n))
 

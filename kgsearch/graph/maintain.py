@@ -44,6 +44,11 @@ from .csr import BLOB_VERSION, Graph
 from .incremental import in_pointers, out_weights, pagerank_csr, place_new_edges, reverse_from_plan, splice_column, splice_plan
 from .pagerank import pagerank
 
+
+def pairs_lower_bound(g: Graph) -> int:
+    from .graph_step import pairs_lower_bound as count      # (graph_step imports this module)
+    return count(g)
+
 __all__ = ["fixed_mmap_threshold", "track_edges", "end_tracking", "tracking", "dirty_sources", "clear_dirty", "update_incremental",
            "MAX_CHANGED_FRACTION", "PAGERANK_L1_BOUND", "NEEDS_FULL"]
 
@@ -263,11 +268,12 @@ for _p in ("indices", "weights", "etype", "rperm"):
     setattr(_StoredGraph, _p, _lazy(_p))
 
 
-def _splice_stored(ix, prefix: str, plan: dict, etypes: list[str], m_old: int) -> tuple[np.ndarray, np.ndarray, int]:
+def _splice_stored(ix, prefix: str, plan: dict, etypes: list[str], m_old: int) -> tuple[np.ndarray, np.ndarray, int, int]:
     """Splice the stored arrays one at a time (read the old blob in slices, build the new
     array, write it, free it): one new edge array (4 bytes an edge) in memory, plus a bool
     an edge while the new edges' places in ``rperm`` are found. Returns the new ``rindptr``,
-    the rows' summed weights (for PageRank) and the bytes written. A ValueError leaves a
+    the rows' summed weights (for PageRank), ``pairs_lower_bound`` (for the communities' size
+    check: no second read of the indices) and the bytes written. A ValueError leaves a
     partial write that the caller's full rebuild replaces."""
     n, m = plan["n"], plan["m"]
     idx = plan["indptr"].dtype
@@ -289,6 +295,7 @@ def _splice_stored(ix, prefix: str, plan: dict, etypes: list[str], m_old: int) -
         if part == "indices":
             rindptr = in_pointers(new, n, idx, CHUNK_EDGES)
             place_new_edges(plan, new, rindptr)
+            pairs = pairs_lower_bound(Graph(n, plan["indptr"], new, None, None, None, None))
         elif part == "weights":
             outw = out_weights(plan["indptr"], new, CHUNK_EDGES)     # (for PageRank: no second read)
         _put(ix, prefix + part, new)
@@ -311,7 +318,7 @@ def _splice_stored(ix, prefix: str, plan: dict, etypes: list[str], m_old: int) -
     ix.put_array(prefix + "rindptr", rindptr)
     ix.put_array(prefix + "shape", np.array([BLOB_VERSION, n, m], dtype=np.int64))
     sizes["pointers"] = plan["indptr"].nbytes + rindptr.nbytes
-    return rindptr, outw, sum(sizes.values())
+    return rindptr, outw, pairs, sum(sizes.values())
 
 
 def update_incremental(ix, changes, table: dict, gs, ids: np.ndarray, kinds: np.ndarray,
@@ -345,7 +352,7 @@ def update_incremental(ix, changes, table: dict, gs, ids: np.ndarray, kinds: np.
     try:
         src, dst, w, et = _rows(conn, dirty, ids, etypes, table)
         plan = splice_plan(old_indptr, old_ids, ids, dirty, src, dst, w, et)
-        rindptr, outw, nbytes = _splice_stored(ix, prefix, plan, etypes, m_old)
+        rindptr, outw, pairs, nbytes = _splice_stored(ix, prefix, plan, etypes, m_old)
     except ValueError as exc:
         return f"the change could not be spliced in ({exc})"
     old_pr = ix.get_array(prefix + "pagerank")
@@ -357,6 +364,7 @@ def update_incremental(ix, changes, table: dict, gs, ids: np.ndarray, kinds: np.
     removed_edges = int((old_indptr[gone + 1].astype(np.int64) - old_indptr[gone]).sum())
     del old_indptr
     g = _StoredGraph(ix, prefix, plan["n"], plan["m"], plan["indptr"], rindptr, etypes)
+    g._cache["pairs_lower_bound"] = pairs
     del plan
     info: dict[str, Any] = {"rebuilt": True, "incremental": True, "changed_rows": int(len(dirty)),
                             "changed_edges": int(len(src)), "nodes": g.n, "edges": g.m,
