@@ -41,7 +41,7 @@ import numpy as np
 from ..config import edge_weight
 from ..store.sql import CHUNK
 from .csr import BLOB_VERSION, Graph
-from .incremental import in_pointers, out_weights, pagerank_csr, place_new_edges, reverse_from_plan, splice_column, splice_plan
+from .incremental import in_pointers, in_pointers_after_splice, out_weights, pagerank_csr, place_new_edges, reverse_from_plan, splice_column, splice_plan
 from .pagerank import pagerank
 
 
@@ -290,10 +290,16 @@ def _splice_stored(ix, prefix: str, plan: dict, etypes: list[str], m_old: int) -
             raise ValueError(f"more than {np.iinfo(dtype).max + 1} edge types")
         try:
             new = splice_column(plan, old, values, dtype, targets=targets, chunk=CHUNK_EDGES)
+            if part == "indices":
+                old_rindptr = ix.get_array(prefix + "rindptr")
+                if old_rindptr is not None and len(old_rindptr) == len(old_indptr):
+                    rindptr = in_pointers_after_splice(plan, old_rindptr, old)
+                else:
+                    rindptr = in_pointers(new, n, idx, CHUNK_EDGES)
+                del old_rindptr
         finally:
             old.close()
         if part == "indices":
-            rindptr = in_pointers(new, n, idx, CHUNK_EDGES)
             place_new_edges(plan, new, rindptr)
             pairs = pairs_lower_bound(Graph(n, plan["indptr"], new, None, None, None, None))
         elif part == "weights":
