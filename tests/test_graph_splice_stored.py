@@ -8,7 +8,7 @@ import tracemalloc
 import numpy as np
 import pytest
 
-from kgsearch.graph import incremental as inc, maintain
+from kgsearch.graph import blobio, incremental as inc, maintain
 from kgsearch.graph.csr import Graph
 from kgsearch.graph.graph_step import pairs_lower_bound
 from kgsearch.store.db import Index
@@ -58,8 +58,8 @@ def _stored(tmp_path, g: Graph) -> Index:
 @pytest.mark.parametrize("blob_io", [True, False])
 @pytest.mark.parametrize("seed", range(8))
 def test_one_array_at_a_time_equals_the_splice_and_a_rebuild(tmp_path, monkeypatch, seed, blob_io):
-    monkeypatch.setattr(maintain, "BLOB_IO", blob_io and maintain.BLOB_IO)   # (False: Python < 3.11's path)
-    monkeypatch.setattr(maintain, "STREAM_BYTES", 64)          # (written in pieces, read in slices)
+    monkeypatch.setattr(blobio, "BLOB_IO", blob_io and blobio.BLOB_IO)   # (False: Python < 3.11's path)
+    monkeypatch.setattr(blobio, "STREAM_BYTES", 64)          # (written in pieces, read in slices)
     monkeypatch.setattr(maintain, "CHUNK_EDGES", 1 + 37 * (seed % 4))
     g_old, old_ids, new_ids, changed, new, want = _case(seed)
     in_memory = inc.splice(g_old, old_ids, new_ids, changed, *new)
@@ -116,7 +116,7 @@ def test_at_most_one_new_edge_array_in_memory(tmp_path, monkeypatch):
     arrays are spliced: one new int32 array plus a bool an edge and chunk-sized pieces, where
     the in-memory splice holds the old and the new forward arrays at once (measured: 1.29 and
     9.1 arrays). Few new edges: the in-edges of their targets are gathered (int64 each)."""
-    monkeypatch.setattr(maintain, "STREAM_BYTES", 1 << 12)
+    monkeypatch.setattr(blobio, "STREAM_BYTES", 1 << 12)
     monkeypatch.setattr(maintain, "CHUNK_EDGES", 1 << 10)
     g_old, old_ids, new_ids, changed, new, want = _case(4, n_old=500, m=300_000, n_new_edges=10)
     assert want.m > 0.9 * g_old.m                       # (a few rows changed)
@@ -136,19 +136,19 @@ def test_at_most_one_new_edge_array_in_memory(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("blob_io", [True, False])
 def test_put_writes_in_place_or_anew(tmp_path, monkeypatch, blob_io):
-    monkeypatch.setattr(maintain, "BLOB_IO", blob_io and maintain.BLOB_IO)
+    monkeypatch.setattr(blobio, "BLOB_IO", blob_io and blobio.BLOB_IO)
     ix = Index.open(tmp_path / "p.db")
     a = np.arange(1000, dtype=np.int32)
     try:
         with ix.transaction():
-            maintain._put(ix, "x", a, chunk=64)
+            blobio.put_stored(ix, "x", a, chunk=64)
             assert np.array_equal(ix.get_array("x"), a)
             b = a.copy()
             b[[3, 500, 999]] = -1                     # same length: changed pieces only, in place
-            maintain._put(ix, "x", b, chunk=64)
+            blobio.put_stored(ix, "x", b, chunk=64)
             assert np.array_equal(ix.get_array("x"), b)
             for c in (b[:-1], b.astype(np.int64), b.reshape(10, 100)):   # length, type, shape
-                maintain._put(ix, "x", c, chunk=64)
+                blobio.put_stored(ix, "x", c, chunk=64)
                 got = ix.get_array("x")
                 assert np.array_equal(got, c) and got.dtype == c.dtype and got.shape == c.shape
     finally:
@@ -158,7 +158,7 @@ def test_put_writes_in_place_or_anew(tmp_path, monkeypatch, blob_io):
 def test_a_change_that_keeps_the_edge_count_splices_in_place(tmp_path, monkeypatch):
     """One row rewritten with as many edges as it had (a neighbour list replaced): every
     stored array keeps its length and is updated in place."""
-    monkeypatch.setattr(maintain, "STREAM_BYTES", 64)
+    monkeypatch.setattr(blobio, "STREAM_BYTES", 64)
     monkeypatch.setattr(maintain, "CHUNK_EDGES", 50)
     rng = np.random.default_rng(7)
     n, m = 120, 2000
@@ -176,7 +176,7 @@ def test_a_change_that_keeps_the_edge_count_splices_in_place(tmp_path, monkeypat
                             np.r_[t[keep], new[3]], weight_dtype=np.float32)
     ix = _stored(tmp_path, g)
     written = []
-    real = maintain._put
+    real = blobio.put_stored
     monkeypatch.setattr(maintain, "_put", lambda ix, name, a, chunk=None: (
         written.append((name, len(ix.get_array(name)) == len(a))), real(ix, name, a, chunk)))
     try:

@@ -8,16 +8,20 @@ at 1M nodes for a file that gained one edge). Here the graph step instead:
    the source of every inserted, deleted or updated edge in ``temp.graph_dirty`` (foreign-key
    actions, a node removed under its edges, fire them too). No indexer code has to report
    what it touched, and the neighbour step's ``similar_text`` edges are covered as well;
-2. reads the stored CSR blobs, the live node ids and kinds (compact arrays), and only the
+2. reads the live node ids and kinds (compact arrays), the stored row pointers, and only the
    changed rows from SQLite (``WHERE src IN (...)``);
-3. :func:`~kgsearch.graph.incremental.splice`\\ s them in (same arrays as ``Graph.from_edges`` on
-   the whole edge list: edges by (source, target), parallel edges in edge id order, the
-   reverse permutation by (target, source)); the old graph is freed before the reverse side
-   is sorted, so the peak is about two forward graphs;
+3. splices them in one stored array at a time (:mod:`kgsearch.graph.splice`: same arrays as
+   ``Graph.from_edges`` on the whole edge list: edges by (source, target), parallel edges in
+   edge id order, the reverse permutation by (target, source)): each old blob is read in
+   slices (incremental blob I/O), the new array built, written in pieces (in place when its
+   length did not change) and freed before the next kind, so one new edge array (4 bytes an
+   edge) is in memory at a time, where the old and the new CSR together took ~450 MB at 1M
+   nodes and 16.4M edges;
 4. PageRank: up to :data:`WARM_FROM` nodes solved cold, exactly as a fresh build does (so an
    updated index ranks like a fresh one: the incremental property test compares scores to
    1e-9); above it the power iteration with the same stopping rule (L1 change < ``n * tol``),
-   warm-started from the stored scores (new nodes start at 1/n). Both it and a fresh build
+   warm-started from the stored scores (new nodes start at 1/n), reading the new indices and
+   weights back in chunks. Both it and a fresh build
    stop within ``alpha / (1 - alpha) * 1e-4`` (L1) of the exact vector, so they differ by at
    most :data:`PAGERANK_L1_BOUND` (tested, with identical top-k on fixtures);
 5. communities: as in the full step (:func:`kgsearch.graph.graph_step.communities`), but new
@@ -31,8 +35,6 @@ missed) falls back to the full rebuild, and the step's info says why.
 """
 from __future__ import annotations
 
-import json
-import sqlite3
 import time
 from typing import Any
 
@@ -40,6 +42,7 @@ import numpy as np
 
 from ..config import edge_weight
 from ..store.sql import CHUNK
+from .blobio import open_stored as _open, put_stored as _put
 from .csr import BLOB_VERSION, Graph
 from .incremental import in_pointers, in_pointers_after_splice, out_weights, pagerank_csr, place_new_edges, reverse_from_plan, splice_column, splice_plan
 from .pagerank import pagerank
@@ -56,8 +59,6 @@ MAX_CHANGED_FRACTION = 0.25      # changed rows above this share of the nodes: r
 PAGERANK_L1_BOUND = 2 * 0.85 / 0.15 * 1e-4   # warm vs fresh PageRank, L1 (both within 5.7e-4 of exact)
 WARM_FROM = 200_000          # nodes: below, PageRank is solved cold, as a fresh build does (same scores)
 NEEDS_FULL = "graph.needs_full"  # meta: edges changed while the graph step did not run
-BLOB_IO = hasattr(sqlite3.Connection, "blobopen")   # incremental blob I/O (Python >= 3.11)
-STREAM_BYTES = 1 << 22       # arrays from this size are written in pieces of this many bytes
 CHUNK_EDGES = 1 << 19        # edges per slice of a stored array (reads, renumbering, PageRank)
 
 _TRIGGERS = {
@@ -153,84 +154,6 @@ def _rows(conn, sources: np.ndarray, node_ids: np.ndarray, etypes: list[str], ta
     return src, dst, w, et
 
 
-class _Stored:
-    """One stored array, read in slices (``col[a:b]``) straight from its blob (SQLite's
-    incremental blob I/O, Python >= 3.11), so a splice never holds the old array whole; with
-    an older sqlite3 module, the whole array (``Index.get_array``)."""
-
-    def __init__(self, ix, name: str, dtype, length: int, rowid: int):
-        self.dtype, self._len = np.dtype(dtype), int(length)
-        self._blob = ix.conn.blobopen("blobs", "data", rowid, readonly=True) if BLOB_IO else None
-        self._arr = None if self._blob is not None else ix.get_array(name)
-
-    def __len__(self) -> int:
-        return self._len
-
-    def __getitem__(self, sl: slice) -> np.ndarray:
-        if self._arr is not None:
-            return self._arr[sl]
-        a, b, step = sl.indices(self._len)
-        if step != 1:
-            raise IndexError("stored arrays are read in contiguous slices")
-        k = max(0, b - a) * self.dtype.itemsize
-        if not k:
-            return np.zeros(0, dtype=self.dtype)
-        self._blob.seek(a * self.dtype.itemsize)
-        return np.frombuffer(self._blob.read(k), dtype=self.dtype)
-
-    def close(self) -> None:
-        if self._blob is not None:
-            self._blob.close()
-        self._blob = self._arr = None
-
-
-def _open(ix, name: str, length: int | None = None) -> _Stored | None:
-    """The stored array ``name`` for slicing, or None when missing, not 1-d or not ``length`` long."""
-    row = ix.conn.execute("SELECT rowid, dtype, shape, length(data) FROM blobs WHERE name = ?", (name,)).fetchone()
-    if row is None:
-        return None
-    rowid, dtype, shape, nbytes = row
-    shape = json.loads(shape)
-    if len(shape) != 1 or nbytes != shape[0] * np.dtype(dtype).itemsize or (length is not None and shape[0] != length):
-        return None
-    return _Stored(ix, name, dtype, shape[0], rowid)
-
-
-def _put(ix, name: str, arr: np.ndarray, chunk: int | None = None) -> None:
-    """``Index.put_array`` without a copy of the array. The same length, type and shape as the
-    stored array (a change that moved no edge count): only the ``chunk``-byte pieces that
-    differ are written, in place (the row's ``generation`` is left as it was: updating it
-    rewrites the whole row, 1 s and two copies for 66 MB). Otherwise an empty blob of the
-    right size, written in pieces (binding the bytes costs ``tobytes()`` plus SQLite's own
-    copy, which the cached statement keeps until its next use)."""
-    a = np.ascontiguousarray(arr)
-    conn = ix.conn
-    chunk = chunk or STREAM_BYTES
-    if not BLOB_IO or a.nbytes < chunk:
-        ix.put_array(name, a)
-        return
-    view = memoryview(a.reshape(-1)).cast("B")
-    row = conn.execute("SELECT rowid, dtype, shape, length(data) FROM blobs WHERE name = ?", (name,)).fetchone()
-    if row is not None and row[1:] == (a.dtype.str, json.dumps(list(a.shape)), a.nbytes):
-        with conn.blobopen("blobs", "data", row[0]) as blob:
-            for o in range(0, a.nbytes, chunk):
-                piece = view[o:o + chunk]
-                blob.seek(o)
-                if blob.read(len(piece)) != piece:
-                    blob.seek(o)
-                    blob.write(piece)
-    else:
-        conn.execute("INSERT INTO blobs(name, generation, dtype, shape, data) VALUES (?,?,?,?,zeroblob(?)) "
-                     "ON CONFLICT(name) DO UPDATE SET generation=excluded.generation, dtype=excluded.dtype, "
-                     "shape=excluded.shape, data=excluded.data",
-                     (name, ix.generation, a.dtype.str, json.dumps(list(a.shape)), a.nbytes))
-        rowid = conn.execute("SELECT rowid FROM blobs WHERE name = ?", (name,)).fetchone()[0]
-        with conn.blobopen("blobs", "data", rowid) as blob:
-            for o in range(0, a.nbytes, chunk):
-                blob.write(view[o:o + chunk])
-    getattr(ix, "_cache", {}).pop(name, None)
-
-
 class _StoredGraph(Graph):
     """The updated graph for PageRank and communities, its edge arrays read from the blobs only
     when used (``pagerank_csr`` slices them in chunks: see :meth:`stream`); ``rindptr`` given."""
@@ -242,7 +165,7 @@ class _StoredGraph(Graph):
         self._loaded.clear()
 
     def stream(self) -> Graph:
-        """A Graph whose ``indices``/``weights`` are :class:`_Stored` (sliced only)."""
+        """A Graph whose ``indices``/``weights`` are :class:`~kgsearch.graph.blobio.Stored` (sliced only)."""
         cols = {p: _open(self._ix, self._prefix + p, self.m) for p in ("indices", "weights")}
         return Graph(self.n, self.indptr, cols["indices"], cols["weights"], None, self.rindptr, None, self.etype_names)
 
