@@ -12,7 +12,7 @@ import shutil
 import numpy as np
 import pytest
 
-from kgsearch.graph import graph_step as gi, maintain
+from kgsearch.graph import blobio, graph_step as gi, maintain
 from kgsearch.graph.context import load_graph
 from kgsearch.indexer import IndexOptions, index_paths
 from kgsearch.store.db import Index
@@ -88,6 +88,8 @@ def test_incremental_graph_equals_a_full_rebuild(tmp_path, monkeypatch, steps, w
     monkeypatch.setattr(maintain, "MAX_CHANGED_FRACTION", 1.0)      # (a tiny tree: every edit is big)
     monkeypatch.setattr(maintain, "WARM_FROM", 0 if warm else 10**9)
     monkeypatch.setattr(maintain, "PAGERANK_L1_BOUND", maintain.PAGERANK_L1_BOUND if warm else 1e-6)
+    monkeypatch.setattr(blobio, "STREAM_BYTES", 64)      # (stored arrays written in pieces, read in slices)
+    monkeypatch.setattr(maintain, "CHUNK_EDGES", 7)
     tree = tmp_path / "tree"
     make_tree(tree)
     db = tmp_path / "inc.db"

@@ -190,6 +190,9 @@ def pairs_lower_bound(g: Graph) -> int:
     where the exact count sorts every edge (1.7 GB at 1M nodes, 6.4M edges)."""
     if not g.m:
         return 0
+    known = g._cache.get("pairs_lower_bound")        # (the incremental update counts it while splicing)
+    if known is not None:
+        return known
     first = np.ones(g.m, dtype=bool)
     np.not_equal(g.indices[1:], g.indices[:-1], out=first[1:])
     first[g.indptr[:-1][np.diff(g.indptr) > 0]] = True

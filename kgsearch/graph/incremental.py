@@ -11,11 +11,12 @@ float32 weights, uint8 types) and do work proportional to the change, plus O(m) 
 * :func:`read_edges` reads the edge table in id ranges (the shipped ``group_concat`` per
   column, so strings and per-edge type ``str`` objects exist for one range at a time), and
   returns the same compact arrays, in the same order and type numbering, as the shipped reader;
-* :func:`splice` replaces the out-edge rows of the changed source nodes in an existing CSR
-  (node ids may be added or removed: positions are remapped) without sorting the graph
-  again, except for the reverse permutation (a stable argsort of int32 targets);
+* :func:`splice` (:mod:`kgsearch.graph.splice`, re-exported here) replaces the out-edge rows
+  of the changed source nodes in an existing CSR (node ids may be added or removed:
+  positions are remapped) without sorting the graph again, one edge array at a time if asked;
 * :func:`pagerank_csr` is the networkx-rule power iteration on the CSR arrays themselves
-  (in-edges by ``rperm``, chunks of edges, float64 only per chunk), with a warm start from
+  (forward rows in chunks of edges, float64 only per chunk; the arrays may be stored blobs
+  read in slices), with a warm start from
   the previous scores: a one-file change converges in a few iterations;
 * :func:`assign_new_nodes_local` places new nodes in communities from their own edges only
   (same result as :func:`kgsearch.graph.graph_step.assign_new_nodes`, which sorts every edge).
@@ -29,8 +30,12 @@ import numpy as np
 
 from ..config import edge_weight
 from .csr import Graph
+from .splice import (add_reverse, in_pointers, in_pointers_after_splice, place_new_edges, reverse_after_splice,  # noqa: F401
+                     reverse_from_plan, splice, splice_column, splice_plan)
 
-__all__ = ["read_edges", "splice", "add_reverse", "reverse_after_splice", "pagerank_csr", "assign_new_nodes_local", "place_by_edges", "changed_rows"]
+__all__ = ["read_edges", "splice", "splice_plan", "splice_column", "place_new_edges", "reverse_from_plan",
+           "in_pointers", "in_pointers_after_splice",
+           "add_reverse", "reverse_after_splice", "pagerank_csr", "out_weights", "assign_new_nodes_local", "place_by_edges", "changed_rows"]
 
 
 def _ints(text):
@@ -95,169 +100,33 @@ def changed_rows(g: Graph, rows: np.ndarray) -> np.ndarray:
     return g.out_edge_ids(rows) if len(rows) else np.zeros(0, np.int64)
 
 
-def splice(g: Graph, old_ids: np.ndarray, new_ids: np.ndarray, changed: np.ndarray,
-           new_src: np.ndarray, new_dst: np.ndarray, new_w: np.ndarray, new_t: np.ndarray,
-           etype_names=None, reverse: bool = True, chunk: int = 1 << 20) -> Graph:
-    """A new graph: ``g`` (positions = ``old_ids``) with the out-edges of the node ids in
-    ``changed`` replaced by the given edges (``new_src``/``new_dst`` are node *ids*), on the
-    node set ``new_ids`` (ascending; ids gone from it must be in ``changed``, and so must the
-    sources of every edge that pointed to them).
-
-    Unchanged rows are copied (their targets remapped, ``chunk`` edges at a time, when node
-    positions moved); only the new rows are sorted, and the reverse permutation is updated
-    (:func:`reverse_after_splice`). ``reverse=False`` leaves ``rindptr``/``rperm`` as None:
-    call :func:`reverse_after_splice` with the old ``indptr`` and ``rperm`` once the old
-    forward arrays are freed (a lower peak).
-    """
-    n_new = len(new_ids)
-    old_ids = np.asarray(old_ids, dtype=np.int64)
-    new_ids = np.asarray(new_ids, dtype=np.int64)
-    # old position -> new position (-1: node removed)
-    at = np.searchsorted(new_ids, old_ids)
-    at_c = np.minimum(at, max(n_new - 1, 0))
-    remap = np.where((at < n_new) & (new_ids[at_c] == old_ids), at, -1).astype(np.int64)
-    # old nodes keep their positions (nothing removed, new ids only after the old ones)
-    same_layout = bool((remap == np.arange(len(old_ids))).all())
-    ch_old = np.searchsorted(old_ids, changed)
-    ch_old = ch_old[(ch_old < len(old_ids)) & (old_ids[np.minimum(ch_old, len(old_ids) - 1)] == changed)]
-    keep_row = np.ones(g.n, dtype=bool)
-    keep_row[ch_old] = False
-    keep_row &= remap >= 0
-    old_deg = np.diff(g.indptr).astype(np.int64)
-    # new rows, sorted by (src, dst) like from_edges (stable: parallel edges keep their order)
-    ns = np.searchsorted(new_ids, np.asarray(new_src, dtype=np.int64))
-    nd = np.searchsorted(new_ids, np.asarray(new_dst, dtype=np.int64))
-    o = np.lexsort((nd, ns))
-    ns, nd = ns[o], nd[o]
-    nw = np.asarray(new_w)[o].astype(g.weights.dtype)
-    nt = np.asarray(new_t)[o].astype(g.etype.dtype if len(g.etype) else np.uint8)
-    kept_rows = np.flatnonzero(keep_row)
-    if len(ns):
-        kept_mark = np.zeros(n_new, dtype=bool)
-        kept_mark[remap[kept_rows]] = True
-        if kept_mark[ns].any():
-            raise ValueError("a new edge starts at a node whose row is kept; list its source in `changed`")
-        del kept_mark
-    deg = np.zeros(n_new, dtype=np.int64)
-    deg[remap[kept_rows]] = old_deg[kept_rows]
-    deg += np.bincount(ns, minlength=n_new)
-    idx = g.indptr.dtype
-    indptr = np.zeros(n_new + 1, dtype=idx)
-    np.cumsum(deg, out=indptr[1:])
-    m = int(indptr[-1])
-    indices = np.empty(m, dtype=g.indices.dtype)
-    weights = np.empty(m, dtype=g.weights.dtype)
-    etype = np.empty(m, dtype=nt.dtype if nt.dtype.itemsize > g.etype.dtype.itemsize else g.etype.dtype)
-    # copy unchanged rows in runs of consecutive rows (one slice copy per run)
-    if len(kept_rows):
-        brk = np.flatnonzero((np.diff(kept_rows) != 1) | (np.diff(remap[kept_rows]) != 1)) + 1
-        starts = np.r_[0, brk]
-        ends = np.r_[brk, len(kept_rows)]
-        for a, b in zip(starts.tolist(), ends.tolist()):
-            r0, r1 = int(kept_rows[a]), int(kept_rows[b - 1]) + 1
-            e0, e1 = int(g.indptr[r0]), int(g.indptr[r1])
-            p0 = int(indptr[remap[r0]])
-            for c0 in range(e0, e1, chunk):
-                c1 = min(e1, c0 + chunk)
-                q0, q1 = p0 + c0 - e0, p0 + c1 - e0
-                seg = g.indices[c0:c1]
-                indices[q0:q1] = seg if same_layout else remap[seg]
-                weights[q0:q1] = g.weights[c0:c1]
-                etype[q0:q1] = g.etype[c0:c1]
-    # new rows go after whatever a row already holds (a changed row holds nothing old)
-    if len(ns):
-        first = np.searchsorted(ns, ns, side="left")
-        pos = indptr[ns].astype(np.int64) + (np.arange(len(ns)) - first)
-        indices[pos] = nd
-        weights[pos] = nw
-        etype[pos] = nt
-    if not same_layout and m and int(indices.min()) < 0:
-        raise ValueError("an unchanged row points to a removed node; its source must be in `changed`")
-    out = Graph(n_new, indptr, indices, weights, etype, None, None,
-                etype_names if etype_names is not None else g.etype_names)
-    new_e = pos if len(ns) else np.zeros(0, np.int64)
-    out._cache["splice"] = (keep_row, remap, new_e, nd)
-    if reverse:
-        reverse_after_splice(out, g.indptr, g.rperm, g.rindptr, chunk)
-    return out
+def out_weights(indptr: np.ndarray, weights, chunk: int = 1 << 20) -> np.ndarray:
+    """Summed out-edge weight of each row (float64), ``weights`` sliced in row blocks of
+    about ``chunk`` edges (an array, or a stored blob)."""
+    n = len(indptr) - 1
+    outw = np.zeros(n)
+    for a, b, s, e in _row_blocks(indptr, chunk):
+        if e > s:
+            outw[a:b] = np.bincount(np.repeat(np.arange(b - a), np.diff(indptr[a:b + 1])),
+                                    weights=weights[s:e].astype(np.float64), minlength=b - a)
+    return outw
 
 
-def reverse_after_splice(g: Graph, old_indptr: np.ndarray, old_rperm: np.ndarray | None,
-                         old_rindptr: np.ndarray | None = None, chunk: int = 1 << 18) -> Graph:
-    """Fill ``rindptr``/``rperm`` of a graph :func:`splice` made, from the old graph's forward
-    row pointers and reverse side, without sorting every edge: an unchanged edge keeps its
-    place among the in-edges of its target (positions and edge numbers only shift), so the old
-    ``rperm`` is renumbered in chunks (edge number + the shift of its row, found by binary
-    search among the few rows where the shift changes) straight into the new array, around
-    the places where the new edges go. Same arrays as :func:`add_reverse` (tested); that is the
-    fallback without an old ``rperm``/``rindptr``."""
-    keep_row, remap, new_e, new_t = g._cache.pop("splice")
-    if old_rperm is None or old_rindptr is None:
-        return add_reverse(g)
-    idx = g.indptr.dtype
-    g.rindptr = np.zeros(g.n + 1, dtype=idx)
-    np.cumsum(np.bincount(g.indices, minlength=g.n), out=g.rindptr[1:])
-    rows = np.flatnonzero(np.diff(old_indptr) > 0)               # rows that hold edges
-    gone = np.iinfo(np.int64).min
-    shift = np.full(len(rows), gone, dtype=np.int64)
-    kr = keep_row[rows]
-    shift[kr] = g.indptr[remap[rows[kr]]].astype(np.int64) - old_indptr[rows[kr]].astype(np.int64)
-    run = np.ones(len(rows), dtype=bool)
-    run[1:] = shift[1:] != shift[:-1]
-    bp_edge, bp_val = old_indptr[rows[run]].astype(np.int64), shift[run]   # few: where the shift changes
-    del rows, shift, kr, run
-
-    def renumber(e):                     # old edge numbers -> new ones (kept) and a mask
-        e = np.asarray(e, dtype=np.int64)
-        v = bp_val[np.searchsorted(bp_edge, e, side="right") - 1]
-        keep = v != gone
-        return e[keep] + v[keep]
-
-    # where the new edges go among the kept ones: by target, then edge number
-    order = np.lexsort((new_e, new_t))
-    ne, nt = np.asarray(new_e, dtype=np.int64)[order], np.asarray(new_t, dtype=np.int64)[order]
-    at = np.empty(len(ne), dtype=np.int64)
-    if len(ne):
-        old_of = np.full(g.n, -1, dtype=np.int64)                 # new position -> old position
-        live = np.flatnonzero(remap >= 0)
-        old_of[remap[live]] = live
-        first = np.searchsorted(nt, nt, side="left")              # new edges before this target
-        start = g.rindptr[nt].astype(np.int64) - first            # kept in-edges of smaller targets
-        for i in np.flatnonzero(np.r_[True, nt[1:] != nt[:-1]]).tolist():
-            j = int(np.searchsorted(nt, nt[i], side="right"))
-            o = int(old_of[nt[i]])
-            block = renumber(old_rperm[int(old_rindptr[o]):int(old_rindptr[o + 1])]) if o >= 0 else ne[:0]
-            at[i:j] = start[i] + np.searchsorted(block, ne[i:j])
-    out = np.empty(g.m, dtype=idx)
-    out[at + np.arange(len(at))] = ne
-    o = 0
-    for c in range(0, len(old_rperm), chunk):
-        kept = renumber(old_rperm[c:c + chunk])
-        k = np.arange(o, o + len(kept), dtype=np.int64)
-        out[k + np.searchsorted(at, k, side="right")] = kept
-        o += len(kept)
-    if o + len(ne) != g.m:
-        raise ValueError(f"reverse update: {o} unchanged edges + {len(ne)} new, expected {g.m}")
-    g.rperm = out
-    return g
-
-
-def add_reverse(g: Graph) -> Graph:
-    """Fill ``rindptr``/``rperm`` of a graph from its forward arrays (as ``from_edges`` does:
-    forward edge numbers by target, then source)."""
-    idx = g.indptr.dtype
-    g.rindptr = np.zeros(g.n + 1, dtype=idx)
-    np.cumsum(np.bincount(g.indices, minlength=g.n), out=g.rindptr[1:])
-    g.rperm = np.argsort(g.indices, kind="stable").astype(idx)     # (target, source) order
-    return g
+def _row_blocks(indptr: np.ndarray, chunk: int) -> list[tuple[int, int, int, int]]:
+    n, m = len(indptr) - 1, int(indptr[-1])
+    bounds = np.unique(np.r_[np.searchsorted(indptr, np.arange(0, m, max(1, chunk)), side="right") - 1, n])
+    bounds = np.unique(np.r_[0, np.clip(bounds, 0, n)])
+    return [(int(a), int(b), int(indptr[a]), int(indptr[b])) for a, b in zip(bounds[:-1], bounds[1:])]
 
 
 def pagerank_csr(g: Graph, alpha: float = 0.85, tol: float = 1e-6, max_iter: int = 1000,
-                 x0: np.ndarray | None = None, chunk: int = 1 << 20) -> tuple[np.ndarray, int]:
+                 x0: np.ndarray | None = None, chunk: int = 1 << 20,
+                 outw: np.ndarray | None = None) -> tuple[np.ndarray, int]:
     """PageRank with networkx's rule (stop at L1 change < n * tol), uniform teleport and dangling,
     on the forward CSR arrays in chunks of edges: besides the graph, one int32 source per edge
     and O(n + chunk) floats (the shipped operator holds 24 bytes an edge).
-    ``x0``: warm start (e.g. last run's scores, new nodes 1/n), normalised. Returns (x, iterations).
+    ``x0``: warm start (e.g. last run's scores, new nodes 1/n), normalised; ``outw``: the
+    rows' summed weights (:func:`out_weights`) when known. Returns (x, iterations).
     """
     n = g.n
     if n == 0:
@@ -265,14 +134,9 @@ def pagerank_csr(g: Graph, alpha: float = 0.85, tol: float = 1e-6, max_iter: int
     # row blocks of about ``chunk`` edges: a block's sources are np.repeat(rows, degrees), so
     # no per-edge source array is kept (25 MB at 6.4M edges)
     deg = np.diff(g.indptr)
-    bounds = np.unique(np.r_[np.searchsorted(g.indptr, np.arange(0, g.m, max(1, chunk)), side="right") - 1, n])
-    bounds = np.unique(np.r_[0, np.clip(bounds, 0, n)])
-    blocks = [(int(a), int(b), int(g.indptr[a]), int(g.indptr[b])) for a, b in zip(bounds[:-1], bounds[1:])]
-    outw = np.zeros(n)
-    for a, b, s, e in blocks:
-        if e > s:
-            outw[a:b] = np.bincount(np.repeat(np.arange(b - a), deg[a:b]), weights=g.weights[s:e].astype(np.float64),
-                                    minlength=b - a)
+    blocks = _row_blocks(g.indptr, chunk)
+    if outw is None:
+        outw = out_weights(g.indptr, g.weights, chunk)
     dang = np.flatnonzero(outw <= 0)
     inv = np.divide(1.0, outw, out=np.zeros(n), where=outw > 0)
     x = np.full(n, 1.0 / n) if x0 is None else np.asarray(x0, dtype=np.float64) / float(np.sum(x0))

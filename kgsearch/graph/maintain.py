@@ -8,16 +8,20 @@ at 1M nodes for a file that gained one edge). Here the graph step instead:
    the source of every inserted, deleted or updated edge in ``temp.graph_dirty`` (foreign-key
    actions, a node removed under its edges, fire them too). No indexer code has to report
    what it touched, and the neighbour step's ``similar_text`` edges are covered as well;
-2. reads the stored CSR blobs, the live node ids and kinds (compact arrays), and only the
+2. reads the live node ids and kinds (compact arrays), the stored row pointers, and only the
    changed rows from SQLite (``WHERE src IN (...)``);
-3. :func:`~kgsearch.graph.incremental.splice`\\ s them in (same arrays as ``Graph.from_edges`` on
-   the whole edge list: edges by (source, target), parallel edges in edge id order, the
-   reverse permutation by (target, source)); the old graph is freed before the reverse side
-   is sorted, so the peak is about two forward graphs;
+3. splices them in one stored array at a time (:mod:`kgsearch.graph.splice`: same arrays as
+   ``Graph.from_edges`` on the whole edge list: edges by (source, target), parallel edges in
+   edge id order, the reverse permutation by (target, source)): each old blob is read in
+   slices (incremental blob I/O), the new array built, written in pieces (in place when its
+   length did not change) and freed before the next kind, so one new edge array (4 bytes an
+   edge) is in memory at a time, where the old and the new CSR together took ~450 MB at 1M
+   nodes and 16.4M edges;
 4. PageRank: up to :data:`WARM_FROM` nodes solved cold, exactly as a fresh build does (so an
    updated index ranks like a fresh one: the incremental property test compares scores to
    1e-9); above it the power iteration with the same stopping rule (L1 change < ``n * tol``),
-   warm-started from the stored scores (new nodes start at 1/n). Both it and a fresh build
+   warm-started from the stored scores (new nodes start at 1/n), reading the new indices and
+   weights back in chunks. Both it and a fresh build
    stop within ``alpha / (1 - alpha) * 1e-4`` (L1) of the exact vector, so they differ by at
    most :data:`PAGERANK_L1_BOUND` (tested, with identical top-k on fixtures);
 5. communities: as in the full step (:func:`kgsearch.graph.graph_step.communities`), but new
@@ -40,9 +44,16 @@ from ..budget import fixed_mmap_threshold
 from ..config import edge_weight
 from ..store.sql import CHUNK
 from . import adjacency
+from .blobio import open_stored as _open, put_stored as _put
 from .csr import BLOB_VERSION, Graph
-from .incremental import pagerank_csr, reverse_after_splice, splice
+from .incremental import in_pointers, in_pointers_after_splice, out_weights, pagerank_csr, place_new_edges, reverse_from_plan, splice_column, splice_plan
 from .pagerank import pagerank
+
+
+
+def pairs_lower_bound(g: Graph) -> int:
+    from .graph_step import pairs_lower_bound as count      # (graph_step imports this module)
+    return count(g)
 
 __all__ = ["track_edges", "end_tracking", "tracking", "dirty_sources", "clear_dirty", "update_incremental",
            "MAX_CHANGED_FRACTION", "PAGERANK_L1_BOUND", "NEEDS_FULL"]
@@ -51,6 +62,7 @@ MAX_CHANGED_FRACTION = 0.25      # changed rows above this share of the nodes: r
 PAGERANK_L1_BOUND = 2 * 0.85 / 0.15 * 1e-4   # warm vs fresh PageRank, L1 (both within 5.7e-4 of exact)
 WARM_FROM = 200_000          # nodes: below, PageRank is solved cold, as a fresh build does (same scores)
 NEEDS_FULL = "graph.needs_full"  # meta: edges changed while the graph step did not run
+CHUNK_EDGES = 1 << 19        # edges per slice of a stored array (reads, renumbering, PageRank)
 
 _TRIGGERS = {
     "graph_dirty_ins": "AFTER INSERT ON main.edges BEGIN {add_new} END",
@@ -127,28 +139,106 @@ def _rows(conn, sources: np.ndarray, node_ids: np.ndarray, etypes: list[str], ta
     return src, dst, w, et
 
 
-def _forward(ix, prefix: str, etypes, n: int) -> Graph | str:
-    """The stored graph's forward arrays only (``rindptr``/``rperm`` None), checked as
-    ``Graph.from_blobs`` checks them; or why they cannot be used."""
-    shape = ix.get_array(prefix + "shape")
-    if shape is None or len(shape) != 3 or int(shape[0]) != BLOB_VERSION:
-        return "stored graph unreadable (missing or another version)"
-    if int(shape[1]) != n:
-        return "stored graph and node ids disagree"
-    m = int(shape[2])
-    parts = {}
-    for p, size in (("indptr", n + 1), ("indices", m), ("weights", m), ("etype", m)):
-        a = ix.get_array(prefix + p)
-        if a is None or len(a) != size:
-            return f"stored graph unreadable (blob {p})"
-        parts[p] = a
-    return Graph(n, parts["indptr"], parts["indices"], parts["weights"], parts["etype"], None, None, etypes)
+class _StoredGraph(Graph):
+    """The updated graph for PageRank and communities, its edge arrays read from the blobs only
+    when used (``pagerank_csr`` slices them in chunks: see :meth:`stream`); ``rindptr`` given."""
+
+    def __init__(self, ix, prefix: str, n: int, m: int, indptr, rindptr, etype_names):
+        self._ix, self._prefix, self._loaded = ix, prefix, {}
+        super().__init__(n, indptr, np.zeros(0, np.int32), None, None, rindptr, None, etype_names)
+        self.m = int(m)
+        self._loaded.clear()
+
+    def stream(self) -> Graph:
+        """A Graph whose ``indices``/``weights`` are :class:`~kgsearch.graph.blobio.Stored` (sliced only)."""
+        cols = {p: _open(self._ix, self._prefix + p, self.m) for p in ("indices", "weights")}
+        return Graph(self.n, self.indptr, cols["indices"], cols["weights"], None, self.rindptr, None, self.etype_names)
+
+
+def _lazy(part: str):
+    def get(self):
+        a = self._loaded.get(part)
+        if a is None:
+            col = _open(self._ix, self._prefix + part)
+            if col is None:
+                raise ValueError(f"stored graph unreadable (blob {part})")
+            a = self._loaded[part] = col[0:len(col)]     # (one read: no copy held by SQLite)
+            col.close()
+        return a
+
+    def put(self, value):
+        if value is not None:
+            self._loaded[part] = value
+    return property(get, put)
+
+
+for _p in ("indices", "weights", "etype", "rperm"):
+    setattr(_StoredGraph, _p, _lazy(_p))
+
+
+def _splice_stored(ix, prefix: str, plan: dict, etypes: list[str], m_old: int) -> tuple[np.ndarray, np.ndarray, int, int]:
+    """Splice the stored arrays one at a time (read the old blob in slices, build the new
+    array, write it, free it): one new edge array (4 bytes an edge) in memory, plus a bool
+    an edge while the new edges' places in ``rperm`` are found. Returns the new ``rindptr``,
+    the rows' summed weights (for PageRank), ``pairs_lower_bound`` (for the communities' size
+    check: no second read of the indices) and the bytes written. A ValueError leaves a
+    partial write that the caller's full rebuild replaces."""
+    n, m = plan["n"], plan["m"]
+    idx = plan["indptr"].dtype
+    old_indptr = ix.get_array(prefix + "indptr")
+    sizes = {}
+    for part, values, targets in (("indices", plan["dst"], True), ("etype", plan["t"], False),
+                                  ("weights", plan["w"], False)):
+        old = _open(ix, prefix + part, m_old)
+        if old is None:
+            raise ValueError(f"stored graph unreadable (blob {part})")
+        dtype = old.dtype
+        if part == "etype" and len(etypes) > np.iinfo(dtype).max + 1:
+            old.close()
+            raise ValueError(f"more than {np.iinfo(dtype).max + 1} edge types")
+        try:
+            new = splice_column(plan, old, values, dtype, targets=targets, chunk=CHUNK_EDGES)
+            if part == "indices":
+                old_rindptr = ix.get_array(prefix + "rindptr")
+                if old_rindptr is not None and len(old_rindptr) == len(old_indptr):
+                    rindptr = in_pointers_after_splice(plan, old_rindptr, old)
+                else:
+                    rindptr = in_pointers(new, n, idx, CHUNK_EDGES)
+                del old_rindptr
+        finally:
+            old.close()
+        if part == "indices":
+            place_new_edges(plan, new, rindptr)
+            pairs = pairs_lower_bound(Graph(n, plan["indptr"], new, None, None, None, None))
+        elif part == "weights":
+            outw = out_weights(plan["indptr"], new, CHUNK_EDGES)     # (for PageRank: no second read)
+        _put(ix, prefix + part, new)
+        sizes[part] = new.nbytes
+        del new
+    old_rperm = _open(ix, prefix + "rperm", m_old)
+    if old_rperm is None:
+        indices = ix.get_array(prefix + "indices")          # (no usable reverse side: sort)
+        rperm = np.argsort(indices, kind="stable").astype(idx)
+        del indices
+    else:
+        try:
+            rperm = reverse_from_plan(plan, old_indptr, old_rperm, CHUNK_EDGES)
+        finally:
+            old_rperm.close()
+    _put(ix, prefix + "rperm", rperm)
+    sizes["rperm"] = rperm.nbytes
+    del rperm
+    ix.put_array(prefix + "indptr", plan["indptr"])
+    ix.put_array(prefix + "rindptr", rindptr)
+    ix.put_array(prefix + "shape", np.array([BLOB_VERSION, n, m], dtype=np.int64))
+    sizes["pointers"] = plan["indptr"].nbytes + rindptr.nbytes
+    return rindptr, outw, pairs, sum(sizes.values())
 
 
 def update_incremental(ix, changes, table: dict, gs, ids: np.ndarray, kinds: np.ndarray,
                        kind_names: list[str], prefix: str) -> dict[str, Any] | str:
     """Bring the stored graph up to date from the changed rows. Returns the step's info, or a
-    string saying why a full rebuild is needed instead (nothing written then)."""
+    string saying why a full rebuild is needed instead (the caller then rewrites every blob)."""
     from .graph_step import communities          # (graph_step imports this module)
 
     conn = ix.conn
@@ -163,38 +253,37 @@ def update_incremental(ix, changes, table: dict, gs, ids: np.ndarray, kinds: np.
     dirty = dirty_sources(conn)
     if len(dirty) > MAX_CHANGED_FRACTION * max(len(ids), 1):
         return f"{len(dirty)} changed rows > {MAX_CHANGED_FRACTION:g} of the nodes"
-    g_old = _forward(ix, prefix, etypes, len(old_ids))     # (the reverse side is read later)
-    if isinstance(g_old, str):
-        return g_old
+    shape = ix.get_array(prefix + "shape")
+    if shape is None or len(shape) != 3 or int(shape[0]) != BLOB_VERSION:
+        return "stored graph unreadable (missing or another version)"
+    if int(shape[1]) != len(old_ids):
+        return "stored graph and node ids disagree"
+    m_old = int(shape[2])
+    old_indptr = ix.get_array(prefix + "indptr")
+    if old_indptr is None or len(old_indptr) != len(old_ids) + 1 or int(old_indptr[-1]) != m_old:
+        return "stored graph unreadable (blob indptr)"
     etypes = list(etypes)
     try:
         src, dst, w, et = _rows(conn, dirty, ids, etypes, table)
-        if len(etypes) > 255 and g_old.etype.dtype == np.uint8:
-            return "more than 255 edge types"
-        g = splice(g_old, old_ids, ids, dirty, src, dst, w, et, etypes, reverse=False)
+        plan = splice_plan(old_indptr, old_ids, ids, dirty, src, dst, w, et)
+        rindptr, outw, pairs, nbytes = _splice_stored(ix, prefix, plan, etypes, m_old)
     except ValueError as exc:
         return f"the change could not be spliced in ({exc})"
     old_pr = ix.get_array(prefix + "pagerank")
     old_comm = ix.get_array(prefix + "community")
     # old position -> new position, for the scores
-    at = np.minimum(np.searchsorted(ids, old_ids), max(len(ids) - 1, 0))
-    hit = (ids[at] == old_ids) if len(ids) else np.zeros(len(old_ids), bool)
-    gone = np.searchsorted(old_ids, dirty)
-    gone = gone[(gone < len(old_ids)) & (old_ids[np.minimum(gone, len(old_ids) - 1)] == dirty)]
-    removed_edges = int((g_old.indptr[gone + 1].astype(np.int64) - g_old.indptr[gone]).sum())
-    old_indptr, m_old = g_old.indptr, g_old.m
-    del g_old                                     # (its forward blobs: freed before the reverse side)
-    old_rperm, old_rindptr = ix.get_array(prefix + "rperm"), ix.get_array(prefix + "rindptr")
-    if old_rperm is None or len(old_rperm) != m_old or old_rindptr is None or len(old_rindptr) != len(old_indptr):
-        old_rperm = None                          # (add_reverse then sorts)
-    reverse_after_splice(g, old_indptr, old_rperm, old_rindptr)
-    del old_indptr, old_rperm, old_rindptr
+    remap = plan["remap"]
+    hit = remap >= 0
+    gone = np.flatnonzero(~plan["keep_row"])           # changed or removed rows: their edges went
+    removed_edges = int((old_indptr[gone + 1].astype(np.int64) - old_indptr[gone]).sum())
+    del old_indptr
+    g = _StoredGraph(ix, prefix, plan["n"], plan["m"], plan["indptr"], rindptr, etypes)
+    g._cache["pairs_lower_bound"] = pairs
+    del plan
     info: dict[str, Any] = {"rebuilt": True, "incremental": True, "changed_rows": int(len(dirty)),
                             "changed_edges": int(len(src)), "nodes": g.n, "edges": g.m,
-                            "edge_types": len(etypes), "csr_mb": round(g.nbytes / 1e6, 3),
+                            "edge_types": len(etypes), "csr_mb": round(nbytes / 1e6, 3),
                             "csr_seconds": round(time.perf_counter() - t, 3)}
-    for name, arr in g.to_blobs().items():
-        ix.put_array(prefix + name, arr)
     ix.put_array(prefix + "node_ids", ids)
     ix.put_array(prefix + "kind", kinds)
     ix.set_meta_json(prefix + "etypes", etypes)
@@ -211,8 +300,16 @@ def update_incremental(ix, changes, table: dict, gs, ids: np.ndarray, kinds: np.
     elif g.n:
         x0 = np.full(g.n, 1.0 / g.n)
         if old_pr is not None and len(old_pr) == len(old_ids) and hit.any():
-            x0[at[hit]] = old_pr[hit]
-        pr, iters = pagerank_csr(g, tol=min(1e-6, 1e-4 / g.n), max_iter=1000, x0=x0)
+            x0[remap[hit]] = old_pr[hit]
+        del old_pr
+        sg = g.stream()                          # (indices and weights read in chunks, per iteration)
+        try:
+            pr, iters = pagerank_csr(sg, tol=min(1e-6, 1e-4 / g.n), max_iter=1000, x0=x0, outw=outw,
+                                     chunk=CHUNK_EDGES)
+        finally:
+            sg.indices.close()
+            sg.weights.close()
+        del x0, sg
         ix.put_array(prefix + "pagerank", pr.astype(np.float32))
         info["pagerank_iterations"] = iters
         info["pagerank_start"] = "warm"

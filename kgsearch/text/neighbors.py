@@ -72,9 +72,11 @@ def _delete_edges(conn, ids: list[int] | None) -> None:
     if ids is None:
         conn.execute("DELETE FROM edges WHERE type=? AND file_id IS NULL", (EDGE_TYPE,))
         return
-    exec_in_chunks(conn, "DELETE FROM edges WHERE type=? AND file_id IS NULL AND (src IN ({}) OR dst IN ({}))",
+    # (``+file_id``: not by the file_id index, which SQLite prefers without statistics and
+    # which lists every similar_text edge, 10M at 1M nodes, 2-4 s; by src/dst instead)
+    exec_in_chunks(conn, "DELETE FROM edges WHERE type=? AND +file_id IS NULL AND (src IN ({}) OR dst IN ({}))",
                    ids, before=[EDGE_TYPE], repeat=2)
-    conn.execute("DELETE FROM edges WHERE type=? AND file_id IS NULL AND dst IS NULL", (EDGE_TYPE,))
+    conn.execute("DELETE FROM edges WHERE type=? AND +file_id IS NULL AND dst IS NULL", (EDGE_TYPE,))
 
 
 class _Postings:
@@ -237,11 +239,11 @@ def update(ix, changes, settings=None, progress=None) -> dict:
         _delete_edges(conn, None)
     else:
         gone = sorted(set(changes.removed))
-        exec_in_chunks(conn, "DELETE FROM edges WHERE type=? AND file_id IS NULL AND src IN ({})",
+        exec_in_chunks(conn, "DELETE FROM edges WHERE type=? AND +file_id IS NULL AND src IN ({})",
                        sorted(set(todo) | set(gone)), before=[EDGE_TYPE])
-        exec_in_chunks(conn, "DELETE FROM edges WHERE type=? AND file_id IS NULL AND dst IN ({})",
+        exec_in_chunks(conn, "DELETE FROM edges WHERE type=? AND +file_id IS NULL AND dst IN ({})",
                        gone, before=[EDGE_TYPE])
-        conn.execute("DELETE FROM edges WHERE type=? AND file_id IS NULL AND dst IS NULL", (EDGE_TYPE,))
+        conn.execute("DELETE FROM edges WHERE type=? AND +file_id IS NULL AND dst IS NULL", (EDGE_TYPE,))
     ix.set_meta_json(STATE_KEY, state)
     if not todo:
         dropped = conn.total_changes - before

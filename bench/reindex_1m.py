@@ -1,0 +1,157 @@
+"""One-file reindex of a large index, per change kind, as ``bench/scale.py``'s ``reindex`` and
+``reindex_edge`` steps make them: the first document of ``shard-00000.jsonl`` gets
+" Revised." appended to its description (then the file is restored), and the shard gains an
+edge between its first two nodes (then loses it). Each change is a fresh ``kgsearch index``
+process: wall time, CPU seconds and peak RSS (wait4), and the per-step seconds the run reports;
+each round starts with a run where nothing changed (bytecode written, page cache warm). The
+code measured is the one ``python -m kgsearch`` imports from the current directory.
+
+    python bench/reindex_1m.py --db bench/work/scale/index-1000000.db \
+        --corpus bench/work/scale/corpus-1000000 --runs 2 --tag after --out bench/results/reindex_1m.json
+
+``--prof`` runs the indexer under ``bench/reindex_prof.py`` (peak RSS per derived step, by
+resetting VmHWM through /proc/self/clear_refs; Linux only). The corpus is left as it was.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from scale import child_json, kg_cmd, loadavg, run_measured  # noqa: E402
+
+KINDS = ("a description changed", "restored", "the file gains an edge", "the edge removed")
+
+
+def _shard(corpus: Path) -> Path:
+    return corpus / "shard-00000.jsonl"
+
+
+def describe(path: Path) -> None:
+    lines = path.read_text(encoding="utf-8").split("\n")
+    for i, line in enumerate(lines):
+        if line:
+            d = json.loads(line)
+            if "node_id" in d and d.get("description"):
+                d["description"] += " Revised."
+                lines[i] = json.dumps(d, ensure_ascii=False)
+                break
+    path.write_text("\n".join(lines), encoding="utf-8")
+
+
+def add_edge(path: Path) -> None:
+    text = path.read_text(encoding="utf-8")
+    ids = []
+    for line in text.split("\n"):
+        if line:
+            d = json.loads(line)
+            if "node_id" in d:
+                ids.append(d["node_id"])
+                if len(ids) == 2:
+                    break
+    edge = {"source": ids[0], "target": ids[1], "edge_type": "see_also"}
+    path.write_text(text.rstrip("\n") + "\n" + json.dumps(edge) + "\n", encoding="utf-8")
+
+
+def one(args, kind: str) -> dict:
+    if args.prof:
+        cmd = [sys.executable, str(Path(__file__).resolve().parent / "reindex_prof.py"),
+               str(args.corpus), "--db", str(args.db)]
+    else:
+        cmd = kg_cmd("index", str(args.corpus), "--db", str(args.db), "--json")
+    la = loadavg()
+    env = dict(os.environ)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)     # (as installed: bytecode cached, not compiled per run)
+    r = run_measured(cmd, env=env)
+    rep = child_json(r)
+    out = {"kind": kind, "wall_s": r["wall_s"], "cpu_s": r["cpu_s"], "peak_rss_mb": r["peak_rss_mb"],
+           "load_before": la, "files_loaded": rep.get("files_loaded"), "phases": rep.get("phases"),
+           "steps": {k: {kk: vv for kk, vv in v.items() if not isinstance(vv, (list, dict))}
+                     for k, v in (rep.get("steps") or {}).items()}}
+    for line in r["stderr"].splitlines():
+        if line.startswith("PROF "):
+            out["step_peaks"] = json.loads(line[5:])
+    return out
+
+
+def round_(args) -> list[dict]:
+    one(args, "warm-up: nothing changed")        # (bytecode written, page cache warm)
+    shard = _shard(args.corpus)
+    backup = shard.with_suffix(".jsonl.orig")
+    shutil.copyfile(shard, backup)
+    res = []
+    try:
+        describe(shard)
+        res.append(one(args, KINDS[0]))
+        shutil.copyfile(backup, shard)
+        res.append(one(args, KINDS[1]))
+        add_edge(shard)
+        res.append(one(args, KINDS[2]))
+        shutil.copyfile(backup, shard)
+        res.append(one(args, KINDS[3]))
+    finally:
+        shutil.copyfile(backup, shard)
+        backup.unlink()
+    return res
+
+
+def report(data: dict, tags=("before", "after")) -> str:
+    """Markdown table: per change kind and tag, wall / CPU seconds (median of the runs, and
+    each run) and peak RSS (largest run), plus the graph step's seconds."""
+    import statistics
+
+    lines = ["| change | " + " | ".join(f"{t}: wall s / CPU s / peak MiB (runs)" for t in tags)
+             + " | " + " | ".join(f"graph step s, {t}" for t in tags) + " |",
+             "|---|" + "---|" * (2 * len(tags))]
+    for kind in KINDS:
+        cells, graph = [], []
+        for t in tags:
+            rs = [r for r in data.get(t, {}).get("runs", []) if r["kind"] == kind]
+            if not rs:
+                cells.append("-")
+                graph.append("-")
+                continue
+            med = lambda k: statistics.median(r[k] for r in rs)  # noqa: E731
+            cells.append(f"**{med('wall_s'):.1f} / {med('cpu_s'):.1f} / {max(r['peak_rss_mb'] for r in rs):.0f}** ("
+                         + "; ".join(f"{r['wall_s']:.1f}/{r['cpu_s']:.1f}/{r['peak_rss_mb']:.0f}" for r in rs) + ")")
+            graph.append(", ".join(f"{r['steps'].get('graph', {}).get('seconds', 0):.1f}" for r in rs))
+        lines.append(f"| {kind} | " + " | ".join(cells) + " | " + " | ".join(graph) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--db", type=Path, required=True)
+    ap.add_argument("--corpus", type=Path, required=True)
+    ap.add_argument("--runs", type=int, default=2)
+    ap.add_argument("--tag", default="run")
+    ap.add_argument("--prof", action="store_true")
+    ap.add_argument("--out", type=Path, help="JSON file: results are added under --tag")
+    ap.add_argument("--table", action="store_true", help="print the before/after table of --out and stop")
+    args = ap.parse_args()
+    if args.table:
+        print(report(json.loads(args.out.read_text())), end="")
+        return
+    runs = []
+    for i in range(args.runs):
+        for r in round_(args):
+            r["run"] = i + 1
+            runs.append(r)
+            print(f"{args.tag} run {i + 1} {r['kind']}: {r['wall_s']:.1f} s wall, {r['cpu_s']:.1f} s CPU, "
+                  f"{r['peak_rss_mb']:.0f} MiB; steps "
+                  + ", ".join(f"{k} {v.get('seconds')}" for k, v in r["steps"].items())
+                  + (f"; step peaks {r['step_peaks']}" if "step_peaks" in r else ""), flush=True)
+    if args.out:
+        data = json.loads(args.out.read_text()) if args.out.exists() else {}
+        data[args.tag] = {"machine": f"{platform.machine()} {os.cpu_count()} cores", "db": str(args.db),
+                          "runs": runs}
+        args.out.write_text(json.dumps(data, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
