@@ -101,10 +101,13 @@ def write_all(ix, g: Graph, ids: np.ndarray, chunk: int = 1 << 16) -> None:
     ix.set_meta_json(META, {"id_dtype": id_dtype, "edges": g.m, "nodes": g.n})
 
 
-def update_rows(ix, g: Graph, ids: np.ndarray, old_ids: np.ndarray, dirty: np.ndarray) -> int:
+def update_rows(ix, g: Graph, ids: np.ndarray, old_ids: np.ndarray, dirty: np.ndarray,
+                edges: tuple[list, dict] | None = None) -> int:
     """After an incremental update: rewrite the rows of the ``dirty`` sources (node ids) and of
-    their old targets (read from their stored rows) and new targets (from ``g``); delete the
-    rows of nodes that are gone. Returns the number of rows rewritten."""
+    their old targets (read from their stored rows) and new targets; delete the rows of nodes
+    that are gone. The new rows come from ``g``, or with ``edges = (edge type names, weight
+    table)`` from the ``edges`` table itself (:func:`_edge_rows`: the graph update then never
+    loads the whole edge arrays). Returns the number of rows rewritten."""
     from ..store.sql import exec_in_chunks, in_chunks
 
     meta = stored_meta(ix)
@@ -121,20 +124,62 @@ def update_rows(ix, g: Graph, ids: np.ndarray, old_ids: np.ndarray, dirty: np.nd
         touched.append(np.frombuffer(data, dtype=entry)["nb"][:nout].astype(np.int64))
     pos = np.searchsorted(ids, touched[0])
     pos = pos[(pos < len(ids)) & (ids[np.minimum(pos, len(ids) - 1)] == touched[0])] if len(ids) else pos[:0]
-    if len(pos):
+    if len(pos) and edges is None:
         touched.append(ids[g.neighbors(pos, "out")[1]])
+    elif len(pos):
+        touched.append(np.array([r[0] for r in in_chunks(
+            ix.conn, "SELECT dst FROM edges WHERE dst IS NOT NULL AND src IN ({})", ids[pos].tolist())], dtype=np.int64))
     aff = np.setdiff1d(np.unique(np.concatenate(touched)), gone)
     exec_in_chunks(ix.conn, f"DELETE FROM {TABLE} WHERE node IN ({{}})", np.concatenate([gone, aff]).tolist())
     at = np.searchsorted(ids, aff)
     ok = (at < len(ids)) & (ids[np.minimum(at, max(len(ids) - 1, 0))] == aff) if len(ids) else at < 0
-    rows = [r for p in at[ok].tolist() for r in _rows(g, ids, p, p + 1, entry)]
+    if edges is None:
+        rows = [r for p in at[ok].tolist() for r in _rows(g, ids, p, p + 1, entry)]
+    else:
+        rows = _edge_rows(ix.conn, aff[ok], edges[0], edges[1], entry)
     ix.conn.executemany(f"INSERT INTO {TABLE}(node, nout, data) VALUES (?, ?, ?)", rows)
     ix.set_meta_json(META, {"id_dtype": meta["id_dtype"], "edges": g.m, "nodes": g.n})
     return int(ok.sum())
 
 
+def _edge_rows(conn, nodes: np.ndarray, etypes: list, table: dict, entry: np.dtype) -> list:
+    """The rows of ``nodes`` (ids) read from the ``edges`` table, as :func:`_rows` makes them
+    from the CSR: out-edges by (target, edge id), in-edges by (source, edge id), weights
+    ``float32(max(weight x type weight, 0))``, types numbered as in ``etypes``."""
+    from ..config import edge_weight
+    from ..store.sql import in_chunks
+
+    code = {t: i for i, t in enumerate(etypes)}
+    tw = np.array([edge_weight(t, table) for t in etypes] or [0.0], dtype=np.float64)
+
+    def read(col: str):
+        got = in_chunks(conn, f"SELECT id, src, dst, weight, type FROM edges WHERE dst IS NOT NULL AND {col} IN ({{}})",
+                        nodes.tolist())
+        if any(r[4] not in code for r in got):
+            raise ValueError("an edge type the graph does not know")
+        k = len(got)
+        eid, src, dst = (np.fromiter((r[j] for r in got), dtype=np.int64, count=k) for j in range(3))
+        w = np.fromiter((r[3] for r in got), dtype=np.float64, count=k)
+        t = np.fromiter((code[r[4]] for r in got), dtype=np.int64, count=k)
+        return eid, src, dst, np.maximum(w * tw[t], 0.0).astype(np.float32), t
+
+    parts = []
+    for col in ("src", "dst"):
+        eid, src, dst, w, t = read(col)
+        node, nb = (src, dst) if col == "src" else (dst, src)
+        order = np.lexsort((eid, nb, node))
+        rec = np.empty(len(order), dtype=entry)
+        rec["nb"], rec["w"], rec["t"] = nb[order], w[order], t[order]
+        node = node[order]
+        parts.append((rec, np.searchsorted(node, nodes, side="left"), np.searchsorted(node, nodes, side="right")))
+    (ro, oa, ob), (ri, ia, ib) = parts
+    return [(int(n), int(b - a), ro[a:b].tobytes() + ri[c:d].tobytes())
+            for n, a, b, c, d in zip(nodes.tolist(), oa.tolist(), ob.tolist(), ia.tolist(), ib.tolist())
+            if b > a or d > c]
+
+
 def sync(ix, g: Graph, ids: np.ndarray, rows_from: int, old_ids: np.ndarray | None = None,
-         dirty: np.ndarray | None = None) -> str:
+         dirty: np.ndarray | None = None, edges: tuple[list, dict] | None = None) -> str:
     """Bring the rows in line with the graph just stored: all rows when the graph has at least
     ``rows_from`` edges and none are stored (or after a full rebuild: ``dirty`` None), the
     changed ones after an incremental update, none below the threshold. Returns what it did
@@ -146,7 +191,7 @@ def sync(ix, g: Graph, ids: np.ndarray, rows_from: int, old_ids: np.ndarray | No
     if dirty is None or old_ids is None or stored_meta(ix) is None:
         write_all(ix, g, ids)
         return f"wrote {g.n} nodes"
-    return f"rewrote {update_rows(ix, g, ids, old_ids, dirty)} nodes"
+    return f"rewrote {update_rows(ix, g, ids, old_ids, dirty, edges)} nodes"
 
 
 # ---------------------------------------------------------------------- reading

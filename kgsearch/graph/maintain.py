@@ -289,7 +289,7 @@ def update_incremental(ix, changes, table: dict, gs, ids: np.ndarray, kinds: np.
     ix.set_meta_json(prefix + "etypes", etypes)
     ix.set_meta_json(prefix + "kinds", kind_names)
     ix.set_meta_json(prefix + "edge_weights", table)
-    info["adjacency_rows"] = adjacency.sync(ix, g, ids, gs.graph_adjacency_rows, old_ids, dirty)
+    info["adjacency_rows"] = adjacency.sync(ix, g, ids, gs.graph_adjacency_rows, old_ids, dirty, (etypes, table))
 
     t = time.perf_counter()
     if g.n and g.n <= WARM_FROM:
