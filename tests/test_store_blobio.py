@@ -46,38 +46,55 @@ def test_pieces_are_the_whole_array(ix, how, dtype, n):
 WORDS = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi rho".split()
 
 
-def _index(ix, n_docs, gap_at=None):
+def _index(ix, n_docs, gap_at=None, name_weight=2.5, gap_id=10**6):
     rng = random.Random(n_docs)
     with ix.transaction():
         for i in range(n_docs):
             if gap_at is not None and i == gap_at:       # sparse node ids: norms keyed by id
                 ix.conn.execute("INSERT INTO nodes(id, key, kind, name, text) VALUES (?,?,?,?,?)",
-                                (10**6, "gap", "doc", "gap", "alpha beta"))
+                                (gap_id, "gap", "doc", "gap", "alpha beta"))
                 continue
             ix.conn.execute("INSERT INTO nodes(key, kind, name, text) VALUES (?,?,?,?)",
                             (f"t:{i}", "doc", " ".join(rng.choices(WORDS, k=2)),
                              " ".join(rng.choices(WORDS, k=rng.randint(1, 60)))))
-        tindex.update(ix, ChangeSet(generation=1, full=True), {"name_weight": 2.5})
+        tindex.update(ix, ChangeSet(generation=1, full=True), {"name_weight": name_weight})
 
 
 def _whole_norms(ix):
-    """The former load_norms: both blobs read whole, one doc_norms pass."""
+    """The former load_norms: both blobs read whole, one doc_norms pass, a float64 table."""
     st, params = postings.stored_params(ix)
     ids, dl = ix.get_array(postings.DOCLEN_IDS), ix.get_array(postings.DOCLEN_LEN)
-    return postings._norms_table(ids, okapi.doc_norms(dl, float(st["avgdl"]), params.k1, params.b))
+    norm = okapi.doc_norms(dl, float(st["avgdl"]), params.k1, params.b)
+    if ids.size and int(ids[-1]) < 4 * ids.size + 65536:
+        dense = np.zeros(int(ids[-1]) + 1)
+        dense[ids] = norm
+        return dense, None
+    return norm, ids
 
 
-@pytest.mark.parametrize("gap_at", [None, 150])
-def test_norms_read_in_pieces_are_the_whole_reads(ix, how, monkeypatch, gap_at):
-    _index(ix, 300, gap_at)
+def _whole_norms_of(table, ids):
+    arr, keys = table
+    return arr.take(ids, mode="clip") if keys is None else arr[np.minimum(np.searchsorted(keys, ids), keys.size - 1)]
+
+
+@pytest.mark.parametrize("gap_at, gap_id", [(None, 0), (150, 10**6), (299, 400)])   # dense, sparse, holes
+@pytest.mark.parametrize("name_weight", [2.5, 1 / 3])
+def test_norms_read_in_pieces_are_the_whole_reads(ix, how, monkeypatch, gap_at, gap_id, name_weight):
+    """Lengths kept as float32 when exact (name weight 2.5), float64 norms otherwise (1/3):
+    either way every node's norm, holes and ids past the table included, is the former one."""
+    _index(ix, 300, gap_at, name_weight, gap_id)
     monkeypatch.setattr(blobio, "CHUNK", 64)          # many pieces
     st, params = postings.stored_params(ix)
-    arr, keys = postings.load_norms(ix, st, params)
-    want_arr, want_keys = _whole_norms(ix)
-    assert arr.tobytes() == want_arr.tobytes()
-    assert (keys is None) == (want_keys is None) == (gap_at is None)
-    if keys is not None:
-        assert keys.tolist() == want_keys.tolist()
+    loaded = postings.load_norms(ix, st, params)
+    assert (loaded[2] is not None) == (name_weight == 2.5)
+    assert (loaded[1] is None) == (gap_id != 10**6)
+    if loaded[2] is not None:
+        assert loaded[0].dtype == np.float32 and loaded[2][3] == (loaded[1] is None)     # holes: id 0 at least
+    want = _whole_norms(ix)
+    probe = np.arange(0, 400)
+    if gap_at is not None:
+        probe = np.concatenate([probe, [10**6 - 1, 10**6, 10**6 + 1, 10**7]])
+    assert postings.norms_of(loaded, probe).tobytes() == _whole_norms_of(want, probe).tobytes()
 
 
 def _score_all_reference(ix, q):

@@ -127,7 +127,7 @@ def _accumulate(nrm, k1: float, ws: list, ibs: list[bytes], tfs: list[np.ndarray
     held ~40 bytes a posting at once: 36 MiB traced for one query at 1M nodes). The table
     (8 bytes a node) is kept in ``memo`` and cleared for the next query: a fresh one each
     query cost a page fault every 4 KiB, 2-9 ms at 1M nodes. The caller copies what it keeps."""
-    arr, keys = nrm
+    arr, keys = nrm[0], nrm[1]
     size = len(arr) if keys is None else (int(keys[-1]) + 1 if keys.size else 0)
     scores = memo.get("scores") if memo is not None else None
     if scores is not None and len(scores) == size:
