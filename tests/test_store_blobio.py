@@ -129,3 +129,32 @@ def test_score_all_one_list_at_a_time_is_bit_identical(ix, gap_at):
         assert ids.tolist() == want_ids.tolist(), q
         assert sc.tobytes() == want.tobytes(), q
         assert n == postings.state(ix)["n"]
+
+
+def test_doclen_ids_are_saved_strictly_ascending(ix):
+    """load_norms reads no ids blob when first, last and count make a range: save_doclen
+    guarantees the order that makes this safe."""
+    with ix.transaction():
+        postings.save_doclen(ix, np.array([5, 3, 4]), np.array([50.0, 30.0, 40.0]))
+    assert ix.get_array(postings.DOCLEN_IDS).tolist() == [3, 4, 5]
+    assert ix.get_array(postings.DOCLEN_LEN).tolist() == [30.0, 40.0, 50.0]
+    with pytest.raises(ValueError, match="not unique"):
+        postings.save_doclen(ix, np.array([5, 3, 5]), np.array([1.0, 2.0, 3.0]))
+
+
+def test_norms_of_a_range_never_read_the_ids_blob(ix, monkeypatch):
+    _index(ix, 300)
+    read = []
+    real = blobio.iter_array
+
+    def spy(ix_, name, chunk=None):
+        read.append(name)
+        return real(ix_, name, chunk)
+
+    monkeypatch.setattr(postings, "iter_array", spy)
+    st, params = postings.stored_params(ix)
+    loaded = postings.load_norms(ix, st, params)
+    assert read == [postings.DOCLEN_LEN]
+    want = _whole_norms(ix)
+    probe = np.arange(0, 310)
+    assert postings.norms_of(loaded, probe).tobytes() == _whole_norms_of(want, probe).tobytes()

@@ -27,6 +27,7 @@ from __future__ import annotations
 import logging
 import sqlite3
 from collections import Counter
+from itertools import repeat
 from typing import Callable, Iterable, Sequence
 
 import numpy as np
@@ -265,8 +266,14 @@ def save_doclen(ix, ids: np.ndarray, dl: np.ndarray) -> None:
     """``text_doclen`` again as two blobs, so that a query process loads the document norms
     with ``np.frombuffer`` (about 2 ms) instead of one Python row per node (80 ms for the
     stdlib's 75K nodes, paid by every cold CLI search)."""
-    ix.put_array(DOCLEN_IDS, np.asarray(ids, dtype=np.int64))
-    ix.put_array(DOCLEN_LEN, np.asarray(dl, dtype=np.float64))
+    ids, dl = np.asarray(ids, dtype=np.int64), np.asarray(dl, dtype=np.float64)
+    if ids.size > 1 and not bool((np.diff(ids) > 0).all()):     # load_norms relies on strictly ascending ids
+        order = np.argsort(ids, kind="stable")
+        ids, dl = ids[order], dl[order]
+        if not bool((np.diff(ids) > 0).all()):
+            raise ValueError("text_doclen ids are not unique")
+    ix.put_array(DOCLEN_IDS, ids)
+    ix.put_array(DOCLEN_LEN, dl)
 
 
 def patch_doclen(ix, old_len: dict, new_len: dict) -> np.ndarray:
@@ -306,23 +313,29 @@ def load_norms(ix, st: dict, params: BM25Params) -> tuple:
         if ids is None or dl is None or len(ids) != len(dl) or len(ids) != n:
             ids, dl = read_doclen(ix)                 # an index written before the blobs
         return _norms_table(ids, doc_norms(dl, avgdl, k1, b))
-    last = int(array_item(ix, DOCLEN_IDS, -1))
+    first, last = int(array_item(ix, DOCLEN_IDS, 0)), int(array_item(ix, DOCLEN_IDS, -1))
     dense = last < 4 * n + 65536
+    # ids are strictly ascending (save_doclen), so n of them from first to last are that range:
+    # the ids blob (8 MB at 1M, read from disk by a cold search) need not be read
+    span = last - first + 1 == n
     for exact in (True, False):                       # float32 lengths when they are all exact
         kind = np.float32 if exact else np.float64
         out = np.full(last + 1, -1.0 if exact else 0.0, dtype=kind) if dense else np.empty(n, dtype=kind)
         keys = None if dense else np.empty(n, dtype=np.int64)
         pos = 0
-        for ip, lp in zip(iter_array(ix, DOCLEN_IDS), iter_array(ix, DOCLEN_LEN)):  # same item size: aligned
+        id_pieces = iter_array(ix, DOCLEN_IDS) if not (dense and span) else repeat(None)
+        for ip, lp in zip(id_pieces, iter_array(ix, DOCLEN_LEN)):      # same item size: aligned
             val = lp.astype(np.float32) if exact else doc_norms(lp, avgdl, k1, b)
             if exact and not (np.array_equal(val, lp) and (lp >= 0).all()):
                 break
-            if dense:
+            if ip is None:
+                out[first + pos:first + pos + len(lp)] = val
+            elif dense:
                 out[ip] = val
             else:
                 keys[pos:pos + len(ip)] = ip
                 out[pos:pos + len(ip)] = val
-            pos += len(ip)
+            pos += len(lp)
         else:
             return out, keys, ((avgdl, k1, b, dense and last + 1 > n) if exact else None)
         del out, keys
