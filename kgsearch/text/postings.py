@@ -243,7 +243,7 @@ def stored(ix) -> tuple[dict | None, BM25Params | None, dict]:
     return ix.cached("text.bm25.state", load)
 
 
-def norms(ix, st: dict, params: BM25Params, memo: dict | None = None) -> tuple:
+def norms(ix, st: dict, params: BM25Params, memo: dict | None = None) -> tuple[np.ndarray, np.ndarray | None]:
     """:func:`doc_norms` of every indexed node with the recorded ``avgdl``, loaded once per
     index generation (:func:`load_norms`; read them with :func:`norms_of`).
     ``memo``: the third item of :func:`stored` (saves a generation check)."""
@@ -295,15 +295,13 @@ def patch_doclen(ix, old_len: dict, new_len: dict) -> np.ndarray:
     return dl
 
 
-def load_norms(ix, st: dict, params: BM25Params) -> tuple:
-    """The norms of :func:`norms` as ``(table, keys, coef)``: ``keys`` None when the table is
-    by node id (ids dense enough), else the ascending ids; ``coef`` None when the table holds
-    the norms (float64), else ``(avgdl, k1, b, holes)`` and the table holds the document
-    lengths as float32 (exact: checked; -1 where no document), turned into norms by
-    :func:`norms_of` with the same arithmetic (4 bytes a node instead of 8: 3.8 MiB at 1M).
-
-    Read from the doclen blobs in pieces (:mod:`kgsearch.store.blobio`): whole reads held both
-    blobs, the norms and the dense table at once, 30.5 MiB traced for 8 MB at 1M nodes."""
+def load_norms(ix, st: dict, params: BM25Params) -> tuple[np.ndarray, np.ndarray | None]:
+    """The norms of :func:`norms`: (float64 norms by node id, None) when ids are dense enough,
+    else (norms, ascending ids). Read from the doclen blobs in pieces
+    (:mod:`kgsearch.store.blobio`): whole reads held both blobs, the norms and the dense table
+    at once, 30.5 MiB traced for 8 MB at 1M nodes. ``doc_norms`` is elementwise, so the values
+    are those of one pass. (Lengths kept as float32 and turned into norms per posting would
+    save 4 bytes a node but cost a long query 5 ms at 1M: measured, not done.)"""
     n = int(st.get("n", -1))
     ii, li = array_info(ix, DOCLEN_IDS), array_info(ix, DOCLEN_LEN)
     avgdl, k1, b = float(st["avgdl"]), params.k1, params.b
@@ -318,56 +316,39 @@ def load_norms(ix, st: dict, params: BM25Params) -> tuple:
     # ids are strictly ascending (save_doclen), so n of them from first to last are that range:
     # the ids blob (8 MB at 1M, read from disk by a cold search) need not be read
     span = last - first + 1 == n
-    for exact in (True, False):                       # float32 lengths when they are all exact
-        kind = np.float32 if exact else np.float64
-        out = np.full(last + 1, -1.0 if exact else 0.0, dtype=kind) if dense else np.empty(n, dtype=kind)
-        keys = None if dense else np.empty(n, dtype=np.int64)
-        pos = 0
-        id_pieces = iter_array(ix, DOCLEN_IDS) if not (dense and span) else repeat(None)
-        for ip, lp in zip(id_pieces, iter_array(ix, DOCLEN_LEN)):      # same item size: aligned
-            val = lp.astype(np.float32) if exact else doc_norms(lp, avgdl, k1, b)
-            if exact and not (np.array_equal(val, lp) and (lp >= 0).all()):
-                break
-            if ip is None:
-                out[first + pos:first + pos + len(lp)] = val
-            elif dense:
-                out[ip] = val
-            else:
-                keys[pos:pos + len(ip)] = ip
-                out[pos:pos + len(ip)] = val
-            pos += len(lp)
+    out = np.zeros(last + 1, dtype=np.float64) if dense else np.empty(n, dtype=np.float64)
+    keys = None if dense else np.empty(n, dtype=np.int64)
+    pos = 0
+    id_pieces = iter_array(ix, DOCLEN_IDS) if not (dense and span) else repeat(None)
+    for ip, lp in zip(id_pieces, iter_array(ix, DOCLEN_LEN)):      # same item size: aligned
+        val = doc_norms(lp, avgdl, k1, b)
+        if ip is None:
+            out[first + pos:first + pos + len(lp)] = val
+        elif dense:
+            out[ip] = val
         else:
-            return out, keys, ((avgdl, k1, b, dense and last + 1 > n) if exact else None)
-        del out, keys
-    raise AssertionError("unreachable")
+            keys[pos:pos + len(ip)] = ip
+            out[pos:pos + len(ip)] = val
+        pos += len(lp)
+    return out, keys
 
 
-def _norms_table(ids: np.ndarray, norm: np.ndarray) -> tuple:
-    """(norms by node id, None, None) when ids are dense enough, else (norms, ascending ids, None)."""
+def _norms_table(ids: np.ndarray, norm: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+    """(norms by node id, None) when ids are dense enough, else (norms, ascending ids)."""
     if ids.size and int(ids[-1]) < 4 * ids.size + 65536:
         dense = np.zeros(int(ids[-1]) + 1, dtype=np.float64)
         dense[ids] = norm
-        return dense, None, None
-    return norm, ids, None
+        return dense, None
+    return norm, ids
 
 
-def norms_of(norms: tuple, ids: np.ndarray) -> np.ndarray:
-    """float64 norms of node ids from :func:`norms` (0 for a node without a document; an id
-    past the table takes the last entry's, as ``take(mode="clip")`` always did)."""
-    arr, keys, coef = norms
+def norms_of(norms: tuple[np.ndarray, np.ndarray | None], ids: np.ndarray) -> np.ndarray:
+    arr, keys = norms
     if arr.size == 0:
         return np.zeros(len(ids), dtype=np.float64)
     if keys is None:
-        v = arr.take(ids, mode="clip")     # a node missing from text_doclen never raises
-    else:
-        v = arr[np.minimum(np.searchsorted(keys, ids), keys.size - 1)]
-    if coef is None:
-        return v
-    avgdl, k1, b, holes = coef
-    out = doc_norms(v, avgdl, k1, b)
-    if holes:
-        out[v < 0] = 0.0
-    return out
+        return arr.take(ids, mode="clip")     # a node missing from text_doclen never raises
+    return arr[np.minimum(np.searchsorted(keys, ids), keys.size - 1)]
 
 
 def list_impacts(ix, ids: np.ndarray, tf_blob: bytes, df: int) -> np.ndarray:
