@@ -24,7 +24,7 @@ from contextlib import contextmanager
 from .errors import EXIT_MEMORY, BudgetExceeded
 
 __all__ = ["apply", "restore", "budget_bytes", "guard", "need", "headroom", "share", "message",
-           "return_freed", "BudgetExceeded", "ENV", "EXIT_MEMORY"]
+           "BudgetExceeded", "ENV", "EXIT_MEMORY"]
 
 ENV = "KGSEARCH_MEMORY_MB"
 _applied: dict = {}
@@ -93,39 +93,6 @@ def restore() -> None:
 
     _, hard = resource.getrlimit(resource.RLIMIT_DATA)
     resource.setrlimit(resource.RLIMIT_DATA, (prev, hard))
-
-
-MMAP_THRESHOLD = 1 << 21      # bytes: larger blocks are mapped alone and unmapped when freed
-_M_MMAP_THRESHOLD = -3         # glibc's mallopt parameter number (malloc.h)
-
-
-def return_freed(threshold: int = MMAP_THRESHOLD) -> bool:
-    """Make glibc's malloc give large freed blocks back to the system (a query process's
-    per-query arrays: posting lists, score tables, row reads), by fixing ``M_MMAP_THRESHOLD``.
-
-    glibc raises that threshold each time a mapped block is freed (up to 32 MiB), so after
-    the first large temporary the next ones come from the heap and stay resident once freed:
-    at 1M nodes 100 queries left the process 17 MiB larger. Fixed, every block over
-    ``threshold`` is its own mapping, returned when freed. Once per process; nothing done
-    (False) on other C libraries (Android's bionic returns large blocks already), or when
-    ``MALLOC_MMAP_THRESHOLD_`` is set in the environment (the user's choice wins)."""
-    if "mmap" in _applied:
-        return _applied["mmap"]
-    ok = False
-    if "MALLOC_MMAP_THRESHOLD_" not in os.environ:
-        try:
-            libc = os.confstr("CS_GNU_LIBC_VERSION") or ""
-        except (ValueError, OSError, AttributeError):
-            libc = ""
-        if libc.startswith("glibc"):
-            try:
-                import ctypes
-
-                ok = ctypes.CDLL(None).mallopt(_M_MMAP_THRESHOLD, int(threshold)) == 1
-            except (OSError, AttributeError):
-                ok = False
-    _applied["mmap"] = ok
-    return ok
 
 
 def rss_bytes() -> int:

@@ -105,51 +105,6 @@ def test_the_query_page_cache_fits_the_budget(ix, monkeypatch):
     assert ix.conn.execute("PRAGMA cache_size").fetchone()[0] == -1536          # 5 % of 30 MiB
 
 
-FRAGMENT = r"""
-import sys
-import numpy as np
-from kgsearch import budget
-
-def rss():
-    for line in open("/proc/self/status"):
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) // 1024
-
-if sys.argv[1] == "1":
-    print(budget.return_freed(), budget.return_freed(), end=" ")
-a = np.ones(16 << 17)           # a 16 MiB block, mapped and freed: glibc raises its threshold to it
-del a
-base = rss()
-big, small = [], []
-for i in range(20):
-    big.append(np.ones(3 << 17))         # 3 MiB temporaries (a query's posting lists, score tables)
-    small.append(np.ones(4000))          # with small blocks between them, still live
-del big
-print(rss() - base)
-"""
-
-
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's malloc")
-def test_freed_temporaries_go_back_to_the_system():
-    import os
-
-    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": os.pathsep.join(sys.path)}
-
-    def kept(*args, extra=None):
-        p = subprocess.run([sys.executable, "-c", FRAGMENT, *args], capture_output=True, text=True,
-                           env={**env, **(extra or {})}, timeout=60)
-        assert p.returncode == 0, p.stderr
-        return p.stdout.split()
-
-    if not (os.confstr("CS_GNU_LIBC_VERSION") or "").startswith("glibc"):
-        assert kept("1")[:2] == ["False", "False"]
-        return
-    assert int(kept("0")[0]) >= 40                    # the heap keeps the 60 MiB of freed blocks
-    on = kept("1")
-    assert on[:2] == ["True", "True"] and int(on[2]) <= 4
-    assert kept("1", extra={"MALLOC_MMAP_THRESHOLD_": "4096"})[:2] == ["False", "False"]   # the user's
-
-
 def test_the_graph_is_left_out_when_it_cannot_fit_and_the_answer_says_so(tmp_path, monkeypatch):
     from kgsearch.indexer import IndexOptions, index_paths
     from kgsearch.query import Engine, SearchOptions

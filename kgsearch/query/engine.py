@@ -332,17 +332,15 @@ PAGE_CACHE_SHARE = 0.05       # its share of KGSEARCH_MEMORY_MB when that is sma
 
 
 def _fit_page_cache(ix: Index) -> None:
-    """Size the connection's page cache for queries, and let glibc return large freed blocks
-    (:func:`kgsearch.budget.return_freed`).
+    """Size the connection's page cache for queries.
 
     A query reads blobs once (norms, sketches: each fills the cache with pages it never reads
     again) and a few hundred scattered rows; the operating system caches the file anyway. At
     1M nodes a 16 MB cache was 14 MiB of the process and bought no measurable latency over
     2 MiB (bench/results/query_1m.md). Under ``KGSEARCH_MEMORY_MB`` it is the budget's share
     when that is smaller (the vector cache takes a quarter, kgsearch.embed.vectors)."""
-    from ..budget import return_freed, share
+    from ..budget import share
 
-    return_freed()
     kib = share(PAGE_CACHE_SHARE, QUERY_PAGE_CACHE_KIB * 1024) // 1024
     if kib < PAGE_CACHE_KIB:
         ix.conn.execute(f"PRAGMA cache_size=-{max(kib, 512)}")
