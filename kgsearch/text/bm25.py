@@ -117,7 +117,7 @@ def score_all(ix, query: str | dict, *, keywords: Iterable[str] | None = None, k
         return (empty[0], empty[1], N)
     scores = _accumulate(norms(ix, st, params, memo), params.k1, ws, ibs, tfs, memo)
     nz = np.flatnonzero(scores > 0)
-    return nz.astype(np.int64), scores[nz], N
+    return nz.astype(np.int64, copy=False), scores[nz], N
 
 
 GROUP = 1 << 16       # postings decoded and scored together by score_all (~40 bytes each at once)
