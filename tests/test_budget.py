@@ -95,11 +95,14 @@ def test_the_vector_cache_fits_the_budget(monkeypatch):
 def test_the_query_page_cache_fits_the_budget(ix, monkeypatch):
     from kgsearch.query import Engine
 
+    from kgsearch.query.engine import QUERY_PAGE_CACHE_KIB
+
+    assert ix.conn.execute("PRAGMA cache_size").fetchone()[0] == -16000         # an index run's
     Engine(ix)
-    assert ix.conn.execute("PRAGMA cache_size").fetchone()[0] == -16000
-    monkeypatch.setenv("KGSEARCH_MEMORY_MB", "100")
+    assert ix.conn.execute("PRAGMA cache_size").fetchone()[0] == -QUERY_PAGE_CACHE_KIB == -2048
+    monkeypatch.setenv("KGSEARCH_MEMORY_MB", "30")
     Engine(ix)
-    assert ix.conn.execute("PRAGMA cache_size").fetchone()[0] == -5120          # 5 % of 100 MiB
+    assert ix.conn.execute("PRAGMA cache_size").fetchone()[0] == -1536          # 5 % of 30 MiB
 
 
 def test_the_graph_is_left_out_when_it_cannot_fit_and_the_answer_says_so(tmp_path, monkeypatch):

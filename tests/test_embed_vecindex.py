@@ -262,3 +262,36 @@ def test_sign_estimates_track_the_exact_scores(filled, monkeypatch):
     small = f.lookup(off[:5])
     ref = dict(zip(bid.tolist(), exact.tolist()))
     assert np.allclose(small, [ref[int(i)] for i in off[:5]], rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("layout", ["range", "holes"])
+def test_sketch_ids_as_a_range_or_an_array_answer_alike(ix, monkeypatch, layout):
+    """Every node with a vector (ids a range, no id array kept) and ids with holes (an array)."""
+    monkeypatch.setattr(vecindex, "SKETCH_MIN", 0)
+    monkeypatch.setenv("KGSEARCH_VEC_CACHE_MB", "0.5")
+    rng = np.random.default_rng(3)
+    d, n = 128, 9000
+    ids = np.arange(5, 5 + n, dtype=np.int64)           # crosses block boundaries (4096)
+    if layout == "holes":
+        ids = np.delete(ids, [4200, 7000])                  # the range breaks in the second block
+    x = _clustered(rng, len(ids), d)
+    ix.put_array(vectors.ROTATION_BLOB, vectors.make_rotation(d))
+    with ix.transaction():
+        vectors.put_vectors(ix, ids, np.zeros(len(ids)), x, "m@1", 1)
+        vecindex.sync(ix)
+    s = vecindex.load(ix, budget=1 << 30)
+    assert (s._ids is None) == (layout == "range")
+    assert s.n == len(ids) and s.ids.tolist() == ids.tolist()
+    want = np.array([0, 1, 4, 5, 4199, 4200, 4201, 6999, 7000, 9003, 9004, 9005, 10**7, -3])
+    found, pos = s.find(want)
+    assert found.tolist() == np.isin(want, ids).tolist()
+    assert s.id_at(pos[found]).tolist() == want[found].tolist()
+    assert s.id_at([0, len(ids) - 1]).tolist() == [ids[0], ids[-1]]
+    array = vecindex.Sketch(s.ids.astype(np.int32), s.bits, np.vstack([s.mom[1][None], s.mom[2]]), d)
+    rot = vectors.rotation(ix)
+    for qv in _unit(rng, 5, d):
+        qr = np.ascontiguousarray(rot @ qv)
+        a, b = vecindex.search(ix, s, qr, 10, 300, 1500), vecindex.search(ix, array, qr, 10, 300, 1500)
+        assert a[0].tolist() == b[0].tolist() and a[1].tobytes() == b[1].tobytes()
+        e1, e2 = vecindex.estimate(s, qr, want), vecindex.estimate(array, qr, want)
+        assert e1[0].tolist() == e2[0].tolist() and e1[1].tobytes() == e2[1].tobytes()

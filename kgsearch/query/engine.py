@@ -333,15 +333,21 @@ def _graph_over_budget(ix: Index) -> str | None:
 
 
 PAGE_CACHE_KIB = 16000        # SQLite's page cache per connection (kgsearch.store.db)
+QUERY_PAGE_CACHE_KIB = 2048   # a query engine's: its reads are whole blobs and scattered rows
 PAGE_CACHE_SHARE = 0.05       # its share of KGSEARCH_MEMORY_MB when that is smaller
 
 
 def _fit_page_cache(ix: Index) -> None:
-    """Under ``KGSEARCH_MEMORY_MB``, shrink the connection's page cache to its share (the vector
-    cache takes a quarter, kgsearch.embed.vectors; the graph arrays are what they are)."""
+    """Size the connection's page cache for queries.
+
+    A query reads blobs once (norms, sketches: each fills the cache with pages it never reads
+    again) and a few hundred scattered rows; the operating system caches the file anyway. At
+    1M nodes a 16 MB cache was 14 MiB of the process and bought no measurable latency over
+    2 MiB (bench/results/query_1m.md). Under ``KGSEARCH_MEMORY_MB`` it is the budget's share
+    when that is smaller (the vector cache takes a quarter, kgsearch.embed.vectors)."""
     from ..budget import share
 
-    kib = share(PAGE_CACHE_SHARE, PAGE_CACHE_KIB * 1024) // 1024
+    kib = share(PAGE_CACHE_SHARE, QUERY_PAGE_CACHE_KIB * 1024) // 1024
     if kib < PAGE_CACHE_KIB:
         ix.conn.execute(f"PRAGMA cache_size=-{max(kib, 512)}")
 

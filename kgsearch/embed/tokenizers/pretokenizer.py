@@ -25,7 +25,8 @@ class PreTokenizer:
         # ASCII text can use str.split() unless it holds characters Python calls whitespace
         # and tokenizers does not (U+001C..U+001F)
         self._py_only_ws = [chr(c) for c in range(128) if chr(c).isspace() and c not in t.whitespace]
-        self._punct_re = re.compile(f"[^{t.punct.regex_class()}]+|[{t.punct.regex_class()}]")
+        self._punct_full = t.punct.regex_class()
+        self._punct_re_astral = None   # compiled when a chunk first needs it (10-20 ms: every CLI search paid it)
         # the same split for chunks without astral characters, and for ASCII chunks with a
         # 128-character class (re tests a class with astral ranges range by range)
         bmp = t.punct.regex_class(bmp_only=True)
@@ -53,6 +54,13 @@ class PreTokenizer:
         if max(chunk) <= "\uffff":
             return self._punct_re_bmp.findall(chunk)
         return self._punct_re.findall(chunk)
+
+    @property
+    def _punct_re(self):
+        """The split around punctuation for any chunk (astral characters included)."""
+        if self._punct_re_astral is None:
+            self._punct_re_astral = re.compile(f"[^{self._punct_full}]+|[{self._punct_full}]")
+        return self._punct_re_astral
 
     def __call__(self, text: str) -> list[str]:
         out: list[str] = []
