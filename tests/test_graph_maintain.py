@@ -12,7 +12,8 @@ import shutil
 import numpy as np
 import pytest
 
-from kgsearch.graph import blobio, graph_step as gi, maintain
+from kgsearch.graph import graph_step as gi, maintain
+from kgsearch.store import blobio
 from kgsearch.graph.context import load_graph
 from kgsearch.indexer import IndexOptions, index_paths
 from kgsearch.store.db import Index

@@ -8,7 +8,8 @@ import tracemalloc
 import numpy as np
 import pytest
 
-from kgsearch.graph import blobio, incremental as inc, maintain
+from kgsearch.graph import incremental as inc, maintain
+from kgsearch.store import blobio
 from kgsearch.graph.csr import Graph
 from kgsearch.graph.graph_step import pairs_lower_bound
 from kgsearch.store.db import Index

@@ -44,7 +44,7 @@ from ..budget import fixed_mmap_threshold
 from ..config import edge_weight
 from ..store.sql import CHUNK
 from . import adjacency
-from .blobio import open_stored as _open, put_stored as _put
+from ..store.blobio import open_stored as _open, put_stored as _put
 from .csr import BLOB_VERSION, Graph
 from .incremental import in_pointers, in_pointers_after_splice, out_weights, pagerank_csr, place_new_edges, reverse_from_plan, splice_column, splice_plan
 from .pagerank import pagerank
@@ -150,7 +150,7 @@ class _StoredGraph(Graph):
         self._loaded.clear()
 
     def stream(self) -> Graph:
-        """A Graph whose ``indices``/``weights`` are :class:`~kgsearch.graph.blobio.Stored` (sliced only)."""
+        """A Graph whose ``indices``/``weights`` are :class:`~kgsearch.store.blobio.Stored` (sliced only)."""
         cols = {p: _open(self._ix, self._prefix + p, self.m) for p in ("indices", "weights")}
         return Graph(self.n, self.indptr, cols["indices"], cols["weights"], None, self.rindptr, None, self.etype_names)
 
