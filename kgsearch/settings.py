@@ -9,7 +9,7 @@ a rebuild that changes nothing:
 >>> IndexSettings.from_dict({"stemer": "light"})
 Traceback (most recent call last):
 ...
-kgsearch.errors.UsageError: unknown setting 'stemer' (did you mean 'stemmer'?); known settings: avgdl_drift, b, edge_weights, embed, embed_max_chars, graph_communities_drift, graph_communities_max_pairs, graph_communities_seconds, idf, k1, model, name_weight, neighbors, split_code, stemmer
+kgsearch.errors.UsageError: unknown setting 'stemer' (did you mean 'stemmer'?); known settings: avgdl_drift, b, edge_weights, embed, embed_max_chars, graph_adjacency_rows, graph_communities_drift, graph_communities_max_pairs, graph_communities_seconds, idf, k1, model, name_weight, neighbors, split_code, stemmer
 >>> IndexSettings.from_dict({"stemmer": "light"}).text.stemmer
 'light'
 

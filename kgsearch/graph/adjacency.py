@@ -103,12 +103,14 @@ def write_all(ix, g: Graph, ids: np.ndarray, chunk: int = 1 << 16) -> None:
 
 def update_rows(ix, g: Graph, ids: np.ndarray, old_ids: np.ndarray, dirty: np.ndarray,
                 edges: tuple[list, dict] | None = None) -> int:
-    """After an incremental update: rewrite the rows of the ``dirty`` sources (node ids) and of
-    their old targets (read from their stored rows) and new targets; delete the rows of nodes
-    that are gone. The new rows come from ``g``, or with ``edges = (edge type names, weight
-    table)`` from the ``edges`` table itself (:func:`_edge_rows`: the graph update then never
-    loads the whole edge arrays). Returns the number of rows rewritten."""
-    from ..store.sql import exec_in_chunks, in_chunks
+    """After an incremental update: patch the rows of the ``dirty`` sources (node ids) and of
+    their old and new targets, and delete the rows of nodes that are gone. A dirty node's
+    out-part is its new out-edges; every patched row's in-part keeps its entries from clean
+    sources and takes the dirty sources' new edges, in source order (so a hub that gained one
+    edge is not read edge by edge). The new out-edges of the dirty sources come from ``g``, or
+    with ``edges = (edge type names, weight table)`` from the ``edges`` table (the graph
+    update then never loads the whole edge arrays). Returns the number of rows rewritten."""
+    from ..store.sql import exec_in_chunks
 
     meta = stored_meta(ix)
     if meta is None:
@@ -117,65 +119,74 @@ def update_rows(ix, g: Graph, ids: np.ndarray, old_ids: np.ndarray, dirty: np.nd
         write_all(ix, g, ids)
         return g.n
     entry = _entry(meta["id_dtype"])
+    dirty = np.unique(np.asarray(dirty, dtype=np.int64))
     gone = np.setdiff1d(old_ids, ids, assume_unique=True)
-    touched = [np.asarray(dirty, dtype=np.int64)]
-    for _, nout, data in in_chunks(ix.conn, f"SELECT node, nout, data FROM {TABLE} WHERE node IN ({{}})",
-                                   np.asarray(dirty, dtype=np.int64).tolist()):
-        touched.append(np.frombuffer(data, dtype=entry)["nb"][:nout].astype(np.int64))
-    pos = np.searchsorted(ids, touched[0])
-    pos = pos[(pos < len(ids)) & (ids[np.minimum(pos, len(ids) - 1)] == touched[0])] if len(ids) else pos[:0]
-    if len(pos) and edges is None:
-        touched.append(ids[g.neighbors(pos, "out")[1]])
-    elif len(pos):
-        touched.append(np.array([r[0] for r in in_chunks(
-            ix.conn, "SELECT dst FROM edges WHERE dst IS NOT NULL AND src IN ({})", ids[pos].tolist())], dtype=np.int64))
-    aff = np.setdiff1d(np.unique(np.concatenate(touched)), gone)
+    live = np.intersect1d(dirty, ids, assume_unique=True)
+    src, new = _new_out_edges(ix.conn, g, ids, live, edges, entry)        # by (source, target, edge id)
+    old = _read_rows(ix.conn, dirty, entry)
+    targets = [r[1]["nb"][:r[0]].astype(np.int64) for r in old.values()] + [new["nb"].astype(np.int64)]
+    aff = np.setdiff1d(np.unique(np.concatenate([dirty, *targets])), gone)
+    old.update(_read_rows(ix.conn, np.setdiff1d(aff, dirty), entry))
+    by_dst = np.argsort(new["nb"], kind="stable")           # the new edges by (target, source, edge id)
+    in_new, in_dst = new[by_dst], new["nb"][by_dst].astype(np.int64)
+    in_new["nb"] = src[by_dst]
+    is_dirty = set(dirty.tolist())
+    empty = (0, np.zeros(0, dtype=entry))
+    rows = []
+    for a in aff.tolist():
+        k, rec = old.get(a, empty)
+        if a in is_dirty:
+            out = new[np.searchsorted(src, a, "left"):np.searchsorted(src, a, "right")]
+        else:
+            out = rec[:k]
+        inn = rec[k:]
+        inn = np.concatenate([inn[~np.isin(inn["nb"], dirty)],
+                              in_new[np.searchsorted(in_dst, a, "left"):np.searchsorted(in_dst, a, "right")]])
+        inn = inn[np.argsort(inn["nb"], kind="stable")]
+        if len(out) or len(inn):
+            rows.append((a, len(out), out.tobytes() + inn.tobytes()))
     exec_in_chunks(ix.conn, f"DELETE FROM {TABLE} WHERE node IN ({{}})", np.concatenate([gone, aff]).tolist())
-    at = np.searchsorted(ids, aff)
-    ok = (at < len(ids)) & (ids[np.minimum(at, max(len(ids) - 1, 0))] == aff) if len(ids) else at < 0
-    if edges is None:
-        rows = [r for p in at[ok].tolist() for r in _rows(g, ids, p, p + 1, entry)]
-    else:
-        rows = _edge_rows(ix.conn, aff[ok], edges[0], edges[1], entry)
     ix.conn.executemany(f"INSERT INTO {TABLE}(node, nout, data) VALUES (?, ?, ?)", rows)
     ix.set_meta_json(META, {"id_dtype": meta["id_dtype"], "edges": g.m, "nodes": g.n})
-    return int(ok.sum())
+    return len(aff)
 
 
-def _edge_rows(conn, nodes: np.ndarray, etypes: list, table: dict, entry: np.dtype) -> list:
-    """The rows of ``nodes`` (ids) read from the ``edges`` table, as :func:`_rows` makes them
-    from the CSR: out-edges by (target, edge id), in-edges by (source, edge id), weights
-    ``float32(max(weight x type weight, 0))``, types numbered as in ``etypes``."""
+def _read_rows(conn, nodes: np.ndarray, entry: np.dtype) -> dict:
+    from ..store.sql import in_chunks
+
+    return {int(n): (int(k), np.frombuffer(d, dtype=entry).copy())
+            for n, k, d in in_chunks(conn, f"SELECT node, nout, data FROM {TABLE} WHERE node IN ({{}})",
+                                     nodes.tolist())}
+
+
+def _new_out_edges(conn, g: Graph, ids: np.ndarray, sources: np.ndarray, edges, entry: np.dtype):
+    """(source id per edge, entries) of the out-edges of ``sources`` (ids, live) as the CSR
+    orders them: by source, target, edge id; weights ``float32(max(weight x type weight, 0))``,
+    types numbered as in the graph. From ``g``, or from the ``edges`` table."""
+    if edges is None:
+        node, nb, w, t = g.neighbors(np.searchsorted(ids, sources), "out")
+        rec = np.empty(len(nb), dtype=entry)
+        rec["nb"], rec["w"], rec["t"] = ids[nb], w, t
+        return ids[node], rec
     from ..config import edge_weight
     from ..store.sql import in_chunks
 
+    etypes, table = edges
     code = {t: i for i, t in enumerate(etypes)}
     tw = np.array([edge_weight(t, table) for t in etypes] or [0.0], dtype=np.float64)
-
-    def read(col: str):
-        got = in_chunks(conn, f"SELECT id, src, dst, weight, type FROM edges WHERE dst IS NOT NULL AND {col} IN ({{}})",
-                        nodes.tolist())
-        if any(r[4] not in code for r in got):
-            raise ValueError("an edge type the graph does not know")
-        k = len(got)
-        eid, src, dst = (np.fromiter((r[j] for r in got), dtype=np.int64, count=k) for j in range(3))
-        w = np.fromiter((r[3] for r in got), dtype=np.float64, count=k)
-        t = np.fromiter((code[r[4]] for r in got), dtype=np.int64, count=k)
-        return eid, src, dst, np.maximum(w * tw[t], 0.0).astype(np.float32), t
-
-    parts = []
-    for col in ("src", "dst"):
-        eid, src, dst, w, t = read(col)
-        node, nb = (src, dst) if col == "src" else (dst, src)
-        order = np.lexsort((eid, nb, node))
-        rec = np.empty(len(order), dtype=entry)
-        rec["nb"], rec["w"], rec["t"] = nb[order], w[order], t[order]
-        node = node[order]
-        parts.append((rec, np.searchsorted(node, nodes, side="left"), np.searchsorted(node, nodes, side="right")))
-    (ro, oa, ob), (ri, ia, ib) = parts
-    return [(int(n), int(b - a), ro[a:b].tobytes() + ri[c:d].tobytes())
-            for n, a, b, c, d in zip(nodes.tolist(), oa.tolist(), ob.tolist(), ia.tolist(), ib.tolist())
-            if b > a or d > c]
+    got = in_chunks(conn, "SELECT id, src, dst, weight, type FROM edges WHERE dst IS NOT NULL AND src IN ({})",
+                    sources.tolist())
+    if any(r[4] not in code for r in got):
+        raise ValueError("an edge type the graph does not know")
+    k = len(got)
+    eid, s, d = (np.fromiter((r[j] for r in got), dtype=np.int64, count=k) for j in range(3))
+    w = np.fromiter((r[3] for r in got), dtype=np.float64, count=k)
+    t = np.fromiter((code[r[4]] for r in got), dtype=np.int64, count=k)
+    order = np.lexsort((eid, d, s))
+    rec = np.empty(k, dtype=entry)
+    rec["nb"], rec["w"] = d[order], np.maximum(w * tw[t], 0.0).astype(np.float32)[order]
+    rec["t"] = t[order]
+    return s[order], rec
 
 
 def sync(ix, g: Graph, ids: np.ndarray, rows_from: int, old_ids: np.ndarray | None = None,
