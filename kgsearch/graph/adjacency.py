@@ -124,6 +124,14 @@ def update_rows(ix, g: Graph, ids: np.ndarray, old_ids: np.ndarray, dirty: np.nd
     live = np.intersect1d(dirty, ids, assume_unique=True)
     src, new = _new_out_edges(ix.conn, g, ids, live, edges, entry)        # by (source, target, edge id)
     old = _read_rows(ix.conn, dirty, entry)
+    # a reloaded file marks all its nodes dirty; only sources whose out-edges differ matter
+    # (at 1M nodes an edge added to a 2,000-node file touched 28K rows instead of a few)
+    lo, hi = np.searchsorted(src, dirty, "left").tolist(), np.searchsorted(src, dirty, "right").tolist()
+    dirty = np.array([d for d, a, b in zip(dirty.tolist(), lo, hi)
+                      if new[a:b].tobytes() != (old[d][1][:old[d][0]].tobytes() if d in old else b"")], dtype=np.int64)
+    old = {d: old[d] for d in dirty.tolist() if d in old}
+    keep = np.isin(src, dirty)
+    src, new = src[keep], new[keep]
     targets = [r[1]["nb"][:r[0]].astype(np.int64) for r in old.values()] + [new["nb"].astype(np.int64)]
     aff = np.setdiff1d(np.unique(np.concatenate([dirty, *targets])), gone)
     old.update(_read_rows(ix.conn, np.setdiff1d(aff, dirty), entry))
