@@ -30,6 +30,7 @@ import numpy as np
 
 from .csr import Graph, GraphError, _index_dtype
 from .pagerank import PowerIterationFailedConvergence, pagerank
+from .splice import in_pointers
 
 __all__ = ["from_edge_arrays", "pagerank_lean", "CHUNK"]
 
@@ -45,17 +46,6 @@ def _blocks(indptr: np.ndarray, chunk: int) -> list[tuple[int, int, int, int]]:
     cuts = np.searchsorted(indptr, np.arange(0, max(m, 1), max(1, chunk)), side="right") - 1
     bounds = np.unique(np.r_[0, np.clip(cuts, 0, n), n])
     return [(int(a), int(b), int(indptr[a]), int(indptr[b])) for a, b in zip(bounds[:-1], bounds[1:])]
-
-
-def _indptr(keys: np.ndarray, n: int, chunk: int, idx: np.dtype) -> np.ndarray:
-    """CSR offsets of the counts of ``keys`` (counted ``chunk`` at a time: ``np.bincount`` of
-    an int32 array makes an int64 copy of all of it)."""
-    counts = np.zeros(n, dtype=np.int64)
-    for c in range(0, len(keys), chunk):
-        counts += np.bincount(keys[c:c + chunk], minlength=n)
-    out = np.zeros(n + 1, dtype=idx)
-    np.cumsum(counts, out=out[1:])
-    return out
 
 
 def _grouped_order(major: np.ndarray, minor: np.ndarray | None, indptr: np.ndarray, n: int,
@@ -121,7 +111,7 @@ def from_edge_arrays(edges: list, num_nodes: int, etype_names: Sequence[str] = (
     if int(t.min()) < 0 or int(t.max()) >= 65536:
         raise GraphError("edge-type numbers must be in 0..65535")
     tdt = np.uint8 if int(t.max()) < 256 else np.uint16
-    indptr = _indptr(s, n, chunk, idx)
+    indptr = in_pointers(s, n, idx, chunk)        # (counted a chunk at a time: bincount makes an int64 copy)
     order = _grouped_order(s, d, indptr, n, chunk, idx)
     del s
     indices = _gather(d, order, chunk)
@@ -131,7 +121,7 @@ def from_edge_arrays(edges: list, num_nodes: int, etype_names: Sequence[str] = (
     del w
     etype = _gather(t, order, chunk).astype(tdt, copy=False)
     del t, order
-    rindptr = _indptr(indices, n, chunk, idx)
+    rindptr = in_pointers(indices, n, idx, chunk)
     rperm = _grouped_order(indices, None, rindptr, n, chunk, idx)
     return Graph(n, indptr, indices, weights, etype, rindptr, rperm, etype_names)
 
