@@ -186,3 +186,25 @@ def test_a_damaged_index_is_exit_4_for_search_whatever_the_strict_mode(built, ca
 
     with pytest.raises(BadIndex, match="doctor --rebuild"):
         kgsearch.search("banana", db=str(db), k=3, use_cache=False)
+
+
+def test_adjacency_rows_are_compared_with_a_rebuild(tmp_path, capsys):
+    """Per-node adjacency rows (graphs over graph_adjacency_rows edges) are part of the graph
+    check: equal after an incremental run, a tampered row is found, --full fixes it."""
+    from kgsearch.indexer import IndexOptions, index_paths
+
+    root, db = vault(tmp_path / "v"), tmp_path / "rows.db"
+    index_paths(db, [str(root)], IndexOptions(settings={"graph_adjacency_rows": 0}))
+    write(root / "n3.md", "# Note 3\nnew text [[Note 7]] [[Note 9]]\n")
+    index_paths(db, [str(root)], IndexOptions(settings={"graph_adjacency_rows": 0}))
+    rc, rep = doctor(db, capsys)
+    graph = [c for c in rep["checks"] if c["name"] == "graph"][0]
+    assert rc == 0 and graph["ok"] and "adjacency rows" in graph["detail"], graph
+    with sqlite3.connect(db) as c:
+        assert c.execute("UPDATE graph_adj SET nout = nout - 1 WHERE nout > 0 AND node = "
+                         "(SELECT min(node) FROM graph_adj WHERE nout > 0)").rowcount == 1
+    rc, rep = doctor(db, capsys)
+    graph = [c for c in rep["checks"] if c["name"] == "graph"][0]
+    assert rc == 4 and not graph["ok"] and "2 adjacency rows differ" in graph["detail"], graph
+    assert cli("index", root, "--db", db, "--full", "-q") == 0
+    assert doctor(db, capsys)[0] == 0

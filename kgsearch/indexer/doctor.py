@@ -301,9 +301,47 @@ def _compare_graph(ix: Index, fresh: Index) -> Check:
         if (a is None) != (b is None) or (a is not None and float(np.abs(a.astype(np.float64) - b).sum())
                                           > PAGERANK_L1_TOL):
             bad.append("PageRank differs from a rebuild's")
+    rows = _compare_rows(ix, fresh) if not bad else ""
+    if rows.startswith("!"):
+        bad.append(rows[1:])
     if bad:
         return Check("graph", False, "; ".join(bad), FULL)
-    return Check("graph", True, f"{len(ids_new):,} nodes, {len(edges_new):,} edges, PageRank: equal to a rebuild")
+    return Check("graph", True, f"{len(ids_new):,} nodes, {len(edges_new):,} edges, PageRank{rows}: equal to a rebuild")
+
+
+def _compare_rows(ix: Index, fresh: Index) -> str:
+    """The per-node adjacency rows (kgsearch/graph/adjacency.py) against the rebuild's: ``""``
+    when neither has them, ``", adjacency rows"`` when equal, ``"!why"`` when not. Type numbers
+    are compared by name (an incremental run numbers a new edge type after the old ones)."""
+    import numpy as np
+
+    from ..graph import adjacency
+
+    a, b = adjacency.stored_meta(ix), adjacency.stored_meta(fresh)
+    if a is None and b is None:
+        return ""
+    if (a is None) != (b is None) or a["id_dtype"] != b["id_dtype"]:
+        return "!adjacency rows " + ("missing" if a is None else "stored where a rebuild has none" if b is None
+                                     else "of another id type")
+    et_cur, et_new = ix.meta_json("graph.etypes", []), fresh.meta_json("graph.etypes", [])
+    if et_cur == et_new:
+        n, d = _differ(fresh.conn, adjacency.TABLE)
+    else:
+        entry = adjacency._entry(a["id_dtype"])
+        to_new = np.array([et_new.index(t) if t in et_new else -1 for t in et_cur] or [0], dtype=np.int64)
+        cur = {r[0]: r[1:] for r in fresh.conn.execute(f"SELECT node, nout, data FROM cur.{adjacency.TABLE}")}
+        n, d = 0, 0
+        for node, k, data in fresh.conn.execute(f"SELECT node, nout, data FROM main.{adjacency.TABLE}"):
+            n += 1
+            got = cur.pop(node, None)
+            if got is None or got[0] != k:
+                d += 1
+                continue
+            rec = np.frombuffer(got[1], dtype=entry).copy()
+            rec["t"] = to_new[rec["t"]]
+            d += rec.tobytes() != bytes(data)
+        d += len(cur)
+    return f"!{d:,} adjacency rows differ from a rebuild's {n:,}" if d else ", adjacency rows"
 
 
 def _check_vectors(ix: Index, settings: dict) -> Check | None:
