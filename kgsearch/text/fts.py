@@ -163,6 +163,14 @@ def _plain_query(query: str) -> str | None:
     return " OR ".join('"' + w + '"' for w in words[:64]) or None
 
 
+def _indexed(ix) -> int:
+    """Nodes the text index holds (the BM25 state's N; no count over the table)."""
+    from .postings import state
+
+    st = state(ix) or {}
+    return int(st.get("n", 0) or 0)
+
+
 def search(ix, query: str, k: int = 100, **opts) -> tuple[np.ndarray, np.ndarray]:
     """FTS5 channel: (node ids, -bm25 scores), best first. Never raises on the query string."""
     try:
@@ -232,10 +240,7 @@ def score_all(ix, query: str, **opts) -> tuple[np.ndarray, np.ndarray, int]:
     if isinstance(out, str):                      # FTS5 off: no population, the pipeline asks search() why
         return np.zeros(0, np.int64), np.zeros(0), 0
     ids, sc = out
-    try:
-        n = int(ix.conn.execute("SELECT count(*) FROM text_doclen").fetchone()[0])
-    except sqlite3.Error:
-        n = 0
+    n = _indexed(ix)                              # (the BM25 state's N: a count(*) is ~10 ms at 1M)
     if not len(ids) or n == 0:
         return np.zeros(0, np.int64), np.zeros(0), n
     order = np.argsort(ids, kind="stable")
