@@ -23,39 +23,13 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from scale import child_json, kg_cmd, loadavg, run_measured  # noqa: E402
+from scale import add_shard_edge, child_json, kg_cmd, loadavg, revise_shard, run_measured  # noqa: E402
 
 KINDS = ("a description changed", "restored", "the file gains an edge", "the edge removed")
 
 
 def _shard(corpus: Path) -> Path:
     return corpus / "shard-00000.jsonl"
-
-
-def describe(path: Path) -> None:
-    lines = path.read_text(encoding="utf-8").split("\n")
-    for i, line in enumerate(lines):
-        if line:
-            d = json.loads(line)
-            if "node_id" in d and d.get("description"):
-                d["description"] += " Revised."
-                lines[i] = json.dumps(d, ensure_ascii=False)
-                break
-    path.write_text("\n".join(lines), encoding="utf-8")
-
-
-def add_edge(path: Path) -> None:
-    text = path.read_text(encoding="utf-8")
-    ids = []
-    for line in text.split("\n"):
-        if line:
-            d = json.loads(line)
-            if "node_id" in d:
-                ids.append(d["node_id"])
-                if len(ids) == 2:
-                    break
-    edge = {"source": ids[0], "target": ids[1], "edge_type": "see_also"}
-    path.write_text(text.rstrip("\n") + "\n" + json.dumps(edge) + "\n", encoding="utf-8")
 
 
 def one(args, kind: str) -> dict:
@@ -86,11 +60,11 @@ def round_(args) -> list[dict]:
     shutil.copyfile(shard, backup)
     res = []
     try:
-        describe(shard)
+        revise_shard(shard)
         res.append(one(args, KINDS[0]))
         shutil.copyfile(backup, shard)
         res.append(one(args, KINDS[1]))
-        add_edge(shard)
+        add_shard_edge(shard)
         res.append(one(args, KINDS[2]))
         shutil.copyfile(backup, shard)
         res.append(one(args, KINDS[3]))

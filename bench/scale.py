@@ -202,6 +202,35 @@ class TreeMonitor(threading.Thread):
         self.join()
 
 
+def add_shard_edge(path: Path) -> str:
+    """Append one edge between the first two nodes of a corpus shard; returns what it added."""
+    text = path.read_text(encoding="utf-8")
+    ids = []
+    for line in text.split("\n"):
+        if line:
+            d = json.loads(line)
+            if "node_id" in d:
+                ids.append(d["node_id"])
+                if len(ids) == 2:
+                    break
+    edge = {"source": ids[0], "target": ids[1], "edge_type": "see_also"}
+    path.write_text(text.rstrip("\n") + "\n" + json.dumps(edge) + "\n", encoding="utf-8")
+    return f"{ids[0]} -see_also-> {ids[1]}"
+
+
+def revise_shard(path: Path) -> None:
+    """Append " Revised." to the first node description of a corpus shard."""
+    lines = path.read_text(encoding="utf-8").split("\n")
+    for i, line in enumerate(lines):
+        if line:
+            d = json.loads(line)
+            if "node_id" in d and d.get("description"):
+                d["description"] += " Revised."
+                lines[i] = json.dumps(d, ensure_ascii=False)
+                break
+    path.write_text("\n".join(lines), encoding="utf-8")
+
+
 def run_measured(cmd: list[str], env: dict | None = None, timeout: float | None = None) -> dict:
     """Run ``cmd``; wall time, exit code, stdout/stderr, peak RSS (wait4) and tree RSS/PSS."""
     t0 = time.perf_counter()
@@ -321,34 +350,12 @@ class Size:
 
     def modify_shard_edge(self) -> str:
         """Append one edge between the shard's first two nodes (a note gains a link)."""
-        src = self.shard()
-        shutil.copyfile(src, self.backup())
-        text = src.read_text(encoding="utf-8")
-        ids = []
-        for line in text.split("\n"):
-            if line:
-                d = json.loads(line)
-                if "node_id" in d:
-                    ids.append(d["node_id"])
-                    if len(ids) == 2:
-                        break
-        edge = {"source": ids[0], "target": ids[1], "edge_type": "see_also"}
-        src.write_text(text.rstrip("\n") + "\n" + json.dumps(edge) + "\n", encoding="utf-8")
-        return f"{ids[0]} -see_also-> {ids[1]}"
+        shutil.copyfile(self.shard(), self.backup())
+        return add_shard_edge(self.shard())
 
     def modify_shard(self) -> None:
-        src = self.shard()
-        shutil.copyfile(src, self.backup())
-        lines = src.read_text(encoding="utf-8").split("\n")
-        for i, line in enumerate(lines):
-            if not line:
-                continue
-            d = json.loads(line)
-            if "node_id" in d and d.get("description"):
-                d["description"] += " Revised."
-                lines[i] = json.dumps(d, ensure_ascii=False)
-                break
-        src.write_text("\n".join(lines), encoding="utf-8")
+        shutil.copyfile(self.shard(), self.backup())
+        revise_shard(self.shard())
 
     # ------------------------------------------------------------------ steps
     def step(self, name: str) -> bool:
