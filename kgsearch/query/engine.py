@@ -312,7 +312,7 @@ class Engine:
 
 
 # with adjacency rows only the per-node arrays are loaded (kgsearch/graph/adjacency.py)
-_ROWS_NOT_CSR = " AND ({} = 0 OR name IN ('graph.node_ids', 'graph.pagerank', 'graph.community', 'graph.kind'))"
+_PER_NODE = " AND name IN ('graph.node_ids', 'graph.pagerank', 'graph.community', 'graph.kind')"
 
 
 def _graph_over_budget(ix: Index) -> str | None:
@@ -324,8 +324,7 @@ def _graph_over_budget(ix: Index) -> str | None:
     if room is None:
         return None
     need = ix.conn.execute("SELECT coalesce(sum(length(data)), 0) FROM blobs WHERE name >= 'graph.' "
-                           "AND name < 'graph/'" + _ROWS_NOT_CSR.format(int(ix.meta_json(adjacency.META) is not None))
-                           ).fetchone()[0]
+                           "AND name < 'graph/'" + (_PER_NODE if adjacency.stored_meta(ix) else "")).fetchone()[0]
     if need <= room:
         return None
     return (f"over the memory budget (the graph needs {need / 2**20:.0f} MiB, {ENV}="
