@@ -114,6 +114,19 @@ def pct(values: list[float], p: float) -> float:
     return v[min(len(v) - 1, int(round(p / 100 * (len(v) - 1))))]
 
 
+def code_version() -> str:
+    """The commit of the checkout this script runs from (``+dirty`` when it has local changes):
+    every step records it, so a resumed run shows which code measured which cell."""
+    try:
+        rev = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
+                             text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return rev + ("+dirty" if dirty else "")
+
+
 def machine() -> dict:
     cpu = platform.processor() or platform.machine()
     try:
@@ -379,6 +392,7 @@ class Size:
                 self.res[name]["load_before"] = la
                 self.res[name]["load_after"] = loadavg()
                 self.res[name]["step_seconds"] = round(time.perf_counter() - t, 1)
+                self.res[name]["code"] = code_version()
                 self.save()
 
     def do_index(self) -> None:
@@ -394,7 +408,8 @@ class Size:
             "wall_s": r["wall_s"], "cpu_s": r["cpu_s"], "peak_rss_mb": r["peak_rss_mb"],
             "tree_rss_mb": r["tree_rss_mb"], "tree_pss_mb": r["tree_pss_mb"], "max_procs": r["max_procs"],
             "phases": rep.get("phases"), "steps": rep.get("steps"), "n_warnings": len(rep.get("warnings") or []),
-            "nodes_added": rep.get("nodes_added"), "load_before": la, "load_after": loadavg()}
+            "nodes_added": rep.get("nodes_added"), "load_before": la, "load_after": loadavg(),
+            "code": code_version()}
 
     def do_db(self) -> dict:
         size = self.db.stat().st_size
@@ -824,6 +839,8 @@ def report(results: dict, mach: dict) -> str:
         rows.append((name, cells))
 
     row("nodes / edges (resolved)", lambda r: f"{r['db']['nodes']:,} / {r['db']['edges']:,}")
+    row("commit: index / queries / CLI / reindex",
+        lambda r: " / ".join(str(r.get(s, {}).get("code", "-")) for s in ("index", "query_default", "cli", "reindex")))
     row("similar_text edges", lambda r: f"{r['db']['similar_text_edges']:,}")
     row("full index wall", lambda r: fmt(r["index"]["wall_s"], " s"))
     row("full index peak RSS (largest process)", lambda r: fmt(r["index"]["peak_rss_mb"], " MiB", 0))
