@@ -225,25 +225,62 @@ def test_entity_names_matched_in_sql_equal_the_resident_dict(ix, monkeypatch):
                             (7, s, "x", "mentions", 1.0))
         ix.set_meta("generation", 1)
     gi.update(ix, ChangeSet(generation=1, full=True), {})
+    assert ix.meta_json(gi.ENTITY_KEYS) == {"n": 8, "prefixes": ["", "entity", "kg", "tag"], "mixed_case": False}
     ix.conn.execute("DELETE FROM nodes WHERE id = 6")         # in the graph blobs, gone from nodes
     ix.conn.execute("INSERT INTO nodes(id, key, kind, name) VALUES (10, 'entity:late', 'entity', 'x')")
+    gi.entity_keys(ix, ChangeSet(generation=2, added=[10], removed=[6]))     # as the graph step does
     queries = ["graph search in python", "Python's plain rust", "f0:abc orphan late", "nothing here",
                "graph graph search search python plain"]
 
-    def run(limit):
+    def run(limit, meta=True):
         monkeypatch.setattr(gctx, "ENTITY_DICT_MAX", limit)
-        ctx = gctx._load(ix)
-        out = [ctx.match_entities(q).tolist() for q in queries]
-        return out, ctx._entity_prefixes()
+        saved = ix.meta_json(gi.ENTITY_KEYS)
+        if not meta:                                  # an index stored before the meta: asked in SQL
+            ix.set_meta_json(gi.ENTITY_KEYS, None)
+        try:
+            ctx = gctx._load(ix)
+            return [ctx.match_entities(q).tolist() for q in queries], ctx._entity_prefixes()
+        finally:
+            ix.set_meta_json(gi.ENTITY_KEYS, saved)
 
     ref, pref = run(10**9)
     assert pref is None and ref[0] == gctx._load(ix).positions([2, 3]).tolist()    # the tag wins the tie
-    got, pref = run(0)
-    assert pref == ["", ":", "entity:", "kg:", "tag:"]      # 'plain' has no ':' (its key is its name)
-    assert got == ref
+    for meta in (True, False):
+        got, pref = run(0, meta)
+        assert pref == ["", ":", "entity:", "kg:", "tag:"]      # 'plain' has no ':' (its key is its name)
+        assert got == ref
     ix.conn.execute("UPDATE nodes SET key = 'entity:Rust2' WHERE id = 9")          # a capital: the dict again
-    got, pref = run(0)
-    assert pref is None
+    gi.entity_keys(ix, ChangeSet(generation=3, modified=[9]))
+    assert ix.meta_json(gi.ENTITY_KEYS)["mixed_case"] is True
+    for meta in (True, False):
+        assert run(0, meta)[1] is None
+
+
+def test_entity_keys_kept_up_to_date_equal_a_full_count(ix):
+    """The meta an incremental run patches (new prefixes, a capital, the count) equals the one
+    read from every node; removed nodes leave their prefix (a superset only costs lookups)."""
+    fill(ix)
+    gi.update(ix, ChangeSet(generation=1, full=True), {})
+    assert ix.meta_json(gi.ENTITY_KEYS) == gi.entity_keys(ix, None)
+    before = ix.meta_json(gi.ENTITY_KEYS)
+    with ix.transaction():
+        ix.conn.execute("INSERT INTO nodes(id, key, kind, name) VALUES (901, 'wiki:Paris', 'entity', 'x')")
+        ix.conn.execute("INSERT INTO nodes(id, key, kind, name) VALUES (902, 'tag:new', 'tag', 'x')")
+        ix.conn.execute("INSERT INTO nodes(id, key, kind, name) VALUES (903, 'zz:not-an-entity', 'note', 'x')")
+    got = gi.entity_keys(ix, ChangeSet(generation=2, added=[901, 902, 903]))
+    assert got == gi.entity_keys(ix, None)
+    assert got["n"] == before["n"] + 2 and "wiki" in got["prefixes"] and "zz" not in got["prefixes"]
+    assert got["mixed_case"] is True
+    ix.set_meta_json(gi.ENTITY_KEYS, {"n": 10**6, "prefixes": ["only"], "mixed_case": False})
+    assert gctx._load(ix)._entity_prefixes() == ["only:"]         # the query side reads the meta
+
+
+def test_an_index_stored_before_the_entity_meta_gets_it_from_its_next_run(ix):
+    fill(ix)
+    gi.update(ix, ChangeSet(generation=1, full=True), {})
+    ix.set_meta_json(gi.ENTITY_KEYS, None)
+    info = gi.update(ix, ChangeSet(generation=2), {})
+    assert info["rebuilt"] is False and ix.meta_json(gi.ENTITY_KEYS) == gi.entity_keys(ix, None)
 
 
 def test_graph_blobs_read_in_pieces_equal_get_array(ix):
