@@ -7,7 +7,7 @@ import pytest
 from kgsearch.config import EDGE_WEIGHTS
 from kgsearch.graph import Graph, greedy_modularity, pagerank
 from kgsearch.config import edge_weight
-from kgsearch.graph import context as gctx, graph_step as gi
+from kgsearch.graph import context as gctx, entity_keys as ek, graph_step as gi
 from kgsearch.graph.incremental import read_edges
 from kgsearch.types import ChangeSet
 
@@ -225,23 +225,23 @@ def test_entity_names_matched_in_sql_equal_the_resident_dict(ix, monkeypatch):
                             (7, s, "x", "mentions", 1.0))
         ix.set_meta("generation", 1)
     gi.update(ix, ChangeSet(generation=1, full=True), {})
-    assert ix.meta_json(gi.ENTITY_KEYS) == {"n": 8, "prefixes": ["", "entity", "kg", "tag"], "mixed_case": False}
+    assert ix.meta_json(ek.META) == {"n": 8, "prefixes": ["", "entity", "kg", "tag"], "mixed_case": False}
     ix.conn.execute("DELETE FROM nodes WHERE id = 6")         # in the graph blobs, gone from nodes
     ix.conn.execute("INSERT INTO nodes(id, key, kind, name) VALUES (10, 'entity:late', 'entity', 'x')")
-    gi.entity_keys(ix, ChangeSet(generation=2, added=[10], removed=[6]))     # as the graph step does
+    ek.update(ix, ChangeSet(generation=2, added=[10], removed=[6]))     # as the graph step does
     queries = ["graph search in python", "Python's plain rust", "f0:abc orphan late", "nothing here",
                "graph graph search search python plain"]
 
     def run(limit, meta=True):
         monkeypatch.setattr(gctx, "ENTITY_DICT_MAX", limit)
-        saved = ix.meta_json(gi.ENTITY_KEYS)
+        saved = ix.meta_json(ek.META)
         if not meta:                                  # an index stored before the meta: asked in SQL
-            ix.set_meta_json(gi.ENTITY_KEYS, None)
+            ix.set_meta_json(ek.META, None)
         try:
             ctx = gctx._load(ix)
             return [ctx.match_entities(q).tolist() for q in queries], ctx._entity_prefixes()
         finally:
-            ix.set_meta_json(gi.ENTITY_KEYS, saved)
+            ix.set_meta_json(ek.META, saved)
 
     ref, pref = run(10**9)
     assert pref is None and ref[0] == gctx._load(ix).positions([2, 3]).tolist()    # the tag wins the tie
@@ -250,8 +250,8 @@ def test_entity_names_matched_in_sql_equal_the_resident_dict(ix, monkeypatch):
         assert pref == ["", ":", "entity:", "kg:", "tag:"]      # 'plain' has no ':' (its key is its name)
         assert got == ref
     ix.conn.execute("UPDATE nodes SET key = 'entity:Rust2' WHERE id = 9")          # a capital: the dict again
-    gi.entity_keys(ix, ChangeSet(generation=3, modified=[9]))
-    assert ix.meta_json(gi.ENTITY_KEYS)["mixed_case"] is True
+    ek.update(ix, ChangeSet(generation=3, modified=[9]))
+    assert ix.meta_json(ek.META)["mixed_case"] is True
     for meta in (True, False):
         assert run(0, meta)[1] is None
 
@@ -261,26 +261,26 @@ def test_entity_keys_kept_up_to_date_equal_a_full_count(ix):
     read from every node; removed nodes leave their prefix (a superset only costs lookups)."""
     fill(ix)
     gi.update(ix, ChangeSet(generation=1, full=True), {})
-    assert ix.meta_json(gi.ENTITY_KEYS) == gi.entity_keys(ix, None)
-    before = ix.meta_json(gi.ENTITY_KEYS)
+    assert ix.meta_json(ek.META) == ek.update(ix, None)
+    before = ix.meta_json(ek.META)
     with ix.transaction():
         ix.conn.execute("INSERT INTO nodes(id, key, kind, name) VALUES (901, 'wiki:Paris', 'entity', 'x')")
         ix.conn.execute("INSERT INTO nodes(id, key, kind, name) VALUES (902, 'tag:new', 'tag', 'x')")
         ix.conn.execute("INSERT INTO nodes(id, key, kind, name) VALUES (903, 'zz:not-an-entity', 'note', 'x')")
-    got = gi.entity_keys(ix, ChangeSet(generation=2, added=[901, 902, 903]))
-    assert got == gi.entity_keys(ix, None)
+    got = ek.update(ix, ChangeSet(generation=2, added=[901, 902, 903]))
+    assert got == ek.update(ix, None)
     assert got["n"] == before["n"] + 2 and "wiki" in got["prefixes"] and "zz" not in got["prefixes"]
     assert got["mixed_case"] is True
-    ix.set_meta_json(gi.ENTITY_KEYS, {"n": 10**6, "prefixes": ["only"], "mixed_case": False})
+    ix.set_meta_json(ek.META, {"n": 10**6, "prefixes": ["only"], "mixed_case": False})
     assert gctx._load(ix)._entity_prefixes() == ["only:"]         # the query side reads the meta
 
 
 def test_an_index_stored_before_the_entity_meta_gets_it_from_its_next_run(ix):
     fill(ix)
     gi.update(ix, ChangeSet(generation=1, full=True), {})
-    ix.set_meta_json(gi.ENTITY_KEYS, None)
+    ix.set_meta_json(ek.META, None)
     info = gi.update(ix, ChangeSet(generation=2), {})
-    assert info["rebuilt"] is False and ix.meta_json(gi.ENTITY_KEYS) == gi.entity_keys(ix, None)
+    assert info["rebuilt"] is False and ix.meta_json(ek.META) == ek.update(ix, None)
 
 
 def test_graph_blobs_read_in_pieces_equal_get_array(ix):

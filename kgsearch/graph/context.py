@@ -13,8 +13,9 @@ import numpy as np
 
 from .adjacency import StoredGraph, rwr_rows, stored_meta
 from .csr import Graph, GraphError
-from .graph_step import ENTITY_KEYS, PREFIX
-from .graph_step import ENTITY_KINDS as _ENTITY_KINDS
+from .entity_keys import ENTITY_KINDS as _ENTITY_KINDS
+from .entity_keys import META as ENTITY_KEYS
+from .graph_step import PREFIX
 from .hits import hits
 from .pagerank import PowerIterationFailedConvergence, rwr
 

@@ -13,7 +13,7 @@ or when the edge-type weight table changed:
 * PageRank (alpha 0.85, networkx's rule with ``tol = min(1e-6, 1e-4 / n)``, so the total L1
   change at the stop is below 1e-4), blob ``graph.pagerank`` (float32, by position);
 * greedy-modularity communities of the undirected projection, blob ``graph.community``;
-* meta ``graph.entity_keys`` (:func:`entity_keys`): how many entity/tag nodes there are, their
+* meta ``graph.entity_keys`` (:func:`kgsearch.graph.entity_keys.update`): how many entity/tag nodes there are, their
   key prefixes and whether a name has capitals, which the query-time entity channel needs
   before it can match names in SQL (a GROUP BY over every entity node: 0.14 s warm and
   0.28 s cold at 1M nodes, paid by every CLI search until it was stored here).
@@ -52,23 +52,20 @@ import numpy as np
 from ..budget import fixed_mmap_threshold
 from ..config import edge_weights
 from ..settings import GraphSettings, IndexSettings
-from . import adjacency, maintain
+from . import adjacency, entity_keys, maintain
 from .build import CHUNK, from_edge_arrays, pagerank_lean
 from .communities import CommunityTimeout, greedy_modularity
 from .csr import Graph, GraphError
 from .incremental import assign_new_nodes_local, place_by_edges, read_edges
 from .pagerank import PowerIterationFailedConvergence
 
-__all__ = ["NAME", "update", "assign_new_nodes", "PREFIX", "ENTITY_KINDS", "ENTITY_KEYS", "entity_keys",
-           "key_parts"]
+__all__ = ["NAME", "update", "assign_new_nodes", "PREFIX"]
 
 NAME = "graph"
 
 log = logging.getLogger(__name__)
 
 PREFIX = "graph."
-ENTITY_KINDS = ("entity", "tag")
-ENTITY_KEYS = PREFIX + "entity_keys"     # meta {"n", "prefixes", "mixed_case"}, see entity_keys()
 DEFAULT_MAX_PAIRS = 1_000_000
 DEFAULT_SECONDS = 120.0
 DEFAULT_DRIFT = 0.02          # full CNM again once this fraction of the nodes changed
@@ -103,10 +100,10 @@ def update(ix, changes, settings=None, progress=None) -> dict:
     if have and not structural and ix.meta_json(PREFIX + "edge_weights") == table:
         maintain.clear_dirty(ix.conn)            # (rows rewritten as they were)
         info = {"rebuilt": False, "reason": "graph unchanged"}
-        known = ix.meta_json(ENTITY_KEYS) is not None
+        known = ix.meta_json(entity_keys.META) is not None
         if not known or changes.modified:         # (an index stored before the meta; a kind changed)
             with ix.transaction():
-                entity_keys(ix, changes if known else None)
+                entity_keys.update(ix, changes if known else None)
         if _rows_due(ix, gs):                     # (an index stored before the rows, or a new threshold)
             with ix.transaction():
                 g = Graph.from_blobs(lambda name: ix.get_array(PREFIX + name), ix.meta_json(PREFIX + "etypes", []))
@@ -132,51 +129,12 @@ def update(ix, changes, settings=None, progress=None) -> dict:
         if info is None:
             info = _rebuild(ix, changes, table, gs, progress, (ids, kinds, kind_names))
             info["full_because"] = why_full
-        entity_keys(ix, None if why_full else changes)
+        entity_keys.update(ix, None if why_full else changes)
         maintain.clear_dirty(ix.conn)
         ix.set_meta_json(maintain.NEEDS_FULL, None)
         info["seconds"] = round(time.perf_counter() - t0, 3)
         ix.mark_derived("graph", info["seconds"], info)
     return info
-
-
-def key_parts(key: str) -> tuple[str, bool]:
-    """(prefix, name has capitals) of a node key ``prefix:name``: the prefix is what comes
-    before the first ':' ('' without one, and then the whole key is the name)."""
-    p, sep, name = key.partition(":")
-    if not sep:
-        p, name = "", key
-    return p, name != name.lower()
-
-
-def entity_keys(ix, changes=None) -> dict:
-    """Store meta ``graph.entity_keys``: ``n`` entity/tag nodes, the distinct ``prefixes`` of
-    their keys (:func:`key_parts`) and ``mixed_case`` (a name with capitals: the query side
-    then keeps the lowercased dict, which SQL cannot match). From every such node when
-    ``changes`` is None or the meta is missing; otherwise ``n`` is counted again (10 ms at
-    1M) and the added or modified nodes' keys join the prefixes and the flag. Removed nodes
-    leave them as they were: more prefixes only cost lookups, a stale flag only the dict."""
-    from ..store.sql import in_chunks
-
-    conn = ix.conn
-    old = ix.meta_json(ENTITY_KEYS) if changes is not None else None
-    kinds = ",".join("'%s'" % k for k in ENTITY_KINDS)
-    if old is None:
-        keys = [r[0] for r in conn.execute(f"SELECT key FROM nodes WHERE kind IN ({kinds})")]
-        prefixes, mixed = set(), False
-    else:
-        ids = sorted(set(changes.added) | set(changes.modified))
-        keys = [r[0] for r in in_chunks(conn, "SELECT key, kind FROM nodes WHERE id IN ({})", ids)
-                if r[1] in ENTITY_KINDS] if ids else []
-        prefixes, mixed = set(old.get("prefixes", [])), bool(old.get("mixed_case"))
-    for key in keys:
-        p, cap = key_parts(key)
-        prefixes.add(p)
-        mixed = mixed or cap
-    n = len(keys) if old is None else conn.execute(f"SELECT count(*) FROM nodes WHERE kind IN ({kinds})").fetchone()[0]
-    meta = {"n": int(n), "prefixes": sorted(prefixes), "mixed_case": mixed}
-    ix.set_meta_json(ENTITY_KEYS, meta)
-    return meta
 
 
 def _rows_due(ix, gs: GraphSettings) -> bool:
