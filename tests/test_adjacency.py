@@ -12,7 +12,7 @@ import pytest
 from kgsearch.graph import adjacency
 from kgsearch.graph.adjacency import StoredGraph, rwr_rows, write_all
 from kgsearch.graph.context import load_context, load_graph
-from kgsearch.graph.csr import Graph
+from kgsearch.graph.csr import Graph, GraphError
 from kgsearch.graph.pagerank import rwr
 from kgsearch.indexer import IndexOptions, index_paths
 from kgsearch.store.db import Index
@@ -41,18 +41,44 @@ def _stored(tmp: Path, g: Graph, ids: np.ndarray) -> tuple[Index, StoredGraph]:
     return ix, StoredGraph(ix, ids, g.m, NAMES, adjacency.stored_meta(ix)["id_dtype"])
 
 
+def _ids(layout: str, ids: np.ndarray) -> np.ndarray:
+    """Node ids: sparse (random), a range (a fresh index), or a range with gaps (nodes removed
+    and added since): positions are looked up at ``id - first`` first, then searched."""
+    n = len(ids)
+    if layout == "range":
+        return np.arange(7, 7 + n, dtype=np.int64)
+    if layout == "gaps":
+        return np.concatenate([np.arange(1, 31), np.arange(33, 40), np.arange(100, 100 + n - 37)]).astype(np.int64)
+    return ids
+
+
+@pytest.mark.parametrize("layout", ["sparse", "range", "gaps"])
 @pytest.mark.parametrize("seed", [0, 1, 2])
-def test_neighbors_are_the_csr_neighbors_in_the_same_order(tmp_path, seed):
+def test_neighbors_are_the_csr_neighbors_in_the_same_order(tmp_path, seed, layout):
     g, ids = _graph(seed)
-    ix, sg = _stored(tmp_path, g, ids)
+    ix, sg = _stored(tmp_path, g, _ids(layout, ids))
     rng = np.random.default_rng(100 + seed)
     for nodes in ([3], [59], rng.integers(0, 60, 25), np.arange(60), [4, 4, 7, 4]):
-        for direction in ("out", "in", "both"):
-            for types in (None, [1], [0, 2]):
+        for types in (None, [1], [0, 2]):
+            for direction in ("out", "in", "both"):
                 want = g.neighbors(np.asarray(nodes), direction, types)
                 got = sg.neighbors(np.asarray(nodes), direction, types)
                 for a, b in zip(want, got):
                     assert a.dtype == b.dtype and np.array_equal(a, b), (nodes, direction, types)
+            for want, got in zip(g.neighbors_out_in(np.asarray(nodes), types),
+                                 sg.neighbors_out_in(np.asarray(nodes), types)):
+                for a, b in zip(want, got):
+                    assert a.dtype == b.dtype and np.array_equal(a, b), (nodes, types)
+    ix.close()
+
+
+def test_positions_of_ids_outside_the_graph_are_an_error(tmp_path):
+    g, ids = _graph(0)
+    ix, sg = _stored(tmp_path, g, _ids("gaps", ids))
+    assert sg.positions(np.array([1, 30, 33, 100], dtype=np.int64)).tolist() == [0, 29, 30, 37]
+    for bad in ([31], [0], [10**7]):
+        with pytest.raises(GraphError, match="rebuild"):
+            sg.positions(np.array(bad, dtype=np.int64))
     ix.close()
 
 

@@ -333,6 +333,11 @@ class Graph:
             node, nb, w, t = node[keep], nb[keep], w[keep], t[keep]
         return node, nb, w, t
 
+    def neighbors_out_in(self, nodes: Any, types: Any = None) -> tuple[tuple, tuple]:
+        """``(neighbors(nodes, "out", types), neighbors(nodes, "in", types))``: one call, so that
+        a stored graph (:class:`kgsearch.graph.adjacency.StoredGraph`) reads its rows once."""
+        return self.neighbors(nodes, "out", types), self.neighbors(nodes, "in", types)
+
     def bfs(self, seeds: Any, hops: int, direction: str = "out") -> np.ndarray:
         """Nodes within ``hops`` steps of ``seeds`` (sorted int64, seeds included)."""
         seen = np.zeros(self.n, dtype=bool)

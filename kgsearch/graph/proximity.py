@@ -41,8 +41,7 @@ def _weight_of(nodes: np.ndarray, values: np.ndarray):
 def _one_hop(g: Graph, seeds: np.ndarray, sw: np.ndarray, types=None) -> tuple[np.ndarray, np.ndarray]:
     """(neighbour node numbers, contributions) for 1-hop out (x1.0) and in (x0.7) edges."""
     wmap = _weight_of(seeds, sw)
-    node_o, nb_o, w_o, _ = g.neighbors(seeds, "out", types)
-    node_i, nb_i, w_i, _ = g.neighbors(seeds, "in", types)
+    (node_o, nb_o, w_o, _), (node_i, nb_i, w_i, _) = g.neighbors_out_in(seeds, types)
     nb = np.concatenate([nb_o, nb_i])
     contrib = np.concatenate([wmap(node_o) * w_o * OUT_FACTOR, wmap(node_i) * w_i * IN_FACTOR])
     return nb, contrib
@@ -95,8 +94,7 @@ def neighbour_mean(g: Graph, seeds, values, two_hop: bool = False, max_frontier:
 
     def step(src, val):
         wmap = _weight_of(src, val)
-        node_o, nb_o, w_o, _ = g.neighbors(src, "out")
-        node_i, nb_i, w_i, _ = g.neighbors(src, "in")
+        (node_o, nb_o, w_o, _), (node_i, nb_i, w_i, _) = g.neighbors_out_in(src)
         nb = np.concatenate([nb_o, nb_i])
         if not len(nb):
             return np.zeros(0, dtype=np.int64), np.zeros(0)
@@ -140,8 +138,7 @@ def pull_mean(g: Graph, targets, value_of, two_hop: bool = False, max_nodes: int
         return out
 
     def one(tpos):
-        node_i, nb_i, w_i, _ = g.neighbors(tpos, "in")
-        node_o, nb_o, w_o, _ = g.neighbors(tpos, "out")
+        (node_o, nb_o, w_o, _), (node_i, nb_i, w_i, _) = g.neighbors_out_in(tpos)
         node = np.concatenate([node_i, node_o])
         nb = np.concatenate([nb_i, nb_o])
         w = np.concatenate([w_i * OUT_FACTOR, w_o * IN_FACTOR]).astype(np.float64)
@@ -189,8 +186,7 @@ def intent_edges(g: Graph, seeds, type_ids, seed_weights=None) -> dict[int, floa
         return {}
     sw = np.ones(len(seeds)) if seed_weights is None else np.asarray(seed_weights, dtype=np.float64)
     wmap = _weight_of(seeds, sw)
-    node_o, nb_o, _, _ = g.neighbors(seeds, "out", type_ids)
-    node_i, nb_i, _, _ = g.neighbors(seeds, "in", type_ids)
+    (node_o, nb_o, _, _), (node_i, nb_i, _, _) = g.neighbors_out_in(seeds, type_ids)
     nb = np.concatenate([nb_o, nb_i])
     if not len(nb):
         return {}
