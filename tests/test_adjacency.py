@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from kgsearch.graph import adjacency
-from kgsearch.graph.adjacency import StoredGraph, rwr_rows, write_all
+from kgsearch.graph.adjacency import StoredGraph, write_all
+from kgsearch.graph.rows_walk import rwr_rows
 from kgsearch.graph.context import load_context, load_graph
 from kgsearch.graph.csr import Graph, GraphError
 from kgsearch.graph.pagerank import rwr

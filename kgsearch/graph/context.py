@@ -11,13 +11,14 @@ from typing import Any
 
 import numpy as np
 
-from .adjacency import StoredGraph, rwr_rows, stored_meta
+from .adjacency import StoredGraph, stored_meta
 from .csr import Graph, GraphError
 from .entity_keys import ENTITY_KINDS as _ENTITY_KINDS
 from .entity_keys import META as ENTITY_KEYS
 from .graph_step import PREFIX
 from .hits import hits
 from .pagerank import PowerIterationFailedConvergence, rwr
+from .rows_walk import rwr_rows
 
 __all__ = ["load_context", "load_graph", "pagerank_scores", "community_labels", "GraphContext", "CODE_KINDS"]
 

@@ -32,13 +32,12 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from ..errors import KgsearchError
+from .edge_room import EDGE_PARTS, edge_capacity_max
 
 __all__ = ["Graph", "GraphError", "scatter_add"]
 
 BLOB_VERSION = 1
 _PARTS = ("indptr", "indices", "weights", "etype", "rindptr", "rperm")
-
-
 class GraphError(KgsearchError, ValueError):
     """Bad arguments to a graph kernel (wrong lengths, node ids out of range, bad blobs)."""
 
@@ -209,7 +208,10 @@ class Graph:
                 raise GraphError(f"graph blob {p!r} is missing; rebuild with `kgsearch index --full`")
             parts[p] = a
         sizes = {"indptr": n + 1, "rindptr": n + 1, "indices": m, "weights": m, "etype": m, "rperm": m}
+        cap = edge_capacity_max(m)
         for p, size in sizes.items():
+            if p in EDGE_PARTS and m < len(parts[p]) <= cap:   # (stored with room: the first m)
+                parts[p] = parts[p][:m]
             if len(parts[p]) != size:
                 raise GraphError(f"graph blob {p!r} has {len(parts[p])} values, expected {size}; "
                                  f"rebuild with `kgsearch index --full`")
@@ -334,8 +336,7 @@ class Graph:
         return node, nb, w, t
 
     def neighbors_out_in(self, nodes: Any, types: Any = None) -> tuple[tuple, tuple]:
-        """``(neighbors(nodes, "out", types), neighbors(nodes, "in", types))``: one call, so that
-        a stored graph (:class:`kgsearch.graph.adjacency.StoredGraph`) reads its rows once."""
+        """Out- then in-edges of ``nodes`` (a StoredGraph reads its rows once for both)."""
         return self.neighbors(nodes, "out", types), self.neighbors(nodes, "in", types)
 
     def bfs(self, seeds: Any, hops: int, direction: str = "out") -> np.ndarray:

@@ -56,6 +56,7 @@ from . import adjacency, entity_keys, maintain
 from .build import CHUNK, from_edge_arrays, pagerank_lean
 from .communities import CommunityTimeout, greedy_modularity
 from .csr import Graph, GraphError
+from .edge_room import EDGE_PARTS, edge_capacity
 from .incremental import assign_new_nodes_local, place_by_edges, read_edges
 from .pagerank import PowerIterationFailedConvergence
 
@@ -295,8 +296,8 @@ def _rebuild(ix, changes, table: dict[str, float], gs: GraphSettings, progress, 
     info: dict[str, Any] = {"rebuilt": True, "nodes": g.n, "edges": g.m, "edge_types": len(etypes),
                             "csr_mb": round(g.nbytes / 1e6, 3), "csr_seconds": round(time.perf_counter() - t, 3)}
     ix.drop_arrays(PREFIX)
-    for name, arr in g.to_blobs().items():
-        ix.put_array(PREFIX + name, arr)
+    for name, arr in g.to_blobs().items():            # (edge arrays with room: see edge_capacity)
+        ix.put_array(PREFIX + name, arr, capacity=edge_capacity(g.m) if name in EDGE_PARTS else None)
     ix.put_array(PREFIX + "node_ids", ids)
     ix.put_array(PREFIX + "kind", kinds)
     ix.set_meta_json(PREFIX + "etypes", etypes)

@@ -46,6 +46,7 @@ from ..store.sql import CHUNK
 from . import adjacency
 from ..store.blobio import open_stored as _open, put_stored as _put
 from .csr import BLOB_VERSION, Graph
+from .edge_room import edge_capacity, edge_capacity_max
 from .incremental import in_pointers, in_pointers_after_splice, out_weights, pagerank_csr, place_new_edges, reverse_from_plan, splice_column, splice_plan
 from .pagerank import pagerank
 
@@ -151,7 +152,7 @@ class _StoredGraph(Graph):
 
     def stream(self) -> Graph:
         """A Graph whose ``indices``/``weights`` are :class:`~kgsearch.store.blobio.Stored` (sliced only)."""
-        cols = {p: _open(self._ix, self._prefix + p, self.m) for p in ("indices", "weights")}
+        cols = {p: _open(self._ix, self._prefix + p, self.m, edge_capacity_max(self.m)) for p in ("indices", "weights")}
         return Graph(self.n, self.indptr, cols["indices"], cols["weights"], None, self.rindptr, None, self.etype_names)
 
 
@@ -159,10 +160,10 @@ def _lazy(part: str):
     def get(self):
         a = self._loaded.get(part)
         if a is None:
-            col = _open(self._ix, self._prefix + part)
+            col = _open(self._ix, self._prefix + part, self.m, edge_capacity_max(self.m))
             if col is None:
                 raise ValueError(f"stored graph unreadable (blob {part})")
-            a = self._loaded[part] = col[0:len(col)]     # (one read: no copy held by SQLite)
+            a = self._loaded[part] = col[0:self.m]       # (one read: no copy held by SQLite)
             col.close()
         return a
 
@@ -189,7 +190,7 @@ def _splice_stored(ix, prefix: str, plan: dict, etypes: list[str], m_old: int) -
     sizes = {}
     for part, values, targets in (("indices", plan["dst"], True), ("etype", plan["t"], False),
                                   ("weights", plan["w"], False)):
-        old = _open(ix, prefix + part, m_old)
+        old = _open(ix, prefix + part, m_old, edge_capacity_max(m_old))
         if old is None:
             raise ValueError(f"stored graph unreadable (blob {part})")
         dtype = old.dtype
@@ -212,12 +213,12 @@ def _splice_stored(ix, prefix: str, plan: dict, etypes: list[str], m_old: int) -
             pairs = pairs_lower_bound(Graph(n, plan["indptr"], new, None, None, None, None))
         elif part == "weights":
             outw = out_weights(plan["indptr"], new, CHUNK_EDGES)     # (for PageRank: no second read)
-        _put(ix, prefix + part, new)
+        _put(ix, prefix + part, new, capacity=edge_capacity(m), keep_up_to=edge_capacity_max(m))
         sizes[part] = new.nbytes
         del new
-    old_rperm = _open(ix, prefix + "rperm", m_old)
+    old_rperm = _open(ix, prefix + "rperm", m_old, edge_capacity_max(m_old))
     if old_rperm is None:
-        indices = ix.get_array(prefix + "indices")          # (no usable reverse side: sort)
+        indices = ix.get_array(prefix + "indices")[:m]      # (no usable reverse side: sort)
         rperm = np.argsort(indices, kind="stable").astype(idx)
         del indices
     else:
@@ -225,7 +226,7 @@ def _splice_stored(ix, prefix: str, plan: dict, etypes: list[str], m_old: int) -
             rperm = reverse_from_plan(plan, old_indptr, old_rperm, CHUNK_EDGES)
         finally:
             old_rperm.close()
-    _put(ix, prefix + "rperm", rperm)
+    _put(ix, prefix + "rperm", rperm, capacity=edge_capacity(m), keep_up_to=edge_capacity_max(m))
     sizes["rperm"] = rperm.nbytes
     del rperm
     ix.put_array(prefix + "indptr", plan["indptr"])

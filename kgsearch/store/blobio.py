@@ -121,41 +121,67 @@ class Stored:
         self._blob = self._arr = None
 
 
-def open_stored(ix, name: str, length: int | None = None) -> Stored | None:
-    """The stored array ``name`` for slicing, or None when missing, not 1-d or not ``length`` long."""
+def open_stored(ix, name: str, length: int | None = None, capacity: int | None = None) -> Stored | None:
+    """The stored array ``name`` for slicing, or None when missing, not 1-d, or shorter than
+    ``length`` or longer than ``capacity`` (default ``length``; stored with room to spare, see
+    :func:`put_stored`, its first ``length`` items are the array)."""
     row = ix.conn.execute("SELECT rowid, dtype, shape, length(data) FROM blobs WHERE name = ?", (name,)).fetchone()
     if row is None:
         return None
     rowid, dtype, shape, nbytes = row
     shape = json.loads(shape)
-    if len(shape) != 1 or nbytes != shape[0] * np.dtype(dtype).itemsize or (length is not None and shape[0] != length):
+    if len(shape) != 1 or nbytes != shape[0] * np.dtype(dtype).itemsize:
         return None
-    return Stored(ix, name, dtype, shape[0], rowid)
+    if length is not None and not length <= shape[0] <= max(length, capacity or 0):
+        return None
+    return Stored(ix, name, dtype, shape[0] if length is None else length, rowid)
 
 
-def put_stored(ix, name: str, arr: np.ndarray, chunk: int | None = None) -> None:
-    """``Index.put_array`` without a copy of the array. The same length, type and shape as the
-    stored array (a change that moved no edge count): only the ``chunk``-byte pieces that
-    differ are written, in place (the row's ``generation`` is left as it was: updating it
-    rewrites the whole row, 1 s and two copies for 66 MB). Otherwise an empty blob of the
-    right size, written in pieces by ``Index.put_array``."""
+def put_stored(ix, name: str, arr: np.ndarray, chunk: int | None = None, capacity: int | None = None,
+               keep_up_to: int | None = None) -> None:
+    """``Index.put_array`` without a copy of the array, and in place when it can: a 1-d array
+    stored in the same type, at least ``len(arr)`` and at most ``keep_up_to`` (default
+    ``capacity``) items long, is written over, only the ``chunk``-byte pieces that differ, with
+    zeros after the array (which a reader of its first ``len(arr)`` items never sees). The
+    row's ``generation`` is left as it was: updating any column rewrites the whole row, 1 s
+    and two copies for 66 MB. Otherwise a zero blob of ``capacity`` items (default the
+    array's length), the array written into it in pieces.
+
+    The graph's edge arrays are stored with room to spare (:func:`kgsearch.graph.csr.
+    edge_capacity`): a one-file change that adds or drops edges keeps their length, and an
+    in-place write of a 66 MB array (half its pieces changed) took 0.22 s here, against 0.67 s
+    for a new zero blob written over."""
     a = np.ascontiguousarray(arr)
     conn = ix.conn
     chunk = chunk or STREAM_BYTES
+    cap = int(capacity) if capacity is not None and a.ndim == 1 else None
+    if cap is not None and cap < len(a):
+        raise ValueError(f"capacity {cap} < {len(a)} items of {name!r}")
     if not BLOB_IO or a.nbytes < chunk:
-        ix.put_array(name, a)
+        ix.put_array(name, a, capacity=cap)
+        return
+    row = conn.execute("SELECT rowid, dtype, shape, length(data) FROM blobs WHERE name = ?", (name,)).fetchone()
+    size = None
+    if row is not None and row[1] == a.dtype.str:
+        shape = json.loads(row[2])
+        if shape == list(a.shape) and row[3] == a.nbytes:
+            size = a.nbytes
+        elif cap is not None and len(shape) == 1 and len(a) <= shape[0] <= max(cap, keep_up_to or 0) \
+                and row[3] == shape[0] * a.dtype.itemsize:
+            size = row[3]
+    if size is None:
+        ix.put_array(name, a, capacity=cap)             # (written in pieces into a zero blob)
         return
     view = memoryview(a.reshape(-1)).cast("B")
-    row = conn.execute("SELECT rowid, dtype, shape, length(data) FROM blobs WHERE name = ?", (name,)).fetchone()
-    if row is not None and row[1:] == (a.dtype.str, json.dumps(list(a.shape)), a.nbytes):
-        with conn.blobopen("blobs", "data", row[0]) as blob:
-            for o in range(0, a.nbytes, chunk):
-                piece = view[o:o + chunk]
+    zeros = bytes(chunk)
+    with conn.blobopen("blobs", "data", row[0]) as blob:
+        for o in range(0, size, chunk):
+            want = min(chunk, size - o)
+            piece = view[o:o + want] if o < a.nbytes else b""
+            if len(piece) < want:                                   # (the room after the array)
+                piece = bytes(piece) + zeros[:want - len(piece)]
+            blob.seek(o)
+            if blob.read(want) != piece:
                 blob.seek(o)
-                if blob.read(len(piece)) != piece:
-                    blob.seek(o)
-                    blob.write(piece)
-    else:
-        ix.put_array(name, a)               # (arrays over 1 MiB: written in pieces into a zero blob)
-        return
+                blob.write(piece)
     getattr(ix, "_cache", {}).pop(name, None)

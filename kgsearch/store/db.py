@@ -292,19 +292,27 @@ class Index:
         return int(self.meta("generation", "0") or 0)
 
     # ------------------------------------------------------------------ arrays
-    def put_array(self, name: str, arr, generation: int | None = None) -> None:
-        """Store a numpy array as a blob (C order, native dtype string recorded)."""
+    def put_array(self, name: str, arr, generation: int | None = None, capacity: int | None = None) -> None:
+        """Store a numpy array as a blob (C order, native dtype string recorded). ``capacity``
+        (1-d arrays): stored that many items long, zeros after the array (see
+        :func:`kgsearch.store.blobio.put_stored`); its recorded shape is then ``[capacity]``."""
         import numpy as np
 
         a = np.ascontiguousarray(arr)
+        shape, size = list(a.shape), a.nbytes
+        if capacity is not None and a.ndim == 1:
+            if capacity < len(a):
+                raise ValueError(f"capacity {capacity} < {len(a)} items of {name!r}")
+            shape, size = [int(capacity)], int(capacity) * a.dtype.itemsize
         gen = self.generation if generation is None else generation
-        stream = a.nbytes > PUT_STREAM_BYTES and hasattr(self.conn, "blobopen")
+        stream = size > PUT_STREAM_BYTES and hasattr(self.conn, "blobopen")
         self.conn.execute(
             "INSERT INTO blobs(name, generation, dtype, shape, data) VALUES (?,?,?,?,"
             + ("zeroblob(?))" if stream else "?)") +
             " ON CONFLICT(name) DO UPDATE SET generation=excluded.generation, dtype=excluded.dtype, "
             "shape=excluded.shape, data=excluded.data",
-            (name, gen, a.dtype.str, json.dumps(list(a.shape)), a.nbytes if stream else a.tobytes()))
+            (name, gen, a.dtype.str, json.dumps(shape),
+             size if stream else a.tobytes() + bytes(size - a.nbytes)))
         if stream:
             # written 1 MiB at a time into the zero blob (incremental blob I/O, Python >= 3.11):
             # a whole-blob bind held Python's bytes, SQLite's copy and its record at once
