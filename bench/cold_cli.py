@@ -16,7 +16,6 @@ bench/results/cold_cli_1m.{json,md} (results added under ``--tag``).
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import os
 import statistics
@@ -25,15 +24,11 @@ import sys
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import scale as sc  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results"
-
-
-def _scale():
-    spec = importlib.util.spec_from_file_location("kgsearch_bench_scale", ROOT / "bench" / "scale.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def once(cwd: Path, db: Path, q: str, env: dict) -> float:
@@ -53,7 +48,6 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=8)
     ap.add_argument("--tag", default="run")
     args = ap.parse_args()
-    sc = _scale()
     qs = [q["text"] for q in json.loads(args.queries.read_text())]
     env = dict(os.environ)
     env.pop("PYTHONDONTWRITEBYTECODE", None)          # (as installed: bytecode cached)
