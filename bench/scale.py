@@ -120,7 +120,8 @@ def code_version() -> str:
     try:
         rev = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
                              text=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no"],
+        dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no", "--",
+                                "kgsearch", "data", "bench/scale.py"],          # (not this run's own outputs)
                                capture_output=True, text=True, check=True).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
@@ -387,12 +388,13 @@ class Size:
             if name not in skip and self.step(name):
                 la = loadavg()
                 t = time.perf_counter()
+                code = code_version()                # (at the start: a pull during a step must not relabel it)
                 log(f"{label(self.n)}: {name}")
                 self.res[name] = getattr(self, "do_" + name)()
                 self.res[name]["load_before"] = la
                 self.res[name]["load_after"] = loadavg()
                 self.res[name]["step_seconds"] = round(time.perf_counter() - t, 1)
-                self.res[name]["code"] = code_version()
+                self.res[name]["code"] = code
                 self.save()
 
     def do_index(self) -> None:
@@ -402,6 +404,7 @@ class Size:
                 p.unlink()
         log(f"{label(self.n)}: full index")
         la = loadavg()
+        code = code_version()
         r = run_measured(kg_cmd("index", str(self.corpus), "--db", str(self.db), "--json"))
         rep = child_json(r)
         self.res["index"] = {
@@ -409,7 +412,7 @@ class Size:
             "tree_rss_mb": r["tree_rss_mb"], "tree_pss_mb": r["tree_pss_mb"], "max_procs": r["max_procs"],
             "phases": rep.get("phases"), "steps": rep.get("steps"), "n_warnings": len(rep.get("warnings") or []),
             "nodes_added": rep.get("nodes_added"), "load_before": la, "load_after": loadavg(),
-            "code": code_version()}
+            "code": code}
 
     def do_db(self) -> dict:
         size = self.db.stat().st_size
