@@ -283,24 +283,32 @@ class StoredGraph:
         r = rec[idx]
         return np.repeat(pos, count), r["nb"].astype(np.int64), r["w"], r["t"]
 
-    def positions(self, ids: np.ndarray) -> np.ndarray:
+    def positions(self, ids: np.ndarray, chunk: int = 1 << 16) -> np.ndarray:
         """Graph positions of node ids. Ids are mostly a range (a fresh index numbers its nodes
         1..n): each is first looked for at ``id - first id`` (one read), and only the misses
         are searched (``searchsorted`` alone: ~20 reads into the 8 MB id array each; 4 of a
-        query's 15 ms at 1M went there)."""
+        query's 15 ms at 1M went there). ``chunk`` ids at a time: a hub's row holds ~1M ids, and
+        the lookup's temporaries must not grow with it (the query budget)."""
         ids = np.asarray(ids, dtype=np.int64)
         n = self.n
-        if not len(ids) or not n:
-            pos = np.zeros(len(ids), dtype=np.int64)
-        else:
-            pos = ids - int(self.node_ids[0])
-            np.clip(pos, 0, n - 1, out=pos)
-            miss = np.flatnonzero(self.node_ids[pos] != ids)
+        pos = np.zeros(len(ids), dtype=np.int64)
+        if not n:
+            if len(ids):
+                raise GraphError("an adjacency row names a node the graph does not hold; "
+                                 "rebuild with `kgsearch index --full`")
+            return pos
+        first = int(self.node_ids[0])
+        for c in range(0, len(ids), chunk):
+            part = ids[c:c + chunk]
+            p = pos[c:c + chunk]
+            np.subtract(part, first, out=p)
+            np.clip(p, 0, n - 1, out=p)
+            miss = np.flatnonzero(self.node_ids[p] != part)
             if len(miss):
-                pos[miss] = np.searchsorted(self.node_ids, ids[miss])
-        if len(pos) and (pos.max() >= n or not np.array_equal(self.node_ids[np.minimum(pos, n - 1)], ids)):
-            raise GraphError("an adjacency row names a node the graph does not hold; "
-                             "rebuild with `kgsearch index --full`")
+                p[miss] = np.minimum(np.searchsorted(self.node_ids, part[miss]), n - 1)
+                if not np.array_equal(self.node_ids[p[miss]], part[miss]):
+                    raise GraphError("an adjacency row names a node the graph does not hold; "
+                                     "rebuild with `kgsearch index --full`")
         return pos
 
     def neighbors(self, nodes: Any, direction: str = "out", types: Any = None,
@@ -315,12 +323,9 @@ class StoredGraph:
 
     def neighbors_out_in(self, nodes: Any, types: Any = None) -> tuple[tuple, tuple]:
         """``(neighbors(nodes, "out", types), neighbors(nodes, "in", types))`` from one read of
-        the rows and one id lookup (as :meth:`kgsearch.graph.csr.Graph.neighbors_out_in`)."""
+        the rows (as :meth:`kgsearch.graph.csr.Graph.neighbors_out_in`)."""
         out, inn = self._parts(nodes, True, True)
-        k = len(out[0])
-        node, nb, w, t = self._mapped(tuple(np.concatenate(x) for x in zip(out, inn)))
-        return (_typed((node[:k], nb[:k], w[:k], t[:k]), types),
-                _typed((node[k:], nb[k:], w[k:], t[k:]), types))
+        return _typed(self._mapped(out), types), _typed(self._mapped(inn), types)
 
     def _parts(self, nodes: Any, out: bool, inn: bool) -> list:
         """The (node, neighbour id, weight, type) parts of the rows of ``nodes``, out then in."""
