@@ -844,6 +844,8 @@ def report(results: dict, mach: dict) -> str:
     row("nodes / edges (resolved)", lambda r: f"{r['db']['nodes']:,} / {r['db']['edges']:,}")
     row("commit: index / queries / CLI / reindex",
         lambda r: " / ".join(str(r.get(s, {}).get("code", "-")) for s in ("index", "query_default", "cli", "reindex")))
+    row("load average (1 min) before: index / queries / reindex",
+        lambda r: " / ".join(fmt((r.get(s, {}).get("load_before") or [None])[0]) for s in ("index", "query_default", "reindex")))
     row("similar_text edges", lambda r: f"{r['db']['similar_text_edges']:,}")
     row("full index wall", lambda r: fmt(r["index"]["wall_s"], " s"))
     row("full index peak RSS (largest process)", lambda r: fmt(r["index"]["peak_rss_mb"], " MiB", 0))
