@@ -146,3 +146,17 @@ def test_the_migration_limit_is_the_exact_steps_limit():
     from kgsearch.text import neighbors_scaled
 
     assert schema.NEIGHBORS_EXACT_MAX == neighbors_scaled.EXACT_MAX_NODES
+
+
+def test_prose_ids_are_the_non_code_unflagged_nodes_ascending():
+    import sqlite3
+
+    from kgsearch.text import neighbors as nb
+
+    c = sqlite3.connect(":memory:")
+    c.execute("CREATE TABLE nodes(id INTEGER PRIMARY KEY, kind TEXT, flags INTEGER)")
+    c.executemany("INSERT INTO nodes VALUES (?,?,?)", [(9, "doc", 0), (1, "doc", 0), (2, "function", 0),
+                                                       (5, "note", 1), (7, "concept", 2), (3, "method", 0)])
+    assert nb._prose_ids(c) == [1, 7, 9]
+    c.execute("DELETE FROM nodes")
+    assert nb._prose_ids(c) == []
