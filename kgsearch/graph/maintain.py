@@ -177,6 +177,11 @@ for _p in ("indices", "weights", "etype", "rperm"):
     setattr(_StoredGraph, _p, _lazy(_p))
 
 
+def _put_edges(ix, name: str, arr: np.ndarray, m: int) -> None:
+    """An edge array of an ``m``-edge graph, in place when the stored one has room for it."""
+    _put(ix, name, arr, capacity=edge_capacity(m), keep_up_to=edge_capacity_max(m))
+
+
 def _splice_stored(ix, prefix: str, plan: dict, etypes: list[str], m_old: int) -> tuple[np.ndarray, np.ndarray, int, int]:
     """Splice the stored arrays one at a time (read the old blob in slices, build the new
     array, write it, free it): one new edge array (4 bytes an edge) in memory, plus a bool
@@ -213,7 +218,7 @@ def _splice_stored(ix, prefix: str, plan: dict, etypes: list[str], m_old: int) -
             pairs = pairs_lower_bound(Graph(n, plan["indptr"], new, None, None, None, None))
         elif part == "weights":
             outw = out_weights(plan["indptr"], new, CHUNK_EDGES)     # (for PageRank: no second read)
-        _put(ix, prefix + part, new, capacity=edge_capacity(m), keep_up_to=edge_capacity_max(m))
+        _put_edges(ix, prefix + part, new, m)
         sizes[part] = new.nbytes
         del new
     old_rperm = _open(ix, prefix + "rperm", m_old, edge_capacity_max(m_old))
@@ -226,7 +231,7 @@ def _splice_stored(ix, prefix: str, plan: dict, etypes: list[str], m_old: int) -
             rperm = reverse_from_plan(plan, old_indptr, old_rperm, CHUNK_EDGES)
         finally:
             old_rperm.close()
-    _put(ix, prefix + "rperm", rperm, capacity=edge_capacity(m), keep_up_to=edge_capacity_max(m))
+    _put_edges(ix, prefix + "rperm", rperm, m)
     sizes["rperm"] = rperm.nbytes
     del rperm
     ix.put_array(prefix + "indptr", plan["indptr"])

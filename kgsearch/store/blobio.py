@@ -147,7 +147,7 @@ def put_stored(ix, name: str, arr: np.ndarray, chunk: int | None = None, capacit
     and two copies for 66 MB. Otherwise a zero blob of ``capacity`` items (default the
     array's length), the array written into it in pieces.
 
-    The graph's edge arrays are stored with room to spare (:func:`kgsearch.graph.csr.
+    The graph's edge arrays are stored with room to spare (:func:`kgsearch.graph.edge_room.
     edge_capacity`): a one-file change that adds or drops edges keeps their length, and an
     in-place write of a 66 MB array (half its pieces changed) took 0.22 s here, against 0.67 s
     for a new zero blob written over."""
