@@ -90,9 +90,9 @@ def _random_docs(n: int, seed: int, start: int = 0):
 
 @pytest.mark.parametrize("change", ["add", "remove", "edit", "edit_same_length", "only_a_title"])
 def test_incremental_lists_equal_a_fresh_build(tmp_path, change):
-    """After any change the stored lists are a fresh build's (same keys, same weights): a
-    change of N or avgdl recomputes every list; an edit that keeps every length recomputes
-    only the lists that share a changed term, and still gives a fresh build's lists."""
+    """After any change the stored lists are a fresh build's (same keys, same weights). Below
+    64 nodes N is used as it is, so adding or removing a node recomputes every list; an edit
+    that keeps N recomputes only the lists it can reach (test_edits_recompute_only_the_lists_they_can_reach)."""
     docs = _random_docs(60, seed=7)
     src, db = corpus(tmp_path, docs), tmp_path / "inc.db"
     opts = IndexOptions(fmt="beir", steps=("text", "neighbors"))
@@ -117,8 +117,72 @@ def test_incremental_lists_equal_a_fresh_build(tmp_path, change):
     assert got == want, (sorted(set(got.items()) - set(want.items()))[:4], sorted(set(want.items()) - set(got.items()))[:4])
     if change == "edit_same_length":          # N and avgdl kept: only the lists that can change
         assert info["full"] is False and 0 < info["nodes"] < 60 * neighbors.FULL_FRACTION
-    elif change != "only_a_title":            # (a one-word title for a two-word one: same length)
+    elif change in ("add", "remove"):         # N < 64 changed: every list
         assert info["full"] is True and info["nodes"] == len(docs)
+
+
+def _zipf_docs(n: int, seed: int, start: int = 0, vocab: int = 1500):
+    """Notes over a Zipf-like vocabulary: a few common words (df above the window), many
+    mid-df words (on the df grid, df > 32) and a long tail of rare ones."""
+    import random
+
+    rng = random.Random(seed)
+    words = [a + b + c + d for a in "bkmrstlnpf" for b in "aeiou" for c in "xzqjvw" for d in "aeiou"][:vocab]
+    weights = [1.0 / (r + 8) for r in range(len(words))]
+    return [(f"z{i:03d}", f"Note {i}", " ".join(rng.choices(words, weights, k=rng.randint(8, 40))))
+            for i in range(start, start + n)]
+
+
+def _edit(docs: list, op: str, i: int, j: int, rng) -> list:
+    docs = list(docs)
+    key, title, text = docs[i]
+    words = text.split()
+    if op == "shorten":          # dl falls: every impact of the note rises (rule 4)
+        docs[i] = (key, title, " ".join(words[:max(2, len(words) // 3)]))
+    elif op == "lengthen":       # dl rises, and the note takes on another's words
+        docs[i] = (key, title, text + " " + " ".join(docs[j][2].split()[:12]))
+    elif op == "one_word":       # one word appended (the scaling benchmark's change)
+        docs[i] = (key, title, text + " " + rng.choice(docs[j][2].split()))
+    elif op == "retitle":
+        docs[i] = (key, docs[j][2].split()[0], text)
+    elif op == "add":            # a new note close to another one
+        docs.append((f"n{len(docs):03d}{i}", "New note", " ".join(docs[j][2].split()[:20] + words[:5])))
+    elif op == "remove":
+        del docs[i]
+    return docs
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_edits_recompute_only_the_lists_they_can_reach(tmp_path, monkeypatch, seed):
+    """A chain of one-note edits on 400 notes (N and avgdl on the grid): after every run the
+    lists equal a fresh build's, although each run recomputed only the lists rules 1-4 of
+    kgsearch.text.neighbors_delta reach (no run falls back to a full pass here), and a
+    one-word edit reaches few of them."""
+    import random
+
+    monkeypatch.setattr(neighbors, "FULL_FRACTION", 1.0)
+    rng = random.Random(seed)
+    docs = _zipf_docs(400, seed=seed)
+    src, db = corpus(tmp_path, docs), tmp_path / "inc.db"
+    opts = IndexOptions(fmt="beir", steps=("text", "neighbors"))
+    index_paths(db, [str(src)], opts)
+    ops = ["one_word", "shorten", "lengthen", "retitle", "add", "remove", "shorten", "lengthen", "add", "one_word"]
+    partial = []
+    for step, op in enumerate(ops):
+        docs = _edit(docs, op, rng.randrange(len(docs)), rng.randrange(len(docs)), rng)
+        corpus(tmp_path, docs)
+        info = index_paths(db, [str(src)], opts).steps["neighbors"]
+        fresh = tmp_path / f"fresh{step}.db"
+        index_paths(fresh, [str(corpus(tmp_path, docs, f"fresh{step}.jsonl"))], opts)
+        got, want = edges(db), edges(fresh)
+        assert len(want) > 1000
+        assert got == want, (op, sorted(set(got.items()) - set(want.items()))[:3],
+                             sorted(set(want.items()) - set(got.items()))[:3])
+        if not info["full"]:
+            partial.append((op, info["nodes"]))
+    # (a run that moves N or avgdl to another grid point is a full pass: at most one here)
+    assert len(partial) >= 9, partial
+    assert all(n < 0.15 * 400 for op, n in partial if op in ("one_word", "retitle")), partial
 
 
 def test_lists_of_an_older_kgsearch_are_rebuilt_by_the_next_run(tmp_path):
@@ -160,3 +224,23 @@ def test_prose_ids_are_the_non_code_unflagged_nodes_ascending():
     assert nb._prose_ids(c) == [1, 7, 9]
     c.execute("DELETE FROM nodes")
     assert nb._prose_ids(c) == []
+
+
+def test_a_removed_node_reaches_every_list_that_held_it(tmp_path):
+    """Rule 3 for a removed node: its in-edges lost their ``dst`` (ON DELETE SET NULL) by the
+    time the step runs, and ``holders`` still finds every list that held it."""
+    from kgsearch.text import neighbors_delta
+
+    docs = _zipf_docs(300, seed=5)
+    src, db = corpus(tmp_path, docs), tmp_path / "inc.db"
+    index_paths(db, [str(src)], IndexOptions(fmt="beir", steps=("text", "neighbors")))
+    with Index.open(db, readonly=True) as ix:
+        c, key = ix.conn.execute("SELECT e.dst, n.key FROM edges e JOIN nodes n ON n.id = e.dst WHERE type='similar_text' "
+                                 "GROUP BY dst ORDER BY count(*) DESC, dst LIMIT 1").fetchone()
+        held = {r[0] for r in ix.conn.execute("SELECT src FROM edges WHERE type='similar_text' AND dst=?", (c,))}
+        assert neighbors_delta.holders(ix.conn, [c], neighbors.EDGE_TYPE) == held and len(held) >= 5
+    corpus(tmp_path, [d for d in docs if f"doc:{d[0]}" != key])
+    index_paths(db, [str(src)], IndexOptions(fmt="beir", steps=("text",)))     # (the step not run yet)
+    with Index.open(db, readonly=True) as ix:
+        assert ix.conn.execute("SELECT count(*) FROM nodes WHERE key=?", (key,)).fetchone()[0] == 0
+        assert neighbors_delta.holders(ix.conn, [], neighbors.EDGE_TYPE) == held

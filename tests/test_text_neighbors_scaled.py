@@ -12,7 +12,9 @@ import pytest
 
 from kgsearch.indexer import IndexOptions, index_paths
 from kgsearch.store.db import Index
-from kgsearch.text import neighbors_capped as nc, neighbors_scaled as ns
+from kgsearch.text import neighbors_capped as nc
+from kgsearch.text import neighbors_scaled as ns
+from kgsearch.text.neighbors_delta import Stats
 from kgsearch.text.postings import stored_params
 
 WORDS = ("sourdough starter flour water rye crust oven steam stone tomato basil garden soil root "
@@ -105,7 +107,7 @@ def test_incremental_run_reads_only_its_terms_and_matches_all_postings(tmp_path,
         prose = [r[0] for r in ix.conn.execute("SELECT id FROM nodes WHERE flags & 1 = 0")]
         allowed = np.zeros(max(prose) + 1)
         allowed[prose] = 1.0
-        whole = nc.TwoStagePostings(ix, int(st["n"]), cap=3)
+        whole = nc.TwoStagePostings(ix, int(st["n"]), cap=3, stats=Stats.of(st))
         want = nc.neighbours_two_stage(terms, nid, whole, allowed)
         got = ix.conn.execute("SELECT dst, weight FROM edges WHERE type='similar_text' AND src=? ORDER BY weight DESC, dst",
                               (nid,)).fetchall()

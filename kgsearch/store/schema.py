@@ -343,6 +343,14 @@ def _neighbor_ties(conn: sqlite3.Connection) -> None:
 
 NEIGHBORS_EXACT_MAX = 200_000           # = text.neighbors_scaled.EXACT_MAX_NODES (store imports nothing above it)
 
+
+def _neighbor_grid(conn: sqlite3.Connection) -> None:
+    """No schema change: the exact ``similar_text`` lists are now scored with grid statistics
+    and keep entry bars (text/neighbors_delta.py), so that a one-word edit recomputes the
+    lists it can reach instead of all of them. Lists stored by an older kgsearch are rebuilt
+    by the next index run, as for 0013."""
+    _neighbor_ties(conn)
+
 # Per-node adjacency rows (kgsearch/graph/adjacency.py): for graphs of graph_adjacency_rows
 # edges and more, a query reads the rows of the nodes it looks at instead of loading the CSR
 # (222 MB at 1M nodes and 16.4M edges). Derived: the graph step writes them (on the next index
@@ -368,6 +376,7 @@ MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("0012_vec_sketch", _vec_sketch),
     ("0013_neighbor_ties", _neighbor_ties),
     ("0014_graph_adj", ddl(GRAPH_ADJ)),
+    ("0015_neighbor_grid", _neighbor_grid),
 ]
 
 

@@ -12,18 +12,16 @@ them like any typed edge (proximity, PageRank, communities); their type weight i
 Terms used: ``2 <= df <= max(50, 5% of N)`` (a term in one document links nothing; a common
 term links everything), ranked by ``tf * idf`` within the node.
 
-Incremental runs give exactly the lists a fresh build computes (issue 13). A list depends on
-global statistics: ``N`` (idf, the df window) and ``avgdl`` (every impact), both recorded in
-:data:`STATE_KEY` with the BM25 parameters. When any of them changed since the last run (any
-run that adds, removes or re-lengths a node, code included), every prose node's list is
-recomputed: the cost of a full step (stdlib, 562 prose nodes over 75K nodes: about 0.5 s; it
-grows with the prose nodes, about 1 ms each at 100K). When they did not (an edit that keeps
-every length, a node that only changed kind), only the lists that can change are recomputed:
-the touched prose nodes and every prose node holding a *changed term* (a term of an old or
-new version of a changed node) whose df is in the window before or after; no other list
-reads a changed posting, norm, idf or prose flag. Ties are broken by node key, never by
-node id, so that an index updated in place (whose ids differ from a fresh build's) keeps the
-same nodes at the K-th place.
+Incremental runs give exactly the lists a fresh build computes (issue 13), and recompute only
+the lists a change can reach (issue 16): the step scores with N, avgdl and dfs rounded to a
+geometric grid, and stores each list's entry bar, the score a new candidate must reach to enter
+it (:mod:`kgsearch.text.neighbors_delta`, which says what is recomputed and why). A one-word
+edit at 100K prose nodes recomputed every list (113 s); now the lists that can change. When
+the grid values, the BM25 parameters or the tie rule differ from those the stored lists were
+computed with (:data:`STATE_KEY`), or more than ``FULL_FRACTION`` of the prose nodes are
+reached, every list is recomputed. Ties are broken by node key, never by node id, so that an
+index updated in place (whose ids differ from a fresh build's) keeps the same nodes at the
+K-th place.
 
 Above ``neighbors_scaled.EXACT_MAX_NODES`` prose nodes (200K) the lists come from a near-linear
 approximate kernel instead (:mod:`kgsearch.text.neighbors_scaled`; the run report says so, and
@@ -33,7 +31,6 @@ new node can be missing from an old node's list). Below it, everything above hol
 from __future__ import annotations
 
 import logging
-import math
 import time
 from collections import Counter
 
@@ -41,9 +38,10 @@ import numpy as np
 
 from ..settings import IndexSettings
 from ..store.sql import exec_in_chunks, in_chunks
-from .idcodec import decode_ids, decode_ids_many, decode_tf
+from .idcodec import decode_ids_many, decode_tf
+from .neighbors_delta import BAR_KEY, Stats, affected as _affected, load_bars
 from .okapi import tf_impacts
-from .postings import norms as _norms, norms_of as _norms_of, stored_params as _stored_params
+from .postings import load_norms, norms_of as _norms_of, stored_params as _stored_params
 
 __all__ = ["NAME", "update", "EDGE_TYPE", "K", "M", "STATE_KEY"]
 
@@ -85,15 +83,17 @@ def _delete_edges(conn, ids: list[int] | None) -> None:
 class _Postings:
     """Rare-term postings held in memory for one run: every window term's (``lazy=False``), or
     only those that :meth:`load` is asked for (the terms of the nodes whose lists are
-    computed: a code tree's few prose nodes need a small part of its vocabulary)."""
+    computed: a code tree's few prose nodes need a small part of its vocabulary). Scored with
+    ``stats`` (the step's grid statistics); without it, with the live N and avgdl."""
 
-    def __init__(self, ix, n_docs: int, lazy: bool = False):
+    def __init__(self, ix, n_docs: int, lazy: bool = False, stats: Stats | None = None):
         self.ix = ix
-        self.n = n_docs
-        self.max_df = max(50, int(0.05 * n_docs))
+        self.st, self.params = _stored_params(ix)
+        self.stats = stats if stats is not None else Stats(float(n_docs), float(self.st["avgdl"]), False)
+        self.max_df = self.stats.max_df
         self.lists: dict[str, tuple[np.ndarray, np.ndarray, float]] = {}
         self.asked: set[str] = set()
-        self.st, self.params = _stored_params(ix)
+        self._norms = None
         if not lazy:
             self._add(ix.conn.execute("SELECT term, df, ids, tf FROM text_postings WHERE df >= 2 AND df <= ?",
                                       (self.max_df,)))
@@ -108,18 +108,19 @@ class _Postings:
                                        "WHERE term IN ({})", new) if 2 <= r[1] <= self.max_df)
 
     def _add(self, rows) -> None:
-        n_docs = self.n
         terms, idfs, ibs, tfs = [], [], [], []
         for term, df, ib, tb in rows:
             terms.append(term)
-            idfs.append(math.log1p((n_docs - df + 0.5) / (df + 0.5)))
+            idfs.append(self.stats.idf(df))
             ibs.append(ib)
             tfs.append(decode_tf(tb, df))
         if not terms:
             return
         # impacts from the stored term frequencies, all lists at once
         ids, off = decode_ids_many(ibs)
-        imp = tf_impacts(np.concatenate(tfs), _norms_of(_norms(self.ix, self.st, self.params), ids), self.params.k1)
+        if self._norms is None:        # the length norms with the stats' avgdl
+            self._norms = load_norms(self.ix, dict(self.st, avgdl=self.stats.avgdl), self.params)
+        imp = tf_impacts(np.concatenate(tfs), _norms_of(self._norms, ids), self.params.k1)
         bounds = off.tolist()
         for term, idf, s, e in zip(terms, idfs, bounds[:-1], bounds[1:]):
             self.lists[term] = (ids[s:e], imp[s:e], idf)
@@ -129,9 +130,17 @@ def _neighbours(terms: list[str], self_id: int, post: _Postings, allowed: np.nda
                 rank: np.ndarray | None = None) -> list[tuple[int, float]]:
     """Up to ``K`` (node id, similarity), best first; equal scores in ``rank`` order (by node
     id without it; ``rank`` covers every id ``allowed`` does)."""
+    return _neighbours_bar(terms, self_id, post, allowed, rank)[0]
+
+
+def _neighbours_bar(terms: list[str], self_id: int, post: _Postings, allowed: np.ndarray | None = None,
+                    rank: np.ndarray | None = None) -> tuple[list[tuple[int, float]], float]:
+    """:func:`_neighbours` and the list's entry bar: the score another candidate must reach to
+    enter it (the K-th score of a full list, ``MIN_SIM`` times the node's own score otherwise,
+    +inf when no candidate ever can)."""
     counts = Counter(t for t in terms if t in post.lists)
     if not counts:
-        return []
+        return [], np.inf
     ranked = sorted(counts.items(), key=lambda kv: (-kv[1] * post.lists[kv[0]][2], kv[0]))[:M]
     ids, vals = [], []
     for t, _ in ranked:
@@ -149,10 +158,10 @@ def _neighbours(terms: list[str], self_id: int, post: _Postings, allowed: np.nda
     score = np.bincount(inv, weights=all_vals)
     pos_self = np.searchsorted(u, self_id)
     if pos_self >= len(u) or u[pos_self] != self_id:
-        return []
+        return [], np.inf
     self_score = score[pos_self]
     if self_score <= 0:
-        return []
+        return [], np.inf
     score[pos_self] = 0.0
     # only candidates that pass MIN_SIM can be kept (the weakest go first, so this is the same
     # as cutting after the top K)
@@ -167,36 +176,11 @@ def _neighbours(terms: list[str], self_id: int, post: _Postings, allowed: np.nda
         sim = float(score[i] / self_score)
         if sim >= MIN_SIM:
             out.append((int(u[i]), min(sim, 1.0)))
-    return out
+    return out, float(score[top[-1]]) if len(out) == K else MIN_SIM * float(self_score)
 
 
-def _state(st: dict, params, max_df: int) -> dict:
-    return {"n": int(st["n"]), "avgdl": float(st["avgdl"]), "max_df": max_df, "params": params.index_key(),
-            "ties": TIES}
-
-
-def _affected(ix, changes, an, max_df: int, prose_set: set[int]) -> set[int] | None:
-    """Prose nodes whose list can change when ``N`` and ``avgdl`` did not (see the module
-    docstring); None when an old version is unknown (then everything is recomputed)."""
-    conn = ix.conn
-    old_count: Counter = Counter()
-    for nid in set(changes.removed) | set(changes.modified):
-        old = changes.old.get(nid)
-        if old is None:
-            return None
-        old_count.update(set(an(old[0] or "")) | set(an(old[1] or "")))
-    new_count: Counter = Counter()
-    changed_nodes = sorted(set(changes.added) | set(changes.modified))
-    for nid, name, text in in_chunks(conn, "SELECT id, name, kgtext(text) FROM nodes WHERE id IN ({})",
-                                     changed_nodes):
-        new_count.update(set(an(name or "")) | set(an(text or "")))
-    terms = sorted(set(old_count) | set(new_count))
-    out = {i for i in changed_nodes if i in prose_set}
-    for term, df, ib in in_chunks(conn, "SELECT term, df, ids FROM text_postings WHERE term IN ({})", terms):
-        before = df - new_count.get(term, 0) + old_count.get(term, 0)
-        if 2 <= df <= max_df or 2 <= before <= max_df:
-            out.update(i for i in decode_ids(ib).tolist() if i in prose_set)
-    return out
+def _state(stats: Stats, params) -> dict:
+    return {**stats.key(), "params": params.index_key(), "ties": TIES}
 
 
 def update(ix, changes, settings=None, progress=None) -> dict:
@@ -224,38 +208,42 @@ def update(ix, changes, settings=None, progress=None) -> dict:
         return neighbors_scaled.update_scaled(ix, changes, prose, st, params, progress)
     if not changes.full and not changes.nodes_changed and ix.meta_json(STATE_KEY):
         return {"rebuilt": False}
-    n_docs = int(st["n"])
-    max_df = max(50, int(0.05 * n_docs))
-    state = _state(st, params, max_df)
+    stats = Stats.of(st)
+    state = _state(stats, params)
     an = params.analyzer()
     nw = max(1, int(round(params.name_weight)))
-    prose_set = set(prose)
+    post = _Postings(ix, int(st["n"]), lazy=True, stats=stats)
+    allowed = np.zeros(max(prose, default=-1) + 1, dtype=np.float64)
+    allowed[prose] = 1.0
     full = bool(changes.full) or ix.meta_json(STATE_KEY) != state
+    bars = None if full else load_bars(ix, len(allowed))
+    full = full or bars is None
     todo = prose
     if not full:
-        affected = _affected(ix, changes, an, max_df, prose_set)
-        full = affected is None or len(affected) > FULL_FRACTION * max(1, len(prose))
+        reached = _affected(ix, changes, an, post, stats, allowed, bars, EDGE_TYPE)
+        full = reached is None or len(reached) > FULL_FRACTION * max(1, len(prose))
         if not full:
-            todo = sorted(affected)
+            todo = sorted(reached)
+    if full:
+        bars = np.full(len(allowed), -np.inf)
     before = conn.total_changes
     if full:
         _delete_edges(conn, None)
     else:
         gone = sorted(set(changes.removed))
         exec_in_chunks(conn, "DELETE FROM edges WHERE type=? AND +file_id IS NULL AND src IN ({})",
-                       sorted(set(todo) | set(gone)), before=[EDGE_TYPE])
+                       sorted(set(todo) | set(gone) | set(changes.modified)), before=[EDGE_TYPE])
         exec_in_chunks(conn, "DELETE FROM edges WHERE type=? AND +file_id IS NULL AND dst IN ({})",
                        gone, before=[EDGE_TYPE])
         conn.execute("DELETE FROM edges WHERE type=? AND +file_id IS NULL AND dst IS NULL", (EDGE_TYPE,))
     ix.set_meta_json(STATE_KEY, state)
     if not todo:
+        if full:
+            ix.put_array(BAR_KEY, bars)
         dropped = conn.total_changes - before
         if dropped:
             changes.edges_changed = True
         return {"full": full, "nodes": 0, "edges_dropped": dropped, "seconds": round(time.perf_counter() - t0, 3)}
-    post = _Postings(ix, n_docs, lazy=True)
-    allowed = np.zeros(max(prose) + 1, dtype=np.float64)
-    allowed[prose] = 1.0
     # ties in key order: the same in any index of the same files, whatever its node ids
     rank = np.full(len(allowed), len(prose), dtype=np.int64)
     marks = ",".join("?" * len(CODE_KINDS))
@@ -272,14 +260,15 @@ def update(ix, changes, settings=None, progress=None) -> dict:
         post.load(t for _, _, terms in rows for t in terms)
         for nid, key, terms in rows:
             keys[nid] = key
-            for dst, sim in _neighbours(terms, nid, post, allowed, rank):
-                rows_out.append((nid, dst, sim))
+            found, bars[nid] = _neighbours_bar(terms, nid, post, allowed, rank)
+            rows_out.extend((nid, dst, sim) for dst, sim in found)
         if progress is not None:
             progress({"phase": "neighbors", "done": min(s + _SQL, len(todo)), "total": len(todo)})
     missing = sorted({d for _, d, _ in rows_out} - set(keys))
     keys.update(in_chunks(conn, "SELECT id, key FROM nodes WHERE id IN ({})", missing))
     conn.executemany("INSERT INTO edges(src, dst, ns, dst_name, type, weight) VALUES (?,?,?,?,?,?)",
                      [(a, b, "key", keys[b], EDGE_TYPE, round(w, 4)) for a, b, w in rows_out])
+    ix.put_array(BAR_KEY, bars)
     changes.edges_changed = True
     seconds = time.perf_counter() - t0
     info = {"full": full, "nodes": len(todo), "edges": len(rows_out), "seconds": round(seconds, 3)}

@@ -25,15 +25,15 @@ key, or by node id when called without a key rank, as here). :func:`make_update`
 """
 from __future__ import annotations
 
-import math
 from collections import Counter
 
 import numpy as np
 
 from .idcodec import decode_ids_many, decode_tf
 from .okapi import tf_impacts
-from .postings import norms as _norms, norms_of as _norms_of, stored_params as _stored_params
+from .postings import load_norms, norms as _norms, norms_of as _norms_of, stored_params as _stored_params
 from .neighbors import K, M, MIN_SIM
+from .neighbors_delta import Stats
 
 __all__ = ["CappedPostings", "TwoStagePostings", "neighbours", "neighbours_ref", "neighbours_two_stage",
            "neighbours_two_stage_ref", "make_update", "DEFAULT_CAP"]
@@ -49,13 +49,17 @@ class CappedPostings:
     """
 
     def __init__(self, ix, n_docs: int, cap: int | None = DEFAULT_CAP, max_df: int | None = None,
-                 batch: int = 20000, keep_top: int | None = None, id_dtype=np.int64, terms=None):
+                 batch: int = 20000, keep_top: int | None = None, id_dtype=np.int64, terms=None,
+                 stats: Stats | None = None):
+        st, params = _stored_params(ix)
+        # (``stats``: the shipped exact step's grid statistics; without, the live N and avgdl)
+        self.stats = stats if stats is not None else Stats(float(n_docs), float(st["avgdl"]), False)
         self.n = n_docs
         self.cap = cap
-        self.max_df = max_df if max_df is not None else max(50, int(0.05 * n_docs))
-        st, params = _stored_params(ix)
+        self.max_df = max_df if max_df is not None else self.stats.max_df
         self.k1 = params.k1
-        self.norms = _norms(ix, st, params)
+        self.norms = (_norms(ix, st, params) if stats is None
+                      else load_norms(ix, dict(st, avgdl=stats.avgdl), params))
         self.term_index: dict[str, int] = {}
         idf_l: list[float] = []
         ids_parts: list[np.ndarray] = []
@@ -82,7 +86,7 @@ class CappedPostings:
             ids = ids.astype(id_dtype)
             for r in rows:
                 self.term_index[r[0]] = len(idf_l)
-                idf_l.append(math.log1p((n_docs - r[1] + 0.5) / (r[1] + 0.5)))
+                idf_l.append(self.stats.idf(r[1]))
             ids_parts.append(ids)
             imp_parts.append(imp)
             lens.append(df)
@@ -223,10 +227,10 @@ class TwoStagePostings(CappedPostings):
     batch while reading, and ids are int32 when node ids fit (8 bytes a posting, not 12)."""
 
     def __init__(self, ix, n_docs: int, cap: int = 256, max_df: int | None = None, batch: int = 20000,
-                 terms=None):
+                 terms=None, stats: Stats | None = None):
         last = ix.conn.execute("SELECT max(id) FROM nodes").fetchone()[0] or 0
         super().__init__(ix, n_docs, cap=None, max_df=max_df, batch=batch, keep_top=cap,
-                         id_dtype=np.int32 if last < 2**31 else np.int64, terms=terms)
+                         id_dtype=np.int32 if last < 2**31 else np.int64, terms=terms, stats=stats)
         self.cap = cap
 
     @property
@@ -373,7 +377,9 @@ def make_update(cap: int | None = DEFAULT_CAP, two_stage: bool = False, rescore_
                     changes.edges_changed = True
                 return {"full": False, "nodes": 0, "edges_dropped": dropped,
                         "seconds": round(time.perf_counter() - t0, 3)}
-        post = TwoStagePostings(ix, int(st["n"]), cap=cap) if two_stage else CappedPostings(ix, int(st["n"]), cap=cap)
+        stats = Stats.of(st)             # (as the shipped exact step)
+        post = (TwoStagePostings(ix, int(st["n"]), cap=cap, stats=stats) if two_stage
+                else CappedPostings(ix, int(st["n"]), cap=cap, stats=stats))
         if two_stage:
             def kernel(terms, nid, post, allowed):
                 return neighbours_two_stage(terms, nid, post, allowed, rescore_top=rescore_top)

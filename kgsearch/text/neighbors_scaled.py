@@ -29,6 +29,7 @@ import numpy as np
 
 from . import neighbors as nb
 from .neighbors_capped import TwoStagePostings, neighbours_two_stage
+from .neighbors_delta import Stats
 
 __all__ = ["EXACT_MAX_NODES", "CAP", "update_scaled", "method_note"]
 
@@ -84,13 +85,14 @@ def update_scaled(ix, changes, prose: list[int], st: dict, params, progress=None
             out.append((nid, key, an(name or "") * nw + an(text or "")))
         return out
 
+    stats = Stats.of(st)                       # (the exact step's grid statistics)
     if full:
-        post = TwoStagePostings(ix, int(st["n"]), cap=CAP)
+        post = TwoStagePostings(ix, int(st["n"]), cap=CAP, stats=stats)
     else:                                     # only the changed nodes' terms' lists
         for s in range(0, len(todo), nb._SQL):
             for nid, key, terms in analyse(todo[s:s + nb._SQL]):
                 texts[nid] = (key, terms)
-        post = TwoStagePostings(ix, int(st["n"]), cap=CAP,
+        post = TwoStagePostings(ix, int(st["n"]), cap=CAP, stats=stats,
                                 terms={t for _, terms in texts.values() for t in terms})
     allowed = np.zeros(max(prose) + 1 if prose else 0, dtype=np.float64)
     allowed[prose] = 1.0
