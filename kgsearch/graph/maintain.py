@@ -47,6 +47,7 @@ from . import adjacency
 from ..store.blobio import open_stored as _open, put_stored as _put
 from .csr import BLOB_VERSION, Graph
 from .edge_room import edge_capacity, edge_capacity_max
+from .inplace import update_in_place
 from .incremental import in_pointers, in_pointers_after_splice, out_weights, pagerank_csr, place_new_edges, reverse_from_plan, splice_column, splice_plan
 from .pagerank import pagerank
 
@@ -271,25 +272,39 @@ def update_incremental(ix, changes, table: dict, gs, ids: np.ndarray, kinds: np.
     etypes = list(etypes)
     try:
         src, dst, w, et = _rows(conn, dirty, ids, etypes, table)
-        plan = splice_plan(old_indptr, old_ids, ids, dirty, src, dst, w, et)
-        rindptr, outw, pairs, nbytes = _splice_stored(ix, prefix, plan, etypes, m_old)
+        same = update_in_place(ix, prefix, old_indptr, ids, old_ids, dirty, src, dst, w, et, len(etypes), m_old)
+        if same is None:
+            plan = splice_plan(old_indptr, old_ids, ids, dirty, src, dst, w, et)
+            rindptr, outw, pairs, nbytes = _splice_stored(ix, prefix, plan, etypes, m_old)
     except ValueError as exc:
         return f"the change could not be spliced in ({exc})"
     old_pr = ix.get_array(prefix + "pagerank")
     old_comm = ix.get_array(prefix + "community")
-    # old position -> new position, for the scores
-    remap = plan["remap"]
-    hit = remap >= 0
-    gone = np.flatnonzero(~plan["keep_row"])           # changed or removed rows: their edges went
-    removed_edges = int((old_indptr[gone + 1].astype(np.int64) - old_indptr[gone]).sum())
+    if same is not None:             # rows rewritten in place: same nodes, same row pointers
+        n, m, indptr, rindptr, outw = len(ids), m_old, old_indptr, same["rindptr"], None
+        remap = np.arange(n)
+        if same["moved"]:
+            ix.put_array(prefix + "rindptr", rindptr)
+        removed_edges = added_edges = same["edges"]
+        nbytes = same["edges"] * 9 + same["moved"] * 4
+        pairs = 0                    # (a lower bound: the communities' check takes the last count)
+        dirty = ids[same["rows"]]    # (the rows whose edges differ)
+    else:
+        n, m, indptr, remap = plan["n"], plan["m"], plan["indptr"], plan["remap"]
+        gone = np.flatnonzero(~plan["keep_row"])       # changed or removed rows: their edges went
+        removed_edges = int((old_indptr[gone + 1].astype(np.int64) - old_indptr[gone]).sum())
+        added_edges = len(src)
+        del plan
+    hit = remap >= 0                 # old position -> new position, for the scores
     del old_indptr
-    g = _StoredGraph(ix, prefix, plan["n"], plan["m"], plan["indptr"], rindptr, etypes)
+    g = _StoredGraph(ix, prefix, n, m, indptr, rindptr, etypes)
     g._cache["pairs_lower_bound"] = pairs
-    del plan
     info: dict[str, Any] = {"rebuilt": True, "incremental": True, "changed_rows": int(len(dirty)),
-                            "changed_edges": int(len(src)), "nodes": g.n, "edges": g.m,
+                            "changed_edges": int(added_edges), "nodes": g.n, "edges": g.m,
                             "edge_types": len(etypes), "csr_mb": round(nbytes / 1e6, 3),
                             "csr_seconds": round(time.perf_counter() - t, 3)}
+    if same is not None:
+        info["in_place"] = f"{len(same['rows'])} rows rewritten, {same['moved']} edges moved target"
     ix.put_array(prefix + "node_ids", ids)
     ix.put_array(prefix + "kind", kinds)
     ix.set_meta_json(prefix + "etypes", etypes)
@@ -298,7 +313,9 @@ def update_incremental(ix, changes, table: dict, gs, ids: np.ndarray, kinds: np.
     info["adjacency_rows"] = adjacency.sync(ix, g, ids, gs.graph_adjacency_rows, old_ids, dirty, (etypes, table))
 
     t = time.perf_counter()
-    if g.n and g.n <= WARM_FROM:
+    if same is not None and not len(dirty):
+        info["pagerank_start"] = "kept: no edge changed"
+    elif g.n and g.n <= WARM_FROM:
         # small enough to solve cold (75K nodes: 40 ms): exactly what a fresh build stores
         pr = pagerank(g, tol=min(1e-6, 1e-4 / g.n), max_iter=1000)
         ix.put_array(prefix + "pagerank", pr.astype(np.float32))
@@ -321,6 +338,6 @@ def update_incremental(ix, changes, table: dict, gs, ids: np.ndarray, kinds: np.
         info["pagerank_start"] = "warm"
     info["pagerank_seconds"] = round(time.perf_counter() - t, 3)
     t = time.perf_counter()
-    communities(ix, g, ids, old_ids, old_comm, changes, gs, info, changed_edges=removed_edges + len(src))
+    communities(ix, g, ids, old_ids, old_comm, changes, gs, info, changed_edges=removed_edges + added_edges)
     info["communities_seconds"] = round(time.perf_counter() - t, 3)
     return info

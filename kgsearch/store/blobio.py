@@ -93,12 +93,16 @@ STREAM_BYTES = 1 << 22       # arrays from this size are written in pieces of th
 class Stored:
     """One stored array, read in slices (``col[a:b]``) straight from its blob (SQLite's
     incremental blob I/O, Python >= 3.11), so a splice never holds the old array whole; with
-    an older sqlite3 module, the whole array (``Index.get_array``)."""
+    an older sqlite3 module, the whole array (``Index.get_array``). ``writable``: also
+    :meth:`write` over it in place (incremental blob I/O only)."""
 
-    def __init__(self, ix, name: str, dtype, length: int, rowid: int):
+    def __init__(self, ix, name: str, dtype, length: int, rowid: int, writable: bool = False):
         self.dtype, self._len = np.dtype(dtype), int(length)
-        self._blob = ix.conn.blobopen("blobs", "data", rowid, readonly=True) if BLOB_IO else None
+        if writable and not BLOB_IO:
+            raise ValueError("writing a stored array in place needs incremental blob I/O (Python >= 3.11)")
+        self._blob = ix.conn.blobopen("blobs", "data", rowid, readonly=not writable) if BLOB_IO else None
         self._arr = None if self._blob is not None else ix.get_array(name)
+        self._cache, self._name = getattr(ix, "_cache", {}), name
 
     def __len__(self) -> int:
         return self._len
@@ -115,13 +119,25 @@ class Stored:
         self._blob.seek(a * self.dtype.itemsize)
         return np.frombuffer(self._blob.read(k), dtype=self.dtype)
 
+    def write(self, a: int, values: np.ndarray) -> None:
+        """Write ``values`` over items ``a`` .. ``a + len(values)`` (within the first ``len``)."""
+        v = np.ascontiguousarray(values, dtype=self.dtype).reshape(-1)
+        if not 0 <= a <= a + len(v) <= self._len:
+            raise IndexError(f"write of {len(v)} items at {a} past {self._len}")
+        if not len(v):
+            return
+        self._blob.seek(a * self.dtype.itemsize)
+        self._blob.write(memoryview(v).cast("B"))
+        self._cache.pop(self._name, None)
+
     def close(self) -> None:
         if self._blob is not None:
             self._blob.close()
         self._blob = self._arr = None
 
 
-def open_stored(ix, name: str, length: int | None = None, capacity: int | None = None) -> Stored | None:
+def open_stored(ix, name: str, length: int | None = None, capacity: int | None = None,
+                writable: bool = False) -> Stored | None:
     """The stored array ``name`` for slicing, or None when missing, not 1-d, or shorter than
     ``length`` or longer than ``capacity`` (default ``length``; stored with room to spare, see
     :func:`put_stored`, its first ``length`` items are the array)."""
@@ -134,7 +150,7 @@ def open_stored(ix, name: str, length: int | None = None, capacity: int | None =
         return None
     if length is not None and not length <= shape[0] <= max(length, capacity or 0):
         return None
-    return Stored(ix, name, dtype, shape[0] if length is None else length, rowid)
+    return Stored(ix, name, dtype, shape[0] if length is None else length, rowid, writable)
 
 
 def put_stored(ix, name: str, arr: np.ndarray, chunk: int | None = None, capacity: int | None = None,
