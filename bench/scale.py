@@ -29,8 +29,9 @@ WordNet and Freebase edges, KG JSONL shards; its 100 real queries), built once i
   slightly (the first document's description gets a word appended), then with it restored
   (a second one-file sample); wall time, peak RSS as for ``index``;
 * ``reindex_edge`` (run last): one shard file gains an edge between its first two nodes, then
-  loses it again: a one-file change that always rebuilds the graph (a text-only change does
-  not at 1M, where the neighbour step is skipped and so no similar_text edge moves);
+  loses it again: a one-file change that changes a row's edge count, so the graph step splices
+  every edge array (a text-only change keeps the rows' shapes: the changed rows are written in
+  place, kgsearch/graph/inplace.py);
 * ``dense``: recall@10 of the stored int8 dense path (``kgsearch.embed.vectors.search_vector``)
   against exact float32 cosine search over the same nodes' vectors, re-encoded with the
   index's model (cached as .npy in ``--work`` for the design study); plus the int8 channel's
@@ -509,8 +510,8 @@ class Size:
         return {"nochange": nochange, "onefile": changed, "onefile_restore": restored}
 
     def do_reindex_edge(self) -> dict:
-        """One-file reindex where the change adds an edge, so the graph step rebuilds at every
-        size (at 1M a text-only change leaves the graph alone: the neighbour step is skipped)."""
+        """One-file reindex where the change adds an edge, so the graph step splices every edge
+        array at every size (a text-only change is written in place)."""
         def one(tag: str) -> dict:
             r = run_measured(kg_cmd("index", str(self.corpus), "--db", str(self.db), "--json"))
             rep = child_json(r)

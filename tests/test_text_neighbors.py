@@ -129,8 +129,11 @@ def _zipf_docs(n: int, seed: int, start: int = 0, vocab: int = 1500):
     rng = random.Random(seed)
     words = [a + b + c + d for a in "bkmrstlnpf" for b in "aeiou" for c in "xzqjvw" for d in "aeiou"][:vocab]
     weights = [1.0 / (r + 8) for r in range(len(words))]
-    return [(f"z{i:03d}", f"Note {i}", " ".join(rng.choices(words, weights, k=rng.randint(8, 40))))
-            for i in range(start, start + n)]
+    out = []
+    for i in range(start, start + n):
+        text = rng.choices(words, weights, k=rng.randint(8, 40))
+        out.append((f"z{i:03d}", " ".join(rng.choices(text, k=2)), " ".join(text)))   # (title terms weigh 3x)
+    return out
 
 
 def _edit(docs: list, op: str, i: int, j: int, rng) -> list:
@@ -180,8 +183,9 @@ def test_edits_recompute_only_the_lists_they_can_reach(tmp_path, monkeypatch, se
                              sorted(set(want.items()) - set(got.items()))[:3])
         if not info["full"]:
             partial.append((op, info["nodes"]))
-    # (a run that moves N or avgdl to another grid point is a full pass: at most one here)
-    assert len(partial) >= 9, partial
+            assert sum(info["reached_by"].values()) == info["nodes"], info
+    # (a run that moves N or avgdl to another grid point is a full pass: a few of ten here)
+    assert len(partial) >= 7, partial
     assert all(n < 0.15 * 400 for op, n in partial if op in ("one_word", "retitle")), partial
 
 

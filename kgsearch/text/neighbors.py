@@ -39,7 +39,7 @@ import numpy as np
 from ..settings import IndexSettings
 from ..store.sql import exec_in_chunks, in_chunks
 from .idcodec import decode_ids_many, decode_tf
-from .neighbors_delta import BAR_KEY, Stats, affected as _affected, load_bars
+from .neighbors_delta import BAR_KEY, Stats, affected as _affected, load_bars, node_terms, query_terms
 from .okapi import tf_impacts
 from .postings import load_norms, norms_of as _norms_of, stored_params as _stored_params
 
@@ -141,7 +141,7 @@ def _neighbours_bar(terms: list[str], self_id: int, post: _Postings, allowed: np
     counts = Counter(t for t in terms if t in post.lists)
     if not counts:
         return [], np.inf
-    ranked = sorted(counts.items(), key=lambda kv: (-kv[1] * post.lists[kv[0]][2], kv[0]))[:M]
+    ranked = query_terms(counts, lambda t: post.lists[t][2], M)
     ids, vals = [], []
     for t, _ in ranked:
         pid, imp, idf = post.lists[t]
@@ -219,8 +219,9 @@ def update(ix, changes, settings=None, progress=None) -> dict:
     bars = None if full else load_bars(ix, len(allowed))
     full = full or bars is None
     todo = prose
+    why: dict = {}
     if not full:
-        reached = _affected(ix, changes, an, post, stats, allowed, bars, EDGE_TYPE)
+        reached = _affected(ix, changes, an, post, stats, allowed, bars, EDGE_TYPE, why, nw, M)
         full = reached is None or len(reached) > FULL_FRACTION * max(1, len(prose))
         if not full:
             todo = sorted(reached)
@@ -255,7 +256,7 @@ def update(ix, changes, settings=None, progress=None) -> dict:
     rows_out = []
     for s in range(0, len(todo), _SQL):
         part = todo[s:s + _SQL]
-        rows = [(nid, key, an(name or "") * nw + an(text or "")) for nid, key, name, text in
+        rows = [(nid, key, node_terms(an, nw, name, text)) for nid, key, name, text in
                 in_chunks(conn, "SELECT id, key, name, kgtext(text) FROM nodes WHERE id IN ({})", part)]
         post.load(t for _, _, terms in rows for t in terms)
         for nid, key, terms in rows:
@@ -272,5 +273,7 @@ def update(ix, changes, settings=None, progress=None) -> dict:
     changes.edges_changed = True
     seconds = time.perf_counter() - t0
     info = {"full": full, "nodes": len(todo), "edges": len(rows_out), "seconds": round(seconds, 3)}
+    if why:
+        info["reached_by"] = why         # (how many lists each rule of neighbors_delta added)
     ix.mark_derived("neighbors", seconds, info)
     return info

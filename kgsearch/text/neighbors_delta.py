@@ -43,7 +43,7 @@ import numpy as np
 from ..store.sql import in_chunks
 from .idcodec import decode_ids
 
-__all__ = ["GRID", "BAR_KEY", "Stats", "grid", "affected", "holders", "load_bars"]
+__all__ = ["GRID", "BAR_KEY", "Stats", "grid", "affected", "holders", "load_bars", "node_terms", "query_terms"]
 
 GRID = 16                         # grid points per doubling (2 ** (1/16) = 1.044)
 BAR_KEY = "text.neighbors.bars"   # float64 entry bar by node id
@@ -90,6 +90,17 @@ class Stats:
         return {"n": self.n, "avgdl": self.avgdl, "max_df": self.max_df, "grid": GRID if self.on_grid else None}
 
 
+def node_terms(an, nw: int, name: str | None, text: str | None) -> list[str]:
+    """A node's terms as the kernel reads them: the name's ``nw`` times, then the text's."""
+    return an(name or "") * nw + an(text or "")
+
+
+def query_terms(counts: Counter, idf, m: int) -> list[tuple[str, int]]:
+    """The ``m`` most distinctive of a node's window terms (``counts``): by ``count * idf``,
+    ties by term; ``idf(term)`` as the kernel scores it."""
+    return sorted(counts.items(), key=lambda kv: (-kv[1] * idf(kv[0]), kv[0]))[:m]
+
+
 def load_bars(ix, size: int) -> np.ndarray | None:
     """The stored bars, padded to ``size`` ids with -inf (a node without a bar is recomputed
     when a changed node shares a term with it); None when there are none."""
@@ -111,11 +122,40 @@ def holders(conn, ids, edge_type: str) -> set[int]:
     return out
 
 
+def _reaching(conn, reach: dict[int, list[int]], weights: dict[int, dict[str, float]], an, nw: int,
+              n_terms: int, stats: Stats, bars: np.ndarray) -> set[int]:
+    """Rule 4, exactly: the nodes X of ``reach`` for which a changed node's score over X's own
+    query (its ``n_terms`` most distinctive window terms, chosen as the kernel chooses
+    them) reaches X's bar. Reads X's text and its terms' df, not their postings: the bound U
+    counts every shared term and reaches the bar of ~750 lists for one appended word at 100K
+    prose nodes, this ~20 (the rest of a list's recomputation is its postings and candidates)."""
+    out: set[int] = set()
+    idf_of: dict[str, float | None] = {}
+    todo = sorted(reach)
+    for s in range(0, len(todo), 500):
+        texts = {nid: node_terms(an, nw, name, text) for nid, name, text in in_chunks(
+            conn, "SELECT id, name, kgtext(text) FROM nodes WHERE id IN ({})", todo[s:s + 500])}
+        vocab = sorted({t for ts in texts.values() for t in ts} - set(idf_of))
+        idf_of.update((t, None) for t in vocab)
+        for term, df in in_chunks(conn, "SELECT term, df FROM text_postings WHERE term IN ({})", vocab):
+            idf_of[term] = stats.idf(df) if stats.window(df) is not None else None
+        for x, ts in texts.items():
+            counts = Counter(t for t in ts if idf_of[t] is not None)
+            ranked = query_terms(counts, idf_of.__getitem__, n_terms)
+            bar = bars[x] if x < len(bars) else -np.inf
+            if any(sum(float(weights[c].get(t, 0.0)) for t, _ in ranked) >= bar * (1 - _MARGIN) for c in reach[x]):
+                out.add(x)
+    return out
+
+
 def affected(ix, changes, an, post, stats: Stats, allowed: np.ndarray, bars: np.ndarray,
-             edge_type: str) -> set[int] | None:
+             edge_type: str, why: dict | None = None, nw: int = 1, n_terms: int = 24) -> set[int] | None:
     """The prose nodes whose lists can change (rules 1-4 of the module docstring); None when
     an old version is unknown (then everything is recomputed). ``post``: the run's lazy
-    postings (scored with ``stats``); ``allowed[id] > 0`` for prose nodes; ``bars`` by id."""
+    postings (scored with ``stats``); ``allowed[id] > 0`` for prose nodes; ``bars`` by id.
+    ``why`` gets how many nodes each rule added (``changed``, ``df``, ``held``, ``bar``).
+    ``nw``, ``n_terms``: the kernel's name weight (repetitions) and terms per query."""
+    why = {} if why is None else why
     conn = ix.conn
 
     def prose(ids) -> list[int]:
@@ -133,15 +173,20 @@ def affected(ix, changes, an, post, stats: Stats, allowed: np.ndarray, bars: np.
         new_terms[nid] = set(an(name or "")) | set(an(text or ""))
     new_count = Counter(t for ts in new_terms.values() for t in ts)
     out = set(prose(changed))                                                         # rule 1
+    why["changed"] = len(out)
     terms = sorted(set(old_count) | set(new_count))
     for term, df, ib in in_chunks(conn, "SELECT term, df, ids FROM text_postings WHERE term IN ({})", terms):
         before = df - new_count.get(term, 0) + old_count.get(term, 0)
         if stats.window(df) != stats.window(before):                                  # rule 2
             out.update(prose(decode_ids(ib).tolist()))
+    why["df"] = len(out) - why["changed"]
     out.update(prose(holders(conn, set(changes.removed) | set(changes.modified), edge_type)))  # rule 3
+    why["held"] = len(out) - why["changed"] - why["df"]
     post.load(new_count)                                                              # rule 4
+    reach: dict[int, list[int]] = {}          # node -> changed nodes whose bound U reaches its bar
+    weights: dict[int, dict[str, float]] = {}
     for c in prose(changed):
-        ids, vals = [], []
+        ids, vals, wc = [], [], {}
         for t in new_terms.get(c, ()):
             hit = post.lists.get(t)
             if hit is None:
@@ -149,13 +194,19 @@ def affected(ix, changes, an, post, stats: Stats, allowed: np.ndarray, bars: np.
             pid, imp, idf = hit
             p = int(np.searchsorted(pid, c))
             if p < len(pid) and pid[p] == c:
+                wc[t] = imp[p] * np.float32(idf)
                 ids.append(pid)
-                vals.append(np.full(len(pid), imp[p] * np.float32(idf), dtype=np.float32))
+                vals.append(np.full(len(pid), wc[t], dtype=np.float32))
         if not ids:
             continue
+        weights[c] = wc
         u, inv = np.unique(np.concatenate(ids), return_inverse=True)
-        reach = np.bincount(inv, weights=np.concatenate(vals))
+        bound = np.bincount(inv, weights=np.concatenate(vals))
         bar = bars[np.minimum(u, len(bars) - 1)]
         bar[u >= len(bars)] = -np.inf                        # (no bar yet: recompute)
-        out.update(prose(u[(reach >= bar * (1 - _MARGIN)) & (u != c)].tolist()))
+        for x in prose(u[(bound >= bar * (1 - _MARGIN)) & (u != c)].tolist()):
+            if x not in out:
+                reach.setdefault(x, []).append(c)
+    out.update(_reaching(conn, reach, weights, an, nw, n_terms, stats, bars))
+    why["bar"] = len(out) - why["changed"] - why["df"] - why["held"]
     return out
