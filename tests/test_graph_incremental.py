@@ -46,8 +46,12 @@ def _random_edges(rng, ids, m, n_types=5):
     return s, d, w, t
 
 
+@pytest.mark.parametrize("few", [0, 10**6])
 @pytest.mark.parametrize("seed", range(10))
-def test_splice_equals_a_rebuild(seed):
+def test_splice_equals_a_rebuild(seed, few, monkeypatch):
+    from kgsearch.graph import splice as splice_mod
+
+    monkeypatch.setattr(splice_mod, "FEW_BREAKPOINTS", few)     # (both ways of finding a row's shift)
     rng = np.random.default_rng(seed)
     old_ids = np.sort(rng.choice(np.arange(1, 400), 150, replace=False))
     s, d, w, t = _random_edges(rng, old_ids, 900)

@@ -178,9 +178,23 @@ for _p in ("indices", "weights", "etype", "rperm"):
     setattr(_StoredGraph, _p, _lazy(_p))
 
 
-def _put_edges(ix, name: str, arr: np.ndarray, m: int) -> None:
-    """An edge array of an ``m``-edge graph, in place when the stored one has room for it."""
-    _put(ix, name, arr, capacity=edge_capacity(m), keep_up_to=edge_capacity_max(m))
+def _put_edges(ix, name: str, arr: np.ndarray, m: int, start: int | None = None) -> None:
+    """An edge array of an ``m``-edge graph, in place when the stored one has room for it
+    (``start``: see :func:`~kgsearch.store.blobio.put_stored`)."""
+    _put(ix, name, arr, capacity=edge_capacity(m), keep_up_to=edge_capacity_max(m), start=start)
+
+
+def _first_moved(plan: dict, m_old: int) -> int:
+    """The first edge position where a spliced forward array can differ from the stored one:
+    the first new edge, the first kept run that moved, or the end of the shorter array."""
+    first = min(plan["m"], m_old)
+    if len(plan["pos"]):
+        first = min(first, int(plan["pos"].min()))
+    for e0, e1, p0 in plan["runs"]:
+        if p0 != e0 and e1 > e0:
+            first = min(first, p0)
+            break
+    return first
 
 
 def _splice_stored(ix, prefix: str, plan: dict, etypes: list[str], m_old: int) -> tuple[np.ndarray, np.ndarray, int, int]:
@@ -194,6 +208,7 @@ def _splice_stored(ix, prefix: str, plan: dict, etypes: list[str], m_old: int) -
     idx = plan["indptr"].dtype
     old_indptr = ix.get_array(prefix + "indptr")
     sizes = {}
+    first = _first_moved(plan, m_old)
     for part, values, targets in (("indices", plan["dst"], True), ("etype", plan["t"], False),
                                   ("weights", plan["w"], False)):
         old = _open(ix, prefix + part, m_old, edge_capacity_max(m_old))
@@ -219,7 +234,8 @@ def _splice_stored(ix, prefix: str, plan: dict, etypes: list[str], m_old: int) -
             pairs = pairs_lower_bound(Graph(n, plan["indptr"], new, None, None, None, None))
         elif part == "weights":
             outw = out_weights(plan["indptr"], new, CHUNK_EDGES)     # (for PageRank: no second read)
-        _put_edges(ix, prefix + part, new, m)
+        # (targets are renumbered everywhere when node positions moved)
+        _put_edges(ix, prefix + part, new, m, 0 if targets and not plan["same_layout"] else first)
         sizes[part] = new.nbytes
         del new
     old_rperm = _open(ix, prefix + "rperm", m_old, edge_capacity_max(m_old))
@@ -232,7 +248,7 @@ def _splice_stored(ix, prefix: str, plan: dict, etypes: list[str], m_old: int) -
             rperm = reverse_from_plan(plan, old_indptr, old_rperm, CHUNK_EDGES)
         finally:
             old_rperm.close()
-    _put_edges(ix, prefix + "rperm", rperm, m)
+    _put_edges(ix, prefix + "rperm", rperm, m, 0)     # (edge numbers past the change all shift)
     sizes["rperm"] = rperm.nbytes
     del rperm
     ix.put_array(prefix + "indptr", plan["indptr"])

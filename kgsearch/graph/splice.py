@@ -15,6 +15,8 @@ import numpy as np
 
 from .csr import Graph
 
+FEW_BREAKPOINTS = 32     # reverse_from_plan: up to this many row-shift changes, found by comparisons
+
 __all__ = ["splice", "splice_plan", "splice_column", "place_new_edges", "reverse_from_plan", "in_pointers",
            "in_pointers_after_splice", "add_reverse", "reverse_after_splice"]
 
@@ -212,9 +214,16 @@ def reverse_from_plan(plan: dict, old_indptr: np.ndarray, old_rperm, chunk: int 
     out = np.empty(m, dtype=indptr.dtype)
     out[at + np.arange(len(at))] = ne
     o = 0
+    few = len(bp_edge) <= FEW_BREAKPOINTS     # (a few: compare, ~3x cheaper than a binary search)
     for c in range(0, len(old_rperm), chunk):
         e = old_rperm[c:c + chunk]
-        v = bp_val[np.searchsorted(bp_edge, e, side="right") - 1]
+        if few:
+            at_bp = np.zeros(len(e), dtype=np.int8)
+            for t in bp_edge[1:].tolist():
+                at_bp += e >= t
+            v = bp_val[at_bp]
+        else:
+            v = bp_val[np.searchsorted(bp_edge, e, side="right") - 1]
         keep = v != gone
         kept = e[keep] + v[keep]
         del e, v, keep
