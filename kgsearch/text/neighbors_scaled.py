@@ -15,6 +15,8 @@ nDCG@10 on the 100K scaling corpus +0.0024. The run report says so: ``notice`` (
 ``kgsearch index`` as a note) and ``method`` in the step's info. At or below the limit (every
 set in ``../shared/bench``, a few thousand nodes) the exact step runs as before.
 
+It scores with the exact step's grid statistics (:class:`kgsearch.text.neighbors_delta.Stats`;
+lists an older kgsearch stored used the live ones and are replaced as their nodes change).
 Incremental runs follow the exact step's rules (recompute the lists of added and modified
 prose nodes, drop edges that touch removed ones, a full recompute when more than
 ``FULL_FRACTION`` of the prose nodes changed), and read only the postings of the changed
