@@ -43,6 +43,15 @@ def _kg(path, nodes, edges):
     path.write_text("".join(json.dumps(x) + "\n" for x in nodes + edges), encoding="utf-8")
 
 
+def _tree(tmp_path):
+    """A KG folder of one file (NODES, EDGES) and the index path: (tree, the file, db)."""
+    tree = tmp_path / "tree"
+    (tree / "kg").mkdir(parents=True)
+    kg = tree / "kg" / "g.jsonl"
+    _kg(kg, NODES, EDGES)
+    return tree, kg, tmp_path / "inc.db"
+
+
 NODES = [{"node_id": k, "name": k.upper(), "type": "thing", "description": f"about {k}"} for k in "abcdefg"]
 EDGES = [{"source": s, "target": t, "edge_type": "uses"} for s, t in
          ["ab", "ac", "bc", "bd", "ce", "df", "eg", "fa", "ga", "gb"]]
@@ -57,11 +66,7 @@ def test_same_shape_changes_are_written_in_place(tmp_path, monkeypatch, blob_io)
     monkeypatch.setattr(maintain, "MAX_CHANGED_FRACTION", 1.0)
     monkeypatch.setattr(inplace, "BLOB_IO", blob_io and blobio.BLOB_IO)
     monkeypatch.setattr(inplace, "CHUNK", 3)
-    tree = tmp_path / "tree"
-    (tree / "kg").mkdir(parents=True)
-    kg = tree / "kg" / "g.jsonl"
-    _kg(kg, NODES, EDGES)
-    db = tmp_path / "inc.db"
+    tree, kg, db = _tree(tmp_path)
     steps = ("text", "graph")
     run = lambda: index_paths(db, [str(tree)], IndexOptions(steps=steps)).steps["graph"]  # noqa: E731
     run()
@@ -95,10 +100,7 @@ def test_rows_rewritten_as_they_were_keep_the_graph_and_its_scores(tmp_path, mon
     from test_graph_maintain import snapshot
 
     monkeypatch.setattr(maintain, "MAX_CHANGED_FRACTION", 1.0)
-    tree = tmp_path / "tree"
-    (tree / "kg").mkdir(parents=True)
-    _kg(tree / "kg" / "g.jsonl", NODES, EDGES)
-    db = tmp_path / "inc.db"
+    tree, _, db = _tree(tmp_path)
     index_paths(db, [str(tree)], IndexOptions(steps=("text", "graph")))
     before = snapshot(db)
     with Index.open(db) as ix:
@@ -117,11 +119,7 @@ def test_rows_rewritten_as_they_were_keep_the_graph_and_its_scores(tmp_path, mon
 
 def test_a_row_that_gains_an_edge_is_spliced(tmp_path, monkeypatch):
     monkeypatch.setattr(maintain, "MAX_CHANGED_FRACTION", 1.0)
-    tree = tmp_path / "tree"
-    (tree / "kg").mkdir(parents=True)
-    kg = tree / "kg" / "g.jsonl"
-    _kg(kg, NODES, EDGES)
-    db = tmp_path / "inc.db"
+    tree, kg, db = _tree(tmp_path)
     index_paths(db, [str(tree)], IndexOptions(steps=("text", "graph")))
     _kg(kg, NODES, EDGES + [{"source": "a", "target": "d", "edge_type": "uses"}])
     info = index_paths(db, [str(tree)], IndexOptions(steps=("text", "graph"))).steps["graph"]
