@@ -175,10 +175,10 @@ def affected(ix, changes, an, post, stats: Stats, allowed: np.ndarray, bars: np.
     out = set(prose(changed))                                                         # rule 1
     why["changed"] = len(out)
     terms = sorted(set(old_count) | set(new_count))
-    for term, df, ib in in_chunks(conn, "SELECT term, df, ids FROM text_postings WHERE term IN ({})", terms):
-        before = df - new_count.get(term, 0) + old_count.get(term, 0)
-        if stats.window(df) != stats.window(before):                                  # rule 2
-            out.update(prose(decode_ids(ib).tolist()))
+    moved = [term for term, df in in_chunks(conn, "SELECT term, df FROM text_postings WHERE term IN ({})", terms)
+             if stats.window(df) != stats.window(df - new_count.get(term, 0) + old_count.get(term, 0))]
+    for (ib,) in in_chunks(conn, "SELECT ids FROM text_postings WHERE term IN ({})", moved):   # rule 2
+        out.update(prose(decode_ids(ib).tolist()))
     why["df"] = len(out) - why["changed"]
     out.update(prose(holders(conn, set(changes.removed) | set(changes.modified), edge_type)))  # rule 3
     why["held"] = len(out) - why["changed"] - why["df"]
