@@ -147,7 +147,7 @@ def changed_nodes(ix, changes: list[FileChange]) -> tuple[dict[int, set[int]], l
             continue
         fid, path, size, mtime_ns = row
         try:
-            st = os.stat(path)
+            st = os.lstat(path)               # a link swapped in is not the indexed file
             current = st.st_size == size and st.st_mtime_ns == mtime_ns
         except OSError:
             current = False

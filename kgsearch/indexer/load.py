@@ -9,6 +9,7 @@ from operator import attrgetter
 
 from ..errors import DataError
 from ..ingest import get_loader
+from ..ingest.readback import content_hash
 from ..ingest.walk import Found
 from ..store.textcodec import pack as pack_text
 from ..types import EdgeRec, LoadOptions, LoadResult, NodeRec
@@ -18,7 +19,8 @@ __all__ = ["hash_bytes", "node_hash", "dumps_props", "stored_fields", "load_job"
 
 
 def hash_bytes(data: bytes) -> str:
-    return hashlib.blake2b(data, digest_size=16).hexdigest()
+    """A file's content hash (``files.hash``; query-time reads compare against it: readback)."""
+    return content_hash(data)
 
 
 def node_hash(kind: str, name: str, text: str) -> bytes:
