@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from ..errors import DataError, UsageError
 
-__all__ = ["FileChange", "parse_unified", "git_diff", "changed_nodes"]
+__all__ = ["FileChange", "parse_unified", "parse_given", "git_diff", "changed_nodes"]
 
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 
@@ -77,6 +77,23 @@ def parse_unified(text: str, source: str = "<diff>", root: str | None = None) ->
             if left_old == 0:
                 cur.old_lines.add(max(old_no, 1))
     return [fc for fc in out if fc.path]
+
+
+_DIFF_LINE = re.compile(r"^(?:diff --git |--- |\+\+\+ |@@ |Binary files |index [0-9a-f]|(?:new|deleted) file mode )", re.M)
+
+
+def parse_given(text: str, source: str = "<diff>") -> list[FileChange]:
+    """:func:`parse_unified` of a diff the user or an agent handed over: text with no line of a
+    diff in it (no ``--- a/FILE`` / ``+++ b/FILE`` header, hunk or ``diff --git``) is a
+    :class:`DataError` instead of "no change" (an empty text is no change)."""
+    changes = parse_unified(text, source)
+    if not changes and text.strip() and not _DIFF_LINE.search(text):
+        raise DataError("not a unified diff (no '--- a/FILE' / '+++ b/FILE' header or '@@' hunk in it); pass what "
+                        "`git diff` or `diff -u` prints", source,
+                        agent="the `diff` argument is not a unified diff (no '--- a/FILE' / '+++ b/FILE' header or "
+                              "'@@' hunk in it): pass the text `git diff` prints, or \"git\" for the uncommitted "
+                              "changes of the indexed folders")
+    return changes
 
 
 def git_diff(roots: list[str]) -> list[FileChange]:
