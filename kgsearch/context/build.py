@@ -84,8 +84,9 @@ def build_context(engine, *, task: str | None = None, files: list[str] | None = 
     opts = (opts or ContextOptions()).validated()
     given = [n for n, v in (("task", task), ("files", files), ("diff", diff)) if v is not None]
     if len(given) != 1:
-        raise UsageError("give exactly one of a task text, --files or --diff"
-                         + (f" (got {', '.join(given)})" if given else ""))
+        got = f" (got {', '.join(given)})" if given else ""
+        raise UsageError("give exactly one of a task text, --files or --diff" + got,
+                         agent="give exactly one of task, files, diff" + got)
     mode = given[0]
     t0 = time.perf_counter()
     ms: dict[str, float] = {}
@@ -128,8 +129,11 @@ def build_context(engine, *, task: str | None = None, files: list[str] | None = 
     r = renderer(opts.fmt, {"query": echo if mode == "task" else None, "mode": mode, "budget": opts.budget})
     frame = r.frame(len(items))
     if opts.fmt != "markdown" and items and frame + r.cost(items[0], items[0].forms[-1]) > opts.budget:
+        need = frame + r.cost(items[0], items[0].forms[-1])
         raise UsageError(f"--budget {opts.budget} is too small for {opts.fmt} output (its frame and the top node's "
-                         f"header need {frame + r.cost(items[0], items[0].forms[-1])} tokens); raise it or use markdown")
+                         f"header need {need} tokens); raise it or use markdown",
+                         agent=f"budget {opts.budget} is too small for {opts.fmt} output (its frame and the top "
+                               f"node's header need {need} tokens): raise budget or use format markdown")
     packed = pack(items, opts.budget, r.cost, frame=frame, shrink=r.shrink)
     ms["pack"] = round((time.perf_counter() - t2) * 1000, 3)
     t3 = time.perf_counter()

@@ -17,6 +17,7 @@ from ..errors import DataError, UsageError
 
 __all__ = ["FileChange", "parse_unified", "parse_given", "git_diff", "changed_nodes"]
 
+_PASS_TEXT = "pass the unified diff itself as the `diff` argument (the text `git diff` prints)"
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 
 
@@ -102,7 +103,8 @@ def git_diff(roots: list[str]) -> list[FileChange]:
     UsageError (one line) when git is missing or no root is in a git repository.
     """
     if not roots:
-        raise UsageError("the index has no roots to diff; pass a diff on stdin (git diff | kgsearch context --diff -)")
+        raise UsageError("the index has no roots to diff; pass a diff on stdin (git diff | kgsearch context --diff -)",
+                         agent=f"the index has no folders to run git diff in; {_PASS_TEXT}")
     out: list[FileChange] = []
     seen_top: set[str] = set()
     for root in roots:
@@ -111,7 +113,8 @@ def git_diff(roots: list[str]) -> list[FileChange]:
                                  text=True, timeout=30)
         except FileNotFoundError:
             raise UsageError("git is not installed (or not on PATH); install it, or pass a unified diff "
-                             "on stdin: kgsearch context --diff - < change.diff") from None
+                             "on stdin: kgsearch context --diff - < change.diff",
+                             agent=f"git is not installed where the server runs; {_PASS_TEXT}") from None
         if top.returncode != 0:
             continue
         toplevel = top.stdout.strip()
@@ -124,11 +127,14 @@ def git_diff(roots: list[str]) -> list[FileChange]:
                "--unified=0"] + (["HEAD"] if has_head else [])
         res = subprocess.run(cmd, capture_output=True, text=True, timeout=120, errors="replace")
         if res.returncode != 0:
-            raise UsageError(f"`git diff` failed in {toplevel}: {res.stderr.strip().splitlines()[-1:] or ['?']}")
+            why = res.stderr.strip().splitlines()[-1:] or ["?"]
+            raise UsageError(f"`git diff` failed in {toplevel}: {why}",
+                             agent=f"`git diff` failed in {toplevel} ({why}); {_PASS_TEXT}")
         out += parse_unified(res.stdout, f"git diff in {toplevel}", root=toplevel)
     if not seen_top:
         raise UsageError(f"not a git repository: {', '.join(roots)}; pass a unified diff on stdin instead "
-                         "(kgsearch context --diff - < change.diff)")
+                         "(kgsearch context --diff - < change.diff)",
+                         agent=f"the indexed folders are not in a git repository; {_PASS_TEXT}")
     return out
 
 

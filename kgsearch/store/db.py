@@ -72,8 +72,8 @@ class Index:
         try:
             ix._check_and_migrate(readonly)
             if readonly and ix._never_built():
-                raise BadIndex(_not_built(p, "holds no index: no `kgsearch index` run into it finished "
-                                             "(interrupted or failed)"))
+                raise BadIndex(_not_built(p, "holds no index: no index run into it finished (`kgsearch "
+                                             "index` was interrupted or failed)"))
         except BaseException:
             conn.close()
             raise
