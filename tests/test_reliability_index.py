@@ -331,3 +331,125 @@ def test_a_folder_of_only_skipped_files_names_them(tmp_path):
     rc, _, err = cli("index", root, "--db", tmp_path / "i.db")
     assert rc == 0
     assert f"warning: {root / 'random.md'}" in err
+
+
+# ---------------------------------------------------------------------------- hostile sizes
+def test_a_huge_line_is_cut_at_read_time_with_one_warning(tmp_path):
+    from kgsearch.ingest.common import MAX_LINE_CHARS, read_text
+
+    p = tmp_path / "one.md"
+    big = "word " * (MAX_LINE_CHARS // 2)                       # 2.5x the cap, one line
+    p.write_text("# Title\n" + big + "\nlast line\n" + "é" * (MAX_LINE_CHARS + 7) + "\n")
+    text, warnings = read_text(p)
+    lines = text.split("\n")
+    assert lines[0] == "# Title" and lines[2] == "last line"
+    assert len(lines[1]) == MAX_LINE_CHARS and big.startswith(lines[1])
+    assert lines[3] == "é" * len(lines[3]) and MAX_LINE_CHARS // 2 - 1 <= len(lines[3]) <= MAX_LINE_CHARS
+    assert len(warnings) == 1 and f"{p}:2:" in warnings[0] and "2 lines" in warnings[0]
+
+
+def test_a_huge_node_is_cut_with_a_warning_naming_it(tmp_path):
+    from kgsearch.indexer.load import MAX_NODE_CHARS
+
+    root = tmp_path / "v"
+    para = ("lorem ipsum dolor sit amet " * 40 + "\n") * (MAX_NODE_CHARS // 1000 + 50)   # many short lines
+    write(root / "big.md", "# Big\n" + para + "\nthe unmistakable tail words\n")
+    db = tmp_path / "i.db"
+    rc, out, err = cli("index", root, "--db", db, "--json")
+    assert rc == 0
+    rep = json.loads(out)
+    assert any("md:big" in w and f"{MAX_NODE_CHARS:,}" in w for w in rep["warnings"]), rep["warnings"]
+    with sqlite3.connect(db) as c:
+        from kgsearch.store.textcodec import register
+        register(c)
+        n = c.execute("SELECT length(kgtext(text)) FROM nodes WHERE key = 'md:big'").fetchone()[0]
+    assert n <= MAX_NODE_CHARS
+    rc, out, _ = cli("search", "unmistakable", "--db", db, "--json", "--channels", "bm25")
+    assert rc == 0 and not json.loads(out)["hits"]                         # documented: the tail is cut
+
+
+def test_a_single_line_note_far_over_the_caps_stays_within_a_memory_bound(tmp_path):
+    """A 24 MB note on one line (size cap raised): before the caps the run peaked at about
+    600 MB (20 MB: 594 MB); the line cap keeps the loader's copy at 100,000 characters."""
+    import resource
+
+    root = tmp_path / "v"
+    root.mkdir()
+    with open(root / "line.md", "w") as fh:
+        fh.write("# Big\n")
+        for i in range(400_000):
+            fh.write(f"w{i % 5003} lorem ipsum dolor sit amet consectetur adipiscing ")
+        fh.write("\n")
+    assert (root / "line.md").stat().st_size > 20_000_000
+    code = ("import sys\nfrom kgsearch.cli import main\nrc = main(sys.argv[1:])\n"
+            "print([int(l.split()[1]) for l in open('/proc/self/status') if l.startswith('VmHWM:')][0] // 1024)\n"
+            "sys.exit(rc)\n")
+    r = subprocess.run([sys.executable, "-c", code, "index", str(root), "--db", str(tmp_path / "i.db"),
+                        "--max-file-size", "64", "--no-embed"], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    assert int(r.stdout.split()[-1]) < 200, r.stdout                       # MB; ~600 before
+    assert "a line of" in r.stderr or "lines longer than" in r.stderr
+
+
+def test_read_text_equals_cutting_every_line_of_the_whole_file(tmp_path, monkeypatch):
+    """The block-wise reader against the obvious reference (split the whole file, cut each long
+    line, drop a character split at the cut), for random bytes (valid and broken UTF-8) and
+    random block sizes, so lines and characters straddle blocks."""
+    import random
+
+    from kgsearch.ingest import common
+
+    rng = random.Random(24)
+    for trial in range(400):
+        data = bytes(rng.choice(b"ab\n\xc3\xa9\xe2\x82\xac ") for _ in range(rng.randint(0, 2000)))
+        cap = rng.randint(1, 40)
+        monkeypatch.setattr(common, "_BLOCK", rng.randint(1, 150))
+        p = tmp_path / f"t{trial}.txt"
+        p.write_bytes(data)
+        got, warnings = common.read_text(p, cap)
+        lines, cut = [], []
+        for n, line in enumerate(data.split(b"\n"), 1):
+            if len(line) > cap:
+                piece = bytearray(line[:cap])
+                del piece[len(piece) - common._partial_tail(piece, 0):]
+                line = bytes(piece)
+                cut.append(n)
+            lines.append(line)
+        assert got == common.decode(b"\n".join(lines), str(p))[0], trial
+        assert [w for w in warnings if "a line of" in w] == ([w for w in warnings if f"{p}:{cut[0]}: a line of" in w]
+                                                             if cut else [])
+
+
+def test_greedy_modularity_stops_at_a_work_budget_deterministically():
+    """A star (one note linking to L missing notes) costs greedy modularity O(L ** 2): the hub's
+    row moves at every merge (a 20,000-link note's first index spent its whole 120 s budget
+    there). The work budget counts heap entries pushed, so it stops at the same merge on any
+    machine."""
+    import numpy as np
+
+    from kgsearch.graph.communities import CommunityTimeout, greedy_modularity
+    from kgsearch.graph.csr import Graph
+
+    leaves = 3000
+    star = Graph.from_edges(np.zeros(leaves, dtype=np.int64), np.arange(1, leaves + 1), np.ones(leaves),
+                            num_nodes=leaves + 1)
+    for _ in range(2):
+        with pytest.raises(CommunityTimeout, match="after 764 merges"):      # the same merge every time
+            greedy_modularity(star, max_work=2_000_000)
+    small = Graph.from_edges(np.zeros(300, dtype=np.int64), np.arange(1, 301), np.ones(300), num_nodes=301)
+    assert greedy_modularity(small, max_work=2_000_000).max() == 0         # within the budget: the whole star
+
+
+def test_a_note_with_thousands_of_links_is_indexed_without_spending_the_time_budget(tmp_path):
+    """(bench/reliability_costs.py times the 20,000-link note: 125 s before, see the README.)"""
+    from kgsearch.graph.graph_step import cnm_work_budget
+
+    root = tmp_path / "v"
+    write(root / "hub.md", "# Hub\n" + "\n".join(f"- [[note {i}]]" for i in range(5000)) + "\n")
+    db = tmp_path / "i.db"
+    rc, out, err = cli("index", root, "--db", db, "--json", "--no-embed")
+    assert rc == 0, err
+    rep = json.loads(out)
+    info = rep["steps"]["graph"]
+    assert info["communities"].startswith("skipped: greedy modularity passed its work budget")
+    assert cnm_work_budget(20000) < 20000 ** 2 // 20             # far below the star's L**2 / 2 pushes
