@@ -71,6 +71,7 @@ def ensure_error(exc: BaseException, path: str | os.PathLike | None = None) -> K
             return BadIndex(f"{where}cannot write the index ({msg}); free some space or pass --db elsewhere; "
                             f"the previous index is intact")
         if "disk I/O" in msg:
-            return BadIndex(f"{where}cannot read or write the index ({msg}); check the disk (a card removed?) "
-                            f"or pass --db elsewhere; the previous index is intact")
+            return BadIndex(f"{where}cannot read or write the index ({msg}): the disk may be full or gone (a card "
+                            f"removed?); free some space or check it, or pass --db elsewhere; the previous index "
+                            f"is intact")
     return None

@@ -175,7 +175,8 @@ class Index:
                 except sqlite3.Error:
                     pass
                 self._cache.clear()
-                raise BadIndex(f"could not commit to {self.path} ({exc}); the previous index is intact") from None
+                raise (ensure_error(exc, self.path)
+                       or BadIndex(f"could not commit to {self.path} ({exc}); the previous index is intact")) from None
 
     def checkpoint(self) -> None:
         """Fold the WAL back into the main file, best effort and without waiting: while a
