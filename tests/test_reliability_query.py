@@ -228,3 +228,23 @@ def test_compaction_is_a_note_only_when_it_gave_back_a_megabyte(saved, said, cap
     assert _report_run(Namespace(json=False, quiet=False), rep) == 0
     err = capsys.readouterr().err
     assert ("compacted the index file: 2.5 MB smaller" in err) == said and ("0.0 MB" not in err)
+
+
+def test_the_readme_limits_are_the_codes():
+    from kgsearch.cli.output import LOG_EVERY
+    from kgsearch.graph.graph_step import CNM_WORK_FLOOR, CNM_WORK_PER_PAIR
+    from kgsearch.indexer.load import MAX_NODE_CHARS
+    from kgsearch.ingest.common import MAX_LINE_CHARS
+    from kgsearch.ingest.walk import DEFAULT_MAX_BYTES, TRIPLES_MAX_BYTES
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    limits = readme.split("### Limits", 1)[1].split("\n## ", 1)[0]
+    rows = {r.split("|")[1].strip(): r.split("|")[2].strip() for r in limits.splitlines() if r.startswith("| ")}
+    assert rows["query text (`search`, `why`, `context`, MCP)"] == f"{MAX_QUERY_CHARS:,} characters"
+    assert rows["one line of a note or text file"] == f"{MAX_LINE_CHARS:,} bytes"
+    assert rows["one node's text"] == f"{MAX_NODE_CHARS:,} characters"
+    assert rows["file size"].startswith(f"{DEFAULT_MAX_BYTES // 10**6} MB ({TRIPLES_MAX_BYTES // 10**6} MB `.tsv`")
+    assert rows["greedy modularity (communities)"].startswith(
+        f"{CNM_WORK_PER_PAIR} heap entries per linked pair, at least {CNM_WORK_FLOOR // 10**6}M")
+    assert rows["MCP `search`, k=10, brief"] == "under 2,000 tokens (chars / 4)"   # test_reliability_mcp
+    assert f"line every {LOG_EVERY:g} s" in readme

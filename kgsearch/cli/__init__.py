@@ -19,12 +19,15 @@ from .output import err
 EXIT_CODES = """exit codes:
   0   success
   1   internal error (a bug: please report it with the command you ran)
-  2   usage error (bad flags or arguments)
+  2   usage error (bad flags or arguments; a node name several nodes answer to: the message
+      lists their keys; an empty query)
   3   bad input data (the message names file:line); an index run that hit it changed nothing,
       or, with --keep-going, skipped the named files; or a root is missing or cannot be listed:
-      its files are kept, the other roots were indexed (also `roots` when a root is unhealthy)
-  4   index missing, unreadable, damaged (the message names `kgsearch doctor --rebuild`), found
-      stale by `kgsearch doctor`, or made by a newer kgsearch
+      its files are kept, the other roots were indexed (also `roots` when a root is unhealthy);
+      also a bad .kgsearchignore pattern, a --diff that is no diff, an unreadable --query-file
+  4   index missing, empty (0 bytes, or no run finished), read-only (index), unreadable,
+      damaged (the message names `kgsearch doctor --rebuild`), found stale by `kgsearch
+      doctor`, or made by a newer kgsearch
   5   nothing found (show, why, roots remove)
   6   over the memory budget (KGSEARCH_MEMORY_MB, or the memory the system gave): nothing was
       changed; raise KGSEARCH_MEMORY_MB or index fewer files at a time

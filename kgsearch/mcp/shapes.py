@@ -59,7 +59,7 @@ def _brief_show(d: dict) -> dict:
 
 
 def _brief_related(d: dict) -> dict:
-    out = dict(d)
+    out = {k: v for k, v in d.items() if k != "types"}           # every edge type of the index: full only
     out["node"] = _pick(d["node"], NODE)
     out["edges"] = {t: [_pick(e, RELATED) for e in es] for t, es in d["edges"].items()}
     return out
