@@ -5,10 +5,12 @@ one and the one-line message names the fix. No wall-clock asserts: a paused inde
 through a file, and every wait has a generous limit."""
 from __future__ import annotations
 
+import base64
 import contextlib
 import io
 import json
 import os
+import random
 import resource
 import signal
 import sqlite3
@@ -142,10 +144,11 @@ def disk_of(limit: int):
 def test_a_full_disk_fails_the_run_with_exit_4_and_keeps_the_index(built):
     root, db = built
     before = keys(db)
-    big = "lorem ipsum dolor sit amet\n" * 4000
-    for i in range(30):
-        (root / f"big{i}.md").write_text(f"# Big {i}\n{big} durian {i}\n")
-    limit = max(os.path.getsize(db), os.path.getsize(f"{db}-wal") if os.path.exists(f"{db}-wal") else 0) + 200_000
+    rng = random.Random(7)
+    for i in range(4):                                         # text that does not compress away
+        big = base64.encodebytes(rng.randbytes(60_000)).decode()
+        (root / f"big{i}.md").write_text(f"# Big {i}\n{big}\ndurian {i}\n")
+    limit = max(os.path.getsize(db), os.path.getsize(f"{db}-wal") if os.path.exists(f"{db}-wal") else 0) + 100_000
     r = subprocess.run([sys.executable, "-m", "kgsearch", "index", "--db", str(db)], capture_output=True, text=True,
                        timeout=300, preexec_fn=disk_of(limit))
     assert r.returncode == 4, r.stderr

@@ -65,14 +65,24 @@ def one_error_line(err: str) -> str:
     return lines[0]
 
 
-@pytest.fixture
-def vault(tmp_path):
-    root = tmp_path / "vault"
+@pytest.fixture(scope="module")
+def _vault_once(tmp_path_factory):
+    base = tmp_path_factory.mktemp("vault")
+    root = base / "vault"
     for i in range(6):
         write(root / f"n{i}.md", f"# Note {i}\napple banana cherry w{i} [[Note {(i + 1) % 6}]]\n")
-    db = tmp_path / "i.db"
+    db = base / "i.db"
     assert cli("index", root, "--db", db, "-q")[0] == 0
     return root, db
+
+
+@pytest.fixture
+def vault(_vault_once, tmp_path):
+    """A small indexed vault: the folder is shared (read it, do not change it), the index is a
+    fresh copy per test."""
+    root, db = _vault_once
+    shutil.copy(db, tmp_path / "i.db")
+    return root, tmp_path / "i.db"
 
 
 # ---------------------------------------------------------------------------- damaged blobs
@@ -229,7 +239,7 @@ def test_a_failed_first_run_leaves_no_index_behind(tmp_path, monkeypatch):
 
 def test_a_failed_run_on_an_existing_index_keeps_it(vault):
     root, db = vault
-    bad = write(root.parent / "bad.json", "{oops")
+    bad = write(db.parent / "bad.json", "{oops")
     assert cli("index", bad, "--db", db)[0] == 3
     assert db.exists()
     rc, out, _ = cli("search", "apple", "--db", db, "--json")
@@ -430,12 +440,12 @@ def test_greedy_modularity_stops_at_a_work_budget_deterministically():
     from kgsearch.graph.communities import CommunityTimeout, greedy_modularity
     from kgsearch.graph.csr import Graph
 
-    leaves = 3000
+    leaves = 1500
     star = Graph.from_edges(np.zeros(leaves, dtype=np.int64), np.arange(1, leaves + 1), np.ones(leaves),
                             num_nodes=leaves + 1)
     for _ in range(2):
-        with pytest.raises(CommunityTimeout, match="after 764 merges"):      # the same merge every time
-            greedy_modularity(star, max_work=2_000_000)
+        with pytest.raises(CommunityTimeout, match="after 382 merges"):      # the same merge every time
+            greedy_modularity(star, max_work=500_000)
     small = Graph.from_edges(np.zeros(300, dtype=np.int64), np.arange(1, 301), np.ones(300), num_nodes=301)
     assert greedy_modularity(small, max_work=2_000_000).max() == 0         # within the budget: the whole star
 

@@ -41,8 +41,10 @@ def write(path: Path, text: str) -> Path:
 FILLER = " ".join(["lorem ipsum dolor sit amet consectetur adipiscing elit sed do eiusmod tempor"] * 24)
 
 
-@pytest.fixture
-def proj(tmp_path):
+@pytest.fixture(scope="module")
+def proj(tmp_path_factory):
+    """One indexed project for the module: tests read it and do not change it."""
+    tmp_path = tmp_path_factory.mktemp("proj")
     root = tmp_path / "proj"
     write(root / "api.md", "# API notes\n\nIntro.\n\n## `send()`\n\n" + FILLER + "\nSends a message through the "
           "transport layer.\n\n## `Client.connect(host, port)`\n\n" + FILLER + "\nOpens a socket connection.\n\n"
