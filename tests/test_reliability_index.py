@@ -379,10 +379,9 @@ def test_a_huge_node_is_cut_with_a_warning_naming_it(tmp_path):
 
 
 def test_a_single_line_note_far_over_the_caps_stays_within_a_memory_bound(tmp_path):
-    """A 24 MB note on one line (size cap raised): before the caps the run peaked at about
-    600 MB (20 MB: 594 MB); the line cap keeps the loader's copy at 100,000 characters."""
-    import resource
-
+    """A 24 MB note on one line (size cap raised): before the caps the run peaked at 323 MB
+    without vectors (a 20 MB one with vectors: 594 MB); the line cap keeps the loader's copy at
+    100,000 bytes."""
     root = tmp_path / "v"
     root.mkdir()
     with open(root / "line.md", "w") as fh:

@@ -7,9 +7,9 @@ import json
 import math
 import sqlite3
 import sys
-from pathlib import Path
 
 import pytest
+from conftest import need
 
 from kgsearch.config import shipped_data_dir
 from kgsearch.indexer import IndexOptions, index_paths
@@ -49,7 +49,7 @@ def call(db, name, args) -> dict:
 
 
 def test_every_tool_is_annotated_and_has_an_output_schema():
-    jsonschema = pytest.importorskip("jsonschema")
+    jsonschema = need("jsonschema")
     for t in TOOLS:
         a = t["annotations"]
         assert a["readOnlyHint"] is (t["name"] in READ_ONLY), t["name"]
@@ -100,7 +100,7 @@ def test_search_k10_brief_fits_2000_tokens(demo_db, code_db):
     ("related", {"node": "kg:git", "detail": "full"}), ("stats", {}),
 ])
 def test_every_result_validates_against_its_output_schema(demo_db, name, args):
-    jsonschema = pytest.importorskip("jsonschema")
+    jsonschema = need("jsonschema")
     res = call(demo_db, name, args)
     assert not res["isError"], res
     schema = next(t["outputSchema"] for t in TOOLS if t["name"] == name)
@@ -156,7 +156,7 @@ def test_errors_on_a_damaged_or_empty_index_name_what_the_user_runs(code_db, tmp
 
 # ---------------------------------------------------------------------------- the official SDK
 def test_the_official_sdk_validates_every_result_and_sees_the_annotations(demo_db):
-    mcp = pytest.importorskip("mcp", reason="the official MCP SDK is in the test extra: pip install -e '.[test]'")
+    mcp = need("mcp")
     import anyio
     from mcp.client.stdio import StdioServerParameters
 

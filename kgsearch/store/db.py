@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from ..version import __version__
-from ..errors import BadIndex, KgsearchError
+from ..errors import BadIndex
 from .connect import BUSY_TIMEOUT_MS, connect
 from .damage import CORRUPTION, DamagedData, blob_layout, check_blobs, ensure_error, is_corruption  # noqa: F401
 from .schema import COMPACT_PENDING, MIGRATIONS, clear_stale, mark_stale, schema_version, stale_steps
