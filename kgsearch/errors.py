@@ -13,9 +13,16 @@ EXIT_INTERRUPTED = 130
 
 
 class KgsearchError(Exception):
-    """Base class. The message is one line that says what is wrong and how to fix it."""
+    """Base class. The message is one line that says what is wrong and how to fix it, for a
+    person at a shell (`kgsearch ...` commands, flags). ``agent``, when given, says the same to
+    an agent calling the MCP tools (their arguments and tools, no CLI advice); see
+    :func:`agent_message`."""
 
     code = EXIT_INTERNAL
+
+    def __init__(self, *args, agent: str | None = None):
+        super().__init__(*args)
+        self.agent = agent
 
 
 class UsageError(KgsearchError):
@@ -27,11 +34,11 @@ class DataError(KgsearchError):
 
     code = EXIT_DATA
 
-    def __init__(self, message: str, path: str | None = None, line: int | None = None):
+    def __init__(self, message: str, path: str | None = None, line: int | None = None, agent: str | None = None):
         where = ""
         if path is not None:
             where = f"{path}:{line}: " if line is not None else f"{path}: "
-        super().__init__(where + message)
+        super().__init__(where + message, agent=agent)
         self.path = path
         self.line = line
 
@@ -62,3 +69,8 @@ class IndexBusy(KgsearchError):
 
 class Interrupted(KgsearchError):
     code = EXIT_INTERRUPTED
+
+
+def agent_message(exc: BaseException) -> str:
+    """What an agent (an MCP client) is told: the error's ``agent`` text, else its message."""
+    return getattr(exc, "agent", None) or str(exc)

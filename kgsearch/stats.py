@@ -4,9 +4,9 @@ from __future__ import annotations
 import json
 import time
 
-from .errors import NotFound
+from .errors import NotFound, UsageError
 from .store.db import Index
-from .store.rows import find_node_row, node_row_by_id
+from .store.rows import find_node_rows, node_row_by_id
 
 
 def index_stats(ix: Index) -> dict:
@@ -41,13 +41,34 @@ def index_stats(ix: Index) -> dict:
 
 def find_node(ix: Index, ref: str) -> dict:
     """A node by key, then by qualified name, then by name (case-insensitive), then by row id;
-    NotFound otherwise."""
-    row = find_node_row(ix.conn, ref)
-    if row is None and ref.isdigit():
+    NotFound otherwise. A name several nodes answer to (two methods ``send``) is a
+    :class:`UsageError` listing their keys, never one picked silently; a note and its own
+    section of the same name are one candidate (the note), and structural nodes (tags,
+    entities, placeholders) only count when nothing else has the name."""
+    rows = find_node_rows(ix.conn, ref)
+    if not rows and ref.isdigit():
         row = node_row_by_id(ix.conn, int(ref))
-    if row is None:
-        raise NotFound(f"no node {ref!r} in {ix.path}; try `kgsearch search {ref!r}` to find its key")
-    return row
+        rows = [row] if row is not None else []
+    if not rows:
+        raise NotFound(f"no node {ref!r} in {ix.path}; try `kgsearch search {ref!r}` to find its key",
+                       agent=f"no node {ref!r} in the index; call `search` with words from it to find its key")
+    best = [r for r in rows if r["flags"] == rows[0]["flags"]]
+    ids = {r["id"] for r in best}
+    best = [r for r in best if r.get("parent_id") not in ids]            # a note's section of the same name
+    if any(r["key"].startswith("py:") for r in best):
+        best = [r for r in best if not r["key"].startswith("pyi:")]       # a stub stands behind its code
+    if len(best) > 1:
+        more = ", and more" if len(rows) >= 20 else ""
+        names = ", ".join(f"{r['key']} ({r['kind']}{', ' + _where(r) if _where(r) else ''})" for r in best[:10])
+        raise UsageError(f"{ref!r} names {len(best)}{'+' if more else ''} nodes in {ix.path}: {names}{more}; "
+                         f"pass one of these keys",
+                         agent=f"{ref!r} names several nodes: {names}{more}; call again with one of these keys")
+    return best[0]
+
+
+def _where(row: dict) -> str:
+    path = row.get("path") or ""
+    return f"{path}:{row['line_start']}" if path and row.get("line_start") else path
 
 
 def show_node(ix: Index, ref: str, limit: int = 25) -> dict:

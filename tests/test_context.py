@@ -478,9 +478,12 @@ def test_file_line_spans_equal_splitting_the_whole_file(tmp_path, data):
     file gives (BOM dropped, CR/CRLF normalised), for every span."""
     from kgsearch.context.items import _read_file
 
+    from kgsearch.ingest.readback import content_hash
+
     p = tmp_path / "f.py"
     p.write_bytes(data)
-    lines = _read_file(str(p), None, None)
+    st = os.stat(p)
+    lines = _read_file(str(p), str(tmp_path), st.st_size, st.st_mtime_ns, content_hash(data))
     body = data[3:] if data.startswith(b"\xef\xbb\xbf") else data
     raw = body.split(b"\n")
     assert len(lines) == len(raw)
@@ -488,9 +491,8 @@ def test_file_line_spans_equal_splitting_the_whole_file(tmp_path, data):
         for b in range(a, len(raw) + 1):
             want = b"\n".join(raw[a - 1:b]).decode("utf-8", "replace").replace("\r\n", "\n").replace("\r", "\n")
             assert lines.span(a, b) == want.split("\n")
-    st = os.stat(p)
-    assert _read_file(str(p), st.st_size + 1, st.st_mtime_ns) is None      # not the indexed version
-    assert _read_file(str(tmp_path / "gone.py"), None, None) is None
+    assert _read_file(str(p), str(tmp_path), st.st_size + 1, st.st_mtime_ns, content_hash(data)) is None
+    assert _read_file(str(tmp_path / "gone.py"), str(tmp_path), st.st_size, st.st_mtime_ns, content_hash(data)) is None
 
 
 @settings(max_examples=500, deadline=None)

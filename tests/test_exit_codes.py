@@ -96,12 +96,41 @@ def _out_of_memory(tmp_path, monkeypatch, indexed):
     return ["stats", "--db", indexed[1]], "ran out of memory; nothing was changed. Free memory, set KGSEARCH_MEMORY_MB"
 
 
+def _ambiguous(tmp_path, monkeypatch, indexed):
+    root, db = indexed
+    write(root / "c.md", "# A\nanother note titled A\n")
+    assert cli("index", root, "--db", db, "-q") == 0
+    with sqlite3.connect(db) as c:
+        c.execute("UPDATE nodes SET name = 'A' WHERE key IN ('md:a', 'md:c')")
+    return ["show", "A", "--db", db], "names 2 nodes"
+
+
+def _damaged_blob(tmp_path, monkeypatch, indexed):
+    with sqlite3.connect(indexed[1]) as c:
+        c.execute("UPDATE blobs SET data = x'00112233'")
+    return ["search", "alpha", "--db", indexed[1]], "doctor --rebuild"
+
+
+def _bad_ignore(tmp_path, monkeypatch, indexed):
+    write(indexed[0] / ".kgsearchignore", "[z-a]\n")
+    return ["index", "--db", indexed[1]], ".kgsearchignore:1: bad ignore pattern"
+
+
+def _zero_bytes(tmp_path, monkeypatch, indexed):
+    (tmp_path / "zero.db").write_bytes(b"")
+    return ["search", "alpha", "--db", tmp_path / "zero.db"], "is an empty file (0 bytes)"
+
+
 SCENARIOS = {
     "0 index": (0, lambda t, m, ix: (["index", ix[0], "--db", ix[1]], "indexed 0 changed file(s)")),
     "0 search": (0, lambda t, m, ix: (["search", "alpha", "--db", ix[1]], None)),
     "1 a bug": (1, _internal),
     "2 bad flag": (2, lambda t, m, ix: (["index", ix[0], "--db", ix[1], "--max-file-size", "0"], "--max-file-size")),
     "2 no path": (2, lambda t, m, ix: (["index", "--db", t / "new.db"], "nothing to index")),
+    "2 ambiguous name": (2, _ambiguous),
+    "3 bad ignore pattern": (3, _bad_ignore),
+    "4 zero-byte index": (4, _zero_bytes),
+    "4 damaged blob": (4, _damaged_blob),
     "3 bad named file": (3, lambda t, m, ix: (["index", write(t / "bad.json", "{oops"), "--db", ix[1]],
                                              "invalid JSON")),
     "3 missing root": (3, _missing_root),

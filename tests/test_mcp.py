@@ -130,7 +130,7 @@ def test_stdlib_client_legacy_handshake_every_tool_and_errors(proj):
         assert [t["name"] for t in tools] == TOOL_NAMES
         assert all(t["inputSchema"]["type"] == "object" and t["description"] for t in tools)
 
-        res = c.call("search", {"query": "apply discount", "k": 3})
+        res = c.call("search", {"query": "apply discount", "k": 3, "detail": "full"})
         assert res["isError"] is False
         assert _comparable(res["structuredContent"]) == _comparable(_search_json(db, "apply discount", 3))
         assert json.loads(res["content"][0]["text"]) == res["structuredContent"]
@@ -154,7 +154,8 @@ def test_stdlib_client_legacy_handshake_every_tool_and_errors(proj):
         assert res["structuredContent"]["useful"] is False
 
         # the connection is the session of a handshake client: Cart was opened with show above
-        hit = next(h for h in c.call("search", {"query": "cart items", "k": 5})["structuredContent"]["hits"]
+        full = {"query": "cart items", "k": 5, "detail": "full"}
+        hit = next(h for h in c.call("search", full)["structuredContent"]["hits"]
                    if h["key"] == "py:shop.cart.Cart")
         assert 1.19 < hit["adjustments"]["session"] <= 1.2
 
@@ -191,10 +192,11 @@ def test_stdlib_client_modern_requests_sessions_and_a_reindex(proj):
 
         # stateless: no session unless the call names one
         c.call("show", {"node": "py:shop.cart.Cart", "session": "s1"}, MODERN)
-        hits = {h["key"]: h for h in c.call("search", {"query": "cart items", "k": 5}, MODERN)["structuredContent"]["hits"]}
-        assert "session" not in hits["py:shop.cart.Cart"]["adjustments"]
-        hits = {h["key"]: h for h in c.call("search", {"query": "cart items", "k": 5, "session": "s1"},
+        hits = {h["key"]: h for h in c.call("search", {"query": "cart items", "k": 5, "detail": "full"},
                                             MODERN)["structuredContent"]["hits"]}
+        assert "session" not in hits["py:shop.cart.Cart"]["adjustments"]
+        ask = {"query": "cart items", "k": 5, "session": "s1", "detail": "full"}
+        hits = {h["key"]: h for h in c.call("search", ask, MODERN)["structuredContent"]["hits"]}
         assert hits["py:shop.cart.Cart"]["adjustments"]["session"] > 1.19
 
         # a reindex (as cron would run it) while the server runs
@@ -226,7 +228,7 @@ def test_official_sdk_client_lists_and_calls_every_tool(proj):
 
     root, db = proj
     params = StdioServerParameters(command=sys.executable, args=["-m", "kgsearch", "mcp", "--db", str(db)])
-    calls = {"search": {"query": "apply discount", "k": 3},
+    calls = {"search": {"query": "apply discount", "k": 3, "detail": "full"},
              "context": {"task": "apply the discount", "budget": 300},
              "why": {"query": "apply discount", "node": "apply_discount"},
              "show": {"node": "Cart"},

@@ -10,7 +10,7 @@ import pytest
 
 from kgsearch import query as pipeline
 from kgsearch.cli import main
-from kgsearch.errors import NotFound, UsageError
+from kgsearch.errors import BadIndex, NotFound, UsageError
 from kgsearch.indexer import IndexOptions, index_paths
 from kgsearch.query import Engine, SearchOptions
 from kgsearch.store.db import Index
@@ -152,8 +152,14 @@ def test_failing_channel_is_skipped(kg_db, monkeypatch):
 
     monkeypatch.setattr(bm25, "search", boom)
     monkeypatch.setattr(bm25, "score_all", boom)
-    r = Engine(Index.open(kg_db, readonly=True), strict=False).search("sqlite", SearchOptions(use_cache=False))
+    eng = Engine(Index.open(kg_db, readonly=True), strict=False)
+    # another channel answers (fts, for a phrase): the answer goes on without bm25 and says so
+    r = eng.search('"sqlite"', SearchOptions(use_cache=False))
     assert r.channels_skipped["bm25"] == "failed (RuntimeError: disk on fire)"
+    assert "fts" in r.channels_run and any("channel bm25 failed" in n for n in r.notices)
+    # no channel answers because they failed: never a quiet empty answer (issue 24), exit 4
+    with pytest.raises(BadIndex, match="no search channel could read the index .*doctor --rebuild"):
+        eng.search("sqlite", SearchOptions(use_cache=False))
 
 
 def test_fts_missing_is_skipped(kg_db, monkeypatch):

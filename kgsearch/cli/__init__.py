@@ -19,12 +19,15 @@ from .output import err
 EXIT_CODES = """exit codes:
   0   success
   1   internal error (a bug: please report it with the command you ran)
-  2   usage error (bad flags or arguments)
+  2   usage error (bad flags or arguments; a node name several nodes answer to: the message
+      lists their keys; an empty query)
   3   bad input data (the message names file:line); an index run that hit it changed nothing,
       or, with --keep-going, skipped the named files; or a root is missing or cannot be listed:
-      its files are kept, the other roots were indexed (also `roots` when a root is unhealthy)
-  4   index missing, unreadable, damaged (the message names `kgsearch doctor --rebuild`), found
-      stale by `kgsearch doctor`, or made by a newer kgsearch
+      its files are kept, the other roots were indexed (also `roots` when a root is unhealthy);
+      also a bad .kgsearchignore pattern, a --diff that is no diff, an unreadable --query-file
+  4   index missing, empty (0 bytes, or no run finished), read-only (index), unreadable,
+      damaged (the message names `kgsearch doctor --rebuild`), found stale by `kgsearch
+      doctor`, or made by a newer kgsearch
   5   nothing found (show, why, roots remove)
   6   over the memory budget (KGSEARCH_MEMORY_MB, or the memory the system gave): nothing was
       changed; raise KGSEARCH_MEMORY_MB or index fewer files at a time
@@ -54,6 +57,11 @@ def _megabytes(value: str) -> float:
     if not math.isfinite(mb) or mb <= 0:
         raise argparse.ArgumentTypeError(f"must be a number of MB above 0 (e.g. 32), got {value!r}")
     return mb
+
+
+def _query_file(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--query-file", metavar="FILE|-", default=None,
+                   help="read the query (the task) from FILE, or - for stdin, instead of the argument")
 
 
 def _query_options(p: argparse.ArgumentParser) -> None:
@@ -116,16 +124,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=commands.cmd_index)
 
     p = sub.add_parser("search", parents=[common], help="hybrid search",
-                       description="Search the index: BM25 + FTS5 + embeddings + graph signals fused by intent.")
-    p.add_argument("query")
+                       description="Search the index: BM25 + FTS5 + embeddings + graph signals fused by intent. "
+                                   "QUERY - (or --query-file) reads the query from stdin (or a file): an issue of "
+                                   "any length; a search reads its first 32,768 characters and says when it cut.")
+    p.add_argument("query", nargs="?", help="the query; - reads it from stdin")
+    _query_file(p)
     _query_options(p)
     p.add_argument("--explain", action="store_true", help="show each signal's part of every score")
     p.add_argument("--no-cache", action="store_true", help="do not read or write the result cache")
     p.set_defaults(func=commands.cmd_search)
 
     p = sub.add_parser("why", parents=[common], help="why a node ranked where it did for a query")
-    p.add_argument("query")
-    p.add_argument("node", help="node key, qualified name or name")
+    p.add_argument("query", nargs="?", help="the query; - reads it from stdin (with --query-file: leave it out)")
+    p.add_argument("node", nargs="?", help="node key, qualified name or name")
+    _query_file(p)
     _query_options(p)
     p.set_defaults(func=commands.cmd_why)
 
@@ -144,7 +156,8 @@ def build_parser() -> argparse.ArgumentParser:
                                    "lines before they are dropped, and a list of what was cut and why. Tokens are "
                                    "estimated as ceil(characters / 4) of the printed output.",
                        formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("task", nargs="?", default=None, help="the task, in words (e.g. an issue text)")
+    p.add_argument("task", nargs="?", default=None, help="the task, in words (e.g. an issue text); - reads it from stdin")
+    _query_file(p)
     p.add_argument("--files", nargs="+", default=None, metavar="PATH", help="indexed files to start from")
     p.add_argument("--diff", nargs="?", const="git", default=None, metavar="FILE|-",
                    help="start from a diff: `git diff HEAD` of the indexed roots (no value), a unified diff "

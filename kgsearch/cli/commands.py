@@ -6,7 +6,11 @@ import json
 import sys
 
 from ..errors import EXIT_DATA, EXIT_OK
-from .output import Progress, emit_json, err, out, table, warn_list
+from .inputs import query_text, read_diff
+from .output import Progress, emit_json, err, out, progress_mode, table, warn_list
+
+COMPACT_NOTE_BYTES = 1_000_000      # a VACUUM that gave back less is not worth a line
+
 
 # ---------------------------------------------------------------------------- commands
 def cmd_index(args) -> int:
@@ -20,7 +24,7 @@ def cmd_index(args) -> int:
     if args.embed is not None:
         settings["embed"] = args.embed          # persisted like the other settings
     steps = None
-    progress = Progress(sys.stderr.isatty() and not args.quiet)
+    progress = Progress(progress_mode(sys.stderr.isatty(), args.quiet))
     max_bytes = None if args.max_file_size is None else int(args.max_file_size * 1e6)
     opts = IndexOptions(fmt=args.format, allow_dangling=args.allow_dangling, keep_going=args.keep_going,
                         full=args.full, max_file_bytes=max_bytes, settings=settings,
@@ -53,7 +57,7 @@ def _report_run(args, report) -> int:
                 note = info.get("notice") or info.get("skipped")
                 if note:
                     err(f"note: {name}: {note}")
-            if report.compacted_bytes:
+            if report.compacted_bytes >= COMPACT_NOTE_BYTES:     # a fresh build's routine VACUUM says nothing
                 err(f"note: compacted the index file: {report.compacted_bytes / 1e6:.1f} MB smaller "
                      f"({report.phases.get('compact', 0):.1f}s)")
     for path in report.roots_missing:
@@ -69,17 +73,17 @@ def _report_run(args, report) -> int:
 
 SKIP_WORDS = {"unreadable": "unreadable folder(s)/file(s)", "bad_links": "broken or looping link(s)",
               "malformed": "file(s) not what their extension says", "large": "large file(s)",
-              "binary": "binary file(s)", "no_loader": "file(s) with no loader"}
+              "binary": "file(s) that are not text", "no_loader": "file(s) with no loader"}
 
 
 def skipped_summary(skipped: dict) -> str:
-    """What the walk and the loaders skipped, for the run summary (binary files and files
-    with no loader are the normal case in a code tree: not listed).
+    """What the walk and the loaders skipped, for the run summary (files with no loader are
+    the normal case in a code tree: not listed).
 
-    >>> skipped_summary({"unreadable": 1, "large": 0, "malformed": 2})
-    '1 unreadable folder(s)/file(s), 2 file(s) not what their extension says'
+    >>> skipped_summary({"unreadable": 1, "large": 0, "malformed": 2, "binary": 1, "no_loader": 9})
+    '1 unreadable folder(s)/file(s), 2 file(s) not what their extension says, 1 file(s) that are not text'
     """
-    return ", ".join(f"{n} {SKIP_WORDS.get(k, k)}" for k, n in skipped.items() if n and k not in ("binary", "no_loader"))
+    return ", ".join(f"{n} {SKIP_WORDS.get(k, k)}" for k, n in skipped.items() if n and k != "no_loader")
 
 
 def cmd_roots(args) -> int:
@@ -88,7 +92,7 @@ def cmd_roots(args) -> int:
         from ..indexer import IndexOptions
         from ..indexer.run import remove_roots
 
-        report = remove_roots(args.db, args.paths, IndexOptions(progress=Progress(sys.stderr.isatty() and not args.quiet)))
+        report = remove_roots(args.db, args.paths, IndexOptions(progress=Progress(progress_mode(sys.stderr.isatty(), args.quiet))))
         if not args.quiet and not args.json:
             for path in report.roots_removed:
                 err(f"removed root {path}: {report.files_deleted} file(s), {report.nodes_removed} node(s)")
@@ -180,7 +184,7 @@ def cmd_search(args) -> int:
     opts = SearchOptions(k=args.k, intent=args.intent, weights=args.weights, fusion=args.fusion,
                          channels=args.channels, explain=args.explain, use_cache=not args.no_cache, norm=args.norm,
                          diversity=args.diversity, group=args.group)
-    resp = search(args.query, db=args.db, options=opts)
+    resp = search(query_text(args.query, args.query_file), db=args.db, options=opts)
     for notice in resp.notices:
         if not args.quiet:
             err(f"note: {notice}")
@@ -201,8 +205,9 @@ def cmd_context(args) -> int:
     eng = engine_for(args.db)
     changes = None
     if args.diff is not None:
-        changes = _read_diff(args.diff, eng.ix)
-    res = build_context(eng, task=args.task, files=args.files, diff=changes,
+        changes = read_diff(args.diff, eng.ix)
+    task = None if args.task is None and args.query_file is None else query_text(args.task, args.query_file, "task")
+    res = build_context(eng, task=task, files=args.files, diff=changes,
                         opts=ContextOptions(budget=args.budget, fmt=fmt, k=args.k))
     sys.stdout.write(res.text)
     if not args.quiet:
@@ -212,22 +217,6 @@ def cmd_context(args) -> int:
         err(f"note: packed {len(res.items)} of {res.candidates} nodes ({trimmed} trimmed) in {res.used:,} of "
             f"{res.budget:,} tokens (estimate: ceil(characters / 4)); cut {len(res.cut)}")
     return EXIT_OK
-
-
-def _read_diff(spec: str, ix):
-    from ..context.diff import git_diff, parse_unified
-    from ..errors import DataError
-
-    if spec == "git":
-        return git_diff(ix.meta_json("roots", []))
-    if spec == "-":
-        return parse_unified(sys.stdin.read(), "<stdin>")
-    try:
-        with open(spec, encoding="utf-8", errors="replace") as f:
-            return parse_unified(f.read(), spec)
-    except OSError as exc:
-        raise DataError(f"cannot read the diff ({exc.strerror}); pass a unified diff file, - for stdin, "
-                        "or --diff alone for git diff", spec) from None
 
 
 def cmd_feedback(args) -> int:
@@ -259,7 +248,15 @@ def cmd_why(args) -> int:
     opts = SearchOptions(k=args.k, intent=args.intent, weights=args.weights, fusion=args.fusion,
                          channels=args.channels, explain=True, use_cache=False, norm=args.norm,
                          diversity=args.diversity, group=args.group)
-    info = why(args.query, args.node, db=args.db, options=opts)
+    query, node = args.query, args.node
+    if args.query_file is not None and node is None:          # why --query-file FILE NODE
+        query, node = None, query
+    if node is None:
+        from ..errors import UsageError
+        raise UsageError("why needs a query and a node: kgsearch why QUERY NODE (or --query-file FILE NODE)")
+    info = why(query_text(query, args.query_file), node, db=args.db, options=opts)
+    for notice in info.get("notices", []) if not args.quiet else []:
+        err(f"note: {notice}")
     if args.json:
         emit_json(info)
     else:
@@ -347,7 +344,7 @@ def cmd_doctor(args) -> int:
     from ..errors import EXIT_INDEX
 
     db = args.db or str(default_db_path())
-    progress = Progress(sys.stderr.isatty() and not args.quiet)
+    progress = Progress(progress_mode(sys.stderr.isatty(), args.quiet))
     if args.rebuild:
         from ..indexer import IndexOptions
         from ..indexer.rebuild import rebuild_index

@@ -84,38 +84,58 @@ def warn_list(warnings: list[str], quiet: bool, limit: int = 20) -> None:
         err(f"warning: ... and {len(warnings) - limit} more (use --json to see all)")
 
 
-class Progress:
-    """Files/s and ETA on stderr, only when stderr is a terminal."""
+LOG_EVERY = 30.0          # seconds between two progress lines on a log (stderr not a terminal)
 
-    def __init__(self, enabled: bool):
-        self.enabled = enabled
-        self.t0 = time.perf_counter()
-        self.last = 0.0
+
+def progress_mode(tty: bool, quiet: bool) -> str | None:
+    """How a long command shows progress: ``"tty"`` (one line redrawn in place), ``"log"`` (a
+    plain line every :data:`LOG_EVERY` seconds, so a cron log shows the run is alive) or
+    ``None`` (``-q``)."""
+    return None if quiet else ("tty" if tty else "log")
+
+
+class Progress:
+    """Files/s and ETA on stderr: redrawn in place on a terminal (``mode="tty"``, at most 5 times
+    a second), a plain line every ``every`` seconds on a log (``mode="log"``), nothing (None)."""
+
+    def __init__(self, mode: str | bool | None, stream=None, clock=time.perf_counter, every: float = LOG_EVERY):
+        self.mode = "tty" if mode is True else (None if mode is False else mode)
+        self.enabled = self.mode is not None
+        self.stream, self.clock, self.every = stream, clock, every
+        self.t0 = self.last = clock()
         self.phase = ""
 
     def __call__(self, ev: dict) -> None:
-        if not self.enabled:
+        if self.mode is None:
             return
-        now = time.perf_counter()
+        now = self.clock()
         phase = ev.get("phase", "")
         done, total = ev.get("done"), ev.get("total")
-        if phase == self.phase and now - self.last < 0.2 and done != total:
+        if self.mode == "log":
+            if now - self.last < self.every:
+                return
+        elif phase == self.phase and now - self.last < 0.2 and done != total:
             return
         self.last, self.phase = now, phase
         if done is not None and total:
             rate = done / max(now - self.t0, 1e-9)
             eta = (total - done) / rate if rate > 0 else 0
             unit = "files" if phase == "load" else "items"
-            msg = f"{phase}: {done}/{total} {unit} ({rate:.1f}/s, ETA {int(eta) // 60}:{int(eta) % 60:02d})"
+            msg = (f"{phase} {done:,}/{total:,} {unit} ({rate:.1f}/s, ETA {int(eta) // 60}:{int(eta) % 60:02d})")
         else:
             msg = f"{phase}..."
-        sys.stderr.write("\r\033[K" + msg[:120])
-        sys.stderr.flush()
+        out = self.stream or sys.stderr
+        if self.mode == "log":
+            out.write(f"progress: {msg} ({int(now - self.t0)} s)\n")
+        else:
+            out.write("\r\033[K" + msg[:120])
+        out.flush()
 
     def done(self) -> None:
-        if self.enabled and self.phase:
-            sys.stderr.write("\r\033[K")
-            sys.stderr.flush()
+        if self.mode == "tty" and self.phase:
+            out = self.stream or sys.stderr
+            out.write("\r\033[K")
+            out.flush()
 
 
 # ---------------------------------------------------------------------------- formatting

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from ..errors import UsageError
 from ..pack import query_terms
+from ..query.cut import cut_query
 from .diff import FileChange, changed_nodes
 from .items import load_items
 from .pack import pack
@@ -25,6 +26,7 @@ from .sources import Candidate, file_seeds, neighbours, resolve_files, task_cand
 __all__ = ["ContextOptions", "ContextResult", "build_context", "task_depth"]
 
 MAX_BUDGET = 1_000_000
+QUERY_ECHO_CHARS = 500       # the task as the output repeats it: an issue pasted whole would eat the budget
 
 
 def task_depth(budget: int) -> int:
@@ -82,8 +84,9 @@ def build_context(engine, *, task: str | None = None, files: list[str] | None = 
     opts = (opts or ContextOptions()).validated()
     given = [n for n, v in (("task", task), ("files", files), ("diff", diff)) if v is not None]
     if len(given) != 1:
-        raise UsageError("give exactly one of a task text, --files or --diff"
-                         + (f" (got {', '.join(given)})" if given else ""))
+        got = f" (got {', '.join(given)})" if given else ""
+        raise UsageError("give exactly one of a task text, --files or --diff" + got,
+                         agent="give exactly one of task, files, diff" + got)
     mode = given[0]
     t0 = time.perf_counter()
     ms: dict[str, float] = {}
@@ -92,6 +95,8 @@ def build_context(engine, *, task: str | None = None, files: list[str] | None = 
     if mode == "task":
         if not str(task).strip():
             raise UsageError("the task text is empty; describe the task, e.g. kgsearch context \"fix the retry loop\"")
+        task, cut = cut_query(str(task))             # the search would cut it too: its terms are these
+        notices += [cut] if cut else []
         cands, resp = task_candidates(engine, task, opts.k or task_depth(opts.budget), opts.search, session)
         if opts.value == "margin" and cands:
             low = min(c.score for c in cands)
@@ -120,11 +125,15 @@ def build_context(engine, *, task: str | None = None, files: list[str] | None = 
     ms["load"] = round((time.perf_counter() - t1) * 1000, 3)
 
     t2 = time.perf_counter()
-    r = renderer(opts.fmt, {"query": task if mode == "task" else None, "mode": mode, "budget": opts.budget})
+    echo = task if mode != "task" or len(task) <= QUERY_ECHO_CHARS else task[:QUERY_ECHO_CHARS].rstrip() + "\u2026"
+    r = renderer(opts.fmt, {"query": echo if mode == "task" else None, "mode": mode, "budget": opts.budget})
     frame = r.frame(len(items))
     if opts.fmt != "markdown" and items and frame + r.cost(items[0], items[0].forms[-1]) > opts.budget:
+        need = frame + r.cost(items[0], items[0].forms[-1])
         raise UsageError(f"--budget {opts.budget} is too small for {opts.fmt} output (its frame and the top node's "
-                         f"header need {frame + r.cost(items[0], items[0].forms[-1])} tokens); raise it or use markdown")
+                         f"header need {need} tokens); raise it or use markdown",
+                         agent=f"budget {opts.budget} is too small for {opts.fmt} output (its frame and the top "
+                               f"node's header need {need} tokens): raise budget or use format markdown")
     packed = pack(items, opts.budget, r.cost, frame=frame, shrink=r.shrink)
     ms["pack"] = round((time.perf_counter() - t2) * 1000, 3)
     t3 = time.perf_counter()

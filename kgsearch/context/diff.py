@@ -15,8 +15,9 @@ from dataclasses import dataclass, field
 
 from ..errors import DataError, UsageError
 
-__all__ = ["FileChange", "parse_unified", "git_diff", "changed_nodes"]
+__all__ = ["FileChange", "parse_unified", "parse_given", "git_diff", "changed_nodes"]
 
+_PASS_TEXT = "pass the unified diff itself as the `diff` argument (the text `git diff` prints)"
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 
 
@@ -79,13 +80,31 @@ def parse_unified(text: str, source: str = "<diff>", root: str | None = None) ->
     return [fc for fc in out if fc.path]
 
 
+_DIFF_LINE = re.compile(r"^(?:diff --git |--- |\+\+\+ |@@ |Binary files |index [0-9a-f]|(?:new|deleted) file mode )", re.M)
+
+
+def parse_given(text: str, source: str = "<diff>") -> list[FileChange]:
+    """:func:`parse_unified` of a diff the user or an agent handed over: text with no line of a
+    diff in it (no ``--- a/FILE`` / ``+++ b/FILE`` header, hunk or ``diff --git``) is a
+    :class:`DataError` instead of "no change" (an empty text is no change)."""
+    changes = parse_unified(text, source)
+    if not changes and text.strip() and not _DIFF_LINE.search(text):
+        raise DataError("not a unified diff (no '--- a/FILE' / '+++ b/FILE' header or '@@' hunk in it); pass what "
+                        "`git diff` or `diff -u` prints", source,
+                        agent="the `diff` argument is not a unified diff (no '--- a/FILE' / '+++ b/FILE' header or "
+                              "'@@' hunk in it): pass the text `git diff` prints, or \"git\" for the uncommitted "
+                              "changes of the indexed folders")
+    return changes
+
+
 def git_diff(roots: list[str]) -> list[FileChange]:
     """``git diff HEAD`` (staged and unstaged changes) of every indexed root inside a git work tree.
 
     UsageError (one line) when git is missing or no root is in a git repository.
     """
     if not roots:
-        raise UsageError("the index has no roots to diff; pass a diff on stdin (git diff | kgsearch context --diff -)")
+        raise UsageError("the index has no roots to diff; pass a diff on stdin (git diff | kgsearch context --diff -)",
+                         agent=f"the index has no folders to run git diff in; {_PASS_TEXT}")
     out: list[FileChange] = []
     seen_top: set[str] = set()
     for root in roots:
@@ -94,7 +113,8 @@ def git_diff(roots: list[str]) -> list[FileChange]:
                                  text=True, timeout=30)
         except FileNotFoundError:
             raise UsageError("git is not installed (or not on PATH); install it, or pass a unified diff "
-                             "on stdin: kgsearch context --diff - < change.diff") from None
+                             "on stdin: kgsearch context --diff - < change.diff",
+                             agent=f"git is not installed where the server runs; {_PASS_TEXT}") from None
         if top.returncode != 0:
             continue
         toplevel = top.stdout.strip()
@@ -107,11 +127,14 @@ def git_diff(roots: list[str]) -> list[FileChange]:
                "--unified=0"] + (["HEAD"] if has_head else [])
         res = subprocess.run(cmd, capture_output=True, text=True, timeout=120, errors="replace")
         if res.returncode != 0:
-            raise UsageError(f"`git diff` failed in {toplevel}: {res.stderr.strip().splitlines()[-1:] or ['?']}")
+            why = res.stderr.strip().splitlines()[-1:] or ["?"]
+            raise UsageError(f"`git diff` failed in {toplevel}: {why}",
+                             agent=f"`git diff` failed in {toplevel} ({why}); {_PASS_TEXT}")
         out += parse_unified(res.stdout, f"git diff in {toplevel}", root=toplevel)
     if not seen_top:
         raise UsageError(f"not a git repository: {', '.join(roots)}; pass a unified diff on stdin instead "
-                         "(kgsearch context --diff - < change.diff)")
+                         "(kgsearch context --diff - < change.diff)",
+                         agent=f"the indexed folders are not in a git repository; {_PASS_TEXT}")
     return out
 
 
@@ -147,7 +170,7 @@ def changed_nodes(ix, changes: list[FileChange]) -> tuple[dict[int, set[int]], l
             continue
         fid, path, size, mtime_ns = row
         try:
-            st = os.stat(path)
+            st = os.lstat(path)               # a link swapped in is not the indexed file
             current = st.st_size == size and st.st_mtime_ns == mtime_ns
         except OSError:
             current = False

@@ -1,8 +1,10 @@
 """Candidates -> :class:`~kgsearch.context.pack.Item` s with their forms (full, trimmed, ref).
 
 Code definitions (class, function, method) are shown as their source lines, read from the file
-when it is the one indexed (same size and mtime as its ``files`` row); otherwise, and for every
-other kind, as the node's indexed text (a module's text is its docstring and top-level names).
+only when it is exactly the one indexed, reached without a symlink inside its root
+(:func:`kgsearch.ingest.readback.read_indexed`: ``O_NOFOLLOW``, size, mtime and content hash of
+its ``files`` row); otherwise, and for every other kind, as the node's indexed text (a module's
+text is its docstring and top-level names).
 Paths are shown relative to the indexed root that holds them.
 """
 from __future__ import annotations
@@ -11,6 +13,7 @@ import os
 
 import numpy as np
 
+from ..ingest.readback import read_indexed
 from ..store.rows import PATH_SQL, qualname_sql
 from ..store.sql import iter_in_chunks
 from .pack import Form, Item, trim_code, trim_prose
@@ -22,16 +25,13 @@ CODE_KINDS = ("class", "function", "method")
 LANG = {"note": "markdown", "section": "markdown"}
 
 
-def _read_file(path: str, size: int | None, mtime_ns: int | None) -> "_Lines | None":
-    """The file's bytes with its line offsets, or None when it is gone or not the version that was
-    indexed. Lines are sliced and decoded per item: most of a file is never shown."""
-    try:
-        st = os.stat(path)
-        if size is not None and (st.st_size != size or st.st_mtime_ns != mtime_ns):
-            return None
-        with open(path, "rb") as f:
-            data = f.read()
-    except OSError:
+def _read_file(path: str, root: str | None, size: int | None, mtime_ns: int | None,
+               digest: str | None) -> "_Lines | None":
+    """The file's bytes with its line offsets, or None when it is gone or not exactly the file
+    that was indexed (a link swapped in, another content). Lines are sliced and decoded per item:
+    most of a file is never shown."""
+    data = read_indexed(path, root, size, mtime_ns, digest)
+    if data is None:
         return None
     if data.startswith(b"\xef\xbb\xbf"):
         data = data[3:]
@@ -68,7 +68,7 @@ def load_items(ix, cands: list[Candidate], terms: list[str]) -> list[Item]:
     sql = (f"SELECT n.id, n.key, n.kind, n.name, {qualname_sql('n')}, {PATH_SQL.format(a='n')}, n.line_start, "
            f"n.line_end, CASE WHEN n.kind IN ({kinds}) AND (n.key LIKE 'py:%' OR n.key LIKE 'pyi:%') THEN NULL "
            f"ELSE kgtext(n.text) END, f.size, f.mtime_ns, "
-           f"f.root FROM nodes n LEFT JOIN files f ON f.id = n.file_id WHERE n.id IN ({{}})")
+           f"f.root, f.hash FROM nodes n LEFT JOIN files f ON f.id = n.file_id WHERE n.id IN ({{}})")
     rows = {r[0]: r for r in iter_in_chunks(ix.conn, sql, sorted({c.id for c in cands}))}
     files: dict[str, _Lines | None] = {}
     out = []
@@ -76,7 +76,7 @@ def load_items(ix, cands: list[Candidate], terms: list[str]) -> list[Item]:
         r = rows.get(c.id)
         if r is None:
             continue
-        nid, key, kind, name, qual, path, a, b, text, size, mtime_ns, root = r
+        nid, key, kind, name, qual, path, a, b, text, size, mtime_ns, root, digest = r
         shown = path
         if path and root and path.startswith(root.rstrip(os.sep) + os.sep):
             shown = path[len(root.rstrip(os.sep)) + 1:].replace(os.sep, "/")
@@ -84,7 +84,7 @@ def load_items(ix, cands: list[Candidate], terms: list[str]) -> list[Item]:
         code = kind in CODE_KINDS + ("module",) and key.startswith(("py:", "pyi:"))   # not a KG node typed "class"
         if code and kind != "module" and path and a and b:
             if path not in files:
-                files[path] = _read_file(path, size, mtime_ns)
+                files[path] = _read_file(path, root, size, mtime_ns, digest)
             whole = files[path]
             if whole is not None and 1 <= a <= b <= len(whole):
                 lines, source = whole.span(a, b), "file"

@@ -64,8 +64,11 @@ def resolve_files(ix, paths: list[str]) -> dict[int, str]:
             if fid is not None:
                 break
         if fid is None:
+            known = ", ".join(map(str, roots)) or "none"
             raise NotFound(f"{p}: this file is not in the index {ix.path}; index it with `kgsearch index` "
-                           f"(indexed roots: {', '.join(map(str, roots)) or 'none'})")
+                           f"(indexed roots: {known})",
+                           agent=f"{p} is not in the index: pass files under its indexed folders ({known}), by "
+                                 f"absolute path or relative to one of them")
         out[fid] = p
     return out
 

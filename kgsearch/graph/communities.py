@@ -67,7 +67,7 @@ def _order_labels(final: np.ndarray) -> np.ndarray:
 
 
 def greedy_modularity(g: Graph, resolution: float = 1.0, weight: bool = True,
-                      max_seconds: float | None = None) -> np.ndarray:
+                      max_seconds: float | None = None, max_work: int | None = None) -> np.ndarray:
     """Community labels by Clauset-Newman-Moore greedy modularity maximisation.
 
     Parameters
@@ -80,6 +80,11 @@ def greedy_modularity(g: Graph, resolution: float = 1.0, weight: bool = True,
         Use edge weights (True) or count every linked pair as 1.
     max_seconds : float, optional
         Give up after this long and raise :class:`CommunityTimeout` (for index-time budgets).
+    max_work : int, optional
+        Give up (:class:`CommunityTimeout`) once the merges have pushed this many heap entries
+        (one per pair that changed communities or gained: the loop's Python-level cost; a
+        star's hub pushes its whole row at every merge); unlike ``max_seconds`` it stops at the
+        same merge on any machine.
 
     Returns
     -------
@@ -108,7 +113,7 @@ def greedy_modularity(g: Graph, resolution: float = 1.0, weight: bool = True,
     dq0 = q0 * ws - res * (t + t)
 
     state = _CNM(n, us, vs, dq0, a_arr, res)
-    merges = state.run(None if max_seconds is None else time.monotonic() + max_seconds)
+    merges = state.run(None if max_seconds is None else time.monotonic() + max_seconds, max_work)
     final = np.arange(n)
     for u, v in reversed(merges):
         final[u] = final[v]
@@ -194,7 +199,7 @@ class _CNM:
         nb = self.pa[pp] + self.pb[pp] - x      # the other community of each pair
         return nb, pp
 
-    def run(self, deadline: float | None) -> list[tuple[int, int]]:
+    def run(self, deadline: float | None, max_work: int | None = None) -> list[tuple[int, int]]:
         n, res = self.n, self.res
         val, alive, a, dead = self.val, self.alive, self.a, self.dead
         pa, pb = self.pa, self.pb
@@ -204,6 +209,7 @@ class _CNM:
         live = k
         push, pop = heapq.heappush, heapq.heappop
         merges: list[tuple[int, int]] = []
+        work = 0
         while heap:
             negdq, key, pid = pop(heap)
             if not alive[pid] or pa.item(pid) * n + pb.item(pid) != key:
@@ -272,6 +278,10 @@ class _CNM:
                 for item in zip((-new_b[up]).tolist(), keys.tolist(), pb_[up].tolist()):
                     push(heap, item)
             live -= len(pb_) + 1
+            work += len(wo) + int(up.sum())         # heap entries pushed: the loop's Python-level cost
+            if max_work is not None and work > max_work:
+                raise CommunityTimeout(f"greedy modularity passed its work budget ({max_work:,} heap entries) "
+                                       f"after {len(merges):,} merges")
             a[v] = av + au
             a[u] = 0.0
             self.pp[u] = None

@@ -25,7 +25,8 @@ or when the edge-type weight table changed:
   approximation of what a fresh run would give (meta ``graph.communities_drift`` counts).
   CNM's cost grows with hubs (10 s for the 60K-node stdlib graph on a laptop core), so it is
   skipped above ``settings["graph_communities_max_pairs"]`` linked pairs (default 1,000,000)
-  or when it runs past ``settings["graph_communities_seconds"]`` (default 120; after a
+  or when its merges pass :func:`cnm_work_budget` (a hub that makes it quadratic: a note with
+  20,000 links) or it runs past ``settings["graph_communities_seconds"]`` (default 120; after a
   timeout it is not retried until the graph shrinks or the budget grows). When skipped, the
   previous labels are kept for nodes that still exist (new nodes get -1); without any,
   ``community_labels`` returns ``None``.
@@ -323,6 +324,20 @@ def _rebuild(ix, changes, table: dict[str, float], gs: GraphSettings, progress, 
     return info
 
 
+# Greedy modularity's work budget, in heap entries its merges push (communities.greedy_modularity):
+# real graphs push 2-38 per linked pair (demo 1.9, flask 6.6, pytest 12.9, sphinx 16.4, the
+# stdlib 37.7: 6.6M in 22 s); a star of L leaves pushes L / 2 per pair (a 20,000-link note: 200M;
+# it spent the whole 120 s time budget). 200 per pair, at least 2M (a few seconds on a 2-core
+# x86_64), stops such a hub at the same merge on any machine and leaves real graphs 5x room.
+CNM_WORK_PER_PAIR = 200
+CNM_WORK_FLOOR = 2_000_000
+
+
+def cnm_work_budget(pairs: int) -> int:
+    """The heap entries greedy modularity may push on a graph of ``pairs`` linked pairs."""
+    return max(CNM_WORK_FLOOR, CNM_WORK_PER_PAIR * int(pairs))
+
+
 def communities(ix, g: Graph, ids, old_ids, old_comm, changes, gs: GraphSettings, info: dict,
                 changed_edges: int | None = None) -> None:
     """Community labels (blob ``graph.community``), see the module docstring. Called by the
@@ -368,10 +383,12 @@ def communities(ix, g: Graph, ids, old_ids, old_comm, changes, gs: GraphSettings
                                f"{gave_up['pairs']} pairs before; raise it to retry")
     else:
         try:
-            labels = greedy_modularity(g, max_seconds=seconds)
-        except CommunityTimeout:
+            labels = greedy_modularity(g, max_seconds=seconds, max_work=cnm_work_budget(pairs))
+        except CommunityTimeout as exc:
             ix.set_meta_json(PREFIX + "communities_gave_up", {"pairs": pairs, "seconds": seconds})
-            info["communities"] = f"skipped: took longer than graph_communities_seconds={seconds:g}"
+            info["communities"] = (f"skipped: {exc} (work budget: a hub linked to most of the graph makes "
+                                   f"greedy modularity quadratic)" if "work budget" in str(exc) else
+                                   f"skipped: took longer than graph_communities_seconds={seconds:g}")
         else:
             ix.set_meta_json(PREFIX + "communities_gave_up", None)
             ix.set_meta_json(PREFIX + "communities_drift", {"nodes": g.n, "changed": 0})

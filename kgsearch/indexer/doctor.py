@@ -4,7 +4,8 @@ give? ``doctor --rebuild``: a new index from the sources, swapped in atomically.
 Checks (:func:`check_index`), in order, each a :class:`Check`:
 
 1. ``file``: ``PRAGMA quick_check`` (``integrity_check`` with ``thorough``): pages, b-trees,
-   records. A failure here means a damaged file; the fix is ``doctor --rebuild``.
+   records; and every stored array's length against its type and shape. A failure here means
+   a damaged file; the fix is ``doctor --rebuild``.
 2. ``fts5``: FTS5's ``integrity-check`` against its content (the ``nodes_fts`` view).
 3. Derived data (``derived=True``): the index is copied (SQLite's backup API, into a temporary
    file next to it) and the derived steps ``text``, ``neighbors`` and ``graph`` rebuild their
@@ -36,7 +37,7 @@ from pathlib import Path
 
 from ..errors import BadIndex
 from ..graph.maintain import PAGERANK_L1_BOUND
-from ..store.db import Index, is_corruption
+from ..store.db import Index, check_blobs, is_corruption
 from ..store.lock import IndexLock
 from ..types import ChangeSet
 
@@ -88,10 +89,12 @@ FULL = "run `kgsearch index --full` (rebuilds the derived data in place) or `kgs
 
 def check_index(db, thorough: bool = False, derived: bool = True, progress=None) -> DoctorReport:
     """Check the index at ``db`` (see the module docstring). Holds the writer lock while it
-    runs (another indexer: :class:`~kgsearch.errors.IndexBusy`)."""
+    runs (another indexer: :class:`~kgsearch.errors.IndexBusy`); a read-only index is checked
+    as it is (no lock file can be made where no indexer can write either; the FTS5 check,
+    which writes, runs on the copy)."""
     t0 = time.perf_counter()
     rep = DoctorReport(db=str(db))
-    with IndexLock(db):
+    with IndexLock(db, required=False):
         ix = Index.open(db, readonly=True)
         try:
             _emit(progress, "file")
@@ -125,6 +128,10 @@ def _file_check(ix: Index, thorough: bool) -> Check:
     except sqlite3.DatabaseError as exc:
         rows = [str(exc)]
     if rows == ["ok"]:
+        try:
+            check_blobs(ix.conn)                 # a stored array whose length fits no array
+        except sqlite3.DatabaseError as exc:
+            return Check("file", False, f"PRAGMA {pragma}: ok, but {exc}", REBUILD)
         return Check("file", True, f"PRAGMA {pragma}: ok")
     more = f" (+{len(rows) - 3} more)" if len(rows) > 3 else ""
     return Check("file", False, f"PRAGMA {pragma}: " + "; ".join(rows[:3]) + more, REBUILD)
@@ -135,9 +142,19 @@ def _fts_check(ix: Index) -> Check | None:
 
     if ix.conn.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (TABLE,)).fetchone() is None:
         return None
+    sql = f"INSERT INTO {TABLE}({TABLE}, rank) VALUES('integrity-check', 1)"
     try:
-        with ix.transaction():
-            ix.conn.execute(f"INSERT INTO {TABLE}({TABLE}, rank) VALUES('integrity-check', 1)")
+        if _writable(ix):
+            with ix.transaction():
+                ix.conn.execute(sql)
+        else:                                   # FTS5's check is an INSERT: run it on a copy
+            path = _copy(ix)
+            try:
+                with Index.open(path) as copy:
+                    with copy.transaction():
+                        copy.conn.execute(sql)
+            finally:
+                _remove(path)
     except sqlite3.DatabaseError as exc:
         return Check("fts5", False, f"integrity-check: {exc}", REBUILD if is_corruption(exc) else FULL)
     except BadIndex as exc:
@@ -145,12 +162,22 @@ def _fts_check(ix: Index) -> Check | None:
     return Check("fts5", True, "integrity-check against its content: ok")
 
 
+def _writable(ix: Index) -> bool:
+    """Can this process write the index (file and folder), so a check may open a transaction?"""
+    return os.access(ix.path, os.W_OK) and os.access(ix.path.parent, os.W_OK)
+
+
 # ---------------------------------------------------------------------------- derived data
 def _copy(ix: Index) -> Path:
     """The index copied (a consistent snapshot) into a temporary file next to it (else in the
     temp folder)."""
     for folder in (ix.path.parent, Path(tempfile.gettempdir())):
-        fd, name = tempfile.mkstemp(prefix=".kgsearch-doctor-", suffix=".db", dir=folder)
+        try:
+            fd, name = tempfile.mkstemp(prefix=".kgsearch-doctor-", suffix=".db", dir=folder)
+        except OSError:                         # a read-only folder: the temp folder
+            if folder != ix.path.parent:
+                raise
+            continue
         os.close(fd)
         try:
             dst = sqlite3.connect(name)
@@ -188,6 +215,9 @@ def _derived_checks(ix: Index, rep: DoctorReport, progress) -> None:
     typed = replace(typed, graph=replace(typed.graph, graph_communities_max_pairs=0))
     _emit(progress, "copy")
     path = _copy(ix)
+    # the index as it is, attached to the rebuild: itself, or in a read-only folder (where a WAL
+    # reader cannot attach it) a second copy
+    current = None if os.access(ix.path.parent, os.W_OK) else _copy(ix)
     try:
         fresh = Index.open(path)
         try:
@@ -196,7 +226,7 @@ def _derived_checks(ix: Index, rep: DoctorReport, progress) -> None:
                 for step in (text_step, neighbors, graph_step):
                     _emit(progress, step.NAME)
                     step.update(fresh, ChangeSet(generation=gen, full=True), typed)
-            fresh.conn.execute("ATTACH DATABASE ? AS cur", (str(ix.path),))
+            fresh.conn.execute("ATTACH DATABASE ? AS cur", (str(current or ix.path),))
             _emit(progress, "compare")
             rep.checks.append(_compare_text(fresh))
             rep.checks.append(_compare_neighbors(fresh))
@@ -205,6 +235,8 @@ def _derived_checks(ix: Index, rep: DoctorReport, progress) -> None:
             fresh.close()
     finally:
         _remove(path)
+        if current is not None:
+            _remove(current)
     vec = _check_vectors(ix, settings)
     if vec is not None:
         rep.checks.append(vec)

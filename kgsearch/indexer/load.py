@@ -9,6 +9,7 @@ from operator import attrgetter
 
 from ..errors import DataError
 from ..ingest import get_loader
+from ..ingest.readback import content_hash
 from ..ingest.walk import Found
 from ..store.textcodec import pack as pack_text
 from ..types import EdgeRec, LoadOptions, LoadResult, NodeRec
@@ -18,7 +19,8 @@ __all__ = ["hash_bytes", "node_hash", "dumps_props", "stored_fields", "load_job"
 
 
 def hash_bytes(data: bytes) -> str:
-    return hashlib.blake2b(data, digest_size=16).hexdigest()
+    """A file's content hash (``files.hash``; query-time reads compare against it: readback)."""
+    return content_hash(data)
 
 
 def node_hash(kind: str, name: str, text: str) -> bytes:
@@ -63,9 +65,29 @@ def load_job(job: tuple[Found, LoadOptions]) -> tuple:
     except (UnicodeError, ValueError, RecursionError, MemoryError) as exc:
         return "fail", DataError(f"could not be loaded ({type(exc).__name__}: {exc}); "
                                  f"fix it or add it to .kgsearchignore", str(f.path)), "malformed"
+    cap_nodes(result, str(f.path))
     if f.label:
         result = qualify_result(result, f.label)
     return "ok", hash_bytes(data), result
+
+
+MAX_NODE_CHARS = 1_000_000       # a node's text is indexed up to here (bounds every derived step per node)
+
+
+def cap_nodes(result: LoadResult, where: str, cap: int = MAX_NODE_CHARS) -> None:
+    """Cut node texts longer than ``cap`` characters (at the last whitespace before it when
+    that keeps three quarters), one warning each: BM25, the neighbour lists and the embedding
+    tokenise a node's whole text at once, and a 20 MB note made one node cost ~600 MB.
+    Loaders split long sources into sections and chunks; this bounds what they leave whole."""
+    for n in result.nodes:
+        size = len(n.text)
+        if size > cap:
+            text = n.text[:cap]
+            space = max(text.rfind(" "), text.rfind("\n"))
+            n.text = text[:space] if space >= cap * 3 // 4 else text
+            line = f"{n.line_start}:" if n.line_start else ""
+            result.warnings.append(f"{where}:{line} {n.key} has {size:,} characters; indexed its first {cap:,} "
+                                   f"(split the file to make the rest searchable)")
 
 
 _NODE_FIELDS = attrgetter(*(fl.name for fl in fields(NodeRec)))

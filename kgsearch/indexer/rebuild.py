@@ -50,7 +50,7 @@ def rebuild_index(db, paths: list[str] | None = None, opts: IndexOptions | None 
     new index's run report."""
     from .run import _locked_run, _run, check_options
 
-    db = Path(db)
+    db = Path(os.path.realpath(os.path.expanduser(str(db))))   # through a symlink: the file it names
     opts = opts or IndexOptions()
     with IndexLock(db):
         roots: list[Root] = []

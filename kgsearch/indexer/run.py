@@ -176,24 +176,40 @@ def _locked_run(db, opts: IndexOptions, body) -> IndexReport:
         db = default_db_path()
     report = IndexReport(db=str(db))
     with IndexLock(db):
-        ix = Index.open(db)
+        first = not os.path.exists(db)
         try:
-            ix.health_probe()                    # a damaged file: BadIndex naming the fix, not "no change"
-            st = RunState(ix, opts, report, ChangeSet(generation=ix.generation + 1, full=opts.full))
-            with ix.transaction():
-                body(st)
-            ix.checkpoint()
-            if opts.compact:
-                t0 = time.perf_counter()
-                report.compacted_bytes = ix.compact_if_sparse()
-                if report.compacted_bytes:
-                    report.phases["compact"] = round(time.perf_counter() - t0, 3)
-        except sqlite3.DatabaseError as exc:
-            raise (ensure_error(exc, db) or exc) from None
-        finally:
-            ix.close()
+            ix = Index.open(db)
+            try:
+                ix.health_probe()                # a damaged file: BadIndex naming the fix, not "no change"
+                st = RunState(ix, opts, report, ChangeSet(generation=ix.generation + 1, full=opts.full))
+                with ix.transaction():
+                    body(st)
+                first = False                    # committed: an index now, whatever follows
+                ix.checkpoint()
+                if opts.compact:
+                    t0 = time.perf_counter()
+                    report.compacted_bytes = ix.compact_if_sparse()
+                    if report.compacted_bytes:
+                        report.phases["compact"] = round(time.perf_counter() - t0, 3)
+            except sqlite3.DatabaseError as exc:
+                raise (ensure_error(exc, db) or exc) from None
+            finally:
+                ix.close()
+        except BaseException:
+            if first:                            # a failed first run leaves no empty index behind
+                _discard(db)
+            raise
     report.seconds = round(time.perf_counter() - t_start, 3)
     return report
+
+
+def _discard(db) -> None:
+    """Remove the index file (and its WAL and shared memory) a failed first run created."""
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        try:
+            os.remove(f"{db}{suffix}")
+        except OSError:
+            pass
 
 
 def _run(st: RunState, roots) -> None:

@@ -93,8 +93,8 @@ def load(path: Path, rel: str, opts: LoadOptions) -> LoadResult:
 
     body = _body_lines(lines, body_start)
     body_text = "\n".join(r for _, r, _ in body).strip()
-    heads = [(ln, len(h.group(1)), _display(h.group(2)).strip())
-             for ln, _, scan in body if scan is not None for h in [_HEADING.match(scan)] if h]
+    heads = [(ln, len(h.group(1)), _heading_name(raw))
+             for ln, raw, scan in body if scan is not None for h in [_HEADING.match(scan)] if h]
     head_lines = {ln for ln, _, _ in heads}
     sectioned = bool(heads) and len(body_text) > opts.max_chunk_chars
 
@@ -189,6 +189,20 @@ def _front_matter(lines: list[str], where: str, res: LoadResult
             f"{where}:{ln}: front matter line not understood, skipped: {s[:60]!r}{more}; "
             "kgsearch reads 'key: value', [a, b] lists and '- a' lists")
     return fm, fm_raw, end + 1
+
+
+def _heading_name(raw: str) -> str:
+    """A heading's text as a reader sees it: inline code keeps its words without the backticks
+    (``## `send()` `` is "send()"; blanking code spans, as the scan for links does, left 28 of
+    517 sections of a real docs tree named ""), link syntax reduced to its text.
+
+    >>> _heading_name("## The `retry` option ##"), _heading_name("### `Client.connect(host)`")
+    ('The retry option', 'Client.connect(host)')
+    """
+    m = _HEADING.match(raw)
+    text = m.group(2) if m else raw
+    text = _INLINE_CODE.sub(lambda c: c.group()[len(c.group(1)):-len(c.group(1))].strip(), text)
+    return " ".join(_display(text).split())
 
 
 def _body_lines(lines: list[str], start: int) -> list[tuple[int, str, str | None]]:

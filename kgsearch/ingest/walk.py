@@ -14,9 +14,10 @@ Rules, in order:
   one line, and what was indexed from it before is kept; the ignore rules are applied before
   anything inside a folder is looked at, so an ignored unreadable folder is not even mentioned.
 * Files larger than the size cap (16 MB; 64 MB for ``.tsv`` KG triples, whose lines are small
-  and streamed; ``--max-file-size`` sets one cap for all), binary files (a NUL byte in the
-  first 8 KB) and files with no loader are skipped; skipped files are counted, and large or
-  unreadable ones reported.
+  and streamed; ``--max-file-size`` sets one cap for all), files that are not text though
+  their name gives them a loader (a NUL byte in the first 8 KB, a UTF-16 byte-order mark) and
+  files with no loader are skipped; skipped files are counted, and each large, unreadable or
+  not-text one is one warning line (files with no loader are the normal case: counted only).
 """
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
+from ..errors import DataError
 from . import loader_for
 
 SKIP_DIRS = {
@@ -112,19 +114,57 @@ def _glob_to_regex(glob: str) -> str:
         elif c == "?":
             out.append("[^/]")
         elif c == "[":
-            j = glob.find("]", i + 1)
-            if j == -1:
+            cls = _bracket(glob, i)
+            if cls is None:                   # never closed: a literal '['
                 out.append(re.escape(c))
             else:
-                body = glob[i + 1:j].replace("\\", "\\\\")
-                if body.startswith("!"):
-                    body = "^" + body[1:]
-                out.append("[" + body + "]")
-                i = j
+                out.append(cls[0])
+                i = cls[1]
         else:
             out.append(re.escape(c))
         i += 1
     return "".join(out)
+
+
+POSIX_CLASSES = {"alpha": "a-zA-Z", "digit": "0-9", "alnum": "a-zA-Z0-9", "upper": "A-Z", "lower": "a-z",
+                 "xdigit": "0-9A-Fa-f", "space": " \\t\\n\\r\\f\\v", "blank": " \\t", "cntrl": "\\x00-\\x1f\\x7f",
+                 "print": "\\x20-\\x7e", "graph": "\\x21-\\x7e", "punct": re.escape("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")}
+
+
+class BadPattern(ValueError):
+    """A ``.kgsearchignore`` pattern that means nothing (a reversed range, an unknown class)."""
+
+
+def _bracket(glob: str, i: int) -> tuple[str, int] | None:
+    """The regex class of the bracket expression starting at ``glob[i] == '['`` and the index
+    of its ``]``, as git's wildmatch reads it: ``!``/``^`` negates, a ``]`` first is literal,
+    ``[:alpha:]`` and the other POSIX classes (ASCII), ``a-z`` ranges, ``\\`` escapes; every
+    other character is literal (a ``[`` inside is not a nested set). Never matches ``/``.
+    ``None`` when it is never closed; :class:`BadPattern` for a reversed range or unknown class.
+    """
+    n, j = len(glob), i + 1
+    negate = j < n and glob[j] in "!^"
+    j += negate
+    items, start = [], j
+    while j < n and (glob[j] != "]" or j == start):
+        if glob.startswith("[:", j) and (k := glob.find(":]", j + 2)) != -1:
+            name = glob[j + 2:k]
+            if name not in POSIX_CLASSES:
+                raise BadPattern(f"unknown character class [:{name}:] (known: {', '.join(POSIX_CLASSES)})")
+            items.append(POSIX_CLASSES[name])
+            j = k + 2
+            continue
+        lo, j = (glob[j + 1], j + 2) if glob[j] == "\\" and j + 1 < n else (glob[j], j + 1)
+        if j + 1 < n and glob[j] == "-" and glob[j + 1] != "]":
+            hi, j = (glob[j + 2], j + 3) if glob[j + 1] == "\\" and j + 2 < n else (glob[j + 1], j + 2)
+            if hi < lo:
+                raise BadPattern(f"reversed range {lo}-{hi} (write it low to high: {hi}-{lo})")
+            items.append(re.escape(lo) + "-" + re.escape(hi))
+        else:
+            items.append(re.escape(lo))
+    if j >= n:
+        return None
+    return ("[^/" if negate else "(?!/)[") + "".join(items) + "]", j
 
 
 class IgnoreRules:
@@ -138,13 +178,17 @@ class IgnoreRules:
             text = path.read_text(encoding="utf-8", errors="replace")
         except OSError:
             return
-        for raw in text.splitlines():
+        for n, raw in enumerate(text.splitlines(), 1):
             line = raw.rstrip()
             if not line or line.startswith("#"):
                 continue
             if line.startswith("\\"):
                 line = line[1:]
-            self.patterns.append(_Pattern(line, base))
+            try:
+                self.patterns.append(_Pattern(line, base))
+            except (BadPattern, re.error) as exc:
+                # fail the run rather than skip the line: a pattern left out could index what it hid
+                raise DataError(f"bad ignore pattern {line!r} ({exc}); fix or remove the line", str(path), n) from None
 
     def ignored(self, rel: str, is_dir: bool) -> bool:
         result = False
@@ -159,6 +203,25 @@ class IgnoreRules:
         c = IgnoreRules()
         c.patterns = list(self.patterns)
         return c
+
+
+_UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
+
+
+def not_text(path: Path) -> str | None:
+    """Why a file its extension gives a loader to is not indexed (one warning each), or None:
+    UTF-16 text (a byte-order mark) or NUL bytes in the first 8 KB (binary data)."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(SNIFF_BYTES)
+    except OSError:
+        return None                          # unreadable: the loader says so
+    if head.startswith(_UTF16_BOMS):
+        return "UTF-16 text (it starts with a UTF-16 byte-order mark); save it as UTF-8 to index it"
+    if b"\0" in head:
+        return (f"not text (NUL bytes in its first {SNIFF_BYTES // 1024} KB) though named {path.suffix or path.name}; "
+                f"add it to .kgsearchignore if it is meant to be binary")
+    return None
 
 
 def is_binary(path: Path) -> bool:
@@ -229,8 +292,10 @@ def walk(root: Path, fmt: str | None = None, max_bytes: int | None = None,
                                         f"({cap / 1e6:g} MB); skipped (--max-file-size "
                                         f"{int(st.st_size / 1e6) + 1} includes it)")
             return None
-        if is_binary(path):
+        why = not_text(path)
+        if why:
             report.skipped_binary += 1
+            problem(path, why)
             return None
         seen_files.add(str(path))
         return Found(path, rel, root, loader, st.st_size, st.st_mtime_ns)

@@ -18,11 +18,14 @@ from __future__ import annotations
 import json
 import logging
 import os
+import sqlite3
 import sys
 import time
 
-from ..errors import KgsearchError
+from ..errors import BadIndex, KgsearchError, agent_message
 from ..version import __version__
+from ..store.damage import ensure_error
+from .shapes import brief
 from .tools import TOOL_NAMES, TOOLS, ToolError, check_args
 
 __all__ = ["Server", "serve", "MODERN_VERSIONS", "HANDSHAKE_VERSIONS", "SUPPORTED_VERSIONS"]
@@ -169,7 +172,12 @@ class Server:
             handle = args.get("session", "" if legacy else None)
             text, structured = getattr(self, "tool_" + name)(args, self._session(handle))
         except (ToolError, KgsearchError) as e:
-            return {"content": [{"type": "text", "text": f"error: {e}"}], "isError": True}
+            return {"content": [{"type": "text", "text": f"error: {_for_agent(e)}"}], "isError": True}
+        except sqlite3.DatabaseError as e:              # a damaged file met past the engine's own mapping
+            mapped = ensure_error(e, self.db)
+            if mapped is None:
+                raise
+            return {"content": [{"type": "text", "text": f"error: {_for_agent(mapped)}"}], "isError": True}
         out = {"content": [{"type": "text", "text": text}], "isError": False}
         if structured is not None:
             out["structuredContent"] = structured
@@ -181,17 +189,17 @@ class Server:
         opts = SearchOptions(k=a["k"], intent=a.get("intent"), fusion=a.get("fusion"), channels=a.get("channels"),
                              use_cache=False)
         d = self._engine().search(a["query"], opts, session=session).as_dict()
-        return _dumps(d), d
+        return _answer("search", a, d)
 
     def tool_context(self, a: dict, session):
         from ..context import ContextOptions, build_context
-        from ..context.diff import git_diff, parse_unified
+        from ..context.diff import git_diff, parse_given
 
         eng = self._engine()
         diff = a.get("diff")
         changes = None
         if diff is not None:
-            changes = git_diff(eng.ix.meta_json("roots", [])) if diff.strip() == "git" else parse_unified(diff)
+            changes = git_diff(eng.ix.meta_json("roots", [])) if diff.strip() == "git" else parse_given(diff)
         from ..query import SearchOptions
         res = build_context(eng, task=a.get("task"), files=a.get("files"), diff=changes, session=session,
                             opts=ContextOptions(budget=a["budget"], fmt=a["format"],
@@ -204,7 +212,7 @@ class Server:
         from ..query import SearchOptions, why
 
         d = why(a["query"], a["node"], options=SearchOptions(k=a["k"], use_cache=False), engine=self._engine())
-        return _dumps(d), d
+        return _answer("why", a, d)
 
     def tool_show(self, a: dict, session):
         from ..stats import show_node
@@ -213,13 +221,13 @@ class Server:
         d["node"] = {k: (v.hex() if isinstance(v, bytes) else v) for k, v in d["node"].items()}
         if session is not None:
             session.open(d["node"]["id"])
-        return _dumps(d), d
+        return _answer("show", a, d)
 
     def tool_related(self, a: dict, session):
         from ..stats import related_nodes
 
         d = related_nodes(self._engine().ix, a["node"], a.get("types"), a["direction"], a["limit"])
-        return _dumps(d), d
+        return _answer("related", a, d)
 
     def tool_stats(self, a: dict, session):
         from ..stats import index_stats
@@ -239,7 +247,25 @@ class Server:
 
 
 def _dumps(d) -> str:
-    return json.dumps(d, ensure_ascii=False, indent=2, default=str)
+    """Compact JSON (no indentation: an agent pays per character)."""
+    return json.dumps(d, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+def _answer(tool: str, a: dict, d: dict):
+    """(text, structured) of a tool's answer in the detail asked for (``brief`` by default)."""
+    if a.get("detail", "brief") != "full":
+        d = brief(tool, d)
+    return _dumps(d), d
+
+
+def _for_agent(e: BaseException) -> str:
+    """An error as an agent should read it: the tool's own words for bad arguments and missing
+    nodes; for an index that cannot be used (missing, damaged, never built), that no tool will
+    work until the user runs the fix the message names."""
+    if isinstance(e, BadIndex) and not getattr(e, "agent", None):
+        return (f"the kgsearch index cannot be used: {e}. Ask the user to run the fix this names; "
+                f"every kgsearch tool fails the same way until then")
+    return agent_message(e)
 
 
 def _error(rid, code: int, message: str, data=None) -> dict:

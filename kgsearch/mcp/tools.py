@@ -11,7 +11,14 @@ from __future__ import annotations
 
 import json
 
-__all__ = ["TOOLS", "ToolError", "check_args"]
+from .shapes import DETAILS, OUTPUT_SCHEMAS
+
+__all__ = ["TOOLS", "ToolError", "check_args", "INTENT_NAMES"]
+
+# The intent names a search may force: the one list every schema uses (the query branch makes it
+# from the intent registry; the CLI's --intent help says the same).
+INTENT_NAMES = ["exact_match", "debugging", "capability_check", "workflow", "comparison", "goal_based",
+                "exploratory", "semantic", "default"]
 
 _SESSION = {"type": "string", "maxLength": 200,
             "description": "optional handle you choose (e.g. a UUID) to group calls: nodes you open with `show` "
@@ -20,23 +27,34 @@ _NODE = {"type": "string", "minLength": 1, "description": "node key (e.g. py:pkg
                                                           "qualified name or name"}
 
 
+_DETAIL = {"type": "string", "enum": DETAILS, "default": "brief",
+           "description": "brief (default): the same answer with fewer fields (hits: key, kind, name, path, "
+                          "line, line_end, snippet, score); full: every field, every score part"}
+
+
 def _schema(props: dict, required: list[str] = ()) -> dict:
     return {"type": "object", "properties": props, "required": list(required), "additionalProperties": False}
 
 
+def _annotations(title: str, read_only: bool = True) -> dict:
+    """MCP tool annotations: nothing here changes the world outside the index, deletes anything
+    or reaches the network; calling a tool twice with the same arguments gives the same answer
+    (``feedback`` stores the same row again: its only write)."""
+    return {"title": title, "readOnlyHint": read_only, "destructiveHint": False, "idempotentHint": True,
+            "openWorldHint": False}
+
+
 TOOLS = [
     {"name": "search", "title": "Hybrid search",
-     "description": "Search the kgsearch index (BM25 + embeddings + graph). Returns the same JSON as "
-                    "`kgsearch search --json`: ranked hits with key, kind, name, path, line, score, snippet "
-                    "and the parts of each score.",
+     "description": "Search the kgsearch index (BM25 + embeddings + graph): ranked hits with key, kind, name, "
+                    "path, lines, snippet and score. detail \"full\" gives the JSON of `kgsearch search --json` "
+                    "(every channel score and signal part of each hit).",
      "inputSchema": _schema({"query": {"type": "string", "minLength": 1},
                              "k": {"type": "integer", "minimum": 1, "maximum": 200, "default": 10},
-                             "intent": {"type": "string", "enum": ["exact_match", "debugging", "capability_check",
-                                                                   "workflow", "comparison", "goal_based",
-                                                                   "exploratory", "semantic", "default"]},
+                             "intent": {"type": "string", "enum": INTENT_NAMES},
                              "fusion": {"type": "string", "enum": ["linear", "rrf"]},
                              "channels": {"type": "string", "description": "comma-separated channels, e.g. bm25,dense"},
-                             "session": _SESSION}, ["query"])},
+                             "detail": _DETAIL, "session": _SESSION}, ["query"])},
     {"name": "context", "title": "Context for a task, files or a diff",
      "description": "Pack the nodes that matter into a token budget (tokens = ceil(characters / 4)): for a task "
                     "text (a search), for files (their symbols plus callers, callees and linked notes) or for a "
@@ -54,20 +72,20 @@ TOOLS = [
      "description": "One node's rank for a query with every channel score and signal part, or why it missed "
                     "the top k.",
      "inputSchema": _schema({"query": {"type": "string", "minLength": 1}, "node": _NODE,
-                             "k": {"type": "integer", "minimum": 1, "maximum": 200, "default": 10}},
-                            ["query", "node"])},
+                             "k": {"type": "integer", "minimum": 1, "maximum": 200, "default": 10},
+                             "detail": _DETAIL}, ["query", "node"])},
     {"name": "show", "title": "Open a node",
      "description": "A node's text and its edges in and out. Opening a node boosts it in later searches of "
                     "the same session.",
      "inputSchema": _schema({"node": _NODE, "edges": {"type": "integer", "minimum": 0, "maximum": 500, "default": 25},
-                             "session": _SESSION}, ["node"])},
+                             "detail": _DETAIL, "session": _SESSION}, ["node"])},
     {"name": "related", "title": "Neighbours by edge type",
      "description": "The nodes linked to a node, grouped by edge type (calls, contains, imports, inherits, "
                     "links_to, tagged, mentions, ...), each with its direction.",
      "inputSchema": _schema({"node": _NODE, "types": {"type": "array", "items": {"type": "string"}},
                              "direction": {"type": "string", "enum": ["out", "in", "both"], "default": "both"},
-                             "limit": {"type": "integer", "minimum": 1, "maximum": 1000, "default": 50}},
-                            ["node"])},
+                             "limit": {"type": "integer", "minimum": 1, "maximum": 1000, "default": 50},
+                             "detail": _DETAIL}, ["node"])},
     {"name": "stats", "title": "Index statistics",
      "description": "Counts by node kind and edge type, size, roots, generation and last index time.",
      "inputSchema": {"type": "object", "additionalProperties": False}},
@@ -77,6 +95,9 @@ TOOLS = [
      "inputSchema": _schema({"query": {"type": "string", "minLength": 1}, "node": _NODE,
                              "useful": {"type": "boolean"}}, ["query", "node", "useful"])},
 ]
+for _t in TOOLS:
+    _t["annotations"] = _annotations(_t["title"], read_only=_t["name"] != "feedback")
+    _t["outputSchema"] = OUTPUT_SCHEMAS[_t["name"]]
 TOOL_NAMES = [t["name"] for t in TOOLS]
 _BY_NAME = {t["name"]: t for t in TOOLS}
 

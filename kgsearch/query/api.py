@@ -84,7 +84,14 @@ def _why(query: str, node: str, db, options: SearchOptions | None, engine: Engin
            "k": opts.k, "rank": pos.rank if pos else None, "hit": pos.as_dict() if pos else None,
            "cutoff_score": top[-1].score if len(top) >= opts.k else None,
            "top": [{"rank": h.rank, "key": h.key, "name": h.name, "score": h.score} for h in top]}
-    if pos is None:
+    out["notices"] = list(wide.notices)
+    stand_in = _stand_in(eng, target, wide.hits) if pos is None and opts.collapse else None
+    if stand_in is not None:
+        out["represented_by"] = {"key": stand_in.key, "kind": stand_in.kind, "name": stand_in.name,
+                                 "rank": stand_in.rank, "score": stand_in.score}
+        out["reason"] = (f"not listed on its own (one hit per note): its {stand_in.kind} {stand_in.name!r} "
+                         f"({stand_in.key}) stands for it at rank {stand_in.rank}")
+    elif pos is None:
         out["reason"] = ("no channel returned this node among its candidates: none of the query terms match "
                          "its text closely enough, its embedding is not among the nearest, and no seed links to it")
     elif pos.rank > opts.k:
@@ -92,3 +99,16 @@ def _why(query: str, node: str, db, options: SearchOptions | None, engine: Engin
     else:
         out["reason"] = f"in the top {opts.k} at rank {pos.rank}"
     return out
+
+
+def _stand_in(eng: Engine, target: dict, hits):
+    """The hit that stands for ``target`` when results keep one hit per note
+    (:func:`kgsearch.pack.collapse_sections`): a section of that note, the note of that section,
+    or a sibling section; None when no hit is of its family."""
+    from ..pack import CHILD_KINDS
+
+    family = target["key"]
+    if target["kind"] in CHILD_KINDS and target.get("parent_id") is not None:
+        row = eng.ix.conn.execute("SELECT key FROM nodes WHERE id = ?", (target["parent_id"],)).fetchone()
+        family = row[0] if row else family
+    return next((h for h in hits if h.id != target["id"] and family in (h.key, h.parent)), None)

@@ -33,6 +33,7 @@ from dataclasses import asdict
 import numpy as np
 
 from .. import fuse, intent as intent_mod
+from ..errors import BadIndex
 from ..graph import adjacency
 from ..graph.context import load_context
 from ..store import qcache
@@ -40,6 +41,7 @@ from ..store.db import Index, is_corruption
 from . import feedback
 from .adjust import rank
 from .channels import ALL_CHANNELS, CHANNELS, DEFAULT_CHANNELS, GRAPH_CHANNELS, SIGNAL_OF
+from .cut import cut_query
 from .graph_stage import graph_stage
 from .group import file_hit, group_by_file
 from .options import Response, SearchOptions
@@ -95,7 +97,7 @@ class Engine:
     def search(self, query: str, opts: SearchOptions | None = None, session=None) -> Response:
         opts = (opts or SearchOptions()).validated()
         clock = _Clock()
-        query = query if isinstance(query, str) else str(query)
+        query, cut = cut_query(query if isinstance(query, str) else str(query))
         it = intent_mod.resolve(query, opts.intent, opts.weights)
         fusion = opts.fusion or "linear"
         requested = opts.channel_list() or list(DEFAULT_CHANNELS)
@@ -112,6 +114,7 @@ class Engine:
 
         weights = dict(zip(("embedding", "text", "graph", "intent"), it.weights))
         raw, skipped, kwargs_of, fulls = self._run_channels(query, opts, it, requested, weights, fusion, clock)
+        notices = ([cut] if cut else []) + self._failures(raw, skipped)
         sig = Signals(self, query, candidates(raw), raw, kwargs_of, opts.norm, fulls)
         text, emb = sig.text(), sig.get("dense")
         clock.lap("candidates")
@@ -121,6 +124,9 @@ class Engine:
             for c in GRAPH_CHANNELS:
                 if c in requested:
                     skipped[c] = self._graph_off or "no graph in this index"
+            if (self._graph_off or "").startswith("not available ("):
+                notices.append(f"the graph channels are {self._graph_off}: this answer is without them; "
+                               f"`kgsearch doctor` checks the index")
         stage = None
         if gctx is not None and len(sig.cand):
             stage = graph_stage(gctx, it, requested, opts, sig, weights, query, self.tuning)
@@ -170,13 +176,24 @@ class Engine:
         clock.ms["total"] = clock.total()
         resp = Response(query=query, intent=it.as_dict(), fusion=fusion, hits=hits,
                         channels_run=[c for c in ALL_CHANNELS if c in raw or c in sig.raw_scores],
-                        channels_skipped=skipped, timings_ms=clock.ms, notices=list(self._notices),
+                        channels_skipped=skipped, timings_ms=clock.ms, notices=list(self._notices) + notices,
                         generation=self.ix.generation, candidates=int(len(cand)), code_query=code_query)
         if cache_key is not None:
             qcache.put(self.ix, cache_key, resp.as_dict())
         return resp
 
     # ------------------------------------------------------------------ channels
+    def _failures(self, raw: dict, skipped: dict) -> list[str]:
+        """Never a quiet answer without a channel: each channel that failed is a notice, and when
+        none answered because they failed, :class:`BadIndex` (exit 4) naming the fix."""
+        failed = {c: why for c, why in skipped.items() if why.startswith("failed (")}
+        if failed and not raw:
+            what = "; ".join(f"{c} {why}" for c, why in failed.items())
+            raise BadIndex(f"{self.ix.path}: no search channel could read the index ({what}); `kgsearch doctor` "
+                           f"checks it and `kgsearch doctor --rebuild` rebuilds it from its sources")
+        return [f"channel {c} {why}: this answer is without it; `kgsearch doctor` checks the index"
+                for c, why in failed.items()]
+
     def _run_channels(self, query, opts, it, requested, weights, fusion, clock):
         """Run the requested first-stage channels: (answers, skipped, kwargs, whole-index scores)."""
         raw: dict[str, tuple[np.ndarray, np.ndarray]] = {}

@@ -76,6 +76,7 @@ class Hit:
     parent: str | None = None                        # key of the containing node (note of a section)
     path: str | None = None
     line: int | None = None
+    line_end: int | None = None                      # last line of the node in its file
     snippet: str = ""
     score: float = 0.0
     rank: int = 0

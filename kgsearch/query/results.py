@@ -49,6 +49,7 @@ def make_hits(conn, query, cand, order, fused, chan_sig, norm_sig, signals, weig
         text = m.get("text", "")
         snip = pack.snippet(text or m["name"], terms) if opts.snippets else ""
         hits.append(Hit(id=nid, key=m["key"], kind=m["kind"], name=m["name"], qualname=m["qualname"] or "",
-                        parent=m["parent"], path=m["path"], line=m["line_start"], snippet=snip, score=round(float(fused[i]), 6),
+                        parent=m["parent"], path=m["path"], line=m["line_start"], line_end=m["line_end"], snippet=snip,
+                        score=round(float(fused[i]), 6),
                         rank=r, methods=methods, channels=chans, signals=sigs, adjustments=adj))
     return hits

@@ -20,17 +20,21 @@ from typing import Iterator
 
 import numpy as np
 
+from .damage import DamagedData, blob_layout
+
 __all__ = ["array_info", "iter_array", "array_item", "BLOB_IO", "STREAM_BYTES", "Stored", "open_stored", "put_stored"]
 
 CHUNK = 1 << 20
 
 
 def array_info(ix, name: str) -> tuple[int, np.dtype, tuple] | None:
-    """(rowid, dtype, shape) of the stored array ``name`` (None when absent); reads no content."""
-    row = ix.conn.execute("SELECT rowid, dtype, shape FROM blobs WHERE name=?", (name,)).fetchone()
+    """(rowid, dtype, shape) of the stored array ``name`` (None when absent); reads no content.
+    :class:`~kgsearch.store.damage.DamagedData` when the blob's length does not fit them."""
+    row = ix.conn.execute("SELECT rowid, dtype, shape, length(data) FROM blobs WHERE name=?", (name,)).fetchone()
     if row is None:
         return None
-    return int(row[0]), np.dtype(row[1]), tuple(json.loads(row[2]))
+    dtype, shape = blob_layout(name, row[1], row[2], row[3] or 0)
+    return int(row[0]), dtype, tuple(shape)
 
 
 def _blob(ix, rowid: int):
@@ -57,13 +61,12 @@ def iter_array(ix, name: str, chunk: int | None = None) -> Iterator[np.ndarray]:
         return
     with blob:
         size = len(blob)
-        if size % dtype.itemsize:
-            raise ValueError(f"stored array {name!r}: {size} bytes is not a whole number of {dtype} items")
         pos = 0
         while pos < size:
             piece = blob.read(min(step, size - pos))
             if not piece:
-                raise ValueError(f"stored array {name!r} ended at byte {pos} of {size}")
+                raise DamagedData(f"database disk image is malformed: stored array {name!r} ended at byte {pos} "
+                                  f"of {size}")
             pos += len(piece)
             yield np.frombuffer(piece, dtype=dtype)
 

@@ -11,8 +11,9 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from ..version import __version__
-from ..errors import BadIndex, KgsearchError
-from . import textcodec
+from ..errors import BadIndex
+from .connect import BUSY_TIMEOUT_MS, connect
+from .damage import CORRUPTION, DamagedData, blob_layout, check_blobs, ensure_error, is_corruption  # noqa: F401
 from .schema import COMPACT_PENDING, MIGRATIONS, clear_stale, mark_stale, schema_version, stale_steps
 
 SCHEMA_VERSION = schema_version()
@@ -22,7 +23,6 @@ log = logging.getLogger(__name__)
 # An index run ends with a VACUUM when free pages are at least this share of the file and size.
 COMPACT_FRACTION = 0.10
 COMPACT_BYTES = 4 << 20
-BUSY_TIMEOUT_MS = 10000
 QUICK_CHECK_EVERY = 86400.0      # seconds between two PRAGMA quick_check of an index run
 PUT_STREAM_BYTES = 1 << 20       # put_array writes bigger arrays in pieces of this size
 
@@ -61,26 +61,30 @@ class Index:
                                f"pass --db with a writable path") from None
         elif p.is_dir():
             raise BadIndex(f"{p} is a folder, not an index file; pass --db PATH/index.db")
+        elif readonly and p.stat().st_size == 0:
+            raise BadIndex(_not_built(p, "is an empty file (0 bytes)"))
         try:
-            conn = sqlite3.connect(str(p), isolation_level=None, check_same_thread=False, timeout=10.0)
-            conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
-            mode = conn.execute("PRAGMA journal_mode").fetchone()[0]
-            if mode != "wal" and not readonly:
-                conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=NORMAL")
-            conn.execute("PRAGMA foreign_keys=ON")
-            conn.execute("PRAGMA cache_size=-16000")
-            textcodec.register(conn)        # kgtext(): long node texts are stored compressed
+            conn = connect(p, readonly)
         except sqlite3.DatabaseError as exc:
             raise BadIndex(f"{p} is not a kgsearch index ({exc}); pass another --db or move the file away (if it "
                            f"was your index, `kgsearch doctor --rebuild PATH...` rebuilds it from its folders)") from None
         ix = cls(p, conn)
         try:
             ix._check_and_migrate(readonly)
+            if readonly and ix._never_built():
+                raise BadIndex(_not_built(p, "holds no index: no index run into it finished (`kgsearch "
+                                             "index` was interrupted or failed)"))
         except BaseException:
             conn.close()
             raise
         return ix
+
+    def _never_built(self) -> bool:
+        """A schema and nothing else: no index run ever committed (a first run killed with -9)."""
+        c = self.conn
+        return (self.meta("last_run_time") is None and self.meta("last_index_time") is None
+                and c.execute("SELECT 1 FROM files LIMIT 1").fetchone() is None
+                and c.execute("SELECT 1 FROM nodes LIMIT 1").fetchone() is None)
 
     def close(self) -> None:
         try:
@@ -122,6 +126,8 @@ class Index:
             if tables - {"migrations"}:
                 raise BadIndex(f"{self.path} is a SQLite file but not a kgsearch index; pass another --db")
         if readonly:
+            if not applied:
+                raise BadIndex(_not_built(self.path, "holds no index (an empty SQLite file)"))
             raise BadIndex(f"{self.path} needs an upgrade (schema {len(applied)} -> {len(known)}); "
                            f"run `kgsearch index` once to apply it")
         with self.transaction():
@@ -149,7 +155,8 @@ class Index:
         try:
             self.conn.execute("BEGIN IMMEDIATE")
         except sqlite3.OperationalError as exc:
-            raise BadIndex(f"cannot write {self.path} ({exc}); is it on a read-only or full disk?") from None
+            raise (ensure_error(exc, self.path)
+                   or BadIndex(f"cannot write {self.path} ({exc}); is it on a read-only or full disk?")) from None
         try:
             yield self.conn
         except BaseException:
@@ -168,7 +175,8 @@ class Index:
                 except sqlite3.Error:
                     pass
                 self._cache.clear()
-                raise BadIndex(f"could not commit to {self.path} ({exc}); the previous index is intact") from None
+                raise (ensure_error(exc, self.path)
+                       or BadIndex(f"could not commit to {self.path} ({exc}); the previous index is intact")) from None
 
     def checkpoint(self) -> None:
         """Fold the WAL back into the main file, best effort and without waiting: while a
@@ -188,7 +196,8 @@ class Index:
         """A cheap look for a damaged file, at the start of every index run: the first and
         last row of every table (their b-tree roots and edges), and ``PRAGMA quick_check``
         when the last one is older than :data:`QUICK_CHECK_EVERY` seconds (cron runs an
-        index every hour; this pays the full page scan about once a day). Raises
+        index every hour; this pays the full page scan about once a day), and every stored
+        array's length against its dtype and shape (:func:`check_blobs`: no content read). Raises
         ``sqlite3.DatabaseError`` ("database disk image is malformed"), which callers turn
         into :class:`BadIndex` naming ``kgsearch doctor --rebuild``."""
         c = self.conn
@@ -200,6 +209,7 @@ class Index:
                 c.execute(f'SELECT * FROM "{t}" ORDER BY rowid DESC LIMIT 1').fetchall()
             except sqlite3.OperationalError:        # WITHOUT ROWID: its primary key order
                 pass
+        check_blobs(c)
         last = float(self.meta("last_quick_check", "0") or 0)
         if time.time() - last >= QUICK_CHECK_EVERY:
             problems = [r[0] for r in c.execute("PRAGMA quick_check(5)")]
@@ -332,7 +342,8 @@ class Index:
         if row is None:
             return (None, None) if with_generation else None
         gen, dtype, shape, data = row
-        arr = np.frombuffer(data, dtype=np.dtype(dtype)).reshape(json.loads(shape))
+        dt, dims = blob_layout(name, dtype, shape, len(data))
+        arr = np.frombuffer(data, dtype=dt).reshape(dims)
         return (arr, gen) if with_generation else arr
 
     def drop_arrays(self, prefix: str) -> None:
@@ -385,25 +396,8 @@ class Index:
         return total
 
 
-CORRUPTION = ("malformed", "not a database", "corrupt")
+def _not_built(p: Path, what: str) -> str:
+    return (f"{p} {what}; build it with `kgsearch index PATH...` (or `kgsearch doctor --rebuild PATH...`), "
+            f"or pass the --db of an index that was built")
 
 
-def is_corruption(exc: BaseException) -> bool:
-    """Does this sqlite error mean the file is damaged ("database disk image is malformed",
-    "file is not a database", FTS5's "corrupt")? Such an error is never a channel to skip."""
-    return isinstance(exc, sqlite3.DatabaseError) and any(c in str(exc) for c in CORRUPTION)
-
-
-def ensure_error(exc: BaseException, path: str | os.PathLike | None = None) -> KgsearchError | None:
-    """Map sqlite errors to a user-facing :class:`BadIndex` (exit 4): disk full, read-only or
-    I/O errors, and a damaged file (with the command that rebuilds it). None for others."""
-    where = f"{path}: " if path is not None else ""
-    msg = str(exc)
-    if is_corruption(exc):
-        return BadIndex(f"{where}the index file is damaged ({msg}); run `kgsearch doctor --rebuild` to rebuild it "
-                        f"from its sources (`kgsearch doctor` says what is wrong)")
-    if isinstance(exc, sqlite3.OperationalError):
-        if "full" in msg or "readonly" in msg or "disk I/O" in msg:
-            return BadIndex(f"{where}cannot write the index ({msg}); free some space or pass --db elsewhere; "
-                            f"the previous index is intact")
-    return None

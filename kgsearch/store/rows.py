@@ -20,7 +20,8 @@ from typing import Iterable, Iterator, Sequence
 from .sql import iter_in_chunks
 
 __all__ = ["PACKED_QUALNAME_KINDS", "qualname_sql", "packed_qualname", "PATH_SQL", "NODE_FIELDS", "node_cols",
-           "node_meta", "rel_path", "node_flags", "iter_node_texts", "node_texts", "find_node_row", "node_row_by_id"]
+           "node_meta", "rel_path", "node_flags", "iter_node_texts", "node_texts", "find_node_row", "find_node_rows",
+           "node_row_by_id"]
 
 # A code node's qualified name is its key after the namespace (``py:pkg.mod.Class.method`` ->
 # ``pkg.mod.Class.method``), so it is stored as '' and rebuilt on read: 3.8 MB less on the
@@ -120,19 +121,26 @@ def _node_dict(row) -> dict:
     return d
 
 
-def find_node_row(conn, ref: str) -> dict | None:
-    """A node by key, then ``py:`` + ref (a qualified name), then qualified name, then name
-    (exact, then case-insensitive; structural nodes last); ``None`` when nothing matches."""
+def find_node_rows(conn, ref: str, limit: int = 20) -> list[dict]:
+    """The nodes ``ref`` names, from the first way that names any: key, ``py:`` + ref (a
+    qualified name), qualified name, name, name in any case (structural nodes last, then by
+    id); at most ``limit``. Several rows mean several candidates (see ``stats.find_node``)."""
     cols = node_cols()
     for sql, arg in ((f"SELECT {cols} FROM nodes WHERE key=?", ref),
                      (f"SELECT {cols} FROM nodes WHERE key=?", "py:" + ref),
-                     (f"SELECT {cols} FROM nodes WHERE {qualname_sql()}=? ORDER BY id LIMIT 1", ref),
-                     (f"SELECT {cols} FROM nodes WHERE name=? ORDER BY flags, id LIMIT 1", ref),
-                     (f"SELECT {cols} FROM nodes WHERE lower(name)=lower(?) ORDER BY flags, id LIMIT 1", ref)):
-        row = conn.execute(sql, (arg,)).fetchone()
-        if row is not None:
-            return _node_dict(row)
-    return None
+                     (f"SELECT {cols} FROM nodes WHERE {qualname_sql()}=? ORDER BY flags, id LIMIT ?", ref),
+                     (f"SELECT {cols} FROM nodes WHERE name=? ORDER BY flags, id LIMIT ?", ref),
+                     (f"SELECT {cols} FROM nodes WHERE lower(name)=lower(?) ORDER BY flags, id LIMIT ?", ref)):
+        rows = conn.execute(sql, (arg, limit) if sql.endswith("LIMIT ?") else (arg,)).fetchall()
+        if rows:
+            return [_node_dict(r) for r in rows]
+    return []
+
+
+def find_node_row(conn, ref: str) -> dict | None:
+    """The first of :func:`find_node_rows`; ``None`` when nothing matches."""
+    rows = find_node_rows(conn, ref, 1)
+    return rows[0] if rows else None
 
 
 def node_row_by_id(conn, nid: int) -> dict | None:

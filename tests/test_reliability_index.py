@@ -1,0 +1,464 @@
+"""Issue 24, "nothing silent": what a hostile or unlucky folder or index file still found, each
+with its documented exit code and a one-line message naming the file and the fix. Damaged
+blobs, read-only indexes and folders, a symlinked --db, bad ignore patterns, a failed first
+run, empty and zero-byte index files, files skipped without a word. The scenarios that held
+before (kill -9, disk full, two indexers, corrupt pages, newer schema) are in
+``test_reliability_crash.py``.
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import pytest
+
+from kgsearch.cli import main
+
+
+def cli(*args, stdin: str | None = None) -> tuple[int, str, str]:
+    """``kgsearch ARGS`` in this process: (exit code, stdout, stderr)."""
+    out, err = io.StringIO(), io.StringIO()
+    old_stdin = sys.stdin
+    if stdin is not None:
+        sys.stdin = io.TextIOWrapper(io.BytesIO(stdin.encode("utf-8")), encoding="utf-8")
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                rc = main([str(a) for a in args])
+            except SystemExit as exc:
+                rc = exc.code if isinstance(exc.code, int) else 1
+    finally:
+        sys.stdin = old_stdin
+    return rc, out.getvalue(), err.getvalue()
+
+
+def run(*args, unprivileged: bool = False, timeout: float = 120) -> subprocess.CompletedProcess:
+    """``python -m kgsearch ARGS`` in a fresh process; ``unprivileged``: without root's power to
+    write whatever the permissions say (CAP_DAC_OVERRIDE), so a read-only file is read-only."""
+    cmd = [sys.executable, "-m", "kgsearch", *map(str, args)]
+    if unprivileged and os.geteuid() == 0:
+        setpriv = shutil.which("setpriv")
+        if setpriv is None:
+            pytest.skip("running as root without setpriv: cannot make a file read-only")
+        cmd = [setpriv, "--bounding-set", "-dac_override,-dac_read_search", "--"] + cmd
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def one_error_line(err: str) -> str:
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: "), err
+    assert "Traceback" not in err and "internal error" not in err
+    return lines[0]
+
+
+@pytest.fixture(scope="module")
+def _vault_once(tmp_path_factory):
+    base = tmp_path_factory.mktemp("vault")
+    root = base / "vault"
+    for i in range(6):
+        write(root / f"n{i}.md", f"# Note {i}\napple banana cherry w{i} [[Note {(i + 1) % 6}]]\n")
+    db = base / "i.db"
+    assert cli("index", root, "--db", db, "-q")[0] == 0
+    return root, db
+
+
+@pytest.fixture
+def vault(_vault_once, tmp_path):
+    """A small indexed vault: the folder is shared (read it, do not change it), the index is a
+    fresh copy per test."""
+    root, db = _vault_once
+    shutil.copy(db, tmp_path / "i.db")
+    return root, tmp_path / "i.db"
+
+
+# ---------------------------------------------------------------------------- damaged blobs
+def damage_blobs(db: Path, where: str = "1") -> None:
+    with sqlite3.connect(db) as c:
+        assert c.execute(f"UPDATE blobs SET data = x'00112233' WHERE {where}").rowcount > 0
+
+
+@pytest.mark.parametrize("where", ["1", "name = 'graph.pagerank'", "name LIKE 'text.%'"])
+@pytest.mark.parametrize("strict", ["1", "0"])
+def test_search_on_a_damaged_blob_is_exit_4_never_a_quiet_answer(vault, monkeypatch, where, strict):
+    monkeypatch.setenv("KGSEARCH_STRICT", strict)
+    _, db = vault
+    damage_blobs(db, where)
+    rc, out, err = cli("search", "apple banana", "--db", db, "--no-cache")
+    assert rc == 4, (out, err)
+    line = one_error_line(err)
+    assert str(db) in line and "doctor --rebuild" in line
+
+
+@pytest.mark.parametrize("args", [["index"], ["index", "--full"], ["doctor"], ["doctor", "--no-derived"]])
+def test_index_and_doctor_on_a_damaged_blob_are_exit_4(vault, args):
+    root, db = vault
+    damage_blobs(db)
+    rc, out, err = cli(*args, "--db", db)
+    assert rc == 4, (out, err)
+    assert "doctor --rebuild" in err and "ValueError" not in err + out and "internal error" not in err
+
+
+def test_doctor_rebuild_mends_damaged_blobs(vault):
+    root, db = vault
+    damage_blobs(db)
+    assert cli("doctor", "--rebuild", "--db", db)[0] == 0
+    rc, out, _ = cli("search", "apple banana", "--db", db, "--json", "--no-cache")
+    assert rc == 0 and json.loads(out)["hits"]
+
+
+# ---------------------------------------------------------------------------- read-only
+@pytest.fixture
+def read_only(tmp_path, vault):
+    """The vault's index copied into folders made read-only: ``file`` (the file alone) and
+    ``folder`` (the folder too); permissions restored afterwards."""
+    root, db = vault
+    made = {}
+    for name in ("file", "folder"):
+        d = tmp_path / f"ro-{name}"
+        d.mkdir()
+        shutil.copy(db, d / "i.db")
+        (d / "i.db").chmod(0o444)
+        if name == "folder":
+            d.chmod(0o555)
+        made[name] = d / "i.db"
+    yield made
+    for p in made.values():
+        p.parent.chmod(0o755)
+        p.chmod(0o644)
+
+
+@pytest.mark.parametrize("which", ["file", "folder"])
+def test_doctor_calls_a_healthy_read_only_index_healthy(read_only, which):
+    r = run("doctor", "--db", read_only[which], unprivileged=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "doctor: healthy" in r.stdout and "PROBLEM" not in r.stdout
+
+
+@pytest.mark.parametrize("which", ["file", "folder"])
+def test_search_on_a_read_only_index_answers(read_only, which):
+    r = run("search", "apple banana", "--db", read_only[which], "--json", unprivileged=True)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["hits"]
+
+
+@pytest.mark.parametrize("which", ["file", "folder"])
+def test_index_on_a_read_only_index_says_read_only(read_only, which):
+    r = run("index", "--db", read_only[which], unprivileged=True)
+    assert r.returncode == 4, r.stderr
+    line = one_error_line(r.stderr)
+    assert "read-only" in line and "free some space" not in line and "PermissionError" not in line
+    assert str(read_only[which].parent if which == "folder" else read_only[which]) in line
+
+
+# ---------------------------------------------------------------------------- the lock
+@pytest.mark.parametrize("held_through", ["real", "link"])
+def test_the_lock_is_the_files_not_the_paths(vault, tmp_path, held_through):
+    from kgsearch.store.lock import IndexLock
+
+    root, db = vault
+    link = tmp_path / "link.db"
+    link.symlink_to(db)
+    held, used = (db, link) if held_through == "real" else (link, db)
+    with IndexLock(held):
+        rc, _, err = cli("index", root, "--db", used)
+    assert rc == 75, err
+    assert "another kgsearch index run holds" in err
+
+
+# ---------------------------------------------------------------------------- ignore patterns
+@pytest.mark.parametrize("pattern", ["[z-a]", "[a-", "x[9-0]y"])
+def test_a_bad_ignore_pattern_is_one_line_naming_the_file(tmp_path, pattern):
+    root = tmp_path / "v"
+    write(root / "a.md", "# A\nalpha\n")
+    write(root / ".kgsearchignore", f"# comment\n{pattern}\n")
+    db = tmp_path / "i.db"
+    rc, out, err = cli("index", root, "--db", db)
+    if pattern == "[a-":            # an unclosed bracket is a literal '[' for git: a valid pattern
+        assert rc == 0, err
+        return
+    assert rc == 3, err
+    line = one_error_line(err)
+    assert f"{root / '.kgsearchignore'}:2" in line and pattern in line
+    assert not db.exists()                             # a failed first run leaves nothing behind
+
+
+@pytest.mark.parametrize("pattern, ignored, kept", [
+    ("[[:alpha:]].md", ["a.md"], ["1.md", "_.md"]),
+    ("[[:digit:]].md", ["1.md"], ["a.md", "_.md"]),
+    ("[![:alnum:]].md", ["_.md"], ["a.md", "1.md"]),
+    ("[a-c[:digit:]].md", ["a.md", "1.md"], ["_.md"]),
+    ("[[].md", ["[.md"], ["a.md"]),
+    ("[]a].md", ["a.md", "].md"], ["1.md"]),
+])
+def test_posix_classes_in_ignore_patterns_work_silently(tmp_path, pattern, ignored, kept):
+    root = tmp_path / "v"
+    for name in set(ignored) | set(kept):
+        write(root / name, "# note\nalpha\n")
+    write(root / ".kgsearchignore", pattern + "\n")
+    db = tmp_path / "i.db"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")                 # FutureWarning ("possible nested set") included
+        rc, _, err = cli("index", root, "--db", db, "--json")
+    assert rc == 0, err
+    assert "Warning" not in err
+    with sqlite3.connect(db) as c:
+        paths = {Path(r[0]).name for r in c.execute("SELECT path FROM files")}
+    assert paths == set(kept)
+
+
+# ---------------------------------------------------------------------------- a failed first run
+def test_a_failed_first_run_leaves_no_index_behind(tmp_path, monkeypatch):
+    bad = write(tmp_path / "bad.json", "{oops")
+    db = tmp_path / "i.db"
+    rc, _, err = cli("index", bad, "--db", db)
+    assert rc == 3, err
+    assert not db.exists() and not Path(f"{db}-wal").exists()
+    rc, _, err = cli("search", "x", "--db", db)
+    assert rc == 4 and "no index at" in err
+    # over the memory budget (exit 6): nothing behind either
+    good = write(tmp_path / "v" / "a.md", "# A\nalpha\n")
+    monkeypatch.setenv("KGSEARCH_MEMORY_MB", "1")
+    rc, _, err = cli("index", good.parent, "--db", db)
+    assert rc == 6, err
+    assert not db.exists()
+
+
+def test_a_failed_run_on_an_existing_index_keeps_it(vault):
+    root, db = vault
+    bad = write(db.parent / "bad.json", "{oops")
+    assert cli("index", bad, "--db", db)[0] == 3
+    assert db.exists()
+    rc, out, _ = cli("search", "apple", "--db", db, "--json")
+    assert rc == 0 and json.loads(out)["hits"]
+
+
+def test_ctrl_c_in_a_first_run_leaves_nothing(tmp_path, monkeypatch):
+    from kgsearch.indexer import run as run_mod
+
+    def ctrl_c(*a, **k):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(run_mod, "run_steps", ctrl_c)
+    root = tmp_path / "v"
+    write(root / "a.md", "# A\nalpha\n")
+    db = tmp_path / "i.db"
+    rc, _, err = cli("index", root, "--db", db)
+    assert rc == 130, err
+    assert not db.exists()
+
+
+# ---------------------------------------------------------------------------- empty index files
+def empty_index(tmp_path) -> Path:
+    """A schema with nothing committed: what a first run killed with -9 leaves."""
+    from kgsearch.store.db import Index
+
+    db = tmp_path / "empty.db"
+    Index.open(db).close()
+    return db
+
+
+@pytest.mark.parametrize("kind", ["zero-byte", "schema only"])
+@pytest.mark.parametrize("command", [["search", "x"], ["why", "x", "y"], ["show", "y"], ["context", "x"],
+                                     ["stats"]])
+def test_an_empty_or_zero_byte_index_is_exit_4_naming_the_fix(tmp_path, kind, command):
+    if kind == "zero-byte":
+        db = tmp_path / "zero.db"
+        db.write_bytes(b"")
+    else:
+        db = empty_index(tmp_path)
+    rc, out, err = cli(*command, "--db", db)
+    assert rc == 4, (out, err)
+    line = one_error_line(err)
+    assert str(db) in line and "doctor --rebuild" in line and "kgsearch index" in line
+    assert "upgrade" not in line
+
+
+def test_mcp_on_an_empty_index_says_so(tmp_path):
+    from kgsearch.mcp.server import Server
+
+    res = Server(str(empty_index(tmp_path))).call("search", {"query": "x"})
+    assert res["isError"] and "no index run" in res["content"][0]["text"]
+
+
+def test_index_fills_an_empty_or_zero_byte_file(tmp_path):
+    root = write(tmp_path / "v" / "a.md", "# A\nalpha\n").parent
+    for db in (empty_index(tmp_path), tmp_path / "zero.db"):
+        if db.name == "zero.db":
+            db.write_bytes(b"")
+        assert cli("index", root, "--db", db, "-q")[0] == 0
+        rc, out, _ = cli("search", "alpha", "--db", db, "--json")
+        assert rc == 0 and json.loads(out)["hits"]
+
+
+# ---------------------------------------------------------------------------- no silent skips
+SKIPPED = {
+    "nul.md": b"# Title\nsome text\x00more\n",
+    "nul.py": b"x = 1\x00\n",
+    "nul.txt": b"plain\x00text\n",
+    "utf16.md": "# Hello\nunicode text\n".encode("utf-16"),          # with its BOM
+    "utf16be.txt": b"\xfe\xff" + "plain words\n".encode("utf-16-be"),
+    "random.md": bytes((i * 7919 + 13) % 256 for i in range(3000)),
+}
+
+
+def test_every_skipped_file_is_one_warning_line_and_counted(tmp_path):
+    root = tmp_path / "v"
+    write(root / "ok.md", "# Fine\nfine text\n")
+    for name, data in SKIPPED.items():
+        (root / name).write_bytes(data)
+    (root / "image.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00")       # no loader: not a warning
+    db = tmp_path / "i.db"
+    rc, _, err = cli("index", root, "--db", db)
+    assert rc == 0, err
+    warned = [ln for ln in err.splitlines() if ln.startswith("warning:")]
+    for name in SKIPPED:
+        mine = [ln for ln in warned if str(root / name) in ln]
+        assert len(mine) == 1, (name, err)
+        assert "skipped" in mine[0]
+    assert [ln for ln in warned if "utf16" in ln and "UTF-16" in ln] and len(warned) == len(SKIPPED)
+    assert f"skipped: {len(SKIPPED)} file(s) that are not text" in err
+    rc, out, _ = cli("index", root, "--db", db, "--json")
+    assert json.loads(out)["skipped"]["binary"] == len(SKIPPED)
+
+
+def test_a_folder_of_only_skipped_files_names_them(tmp_path):
+    root = tmp_path / "v"
+    (root).mkdir()
+    (root / "random.md").write_bytes(SKIPPED["random.md"])
+    rc, _, err = cli("index", root, "--db", tmp_path / "i.db")
+    assert rc == 0
+    assert f"warning: {root / 'random.md'}" in err
+
+
+# ---------------------------------------------------------------------------- hostile sizes
+def test_a_huge_line_is_cut_at_read_time_with_one_warning(tmp_path):
+    from kgsearch.ingest.common import MAX_LINE_CHARS, read_text
+
+    p = tmp_path / "one.md"
+    big = "word " * (MAX_LINE_CHARS // 2)                       # 2.5x the cap, one line
+    p.write_text("# Title\n" + big + "\nlast line\n" + "é" * (MAX_LINE_CHARS + 7) + "\n")
+    text, warnings = read_text(p)
+    lines = text.split("\n")
+    assert lines[0] == "# Title" and lines[2] == "last line"
+    assert len(lines[1]) == MAX_LINE_CHARS and big.startswith(lines[1])
+    assert lines[3] == "é" * len(lines[3]) and MAX_LINE_CHARS // 2 - 1 <= len(lines[3]) <= MAX_LINE_CHARS
+    assert len(warnings) == 1 and f"{p}:2:" in warnings[0] and "2 lines" in warnings[0]
+
+
+def test_a_huge_node_is_cut_with_a_warning_naming_it(tmp_path):
+    from kgsearch.indexer.load import MAX_NODE_CHARS
+
+    root = tmp_path / "v"
+    para = ("lorem ipsum dolor sit amet " * 40 + "\n") * (MAX_NODE_CHARS // 1000 + 50)   # many short lines
+    write(root / "big.md", "# Big\n" + para + "\nthe unmistakable tail words\n")
+    db = tmp_path / "i.db"
+    rc, out, err = cli("index", root, "--db", db, "--json")
+    assert rc == 0
+    rep = json.loads(out)
+    assert any("md:big" in w and f"{MAX_NODE_CHARS:,}" in w for w in rep["warnings"]), rep["warnings"]
+    with sqlite3.connect(db) as c:
+        from kgsearch.store.textcodec import register
+        register(c)
+        n = c.execute("SELECT length(kgtext(text)) FROM nodes WHERE key = 'md:big'").fetchone()[0]
+    assert n <= MAX_NODE_CHARS
+    rc, out, _ = cli("search", "unmistakable", "--db", db, "--json", "--channels", "bm25")
+    assert rc == 0 and not json.loads(out)["hits"]                         # documented: the tail is cut
+
+
+def test_a_single_line_note_far_over_the_caps_stays_within_a_memory_bound(tmp_path):
+    """A 24 MB note on one line (size cap raised): before the caps the run peaked at 323 MB
+    without vectors (a 20 MB one with vectors: 594 MB); the line cap keeps the loader's copy at
+    100,000 bytes."""
+    root = tmp_path / "v"
+    root.mkdir()
+    with open(root / "line.md", "w") as fh:
+        fh.write("# Big\n")
+        for i in range(400_000):
+            fh.write(f"w{i % 5003} lorem ipsum dolor sit amet consectetur adipiscing ")
+        fh.write("\n")
+    assert (root / "line.md").stat().st_size > 20_000_000
+    code = ("import sys\nfrom kgsearch.cli import main\nrc = main(sys.argv[1:])\n"
+            "print([int(l.split()[1]) for l in open('/proc/self/status') if l.startswith('VmHWM:')][0] // 1024)\n"
+            "sys.exit(rc)\n")
+    r = subprocess.run([sys.executable, "-c", code, "index", str(root), "--db", str(tmp_path / "i.db"),
+                        "--max-file-size", "64", "--no-embed"], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    assert int(r.stdout.split()[-1]) < 200, r.stdout                       # MB; ~600 before
+    assert "a line of" in r.stderr or "lines longer than" in r.stderr
+
+
+def test_read_text_equals_cutting_every_line_of_the_whole_file(tmp_path, monkeypatch):
+    """The block-wise reader against the obvious reference (split the whole file, cut each long
+    line, drop a character split at the cut), for random bytes (valid and broken UTF-8) and
+    random block sizes, so lines and characters straddle blocks."""
+    import random
+
+    from kgsearch.ingest import common
+
+    rng = random.Random(24)
+    for trial in range(400):
+        data = bytes(rng.choice(b"ab\n\xc3\xa9\xe2\x82\xac ") for _ in range(rng.randint(0, 2000)))
+        cap = rng.randint(1, 40)
+        monkeypatch.setattr(common, "_BLOCK", rng.randint(1, 150))
+        p = tmp_path / f"t{trial}.txt"
+        p.write_bytes(data)
+        got, warnings = common.read_text(p, cap)
+        lines, cut = [], []
+        for n, line in enumerate(data.split(b"\n"), 1):
+            if len(line) > cap:
+                piece = bytearray(line[:cap])
+                del piece[len(piece) - common._partial_tail(piece, 0):]
+                line = bytes(piece)
+                cut.append(n)
+            lines.append(line)
+        assert got == common.decode(b"\n".join(lines), str(p))[0], trial
+        assert [w for w in warnings if "a line of" in w] == ([w for w in warnings if f"{p}:{cut[0]}: a line of" in w]
+                                                             if cut else [])
+
+
+def test_greedy_modularity_stops_at_a_work_budget_deterministically():
+    """A star (one note linking to L missing notes) costs greedy modularity O(L ** 2): the hub's
+    row moves at every merge (a 20,000-link note's first index spent its whole 120 s budget
+    there). The work budget counts heap entries pushed, so it stops at the same merge on any
+    machine."""
+    import numpy as np
+
+    from kgsearch.graph.communities import CommunityTimeout, greedy_modularity
+    from kgsearch.graph.csr import Graph
+
+    leaves = 1500
+    star = Graph.from_edges(np.zeros(leaves, dtype=np.int64), np.arange(1, leaves + 1), np.ones(leaves),
+                            num_nodes=leaves + 1)
+    for _ in range(2):
+        with pytest.raises(CommunityTimeout, match="after 382 merges"):      # the same merge every time
+            greedy_modularity(star, max_work=500_000)
+    small = Graph.from_edges(np.zeros(300, dtype=np.int64), np.arange(1, 301), np.ones(300), num_nodes=301)
+    assert greedy_modularity(small, max_work=2_000_000).max() == 0         # within the budget: the whole star
+
+
+def test_a_note_with_thousands_of_links_is_indexed_without_spending_the_time_budget(tmp_path):
+    """(bench/reliability_costs.py times the 20,000-link note: 125 s before, see the README.)"""
+    from kgsearch.graph.graph_step import cnm_work_budget
+
+    root = tmp_path / "v"
+    write(root / "hub.md", "# Hub\n" + "\n".join(f"- [[note {i}]]" for i in range(5000)) + "\n")
+    db = tmp_path / "i.db"
+    rc, out, err = cli("index", root, "--db", db, "--json", "--no-embed")
+    assert rc == 0, err
+    rep = json.loads(out)
+    info = rep["steps"]["graph"]
+    assert info["communities"].startswith("skipped: greedy modularity passed its work budget")
+    assert cnm_work_budget(20000) < 20000 ** 2 // 20             # far below the star's L**2 / 2 pushes
