@@ -98,7 +98,7 @@ def test_quality_on_shared_sets(shared_bench, tmp_path_factory):
         assert full["metrics"]["ndcg@10"] >= bm["metrics"]["ndcg@10"], name
 
 
-def test_default_demo_index_follows_the_demo_folder(tmp_path, monkeypatch):
+def test_default_demo_index_follows_the_demo_folder(tmp_path, monkeypatch, kg_env):
     """The default demo index is rebuilt when the demo folder it was made from is not this one
     (kgsearch now runs from another checkout/install); otherwise it is reused incrementally."""
     import shutil
@@ -115,9 +115,9 @@ def test_default_demo_index_follows_the_demo_folder(tmp_path, monkeypatch):
         (d / "models").symlink_to(shipped_data_dir() / "models")
         copies.append(d)
     db = tmp_path / "xdg" / "kgsearch" / "demo.db"
-    monkeypatch.setenv("KGSEARCH_DATA", str(copies[0]))
+    kg_env(data=str(copies[0]))
     resp_a, rep_a = run_demo("how do I back up my notes", quiet=True)
-    monkeypatch.setenv("KGSEARCH_DATA", str(copies[1]))
+    kg_env(data=str(copies[1]))
     resp_b, rep_b = run_demo("how do I back up my notes", quiet=True)
     assert rep_b.files_loaded == rep_a.files_loaded > 0 and not rep_b.warnings    # rebuilt, no key clashes
     with Index.open(db, readonly=True) as ix:
@@ -130,7 +130,7 @@ def test_default_demo_index_follows_the_demo_folder(tmp_path, monkeypatch):
     # an index given with --db is the user's: never removed
     other = tmp_path / "mine.db"
     run_demo("backup", db=str(other), quiet=True)
-    monkeypatch.setenv("KGSEARCH_DATA", str(copies[0]))
+    kg_env(data=str(copies[0]))
     _, rep_mine = run_demo("backup", db=str(other), quiet=True)
     with Index.open(other, readonly=True) as ix:
         assert len(ix.meta_json("roots")) == 2

@@ -258,12 +258,12 @@ def test_keywords_extraction():
     assert keywords.extract("", equivalences={}).all() == []
 
 
-def test_equivalences_file_and_channel(cix, tmp_path, monkeypatch):
+def test_equivalences_file_and_channel(cix, tmp_path, kg_env):
     p = tmp_path / "eq.json"
     p.write_text(json.dumps({"classes": [{"phrases": ["retry logic", "backoff"],
                                           "targets": ["RetryPolicy", "NoSuchThing"]}],
                              }))
-    monkeypatch.setenv("KGSEARCH_EQUIVALENCES", str(p))
+    kg_env(equivalences=str(p))
     eq = keywords.load_equivalences()
     assert eq == {"retry logic": ["RetryPolicy", "NoSuchThing"], "backoff": ["RetryPolicy", "NoSuchThing"]}
     assert keywords.extract("where is the Retry Logic?").equivalents == ["RetryPolicy", "NoSuchThing"]

@@ -6,10 +6,17 @@ feedback). Every handler returns ``(text, structured)``; :mod:`.server` wraps th
 revision for state across calls: nodes opened with ``show`` in that session rank higher in its
 later ``search``/``context`` calls (x1.2, half-life 180 s). On a legacy (initialize) connection
 the connection is the session when no ``session`` is given.
+
+The ``intent`` enum and the ``channels`` description of ``search`` come from the query side's
+registries (:data:`kgsearch.query.intent.INTENTS`, :data:`kgsearch.query.channels.CHANNELS`),
+as the CLI's ``--help`` does.
 """
 from __future__ import annotations
 
 import json
+
+from ..query.channels import CHANNELS, DEFAULT_CHANNELS
+from ..query.intent import INTENTS
 
 __all__ = ["TOOLS", "ToolError", "check_args"]
 
@@ -31,11 +38,14 @@ TOOLS = [
                     "and the parts of each score.",
      "inputSchema": _schema({"query": {"type": "string", "minLength": 1},
                              "k": {"type": "integer", "minimum": 1, "maximum": 200, "default": 10},
-                             "intent": {"type": "string", "enum": ["exact_match", "debugging", "capability_check",
-                                                                   "workflow", "comparison", "goal_based",
-                                                                   "exploratory", "semantic", "default"]},
+                             "intent": {"type": "string", "enum": list(INTENTS),
+                                        "description": "force an intent (default: chosen from the query): "
+                                                       + "; ".join(f"{n}: {s.help}" for n, s in INTENTS.items())},
                              "fusion": {"type": "string", "enum": ["linear", "rrf"]},
-                             "channels": {"type": "string", "description": "comma-separated channels, e.g. bm25,dense"},
+                             "channels": {"type": "string",
+                                          "description": f"comma-separated channels (default "
+                                                         f"{','.join(DEFAULT_CHANNELS)}): "
+                                                         + "; ".join(f"{n}: {c.help}" for n, c in CHANNELS.items())},
                              "session": _SESSION}, ["query"])},
     {"name": "context", "title": "Context for a task, files or a diff",
      "description": "Pack the nodes that matter into a token budget (tokens = ceil(characters / 4)): for a task "
