@@ -387,7 +387,7 @@ def code_fingerprint(settings: dict) -> str:
     """Hash of what an index depends on: the kgsearch code that builds indexes (not the query
     side: query/, intent, fuse, pack, cli, apps), the shipped models, the settings."""
     h = hashlib.sha1()
-    query_side = {"query", "cli", "intent.py", "fuse.py", "pack.py", "evaluate.py", "bench.py", "demo.py",
+    query_side = {"query", "cli", "fuse.py", "pack.py", "evaluate.py", "bench.py", "demo.py",
                   "stats.py", "context", "mcp", "__main__.py"}
     paths = sorted(p for p in (ROOT / "kgsearch").rglob("*.py")
                    if p.relative_to(ROOT / "kgsearch").parts[0] not in query_side)
@@ -939,6 +939,9 @@ def diagnosis_lines(dg: dict) -> list[str]:
 
 # ---------------------------------------------------------------------------- main
 def main(argv=None) -> int:
+    from kgsearch import environment
+
+    environment.configure(environment.from_environ())      # KGSEARCH_MODEL as the CLI reads it (the fingerprint)
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--tasks", default=str(DEFAULT_TASKS), help="code-tasks folder (default %(default)s)")

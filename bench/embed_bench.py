@@ -169,7 +169,9 @@ def worker_query(db: str, model_path: str, queries_path: str) -> dict:
     from kgsearch.embed import vectors
     from kgsearch.store.db import Index
 
-    os.environ["KGSEARCH_MODEL"] = model_path
+    from kgsearch import environment
+
+    environment.configure(environment.Environment(model=model_path))     # (the library reads no variable)
     queries = json.loads(Path(queries_path).read_text(encoding="utf-8"))
     ix = Index.open(db, readonly=True)
     t0 = time.perf_counter()
@@ -284,14 +286,16 @@ def bench_topk(model_path: Path, n: int, n_queries: int, tmp: Path) -> dict:
         top[np.argsort(-s[top])]
         f32.append(time.perf_counter() - t)
         f32cpu.append(time.process_time() - c)
-    os.environ["KGSEARCH_VEC_CACHE_MB"] = "0"
+    from kgsearch import environment
+
+    before = environment.configure(environment.Environment(vec_cache_mb="0"))
     ix._cache.clear()
     streamed = []
     for q in Q[:30]:
         t = time.perf_counter()
         vectors.search_vector(ix, q, 10)
         streamed.append(time.perf_counter() - t)
-    del os.environ["KGSEARCH_VEC_CACHE_MB"]
+    environment.configure(before)
     ix.close()
     qp = tmp / "queries.json"
     qp.write_text(json.dumps(qtexts[:201]), encoding="utf-8")

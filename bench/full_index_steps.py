@@ -16,6 +16,7 @@ import resource
 import time
 from pathlib import Path
 
+from kgsearch.budget import fixed_mmap_threshold
 from kgsearch.indexer import IndexOptions, index_paths
 from kgsearch.indexer import steps as S
 
@@ -44,6 +45,7 @@ def main() -> None:
     if Path(a.db).exists():
         raise SystemExit(f"{a.db} exists; give a new path (this measures a fresh build)")
     out: dict = {"db": a.db, "root": a.root, "settings": json.loads(a.settings), "steps": {}}
+    fixed_mmap_threshold()          # as `kgsearch index` does (a process setting: the library leaves it to the caller)
     for mod in S.STEPS:
         def wrap(ix, ch, settings=None, progress=None, _orig=mod.update, _name=mod.NAME):
             out["steps"].setdefault(_name, {})["before_mib"] = _hwm()     # (the peak so far)

@@ -36,6 +36,11 @@ import kgsearch
 from kgsearch.store.db import Index
 from kgsearch.types import ChangeSet
 from kgsearch.graph import graph_step as gs
+try:
+    from kgsearch.budget import fixed_mmap_threshold
+    fixed_mmap_threshold()          # as `kgsearch index` does (a process setting: the library leaves it to the caller)
+except ImportError:
+    pass
 phase = ["start"]; peaks = {}
 def rss():
     for line in open("/proc/self/status"):

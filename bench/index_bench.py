@@ -60,7 +60,10 @@ def _peak_rss_mb() -> float:
 
 def worker(db: str, src: str, mode: str) -> dict:
     """One index run in this (fresh) process; prints the report as JSON."""
+    from kgsearch.budget import fixed_mmap_threshold
     from kgsearch.indexer import IndexOptions, index_paths
+
+    fixed_mmap_threshold()          # as `kgsearch index` does (a process setting: the library leaves it to the caller)
 
     from kgsearch.indexer.run import PARALLEL_MIN_FILES
     from kgsearch.ingest.pool import default_workers

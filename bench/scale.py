@@ -911,6 +911,9 @@ def _step_s(steps: dict, name: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv and argv[0] == "_child":
+        from kgsearch import environment
+
+        environment.configure(environment.from_environ())      # KGSEARCH_MEMORY_MB etc., as the CLI reads them
         out = CHILDREN[argv[1]](**json.loads(argv[2]))
         print(json.dumps(out))
         return 0

@@ -18,6 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from kgsearch.budget import fixed_mmap_threshold  # noqa: E402
 from kgsearch.indexer.steps import STEPS  # noqa: E402
 from kgsearch.store.db import Index  # noqa: E402
 from kgsearch.types import ChangeSet  # noqa: E402
@@ -33,6 +34,7 @@ def _rss() -> float:
 def main() -> None:
     db, name = sys.argv[1], sys.argv[2]
     mod = {m.NAME: m for m in STEPS}[name]
+    fixed_mmap_threshold()          # as `kgsearch index` does (a process setting: the library leaves it to the caller)
     phase, peaks, starts = ["start"], {}, []
 
     def sample():

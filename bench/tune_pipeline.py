@@ -6,7 +6,7 @@ Each config is a JSON object: SearchOptions fields (``channels``, ``weights``, `
 ``norm``, ``fusion``, ``intent`` ...) plus ``"tuning"``: fields of :class:`kgsearch.query.Tuning`
 for that run (e.g. ``{"pr_blend": 0.3}``), ``"patch"``: {"module.CONSTANT": value} applied to
 other kgsearch modules for that run (e.g. ``"text.neighbors.K": 5``), and ``"profiles"``: a
-{intent: [a, b, g, d]} override of ``intent.PROFILES`` (``"*"`` = every intent).
+{intent: [a, b, g, d]} override of the intents' weights (``kgsearch.query.intent.with_weights``; ``"*"`` = every intent).
 The evaluation indexes are built once (``kgsearch eval`` layout) and reused.
 """
 from __future__ import annotations
@@ -22,7 +22,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from kgsearch import evaluate as ev, intent  # noqa: E402
+from kgsearch import evaluate as ev  # noqa: E402
+from kgsearch.query import intent  # noqa: E402
 from kgsearch.query import TUNING, Engine, SearchOptions  # noqa: E402
 from kgsearch.store.db import Index  # noqa: E402
 
@@ -56,12 +57,7 @@ def run_config(cfg: dict, data: dict) -> dict:
         setattr(mod, attr, value)
     if any(k.startswith("text.") for k in patches):
         ENGINES.clear()          # channel answers depend on these constants
-    old_profiles = dict(intent.PROFILES)
-    if profiles:
-        for name, w in profiles.items():
-            targets = intent.PROFILES.keys() if name == "*" else [name]
-            for t in list(targets):
-                intent.PROFILES[t] = tuple(w)
+    old_specs = intent.with_weights(profiles or {})
     try:
         out = {}
         for name, (db, queries, qrels) in data.items():
@@ -78,8 +74,7 @@ def run_config(cfg: dict, data: dict) -> dict:
     finally:
         for mod, attr, value in saved:
             setattr(mod, attr, value)
-        intent.PROFILES.clear()
-        intent.PROFILES.update(old_profiles)
+        intent.INTENTS.update(old_specs)
 
 
 def main() -> None:

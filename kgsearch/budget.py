@@ -18,9 +18,9 @@ budget, at most its default).
 """
 from __future__ import annotations
 
-import os
 from contextlib import contextmanager
 
+from .environment import current
 from .errors import EXIT_MEMORY, BudgetExceeded
 
 __all__ = ["apply", "restore", "budget_bytes", "guard", "need", "headroom", "share", "message", "fixed_mmap_threshold",
@@ -42,9 +42,10 @@ def _status_kb(field: str) -> int | None:
 
 
 def budget_bytes(env: dict | None = None) -> int | None:
-    """The budget from ``KGSEARCH_MEMORY_MB`` in bytes (None: unset). A bad value raises
-    ``ValueError`` with a one-line message naming the variable."""
-    raw = (os.environ if env is None else env).get(ENV)
+    """The budget from ``KGSEARCH_MEMORY_MB`` in bytes (None: unset): as the CLI read it
+    (:mod:`kgsearch.environment`), or from ``env`` (a mapping of variables) when given. A bad
+    value raises ``ValueError`` with a one-line message naming the variable."""
+    raw = current().memory_mb if env is None else env.get(ENV)
     if raw is None or raw.strip() == "":
         return None
     try:
@@ -164,7 +165,8 @@ def fixed_mmap_threshold(size: int = 1 << 17) -> bool:
     RSS when freed (measured at 1M nodes: a peak
     of 304 instead of 257 MiB for the graph update; the text step's full rebuild at 1M nodes
     peaked at 982 instead of 718 MiB, its chunk arrays interleaved with freed temporaries).
-    For the rest of this process (``kgsearch index`` sets it when it starts); a no-op elsewhere
+    For the rest of this process: a process-wide setting, so only the CLI sets it, for the
+    commands that index (a program that embeds kgsearch decides for itself); a no-op elsewhere
     (musl, bionic). Returns whether it was set."""
     import ctypes
     import platform

@@ -8,24 +8,24 @@ Four shapes make a code identifier in free text:
 * ``dotted.names`` (``os.path.join``);
 * ``calls()`` (``parse_args()``), and anything in ``backticks``.
 
-Used by the query engine (whether the pattern channel runs: :func:`has_code_token`; which
-tokens it matches: :func:`is_code_token`), the intent classifier (one-word queries:
-:func:`identifier_kind`), keyword extraction and the plain-text loader's entities
-(:data:`SNAKE`, :data:`CAMEL`, :data:`DOTTED`, :data:`CALL`).
+Used by the query side (whether the pattern channel runs: :func:`has_code_token`; which
+tokens it matches: :func:`is_code_token`; the anchors of a code task), keyword extraction and
+the plain-text loader's entities (:data:`SNAKE`, :data:`CAMEL`, :data:`DOTTED`, :data:`CALL`),
+and the Python loader and the ranking (:func:`is_test_path`, :func:`path_role`). It sits below
+every package (text/ and ingest/ use it); what only the query needs (one-word queries that name
+something exactly) lives in :mod:`kgsearch.query.parse`.
 
 >>> has_code_token("why does parse_args fail"), has_code_token("how do I back up my notes")
 (True, False)
 >>> [t for t in "the parse_args of os.path in the README".split() if is_code_token(t)]
 ['parse_args', 'os.path', 'README']
->>> identifier_kind("HashMap"), identifier_kind("os.path.join"), identifier_kind("notes")
-('CamelCase identifier', 'dotted name', None)
 """
 from __future__ import annotations
 
 import re
 
-__all__ = ["SNAKE", "CAMEL", "DOTTED", "CALL", "BACKTICK", "has_code_token", "is_code_token", "identifier_kind",
-           "is_test_path", "path_role"]
+__all__ = ["SNAKE", "CAMEL", "DOTTED", "CALL", "BACKTICK", "has_code_token", "is_code_token", "is_test_path",
+           "path_role"]
 
 # Shapes for finding identifiers in text (word-bounded; consumers add their own context).
 SNAKE = re.compile(r"\b_?[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+\b")
@@ -40,12 +40,6 @@ BACKTICK = re.compile(r"`([^`\n]{1,200})`")
 # cost 0.003 nDCG@10 on the shared sets.
 _CODE_TOKEN = re.compile(r"[a-z0-9]_[a-z0-9]|[a-z][A-Z][a-z]|\b[A-Za-z_]\w+\.[A-Za-z_]\w+|\w\(\)|`", re.ASCII)
 
-# One-word queries that name something exactly (the exact_match intent).
-_ONE_CAMEL = re.compile(r"^[A-Za-z_][a-z0-9_]*[A-Z][A-Za-z0-9_]*$")
-_ONE_JOINED = re.compile(r"^[A-Za-z0-9]+([_-][A-Za-z0-9]+)+$")
-_ONE_FILE = re.compile(r"^[\w-]+\.[A-Za-z0-9]{1,5}$")
-_ONE_DOTTED = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)+(\(\))?$")
-
 
 def has_code_token(text: str) -> bool:
     """Whether ``text`` holds at least one code identifier (see :data:`_CODE_TOKEN`)."""
@@ -57,19 +51,6 @@ def is_code_token(token: str) -> bool:
     inner dot, a digit or an inner capital (``parse_args``, ``os.path``, ``utf8``, ``getX``)."""
     return ("_" in token or "." in token.strip(".") or any(c.isdigit() for c in token)
             or any(c.isupper() for c in token[1:]))
-
-
-def identifier_kind(word: str) -> str | None:
-    """For a one-word query: why it names something exactly, or ``None``."""
-    if _ONE_CAMEL.match(word):
-        return "CamelCase identifier"
-    if _ONE_JOINED.match(word):
-        return "a-b / a_b name"
-    if _ONE_FILE.match(word):
-        return "file name"
-    if _ONE_DOTTED.match(word):
-        return "dotted name"
-    return None
 
 
 # ---------------------------------------------------------------------------- paths

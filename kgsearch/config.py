@@ -2,7 +2,8 @@
 
 Default index: ``$KGSEARCH_DB``, else ``$XDG_DATA_HOME/kgsearch/index.db`` (``~/.local/share``
 when unset; under ``$HOME`` on Termux too). Config file: ``$KGSEARCH_CONFIG``, else
-``$XDG_CONFIG_HOME/kgsearch/config.json``.
+``$XDG_CONFIG_HOME/kgsearch/config.json``. The ``KGSEARCH_*`` values are the ones the CLI read
+(:mod:`kgsearch.environment`); a library caller that configured none gets the XDG defaults.
 """
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import json
 import os
 from pathlib import Path
 
+from .environment import current
 from .errors import DataError
 
 # Edge-type weights used by graph signals (combined with the per-edge weight).
@@ -35,14 +37,14 @@ def data_home() -> Path:
 
 
 def default_db_path() -> Path:
-    env = os.environ.get("KGSEARCH_DB")
+    env = current().db
     if env:
         return Path(env).expanduser()
     return data_home() / "index.db"
 
 
 def config_path() -> Path:
-    env = os.environ.get("KGSEARCH_CONFIG")
+    env = current().config
     if env:
         return Path(env).expanduser()
     base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
@@ -89,7 +91,7 @@ def shipped_data_dir() -> Path | None:
     """
     import sys
 
-    env = os.environ.get("KGSEARCH_DATA")
+    env = current().data
     candidates = [Path(env)] if env else []
     candidates += [Path(__file__).resolve().parent.parent / "data",
                    Path(sys.prefix) / "share" / "kgsearch" / "data"]

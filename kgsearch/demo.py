@@ -31,7 +31,7 @@ def run_demo(query: str | None = None, db=None, k: int = 5, quiet: bool = False)
     if db is None:
         _forget_other_demo(path, src)
     report = index_paths(path, [str(src)], IndexOptions())
-    resp = search(query or DEFAULT_QUERY, db=path, options=SearchOptions(k=k, use_cache=False))
+    resp = search(query or DEFAULT_QUERY, db=path, options=SearchOptions(k=k))
     return resp, report
 
 

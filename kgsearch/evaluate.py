@@ -1,8 +1,13 @@
 """``kgsearch eval``: retrieval quality on a BEIR folder or on a probe file for your own index.
 
 BEIR folder (``corpus.jsonl``, ``queries.jsonl``, ``qrels.tsv``): the corpus is indexed once
-into ``<data dir>/eval/<dataset>-<hash>.db`` (title and text as separate fields) and reused;
-every judged query runs through the same pipeline as ``kgsearch search``. Metrics: nDCG@10
+into ``<index dir>/<dataset>-<hash>.db`` (title and text as separate fields; the index dir is
+``--index-dir``, default ``<data dir>/eval``) and reused while the hash is the same: the corpus
+file's path, size and modification time, the index settings and the kgsearch version (each
+result names the index it used); every judged query runs through the same pipeline as
+``kgsearch search``. Evaluation is of the ranking alone: stored feedback (``kgsearch feedback``)
+is ignored unless ``EvalOptions.feedback`` (``--with-feedback``) asks for it, and no session
+applies. Metrics: nDCG@10
 (gains 2^rel - 1; ``ndcg@10_lin`` uses linear gains as trec_eval), recall@10, recall@100,
 MRR@10, P@10, their means over queries with at least one relevant document, and the same per
 intent. ``--ablate`` reruns with each channel removed and each channel alone.
@@ -39,6 +44,7 @@ class EvalOptions:
     weights: str | None = None
     db: str | None = None
     progress: object = None
+    feedback: bool = False             # let stored feedback nudge the ranking (off: the ranking alone)
 
 
 # ---------------------------------------------------------------------------- metrics
@@ -129,10 +135,17 @@ def _channels_list(ch) -> list[str] | None:
 
 
 def eval_index_path(folder: Path, opts: EvalOptions) -> Path:
+    """Where the evaluation index of ``folder`` lives: named by a hash of the corpus file (path,
+    size, modification time), the settings and the kgsearch version, so an index made from
+    another corpus file, other settings or by another kgsearch is never reused."""
     from .config import data_home
+    from .version import __version__
 
     base = Path(opts.index_dir).expanduser() if opts.index_dir else data_home() / "eval"
-    sig = json.dumps({"corpus": str((folder / "corpus.jsonl").resolve()), "settings": opts.settings}, sort_keys=True)
+    corpus = (folder / "corpus.jsonl").resolve()
+    st = corpus.stat()
+    sig = json.dumps({"corpus": str(corpus), "size": st.st_size, "mtime_ns": st.st_mtime_ns,
+                      "settings": opts.settings, "kgsearch": __version__}, sort_keys=True)
     digest = hashlib.sha1(sig.encode()).hexdigest()[:10]
     return base / f"{folder.resolve().name}-{digest}.db"
 
@@ -204,7 +217,7 @@ def evaluate_beir(folder: Path, opts: EvalOptions) -> dict:
     with Index.open(db, readonly=True) as ix:
         engine = Engine(ix)
         sopts = SearchOptions(k=max(opts.k, 100), channels=channels, fusion=opts.fusion, intent=opts.intent,
-                              weights=opts.weights, snippets=False, use_cache=False)
+                              weights=opts.weights, snippets=False, feedback=opts.feedback)
         main = run_queries(engine, queries, sopts, qrels)
         result["channels"] = main["channels_run"]
         result["requested_channels"] = channels or list(DEFAULT_CHANNELS)
@@ -250,7 +263,7 @@ def evaluate_probes(path: Path, opts: EvalOptions) -> dict:
     with Index.open(opts.db, readonly=True) as ix:
         engine = Engine(ix)
         sopts = SearchOptions(k=10, channels=_channels_list(opts.channels), fusion=opts.fusion,
-                              intent=opts.intent, weights=opts.weights, snippets=False, use_cache=False)
+                              intent=opts.intent, weights=opts.weights, snippets=False, feedback=opts.feedback)
         rows = []
         for p in probes:
             resp = engine.search(p["query"], sopts)

@@ -14,7 +14,7 @@ kgsearch.errors.UsageError: unknown setting 'stemer' (did you mean 'stemmer'?); 
 'light'
 
 Ranking constants used at query time live with the measurements that chose them:
-``kgsearch.query.tuning`` (fusion), ``kgsearch.intent.PROFILES`` (weights per intent) and
+``kgsearch.query.tuning`` (fusion), ``kgsearch.query.intent.INTENTS`` (weights per intent) and
 ``kgsearch.config.EDGE_WEIGHTS`` (edge types).
 """
 from __future__ import annotations

@@ -13,7 +13,12 @@ import pytest
 
 # Tests run the query engine in strict mode: a channel that raises fails the test instead of
 # being skipped with a note (kgsearch.query.engine). Tests of the skip path ask for strict=False.
+# The library reads no environment variable (kgsearch.environment): the CLI (in this process or a
+# child) reads KGSEARCH_STRICT from os.environ, library calls from the configured Environment.
 os.environ.setdefault("KGSEARCH_STRICT", "1")
+from kgsearch import environment  # noqa: E402
+
+environment.configure(environment.Environment(strict=True))
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("KGSEARCH_SHARED", ROOT.parent / "shared"))
@@ -26,6 +31,17 @@ def shared_bench():
     if not p.is_dir():
         pytest.skip("../shared/bench is not present")
     return p
+
+
+@pytest.fixture
+def kg_env(monkeypatch):
+    """``kg_env(memory_mb="100", vec_cache_mb="0.5", ...)``: what the library sees for this test,
+    as if the CLI had read those KGSEARCH_* variables (kgsearch.environment); undone after it."""
+    from dataclasses import replace
+
+    def set_(**values):
+        monkeypatch.setattr(environment, "_current", replace(environment.current(), **values))
+    return set_
 
 
 @pytest.fixture

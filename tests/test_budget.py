@@ -11,7 +11,8 @@ from kgsearch import budget
 CHILD = r"""
 import sys
 import numpy as np
-from kgsearch import budget
+from kgsearch import budget, environment
+environment.configure(environment.from_environ())       # as the CLI does: the library reads no variable
 budget.apply()
 small = np.ones(8 * 2**20 // 8)                      # well inside the budget
 try:
@@ -80,19 +81,18 @@ def test_the_cli_limit_is_undone_when_the_command_returns(monkeypatch):
     assert resource.getrlimit(resource.RLIMIT_DATA) == before
 
 
-def test_the_vector_cache_fits_the_budget(monkeypatch):
+def test_the_vector_cache_fits_the_budget(kg_env):
     from kgsearch.embed import vectors
 
-    monkeypatch.delenv("KGSEARCH_VEC_CACHE_MB", raising=False)
-    monkeypatch.delenv("KGSEARCH_MEMORY_MB", raising=False)
+    kg_env(vec_cache_mb=None, memory_mb=None)
     assert vectors._cache_budget() == 64 << 20
-    monkeypatch.setenv("KGSEARCH_MEMORY_MB", "100")
+    kg_env(memory_mb="100")
     assert vectors._cache_budget() == 25 << 20
-    monkeypatch.setenv("KGSEARCH_VEC_CACHE_MB", "8")              # an explicit cache size wins
+    kg_env(vec_cache_mb="8")              # an explicit cache size wins
     assert vectors._cache_budget() == 8 << 20
 
 
-def test_the_query_page_cache_fits_the_budget(ix, monkeypatch):
+def test_the_query_page_cache_fits_the_budget(ix, kg_env):
     from kgsearch.query import Engine
 
     from kgsearch.query.engine import QUERY_PAGE_CACHE_KIB
@@ -100,12 +100,12 @@ def test_the_query_page_cache_fits_the_budget(ix, monkeypatch):
     assert ix.conn.execute("PRAGMA cache_size").fetchone()[0] == -16000         # an index run's
     Engine(ix)
     assert ix.conn.execute("PRAGMA cache_size").fetchone()[0] == -QUERY_PAGE_CACHE_KIB == -2048
-    monkeypatch.setenv("KGSEARCH_MEMORY_MB", "30")
+    kg_env(memory_mb="30")
     Engine(ix)
     assert ix.conn.execute("PRAGMA cache_size").fetchone()[0] == -1536          # 5 % of 30 MiB
 
 
-def test_the_graph_is_left_out_when_it_cannot_fit_and_the_answer_says_so(tmp_path, monkeypatch):
+def test_the_graph_is_left_out_when_it_cannot_fit_and_the_answer_says_so(tmp_path, kg_env):
     from kgsearch.indexer import IndexOptions, index_paths
     from kgsearch.query import Engine, SearchOptions
     from kgsearch.store.db import Index
@@ -119,7 +119,7 @@ def test_the_graph_is_left_out_when_it_cannot_fit_and_the_answer_says_so(tmp_pat
     with Index.open(db, readonly=True) as ix:
         r = Engine(ix).search("alpha", SearchOptions(use_cache=False))
         assert "graph" in r.channels_run
-        monkeypatch.setenv("KGSEARCH_MEMORY_MB", "1")             # less than the process holds already
+        kg_env(memory_mb="1")             # less than the process holds already
         r = Engine(ix).search("alpha", SearchOptions(use_cache=False))
     assert "graph" not in r.channels_run and r.hits[0].name == "a"
     assert r.channels_skipped["graph"].startswith("over the memory budget (the graph needs 0 MiB, "

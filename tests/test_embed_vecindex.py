@@ -21,10 +21,10 @@ def _clustered(rng, n, d, k=40):
 
 
 @pytest.fixture
-def filled(ix, monkeypatch):
+def filled(ix, monkeypatch, kg_env):
     """6000 clustered 128-d vectors over ~4 blocks, sketch tables written (SKETCH_MIN lowered)."""
     monkeypatch.setattr(vecindex, "SKETCH_MIN", 0)
-    monkeypatch.setenv("KGSEARCH_VEC_CACHE_MB", "0.5")   # 768 KB of codes do not fit, 250 KB of sketch do
+    kg_env(vec_cache_mb="0.5")   # 768 KB of codes do not fit, 250 KB of sketch do
     rng = np.random.default_rng(7)
     d, n = 128, 6000
     ids = np.sort(rng.choice(16_000, n, replace=False)).astype(np.int64)
@@ -213,7 +213,7 @@ def test_migration_marks_embed_stale_and_the_step_writes_the_tables(tmp_path, mo
     assert all(np.array_equal(a, b) for a, b in zip(before, after))
 
 
-def test_the_engine_ranks_the_same_past_the_cache_when_the_list_covers_everything(tmp_path, monkeypatch):
+def test_the_engine_ranks_the_same_past_the_cache_when_the_list_covers_everything(tmp_path, monkeypatch, kg_env):
     """The whole pipeline (z-scores from the moments, lookups for graph-reached nodes) gives
     the in-RAM matrix's ranking when the short list holds every vector."""
     from kgsearch.indexer import IndexOptions, index_paths
@@ -245,7 +245,7 @@ def test_the_engine_ranks_the_same_past_the_cache_when_the_list_covers_everythin
 
     exact, used = run()
     assert not used
-    monkeypatch.setenv("KGSEARCH_VEC_CACHE_MB", "0.01")        # the codes do not fit, the sketch does
+    kg_env(vec_cache_mb="0.01")        # the codes do not fit, the sketch does
     monkeypatch.setattr(vecindex, "N_FIRST", 10_000)
     monkeypatch.setattr(vecindex, "N_CAND", 10_000)
     past, used = run()
@@ -285,10 +285,10 @@ def test_sign_estimates_track_the_exact_scores(filled, monkeypatch):
 
 
 @pytest.mark.parametrize("layout", ["range", "holes"])
-def test_sketch_ids_as_a_range_or_an_array_answer_alike(ix, monkeypatch, layout):
+def test_sketch_ids_as_a_range_or_an_array_answer_alike(ix, monkeypatch, kg_env, layout):
     """Every node with a vector (ids a range, no id array kept) and ids with holes (an array)."""
     monkeypatch.setattr(vecindex, "SKETCH_MIN", 0)
-    monkeypatch.setenv("KGSEARCH_VEC_CACHE_MB", "0.5")
+    kg_env(vec_cache_mb="0.5")
     rng = np.random.default_rng(3)
     d, n = 128, 9000
     ids = np.arange(5, 5 + n, dtype=np.int64)           # crosses block boundaries (4096)

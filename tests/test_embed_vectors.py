@@ -73,7 +73,7 @@ def test_put_delete_round_trip(ix):
     assert ix.conn.execute("SELECT count(*) FROM vec_blocks").fetchone()[0] == 0
 
 
-def test_search_matches_brute_force_cached_and_streamed(ix, monkeypatch):
+def test_search_matches_brute_force_cached_and_streamed(ix, kg_env):
     rng = np.random.default_rng(3)
     d, n = 48, 6000
     centers = _unit(rng, 30, d)
@@ -89,10 +89,10 @@ def test_search_matches_brute_force_cached_and_streamed(ix, monkeypatch):
     recall = []
     for qv in q:
         cached = vectors.search_vector(ix, qv, 10)
-        monkeypatch.setenv("KGSEARCH_VEC_CACHE_MB", "0")
+        kg_env(vec_cache_mb="0")
         ix._cache.clear()
         streamed = vectors.search_vector(ix, qv, 10)
-        monkeypatch.delenv("KGSEARCH_VEC_CACHE_MB")
+        kg_env(vec_cache_mb=None)
         ix._cache.clear()
         assert cached[0].tolist() == streamed[0].tolist()
         assert np.allclose(cached[1], streamed[1], rtol=1e-6, atol=1e-7)   # BLAS slices may differ by an ulp
@@ -224,7 +224,7 @@ def test_node_text_and_hash():
     assert isinstance(embed_index.text_hash("\ud800 lone surrogate"), int)
 
 
-def test_indexer_runs_the_step(tmp_path, shipped, monkeypatch):
+def test_indexer_runs_the_step(tmp_path, shipped, kg_env):
     """Through the real indexer: vectors for every note, then only the edited one re-embedded."""
     indexer = pytest.importorskip("kgsearch.indexer")
     from kgsearch.store.db import Index
@@ -234,7 +234,7 @@ def test_indexer_runs_the_step(tmp_path, shipped, monkeypatch):
     for i in range(6):
         (notes / f"n{i}.md").write_text(f"# Note {i}\n\nThis note is about topic {i} and graphs.\n")
     db = tmp_path / "ix.db"
-    monkeypatch.delenv("KGSEARCH_MODEL", raising=False)
+    kg_env(model=None)
     r1 = indexer.index_paths(db, [str(notes)], indexer.IndexOptions())
     assert r1.steps["embed"]["embedded"] >= 6
     (notes / "n3.md").write_text("# Note 3\n\nNow about SQLite instead.\n")

@@ -98,7 +98,7 @@ def test_quality_on_shared_sets(shared_bench, tmp_path_factory):
         assert full["metrics"]["ndcg@10"] >= bm["metrics"]["ndcg@10"], name
 
 
-def test_default_demo_index_follows_the_demo_folder(tmp_path, monkeypatch):
+def test_default_demo_index_follows_the_demo_folder(tmp_path, monkeypatch, kg_env):
     """The default demo index is rebuilt when the demo folder it was made from is not this one
     (kgsearch now runs from another checkout/install); otherwise it is reused incrementally."""
     import shutil
@@ -115,9 +115,9 @@ def test_default_demo_index_follows_the_demo_folder(tmp_path, monkeypatch):
         (d / "models").symlink_to(shipped_data_dir() / "models")
         copies.append(d)
     db = tmp_path / "xdg" / "kgsearch" / "demo.db"
-    monkeypatch.setenv("KGSEARCH_DATA", str(copies[0]))
+    kg_env(data=str(copies[0]))
     resp_a, rep_a = run_demo("how do I back up my notes", quiet=True)
-    monkeypatch.setenv("KGSEARCH_DATA", str(copies[1]))
+    kg_env(data=str(copies[1]))
     resp_b, rep_b = run_demo("how do I back up my notes", quiet=True)
     assert rep_b.files_loaded == rep_a.files_loaded > 0 and not rep_b.warnings    # rebuilt, no key clashes
     with Index.open(db, readonly=True) as ix:
@@ -130,7 +130,48 @@ def test_default_demo_index_follows_the_demo_folder(tmp_path, monkeypatch):
     # an index given with --db is the user's: never removed
     other = tmp_path / "mine.db"
     run_demo("backup", db=str(other), quiet=True)
-    monkeypatch.setenv("KGSEARCH_DATA", str(copies[0]))
+    kg_env(data=str(copies[0]))
     _, rep_mine = run_demo("backup", db=str(other), quiet=True)
     with Index.open(other, readonly=True) as ix:
         assert len(ix.meta_json("roots")) == 2
+
+
+def test_eval_ignores_stored_feedback_unless_asked(tmp_path, capsys):
+    """One "not useful" mark used to change what eval measured (issue 25: demo recall@5 moved
+    from .8125 to .8244 with one mark); eval ranks without it unless --with-feedback."""
+    from kgsearch.indexer import IndexOptions, index_paths
+    from kgsearch.query.feedback import record
+    from kgsearch.store.db import Index
+
+    (tmp_path / "n").mkdir()
+    for name, text in (("a", "sourdough starter feeding"), ("b", "sourdough starter and crust"), ("c", "tomatoes")):
+        (tmp_path / "n" / f"{name}.md").write_text(f"# {name}\n\n{text}\n")
+    db = tmp_path / "i.db"
+    index_paths(db, [str(tmp_path / "n")], IndexOptions(settings={"embed": False}))
+    probes = tmp_path / "p.jsonl"
+    probes.write_text(json.dumps({"query": "sourdough starter", "expected": ["md:a"]}) + "\n")
+    before = evaluate(str(probes), EvalOptions(db=str(db)))
+    assert before["metrics"]["mrr@10"] == 1.0
+    with Index.open(db) as ix:
+        record(ix, "sourdough starter", {"key": "md:a"}, False)
+        record(ix, "sourdough starter", {"key": "md:b"}, True)
+    assert evaluate(str(probes), EvalOptions(db=str(db)))["metrics"] == before["metrics"]
+    assert evaluate(str(probes), EvalOptions(db=str(db), feedback=True))["metrics"]["mrr@10"] == 0.5
+    assert main(["eval", str(probes), "--db", str(db), "--with-feedback", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["metrics"]["mrr@10"] == 0.5
+
+
+def test_the_eval_index_is_named_by_the_corpus_file_settings_and_version(tmp_path):
+    import os
+
+    from kgsearch.evaluate import eval_index_path
+
+    d = make_beir(tmp_path)
+    opts = EvalOptions(index_dir=str(tmp_path / "ev"))
+    first = eval_index_path(d, opts)
+    assert first.parent == tmp_path / "ev" and first.name.startswith("tiny-")
+    assert eval_index_path(d, opts) == first
+    assert eval_index_path(d, EvalOptions(index_dir=str(tmp_path / "ev"), settings={"stemmer": "light"})) != first
+    st = (d / "corpus.jsonl").stat()
+    os.utime(d / "corpus.jsonl", ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))      # the corpus file changed
+    assert eval_index_path(d, opts) != first

@@ -1,62 +1,13 @@
-"""Intent cascade, fusion formulas, graph proximity and HITS adjustments on hand-computed cases."""
+"""Fusion formulas, graph proximity and HITS adjustments on hand-computed cases (the intent
+cascade: tests/query/test_intent.py)."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from kgsearch import fuse, intent, pack
-from kgsearch.errors import UsageError
+from kgsearch import fuse, pack
 from kgsearch.graph import Graph
 from kgsearch.graph.proximity import hits_adjust, intent_edges, proximity
-
-
-@pytest.mark.parametrize("query,expected", [
-    ('"exact phrase here"', "exact_match"),
-    ("StreamingTextResponse", "exact_match"),
-    ("blast_radius", "exact_match"),
-    ("setup.cfg", "exact_match"),
-    ("os.path.join", "exact_match"),
-    ("sync fails with an error", "debugging"),
-    ("Traceback when indexing", "debugging"),
-    ("can it run on android", "capability_check"),
-    ("does kgsearch support regex queries", "capability_check"),
-    ("how do I schedule a reindex", "workflow"),
-    ("step by step backup", "workflow"),
-    ("bm25 vs embeddings", "comparison"),
-    ("which is better for recall", "comparison"),
-    ("I want to search faster", "goal_based"),
-    ("reduce memory use", "goal_based"),
-    ("tell me about pagerank", "exploratory"),
-    ("show me the notes", "exploratory"),
-    ("a long question with many words that has none of the trigger patterns at all really", "semantic"),
-    ("pagerank", "default"),
-    ("", "default"),
-])
-def test_intent_cascade(query, expected):
-    assert intent.classify(query).name == expected
-
-
-def test_intent_priority_and_overrides():
-    # debugging wins over workflow ("how do I fix")
-    assert intent.classify("how do I fix the crash").name == "debugging"
-    it = intent.resolve("anything", intent="comparison", weights=".1,.2,.3,.4")
-    assert it.name == "comparison" and it.weights == (0.1, 0.2, 0.3, 0.4) and it.forced
-    assert it.edge_types == ("similar_to", "alternative_to", "complements")
-    with pytest.raises(UsageError, match="unknown intent 'nope'"):
-        intent.resolve("x", intent="nope")
-    with pytest.raises(UsageError, match="--weights needs 4 non-negative numbers"):
-        intent.parse_weights("1,2")
-    assert intent.keywords_in("why does it crash with an error", "debugging") == ["error", "crash"]
-
-
-def test_profiles_table():
-    assert set(intent.PROFILES) == {"exact_match", "capability_check", "debugging", "workflow", "comparison",
-                                    "goal_based", "exploratory", "semantic", "default", "code_task", "relation"}
-    assert intent.PROFILES["default"] == (0.25, 0.45, 0.30, 0.00)
-    for name, w in intent.PROFILES.items():
-        assert len(w) == 4 and all(x >= 0 for x in w) and abs(sum(w) - 1.0) < 1e-9, name
-    # exact names lean on text more than any other profile
-    assert max(intent.PROFILES.values(), key=lambda w: w[1]) == intent.PROFILES["exact_match"]
 
 
 def test_normalize_methods():

@@ -292,3 +292,48 @@ def test_crlf_source(tmp_path):
     assert [(n.key, n.line_start, n.line_end) for n in res.nodes] == [
         ("py:w", 1, 4), ("py:w.f", 2, 3), ("py:w.g", 4, 4)]
     assert res.nodes[1].text == "def f()\nreturn g()"
+
+
+# A package indexed as its own root (``kgsearch index kgsearch/``): its modules are named from
+# the root (``core``, ``sub.mod``), its ``__init__.py`` after the folder. Every form of relative
+# import must reach them, and the calls made through them must resolve (issue 25, item 7: on
+# kgsearch's own code ``fuse.normalize`` had no callers, ``from .. import fuse`` being lost).
+OWN_ROOT = {
+    "__init__.py": '"""Root."""\nfrom .core import run\nfrom . import util\n\n\ndef start():\n    return run() + util.helper()\n',
+    "core.py": 'from . import util\nfrom .util import helper\n\n\ndef run():\n    return util.helper() + helper()\n',
+    "util.py": 'def helper():\n    return 1\n',
+    "sub/__init__.py": '',
+    "sub/mod.py": ('from .. import core\nfrom ..util import helper as h\nfrom ..sub2.deep import f\nfrom . import sibling\n'
+                   'from .. import start\n\n\ndef g():\n    return core.run() + h() + f() + sibling.s() + start()\n'),
+    "sub/sibling.py": 'def s():\n    return 2\n',
+    "sub2/__init__.py": '',
+    "sub2/deep.py": 'def f():\n    return 3\n',
+}
+
+
+def test_every_relative_import_resolves_in_a_package_indexed_as_its_root(tmp_path):
+    from kgsearch.indexer import IndexOptions, index_paths
+    from kgsearch.store.db import Index
+
+    root = tmp_path / "mypkg"
+    for rel, src in OWN_ROOT.items():
+        write(root, rel, src)
+    db = tmp_path / "i.db"
+    index_paths(db, [str(root)], IndexOptions(steps=()))
+    with Index.open(db, readonly=True) as ix:
+        got = {(s, t, d) for s, t, d in ix.conn.execute(
+            "SELECT a.key, e.type, b.key FROM edges e JOIN nodes a ON a.id = e.src JOIN nodes b ON b.id = e.dst "
+            "WHERE e.type IN ('calls', 'imports')")}
+    calls = {(s, d) for s, t, d in got if t == "calls"}
+    imports = {(s, d) for s, t, d in got if t == "imports"}
+    assert {("py:sub.mod.g", "py:core.run"),            # from .. import core; core.run()
+            ("py:sub.mod.g", "py:util.helper"),         # from ..util import helper as h; h()
+            ("py:sub.mod.g", "py:sub2.deep.f"),         # from ..sub2.deep import f; f()
+            ("py:sub.mod.g", "py:sub.sibling.s"),       # from . import sibling; sibling.s()
+            ("py:sub.mod.g", "py:mypkg.start"),         # from .. import start (defined in the root __init__)
+            ("py:core.run", "py:util.helper"),          # from . import util; util.helper() / from .util import helper
+            ("py:mypkg.start", "py:core.run"),          # the root __init__: from .core import run
+            ("py:mypkg.start", "py:util.helper")} <= calls, sorted(calls)
+    assert {("py:sub.mod", "py:core"), ("py:sub.mod", "py:util.helper"), ("py:sub.mod", "py:sub2.deep.f"),
+            ("py:sub.mod", "py:sub.sibling"), ("py:core", "py:util"), ("py:core", "py:util.helper"),
+            ("py:mypkg", "py:core.run"), ("py:mypkg", "py:util")} <= imports, sorted(imports)

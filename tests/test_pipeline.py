@@ -171,7 +171,7 @@ def test_fts_missing_is_skipped(kg_db, monkeypatch):
 
 
 def test_result_cache_survives_processes_and_dies_with_reindex(kg_db, tmp_path):
-    opts = SearchOptions()
+    opts = SearchOptions(use_cache=True)
     r1 = engine(kg_db).search("sqlite wal", opts)
     r2 = engine(kg_db).search("sqlite wal", opts)        # a new engine: the cache is in the index
     assert not r1.cached and r2.cached
@@ -298,9 +298,13 @@ def test_strict_mode_raises_what_the_default_skips(kg_db, monkeypatch):
     monkeypatch.setattr(bm25, "score_all", boom)
     with pytest.raises(RuntimeError, match="broken fill-in"):
         Engine(Index.open(kg_db, readonly=True), strict=True).search("sqlite", SearchOptions(use_cache=False))
-    monkeypatch.setenv("KGSEARCH_STRICT", "1")
+    from kgsearch import environment
+
+    monkeypatch.setattr(environment, "_current", environment.Environment(strict=True))   # as the CLI reads it
     with pytest.raises(RuntimeError, match="broken fill-in"):
         engine(kg_db).search("sqlite", SearchOptions(use_cache=False))
+    monkeypatch.setattr(environment, "_current", environment.Environment(strict=False))
+    assert engine(kg_db).search("sqlite", SearchOptions(use_cache=False)).hits     # skipped: answered by search()
     monkeypatch.undo()
     monkeypatch.setattr(bm25, "score_ids", boom)
     lenient = Engine(Index.open(kg_db, readonly=True), strict=False)

@@ -72,12 +72,11 @@ def test_cut_query_keeps_words_whole():
 
 
 def test_a_huge_query_is_analysed_once_cut(proj, monkeypatch):
-    from kgsearch import intent
-    from kgsearch.query import SearchOptions, engine_for
+    from kgsearch.query import SearchOptions, engine, engine_for
 
     seen = []
-    real = intent.resolve
-    monkeypatch.setattr(intent, "resolve", lambda q, *a, **k: seen.append(len(q)) or real(q, *a, **k))
+    real = engine.resolve
+    monkeypatch.setattr(engine, "resolve", lambda q, *a, **k: seen.append(len(q.text)) or real(q, *a, **k))
     resp = engine_for(str(proj[1])).search(huge_query(), SearchOptions(use_cache=False))
     assert seen and max(seen) <= MAX_QUERY_CHARS                 # what every stage reads is the cut text
     assert len(resp.query) <= MAX_QUERY_CHARS and resp.hits

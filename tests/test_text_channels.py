@@ -2,12 +2,11 @@
 from __future__ import annotations
 
 import json
+import logging
 import random
-import re
 import signal
 import sqlite3
 import threading
-import time
 
 import numpy as np
 import pytest
@@ -179,10 +178,10 @@ def _long_name_index(ix, name: str = "a" * 40):
 
 
 @pytest.mark.skipif(not regex.timer_usable(), reason="no interval timers here")
-def test_regex_timer_stops_a_single_match_and_restores_the_callers_alarm(ix):
+def test_regex_timer_stops_a_single_match_and_restores_the_callers_alarm(ix, caplog):
     r"""``\w*\w*\w*\w*!`` (not refused in the main thread: polynomial) on one 256-letter name
-    takes ~5 min inside one re.search: the channel's timer ends it at its budget; the caller's
-    own handler and timer come back."""
+    takes ~5 min inside one re.search: the channel's timer ends it at its budget (it says so in
+    the log: no wall-clock bound in a test); the caller's own handler and timer come back."""
     _long_name_index(ix, "a" * 256)
     fired = []
 
@@ -192,18 +191,14 @@ def test_regex_timer_stops_a_single_match_and_restores_the_callers_alarm(ix):
     previous = signal.signal(signal.SIGALRM, mine)
     signal.setitimer(signal.ITIMER_REAL, 30.0)
     try:
-        t = time.perf_counter()
-        ids, _ = pattern.search(ix, r"/\w*\w*\w*\w*!/")
-        spent = time.perf_counter() - t
+        with caplog.at_level(logging.INFO, logger="kgsearch.text.regex"):
+            ids, _ = pattern.search(ix, r"/\w*\w*\w*\w*!/")
         assert ids.size == 0
+        assert [r.getMessage() for r in caplog.records] == [
+            r"regex '\\w*\\w*\\w*\\w*!' interrupted at its time budget (0.25 s) inside a match"]
         assert signal.getsignal(signal.SIGALRM) is mine and not fired
         left = signal.getitimer(signal.ITIMER_REAL)[0]
         assert 0 < left <= 30.0                  # the caller's timer is armed again
-        # ratio, not a wall-clock bound: the whole search took less than a tenth of the match
-        # it interrupted (one re.search of the same pattern on 64 letters: 1/256 of the work)
-        t = time.perf_counter()
-        re.search(r"\w*\w*\w*\w*!", "a" * 64)
-        assert spent < 256 * (time.perf_counter() - t) / 10
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
@@ -258,12 +253,12 @@ def test_keywords_extraction():
     assert keywords.extract("", equivalences={}).all() == []
 
 
-def test_equivalences_file_and_channel(cix, tmp_path, monkeypatch):
+def test_equivalences_file_and_channel(cix, tmp_path, kg_env):
     p = tmp_path / "eq.json"
     p.write_text(json.dumps({"classes": [{"phrases": ["retry logic", "backoff"],
                                           "targets": ["RetryPolicy", "NoSuchThing"]}],
                              }))
-    monkeypatch.setenv("KGSEARCH_EQUIVALENCES", str(p))
+    kg_env(equivalences=str(p))
     eq = keywords.load_equivalences()
     assert eq == {"retry logic": ["RetryPolicy", "NoSuchThing"], "backoff": ["RetryPolicy", "NoSuchThing"]}
     assert keywords.extract("where is the Retry Logic?").equivalents == ["RetryPolicy", "NoSuchThing"]

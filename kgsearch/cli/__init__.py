@@ -2,7 +2,11 @@
 
 Results go to stdout (a table, or JSON with ``--json``); diagnostics, warnings and progress go
 to stderr. Each command imports what it needs when it runs, so ``kgsearch --help`` stays fast.
-Exit codes are listed in ``kgsearch --help`` and in the README.
+Exit codes are listed in ``kgsearch --help`` and in the README. The intents and channels the
+query options offer come from their registries (:data:`kgsearch.query.intent.INTENTS`,
+:data:`kgsearch.query.channels.CHANNELS`), as do the MCP tool schemas. The environment is read
+here, once per command (:mod:`kgsearch.environment`), and so are the process limits (the
+memory budget's ``RLIMIT_DATA``, glibc's mmap threshold for the commands that index).
 """
 from __future__ import annotations
 
@@ -11,8 +15,11 @@ import math
 import os
 import sys
 
-from ..version import __version__
+from .. import environment
 from ..errors import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_MEMORY, EXIT_OK, KgsearchError, UsageError
+from ..query.channels import CHANNELS, DEFAULT_CHANNELS
+from ..query.intent import INTENTS
+from ..version import __version__
 from . import commands
 from .output import err
 
@@ -64,18 +71,33 @@ def _query_file(p: argparse.ArgumentParser) -> None:
                    help="read the query (the task) from FILE, or - for stdin, instead of the argument")
 
 
+INTENT_HELP = "force an intent (default: chosen from the query; the intents are listed below)"
+CHANNELS_HELP = (f"comma-separated channels to run (default: {','.join(DEFAULT_CHANNELS)}; also "
+                 f"{', '.join(n for n, c in CHANNELS.items() if not c.default)}); a gated channel runs only for "
+                 f"the queries it suits unless asked for alone (listed below)")
+
+
+def _listing(title: str, items) -> str:
+    """``title:`` and one ``name  help`` line per item, for an epilog."""
+    items = list(items)
+    width = max(len(n) for n, _ in items)
+    return "\n".join([f"{title}:"] + [f"  {n:<{width}}  {h}" for n, h in items])
+
+
+def registry_epilog() -> str:
+    """The intents and channels, from their registries (the --help of search, why and eval)."""
+    return (_listing("intents (--intent; chosen in this order when not forced)", [(n, s.help) for n, s in INTENTS.items()])
+            + "\n\n" + _listing("channels (--channels; default marked *)",
+                                 [(n + ("*" if c.default else ""), c.help) for n, c in CHANNELS.items()]))
+
+
 def _query_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("-k", type=int, default=10, help="number of results (default 10)")
-    p.add_argument("--intent", default=None,
-                   help="force an intent profile (exact_match, debugging, capability_check, workflow, comparison, "
-                        "goal_based, exploratory, semantic, default)")
+    p.add_argument("--intent", default=None, choices=list(INTENTS), metavar="INTENT", help=INTENT_HELP)
     p.add_argument("--weights", default=None, metavar="A,B,G,D",
                    help="override the fusion weights: embedding,text,graph,intent-edges (e.g. .4,.45,.15,0)")
     p.add_argument("--fusion", choices=["linear", "rrf"], default=None, help="fusion mode (default linear)")
-    p.add_argument("--channels", default=None, metavar="LIST",
-                   help="comma-separated channels to run (default: bm25,fts,dense,graph,intent,pattern,equiv,"
-                        "local,global; also prf = RM3 feedback). fts and pattern run only for phrase/boolean "
-                        "and identifier queries unless asked for alone")
+    p.add_argument("--channels", default=None, metavar="LIST", help=CHANNELS_HELP)
     p.add_argument("--diversity", type=float, default=None, metavar="F",
                    help="multiply the first hit of each new graph community by F (e.g. 1.05; default off)")
     p.add_argument("--norm", choices=["z", "max", "minmax", "auto"], default="z",
@@ -126,7 +148,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("search", parents=[common], help="hybrid search",
                        description="Search the index: BM25 + FTS5 + embeddings + graph signals fused by intent. "
                                    "QUERY - (or --query-file) reads the query from stdin (or a file): an issue of "
-                                   "any length; a search reads its first 32,768 characters and says when it cut.")
+                                   "any length; a search reads its first 32,768 characters and says when it cut.",
+                       epilog=registry_epilog(), formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("query", nargs="?", help="the query; - reads it from stdin")
     _query_file(p)
     _query_options(p)
@@ -134,7 +157,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-cache", action="store_true", help="do not read or write the result cache")
     p.set_defaults(func=commands.cmd_search)
 
-    p = sub.add_parser("why", parents=[common], help="why a node ranked where it did for a query")
+    p = sub.add_parser("why", parents=[common], help="why a node ranked where it did for a query",
+                       epilog=registry_epilog(), formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("query", nargs="?", help="the query; - reads it from stdin (with --query-file: leave it out)")
     p.add_argument("node", nargs="?", help="node key, qualified name or name")
     _query_file(p)
@@ -220,19 +244,24 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("eval", parents=[common], help="evaluate on a BEIR folder or a probes JSONL file",
                        description="BEIR folder (corpus.jsonl, queries.jsonl, qrels.tsv): nDCG@10, recall@10/100, "
                                    "MRR@10, P@10. Probe file (JSONL of {query, expected}): recall@5/@10, MRR "
-                                   "against the index given by --db.")
+                                   "against the index given by --db. The ranking alone: stored feedback is "
+                                   "ignored unless --with-feedback.",
+                       epilog=registry_epilog(), formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("target", metavar="DIR|PROBES.jsonl")
-    p.add_argument("--channels", default=None, metavar="LIST", help="channels to run (default: the full pipeline)")
+    p.add_argument("--channels", default=None, metavar="LIST", help=CHANNELS_HELP)
     p.add_argument("--ablate", action="store_true", help="also run with each channel removed and each alone")
     p.add_argument("-k", type=int, default=100, help="results per query (default 100)")
     p.add_argument("--max-queries", type=int, default=None, help="use only the first N queries")
     p.add_argument("--split", default=None, help="qrels split (default: qrels.tsv, else qrels.test.tsv)")
-    p.add_argument("--index-dir", default=None, help="where evaluation indexes are kept (default: data dir/eval)")
+    p.add_argument("--index-dir", default=None, help="where evaluation indexes are kept (default: data dir/eval; "
+                                                        "one per corpus file, settings and kgsearch version)")
     p.add_argument("--rebuild", action="store_true", help="rebuild the evaluation index")
     p.add_argument("--set", action="append", metavar="KEY=VALUE", help="index setting, e.g. stemmer=light")
     p.add_argument("--fusion", choices=["linear", "rrf"], default=None)
-    p.add_argument("--intent", default=None)
+    p.add_argument("--intent", default=None, choices=list(INTENTS), metavar="INTENT", help=INTENT_HELP)
     p.add_argument("--weights", default=None)
+    p.add_argument("--with-feedback", dest="feedback", action="store_true",
+                   help="let the index's stored feedback nudge the ranking (default: the ranking alone)")
     p.set_defaults(func=commands.cmd_eval)
 
     p = sub.add_parser("bench", parents=[common], help="on-device benchmark (index time, latency, RSS, start-up)")
@@ -260,7 +289,18 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
+# commands whose work is indexing: glibc's mmap threshold is fixed for them (kgsearch.budget)
+INDEXING = frozenset({"index", "roots", "doctor", "eval", "bench", "demo"})
+
+
+def main(argv: list[str] | None = None, environ=None) -> int:
+    """Run one command. ``environ`` (default ``os.environ``) is read here, once, and is what the
+    library sees for the command's duration (kgsearch.environment)."""
+    with environment.configured(environment.from_environ(environ)):
+        return _main(argv)
+
+
+def _main(argv: list[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "command", None):
@@ -277,6 +317,10 @@ def main(argv: list[str] | None = None) -> int:
         args.model_cmd = "list"
     try:
         _apply_budget()
+        if args.command in INDEXING:
+            from ..budget import fixed_mmap_threshold
+
+            fixed_mmap_threshold()          # freed work arrays leave the RSS (text step at 1M: 982 -> 718 MiB)
         return args.func(args)
     except KgsearchError as exc:
         err(f"error: {exc}")

@@ -246,7 +246,7 @@ def cmd_why(args) -> int:
     from .output import format_why
 
     opts = SearchOptions(k=args.k, intent=args.intent, weights=args.weights, fusion=args.fusion,
-                         channels=args.channels, explain=True, use_cache=False, norm=args.norm,
+                         channels=args.channels, explain=True, norm=args.norm,
                          diversity=args.diversity, group=args.group)
     query, node = args.query, args.node
     if args.query_file is not None and node is None:          # why --query-file FILE NODE
@@ -270,7 +270,7 @@ def cmd_eval(args) -> int:
     opts = EvalOptions(channels=args.channels, ablate=args.ablate, k=args.k, max_queries=args.max_queries,
                        split=args.split, index_dir=args.index_dir, rebuild=args.rebuild,
                        settings=_parse_settings(args.set), fusion=args.fusion, intent=args.intent,
-                       weights=args.weights, db=args.db_explicit)
+                       weights=args.weights, db=args.db_explicit, feedback=args.feedback)
     result = evaluate(args.target, opts)
     if args.json:
         emit_json(result)

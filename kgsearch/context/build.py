@@ -15,8 +15,6 @@ import time
 from dataclasses import dataclass, field
 
 from ..errors import UsageError
-from ..pack import query_terms
-from ..query.cut import cut_query
 from .diff import FileChange, changed_nodes
 from .items import load_items
 from .pack import pack
@@ -95,15 +93,15 @@ def build_context(engine, *, task: str | None = None, files: list[str] | None = 
     if mode == "task":
         if not str(task).strip():
             raise UsageError("the task text is empty; describe the task, e.g. kgsearch context \"fix the retry loop\"")
-        task, cut = cut_query(str(task))             # the search would cut it too: its terms are these
-        notices += [cut] if cut else []
-        cands, resp = task_candidates(engine, task, opts.k or task_depth(opts.budget), opts.search, session)
+        q = engine.parse(task)                   # analysed once (and cut to its bound): the search and the matched lines read it
+        notices += [q.cut] if q.cut else []
+        cands, resp = task_candidates(engine, q, opts.k or task_depth(opts.budget), opts.search, session)
         if opts.value == "margin" and cands:
             low = min(c.score for c in cands)
             for c in cands:
                 c.score -= low
         notices += list(resp.notices)
-        terms = query_terms(task)
+        terms = list(q.highlight)
     else:
         if mode == "files":
             if not files:

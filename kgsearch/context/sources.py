@@ -36,8 +36,9 @@ class Candidate:
     marked: set[int] = field(default_factory=set)     # absolute line numbers to keep when trimming
 
 
-def task_candidates(engine, task: str, k: int, opts=None, session=None) -> tuple[list[Candidate], object]:
-    """The engine's top ``k`` for ``task``: (candidates best first, the Response)."""
+def task_candidates(engine, task, k: int, opts=None, session=None) -> tuple[list[Candidate], object]:
+    """The engine's top ``k`` for ``task`` (a string, or the engine's parsed Query): (candidates
+    best first, the Response)."""
     from ..query import SearchOptions
 
     opts = (opts or SearchOptions()).but(k=k, snippets=False)

@@ -100,7 +100,9 @@ def list_models() -> list[dict]:
                         d["source"] = "shipped, default"
                     out.append(d)
                     seen.add(str(p.resolve()))
-    env = os.environ.get("KGSEARCH_MODEL")
+    from ..environment import current
+
+    env = current().model
     if env:
         p = Path(env).expanduser()
         if p.is_dir() and str(p.resolve()) not in seen:

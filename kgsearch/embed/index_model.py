@@ -8,7 +8,6 @@ default) and checks its id, or says in one line why dense search is off.
 from __future__ import annotations
 
 import logging
-import os
 from pathlib import Path
 from typing import Any
 
@@ -24,11 +23,12 @@ def model_spec(settings) -> str | None:
     dict of flat keys), else ``$KGSEARCH_MODEL``, else None (the shipped default)."""
     from ..settings import IndexSettings
 
+    from ..environment import current
+
     spec = IndexSettings.coerce(settings).embed.model
     if spec:
         return str(spec)
-    env = os.environ.get("KGSEARCH_MODEL")
-    return env or None
+    return current().model or None
 
 
 def model_ref(path: Path) -> str:
@@ -63,11 +63,12 @@ def load_cached(path: Path):
 def query_model(ix):
     """The model that built the index's vectors (loaded once per process), or a one-line
     string saying why there is none here."""
+    from ..environment import current
     from .model import resolve_model
 
     want = ix.meta("model_id")
     tried = []
-    for spec in (ix.meta("model"), os.environ.get("KGSEARCH_MODEL"), "default"):
+    for spec in (ix.meta("model"), current().model, "default"):
         if not spec:
             continue
         path = resolve_model(spec)

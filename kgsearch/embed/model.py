@@ -285,12 +285,13 @@ class StaticModel:
 # ---------------------------------------------------------------------------- loading
 def resolve_model(spec: str | os.PathLike | None = None) -> Path | None:
     """Find a model folder: a path, a name under ``data_home()/models`` or the shipped
-    ``data/models``, ``$KGSEARCH_MODEL`` when ``spec`` is None, else the shipped default.
+    ``data/models``, ``$KGSEARCH_MODEL`` (as the CLI read it: :mod:`kgsearch.environment`) when ``spec`` is None, else the shipped default.
     Returns None when nothing usable is found."""
     from ..config import data_home, shipped_data_dir
+    from ..environment import current
 
     if spec is None or str(spec) in ("", "default"):
-        env = os.environ.get("KGSEARCH_MODEL")
+        env = current().model
         spec = env if env and spec is None else DEFAULT_MODEL
     p = Path(spec).expanduser()
     if p.is_dir():

@@ -24,7 +24,6 @@ exactly instead of streaming every block.
 from __future__ import annotations
 
 import logging
-import os
 from typing import Any, Iterator
 
 from ..errors import BadIndex
@@ -290,8 +289,9 @@ def _cache_budget() -> int:
     """Bytes of int8 codes a query process may hold: ``KGSEARCH_VEC_CACHE_MB`` when set, else
     64 MiB, lowered to a quarter of ``KGSEARCH_MEMORY_MB`` when that is smaller."""
     from ..budget import share
+    from ..environment import current
 
-    raw = os.environ.get("KGSEARCH_VEC_CACHE_MB")
+    raw = current().vec_cache_mb
     if raw is not None:
         try:
             return int(float(raw) * 1024 * 1024)

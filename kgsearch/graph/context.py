@@ -20,13 +20,21 @@ from .hits import hits
 from .pagerank import PowerIterationFailedConvergence, rwr
 from .rows_walk import rwr_rows
 
-__all__ = ["load_context", "load_graph", "pagerank_scores", "community_labels", "GraphContext", "CODE_KINDS"]
+__all__ = ["load_context", "load_graph", "pagerank_scores", "community_labels", "GraphContext", "CODE_KINDS",
+           "entity_words"]
 
 CODE_KINDS = frozenset({"module", "class", "function", "method"})
 ENTITY_KINDS = frozenset(_ENTITY_KINDS)
 ENTITY_DICT_MAX = 20_000        # entity/tag nodes: past this, names are matched in SQL (no resident dict)
 
 _WORDS = re.compile(r"[^\W_][\w'\-]*", re.UNICODE)
+
+
+def entity_words(text: str) -> list[str]:
+    """The lower-cased words of ``text`` whose runs can name an entity or a tag (``'s`` and
+    edge quotes and hyphens dropped): what :meth:`GraphContext.match_entities` matches."""
+    words = [w.strip("'-") for w in _WORDS.findall(text.lower())]
+    return [w[:-2] if w.endswith("'s") else w for w in words if w]
 
 
 class GraphContext:
@@ -211,10 +219,10 @@ class GraphContext:
                 out[key.split(":", 1)[-1]] = p
         return out
 
-    def match_entities(self, query: str, max_words: int = 5) -> np.ndarray:
-        """Positions of entity/tag nodes whose name is a run of words in ``query``."""
-        words = [w.strip("'-") for w in _WORDS.findall(query.lower())]
-        words = [w[:-2] if w.endswith("'s") else w for w in words if w]
+    def match_entities(self, query: str, max_words: int = 5, *, words=None) -> np.ndarray:
+        """Positions of entity/tag nodes whose name is a run of words in ``query``
+        (``words``: its :func:`entity_words` when the caller has them)."""
+        words = entity_words(query) if words is None else list(words)
         runs = [" ".join(words[i:j]) for i in range(len(words))
                 for j in range(i + 1, min(len(words), i + max_words) + 1)]
         prefixes = self._entity_prefixes()
@@ -229,17 +237,18 @@ class GraphContext:
         return np.array(sorted(found), dtype=np.int64)
 
     def entity_channels(self, query: str, depth: int = 100, want_local: bool = True,
-                        want_global: bool = True) -> tuple[dict[int, float], dict[int, float]]:
+                        want_global: bool = True, *, words=None) -> tuple[dict[int, float], dict[int, float]]:
         """Graph-local and graph-global channels, keyed by node id.
 
         local: nodes linked to entities named in the query, scored by how many distinct matched
         entities they touch. global: the 3 communities holding most matched entities; their
         non-entity members, scored by the community's share of matches times
         ``0.5 + 0.5 * PageRank / max PageRank in the community``; ``depth`` best per community.
+        ``words``: the query's :func:`entity_words` when the caller has them.
         """
         local: dict[int, float] = {}
         glob: dict[int, float] = {}
-        ents = self.match_entities(query)
+        ents = self.match_entities(query, words=words)
         if not len(ents):
             return local, glob
         not_entity = np.array([k not in ENTITY_KINDS for k in self.kind_names] + [True], dtype=bool)

@@ -50,7 +50,6 @@ from typing import Any
 
 import numpy as np
 
-from ..budget import fixed_mmap_threshold
 from ..config import edge_weights
 from ..settings import GraphSettings, IndexSettings
 from . import adjacency, entity_keys, maintain
@@ -289,7 +288,6 @@ def _rebuild(ix, changes, table: dict[str, float], gs: GraphSettings, progress, 
     _progress(progress, "csr")
     t = time.perf_counter()
     ids, kinds, kind_names = nodes
-    fixed_mmap_threshold()                           # (freed arrays leave the RSS)
     *arrays, etypes = read_edges(conn, ids, table, chunk=READ_CHUNK)
     g = from_edge_arrays(arrays, len(ids), etypes)   # (frees each array once it is sorted)
     old_ids, old_comm = (None if a is None else np.array(a) for a in

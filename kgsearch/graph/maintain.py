@@ -40,7 +40,6 @@ from typing import Any
 
 import numpy as np
 
-from ..budget import fixed_mmap_threshold
 from ..config import edge_weight
 from ..store.sql import CHUNK
 from . import adjacency
@@ -266,7 +265,6 @@ def update_incremental(ix, changes, table: dict, gs, ids: np.ndarray, kinds: np.
 
     conn = ix.conn
     t = time.perf_counter()
-    fixed_mmap_threshold()
     if ix.meta_json(NEEDS_FULL):
         return "edges changed in a run that skipped the graph step"
     old_ids = ix.get_array(prefix + "node_ids")

@@ -29,7 +29,11 @@ Edges:
 * ``contains`` (``ns='key'``): module -> class/function, class -> method, function -> nested def.
 * ``imports`` (``ns='py'``): module -> imported module; ``from x import y`` -> ``x.y`` then ``x``
   (y may be a submodule or a symbol). Relative imports are resolved against the package of
-  the file. Imports inside functions count for the module.
+  the file; in a package indexed as its own root (its modules named from the root, ``core``,
+  ``sub.mod``, its ``__init__.py`` after the folder, ``pkg``) a relative import that reaches
+  the root (``from .. import core``, ``from . import util`` in a top-level module or in the
+  root ``__init__``) names ``core``, then ``pkg.core`` (a name the root ``__init__`` defines),
+  then ``pkg``. Imports inside functions count for the module.
 * ``inherits`` (``ns='py'``): class -> base, resolved like a name (below).
 * ``calls`` (``ns='py'``): from the innermost function (module or class when the call is
   at module or class-body level) to the callee, with candidate qualified names in order:
@@ -175,6 +179,11 @@ class _Loader(NameCandidates):
         self.mod = module_name(rel, opts.root)
         base = rel.replace("\\", "/").rsplit("/", 1)[-1]
         self.is_pkg = base in ("__init__.py", "__init__.pyi")
+        # the indexed root's own package: its __init__ is named after the folder (module_name), its
+        # modules from the root; relative imports that reach it name the root's modules
+        self.root_pkg = module_name("__init__.py", opts.root)
+        parts = [p for p in rel.replace("\\", "/").split("/") if p and p != "."]
+        self.is_root_init = self.is_pkg and len(parts) - (len(parts) > 1 and parts[0] == "src") == 1
         self.flags = FLAG_TEST if is_test_path(rel) else 0
         self.res = LoadResult()
         self.keys: set[str] = set()
@@ -376,21 +385,30 @@ class _Loader(NameCandidates):
             return
         for a in node.names:
             if a.name == "*":
-                self.stars.append(base)
-                self._edge_imports.setdefault(base, line)
-            else:
+                self.stars.append(base or self.root_pkg)
+                self._edge_imports.setdefault(base or self.root_pkg, line)
+            elif base:
                 full = f"{base}.{a.name}"
                 self.imports[a.asname or a.name] = full
                 self._edge_imports.setdefault(f"{full}\n{base}", line)
+            else:                          # from the indexed root: a module of it, or a name of its __init__
+                full = f"{a.name}\n{self.root_pkg}.{a.name}"
+                self.imports[a.asname or a.name] = full
+                self._edge_imports.setdefault(f"{full}\n{self.root_pkg}", line)
 
     def _from_base(self, modname: str | None, level: int) -> str | None:
+        """The dotted package a ``from`` import names (``""``: the indexed root itself; None:
+        above the root, unresolvable)."""
         if not level:
             return modname
-        pkg = self.mod if self.is_pkg else self.mod.rpartition(".")[0]
+        if self.is_root_init:
+            pkg = ""
+        else:
+            pkg = self.mod if self.is_pkg else self.mod.rpartition(".")[0]
         parts = pkg.split(".") if pkg else []
         if level - 1 > len(parts):
             return None
         parts = parts[: len(parts) - (level - 1)]
         if modname:
             parts.append(modname)
-        return ".".join(parts) or None
+        return ".".join(parts)

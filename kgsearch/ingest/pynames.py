@@ -60,8 +60,8 @@ class NameCandidates:
             first, s = False, s.parent
         if name in s.defs:
             return [s.defs[name]]
-        if name in self.imports:
-            return [self.imports[name]]
+        if name in self.imports:                 # (several candidates: an import from the indexed root)
+            return self.imports[name].split("\n")
         if name in _BUILTINS:
             return []
         return [f"{m}.{name}" for m in self.stars]

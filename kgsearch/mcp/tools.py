@@ -6,19 +6,24 @@ feedback). Every handler returns ``(text, structured)``; :mod:`.server` wraps th
 revision for state across calls: nodes opened with ``show`` in that session rank higher in its
 later ``search``/``context`` calls (x1.2, half-life 180 s). On a legacy (initialize) connection
 the connection is the session when no ``session`` is given.
+
+The ``intent`` enum and the ``channels`` description of ``search`` come from the query side's
+registries (:data:`kgsearch.query.intent.INTENTS`, :data:`kgsearch.query.channels.CHANNELS`),
+as the CLI's ``--help`` does.
 """
 from __future__ import annotations
 
 import json
 
+from ..query.channels import CHANNELS, DEFAULT_CHANNELS
+from ..query.intent import INTENTS
 from .shapes import DETAILS, OUTPUT_SCHEMAS
 
 __all__ = ["TOOLS", "ToolError", "check_args", "INTENT_NAMES"]
 
-# The intent names a search may force: the one list every schema uses (the query branch makes it
-# from the intent registry; the CLI's --intent help says the same).
-INTENT_NAMES = ["exact_match", "debugging", "capability_check", "workflow", "comparison", "goal_based",
-                "exploratory", "semantic", "default"]
+# The intent names a search may force: the one list every schema uses (from the intent registry;
+# the CLI's --intent choices are the same).
+INTENT_NAMES = list(INTENTS)
 
 _SESSION = {"type": "string", "maxLength": 200,
             "description": "optional handle you choose (e.g. a UUID) to group calls: nodes you open with `show` "
@@ -51,9 +56,14 @@ TOOLS = [
                     "(every channel score and signal part of each hit).",
      "inputSchema": _schema({"query": {"type": "string", "minLength": 1},
                              "k": {"type": "integer", "minimum": 1, "maximum": 200, "default": 10},
-                             "intent": {"type": "string", "enum": INTENT_NAMES},
+                             "intent": {"type": "string", "enum": INTENT_NAMES,
+                                        "description": "force an intent (default: chosen from the query): "
+                                                       + "; ".join(f"{n}: {s.help}" for n, s in INTENTS.items())},
                              "fusion": {"type": "string", "enum": ["linear", "rrf"]},
-                             "channels": {"type": "string", "description": "comma-separated channels, e.g. bm25,dense"},
+                             "channels": {"type": "string",
+                                          "description": f"comma-separated channels (default "
+                                                         f"{','.join(DEFAULT_CHANNELS)}): "
+                                                         + "; ".join(f"{n}: {c.help}" for n, c in CHANNELS.items())},
                              "detail": _DETAIL, "session": _SESSION}, ["query"])},
     {"name": "context", "title": "Context for a task, files or a diff",
      "description": "Pack the nodes that matter into a token budget (tokens = ceil(characters / 4)): for a task "

@@ -5,11 +5,13 @@ In this order, each recorded per candidate so ``--explain`` adds up:
 1. ``shift``: standardised scores can be negative; every candidate moves up so the weakest
    scores 0 (multiplicative factors need a positive scale);
 2. ``test_or_vendored``: test code x :attr:`Tuning.test_penalty` unless the query is about
-   tests (word boundaries, :func:`kgsearch.codetask.asks_for_tests`; a code task's mention of
-   tests never is, a relation question always is); shared structural nodes (tags, entities,
-   placeholders) x 0 except for exact-match queries; deleted nodes x 0; for code queries:
-   vendored/minified/mock code x 0, and docs/examples code and prose (notes, changelogs,
-   release notes) x :attr:`Tuning.nonsource_penalty` unless the query asks for docs;
+   tests (word boundaries, :attr:`Query.about_tests <kgsearch.query.parse.Query.about_tests>`;
+   a code task's mention of tests never is, a relation question always is: the intent's
+   ``code_task`` and ``relation`` flags); shared structural nodes (tags, entities,
+   placeholders) x 0 except for exact-match intents; deleted nodes x 0; for code queries
+   (:func:`kgsearch.query.code.is_code_query`) and code tasks: vendored/minified/mock code x 0,
+   and docs/examples code and prose (notes, changelogs, release notes) x
+   :attr:`Tuning.nonsource_penalty` unless the query asks for docs;
    then ``session`` / ``feedback`` factors when a session or stored feedback applies
    (:mod:`.feedback`; absent otherwise);
 3. ``diversity``: x factor for the first hit of each new graph community (off by default);
@@ -17,43 +19,24 @@ In this order, each recorded per candidate so ``--explain`` adds up:
 """
 from __future__ import annotations
 
-import re
 from typing import Callable
 
 import numpy as np
 
 from .. import pack
-from ..codelike import path_role
-from ..codetask import asks_for_prose, asks_for_tests
-from ..store.rows import node_flags, node_meta, rel_path
+from ..store.rows import node_flags, node_meta
 from ..types import FLAG_AUTO, FLAG_TEST
+from .code import is_source, is_vendored
 from .tuning import TUNING, Tuning
 
-__all__ = ["rank", "is_vendored", "is_source", "CODE_KINDS"]
-
-CODE_KINDS = ("module", "class", "function", "method")
-
-_VENDORED = re.compile(r"/(vendor|vendored|_vendor|third_party|node_modules|mocks)/|\.min\.")
+__all__ = ["rank"]
 
 
-def is_vendored(m: dict) -> bool:
-    """Vendored, minified or mock code, by path and name."""
-    p = (m.get("path") or "").replace("\\", "/").lower()
-    return bool(_VENDORED.search(p)) or (m.get("name") or "").startswith(("Mock", "mock_"))
-
-
-def is_source(m: dict, about_tests: bool = False) -> bool:
-    """Source code: a code node outside test and docs/examples folders."""
-    if m.get("kind") not in CODE_KINDS:
-        return False
-    role = path_role(rel_path(m))
-    return role == "source" or (role == "test" and about_tests)
-
-
-def rank(conn, cand: np.ndarray, fused: np.ndarray, adjustments: dict, *, query: str, exact: bool,
-         code_query: bool, code_task: bool, relation: bool = False, communities_of: Callable | None, opts,
-         tuning: Tuning = TUNING, nudges=None) -> tuple[np.ndarray, list[int], dict[int, dict]]:
-    """Apply the adjustments (recorded in ``adjustments``) and pick the top ``opts.k``.
+def rank(conn, cand: np.ndarray, fused: np.ndarray, adjustments: dict, *, q, it, code_query: bool,
+         communities_of: Callable | None, opts, tuning: Tuning = TUNING, nudges=None
+         ) -> tuple[np.ndarray, list[int], dict[int, dict]]:
+    """Apply the adjustments (recorded in ``adjustments``) for the parsed query ``q`` of intent
+    ``it`` and pick the top ``opts.k``.
 
     Returns (adjusted scores, positions of the hits in ``cand`` best first, display fields by
     node id; texts only when not collapsing, see :func:`kgsearch.query.results.make_hits`).
@@ -64,8 +47,9 @@ def rank(conn, cand: np.ndarray, fused: np.ndarray, adjustments: dict, *, query:
     flags_of = node_flags(conn, cand.tolist())
     # a code task (an issue, a traceback) mentions tests and docs on its way to the code; a
     # relation question ("where is X used") wants every user, tests included
-    about_tests = (asks_for_tests(query) and not code_task) or relation
-    about_prose = asks_for_prose(query) and not code_task
+    code_task, exact = it.spec.code_task, it.spec.exact
+    about_tests = (q.about_tests and not code_task) or it.spec.relation
+    about_prose = q.about_prose and not code_task
     low = float(fused.min())
     if low < 0:
         fused = fused - low

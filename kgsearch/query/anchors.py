@@ -1,6 +1,7 @@
 """The ``anchors`` channel: the names and paths a code task mentions that exist in the index.
 
-:func:`kgsearch.codetask.extract` finds candidate anchors in the query text; here each is looked
+:func:`kgsearch.query.codetask.extract` finds candidate anchors in the query text (the parser
+keeps them in :attr:`Query.anchors <kgsearch.query.parse.Query.anchors>`); here each is looked
 up exactly (no fuzzy matching: a near miss of a junk token is what made the pattern channel
 rank ``…With743`` second for "line 743"):
 
@@ -23,13 +24,12 @@ import posixpath
 
 import numpy as np
 
-from ..codetask import Anchor, extract
 from ..store.sql import in_chunks
-from ..text.tokenize import clean_query
+from .codetask import Anchor
+from .code import CODE_KINDS
 
-__all__ = ["search", "resolve", "relation_search", "CODE_KINDS"]
+__all__ = ["search", "resolve", "relation_search"]
 
-CODE_KINDS = ("module", "class", "function", "method")
 _KINDS_SQL = ",".join(f"'{k}'" for k in CODE_KINDS)
 _EMPTY = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32))
 
@@ -100,11 +100,10 @@ def resolve(conn, anchors: list[Anchor]) -> dict[int, float]:
     return scores
 
 
-def search(ix, query: str, k: int = 100, **opts) -> tuple[np.ndarray, np.ndarray]:
-    """Anchors channel: (node ids, evidence in (0, 1]) best first; empty when the query names
-    nothing in the index. Never raises on the query string."""
-    query = clean_query(query)
-    anchors = extract(query)
+def search(ix, q, k: int = 100, **opts) -> tuple[np.ndarray, np.ndarray]:
+    """Anchors channel: (node ids, evidence in (0, 1]) best first for the anchors of the parsed
+    query ``q``; empty when it names nothing in the index."""
+    anchors = list(q.anchors)
     if not anchors:
         return _EMPTY
     scores = resolve(ix.conn, anchors)
@@ -115,14 +114,15 @@ def search(ix, query: str, k: int = 100, **opts) -> tuple[np.ndarray, np.ndarray
             np.array([min(p[1], 1.0) for p in items], dtype=np.float32))
 
 
-def relation_search(ix, query: str, k: int = 100, *, target: str | None = None, edge_types=(), **opts
+def relation_search(ix, q, k: int = 100, *, target: str | None = None, edge_types=(), **opts
                     ) -> tuple[np.ndarray, np.ndarray] | str:
     """Relation channel ("who calls X", "where is X used"): the nodes with an edge of
-    ``edge_types`` into the node(s) ``target`` names, scored by the summed edge weight
+    ``edge_types`` into the node(s) ``target`` names (the parsed query's
+    :attr:`~kgsearch.query.parse.Query.relation_anchors`), scored by the summed edge weight
     (in (0, 1] after dividing by the best), plus the named nodes themselves at 0.5."""
     if not target or not edge_types:
         return "no relation question"
-    named = resolve(ix.conn, extract(f"`{clean_query(target)}`"))
+    named = resolve(ix.conn, list(q.relation_anchors))
     if not named:
         return f"{target!r} names nothing in this index"
     best = max(named.values())

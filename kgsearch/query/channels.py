@@ -1,129 +1,188 @@
-"""The retrieval channels the engine can run, as a typed registry of plain imports.
+"""The retrieval channels, described once: one :class:`Channel` each in :data:`CHANNELS`.
 
 A channel has the same shape everywhere (docs/DESIGN.md, "Query-time channels")::
 
-    search(ix, query, k, **kw) -> (node ids int64, scores) best first, or a one-line str saying why it is off
-    score_all(ix, query, **kw) -> (ids ascending, scores, population)   # for z-scores over the index
-    score_ids(ix, query, ids, **kw) -> scores aligned with ids             # fill-in for other candidates
+    search(ix, q, k, **kw) -> (node ids int64, scores) best first, or a one-line str saying why it is off
+    score_all(ix, q, **kw) -> (ids ascending, scores, population)   # for z-scores over the index
+    score_ids(ix, q, ids, **kw) -> scores aligned with ids          # fill-in for other candidates
 
-and feeds one fused signal (``text``, ``embedding``, ``graph``, ``intent``). The four graph
-channels have no search function of their own: the graph stage computes them from the first
-stage's candidates (:mod:`kgsearch.query.graph_stage`). A gate says when a channel is worth
-running for a query; a channel asked for alone always runs.
+where ``q`` is the parsed :class:`~kgsearch.query.parse.Query`: each entry hands its module
+what the parser already analysed (term weights, FTS5 expressions, pattern tokens, anchors), so
+no channel reads the raw text again. A channel feeds one fused signal (``text``, ``embedding``,
+``graph``, ``intent``). The four graph channels have no search function of their own: the
+graph stage computes them from the first stage's candidates (:mod:`kgsearch.query.graph_stage`).
+A gate says when a channel is worth running for a query and intent (from the Query's fields
+and the intent's flags); a channel asked for alone always runs. ``help`` is what ``kgsearch
+search --help`` and the MCP schema say about it; ``default`` puts it in the default pipeline.
 
-Each entry calls its module's function when it runs (``bm25.search``, looked up then), so a
-test can replace a module's function and the engine uses the replacement.
+Each entry imports its module when it runs and looks the function up then (``bm25.search``),
+so ``kgsearch --help`` imports no engine and a test can replace a module's function.
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
-from ..codelike import has_code_token
-from ..embed import scoring as dense_scoring, vectors
-from ..text import bm25, fts, keywords, pattern, prf
-from . import anchors
+if TYPE_CHECKING:
+    from .intent import Intent
+    from .parse import Query
 
-__all__ = ["Channel", "CHANNELS", "ALL_CHANNELS", "GRAPH_CHANNELS", "DEFAULT_CHANNELS", "SIGNAL_OF",
-           "wants_fts", "wants_pattern"]
+__all__ = ["Channel", "CHANNELS", "ALL_CHANNELS", "GRAPH_CHANNELS", "DEFAULT_CHANNELS", "SIGNAL_OF", "SIGNALS"]
+
+SIGNALS = ("embedding", "text", "graph", "intent")
 
 
 @dataclass(frozen=True)
 class Channel:
     name: str
-    signal: str                                    # the fused signal it feeds (linear) / whose weight it takes (rrf)
+    signal: str                     # the fused signal it feeds (linear) / whose weight it takes (rrf)
+    help: str
     search: Callable | None = None
     score_all: Callable | None = None
     score_ids: Callable | None = None
-    gate: Callable[[str, object], str | None] | None = None   # (query, intent) -> why it is skipped, or None
+    gate: Callable[["Query", "Intent"], str | None] | None = None   # why it is skipped, or None
+    default: bool = True            # runs in the default pipeline (when its gate lets it)
     absolute: bool = False          # scores in [0, 1] on an absolute scale (not divided by the query's best)
     added: bool = False             # added to its signal (x Tuning.anchor_weight) instead of the max of the channels
 
 
-_FTS_SYNTAX = re.compile(r'"[^"]+"|\b(AND|OR|NOT|NEAR)\b')
-
-
-def wants_fts(query: str) -> bool:
+# ---------------------------------------------------------------------------- gates
+def _fts_gate(q: "Query", it: "Intent") -> str | None:
     """FTS5 adds what BM25 cannot: quoted phrases and AND/OR/NOT/NEAR. Otherwise it is the same
     bag-of-words ranking without stemming and is not run by default."""
-    return bool(_FTS_SYNTAX.search(query))
-
-
-def wants_pattern(query: str, it) -> bool:
-    """The pattern channel (identifiers, typos, regex) runs for exact-match intents, ``/regex/``
-    queries and queries holding an identifier (snake_case, camelCase, dotted, ``call()``,
-    backticks). Scientific tokens such as ``mRNA`` or ``e.g.`` do not count: measured, letting
-    them through cost 0.003 nDCG@10 on the shared sets."""
-    q = query.strip()
-    if len(q) > 2 and q.startswith("/") and q.rfind("/") > 0:
-        return True
-    if it.name == "exact_match" and it.reason != "quoted phrase":
-        return True
-    return has_code_token(q)
-
-
-CODE_TASKS = ("code_task", "relation")
-
-
-def _fts_gate(query: str, it) -> str | None:
-    if it.name in CODE_TASKS:
+    if it.spec.names_code:
         return "a code task: its quoted words are not phrase searches"
-    return None if wants_fts(query) else "no quoted phrase or boolean operator"
+    return None if q.fts_syntax else "no quoted phrase or boolean operator"
 
 
-def _pattern_gate(query: str, it) -> str | None:
-    if it.name in CODE_TASKS:
+def _pattern_gate(q: "Query", it: "Intent") -> str | None:
+    """The pattern channel (identifiers, typos, regex) runs for exact-match intents (unless a
+    quoted phrase made it one), ``/regex/`` queries and queries holding an identifier
+    (snake_case, camelCase, dotted, ``call()``, backticks). Scientific tokens such as ``mRNA``
+    or ``e.g.`` do not count: measured, letting them through cost 0.003 nDCG@10 on the shared sets."""
+    if it.spec.names_code:
         return "a code task: its names are matched exactly by the anchors channel"
-    return None if wants_pattern(query, it) else "not an identifier, file name or /regex/ query"
+    if q.slash_regex or q.code_token or (it.spec.exact and (it.forced or not q.quoted)):
+        return None
+    return "not an identifier, file name or /regex/ query"
 
 
-def _anchors_gate(query: str, it) -> str | None:
-    return None if it.name in CODE_TASKS else "not a code task"
+def _anchors_gate(q: "Query", it: "Intent") -> str | None:
+    return None if it.spec.names_code else "not a code task"
 
 
-def _relation_gate(query: str, it) -> str | None:
-    return None if it.name == "relation" else "not a relation question (who calls X, where is X used)"
+def _relation_gate(q: "Query", it: "Intent") -> str | None:
+    return None if it.spec.relation else "not a relation question (who calls X, where is X used)"
 
 
-# Order matters: channels run, and are listed in responses, in this order.
+# ---------------------------------------------------------------------------- what each runs
+def _weights(q: "Query", kw: dict) -> dict[str, float]:
+    """BM25/PRF term weights: the query's terms, plus the intent keywords x boost when asked."""
+    return q.term_weights(kw.get("boost_terms"), float(kw.get("boost", 5.0))) if kw.get("boost_terms") \
+        else q.term_weights()
+
+
+def _bm25_search(ix, q, k, **kw):
+    from ..text import bm25
+    return bm25.search(ix, _weights(q, kw), k)
+
+
+def _bm25_all(ix, q, **kw):
+    from ..text import bm25
+    return bm25.score_all(ix, _weights(q, kw))
+
+
+def _bm25_ids(ix, q, ids, **kw):
+    from ..text import bm25
+    return bm25.score_ids(ix, _weights(q, kw), ids)
+
+
+def _prf_search(ix, q, k, **kw):
+    from ..text import prf
+    return prf.search(ix, _weights(q, kw), k)
+
+
+def _prf_all(ix, q, **kw):
+    from ..text import prf
+    return prf.score_all(ix, _weights(q, kw))
+
+
+def _prf_ids(ix, q, ids, **kw):
+    from ..text import prf
+    return prf.score_ids(ix, _weights(q, kw), ids)
+
+
+def _fts_search(ix, q, k, **kw):
+    from ..text import fts
+    return fts.search(ix, q.text, k, expressions=q.fts, **kw)
+
+
+def _fts_all(ix, q, **kw):
+    from ..text import fts
+    return fts.score_all(ix, q.text, expressions=q.fts, **kw)
+
+
+def _pattern_search(ix, q, k, **kw):
+    from ..text import pattern
+    return pattern.search(ix, q.text, k, parts=q.pattern, **kw)
+
+
+def _equiv_search(ix, q, k, **kw):
+    from ..text import keywords
+    return keywords.search_equivalences(ix, q.text, k, **kw)
+
+
+def _anchors_search(ix, q, k, **kw):
+    from . import anchors
+    return anchors.search(ix, q, k, **kw)
+
+
+def _relation_search(ix, q, k, **kw):
+    from . import anchors
+    return anchors.relation_search(ix, q, k, **kw)
+
+
+def _dense_search(ix, q, k, **kw):
+    from ..embed import vectors
+    return vectors.search(ix, q.text, k, **kw)
+
+
+def _dense_all(ix, q, **kw):
+    from ..embed import scoring
+    return scoring.score_all(ix, q.text, **kw)
+
+
+def _dense_ids(ix, q, ids, **kw):
+    from ..embed import scoring
+    return scoring.score_ids(ix, q.text, ids, **kw)
+
+
+# Order matters: channels run, and are listed in responses and --help, in this order.
 CHANNELS: dict[str, Channel] = {c.name: c for c in (
-    Channel("bm25", "text",
-            search=lambda ix, q, k, **kw: bm25.search(ix, q, k, **kw),
-            score_all=lambda ix, q, **kw: bm25.score_all(ix, q, **kw),
-            score_ids=lambda ix, q, ids, **kw: bm25.score_ids(ix, q, ids, **kw)),
-    Channel("prf", "text",
-            search=lambda ix, q, k, **kw: prf.search(ix, q, k, **kw),
-            score_all=lambda ix, q, **kw: prf.score_all(ix, q, **kw),
-            score_ids=lambda ix, q, ids, **kw: prf.score_ids(ix, q, ids, **kw)),
-    Channel("fts", "text",
-            search=lambda ix, q, k, **kw: fts.search(ix, q, k, **kw),
-            score_all=lambda ix, q, **kw: fts.score_all(ix, q, **kw),
-            gate=_fts_gate),
-    Channel("pattern", "text",
-            search=lambda ix, q, k, **kw: pattern.search(ix, q, k, **kw),
-            gate=_pattern_gate),
-    Channel("equiv", "text",
-            search=lambda ix, q, k, **kw: keywords.search_equivalences(ix, q, k, **kw)),
-    Channel("anchors", "text",
-            search=lambda ix, q, k, **kw: anchors.search(ix, q, k, **kw),
-            gate=_anchors_gate, absolute=True, added=True),
-    Channel("relation", "intent",
-            search=lambda ix, q, k, **kw: anchors.relation_search(ix, q, k, **kw),
-            gate=_relation_gate),
-    Channel("dense", "embedding",
-            search=lambda ix, q, k, **kw: vectors.search(ix, q, k, **kw),
-            score_all=lambda ix, q, **kw: dense_scoring.score_all(ix, q, **kw),
-            score_ids=lambda ix, q, ids, **kw: dense_scoring.score_ids(ix, q, ids, **kw)),
-    Channel("graph", "graph"),
-    Channel("intent", "intent"),
-    Channel("local", "graph"),
-    Channel("global", "graph"),
+    Channel("bm25", "text", "BM25 over the stored postings (the index's stemmer)",
+            _bm25_search, _bm25_all, _bm25_ids),
+    Channel("prf", "text", "BM25 with RM3 pseudo-relevance feedback (opt-in: add it to --channels)",
+            _prf_search, _prf_all, _prf_ids, default=False),
+    Channel("fts", "text", "SQLite FTS5: quoted phrases and AND/OR/NOT/NEAR (runs when the query has them)",
+            _fts_search, _fts_all, gate=_fts_gate),
+    Channel("pattern", "text", "identifiers, file names, typos and /regex/ over node names (identifier queries)",
+            _pattern_search, gate=_pattern_gate),
+    Channel("equiv", "text", "targets of your equivalence classes (equivalences.json) whose phrase the query holds",
+            _equiv_search),
+    Channel("anchors", "text", "code tasks: the names and paths the text mentions that exist in the index",
+            _anchors_search, gate=_anchors_gate, absolute=True, added=True),
+    Channel("relation", "intent", "relation questions (who calls X, where is X used): the edges into X",
+            _relation_search, gate=_relation_gate),
+    Channel("dense", "embedding", "embedding similarity (static model; off without vectors)",
+            _dense_search, _dense_all, _dense_ids),
+    Channel("graph", "graph", "neighbours of the best candidates (a random walk for code queries)"),
+    Channel("intent", "intent", "nodes along the intent's edge types from the best candidates"),
+    Channel("local", "graph", "nodes linked to the entities and tags the query names"),
+    Channel("global", "graph", "the communities of the entities and tags the query names"),
 )}
 
 ALL_CHANNELS = tuple(CHANNELS)
-GRAPH_CHANNELS = ("graph", "intent", "local", "global")
+GRAPH_CHANNELS = tuple(n for n, c in CHANNELS.items() if c.search is None)
 SIGNAL_OF = {name: c.signal for name, c in CHANNELS.items()}
-# Channels of the default pipeline (chosen by `kgsearch eval --ablate` on ../shared/bench; README).
-DEFAULT_CHANNELS = ("bm25", "fts", "dense", "graph", "intent", "pattern", "equiv", "local", "global", "anchors",
-                    "relation")
+# The default pipeline (chosen by `kgsearch eval --ablate` on ../shared/bench; docs/ranking.md).
+DEFAULT_CHANNELS = tuple(n for n, c in CHANNELS.items() if c.default)

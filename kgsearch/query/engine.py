@@ -4,47 +4,59 @@
 ``Response.timings_ms``; a stage whose data or module is missing is skipped with a notice in
 ``Response.channels_skipped``):
 
-1. intent: :func:`kgsearch.intent.resolve` picks the weights (embedding, text, graph, intent
-   edges) and the intent's keywords and edge types;
-2. channels (:mod:`.channels`): bm25, prf, fts, pattern, equiv, dense, each answering its best
-   ``depth`` nodes; a channel that can score every node is read once for both;
+1. parse and intent: the text is analysed once into a :class:`~kgsearch.query.parse.Query`
+   (with the index's analyser) that every later stage reads, and
+   :func:`kgsearch.query.intent.resolve` picks the intent spec (weights, edge types, keywords,
+   flags);
+2. channels (:mod:`.channels`): bm25, prf, fts, pattern, equiv, anchors, relation, dense, each
+   answering its best ``depth`` nodes; a channel that can score every node is read once for both;
 3. signals (:mod:`.signals`) on the union of candidates: text = best text channel, embedding =
-   dense, standardised over the whole index (``norm="z"``) or mapped to [0, 1];
+   dense, standardised over the whole index (``norm="z"``) or mapped to [0, 1]; then whether
+   this is a code query (:func:`kgsearch.query.code.is_code_query`, from the first stage's top);
 4. graph stage (:mod:`.graph_stage`): graph and intent signals from the seeds; the nodes they
    reach join the candidates;
 5. fusion (:mod:`kgsearch.fuse`): linear ``alpha*emb + beta*text + gamma*graph + delta*intent``
-   or weighted RRF, plus HITS for code queries;
+   or weighted RRF;
 6. adjustments and the top k (:mod:`.adjust`); 7. hits with every part of their score
    (:mod:`.results`).
 
 A channel that fails is skipped and named in ``channels_skipped``; in strict mode
-(``Engine(ix, strict=True)``, or ``KGSEARCH_STRICT=1``, which the test suite sets) it raises.
-A damaged index file ("database disk image is malformed") always raises: the caller says
-which file and how to rebuild it (:func:`kgsearch.store.db.ensure_error`).
+(``Engine(ix, strict=True)``, or ``KGSEARCH_STRICT=1`` as the CLI read it, which the test
+suite sets) it raises. A damaged index file ("database disk image is malformed") always
+raises: the caller says which file and how to rebuild it (:func:`kgsearch.store.db.ensure_error`).
+
+The result cache (:mod:`kgsearch.store.qcache`) is used only when asked
+(``SearchOptions.use_cache``; the CLI's ``search`` asks); its key holds the query, the options,
+the kgsearch version, the engine's :class:`~kgsearch.query.tuning.Tuning` and the intents'
+weights, so a ranking change never answers from an old entry.
 """
 from __future__ import annotations
 
 import json
 import logging
-import os
 import time
 from dataclasses import asdict
 
 import numpy as np
 
-from .. import fuse, intent as intent_mod
+from .. import fuse
+from ..budget import ENV as BUDGET_ENV, budget_bytes, headroom, share
+from ..environment import current as current_environment
 from ..errors import BadIndex
 from ..graph import adjacency
 from ..graph.context import load_context
 from ..store import qcache
 from ..store.db import Index, is_corruption
+from ..version import __version__
 from . import feedback
 from .adjust import rank
-from .channels import ALL_CHANNELS, CHANNELS, DEFAULT_CHANNELS, GRAPH_CHANNELS, SIGNAL_OF
-from .cut import cut_query
+from .channels import ALL_CHANNELS, CHANNELS, DEFAULT_CHANNELS, GRAPH_CHANNELS, SIGNAL_OF, SIGNALS
+from .code import is_code_query
 from .graph_stage import graph_stage
 from .group import file_hit, group_by_file
+from .intent import INTENTS, resolve
 from .options import Response, SearchOptions
+from .parse import Query, index_analyzer, parse
 from .results import make_hits
 from .signals import Signals, candidates, top_ids
 from .tuning import TUNING, Tuning
@@ -52,10 +64,6 @@ from .tuning import TUNING, Tuning
 __all__ = ["Engine"]
 
 log = logging.getLogger(__name__)
-
-
-def _strict_default() -> bool:
-    return os.environ.get("KGSEARCH_STRICT", "") not in ("", "0")
 
 
 class _Clock:
@@ -76,12 +84,13 @@ class Engine:
     """Query engine bound to an open index; keeps per-generation caches of derived data.
 
     ``memo=True`` keeps every channel answer (evaluation runs that try many fusion settings);
-    ``strict=True`` re-raises channel failures instead of skipping the channel.
+    ``strict=True`` re-raises channel failures instead of skipping the channel (default: the
+    configured environment's ``strict``, :mod:`kgsearch.environment`).
     """
 
     def __init__(self, ix: Index, memo: bool = False, strict: bool | None = None, tuning: Tuning = TUNING):
         self.ix = ix
-        self.strict = _strict_default() if strict is None else strict
+        self.strict = current_environment().strict if strict is None else strict
         self.tuning = tuning
         self._memo: dict | None = {} if memo else None
         self._graph = None
@@ -93,29 +102,36 @@ class Engine:
     def notices(self) -> list[str]:
         return list(self._notices)
 
+    def parse(self, text) -> Query:
+        """``text`` analysed once, with this index's analyser (its stemmer and splitting)."""
+        return parse(text, index_analyzer(self.ix))
+
     # ------------------------------------------------------------------ the query
-    def search(self, query: str, opts: SearchOptions | None = None, session=None) -> Response:
+    def search(self, query: str | Query, opts: SearchOptions | None = None, session=None) -> Response:
+        """Run the pipeline for ``query`` (a string, or a :class:`Query` this engine parsed)."""
         opts = (opts or SearchOptions()).validated()
         clock = _Clock()
-        query, cut = cut_query(query if isinstance(query, str) else str(query))
-        it = intent_mod.resolve(query, opts.intent, opts.weights)
+        q = query if isinstance(query, Query) else self.parse(query)
+        it = resolve(q, opts.intent, opts.weights)
         fusion = opts.fusion or "linear"
         requested = opts.channel_list() or list(DEFAULT_CHANNELS)
         clock.lap("intent")
         # Session boosts and feedback nudges (query/feedback.py): extra factors in rank(). None when
-        # ``session`` (a feedback.Session) opened nothing and the index holds no similar feedback:
-        # then nothing below changes. Nudged answers are not cached (they change without a reindex).
-        nudges = feedback.nudges_for(self.ix, query, session)
-        cache_key = _cache_key(query, opts, requested) if opts.use_cache and nudges is None else None
+        # ``session`` (a feedback.Session) opened nothing and the index holds no similar feedback
+        # (or ``opts.feedback`` is off): then nothing below changes. Nudged answers are not
+        # cached (they change without a reindex).
+        nudges = feedback.nudges_for(self.ix, q, session, feedback=opts.feedback)
+        cache_key = self._cache_key(q, opts, requested) if opts.use_cache and nudges is None else None
         if cache_key is not None:
             cached = self._cached(cache_key, clock)
             if cached is not None:
                 return cached
 
-        weights = dict(zip(("embedding", "text", "graph", "intent"), it.weights))
-        raw, skipped, kwargs_of, fulls = self._run_channels(query, opts, it, requested, weights, fusion, clock)
-        notices = ([cut] if cut else []) + self._failures(raw, skipped)
-        sig = Signals(self, query, candidates(raw), raw, kwargs_of, opts.norm, fulls)
+        weights = dict(zip(SIGNALS, it.weights))
+        raw, skipped, kwargs_of, fulls = self._run_channels(q, opts, it, requested, weights, fusion, clock)
+        notices = ([q.cut] if q.cut else []) + self._failures(raw, skipped)
+        sig = Signals(self, q, candidates(raw), raw, kwargs_of, opts.norm, fulls)
+        code_query = is_code_query(self.ix.conn, sig.cand, sig.first_stage(weights))
         text, emb = sig.text(), sig.get("dense")
         clock.lap("candidates")
 
@@ -129,7 +145,7 @@ class Engine:
                                f"`kgsearch doctor` checks the index")
         stage = None
         if gctx is not None and len(sig.cand):
-            stage = graph_stage(gctx, it, requested, opts, sig, weights, query, self.tuning)
+            stage = graph_stage(gctx, q, it, requested, opts, sig, weights, code_query, self.tuning)
             text, emb = sig.text(), sig.get("dense")
             clock.lap("graph")
         cand = sig.cand
@@ -150,11 +166,8 @@ class Engine:
             adjustments["hits"] = stage.hits_adj
         clock.lap("fuse")
 
-        code_query = bool(stage and stage.code_query)
         deep = opts.but(k=max(opts.k * 20, 200), collapse=False, snippets=False) if opts.group else opts
-        fused, order, meta = rank(self.ix.conn, cand, fused, adjustments, query=query,
-                                  exact=it.name == "exact_match", code_query=code_query,
-                                  code_task=it.name == "code_task", relation=it.name == "relation",
+        fused, order, meta = rank(self.ix.conn, cand, fused, adjustments, q=q, it=it, code_query=code_query,
                                   communities_of=gctx.communities_of if gctx is not None else None,
                                   opts=deep, tuning=self.tuning, nudges=nudges)
         groups = (group_by_file(cand, fused, order, meta, opts.k, self.tuning.file_decay, self.tuning.file_members)
@@ -163,7 +176,7 @@ class Engine:
 
         shown = order if groups is None else list(dict.fromkeys(i for _, pos in groups
                                                                 for i in pos[:self.tuning.file_members]))
-        hits = make_hits(self.ix.conn, query, cand, shown, fused, sig.raw_scores, sig.norm_scores, signals,
+        hits = make_hits(self.ix.conn, q, cand, shown, fused, sig.raw_scores, sig.norm_scores, signals,
                          weights, parts, adjustments, meta, fusion, opts.but(collapse=True) if groups else opts,
                          set(sig.full))
         if groups is not None:
@@ -174,7 +187,7 @@ class Engine:
                 h.rank = r
         clock.lap("output")
         clock.ms["total"] = clock.total()
-        resp = Response(query=query, intent=it.as_dict(), fusion=fusion, hits=hits,
+        resp = Response(query=q.text, intent=it.as_dict(), fusion=fusion, hits=hits,
                         channels_run=[c for c in ALL_CHANNELS if c in raw or c in sig.raw_scores],
                         channels_skipped=skipped, timings_ms=clock.ms, notices=list(self._notices) + notices,
                         generation=self.ix.generation, candidates=int(len(cand)), code_query=code_query)
@@ -194,7 +207,7 @@ class Engine:
         return [f"channel {c} {why}: this answer is without it; `kgsearch doctor` checks the index"
                 for c, why in failed.items()]
 
-    def _run_channels(self, query, opts, it, requested, weights, fusion, clock):
+    def _run_channels(self, q: Query, opts, it, requested, weights, fusion, clock):
         """Run the requested first-stage channels: (answers, skipped, kwargs, whole-index scores)."""
         raw: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         skipped: dict[str, str] = {}
@@ -206,7 +219,7 @@ class Engine:
             if weights.get(ch.signal, 0) <= 0 and fusion == "linear" and opts.channels is None:
                 skipped[name] = "weight 0 for this intent"
                 continue
-            why_not = ch.gate(query, it) if ch.gate is not None and requested != [name] else None
+            why_not = ch.gate(q, it) if ch.gate is not None and requested != [name] else None
             if why_not:                          # (a channel asked for alone always runs)
                 skipped[name] = why_not
                 continue
@@ -214,12 +227,12 @@ class Engine:
             res = None
             if opts.norm == "z" and ch.score_all is not None:
                 # one pass scores every node: the channel's top k comes from it (no second scan)
-                f = self.full(name, query, kwargs_of[name])
+                f = self.full(name, q, kwargs_of[name])
                 if f is not None and f[2] > 0:
                     fulls[name] = f
                     res = top_ids(f[0], f[1], opts.depth)
             if res is None:
-                res = self._run_channel(name, query, opts, kwargs_of[name])
+                res = self._run_channel(name, q, opts, kwargs_of[name])
             if isinstance(res, str):
                 skipped[name] = res
             else:
@@ -229,22 +242,22 @@ class Engine:
 
     def _kwargs(self, name: str, it, opts) -> dict:
         if name in ("bm25", "prf") and it.keywords and opts.keyword_boost != 1.0:
-            return {"boost_terms": it.keywords, "boost": opts.keyword_boost}
+            return {"boost_terms": list(it.keywords), "boost": opts.keyword_boost}
         if name == "relation":
             return {"target": it.target, "edge_types": list(it.edge_types)}
         return {}
 
-    def _run_channel(self, name: str, query: str, opts: SearchOptions, kwargs: dict):
+    def _run_channel(self, name: str, q: Query, opts: SearchOptions, kwargs: dict):
         if self._memo is None:
-            return self._call(name, query, opts.depth, kwargs)
-        mkey = (name, query, opts.depth, json.dumps(kwargs, sort_keys=True))
+            return self._call(name, q, opts.depth, kwargs)
+        mkey = (name, q.text, opts.depth, json.dumps(kwargs, sort_keys=True))
         if mkey not in self._memo:
-            self._memo[mkey] = self._call(name, query, opts.depth, kwargs)
+            self._memo[mkey] = self._call(name, q, opts.depth, kwargs)
         return self._memo[mkey]
 
-    def _call(self, name: str, query: str, depth: int, kwargs: dict):
+    def _call(self, name: str, q: Query, depth: int, kwargs: dict):
         try:
-            out = CHANNELS[name].search(self.ix, query, depth, **kwargs)
+            out = CHANNELS[name].search(self.ix, q, depth, **kwargs)
         except Exception as exc:        # a failing channel is skipped, never fatal (unless strict)
             if self.strict or is_corruption(exc):   # a damaged file is never a channel to skip
                 raise
@@ -255,16 +268,16 @@ class Engine:
         ids, scores = out
         return np.asarray(ids, dtype=np.int64), np.asarray(scores, dtype=np.float64)
 
-    def full(self, name: str, query: str, kwargs: dict):
+    def full(self, name: str, q: Query, kwargs: dict):
         """(ids, scores, population) of channel ``name`` over the whole index, or None."""
         fn = CHANNELS[name].score_all
         if fn is None:
             return None
-        key = ("full", name, query, json.dumps(kwargs, sort_keys=True))
+        key = ("full", name, q.text, json.dumps(kwargs, sort_keys=True))
         if self._memo is not None and key in self._memo:
             return self._memo[key]
         try:
-            out = fn(self.ix, query, **kwargs)
+            out = fn(self.ix, q, **kwargs)
         except Exception as exc:
             if self.strict or is_corruption(exc):   # a damaged file is never a channel to skip
                 raise
@@ -274,18 +287,18 @@ class Engine:
             self._memo[key] = out
         return out
 
-    def fill(self, name: str, query: str, ids: np.ndarray, kwargs: dict) -> np.ndarray | None:
+    def fill(self, name: str, q: Query, ids: np.ndarray, kwargs: dict) -> np.ndarray | None:
         """Exact scores of ``ids`` for channel ``name`` (None when the channel cannot fill in)."""
         fn = CHANNELS[name].score_ids if name in CHANNELS else None
         if fn is None or not len(ids):
             return None
         if self._memo is not None:
-            key = ("fill", name, query, json.dumps(kwargs, sort_keys=True), ids.tobytes())
+            key = ("fill", name, q.text, json.dumps(kwargs, sort_keys=True), ids.tobytes())
             if key not in self._memo:
-                self._memo[key] = fn(self.ix, query, ids, **kwargs)
+                self._memo[key] = fn(self.ix, q, ids, **kwargs)
             return self._memo[key]
         try:
-            return np.asarray(fn(self.ix, query, ids, **kwargs), dtype=np.float64)
+            return np.asarray(fn(self.ix, q, ids, **kwargs), dtype=np.float64)
         except Exception as exc:
             if self.strict or is_corruption(exc):   # a damaged file is never a channel to skip
                 raise
@@ -304,9 +317,7 @@ class Engine:
                 else:
                     self._graph, self._graph_off = load_context(self.ix), None
             except MemoryError:
-                from ..budget import ENV
-
-                self._graph, self._graph_off = None, f"over the memory budget (raise {ENV})"
+                self._graph, self._graph_off = None, f"over the memory budget (raise {BUDGET_ENV})"
             except Exception as exc:
                 if self.strict or is_corruption(exc):
                     raise
@@ -314,6 +325,17 @@ class Engine:
                 self._graph, self._graph_off = None, f"not available ({type(exc).__name__}: {exc})"
             self._graph_gen = gen
         return self._graph
+
+    def _cache_key(self, q: Query, opts: SearchOptions, channels: list[str]) -> str:
+        """The result cache's key: everything the answer depends on besides the index generation
+        (the query, the options, the channels asked for, the kgsearch version, this engine's
+        tuning and the intents' weights)."""
+        d = asdict(opts)
+        for k in ("explain", "use_cache"):
+            d.pop(k, None)
+        d["channels"] = channels
+        return json.dumps({"q": q.text, "o": d, "version": __version__, "tuning": asdict(self.tuning),
+                           "intents": {n: s.weights for n, s in INTENTS.items()}}, sort_keys=True, default=str)
 
     def _cached(self, key: str, clock: _Clock) -> Response | None:
         d = qcache.get(self.ix, key)
@@ -335,8 +357,6 @@ _PER_NODE = " AND name IN ('graph.node_ids', 'graph.pagerank', 'graph.community'
 def _graph_over_budget(ix: Index) -> str | None:
     """Why the graph arrays cannot be loaded under ``KGSEARCH_MEMORY_MB`` (None: they fit, or
     no budget). Their size is the stored blobs' (``length()`` reads no blob content)."""
-    from ..budget import ENV, budget_bytes, headroom
-
     room = headroom()
     if room is None:
         return None
@@ -344,8 +364,8 @@ def _graph_over_budget(ix: Index) -> str | None:
                            "AND name < 'graph/'" + (_PER_NODE if adjacency.stored_meta(ix) else "")).fetchone()[0]
     if need <= room:
         return None
-    return (f"over the memory budget (the graph needs {need / 2**20:.0f} MiB, {ENV}="
-            f"{budget_bytes() / 2**20:.0f} leaves {max(room, 0) / 2**20:.0f}; raise {ENV})")
+    return (f"over the memory budget (the graph needs {need / 2**20:.0f} MiB, {BUDGET_ENV}="
+            f"{budget_bytes() / 2**20:.0f} leaves {max(room, 0) / 2**20:.0f}; raise {BUDGET_ENV})")
 
 
 PAGE_CACHE_KIB = 16000        # SQLite's page cache per connection (kgsearch.store.db)
@@ -361,16 +381,7 @@ def _fit_page_cache(ix: Index) -> None:
     1M nodes a 16 MB cache was 14 MiB of the process and bought no measurable latency over
     2 MiB (bench/results/query_1m.md). Under ``KGSEARCH_MEMORY_MB`` it is the budget's share
     when that is smaller (the vector cache takes a quarter, kgsearch.embed.vectors)."""
-    from ..budget import share
-
     kib = share(PAGE_CACHE_SHARE, QUERY_PAGE_CACHE_KIB * 1024) // 1024
     if kib < PAGE_CACHE_KIB:
         ix.conn.execute(f"PRAGMA cache_size=-{max(kib, 512)}")
 
-
-def _cache_key(query: str, opts: SearchOptions, channels: list[str]) -> str:
-    d = asdict(opts)
-    for k in ("explain", "use_cache"):
-        d.pop(k, None)
-    d["channels"] = channels
-    return json.dumps({"q": query, "o": d}, sort_keys=True, default=str)

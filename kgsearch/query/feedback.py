@@ -12,6 +12,7 @@ was without this module.
   more than x1.2 however often it was opened.
 * **Feedback** (table ``feedback``, migration 0010; :func:`record`, ``kgsearch feedback``): a
   row says a node was useful (+1) or not (-1) for a query. A later query whose analysed terms
+  (the index's analyser: :attr:`Query.signature <kgsearch.query.parse.Query.signature>`)
   overlap a row's terms with Jaccard similarity ``s >= FEEDBACK_MIN_SIM`` nudges that node by
   ``x (1 + FEEDBACK_GAIN * clip(sum of sign * s, -1, 1))``: x1.5 at most, x0.5 at least. A row
   counts only while the node's hash (kind, name, text) is the one it was given for.
@@ -25,6 +26,8 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 import numpy as np
+
+from .parse import Query, index_analyzer, parse
 
 __all__ = ["Session", "Nudges", "nudges_for", "record", "query_signature", "similarity",
            "SESSION_HALF_LIFE", "SESSION_CAP", "SESSION_BOOST", "FEEDBACK_GAIN", "FEEDBACK_MIN_SIM"]
@@ -60,11 +63,10 @@ class Session:
         return out
 
 
-def query_signature(query: str) -> str:
-    """The query's analysed terms (Porter2, stop words out), sorted, space-separated."""
-    from ..text.tokenize import clean_query, get_analyzer
-
-    return " ".join(sorted(set(get_analyzer("porter2")(clean_query(query)))))
+def query_signature(query: str, ix=None) -> str:
+    """The analysed terms of ``query`` (the analyser of the index ``ix``; the standard Porter2
+    analyser without one), sorted, once each: :attr:`Query.signature`."""
+    return parse(query, index_analyzer(ix) if ix is not None else None).signature
 
 
 def similarity(a: str, b: str) -> float:
@@ -108,15 +110,16 @@ def _feedback_rows(ix, sig: str) -> list[tuple[int, float]]:
     return out
 
 
-def nudges_for(ix, query: str, session: Session | None = None) -> Nudges | None:
-    """The factors for this query, or ``None`` when there are none (no session opens, no similar
-    live feedback): then the ranking is untouched."""
+def nudges_for(ix, q: Query, session: Session | None = None, feedback: bool = True) -> Nudges | None:
+    """The factors for the parsed query ``q``, or ``None`` when there are none (no session
+    opens, no similar live feedback; ``feedback=False``: stored feedback is not read): then the
+    ranking is untouched."""
     factors: dict[str, dict[int, float]] = {}
     if session is not None:
         w = session.weights()
         if w:
             factors["session"] = {n: 1.0 + SESSION_BOOST * x for n, x in w.items()}
-    rows = _feedback_rows(ix, query_signature(query))
+    rows = _feedback_rows(ix, q.signature) if feedback else []
     if rows:
         total: dict[int, float] = {}
         for nid, v in rows:
@@ -132,7 +135,7 @@ def record(ix, query: str, node: dict, useful: bool) -> dict:
     """Store (or replace) the feedback on ``node`` (a row with ``key``) for ``query``; returns the row.
 
     Opens its own short write transaction on ``ix`` (an index opened for writing)."""
-    sig = query_signature(query)
+    sig = query_signature(query, ix)
     row = ix.conn.execute("SELECT hash FROM nodes WHERE key=?", (node["key"],)).fetchone()
     h = row[0] if row else None
     now = time.time()

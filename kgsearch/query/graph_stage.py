@@ -3,11 +3,12 @@
 Seeds are the best candidates by text and by embedding (:attr:`Tuning.seeds_per_signal`
 each), weighted by their first-stage score. For prose the ``graph`` signal is the weighted
 mean of a candidate's neighbours' first-stage scores over typed edges
-(:func:`kgsearch.graph.proximity.pull_mean`); for code queries (most of the top nodes are code)
-it is a random walk with restart from the seeds, and HITS on the walk's top nodes adjusts
-scores. The ``intent`` signal credits nodes along the intent's edge types; ``local`` and
-``global`` score the nodes around entities named in the query. Nodes reached through the
-graph join the candidates.
+(:func:`kgsearch.graph.proximity.pull_mean`; two hops for intents with ``two_hop``); for code
+queries (decided before this stage, :func:`kgsearch.query.code.is_code_query`) it is a random
+walk with restart from the seeds, and HITS on the walk's top nodes may adjust scores. The
+``intent`` signal credits nodes along the intent's edge types; ``local`` and ``global`` score
+the nodes around entities named in the query (the parsed query's ``entity_words``). Nodes
+reached through the graph join the candidates.
 """
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ import numpy as np
 
 from .. import fuse
 from ..graph import proximity as prox_mod
+from ..store.sql import in_chunks
 from .channels import SIGNAL_OF
 from .signals import Signals, top_idx
 from .tuning import TUNING, Tuning
@@ -28,24 +30,23 @@ __all__ = ["GraphStage", "graph_stage"]
 class GraphStage:
     graph: np.ndarray                 # graph signal, aligned with the candidates
     intent: np.ndarray                # intent-edge signal
-    code_query: bool                  # most of the top first-stage nodes are code
-    hits_adj: np.ndarray | None       # additive HITS adjustment (code queries)
+    hits_adj: np.ndarray | None       # additive HITS adjustment (code queries, Tuning.code_hits)
 
 
-def graph_stage(gctx, it, requested, opts, sig: Signals, weights: dict, query: str,
+def graph_stage(gctx, q, it, requested, opts, sig: Signals, weights: dict, code_query: bool,
                 tuning: Tuning = TUNING) -> GraphStage:
-    """Seeds -> walk or proximity, intent edges, entity channels; adds the nodes they reach to
-    ``sig`` and returns the graph and intent signals aligned with ``sig.cand``."""
+    """Seeds -> walk (``code_query``) or proximity, intent edges, entity channels for the parsed
+    query ``q`` of intent ``it``; adds the nodes they reach to ``sig`` and returns the graph and
+    intent signals aligned with ``sig.cand``."""
 
     a, b = weights.get("embedding", 0.0), weights.get("text", 0.0)
     text, emb = sig.text(), sig.get("dense")
-    first = (a * emb + b * text) / (a + b) if a + b > 0 else np.maximum(text, emb)
+    first = sig.first_stage(weights)
     # seeds from the signals that ran (with the dense channel off, its all-zero column would
     # pick arbitrary candidates)
     ran_text = any(SIGNAL_OF.get(n) == "text" for n in sig.raw_scores)
-    def keys(idx):                      # ties at the cut go by node key (never by node id)
-        from ..store.sql import in_chunks
 
+    def keys(idx):                      # ties at the cut go by node key (never by node id)
         by_id = dict(in_chunks(gctx.ix.conn, "SELECT id, key FROM nodes WHERE id IN ({})",
                                sig.cand[idx].tolist()))
         return [by_id.get(int(i), "") for i in sig.cand[idx]]
@@ -64,28 +65,27 @@ def graph_stage(gctx, it, requested, opts, sig: Signals, weights: dict, query: s
     seed_w = 0.1 + 0.9 * seed_w
     g = gctx.graph
 
-    code_query = False
     walk: dict[int, float] = {}
     reach: dict[int, float] = {}
     hits_adj = None
+    walked = bool(code_query and "graph" in requested and len(seed_pos) and g.m)   # else proximity
     if "graph" in requested and len(seed_pos) and g.m:
-        code_query = gctx.is_code_query(sig.cand[np.argsort(-first, kind="stable")[:10]])
-        if code_query:
+        if walked:
             walk = gctx.walk(seed_pos, seed_w, prune=tuning.walk_prune)
             reach = walk
         else:
             reach = prox_mod.proximity(g, seed_pos, seed_w)
     ient: dict[int, float] = {}
     # (a relation question's answers come from its own channel: the edges into the named node)
-    if "intent" in requested and it.edge_types and it.name != "relation" and len(seed_pos) and g.m:
+    if "intent" in requested and it.edge_types and not it.spec.relation and len(seed_pos) and g.m:
         type_ids = gctx.type_ids(it.edge_types)
         if type_ids:
             ient = prox_mod.intent_edges(g, seed_pos, type_ids, seed_w)
     local: dict[int, float] = {}
     glob: dict[int, float] = {}
     if "local" in requested or "global" in requested:
-        local, glob = gctx.entity_channels(query, opts.depth, want_local="local" in requested,
-                                           want_global="global" in requested)
+        local, glob = gctx.entity_channels(q.text, opts.depth, want_local="local" in requested,
+                                           want_global="global" in requested, words=q.entity_words)
     # nodes reached through the graph join the candidates (scored by every channel)
     reached: set[int] = set()
     for d in (reach, ient):
@@ -100,16 +100,16 @@ def graph_stage(gctx, it, requested, opts, sig: Signals, weights: dict, query: s
     unit = sig.unit
     graph_sig = np.zeros(n)
     if "graph" in requested and g.m:
-        if code_query:
+        if walked:
             pvec = fuse.normalize(np.array([walk.get(p, 0.0) for p in pos.tolist()])) * unit
         else:
             pvec = prox_mod.pull_mean(g, pos, lambda p: sig.first_stage_of(gctx.ids_of(p), a, b),
-                                      two_hop=it.name in ("workflow", "exploratory"))
+                                      two_hop=it.spec.two_hop)
         graph_sig = (1 - tuning.pr_blend) * pvec
         if tuning.pr_blend:
             graph_sig = graph_sig + tuning.pr_blend * unit * fuse.normalize(gctx.pagerank_at(pos))
         sig.add("graph", pvec, graph_sig)
-        if code_query:
+        if walked:
             if tuning.code_hits:
                 hits_adj = gctx.hits_adjust(pos, seed_pos, pvec) * unit
     if local:
@@ -127,4 +127,4 @@ def graph_stage(gctx, it, requested, opts, sig: Signals, weights: dict, query: s
         iv = np.array([ient.get(p, 0.0) for p in pos.tolist()])
         intent_sig = fuse.normalize(iv) * unit
         sig.add("intent", iv, intent_sig)
-    return GraphStage(graph_sig, intent_sig, code_query, hits_adj)
+    return GraphStage(graph_sig, intent_sig, hits_adj)

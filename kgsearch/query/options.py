@@ -21,7 +21,9 @@ class SearchOptions:
     fusion: str | None = None              # 'linear' (default) or 'rrf'
     channels: str | list[str] | None = None
     explain: bool = False
-    use_cache: bool = True
+    use_cache: bool = False                # the result cache in the index (kgsearch.store.qcache): the CLI's
+                                           # search turns it on; a library call answers from the channels
+    feedback: bool = True                  # stored feedback nudges the ranking (kgsearch eval turns it off)
     snippets: bool = True
     depth: int = 100                       # candidates per channel
     norm: str = "z"                        # channel normalisation: z (default), max, minmax, auto

@@ -11,16 +11,17 @@ from .options import Hit
 __all__ = ["make_hits"]
 
 
-def make_hits(conn, query, cand, order, fused, chan_sig, norm_sig, signals, weights, parts, adjustments,
+def make_hits(conn, q, cand, order, fused, chan_sig, norm_sig, signals, weights, parts, adjustments,
               meta, fusion, opts, full_names=frozenset()) -> list[Hit]:
     """One :class:`Hit` per position in ``order``: channel scores and ranks, signal parts and
-    adjustments of its score (what ``--explain`` prints), and a snippet around the query terms."""
+    adjustments of its score (what ``--explain`` prints), and a snippet around the parsed
+    query ``q``'s terms (:attr:`~kgsearch.query.parse.Query.highlight`)."""
     if not len(order):
         return []
     if opts.snippets and opts.collapse:           # texts of the final hits only
         for nid, m in node_meta(conn, cand[order].tolist()).items():
             meta[nid]["text"] = m["text"]
-    terms = pack.query_terms(query) if opts.snippets else []
+    terms = list(q.highlight) if opts.snippets else []
     ranks = {n: fuse.ranks(s) for n, s in chan_sig.items()}
     hits = []
     for r, i in enumerate(order, 1):

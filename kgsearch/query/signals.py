@@ -2,7 +2,8 @@
 
 Candidates are the union of the channels' top lists (sorted node ids); the graph stage adds
 the nodes it reaches (:meth:`Signals.extend`), each with every channel's exact score. The
-engine passes itself for the ``full`` (score every node) and ``fill`` (score these ids) calls.
+engine passes itself for the ``full`` (score every node) and ``fill`` (score these ids) calls,
+and the parsed :class:`~kgsearch.query.parse.Query` they are asked for.
 """
 from __future__ import annotations
 
@@ -40,7 +41,7 @@ class Signals:
     list (later candidates with the same statistics, clipped); missing scores are filled in.
     """
 
-    def __init__(self, engine, query: str, cand: np.ndarray, raw: dict, kwargs: dict, norm: str,
+    def __init__(self, engine, query, cand: np.ndarray, raw: dict, kwargs: dict, norm: str,
                  fulls: dict | None = None):
         self.engine, self.query, self.kwargs, self.norm = engine, query, kwargs, norm
         self.added_weight = engine.tuning.anchor_weight
@@ -131,6 +132,13 @@ class Signals:
                 add = self.added_weight * self.norm_scores[n] * scale
                 t = add if t is None else t + add
         return t
+
+    def first_stage(self, weights: dict) -> np.ndarray:
+        """The first-stage score of every candidate: ``(a * embedding + b * text) / (a + b)``
+        with the intent's weights (the larger of the two when both weights are 0)."""
+        a, b = weights.get("embedding", 0.0), weights.get("text", 0.0)
+        text, emb = self.text(), self.get("dense")
+        return (a * emb + b * text) / (a + b) if a + b > 0 else np.maximum(text, emb)
 
     def first_stage_of(self, ids: np.ndarray, a: float, b: float) -> np.ndarray:
         """(a * embedding + b * text) / (a + b) for any node ids (full-index channels; others 0)."""

@@ -1,6 +1,6 @@
 """The query engine's ranking constants, each with the measurement that chose it.
 
-Per-intent fusion weights live in :data:`kgsearch.intent.PROFILES` and edge-type weights in
+Per-intent fusion weights live in :data:`kgsearch.query.intent.INTENTS` and edge-type weights in
 :data:`kgsearch.config.EDGE_WEIGHTS`; the constants of the fusion and graph stages are here.
 ``bench/tune_pipeline.py`` runs configurations with some of them changed
 (``{"tuning": {"pr_blend": 0.3}}``) on every shared set.

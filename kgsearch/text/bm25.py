@@ -195,19 +195,19 @@ def score_ids(ix, query: str | dict, ids, *, keywords: Iterable[str] | None = No
     return out
 
 
-def search(ix, query: str, k: int = 100, *, keywords: Iterable[str] | None = None,
+def search(ix, query: str | dict, k: int = 100, *, keywords: Iterable[str] | None = None,
            keyword_boost: float = 5.0, idf_method: str = "lucene", **opts) -> tuple[np.ndarray, np.ndarray]:
     """BM25 channel: (node ids int64, scores float32), best first, at most ``k``.
 
     ``keywords`` (alias ``boost_terms``): raw words whose terms are added ``keyword_boost``
-    (alias ``boost``) times to the query weights: the intent keyword boost.
+    (alias ``boost``) times to the query weights: the intent keyword boost. ``query`` may be a
+    term-weight dict (then ``keywords`` are not added: they are in it).
     Never raises on the query string; an index without postings gives empty arrays.
     """
     if keywords is None and opts.get("boost_terms"):
         keywords = opts["boost_terms"]
     if "boost" in opts and opts["boost"] is not None:
         keyword_boost = float(opts["boost"])
-    query = clean_query(query)
     st, params = stored_params(ix)
     if st is None:
         return EMPTY
@@ -215,5 +215,6 @@ def search(ix, query: str, k: int = 100, *, keywords: Iterable[str] | None = Non
         k = int(k)
     except (TypeError, ValueError):
         k = 100
-    qw = query_weights(params.analyzer(), query, keywords, keyword_boost)
+    qw = query if isinstance(query, dict) else query_weights(params.analyzer(), clean_query(query), keywords,
+                                                             keyword_boost)
     return score_terms(ix, qw, k, idf_method)

@@ -22,7 +22,8 @@ import numpy as np
 from ..store.sql import exec_in_chunks
 from .tokenize import STOP_WORDS, clean_query
 
-__all__ = ["available", "create_table", "update", "build_query", "search", "text_search", "VERSION", "TABLE"]
+__all__ = ["available", "create_table", "update", "build_query", "query_expressions", "search", "text_search",
+           "VERSION", "TABLE"]
 
 log = logging.getLogger(__name__)
 
@@ -163,6 +164,12 @@ def _plain_query(query: str) -> str | None:
     return " OR ".join('"' + w + '"' for w in words[:64]) or None
 
 
+def query_expressions(query: str) -> tuple[str | None, str | None]:
+    """The MATCH expressions :func:`search` tries in turn: the query's own syntax
+    (:func:`build_query`), then its plain words OR-ed (when FTS5 rejects the first)."""
+    return build_query(query), _plain_query(query)
+
+
 def _indexed(ix) -> int:
     """Nodes the text index holds (the BM25 state's N; no count over the table)."""
     from .postings import state
@@ -171,8 +178,10 @@ def _indexed(ix) -> int:
     return int(st.get("n", 0) or 0)
 
 
-def search(ix, query: str, k: int = 100, **opts) -> tuple[np.ndarray, np.ndarray]:
-    """FTS5 channel: (node ids, -bm25 scores), best first. Never raises on the query string."""
+def search(ix, query: str, k: int = 100, *, expressions: tuple[str | None, ...] | None = None,
+           **opts) -> tuple[np.ndarray, np.ndarray]:
+    """FTS5 channel: (node ids, -bm25 scores), best first. Never raises on the query string.
+    ``expressions``: :func:`query_expressions` of the query when the caller has them."""
     try:
         k = max(0, int(k))
     except (TypeError, ValueError):
@@ -187,7 +196,7 @@ def search(ix, query: str, k: int = 100, **opts) -> tuple[np.ndarray, np.ndarray
             return _EMPTY
     except sqlite3.Error:
         return _EMPTY
-    for expr in (build_query(query), _plain_query(query)):
+    for expr in (query_expressions(query) if expressions is None else expressions):
         if not expr:
             continue
         try:
@@ -233,10 +242,11 @@ def text_search(ix, query: str, k: int = 100, **opts) -> tuple[np.ndarray, np.nd
 FULL_K = 2000
 
 
-def score_all(ix, query: str, **opts) -> tuple[np.ndarray, np.ndarray, int]:
+def score_all(ix, query: str, *, expressions: tuple[str | None, ...] | None = None,
+              **opts) -> tuple[np.ndarray, np.ndarray, int]:
     """FTS5 scores of the (up to ``FULL_K``) matching nodes: (ids ascending, scores, N indexed
     nodes), so the pipeline can standardise FTS5 like BM25 (non-matching nodes score 0)."""
-    out = search(ix, query, FULL_K)
+    out = search(ix, query, FULL_K, expressions=expressions)
     if isinstance(out, str):                      # FTS5 off: no population, the pipeline asks search() why
         return np.zeros(0, np.int64), np.zeros(0), 0
     ids, sc = out

@@ -35,7 +35,7 @@ from ..codelike import BACKTICK, CALL, CAMEL, DOTTED, SNAKE
 from .tokenize import STOP_WORDS, clean_query, split_identifier
 
 __all__ = ["Keywords", "extract", "ABBREVIATIONS", "load_equivalences", "equivalences_path",
-           "search_equivalences", "bigram_compounds"]
+           "search_equivalences", "equivalents_in", "bigram_compounds"]
 
 log = logging.getLogger(__name__)
 
@@ -151,13 +151,21 @@ def extract(query: str, equivalences: dict[str, list[str]] | None = None) -> Key
             _add(kw.bigrams, c)
     if equivalences is None:
         equivalences = load_equivalences()
-    low = " " + re.sub(r"\s+", " ", q.lower()) + " "
+    kw.equivalents = equivalents_in(q, equivalences)
+    return kw
+
+
+def equivalents_in(text: str, equivalences: dict[str, list[str]]) -> list[str]:
+    """The targets of the equivalence classes whose phrase occurs in ``text`` (case-insensitive,
+    on word boundaries), in the file's order, each once."""
+    out: list[str] = []
+    low = " " + re.sub(r"\s+", " ", clean_query(text).lower()) + " "
     for phrase, targets in equivalences.items():
         p = phrase.lower().strip()
         if p and re.search(r"(?<!\w)" + re.escape(p) + r"(?!\w)", low):
             for t in targets:
-                _add(kw.equivalents, t)
-    return kw
+                _add(out, t)
+    return out
 
 
 # ---------------------------------------------------------------------------- equivalences
@@ -165,7 +173,9 @@ _EQ_CACHE: dict[str, tuple[float, dict[str, list[str]]]] = {}
 
 
 def equivalences_path() -> Path:
-    env = os.environ.get("KGSEARCH_EQUIVALENCES")
+    from ..environment import current
+
+    env = current().equivalences
     if env:
         return Path(env).expanduser()
     from ..config import config_path
@@ -237,7 +247,7 @@ def search_equivalences(ix, query: str, k: int = 100, *, equivalences=None, **op
         return _EMPTY
     if not eq:
         return "no equivalence classes configured (equivalences.json next to the config file)"
-    targets = extract(query, eq).equivalents
+    targets = equivalents_in(query, eq)
     scores: dict[int, float] = {}
     for rank, t in enumerate(targets[:50]):
         try:

@@ -32,7 +32,7 @@ from .regex import refusal, required_literal, scan, sre_parser, timer_usable
 from .tokenize import clean_query
 from .trigrams import MAX_SYM, ids_from as _ids_from, trigrams
 
-__all__ = ["search", "edit_distance", "substring_distance"]
+__all__ = ["search", "query_parts", "edit_distance", "substring_distance"]
 
 log = logging.getLogger(__name__)
 
@@ -230,29 +230,39 @@ def _regex_search(conn, body: str, flags: str, k: int) -> dict[int, float]:
 _REGEX = re.compile(r"^\s*/(.+)/([a-z]*)\s*$", re.S)
 
 
-def search(ix, query: str, k: int = 100, *, fuzzy: bool = True, **opts) -> tuple[np.ndarray, np.ndarray]:
-    """Pattern channel: (node ids, scores in (0, 1]), best first. Never raises on the query."""
+def query_parts(query: str) -> tuple[tuple[str, str] | None, tuple[str, ...]]:
+    """What :func:`search` matches in ``query``: ``((body, flags), ())`` for ``/re/flags``, else
+    ``(None, tokens)``: the identifier-like tokens (the whole query if it is one word), at most 8."""
     query = clean_query(query)
+    if not query.strip():
+        return None, ()
+    m = _REGEX.match(query)
+    if m:
+        return (m.group(1), m.group(2)), ()
+    tokens = _IDENT.findall(query)
+    if len(tokens) > 1:
+        tokens = [t for t in tokens if is_code_token(t)]
+    return None, tuple(t for t in (tok.strip(".:/-$") for tok in tokens[:8]) if t)
+
+
+def search(ix, query: str, k: int = 100, *, fuzzy: bool = True,
+           parts: tuple[tuple[str, str] | None, tuple[str, ...]] | None = None, **opts) -> tuple[np.ndarray, np.ndarray]:
+    """Pattern channel: (node ids, scores in (0, 1]), best first. Never raises on the query.
+    ``parts``: :func:`query_parts` of the query when the caller has them."""
     try:
         k = max(0, int(k))
     except (TypeError, ValueError):
         k = 100
-    if k == 0 or not query.strip():
+    regex, tokens = query_parts(query) if parts is None else parts
+    if k == 0 or (regex is None and not tokens):
         return _EMPTY
     conn = ix.conn
     try:
-        m = _REGEX.match(query)
-        if m:
-            scores = _regex_search(conn, m.group(1), m.group(2), k)
+        if regex is not None:
+            scores = _regex_search(conn, regex[0], regex[1], k)
         else:
-            tokens = _IDENT.findall(query)
-            if len(tokens) > 1:
-                tokens = [t for t in tokens if is_code_token(t)]
             scores = {}
-            for tok in tokens[:8]:
-                tok = tok.strip(".:/-$")
-                if not tok:
-                    continue
+            for tok in tokens:
                 for nid, s in _match_token(conn, tok, k, fuzzy).items():
                     if s > scores.get(nid, 0.0):
                         scores[nid] = s

@@ -30,10 +30,11 @@ FB_TERMS = 10
 ORIG_WEIGHT = 0.5
 
 
-def expand(ix, query: str, keywords: Iterable[str] | None = None, keyword_boost: float = 5.0,
+def expand(ix, query: str | dict, keywords: Iterable[str] | None = None, keyword_boost: float = 5.0,
            fb_docs: int | None = None, fb_terms: int | None = None, orig_weight: float | None = None
            ) -> tuple[dict[str, float], dict[str, float]]:
-    """(original query weights, expanded query weights); parameters default to the module's."""
+    """(original query weights, expanded query weights); parameters default to the module's.
+    ``query`` may be its term weights already (:func:`kgsearch.text.bm25.query_weights`)."""
     fb_docs = FB_DOCS if fb_docs is None else fb_docs
     fb_terms = FB_TERMS if fb_terms is None else fb_terms
     orig_weight = ORIG_WEIGHT if orig_weight is None else orig_weight
@@ -41,7 +42,7 @@ def expand(ix, query: str, keywords: Iterable[str] | None = None, keyword_boost:
     if st is None:
         return {}, {}
     an = params.analyzer()
-    qw = query_weights(an, clean_query(query), keywords, keyword_boost)
+    qw = dict(query) if isinstance(query, dict) else query_weights(an, clean_query(query), keywords, keyword_boost)
     if not qw:
         return qw, qw
     ids, scores = score_terms(ix, qw, fb_docs)
@@ -78,8 +79,8 @@ def expand(ix, query: str, keywords: Iterable[str] | None = None, keyword_boost:
 
 
 def _expanded(ix, query, keywords, keyword_boost):
-    key = ("text.prf.last", ix.generation, query, tuple(keywords or ()), keyword_boost, FB_DOCS, FB_TERMS,
-           ORIG_WEIGHT)
+    q = tuple(query.items()) if isinstance(query, dict) else query
+    key = ("text.prf.last", ix.generation, q, tuple(keywords or ()), keyword_boost, FB_DOCS, FB_TERMS, ORIG_WEIGHT)
     hit = ix._cache.get("text.prf.last")
     if hit is not None and hit[0] == key:
         return hit[1]
@@ -88,7 +89,7 @@ def _expanded(ix, query, keywords, keyword_boost):
     return q2
 
 
-def score_ids(ix, query: str, ids, *, keywords: Iterable[str] | None = None, keyword_boost: float = 5.0,
+def score_ids(ix, query: str | dict, ids, *, keywords: Iterable[str] | None = None, keyword_boost: float = 5.0,
               **opts) -> np.ndarray:
     """RM3 scores of the given node ids (fill-in for candidates of other channels)."""
     from .bm25 import score_ids as bm25_score_ids
@@ -103,7 +104,7 @@ def score_ids(ix, query: str, ids, *, keywords: Iterable[str] | None = None, key
     return bm25_score_ids(ix, q2, ids)
 
 
-def score_all(ix, query: str, *, keywords: Iterable[str] | None = None, keyword_boost: float = 5.0,
+def score_all(ix, query: str | dict, *, keywords: Iterable[str] | None = None, keyword_boost: float = 5.0,
               **opts) -> tuple[np.ndarray, np.ndarray, int]:
     """Every positive RM3 score: (node ids ascending, scores, N)."""
     from .bm25 import score_all as bm25_score_all
@@ -118,7 +119,7 @@ def score_all(ix, query: str, *, keywords: Iterable[str] | None = None, keyword_
     return bm25_score_all(ix, q2)
 
 
-def search(ix, query: str, k: int = 100, *, keywords: Iterable[str] | None = None, keyword_boost: float = 5.0,
+def search(ix, query: str | dict, k: int = 100, *, keywords: Iterable[str] | None = None, keyword_boost: float = 5.0,
            **opts) -> tuple[np.ndarray, np.ndarray]:
     """RM3-expanded BM25: (node ids, scores), best first. Never raises on the query string."""
     if keywords is None and opts.get("boost_terms"):

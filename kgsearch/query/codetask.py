@@ -9,8 +9,9 @@ An issue text is long and mostly prose; what ties it to the code are a few ancho
 * file names and paths (``conf.py``, ``src/flask/cli.py``), error class names
   (``AttributeError``, ``ValueError``).
 
-They are extracted here from the text alone; :mod:`kgsearch.query.anchors` keeps those that
-name something in the index and weighs them by how specific they are there. Used as weighted
+They are extracted here from the text alone, once per search by :func:`kgsearch.query.parse.parse`
+(the :class:`~kgsearch.query.parse.Query` holds them); :mod:`kgsearch.query.anchors` keeps those
+that name something in the index and weighs them by how specific they are there. Used as weighted
 evidence, not as one giant OR query: the prose goes to BM25 and the embedding as it is.
 
 >>> [a.text for a in extract("Fix `GraphStore.blast_radius` when ctx.run() fails in util/io.py")]
@@ -24,10 +25,10 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
-from .codelike import BACKTICK, CALL, CAMEL, DOTTED, SNAKE, has_code_token
+from ..codelike import BACKTICK, CALL, CAMEL, DOTTED, SNAKE, has_code_token
 
 __all__ = ["Anchor", "extract", "code_task_reason", "relation", "asks_for_tests", "asks_for_prose",
-           "RELATION_EDGES"]
+           "RELATION_EDGES", "WORD", "KIND_WEIGHT"]
 
 # how much one mention of each kind says (a frame names the place where it failed)
 KIND_WEIGHT = {"frame": 1.0, "path": 0.9, "backtick": 0.8, "dotted": 0.8, "call": 0.7, "identifier": 0.6,
@@ -40,7 +41,8 @@ _FENCE = re.compile(r"^[ \t]*(```|~~~)[^\n]*\n(.*?)(?:^[ \t]*\1[ \t]*$|\Z)", re.
 _PATH = re.compile(r"(?<![\w.~/-])(/?(?:[\w.-]+/)*[\w-][\w.-]*\.(?:py|pyi|pyx|cfg|toml|ini|json|ya?ml|md|rst|txt))\b")
 _ALNUM = re.compile(r"\b[A-Za-z]+[0-9]+[A-Za-z0-9]*\b")         # L031, utf8, md5: a module or rule name?
 _ERROR = re.compile(r"\b[A-Z][A-Za-z0-9]*(?:Error|Exception|Warning)\b")
-_WORD = re.compile(r"[\w'-]+")
+# a word of the query as written: the intent rules and the code-task rule count these
+WORD = re.compile(r"[\w'-]+")
 _TRACEBACK = re.compile(r"Traceback \(most recent call last\)|^\s*File \"[^\"]+\", line \d+", re.M)
 
 # "who calls X", "what calls `X`", "callers of X", "where is X used", "who imports X", ...
@@ -141,12 +143,14 @@ def extract(query: str) -> list[Anchor]:
     return out[:MAX_ANCHORS]
 
 
-def code_task_reason(query: str, anchors: list[Anchor] | None = None) -> str | None:
+def code_task_reason(query: str, anchors: list[Anchor] | tuple[Anchor, ...] | None = None,
+                     n_words: int | None = None) -> str | None:
     """Why ``query`` reads as a code task (an issue, a bug report, a traceback), or None.
 
     A code task is at least :data:`CODE_TASK_MIN_WORDS` words with code evidence: a traceback,
-    a fenced code block, a name in backticks, or two distinct identifiers."""
-    if len(_WORD.findall(query)) < CODE_TASK_MIN_WORDS:
+    a fenced code block, a name in backticks, or two distinct identifiers. ``anchors`` and
+    ``n_words`` (the count of :data:`WORD` matches) save work when the caller has them."""
+    if (len(WORD.findall(query)) if n_words is None else n_words) < CODE_TASK_MIN_WORDS:
         return None
     if _TRACEBACK.search(query):
         return "traceback"

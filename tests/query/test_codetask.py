@@ -7,10 +7,11 @@ import textwrap
 
 import pytest
 
-from kgsearch.codetask import Anchor, asks_for_prose, asks_for_tests, code_task_reason, extract, relation
 from kgsearch.indexer import IndexOptions, index_paths
-from kgsearch.intent import classify
 from kgsearch.query.anchors import resolve
+from kgsearch.query.codetask import Anchor, asks_for_prose, asks_for_tests, code_task_reason, extract, relation
+from kgsearch.query.intent import classify
+from kgsearch.query.parse import parse
 from kgsearch.store.db import Index
 
 TRACEBACK = '''DateTime fields cannot be used as inner field for List
@@ -48,7 +49,7 @@ def test_backticks_dotted_names_and_prose_in_backticks():
 ])
 def test_prose_and_short_queries_are_not_code_tasks(query):
     assert code_task_reason(query) is None
-    assert classify(query).name not in ("code_task", "relation")
+    assert classify(parse(query)).name not in ("code_task", "relation")
 
 
 def test_issue_without_backticks_needs_two_code_names():
@@ -56,7 +57,7 @@ def test_issue_without_backticks_needs_two_code_names():
     two = "The report is wrong when register_hook gets a list of hooks and Session.send is called"
     assert code_task_reason(one) is None
     assert code_task_reason(two) == "names code: Session.send, register_hook"
-    assert classify(two).name == "code_task"
+    assert classify(parse(two)).name == "code_task"
 
 
 @pytest.mark.parametrize("query,want", [
@@ -67,7 +68,7 @@ def test_issue_without_backticks_needs_two_code_names():
 ])
 def test_relation_questions(query, want):
     assert relation(query) == want
-    assert (classify(query).name == "relation") == (want is not None)
+    assert (classify(parse(query)).name == "relation") == (want is not None)
 
 
 def test_asking_for_tests_and_docs_uses_word_boundaries():

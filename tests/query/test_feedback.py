@@ -72,10 +72,11 @@ def test_without_session_or_feedback_the_ranking_is_bit_identical(code, monkeypa
     ranks, scores to the last bit, every explain part) exactly as the pipeline without the hook."""
     root, db = code
     eng = Engine(Index.open(db, readonly=True))
-    monkeypatch.setattr(feedback, "nudges_for", lambda ix, q, s=None: None)     # the pipeline without the hook
+    monkeypatch.setattr(feedback, "nudges_for", lambda ix, q, s=None, feedback=True: None)     # the pipeline without the hook
     base = {q: _hits(eng, q) for q in QUERIES}
     monkeypatch.undo()
-    assert all(nudges_for(eng.ix, q, None) is None and nudges_for(eng.ix, q, Session()) is None for q in QUERIES)
+    assert all(nudges_for(eng.ix, eng.parse(q), None) is None and nudges_for(eng.ix, eng.parse(q), Session()) is None
+               for q in QUERIES)
     for q in QUERIES:
         assert _hits(eng, q) == base[q]
         assert _hits(eng, q, Session()) == base[q]
@@ -84,7 +85,7 @@ def test_without_session_or_feedback_the_ranking_is_bit_identical(code, monkeypa
         record(w, "discount rules for the holiday season sale", {"key": "py:shop.pricing.price_of"}, False)
     assert similarity(query_signature("discount rules"), query_signature("discount rules for the holiday season sale")) < 0.5
     for q in QUERIES:
-        assert nudges_for(eng.ix, q, None) is None
+        assert nudges_for(eng.ix, eng.parse(q), None) is None
         assert _hits(eng, q) == base[q]
 
 
@@ -108,7 +109,7 @@ def test_session_boost_decays_with_a_half_life_and_is_capped(code):
     got = {h["key"]: h for h in _hits(eng, "cart total price", s)}
     assert got[key]["adjustments"]["session"] == pytest.approx(1.05)
     now[0] += 180.0 * 20
-    assert s.weights() == {} and nudges_for(eng.ix, "cart total price", s) is None
+    assert s.weights() == {} and nudges_for(eng.ix, eng.parse("cart total price"), s) is None
 
 
 def test_feedback_nudges_similar_queries_and_expires_when_the_node_changes(code, capsys):
@@ -119,34 +120,34 @@ def test_feedback_nudges_similar_queries_and_expires_when_the_node_changes(code,
     assert row["node"] == "py:shop.pricing.price_of" and row["useful"] is True
     eng = Engine(Index.open(db, readonly=True))
     nid = eng.ix.node_by_key("py:shop.pricing.price_of")
-    assert nudges_for(eng.ix, q).factors == {"feedback": {nid: 1.5}}
+    assert nudges_for(eng.ix, eng.parse(q)).factors == {"feedback": {nid: 1.5}}
     similar = "the price of one item in a cart"                 # same analysed terms
-    assert nudges_for(eng.ix, similar).factors == {"feedback": {nid: 1.5}}
+    assert nudges_for(eng.ix, eng.parse(similar)).factors == {"feedback": {nid: 1.5}}
     near = "price of one cart item, quickly"                    # 4 of 5 terms shared: s = 0.8
-    assert nudges_for(eng.ix, near).factors["feedback"][nid] == pytest.approx(1.4)
-    assert nudges_for(eng.ix, "apply discount rules") is None
+    assert nudges_for(eng.ix, eng.parse(near)).factors["feedback"][nid] == pytest.approx(1.4)
+    assert nudges_for(eng.ix, eng.parse("apply discount rules")) is None
     hit = next(h for h in _hits(eng, q) if h["key"] == "py:shop.pricing.price_of")
     assert hit["adjustments"]["feedback"] == 1.5
 
     assert main(["feedback", q, "shop.pricing.price_of", "--not-useful", "--db", str(db), "-q"]) == 0
-    assert nudges_for(eng.ix, q).factors == {"feedback": {nid: 0.5}}           # replaced, not added
+    assert nudges_for(eng.ix, eng.parse(q)).factors == {"feedback": {nid: 0.5}}           # replaced, not added
     assert eng.ix.conn.execute("SELECT count(*) FROM feedback").fetchone()[0] == 1
 
     src = root / "shop/pricing.py"                              # the node's text changes: expired
     src.write_text(src.read_text().replace("return item.price", "return item.price * item.count"))
     index_paths(db, [str(root)], IndexOptions(steps=("text", "neighbors", "graph")))
-    assert nudges_for(eng.ix, q) is None
+    assert nudges_for(eng.ix, eng.parse(q)) is None
 
 
 def test_feedback_is_not_hidden_by_the_result_cache(code):
     root, db = code
     eng = Engine(Index.open(db, readonly=True))
     q = "price of one item in the cart"
-    first = eng.search(q, SearchOptions(k=5))
-    assert not first.cached and eng.search(q, SearchOptions(k=5)).cached
+    first = eng.search(q, SearchOptions(k=5, use_cache=True))
+    assert not first.cached and eng.search(q, SearchOptions(k=5, use_cache=True)).cached
     with Index.open(db) as w:
         record(w, q, {"key": "py:shop.cart.Cart.add_item"}, False)
-    again = eng.search(q, SearchOptions(k=5))
+    again = eng.search(q, SearchOptions(k=5, use_cache=True))
     assert not again.cached
     assert any(h.adjustments.get("feedback") == 0.5 for h in again.hits)
 

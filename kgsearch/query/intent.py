@@ -1,0 +1,216 @@
+"""Query intents: one :class:`IntentSpec` each, and the rule cascade that picks one.
+
+An intent is what the query asks for; its spec says everything the engine does differently for
+it: the fusion weights (alpha embedding, beta text, gamma graph, delta intent edges), the edge
+types its intent-edge channel walks, the keywords repeated in the BM25 query (``--keyword-boost``),
+the rule that recognises it in a parsed :class:`~kgsearch.query.parse.Query`, a help line (the
+CLI's ``--intent`` choices and the MCP schema are generated from :data:`INTENTS`), and flags the
+stages read instead of the intent's name:
+
+* ``exact``: the query names one thing (``exact_match``): the pattern channel runs (unless a
+  quoted phrase decided it), and shared tag/entity nodes stay in the results;
+* ``names_code``: code names in it are matched exactly by the anchors channel; FTS5 phrases
+  and the fuzzy pattern channel stay off (``code_task``, ``relation``);
+* ``code_task``: an issue text: its mentions of tests or docs do not ask for tests or docs, and
+  code outside the sources (vendored, docs/examples) and prose are ranked down;
+* ``relation``: "who calls X": the relation channel answers from the edges into X, test code
+  counts as a user, and the intent-edge walk is off;
+* ``two_hop``: the graph signal pulls from neighbours two hops away too.
+
+``classify(query) -> Intent``: the first spec whose rule gives a reason wins, in the order of
+:data:`INTENTS`. ``resolve`` applies ``--intent`` / ``--weights`` overrides.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Callable
+
+from ..errors import UsageError
+from .codetask import RELATION_EDGES
+
+if TYPE_CHECKING:
+    from .parse import Query
+
+__all__ = ["IntentSpec", "Intent", "INTENTS", "INTENT_NAMES", "classify", "resolve", "make", "parse_weights",
+           "keywords_in", "with_weights"]
+
+
+@dataclass(frozen=True)
+class IntentSpec:
+    name: str
+    help: str
+    weights: tuple[float, float, float, float]     # embedding, text, graph, intent edges
+    edge_types: tuple[str, ...] = ()               # walked by the intent-edge channel
+    keywords: tuple[str, ...] = ()                 # repeated in the BM25 query when present
+    rule: Callable[["Query"], str | None] | None = None    # why the query has this intent, or None
+    exact: bool = False
+    names_code: bool = False
+    code_task: bool = False
+    relation: bool = False
+    two_hop: bool = False
+
+
+def _matching(rx: re.Pattern) -> Callable[["Query"], str | None]:
+    def rule(q: "Query") -> str | None:
+        m = rx.search(q.text)
+        return f"matched {m.group(0)!r}" if m else None
+    return rule
+
+
+def _relation_rule(q: "Query") -> str | None:
+    return f"{q.relation[0]} {q.relation[1]!r}" if q.relation else None
+
+
+def _exact_rule(q: "Query") -> str | None:
+    return "quoted phrase" if q.quoted else q.identifier
+
+
+# The weights are measured, not guessed (bench/results/quality.md). The starting table was
+#   exact_match .15/.65/.10/.10, capability_check .30/.55/.10/.05, debugging .30/.45/.20/.05,
+#   workflow .30/.25/.30/.15, comparison .35/.30/.25/.10, goal_based .40/.25/.15/.20,
+#   exploratory .45/.20/.25/.10, semantic .55/.15/.15/.15, default .40/.45/.15/.00;
+# with a small static embedding model every profile that gave the embedding more weight than
+# about half the text weight lost nDCG@10 on all seven shared sets, and the graph signal
+# (neighbour mean over typed and similar_text edges) was worth about 0.3. The profiles keep
+# the intents' relative leanings (exact names lean on text, exploratory/semantic on embedding
+# and graph, relation-seeking intents on their intent edges) around that measured optimum.
+# code_task and relation were chosen on ../shared/bench/code-tasks with bench/code_tasks.py
+# (bench/results/code_tasks.md). The order is the rule cascade's.
+INTENTS: dict[str, IntentSpec] = {s.name: s for s in (
+    IntentSpec("relation", "who calls / imports / uses X: answered from the edges into X",
+               (0.05, 0.25, 0.10, 0.60), ("calls", "imports", "inherits", "references"),   # narrowed per question
+               rule=_relation_rule, names_code=True, relation=True),
+    IntentSpec("exact_match", "a quoted phrase, or one identifier, file or dotted name",
+               (0.10, 0.70, 0.15, 0.05), rule=_exact_rule, exact=True),
+    IntentSpec("code_task", "an issue, bug report or traceback: ranks the code to change",
+               (0.25, 0.55, 0.20, 0.00), rule=lambda q: q.code_task, names_code=True, code_task=True),
+    IntentSpec("debugging", "errors, failures, crashes, fixes",
+               (0.20, 0.50, 0.25, 0.05), ("has_limitation", "has_workaround", "causes", "fixes"),
+               ("error", "fail", "failure", "debug", "fix", "broken", "issue", "crash", "bug", "exception",
+                "traceback"),
+               rule=_matching(re.compile(r"\b(error|errors|fail\w*|debug\w*|fix\w*|broken|issues?|crash\w*|bugs?|"
+                                         r"exceptions?|traceback\w*)\b", re.I))),
+    IntentSpec("capability_check", "can it / does it support ...",
+               (0.20, 0.55, 0.20, 0.05), ("supports", "has_capability", "enables", "has_limitation"),
+               ("support", "capable", "able", "capability"),
+               rule=_matching(re.compile(r"\b(can (it|you|this|i|we|they|kgsearch)\b|does \S+( \S+){0,3} support|"
+                                         r"do(es)? (it|you|this) (support|handle|work)|"
+                                         r"is \S+( \S+){0,2} (able|capable)|supports?\b.*\?$)", re.I))),
+    IntentSpec("workflow", "how to, pipelines, steps, automation",
+               (0.20, 0.40, 0.30, 0.10), ("feeds_into", "requires", "followed_by", "depends_on", "enables"),
+               ("pipeline", "workflow", "step", "automate", "automation", "chain", "sequence"),
+               rule=_matching(re.compile(r"\b(pipelines?|workflows?|step[- ]by[- ]step|automat\w*|chain\w*|"
+                                         r"sequenc\w*|how to|how do i|how do you|how can i)\b", re.I)),
+               two_hop=True),
+    IntentSpec("comparison", "X vs Y, differences, alternatives",
+               (0.20, 0.45, 0.25, 0.10), ("similar_to", "alternative_to", "complements"),
+               ("versus", "compare", "comparison", "difference", "alternative"),
+               rule=_matching(re.compile(r"\b(vs\.?|versus|compar\w*|differ\w*|which is better|alternatives?)\b",
+                                         re.I))),
+    IntentSpec("goal_based", "reduce, improve, optimise ...",
+               (0.20, 0.45, 0.25, 0.10), ("enables", "supports", "implements", "provides", "solves", "used_for"),
+               ("reduce", "improve", "achieve", "optimize", "optimise", "increase", "decrease", "minimize",
+                "maximize"),
+               rule=_matching(re.compile(r"\b(i want to|reduc\w*|improv\w*|achiev\w*|optimi[sz]\w*|increas\w*|"
+                                         r"decreas\w*|minimi[sz]\w*|maximi[sz]\w*)\b", re.I))),
+    IntentSpec("exploratory", "explore, list, overview, tell me about",
+               (0.25, 0.35, 0.30, 0.10), ("relates_to", "contains", "part_of"),
+               ("explore", "browse", "list", "overview"),
+               rule=_matching(re.compile(r"\b(explor\w*|brows\w*|list|show me|what are|overview|tell me about)\b",
+                                         re.I)),
+               two_hop=True),
+    IntentSpec("semantic", "a long question (more than 10 words)",
+               (0.30, 0.35, 0.35, 0.00), ("relates_to", "similar_to", "part_of"),
+               rule=lambda q: "more than 10 words" if len(q.words) > 10 else None),
+    IntentSpec("default", "anything else", (0.25, 0.45, 0.30, 0.00), rule=lambda q: "no pattern"),
+)}
+INTENT_NAMES = tuple(INTENTS)
+
+
+@dataclass(frozen=True)
+class Intent:
+    """The intent of one search: its spec, and the weights, edge types and keywords it uses."""
+
+    spec: IntentSpec
+    weights: tuple[float, float, float, float]
+    edge_types: tuple[str, ...]
+    keywords: tuple[str, ...] = ()                   # intent keywords found in the query
+    reason: str = ""
+    forced: bool = False
+    target: str | None = None                        # relation: the name asked about
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    def as_dict(self) -> dict:
+        a, b, g, d = self.weights
+        out = {"name": self.name, "weights": {"embedding": a, "text": b, "graph": g, "intent": d},
+               "edge_types": list(self.edge_types), "keywords": list(self.keywords), "reason": self.reason,
+               "forced": self.forced}
+        if self.target is not None:
+            out["target"] = self.target
+        return out
+
+
+def keywords_in(q: "Query", spec: IntentSpec) -> tuple[str, ...]:
+    """The spec's keywords the query holds (a word equal to it, or for keywords of 5+ letters
+    one starting with all but its last two letters, at least 4)."""
+    words = {w.lower() for w in q.words}
+    return tuple(kw for kw in spec.keywords
+                 if any(w == kw or (w.startswith(kw[:max(4, len(kw) - 2)]) and len(kw) > 4) for w in words))
+
+
+def make(q: "Query", name: str, reason: str = "", forced: bool = False) -> Intent:
+    """The :class:`Intent` ``name`` for ``q`` (a relation question narrows the edge types to
+    what it asks and names its target)."""
+    spec = INTENTS.get(name)
+    if spec is None:
+        raise UsageError(f"unknown intent {name!r}; choose from {', '.join(INTENTS)}")
+    edge_types, target = spec.edge_types, None
+    if spec.relation and q.relation is not None:
+        edge_types, target = RELATION_EDGES[q.relation[0]], q.relation[1]
+    return Intent(spec, spec.weights, edge_types, keywords_in(q, spec), reason, forced, target)
+
+
+def classify(q: "Query") -> Intent:
+    """The first spec of :data:`INTENTS` whose rule gives a reason: relation, exact_match,
+    code_task, debugging, capability_check, workflow, comparison, goal_based, exploratory,
+    semantic (more than 10 words), else default."""
+    for spec in INTENTS.values():
+        why = spec.rule(q) if spec.rule is not None else None
+        if why:
+            return make(q, spec.name, reason=why)
+    raise AssertionError("the default intent's rule always matches")       # pragma: no cover
+
+
+def parse_weights(text: str) -> tuple[float, float, float, float]:
+    """``".4,.45,.15,0"`` -> 4 floats (embedding, text, graph, intent edges)."""
+    parts = [p for p in re.split(r"[,\s/]+", text.strip()) if p]
+    try:
+        vals = tuple(float(p) for p in parts)
+    except ValueError:
+        vals = ()
+    if len(vals) != 4 or any(v < 0 for v in vals):
+        raise UsageError(f"--weights needs 4 non-negative numbers embedding,text,graph,intent; got {text!r}")
+    return vals  # type: ignore[return-value]
+
+
+def resolve(q: "Query", intent: str | None = None, weights: str | tuple | None = None) -> Intent:
+    """Classify ``q`` unless ``intent`` forces a spec; ``weights`` overrides the spec's weights."""
+    it = make(q, intent, reason="--intent", forced=True) if intent else classify(q)
+    if weights is not None:
+        w = parse_weights(weights) if isinstance(weights, str) else tuple(float(x) for x in weights)
+        it = replace(it, weights=w, reason=it.reason + " (+ --weights)")
+    return it
+
+
+def with_weights(table: dict[str, tuple[float, float, float, float]]) -> dict[str, IntentSpec]:
+    """Replace the weights of the named intents in :data:`INTENTS` (``"*"``: every intent);
+    returns the specs as they were, for :data:`INTENTS`.update() to restore (bench/tune_pipeline.py)."""
+    before = dict(INTENTS)
+    for name, w in table.items():
+        for t in (INTENTS if name == "*" else [name]):
+            INTENTS[t] = replace(INTENTS[t], weights=tuple(float(x) for x in w))
+    return before

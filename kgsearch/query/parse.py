@@ -1,0 +1,204 @@
+"""The query, analysed once: ``parse(text, analyzer) -> Query``.
+
+Every later stage of a search reads the frozen :class:`Query` (bm25s: ``tokenize ->
+Tokenized -> retrieve``); nothing downstream re-reads the raw string with its own regex. What
+the parser computes, and who reads it:
+
+============================  ==================================================================
+``text``                      the cleaned string (:func:`~kgsearch.text.tokenize.clean_query`):
+                              what the dense channel embeds and the response echoes
+``terms``                     the index's analyser over ``text`` (its stemmer, stop words,
+                              identifier splitting): BM25 and PRF weights, the feedback signature
+``words``                     the words as written (``[\\w'-]+``): the intent rules count them and
+                              match the intents' keywords in them
+``quoted``, ``identifier``    a short query decided by a quoted phrase; a one-word query that
+                              names something exactly (its kind): the ``exact_match`` intent
+``fts_syntax``, ``fts``       quoted phrases or AND/OR/NOT/NEAR; the FTS5 MATCH expressions
+``slash_regex``, ``pattern``  a ``/regex/`` query; what the pattern channel matches
+``code_token``                holds a code identifier (:func:`kgsearch.codelike.has_code_token`)
+``anchors``, ``code_task``    the code names and paths it mentions; why it reads as an issue
+``relation``                  ``("calls", "rwr")`` for "who calls rwr", with the target's anchors
+``about_tests``, ``about_prose``  asks for tests / for docs, changelogs, release notes
+``highlight``                 content words for snippets (longest first)
+``entity_words``              words whose runs may name an entity or tag (graph local/global)
+``filters``                   field filters (``kind:function path:src/ -path:tests/ tag:x lang:rust
+                              modified:>2026-10-01``): parsed on request (``filters=True``), not
+                              yet applied by the engine (issue 28)
+``cut``                       the notice when the text was longer than
+                              :data:`~kgsearch.query.cut.MAX_QUERY_CHARS` and was cut first
+============================  ==================================================================
+
+The analysis functions of each channel live with the channel (``fts.query_expressions``,
+``pattern.query_parts``, ``codetask.extract``...); this module calls each of them once.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Iterable
+
+from ..codelike import has_code_token
+from ..graph.context import entity_words
+from ..pack import query_terms
+from ..text import fts, pattern
+from ..text.postings import stored_params
+from ..text.tokenize import Analyzer, clean_query, get_analyzer
+from .codetask import WORD, Anchor, asks_for_prose, asks_for_tests, code_task_reason, extract, relation
+from .cut import cut_query
+
+__all__ = ["Query", "FieldFilter", "parse", "index_analyzer", "identifier_kind", "split_filters", "FILTER_FIELDS"]
+
+
+@dataclass(frozen=True)
+class FieldFilter:
+    """One ``field:value`` term of the query (issue 28): ``-path:tests/`` is
+    ``FieldFilter("path", "tests/", negated=True)``, ``modified:>2026-10-01`` has ``op=">"``."""
+
+    field: str
+    value: str
+    op: str = ":"              # ":" (is / starts with), or ">", ">=", "<", "<=" (modified)
+    negated: bool = False
+
+    def __str__(self) -> str:
+        return f"{'-' if self.negated else ''}{self.field}:{'' if self.op == ':' else self.op}{self.value}"
+
+
+FILTER_FIELDS = ("kind", "path", "tag", "lang", "modified")
+_FILTER = re.compile(r"(?<!\S)(-?)(" + "|".join(FILTER_FIELDS) + r"):(>=|<=|>|<)?([^\s\"]+)(?!\S)")
+
+
+def split_filters(text: str) -> tuple[str, tuple[FieldFilter, ...]]:
+    """``(the text without its field filters, the filters)``; a filter is a whole
+    whitespace-separated ``[-]field:[op]value`` word with a field of :data:`FILTER_FIELDS`.
+
+    >>> split_filters("retry loop kind:function -path:tests/ modified:>2026-10-01")
+    ('retry loop', (FieldFilter(field='kind', value='function', op=':', negated=False), \
+FieldFilter(field='path', value='tests/', op=':', negated=True), \
+FieldFilter(field='modified', value='2026-10-01', op='>', negated=False)))
+    """
+    found = tuple(FieldFilter(m.group(2), m.group(4), m.group(3) or ":", m.group(1) == "-")
+                  for m in _FILTER.finditer(text))
+    if not found:
+        return text, ()
+    return " ".join(_FILTER.sub(" ", text).split()), found
+
+
+# One-word queries that name something exactly (the exact_match intent).
+_ONE_CAMEL = re.compile(r"^[A-Za-z_][a-z0-9_]*[A-Z][A-Za-z0-9_]*$")
+_ONE_JOINED = re.compile(r"^[A-Za-z0-9]+([_-][A-Za-z0-9]+)+$")
+_ONE_FILE = re.compile(r"^[\w-]+\.[A-Za-z0-9]{1,5}$")
+_ONE_DOTTED = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)+(\(\))?$")
+
+
+def identifier_kind(word: str) -> str | None:
+    """For a one-word query: why it names something exactly, or ``None``.
+
+    >>> identifier_kind("HashMap"), identifier_kind("os.path.join"), identifier_kind("notes")
+    ('CamelCase identifier', 'dotted name', None)
+    """
+    if _ONE_CAMEL.match(word):
+        return "CamelCase identifier"
+    if _ONE_JOINED.match(word):
+        return "a-b / a_b name"
+    if _ONE_FILE.match(word):
+        return "file name"
+    if _ONE_DOTTED.match(word):
+        return "dotted name"
+    return None
+
+
+_QUOTED = re.compile(r'"[^"]+"|`[^`]+`')
+_FTS_SYNTAX = re.compile(r'"[^"]+"|\b(AND|OR|NOT|NEAR)\b')
+
+
+def _quoted(text: str) -> bool:
+    """A quoted phrase decides the intent of a short query (the whole query in quotes, or
+    quoted parts with at most 3 other words); in a long question it is a detail."""
+    s = text.strip()
+    if len(s) >= 2 and s[0] == s[-1] and s[0] in "\"'`":
+        return True
+    if _QUOTED.search(s):
+        return len(WORD.findall(_QUOTED.sub(" ", s))) <= 3
+    return False
+
+
+def _slash_regex(text: str) -> bool:
+    s = text.strip()
+    return len(s) > 2 and s.startswith("/") and s.rfind("/") > 0
+
+
+@dataclass(frozen=True)
+class Query:
+    """One query, analysed (see the module docstring for what each field is and who reads it)."""
+
+    text: str
+    terms: tuple[str, ...] = ()
+    words: tuple[str, ...] = ()
+    quoted: bool = False
+    identifier: str | None = None
+    fts_syntax: bool = False
+    fts: tuple[str | None, str | None] = (None, None)
+    slash_regex: bool = False
+    pattern: tuple[tuple[str, str] | None, tuple[str, ...]] = (None, ())
+    code_token: bool = False
+    anchors: tuple[Anchor, ...] = ()
+    code_task: str | None = None
+    relation: tuple[str, str] | None = None
+    relation_anchors: tuple[Anchor, ...] = ()
+    about_tests: bool = False
+    about_prose: bool = False
+    highlight: tuple[str, ...] = ()
+    entity_words: tuple[str, ...] = ()
+    filters: tuple[FieldFilter, ...] = ()
+    cut: str | None = None
+    analyzer: Analyzer | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def signature(self) -> str:
+        """The analysed terms, sorted, once each: what stored feedback is matched by."""
+        return " ".join(sorted(set(self.terms)))
+
+    def term_weights(self, keywords: Iterable[str] | None = None, boost: float = 5.0) -> dict[str, float]:
+        """Term -> query weight for BM25 and PRF: occurrences in the query, plus ``boost`` x
+        occurrences in ``keywords`` (the intent's keywords, analysed like the index's text)."""
+        qw: dict[str, float] = {}
+        for t in self.terms:
+            qw[t] = qw.get(t, 0.0) + 1.0
+        if keywords:
+            an = self.analyzer or get_analyzer()
+            for kw in keywords:
+                for t in an(clean_query(kw)):
+                    qw[t] = qw.get(t, 0.0) + boost
+        return qw
+
+
+def parse(text, analyzer: Analyzer | None = None, *, filters: bool = False) -> Query:
+    """Analyse ``text`` once. ``analyzer``: the index's (:func:`index_analyzer`; default the
+    standard Porter2 analyser). ``filters=True`` takes field filters out of the text into
+    :attr:`Query.filters` (the engine does not apply them yet, so it does not ask)."""
+    analyzer = analyzer or get_analyzer()
+    text, cut = cut_query(clean_query(text))     # the one bound on what a query may cost, before any reading
+    found: tuple[FieldFilter, ...] = ()
+    if filters:
+        text, found = split_filters(text)
+    words = tuple(WORD.findall(text))
+    anchors = tuple(extract(text))
+    rel = relation(text)
+    one = text.strip().split()
+    return Query(
+        text=text, terms=tuple(analyzer(text)), words=words, quoted=_quoted(text),
+        identifier=identifier_kind(one[0]) if len(one) == 1 else None,
+        fts_syntax=bool(_FTS_SYNTAX.search(text)), fts=fts.query_expressions(text),
+        slash_regex=_slash_regex(text), pattern=pattern.query_parts(text), code_token=has_code_token(text.strip()),
+        anchors=anchors, code_task=code_task_reason(text, anchors, len(words)), relation=rel,
+        relation_anchors=tuple(extract(f"`{rel[1]}`")) if rel else (),
+        about_tests=asks_for_tests(text), about_prose=asks_for_prose(text),
+        highlight=tuple(query_terms(text)), entity_words=tuple(entity_words(text)), filters=found,
+        cut=cut, analyzer=analyzer)
+
+
+def index_analyzer(ix) -> Analyzer:
+    """The analyser the index's text was indexed with (its stored BM25 settings: stemmer,
+    identifier splitting); the standard one when the index holds no text yet."""
+    _, params = stored_params(ix)
+    return params.analyzer() if params is not None else get_analyzer()

@@ -1,0 +1,112 @@
+"""The adjustments after fusion (kgsearch.query.adjust.rank), factor by factor, on a small real
+index: source, test, docs and vendored code, notes, a changelog, a tag and an entity."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from kgsearch.query.adjust import rank
+from kgsearch.query.feedback import Nudges
+from kgsearch.query.intent import make
+from kgsearch.query.options import SearchOptions
+from kgsearch.query.parse import parse
+from kgsearch.query.tuning import TUNING
+from kgsearch.store.db import Index
+
+KEYS = ["md:CHANGELOG", "py:docs.example_cart.example_cart_total", "md:notes/cart", "py:shop.cart.cart_total",
+        "py:tests.test_cart.test_cart_total", "py:vendor.lib.cart.cart_total", "tag:cart", "ent:cart"]
+
+
+@pytest.fixture
+def conn(mixed_db):
+    with Index.open(mixed_db, readonly=True) as ix:
+        yield ix.conn
+
+
+def _rank(conn, text, fused, *, intent="default", code_query=False, k=10, nudges=None, communities_of=None,
+          diversity=None):
+    by_key = dict(conn.execute("SELECT key, id FROM nodes"))
+    cand = np.array(sorted(by_key[k] for k in KEYS), np.int64)
+    key_of = {v: k for k, v in by_key.items()}
+    f = np.array([fused[key_of[int(i)]] for i in cand], np.float64)
+    q = parse(text)
+    adjustments: dict = {}
+    out, order, meta = rank(conn, cand, f, adjustments, q=q, it=make(q, intent), code_query=code_query,
+                            communities_of=communities_of, opts=SearchOptions(k=k, diversity=diversity),
+                            tuning=TUNING, nudges=nudges)
+    scores = {key_of[int(cand[i])]: round(float(out[i]), 6) for i in range(len(cand))}
+    factors = {key_of[int(cand[i])]: float(adjustments["test_or_vendored"][i]) for i in range(len(cand))} \
+        if "test_or_vendored" in adjustments else {}
+    return [key_of[int(cand[i])] for i in order], scores, factors, adjustments
+
+
+EVEN = {k: 1.0 for k in KEYS}
+
+
+def test_prose_query_tests_down_structure_out(conn):
+    keys, scores, factors, adj = _rank(conn, "cart total", EVEN)
+    assert factors["py:tests.test_cart.test_cart_total"] == TUNING.test_penalty == 0.3
+    assert factors["tag:cart"] == factors["ent:cart"] == 0.0             # tags, entities: structure
+    assert factors["py:vendor.lib.cart.cart_total"] == 1.0                # not a code query: no code filter
+    assert "tag:cart" not in keys and "ent:cart" not in keys
+    assert keys[-1] == "py:tests.test_cart.test_cart_total" and len(keys) == 6
+    assert "shift" not in adj
+
+
+def test_asking_for_tests_and_exact_names_keep_them(conn):
+    _, _, factors, _ = _rank(conn, "the tests of the cart total", EVEN)
+    assert factors.get("py:tests.test_cart.test_cart_total", 1.0) == 1.0
+    keys, _, factors, _ = _rank(conn, "cart_total", EVEN, intent="exact_match")
+    assert "tag:cart" in keys and factors["tag:cart"] == 1.0              # exact names keep shared nodes
+    # a relation question wants every user, tests included; a code task's "tests" is not a request
+    _, _, factors, _ = _rank(conn, "who calls cart_total", EVEN, intent="relation")
+    assert factors["py:tests.test_cart.test_cart_total"] == 1.0
+    _, _, factors, _ = _rank(conn, "the tests of cart_total fail", EVEN, intent="code_task")
+    assert factors["py:tests.test_cart.test_cart_total"] == 0.3
+
+
+def test_code_query_drops_vendored_and_lowers_docs_and_prose(conn):
+    keys, scores, factors, _ = _rank(conn, "cart_total sums the prices", EVEN, code_query=True)
+    assert factors["py:vendor.lib.cart.cart_total"] == 0.0 and "py:vendor.lib.cart.cart_total" not in keys
+    for k in ("py:docs.example_cart.example_cart_total", "md:notes/cart", "md:CHANGELOG"):
+        assert factors[k] == TUNING.nonsource_penalty, k
+    assert factors["py:shop.cart.cart_total"] == 1.0 and keys[0] == "py:shop.cart.cart_total"
+    # asking for docs keeps docs and prose; a code task applies the filters without a code query
+    _, _, factors, _ = _rank(conn, "cart_total in the changelog", EVEN, code_query=True)
+    assert factors["md:CHANGELOG"] == 1.0 and factors["py:vendor.lib.cart.cart_total"] == 0.0
+    _, _, factors, _ = _rank(conn, "cart_total sums the prices wrongly in the changelog", EVEN, intent="code_task")
+    assert factors["md:CHANGELOG"] == 0.3 and factors["py:vendor.lib.cart.cart_total"] == 0.0
+
+
+def test_negative_scores_shift_so_the_weakest_is_zero(conn):
+    fused = {k: float(i) - 3.0 for i, k in enumerate(KEYS)}              # -3 .. 4
+    keys, scores, _, adj = _rank(conn, "cart total", fused)
+    assert np.allclose(adj["shift"], 3.0)
+    assert scores["md:CHANGELOG"] == 0.0 and scores["md:notes/cart"] == 2.0 and scores["py:shop.cart.cart_total"] == 3.0
+    assert "md:CHANGELOG" not in keys or keys[-1] == "md:CHANGELOG"
+
+
+def test_order_k_and_ties(conn):
+    fused = {k: 1.0 + 0.1 * i for i, k in enumerate(KEYS)}
+    keys, scores, _, _ = _rank(conn, "cart total", fused, k=2)
+    assert keys == ["py:vendor.lib.cart.cart_total", "py:shop.cart.cart_total"]
+
+
+def test_nudges_multiply_after_the_filters(conn):
+    by_key = dict(conn.execute("SELECT key, id FROM nodes"))
+    nudges = Nudges({"feedback": {by_key["md:notes/cart"]: 1.5}})
+    keys, scores, _, adj = _rank(conn, "cart total", EVEN, nudges=nudges)
+    assert keys[0] == "md:notes/cart" and scores["md:notes/cart"] == 1.5
+    assert "feedback" in adj
+
+
+def test_diversity_boosts_the_first_hit_of_each_community(conn):
+    fused = {k: 1.0 + 0.01 * i for i, k in enumerate(KEYS)}
+    by_key = dict(conn.execute("SELECT key, id FROM nodes"))
+    comm = {by_key[k]: (0 if k.startswith("py:") else 1) for k in KEYS}
+    keys, scores, _, adj = _rank(conn, "cart total", fused, diversity=2.0,
+                                 communities_of=lambda ids: np.array([comm[int(i)] for i in ids]))
+    # best code node (vendored, 1.05) and best prose node (notes, 1.02) doubled; the rest not
+    assert scores["py:vendor.lib.cart.cart_total"] == 2.1 and scores["md:notes/cart"] == 2.04
+    assert scores["py:shop.cart.cart_total"] == 1.03
+    assert sorted(np.unique(adj["diversity"]).tolist()) == [1.0, 2.0]

@@ -1,0 +1,83 @@
+"""The graph stage (kgsearch.query.graph_stage) on a hand-made six-node graph: seeds, the prose
+proximity mean and the code-query walk, the nodes they bring in, intent edges, entity channels."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from kgsearch.graph import Graph
+from kgsearch.graph.proximity import intent_edges
+from kgsearch.query.graph_stage import graph_stage
+from kgsearch.query.intent import make
+from kgsearch.query.options import SearchOptions
+from kgsearch.query.parse import parse
+from kgsearch.query.signals import Signals, candidates
+from kgsearch.query.tuning import TUNING
+
+from .conftest import FakeEngine, FakeGraphContext, arrays
+
+# 0 -> 1 (1.0, relates_to), 2 -> 0 (0.5, relates_to), 1 -> 3 (0.8, has_workaround), 4 -> 5 (1.0, relates_to)
+GRAPH = Graph.from_edges([0, 2, 1, 4], [1, 0, 3, 5], weight=[1.0, 0.5, 0.8, 1.0], num_nodes=6,
+                         etype=[0, 0, 1, 0], etype_names=["relates_to", "has_workaround"])
+BM25 = {0: 1.0, 1: 0.5, 2: 0.0, 3: 0.2, 4: 0.0, 5: 0.0}          # every node's text score (the fill-in)
+WEIGHTS = {"embedding": 0.25, "text": 0.45, "graph": 0.3, "intent": 0.0}
+ALL = ["bm25", "graph", "intent", "local", "global"]
+
+
+def _stage(text="why do the totals drift", intent="default", code_query=False, requested=ALL, **ctx):
+    eng = FakeEngine(fills={"bm25": BM25})
+    raw = {"bm25": arrays({0: 1.0, 1: 0.5})}
+    sig = Signals(eng, parse(text), candidates(raw), raw, {}, "max")
+    gctx = FakeGraphContext(GRAPH, **ctx)
+    q = parse(text)
+    st = graph_stage(gctx, q, make(q, intent), requested, SearchOptions(), sig, WEIGHTS, code_query, TUNING)
+    return st, sig, gctx
+
+
+def test_prose_pulls_the_mean_of_the_neighbours_first_stage_scores():
+    st, sig, gctx = _stage()
+    # seeds 0 and 1 (weights 1.0 and 0.1) reach 1, 2, 3 and 0 by proximity: 2 and 3 join
+    assert sig.cand.tolist() == [0, 1, 2, 3]
+    # first-stage values (text alone: no dense channel ran) 1.0, 0.5, 0.0, 0.2; each node's mean
+    # over its edges of value x weight x (1.0 into it, 0.7 out of it)
+    want = [(0.5 * 0.0 + 0.7 * 0.5) / (0.5 + 0.7), (1.0 * 1.0 + 0.7 * 0.8 * 0.2) / (1.0 + 0.7 * 0.8),
+            (0.7 * 0.5 * 1.0) / (0.7 * 0.5), (0.8 * 0.5) / 0.8]
+    assert np.allclose(st.graph, want) and np.allclose(sig.get("graph"), want)
+    assert ("walk", (0, 1)) not in gctx.asked and st.hits_adj is None
+    assert not st.intent.any()                                # the default intent walks no edge type
+
+
+def test_a_code_query_walks_from_the_seeds():
+    st, sig, gctx = _stage(code_query=True, walk={1: 0.6, 3: 0.3, 5: 0.1})
+    assert gctx.asked[0] == ("walk", (0, 1))
+    assert sig.cand.tolist() == [0, 1, 3, 5]                  # what the walk reached joined
+    assert np.allclose(st.graph, [0.0, 1.0, 0.5, 0.1 / 0.6])  # the walk, max-normalised (x unit = 1)
+
+
+def test_intent_edges_of_the_intent_and_none_for_relation_questions():
+    st, sig, _ = _stage("the sync fails with an error", intent="debugging")
+    seed_w = np.array([1.0, 0.1])
+    ient = intent_edges(GRAPH, np.array([0, 1]), [1], seed_w)  # has_workaround is type 1
+    assert ient == pytest.approx({3: 0.1})
+    pos = sig.cand.tolist()
+    assert np.allclose(st.intent, [1.0 if p == 3 else 0.0 for p in pos])
+    st, _, _ = _stage("who calls total", intent="relation")
+    assert not st.intent.any()
+
+
+def test_entity_channels_use_the_parsed_words_and_raise_the_graph_signal():
+    st, sig, gctx = _stage("alice's graph notes", local={4: 2.0, 0: 1.0}, glob={5: 0.5})
+    assert ("entities", ("alice", "graph", "notes")) in gctx.asked
+    assert {4, 5} <= set(sig.cand.tolist())
+    i4, i5, i0 = (sig.cand.tolist().index(n) for n in (4, 5, 0))
+    assert st.graph[i4] == pytest.approx(TUNING.local_weight * 1.0)      # max(proximity 0, 0.5 x local 1.0)
+    assert st.graph[i5] == pytest.approx(TUNING.global_weight * 1.0)
+    assert st.graph[i0] == pytest.approx(max((0.7 * 0.5) / 1.2, TUNING.local_weight * 0.5))
+    st, sig, gctx = _stage("alice's graph notes", requested=["bm25", "graph"], local={4: 2.0})
+    assert all(a[0] != "entities" for a in gctx.asked) and 4 not in sig.cand.tolist()
+
+
+def test_without_the_graph_channel_no_graph_signal():
+    st, sig, gctx = _stage(requested=["bm25", "local"], code_query=True, local={4: 1.0})
+    assert all(a[0] != "walk" for a in gctx.asked)
+    assert "graph" not in sig.norm_scores

@@ -1,0 +1,61 @@
+"""The intent specs and their rule cascade, on parsed queries."""
+from __future__ import annotations
+
+import pytest
+
+from kgsearch.errors import UsageError
+from kgsearch.query import intent
+from kgsearch.query.parse import parse
+
+
+@pytest.mark.parametrize("query,expected", [
+    ('"exact phrase here"', "exact_match"),
+    ("StreamingTextResponse", "exact_match"),
+    ("blast_radius", "exact_match"),
+    ("setup.cfg", "exact_match"),
+    ("os.path.join", "exact_match"),
+    ("sync fails with an error", "debugging"),
+    ("Traceback when indexing", "debugging"),
+    ("can it run on android", "capability_check"),
+    ("does kgsearch support regex queries", "capability_check"),
+    ("how do I schedule a reindex", "workflow"),
+    ("step by step backup", "workflow"),
+    ("bm25 vs embeddings", "comparison"),
+    ("which is better for recall", "comparison"),
+    ("I want to search faster", "goal_based"),
+    ("reduce memory use", "goal_based"),
+    ("tell me about pagerank", "exploratory"),
+    ("show me the notes", "exploratory"),
+    ("a long question with many words that has none of the trigger patterns at all really", "semantic"),
+    ("pagerank", "default"),
+    ("", "default"),
+])
+def test_intent_cascade(query, expected):
+    assert intent.classify(parse(query)).name == expected
+
+
+def test_intent_priority_and_overrides():
+    # debugging wins over workflow ("how do I fix")
+    assert intent.classify(parse("how do I fix the crash")).name == "debugging"
+    it = intent.resolve(parse("anything"), intent="comparison", weights=".1,.2,.3,.4")
+    assert it.name == "comparison" and it.weights == (0.1, 0.2, 0.3, 0.4) and it.forced
+    assert it.edge_types == ("similar_to", "alternative_to", "complements")
+    with pytest.raises(UsageError, match="unknown intent 'nope'"):
+        intent.resolve(parse("x"), intent="nope")
+    with pytest.raises(UsageError, match="--weights needs 4 non-negative numbers"):
+        intent.parse_weights("1,2")
+    assert intent.keywords_in(parse("why does it crash with an error"), intent.INTENTS["debugging"]) == ("error", "crash")
+
+
+def test_weights_table():
+    assert set(intent.INTENTS) == {"exact_match", "capability_check", "debugging", "workflow", "comparison",
+                                   "goal_based", "exploratory", "semantic", "default", "code_task", "relation"}
+    weights = {n: s.weights for n, s in intent.INTENTS.items()}
+    assert weights["default"] == (0.25, 0.45, 0.30, 0.00)
+    for name, w in weights.items():
+        assert len(w) == 4 and all(x >= 0 for x in w) and abs(sum(w) - 1.0) < 1e-9, name
+    # exact names lean on text more than any other intent
+    assert max(weights.values(), key=lambda w: w[1]) == weights["exact_match"]
+    assert all(s.help and s.rule is not None for s in intent.INTENTS.values())
+
+

@@ -1,0 +1,99 @@
+"""The signal table (kgsearch.query.signals): z-scores over the whole index, [0, 1] for sparse
+channels, the text signal, fill-ins and new candidates, hand-computed on a stand-in engine."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from kgsearch.query.parse import parse
+from kgsearch.query.signals import Signals, candidates, top_idx, top_ids
+
+from .conftest import FakeEngine, arrays
+
+Q = parse("anything")
+
+
+def test_candidates_are_the_sorted_union():
+    raw = {"bm25": arrays({5: 1.0, 2: 0.5}), "pattern": arrays({9: 1.0, 2: 0.9}), "fts": arrays({})}
+    assert candidates(raw).tolist() == [2, 5, 9]
+    assert candidates({}).tolist() == []
+
+
+def test_z_scores_over_the_whole_index():
+    # bm25 scores every node: N = 4 indexed, positive scores 2 (node 1) and 4 (node 2)
+    eng = FakeEngine(fulls={"bm25": ([1, 2], [2.0, 4.0], 4)})
+    raw = {"bm25": arrays({1: 2.0, 2: 4.0}), "pattern": arrays({3: 0.5, 2: 1.0})}
+    sig = Signals(eng, Q, candidates(raw), raw, {}, "z")
+    mu = 6 / 4
+    sd = math.sqrt(20 / 4 - mu * mu)                             # mean and spread include the zeros
+    assert sig.cand.tolist() == [1, 2, 3]
+    assert sig.raw_scores["bm25"].tolist() == [2.0, 4.0, 0.0]
+    assert np.allclose(sig.get("bm25"), [(2 - mu) / sd, (4 - mu) / sd, (0 - mu) / sd])
+    assert sig.stats["pattern"] == (0.0, 1.0)                  # sparse: s / best, zero stays "no match"
+    assert np.allclose(sig.get("pattern"), [0.0, 1.0, 0.5])
+    t_max = (4 - mu) / sd
+    assert sig.unit == pytest.approx(max(1.0, t_max))
+    # text = max(z of full channels, sparse x max(1, best z))
+    assert np.allclose(sig.text(), np.maximum(sig.get("bm25"), sig.get("pattern") * max(1.0, t_max)))
+    assert ("fill", "pattern", (1, 2, 3)) in eng.calls          # sparse channels filled in for every candidate
+
+
+def test_dense_defaults_to_the_mean_and_anchors_are_added():
+    eng = FakeEngine(fulls={"dense": ([1, 2], [0.9, 0.1], 2), "bm25": ([1], [1.0], 10)})
+    raw = {"dense": arrays({1: 0.9, 2: 0.1}), "bm25": arrays({1: 1.0}), "anchors": arrays({3: 0.6})}
+    sig = Signals(eng, Q, candidates(raw), raw, {}, "z")
+    # node 3 has no vector: it counts as average (z = 0), not as the worst
+    assert sig.get("dense")[2] == 0.0
+    # anchors: evidence on an absolute scale, added (x anchor_weight x the text scale), not max-ed
+    assert sig.stats["anchors"] == (0.0, 1.0) and sig.get("anchors").tolist() == [0.0, 0.0, 0.6]
+    z = sig.get("bm25")
+    scale = max(1.0, float(z.max()))
+    assert np.allclose(sig.text(), z + eng.tuning.anchor_weight * sig.get("anchors") * scale)
+
+
+def test_max_norm_maps_every_channel_to_unit_with_fill_ins():
+    eng = FakeEngine(fills={"bm25": {1: 3.0, 2: 6.0, 3: 1.5}})
+    raw = {"bm25": arrays({2: 6.0}), "pattern": arrays({1: 0.8, 3: 0.4})}
+    sig = Signals(eng, Q, candidates(raw), raw, {}, "max")
+    assert sig.raw_scores["bm25"].tolist() == [3.0, 6.0, 1.5]   # the fill-in gives every candidate its score
+    assert np.allclose(sig.get("bm25"), [0.5, 1.0, 0.25])
+    assert np.allclose(sig.get("pattern"), [1.0, 0.0, 0.5])
+    assert sig.unit == 1.0 and np.allclose(sig.text(), [1.0, 1.0, 0.5])
+    minmax = Signals(eng, Q, candidates(raw), raw, {}, "minmax")
+    assert np.allclose(minmax.get("bm25"), [(3 - 1.5) / 4.5, 1.0, 0.0])
+
+
+def test_extend_scores_new_candidates_by_every_channel():
+    eng = FakeEngine(fulls={"bm25": ([1, 4], [2.0, 1.0], 4)}, fills={"pattern": {4: 0.5, 7: 0.25}})
+    raw = {"bm25": arrays({1: 2.0}), "pattern": arrays({1: 1.0})}
+    sig = Signals(eng, Q, candidates(raw), raw, {}, "z")
+    mu, sd = sig.full["bm25"][2], sig.full["bm25"][3]
+    sig.extend(np.array([7, 4, 1]))
+    assert sig.cand.tolist() == [1, 4, 7]                       # appended, sorted among themselves
+    assert sig.raw_scores["bm25"].tolist() == [2.0, 1.0, 0.0]
+    assert np.allclose(sig.get("bm25")[1:], [(1.0 - mu) / sd, (0.0 - mu) / sd])
+    assert sig.raw_scores["pattern"].tolist() == [1.0, 0.5, 0.25]
+    assert np.allclose(sig.get("pattern"), [1.0, 0.5, 0.25])
+
+
+def test_first_stage():
+    eng = FakeEngine(fulls={"dense": ([1, 2], [0.5, -0.5], 2), "bm25": ([1, 2], [1.0, 3.0], 2)})
+    raw = {"dense": arrays({1: 0.5, 2: -0.5}), "bm25": arrays({1: 1.0, 2: 3.0})}
+    sig = Signals(eng, Q, candidates(raw), raw, {}, "z")
+    text, emb = sig.text(), sig.get("dense")
+    assert np.allclose(sig.first_stage({"embedding": 0.25, "text": 0.75}), (0.25 * emb + 0.75 * text) / 1.0)
+    assert np.allclose(sig.first_stage({"embedding": 0.0, "text": 0.0}), np.maximum(text, emb))
+    assert np.allclose(sig.first_stage_of(np.array([2, 1]), 0.25, 0.75),
+                       sig.first_stage({"embedding": 0.25, "text": 0.75})[::-1])
+
+
+def test_top_ids_and_top_idx_break_ties_by_id_and_key():
+    ids, sc = top_ids(np.array([9, 3, 5, 1, 7]), np.array([1.0, 2.0, 1.0, 1.0, 0.5]), 4)
+    assert ids.tolist() == [3, 1, 5, 9] and sc.tolist() == [2.0, 1.0, 1.0, 1.0]     # best first, ties by id
+    s = np.array([0.5, 0.9, 0.5, 0.5, 0.0])
+    keys = {0: "c", 2: "a", 3: "b"}
+    got = top_idx(s, 3, keys=lambda pos: [keys[int(p)] for p in pos])
+    assert sorted(got.tolist()) == [1, 2, 3]                    # the tie at the cut goes by key: a, b
+    assert top_idx(np.array([0.0, 0.0]), 2).tolist() == []      # positive only by default
