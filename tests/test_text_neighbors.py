@@ -116,7 +116,7 @@ def test_incremental_lists_equal_a_fresh_build(tmp_path, change):
     assert len(want) > 100
     assert got == want, (sorted(set(got.items()) - set(want.items()))[:4], sorted(set(want.items()) - set(got.items()))[:4])
     if change == "edit_same_length":          # N and avgdl kept: only the lists that can change
-        assert info["full"] is False and 0 < info["nodes"] < 60 * neighbors.FULL_FRACTION
+        assert info["full"] is False and 0 < info["nodes"] < 60 * neighbors.common.FULL_FRACTION
     elif change in ("add", "remove"):         # N < 64 changed: every list
         assert info["full"] is True and info["nodes"] == len(docs)
 
@@ -159,11 +159,11 @@ def _edit(docs: list, op: str, i: int, j: int, rng) -> list:
 def test_edits_recompute_only_the_lists_they_can_reach(tmp_path, monkeypatch, seed):
     """A chain of one-note edits on 400 notes (N and avgdl on the grid): after every run the
     lists equal a fresh build's, although each run recomputed only the lists rules 1-4 of
-    kgsearch.text.neighbors_delta reach (no run falls back to a full pass here), and a
+    kgsearch.text.neighbors.delta reach (no run falls back to a full pass here), and a
     one-word edit reaches few of them."""
     import random
 
-    monkeypatch.setattr(neighbors, "FULL_FRACTION", 1.0)
+    monkeypatch.setattr(neighbors.exact, "FULL_FRACTION", 1.0)
     rng = random.Random(seed)
     docs = _zipf_docs(400, seed=seed)
     src, db = corpus(tmp_path, docs), tmp_path / "inc.db"
@@ -211,29 +211,29 @@ def test_lists_of_an_older_kgsearch_are_rebuilt_by_the_next_run(tmp_path):
 
 def test_the_migration_limit_is_the_exact_steps_limit():
     from kgsearch.store import schema
-    from kgsearch.text import neighbors_scaled
+    from kgsearch.text.neighbors import approx
 
-    assert schema.NEIGHBORS_EXACT_MAX == neighbors_scaled.EXACT_MAX_NODES
+    assert schema.NEIGHBORS_EXACT_MAX == approx.EXACT_MAX_NODES
 
 
 def test_prose_ids_are_the_non_code_unflagged_nodes_ascending():
     import sqlite3
 
-    from kgsearch.text import neighbors as nb
+    from kgsearch.text.neighbors import common as nb
 
     c = sqlite3.connect(":memory:")
     c.execute("CREATE TABLE nodes(id INTEGER PRIMARY KEY, kind TEXT, flags INTEGER)")
     c.executemany("INSERT INTO nodes VALUES (?,?,?)", [(9, "doc", 0), (1, "doc", 0), (2, "function", 0),
                                                        (5, "note", 1), (7, "concept", 2), (3, "method", 0)])
-    assert nb._prose_ids(c) == [1, 7, 9]
+    assert nb.prose_ids(c) == [1, 7, 9]
     c.execute("DELETE FROM nodes")
-    assert nb._prose_ids(c) == []
+    assert nb.prose_ids(c) == []
 
 
 def test_a_removed_node_reaches_every_list_that_held_it(tmp_path):
     """Rule 3 for a removed node: its in-edges lost their ``dst`` (ON DELETE SET NULL) by the
     time the step runs, and ``holders`` still finds every list that held it."""
-    from kgsearch.text import neighbors_delta
+    from kgsearch.text.neighbors import delta as neighbors_delta
 
     docs = _zipf_docs(300, seed=5)
     src, db = corpus(tmp_path, docs), tmp_path / "inc.db"

@@ -1,4 +1,4 @@
-"""Capped-postings neighbours (kgsearch.text.neighbors_capped) against the shipped step and a
+"""The two-stage neighbour kernel (kgsearch.text.neighbors.approx) against the exact lists and a
 slow reference."""
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 
 from kgsearch.indexer import IndexOptions, index_paths
 from kgsearch.store.db import Index
-from kgsearch.text import neighbors, neighbors_capped as nc
+from kgsearch.text.neighbors import approx as nc, exact
 from kgsearch.text.postings import stored_params as _stored_params
 
 WORDS = ("sourdough starter flour water rye crust oven steam stone tomato basil garden soil root "
@@ -43,96 +43,41 @@ def _nodes(ix):
     return int(st["n"]), [(nid, an(name or "") * nw + an(text or "")) for nid, name, text in rows]
 
 
-def test_whole_lists_give_the_shipped_neighbours(index):
-    n, nodes = _nodes(index)
-    whole = nc.CappedPostings(index, n, cap=None)
-    shipped = neighbors._Postings(index, n)
-    assert sum(len(v[0]) for v in shipped.lists.values()) == len(whole.ids) > 0
-    allowed = np.ones(max(i for i, _ in nodes) + 1)
-    for nid, terms in nodes:
-        a = neighbors._neighbours(terms, nid, shipped, allowed)
-        b = nc.neighbours(terms, nid, whole, allowed)
-        assert [x for x, _ in a] == [x for x, _ in b]
-        assert np.allclose([s for _, s in a], [s for _, s in b], rtol=1e-12, atol=0)
-
-
-@pytest.mark.parametrize("cap", [1, 3, 10])
-def test_capped_kernel_matches_reference(index, cap):
-    n, nodes = _nodes(index)
-    post = nc.CappedPostings(index, n, cap=cap, batch=7)       # several batches
-    assert (np.diff(post.offsets) <= cap).all()
-    allowed = np.ones(max(i for i, _ in nodes) + 1)
-    allowed[::5] = 0.0
-    allowed_set = {i for i in range(len(allowed)) if allowed[i]}
-    some = 0
-    for nid, terms in nodes:
-        a = nc.neighbours(terms, nid, post, allowed)
-        b = nc.neighbours_ref(terms, nid, post, allowed_set)
-        assert [x for x, _ in a] == [x for x, _ in b]
-        assert [s for _, s in a] == [s for _, s in b]
-        some += len(a)
-    assert some > 0
-
-
 def test_cut_keeps_the_strongest_postings_per_list():
     ids = np.array([1, 4, 7, 9, 2, 3, 5, 8, 11], dtype=np.int64)
     imp = np.array([.5, .9, .9, .1, .3, .3, .3, .2, .8], dtype=np.float32)
     off = np.array([0, 4, 8, 9])
-    got_ids, got_imp, df = nc._cut(ids, imp, off, 2)
+    got_ids, got_imp, df = nc.cut_lists(ids, imp, off, 2)
     # list 0: .9 (4), .9 (7); list 1: ties at .3 -> smaller ids 2, 3; list 2 untouched
     assert got_ids.tolist() == [4, 7, 2, 3, 11]
     assert df.tolist() == [2, 2, 1]
     assert np.allclose(got_imp, [.9, .9, .3, .3, .8])
 
 
-def test_step_with_whole_lists_writes_the_shipped_edges(tmp_path, monkeypatch):
-    rng = random.Random(11)
-    docs = []
-    for i in range(60):
-        topic = WORDS[(i % 3) * 7:(i % 3) * 7 + 9]
-        words = [rng.choice(topic) for _ in range(rng.randint(5, 20))]
-        docs.append(json.dumps({"_id": f"d{i}", "title": words[0], "text": " ".join(words)}))
-    p = tmp_path / "c.jsonl"
-    p.write_text("\n".join(docs) + "\n")
-
-    def run(db):
-        index_paths(db, [str(p)], IndexOptions(fmt="beir", steps=("text", "neighbors")))
-        with Index.open(db, readonly=True) as ix:
-            return sorted(ix.conn.execute("SELECT src, dst, weight FROM edges WHERE type='similar_text'"))
-
-    shipped = run(tmp_path / "a.db")
-    monkeypatch.setattr(neighbors, "update", nc.make_update(None))
-    whole = run(tmp_path / "b.db")
-    monkeypatch.setattr(neighbors, "update", nc.make_update(2))
-    capped = run(tmp_path / "c.db")
-    assert len(shipped) > 100 and whole == shipped
-    assert capped != shipped and {(a, b) for a, b, _ in capped} & {(a, b) for a, b, _ in shipped}
-
-
 def test_two_stage_with_whole_candidate_lists_is_the_shipped_step(index):
     n, nodes = _nodes(index)
-    shipped = neighbors._Postings(index, n)
-    post = nc.TwoStagePostings(index, n, cap=10**6)
+    shipped = exact.Postings(index, n)
+    post = nc.CandidatePostings(index, n, cap=10**6)
     allowed = np.ones(max(i for i, _ in nodes) + 1)
     for nid, terms in nodes:
-        a = neighbors._neighbours(terms, nid, shipped, allowed)
+        a = exact.neighbours(terms, nid, shipped, allowed)
         b = nc.neighbours_two_stage(terms, nid, post, allowed)
         assert [x for x, _ in a] == [x for x, _ in b]
         assert np.allclose([s for _, s in a], [s for _, s in b], rtol=1e-12, atol=0)
 
 
-@pytest.mark.parametrize("cap,top", [(1, None), (3, None), (10, None), (10, 4), (3, 2)])
-def test_two_stage_matches_reference(index, cap, top):
+@pytest.mark.parametrize("cap", [1, 3, 10])
+def test_two_stage_matches_reference(index, cap):
     n, nodes = _nodes(index)
-    post = nc.TwoStagePostings(index, n, cap=cap, batch=7)
+    post = nc.CandidatePostings(index, n, cap=cap, batch=7)
     assert (np.diff(post.cand_off) <= cap).all() and len(post.ids) > len(post.cand_ids)
     allowed = np.ones(max(i for i, _ in nodes) + 1)
     allowed[::4] = 0.0
     allowed_set = {i for i in range(len(allowed)) if allowed[i]}
     some = 0
     for nid, terms in nodes:
-        a = nc.neighbours_two_stage(terms, nid, post, allowed, rescore_top=top)
-        b = nc.neighbours_two_stage_ref(terms, nid, post, allowed_set, rescore_top=top)
+        a = nc.neighbours_two_stage(terms, nid, post, allowed)
+        b = nc.neighbours_two_stage_ref(terms, nid, post, allowed_set)
         assert [x for x, _ in a] == [x for x, _ in b]
         assert [s for _, s in a] == [s for _, s in b]
         some += len(a)
@@ -152,8 +97,6 @@ def test_ties_at_the_kth_place_go_to_the_smaller_ids(tmp_path):
         d0 = ix.conn.execute("SELECT id FROM nodes WHERE key='doc:d0'").fetchone()[0]
         tied = sorted(r[0] for r in ix.conn.execute("SELECT id FROM nodes WHERE key LIKE 'doc:t%'"))
         terms = dict(nodes)[d0]
-        for post, kernel in ((nc.CappedPostings(ix, n, cap=None), nc.neighbours),
-                             (nc.TwoStagePostings(ix, n, cap=256), nc.neighbours_two_stage)):
-            got = kernel(terms, d0, post)
-            assert [x for x, _ in got] == tied[:10]
-            assert len({s for _, s in got}) == 1
+        got = nc.neighbours_two_stage(terms, d0, nc.CandidatePostings(ix, n, cap=256))
+        assert [x for x, _ in got] == tied[:10]
+        assert len({s for _, s in got}) == 1

@@ -1,4 +1,4 @@
-"""The neighbour step above EXACT_MAX_NODES prose nodes (kgsearch.text.neighbors_scaled): it
+"""The neighbour step above EXACT_MAX_NODES prose nodes (kgsearch.text.neighbors.approx): it
 runs (never skipped), says it approximates, equals the exact step when the cap holds whole
 lists, and its incremental runs (postings of the changed nodes' terms only) give the lists a
 kernel over every posting gives."""
@@ -12,9 +12,8 @@ import pytest
 
 from kgsearch.indexer import IndexOptions, index_paths
 from kgsearch.store.db import Index
-from kgsearch.text import neighbors_capped as nc
-from kgsearch.text import neighbors_scaled as ns
-from kgsearch.text.neighbors_delta import Stats
+from kgsearch.text.neighbors import approx as ns
+from kgsearch.text.neighbors.common import Stats
 from kgsearch.text.postings import stored_params
 
 WORDS = ("sourdough starter flour water rye crust oven steam stone tomato basil garden soil root "
@@ -90,16 +89,16 @@ def test_incremental_run_reads_only_its_terms_and_matches_all_postings(tmp_path,
     lines[5] = json.dumps(d)
     p.write_text("\n".join(lines) + "\n")
     seen = []
-    real = nc.TwoStagePostings.__init__
+    real = ns.CandidatePostings.__init__
 
     def spy(self, *a, **kw):
         seen.append(kw.get("terms"))
         real(self, *a, **kw)
 
-    monkeypatch.setattr(nc.TwoStagePostings, "__init__", spy)
+    monkeypatch.setattr(ns.CandidatePostings, "__init__", spy)
     info = run(db, p).steps["neighbors"]
     assert info["full"] is False and info["nodes"] == 1 and seen and seen[-1] and len(seen[-1]) < 30
-    monkeypatch.setattr(nc.TwoStagePostings, "__init__", real)
+    monkeypatch.setattr(ns.CandidatePostings, "__init__", real)
     with Index.open(db, readonly=True) as ix:
         nid, name, text = ix.conn.execute("SELECT id, name, kgtext(text) FROM nodes WHERE key LIKE '%d5'").fetchone()
         st, params = stored_params(ix)
@@ -107,8 +106,8 @@ def test_incremental_run_reads_only_its_terms_and_matches_all_postings(tmp_path,
         prose = [r[0] for r in ix.conn.execute("SELECT id FROM nodes WHERE flags & 1 = 0")]
         allowed = np.zeros(max(prose) + 1)
         allowed[prose] = 1.0
-        whole = nc.TwoStagePostings(ix, int(st["n"]), cap=3, stats=Stats.of(st))
-        want = nc.neighbours_two_stage(terms, nid, whole, allowed)
+        whole = ns.CandidatePostings(ix, int(st["n"]), cap=3, stats=Stats.of(st))
+        want = ns.neighbours_two_stage(terms, nid, whole, allowed)
         got = ix.conn.execute("SELECT dst, weight FROM edges WHERE type='similar_text' AND src=? ORDER BY weight DESC, dst",
                               (nid,)).fetchall()
     assert len(want) > 0
@@ -160,7 +159,7 @@ def test_deleting_a_few_nodes_lists_reads_them_by_src_and_dst(tmp_path):
     """A one-file change deletes the changed nodes' similar_text edges by the src/dst indexes:
     without table statistics SQLite chose the file_id index (``file_id IS NULL``), which lists
     every similar_text edge (10M at 1M nodes: 2-4 s of a one-file reindex)."""
-    from kgsearch.text import neighbors as nb
+    from kgsearch.text.neighbors import common as nb
 
     p = tmp_path / "c.jsonl"
     corpus(p, n=40)
@@ -171,7 +170,7 @@ def test_deleting_a_few_nodes_lists_reads_them_by_src_and_dst(tmp_path):
         ix.conn.set_trace_callback(seen.append)
         ids = [r[0] for r in ix.conn.execute("SELECT id FROM nodes ORDER BY id LIMIT 3")]
         before = ix.conn.execute("SELECT count(*) FROM edges WHERE type='similar_text'").fetchone()[0]
-        nb._delete_edges(ix.conn, ids)
+        nb.delete_edges(ix.conn, ids)
         ix.conn.set_trace_callback(None)
         after = ix.conn.execute("SELECT count(*) FROM edges WHERE type='similar_text'").fetchone()[0]
         left = ix.conn.execute(f"SELECT count(*) FROM edges WHERE type='similar_text' AND (src IN "

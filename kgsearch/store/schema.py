@@ -341,12 +341,12 @@ def _neighbor_ties(conn: sqlite3.Connection) -> None:
         mark_stale(conn, "neighbors")
 
 
-NEIGHBORS_EXACT_MAX = 200_000           # = text.neighbors_scaled.EXACT_MAX_NODES (store imports nothing above it)
+NEIGHBORS_EXACT_MAX = 200_000           # = text.neighbors.approx.EXACT_MAX_NODES (store imports nothing above it)
 
 
 def _neighbor_grid(conn: sqlite3.Connection) -> None:
     """No schema change: the exact ``similar_text`` lists are now scored with grid statistics
-    and keep entry bars (text/neighbors_delta.py), so that a one-word edit recomputes the
+    and keep entry bars (text/neighbors/delta.py), so that a one-word edit recomputes the
     lists it can reach instead of all of them. Lists stored by an older kgsearch are rebuilt
     by the next index run, as for 0013."""
     _neighbor_ties(conn)

@@ -1,86 +1,34 @@
-"""Derived step ``neighbors``: a text-similarity graph over prose nodes (``similar_text`` edges).
+"""The exact ``similar_text`` lists: every posting of a node's ``M`` most distinctive terms.
 
-Plain documents have no links, yet documents that share rare terms are related; measured on
-the shared benchmark sets, smoothing scores over such a neighbour graph was the strongest
-single add-on to BM25 (bench/README.md). This step gives every prose node (not code symbols,
-not shared tag/entity nodes) up to ``K`` out-edges ``similar_text`` to the nodes that score
-highest when its own ``M`` most distinctive terms are used as a BM25 query. Edge weight =
-that score divided by the node's score against itself, in (0, 1]. The graph step then treats
-them like any typed edge (proximity, PageRank, communities); their type weight is in
-``config.EDGE_WEIGHTS``.
+Each prose node X gets up to ``K`` out-edges to the nodes that score highest when X's own ``M``
+most distinctive window terms are used as a BM25 query (scored with the grid statistics,
+:class:`~.common.Stats`); edge weight = that score divided by X's score against itself, in
+(0, 1]. Ties at the K-th place go by node key (``rank``), never by node id, so that an index
+updated in place (whose ids differ from a fresh build's) keeps the same nodes there.
 
-Terms used: ``2 <= df <= max(50, 5% of N)`` (a term in one document links nothing; a common
-term links everything), ranked by ``tf * idf`` within the node.
-
-Incremental runs give exactly the lists a fresh build computes (issue 13), and recompute only
-the lists a change can reach (issue 16): the step scores with N, avgdl and dfs rounded to a
-geometric grid, and stores each list's entry bar, the score a new candidate must reach to enter
-it (:mod:`kgsearch.text.neighbors_delta`, which says what is recomputed and why). A one-word
-edit at 100K prose nodes recomputed every list (113 s); now the lists that can change. When
-the grid values, the BM25 parameters or the tie rule differ from those the stored lists were
-computed with (:data:`STATE_KEY`), or more than ``FULL_FRACTION`` of the prose nodes are
-reached, every list is recomputed. Ties are broken by node key, never by node id, so that an
-index updated in place (whose ids differ from a fresh build's) keeps the same nodes at the
-K-th place.
-
-Above ``neighbors_scaled.EXACT_MAX_NODES`` prose nodes (200K) the lists come from a near-linear
-approximate kernel instead (:mod:`kgsearch.text.neighbors_scaled`; the run report says so, and
-its incremental runs recompute only the lists of added and modified nodes: between full runs a
-new node can be missing from an old node's list). Below it, everything above holds exactly.
+:func:`update_exact` is the step below :data:`~.approx.EXACT_MAX_NODES` prose nodes: a full
+pass, or only the lists :func:`~.delta.affected` says a change can reach, each list's entry bar
+stored beside it. Every list is then exactly a fresh build's (tests compare).
 """
 from __future__ import annotations
 
-import logging
 import time
 from collections import Counter
 
 import numpy as np
 
-from ..settings import IndexSettings
-from ..store.sql import exec_in_chunks, in_chunks
-from .idcodec import decode_ids_many, decode_tf
-from .neighbors_delta import BAR_KEY, Stats, affected as _affected, load_bars, node_terms, query_terms
-from .okapi import tf_impacts
-from .postings import load_norms, norms_of as _norms_of, stored_params as _stored_params
+from ...store.sql import exec_in_chunks, in_chunks
+from ..idcodec import decode_ids_many, decode_tf
+from ..okapi import tf_impacts
+from ..postings import load_norms, norms_of, stored_params
+from .common import (BATCH, CODE_KINDS, EDGE_TYPE, FULL_FRACTION, K, M, MIN_SIM, STATE_KEY, TIES, Stats,
+                     delete_edges, node_terms, query_terms)
+from .delta import BAR_KEY, affected, load_bars
 
-__all__ = ["NAME", "update", "EDGE_TYPE", "K", "M", "STATE_KEY"]
-
-NAME = "neighbors"
-
-log = logging.getLogger(__name__)
-
-EDGE_TYPE = "similar_text"
-K = 10                       # neighbours per node
-M = 24                       # distinctive terms per node used as its query
-MIN_SIM = 0.05               # drop weaker neighbours
-FULL_FRACTION = 0.2          # more affected prose nodes than this share: one full pass instead
-STATE_KEY = "text.neighbors"  # the statistics the stored lists were computed with
-TIES = "key"                 # how ties at the K-th place are broken (recorded in the state)
-CODE_KINDS = ("module", "class", "function", "method")
-_SQL = 500
+__all__ = ["Postings", "neighbours", "neighbours_bar", "list_state", "update_exact"]
 
 
-def _prose_ids(conn) -> list[int]:
-    """Ids of the prose nodes, ascending: one ``group_concat`` parsed by numpy (a Python row per
-    node took 0.48-0.59 s at 1M nodes, this 0.30-0.34 s; most of it is SQLite's scan)."""
-    marks = ",".join("?" * len(CODE_KINDS))
-    text = conn.execute(f"SELECT group_concat(id) FROM (SELECT id FROM nodes WHERE flags & 1 = 0 "
-                        f"AND kind NOT IN ({marks}) ORDER BY id)", CODE_KINDS).fetchone()[0]
-    return np.fromstring(text, dtype=np.int64, sep=",").tolist() if text else []
-
-
-def _delete_edges(conn, ids: list[int] | None) -> None:
-    if ids is None:
-        conn.execute("DELETE FROM edges WHERE type=? AND file_id IS NULL", (EDGE_TYPE,))
-        return
-    # (``+file_id``: not by the file_id index, which SQLite prefers without statistics and
-    # which lists every similar_text edge, 10M at 1M nodes, 2-4 s; by src/dst instead)
-    exec_in_chunks(conn, "DELETE FROM edges WHERE type=? AND +file_id IS NULL AND (src IN ({}) OR dst IN ({}))",
-                   ids, before=[EDGE_TYPE], repeat=2)
-    conn.execute("DELETE FROM edges WHERE type=? AND +file_id IS NULL AND dst IS NULL", (EDGE_TYPE,))
-
-
-class _Postings:
+class Postings:
     """Rare-term postings held in memory for one run: every window term's (``lazy=False``), or
     only those that :meth:`load` is asked for (the terms of the nodes whose lists are
     computed: a code tree's few prose nodes need a small part of its vocabulary). Scored with
@@ -88,7 +36,7 @@ class _Postings:
 
     def __init__(self, ix, n_docs: int, lazy: bool = False, stats: Stats | None = None):
         self.ix = ix
-        self.st, self.params = _stored_params(ix)
+        self.st, self.params = stored_params(ix)
         self.stats = stats if stats is not None else Stats(float(n_docs), float(self.st["avgdl"]), False)
         self.max_df = self.stats.max_df
         self.lists: dict[str, tuple[np.ndarray, np.ndarray, float]] = {}
@@ -120,22 +68,22 @@ class _Postings:
         ids, off = decode_ids_many(ibs)
         if self._norms is None:        # the length norms with the stats' avgdl
             self._norms = load_norms(self.ix, dict(self.st, avgdl=self.stats.avgdl), self.params)
-        imp = tf_impacts(np.concatenate(tfs), _norms_of(self._norms, ids), self.params.k1)
+        imp = tf_impacts(np.concatenate(tfs), norms_of(self._norms, ids), self.params.k1)
         bounds = off.tolist()
         for term, idf, s, e in zip(terms, idfs, bounds[:-1], bounds[1:]):
             self.lists[term] = (ids[s:e], imp[s:e], idf)
 
 
-def _neighbours(terms: list[str], self_id: int, post: _Postings, allowed: np.ndarray | None = None,
-                rank: np.ndarray | None = None) -> list[tuple[int, float]]:
+def neighbours(terms: list[str], self_id: int, post: Postings, allowed: np.ndarray | None = None,
+               rank: np.ndarray | None = None) -> list[tuple[int, float]]:
     """Up to ``K`` (node id, similarity), best first; equal scores in ``rank`` order (by node
     id without it; ``rank`` covers every id ``allowed`` does)."""
-    return _neighbours_bar(terms, self_id, post, allowed, rank)[0]
+    return neighbours_bar(terms, self_id, post, allowed, rank)[0]
 
 
-def _neighbours_bar(terms: list[str], self_id: int, post: _Postings, allowed: np.ndarray | None = None,
-                    rank: np.ndarray | None = None) -> tuple[list[tuple[int, float]], float]:
-    """:func:`_neighbours` and the list's entry bar: the score another candidate must reach to
+def neighbours_bar(terms: list[str], self_id: int, post: Postings, allowed: np.ndarray | None = None,
+                   rank: np.ndarray | None = None) -> tuple[list[tuple[int, float]], float]:
+    """:func:`neighbours` and the list's entry bar: the score another candidate must reach to
     enter it (the K-th score of a full list, ``MIN_SIM`` times the node's own score otherwise,
     +inf when no candidate ever can)."""
     counts = Counter(t for t in terms if t in post.lists)
@@ -179,40 +127,24 @@ def _neighbours_bar(terms: list[str], self_id: int, post: _Postings, allowed: np
     return out, float(score[top[-1]]) if len(out) == K else MIN_SIM * float(self_score)
 
 
-def _state(stats: Stats, params) -> dict:
+def list_state(stats: Stats, params) -> dict:
+    """What the stored lists depend on besides the postings (meta ``STATE_KEY``): when it
+    differs from the stored one, every list is recomputed."""
     return {**stats.key(), "params": params.index_key(), "ties": TIES}
 
 
-def update(ix, changes, settings=None, progress=None) -> dict:
-    """Maintain ``similar_text`` edges for ``changes`` (see the module docstring)."""
+def update_exact(ix, changes, prose: list[int], st: dict, params, progress=None) -> dict:
+    """The step at or below the exact limit (see the module docstring): ``prose`` the prose
+    node ids, ascending; ``st``/``params`` the stored BM25 statistics and parameters."""
     t0 = time.perf_counter()
     conn = ix.conn
-    if not IndexSettings.coerce(settings).graph.neighbors:
-        had = conn.execute("SELECT 1 FROM edges WHERE type=? AND file_id IS NULL LIMIT 1", (EDGE_TYPE,)).fetchone()
-        if had:
-            _delete_edges(conn, None)
-            changes.edges_changed = True
-        ix.set_meta_json(STATE_KEY, None)
-        return {"skipped": "neighbors=false in settings"}
-    st, params = _stored_params(ix)
-    if st is None:
-        return {"skipped": "no text index"}
-    have = conn.execute("SELECT 1 FROM edges WHERE type=? AND file_id IS NULL LIMIT 1", (EDGE_TYPE,)).fetchone()
-    if have and not (changes.full or changes.added or changes.modified or changes.removed) \
-            and ix.meta_json(STATE_KEY, None) is not None:
-        return {"rebuilt": False}               # (before listing the prose nodes: 1.4 s at 1M)
-    prose = _prose_ids(conn)
-    from . import neighbors_scaled              # (it imports this module)
-    if len(prose) > neighbors_scaled.EXACT_MAX_NODES:    # near-linear, approximate: says so
-        ix.set_meta_json(STATE_KEY, {"method": "scaled"})  # (back below the limit: one exact full pass)
-        return neighbors_scaled.update_scaled(ix, changes, prose, st, params, progress)
     if not changes.full and not changes.nodes_changed and ix.meta_json(STATE_KEY):
         return {"rebuilt": False}
     stats = Stats.of(st)
-    state = _state(stats, params)
+    state = list_state(stats, params)
     an = params.analyzer()
     nw = max(1, int(round(params.name_weight)))
-    post = _Postings(ix, int(st["n"]), lazy=True, stats=stats)
+    post = Postings(ix, int(st["n"]), lazy=True, stats=stats)
     allowed = np.zeros(max(prose, default=-1) + 1, dtype=np.float64)
     allowed[prose] = 1.0
     full = bool(changes.full) or ix.meta_json(STATE_KEY) != state
@@ -221,7 +153,7 @@ def update(ix, changes, settings=None, progress=None) -> dict:
     todo = prose
     why: dict = {}
     if not full:
-        reached = _affected(ix, changes, an, post, stats, allowed, bars, EDGE_TYPE, why, nw, M)
+        reached = affected(ix, changes, an, post, stats, allowed, bars, EDGE_TYPE, why, nw, M)
         full = reached is None or len(reached) > FULL_FRACTION * max(1, len(prose))
         if not full:
             todo = sorted(reached)
@@ -229,7 +161,7 @@ def update(ix, changes, settings=None, progress=None) -> dict:
         bars = np.full(len(allowed), -np.inf)
     before = conn.total_changes
     if full:
-        _delete_edges(conn, None)
+        delete_edges(conn, None)
     else:
         gone = sorted(set(changes.removed))
         exec_in_chunks(conn, "DELETE FROM edges WHERE type=? AND +file_id IS NULL AND src IN ({})",
@@ -254,17 +186,17 @@ def update(ix, changes, settings=None, progress=None) -> dict:
     rank[by_key] = np.arange(len(prose))
     keys = {}
     rows_out = []
-    for s in range(0, len(todo), _SQL):
-        part = todo[s:s + _SQL]
+    for s in range(0, len(todo), BATCH):
+        part = todo[s:s + BATCH]
         rows = [(nid, key, node_terms(an, nw, name, text)) for nid, key, name, text in
                 in_chunks(conn, "SELECT id, key, name, kgtext(text) FROM nodes WHERE id IN ({})", part)]
         post.load(t for _, _, terms in rows for t in terms)
         for nid, key, terms in rows:
             keys[nid] = key
-            found, bars[nid] = _neighbours_bar(terms, nid, post, allowed, rank)
+            found, bars[nid] = neighbours_bar(terms, nid, post, allowed, rank)
             rows_out.extend((nid, dst, sim) for dst, sim in found)
         if progress is not None:
-            progress({"phase": "neighbors", "done": min(s + _SQL, len(todo)), "total": len(todo)})
+            progress({"phase": "neighbors", "done": min(s + BATCH, len(todo)), "total": len(todo)})
     missing = sorted({d for _, d, _ in rows_out} - set(keys))
     keys.update(in_chunks(conn, "SELECT id, key FROM nodes WHERE id IN ({})", missing))
     conn.executemany("INSERT INTO edges(src, dst, ns, dst_name, type, weight) VALUES (?,?,?,?,?,?)",
@@ -274,6 +206,6 @@ def update(ix, changes, settings=None, progress=None) -> dict:
     seconds = time.perf_counter() - t0
     info = {"full": full, "nodes": len(todo), "edges": len(rows_out), "seconds": round(seconds, 3)}
     if why:
-        info["reached_by"] = why         # (how many lists each rule of neighbors_delta added)
+        info["reached_by"] = why         # (how many lists each rule of delta.affected added)
     ix.mark_derived("neighbors", seconds, info)
     return info

@@ -7,13 +7,9 @@ list was recomputed: 113 s for one appended word at 100K prose nodes (the step c
 1 ms a node), 5 s at 10K. Two rules make the work follow the change while the stored lists stay
 exactly a fresh build's:
 
-**Grid statistics** (:class:`Stats`). The step scores with N, avgdl and each term's df rounded
-to a geometric grid of :data:`GRID` points per doubling (:func:`grid`; N below 64 and df up to
-32 are used as they are). A fresh build of the same files has the same N, avgdl and dfs, so the
-same grid values and the same lists. N or avgdl reach the next grid point once per ~4 % change
-of the collection (then the whole step runs once); a term's df once per ~4 % change of its df
-(then the lists of its holders). Rounding moves an idf by at most 0.022 and a length norm by
-at most 2.2 % of its ``dl / avgdl`` part.
+**Grid statistics** (:class:`~.common.Stats`): the step scores with N, avgdl and each term's df
+rounded to a geometric grid, so a fresh build of the same files has the same statistics and
+the same lists, and a run moves them only once per ~4 % change of the collection or of a df.
 
 **Entry bars** (:data:`BAR_KEY`). For every prose node X the step stores the score a new
 candidate must reach to enter X's list: the K-th score of a full list, ``MIN_SIM`` times X's
@@ -34,71 +30,18 @@ build (tests/test_text_neighbors.py).
 """
 from __future__ import annotations
 
-import math
 from collections import Counter
-from dataclasses import dataclass
 
 import numpy as np
 
-from ..store.sql import in_chunks
-from .idcodec import decode_ids
+from ...store.sql import in_chunks
+from ..idcodec import decode_ids
+from .common import Stats, node_terms, query_terms
 
-__all__ = ["GRID", "BAR_KEY", "Stats", "grid", "affected", "holders", "load_bars", "node_terms", "query_terms"]
+__all__ = ["BAR_KEY", "affected", "holders", "load_bars"]
 
-GRID = 16                         # grid points per doubling (2 ** (1/16) = 1.044)
 BAR_KEY = "text.neighbors.bars"   # float64 entry bar by node id
 _MARGIN = 1e-6                    # U within this share of the bar counts as reaching it
-
-
-def grid(x: float) -> float:
-    """``x`` rounded to the nearest point ``2 ** (k / GRID)``."""
-    return 2.0 ** (round(GRID * math.log2(x)) / GRID) if x > 0 else 0.0
-
-
-@dataclass(frozen=True)
-class Stats:
-    """The statistics the lists are scored with: the live ones (``on_grid=False``: the kernel
-    comparisons in tests) or their grid values (the step)."""
-    n: float
-    avgdl: float
-    on_grid: bool = True
-
-    @classmethod
-    def of(cls, st: dict, on_grid: bool = True) -> "Stats":
-        n, avgdl = float(st["n"]), float(st["avgdl"])
-        if not on_grid:
-            return cls(n, avgdl, False)
-        # (N >= 64 on the grid stays above the df window's floor of 50: every idf positive)
-        return cls(n if n < 64 else grid(n), grid(avgdl), True)
-
-    @property
-    def max_df(self) -> int:
-        return max(50, int(0.05 * self.n))
-
-    def df(self, df: int) -> float:
-        return float(df) if not self.on_grid or df <= 32 else grid(df)
-
-    def idf(self, df: int) -> float:
-        d = self.df(df)
-        return math.log1p((self.n - d + 0.5) / (d + 0.5))
-
-    def window(self, df: int) -> float | None:
-        """The grid df a list sees, None outside the window."""
-        return self.df(df) if 2 <= df <= self.max_df else None
-
-    def key(self) -> dict:
-        return {"n": self.n, "avgdl": self.avgdl, "max_df": self.max_df, "grid": GRID if self.on_grid else None}
-
-
-def node_terms(an, nw: int, name: str | None, text: str | None) -> list[str]:
-    """A node's terms as the kernel reads them: the name's ``nw`` times, then the text's."""
-    return an(name or "") * nw + an(text or "")
-
-
-def query_terms(counts: Counter, idf, m: int) -> list[tuple[str, int]]:
-    """The ``m`` most distinctive of a node's window terms (``counts``): by ``count * idf``,
-    ties by term; ``idf(term)`` as the kernel scores it."""
-    return sorted(counts.items(), key=lambda kv: (-kv[1] * idf(kv[0]), kv[0]))[:m]
 
 
 def load_bars(ix, size: int) -> np.ndarray | None:
