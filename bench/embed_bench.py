@@ -12,7 +12,7 @@ In one run:
    and CPU time are both recorded, the speed-up is the median of per-run ratios, and the
    1-minute load average is sampled before each run (the machine may be shared).
 2. int8 top-10 over 100,000 x 256 vectors of real texts (WN18RR definitions, FB15k-237 names,
-   BEIR documents and their sentences) stored through ``kgsearch.embed.vectors`` in a temp
+   BEIR documents and their sentences) stored through ``kgsearch.embed.store`` in a temp
    index: p50 per query (cached int8 matrix, one BLAS thread) and recall@10 against float32
    brute force over the unquantised vectors, with the float32 matmul p50 for comparison; also
    the streamed path (no cache) and a query-process RSS check (model + index + 200 queries).
@@ -166,19 +166,19 @@ def worker_query(db: str, model_path: str, queries_path: str) -> dict:
     """A query process: open the index, embed each query, dense top-10; RSS at the end."""
     import numpy as np
 
-    from kgsearch.embed import vectors
+    from kgsearch.embed import dense
     from kgsearch.store.db import Index
 
     os.environ["KGSEARCH_MODEL"] = model_path
     queries = json.loads(Path(queries_path).read_text(encoding="utf-8"))
     ix = Index.open(db, readonly=True)
     t0 = time.perf_counter()
-    first = vectors.search(ix, queries[0], k=10)
+    first = dense.search(ix, queries[0], k=10)
     first_s = time.perf_counter() - t0
     times = []
     for q in queries[1:]:
         t = time.perf_counter()
-        vectors.search(ix, q, k=10)
+        dense.search(ix, q, k=10)
         times.append(time.perf_counter() - t)
     ix.close()
     return {"first_query_s": first_s, "p50_ms": float(np.median(times)) * 1000,
@@ -236,7 +236,7 @@ def bench_encode(model_path: Path, runs: int, n: int, tmp: Path) -> dict:
 def bench_topk(model_path: Path, n: int, n_queries: int, tmp: Path) -> dict:
     import numpy as np
 
-    from kgsearch.embed import load_model, vectors
+    from kgsearch.embed import dense, load_model, store
     from kgsearch.embed.embed_step import ensure_rotation
     from kgsearch.store.db import Index
 
@@ -254,7 +254,7 @@ def bench_topk(model_path: Path, n: int, n_queries: int, tmp: Path) -> dict:
         ix.set_meta("generation", 1)
         ensure_rotation(ix, model.dims, reset=True)
         for s in range(0, len(X), 8192):
-            vectors.put_vectors(ix, ids[s:s + 8192], np.zeros(min(8192, len(X) - s)), X[s:s + 8192], model.model_id, 1)
+            store.put_vectors(ix, ids[s:s + 8192], np.zeros(min(8192, len(X) - s)), X[s:s + 8192], model.model_id, 1)
         ix.set_meta("model_id", model.model_id)
         ix.set_meta("model_dims", model.dims)
         ix.set_meta("model", str(Path(model_path).resolve()))
@@ -266,13 +266,13 @@ def bench_topk(model_path: Path, n: int, n_queries: int, tmp: Path) -> dict:
         top = np.argpartition(-s, 10)[:10]
         return set((top + 1).tolist())
 
-    vectors.search_vector(ix, Q[0], 10)            # build the per-generation cache
+    dense.search_vector(ix, Q[0], 10)            # build the per-generation cache
     mat = ix._cache.get("embed.matrix", (None, None))[1]
     cache_mb = (mat.codes.nbytes + mat.ids.nbytes + mat.scales.nbytes) / 1e6 if mat else 0.0
     lat, cpu, rec = [], [], []
     for q in Q:
         t, c = time.perf_counter(), time.process_time()
-        got, _ = vectors.search_vector(ix, q, 10)
+        got, _ = dense.search_vector(ix, q, 10)
         lat.append(time.perf_counter() - t)
         cpu.append(time.process_time() - c)
         rec.append(len(set(got.tolist()) & brute(q)) / 10)
@@ -289,7 +289,7 @@ def bench_topk(model_path: Path, n: int, n_queries: int, tmp: Path) -> dict:
     streamed = []
     for q in Q[:30]:
         t = time.perf_counter()
-        vectors.search_vector(ix, q, 10)
+        dense.search_vector(ix, q, 10)
         streamed.append(time.perf_counter() - t)
     del os.environ["KGSEARCH_VEC_CACHE_MB"]
     ix.close()

@@ -32,7 +32,7 @@ WordNet and Freebase edges, KG JSONL shards; its 100 real queries), built once i
   loses it again: a one-file change that changes a row's edge count, so the graph step splices
   every edge array (a text-only change keeps the rows' shapes: the changed rows are written in
   place, kgsearch/graph/inplace.py);
-* ``dense``: recall@10 of the stored int8 dense path (``kgsearch.embed.vectors.search_vector``)
+* ``dense``: recall@10 of the stored int8 dense path (``kgsearch.embed.dense.search_vector``)
   against exact float32 cosine search over the same nodes' vectors, re-encoded with the
   index's model (cached as .npy in ``--work`` for the design study); plus the int8 channel's
   own latency (p50);
@@ -665,7 +665,7 @@ def exact_topk(F, Q, k: int = 10, chunk: int = 65536):
 def child_dense(db: str, queries: str, cache: str) -> dict:
     import numpy as np
 
-    from kgsearch.embed import vectors
+    from kgsearch.embed import dense, store
     from kgsearch.embed.embed_step import DEFAULT_MAX_CHARS
     from kgsearch.embed.index_model import query_model
     from kgsearch.store.db import Index
@@ -675,7 +675,7 @@ def child_dense(db: str, queries: str, cache: str) -> dict:
     model = query_model(ix)
     if isinstance(model, str):
         return {"skipped": model}
-    ids, _ = vectors.stored_hashes(ix)
+    ids, _ = store.stored_hashes(ix)
     info = (ix.derived("embed") or {}).get("info") or {}
     max_chars = int(info.get("max_chars", DEFAULT_MAX_CHARS))
     cache_f, cache_i = Path(cache + ".f32.npy"), Path(cache + ".ids.npy")
@@ -697,13 +697,13 @@ def child_dense(db: str, queries: str, cache: str) -> dict:
     rec, lat = [], []
     for q, ex in zip(Q, exact):
         t = time.perf_counter()
-        got, _ = vectors.search_vector(ix, q, 10, model_id)
+        got, _ = dense.search_vector(ix, q, 10, model_id)
         lat.append((time.perf_counter() - t) * 1000)
         rec.append(len(set(got.tolist()) & ex) / 10)
     np.save(cache + ".queries.npy", Q)
     return {"recall_at_10": round(float(np.mean(rec)), 4), "recall_min": float(np.min(rec)),
             "int8_p50_ms": round(pct(lat, 50), 2), "int8_p95_ms": round(pct(lat, 95), 2),
-            "vectors": int(len(ids)), "streamed": vectors.load_matrix(ix, model_id) is None,
+            "vectors": int(len(ids)), "streamed": dense.load_matrix(ix, model_id) is None,
             "encode_s": round(enc_s, 1), "encoded_now": encoded, "hwm_mb": round(_status_kb("VmHWM") / 1024, 1)}
 
 

@@ -81,15 +81,15 @@ def test_the_cli_limit_is_undone_when_the_command_returns(monkeypatch):
 
 
 def test_the_vector_cache_fits_the_budget(monkeypatch):
-    from kgsearch.embed import vectors
+    from kgsearch.embed import dense
 
     monkeypatch.delenv("KGSEARCH_VEC_CACHE_MB", raising=False)
     monkeypatch.delenv("KGSEARCH_MEMORY_MB", raising=False)
-    assert vectors._cache_budget() == 64 << 20
+    assert dense.cache_budget() == 64 << 20
     monkeypatch.setenv("KGSEARCH_MEMORY_MB", "100")
-    assert vectors._cache_budget() == 25 << 20
+    assert dense.cache_budget() == 25 << 20
     monkeypatch.setenv("KGSEARCH_VEC_CACHE_MB", "8")              # an explicit cache size wins
-    assert vectors._cache_budget() == 8 << 20
+    assert dense.cache_budget() == 8 << 20
 
 
 def test_the_query_page_cache_fits_the_budget(ix, monkeypatch):

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from kgsearch.embed import embed_step as embed_index, index_model
-from kgsearch.embed import vectors
+from kgsearch.embed import dense, kernel, store
 from kgsearch.embed.model import load_model
 from kgsearch.types import ChangeSet
 
@@ -24,9 +24,9 @@ def test_quantize_keeps_cosines():
     rng = np.random.default_rng(0)
     x = _unit(rng, 500, 64) * rng.uniform(0.1, 5, (500, 1)).astype(np.float32)
     x[3] = 0
-    rot = vectors.make_rotation(64)
+    rot = kernel.make_rotation(64)
     assert np.allclose(rot @ rot.T, np.eye(64), atol=1e-5)
-    codes, scales = vectors.quantize(x, rot)
+    codes, scales = kernel.quantize(x, rot)
     assert codes.dtype == np.int8 and scales.dtype == np.float32
     assert not codes[3].any() and scales[3] == 0
     back = (codes.astype(np.float32) * scales[:, None]) @ rot          # undo the rotation
@@ -40,36 +40,36 @@ def test_topk_ties_by_id():
     scores = rng.integers(0, 20, 3000).astype(np.float32)
     ids = rng.permutation(10_000)[:3000].astype(np.int64)
     for k in (1, 10, 100, 2999, 3000, 5000):
-        got_ids, got_scores = vectors.topk(scores, ids, k)
+        got_ids, got_scores = kernel.topk(scores, ids, k)
         ref = sorted(zip(-scores, ids))[:k]
         assert got_ids.tolist() == [int(i) for _, i in ref]
         assert got_scores.tolist() == [float(-s) for s, _ in ref]
-    assert len(vectors.topk(scores[:0], ids[:0], 10)[0]) == 0
+    assert len(kernel.topk(scores[:0], ids[:0], 10)[0]) == 0
 
 
 # ---------------------------------------------------------------------------- storage
 def test_put_delete_round_trip(ix):
     rng = np.random.default_rng(2)
-    ix.put_array(vectors.ROTATION_BLOB, vectors.make_rotation(32))
+    ix.put_array(store.ROTATION_BLOB, kernel.make_rotation(32))
     ids = np.array([1, 2, 4095, 4096, 4097, 9000, 20000, 20001], np.int64)
     x = _unit(rng, len(ids))
     with ix.transaction():
-        assert vectors.put_vectors(ix, ids[::-1], np.arange(8)[::-1], x[::-1], "m@1", 1) == 8
+        assert store.put_vectors(ix, ids[::-1], np.arange(8)[::-1], x[::-1], "m@1", 1) == 8
     blocks = ix.conn.execute("SELECT block, n, model_id, generation FROM vec_blocks ORDER BY block").fetchall()
     assert blocks == [(0, 3, "m@1", 1), (1, 2, "m@1", 1), (2, 1, "m@1", 1), (4, 2, "m@1", 1)]
-    sid, sh = vectors.stored_hashes(ix)
+    sid, sh = store.stored_hashes(ix)
     assert sid.tolist() == ids.tolist() and sh.tolist() == list(range(8))
     # replace two, delete two (one missing), blocks stay sorted
     with ix.transaction():
-        vectors.put_vectors(ix, [4096, 3], [70, 71], _unit(rng, 2), "m@1", 2)
-        assert vectors.delete_vectors(ix, [9000, 20000, 5], "m@1", 2) == 2
-    sid, sh = vectors.stored_hashes(ix)
+        store.put_vectors(ix, [4096, 3], [70, 71], _unit(rng, 2), "m@1", 2)
+        assert store.delete_vectors(ix, [9000, 20000, 5], "m@1", 2) == 2
+    sid, sh = store.stored_hashes(ix)
     assert sid.tolist() == [1, 2, 3, 4095, 4096, 4097, 20001]
     assert dict(zip(sid.tolist(), sh.tolist()))[4096] == 70
-    assert vectors.vector_count(ix) == 7
+    assert store.vector_count(ix) == 7
     with ix.transaction():
-        vectors.delete_vectors(ix, sid, "m@1", 3)
-    assert vectors.vector_count(ix) == 0
+        store.delete_vectors(ix, sid, "m@1", 3)
+    assert store.vector_count(ix) == 0
     assert ix.conn.execute("SELECT count(*) FROM vec_blocks").fetchone()[0] == 0
 
 
@@ -80,30 +80,30 @@ def test_search_matches_brute_force_cached_and_streamed(ix, monkeypatch):
     x = centers[rng.integers(0, 30, n)] + 0.35 * _unit(rng, n, d)
     x /= np.linalg.norm(x, axis=1, keepdims=True)
     ids = np.sort(rng.choice(50_000, n, replace=False)).astype(np.int64)
-    rot = vectors.make_rotation(d)
-    ix.put_array(vectors.ROTATION_BLOB, rot)
+    rot = kernel.make_rotation(d)
+    ix.put_array(store.ROTATION_BLOB, rot)
     with ix.transaction():
-        vectors.put_vectors(ix, ids, np.zeros(n), x, "m@1", 1)
-    codes, scales = vectors.quantize(x, rot)
+        store.put_vectors(ix, ids, np.zeros(n), x, "m@1", 1)
+    codes, scales = kernel.quantize(x, rot)
     q = _unit(rng, 40, d)
     recall = []
     for qv in q:
-        cached = vectors.search_vector(ix, qv, 10)
+        cached = dense.search_vector(ix, qv, 10)
         monkeypatch.setenv("KGSEARCH_VEC_CACHE_MB", "0")
         ix._cache.clear()
-        streamed = vectors.search_vector(ix, qv, 10)
+        streamed = dense.search_vector(ix, qv, 10)
         monkeypatch.delenv("KGSEARCH_VEC_CACHE_MB")
         ix._cache.clear()
         assert cached[0].tolist() == streamed[0].tolist()
         assert np.allclose(cached[1], streamed[1], rtol=1e-6, atol=1e-7)   # BLAS slices may differ by an ulp
         # exactly the brute force over the stored int8 codes
         s = (codes.astype(np.float32) @ (rot @ qv)) * scales
-        ref_ids, _ = vectors.topk(s.astype(np.float32), ids, 10)
+        ref_ids, _ = kernel.topk(s.astype(np.float32), ids, 10)
         assert cached[0].tolist() == ref_ids.tolist()
         # and close to float32 cosine
         recall.append(len(set(cached[0].tolist()) & set(ids[np.argsort(-(x @ qv))[:10]].tolist())) / 10)
     assert np.mean(recall) >= 0.95
-    assert vectors.search_vector(ix, np.zeros(d, np.float32), 10)[0].size == 0
+    assert dense.search_vector(ix, np.zeros(d, np.float32), 10)[0].size == 0
 
 
 # ---------------------------------------------------------------------------- derived step
@@ -146,10 +146,10 @@ def test_update_reembeds_only_changes(ix, shipped, caplog):
     assert ix.derived("embed")["generation"] == 1
 
     # the stored vector is the model's vector, quantised
-    got = vectors.search(ix, "random walk stationary distribution graph ranking", k=3)
+    got = dense.search(ix, "random walk stationary distribution graph ranking", k=3)
     assert got[0][0] == ids["a"]
     qv = model.encode(embed_index.node_text(*NOTES["b"]))
-    top_ids, top_scores = vectors.search_vector(ix, qv, 5)
+    top_ids, top_scores = dense.search_vector(ix, qv, 5)
     assert top_ids[0] == ids["b"] and top_scores[0] > 0.99
 
     before = _block_bytes(ix)
@@ -158,9 +158,9 @@ def test_update_reembeds_only_changes(ix, shipped, caplog):
         ix.conn.execute("DELETE FROM nodes WHERE id=?", (ids["d"],))
     info = _run(ix, ChangeSet(generation=2, modified=[ids["c"], ids["a"]], removed=[ids["d"]]))
     assert info["embedded"] == 1 and info["deleted"] == 1 and not info["full"]   # "a" did not change
-    sid, _ = vectors.stored_hashes(ix)
+    sid, _ = store.stored_hashes(ix)
     assert sid.tolist() == sorted([ids["a"], ids["b"], ids["c"], ids["e"]])
-    after = dict(zip(vectors.stored_hashes(ix)[0].tolist(), range(4)))
+    after = dict(zip(store.stored_hashes(ix)[0].tolist(), range(4)))
     assert ids["a"] in after and before != _block_bytes(ix)
 
     # a run the embed step missed (generation 3 with --no-embed) is caught up by hashes
@@ -191,7 +191,7 @@ def test_model_change_reembeds_all_and_no_model_changes_nothing(ix, shipped, tmp
     models = {r[0] for r in ix.conn.execute("SELECT DISTINCT model_id FROM vec_blocks")}
     assert models == {ix.meta("model_id")}
     # the query side finds the recorded model by path
-    assert vectors.search(ix, "phones", k=2)[0].size == 2
+    assert dense.search(ix, "phones", k=2)[0].size == 2
 
     before = (_block_bytes(ix), ix.meta("model_id"), ix.derived("embed"))
     with caplog.at_level(logging.WARNING, logger="kgsearch.embed.embed_step"):
@@ -204,15 +204,15 @@ def test_model_change_reembeds_all_and_no_model_changes_nothing(ix, shipped, tmp
     # the model that built the vectors is gone: the channel says so in one line
     shutil.rmtree(other)
     index_model._MODELS.clear()
-    msg = vectors.search(ix, "phones")
+    msg = dense.search(ix, "phones")
     assert isinstance(msg, str) and "not available here" in msg
 
 
 def test_search_without_vectors(ix):
-    msg = vectors.search(ix, "anything")
+    msg = dense.search(ix, "anything")
     assert isinstance(msg, str) and "no vectors" in msg
     for q in ("", "   ", None):
-        out = vectors.search(ix, q)
+        out = dense.search(ix, q)
         assert not isinstance(out, str) and out[0].size == 0
 
 
@@ -241,13 +241,13 @@ def test_indexer_runs_the_step(tmp_path, shipped, monkeypatch):
     r2 = indexer.index_paths(db, [str(notes)], indexer.IndexOptions())
     assert 1 <= r2.steps["embed"]["embedded"] <= 2
     with Index.open(db, readonly=True) as ix:
-        ids, scores = vectors.search(ix, "SQLite", k=3)
+        ids, scores = dense.search(ix, "SQLite", k=3)
         assert ix.conn.execute("SELECT name FROM nodes WHERE id=?", (int(ids[0]),)).fetchone()[0] in ("n3", "Note 3")
 
 
 def test_no_embed_is_remembered_drops_vectors_and_embed_restores(tmp_path, capsys):
     from kgsearch.cli import main
-    from kgsearch.embed.vectors import vector_count
+    from kgsearch.embed.store import vector_count
     from kgsearch.store.db import Index
 
     notes = tmp_path / "notes"

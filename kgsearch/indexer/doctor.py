@@ -347,7 +347,7 @@ def _compare_rows(ix: Index, fresh: Index) -> str:
 def _check_vectors(ix: Index, settings: dict) -> Check | None:
     import numpy as np
 
-    from ..embed import vectors
+    from ..embed import store as vectors
     from ..embed.embed_step import node_text, text_hash
     from ..settings import IndexSettings
     from ..store.rows import iter_node_texts

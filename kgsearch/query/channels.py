@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from ..codelike import has_code_token
-from ..embed import scoring as dense_scoring, vectors
+from ..embed import dense
 from ..text import bm25, fts, keywords, pattern, prf
 from . import anchors
 
@@ -112,9 +112,9 @@ CHANNELS: dict[str, Channel] = {c.name: c for c in (
             search=lambda ix, q, k, **kw: anchors.relation_search(ix, q, k, **kw),
             gate=_relation_gate),
     Channel("dense", "embedding",
-            search=lambda ix, q, k, **kw: vectors.search(ix, q, k, **kw),
-            score_all=lambda ix, q, **kw: dense_scoring.score_all(ix, q, **kw),
-            score_ids=lambda ix, q, ids, **kw: dense_scoring.score_ids(ix, q, ids, **kw)),
+            search=lambda ix, q, k, **kw: dense.search(ix, q, k, **kw),
+            score_all=lambda ix, q, **kw: dense.score_all(ix, q, **kw),
+            score_ids=lambda ix, q, ids, **kw: dense.score_ids(ix, q, ids, **kw)),
     Channel("graph", "graph"),
     Channel("intent", "intent"),
     Channel("local", "graph"),

@@ -343,7 +343,7 @@ def _fit_page_cache(ix: Index) -> None:
     again) and a few hundred scattered rows; the operating system caches the file anyway. At
     1M nodes a 16 MB cache was 14 MiB of the process and bought no measurable latency over
     2 MiB (bench/results/query_1m.md). Under ``KGSEARCH_MEMORY_MB`` it is the budget's share
-    when that is smaller (the vector cache takes a quarter, kgsearch.embed.vectors)."""
+    when that is smaller (the vector cache takes a quarter, kgsearch.embed.dense)."""
     from ..budget import share
 
     kib = share(PAGE_CACHE_SHARE, QUERY_PAGE_CACHE_KIB * 1024) // 1024

@@ -1,15 +1,19 @@
-"""Design study for issue 16 (items 1-4): measured prototypes on the scaling corpora.
+"""Design study for issue 16 (items 1-4), on the scaling corpora (public API only).
 
-Runs on the databases and caches ``bench/scale.py`` leaves in ``--work`` (build those first).
+Runs on the databases and caches ``bench/scale.py`` leaves in ``bench/work/scale`` (build
+those first).
 
-    python bench/scale_study.py sketch    --size 100K [--cands 250,500,1000,2000,4000]
-    python bench/scale_study.py rows      --size 100K      # rescoring rows read from SQLite
-    python bench/scale_study.py neighbors --size 100K [--sample 2000] [--caps 32,64,128]
-    python bench/scale_study.py neighbors-quality [--sets scifact,nfcorpus] [--caps 32,64]
-    python bench/scale_study.py memprofile-reindex --size 100K   # where the one-file reindex memory goes
-    python bench/scale_study.py memprofile-query   --size 1M     # where the query RSS goes
-    python bench/scale_study.py graph     --size 100K      # array-only graph path vs the shipped one
-    python bench/scale_study.py topk                       # np.argpartition vs a threshold select
+    python bench/studies/scale_study.py sketch    --size 100K [--cands 250,500,1000,2000,4000]
+    python bench/studies/scale_study.py rows      --size 100K      # rescoring rows read from SQLite
+    python bench/studies/scale_study.py neighbors --size 100K [--sample 2000] [--caps 32,64,128]
+    python bench/studies/scale_study.py neighbors-quality [--sets scifact,nfcorpus] [--caps 32,64]
+    python bench/studies/scale_study.py memprofile-reindex --size 100K   # where the one-file reindex memory goes
+    python bench/studies/scale_study.py memprofile-query   --size 1M     # where the query RSS goes
+    python bench/studies/scale_study.py topk                       # np.argpartition vs a threshold select
+
+(The ``graph`` subcommand, which compared the array-only graph prototype with the rebuild of
+the time, went when that prototype became the graph step's write side; its tables are in
+docs/scale-study.md, section C, and bench/results/scale_study/graph-*.md.)
 
 Each writes ``bench/results/scale_study/<name>-<size>.json`` and prints a Markdown table.
 The script re-executes itself with ``MALLOC_MMAP_THRESHOLD_=131072`` (glibc: no dynamic mmap
@@ -30,9 +34,10 @@ import threading
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
+sys.path.insert(0, str(ROOT / "bench" / "studies"))
 
 import numpy as np  # noqa: E402
 
@@ -79,9 +84,9 @@ def db_of(size: int) -> Path:
 
 # ---------------------------------------------------------------------------- item 1: dense
 def load_codes(ix):
-    from kgsearch.embed import vectors
+    from kgsearch.embed import store
 
-    parts = list(vectors.iter_blocks(ix))
+    parts = list(store.iter_blocks(ix))
     ids = np.concatenate([p[0] for p in parts])
     scales = np.concatenate([p[2] for p in parts])
     codes = np.concatenate([p[3] for p in parts])
@@ -110,12 +115,12 @@ def queries_of(size: int, ix, rot, ids, F, n_names: int = 200, seed: int = 0):
 
 
 def cmd_sketch(args) -> None:
-    from kgsearch.embed import sketch, vectors
+    from kgsearch.embed import kernel as sketch, store
     from kgsearch.store.db import Index
 
     size = args.size
     ix = Index.open(db_of(size), readonly=True)
-    rot = vectors.rotation(ix)
+    rot = store.rotation(ix)
     ids, scales, codes = load_codes(ix)
     F = np.load(WORK / f"vecs-{size}.f32.npy", mmap_mode="r")
     fids = np.load(WORK / f"vecs-{size}.ids.npy")
@@ -138,8 +143,8 @@ def cmd_sketch(args) -> None:
         full_sets, full_t = [], []
         for qr in QR:
             t = time.perf_counter()
-            s = vectors._scan_scores(codes, scales, qr)
-            fi, _ = vectors.topk(s, ids, 10)
+            s = sketch.scan_scores(codes, scales, qr)
+            fi, _ = sketch.topk(s, ids, 10)
             full_t.append((time.perf_counter() - t) * 1000)
             full_sets.append(set(fi.tolist()))
         rec_full = np.mean([len(a & b) / 10 for a, b in zip(full_sets, exact)])
@@ -170,7 +175,7 @@ def cmd_sketch(args) -> None:
                     else:
                         pos = sketch.select_best(sc, nc, higher=(mode != "hamming"))
                     t1 = time.perf_counter()
-                    got, _ = sketch.rescore_topk(ids[pos], codes[pos], scales[pos], qr, 10)
+                    got, _ = sketch.topk(sketch.scan_scores(codes[pos], scales[pos], qr), ids[pos], 10)
                     t2 = time.perf_counter()
                     sel_t.append((t1 - t) * 1000)
                     resc_t.append((t2 - t1) * 1000)
@@ -219,12 +224,12 @@ def cmd_sketch(args) -> None:
 def cmd_sketch_time(args) -> None:
     """CPU and wall time of the candidate stage alone on the size's real sketches (the machine is
     shared: CPU time is the fairer figure), for the configurations the design recommends."""
-    from kgsearch.embed import sketch, vectors
+    from kgsearch.embed import kernel as sketch, store
     from kgsearch.store.db import Index
 
     size = args.size
     ix = Index.open(db_of(size), readonly=True)
-    rot = vectors.rotation(ix)
+    rot = store.rotation(ix)
     ids, scales, codes = load_codes(ix)
     sk = sketch.sketch_codes(codes)
     del codes
@@ -243,7 +248,7 @@ def cmd_sketch_time(args) -> None:
             _, _, codes = load_codes(ix)
 
             def fn(qr, codes=codes):
-                return vectors.topk(vectors._scan_scores(codes, scales, qr), ids, 10)
+                return sketch.topk(sketch.scan_scores(codes, scales, qr), ids, 10)
         cpu, wall = [], []
         for qr in QR:
             c0, w0 = time.process_time(), time.perf_counter()
@@ -325,19 +330,21 @@ def cmd_rows(args) -> None:
 
 # ---------------------------------------------------------------------------- item 3: neighbours
 def _prose(ix):
-    from kgsearch.text.neighbors import _prose_ids
+    from kgsearch.text.neighbors.common import prose_ids
 
-    return _prose_ids(ix.conn)
+    return prose_ids(ix.conn)
 
 
 def cmd_neighbors(args) -> None:
+    import neighbors_capped as nc
+
     from kgsearch.store.db import Index
-    from kgsearch.text import neighbors, neighbors_capped as nc
-    from kgsearch.text.postings import stored_params as _stored_params
+    from kgsearch.text.neighbors import approx, exact
+    from kgsearch.text.postings import stored_params
 
     size = args.size
     ix = Index.open(db_of(size), readonly=True)
-    st, params = _stored_params(ix)
+    st, params = stored_params(ix)
     n = int(st["n"])
     prose = _prose(ix)
     rng = np.random.default_rng(3)
@@ -357,12 +364,12 @@ def cmd_neighbors(args) -> None:
     rss0 = status_kb("VmRSS")
     reset_hwm()
     t = time.perf_counter()
-    shipped = neighbors._Postings(ix, n)
+    shipped = exact.Postings(ix, n)
     build = time.perf_counter() - t
     hwm = status_kb("VmHWM")
     postings = sum(len(v[0]) for v in shipped.lists.values())
     t = time.process_time()              # CPU time: the machine is shared, wall time is not ours
-    ref = {nid: neighbors._neighbours(texts[nid], nid, shipped, allowed) for nid in sample}
+    ref = {nid: exact.neighbours(texts[nid], nid, shipped, allowed) for nid in sample}
     per = (time.process_time() - t) / len(sample)
     out["rows"].append({"variant": "shipped (whole lists)", "build_s": build, "per_node_ms": per * 1000,
                         "postings": postings, "terms": len(shipped.lists), "mem_mb": (hwm - rss0) / 1024,
@@ -380,15 +387,15 @@ def cmd_neighbors(args) -> None:
         reset_hwm()
         t = time.perf_counter()
         if dfcap:                       # whole lists, df window 2..min(5% N, cap)
-            post = nc.CappedPostings(ix, n, cap=None, max_df=min(max(50, int(0.05 * n)), cap))
+            post = approx.CandidatePostings(ix, n, cap=2**62, max_df=min(max(50, int(0.05 * n)), cap))
         else:
-            post = nc.TwoStagePostings(ix, n, cap=cap) if two else nc.CappedPostings(ix, n, cap=cap)
+            post = approx.CandidatePostings(ix, n, cap=cap)
         build = time.perf_counter() - t
         hwm = status_kb("VmHWM")
-        def kernel(terms, nid, post, allowed, two=two, top=top):
+        def kernel(terms, nid, post, allowed, two=two, top=top, whole=dfcap):
             if two:
-                return nc.neighbours_two_stage(terms, nid, post, allowed, rescore_top=top)
-            return nc.neighbours(terms, nid, post, allowed)
+                return nc.neighbours_two_stage_top(terms, nid, post, allowed, rescore_top=top)
+            return nc.neighbours(terms, nid, post, allowed, whole=whole)
         t = time.process_time()
         got = {nid: kernel(texts[nid], nid, post, allowed) for nid in sample}
         per = (time.process_time() - t) / len(sample)
@@ -405,7 +412,7 @@ def cmd_neighbors(args) -> None:
         out["rows"].append({"variant": (f"df window 2..{cap}, whole lists" if dfcap else
                                         f"{'two-stage, candidates ' if two else ''}cap {cap}"
                                         + (f", exact for the best {top}" if top else "")), "build_s": build, "per_node_ms": per * 1000,
-                            "postings": int(len(post.ids) + (len(post.cand_ids) if two else 0)),
+                            "postings": int(len(post.ids) if dfcap else len(post.cand_ids) + (len(post.ids) if two else 0)),
                             "terms": len(post.term_index),
                             "mem_mb": (hwm - rss0) / 1024, "est_step_s": build + per * len(prose),
                             "recall_of_shipped": float(np.mean(rec)), "weighted_recall": float(np.mean(wrec)),
@@ -431,10 +438,12 @@ def cmd_neighbors(args) -> None:
 def cmd_neighbors_quality(args) -> None:
     """nDCG@10 of the default pipeline with the shipped step vs the capped one (same code as
     bench/quality.py / kgsearch eval, fresh index dirs)."""
-    from kgsearch.evaluate import EvalOptions, evaluate
-    from kgsearch.text import neighbors, neighbors_capped as nc
+    import neighbors_capped as nc
+    from _common import SHARED as shared
 
-    shared = ROOT.parent / "shared" / "bench"
+    from kgsearch.evaluate import EvalOptions, evaluate
+    from kgsearch.text import neighbors
+
     base = WORK / "quality-indexes"
     shipped_update = neighbors.update
     out = {"sets": {}}
@@ -468,15 +477,16 @@ def cmd_neighbors_scale_quality(args) -> None:
     copy of the size's index (then the graph step rebuilt on it)."""
     import shutil
 
+    import neighbors_capped as nc
+    from _common import SHARED as shared
+
     from kgsearch.evaluate import find_qrels, query_metrics, read_qrels
     from kgsearch.graph import graph_step as gi
     from kgsearch.query import Engine, SearchOptions
     from kgsearch.store.db import Index
-    from kgsearch.text import neighbors_capped as nc
     from kgsearch.types import ChangeSet
 
     size = args.size
-    shared = ROOT.parent / "shared" / "bench"
     qs = json.loads((WORK / f"corpus-{size}.queries100.json").read_text())
     judged = []
     for s in sorted({q["set"] for q in qs}):
@@ -686,22 +696,10 @@ def cmd_memprofile_query(args) -> None:
             snap_top.append((f"{Path(fr.filename).parent.name}/{Path(fr.filename).name}:{fr.lineno}", stat.size))
         steps.append((f"tracemalloc current / peak {cur / 2**20:.0f} / {peak / 2**20:.0f} MiB", status_kb("VmRSS")))
     maps = _smaps_top()
-    cache = []
-    for k, v in ix._cache.items():
-        val = v[1] if isinstance(v, tuple) and len(v) == 2 else v
-        cache.append((k, _nbytes(val)))
-        if k == "graph.context" and val is not None:     # its parts
-            g = val.graph
-            cache.append(("  graph CSR arrays (indptr, indices, weights, etype, rindptr, rperm)", g.nbytes))
-            cache.append(("  graph kernel caches (operators, src/dst, degrees)", _nbytes(g._cache)))
-            cache.append(("  node_ids, pagerank, community, kinds",
-                          sum(_nbytes(a) for a in (val.node_ids, val.pagerank, val.community, val.kinds))))
-            cache.append(("  entity name -> position dict (Python objects)", _nbytes(val._cache.get("ents"))))
-    cache.sort(key=lambda kv: -kv[1])
     hwm = status_kb("VmHWM")
     by_func = sorted(samp.by_func.items(), key=lambda kv: -kv[1])[:15]
     out = {"size": size, "channels": args.channels, "steps_mb": [(a, b / 1024) for a, b in steps], "hwm_mb": hwm / 1024,
-           "cache_mb": {k: v / 2**20 for k, v in cache}, "tracemalloc_top": snap_top,
+           "tracemalloc_top": snap_top,
            "by_func_mb": {k: v / 2**20 for k, v in by_func}, "peak_stack": samp.peak_stack, "smaps_mb": maps}
     md = [f"### Query process memory at {label(size)} ({args.channels or 'default pipeline'})", "",
           "| point | RSS MiB |", "|---|---|"]
@@ -709,9 +707,6 @@ def cmd_memprofile_query(args) -> None:
     md += [f"| peak (VmHWM) | {hwm / 1024:.0f} |", "", "Resident memory by mapping after the queries (/proc/self/smaps):", "",
            "| mapping | RSS MiB |", "|---|---|"]
     md += [f"| {k} | {v:.1f} |" for k, v in maps.items()]
-    md += ["", "Per-process caches (`Index._cache`, arrays' bytes):", "",
-           "| cache key | MiB |", "|---|---|"]
-    md += [f"| {k} | {v / 2**20:.1f} |" for k, v in cache if v > 2**18]
     md += ["", "Peak RSS while inside each innermost kgsearch function (sampled every 2 ms):", "",
            "| function | MiB |", "|---|---|"]
     md += [f"| {k} | {v / 2**20:.0f} |" for k, v in by_func]
@@ -739,165 +734,8 @@ def _smaps_top(n: int = 12) -> dict:
     return {k: round(v / 1024, 1) for k, v in top}
 
 
-def _nbytes(v, depth: int = 0, seen: set | None = None) -> int:
-    """Bytes held by numpy arrays (and bytes/str, dict/list contents) reachable from ``v``;
-    views count their root buffer once."""
-    import sys as _sys
-
-    seen = set() if seen is None else seen
-    if depth > 4 or v is None or id(v) in seen:
-        return 0
-    seen.add(id(v))
-    if isinstance(v, np.ndarray):
-        root = v
-        while isinstance(root.base, np.ndarray):
-            root = root.base
-        if id(root) in seen and root is not v:
-            return 0
-        seen.add(id(root))
-        base = root.base
-        if isinstance(base, (bytes, bytearray, memoryview)) and id(base) not in seen:
-            seen.add(id(base))
-            return len(base) if not isinstance(base, memoryview) else base.nbytes
-        return int(root.nbytes)
-    if isinstance(v, (bytes, bytearray, str)):
-        return _sys.getsizeof(v)
-    if isinstance(v, (list, tuple, set, frozenset)):
-        return _sys.getsizeof(v) + sum(_nbytes(x, depth + 1, seen) for x in v)
-    if isinstance(v, dict):
-        return _sys.getsizeof(v) + sum(_nbytes(k, depth + 1, seen) + _nbytes(x, depth + 1, seen) for k, x in v.items())
-    if hasattr(v, "__dict__"):
-        return sum(_nbytes(x, depth + 1, seen) for x in vars(v).values())
-    return 0
-
-
-# ---------------------------------------------------------------------------- item 2: graph
-def _measure(fn):
-    """(result, seconds, peak RSS growth MiB) of ``fn()``: measured in a forked child (its peak
-    over the RSS it starts with, so memory this process freed earlier cannot hide a peak),
-    then run again here for the result."""
-    gc.collect()
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        os.close(r)
-        try:
-            before = status_kb("VmRSS")
-            reset_hwm()
-            t = time.perf_counter()
-            fn()
-            sec = time.perf_counter() - t
-            os.write(w, json.dumps([sec, (status_kb("VmHWM") - before) / 1024]).encode())
-        finally:
-            os._exit(0)
-    os.close(w)
-    data = b""
-    while True:
-        chunk = os.read(r, 4096)
-        if not chunk:
-            break
-        data += chunk
-    os.close(r)
-    os.waitpid(pid, 0)
-    sec, mem = json.loads(data)
-    return fn(), sec, mem
-
-
-def cmd_graph(args) -> None:
-    """The shipped graph rebuild's pieces vs the array-only ones, on the size's index (read only)."""
-    from kgsearch.graph import incremental as inc
-    from kgsearch.graph import graph_step as gi
-    from kgsearch.graph.csr import Graph
-    from kgsearch.graph.pagerank import pagerank
-    from kgsearch.store.db import Index
-
-    size = args.size
-    ix = Index.open(db_of(size), readonly=True)
-    conn = ix.conn
-    table = ix.meta_json("graph.edge_weights")
-    rows = []
-
-    def shipped_read():
-        ids = np.sort(gi._ints(conn.execute("SELECT group_concat(id) FROM nodes").fetchone()[0]))
-        s_txt, d_txt, w_txt, t_txt = conn.execute(
-            "SELECT group_concat(src), group_concat(dst), group_concat(weight), group_concat(type, char(31)) "
-            "FROM edges WHERE dst IS NOT NULL").fetchone()
-        src, dst, w = gi._ints(s_txt), gi._ints(d_txt), gi._floats(w_txt)
-        types = gi._strs(t_txt)
-        type_of = {t: i for i, t in enumerate(dict.fromkeys(types))}
-        et = np.fromiter(map(type_of.__getitem__, types), dtype=np.int64, count=len(types))
-        tw = np.array([gi.edge_weight(x, table) for x in type_of], dtype=np.float64)
-        w = w * tw[et]
-        return ids, np.searchsorted(ids, src), np.searchsorted(ids, dst), w, et, list(type_of)
-
-    (ids, s_pos, d_pos, w, et, names), sec, mem = _measure(shipped_read)
-    rows.append(("read edges: shipped (group_concat per column, a str per edge type)", sec, mem))
-    g_ref, sec, mem = _measure(lambda: Graph.from_edges(s_pos, d_pos, np.maximum(w, 0.0), len(ids), et, names,
-                                                        weight_dtype=np.float32))
-    rows.append(("Graph.from_edges on them (shipped)", sec, mem))
-    s_pos = d_pos = w = et = None                      # free them before the next measurement
-    m = g_ref.m
-
-    def lean_read():
-        ids2 = np.sort(gi._ints(conn.execute("SELECT group_concat(id) FROM nodes").fetchone()[0]))
-        return ids2, inc.read_edges(conn, ids2, table)
-
-    (ids2, (s2, d2, w2, t2, names2)), sec, mem = _measure(lean_read)
-    rows.append(("read edges: the same in id ranges of 256K edges (array-only)", sec, mem))
-    g2, sec, mem = _measure(lambda: Graph.from_edges(s2, d2, w2.astype(np.float64), len(ids2), t2, names2,
-                                                     weight_dtype=np.float32))
-    rows.append(("Graph.from_edges on them", sec, mem))
-    same = all(np.array_equal(getattr(g2, p), getattr(g_ref, p)) for p in ("indptr", "indices", "weights",
-                                                                          "etype", "rindptr", "rperm"))
-    s2 = d2 = w2 = t2 = g2 = None
-    # a one-file change: the first doc node's row rewritten (one edge dropped)
-    nid = int(ids[np.searchsorted(ids, int(conn.execute(
-        "SELECT min(src) FROM edges WHERE dst IS NOT NULL").fetchone()[0]))])
-    e_ids = conn.execute("SELECT src, dst, weight, type FROM edges WHERE src=? AND dst IS NOT NULL", (nid,)).fetchall()
-    code = {t: i for i, t in enumerate(names)}
-    ns = np.array([r[0] for r in e_ids[1:]])
-    nd = np.array([r[1] for r in e_ids[1:]])
-    nw = np.array([r[2] * gi.edge_weight(r[3], table) for r in e_ids[1:]])
-    nt = np.array([code[r[3]] for r in e_ids[1:]])
-    g_sp, sec, mem = _measure(lambda: inc.splice(g_ref, ids, ids, np.array([nid]), ns, nd, nw, nt))
-    rows.append((f"splice one changed row into the CSR ({len(e_ids)} -> {len(ns)} edges)", sec, mem))
-    del g_sp
-    g_ref.drop_caches()
-    (pr_ref), sec, mem = _measure(lambda: pagerank(g_ref, tol=min(1e-6, 1e-4 / g_ref.n), max_iter=1000))
-    rows.append(("PageRank shipped (operator 24 B/edge), indexer tol", sec, mem))
-    g_ref.drop_caches()
-    (pr_c, it_c), sec, mem = _measure(lambda: inc.pagerank_csr(g_ref, tol=min(1e-6, 1e-4 / g_ref.n)))
-    rows.append((f"PageRank on the CSR in 1M-edge chunks, cold ({it_c} iterations)", sec, mem))
-    stored = ix.get_array("graph.pagerank")
-    (pr_w, it_w), sec, mem = _measure(lambda: inc.pagerank_csr(g_ref, tol=min(1e-6, 1e-4 / g_ref.n),
-                                                             x0=stored.astype(np.float64)))
-    rows.append((f"PageRank on the CSR, warm start from the stored scores ({it_w} iterations)", sec, mem))
-    l1 = float(np.abs(pr_c - pr_ref).sum())
-    l1w = float(np.abs(pr_w - pr_ref).sum())
-    labels = np.arange(g_ref.n, dtype=np.int32) % 1000
-    labels[nid and np.searchsorted(ids, nid)] = -1
-    (_, _), sec, mem = _measure(lambda: gi.assign_new_nodes(g_ref, labels))
-    rows.append(("assign_new_nodes (shipped: undirected pairs of every edge), one new node", sec, mem))
-    g_ref.drop_caches()
-    (_, _), sec, mem = _measure(lambda: inc.assign_new_nodes_local(g_ref, labels))
-    rows.append(("assign_new_nodes_local, one new node", sec, mem))
-    (_, _, _), sec, mem = _measure(lambda: g_ref.undirected_pairs(False))
-    rows.append(("undirected_pairs(False) (the shipped step's CNM size check)", sec, mem))
-    out = {"size": size, "nodes": g_ref.n, "edges": m, "csr_mb": g_ref.nbytes / 2**20, "same_graph": same,
-           "pagerank_l1_cold_vs_shipped": l1, "pagerank_l1_warm_vs_shipped": l1w,
-           "rows": [{"what": a, "seconds": b, "peak_growth_mib": c} for a, b, c in rows]}
-    md = [f"### Graph step pieces at {label(size)} ({g_ref.n:,} nodes, {m:,} edges, CSR {out['csr_mb']:.0f} MiB)", "",
-          f"On the stored index; each row: wall seconds and the peak RSS growth over the RSS before it, "
-          f"measured in a forked child. Array-only CSR identical to the shipped one: {same}. PageRank L1 "
-          f"distance to the shipped result: cold {l1:.1e}, warm {l1w:.1e} (stop rule: total change < 1e-4).", "",
-          "| step | s | peak growth MiB |", "|---|---|---|"]
-    md += [f"| {a} | {b:.2f} | {c:.0f} |" for a, b, c in rows]
-    save("graph", size, out, "\n".join(md) + "\n")
-
-
-# ---------------------------------------------------------------------------- misc kernels
 def cmd_topk(args) -> None:
-    from kgsearch.embed.vectors import topk
+    from kgsearch.embed.kernel import topk
 
     rng = np.random.default_rng(0)
     rows = []
@@ -905,7 +743,7 @@ def cmd_topk(args) -> None:
         x = rng.standard_normal(n).astype(np.float32)
         ids = np.arange(n, dtype=np.int64)
         fns = {"np.argpartition(-x, 9)": lambda: np.argpartition(-x, 9),
-               "vectors.topk (argpartition + lexsort)": lambda: topk(x, ids, 10),
+               "kernel.topk (argpartition + lexsort)": lambda: topk(x, ids, 10),
                "threshold select (sample, flatnonzero)": lambda: _thr_topk(x, 10)}
         for name, f in fns.items():
             ts = []
@@ -934,7 +772,7 @@ def _thr_topk(x: np.ndarray, k: int) -> np.ndarray:
 
 COMMANDS = {"sketch": cmd_sketch, "rows": cmd_rows, "neighbors": cmd_neighbors,
             "neighbors-quality": cmd_neighbors_quality, "memprofile-reindex": cmd_memprofile_reindex,
-            "memprofile-query": cmd_memprofile_query, "topk": cmd_topk, "graph": cmd_graph,
+            "memprofile-query": cmd_memprofile_query, "topk": cmd_topk,
             "neighbors-scale-quality": cmd_neighbors_scale_quality, "sketch-time": cmd_sketch_time}
 
 
