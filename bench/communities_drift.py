@@ -7,7 +7,7 @@ A scaling corpus (``../shared/tools/make_scale_corpus.py``, built by ``bench/sca
 ``graph_communities_max_pairs``). Then, in rounds, a new file adds ``k`` notes, each a copy
 of a random existing document's text linked to two of that document's neighbours and to it;
 each reindex is incremental: existing nodes keep their labels, new nodes join the community
-they link to most (:func:`kgsearch.graph.incremental.assign_new_nodes_local`), until the
+they link to most (:func:`kgsearch.graph.kernels.placement.assign_new_nodes_local`), until the
 changed nodes pass ``graph_communities_drift`` (2 %) of the nodes the last CNM run saw, when
 CNM runs again. After every round the stored labels are compared with CNM run on the same
 graph: modularity of each, the graph step's seconds, and how many new nodes landed in the

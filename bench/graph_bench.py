@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from kgsearch.graph import Graph, greedy_modularity, hits, modularity, pagerank, rwr  # noqa: E402
-from kgsearch.graph.communities import CommunityTimeout  # noqa: E402
+from kgsearch.graph.kernels.communities import CommunityTimeout  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results"
 

@@ -66,7 +66,7 @@ def main() -> None:
     ap.add_argument("--queries", required=True)
     ap.add_argument("--runs", type=int, default=2)
     a = ap.parse_args()
-    from kgsearch.graph.adjacency import stored_meta
+    from kgsearch.graph.stored.rows import stored_meta
     from kgsearch.store.db import Index
 
     with Index.open(a.db, readonly=True) as ix:

@@ -31,7 +31,7 @@ WordNet and Freebase edges, KG JSONL shards; its 100 real queries), built once i
 * ``reindex_edge`` (run last): one shard file gains an edge between its first two nodes, then
   loses it again: a one-file change that changes a row's edge count, so the graph step splices
   every edge array (a text-only change keeps the rows' shapes: the changed rows are written in
-  place, kgsearch/graph/inplace.py);
+  place, kgsearch/graph/stored/patch.py);
 * ``dense``: recall@10 of the stored int8 dense path (``kgsearch.embed.dense.search_vector``)
   against exact float32 cosine search over the same nodes' vectors, re-encoded with the
   index's model (cached as .npy in ``--work`` for the design study); plus the int8 channel's
@@ -778,7 +778,7 @@ def child_pagerank(db: str, runs: int) -> dict:
     import igraph as ig
 
     from kgsearch.graph.context import load_graph
-    from kgsearch.graph.pagerank import pagerank
+    from kgsearch.graph.kernels.pagerank import pagerank
     from kgsearch.store.db import Index
 
     ix = Index.open(db, readonly=True)

@@ -1,4 +1,4 @@
-"""Per-node adjacency rows (kgsearch/graph/adjacency.py) against the in-memory CSR: the same
+"""Per-node adjacency rows (kgsearch/graph/stored/rows.py) against the in-memory CSR: the same
 edges in the same order, the same walk, the same search results, and rows kept up to date by
 an incremental run exactly as a full write makes them."""
 from __future__ import annotations
@@ -9,12 +9,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from kgsearch.graph import adjacency
-from kgsearch.graph.adjacency import StoredGraph, write_all
-from kgsearch.graph.rows_walk import rwr_rows
+from kgsearch.graph.kernels.rows_walk import rwr_rows
+from kgsearch.graph.stored import rows as adjacency
+from kgsearch.graph.stored.rows import StoredGraph, write_all
 from kgsearch.graph.context import load_context, load_graph
-from kgsearch.graph.csr import Graph, GraphError
-from kgsearch.graph.pagerank import rwr
+from kgsearch.graph.kernels.csr import Graph, GraphError
+from kgsearch.graph.kernels.pagerank import rwr
 from kgsearch.indexer import IndexOptions, index_paths
 from kgsearch.store.db import Index
 

@@ -7,7 +7,7 @@ import pytest
 from kgsearch import fuse, intent, pack
 from kgsearch.errors import UsageError
 from kgsearch.graph import Graph
-from kgsearch.graph.proximity import hits_adjust, intent_edges, proximity
+from kgsearch.graph.kernels.proximity import hits_adjust, intent_edges, proximity
 
 
 @pytest.mark.parametrize("query,expected", [

@@ -1,4 +1,4 @@
-"""The low-memory full rebuild (kgsearch.graph.build) against the reference code paths:
+"""The low-memory full rebuild (kgsearch.graph.kernels.build, kernels.pagerank_lean) against the reference code paths:
 ``Graph.from_edges`` (same arrays and dtypes, bit for bit) and ``pagerank`` (same floats)."""
 from __future__ import annotations
 
@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 
 from kgsearch.demo import demo_dir
-from kgsearch.graph import build
+from kgsearch.graph.kernels import build, pagerank_lean
 from kgsearch.graph.context import load_graph
-from kgsearch.graph.csr import Graph, GraphError
-from kgsearch.graph.incremental import read_edges
-from kgsearch.graph.pagerank import pagerank
+from kgsearch.graph.kernels.csr import Graph, GraphError
+from kgsearch.graph.stored.read import read_edges
+from kgsearch.graph.kernels.pagerank import pagerank
 from kgsearch.indexer import IndexOptions, index_paths
 from kgsearch.store.db import Index
 
@@ -93,15 +93,15 @@ def test_pagerank_lean_is_pagerank_to_the_bit(seed):
     for tol in (1e-6, min(1e-6, 1e-4 / n)):
         want = pagerank(g, tol=tol, max_iter=1000)
         for chunk in (1, 13, 1 << 20):
-            assert np.array_equal(build.pagerank_lean(g, tol=tol, max_iter=1000, chunk=chunk), want)
-    assert build.pagerank_lean(Graph.from_edges([], [], num_nodes=0)).shape == (0,)
+            assert np.array_equal(pagerank_lean.pagerank_lean(g, tol=tol, max_iter=1000, chunk=chunk), want)
+    assert pagerank_lean.pagerank_lean(Graph.from_edges([], [], num_nodes=0)).shape == (0,)
 
 
 def test_pagerank_lean_on_old_numpy_is_the_reference(monkeypatch):
     rng = np.random.default_rng(7)
     g = Graph.from_edges(*random_edges(rng, 50, 400, 2)[:3], 50, weight_dtype=np.float32)
-    monkeypatch.setattr(build, "FAST_ADD_AT", False)
-    got = build.pagerank_lean(g, tol=1e-9, max_iter=1000)
+    monkeypatch.setattr(pagerank_lean, "FAST_ADD_AT", False)
+    got = pagerank_lean.pagerank_lean(g, tol=1e-9, max_iter=1000)
     assert not g._cache                                          # (no operator left on the graph)
     assert np.array_equal(got, pagerank(g, tol=1e-9, max_iter=1000))
 

@@ -1,4 +1,4 @@
-"""Graph kernels against networkx (the oracle) and against kgsearch.graph.reference, on a zoo
+"""Graph kernels against networkx (the oracle) and against kgsearch.graph.kernels.reference, on a zoo
 of graphs: PageRank and personalized PageRank within L1 1e-6 at tol 1e-10, HITS within 1e-6,
 greedy modularity with the same partition as networkx (or, where ties fall differently,
 modularity >= networkx's - 1e-9; which case held is recorded per graph).
@@ -23,7 +23,7 @@ from conftest import need
 nx = need("networkx")
 
 from kgsearch.graph import Graph, greedy_modularity, hits, modularity, pagerank, rwr  # noqa: E402
-from kgsearch.graph import reference as ref  # noqa: E402
+from kgsearch.graph.kernels import reference as ref  # noqa: E402
 
 HAVE_SCIPY = importlib.util.find_spec("scipy") is not None
 TOL = 1e-10

@@ -1,15 +1,16 @@
-"""Array-only graph maintenance (kgsearch.graph.incremental) against the shipped code paths."""
+"""The kernels of the graph update (edge reader, splice, chunked PageRank, community placement) against the reference code paths."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
 from kgsearch.demo import demo_dir
-from kgsearch.graph import incremental as inc
-from kgsearch.graph.csr import Graph
+from kgsearch.graph.kernels import pagerank_lean, placement, splice
+from kgsearch.graph.stored import read
+from kgsearch.graph.kernels.csr import Graph
 from kgsearch.graph.context import load_graph
-from kgsearch.graph.graph_step import assign_new_nodes
-from kgsearch.graph.pagerank import pagerank
+from kgsearch.graph.kernels.placement import assign_new_nodes
+from kgsearch.graph.kernels.pagerank import pagerank
 from kgsearch.indexer import IndexOptions, index_paths
 from kgsearch.store.db import Index
 
@@ -32,7 +33,7 @@ def test_read_edges_gives_the_stored_graph(tmp_path, chunk):
         stored = load_graph(ix)
         ids = ix.get_array("graph.node_ids")
         table = ix.meta_json("graph.edge_weights")
-        src, dst, w, et, names = inc.read_edges(ix.conn, ids, table, chunk=chunk)
+        src, dst, w, et, names = read.read_edges(ix.conn, ids, table, chunk=chunk)
     assert names == stored.etype_names and len(names) > 3
     g = Graph.from_edges(src, dst, w.astype(np.float64), len(ids), et, names, weight_dtype=np.float32)
     same_graph(g, stored)
@@ -49,7 +50,7 @@ def _random_edges(rng, ids, m, n_types=5):
 @pytest.mark.parametrize("few", [0, 10**6])
 @pytest.mark.parametrize("seed", range(10))
 def test_splice_equals_a_rebuild(seed, few, monkeypatch):
-    from kgsearch.graph import splice as splice_mod
+    from kgsearch.graph.kernels import splice as splice_mod
 
     monkeypatch.setattr(splice_mod, "FEW_BREAKPOINTS", few)     # (both ways of finding a row's shift)
     rng = np.random.default_rng(seed)
@@ -72,7 +73,7 @@ def test_splice_equals_a_rebuild(seed, few, monkeypatch):
     # (small chunks: the reverse side is renumbered in several chunks; later seeds: a hub target)
     if seed >= 6:
         nd[: len(nd) // 2] = new_ids[3]
-    got = inc.splice(g_old, old_ids, new_ids, changed, ns, nd, nw, nt, chunk=1 + 97 * (seed % 3))
+    got = splice.splice(g_old, old_ids, new_ids, changed, ns, nd, nw, nt, chunk=1 + 97 * (seed % 3))
     # reference: the kept old edges (old order) and the new ones, through from_edges
     rs = np.concatenate([s[keep], ns])
     rd = np.concatenate([d[keep], nd])
@@ -86,7 +87,7 @@ def test_splice_refuses_an_edge_from_a_kept_row():
     g = Graph.from_edges([0, 1], [1, 2], num_nodes=3)
     ids = np.array([10, 20, 30])
     with pytest.raises(ValueError, match="changed"):
-        inc.splice(g, ids, ids, np.array([10]), np.array([20]), np.array([30]), np.ones(1), np.zeros(1))
+        splice.splice(g, ids, ids, np.array([10]), np.array([20]), np.array([30]), np.ones(1), np.zeros(1))
 
 
 def _graph(seed, n=300, m=1500):
@@ -103,13 +104,13 @@ def test_pagerank_csr_matches_pagerank(chunk):
     g, rng = _graph(1)
     tol = 1e-10
     want = pagerank(g, tol=tol, max_iter=1000)
-    got, it = inc.pagerank_csr(g, tol=tol, chunk=chunk)
+    got, it = pagerank_lean.pagerank_csr(g, tol=tol, chunk=chunk)
     assert np.allclose(got, want, rtol=0, atol=1e-12)
     assert it > 10
     # a warm start from the answer of a slightly different graph needs fewer iterations
     g2 = Graph.from_edges(g.src[5:], g.dst[5:], g.weights[5:].astype(float), g.n, weight_dtype=np.float32)
-    cold, it_cold = inc.pagerank_csr(g2, tol=tol)
-    warm, it_warm = inc.pagerank_csr(g2, tol=tol, x0=got)
+    cold, it_cold = pagerank_lean.pagerank_csr(g2, tol=tol)
+    warm, it_warm = pagerank_lean.pagerank_csr(g2, tol=tol, x0=got)
     assert it_warm < it_cold
     assert np.abs(warm - cold).sum() < 2 * g.n * tol
     assert np.allclose(cold, pagerank(g2, tol=tol, max_iter=1000), rtol=0, atol=1e-12)
@@ -122,6 +123,6 @@ def test_assign_new_nodes_local_matches_the_global_one(seed):
     labels[rng.random(g.n) < 0.2] = -1
     labels[150:160] = -1              # a block of new nodes (chains, isolated groups)
     want, n_want = assign_new_nodes(g, labels)
-    got, n_got = inc.assign_new_nodes_local(g, labels)
+    got, n_got = placement.assign_new_nodes_local(g, labels)
     assert n_got == n_want > 0
     assert np.array_equal(got, want)

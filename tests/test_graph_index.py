@@ -8,7 +8,11 @@ from kgsearch.config import EDGE_WEIGHTS
 from kgsearch.graph import Graph, greedy_modularity, pagerank
 from kgsearch.config import edge_weight
 from kgsearch.graph import context as gctx, entity_keys as ek, graph_step as gi
-from kgsearch.graph.incremental import read_edges
+from kgsearch.graph.kernels.communities import CommunityTimeout
+from kgsearch.graph.kernels.placement import assign_new_nodes
+from kgsearch.graph.stored import scores
+from kgsearch.graph.stored.csr import read_blob
+from kgsearch.graph.stored.read import read_edges
 from kgsearch.types import ChangeSet
 
 # ids are deliberately sparse (positions != ids)
@@ -85,9 +89,9 @@ def test_timeout_is_remembered_and_previous_labels_are_kept(ix, monkeypatch):
 
     def too_slow(g, **kw):
         calls.append(1)
-        raise gi.CommunityTimeout("slow")
+        raise CommunityTimeout("slow")
 
-    monkeypatch.setattr(gi, "greedy_modularity", too_slow)
+    monkeypatch.setattr(scores, "greedy_modularity", too_slow)
     with ix.transaction():
         ix.conn.execute("INSERT INTO nodes(id, key, kind, name) VALUES (40, 'py:e', 'function', 'e')")
         ix.conn.execute("INSERT INTO edges(src, dst, dst_name, type) VALUES (40, 10, 'x', 'calls')")
@@ -118,7 +122,7 @@ def test_walk_hits_and_entity_channels(ix):
     local, glob = ctx.entity_channels("graph search", 10)
     assert local == {21: 1.0}
     assert 21 in glob and 20 not in glob
-    pytest.importorskip("kgsearch.graph.proximity")
+    pytest.importorskip("kgsearch.graph.kernels.proximity")
     pos = ctx.positions([10, 11, 15, 30])
     adj = ctx.hits_adjust(pos, pos[:1], np.array([1.0, 0.5, 0.5, 0.2]))
     assert adj.shape == (4,) and np.isfinite(adj).all()
@@ -149,11 +153,11 @@ def test_assign_new_nodes_hand_computed():
     w = [1, 1, 1, 2, 1, 1, 1, 1]
     g = Graph.from_edges(src, dst, w, num_nodes=10)
     labels = np.array([0, 0, 1, 1, -1, -1, -1, -1, -1, -1])
-    got, placed = gi.assign_new_nodes(g, labels)
+    got, placed = assign_new_nodes(g, labels)
     assert placed == 6
     assert got.tolist() == [0, 0, 1, 1, 1, 1, 0, 2, 2, 3]
     assert labels[4] == -1                                   # the input is not modified
-    same, placed = gi.assign_new_nodes(g, got)
+    same, placed = assign_new_nodes(g, got)
     assert placed == 0 and same.tolist() == got.tolist()
 
 
@@ -186,8 +190,8 @@ def test_few_changes_keep_communities_and_place_new_nodes(ix, monkeypatch):
     assert a != b
 
     full_runs = []
-    real = gi.greedy_modularity
-    monkeypatch.setattr(gi, "greedy_modularity", lambda g, **kw: full_runs.append(1) or real(g, **kw))
+    real = scores.greedy_modularity
+    monkeypatch.setattr(scores, "greedy_modularity", lambda g, **kw: full_runs.append(1) or real(g, **kw))
     _add(ix, 100, [31, 32, 2])                                # two links into the second clique
     info = gi.update(ix, ChangeSet(generation=2, added=[100], edges_changed=True), {})
     assert "placed 1 new nodes" in info["communities"] and not full_runs
@@ -291,10 +295,18 @@ def test_graph_blobs_read_in_pieces_equal_get_array(ix):
     for name in names:
         ref = ix.get_array(name)
         for chunk in (3, 1 << 20):                 # pieces that split values, and whole
-            got = gctx._read_blob(ix, name, chunk)
+            got = read_blob(ix, name, chunk)
             assert got.dtype == ref.dtype and got.shape == ref.shape and np.array_equal(got, ref)
             assert not got.flags.writeable
-    assert gctx._read_blob(ix, "graph.nothing") is None
+    assert read_blob(ix, "graph.nothing") is None
+
+
+def _ints(text):
+    return np.fromstring(text, dtype=np.int64, sep=",") if text else np.zeros(0, dtype=np.int64)
+
+
+def _floats(text):
+    return np.fromstring(text, dtype=np.float64, sep=",") if text else np.zeros(0, dtype=np.float64)
 
 
 def _read_edges_reference(conn, ids):
@@ -302,7 +314,7 @@ def _read_edges_reference(conn, ids):
     s_txt, d_txt, w_txt, t_txt = conn.execute(
         "SELECT group_concat(src), group_concat(dst), group_concat(weight), group_concat(type, char(31)) "
         "FROM edges WHERE dst IS NOT NULL").fetchone()
-    src, dst, w = gi._ints(s_txt), gi._ints(d_txt), gi._floats(w_txt)
+    src, dst, w = _ints(s_txt), _ints(d_txt), _floats(w_txt)
     types = t_txt.split("\x1f") if t_txt else []
     type_of = {t: i for i, t in enumerate(dict.fromkeys(types))}
     et = np.array([type_of[t] for t in types], dtype=np.int64)

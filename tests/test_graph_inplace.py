@@ -1,4 +1,4 @@
-"""Changed rows written over the stored CSR in place (kgsearch.graph.inplace) against the
+"""Changed rows written over the stored CSR in place (kgsearch.graph.stored.patch) against the
 argsort reference and against the graph step's full rebuild."""
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from kgsearch.graph import inplace, maintain
+from kgsearch.graph.stored import patch as inplace, policy, track
 from kgsearch.indexer import IndexOptions, index_paths
 from kgsearch.store import blobio
 from test_graph_maintain import check
@@ -63,7 +63,7 @@ def test_same_shape_changes_are_written_in_place(tmp_path, monkeypatch, blob_io)
     reverse side), one edge's type changed, one's weight, all back; each time the graph equals a full
     rebuild's and a fresh index ranks the same. Without incremental blob I/O the splice runs
     instead, with the same result."""
-    monkeypatch.setattr(maintain, "MAX_CHANGED_FRACTION", 1.0)
+    monkeypatch.setattr(policy, "MAX_CHANGED_FRACTION", 1.0)
     monkeypatch.setattr(inplace, "BLOB_IO", blob_io and blobio.BLOB_IO)
     monkeypatch.setattr(inplace, "CHUNK", 3)
     tree, kg, db = _tree(tmp_path)
@@ -99,14 +99,14 @@ def test_rows_rewritten_as_they_were_keep_the_graph_and_its_scores(tmp_path, mon
     from kgsearch.types import ChangeSet
     from test_graph_maintain import snapshot
 
-    monkeypatch.setattr(maintain, "MAX_CHANGED_FRACTION", 1.0)
+    monkeypatch.setattr(policy, "MAX_CHANGED_FRACTION", 1.0)
     tree, _, db = _tree(tmp_path)
     index_paths(db, [str(tree)], IndexOptions(steps=("text", "graph")))
     before = snapshot(db)
     with Index.open(db) as ix:
-        maintain.track_edges(ix.conn)
+        track.track_edges(ix.conn)
         ix.conn.execute("UPDATE edges SET weight = weight")          # every row dirty, none changed
-        assert len(maintain.dirty_sources(ix.conn)) == 7
+        assert len(track.dirty_sources(ix.conn)) == 7
         info = graph_step.update(ix, ChangeSet(generation=ix.generation, edges_changed=True), ix.meta_json("settings"))
         ix.conn.commit()
     assert info["in_place"] == "0 rows rewritten, 0 edges moved target"
@@ -118,7 +118,7 @@ def test_rows_rewritten_as_they_were_keep_the_graph_and_its_scores(tmp_path, mon
 
 
 def test_a_row_that_gains_an_edge_is_spliced(tmp_path, monkeypatch):
-    monkeypatch.setattr(maintain, "MAX_CHANGED_FRACTION", 1.0)
+    monkeypatch.setattr(policy, "MAX_CHANGED_FRACTION", 1.0)
     tree, kg, db = _tree(tmp_path)
     index_paths(db, [str(tree)], IndexOptions(steps=("text", "graph")))
     _kg(kg, NODES, EDGES + [{"source": "a", "target": "d", "edge_type": "uses"}])

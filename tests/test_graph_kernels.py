@@ -9,8 +9,8 @@ import pytest
 from kgsearch.errors import KgsearchError
 from kgsearch.graph import (Graph, GraphError, PowerIterationFailedConvergence, greedy_modularity,
                             hits, modularity, pagerank, rwr)
-from kgsearch.graph.communities import CommunityTimeout
-from kgsearch.graph.csr import scatter_add
+from kgsearch.graph.kernels.communities import CommunityTimeout
+from kgsearch.graph.kernels.csr import scatter_add
 
 
 def typed():

@@ -1,4 +1,4 @@
-"""The graph step's incremental path (kgsearch.graph.maintain) against full rebuilds.
+"""The graph step's incremental paths (kgsearch.graph.stored.policy: patch and splice) against full rebuilds.
 
 After every edit of a mixed tree, the incrementally updated graph must equal what the full
 graph step builds from the same index (CSR arrays, node kinds, edge types by name), its
@@ -12,7 +12,9 @@ import shutil
 import numpy as np
 import pytest
 
-from kgsearch.graph import graph_step as gi, maintain
+from kgsearch.graph import graph_step as gi
+from kgsearch.graph.kernels.communities import count_pairs, pairs_lower_bound
+from kgsearch.graph.stored import csr, policy, scores, track
 from kgsearch.store import blobio
 from kgsearch.graph.context import load_graph
 from kgsearch.indexer import IndexOptions, index_paths
@@ -65,7 +67,7 @@ def check(db, tree, tmp_path, tag, expect_incremental=True, steps=None):
     full = snapshot(copy)
     same_csr(inc, full)
     l1 = float(np.abs(inc["pr"] - full["pr"]).sum())
-    assert l1 <= maintain.PAGERANK_L1_BOUND, (tag, l1)
+    assert l1 <= scores.PAGERANK_L1_BOUND, (tag, l1)
     assert top(inc["pr"], inc["keys"]) == top(full["pr"], full["keys"]), tag
     if steps is None:        # (incremental similar_text lists are not yet a fresh build's: issue 13)
         return inc
@@ -76,7 +78,7 @@ def check(db, tree, tmp_path, tag, expect_incremental=True, steps=None):
     assert sorted(fr["keys"]) == sorted(inc["keys"])
     by_key = dict(zip(fr["keys"], fr["pr"]))
     other = np.array([by_key[k] for k in inc["keys"]])
-    assert float(np.abs(inc["pr"] - other).sum()) <= maintain.PAGERANK_L1_BOUND, tag
+    assert float(np.abs(inc["pr"] - other).sum()) <= scores.PAGERANK_L1_BOUND, tag
     assert top(inc["pr"], inc["keys"]) == top(fr["pr"], fr["keys"]), tag
     return inc
 
@@ -86,11 +88,11 @@ def check(db, tree, tmp_path, tag, expect_incremental=True, steps=None):
 def test_incremental_graph_equals_a_full_rebuild(tmp_path, monkeypatch, steps, warm):
     """Warm-started PageRank (large graphs) within the bound of a rebuild's; solved cold (graphs
     up to WARM_FROM nodes) the same scores as a rebuild, to float32 rounding."""
-    monkeypatch.setattr(maintain, "MAX_CHANGED_FRACTION", 1.0)      # (a tiny tree: every edit is big)
-    monkeypatch.setattr(maintain, "WARM_FROM", 0 if warm else 10**9)
-    monkeypatch.setattr(maintain, "PAGERANK_L1_BOUND", maintain.PAGERANK_L1_BOUND if warm else 1e-6)
+    monkeypatch.setattr(policy, "MAX_CHANGED_FRACTION", 1.0)      # (a tiny tree: every edit is big)
+    monkeypatch.setattr(scores, "WARM_FROM", 0 if warm else 10**9)
+    monkeypatch.setattr(scores, "PAGERANK_L1_BOUND", scores.PAGERANK_L1_BOUND if warm else 1e-6)
     monkeypatch.setattr(blobio, "STREAM_BYTES", 64)      # (stored arrays written in pieces, read in slices)
-    monkeypatch.setattr(maintain, "CHUNK_EDGES", 7)
+    monkeypatch.setattr(csr, "CHUNK_EDGES", 7)
     tree = tmp_path / "tree"
     make_tree(tree)
     db = tmp_path / "inc.db"
@@ -125,7 +127,7 @@ def test_incremental_graph_equals_a_full_rebuild(tmp_path, monkeypatch, steps, w
 
 
 def test_skipped_graph_step_makes_the_next_run_full(tmp_path, monkeypatch):
-    monkeypatch.setattr(maintain, "MAX_CHANGED_FRACTION", 1.0)
+    monkeypatch.setattr(policy, "MAX_CHANGED_FRACTION", 1.0)
     tree = tmp_path / "tree"
     make_tree(tree)
     db = tmp_path / "inc.db"
@@ -134,12 +136,12 @@ def test_skipped_graph_step_makes_the_next_run_full(tmp_path, monkeypatch):
     impl.write_text(impl.read_text() + "\n\ndef added():\n    return helper(3)\n")
     index_paths(db, [str(tree)], IndexOptions(steps=("text",), allow_dangling=True))
     with Index.open(db, readonly=True) as ix:
-        assert ix.meta_json(maintain.NEEDS_FULL) is True
+        assert ix.meta_json(track.NEEDS_FULL) is True
     (tree / "text" / "story.txt").write_text("Something else entirely.\n")
     report = index_paths(db, [str(tree)], IndexOptions(steps=STEPS, allow_dangling=True))
     assert report.steps["graph"]["full_because"] == "edges changed in a run that skipped the graph step"
     with Index.open(db, readonly=True) as ix:
-        assert ix.meta_json(maintain.NEEDS_FULL) is None
+        assert ix.meta_json(track.NEEDS_FULL) is None
     check(db, tree, tmp_path, "after skip", expect_incremental=False)
     # and the run after that is incremental again
     impl.write_text(impl.read_text() + "\n\ndef added2():\n    return helper(4)\n")
@@ -162,7 +164,7 @@ def test_too_many_changed_rows_rebuild_in_full(tmp_path, monkeypatch):
     make_tree(tree)
     db = tmp_path / "inc.db"
     index_paths(db, [str(tree)], IndexOptions(steps=STEPS, allow_dangling=True))
-    monkeypatch.setattr(maintain, "MAX_CHANGED_FRACTION", 0.0)
+    monkeypatch.setattr(policy, "MAX_CHANGED_FRACTION", 0.0)
     impl = tree / "pkg" / "impl.py"
     impl.write_text(impl.read_text() + "\n\ndef added():\n    return helper(3)\n")
     info = index_paths(db, [str(tree)], IndexOptions(steps=STEPS, allow_dangling=True)).steps["graph"]
@@ -175,15 +177,15 @@ def test_triggers_record_the_source_of_every_changed_row(ix, what):
     from test_graph_index import fill
     fill(ix)
     c = ix.conn
-    maintain.track_edges(c)
+    track.track_edges(c)
     sql = {"insert": ("INSERT INTO edges(src, dst, dst_name, type) VALUES (21, 10, 'x', 'calls')", [21]),
            "delete": ("DELETE FROM edges WHERE src = 15", [15]),
            "update": ("UPDATE edges SET weight = 3 WHERE src = 10 AND dst = 11", [10]),
            "cascade": ("DELETE FROM nodes WHERE id = 10", [10, 11])}[what]     # 11 -> 10 nulled
     c.execute(sql[0])
-    assert maintain.dirty_sources(c).tolist() == sql[1]
-    maintain.end_tracking(ix)
-    assert ix.meta_json(maintain.NEEDS_FULL) is True and not maintain.tracking(c)
+    assert track.dirty_sources(c).tolist() == sql[1]
+    track.end_tracking(ix)
+    assert ix.meta_json(track.NEEDS_FULL) is True and not track.tracking(c)
 
 
 @pytest.mark.parametrize("seed", range(5))
@@ -197,9 +199,9 @@ def test_pairs_lower_bound(seed):
     g = Graph.from_edges(s, d, num_nodes=n)
     exact = len(g.undirected_pairs(False)[0])
     directed = len(set(zip(s.tolist(), d.tolist())))
-    assert gi.pairs_lower_bound(g) == (directed + 1) // 2 <= exact
-    assert gi.count_pairs(g) == exact == gi.count_pairs(g, chunk=8)
-    assert gi.pairs_lower_bound(Graph.from_edges([], [], num_nodes=3)) == 0
+    assert pairs_lower_bound(g) == (directed + 1) // 2 <= exact
+    assert count_pairs(g) == exact == count_pairs(g, chunk=8)
+    assert pairs_lower_bound(Graph.from_edges([], [], num_nodes=3)) == 0
 
 
 NO_NB = {"neighbors": False}
@@ -210,7 +212,7 @@ def test_doctor_accepts_an_incrementally_updated_graph(tmp_path, monkeypatch):
     corrupted score vector still fails. (Without similar_text edges: incremental neighbour
     lists are not yet a rebuild's, issue 13, and doctor rebuilds them for the graph check.)"""
     from kgsearch.indexer.doctor import check_index
-    monkeypatch.setattr(maintain, "MAX_CHANGED_FRACTION", 1.0)
+    monkeypatch.setattr(policy, "MAX_CHANGED_FRACTION", 1.0)
     tree = tmp_path / "tree"
     make_tree(tree)
     db = tmp_path / "inc.db"
@@ -250,8 +252,8 @@ def test_pair_count_carried_between_runs(tmp_path, monkeypatch):
     info = index_paths(db, [str(tree)], opts).steps["graph"]
     assert info["pairs"] == 61 and info["communities"].startswith("skipped: 61")
     calls = []
-    real = gi.count_pairs
-    monkeypatch.setattr(gi, "count_pairs", lambda g: calls.append(1) or real(g))
+    real = scores.count_pairs
+    monkeypatch.setattr(scores, "count_pairs", lambda g: calls.append(1) or real(g))
     kg("b", 2, extra=1)                        # one node and one edge more: 2 + 1 edges touched
     info = index_paths(db, [str(tree)], opts).steps["graph"]
     assert info["incremental"] and info["pairs_at_least"] == 58 and not calls, info

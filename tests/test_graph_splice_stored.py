@@ -1,5 +1,5 @@
 """The index's graph update splices the stored arrays one at a time
-(kgsearch.graph.maintain._splice_stored): the same arrays as the in-memory splice and as
+(kgsearch.graph.stored.splice.splice_stored): the same arrays as the in-memory splice and as
 ``Graph.from_edges`` on the spliced edge list, with one new edge array in memory at a time."""
 from __future__ import annotations
 
@@ -8,11 +8,12 @@ import tracemalloc
 import numpy as np
 import pytest
 
-from kgsearch.graph import incremental as inc, maintain
+from kgsearch.graph.kernels import splice as ksplice
+from kgsearch.graph.stored import csr, splice as stored_splice
 from kgsearch.store import blobio
-from kgsearch.graph.csr import Graph
-from kgsearch.graph.edge_room import EDGE_PARTS, edge_capacity, edge_capacity_max
-from kgsearch.graph.graph_step import pairs_lower_bound
+from kgsearch.graph.kernels.communities import pairs_lower_bound
+from kgsearch.graph.kernels.csr import BLOB_VERSION, Graph
+from kgsearch.graph.stored.csr import EDGE_PARTS, edge_capacity, edge_capacity_max
 from kgsearch.store.db import Index
 
 PARTS = ("indptr", "indices", "weights", "etype", "rindptr", "rperm")
@@ -78,18 +79,18 @@ def test_one_array_at_a_time_equals_the_splice_and_a_rebuild(tmp_path, monkeypat
     """(Odd seeds start from arrays stored without room, as before edge_capacity.)"""
     monkeypatch.setattr(blobio, "BLOB_IO", blob_io and blobio.BLOB_IO)   # (False: Python < 3.11's path)
     monkeypatch.setattr(blobio, "STREAM_BYTES", 64)          # (written in pieces, read in slices)
-    monkeypatch.setattr(maintain, "CHUNK_EDGES", 1 + 37 * (seed % 4))
+    monkeypatch.setattr(csr, "CHUNK_EDGES", 1 + 37 * (seed % 4))
     g_old, old_ids, new_ids, changed, new, want = _case(seed)
-    in_memory = inc.splice(g_old, old_ids, new_ids, changed, *new)
+    in_memory = ksplice.splice(g_old, old_ids, new_ids, changed, *new)
     ix = _stored(tmp_path, g_old, room=seed % 2 == 0)
     try:
         with ix.transaction():
             for part in ("rindptr", "rperm")[:seed % 3]:    # (fallbacks: counted from the new indices; sorted)
                 ix.conn.execute("DELETE FROM blobs WHERE name = ?", (PREFIX + part,))
-            plan = inc.splice_plan(g_old.indptr, old_ids, new_ids, changed, *new)
-            rindptr, outw, pairs, _ = maintain._splice_stored(ix, PREFIX, plan, ["t"] * 7, g_old.m)
+            plan = ksplice.splice_plan(g_old.indptr, old_ids, new_ids, changed, *new)
+            rindptr, outw, pairs, _ = stored_splice.splice_stored(ix, plan, ["t"] * 7, g_old.m)
         got = _edges_read(ix, want.m)
-        assert list(ix.get_array(PREFIX + "shape")) == [maintain.BLOB_VERSION, want.n, want.m]
+        assert list(ix.get_array(PREFIX + "shape")) == [BLOB_VERSION, want.n, want.m]
     finally:
         ix.close()
     for p in PARTS:
@@ -110,9 +111,9 @@ def test_a_kept_edge_to_a_removed_node_is_refused_before_anything_is_written(tmp
     try:
         with ix.transaction():
             # node 30 removed, but the row of 20 (an edge to 30) is not listed as changed
-            plan = inc.splice_plan(g.indptr, ids, ids[:2], np.array([30]), *(np.zeros(0),) * 4)
+            plan = ksplice.splice_plan(g.indptr, ids, ids[:2], np.array([30]), *(np.zeros(0),) * 4)
             with pytest.raises(ValueError, match="removed node"):
-                maintain._splice_stored(ix, PREFIX, plan, ["t"], g.m)
+                stored_splice.splice_stored(ix, plan, ["t"], g.m)
             assert np.array_equal(ix.get_array(PREFIX + "indices")[:g.m], g.indices)
     finally:
         ix.close()
@@ -135,20 +136,20 @@ def test_at_most_one_new_edge_array_in_memory(tmp_path, monkeypatch):
     the in-memory splice holds the old and the new forward arrays at once (measured: 1.29 and
     9.1 arrays). Few new edges: the in-edges of their targets are gathered (int64 each)."""
     monkeypatch.setattr(blobio, "STREAM_BYTES", 1 << 12)
-    monkeypatch.setattr(maintain, "CHUNK_EDGES", 1 << 10)
+    monkeypatch.setattr(csr, "CHUNK_EDGES", 1 << 10)
     g_old, old_ids, new_ids, changed, new, want = _case(4, n_old=500, m=300_000, n_new_edges=10)
     assert want.m > 0.9 * g_old.m                       # (a few rows changed)
     ix = _stored(tmp_path, g_old)
     one = 4 * g_old.m                                   # bytes of one int32/float32 edge array
     try:
         with ix.transaction():
-            plan = inc.splice_plan(g_old.indptr, old_ids, new_ids, changed, *new)
-            stored = _peak(lambda: maintain._splice_stored(ix, PREFIX, plan, ["t"] * 7, g_old.m))
+            plan = ksplice.splice_plan(g_old.indptr, old_ids, new_ids, changed, *new)
+            stored = _peak(lambda: stored_splice.splice_stored(ix, plan, ["t"] * 7, g_old.m))
         assert np.array_equal(_edges_read(ix, want.m)["rperm"], want.rperm)
     finally:
         ix.close()
     assert stored < 1.4 * one, stored / one
-    in_memory = _peak(lambda: inc.splice(g_old, old_ids, new_ids, changed, *new))
+    in_memory = _peak(lambda: ksplice.splice(g_old, old_ids, new_ids, changed, *new))
     assert in_memory > 2 * one, in_memory / one         # (the old way: forward arrays twice)
 
 
@@ -179,7 +180,7 @@ def test_a_one_row_change_splices_in_place(tmp_path, monkeypatch, extra):
     more or fewer: every stored array keeps its length (the room to spare) and is updated
     in place, no new blob."""
     monkeypatch.setattr(blobio, "STREAM_BYTES", 64)
-    monkeypatch.setattr(maintain, "CHUNK_EDGES", 50)
+    monkeypatch.setattr(csr, "CHUNK_EDGES", 50)
     rng = np.random.default_rng(7)
     n, m = 120, 2000
     ids = np.arange(10, 10 + n)
@@ -201,12 +202,12 @@ def test_a_one_row_change_splices_in_place(tmp_path, monkeypatch, extra):
     ix.put_array = lambda name, *a, **kw: (anew.append(name), real_put(name, *a, **kw))
     written = []
     real = blobio.put_stored
-    monkeypatch.setattr(maintain, "_put", lambda ix, name, a, chunk=None, **room: (
+    monkeypatch.setattr(csr, "put_stored", lambda ix, name, a, chunk=None, **room: (
         written.append((name, len(ix.get_array(name)) == room["capacity"])), real(ix, name, a, chunk, **room)))
     try:
         with ix.transaction():
-            plan = inc.splice_plan(g.indptr, ids, ids, np.array([ids[row]]), *new)
-            maintain._splice_stored(ix, PREFIX, plan, ["t"] * 3, g.m)
+            plan = ksplice.splice_plan(g.indptr, ids, ids, np.array([ids[row]]), *new)
+            stored_splice.splice_stored(ix, plan, ["t"] * 3, g.m)
         for p, a in _edges_read(ix, want.m).items():
             assert np.array_equal(a, getattr(want, p)), p
     finally:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kgsearch.graph.csr import Graph
-from kgsearch.graph.proximity import IN_FACTOR, OUT_FACTOR, TWO_HOP_FACTOR, pull_mean
+from kgsearch.graph.kernels.csr import Graph
+from kgsearch.graph.kernels.proximity import IN_FACTOR, OUT_FACTOR, TWO_HOP_FACTOR, pull_mean
 
 
 def _ref_one(edges, targets, value):

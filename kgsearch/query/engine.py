@@ -33,7 +33,7 @@ from dataclasses import asdict
 import numpy as np
 
 from .. import fuse, intent as intent_mod
-from ..graph import adjacency
+from ..graph.stored import rows as adjacency
 from ..graph.context import load_context
 from ..store import qcache
 from ..store.db import Index, is_corruption
@@ -311,7 +311,7 @@ class Engine:
         return resp
 
 
-# with adjacency rows only the per-node arrays are loaded (kgsearch/graph/adjacency.py)
+# with adjacency rows only the per-node arrays are loaded (kgsearch/graph/stored/rows.py)
 _PER_NODE = " AND name IN ('graph.node_ids', 'graph.pagerank', 'graph.community', 'graph.kind')"
 
 

@@ -3,7 +3,7 @@
 Seeds are the best candidates by text and by embedding (:attr:`Tuning.seeds_per_signal`
 each), weighted by their first-stage score. For prose the ``graph`` signal is the weighted
 mean of a candidate's neighbours' first-stage scores over typed edges
-(:func:`kgsearch.graph.proximity.pull_mean`); for code queries (most of the top nodes are code)
+(:func:`kgsearch.graph.kernels.proximity.pull_mean`); for code queries (most of the top nodes are code)
 it is a random walk with restart from the seeds, and HITS on the walk's top nodes adjusts
 scores. The ``intent`` signal credits nodes along the intent's edge types; ``local`` and
 ``global`` score the nodes around entities named in the query. Nodes reached through the
@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import fuse
-from ..graph import proximity as prox_mod
+from ..graph.kernels import proximity as prox_mod
 from .channels import SIGNAL_OF
 from .signals import Signals, top_idx
 from .tuning import TUNING, Tuning

@@ -1,10 +1,10 @@
-"""Changed rows that keep their edge count, written over the stored CSR in place (issue 16).
+"""Patch: changed rows that keep their edge count, written over the stored CSR in place (issue 16).
 
 A one-file text change at 1M nodes marked ~2,000 rows dirty (the loader writes every edge of
 the changed file again, the neighbour step one ``similar_text`` list) although a few of them
-differ, and the splice (:mod:`kgsearch.graph.splice`) reads, rebuilds and writes every edge
-array whenever any row changes: 213 MB, 2.3-2.7 s of a 5 s reindex. When the node set is the
-same and every dirty row keeps its edge count, :func:`update_in_place` instead
+differ, and the splice (:mod:`.splice`) reads, rebuilds and writes every edge array whenever
+any row changes: 213 MB, 2.3-2.7 s of a 5 s reindex. When the node set is the same and every
+dirty row keeps its edge count, :func:`patch_rows` instead
 
 1. reads the dirty rows' stored spans of ``indices``, ``weights`` and ``etype`` and keeps the
    rows whose new edges differ (targets, float32 weights or type numbers, in CSR order);
@@ -21,15 +21,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..store.blobio import BLOB_IO, open_stored
-from .edge_room import edge_capacity_max
+from ...store.blobio import BLOB_IO
+from .csr import PREFIX, open_edges
 
-__all__ = ["update_in_place", "move_reverse", "read_rows"]
+__all__ = ["patch_rows", "move_reverse", "row_values"]
 
 CHUNK = 1 << 20
 
 
-def read_rows(col, indptr: np.ndarray, rows: np.ndarray) -> np.ndarray:
+def row_values(col, indptr: np.ndarray, rows: np.ndarray) -> np.ndarray:
     """The values of ``rows`` (ascending positions) of an edge array (an array or a stored
     one, sliced), concatenated; one read per run of consecutive rows."""
     if not len(rows):
@@ -100,9 +100,8 @@ def move_reverse(rperm, rindptr: np.ndarray, edges: np.ndarray, old_t: np.ndarra
     return new_rindptr
 
 
-def update_in_place(ix, prefix: str, indptr: np.ndarray, ids: np.ndarray, old_ids: np.ndarray,
-                    dirty: np.ndarray, src: np.ndarray, dst: np.ndarray, w: np.ndarray, et: np.ndarray,
-                    n_types: int, m: int) -> dict | None:
+def patch_rows(ix, indptr: np.ndarray, ids: np.ndarray, old_ids: np.ndarray, dirty: np.ndarray,
+               src: np.ndarray, dst: np.ndarray, w: np.ndarray, et: np.ndarray, n_types: int, m: int) -> dict | None:
     """Steps 1-3 of the module docstring for the ``dirty`` sources (node ids) whose resolved
     out-edges are ``src``/``dst`` (ids), ``w`` (float32), ``et`` (type numbers). Returns
     ``{"rows": changed row positions, "edges": values written per array, "rindptr": the new
@@ -122,12 +121,12 @@ def update_in_place(ix, prefix: str, indptr: np.ndarray, ids: np.ndarray, old_id
     cols = {}
     try:
         for part in ("indices", "weights", "etype", "rperm"):
-            cols[part] = open_stored(ix, prefix + part, m, edge_capacity_max(m), writable=True)
+            cols[part] = open_edges(ix, part, m, writable=True)
             if cols[part] is None:
                 return None
         if n_types > np.iinfo(cols["etype"].dtype).max + 1:
             return None
-        old = {p: read_rows(cols[p], indptr, rows) for p in ("indices", "weights", "etype")}
+        old = {p: row_values(cols[p], indptr, rows) for p in ("indices", "weights", "etype")}
         new = {"indices": nd.astype(old["indices"].dtype), "weights": w.astype(old["weights"].dtype),
                "etype": et.astype(old["etype"].dtype)}
         moved = old["indices"] != new["indices"]
@@ -140,7 +139,7 @@ def update_in_place(ix, prefix: str, indptr: np.ndarray, ids: np.ndarray, old_id
             for part in ("indices", "weights", "etype"):
                 cols[part].write(e0, new[part][a:b])
         edge_no = np.repeat(indptr[rows].astype(np.int64) - at[:-1], deg) + np.arange(int(at[-1]))
-        rindptr = ix.get_array(prefix + "rindptr")
+        rindptr = ix.get_array(PREFIX + "rindptr")
         if rindptr is None or len(rindptr) != n + 1:
             raise ValueError("stored graph unreadable (blob rindptr)")
         rindptr = move_reverse(cols["rperm"], rindptr, edge_no[moved], old["indices"][moved],

@@ -31,13 +31,15 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from ..errors import KgsearchError
-from .edge_room import EDGE_PARTS, edge_capacity_max
+from ...errors import KgsearchError
 
-__all__ = ["Graph", "GraphError", "scatter_add"]
+__all__ = ["Graph", "GraphError", "scatter_add", "index_dtype", "row_blocks", "BLOB_VERSION", "PARTS", "EDGE_PARTS"]
 
 BLOB_VERSION = 1
-_PARTS = ("indptr", "indices", "weights", "etype", "rindptr", "rperm")
+PARTS = ("indptr", "indices", "weights", "etype", "rindptr", "rperm")
+EDGE_PARTS = ("indices", "weights", "etype", "rperm")      # one value an edge
+
+
 class GraphError(KgsearchError, ValueError):
     """Bad arguments to a graph kernel (wrong lengths, node ids out of range, bad blobs)."""
 
@@ -50,8 +52,18 @@ def scatter_add(idx: np.ndarray, weights: np.ndarray, n: int) -> np.ndarray:
     return np.bincount(idx, weights=weights, minlength=n)
 
 
-def _index_dtype(limit: int) -> np.dtype:
+def index_dtype(limit: int) -> np.dtype:
+    """int32 positions while ``limit`` fits, else int64."""
     return np.dtype(np.int32) if limit < 2**31 - 1 else np.dtype(np.int64)
+
+
+def row_blocks(indptr: np.ndarray, chunk: int) -> list[tuple[int, int, int, int]]:
+    """``(a, b, s, e)``: node ranges ``a:b`` of about ``chunk`` edges ``s:e`` each (one node may
+    hold more); empty nodes are covered too, so the ranges tile ``0..n``."""
+    n, m = len(indptr) - 1, int(indptr[-1])
+    cuts = np.searchsorted(indptr, np.arange(0, max(m, 1), max(1, chunk)), side="right") - 1
+    bounds = np.unique(np.r_[0, np.clip(cuts, 0, n), n])
+    return [(int(a), int(b), int(indptr[a]), int(indptr[b])) for a, b in zip(bounds[:-1], bounds[1:])]
 
 
 def _as_ids(a: Any, name: str) -> np.ndarray:
@@ -169,7 +181,7 @@ class Graph:
                 raise GraphError("edge-type numbers must be in 0..65535")
             t = t.astype(np.uint8 if (m == 0 or t.max() < 256) else np.uint16)
         order = np.lexsort((d, s))                       # by source, then target
-        idx = _index_dtype(max(n, m) + 1)
+        idx = index_dtype(max(n, m) + 1)
         s, d, w, t = s[order], d[order], w[order], t[order]
         del order                                        # (m int64s: gone before the reverse sort)
         indptr = np.zeros(n + 1, dtype=idx)
@@ -183,17 +195,20 @@ class Graph:
     # ------------------------------------------------------------------ persistence
     def to_blobs(self) -> dict[str, np.ndarray]:
         """The arrays to persist (``Index.put_array`` each under a prefix); see :meth:`from_blobs`."""
-        out = {p: getattr(self, p) for p in _PARTS}
+        out = {p: getattr(self, p) for p in PARTS}
         out["shape"] = np.array([BLOB_VERSION, self.n, self.m], dtype=np.int64)
         return out
 
     @classmethod
     def from_blobs(cls, blobs: Mapping[str, np.ndarray] | Callable[[str], np.ndarray | None],
-                   etype_names: Sequence[str] = ()) -> "Graph":
+                   etype_names: Sequence[str] = (), longest: Callable[[int], int] | None = None) -> "Graph":
         """Rebuild a graph from :meth:`to_blobs` arrays (zero-copy: arrays are used as given).
 
-        ``blobs`` is a mapping or a function ``name -> array`` (e.g. a lambda around
-        ``Index.get_array``). Raises :class:`GraphError` when a part is missing or inconsistent.
+        ``blobs`` is a mapping or a function ``name -> array``. ``longest(m)``: the most values
+        an edge array (:data:`EDGE_PARTS`) of an ``m``-edge graph may hold (arrays stored with
+        room to spare, :mod:`kgsearch.graph.stored.csr`: the first ``m`` are used); without it
+        every array must have its exact length. Raises :class:`GraphError`
+        when a part is missing or inconsistent.
         """
         get = blobs.get if isinstance(blobs, Mapping) else blobs
         shape = get("shape")
@@ -202,13 +217,13 @@ class Graph:
                              "rebuild the index with `kgsearch index --full`")
         n, m = int(shape[1]), int(shape[2])
         parts = {}
-        for p in _PARTS:
+        for p in PARTS:
             a = get(p)
             if a is None:
                 raise GraphError(f"graph blob {p!r} is missing; rebuild with `kgsearch index --full`")
             parts[p] = a
         sizes = {"indptr": n + 1, "rindptr": n + 1, "indices": m, "weights": m, "etype": m, "rperm": m}
-        cap = edge_capacity_max(m)
+        cap = m if longest is None else longest(m)
         for p, size in sizes.items():
             if p in EDGE_PARTS and m < len(parts[p]) <= cap:   # (stored with room: the first m)
                 parts[p] = parts[p][:m]
@@ -221,7 +236,7 @@ class Graph:
     @property
     def nbytes(self) -> int:
         """Bytes held by the CSR arrays (not counting kernel caches)."""
-        return int(sum(getattr(self, p).nbytes for p in _PARTS))
+        return int(sum(getattr(self, p).nbytes for p in PARTS))
 
     def drop_caches(self) -> None:
         """Free the transient arrays kernels keep on the graph (operator, degrees)."""

@@ -38,7 +38,7 @@ import numpy as np
 
 from .csr import Graph, GraphError, scatter_add
 
-__all__ = ["greedy_modularity", "modularity", "CommunityTimeout"]
+__all__ = ["pairs_lower_bound", "count_pairs", "greedy_modularity", "modularity", "CommunityTimeout"]
 
 
 class CommunityTimeout(RuntimeError):
@@ -285,3 +285,51 @@ class _CNM:
             if deadline is not None and time.monotonic() > deadline:
                 raise CommunityTimeout(f"greedy modularity ran out of time after {len(merges)} merges")
         return merges
+
+
+# ---------------------------------------------------------------------- size of the input
+def pairs_lower_bound(g: Graph) -> int:
+    """At least this many undirected linked pairs (``len(g.undirected_pairs()[0])``): half the
+    distinct (source, target) pairs, from the sorted CSR rows in O(m) with one bool per edge,
+    where the exact count sorts every edge (1.7 GB at 1M nodes, 6.4M edges)."""
+    if not g.m:
+        return 0
+    first = np.ones(g.m, dtype=bool)
+    np.not_equal(g.indices[1:], g.indices[:-1], out=first[1:])
+    first[g.indptr[:-1][np.diff(g.indptr) > 0]] = True
+    return (int(first.sum()) + 1) // 2
+
+
+def count_pairs(g: Graph, chunk: int = 1 << 20) -> int:
+    """``len(g.undirected_pairs()[0])`` with one int64 per distinct directed pair (the sorted
+    CSR rows give them in order) instead of several per edge plus a sort: the distinct
+    directed pairs, less those whose reverse is there too (counted once from the smaller end).
+    About 50 MB at 6.4M edges where ``undirected_pairs`` took 1.7 GB."""
+    if not g.m:
+        return 0
+    first = np.ones(g.m, dtype=bool)
+    np.not_equal(g.indices[1:], g.indices[:-1], out=first[1:])
+    first[g.indptr[:-1][np.diff(g.indptr) > 0]] = True
+    deg = np.diff(g.indptr)
+    keys = np.empty(int(first.sum()), dtype=np.int64)
+    o = 0
+    for a in range(0, g.n, max(1, chunk // 8)):            # rows in blocks
+        b = min(g.n, a + max(1, chunk // 8))
+        s, e = int(g.indptr[a]), int(g.indptr[b])
+        if e == s:
+            continue
+        f = first[s:e]
+        src = np.repeat(np.arange(a, b, dtype=np.int64), deg[a:b])[f]
+        k = src * g.n + g.indices[s:e][f]
+        keys[o:o + len(k)] = k
+        o += len(k)
+    del first
+    both = 0
+    for c in range(0, len(keys), chunk):
+        k = keys[c:c + chunk]
+        u, v = k // g.n, k % g.n
+        up = u < v
+        rk = v[up] * g.n + u[up]
+        at = np.minimum(np.searchsorted(keys, rk), len(keys) - 1)
+        both += int((keys[at] == rk).sum())
+    return len(keys) - both

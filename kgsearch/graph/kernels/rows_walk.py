@@ -1,31 +1,30 @@
 """The pruned random walk with restart over stored adjacency rows (:class:`~kgsearch.graph.
-adjacency.StoredGraph`): :func:`kgsearch.graph.pagerank.rwr`'s sparse phase, step for step,
-reading only the rows of the nodes the walk reaches (``tests/test_adjacency.py`` checks it
-bit for bit against the in-memory walk)."""
+stored.rows.StoredGraph`): :func:`kgsearch.graph.kernels.pagerank.rwr`'s sparse phase, step for
+step, reading only the rows of the nodes the walk reaches (any graph with ``n`` and
+``neighbors(nodes, direction)`` will do; ``tests/test_adjacency.py`` checks it bit for bit
+against the in-memory walk)."""
 from __future__ import annotations
 
 import numpy as np
 
-from .adjacency import StoredGraph
 from .csr import scatter_add
+from .pagerank import TopCheck, seed_vector
 
 __all__ = ["rwr_rows"]
 
 
-def rwr_rows(g: StoredGraph, seeds, restart: float = 0.2, max_iter: int = 20, tol: float = 1e-3,
+def rwr_rows(g, seeds, restart: float = 0.2, max_iter: int = 20, tol: float = 1e-3,
              topk: int | None = 10, patience: int | None = 2, weights=None, prune: float = 1e-5,
              stats: dict | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`kgsearch.graph.pagerank.rwr` with ``direction="both"`` over stored rows:
+    """:func:`kgsearch.graph.kernels.pagerank.rwr` with ``direction="both"`` over stored rows:
     ``(positions, scores)`` of the nodes reached. The same steps as its sparse phase, with each
     pushing node's edges read from its row (its walk weight is its out-weight plus its
     in-weight, each summed in edge order as the CSR's are), so the scores are the CSR walk's
     while that stays sparse (it does on graphs big enough to be stored this way: with
     ``prune`` a step walks at most about ``1 / prune`` edges)."""
-    from .pagerank import _seed_vector, _TopCheck
-
-    ids, sw = _seed_vector(g, seeds, weights)
+    ids, sw = seed_vector(g, seeds, weights)
     alpha = 1.0 - float(restart)
-    check = _TopCheck(topk, patience)
+    check = TopCheck(topk, patience)
     stopped, it = "max_iter", 0
     act, xa = ids, sw.copy()            # act: distinct positions, in the CSR walk's slot order
     known: dict[int, tuple[float, int]] = {}
@@ -71,7 +70,7 @@ def rwr_rows(g: StoredGraph, seeds, restart: float = 0.2, max_iter: int = 20, to
     return act, xa
 
 
-def _walk_weights(g: StoredGraph, nodes: np.ndarray, known: dict) -> tuple[np.ndarray, np.ndarray]:
+def _walk_weights(g, nodes: np.ndarray, known: dict) -> tuple[np.ndarray, np.ndarray]:
     """Walk out-weight (out-weight + in-weight, float64) and number of steps of each node."""
     new = np.unique(np.array([p for p in nodes.tolist() if p not in known], dtype=np.int64))
     if len(new):
@@ -89,7 +88,7 @@ def _walk_weights(g: StoredGraph, nodes: np.ndarray, known: dict) -> tuple[np.nd
 
 def _l1(old: np.ndarray, oldv: np.ndarray, new: np.ndarray, newv: np.ndarray) -> float:
     """``|y - x|_1`` (x: ``oldv`` on ``old``, y: ``newv`` on ``new``; both distinct), summed as
-    :meth:`kgsearch.graph.pagerank._Scratch.l1_change` sums it."""
+    :meth:`kgsearch.graph.kernels.pagerank._Scratch.l1_change` sums it."""
     order = np.argsort(old, kind="stable")
     so = old[order]
     at = np.minimum(np.searchsorted(so, new), max(len(so) - 1, 0))

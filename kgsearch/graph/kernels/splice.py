@@ -4,7 +4,7 @@ set that may have gained and lost nodes, without sorting the graph again.
 :func:`splice_plan` works out, from the old row pointers alone, where every kept run of rows
 and every new edge goes; :func:`splice_column` then makes one edge array at a time from an old
 one that is only sliced (an array, or a stored blob read in pieces: the index's update,
-:mod:`kgsearch.graph.maintain`, never holds an old and a new array of every kind at once);
+:mod:`kgsearch.graph.stored.splice`, never holds an old and a new array of every kind at once);
 :func:`in_pointers_after_splice`, :func:`place_new_edges` and :func:`reverse_from_plan` the
 reverse side (the old ``rperm`` renumbered, in order). :func:`splice` does all of it in memory.
 Reference in the tests: ``Graph.from_edges`` on the spliced edge list.

@@ -1,6 +1,6 @@
 """Query-time graph signals around seed nodes: typed-edge proximity, intent edges, HITS adjustments.
 
-All functions take node numbers of a :class:`~kgsearch.graph.csr.Graph` (0..n-1) and return
+All functions take node numbers of a :class:`~kgsearch.graph.kernels.csr.Graph` (0..n-1) and return
 ``{node: score}`` dicts or arrays; the pipeline maps them to its candidates.
 
 Proximity (gamma channel), for seeds ``s`` with weight ``w_s``:

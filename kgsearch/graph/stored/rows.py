@@ -1,5 +1,5 @@
-"""Per-node adjacency rows: the graph read one node at a time, for indexes whose CSR would not
-fit a phone's query budget.
+"""The graph's second stored form: per-node adjacency rows, read one node at a time, for
+indexes whose CSR would not fit a phone's query budget.
 
 A query only looks at the edges around a few hundred candidates and seeds (proximity, intent
 edges, neighbour means, a pruned walk, HITS on the walk's top nodes), but the CSR blobs are
@@ -14,8 +14,8 @@ move any other row; an incremental run rewrites the rows of the changed sources 
 old and new targets.
 
 :class:`StoredGraph` answers :meth:`neighbors` and :meth:`subgraph` exactly as the in-memory
-:class:`~kgsearch.graph.csr.Graph` does (same edges, same order, so the same floating-point
-sums), and :func:`kgsearch.graph.rows_walk.rwr_rows` is the pruned walk of :func:`kgsearch.graph.pagerank.rwr` over it
+:class:`~kgsearch.graph.kernels.csr.Graph` does (same edges, same order, so the same floating-point
+sums), and :func:`kgsearch.graph.kernels.rows_walk.rwr_rows` is the pruned walk of :func:`kgsearch.graph.kernels.pagerank.rwr` over it
 (its sparse phase, step for step). ``tests/test_adjacency.py`` checks both against the
 in-memory graph, and whole searches against the CSR path.
 """
@@ -25,9 +25,9 @@ from typing import Any
 
 import numpy as np
 
-from .csr import Graph, GraphError
+from ..kernels.csr import Graph, GraphError
 
-__all__ = ["StoredGraph", "sync", "write_all", "update_rows", "clear", "stored_meta",
+__all__ = ["StoredGraph", "sync", "write_all", "update_rows", "clear", "stored_meta", "entry_dtype",
            "ROWS_FROM_EDGES", "TABLE", "META"]
 
 TABLE = "graph_adj"
@@ -36,11 +36,12 @@ ROWS_FROM_EDGES = 2_000_000      # CSR of ~26 MB and up: about a fifth of the ph
 CACHE_ENTRIES = 1 << 18          # edges kept from earlier reads (about 2.5 MB): a walk reads its rows again
 
 
-def _entry(id_dtype: str) -> np.dtype:
+def entry_dtype(id_dtype: str) -> np.dtype:
+    """One record of a row: (neighbour node id, float32 weight, uint16 type number)."""
     return np.dtype([("nb", id_dtype), ("w", "<f4"), ("t", "<u2")])
 
 
-ENTRY = _entry("<i4")
+ENTRY = entry_dtype("<i4")
 _EMPTY = (0, b"")
 
 
@@ -93,7 +94,7 @@ def _id_dtype(ids: np.ndarray) -> str:
 def write_all(ix, g: Graph, ids: np.ndarray, chunk: int = 1 << 16) -> None:
     """Write every node's row (``ids``: the node id of each position, ascending)."""
     id_dtype = _id_dtype(ids)
-    entry = _entry(id_dtype)
+    entry = entry_dtype(id_dtype)
     ix.conn.execute(f"DELETE FROM {TABLE}")
     for a in range(0, g.n, chunk):
         ix.conn.executemany(f"INSERT INTO {TABLE}(node, nout, data) VALUES (?, ?, ?)",
@@ -110,7 +111,7 @@ def update_rows(ix, g: Graph, ids: np.ndarray, old_ids: np.ndarray, dirty: np.nd
     edge is not read edge by edge). The new out-edges of the dirty sources come from ``g``, or
     with ``edges = (edge type names, weight table)`` from the ``edges`` table (the graph
     update then never loads the whole edge arrays). Returns the number of rows rewritten."""
-    from ..store.sql import exec_in_chunks
+    from ...store.sql import exec_in_chunks
 
     meta = stored_meta(ix)
     if meta is None:
@@ -118,7 +119,7 @@ def update_rows(ix, g: Graph, ids: np.ndarray, old_ids: np.ndarray, dirty: np.nd
     if _id_dtype(ids) != meta["id_dtype"]:
         write_all(ix, g, ids)
         return g.n
-    entry = _entry(meta["id_dtype"])
+    entry = entry_dtype(meta["id_dtype"])
     dirty = np.unique(np.asarray(dirty, dtype=np.int64))
     gone = np.setdiff1d(old_ids, ids, assume_unique=True)
     live = np.intersect1d(dirty, ids, assume_unique=True)
@@ -160,7 +161,7 @@ def update_rows(ix, g: Graph, ids: np.ndarray, old_ids: np.ndarray, dirty: np.nd
 
 
 def _read_rows(conn, nodes: np.ndarray, entry: np.dtype) -> dict:
-    from ..store.sql import in_chunks
+    from ...store.sql import in_chunks
 
     return {int(n): (int(k), np.frombuffer(d, dtype=entry).copy())
             for n, k, d in in_chunks(conn, f"SELECT node, nout, data FROM {TABLE} WHERE node IN ({{}})",
@@ -176,8 +177,8 @@ def _new_out_edges(conn, g: Graph, ids: np.ndarray, sources: np.ndarray, edges, 
         rec = np.empty(len(nb), dtype=entry)
         rec["nb"], rec["w"], rec["t"] = ids[nb], w, t
         return ids[node], rec
-    from ..config import edge_weight
-    from ..store.sql import in_chunks
+    from ...config import edge_weight
+    from ...store.sql import in_chunks
 
     etypes, table = edges
     code = {t: i for i, t in enumerate(etypes)}
@@ -216,7 +217,7 @@ def sync(ix, g: Graph, ids: np.ndarray, rows_from: int, old_ids: np.ndarray | No
 # ---------------------------------------------------------------------- reading
 class StoredGraph:
     """The query-time view of a graph kept in ``graph_adj`` rows: :meth:`neighbors` and
-    :meth:`subgraph` as :class:`~kgsearch.graph.csr.Graph` has them, reading only the rows asked
+    :meth:`subgraph` as :class:`~kgsearch.graph.kernels.csr.Graph` has them, reading only the rows asked
     for (a bounded cache keeps recent rows across calls). Positions are indexes into
     ``node_ids``, as in the CSR."""
 
@@ -226,7 +227,7 @@ class StoredGraph:
         self.n = len(node_ids)
         self.m = int(m)
         self.etype_names = list(etype_names)
-        self.entry = _entry(id_dtype)
+        self.entry = entry_dtype(id_dtype)
         self._rows: dict[int, tuple[int, bytes]] = {}
         self._held = 0
         self.rows_read = 0
@@ -245,7 +246,7 @@ class StoredGraph:
         """The rows of ``pos`` as one record array: ``(records, start, out-degree, degree)``,
         the last three aligned with ``pos``. Rows come from the cache or one chunked SQL read
         (raw bytes, joined once: no per-row array)."""
-        from ..store.sql import in_chunks
+        from ...store.sql import in_chunks
 
         u, inv = np.unique(self.node_ids[pos], return_inverse=True)
         ul = u.tolist()
@@ -314,7 +315,7 @@ class StoredGraph:
     def neighbors(self, nodes: Any, direction: str = "out", types: Any = None,
                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Edges touching ``nodes``: ``(node, neighbour, weight, etype)``, as
-        :meth:`kgsearch.graph.csr.Graph.neighbors` (same order)."""
+        :meth:`kgsearch.graph.kernels.csr.Graph.neighbors` (same order)."""
         if direction not in ("out", "in", "both"):
             raise GraphError(f"direction must be 'out', 'in' or 'both', got {direction!r}")
         parts = self._parts(nodes, direction in ("out", "both"), direction in ("in", "both"))
@@ -323,7 +324,7 @@ class StoredGraph:
 
     def neighbors_out_in(self, nodes: Any, types: Any = None) -> tuple[tuple, tuple]:
         """``(neighbors(nodes, "out", types), neighbors(nodes, "in", types))`` from one read of
-        the rows (as :meth:`kgsearch.graph.csr.Graph.neighbors_out_in`)."""
+        the rows (as :meth:`kgsearch.graph.kernels.csr.Graph.neighbors_out_in`)."""
         out, inn = self._parts(nodes, True, True)
         return _typed(self._mapped(out), types), _typed(self._mapped(inn), types)
 
@@ -344,7 +345,7 @@ class StoredGraph:
         return node, self.positions(nb), w, (t.astype(np.uint8) if len(self.etype_names) <= 256 else t)
 
     def subgraph(self, nodes: Any) -> Graph:
-        """The graph induced by ``nodes`` (as :meth:`kgsearch.graph.csr.Graph.subgraph`)."""
+        """The graph induced by ``nodes`` (as :meth:`kgsearch.graph.kernels.csr.Graph.subgraph`)."""
         keep = self._check_nodes(nodes)
         node, nb, w, t = self.neighbors(keep, "out")
         order = np.argsort(keep, kind="stable")

@@ -16,10 +16,10 @@ from typing import Any, Mapping, NamedTuple
 
 import numpy as np
 
-from ..errors import KgsearchError
+from ...errors import KgsearchError
 from .csr import Graph, GraphError, scatter_add
 
-__all__ = ["pagerank", "rwr", "PowerIterationFailedConvergence", "operator", "Op"]
+__all__ = ["pagerank", "rwr", "PowerIterationFailedConvergence", "operator", "Op", "seed_vector", "TopCheck"]
 
 
 class PowerIterationFailedConvergence(KgsearchError):
@@ -163,7 +163,7 @@ def pagerank(g: Graph, alpha: float = 0.85, personalization: Any = None, tol: fl
 
 
 # ---------------------------------------------------------------------- RWR
-def _seed_vector(g: Graph, seeds: Any, weights: Any) -> tuple[np.ndarray, np.ndarray]:
+def seed_vector(g: Graph, seeds: Any, weights: Any) -> tuple[np.ndarray, np.ndarray]:
     """Unique seed nodes and their weights normalised to sum 1."""
     if isinstance(seeds, Mapping):
         ids = np.fromiter((int(k) for k in seeds.keys()), dtype=np.int64, count=len(seeds))
@@ -184,7 +184,7 @@ def _seed_vector(g: Graph, seeds: Any, weights: Any) -> tuple[np.ndarray, np.nda
     return uniq, sw / sw.sum()
 
 
-class _TopCheck:
+class TopCheck:
     """Early stop: the ``topk`` best nodes (in order, ties by node) unchanged ``patience`` times."""
 
     def __init__(self, topk: int | None, patience: int | None):
@@ -295,7 +295,7 @@ def rwr(g: Graph, seeds: Any, restart: float = 0.2, max_iter: int = 20, tol: flo
     True
     """
     n = g.n
-    ids, sw = _seed_vector(g, seeds, weights)
+    ids, sw = seed_vector(g, seeds, weights)
     op = operator(g, direction)
     src, dst, p, dang = op.src, op.dst, op.p, op.dangling
     alpha = 1.0 - float(restart)
@@ -304,7 +304,7 @@ def rwr(g: Graph, seeds: Any, restart: float = 0.2, max_iter: int = 20, tol: flo
         inside = np.zeros(n, dtype=bool)
         inside[g.bfs(ids, int(hops), direction)] = True
     limit = sparse_fraction * len(src)
-    check = _TopCheck(topk, patience)
+    check = TopCheck(topk, patience)
     stopped, it = "max_iter", 0
     # phase 1, while the walk is local: vectors over the reached nodes only, no O(n) work
     sc = g._cached("rwr_scratch", lambda: _Scratch(n))
