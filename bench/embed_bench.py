@@ -22,7 +22,9 @@ In one run:
    Cranfield and CoSQA via ``kgsearch eval DIR --channels dense`` (falls back to a direct
    computation if the eval command is not available).
 
-Writes bench/results/embed.json and bench/results/embed.md. ``--quick`` for a smoke run.
+Writes bench/results/embed.json and bench/results/embed.md. ``--quick`` for a short run
+(``--texts``/``--vectors``/``--queries`` set the sizes freely: the smoke test runs tiny ones);
+a data file missing from ../shared/bench is left out.
 """
 from __future__ import annotations
 
@@ -30,9 +32,7 @@ import argparse
 import json
 import math
 import os
-import platform
 import re
-import resource
 import sqlite3
 import statistics
 import subprocess
@@ -42,8 +42,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-SHARED = Path(os.environ.get("KGSEARCH_SHARED", ROOT.parent / "shared")) / "bench"
-RESULTS = ROOT / "bench" / "results"
+sys.path.insert(0, str(ROOT / "bench"))
+
+from _common import RESULTS, SHARED, loadavg, machine as _machine, peak_rss_mib  # noqa: E402
 ONE_THREAD = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
               "RAYON_NUM_THREADS": "1", "RAYON_RS_NUM_CPUS": "1", "TOKENIZERS_PARALLELISM": "false"}
 SETS = ("scifact", "nfcorpus", "cranfield", "cosqa")
@@ -66,9 +67,10 @@ def encode_texts(n: int = 10_000, size: int = 500) -> list[str]:
                         return texts
     # not enough long documents: concatenate short ones
     pool = []
-    for name in ("cosqa", "cranfield"):
-        with open(SHARED / name / "corpus.jsonl", encoding="utf-8") as fh:
-            pool += [(json.loads(x).get("title", "") + ". " + json.loads(x)["text"]) for x in fh]
+    for name in ("cosqa", "cranfield", "scifact"):
+        if (SHARED / name / "corpus.jsonl").exists():
+            with open(SHARED / name / "corpus.jsonl", encoding="utf-8") as fh:
+                pool += [(json.loads(x).get("title", "") + ". " + json.loads(x)["text"]) for x in fh]
     buf = ""
     for t in pool:
         buf += " " + t
@@ -80,12 +82,16 @@ def encode_texts(n: int = 10_000, size: int = 500) -> list[str]:
 
 def vector_texts(n: int = 100_000) -> list[str]:
     texts: list[str] = []
-    with open(SHARED / "kg" / "wn18rr" / "entity2text.txt", encoding="utf-8") as fh:
-        texts += [" ".join(line.rstrip("\n").split("\t")[1:]) for line in fh]
-    with open(SHARED / "kg" / "fb15k237" / "entity_names.tsv", encoding="utf-8") as fh:
-        texts += [line.rstrip("\n").split("\t")[-1] for line in fh]
+    if (SHARED / "kg" / "wn18rr" / "entity2text.txt").exists():
+        with open(SHARED / "kg" / "wn18rr" / "entity2text.txt", encoding="utf-8") as fh:
+            texts += [" ".join(line.rstrip("\n").split("\t")[1:]) for line in fh]
+    if (SHARED / "kg" / "fb15k237" / "entity_names.tsv").exists():
+        with open(SHARED / "kg" / "fb15k237" / "entity_names.tsv", encoding="utf-8") as fh:
+            texts += [line.rstrip("\n").split("\t")[-1] for line in fh]
     docs = []
     for name in ("scifact", "nfcorpus", "cosqa", "cranfield", "cisi", "med", "cacm"):
+        if not (SHARED / name / "corpus.jsonl").exists():
+            continue
         with open(SHARED / name / "corpus.jsonl", encoding="utf-8") as fh:
             for line in fh:
                 d = json.loads(line)
@@ -101,6 +107,8 @@ def vector_texts(n: int = 100_000) -> list[str]:
 def query_texts(n: int = 1000) -> list[str]:
     out = []
     for name in SETS:
+        if not (SHARED / name / "queries.jsonl").exists():
+            continue
         with open(SHARED / name / "queries.jsonl", encoding="utf-8") as fh:
             out += [json.loads(line)["text"] for line in fh]
     step = max(1, len(out) // n)
@@ -110,20 +118,13 @@ def query_texts(n: int = 1000) -> list[str]:
 # ---------------------------------------------------------------------------- workers
 def _loadavg() -> float | None:
     """1-minute load average (other jobs on the machine), or None where unavailable."""
-    return round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else None
+    return (loadavg() or [None])[0]
 
 
 def _maxrss_mb() -> float:
-    """Peak RSS of this process image. VmHWM is reset by exec; ru_maxrss is not (a child
-    started by fork+exec inherits its parent's high-water mark on Linux)."""
-    try:
-        with open("/proc/self/status", encoding="ascii") as fh:
-            for line in fh:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) / 1024.0
-    except OSError:
-        pass
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+    """Peak RSS of this process image (VmHWM: exec resets it, ru_maxrss would carry the
+    parent's)."""
+    return peak_rss_mib()
 
 
 def worker_encode(which: str, model_path: str, texts_path: str) -> dict:
@@ -267,8 +268,9 @@ def bench_topk(model_path: Path, n: int, n_queries: int, tmp: Path) -> dict:
         return set((top + 1).tolist())
 
     dense.search_vector(ix, Q[0], 10)            # build the per-generation cache
-    mat = ix._cache.get("embed.matrix", (None, None))[1]
+    mat = dense.load_matrix(ix, model.model_id)   # (what that cache holds)
     cache_mb = (mat.codes.nbytes + mat.ids.nbytes + mat.scales.nbytes) / 1e6 if mat else 0.0
+    del mat
     lat, cpu, rec = [], [], []
     for q in Q:
         t, c = time.perf_counter(), time.process_time()
@@ -285,7 +287,8 @@ def bench_topk(model_path: Path, n: int, n_queries: int, tmp: Path) -> dict:
         f32.append(time.perf_counter() - t)
         f32cpu.append(time.process_time() - c)
     os.environ["KGSEARCH_VEC_CACHE_MB"] = "0"
-    ix._cache.clear()
+    ix.close()
+    ix = Index.open(db, readonly=True)            # (a fresh process's caches: nothing held)
     streamed = []
     for q in Q[:30]:
         t = time.perf_counter()
@@ -371,6 +374,8 @@ def bench_ndcg(model_path: Path, tmp: Path) -> dict:
     out = {}
     for name in SETS:
         folder = SHARED / name
+        if not (folder / "corpus.jsonl").exists():
+            continue
         env = {**os.environ, "KGSEARCH_MODEL": str(model_path)}
         t0 = time.perf_counter()
         proc = subprocess.run([sys.executable, "-m", "kgsearch", "eval", str(folder), "--channels", "dense",
@@ -392,19 +397,8 @@ def bench_ndcg(model_path: Path, tmp: Path) -> dict:
 
 # ---------------------------------------------------------------------------- report
 def machine() -> dict:
-    import numpy as np
-
-    cpu = ""
-    try:
-        for line in open("/proc/cpuinfo", encoding="utf-8"):
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    info = {"platform": platform.platform(), "cpu": cpu, "cores": os.cpu_count(),
-            "python": platform.python_version(), "numpy": np.__version__,
-            "loadavg_start": os.getloadavg()[0] if hasattr(os, "getloadavg") else None}
+    m = _machine()
+    info = {**m, "platform": m["os"], "loadavg_start": _loadavg()}
     try:
         import model2vec
         import tokenizers
@@ -484,7 +478,10 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--model", default=None, help="model folder (default: the shipped model)")
-    ap.add_argument("--quick", action="store_true", help="small sizes, one run (smoke test)")
+    ap.add_argument("--quick", action="store_true", help="small sizes, one run")
+    ap.add_argument("--texts", type=int, default=None, help="texts to encode (default 10,000; --quick 1,000)")
+    ap.add_argument("--vectors", type=int, default=None, help="vectors for top-k (default 100,000; --quick 10,000)")
+    ap.add_argument("--queries", type=int, default=None, help="top-k queries (default 1,000; --quick 100)")
     ap.add_argument("--skip", default="", help="comma list of parts to skip: encode,topk,stdlib,ndcg")
     ap.add_argument("--out", type=Path, default=RESULTS)
     ap.add_argument("--worker", nargs="+", help=argparse.SUPPRESS)
@@ -515,10 +512,11 @@ def main(argv: list[str] | None = None) -> int:
         if "encode" not in skip:
             print("encode throughput ...", flush=True)
             res["encode"] = bench_encode(model_path, 1 if args.quick else args.runs,
-                                         1000 if args.quick else 10_000, tmp)
+                                         args.texts or (1000 if args.quick else 10_000), tmp)
         if "topk" not in skip:
             print("int8 top-k ...", flush=True)
-            res["topk"] = bench_topk(model_path, 10_000 if args.quick else 100_000, 100 if args.quick else 1000, tmp)
+            res["topk"] = bench_topk(model_path, args.vectors or (10_000 if args.quick else 100_000),
+                                     args.queries or (100 if args.quick else 1000), tmp)
         if "stdlib" not in skip:
             print("embedding the stdlib code index ...", flush=True)
             res["stdlib"] = bench_stdlib(model_path, tmp)
@@ -526,7 +524,7 @@ def main(argv: list[str] | None = None) -> int:
         if "ndcg" not in skip:
             print("dense nDCG@10 ...", flush=True)
             res["ndcg"] = bench_ndcg(model_path, tmp)
-    res["machine"]["loadavg_end"] = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+    res["machine"]["loadavg_end"] = _loadavg()
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "embed.json").write_text(json.dumps(res, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     write_md(res, args.out / "embed.md")

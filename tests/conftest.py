@@ -16,7 +16,21 @@ import pytest
 os.environ.setdefault("KGSEARCH_STRICT", "1")
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = Path(os.environ.get("KGSEARCH_SHARED", ROOT.parent / "shared"))
+
+
+def _shared() -> Path:
+    """The shared data folder: ``$KGSEARCH_SHARED``, else the first ``shared/`` with a
+    ``bench/`` beside this checkout or above it (a worktree under /work/wt finds /work/shared)."""
+    env = os.environ.get("KGSEARCH_SHARED")
+    if env:
+        return Path(env)
+    for parent in ROOT.parents:
+        if (parent / "shared" / "bench").is_dir():
+            return parent / "shared"
+    return ROOT.parent / "shared"
+
+
+SHARED = _shared()
 
 
 @pytest.fixture

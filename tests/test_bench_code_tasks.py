@@ -9,12 +9,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import SHARED as SHARED_ROOT
 
 from kgsearch.ingest import pycode
 from kgsearch.types import LoadOptions
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared" / "bench" / "code-tasks"
+SHARED = SHARED_ROOT / "bench" / "code-tasks"
 
 
 def _load(name: str, path: Path):
