@@ -13,7 +13,7 @@ default channel but ``global``; the fixed sequences run all default channels. Me
 effect with all default channels: 0 of 90 query results differed (15 random sequences of 1-4
 operations, the first six queries below); on nfcorpus and scifact with 1 % of the documents
 removed (labels kept and extended), 0 of 323 and 0 of 300 top-10 lists differed
-(``python bench/incremental_fresh.py --sets nfcorpus,scifact``).
+(``python bench/studies/incremental_fresh.py --sets nfcorpus,scifact``).
 
 Found and fixed on the way (each made some example here fail): BM25 kept the old ``avgdl``;
 ``similar_text`` lists kept old neighbours and broke ties by node id; a vector's int8 code

@@ -1,7 +1,7 @@
 """Query memory and speed at 300K / 1M nodes, before and after the sketch path (issue 16, query side).
 
-    python bench/dense_scale.py measure --tag after [--sizes 300K,1M]   # ~5 min here
-    python bench/dense_scale.py report                                  # table from the saved tags
+    python bench/studies/dense_scale.py measure --tag after [--sizes 300K,1M]   # ~5 min here
+    python bench/studies/dense_scale.py report                                  # table from the saved tags
 
 ``measure`` runs, in fresh processes (the children of bench/scale.py, so the figures are the
 scaling benchmark's): the 100 real queries of the scaling corpus through the default pipeline
@@ -24,10 +24,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-WORK = ROOT / "bench" / "work" / "scale"
-OUT = ROOT / "bench" / "work" / "densemem"
-RESULTS = ROOT / "bench" / "results"
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "bench"))
+
+from _common import RESULTS, WORK as _WORK  # noqa: E402
+
+WORK = _WORK / "scale"
+OUT = _WORK / "densemem"
 SIZES = {"300K": 300_000, "1M": 1_000_000}
 
 
@@ -95,7 +98,7 @@ def report() -> None:
                         f"{st.get('dense', 0):.1f} / {st.get('graph', 0):.1f} | "
                         f"{b['peak_rss_mb']:.1f} | {b['p50_ms']:.1f} / {b['p95_ms']:.1f} | "
                         f"{de['recall_at_10']:.3f} | {de['int8_p50_ms']:.1f} |")
-    md = ["## Query side at 300K / 1M nodes: before and after the sketch path (`python bench/dense_scale.py`)", "",
+    md = ["## Query side at 300K / 1M nodes: before and after the sketch path (`python bench/studies/dense_scale.py`)", "",
           f"Machine: {data['machine']}. Load average 3-4 during the runs: **timings are noisy** "
           "(compare within a row pair, stage times included); peak RSS (VmHWM of the query process) is "
           "reliable. Data: the scaling corpus (make_scale_corpus.py --seed 0), its 100 real queries, one "

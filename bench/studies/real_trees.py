@@ -40,7 +40,7 @@ compared before and after its run.
 RSS: numpy and SQLite reserve virtual memory they never touch, so a cap must sit above the
 process's virtual size at start (about 0.5 GB here); ``RLIMIT_DATA`` is closer to RSS.
 
-    python bench/real_trees.py [--only NAME,...] [--offline] [--fetch-only] [--cap-mb N]
+    python bench/studies/real_trees.py [--only NAME,...] [--offline] [--fetch-only] [--cap-mb N]
                                [--timeout S] [--out-dir bench/results]
 
 Writes ``real_trees.json`` and ``real_trees.md`` (``real_trees_capN.*`` with ``--cap-mb``).
@@ -64,9 +64,10 @@ import time
 import zipfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-SHARED = Path(os.environ.get("KGSEARCH_SHARED", ROOT.parent / "shared"))
-WORK = ROOT / "bench" / "work"
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "bench"))
+
+from _common import RESULTS, SHARED_ROOT as SHARED, WORK  # noqa: E402
 TREES_DIR = WORK / "trees"
 ARCHIVE_DIR = TREES_DIR / "archives"
 DB_DIR = WORK / "real_trees_db"
@@ -500,7 +501,7 @@ def markdown(result: dict) -> str:
     lines = [
         "# Real trees: default `kgsearch index TREE` on real-world folders",
         "",
-        f"`python bench/real_trees.py{' --cap-mb %d' % cap['mb'] if cap else ''}` on {result['date']}: "
+        f"`python bench/studies/real_trees.py{' --cap-mb %d' % cap['mb'] if cap else ''}` on {result['date']}: "
         f"{m['cpu']}, {m['cores']} cores, Python {m['python']}, numpy {m['numpy']}, SQLite {m['sqlite']}, "
         f"kgsearch {m['kgsearch']} (commit {m['commit']}); load {m['load_before'][0]:.2f} before, "
         f"{result['load_after'][0]:.2f} after. One run per tree (a fresh process, a fresh database); "
@@ -570,7 +571,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cap-rlimit", choices=["as", "data"], default="as", help="which rlimit --cap-mb sets")
     ap.add_argument("--timeout", type=float, default=1800.0, help="seconds per tree before the run is killed")
     ap.add_argument("--keep-db", action="store_true", help="keep the databases in bench/work/real_trees_db")
-    ap.add_argument("--out-dir", default=str(ROOT / "bench" / "results"))
+    ap.add_argument("--out-dir", default=str(RESULTS))
     args = ap.parse_args(argv)
     sys.path.insert(0, str(ROOT))
 

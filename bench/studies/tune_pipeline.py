@@ -1,6 +1,6 @@
 """Measure pipeline configurations on every shared BEIR set, side by side (nDCG@10).
 
-    python bench/tune_pipeline.py --config NAME=JSON ... [--sets scifact,nfcorpus,...] [--out FILE]
+    python bench/studies/tune_pipeline.py --config NAME=JSON ... [--sets scifact,nfcorpus,...] [--out FILE]
 
 Each config is a JSON object: SearchOptions fields (``channels``, ``weights``, ``keyword_boost``,
 ``norm``, ``fusion``, ``intent`` ...) plus ``"tuning"``: fields of :class:`kgsearch.query.Tuning`
@@ -19,22 +19,28 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from _common import SHARED  # noqa: E402
 
 from kgsearch import evaluate as ev, intent  # noqa: E402
 from kgsearch.query import TUNING, Engine, SearchOptions  # noqa: E402
 from kgsearch.store.db import Index  # noqa: E402
 
-SHARED = ROOT.parent / "shared" / "bench"
 SETS = ["scifact", "nfcorpus", "cranfield", "cisi", "med", "cacm", "cosqa"]
 
+
+
+def _jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 def load_set(name: str, index_dir: str | None):
     folder = SHARED / name
     opts = ev.EvalOptions(index_dir=index_dir)
     qrels = {q: r for q, r in ev.read_qrels(ev.find_qrels(folder, None)).items() if any(v > 0 for v in r.values())}
-    queries = [(str(q["_id"]), str(q.get("text", ""))) for q in ev._read_jsonl(folder / "queries.jsonl")
+    queries = [(str(q["_id"]), str(q.get("text", ""))) for q in _jsonl(folder / "queries.jsonl")
                if str(q.get("_id")) in qrels]
     db, _ = ev.build_eval_index(folder, opts)
     return db, queries, qrels

@@ -1,6 +1,6 @@
 """Peak RSS of one derived step's full rebuild on an existing index, per phase.
 
-    python bench/step_peak.py DB STEP        (STEP: text, neighbors, embed, graph)
+    python bench/studies/step_peak.py DB STEP        (STEP: text, neighbors, embed, graph)
 
 Fresh process; the step runs with a full ChangeSet inside an outer transaction that is rolled
 back, so the index is left as it was (use a copy anyway: it is opened for writing). Prints one
@@ -16,7 +16,7 @@ import threading
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from kgsearch.indexer.steps import STEPS  # noqa: E402
 from kgsearch.store.db import Index  # noqa: E402

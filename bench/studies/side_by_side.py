@@ -1,6 +1,6 @@
 """kgsearch and its rivals side by side, in ONE process, on the same data (bench extra).
 
-    pip install -e ".[bench]" && python bench/side_by_side.py [--runs 5]
+    pip install -e ".[bench]" && python bench/studies/side_by_side.py [--runs 5]
 
 * BM25 on SciFact (same Porter2 tokens for everyone): kgsearch's SQLite-backed channel,
   bm25s (numpy backend), rank_bm25, SQLite FTS5 (OR query, bm25 ranking): queries/second.
@@ -25,12 +25,15 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from _common import RESULTS, SHARED  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-SCIFACT = ROOT.parent / "shared" / "bench" / "scifact"
+SCIFACT = SHARED / "scifact"
 
 
 def timed(fn, runs):
@@ -189,7 +192,7 @@ def embed_part(runs: int) -> list[dict]:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=5)
-    ap.add_argument("--out-dir", default=str(ROOT / "bench" / "results"))
+    ap.add_argument("--out-dir", default=str(RESULTS))
     args = ap.parse_args()
     if not SCIFACT.is_dir():
         raise SystemExit(f"{SCIFACT} not found: the benchmark data must sit in ../shared/bench")
@@ -204,7 +207,7 @@ def main() -> None:
     (out / "side_by_side.json").write_text(json.dumps(res, indent=1))
     md = [f"# Side by side, one process ({meta['date']})", "",
           f"Machine {meta['machine']} ({meta['processor']}), Python {meta['python']}, numpy {meta['numpy']}, "
-          f"SQLite {meta['sqlite']}; medians of {meta['runs']} runs. `python bench/side_by_side.py`.", "",
+          f"SQLite {meta['sqlite']}; medians of {meta['runs']} runs. `python bench/studies/side_by_side.py`.", "",
           "kgsearch's build time includes writing its postings, FTS5 and trigram tables to SQLite and "
           "committing; the rivals build in memory (bm25s, rank_bm25) or FTS5 only.", "",
           "| BM25 top-10 on SciFact | queries/s | build s |", "|---|---|---|"]

@@ -7,7 +7,7 @@ through ``kgsearch.text.bm25.search``. ``--grid`` sweeps k1, b, name weight and 
 in-memory scorer (same impacts, checked against the channel) to choose the defaults by the
 mean over all sets. Writes bench/results/text_quality.json and .md.
 
-    python bench/text_quality.py [--sets scifact,nfcorpus] [--grid] [--bench DIR]
+    python bench/studies/text_quality.py [--sets scifact,nfcorpus] [--grid] [--bench DIR]
 """
 from __future__ import annotations
 
@@ -25,14 +25,17 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from _common import RESULTS, SHARED  # noqa: E402
 
 from kgsearch.text.bm25 import BM25Params, MemoryBM25  # noqa: E402
 from kgsearch.text.tokenize import Analyzer  # noqa: E402
 
 SETS = ["scifact", "nfcorpus", "cranfield", "cisi", "med", "cacm", "cosqa"]
-DEFAULT_BENCH = Path(os.environ.get("KGSEARCH_SHARED", ROOT.parent / "shared")) / "bench"
+DEFAULT_BENCH = SHARED
 
 
 def load_set(d: Path):
@@ -134,7 +137,7 @@ def main(argv=None) -> int:
     ap.add_argument("--bench", type=Path, default=DEFAULT_BENCH)
     ap.add_argument("--sets", default=",".join(SETS))
     ap.add_argument("--grid", action="store_true", help="sweep parameters in memory (slow)")
-    ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
+    ap.add_argument("--out", type=Path, default=RESULTS)
     ap.add_argument("--md-only", action="store_true", help="rewrite the .md from the saved .json")
     args = ap.parse_args(argv)
     if args.md_only:

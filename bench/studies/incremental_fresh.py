@@ -2,7 +2,7 @@
 place, build the remaining corpus fresh, and compare every query's top 10 (keys and scores)
 and nDCG@10. Prints a table; saves bench/results/incremental_fresh.{json,md}.
 
-    python bench/incremental_fresh.py [--sets nfcorpus,scifact] [--out-dir DIR]
+    python bench/studies/incremental_fresh.py [--sets nfcorpus,scifact] [--out-dir DIR]
 
 Cuts: ``half`` (every other document: the corpus statistics move, community detection reruns)
 and ``1pct`` (one document in a hundred: below the 2 % at which communities rerun, so community
@@ -18,14 +18,21 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from _common import RESULTS, SHARED  # noqa: E402
 
 CUTS = {"half": lambda i: i % 2 == 1, "1pct": lambda i: i % 100 != 7}
 
 
+
+def _jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
 def run(folder: Path, cut: str, work: Path) -> dict:
-    from kgsearch.evaluate import _read_jsonl, mean_metrics, query_metrics, read_qrels
+    from kgsearch.evaluate import mean_metrics, query_metrics, read_qrels
     from kgsearch.indexer import IndexOptions, index_paths
     from kgsearch.query import Engine, SearchOptions
     from kgsearch.store.db import Index
@@ -45,7 +52,7 @@ def run(folder: Path, cut: str, work: Path) -> dict:
     (work / "fresh" / "corpus.jsonl").write_text("\n".join(keep) + "\n", encoding="utf-8")
     index_paths(work / "fresh.db", [str(work / "fresh" / "corpus.jsonl")], opts)
     qrels = {q: r for q, r in read_qrels(folder / "qrels.tsv").items() if any(v > 0 for v in r.values())}
-    queries = [(str(q["_id"]), str(q.get("text", ""))) for q in _read_jsonl(folder / "queries.jsonl")
+    queries = [(str(q["_id"]), str(q.get("text", ""))) for q in _jsonl(folder / "queries.jsonl")
                if str(q.get("_id")) in qrels]
     hits, ndcg = {}, {}
     for name in ("inc", "fresh"):
@@ -67,11 +74,11 @@ def run(folder: Path, cut: str, work: Path) -> dict:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sets", default="nfcorpus")
-    ap.add_argument("--out-dir", default=str(ROOT / "bench" / "results"))
+    ap.add_argument("--out-dir", default=str(RESULTS))
     args = ap.parse_args()
     rows = []
     for name in args.sets.split(","):
-        folder = (ROOT.parent / "shared" / "bench" / name).resolve()
+        folder = (SHARED / name).resolve()
         for cut in CUTS:
             with tempfile.TemporaryDirectory() as tmp:
                 rows.append(run(folder, cut, Path(tmp)))
@@ -83,7 +90,7 @@ def main() -> int:
                    f"| {r['ndcg_fresh']} | {r['queries_differing']} | {r['largest_score_difference']} "
                    f"| {r['communities']} |\n" for r in rows)
     md = (f"# Incremental vs fresh\n\nMachine {machine}; deterministic, one run. "
-          f"`python bench/incremental_fresh.py --sets {args.sets}` reproduces it.\n\n" + head + body)
+          f"`python bench/studies/incremental_fresh.py --sets {args.sets}` reproduces it.\n\n" + head + body)
     print(md)
     out = Path(args.out_dir)
     out.mkdir(parents=True, exist_ok=True)

@@ -1,6 +1,6 @@
 """Communities between full runs: what a reindex keeps, and what a full CNM run would give.
 
-    python bench/communities_drift.py [--size 10K] [--add 50,100,200] [--work bench/work/scale]
+    python bench/studies/communities_drift.py [--size 10K] [--add 50,100,200] [--work bench/work/scale]
 
 A scaling corpus (``../shared/tools/make_scale_corpus.py``, built by ``bench/scale.py`` into
 ``--work``) is copied and indexed in full (CNM runs at 10K: ~100K linked pairs, under
@@ -24,8 +24,11 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from _common import RESULTS, WORK  # noqa: E402
 
 import numpy as np  # noqa: E402
 
@@ -43,8 +46,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--size", default="10K")
     ap.add_argument("--add", default="50,100,200")
-    ap.add_argument("--work", default=str(ROOT / "bench" / "work" / "scale"))
-    ap.add_argument("--out-dir", default=str(ROOT / "bench" / "results"))
+    ap.add_argument("--work", default=str(WORK / "scale"))
+    ap.add_argument("--out-dir", default=str(RESULTS))
     args = ap.parse_args()
     n = int(args.size.upper().rstrip("K")) * 1000 if args.size.upper().endswith("K") else int(args.size)
     src = Path(args.work) / f"corpus-{n}"

@@ -7,7 +7,7 @@ its own would commit). It reports the peak RSS (``ru_maxrss``), the peak RSS per
 wall and CPU seconds, and a SHA-256 of every ``graph.*`` blob and meta value it wrote, so two
 code versions can be checked for identical output.
 
-    python bench/graph_rebuild.py DB [--runs 2] [--before DIR] [--out NAME]
+    python bench/studies/graph_rebuild.py DB [--runs 2] [--before DIR] [--out NAME]
 
 ``--before DIR``: also run the kgsearch package found in DIR (e.g. ``git archive <commit>
 kgsearch | tar -x -C DIR``), alternating with this checkout's; the table then shows both and
@@ -17,7 +17,6 @@ Markdown table is printed). Use a copy of the index: it is opened for writing.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import platform
@@ -25,8 +24,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "bench" / "results"
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "bench"))
+
+from _common import RESULTS  # noqa: E402
 
 CHILD = r"""
 import hashlib, json, resource, sys, threading, time
