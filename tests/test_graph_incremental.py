@@ -1,4 +1,5 @@
-"""The kernels of the graph update (edge reader, splice, chunked PageRank, community placement) against the reference code paths."""
+"""The kernels of the graph update (edge reader, splice, chunked PageRank, community placement)
+against the reference code paths."""
 from __future__ import annotations
 
 import numpy as np

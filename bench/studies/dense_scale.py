@@ -98,7 +98,8 @@ def report() -> None:
                         f"{st.get('dense', 0):.1f} / {st.get('graph', 0):.1f} | "
                         f"{b['peak_rss_mb']:.1f} | {b['p50_ms']:.1f} / {b['p95_ms']:.1f} | "
                         f"{de['recall_at_10']:.3f} | {de['int8_p50_ms']:.1f} |")
-    md = ["## Query side at 300K / 1M nodes: before and after the sketch path (`python bench/studies/dense_scale.py`)", "",
+    md = ["## Query side at 300K / 1M nodes: before and after the sketch path "
+          "(`python bench/studies/dense_scale.py`)", "",
           f"Machine: {data['machine']}. Load average 3-4 during the runs: **timings are noisy** "
           "(compare within a row pair, stage times included); peak RSS (VmHWM of the query process) is "
           "reliable. Data: the scaling corpus (make_scale_corpus.py --seed 0), its 100 real queries, one "

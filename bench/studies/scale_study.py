@@ -412,7 +412,8 @@ def cmd_neighbors(args) -> None:
         out["rows"].append({"variant": (f"df window 2..{cap}, whole lists" if dfcap else
                                         f"{'two-stage, candidates ' if two else ''}cap {cap}"
                                         + (f", exact for the best {top}" if top else "")), "build_s": build, "per_node_ms": per * 1000,
-                            "postings": int(len(post.ids) if dfcap else len(post.cand_ids) + (len(post.ids) if two else 0)),
+                            "postings": int(len(post.ids) if dfcap
+                                            else len(post.cand_ids) + (len(post.ids) if two else 0)),
                             "terms": len(post.term_index),
                             "mem_mb": (hwm - rss0) / 1024, "est_step_s": build + per * len(prose),
                             "recall_of_shipped": float(np.mean(rec)), "weighted_recall": float(np.mean(wrec)),

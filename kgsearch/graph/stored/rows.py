@@ -14,10 +14,11 @@ move any other row; an incremental run rewrites the rows of the changed sources 
 old and new targets.
 
 :class:`StoredGraph` answers :meth:`neighbors` and :meth:`subgraph` exactly as the in-memory
-:class:`~kgsearch.graph.kernels.csr.Graph` does (same edges, same order, so the same floating-point
-sums), and :func:`kgsearch.graph.kernels.rows_walk.rwr_rows` is the pruned walk of :func:`kgsearch.graph.kernels.pagerank.rwr` over it
-(its sparse phase, step for step). ``tests/test_adjacency.py`` checks both against the
-in-memory graph, and whole searches against the CSR path.
+:class:`~kgsearch.graph.kernels.csr.Graph` does (same edges, same order, so the same
+floating-point sums), and :func:`kgsearch.graph.kernels.rows_walk.rwr_rows` is the pruned walk
+of :func:`kgsearch.graph.kernels.pagerank.rwr` over it (its sparse phase, step for step).
+``tests/test_adjacency.py`` checks both against the in-memory graph, and whole searches
+against the CSR path.
 """
 from __future__ import annotations
 
