@@ -40,7 +40,7 @@ from _common import RESULTS, machine as _machine  # noqa: E402
 from kgsearch.graph import Graph, greedy_modularity, hits, modularity, pagerank, rwr  # noqa: E402
 from kgsearch.graph.kernels.communities import CommunityTimeout  # noqa: E402
 
-EXACT_TESTS = ROOT / "tests" / "test_graph_exact.py"     # its zoo and checks make the exactness table
+EXACT_TESTS = ROOT / "tests" / "graph" / "test_exact.py"     # its zoo and checks make the exactness table
 
 
 def race(entries, runs: int) -> dict:
@@ -369,7 +369,7 @@ def write_md(report: dict, path: Path) -> None:
                          f"{_fmt(r['mean_iterations'])} | {_fmt(r['top10_overlap'])} |")
         lines.append("")
     if report.get("exactness"):
-        lines += ["## Exactness against networkx (tests/test_graph_exact.py)", "",
+        lines += ["## Exactness against networkx (tests/graph/test_exact.py)", "",
                   "| graph | nodes | edges | PageRank L1 | PPR L1 | HITS max abs (oracle) | CNM r=1 / 0.5 / 2 |",
                   "|---|---|---|---|---|---|---|"]
         for e in report["exactness"]:

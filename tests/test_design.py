@@ -1,7 +1,7 @@
 """docs/DESIGN.md is the map of the code: every module under kgsearch/ is named there by its path
 (a package's ``__init__.py`` by the package's folder), so a new module cannot land without saying
 where it belongs and why. And the library holds no prototype: studies and prototypes live in
-bench/studies/ (tests/test_bench_imports.py keeps them on the public API)."""
+bench/studies/ (tests/bench/test_imports.py keeps them on the public API)."""
 from __future__ import annotations
 
 import re

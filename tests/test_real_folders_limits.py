@@ -13,21 +13,15 @@ import sqlite3
 import subprocess
 import sys
 import threading
-from pathlib import Path
 
 import pytest
+from conftest import write
 
 from kgsearch.cli import main
 
 
 def xfail13(defect: str):
     return pytest.mark.xfail(strict=True, reason=f"issue 13: {defect}")
-
-
-def write(path: Path, text: str) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-    return path
 
 
 def test_regex_query_ends_within_its_limit(tmp_path):

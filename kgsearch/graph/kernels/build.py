@@ -13,7 +13,7 @@ targets (the forward edge numbers already run by source, so this is the referenc
 temporary int64 copy). Extra memory: 4 bytes an edge plus O(chunk + n). Its PageRank
 counterpart is :func:`~kgsearch.graph.kernels.pagerank_lean.pagerank_lean`.
 
-Tests: ``tests/test_graph_build.py`` (equal arrays against the reference).
+Tests: ``tests/graph/test_build.py`` (equal arrays against the reference).
 """
 from __future__ import annotations
 

@@ -6,7 +6,7 @@ bytes an edge.
   floats: transition weights are recomputed per block of rows each iteration and scattered
   with ``np.add.at``, which adds in edge order exactly like the reference's ``np.bincount``
   (numpy >= 1.25; older numpy, where ``np.add.at`` is slow, runs the reference). The full
-  rebuild uses it (``tests/test_graph_build.py`` compares every float).
+  rebuild uses it (``tests/graph/test_build.py`` compares every float).
 * :func:`pagerank_csr` is the power iteration on the forward CSR arrays themselves, in chunks
   of edges (the arrays may be stored blobs read in slices: one int32 source per edge is never
   kept), with a warm start (``x0``: the last run's scores, new nodes 1/n): the incremental

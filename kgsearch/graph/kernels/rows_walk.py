@@ -1,7 +1,7 @@
 """The pruned random walk with restart over stored adjacency rows (:class:`~kgsearch.graph.
 stored.rows.StoredGraph`): :func:`kgsearch.graph.kernels.pagerank.rwr`'s sparse phase, step for
 step, reading only the rows of the nodes the walk reaches (any graph with ``n`` and
-``neighbors(nodes, direction)`` will do; ``tests/test_adjacency.py`` checks it bit for bit
+``neighbors(nodes, direction)`` will do; ``tests/graph/test_rows.py`` checks it bit for bit
 against the in-memory walk)."""
 from __future__ import annotations
 

@@ -27,8 +27,8 @@ TEMP triggers on ``edges``), so the indexer reports nothing and reaches into not
 patch or a splice, the node arrays and meta (:func:`~.csr.write_nodes`), the per-node rows
 (:func:`~.rows.sync`, the changed sources and their old and new targets), PageRank and the
 communities (:mod:`.scores`) follow; a rebuild writes them from scratch. Every path leaves the
-arrays a fresh build of the same index writes (tests compare: ``tests/test_graph_maintain.py``,
-``tests/test_graph_inplace.py``, ``tests/test_index_incremental.py``), PageRank within
+arrays a fresh build of the same index writes (tests compare: ``tests/graph/test_policy.py``,
+``tests/graph/test_patch.py``, ``tests/indexer/test_incremental.py``), PageRank within
 :data:`~.scores.PAGERANK_L1_BOUND` of it above :data:`~.scores.WARM_FROM` nodes, communities as
 the drift rule says.
 """

@@ -17,7 +17,7 @@ old and new targets.
 :class:`~kgsearch.graph.kernels.csr.Graph` does (same edges, same order, so the same
 floating-point sums), and :func:`kgsearch.graph.kernels.rows_walk.rwr_rows` is the pruned walk
 of :func:`kgsearch.graph.kernels.pagerank.rwr` over it (its sparse phase, step for step).
-``tests/test_adjacency.py`` checks both against the in-memory graph, and whole searches
+``tests/graph/test_rows.py`` checks both against the in-memory graph, and whole searches
 against the CSR path.
 """
 from __future__ import annotations

@@ -26,7 +26,7 @@ the changed nodes. So X's list is recomputed only when
 
 A node that did not enter a list before and cannot reach its bar now leaves it as it was; any
 other list reads no changed impact, idf or prose flag. Tests compare every case with a fresh
-build (tests/test_text_neighbors.py).
+build (tests/text/test_neighbors.py).
 """
 from __future__ import annotations
 

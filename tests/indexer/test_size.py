@@ -9,7 +9,7 @@ from kgsearch.indexer import IndexOptions, index_paths
 from kgsearch.stats import find_node, show_node
 from kgsearch.store.db import Index
 
-from test_index_incremental import logical, make_tree
+from indexer.test_incremental import logical, make_tree
 
 
 def _build(tmp_path):

@@ -8,7 +8,7 @@ import json
 from kgsearch.indexer import IndexOptions, index_paths
 from kgsearch.indexer import edges as edges_mod
 from kgsearch.store.db import Index
-from test_index_incremental import logical, make_tree, w
+from indexer.test_incremental import logical, make_tree, w
 
 
 def _kg(tree, n: int) -> None:

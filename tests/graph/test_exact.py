@@ -6,7 +6,8 @@ modularity >= networkx's - 1e-9; which case held is recorded per graph).
 networkx's default ``pagerank``/``hits`` need scipy, which is not a kgsearch dependency: when
 scipy is missing the oracles are networkx's own numpy/pure-Python implementations
 (``_pagerank_python``, ``_hits_numpy``), which follow the same conventions.
-``python tests/test_graph_exact.py`` prints the per-graph table (the benchmark stores it).
+``PYTHONPATH=.:tests python tests/graph/test_exact.py`` prints the per-graph table (the benchmark
+stores it).
 The whole module needs networkx (the zoo is built with it): without it the module is skipped
 through conftest.need.
 """

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-BENCH = Path(__file__).resolve().parent.parent / "bench"
+BENCH = Path(__file__).resolve().parents[2] / "bench"
 FILES = sorted(BENCH.glob("*.py")) + sorted((BENCH / "studies").glob("*.py"))
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 import textwrap
 
 import pytest
+from conftest import write
 
 from kgsearch.ingest import get_loader, pycode
 from kgsearch.types import FLAG_TEST, LoadOptions
@@ -65,18 +66,8 @@ if __name__ == "__main__":
 '''
 
 
-def write(tmp_path, rel, text):
-    p = tmp_path / rel
-    p.parent.mkdir(parents=True, exist_ok=True)
-    if isinstance(text, bytes):
-        p.write_bytes(text)
-    else:
-        p.write_text(text, encoding="utf-8")
-    return p
-
-
 def load(tmp_path, rel, text, opts=OPTS):
-    return pycode.load(write(tmp_path, rel, text), rel, opts)
+    return pycode.load(write(tmp_path / rel, text), rel, opts)
 
 
 def edges(res, *types):

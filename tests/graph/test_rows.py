@@ -130,7 +130,7 @@ def test_rows_read_only_what_is_asked(tmp_path):
 
 # ---------------------------------------------------------------------- through the indexer
 def _tree(root: Path) -> None:
-    from test_incremental_property import _start
+    from indexer.test_incremental_property import _start
 
     _start(root)
 
@@ -144,7 +144,7 @@ def _index(db: Path, root: Path, settings=None) -> None:
 
 def test_search_over_rows_equals_search_over_the_csr():
     """Every default channel, prose and code queries (the walk): the same keys and scores."""
-    from test_incremental_property import _results, _same
+    from indexer.test_incremental_property import _results, _same
 
     from kgsearch.query.channels import DEFAULT_CHANNELS
 
@@ -173,7 +173,7 @@ def test_search_over_rows_equals_search_over_the_csr():
 def test_incremental_rows_equal_a_full_write(ops, spliced):
     """After incremental runs the stored rows are exactly what writing every row from the
     stored graph gives (the rows of untouched nodes were kept, the others rewritten)."""
-    from test_incremental_property import _apply
+    from indexer.test_incremental_property import _apply
 
     with tempfile.TemporaryDirectory() as tmp:
         root, db = Path(tmp) / "root", Path(tmp) / "inc.db"

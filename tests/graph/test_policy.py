@@ -20,7 +20,7 @@ from kgsearch.graph.context import load_graph
 from kgsearch.indexer import IndexOptions, index_paths
 from kgsearch.store.db import Index
 from kgsearch.types import ChangeSet
-from test_index_incremental import make_tree, w
+from indexer.test_incremental import make_tree, w
 
 STEPS = ("text", "neighbors", "graph")
 
@@ -150,7 +150,7 @@ def test_skipped_graph_step_makes_the_next_run_full(tmp_path, monkeypatch):
 
 def test_changes_not_tracked_rebuild_in_full(ix):
     """Called without the indexer's triggers (edges written by hand), the step rebuilds."""
-    from test_graph_index import fill
+    from graph.test_step import fill
     fill(ix)
     gi.update(ix, ChangeSet(generation=1, full=True), {})
     with ix.transaction():
@@ -174,7 +174,7 @@ def test_too_many_changed_rows_rebuild_in_full(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("what", ["insert", "delete", "update", "cascade"])
 def test_triggers_record_the_source_of_every_changed_row(ix, what):
-    from test_graph_index import fill
+    from graph.test_step import fill
     fill(ix)
     c = ix.conn
     track.track_edges(c)

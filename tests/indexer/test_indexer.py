@@ -20,7 +20,7 @@ from kgsearch.indexer import IndexOptions, index_paths
 from kgsearch.store.db import Index
 from kgsearch.store.lock import IndexLock
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def write_kg(folder: Path, nodes, edges, name="graph.json"):

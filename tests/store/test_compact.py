@@ -8,7 +8,7 @@ from kgsearch.indexer import IndexOptions, index_paths
 from kgsearch.store import db as store_db
 from kgsearch.store.db import Index
 
-from test_index_incremental import logical
+from indexer.test_incremental import logical
 
 
 def _notes(root, n=120):

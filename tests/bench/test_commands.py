@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from conftest import need
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 BENCH = ROOT / "bench"
 
 WORDS = ("sourdough starter flour water rye crust oven steam stone tomato basil garden soil root compost "

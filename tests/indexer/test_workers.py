@@ -18,7 +18,7 @@ from kgsearch.ingest.pool import ordered_map
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _square(x):
@@ -126,7 +126,7 @@ def _tree(root: Path) -> None:
 
 
 def _dump(db):
-    from test_index_incremental import logical
+    from indexer.test_incremental import logical
     return logical(db)
 
 

@@ -6,27 +6,10 @@ import json
 import sqlite3
 from pathlib import Path
 
-from kgsearch.cli import main
+from conftest import cli, rows, write
+
 from kgsearch.indexer import IndexOptions, index_paths
 from kgsearch.store.db import Index
-
-
-def cli(*args) -> int:
-    try:
-        return main([str(a) for a in args])
-    except SystemExit as exc:
-        return exc.code if isinstance(exc.code, int) else 1
-
-
-def write(path: Path, text: str) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-    return path
-
-
-def rows(db: Path, sql: str, *params) -> list[tuple]:
-    with sqlite3.connect(db) as c:
-        return c.execute(sql, params).fetchall()
 
 
 def edges(db: Path, etype: str) -> set[tuple[str, str]]:

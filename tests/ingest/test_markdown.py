@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 from conftest import hypothesis_api
+from conftest import write
+
 from kgsearch.ingest import get_loader, markdown
 from kgsearch.ingest.markdown import link_target, parse_front_matter
 from kgsearch.types import LoadOptions
@@ -41,18 +43,8 @@ status:: done
 """
 
 
-def write(tmp_path, rel, text):
-    p = tmp_path / rel
-    p.parent.mkdir(parents=True, exist_ok=True)
-    if isinstance(text, bytes):
-        p.write_bytes(text)
-    else:
-        p.write_text(text, encoding="utf-8")
-    return p
-
-
 def load(tmp_path, rel, text, cap=1500):
-    return markdown.load(write(tmp_path, rel, text), rel, LoadOptions(max_chunk_chars=cap))
+    return markdown.load(write(tmp_path / rel, text), rel, LoadOptions(max_chunk_chars=cap))
 
 
 def links(res):

@@ -10,7 +10,7 @@ import pytest
 from kgsearch.graph.stored import patch as inplace, policy, track
 from kgsearch.indexer import IndexOptions, index_paths
 from kgsearch.store import blobio
-from test_graph_maintain import check
+from graph.test_policy import check
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -97,7 +97,7 @@ def test_rows_rewritten_as_they_were_keep_the_graph_and_its_scores(tmp_path, mon
     from kgsearch.graph import graph_step
     from kgsearch.store.db import Index
     from kgsearch.types import ChangeSet
-    from test_graph_maintain import snapshot
+    from graph.test_policy import snapshot
 
     monkeypatch.setattr(policy, "MAX_CHANGED_FRACTION", 1.0)
     tree, _, db = _tree(tmp_path)

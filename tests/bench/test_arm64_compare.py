@@ -7,7 +7,7 @@ import importlib.util
 import json
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 spec = importlib.util.spec_from_file_location("arm64_check", ROOT / "bench" / "arm64_check.py")
 arm64_check = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(arm64_check)

@@ -245,7 +245,7 @@ def test_porter2_fixed_list():
 
 def _vocabulary(limit: int = 40000) -> list[str]:
     words: set[str] = set()
-    shared = Path(__file__).resolve().parents[1].parent / "shared" / "bench"
+    shared = Path(__file__).resolve().parents[2].parent / "shared" / "bench"
     srcs = sorted(shared.glob("*/corpus.jsonl")) if shared.is_dir() else []
     for p in srcs:
         words.update(re.findall(r"[a-z]+", p.read_text(encoding="utf-8", errors="replace").lower()))

@@ -1,10 +1,10 @@
 """KG triples as TSV (WN18RR / FB15k-237 layout) and their entity names files."""
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
 
 import pytest
+from conftest import rows, write
 
 from kgsearch.cli import main
 from kgsearch.errors import DataError
@@ -14,17 +14,6 @@ from kgsearch.ingest.walk import DEFAULT_MAX_BYTES, TRIPLES_MAX_BYTES, size_cap
 from kgsearch.types import LoadOptions
 
 NO_STEPS = IndexOptions(steps=())
-
-
-def write(path: Path, text: str) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-    return path
-
-
-def rows(db: Path, sql: str, *params) -> list[tuple]:
-    with sqlite3.connect(db) as c:
-        return c.execute(sql, params).fetchall()
 
 
 def wn(folder: Path) -> Path:

@@ -14,7 +14,7 @@ from conftest import SHARED as SHARED_ROOT
 from kgsearch.ingest import pycode
 from kgsearch.types import LoadOptions
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SHARED = SHARED_ROOT / "bench" / "code-tasks"
 
 

@@ -1,4 +1,4 @@
-"""Pattern-channel index: posting blobs (the codec itself is tested in test_text_postings_codec.py), and the numpy rebuild against :func:`trigrams`."""
+"""Pattern-channel index: posting blobs (the codec itself is tested in text/test_postings_codec.py), and the numpy rebuild against :func:`trigrams`."""
 from __future__ import annotations
 
 import random

@@ -19,7 +19,7 @@ from kgsearch.store import textcodec
 from kgsearch.store.db import Index
 from kgsearch.store.textcodec import MIN_BYTES, pack, unpack
 
-from test_index_incremental import logical, make_tree
+from indexer.test_incremental import logical, make_tree
 
 given, settings, st, _ = hypothesis_api()               # stand-ins that skip when hypothesis is missing
 

@@ -15,7 +15,7 @@ from kgsearch.indexer import IndexOptions, index_paths
 from kgsearch.query import Engine, SearchOptions
 from kgsearch.store.db import Index
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DEMO = ROOT / "data" / "demo"
 EXTRA = ["how do I back up my notes", "how do I reindex my notes every hour on my phone",
          "why does sync fail at night", "parse_headers", '"write-ahead log" AND readers', "sqlite", "x"]
