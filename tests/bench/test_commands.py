@@ -5,8 +5,9 @@ the import check cannot see. Each runs as its own process, with the shared bench
 (``KGSEARCH_SHARED``), the results folder (``KGSEARCH_BENCH_RESULTS``) and the scratch folder
 (``KGSEARCH_BENCH_WORK``) pointed at a temporary tree: a few documents, one tiny code task, a
 200-node scaling corpus. No timing is asserted; a command must exit 0 and write its results.
-Rivals from the ``bench`` extra are asked for with ``need``: a command whose subject is the
-rival (graph_bench: igraph) is skipped without it; the others leave the rival out and say so."""
+A command whose subject is the comparison with rivals (graph_bench: igraph, networkx, scipy,
+all in the ``test`` extra) asks for them with ``need``; the others leave a missing rival out
+and say so."""
 from __future__ import annotations
 
 import json
@@ -237,8 +238,9 @@ def test_text_bench_quick(tiny):
 
 
 def test_graph_bench(tiny):
-    need("igraph")
+    need("igraph")                          # (its rivals, and its graph generator)
     need("networkx")
+    need("scipy")                           # (networkx's pagerank and hits)
     run(tiny, "graph_bench.py", "--divide", 40, "--runs", 1, "--no-code", "--rwr-queries", 3, "--cnm-timeout", 20,
         "--nx-cnm-timeout", 20, "--sections", "graphs,rwr", "--out", tiny["results"] / "graph")
     r = results(tiny, "graph")
