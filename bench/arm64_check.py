@@ -30,6 +30,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from _common import RESULTS, write_results  # noqa: E402  (standard library only: fine in the arm64 tree)
 
 DEMO_QUERY = "how do I back up my notes"        # the README's command 1
 # absolute, on fused scores (~0.1 to ~10, printed with 4 decimals): the same numpy on two CPUs
@@ -268,11 +271,8 @@ def compare(args) -> int:
                   "emulator": args.emulator, "numpy_path": arm["numpy_path"]},
         "tests": tests, "hosts": hosts,
     }
-    out = Path(args.out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "arm64.json").write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
     md = markdown(result)
-    (out / "arm64.md").write_text(md, encoding="utf-8")
+    write_results("arm64", result, md, args.out_dir)
     print(md)
     return 0 if not problems else 1
 
@@ -365,7 +365,7 @@ def main(argv=None) -> int:
     p.add_argument("--host-dir", action="append", required=True,
                    help="a host run: probe.json, host-index-on-arm64.json, arm64-index-on-host.json (repeatable)")
     p.add_argument("--tests", default=None, help="file whose last line is pytest's summary line")
-    p.add_argument("--out-dir", default=str(ROOT / "bench" / "results"))
+    p.add_argument("--out-dir", default=str(RESULTS))
     p.add_argument("--rootfs-info", default="Debian arm64 root file system")
     p.add_argument("--emulator", default="qemu-user")
     args = ap.parse_args(argv)

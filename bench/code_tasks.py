@@ -41,10 +41,8 @@ import hashlib
 import json
 import math
 import os
-import platform
 import re
 import resource
-import sqlite3
 import subprocess
 import sys
 import time
@@ -54,9 +52,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
 
-DEFAULT_TASKS = ROOT.parent / "shared" / "bench" / "code-tasks"
-WORK = ROOT / "bench" / "work" / "code_tasks"
+from _common import RESULTS, SHARED, WORK as _WORK, git_commit, loadavg, machine  # noqa: E402
+
+DEFAULT_TASKS = SHARED / "code-tasks"
+WORK = _WORK / "code_tasks"
 KS = (1, 5, 10)
 SYMBOL_KINDS = ("function", "method", "class")
 GRAPH = ("graph", "intent", "local", "global")      # kgsearch.query.channels.GRAPH_CHANNELS
@@ -542,34 +543,8 @@ def hit_summary(h, rel: str, candidates: set[str] | None = None) -> dict:
 
 # ---------------------------------------------------------------------------- main run
 def machine_facts() -> dict:
-    import numpy as np
-
-    cpu = platform.processor() or platform.machine()
-    try:
-        out = subprocess.run(["lscpu"], capture_output=True, text=True, timeout=10).stdout
-        for line in out.splitlines():
-            if line.startswith("Model name:"):
-                cpu = line.split(":", 1)[1].strip()
-    except (OSError, subprocess.SubprocessError):
-        pass
-    try:
-        load = os.getloadavg()
-    except OSError:
-        load = None
-    return {"cpu": cpu, "cores": os.cpu_count(), "machine": platform.machine(), "system": platform.platform(),
-            "python": platform.python_version(), "numpy": np.__version__, "sqlite": sqlite3.sqlite_version,
-            "loadavg_start": [round(x, 2) for x in load] if load else None}
-
-
-def git_commit() -> str:
-    try:
-        sha = subprocess.run(["git", "rev-parse", "--short=10", "HEAD"], cwd=ROOT, capture_output=True,
-                             text=True, timeout=10).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--", "kgsearch"], cwd=ROOT, capture_output=True,
-                               text=True, timeout=10).stdout.strip()
-        return sha + ("+dirty(kgsearch)" if dirty else "")
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
+    m = machine()
+    return {**m, "machine": m["arch"], "system": m["os"], "loadavg_start": m["load"] or None}
 
 
 def run_repo(repo: Repo, configs: dict[str, Config], args, log) -> dict:
@@ -957,7 +932,7 @@ def main(argv=None) -> int:
                     help="passes of the default search at k=10 with snippets (as `kgsearch search`) to time")
     ap.add_argument("--rebuild", action="store_true", help="reindex the snapshots even when nothing changed")
     ap.add_argument("--check", action="store_true", help="score the run files with the task set's score.py too")
-    ap.add_argument("--out", default=str(ROOT / "bench" / "results"), help="folder for the JSON and Markdown")
+    ap.add_argument("--out", default=str(RESULTS), help="folder for the JSON and Markdown")
     ap.add_argument("-q", "--quiet", action="store_true")
     args = ap.parse_args(argv)
 
@@ -1039,7 +1014,7 @@ def main(argv=None) -> int:
     meta["seconds"] = round(time.time() - t_start, 1)
     meta["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
     try:
-        meta["machine"]["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
+        meta["machine"]["loadavg_end"] = loadavg()
     except OSError:
         pass
 

@@ -11,7 +11,7 @@ search Q --db DB -k 10 --no-cache -q`` on the next of the corpus's queries; then
 query again warm. ``--before DIR``: a directory holding another checkout's ``kgsearch/`` and
 ``data/`` (``git archive REV | tar -x -C DIR``), run from that directory (``python -m``
 imports from the current directory), one run of each alternating. Writes
-bench/results/cold_cli_1m.{json,md} (results added under ``--tag``).
+bench/results/<--name>.{json,md} (default ``cold_cli_1m``; results added under ``--tag``).
 """
 from __future__ import annotations
 
@@ -26,9 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import scale as sc  # noqa: E402
-
-ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "bench" / "results"
+from _common import RESULTS, ROOT, git_commit, loadavg, machine  # noqa: E402
 
 
 def once(cwd: Path, db: Path, q: str, env: dict) -> float:
@@ -40,14 +38,15 @@ def once(cwd: Path, db: Path, q: str, env: dict) -> float:
     return round((time.perf_counter() - t) * 1000, 1)
 
 
-def main() -> None:
+def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--db", type=Path, required=True)
     ap.add_argument("--queries", type=Path, required=True)
     ap.add_argument("--before", type=Path, help="another checkout's directory (kgsearch/ and data/)")
     ap.add_argument("--runs", type=int, default=8)
     ap.add_argument("--tag", default="run")
-    args = ap.parse_args()
+    ap.add_argument("--name", default="cold_cli_1m", help="result file name under bench/results")
+    args = ap.parse_args(argv)
     qs = [q["text"] for q in json.loads(args.queries.read_text())]
     env = dict(os.environ)
     env.pop("PYTHONDONTWRITEBYTECODE", None)          # (as installed: bytecode cached)
@@ -60,17 +59,17 @@ def main() -> None:
     for i in range(args.runs):
         for name, cwd in sides.items():
             q = qs[(10 + i) % len(qs)]
-            out[name]["load"].append(sc.loadavg()[:1])
+            out[name]["load"].append(loadavg()[:1])
             sc.evict(files)
             out[name]["cold_ms"].append(once(cwd, args.db, q, env))
             out[name]["warm_ms"].append(once(cwd, args.db, q, env))
     for r in out.values():
         r["cold_median_ms"] = statistics.median(r["cold_ms"])
         r["warm_median_ms"] = statistics.median(r["warm_ms"])
-    rec = {"db": str(args.db), "runs": args.runs, "machine": sc.machine(), "code": sc.code_version(),
+    rec = {"db": str(args.db), "runs": args.runs, "machine": machine(), "code": git_commit(),
            "date": time.strftime("%Y-%m-%d %H:%M"), "sides": out}
     RESULTS.mkdir(parents=True, exist_ok=True)
-    jf = RESULTS / "cold_cli_1m.json"
+    jf = RESULTS / f"{args.name}.json"
     data = json.loads(jf.read_text()) if jf.exists() else {}
     data[args.tag] = rec
     jf.write_text(json.dumps(data, indent=1))
@@ -81,7 +80,7 @@ def main() -> None:
             lines.append(f"| {tag} | {r['code'] if name == 'this' else 'before'} | {name} | {s['cold_median_ms']:.0f} | "
                          f"{s['warm_median_ms']:.0f} | {', '.join(f'{x:.0f}' for x in s['cold_ms'])} | "
                          f"{min(x[0] for x in s['load']):.1f}-{max(x[0] for x in s['load']):.1f} |")
-    (RESULTS / "cold_cli_1m.md").write_text("\n".join(lines) + "\n")
+    (RESULTS / f"{args.name}.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 
 

@@ -4,6 +4,7 @@ packing on the stdlib index, and a simulated-feedback run.
 
     python bench/context_bench.py                      # everything (code tasks, stdlib overhead, feedback)
     python bench/context_bench.py --parts tasks        # one part: tasks, overhead, feedback
+    python bench/context_bench.py --parts overhead --overhead-src DIR   # overhead on another tree
 
 Data: ../shared/bench/code-tasks (64 SWE-bench Lite issue texts over 9 repository snapshots; see its
 README). Each snapshot is indexed whole (default settings) into bench/work/context/index/ (reused,
@@ -28,10 +29,8 @@ import argparse
 import json
 import math
 import os
-import platform
 import shutil
 import statistics
-import subprocess
 import sys
 import sysconfig
 import time
@@ -39,10 +38,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
 
-TASKS = ROOT.parent / "shared" / "bench" / "code-tasks"
-WORK = ROOT / "bench" / "work"
-OUT = ROOT / "bench" / "results"
+from _common import RESULTS as OUT, SHARED, WORK, git_commit, machine as _machine, write_results  # noqa: E402
+
+TASKS = SHARED / "code-tasks"
 BUDGETS = (2000, 4000, 8000, 16000)
 KINDS = ("function", "method", "class")
 VALUE = "margin"               # --value: what the packer's density divides (ContextOptions.value)
@@ -110,16 +110,8 @@ def ensure_index(db: Path, paths: list[str]) -> float:
 
 
 def machine() -> dict:
-    model = ""
-    try:
-        model = next((ln.split(":", 1)[1].strip() for ln in subprocess.run(["lscpu"], capture_output=True, text=True)
-                      .stdout.splitlines() if ln.startswith("Model name")), "")
-    except OSError:
-        pass
-    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
-                            text=True).stdout.strip()
-    return {"cpu": model, "cores": os.cpu_count(), "python": platform.python_version(), "commit": commit,
-            "load_1min": round(os.getloadavg()[0], 2), "date": time.strftime("%Y-%m-%d %H:%M")}
+    m = _machine()
+    return {**m, "commit": git_commit(), "load_1min": (m["load"] or [None])[0]}
 
 
 # ---------------------------------------------------------------------------- part 1: context vs top-k
@@ -230,15 +222,16 @@ STDLIB_QUERIES = [
 ]
 
 
-def run_overhead(log, runs: int = 3) -> dict:
+def run_overhead(log, runs: int = 3, src: str | None = None) -> dict:
     from kgsearch.context import ContextOptions, build_context
     from kgsearch.context.build import task_depth
     from kgsearch.query import Engine, SearchOptions
     from kgsearch.store.db import Index
 
-    db = WORK / "stdlib.db"
-    secs = ensure_index(db, [sysconfig.get_paths()["stdlib"]])
-    log(f"stdlib index up to date ({secs:.1f}s)")
+    src = src or sysconfig.get_paths()["stdlib"]
+    db = WORK / ("stdlib.db" if src == sysconfig.get_paths()["stdlib"] else f"overhead-{Path(src).name}.db")
+    secs = ensure_index(db, [src])
+    log(f"{src} index up to date ({secs:.1f}s)")
     eng = Engine(Index.open(db, readonly=True))
     budget = 8000
     k = task_depth(budget)
@@ -411,13 +404,14 @@ def markdown(res: dict) -> str:
     return "\n".join(lines)
 
 
-def main() -> int:
+def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--parts", default="tasks,overhead,feedback")
     ap.add_argument("--repos", default=None, help="comma-separated task folder name parts (default: all)")
     ap.add_argument("--runs", type=int, default=3, help="overhead runs over the query list (default 3)")
     ap.add_argument("--value", default="margin", choices=["score", "margin"], help="ContextOptions.value (tasks)")
-    args = ap.parse_args()
+    ap.add_argument("--overhead-src", default=None, help="tree indexed for the overhead part (default: the stdlib)")
+    args = ap.parse_args(argv)
     global VALUE
     VALUE = args.value
     parts = args.parts.split(",")
@@ -429,17 +423,15 @@ def main() -> int:
     if "tasks" in parts:
         res["tasks"] = run_tasks(repos, log)
     if "overhead" in parts:
-        res["overhead"] = run_overhead(log, args.runs)
+        res["overhead"] = run_overhead(log, args.runs, args.overhead_src)
     if "feedback" in parts:
         res["feedback"] = run_feedback(repos, log)
     text = markdown(res)
     print(text)
-    OUT.mkdir(parents=True, exist_ok=True)
     suffix = "" if set(parts) == {"tasks", "overhead", "feedback"} and not args.repos else "." + "-".join(parts)
     if args.value != "margin":
         suffix += "." + args.value
-    (OUT / f"context{suffix}.json").write_text(json.dumps(res, indent=1, default=str) + "\n")
-    (OUT / f"context{suffix}.md").write_text(text + "\n")
+    write_results(f"context{suffix}", res, text, OUT)
     return 0
 
 

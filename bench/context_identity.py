@@ -1,6 +1,6 @@
 """Rankings without a session or feedback are bit-identical to the code before them.
 
-    python bench/context_identity.py [--base f777147] [--repos flask,requests,marshmallow]
+    python bench/context_identity.py [--base f777147] [--repos flask,requests,marshmallow] [--demo-queries N]
 
 Checks out ``--base`` (the commit before session boosts and feedback) with ``git archive`` into
 bench/work/identity/base, builds the demo index and the chosen code-task snapshots with each
@@ -20,8 +20,12 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-WORK = ROOT / "bench" / "work" / "identity"
-TASKS = ROOT.parent / "shared" / "bench" / "code-tasks"
+sys.path.insert(0, str(ROOT / "bench"))
+
+from _common import SHARED, WORK as _WORK, write_results  # noqa: E402
+
+WORK = _WORK / "identity"
+TASKS = SHARED / "code-tasks"
 DEMO_QUERIES = ["how do I back up my notes", "why does sync fail at night", "sqlite locked", "personalized pagerank seeds",
                 "git", "compare syncthing and git", "tags", "offline search on a phone", "write-ahead log readers",
                 "battery optimisation"]
@@ -38,16 +42,17 @@ def hits(src: Path, db: Path, q: str):
     return [(h["key"], h["rank"], h["score"], h["channels"], h["signals"], h["adjustments"]) for h in d["hits"]]
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser()
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--base", default="f777147")
     ap.add_argument("--repos", default="flask,requests,marshmallow")
-    a = ap.parse_args()
+    ap.add_argument("--demo-queries", type=int, default=len(DEMO_QUERIES), help="the first N demo queries")
+    a = ap.parse_args(argv)
     base = WORK / "base"
     shutil.rmtree(base, ignore_errors=True)
     base.mkdir(parents=True)
     subprocess.run(f"git -C {ROOT} archive {a.base} | tar -x -C {base}", shell=True, check=True)
-    sets = [("demo", None, DEMO_QUERIES)]
+    sets = [("demo", None, DEMO_QUERIES[:a.demo_queries])]
     for d in sorted((TASKS / "tasks").iterdir()):
         if any(r in d.name for r in a.repos.split(",")):
             tree = json.loads((d / "meta.json").read_text())["source_tree"]
@@ -67,12 +72,11 @@ def main() -> int:
         total, same = total + len(qs), same + n
         print(f"{name}: {n}/{len(qs)} identical", file=sys.stderr)
     res = {"base": a.base, "rows": rows, "queries": total, "identical": same}
-    (ROOT / "bench" / "results" / "context_identity.json").write_text(json.dumps(res, indent=1) + "\n")
     md = [f"# Rankings without session or feedback vs {a.base}", "",
           "`kgsearch search --json -k 20 --no-cache`: keys, ranks, scores, channel scores, signal parts, adjustments.", "",
           "| set | queries | identical |", "|---|---|---|"] + [f"| {r['set']} | {r['queries']} | {r['identical']} |" for r in rows]
     md += [f"| **all** | {total} | {same} |", ""]
-    (ROOT / "bench" / "results" / "context_identity.md").write_text("\n".join(md))
+    write_results("context_identity", res, md)
     print("\n".join(md))
     return 0 if same == total else 1
 

@@ -12,7 +12,7 @@ In one run:
    and CPU time are both recorded, the speed-up is the median of per-run ratios, and the
    1-minute load average is sampled before each run (the machine may be shared).
 2. int8 top-10 over 100,000 x 256 vectors of real texts (WN18RR definitions, FB15k-237 names,
-   BEIR documents and their sentences) stored through ``kgsearch.embed.vectors`` in a temp
+   BEIR documents and their sentences) stored through ``kgsearch.embed.store`` in a temp
    index: p50 per query (cached int8 matrix, one BLAS thread) and recall@10 against float32
    brute force over the unquantised vectors, with the float32 matmul p50 for comparison; also
    the streamed path (no cache) and a query-process RSS check (model + index + 200 queries).
@@ -22,7 +22,9 @@ In one run:
    Cranfield and CoSQA via ``kgsearch eval DIR --channels dense`` (falls back to a direct
    computation if the eval command is not available).
 
-Writes bench/results/embed.json and bench/results/embed.md. ``--quick`` for a smoke run.
+Writes bench/results/embed.json and bench/results/embed.md. ``--quick`` for a short run
+(``--texts``/``--vectors``/``--queries`` set the sizes freely: the smoke test runs tiny ones);
+a data file missing from ../shared/bench is left out.
 """
 from __future__ import annotations
 
@@ -30,9 +32,7 @@ import argparse
 import json
 import math
 import os
-import platform
 import re
-import resource
 import sqlite3
 import statistics
 import subprocess
@@ -42,8 +42,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-SHARED = Path(os.environ.get("KGSEARCH_SHARED", ROOT.parent / "shared")) / "bench"
-RESULTS = ROOT / "bench" / "results"
+sys.path.insert(0, str(ROOT / "bench"))
+
+from _common import RESULTS, SHARED, loadavg, machine as _machine, peak_rss_mib  # noqa: E402
 ONE_THREAD = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
               "RAYON_NUM_THREADS": "1", "RAYON_RS_NUM_CPUS": "1", "TOKENIZERS_PARALLELISM": "false"}
 SETS = ("scifact", "nfcorpus", "cranfield", "cosqa")
@@ -66,9 +67,10 @@ def encode_texts(n: int = 10_000, size: int = 500) -> list[str]:
                         return texts
     # not enough long documents: concatenate short ones
     pool = []
-    for name in ("cosqa", "cranfield"):
-        with open(SHARED / name / "corpus.jsonl", encoding="utf-8") as fh:
-            pool += [(json.loads(x).get("title", "") + ". " + json.loads(x)["text"]) for x in fh]
+    for name in ("cosqa", "cranfield", "scifact"):
+        if (SHARED / name / "corpus.jsonl").exists():
+            with open(SHARED / name / "corpus.jsonl", encoding="utf-8") as fh:
+                pool += [(json.loads(x).get("title", "") + ". " + json.loads(x)["text"]) for x in fh]
     buf = ""
     for t in pool:
         buf += " " + t
@@ -80,12 +82,16 @@ def encode_texts(n: int = 10_000, size: int = 500) -> list[str]:
 
 def vector_texts(n: int = 100_000) -> list[str]:
     texts: list[str] = []
-    with open(SHARED / "kg" / "wn18rr" / "entity2text.txt", encoding="utf-8") as fh:
-        texts += [" ".join(line.rstrip("\n").split("\t")[1:]) for line in fh]
-    with open(SHARED / "kg" / "fb15k237" / "entity_names.tsv", encoding="utf-8") as fh:
-        texts += [line.rstrip("\n").split("\t")[-1] for line in fh]
+    if (SHARED / "kg" / "wn18rr" / "entity2text.txt").exists():
+        with open(SHARED / "kg" / "wn18rr" / "entity2text.txt", encoding="utf-8") as fh:
+            texts += [" ".join(line.rstrip("\n").split("\t")[1:]) for line in fh]
+    if (SHARED / "kg" / "fb15k237" / "entity_names.tsv").exists():
+        with open(SHARED / "kg" / "fb15k237" / "entity_names.tsv", encoding="utf-8") as fh:
+            texts += [line.rstrip("\n").split("\t")[-1] for line in fh]
     docs = []
     for name in ("scifact", "nfcorpus", "cosqa", "cranfield", "cisi", "med", "cacm"):
+        if not (SHARED / name / "corpus.jsonl").exists():
+            continue
         with open(SHARED / name / "corpus.jsonl", encoding="utf-8") as fh:
             for line in fh:
                 d = json.loads(line)
@@ -101,6 +107,8 @@ def vector_texts(n: int = 100_000) -> list[str]:
 def query_texts(n: int = 1000) -> list[str]:
     out = []
     for name in SETS:
+        if not (SHARED / name / "queries.jsonl").exists():
+            continue
         with open(SHARED / name / "queries.jsonl", encoding="utf-8") as fh:
             out += [json.loads(line)["text"] for line in fh]
     step = max(1, len(out) // n)
@@ -110,20 +118,13 @@ def query_texts(n: int = 1000) -> list[str]:
 # ---------------------------------------------------------------------------- workers
 def _loadavg() -> float | None:
     """1-minute load average (other jobs on the machine), or None where unavailable."""
-    return round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else None
+    return (loadavg() or [None])[0]
 
 
 def _maxrss_mb() -> float:
-    """Peak RSS of this process image. VmHWM is reset by exec; ru_maxrss is not (a child
-    started by fork+exec inherits its parent's high-water mark on Linux)."""
-    try:
-        with open("/proc/self/status", encoding="ascii") as fh:
-            for line in fh:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) / 1024.0
-    except OSError:
-        pass
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+    """Peak RSS of this process image (VmHWM: exec resets it, ru_maxrss would carry the
+    parent's)."""
+    return peak_rss_mib()
 
 
 def worker_encode(which: str, model_path: str, texts_path: str) -> dict:
@@ -166,7 +167,7 @@ def worker_query(db: str, model_path: str, queries_path: str) -> dict:
     """A query process: open the index, embed each query, dense top-10; RSS at the end."""
     import numpy as np
 
-    from kgsearch.embed import vectors
+    from kgsearch.embed import dense
     from kgsearch.store.db import Index
 
     from kgsearch import environment
@@ -175,12 +176,12 @@ def worker_query(db: str, model_path: str, queries_path: str) -> dict:
     queries = json.loads(Path(queries_path).read_text(encoding="utf-8"))
     ix = Index.open(db, readonly=True)
     t0 = time.perf_counter()
-    first = vectors.search(ix, queries[0], k=10)
+    first = dense.search(ix, queries[0], k=10)
     first_s = time.perf_counter() - t0
     times = []
     for q in queries[1:]:
         t = time.perf_counter()
-        vectors.search(ix, q, k=10)
+        dense.search(ix, q, k=10)
         times.append(time.perf_counter() - t)
     ix.close()
     return {"first_query_s": first_s, "p50_ms": float(np.median(times)) * 1000,
@@ -238,7 +239,7 @@ def bench_encode(model_path: Path, runs: int, n: int, tmp: Path) -> dict:
 def bench_topk(model_path: Path, n: int, n_queries: int, tmp: Path) -> dict:
     import numpy as np
 
-    from kgsearch.embed import load_model, vectors
+    from kgsearch.embed import dense, load_model, store
     from kgsearch.embed.embed_step import ensure_rotation
     from kgsearch.store.db import Index
 
@@ -254,9 +255,10 @@ def bench_topk(model_path: Path, n: int, n_queries: int, tmp: Path) -> dict:
     ids = np.arange(1, len(X) + 1, dtype=np.int64)
     with ix.transaction():
         ix.set_meta("generation", 1)
+        ix.set_meta("last_run_time", time.time())       # (a built index: readers refuse one no run finished)
         ensure_rotation(ix, model.dims, reset=True)
         for s in range(0, len(X), 8192):
-            vectors.put_vectors(ix, ids[s:s + 8192], np.zeros(min(8192, len(X) - s)), X[s:s + 8192], model.model_id, 1)
+            store.put_vectors(ix, ids[s:s + 8192], np.zeros(min(8192, len(X) - s)), X[s:s + 8192], model.model_id, 1)
         ix.set_meta("model_id", model.model_id)
         ix.set_meta("model_dims", model.dims)
         ix.set_meta("model", str(Path(model_path).resolve()))
@@ -268,13 +270,14 @@ def bench_topk(model_path: Path, n: int, n_queries: int, tmp: Path) -> dict:
         top = np.argpartition(-s, 10)[:10]
         return set((top + 1).tolist())
 
-    vectors.search_vector(ix, Q[0], 10)            # build the per-generation cache
-    mat = ix._cache.get("embed.matrix", (None, None))[1]
+    dense.search_vector(ix, Q[0], 10)            # build the per-generation cache
+    mat = dense.load_matrix(ix, model.model_id)   # (what that cache holds)
     cache_mb = (mat.codes.nbytes + mat.ids.nbytes + mat.scales.nbytes) / 1e6 if mat else 0.0
+    del mat
     lat, cpu, rec = [], [], []
     for q in Q:
         t, c = time.perf_counter(), time.process_time()
-        got, _ = vectors.search_vector(ix, q, 10)
+        got, _ = dense.search_vector(ix, q, 10)
         lat.append(time.perf_counter() - t)
         cpu.append(time.process_time() - c)
         rec.append(len(set(got.tolist()) & brute(q)) / 10)
@@ -289,11 +292,12 @@ def bench_topk(model_path: Path, n: int, n_queries: int, tmp: Path) -> dict:
     from kgsearch import environment
 
     before = environment.configure(environment.Environment(vec_cache_mb="0"))
-    ix._cache.clear()
+    ix.close()
+    ix = Index.open(db, readonly=True)            # (a fresh process's caches: nothing held)
     streamed = []
     for q in Q[:30]:
         t = time.perf_counter()
-        vectors.search_vector(ix, q, 10)
+        dense.search_vector(ix, q, 10)
         streamed.append(time.perf_counter() - t)
     environment.configure(before)
     ix.close()
@@ -331,6 +335,7 @@ def bench_stdlib(model_path: Path, tmp: Path) -> dict:
     with ix.transaction():
         gen = ix.generation + 1
         ix.set_meta("generation", gen)
+        ix.set_meta("last_run_time", time.time())
         t0, c0 = time.perf_counter(), time.process_time()
         info = embed_index.update(ix, ChangeSet(generation=gen, full=True), {"model": str(model_path)})
         secs, cpu = time.perf_counter() - t0, time.process_time() - c0
@@ -375,6 +380,8 @@ def bench_ndcg(model_path: Path, tmp: Path) -> dict:
     out = {}
     for name in SETS:
         folder = SHARED / name
+        if not (folder / "corpus.jsonl").exists():
+            continue
         env = {**os.environ, "KGSEARCH_MODEL": str(model_path)}
         t0 = time.perf_counter()
         proc = subprocess.run([sys.executable, "-m", "kgsearch", "eval", str(folder), "--channels", "dense",
@@ -396,19 +403,8 @@ def bench_ndcg(model_path: Path, tmp: Path) -> dict:
 
 # ---------------------------------------------------------------------------- report
 def machine() -> dict:
-    import numpy as np
-
-    cpu = ""
-    try:
-        for line in open("/proc/cpuinfo", encoding="utf-8"):
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    info = {"platform": platform.platform(), "cpu": cpu, "cores": os.cpu_count(),
-            "python": platform.python_version(), "numpy": np.__version__,
-            "loadavg_start": os.getloadavg()[0] if hasattr(os, "getloadavg") else None}
+    m = _machine()
+    info = {**m, "platform": m["os"], "loadavg_start": _loadavg()}
     try:
         import model2vec
         import tokenizers
@@ -488,7 +484,10 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--model", default=None, help="model folder (default: the shipped model)")
-    ap.add_argument("--quick", action="store_true", help="small sizes, one run (smoke test)")
+    ap.add_argument("--quick", action="store_true", help="small sizes, one run")
+    ap.add_argument("--texts", type=int, default=None, help="texts to encode (default 10,000; --quick 1,000)")
+    ap.add_argument("--vectors", type=int, default=None, help="vectors for top-k (default 100,000; --quick 10,000)")
+    ap.add_argument("--queries", type=int, default=None, help="top-k queries (default 1,000; --quick 100)")
     ap.add_argument("--skip", default="", help="comma list of parts to skip: encode,topk,stdlib,ndcg")
     ap.add_argument("--out", type=Path, default=RESULTS)
     ap.add_argument("--worker", nargs="+", help=argparse.SUPPRESS)
@@ -519,10 +518,11 @@ def main(argv: list[str] | None = None) -> int:
         if "encode" not in skip:
             print("encode throughput ...", flush=True)
             res["encode"] = bench_encode(model_path, 1 if args.quick else args.runs,
-                                         1000 if args.quick else 10_000, tmp)
+                                         args.texts or (1000 if args.quick else 10_000), tmp)
         if "topk" not in skip:
             print("int8 top-k ...", flush=True)
-            res["topk"] = bench_topk(model_path, 10_000 if args.quick else 100_000, 100 if args.quick else 1000, tmp)
+            res["topk"] = bench_topk(model_path, args.vectors or (10_000 if args.quick else 100_000),
+                                     args.queries or (100 if args.quick else 1000), tmp)
         if "stdlib" not in skip:
             print("embedding the stdlib code index ...", flush=True)
             res["stdlib"] = bench_stdlib(model_path, tmp)
@@ -530,7 +530,7 @@ def main(argv: list[str] | None = None) -> int:
         if "ndcg" not in skip:
             print("dense nDCG@10 ...", flush=True)
             res["ndcg"] = bench_ndcg(model_path, tmp)
-    res["machine"]["loadavg_end"] = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+    res["machine"]["loadavg_end"] = _loadavg()
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "embed.json").write_text(json.dumps(res, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     write_md(res, args.out / "embed.md")

@@ -15,7 +15,8 @@ What is captured (public API only: ``kgsearch.indexer.index_paths`` and ``kgsear
   ``group="file"``.
 
 Indexes are built fresh under ``--work`` (default ``bench/work/golden``) unless ``--reuse``.
-Exit codes: 0 equal (compare) or captured; 1 the captures differ; 2 usage error.
+Exit codes: 0 equal (compare) or captured; 1 the captures differ; 2 usage error. The capture
+records the machine and commit (``meta``); ``compare --md`` writes the comparison table.
 """
 from __future__ import annotations
 
@@ -28,8 +29,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
 
-SHARED = ROOT.parent / "shared" / "bench"
+from _common import SHARED, WORK, git_commit, machine  # noqa: E402
+
 SETS = ["scifact", "nfcorpus", "cranfield", "cisi", "med", "cacm", "cosqa"]
 K = 10
 
@@ -96,7 +99,8 @@ def capture(out: Path, work: Path, per_set: int, reuse: bool, log) -> dict:
 
     doc = {"meta": {"kgsearch": kgsearch.__version__, "date": time.strftime("%Y-%m-%d %H:%M"),
                     "seconds": round(time.time() - t0, 1), "searches": len(runs),
-                    "results": sum(len(v) for v in runs.values())}, "runs": runs}
+                    "results": sum(len(v) for v in runs.values()), "commit": git_commit(),
+                    "machine": machine()}, "runs": runs}
     out.write_text(json.dumps(doc, indent=0, sort_keys=True))
     return doc
 
@@ -118,12 +122,17 @@ def compare(a: dict, b: dict, tol: float = 1e-6) -> dict:
             "equal": not (missing or order or score)}
 
 
+def _label(capture: dict) -> str:
+    m = capture["meta"]
+    return " ".join(str(x) for x in (m.get("kgsearch"), m.get("commit"), m.get("date")) if x)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
     c = sub.add_parser("capture")
     c.add_argument("out")
-    c.add_argument("--work", default=str(ROOT / "bench" / "work" / "golden"))
+    c.add_argument("--work", default=str(WORK / "golden"))
     c.add_argument("--queries-per-set", type=int, default=40)
     c.add_argument("--reuse", action="store_true", help="reuse indexes already under --work")
     d = sub.add_parser("compare")
@@ -148,8 +157,7 @@ def main(argv=None) -> int:
     if args.md:
         md = ["| before | after | searches | results compared | missing | order differs | score differs | equal |",
               "|---|---|---|---|---|---|---|---|",
-              f"| {a['meta'].get('kgsearch')} {a['meta'].get('date')} | {b['meta'].get('kgsearch')} "
-              f"{b['meta'].get('date')} | {res['searches']} | {res['results']} | {len(res['missing'])} | "
+              f"| {_label(a)} | {_label(b)} | {res['searches']} | {res['results']} | {len(res['missing'])} | "
               f"{len(res['order_differs'])} | {len(res['score_differs'])} | {res['equal']} |"]
         Path(args.md).write_text("\n".join(md) + "\n")
     return 0 if res["equal"] else 1

@@ -9,7 +9,10 @@ and networkx in subprocesses with a time limit), CSR memory, and per-query RWR f
 on a 100K-node graph. Every time is the median of --runs runs (fewer for the slow rivals,
 stated in the table). Writes bench/results/graph.json and graph.md.
 
-    python bench/graph_bench.py [--runs 5] [--quick] [--code-db PATH] [--cnm-timeout 600]
+    python bench/graph_bench.py [--runs 5] [--quick] [--divide N] [--code-db PATH] [--cnm-timeout 600]
+
+``--quick``: graphs a tenth of the size, no stdlib graph; ``--divide N`` divides every graph by
+N (the smoke test runs tiny ones).
 
 Needs the bench extra (networkx, igraph) and scipy (networkx's pagerank/hits use it).
 """
@@ -30,11 +33,14 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from _common import RESULTS, machine as _machine  # noqa: E402
 
 from kgsearch.graph import Graph, greedy_modularity, hits, modularity, pagerank, rwr  # noqa: E402
-from kgsearch.graph.communities import CommunityTimeout  # noqa: E402
+from kgsearch.graph.kernels.communities import CommunityTimeout  # noqa: E402
 
-RESULTS = ROOT / "bench" / "results"
+EXACT_TESTS = ROOT / "tests" / "graph" / "test_exact.py"     # its zoo and checks make the exactness table
 
 
 def race(entries, runs: int) -> dict:
@@ -289,21 +295,14 @@ def machine() -> dict:
     import igraph
     import networkx
 
-    cpu = platform.processor() or ""
-    try:
-        with open("/proc/cpuinfo") as fh:
-            cpu = next((ln.split(":", 1)[1].strip() for ln in fh if ln.startswith("model name")), cpu)
-    except OSError:
-        pass
     try:
         import scipy
         sv = scipy.__version__
     except ImportError:
         sv = None
-    return {"cpu": cpu, "cores": os.cpu_count(), "platform": platform.platform(),
-            "python": platform.python_version(), "numpy": np.__version__, "networkx": networkx.__version__,
-            "igraph": igraph.__version__, "scipy (networkx backend)": sv,
-            "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
+    m = _machine()
+    return {**m, "platform": m["os"], "networkx": networkx.__version__, "igraph": igraph.__version__,
+            "scipy (networkx backend)": sv, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
 
 
 def _fmt(x, unit=""):
@@ -370,7 +369,7 @@ def write_md(report: dict, path: Path) -> None:
                          f"{_fmt(r['mean_iterations'])} | {_fmt(r['top10_overlap'])} |")
         lines.append("")
     if report.get("exactness"):
-        lines += ["## Exactness against networkx (tests/test_graph_exact.py)", "",
+        lines += ["## Exactness against networkx (tests/graph/test_exact.py)", "",
                   "| graph | nodes | edges | PageRank L1 | PPR L1 | HITS max abs (oracle) | CNM r=1 / 0.5 / 2 |",
                   "|---|---|---|---|---|---|---|"]
         for e in report["exactness"]:
@@ -416,7 +415,8 @@ def exactness_rows() -> list[dict]:
     import importlib.util
     import warnings
 
-    spec = importlib.util.spec_from_file_location("graph_exact", ROOT / "tests" / "test_graph_exact.py")
+    sys.path.insert(0, str(ROOT / "tests"))          # (the test module imports its conftest helpers)
+    spec = importlib.util.spec_from_file_location("graph_exact", EXACT_TESTS)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     with warnings.catch_warnings():
@@ -427,7 +427,8 @@ def exactness_rows() -> list[dict]:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=5)
-    ap.add_argument("--quick", action="store_true", help="small graphs only (smoke test)")
+    ap.add_argument("--quick", action="store_true", help="graphs a tenth of the size, no stdlib graph")
+    ap.add_argument("--divide", type=int, default=None, help="divide every graph size by N (implies --quick)")
     ap.add_argument("--code-db", help="existing stdlib index (else built in a temp dir)")
     ap.add_argument("--no-code", action="store_true")
     ap.add_argument("--cnm-timeout", type=float, default=600.0, help="0 skips communities")
@@ -438,6 +439,8 @@ def main(argv=None) -> int:
                     help="comma list of graphs, rwr, exact; with --merge the others are kept from --out")
     ap.add_argument("--merge", action="store_true", help="update an existing --out JSON")
     args = ap.parse_args(argv)
+    if args.divide:
+        args.quick = True
     sections = set(args.sections.split(","))
     log = lambda s: print(s, file=sys.stderr, flush=True)  # noqa: E731
     out = Path(args.out)
@@ -448,16 +451,17 @@ def main(argv=None) -> int:
         report = {**old, "graphs": old.get("graphs", []), "notes": old.get("notes", [])}
         report.setdefault("commands", [old.get("command")]).append(
             "python bench/graph_bench.py " + " ".join(argv or sys.argv[1:]))
-    scale = 10 if args.quick else 1
+    scale = args.divide or (10 if args.quick else 1)
     sets = [(f"Barabasi-Albert, 100K edges (n={20000 // scale}, m=5, directed)", 20000 // scale, True),
             (f"Barabasi-Albert, 1M edges (n={200000 // scale}, m=5, directed)", 200000 // scale, False)]
     code = None
     if "graphs" in sections:
         report["graphs"] = []
         report["machine"] = machine()
-        small = ba_edges(2000, 5, seed=2)
-        report["graphs"].append(bench_graph("Barabasi-Albert, 10K edges (n=2000, m=5, directed)", *small, None,
-                                            2000, args, log, nx_cnm=True))
+        n_small = 2000 // (args.divide or 1)
+        small = ba_edges(n_small, 5, seed=2)
+        report["graphs"].append(bench_graph(f"Barabasi-Albert, {5 * n_small // 1000}K edges (n={n_small}, m=5, "
+                                            "directed)", *small, None, n_small, args, log, nx_cnm=True))
         for name, n, nx_cnm in sets:
             s, d = ba_edges(n, 5, seed=n)
             report["graphs"].append(bench_graph(name, s, d, None, n, args, log, nx_cnm=nx_cnm and args.quick))

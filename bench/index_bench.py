@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import resource
 import shutil
 import sqlite3
@@ -39,6 +38,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from _common import RESULTS, git_commit, loadavg, machine, peak_rss_mib  # noqa: E402
 
 NO_EMBED_STEPS = ("text", "neighbors", "graph")
 MODES = {"embed": None, "no-embed": NO_EMBED_STEPS}
@@ -46,18 +48,6 @@ TARGETS = {"full_s": 60.0, "nochange_s": 2.0, "onefile_s": 1.0, "db_ratio": 3.0}
 
 
 # ---------------------------------------------------------------------------- worker side
-def _peak_rss_mb() -> float:
-    """Peak RSS (VmHWM) of this process; exec resets it, so a fresh worker measures itself only."""
-    try:
-        with open("/proc/self/status", encoding="ascii") as fh:
-            for line in fh:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) / 1024.0
-    except OSError:
-        pass
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
-
-
 def worker(db: str, src: str, mode: str) -> dict:
     """One index run in this (fresh) process; prints the report as JSON."""
     from kgsearch.budget import fixed_mmap_threshold
@@ -79,7 +69,7 @@ def worker(db: str, src: str, mode: str) -> dict:
     out["wall_s"] = round(time.perf_counter() - t0, 3)
     out["cpu_s"] = round((r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime), 3)
     out["workers_cpu_s"] = round(kids.ru_utime + kids.ru_stime, 3)
-    out["peak_rss_mb"] = round(_peak_rss_mb(), 1)
+    out["peak_rss_mb"] = round(peak_rss_mib(), 1)
     out["workers_peak_rss_mb"] = round(kids.ru_maxrss / 1024.0, 1)
     out["workers"] = default_workers() if rep.files_loaded + rep.files_failed >= PARALLEL_MIN_FILES else 0
     return out
@@ -213,36 +203,6 @@ def summarise_re(runs: list[dict]) -> dict:
     }
 
 
-def machine() -> dict:
-    import numpy as np
-
-    cpu = ""
-    try:
-        for line in open("/proc/cpuinfo", encoding="utf-8"):
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return {"platform": platform.platform(), "cpu": cpu, "cores": os.cpu_count(),
-            "python": platform.python_version(), "numpy": np.__version__, "sqlite": sqlite3.sqlite_version,
-            "date": time.strftime("%Y-%m-%d %H:%M"),
-            "loadavg_start": round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else None}
-
-
-def _commit() -> str:
-    if os.environ.get("KGSEARCH_BENCH_COMMIT"):          # a copy of the tree without .git
-        return os.environ["KGSEARCH_BENCH_COMMIT"]
-    try:
-        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                              cwd=str(ROOT), timeout=10).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--", "kgsearch"], capture_output=True, text=True,
-                               cwd=str(ROOT), timeout=10).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        return "?"
-    return (head or "?") + (" + uncommitted changes" if dirty else "")
-
-
 def _mb(b) -> str:
     return f"{b / 1e6:.1f} MB"
 
@@ -257,7 +217,7 @@ def write_md(res: dict, path: Path) -> None:
     m = res["machine"]
     lines = ["# Indexing benchmark: the Python standard library", "",
              f"Machine: {m['cpu']}, {m['cores']} cores shared with other work (load average "
-             f"{m['loadavg_start']} at the start, {m.get('loadavg_end')} at the end), {m['platform']}. "
+             f"{m['load'][:1]} at the start, {m.get('loadavg_end')} at the end), {m['os']}. "
              f"Python {m['python']}, numpy {m['numpy']}, SQLite {m['sqlite']}. {m['date']}. "
              f"Command: `{res['command']}`.", "",
              f"Source: {res['source']['path']} copied to a temporary folder ({res['source']['files']} files, "
@@ -335,7 +295,7 @@ def write_md(res: dict, path: Path) -> None:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--src", default=sysconfig.get_paths()["stdlib"], help="source tree to index (copied first)")
-    ap.add_argument("--out-dir", default=str(ROOT / "bench" / "results"))
+    ap.add_argument("--out-dir", default=str(RESULTS))
     ap.add_argument("--runs", type=int, default=3, help="full index runs per mode")
     ap.add_argument("--reindex-runs", type=int, default=5, help="no-change and one-file reindex runs per mode")
     ap.add_argument("--modes", default="embed,no-embed")
@@ -355,7 +315,7 @@ def main(argv: list[str] | None = None) -> int:
             ap.error(f"unknown mode {m!r}; choose from {', '.join(MODES)}")
     log = lambda msg: print(msg, file=sys.stderr, flush=True)  # noqa: E731
     res: dict = {"machine": machine(), "command": "python bench/index_bench.py " + " ".join(argv or sys.argv[1:]),
-                 "targets": TARGETS, "commit": _commit()}
+                 "targets": TARGETS, "commit": os.environ.get("KGSEARCH_BENCH_COMMIT") or git_commit()}
     work = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="kgsearch_index_bench_"))
     work.mkdir(parents=True, exist_ok=True)
     src = work / "src"
@@ -424,7 +384,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
-    res["machine"]["loadavg_end"] = round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else None
+    res["machine"]["loadavg_end"] = (loadavg() or [None])[0]
 
     out_dir = Path(args.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -9,31 +9,28 @@ Same code path as `kgsearch eval DIR --json [--ablate]`.
 from __future__ import annotations
 
 import argparse
-import json
-import platform
-import sqlite3
 import sys
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
 
-import numpy as np  # noqa: E402
+from _common import RESULTS, SHARED, machine, write_results  # noqa: E402
 
 from kgsearch.evaluate import EvalOptions, evaluate  # noqa: E402
 
-SHARED = ROOT.parent / "shared" / "bench"
 SETS = ["scifact", "nfcorpus", "cranfield", "cisi", "med", "cacm", "cosqa"]
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser()
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--sets", default=",".join(SETS))
     ap.add_argument("--index-dir", default=None)
     ap.add_argument("--no-ablate", action="store_true")
-    ap.add_argument("--out-dir", default=str(ROOT / "bench" / "results"))
-    args = ap.parse_args()
+    ap.add_argument("--out-dir", default=str(RESULTS))
+    args = ap.parse_args(argv)
     sets = args.sets.split(",")
     rows = {}
     t0 = time.time()
@@ -45,14 +42,11 @@ def main() -> None:
                    "per_intent": full["per_intent"], "ablation": full.get("ablation", []),
                    "query_ms": full["query_ms"], "bm25_query_ms": bm["query_ms"], "queries": full["queries"]}
         print(f"{s}: bm25 {bm['metrics']['ndcg@10']:.4f} pipeline {full['metrics']['ndcg@10']:.4f}", flush=True)
-    meta = {"machine": platform.machine(), "python": platform.python_version(), "numpy": np.__version__,
-            "sqlite": sqlite3.sqlite_version, "date": time.strftime("%Y-%m-%d"), "runs": 1,
-            "note": "deterministic: one run", "seconds": round(time.time() - t0, 1)}
-    out = Path(args.out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "quality.json").write_text(json.dumps({"meta": meta, "sets": rows}, indent=1))
+    m = machine()
+    meta = {"date": time.strftime("%Y-%m-%d"), "runs": 1, "note": "deterministic: one run",
+            "seconds": round(time.time() - t0, 1)}
     md = [f"# Retrieval quality (nDCG@10), {meta['date']}", "",
-          f"Machine {meta['machine']}, Python {meta['python']}, numpy {meta['numpy']}, SQLite {meta['sqlite']}; "
+          f"Machine {m['arch']} ({m['cpu']}), Python {m['python']}, numpy {m['numpy']}, SQLite {m['sqlite']}; "
           "deterministic, one run. `python bench/quality.py` reproduces it (same code as `kgsearch eval`).", "",
           "| set | queries | BM25 | pipeline | diff | recall@100 BM25 | recall@100 pipeline | pipeline p50 ms |",
           "|---|---|---|---|---|---|---|---|"]
@@ -82,7 +76,7 @@ def main() -> None:
             got = [v for v in vals if v is not None]
             mean = f"{sum(got) / len(got):.4f}" if len(got) == n else "-"
             md.append(f"| {run} | " + " | ".join(shown) + f" | {mean} |")
-    (out / "quality.md").write_text("\n".join(md) + "\n")
+    write_results("quality", {"sets": rows}, md, args.out_dir, meta=meta)
     print("\n".join(md))
 
 

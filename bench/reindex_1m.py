@@ -9,21 +9,26 @@ code measured is the one ``python -m kgsearch`` imports from the current directo
     python bench/reindex_1m.py --db bench/work/scale/index-1000000.db \
         --corpus bench/work/scale/corpus-1000000 --runs 2 --tag after --out bench/results/reindex_1m.json
 
-``--prof`` runs the indexer under ``bench/reindex_prof.py`` (peak RSS per derived step, by
-resetting VmHWM through /proc/self/clear_refs; Linux only). The corpus is left as it was.
+``--prof`` runs each index process as this script's ``_prof`` child: the indexer in-process
+with the peak RSS of each derived step (VmHWM reset before it through /proc/self/clear_refs;
+Linux only), its seconds and CPU seconds (``KG_PROF_STEP=graph``: a cProfile of that step on
+stderr). The corpus is left as it was. Results: ``--out`` (a JSON file, runs added under
+``--tag``, with the machine and commit) and, with ``--md FILE``, the before/after table.
+(bench/results/reindex_1m.md is a hand-written report around such tables: never overwritten.)
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
-import platform
 import shutil
 import sys
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from scale import add_shard_edge, child_json, kg_cmd, loadavg, revise_shard, run_measured  # noqa: E402
+from _common import git_commit, loadavg, machine, peak_rss_mib, reset_peak, status_kb  # noqa: E402
+from scale import add_shard_edge, child_json, kg_cmd, revise_shard, run_measured  # noqa: E402
 
 KINDS = ("a description changed", "restored", "the file gains an edge", "the edge removed")
 
@@ -34,8 +39,7 @@ def _shard(corpus: Path) -> Path:
 
 def one(args, kind: str) -> dict:
     if args.prof:
-        cmd = [sys.executable, str(Path(__file__).resolve().parent / "reindex_prof.py"),
-               str(args.corpus), "--db", str(args.db)]
+        cmd = [sys.executable, str(Path(__file__).resolve()), "_prof", str(args.corpus), "--db", str(args.db)]
     else:
         cmd = kg_cmd("index", str(args.corpus), "--db", str(args.db), "--json")
     la = loadavg()
@@ -98,7 +102,46 @@ def report(data: dict, tags=("before", "after")) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main() -> None:
+def prof(argv: list[str]) -> int:
+    """The ``_prof`` child: ``kgsearch index ARGV --json`` in this process, each derived step
+    wrapped to record its peak RSS, seconds and CPU seconds (one ``PROF`` JSON line on stderr)."""
+    from kgsearch.cli import main as cli
+    from kgsearch.indexer import steps
+
+    out: dict = {}
+    for mod in steps.STEPS:
+        def upd(*a, _orig=mod.update, _name=mod.NAME, **k):
+            rss0, before = status_kb("VmRSS") / 1024, peak_rss_mib()
+            reset_peak()
+            t, c = time.perf_counter(), time.process_time()
+            profile = None
+            if os.environ.get("KG_PROF_STEP") == _name:           # a cProfile of one step, to stderr
+                import cProfile
+                profile = cProfile.Profile()
+                profile.enable()
+            try:
+                return _orig(*a, **k)
+            finally:
+                if profile is not None:
+                    import pstats
+                    profile.disable()
+                    pstats.Stats(profile, stream=sys.stderr).sort_stats("cumulative").print_stats(35)
+                out[_name] = {"rss_before": round(rss0), "hwm_before": round(before), "peak": round(peak_rss_mib()),
+                              "rss_after": round(status_kb("VmRSS") / 1024), "s": round(time.perf_counter() - t, 2),
+                              "cpu": round(time.process_time() - c, 2)}
+        mod.update = upd
+    t = time.perf_counter()
+    try:
+        return cli(["index"] + argv + ["--json"])
+    finally:
+        out["total"] = {"peak": round(peak_rss_mib()), "s": round(time.perf_counter() - t, 2)}
+        print("PROF", json.dumps(out), file=sys.stderr)
+
+
+def main(argv=None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] == "_prof":
+        sys.exit(prof(argv[1:]))
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--db", type=Path, required=True)
     ap.add_argument("--corpus", type=Path, required=True)
@@ -106,9 +149,12 @@ def main() -> None:
     ap.add_argument("--tag", default="run")
     ap.add_argument("--prof", action="store_true")
     ap.add_argument("--out", type=Path, help="JSON file: results are added under --tag")
+    ap.add_argument("--md", type=Path, help="write the before/after table of --out here")
     ap.add_argument("--table", action="store_true", help="print the before/after table of --out and stop")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     if args.table:
+        if not args.out:
+            ap.error("--table needs --out")
         print(report(json.loads(args.out.read_text())), end="")
         return
     runs = []
@@ -120,11 +166,16 @@ def main() -> None:
                   f"{r['peak_rss_mb']:.0f} MiB; steps "
                   + ", ".join(f"{k} {v.get('seconds')}" for k, v in r["steps"].items())
                   + (f"; step peaks {r['step_peaks']}" if "step_peaks" in r else ""), flush=True)
-    if args.out:
-        data = json.loads(args.out.read_text()) if args.out.exists() else {}
-        data[args.tag] = {"machine": f"{platform.machine()} {os.cpu_count()} cores", "db": str(args.db),
-                          "runs": runs}
-        args.out.write_text(json.dumps(data, indent=1) + "\n")
+    if not args.out:
+        return
+    data = json.loads(args.out.read_text()) if args.out.exists() else {}
+    data[args.tag] = {"machine": machine(), "commit": git_commit(), "db": str(args.db), "runs": runs}
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(data, indent=1) + "\n")
+    if args.md:
+        tags = tuple(t for t in ("before", "after") if t in data) or (args.tag,)
+        args.md.write_text(f"## One-file reindex per change kind (`python bench/reindex_1m.py`), {args.db}\n\n"
+                           + report(data, tags))
 
 
 if __name__ == "__main__":

@@ -31,8 +31,8 @@ WordNet and Freebase edges, KG JSONL shards; its 100 real queries), built once i
 * ``reindex_edge`` (run last): one shard file gains an edge between its first two nodes, then
   loses it again: a one-file change that changes a row's edge count, so the graph step splices
   every edge array (a text-only change keeps the rows' shapes: the changed rows are written in
-  place, kgsearch/graph/inplace.py);
-* ``dense``: recall@10 of the stored int8 dense path (``kgsearch.embed.vectors.search_vector``)
+  place, kgsearch/graph/stored/patch.py);
+* ``dense``: recall@10 of the stored int8 dense path (``kgsearch.embed.dense.search_vector``)
   against exact float32 cosine search over the same nodes' vectors, re-encoded with the
   index's model (cached as .npy in ``--work`` for the design study); plus the int8 channel's
   own latency (p50);
@@ -71,8 +71,12 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared"
-MAKE_CORPUS = SHARED / "tools" / "make_scale_corpus.py"
+sys.path.insert(0, str(ROOT / "bench"))
+
+from _common import (RESULTS, SHARED_ROOT, WORK, git_commit, loadavg, log, machine as _machine,  # noqa: E402
+                     pct, write_results)
+
+MAKE_CORPUS = SHARED_ROOT / "tools" / "make_scale_corpus.py"
 STEPS = ("index", "db", "query_default", "query_bm25", "cli", "reindex", "dense", "bm25s", "pagerank",
          "reindex_edge")
 PAGE = os.sysconf("SC_PAGE_SIZE")
@@ -97,57 +101,15 @@ def label(n: int) -> str:
     return str(n)
 
 
-def log(msg: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
-
-
-def loadavg() -> list[float]:
-    try:
-        return [float(x) for x in open("/proc/loadavg").read().split()[:3]]
-    except OSError:
-        return []
-
-
-def pct(values: list[float], p: float) -> float:
-    v = sorted(values)
-    if not v:
-        return float("nan")
-    return v[min(len(v) - 1, int(round(p / 100 * (len(v) - 1))))]
-
-
 def code_version() -> str:
     """The commit of the checkout this script runs from (``+dirty`` when it has local changes):
     every step records it, so a resumed run shows which code measured which cell."""
-    try:
-        rev = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
-                             text=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no", "--",
-                                "kgsearch", "data", "bench/scale.py"],          # (not this run's own outputs)
-                               capture_output=True, text=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-    return rev + ("+dirty" if dirty else "")
+    return git_commit(("kgsearch", "data", "bench/scale.py"))
 
 
 def machine() -> dict:
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in open("/proc/cpuinfo", encoding="utf-8", errors="replace"):
-            if line.lower().startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    mem = None
-    try:
-        for line in open("/proc/meminfo"):
-            if line.startswith("MemTotal:"):
-                mem = round(int(line.split()[1]) / 1024 / 1024, 1)
-    except OSError:
-        pass
-    import numpy
-    return {"cpu": cpu, "cores": os.cpu_count(), "ram_gb": mem, "python": platform.python_version(),
-            "numpy": numpy.__version__, "sqlite": sqlite3.sqlite_version, "kernel": platform.release()}
+    m = _machine()
+    return {**m, "kernel": platform.release()}
 
 
 def _children(pid: int) -> list[int]:
@@ -665,7 +627,7 @@ def exact_topk(F, Q, k: int = 10, chunk: int = 65536):
 def child_dense(db: str, queries: str, cache: str) -> dict:
     import numpy as np
 
-    from kgsearch.embed import vectors
+    from kgsearch.embed import dense, store
     from kgsearch.embed.embed_step import DEFAULT_MAX_CHARS
     from kgsearch.embed.index_model import query_model
     from kgsearch.store.db import Index
@@ -675,7 +637,7 @@ def child_dense(db: str, queries: str, cache: str) -> dict:
     model = query_model(ix)
     if isinstance(model, str):
         return {"skipped": model}
-    ids, _ = vectors.stored_hashes(ix)
+    ids, _ = store.stored_hashes(ix)
     info = (ix.derived("embed") or {}).get("info") or {}
     max_chars = int(info.get("max_chars", DEFAULT_MAX_CHARS))
     cache_f, cache_i = Path(cache + ".f32.npy"), Path(cache + ".ids.npy")
@@ -697,13 +659,13 @@ def child_dense(db: str, queries: str, cache: str) -> dict:
     rec, lat = [], []
     for q, ex in zip(Q, exact):
         t = time.perf_counter()
-        got, _ = vectors.search_vector(ix, q, 10, model_id)
+        got, _ = dense.search_vector(ix, q, 10, model_id)
         lat.append((time.perf_counter() - t) * 1000)
         rec.append(len(set(got.tolist()) & ex) / 10)
     np.save(cache + ".queries.npy", Q)
     return {"recall_at_10": round(float(np.mean(rec)), 4), "recall_min": float(np.min(rec)),
             "int8_p50_ms": round(pct(lat, 50), 2), "int8_p95_ms": round(pct(lat, 95), 2),
-            "vectors": int(len(ids)), "streamed": vectors.load_matrix(ix, model_id) is None,
+            "vectors": int(len(ids)), "streamed": dense.load_matrix(ix, model_id) is None,
             "encode_s": round(enc_s, 1), "encoded_now": encoded, "hwm_mb": round(_status_kb("VmHWM") / 1024, 1)}
 
 
@@ -778,7 +740,7 @@ def child_pagerank(db: str, runs: int) -> dict:
     import igraph as ig
 
     from kgsearch.graph.context import load_graph
-    from kgsearch.graph.pagerank import pagerank
+    from kgsearch.graph.kernels.pagerank import pagerank
     from kgsearch.store.db import Index
 
     ix = Index.open(db, readonly=True)
@@ -920,8 +882,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sizes", default="10K,100K,300K,1M")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--work", default=str(ROOT / "bench" / "work" / "scale"))
-    ap.add_argument("--out-dir", default=str(ROOT / "bench" / "results"))
+    ap.add_argument("--work", default=str(WORK / "scale"))
+    ap.add_argument("--out-dir", default=str(RESULTS))
     ap.add_argument("--redo", default="", help="comma-separated steps to run again: " + ",".join(STEPS))
     ap.add_argument("--skip", default="", help="comma-separated steps not to run now (left for a later run)")
     ap.add_argument("--only-report", action="store_true", help="write the tables from the cached results")
@@ -949,14 +911,10 @@ def main(argv: list[str] | None = None) -> int:
     if not results:
         return 0
     mach = machine()
-    out = Path(args.out_dir)
-    out.mkdir(parents=True, exist_ok=True)
     slim = {n: {k: ({kk: vv for kk, vv in v.items() if kk != "top10"} if isinstance(v, dict) else v)
                 for k, v in r.items()} for n, r in results.items()}
-    (out / "scale.json").write_text(json.dumps({"machine": mach, "date": time.strftime("%Y-%m-%d"),
-                                                "sizes": slim}, indent=1))
     md = report(results, mach)
-    (out / "scale.md").write_text(md)
+    write_results("scale", {"machine": mach, "date": time.strftime("%Y-%m-%d"), "sizes": slim}, md, args.out_dir)
     print(md)
     return 0
 

@@ -10,16 +10,19 @@ latency for two-typo identifiers among the symbol corpus (plus an FTS5-trigram a
 Corpora: SciFact (../shared/bench/scifact) and "symbols": every function/class/module of the
 standard library and installed packages, name + qualified name + docstring (>= 50,000 docs).
 
-    python bench/text_bench.py [--runs 3] [--quick]
-Writes bench/results/text.json and text.md.
+    python bench/text_bench.py [--runs 3] [--quick] [--symbols N] [--queries N]
+
+``--quick``: 60,000 symbols and 300 symbol queries (``--symbols``/``--queries`` set them
+freely: the smoke test runs a few hundred). A rival that is not installed (the ``bench`` extra:
+bm25s, rank_bm25) is left out with a note. Writes bench/results/text.json and text.md.
 """
 from __future__ import annotations
 
 import argparse
 import ast
+import importlib.util
 import json
 import os
-import platform
 import random
 import sqlite3
 import statistics
@@ -30,20 +33,21 @@ import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
-
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-SHARED = Path(os.environ.get("KGSEARCH_SHARED", ROOT.parent / "shared")) / "bench"
-CACHE = Path(tempfile.gettempdir()) / "kgsearch_bench_symbols.jsonl"
+sys.path.insert(0, str(ROOT / "bench"))
+
+from _common import RESULTS, SHARED, log, machine  # noqa: E402
+
 
 
 # ---------------------------------------------------------------------------- corpora
 def symbol_corpus(limit: int = 120_000) -> list[tuple[str, str, str]]:
-    """(qualname, name, docstring) for classes and functions of installed Python code (cached)."""
-    if CACHE.exists():
-        return [tuple(json.loads(l)) for l in CACHE.open(encoding="utf-8")][:limit]
-    limit, want = 120_000, limit
+    """(qualname, name, docstring) for the first ``limit`` classes and functions of installed
+    Python code, in a fixed order (cached per size in the temporary folder)."""
+    cache = Path(tempfile.gettempdir()) / f"kgsearch_bench_symbols_{limit}.jsonl"
+    if cache.exists():
+        return [tuple(json.loads(line)) for line in cache.open(encoding="utf-8")][:limit]
     roots = [Path(sysconfig.get_paths()["stdlib"]), Path(sysconfig.get_paths()["purelib"])]
     out: list[tuple[str, str, str]] = []
     seen: set[str] = set()
@@ -66,10 +70,11 @@ def symbol_corpus(limit: int = 120_000) -> list[tuple[str, str, str]]:
                             seen.add(q)
                             out.append((q, ch.name, (ast.get_docstring(ch) or "")[:2000]))
                         stack.append((ch, q))
-    with CACHE.open("w", encoding="utf-8") as fh:
+    out = out[:limit]
+    with cache.open("w", encoding="utf-8") as fh:
         for row in out:
             fh.write(json.dumps(row) + "\n")
-    return out[:want]
+    return out
 
 
 def load_scifact():
@@ -113,6 +118,7 @@ if mode == "build":
         params = bm25.BM25Params(k1=1.5, b=0.75, name_weight=1.0)
         with ix.transaction():
             postings.write_postings(ix, (((), d) for d in docs), list(range(1, len(docs) + 1)), params)
+            ix.set_meta("last_run_time", time.time())   # (a built index: readers refuse one no run finished)
         ix.checkpoint(); ix.close()
     elif engine == "bm25s":
         import bm25s
@@ -227,9 +233,8 @@ def bench_corpus(name: str, docs_tok: list[list[str]], q_tok: list[list[str]], r
 def stemmer_speed(words: list[str], runs: int) -> dict:
     from kgsearch.text import stem
     out = {}
-    for name, fn, memo in (("light", stem.light_stem, stem._LIGHT_MEMO),
-                           ("porter2", stem.porter2_stem, stem._PORTER2_MEMO)):
-        memo.clear()
+    for name, fn in (("light", stem.light_stem), ("porter2", stem.porter2_stem)):
+        fn.__self__.clear()                # (the stemmer's memo: a stem.Memo; cold = empty)
         t0 = time.perf_counter()
         for w in words:
             fn(w)
@@ -264,7 +269,7 @@ def _typo(s: str, rng: random.Random, n: int = 2) -> str:
 
 def fuzzy_bench(symbols: list[tuple[str, str, str]], runs: int, n_queries: int = 100) -> dict:
     from kgsearch.store.db import Index
-    from kgsearch.text import pattern
+    from kgsearch.text import pattern, trigrams
     from kgsearch.types import ChangeSet
     rng = random.Random(0)
     with tempfile.TemporaryDirectory() as tmp:
@@ -273,13 +278,13 @@ def fuzzy_bench(symbols: list[tuple[str, str, str]], runs: int, n_queries: int =
             ix.conn.executemany("INSERT INTO nodes(key, kind, name, qualname) VALUES (?, 'sym', ?, ?)",
                                 ((f"py:{q}", n, q) for q, n, _ in symbols))
             t0 = time.perf_counter()
-            pattern.update(ix, ChangeSet(generation=1, full=True), full=True)
+            trigrams.update(ix, ChangeSet(generation=1, full=True), full=True)
             build = time.perf_counter() - t0
         by_name: dict[str, list[int]] = {}
         for nid, name in ix.conn.execute("SELECT id, name FROM nodes"):
             by_name.setdefault(name, []).append(nid)
         cands = sorted(n for n in by_name if len(n) >= 10 and n.isidentifier())
-        targets = rng.sample(cands, n_queries)
+        targets = rng.sample(cands, min(n_queries, len(cands)))
         qs = [(_typo(t, rng), t) for t in targets]
         lat, hits1, hits5 = [], 0, 0
         for r in range(runs):
@@ -325,24 +330,32 @@ def _same_name(ix, ids, name) -> bool:
 
 
 # ---------------------------------------------------------------------------- main
-def machine() -> dict:
-    import bm25s
-    return {"machine": platform.machine(), "platform": platform.platform(), "cpus": os.cpu_count(),
-            "python": platform.python_version(), "numpy": np.__version__,
-            "sqlite": sqlite3.sqlite_version, "bm25s": getattr(bm25s, "__version__", "?")}
+RIVALS = {"bm25s": "bm25s", "rank_bm25": "rank_bm25"}      # engine -> module (the bench extra)
+
+
+def _machine() -> dict:
+    m = machine()
+    if importlib.util.find_spec("bm25s") is not None:
+        import bm25s
+        m["bm25s"] = getattr(bm25s, "__version__", "?")
+    return m
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--quick", action="store_true", help="smaller symbol corpus, fewer queries")
-    ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
+    ap.add_argument("--symbols", type=int, default=None, help="symbol corpus size (default 120,000; --quick 60,000)")
+    ap.add_argument("--queries", type=int, default=None, help="symbol queries (default 1,000; --quick 300)")
+    ap.add_argument("--out", type=Path, default=RESULTS)
     ap.add_argument("--fuzzy-only", action="store_true", help="rerun only the fuzzy part into text.json")
     args = ap.parse_args(argv)
+    n_sym = args.symbols or (60_000 if args.quick else 120_000)
+    n_q = args.queries or (300 if args.quick else 1000)
     if args.fuzzy_only:
         saved = json.loads((args.out / "text.json").read_text())
-        symbols = symbol_corpus(120_000)
-        saved["fuzzy"] = fuzzy_bench(symbols[:60_000], args.runs)
+        symbols = symbol_corpus(n_sym)
+        saved["fuzzy"] = fuzzy_bench(symbols[:n_sym // 2], args.runs)
         saved["fuzzy_120k"] = fuzzy_bench(symbols, args.runs)
         print(json.dumps({k: saved[k] for k in ("fuzzy", "fuzzy_120k")}, indent=1))
         (args.out / "text.json").write_text(json.dumps(saved, indent=1) + "\n")
@@ -350,8 +363,13 @@ def main(argv=None) -> int:
         return 0
     from kgsearch.text.tokenize import Analyzer
     an = Analyzer("porter2")
-    result: dict = {"machine": machine(), "runs": args.runs, "corpora": {}}
+    result: dict = {"machine": _machine(), "runs": args.runs, "corpora": {}}
     engines = ["kgsearch", "bm25s", "rank_bm25", "fts5"]
+    missing = [e for e, mod in RIVALS.items() if importlib.util.find_spec(mod) is None]
+    if missing:
+        log(f"not installed, left out: {', '.join(missing)} (pip install -e '.[bench]')")
+        engines = [e for e in engines if e not in missing]
+        result["left_out"] = missing
 
     if (SHARED / "scifact" / "corpus.jsonl").exists():
         docs, queries = load_scifact()
@@ -360,13 +378,13 @@ def main(argv=None) -> int:
         result["corpora"]["scifact"] = bench_corpus("scifact", d_tok, q_tok, args.runs, engines,
                                                     {"rank_bm25": 300})
 
-    symbols = symbol_corpus(60_000 if args.quick else 120_000)
+    symbols = symbol_corpus(n_sym)
     s_docs = [f"{q} {n} {doc}" for q, n, doc in symbols]
     s_tok = [an(d) for d in s_docs]
     rng = random.Random(1)
     # queries: 2-5 terms drawn from random symbols' docstrings (or names when no docstring)
     sq = []
-    while len(sq) < (300 if args.quick else 1000):
+    while len(sq) < n_q:
         d = s_tok[rng.randrange(len(s_tok))]
         if len(d) >= 3:
             sq.append(rng.sample(d, min(len(d), rng.randint(2, 5))))
@@ -377,7 +395,7 @@ def main(argv=None) -> int:
     words = re.findall(r"[a-z]+", " ".join(s_docs).lower())[:1_000_000]
     result["stemmers"] = stemmer_speed(words, args.runs)
     print("stemmers", json.dumps(result["stemmers"]))
-    result["fuzzy"] = fuzzy_bench(symbols[:60_000], args.runs)
+    result["fuzzy"] = fuzzy_bench(symbols[:n_sym // 2], args.runs)
     result["fuzzy_120k"] = fuzzy_bench(symbols, args.runs)
     print("fuzzy", json.dumps(result["fuzzy"]))
     args.out.mkdir(parents=True, exist_ok=True)
@@ -398,14 +416,17 @@ def write_md(r: dict, path: Path) -> None:
              "| corpus | docs | engine | build s | vs bm25s | queries/s | vs bm25s | query peak RSS MB | queries timed |",
              "|---|---|---|---|---|---|---|---|---|"]
     for cname, c in r["corpora"].items():
-        base = c.get("bm25s", {})
+        base = c.get("bm25s")
         for eng in ("kgsearch", "bm25s", "rank_bm25", "fts5"):
             e = c.get(eng)
             if not e:
                 continue
-            lines.append(f"| {cname} | {c['docs']} | {eng} | {e['build_s']:.2f} | "
-                         f"{e['build_s'] / base['build_s']:.2f}x | {e['qps']:.0f} | {e['qps'] / base['qps']:.2f}x | "
-                         f"{e['query_peak_mb']:.0f} | {e['queries_timed']} |")
+            vs_build = f"{e['build_s'] / base['build_s']:.2f}x" if base else "-"
+            vs_qps = f"{e['qps'] / base['qps']:.2f}x" if base else "-"
+            lines.append(f"| {cname} | {c['docs']} | {eng} | {e['build_s']:.2f} | {vs_build} | {e['qps']:.0f} | "
+                         f"{vs_qps} | {e['query_peak_mb']:.0f} | {e['queries_timed']} |")
+    if r.get("left_out"):
+        lines += ["", f"Left out (not installed): {', '.join(r['left_out'])}."]
     s = r["stemmers"]
     lines += ["", "| stemmer | words/s cold (memo empty) | words/s warm (memo) | words | distinct |", "|---|---|---|---|---|"]
     for name, v in s.items():

@@ -17,7 +17,7 @@ variable                   field             used by
                                              hub, index_model)
 ``KGSEARCH_MEMORY_MB``     ``memory_mb``     :mod:`kgsearch.budget` (the CLI turns it into the
                                              process limit; the engine sizes caches by it)
-``KGSEARCH_VEC_CACHE_MB``  ``vec_cache_mb``  the dense channel's vector cache (``embed.vectors``)
+``KGSEARCH_VEC_CACHE_MB``  ``vec_cache_mb``  the dense channel's vector cache (``embed.dense``)
 ``KGSEARCH_EQUIVALENCES``  ``equivalences``  the equiv channel's file (``text.keywords``)
 ``KGSEARCH_STRICT``        ``strict``        :class:`kgsearch.query.Engine`: a failing channel
                                              raises instead of being skipped

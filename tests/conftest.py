@@ -1,11 +1,15 @@
-"""Shared fixtures. Benchmark data lives in ../shared (read-only); tests that need it skip
-cleanly when it is absent. Optional test libraries (oracles such as hypothesis or networkx, and
-shellcheck) are asked for with need() and hypothesis_api(), defined at the end of this file."""
+"""Shared fixtures and helpers. Benchmark data lives in ../shared (read-only); tests that need it
+skip cleanly when it is absent. Helpers used by many test files (``cli``, ``write``, ``rows``)
+are imported from here (``from conftest import cli, write``); optional test libraries (oracles
+such as hypothesis or networkx, and shellcheck) are asked for with need() and hypothesis_api(),
+defined at the end of this file. Tests live in folders that mirror the packages (tests/text/,
+tests/graph/, ...); tests of the whole package and of top-level modules stay here."""
 from __future__ import annotations
 
 import importlib
 import os
 import shutil
+import sqlite3
 import sys
 from pathlib import Path
 
@@ -21,7 +25,21 @@ from kgsearch import environment  # noqa: E402
 environment.configure(environment.Environment(strict=True))
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = Path(os.environ.get("KGSEARCH_SHARED", ROOT.parent / "shared"))
+
+
+def _shared() -> Path:
+    """The shared data folder: ``$KGSEARCH_SHARED``, else the first ``shared/`` with a
+    ``bench/`` beside this checkout or above it (a worktree under /work/wt finds /work/shared)."""
+    env = os.environ.get("KGSEARCH_SHARED")
+    if env:
+        return Path(env)
+    for parent in ROOT.parents:
+        if (parent / "shared" / "bench").is_dir():
+            return parent / "shared"
+    return ROOT.parent / "shared"
+
+
+SHARED = _shared()
 
 
 @pytest.fixture
@@ -56,6 +74,33 @@ def ix(db_path):
     index = Index.open(db_path)
     yield index
     index.close()
+
+
+# --------------------------------------------------------------------------- helpers
+def cli(*args) -> int:
+    """The exit code of ``kgsearch ARGS`` run in this process (argparse's exits included)."""
+    from kgsearch.cli import main
+
+    try:
+        return main([str(a) for a in args])
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else 1
+
+
+def write(path: Path, text: str | bytes) -> Path:
+    """``text`` (or bytes) into ``path``, its folders made; returns the path."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(text, bytes):
+        path.write_bytes(text)
+    else:
+        path.write_text(text, encoding="utf-8")
+    return path
+
+
+def rows(db: Path, sql: str, *params) -> list[tuple]:
+    """The rows of one query on the index file ``db`` (a plain SQLite connection)."""
+    with sqlite3.connect(db) as c:
+        return c.execute(sql, params).fetchall()
 
 
 @pytest.fixture(scope="module")

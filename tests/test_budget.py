@@ -82,14 +82,14 @@ def test_the_cli_limit_is_undone_when_the_command_returns(monkeypatch):
 
 
 def test_the_vector_cache_fits_the_budget(kg_env):
-    from kgsearch.embed import vectors
+    from kgsearch.embed import dense
 
     kg_env(vec_cache_mb=None, memory_mb=None)
-    assert vectors._cache_budget() == 64 << 20
+    assert dense.cache_budget() == 64 << 20
     kg_env(memory_mb="100")
-    assert vectors._cache_budget() == 25 << 20
+    assert dense.cache_budget() == 25 << 20
     kg_env(vec_cache_mb="8")              # an explicit cache size wins
-    assert vectors._cache_budget() == 8 << 20
+    assert dense.cache_budget() == 8 << 20
 
 
 def test_the_query_page_cache_fits_the_budget(ix, kg_env):

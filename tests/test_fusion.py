@@ -7,7 +7,7 @@ import pytest
 
 from kgsearch import fuse, pack
 from kgsearch.graph import Graph
-from kgsearch.graph.proximity import hits_adjust, intent_edges, proximity
+from kgsearch.graph.kernels.proximity import hits_adjust, intent_edges, proximity
 
 
 def test_normalize_methods():

@@ -67,12 +67,12 @@ def test_every_module_loads_without_the_oracles():
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     assert re.fullmatch(r"\d+ tests collected in [\d.]+s", r.stdout.splitlines()[-1]), r.stdout[-3000:]
     # the @given tests are collected (as stand-ins), next to the module's other tests
-    assert "tests/test_text_postings_codec.py::test_ids_round_trip_random" in r.stdout
+    assert "tests/text/test_postings_codec.py::test_ids_round_trip_random" in r.stdout
     assert "tests/test_pipeline.py::test_no_query_makes_the_pipeline_raise" in r.stdout
 
 
 def test_given_tests_skip_and_the_rest_run_without_hypothesis():
-    r = run_without_oracles("-rs", "tests/test_text_postings_codec.py")
+    r = run_without_oracles("-rs", "tests/text/test_postings_codec.py")
     assert r.returncode == 0, r.stdout[-3000:]
     tail = r.stdout.strip().splitlines()[-1]
     assert tail.startswith("21 passed, 4 skipped"), r.stdout[-3000:]
@@ -81,7 +81,7 @@ def test_given_tests_skip_and_the_rest_run_without_hypothesis():
 
 
 def test_given_tests_fail_without_hypothesis_when_oracles_are_required():
-    r = run_without_oracles("tests/test_text_postings_codec.py", require=True)
+    r = run_without_oracles("tests/text/test_postings_codec.py", require=True)
     assert r.returncode == 1
     assert r.stdout.strip().splitlines()[-1].startswith("4 failed, 21 passed"), r.stdout[-3000:]
     assert "KGSEARCH_REQUIRE_ORACLES=1 but hypothesis is not installed" in r.stdout

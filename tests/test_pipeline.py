@@ -289,7 +289,7 @@ def test_explain_adds_up_to_every_score(kg_db, code_db, which, query):
 def test_strict_mode_raises_what_the_default_skips(kg_db, monkeypatch):
     """A broken channel or fill-in function must not pass unnoticed: strict mode (the tests'
     default, KGSEARCH_STRICT=1) re-raises; the default engine skips it with the reason."""
-    import kgsearch.embed.scoring as scoring
+    import kgsearch.embed.dense as scoring
     import kgsearch.text.bm25 as bm25
 
     def boom(*a, **k):

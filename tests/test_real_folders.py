@@ -24,8 +24,7 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from kgsearch.cli import main
+from conftest import cli, write
 
 
 def xfail13(defect: str):
@@ -33,12 +32,6 @@ def xfail13(defect: str):
 
 
 # ---------------------------------------------------------------------------- helpers
-def cli(*args) -> int:
-    """The exit code of ``kgsearch ARGS`` run in this process (argparse's exits included)."""
-    try:
-        return main([str(a) for a in args])
-    except SystemExit as exc:
-        return exc.code if isinstance(exc.code, int) else 1
 
 
 def keys(db: Path, where: str = "1") -> list[str]:
@@ -49,12 +42,6 @@ def keys(db: Path, where: str = "1") -> list[str]:
 def count(db: Path, sql: str, *params) -> int:
     with sqlite3.connect(db) as c:
         return c.execute(sql, params).fetchone()[0]
-
-
-def write(path: Path, text: str) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-    return path
 
 
 def warnings_in(err: str) -> list[str]:

@@ -12,21 +12,15 @@ import sqlite3
 import subprocess
 import sys
 import threading
-from pathlib import Path
 
 import pytest
+from conftest import write
 
 from kgsearch.cli import main
 
 
 def xfail13(defect: str):
     return pytest.mark.xfail(strict=True, reason=f"issue 13: {defect}")
-
-
-def write(path: Path, text: str) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-    return path
 
 
 def test_regex_query_ends_within_its_limit(tmp_path):
@@ -107,7 +101,7 @@ def test_star_graph_index_stays_within_a_memory_bound(tmp_path):
     # greedy_modularity merges the hub, the smallest node id, into each leaf in turn, moving
     # its whole row every time: it used to allocate a new pair slot per leaf at each merge
     # (~1 GB, ~95 s, and an out-of-memory failure under the cap); now it reuses the slots
-    # (peak ~115 MB), and its work budget (graph_step.cnm_work_budget) stops the O(leaves^2)
+    # (peak ~115 MB), and its work budget (graph.stored.scores.cnm_work_budget) stops the O(leaves^2)
     # merges after 2M heap entries instead of 15-40 s of them (issue 24)
     rc, peak, err = run_with_peak(["index", str(vault), "--db", str(db)], CAP_MB << 20, 300)
     assert rc == 0, err[-500:]

@@ -436,8 +436,8 @@ def test_greedy_modularity_stops_at_a_work_budget_deterministically():
     machine."""
     import numpy as np
 
-    from kgsearch.graph.communities import CommunityTimeout, greedy_modularity
-    from kgsearch.graph.csr import Graph
+    from kgsearch.graph.kernels.communities import CommunityTimeout, greedy_modularity
+    from kgsearch.graph.kernels.csr import Graph
 
     leaves = 1500
     star = Graph.from_edges(np.zeros(leaves, dtype=np.int64), np.arange(1, leaves + 1), np.ones(leaves),
@@ -451,7 +451,7 @@ def test_greedy_modularity_stops_at_a_work_budget_deterministically():
 
 def test_a_note_with_thousands_of_links_is_indexed_without_spending_the_time_budget(tmp_path):
     """(bench/reliability_costs.py times the 20,000-link note: 125 s before, see the README.)"""
-    from kgsearch.graph.graph_step import cnm_work_budget
+    from kgsearch.graph.stored.scores import cnm_work_budget
 
     root = tmp_path / "v"
     write(root / "hub.md", "# Hub\n" + "\n".join(f"- [[note {i}]]" for i in range(5000)) + "\n")

@@ -233,7 +233,7 @@ def test_compaction_is_a_note_only_when_it_gave_back_a_megabyte(saved, said, cap
 
 def test_the_readme_limits_are_the_codes():
     from kgsearch.cli.output import LOG_EVERY
-    from kgsearch.graph.graph_step import CNM_WORK_FLOOR, CNM_WORK_PER_PAIR
+    from kgsearch.graph.stored.scores import CNM_WORK_FLOOR, CNM_WORK_PER_PAIR
     from kgsearch.indexer.load import MAX_NODE_CHARS
     from kgsearch.ingest.common import MAX_LINE_CHARS
     from kgsearch.ingest.walk import DEFAULT_MAX_BYTES, TRIPLES_MAX_BYTES

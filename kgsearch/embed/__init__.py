@@ -16,15 +16,21 @@ Public API (all imports are lazy; importing ``kgsearch.embed`` does not import n
 - :func:`pull_model(name, dest=None) -> Path <kgsearch.embed.hub.pull_model>`: fetch a Hub
   model with model2vec (optional extra ``embed``; needs the network).
 - :func:`list_models() -> list[dict] <kgsearch.embed.hub.list_models>`: models usable here.
-- ``kgsearch.embed.vectors.search(ix, query, k=100)``: the ``dense`` channel (cosine top-k over
+- ``kgsearch.embed.dense.search(ix, query, k=100)``: the ``dense`` channel (cosine top-k over
   the index's int8 vectors); ``kgsearch.embed.embed_step.update(ix, changes, settings, progress)``:
   the derived-data step that keeps the vectors in step with the nodes.
 
-Modules: ``safetensors`` (numpy/mmap reader), ``tokenizers/`` (the tokenizer.json pipeline in
-pure Python, with ``_unicode_table`` generated from the ``tokenizers`` library), ``model``
-(``StaticModel``), ``vectors`` (storage and top-k), ``scoring`` (whole-index and fill-in
-scores), ``index_model`` (the model that goes with an index), ``embed_step`` (derived step),
-``hub`` (pull/list).
+Modules, by concept:
+
+- the model: ``safetensors`` (numpy/mmap reader), ``tokenizers/`` (the tokenizer.json pipeline
+  in pure Python, with ``_unicode_table`` generated from the ``tokenizers`` library), ``model``
+  (``StaticModel``), ``index_model`` (the model that goes with an index), ``hub`` (pull/list);
+- ``kernel``: int8 quantisation, exact scans and top-k, 1-bit sign sketches (numpy only, no
+  index), with their slow references;
+- ``store``: the vectors as stored (``vec_blocks``) and the tables kept in step with them for
+  large indexes (``vec_rows``, ``vec_sketch``, the score moments);
+- ``dense``: the channel at query time (whole matrix in RAM, sketch cascade, or streamed);
+- ``embed_step``: the derived-data step.
 """
 from __future__ import annotations
 

@@ -23,7 +23,9 @@ import time
 
 from ..settings import IndexSettings
 from ..store.rows import iter_node_texts
+from . import store
 from .index_model import load_cached, model_ref, model_spec
+from .kernel import make_rotation
 
 log = logging.getLogger(__name__)
 
@@ -59,26 +61,24 @@ def _progress(progress, done: int, total: int) -> None:
 
 
 def ensure_rotation(ix, dims: int, reset: bool = False):
-    from .vectors import ROTATION_BLOB, make_rotation, rotation
-
-    rot = None if reset else rotation(ix)
+    """The index's rotation matrix, made (and stored) when missing, of other dims or ``reset``."""
+    rot = None if reset else store.rotation(ix)
     if rot is None or rot.shape != (dims, dims):
         rot = make_rotation(dims)
-        ix.put_array(ROTATION_BLOB, rot)
+        ix.put_array(store.ROTATION_BLOB, rot)
     return rot
 
 
 def update(ix, changes, settings=None, progress=None) -> dict:
     """Embed added/modified nodes, drop removed ones; re-embed all on a model change."""
-    from . import vecindex, vectors
     from .model import resolve_model
 
     t0 = time.perf_counter()
     es = IndexSettings.coerce(settings).embed
     if not es.embed:
-        dropped = vectors.vector_count(ix)
+        dropped = store.vector_count(ix)
         if dropped:
-            vectors.clear(ix)
+            store.clear(ix)
         return {"skipped": "embed=false in settings (kgsearch index --embed turns it on)", "dropped": dropped}
     spec = model_spec(settings)
     path = resolve_model(spec)
@@ -93,9 +93,9 @@ def update(ix, changes, settings=None, progress=None) -> dict:
     prev = ix.derived("embed")
     prev_info = (prev or {}).get("info") or {}
     same_model = (ix.meta("model_id") == model_id and ix.meta("model_dims") == str(dims)
-                  and vectors.rotation(ix) is not None and prev_info.get("max_chars", max_chars) == max_chars)
+                  and store.rotation(ix) is not None and prev_info.get("max_chars", max_chars) == max_chars)
     # a migration marked the step stale (0012: sketch tables to write): same model, so vectors of
-    # unchanged texts stay (every node's text hash is checked) and vecindex.sync rewrites the rest
+    # unchanged texts stay (every node's text hash is checked) and store.sync rewrites the rest
     migrated = "embed" in ix.stale_steps() and same_model
     full = (bool(changes.full) and not migrated) or not same_model
     # runs since our last one that did not call us (--no-embed, no model): compare hashes
@@ -106,7 +106,7 @@ def update(ix, changes, settings=None, progress=None) -> dict:
 
     deleted = 0
     if full:
-        vectors.clear(ix)
+        store.clear(ix)
         ensure_rotation(ix, dims, reset=True)
         target = None                       # every node
     else:
@@ -115,12 +115,12 @@ def update(ix, changes, settings=None, progress=None) -> dict:
             gone = np.asarray(changes.removed, dtype=np.int64)
         else:
             target = None
-            sid, _ = vectors.stored_hashes(ix)
+            sid, _ = store.stored_hashes(ix)
             live = np.fromiter((r[0] for r in ix.conn.execute("SELECT id FROM nodes")), dtype=np.int64)
             gone = sid[~np.isin(sid, live)]
-        deleted = vectors.delete_vectors(ix, gone, model_id, gen)
+        deleted = store.delete_vectors(ix, gone, model_id, gen)
     # stored (id, hash) pairs, ascending by id (blocks partition the id range)
-    sid, sh = vectors.stored_hashes(ix)
+    sid, sh = store.stored_hashes(ix)
 
     total = ix.node_count() if target is None else len(target)
     embedded = 0
@@ -144,7 +144,7 @@ def update(ix, changes, settings=None, progress=None) -> dict:
         todo = np.flatnonzero(~same)
         if len(todo):
             vecs = model.encode([texts[i] for i in todo.tolist()])
-            vectors.put_vectors(ix, ids[todo], hashes[todo], vecs, model_id, gen)
+            store.put_vectors(ix, ids[todo], hashes[todo], vecs, model_id, gen)
             embedded += len(todo)
 
     _progress(progress, 0, total)
@@ -161,16 +161,16 @@ def update(ix, changes, settings=None, progress=None) -> dict:
     flush()
     if empty and len(sid):
         e = np.asarray(empty, dtype=np.int64)
-        deleted += vectors.delete_vectors(ix, e[np.isin(e, sid)], model_id, gen)
+        deleted += store.delete_vectors(ix, e[np.isin(e, sid)], model_id, gen)
     _progress(progress, total, total)
 
-    sketch_info = vecindex.sync(ix, full=full or migrated)
+    sketch_info = store.sync(ix, full=full or migrated)
     ix.set_meta("model_id", model_id)
     ix.set_meta("model_sig", model.files_signature())
     ix.set_meta("model_dims", dims)
     ix.set_meta("model", model_ref(path))
     seconds = time.perf_counter() - t0
     info = {"model": model_id, "dims": dims, "embedded": embedded, "deleted": deleted,
-            "vectors": vectors.vector_count(ix), "full": full, "max_chars": max_chars, **sketch_info}
+            "vectors": store.vector_count(ix), "full": full, "max_chars": max_chars, **sketch_info}
     ix.mark_derived("embed", seconds, info, generation=gen)
     return {**info, "seconds": round(seconds, 3)}

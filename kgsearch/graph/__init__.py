@@ -2,7 +2,10 @@
 greedy-modularity communities. No scipy, networkx or igraph at run time.
 
 Nodes are numbered ``0 .. n-1`` and every kernel returns arrays aligned with them.
-``kgsearch.graph.graph_step`` builds and stores them in an index, ``kgsearch.graph.context`` reads them back.
+The kernels live in ``kgsearch.graph.kernels`` (one algorithm per module, slow references in
+``kernels/reference.py``); ``kgsearch.graph.graph_step`` is the index step, which keeps the
+stored graph current through ``kgsearch.graph.stored`` (one write policy: patch, splice or
+rebuild); ``kgsearch.graph.context`` reads it at query time.
 
 =========================================  ===============================================
 ``Graph.from_edges(src, dst, weight=None,  directed weighted graph; parallel edges count as
@@ -35,10 +38,10 @@ Examples
 """
 from __future__ import annotations
 
-from .communities import greedy_modularity, modularity
-from .csr import Graph, GraphError
-from .hits import hits
-from .pagerank import PowerIterationFailedConvergence, pagerank, rwr
+from .kernels.communities import greedy_modularity, modularity
+from .kernels.csr import Graph, GraphError
+from .kernels.hits import hits
+from .kernels.pagerank import PowerIterationFailedConvergence, pagerank, rwr
 
 __all__ = ["Graph", "GraphError", "PowerIterationFailedConvergence", "pagerank", "rwr", "hits",
            "greedy_modularity", "modularity"]

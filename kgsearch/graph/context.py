@@ -11,14 +11,14 @@ from typing import Any
 
 import numpy as np
 
-from .adjacency import StoredGraph, stored_meta
-from .csr import Graph, GraphError
 from .entity_keys import ENTITY_KINDS as _ENTITY_KINDS
 from .entity_keys import META as ENTITY_KEYS
-from .graph_step import PREFIX
-from .hits import hits
-from .pagerank import PowerIterationFailedConvergence, rwr
-from .rows_walk import rwr_rows
+from .kernels.csr import Graph, GraphError
+from .kernels.hits import hits
+from .kernels.pagerank import PowerIterationFailedConvergence, rwr
+from .kernels.rows_walk import rwr_rows
+from .stored.csr import PREFIX, load_graph as load_stored, read_blob
+from .stored.rows import StoredGraph, stored_meta
 
 __all__ = ["load_context", "load_graph", "pagerank_scores", "community_labels", "GraphContext", "CODE_KINDS",
            "entity_words"]
@@ -105,7 +105,7 @@ class GraphContext:
         The walk follows edges both ways (callers and callees, links and backlinks) unless
         ``directed``. ``prune=1e-5`` bounds the work per step to ~100K edges (on the stdlib
         graph: ~10 ms a query instead of ~70 ms, top-10 99% the same as the exact walk); other
-        keywords go to :func:`~kgsearch.graph.pagerank.rwr`.
+        keywords go to :func:`~kgsearch.graph.kernels.pagerank.rwr`.
         """
         seed_pos = np.asarray(seed_pos, dtype=np.int64)
         if not len(seed_pos) or self.graph.m == 0:
@@ -132,9 +132,9 @@ class GraphContext:
         """HITS on the ``top`` walk nodes (plus seeds); additive adjustments aligned with ``pos``.
 
         Hubs and authorities are max-normalised to [0, 1] and passed to the pipeline's formula
-        (``kgsearch.graph.proximity.hits_adjust``).
+        (``kgsearch.graph.kernels.proximity.hits_adjust``).
         """
-        from .proximity import hits_adjust as formula
+        from .kernels.proximity import hits_adjust as formula
 
         pos = np.asarray(pos, dtype=np.int64)
         pvec = np.asarray(pvec, dtype=np.float64)
@@ -276,31 +276,9 @@ class GraphContext:
         return local, glob
 
 
-def _read_blob(ix, name: str, chunk: int | None = None):
-    """``ix.get_array(name)`` filled from 1 MiB pieces (:func:`kgsearch.store.blobio.iter_array`):
-    a whole-blob read holds SQLite's copy and Python's at once, and the freed copies stayed in
-    the heap. Read-only, like ``get_array``'s."""
-    from ..store.blobio import array_info, iter_array
-
-    info = array_info(ix, name)
-    if info is None:
-        return None
-    _, dtype, shape = info
-    out = np.empty(int(np.prod(shape)) if shape else 1, dtype=dtype)
-    pos = 0
-    for piece in iter_array(ix, name, chunk):
-        out[pos:pos + len(piece)] = piece
-        pos += len(piece)
-    if pos != len(out):
-        raise GraphError(f"stored array {name!r} is shorter than its shape; rebuild with `kgsearch index --full`")
-    out = out.reshape(shape)
-    out.flags.writeable = False
-    return out
-
-
 def _load(ix) -> GraphContext | None:
     def get(name: str):
-        return _read_blob(ix, name)
+        return read_blob(ix, name)
 
     shape = get(PREFIX + "shape")
     if shape is None:
@@ -313,7 +291,7 @@ def _load(ix) -> GraphContext | None:
                              "rebuild with `kgsearch index --full`")
         g = StoredGraph(ix, ids, int(shape[2]), ix.meta_json(PREFIX + "etypes", []), rows["id_dtype"])
     else:
-        g = Graph.from_blobs(lambda name: get(PREFIX + name), etype_names=ix.meta_json(PREFIX + "etypes", []))
+        g = load_stored(ix, get)
         ids = get(PREFIX + "node_ids")
         if ids is None or len(ids) != g.n:
             raise GraphError("graph.node_ids blob is missing or inconsistent; rebuild with `kgsearch index --full`")
@@ -332,7 +310,7 @@ def load_graph(ix) -> Graph | None:
     ctx = load_context(ix)
     if ctx is None or isinstance(ctx.graph, Graph):
         return None if ctx is None else ctx.graph
-    return Graph.from_blobs(lambda name: _read_blob(ix, PREFIX + name), etype_names=ctx.etype_names)
+    return load_stored(ix)
 
 
 def _by_id(ctx: GraphContext, values: np.ndarray, fill, dtype) -> np.ndarray:

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..errors import BadIndex
-from ..graph.maintain import PAGERANK_L1_BOUND
+from ..graph.stored.scores import PAGERANK_L1_BOUND
 from ..store.db import Index, check_blobs, is_corruption
 from ..store.lock import IndexLock
 from ..types import ChangeSet
@@ -46,8 +46,8 @@ log = logging.getLogger(__name__)
 __all__ = ["Check", "DoctorReport", "check_index"]
 
 # PageRank: a reindex warm-starts the power iteration from the stored scores (kgsearch.graph.
-# maintain); both it and a rebuild stop within alpha/(1-alpha) x 1e-4 (L1) of the exact vector,
-# so they may differ by up to maintain.PAGERANK_L1_BOUND in total (plus float32 rounding)
+# stored.scores); both it and a rebuild stop within alpha/(1-alpha) x 1e-4 (L1) of the exact vector,
+# so they may differ by up to scores.PAGERANK_L1_BOUND in total (plus float32 rounding)
 PAGERANK_L1_TOL = PAGERANK_L1_BOUND + 1e-6
 WORDS = {"text_postings": "terms", "text_doclen": "lengths", "text_symbols": "symbols", "text_trigrams": "trigrams"}
 DERIVED_TABLES = {           # step -> tables compared row for row (all columns)
@@ -295,13 +295,14 @@ def _graph_edges(ix: Index):
     """(node ids by position, sorted edge list (src id, dst id, type, weight)) of the stored graph."""
     import numpy as np
 
-    from ..graph.csr import Graph, GraphError
+    from ..graph import GraphError
+    from ..graph.stored.csr import load_graph
 
     ids = ix.get_array("graph.node_ids")
     if ids is None:
         return None, None
     try:
-        g = Graph.from_blobs(lambda name: ix.get_array("graph." + name))
+        g = load_graph(ix, ix.get_array)
     except GraphError:
         return ids, None
     names = np.array(ix.meta_json("graph.etypes", []) or [""], dtype=object)
@@ -342,12 +343,12 @@ def _compare_graph(ix: Index, fresh: Index) -> Check:
 
 
 def _compare_rows(ix: Index, fresh: Index) -> str:
-    """The per-node adjacency rows (kgsearch/graph/adjacency.py) against the rebuild's: ``""``
+    """The per-node adjacency rows (kgsearch/graph/stored/rows.py) against the rebuild's: ``""``
     when neither has them, ``", adjacency rows"`` when equal, ``"!why"`` when not. Type numbers
     are compared by name (an incremental run numbers a new edge type after the old ones)."""
     import numpy as np
 
-    from ..graph import adjacency
+    from ..graph.stored import rows as adjacency
 
     a, b = adjacency.stored_meta(ix), adjacency.stored_meta(fresh)
     if a is None and b is None:
@@ -359,7 +360,7 @@ def _compare_rows(ix: Index, fresh: Index) -> str:
     if et_cur == et_new:
         n, d = _differ(fresh.conn, adjacency.TABLE)
     else:
-        entry = adjacency._entry(a["id_dtype"])
+        entry = adjacency.entry_dtype(a["id_dtype"])
         to_new = np.array([et_new.index(t) if t in et_new else -1 for t in et_cur] or [0], dtype=np.int64)
         cur = {r[0]: r[1:] for r in fresh.conn.execute(f"SELECT node, nout, data FROM cur.{adjacency.TABLE}")}
         n, d = 0, 0
@@ -379,7 +380,7 @@ def _compare_rows(ix: Index, fresh: Index) -> str:
 def _check_vectors(ix: Index, settings: dict) -> Check | None:
     import numpy as np
 
-    from ..embed import vectors
+    from ..embed import store as vectors
     from ..embed.embed_step import node_text, text_hash
     from ..settings import IndexSettings
     from ..store.rows import iter_node_texts

@@ -48,7 +48,7 @@ def _old_state(db: Path) -> tuple[list[Root], dict, int]:
 def rebuild_index(db, paths: list[str] | None = None, opts: IndexOptions | None = None) -> IndexReport:
     """Rebuild the index at ``db`` from its roots (or ``paths``) and swap it in. Returns the
     new index's run report."""
-    from .run import _locked_run, _run, check_options
+    from .run import check_options, index_roots, locked_run
 
     db = Path(os.path.realpath(os.path.expanduser(str(db))))   # through a symlink: the file it names
     opts = opts or IndexOptions()
@@ -94,7 +94,7 @@ def rebuild_index(db, paths: list[str] | None = None, opts: IndexOptions | None 
                 st.conn.execute("INSERT INTO roots(path, label, position, added_at) VALUES (?,?,?,?)",
                                 (r.path, r.label, r.position, r.added_at or time.time()))
             sync_meta(st.conn)
-            _run(st, list_roots(st.conn))
+            index_roots(st, list_roots(st.conn))
             problems = st.report.roots_missing + st.report.roots_unreadable
             if problems:
                 raise DataError(f"root {problems[0]} is missing or cannot be listed: a rebuild would lose its "
@@ -102,7 +102,7 @@ def rebuild_index(db, paths: list[str] | None = None, opts: IndexOptions | None 
                                 f"(the index was not changed)")
 
         try:
-            report = _locked_run(tmp, opts, body)
+            report = locked_run(tmp, opts, body)
             with Index.open(tmp) as ix:          # fold the WAL in: the new file stands alone
                 ix.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
                 if [r[0] for r in ix.conn.execute("PRAGMA quick_check")] != ["ok"]:

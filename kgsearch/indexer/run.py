@@ -20,7 +20,6 @@ from pathlib import Path
 
 from ..config import default_db_path
 from ..errors import DataError, NotFound, UsageError
-from ..graph import maintain as graph_maintain
 from ..ingest.pool import default_workers, ordered_map
 from ..ingest.walk import Found
 from ..settings import IndexSettings
@@ -32,7 +31,7 @@ from .edges import EdgeResolver
 from .load import load_job, pack_outcome, unpack_outcome
 from .plan import plan, resolve_roots
 from .state import IndexOptions, IndexReport, RunState
-from .steps import check_step_names, run_steps
+from .steps import begin_steps, check_step_names, end_steps, run_steps
 from .writer import Writer
 
 __all__ = ["index_paths", "remove_roots", "check_options"]
@@ -141,7 +140,7 @@ def index_paths(db: str | os.PathLike | None, paths: list[str], opts: IndexOptio
     """Index (or incrementally reindex) ``paths`` into the index at ``db``. See the module docstring."""
     opts = opts or IndexOptions()
     check_options(opts)                              # a bad option fails before the lock is taken
-    return _locked_run(db, opts, lambda st: _run(st, resolve_roots(st.ix, list(paths))))
+    return locked_run(db, opts, lambda st: index_roots(st, resolve_roots(st.ix, list(paths))))
 
 
 def remove_roots(db: str | os.PathLike | None, refs: list[str], opts: IndexOptions | None = None) -> IndexReport:
@@ -165,10 +164,12 @@ def remove_roots(db: str | os.PathLike | None, refs: list[str], opts: IndexOptio
             remove_root(st.conn, root.path)
         _apply(st, [], [tuple(r) for r in deleted], time.perf_counter())
 
-    return _locked_run(db, opts, body)
+    return locked_run(db, opts, body)
 
 
-def _locked_run(db, opts: IndexOptions, body) -> IndexReport:
+def locked_run(db, opts: IndexOptions, body) -> IndexReport:
+    """Run ``body(st)`` in one index transaction under the index lock: open (a health probe
+    first), commit, checkpoint, compact when asked; a damaged file becomes ``BadIndex``."""
     t_start = time.perf_counter()
     if db is None:
         db = default_db_path()
@@ -210,8 +211,8 @@ def _discard(db) -> None:
             pass
 
 
-def _run(st: RunState, roots) -> None:
-    """Everything inside an index run's transaction."""
+def index_roots(st: RunState, roots) -> None:
+    """Everything inside an index run's transaction: plan, load, resolve, derived steps."""
     ix, report = st.ix, st.report
     report.roots = [r.path for r in roots]
     st.explicit_files = {r.path for r in roots if os.path.isfile(r.path)}
@@ -237,8 +238,7 @@ def _apply(st: RunState, to_load: list[Found], deleted: list[tuple[int, str]], t
     st.opts.settings = settings
     if st.opts.full or stored != settings:
         ch.full = True
-    if not ch.full and ix.get_array("graph.shape") is not None:
-        graph_maintain.track_edges(ix.conn)    # the graph step then updates only the changed rows
+    begin_steps(st)                           # (the graph step starts tracking the rows that change)
     t0 = time.perf_counter()
     for file_id, _ in deleted:
         writer.drop_file(file_id)
@@ -270,7 +270,7 @@ def _apply(st: RunState, to_load: list[Found], deleted: list[tuple[int, str]], t
         if ch.any:
             ix.set_meta("last_index_time", time.time())
         ix.set_meta_json("settings", settings)
-    graph_maintain.end_tracking(ix)
+    end_steps(st)
     ix.set_meta("last_run_time", time.time())
     report.generation = ix.generation
     report.nodes_added = len(ch.added)

@@ -1,10 +1,14 @@
 """The derived-data steps, run in this order inside the index transaction.
 
-Each step module has ``NAME`` and ``update(ix, changes, settings, progress=None) -> dict``
-(docs/DESIGN.md, "Derived-data steps"): it brings its tables in line with the nodes and edges
-for a :class:`~kgsearch.types.ChangeSet`, and rebuilds from scratch when ``changes.full`` is
-set. ``neighbors`` writes derived edges and sets ``changes.edges_changed`` so that ``graph``,
-after it, rebuilds.
+The step protocol (docs/DESIGN.md, "Derived-data steps"): each step module has ``NAME`` and
+``update(ix, changes, settings, progress=None) -> dict``, which brings its tables in line with
+the nodes and edges for a :class:`~kgsearch.types.ChangeSet` and rebuilds from scratch when
+``changes.full`` is set; and it may have the hooks ``begin(ix, changes)``, called
+(:func:`begin_steps`) once ``changes.full`` is known and before the run changes any row, and
+``end(ix)``, called (:func:`end_steps`) after the steps, whichever of them ran: the graph step
+tracks there which rows change, so that nothing else in the indexer knows how it stores the
+graph. ``neighbors`` writes derived edges and sets ``changes.edges_changed`` so that
+``graph``, after it, updates.
 """
 from __future__ import annotations
 
@@ -18,7 +22,7 @@ from ..graph import graph_step
 from ..text import neighbors, text_step
 from .state import RunState
 
-__all__ = ["STEPS", "STEP_NAMES", "run_steps", "check_step_names"]
+__all__ = ["STEPS", "STEP_NAMES", "run_steps", "begin_steps", "end_steps", "check_step_names"]
 
 STEPS = (text_step, neighbors, embed_step, graph_step)
 STEP_NAMES = tuple(m.NAME for m in STEPS)
@@ -28,6 +32,23 @@ def check_step_names(names) -> None:
     bad = [n for n in (names or ()) if n not in STEP_NAMES]
     if bad:
         raise UsageError(f"unknown derived step(s) {', '.join(bad)}; choose from {', '.join(STEP_NAMES)}")
+
+
+def begin_steps(st: RunState) -> None:
+    """Each step's ``begin(ix, changes)`` hook, when it has one (every step, whatever
+    ``opts.steps`` chooses: a step left out must still learn what changed)."""
+    for mod in STEPS:
+        hook = getattr(mod, "begin", None)
+        if hook is not None:
+            hook(st.ix, st.changes)
+
+
+def end_steps(st: RunState) -> None:
+    """Each step's ``end(ix)`` hook, when it has one."""
+    for mod in STEPS:
+        hook = getattr(mod, "end", None)
+        if hook is not None:
+            hook(st.ix)
 
 
 def run_steps(st: RunState, settings, stale: set[str]) -> None:

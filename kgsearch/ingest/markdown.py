@@ -55,7 +55,7 @@ from typing import Any
 from ..types import EdgeRec, LoadOptions, LoadResult, NodeRec
 from .common import is_texty, norm_type, read_text, slugify
 from .frontmatter import parse_front_matter
-from .mdlinks import WIKI as _WIKI, _display, _links, _Note, link_target
+from .mdlinks import WIKI as _WIKI, Note, display_text, link_target, scan_line
 from .plaintext import extract_entities, mentions
 
 NAME = "markdown"
@@ -81,7 +81,7 @@ def load(path: Path, rel: str, opts: LoadOptions) -> LoadResult:
         if stem_rel.lower().endswith(ext):
             stem_rel = stem_rel[: -len(ext)]
     key = f"md:{stem_rel}"
-    note = _Note(where, rel, key)
+    note = Note(where, rel, key)
     lines = text.split("\n")
 
     fm, fm_raw, body_start = _front_matter(lines, where, res)
@@ -108,15 +108,15 @@ def load(path: Path, rel: str, opts: LoadOptions) -> LoadResult:
         if ln in sections:
             src = sections[ln][0]
             sec_lines[src], sec_scan[src], spans[src] = [], [], [ln, ln]
-            _links(note, src, ln, scan)
+            scan_line(note, src, ln, scan)
             sec_scan[src].append("")        # headings are titles, not entity mentions
             continue
         if src in spans and raw.strip():
             spans[src][1] = ln
         sec_lines[src].append(raw)
         if scan is not None:
-            _links(note, src, ln, scan)
-        sec_scan[src].append("" if scan is None or ln in head_lines else _display(scan))
+            scan_line(note, src, ln, scan)
+        sec_scan[src].append("" if scan is None or ln in head_lines else display_text(scan))
 
     # the note
     props: dict[str, Any] = {}
@@ -202,7 +202,7 @@ def _heading_name(raw: str) -> str:
     m = _HEADING.match(raw)
     text = m.group(2) if m else raw
     text = _INLINE_CODE.sub(lambda c: c.group()[len(c.group(1)):-len(c.group(1))].strip(), text)
-    return " ".join(_display(text).split())
+    return " ".join(display_text(text).split())
 
 
 def _body_lines(lines: list[str], start: int) -> list[tuple[int, str, str | None]]:
@@ -243,7 +243,7 @@ def _plan_sections(heads: list[tuple[int, int, str]], key: str, title: str
     return sections
 
 
-def _entity_edges(note: _Note, parts: list[tuple[str, int, str, list[str]]],
+def _entity_edges(note: Note, parts: list[tuple[str, int, str, list[str]]],
                   kept: set[str]) -> list[EdgeRec]:
     """``mentions`` edges; ``parts`` = (key, first line, unlined head text, lines)."""
     ents = extract_entities("\n".join(head + "\n".join(scan) for _, _, head, scan in parts))
@@ -268,7 +268,7 @@ def _as_list(v: Any) -> list:
     return [x.strip() for x in str(v).split(",") if x.strip()]
 
 
-def _front_matter_text(fm: dict, note: _Note, raw: dict) -> str:
+def _front_matter_text(fm: dict, note: Note, raw: dict) -> str:
     """Searchable front-matter values; also emits the tag and typed-relation edges."""
     key = note.key
     parts: list[str] = []
@@ -291,7 +291,7 @@ def _front_matter_text(fm: dict, note: _Note, raw: dict) -> str:
         if lk == "title":
             continue
         vals = v if isinstance(v, list) else [v]
-        words = [_display(str(x)) for x in vals if is_texty(x) and not str(x).startswith("{")]
+        words = [display_text(str(x)) for x in vals if is_texty(x) and not str(x).startswith("{")]
         if words:
             parts.append(", ".join(words))
     return "\n".join(parts)

@@ -10,7 +10,7 @@ from urllib.parse import unquote
 from ..types import EdgeRec
 from .common import norm_type
 
-__all__ = ["link_target", "ATTACHMENTS", "MAX_URLS", "WIKI"]
+__all__ = ["link_target", "display_text", "Note", "scan_line", "ATTACHMENTS", "MAX_URLS", "WIKI"]
 
 
 ATTACHMENTS = frozenset(
@@ -50,7 +50,7 @@ def _is_attachment(t: str) -> bool:
     return ext in ATTACHMENTS
 
 
-def _display(text: str) -> str:
+def display_text(text: str) -> str:
     """Link syntax reduced to what a reader sees: ``[[a|b]]`` -> b, ``[x](y)`` -> x,
     embeds dropped."""
     text = WIKI.sub(lambda m: "" if m.group(1) else m.group(2).split("|", 1)[-1]
@@ -58,7 +58,7 @@ def _display(text: str) -> str:
     return _MDLINK.sub(lambda m: m.group(2), text)
 
 
-class _Note:
+class Note:
     """Collects the nodes and edges of one note."""
 
     def __init__(self, where: str, rel: str, key: str):
@@ -127,7 +127,7 @@ class _Note:
 # ---- loader --------------------------------------------------------------------------------
 
 
-def _links(note: _Note, src: str, ln: int, scan: str) -> None:
+def scan_line(note: Note, src: str, ln: int, scan: str) -> None:
     """Links, tags and inline fields on one body line (inline code already blanked)."""
     ref = _REFDEF.match(scan)
     if ref:                                     # [label]: target -- a link, not '#anchor' tags
@@ -142,7 +142,7 @@ def _links(note: _Note, src: str, ln: int, scan: str) -> None:
     for start, end, k in typed:
         value = scan[start:end].strip()
         if not WIKI.search(value):
-            note.fields.setdefault(k.strip(), _display(value))
+            note.fields.setdefault(k.strip(), display_text(value))
     for w in WIKI.finditer(scan):
         etype = next((norm_type(k, "links_to") for s, e, k in typed if s <= w.start() < e),
                      "links_to")

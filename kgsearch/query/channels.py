@@ -143,18 +143,18 @@ def _relation_search(ix, q, k, **kw):
 
 
 def _dense_search(ix, q, k, **kw):
-    from ..embed import vectors
-    return vectors.search(ix, q.text, k, **kw)
+    from ..embed import dense
+    return dense.search(ix, q.text, k, **kw)
 
 
 def _dense_all(ix, q, **kw):
-    from ..embed import scoring
-    return scoring.score_all(ix, q.text, **kw)
+    from ..embed import dense
+    return dense.score_all(ix, q.text, **kw)
 
 
 def _dense_ids(ix, q, ids, **kw):
-    from ..embed import scoring
-    return scoring.score_ids(ix, q.text, ids, **kw)
+    from ..embed import dense
+    return dense.score_ids(ix, q.text, ids, **kw)
 
 
 # Order matters: channels run, and are listed in responses and --help, in this order.

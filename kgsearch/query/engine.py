@@ -43,7 +43,7 @@ from .. import fuse
 from ..budget import ENV as BUDGET_ENV, budget_bytes, headroom, share
 from ..environment import current as current_environment
 from ..errors import BadIndex
-from ..graph import adjacency
+from ..graph.stored import rows as adjacency
 from ..graph.context import load_context
 from ..store import qcache
 from ..store.db import Index, is_corruption
@@ -350,7 +350,7 @@ class Engine:
         return resp
 
 
-# with adjacency rows only the per-node arrays are loaded (kgsearch/graph/adjacency.py)
+# with adjacency rows only the per-node arrays are loaded (kgsearch/graph/stored/rows.py)
 _PER_NODE = " AND name IN ('graph.node_ids', 'graph.pagerank', 'graph.community', 'graph.kind')"
 
 
@@ -380,7 +380,7 @@ def _fit_page_cache(ix: Index) -> None:
     again) and a few hundred scattered rows; the operating system caches the file anyway. At
     1M nodes a 16 MB cache was 14 MiB of the process and bought no measurable latency over
     2 MiB (bench/results/query_1m.md). Under ``KGSEARCH_MEMORY_MB`` it is the budget's share
-    when that is smaller (the vector cache takes a quarter, kgsearch.embed.vectors)."""
+    when that is smaller (the vector cache takes a quarter, kgsearch.embed.dense)."""
     kib = share(PAGE_CACHE_SHARE, QUERY_PAGE_CACHE_KIB * 1024) // 1024
     if kib < PAGE_CACHE_KIB:
         ix.conn.execute(f"PRAGMA cache_size=-{max(kib, 512)}")

@@ -3,7 +3,7 @@
 Seeds are the best candidates by text and by embedding (:attr:`Tuning.seeds_per_signal`
 each), weighted by their first-stage score. For prose the ``graph`` signal is the weighted
 mean of a candidate's neighbours' first-stage scores over typed edges
-(:func:`kgsearch.graph.proximity.pull_mean`; two hops for intents with ``two_hop``); for code
+(:func:`kgsearch.graph.kernels.proximity.pull_mean`; two hops for intents with ``two_hop``); for code
 queries (decided before this stage, :func:`kgsearch.query.code.is_code_query`) it is a random
 walk with restart from the seeds, and HITS on the walk's top nodes may adjust scores. The
 ``intent`` signal credits nodes along the intent's edge types; ``local`` and ``global`` score
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import fuse
-from ..graph import proximity as prox_mod
+from ..graph.kernels import proximity as prox_mod
 from ..store.sql import in_chunks
 from .channels import SIGNAL_OF
 from .signals import Signals, top_idx

@@ -2,7 +2,7 @@
 
 Per-intent fusion weights live in :data:`kgsearch.query.intent.INTENTS` and edge-type weights in
 :data:`kgsearch.config.EDGE_WEIGHTS`; the constants of the fusion and graph stages are here.
-``bench/tune_pipeline.py`` runs configurations with some of them changed
+``bench/studies/tune_pipeline.py`` runs configurations with some of them changed
 (``{"tuning": {"pr_blend": 0.3}}``) on every shared set.
 """
 from __future__ import annotations

@@ -10,7 +10,7 @@ piece by piece; older Pythons fall back to slices of the whole read (same values
 
 :class:`Stored` / :func:`open_stored` slice a stored array without reading it whole, and
 :func:`put_stored` rewrites in place only the pieces that changed: the graph update
-(:mod:`kgsearch.graph.maintain`) splices its edge arrays through them.
+(:mod:`kgsearch.graph.stored`) patches and splices its edge arrays through them.
 """
 from __future__ import annotations
 
@@ -166,7 +166,7 @@ def put_stored(ix, name: str, arr: np.ndarray, chunk: int | None = None, capacit
     and two copies for 66 MB. Otherwise a zero blob of ``capacity`` items (default the
     array's length), the array written into it in pieces.
 
-    The graph's edge arrays are stored with room to spare (:func:`kgsearch.graph.edge_room.
+    The graph's edge arrays are stored with room to spare (:func:`kgsearch.graph.stored.csr.
     edge_capacity`): a one-file change that adds or drops edges keeps their length, and an
     in-place write of a 66 MB array (half its pieces changed) took 0.22 s here, against 0.67 s
     for a new zero blob written over.

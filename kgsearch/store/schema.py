@@ -153,7 +153,7 @@ CREATE TABLE IF NOT EXISTS qcache(key TEXT PRIMARY KEY, generation INTEGER NOT N
     created REAL NOT NULL, response TEXT NOT NULL)
 """
 
-# Dense vectors (kgsearch/embed/vectors.py): node ids in blocks of 4096 consecutive ids
+# Dense vectors (kgsearch/embed/store.py): node ids in blocks of 4096 consecutive ids
 # (block = id >> 12), each row holding ascending node ids (int64), embedded-text hashes (int64),
 # per-vector scales (float32) and int8 codes of the rotated, normalised vectors. The model id,
 # dims and rotation live in meta/blobs; every row records the generation and model it was
@@ -312,7 +312,7 @@ def _roots(conn: sqlite3.Connection) -> None:
             conn.execute("UPDATE files SET size = -1, hash = '' WHERE root = ?", (path,))
 
 
-# Dense retrieval past the vector cache (kgsearch/embed/vecindex.py): per block of 4096 ids the
+# Dense retrieval past the vector cache (kgsearch/embed/store.py, embed/dense.py): per block of 4096 ids the
 # sign bits of the int8 codes (column-major uint64 words), and the codes again one row per node
 # so a short list is read by primary key. Written by the embed step for indexes of at least
 # vecindex.SKETCH_MIN vectors; an index that has vectors is marked stale for "embed", whose
@@ -341,17 +341,17 @@ def _neighbor_ties(conn: sqlite3.Connection) -> None:
         mark_stale(conn, "neighbors")
 
 
-NEIGHBORS_EXACT_MAX = 200_000           # = text.neighbors_scaled.EXACT_MAX_NODES (store imports nothing above it)
+NEIGHBORS_EXACT_MAX = 200_000           # = text.neighbors.approx.EXACT_MAX_NODES (store imports nothing above it)
 
 
 def _neighbor_grid(conn: sqlite3.Connection) -> None:
     """No schema change: the exact ``similar_text`` lists are now scored with grid statistics
-    and keep entry bars (text/neighbors_delta.py), so that a one-word edit recomputes the
+    and keep entry bars (text/neighbors/delta.py), so that a one-word edit recomputes the
     lists it can reach instead of all of them. Lists stored by an older kgsearch are rebuilt
     by the next index run, as for 0013."""
     _neighbor_ties(conn)
 
-# Per-node adjacency rows (kgsearch/graph/adjacency.py): for graphs of graph_adjacency_rows
+# Per-node adjacency rows (kgsearch/graph/stored/rows.py): for graphs of graph_adjacency_rows
 # edges and more, a query reads the rows of the nodes it looks at instead of loading the CSR
 # (222 MB at 1M nodes and 16.4M edges). Derived: the graph step writes them (on the next index
 # run, even one that finds no change, for a graph that is big enough).

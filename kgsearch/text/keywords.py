@@ -251,7 +251,7 @@ def search_equivalences(ix, query: str, k: int = 100, *, equivalences=None, **op
     scores: dict[int, float] = {}
     for rank, t in enumerate(targets[:50]):
         try:
-            found = pattern._match_token(ix.conn, t, k, fuzzy=False)
+            found = pattern.match_token(ix.conn, t, k, fuzzy=False)
         except Exception:
             log.debug("equiv lookup failed for %r", t, exc_info=True)
             continue

@@ -32,7 +32,7 @@ from .regex import refusal, required_literal, scan, sre_parser, timer_usable
 from .tokenize import clean_query
 from .trigrams import MAX_SYM, ids_from as _ids_from, trigrams
 
-__all__ = ["search", "query_parts", "edit_distance", "substring_distance"]
+__all__ = ["search", "query_parts", "match_token", "edit_distance", "substring_distance"]
 
 log = logging.getLogger(__name__)
 
@@ -124,7 +124,10 @@ def _score_literal(q: str, sym: str) -> float:
     return best
 
 
-def _match_token(conn, token: str, k: int, fuzzy: bool) -> dict[int, float]:
+def match_token(conn, token: str, k: int, fuzzy: bool) -> dict[int, float]:
+    """``{node id: score}`` for one token: the nodes whose symbols contain it (scored by how
+    much of the symbol it covers); with ``fuzzy``, while fewer than ``k`` matched, also the
+    symbols a few edits away."""
     q = token.lower()[:MAX_SYM]
     scores: dict[int, float] = {}
     if len(q) < 3:
@@ -205,7 +208,7 @@ def _regex_search(conn, body: str, flags: str, k: int) -> dict[int, float]:
         rx = re.compile(body, fl)
         parsed = sre_parser().parse(body, fl)
     except (re.error, RecursionError, OverflowError, ValueError):
-        return _match_token(conn, body, k, fuzzy=False) if body.strip() else {}
+        return match_token(conn, body, k, fuzzy=False) if body.strip() else {}
     timer = timer_usable()
     why = refusal(parsed, timer)
     if why:
@@ -263,7 +266,7 @@ def search(ix, query: str, k: int = 100, *, fuzzy: bool = True,
         else:
             scores = {}
             for tok in tokens:
-                for nid, s in _match_token(conn, tok, k, fuzzy).items():
+                for nid, s in match_token(conn, tok, k, fuzzy).items():
                     if s > scores.get(nid, 0.0):
                         scores[nid] = s
     except sqlite3.OperationalError as exc:

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from kgsearch.graph import Graph
-from kgsearch.graph.proximity import intent_edges
+from kgsearch.graph.kernels.proximity import intent_edges
 from kgsearch.query.graph_stage import graph_stage
 from kgsearch.query.intent import make
 from kgsearch.query.options import SearchOptions

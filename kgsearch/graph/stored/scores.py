@@ -1,0 +1,187 @@
+"""The scores stored beside the graph: PageRank and community labels, after any write.
+
+**PageRank** (blob ``graph.pagerank``, float32 by position): alpha 0.85, networkx's rule with
+``tol = min(1e-6, 1e-4 / n)``, so the total L1 change at the stop is below 1e-4. After a
+rebuild, :func:`pagerank_rebuilt` solves it cold (:func:`~kgsearch.graph.kernels.pagerank_lean.
+pagerank_lean`). After an incremental write, :func:`pagerank_updated`: nothing when no edge
+changed; up to :data:`WARM_FROM` nodes solved cold, exactly as a fresh build does (so an
+updated index ranks like a fresh one: the incremental property test compares scores to 1e-9);
+above it the power iteration with the same stopping rule, warm-started from the stored scores
+(new nodes start at 1/n), reading the stored indices and weights in chunks
+(:func:`~kgsearch.graph.kernels.pagerank_lean.pagerank_csr`). Both it and a fresh build stop
+within ``alpha / (1 - alpha) * 1e-4`` (L1) of the exact vector, so they differ by at most
+:data:`PAGERANK_L1_BOUND` (tested, with identical top-k on fixtures; ``doctor`` allows it).
+
+**Communities** (blob ``graph.community``): greedy modularity (CNM) on the undirected
+projection. A write that changed few nodes does not rerun CNM (17 s on the stdlib graph):
+existing nodes keep their labels and new nodes join the community they are most strongly
+linked to (:mod:`kgsearch.graph.kernels.placement`); once the nodes changed since the last full
+CNM run exceed ``graph_communities_drift`` (default 0.02) of the nodes it saw, or on a full run
+(``kgsearch index --full``), CNM runs again. So between full runs the partition is an
+approximation of what a fresh run would give (meta ``graph.communities_drift`` counts). CNM's
+cost grows with hubs (10 s for the 60K-node stdlib graph on a laptop core), so it is skipped
+above ``graph_communities_max_pairs`` linked pairs (default 1,000,000; counted only when no
+lower bound already exceeds it) or when its merges pass :func:`cnm_work_budget` (a hub that
+makes it quadratic: a note with 20,000 links) or it runs past ``graph_communities_seconds`` (default
+120; after a timeout it is not retried until the graph shrinks or the budget grows). When
+skipped, the previous labels are kept for nodes that still exist (new nodes get -1); without
+any, ``community_labels`` returns ``None``.
+"""
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+
+from ...settings import GraphSettings
+from ..kernels.communities import CommunityTimeout, count_pairs, greedy_modularity, pairs_lower_bound
+from ..kernels.csr import Graph
+from ..kernels.pagerank import PowerIterationFailedConvergence, pagerank
+from ..kernels.pagerank_lean import pagerank_csr, pagerank_lean
+from ..kernels.placement import assign_new_nodes, assign_new_nodes_local
+from . import csr
+from .csr import PREFIX
+
+__all__ = ["pagerank_rebuilt", "pagerank_updated", "communities", "WARM_FROM", "PAGERANK_L1_BOUND"]
+
+log = logging.getLogger(__name__)
+
+PAGERANK_L1_BOUND = 2 * 0.85 / 0.15 * 1e-4   # warm vs fresh PageRank, L1 (both within 5.7e-4 of exact)
+WARM_FROM = 200_000          # nodes: below, PageRank is solved cold, as a fresh build does (same scores)
+
+
+def pagerank_rebuilt(ix, g: Graph) -> None:
+    """PageRank of a rebuilt graph, solved cold (blob ``graph.pagerank``)."""
+    if not g.n:
+        return
+    try:
+        pr = pagerank_lean(g, tol=min(1e-6, 1e-4 / g.n), max_iter=1000)
+    except PowerIterationFailedConvergence:          # cannot happen with alpha 0.85
+        log.warning("pagerank did not converge; storing uniform scores")
+        pr = np.full(g.n, 1.0 / g.n)
+    ix.put_array(PREFIX + "pagerank", pr.astype(np.float32))
+
+
+def pagerank_updated(ix, g: csr.StreamedGraph, old_ids, remap, outw, edges_same: bool, info: dict) -> None:
+    """PageRank after an incremental write (see the module docstring). ``old_ids``: the node
+    ids of the stored scores' positions; ``remap``: old position -> new (-1 gone); ``outw``:
+    the rows' summed weights when the splice counted them; ``edges_same``: no edge changed
+    (the scores stay)."""
+    if edges_same:
+        info["pagerank_start"] = "kept: no edge changed"
+    elif g.n and g.n <= WARM_FROM:
+        # small enough to solve cold (75K nodes: 40 ms): exactly what a fresh build stores
+        pr = pagerank(g, tol=min(1e-6, 1e-4 / g.n), max_iter=1000)
+        ix.put_array(PREFIX + "pagerank", pr.astype(np.float32))
+        info["pagerank_start"] = "cold"
+    elif g.n:
+        old_pr = ix.get_array(PREFIX + "pagerank")
+        hit = remap >= 0                 # old position -> new position, for the scores
+        x0 = np.full(g.n, 1.0 / g.n)
+        if old_pr is not None and len(old_pr) == len(old_ids) and hit.any():
+            x0[remap[hit]] = old_pr[hit]
+        del old_pr
+        sg = g.stream()                          # (indices and weights read in chunks, per iteration)
+        try:
+            pr, iters = pagerank_csr(sg, tol=min(1e-6, 1e-4 / g.n), max_iter=1000, x0=x0, outw=outw,
+                                     chunk=csr.CHUNK_EDGES)
+        finally:
+            sg.indices.close()
+            sg.weights.close()
+        del x0, sg
+        ix.put_array(PREFIX + "pagerank", pr.astype(np.float32))
+        info["pagerank_iterations"] = iters
+        info["pagerank_start"] = "warm"
+
+
+def _kept_labels(old_ids, old_comm, ids) -> np.ndarray | None:
+    """The previous community label of each node in ``ids`` (-1 for new nodes), or None."""
+    if old_comm is None or old_ids is None or not (0 < len(old_ids) == len(old_comm)) or not len(ids):
+        return None
+    at = np.minimum(np.searchsorted(old_ids, ids), len(old_ids) - 1)
+    hit = old_ids[at] == ids
+    if not hit.any():
+        return None
+    return np.where(hit, old_comm[at], -1).astype(np.int32)
+
+
+# Greedy modularity's work budget, in heap entries its merges push (communities.greedy_modularity):
+# real graphs push 2-38 per linked pair (demo 1.9, flask 6.6, pytest 12.9, sphinx 16.4, the
+# stdlib 37.7: 6.6M in 22 s); a star of L leaves pushes L / 2 per pair (a 20,000-link note: 200M;
+# it spent the whole 120 s time budget). 200 per pair, at least 2M (a few seconds on a 2-core
+# x86_64), stops such a hub at the same merge on any machine and leaves real graphs 5x room.
+CNM_WORK_PER_PAIR = 200
+CNM_WORK_FLOOR = 2_000_000
+
+
+def cnm_work_budget(pairs: int) -> int:
+    """The heap entries greedy modularity may push on a graph of ``pairs`` linked pairs."""
+    return max(CNM_WORK_FLOOR, CNM_WORK_PER_PAIR * int(pairs))
+
+
+def communities(ix, g: Graph, ids, old_ids, old_comm, changes, gs: GraphSettings, info: dict,
+                changed_edges: int | None = None, pairs_at_least: int | None = None) -> None:
+    """Community labels (blob ``graph.community``), see the module docstring. Called after an
+    incremental write with ``changed_edges`` (edges removed plus added): new nodes are then
+    placed from their own edges. The CNM size check counts linked pairs only when no lower
+    bound exceeds the limit: ``pairs_at_least`` (the splice counts it while it writes) or
+    :func:`~kgsearch.graph.kernels.communities.pairs_lower_bound`, or the last run's count
+    (meta ``graph.pairs_at_least``) minus ``changed_edges``."""
+    max_pairs = gs.graph_communities_max_pairs
+    seconds = gs.graph_communities_seconds
+    drift_limit = gs.graph_communities_drift
+    gave_up = ix.meta_json(PREFIX + "communities_gave_up") or {}
+    kept = _kept_labels(old_ids, old_comm, ids)
+    drift = ix.meta_json(PREFIX + "communities_drift") or {}
+    moved = int(drift.get("changed", 0)) + len(changes.added) + len(changes.removed) + len(changes.modified)
+    incremental = (kept is not None and not changes.full and bool(drift)
+                   and moved <= drift_limit * max(1, drift.get("nodes", 0)))
+    pairs = 0
+    if not incremental:                  # (the linked-pair count only matters for a CNM run)
+        least = pairs_lower_bound(g) if pairs_at_least is None else pairs_at_least
+        last = ix.meta_json(PREFIX + "pairs_at_least")
+        if changed_edges is not None and isinstance(last, int):
+            least = max(least, last - changed_edges)    # (one edge adds or removes at most one pair)
+        if least > max_pairs:            # (counting them exactly took 1.7 GB at 1M nodes)
+            pairs = info["pairs_at_least"] = least
+        else:
+            pairs = info["pairs"] = count_pairs(g)
+        ix.set_meta_json(PREFIX + "pairs_at_least", pairs)
+    labels = None
+    if incremental:
+        # a few files changed: keep everyone's community, place the new nodes next to their
+        # neighbours; a full CNM run again once the changes add up to graph_communities_drift
+        place = assign_new_nodes if changed_edges is None else assign_new_nodes_local
+        labels, placed = place(g, kept)
+        info["communities"] = (f"kept {int((kept >= 0).sum())} labels, placed {placed} new nodes "
+                               f"(changed nodes since the last full run: {moved}, full run above "
+                               f"{drift_limit:g} x {drift['nodes']})")
+    elif pairs > max_pairs:
+        info["communities"] = (f"skipped: {'at least ' if 'pairs_at_least' in info else ''}{pairs} linked pairs "
+                               f"> graph_communities_max_pairs={max_pairs}")
+    elif gave_up and pairs >= gave_up.get("pairs", 0) and seconds <= gave_up.get("seconds", 0):
+        # do not burn the whole budget again on every reindex (cron on a phone)
+        info["communities"] = (f"skipped: ran out of graph_communities_seconds={seconds:g} at "
+                               f"{gave_up['pairs']} pairs before; raise it to retry")
+    else:
+        try:
+            labels = greedy_modularity(g, max_seconds=seconds, max_work=cnm_work_budget(pairs))
+        except CommunityTimeout as exc:
+            ix.set_meta_json(PREFIX + "communities_gave_up", {"pairs": pairs, "seconds": seconds})
+            info["communities"] = (f"skipped: {exc} (work budget: a hub linked to most of the graph makes "
+                                   f"greedy modularity quadratic)" if "work budget" in str(exc) else
+                                   f"skipped: took longer than graph_communities_seconds={seconds:g}")
+        else:
+            ix.set_meta_json(PREFIX + "communities_gave_up", None)
+            ix.set_meta_json(PREFIX + "communities_drift", {"nodes": g.n, "changed": 0})
+            info["communities"] = int(labels.max()) + 1 if len(labels) else 0
+    if drift and "changed" in drift and not (isinstance(info.get("communities"), int)):
+        ix.set_meta_json(PREFIX + "communities_drift", {"nodes": drift["nodes"], "changed": moved})
+    if labels is None and kept is not None:
+        # keep the last computed communities for the nodes that still exist (new nodes: -1)
+        labels = kept
+        info["communities"] += f"; kept the previous labels of {int((kept >= 0).sum())} nodes"
+    if labels is not None:
+        ix.put_array(PREFIX + "community", labels)
+    elif changed_edges is not None:
+        ix.drop_arrays(PREFIX + "community")      # (the full build drops every blob first)

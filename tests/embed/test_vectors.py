@@ -1,0 +1,274 @@
+"""Vector storage, the embed derived step and the dense channel (numpy only, no oracles)."""
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+
+import numpy as np
+import pytest
+
+from kgsearch.embed import embed_step as embed_index, index_model
+from kgsearch.embed import dense, kernel, store
+from kgsearch.embed.model import load_model
+from kgsearch.types import ChangeSet
+
+
+def _unit(rng, n, d=32):
+    x = rng.standard_normal((n, d)).astype(np.float32)
+    return x / np.linalg.norm(x, axis=1, keepdims=True)
+
+
+# ---------------------------------------------------------------------------- quantisation
+def test_quantize_keeps_cosines():
+    rng = np.random.default_rng(0)
+    x = _unit(rng, 500, 64) * rng.uniform(0.1, 5, (500, 1)).astype(np.float32)
+    x[3] = 0
+    rot = kernel.make_rotation(64)
+    assert np.allclose(rot @ rot.T, np.eye(64), atol=1e-5)
+    codes, scales = kernel.quantize(x, rot)
+    assert codes.dtype == np.int8 and scales.dtype == np.float32
+    assert not codes[3].any() and scales[3] == 0
+    back = (codes.astype(np.float32) * scales[:, None]) @ rot          # undo the rotation
+    xn = x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-30)
+    cos = (back * xn).sum(1) / np.maximum(np.linalg.norm(back, axis=1), 1e-30)
+    assert np.delete(cos, 3).min() > 0.999
+
+
+def test_topk_ties_by_id():
+    rng = np.random.default_rng(1)
+    scores = rng.integers(0, 20, 3000).astype(np.float32)
+    ids = rng.permutation(10_000)[:3000].astype(np.int64)
+    for k in (1, 10, 100, 2999, 3000, 5000):
+        got_ids, got_scores = kernel.topk(scores, ids, k)
+        ref = sorted(zip(-scores, ids))[:k]
+        assert got_ids.tolist() == [int(i) for _, i in ref]
+        assert got_scores.tolist() == [float(-s) for s, _ in ref]
+    assert len(kernel.topk(scores[:0], ids[:0], 10)[0]) == 0
+
+
+# ---------------------------------------------------------------------------- storage
+def test_put_delete_round_trip(ix):
+    rng = np.random.default_rng(2)
+    ix.put_array(store.ROTATION_BLOB, kernel.make_rotation(32))
+    ids = np.array([1, 2, 4095, 4096, 4097, 9000, 20000, 20001], np.int64)
+    x = _unit(rng, len(ids))
+    with ix.transaction():
+        assert store.put_vectors(ix, ids[::-1], np.arange(8)[::-1], x[::-1], "m@1", 1) == 8
+    blocks = ix.conn.execute("SELECT block, n, model_id, generation FROM vec_blocks ORDER BY block").fetchall()
+    assert blocks == [(0, 3, "m@1", 1), (1, 2, "m@1", 1), (2, 1, "m@1", 1), (4, 2, "m@1", 1)]
+    sid, sh = store.stored_hashes(ix)
+    assert sid.tolist() == ids.tolist() and sh.tolist() == list(range(8))
+    # replace two, delete two (one missing), blocks stay sorted
+    with ix.transaction():
+        store.put_vectors(ix, [4096, 3], [70, 71], _unit(rng, 2), "m@1", 2)
+        assert store.delete_vectors(ix, [9000, 20000, 5], "m@1", 2) == 2
+    sid, sh = store.stored_hashes(ix)
+    assert sid.tolist() == [1, 2, 3, 4095, 4096, 4097, 20001]
+    assert dict(zip(sid.tolist(), sh.tolist()))[4096] == 70
+    assert store.vector_count(ix) == 7
+    with ix.transaction():
+        store.delete_vectors(ix, sid, "m@1", 3)
+    assert store.vector_count(ix) == 0
+    assert ix.conn.execute("SELECT count(*) FROM vec_blocks").fetchone()[0] == 0
+
+
+def test_search_matches_brute_force_cached_and_streamed(ix, kg_env):
+    rng = np.random.default_rng(3)
+    d, n = 48, 6000
+    centers = _unit(rng, 30, d)
+    x = centers[rng.integers(0, 30, n)] + 0.35 * _unit(rng, n, d)
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    ids = np.sort(rng.choice(50_000, n, replace=False)).astype(np.int64)
+    rot = kernel.make_rotation(d)
+    ix.put_array(store.ROTATION_BLOB, rot)
+    with ix.transaction():
+        store.put_vectors(ix, ids, np.zeros(n), x, "m@1", 1)
+    codes, scales = kernel.quantize(x, rot)
+    q = _unit(rng, 40, d)
+    recall = []
+    for qv in q:
+        cached = dense.search_vector(ix, qv, 10)
+        kg_env(vec_cache_mb="0")
+        ix._cache.clear()
+        streamed = dense.search_vector(ix, qv, 10)
+        kg_env(vec_cache_mb=None)
+        ix._cache.clear()
+        assert cached[0].tolist() == streamed[0].tolist()
+        assert np.allclose(cached[1], streamed[1], rtol=1e-6, atol=1e-7)   # BLAS slices may differ by an ulp
+        # exactly the brute force over the stored int8 codes
+        s = (codes.astype(np.float32) @ (rot @ qv)) * scales
+        ref_ids, _ = kernel.topk(s.astype(np.float32), ids, 10)
+        assert cached[0].tolist() == ref_ids.tolist()
+        # and close to float32 cosine
+        recall.append(len(set(cached[0].tolist()) & set(ids[np.argsort(-(x @ qv))[:10]].tolist())) / 10)
+    assert np.mean(recall) >= 0.95
+    assert dense.search_vector(ix, np.zeros(d, np.float32), 10)[0].size == 0
+
+
+# ---------------------------------------------------------------------------- derived step
+def _add_nodes(ix, texts: dict[str, tuple[str, str]], gen: int) -> dict[str, int]:
+    out = {}
+    with ix.transaction():
+        for key, (name, text) in texts.items():
+            ix.conn.execute("INSERT INTO nodes(key, kind, name, text, generation) VALUES (?,?,?,?,?)",
+                            (key, "note", name, text, gen))
+            out[key] = ix.node_by_key(key)
+    return out
+
+
+def _run(ix, changes, settings=None):
+    with ix.transaction():
+        ix.set_meta("generation", changes.generation)
+        return embed_index.update(ix, changes, settings or {})
+
+
+def _block_bytes(ix):
+    return ix.conn.execute("SELECT ids, hashes, scales, data FROM vec_blocks ORDER BY block").fetchall()
+
+
+NOTES = {
+    "a": ("PageRank", "PageRank ranks nodes of a graph by the stationary distribution of a random walk."),
+    "b": ("SQLite", "SQLite keeps the whole index in one file with a write-ahead log."),
+    "c": ("Termux", "Termux runs a Linux userland on Android phones."),
+    "d": ("Embeddings", "Static embeddings average token vectors into a sentence vector."),
+    "e": ("Empty", ""),
+}
+
+
+def test_update_reembeds_only_changes(ix, shipped, caplog):
+    ids = _add_nodes(ix, NOTES, 1)
+    info = _run(ix, ChangeSet(generation=1, added=list(ids.values()), full=True))
+    model = load_model(shipped)
+    assert info["embedded"] == 5 and info["full"] and info["vectors"] == 5
+    assert ix.meta("model_id") == model.model_id and ix.meta("model_dims") == "256"
+    assert ix.meta("model") == shipped.name
+    assert ix.derived("embed")["generation"] == 1
+
+    # the stored vector is the model's vector, quantised
+    got = dense.search(ix, "random walk stationary distribution graph ranking", k=3)
+    assert got[0][0] == ids["a"]
+    qv = model.encode(embed_index.node_text(*NOTES["b"]))
+    top_ids, top_scores = dense.search_vector(ix, qv, 5)
+    assert top_ids[0] == ids["b"] and top_scores[0] > 0.99
+
+    before = _block_bytes(ix)
+    with ix.transaction():
+        ix.conn.execute("UPDATE nodes SET text=? WHERE id=?", ("Termux installs numpy with pkg.", ids["c"]))
+        ix.conn.execute("DELETE FROM nodes WHERE id=?", (ids["d"],))
+    info = _run(ix, ChangeSet(generation=2, modified=[ids["c"], ids["a"]], removed=[ids["d"]]))
+    assert info["embedded"] == 1 and info["deleted"] == 1 and not info["full"]   # "a" did not change
+    sid, _ = store.stored_hashes(ix)
+    assert sid.tolist() == sorted([ids["a"], ids["b"], ids["c"], ids["e"]])
+    after = dict(zip(store.stored_hashes(ix)[0].tolist(), range(4)))
+    assert ids["a"] in after and before != _block_bytes(ix)
+
+    # a run the embed step missed (generation 3 with --no-embed) is caught up by hashes
+    with ix.transaction():
+        ix.conn.execute("UPDATE nodes SET text=? WHERE id=?", ("SQLite has FTS5.", ids["b"]))
+    info = _run(ix, ChangeSet(generation=4))
+    assert info["embedded"] == 1 and not info["full"]
+
+    # nothing to do: nothing embedded
+    info = _run(ix, ChangeSet(generation=5, modified=[ids["a"]]))
+    assert info["embedded"] == 0
+
+
+def test_model_change_reembeds_all_and_no_model_changes_nothing(ix, shipped, tmp_path, caplog):
+    ids = _add_nodes(ix, NOTES, 1)
+    _run(ix, ChangeSet(generation=1, added=list(ids.values()), full=True))
+    old_id = ix.meta("model_id")
+
+    other = tmp_path / "other-model"
+    shutil.copytree(shipped, other)
+    cfg = json.loads((other / "config.json").read_text())
+    cfg["model_name"] = "other-model"
+    (other / "config.json").write_text(json.dumps(cfg))
+    info = _run(ix, ChangeSet(generation=2), {"model": str(other)})
+    assert info["full"] and info["embedded"] == 5
+    assert ix.meta("model_id") != old_id and ix.meta("model_id").startswith("other-model@")
+    assert ix.meta("model") == str(other.resolve())
+    models = {r[0] for r in ix.conn.execute("SELECT DISTINCT model_id FROM vec_blocks")}
+    assert models == {ix.meta("model_id")}
+    # the query side finds the recorded model by path
+    assert dense.search(ix, "phones", k=2)[0].size == 2
+
+    before = (_block_bytes(ix), ix.meta("model_id"), ix.derived("embed"))
+    with caplog.at_level(logging.WARNING, logger="kgsearch.embed.embed_step"):
+        info = _run(ix, ChangeSet(generation=3, full=True), {"model": str(tmp_path / "missing")})
+    assert info == {"skipped": "no model"}
+    assert len([r for r in caplog.records if "no embedding model" in r.getMessage()]) == 1
+    assert "\n" not in caplog.records[-1].getMessage()
+    assert (_block_bytes(ix), ix.meta("model_id"), ix.derived("embed")) == before
+
+    # the model that built the vectors is gone: the channel says so in one line
+    shutil.rmtree(other)
+    index_model._MODELS.clear()
+    msg = dense.search(ix, "phones")
+    assert isinstance(msg, str) and "not available here" in msg
+
+
+def test_search_without_vectors(ix):
+    msg = dense.search(ix, "anything")
+    assert isinstance(msg, str) and "no vectors" in msg
+    for q in ("", "   ", None):
+        out = dense.search(ix, q)
+        assert not isinstance(out, str) and out[0].size == 0
+
+
+def test_node_text_and_hash():
+    assert embed_index.node_text("T", "body") == "T\nbody"
+    assert embed_index.node_text("", "body") == "body"
+    assert embed_index.node_text("T", "x" * 5000, 100) == ("T\n" + "x" * 5000)[:100]
+    assert embed_index.text_hash("a") != embed_index.text_hash("b")
+    assert isinstance(embed_index.text_hash("\ud800 lone surrogate"), int)
+
+
+def test_indexer_runs_the_step(tmp_path, shipped, kg_env):
+    """Through the real indexer: vectors for every note, then only the edited one re-embedded."""
+    indexer = pytest.importorskip("kgsearch.indexer")
+    from kgsearch.store.db import Index
+
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    for i in range(6):
+        (notes / f"n{i}.md").write_text(f"# Note {i}\n\nThis note is about topic {i} and graphs.\n")
+    db = tmp_path / "ix.db"
+    kg_env(model=None)
+    r1 = indexer.index_paths(db, [str(notes)], indexer.IndexOptions())
+    assert r1.steps["embed"]["embedded"] >= 6
+    (notes / "n3.md").write_text("# Note 3\n\nNow about SQLite instead.\n")
+    r2 = indexer.index_paths(db, [str(notes)], indexer.IndexOptions())
+    assert 1 <= r2.steps["embed"]["embedded"] <= 2
+    with Index.open(db, readonly=True) as ix:
+        ids, scores = dense.search(ix, "SQLite", k=3)
+        assert ix.conn.execute("SELECT name FROM nodes WHERE id=?", (int(ids[0]),)).fetchone()[0] in ("n3", "Note 3")
+
+
+def test_no_embed_is_remembered_drops_vectors_and_embed_restores(tmp_path, capsys):
+    from kgsearch.cli import main
+    from kgsearch.embed.store import vector_count
+    from kgsearch.store.db import Index
+
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "a.md").write_text("# Alpha\nstatic embeddings on a phone\n")
+    (notes / "b.md").write_text("# Beta\nranking with bm25 and [[a]]\n")
+    db = tmp_path / "i.db"
+    assert main(["index", str(notes), "--db", str(db), "-q"]) == 0
+    with Index.open(db, readonly=True) as ix:
+        assert vector_count(ix) >= 2
+    assert main(["index", "--db", str(db), "--no-embed", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["steps"]["embed"]["dropped"] >= 2
+    (notes / "c.md").write_text("# Gamma\na new note\n")
+    assert main(["index", "--db", str(db), "--json"]) == 0          # cron run: still off
+    out = json.loads(capsys.readouterr().out)
+    assert out["steps"]["embed"]["skipped"].startswith("embed=false")
+    with Index.open(db, readonly=True) as ix:
+        assert vector_count(ix) == 0
+        n = ix.node_count()
+    assert main(["index", "--db", str(db), "--embed", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    with Index.open(db, readonly=True) as ix:
+        assert vector_count(ix) == n == out["steps"]["embed"]["vectors"]

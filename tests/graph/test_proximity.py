@@ -1,0 +1,53 @@
+"""pull_mean (the prose graph signal) against a slow loop over the edges, with and without the
+two-hop bound (the 1-hop neighbours most strongly linked to the targets)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from kgsearch.graph.kernels.csr import Graph
+from kgsearch.graph.kernels.proximity import IN_FACTOR, OUT_FACTOR, TWO_HOP_FACTOR, pull_mean
+
+
+def _ref_one(edges, targets, value):
+    """(mean per target, {neighbour: link weight to the targets}) by a loop over edges."""
+    num, den, link = {}, {}, {}
+    tset = set(targets)
+    for s, d, w in edges:
+        for v, nb, f in ((d, s, OUT_FACTOR), (s, d, IN_FACTOR)):     # edge into v, edge out of v
+            if v in tset:
+                num[v] = num.get(v, 0.0) + w * f * value(nb)
+                den[v] = den.get(v, 0.0) + w * f
+                link[nb] = link.get(nb, 0.0) + w * f
+    return [num.get(v, 0.0) / den[v] if den.get(v, 0.0) > 0 else 0.0 for v in targets], link
+
+
+def _ref(g: Graph, targets, value, two_hop, max_nodes):
+    edges = list(zip(*(a.tolist() for a in g.edges()[:3])))
+    first, link = _ref_one(edges, targets, value)
+    if not two_hop or not link:
+        return first
+    nbrs = sorted(link)
+    if len(nbrs) > max_nodes:
+        nbrs = sorted(sorted(nbrs, key=lambda n: -link[n])[:max_nodes])
+    nb_first, _ = _ref_one(edges, nbrs, value)
+    lookup = dict(zip(nbrs, nb_first))
+    second, _ = _ref_one(edges, targets, lambda n: lookup.get(n, 0.0))
+    return [a + TWO_HOP_FACTOR * b for a, b in zip(first, second)]
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("two_hop, max_nodes", [(False, 2000), (True, 2000), (True, 5), (True, 1)])
+def test_pull_mean_equals_the_edge_loop(seed, two_hop, max_nodes):
+    rng = np.random.default_rng(seed)
+    n, m = 40, 160
+    g = Graph.from_edges(rng.integers(0, n, m), rng.integers(0, n, m), rng.random(m).astype(np.float32), n,
+                         weight_dtype=np.float32)
+    value = rng.random(n)
+    targets = [3, 9, 17, 22, 30]
+    got = pull_mean(g, targets, lambda p: value[np.asarray(p)], two_hop=two_hop, max_nodes=max_nodes)
+    want = _ref(g, targets, lambda p: float(value[p]), two_hop, max_nodes)
+    assert np.allclose(got, want, rtol=1e-6, atol=1e-9)        # (the kernel multiplies w * f in float32)
+    if two_hop and max_nodes < 40:               # the bound changed something (it is not a no-op)
+        full = pull_mean(g, targets, lambda p: value[np.asarray(p)], two_hop=True, max_nodes=10**6)
+        assert not np.allclose(got, full)

@@ -1,0 +1,218 @@
+"""Markdown loader: notes, sections, every link form, tags, front matter, inline fields."""
+from __future__ import annotations
+
+from conftest import hypothesis_api
+from conftest import write
+
+from kgsearch.ingest import get_loader, markdown
+from kgsearch.ingest.markdown import link_target, parse_front_matter
+from kgsearch.types import LoadOptions
+
+given, settings, st, _ = hypothesis_api()               # stand-ins that skip when hypothesis is missing
+
+INDEX = """\
+---
+title: Vault Index
+aliases: [Home, "Start Page"]
+tags: [project, area/work]
+implements: "[[Spec One]]"
+related:
+  - "[[Sub/Epsilon]]"
+  - "[[Hits#Hubs|hubs]]"
+status: draft
+nested:
+  owner: me
+  deeper:
+    x: 1
+this line is not yaml
+---
+Start with [[Alpha]] and [[Beta#Some Heading|beta's part]] and [[Gamma#^block1]].
+Embed ![[Delta]] and ![[pic.png]] and ![img](img/photo.jpg).
+Markdown [eps](sub/Epsilon.md), [zeta](/sub/Zeta), [up](../outside.md), [web](https://example.com/page#frag).
+Local [[#Local Heading]] and [[Missing Note]] and [[Alpha|again]].
+Inline `[[not a link]]` and `#notatag`, url http://x.org/a#anchor, issue#5, #123.
+Tags: #alpha and #nested/tag/deep, also #Alpha again.
+
+# Heading Is Not A Tag
+```python
+# [[in code]] #incode
+```
+depends on:: [[Omega]]
+Task [uses:: [[Psi]]] done. mid:: line is no field
+status:: done
+"""
+
+
+def load(tmp_path, rel, text, cap=1500):
+    return markdown.load(write(tmp_path / rel, text), rel, LoadOptions(max_chunk_chars=cap))
+
+
+def links(res):
+    return [(e.src, e.dst, e.type, e.ns, e.line, e.props) for e in res.edges
+            if e.type not in ("mentions", "contains")]
+
+
+def test_registry():
+    assert get_loader("markdown") is markdown
+    assert markdown.EXTENSIONS == (".md", ".markdown")
+
+
+def test_note_node(tmp_path):
+    res = load(tmp_path, "Index.md", INDEX)
+    [note] = res.nodes
+    assert (note.key, note.kind, note.name, note.qualname, note.line_start, note.line_end,
+            note.parent) == ("md:Index", "note", "Vault Index", "Index", 1, 29, None)
+    assert note.aliases == [("note", "index"), ("note", "vault index"), ("note", "home"),
+                            ("note", "start page")]
+    assert note.props["frontmatter"] == {
+        "title": "Vault Index", "aliases": ["Home", "Start Page"], "tags": ["project", "area/work"],
+        "implements": "[[Spec One]]", "related": ["[[Sub/Epsilon]]", "[[Hits#Hubs|hubs]]"],
+        "status": "draft", "nested": {"owner": "me"}}
+    assert note.props["urls"] == ["https://example.com/page#frag", "http://x.org/a#anchor"]
+    assert note.props["attachments"] == ["pic.png", "img/photo.jpg"]
+    assert note.props["fields"] == {"status": "done"}
+    # front-matter values (not the title) open the text, then the body
+    assert note.text.startswith("Home, Start Page\nproject\narea/work\nSpec One\nSub/Epsilon, hubs\n"
+                                "draft\n\nStart with [[Alpha]]")
+    assert res.warnings == [
+        f"{tmp_path / 'Index.md'}:14: front matter line not understood, skipped: "
+        "'this line is not yaml'; kgsearch reads 'key: value', [a, b] lists and '- a' lists"]
+
+
+def test_every_link_form(tmp_path):
+    res = load(tmp_path, "Index.md", INDEX)
+    k = "md:Index"
+    assert links(res) == [
+        (k, "project", "tagged", "tag", 4, {"display": "project"}),
+        (k, "area/work", "tagged", "tag", 4, {"display": "area/work"}),
+        (k, "spec one", "implements", "note", 5, {}),
+        (k, "sub/epsilon", "related", "note", 7, {}),
+        (k, "hits", "related", "note", 8, {"heading": "Hubs"}),
+        (k, "alpha", "links_to", "note", 16, {}),
+        (k, "beta", "links_to", "note", 16, {"heading": "Some Heading"}),
+        (k, "gamma", "links_to", "note", 16, {"block": "block1"}),
+        (k, "delta", "links_to", "note", 17, {"embed": True}),
+        (k, "sub/epsilon", "links_to", "note", 18, {}),
+        (k, "sub/zeta", "links_to", "note", 18, {}),
+        (k, "missing note", "links_to", "note", 19, {}),
+        (k, "alpha", "tagged", "tag", 21, {"display": "alpha"}),
+        (k, "nested/tag/deep", "tagged", "tag", 21, {"display": "nested/tag/deep"}),
+        (k, "omega", "depends_on", "note", 27, {}),
+        (k, "psi", "uses", "note", 28, {}),
+    ]
+
+
+def test_long_note_gets_sections(tmp_path):
+    text = ("---\ntags: t\n---\nPreamble names [[Top]].\n\n"      # lines 1-5
+            "# Big Topic\n"                                            # 6: empty (sub-heading next)
+            "## Setup [[InHeading]]\n"                                 # 7
+            "Install it. See [[Install Guide]] #setup\n"               # 8
+            "\n"
+            "## Usage\n"                                               # 10
+            "Run it with [[Runner]].\n"                                # 11
+            "## Usage\n"                                               # 12
+            "Again, with Acme Corp and Acme Corp.\n")                  # 13
+    res = load(tmp_path, "notes/Tool.md", text, cap=40)
+    got = [(n.key, n.kind, n.name, n.qualname, n.line_start, n.line_end, n.parent)
+           for n in res.nodes]
+    assert got == [
+        ("md:notes/Tool", "note", "Tool", "notes/Tool", 1, 13, None),
+        ("md:notes/Tool#setup-inheading", "section", "Setup InHeading",
+         "Tool > Big Topic > Setup InHeading", 7, 8, "md:notes/Tool"),
+        ("md:notes/Tool#usage", "section", "Usage", "Tool > Big Topic > Usage", 10, 11,
+         "md:notes/Tool"),
+        ("md:notes/Tool#usage-1", "section", "Usage", "Tool > Big Topic > Usage", 12, 13,
+         "md:notes/Tool"),
+    ]
+    note, setup = res.nodes[0], res.nodes[1]
+    assert note.text == "t\n\nPreamble names [[Top]].\n\nBig Topic\nSetup InHeading\nUsage\nUsage"
+    assert setup.text == "Install it. See [[Install Guide]] #setup"
+    assert [(e.src, e.dst, e.type, e.line) for e in res.edges if e.type == "contains"] == [
+        ("md:notes/Tool", "md:notes/Tool#setup-inheading", "contains", 7),
+        ("md:notes/Tool", "md:notes/Tool#usage", "contains", 10),
+        ("md:notes/Tool", "md:notes/Tool#usage-1", "contains", 12)]
+    assert [(src, dst, t, line) for src, dst, t, _, line, _ in links(res)] == [
+        ("md:notes/Tool", "t", "tagged", 2),
+        ("md:notes/Tool", "top", "links_to", 4),
+        ("md:notes/Tool#setup-inheading", "inheading", "links_to", 7),
+        ("md:notes/Tool#setup-inheading", "install guide", "links_to", 8),
+        ("md:notes/Tool#setup-inheading", "setup", "tagged", 8),
+        ("md:notes/Tool#usage", "runner", "links_to", 11),
+    ]
+    # entities come from the text (link labels included), not from headings
+    assert [(e.src, e.dst, e.line, e.props) for e in res.edges if e.type == "mentions"] == [
+        ("md:notes/Tool#setup-inheading", "install guide", 8, {"display": "Install Guide"}),
+        ("md:notes/Tool#usage-1", "acme corp", 13, {"display": "Acme Corp"})]
+
+
+def test_short_note_with_headings_is_one_node(tmp_path):
+    res = load(tmp_path, "a.md", "# One\ntext [[B]]\n## Two\nmore\n")
+    assert [n.key for n in res.nodes] == ["md:a"]
+    assert res.nodes[0].text == "# One\ntext [[B]]\n## Two\nmore"
+    assert links(res) == [("md:a", "b", "links_to", "note", 2, {})]
+
+
+def test_relative_links_resolve_against_the_note_folder(tmp_path):
+    res = load(tmp_path, "x/y/n.markdown",
+               "[a](a.md) [b](../b) [c](<My Note.md>) [d](My%20Other.md#Part) [e](../../../e.md)\n")
+    assert res.nodes[0].key == "md:x/y/n"
+    assert [(e.dst, e.props) for e in res.edges] == [
+        ("x/y/a", {}), ("x/b", {}), ("x/y/my note", {}), ("x/y/my other", {"heading": "Part"})]
+
+
+def test_unclosed_front_matter_is_body(tmp_path):
+    res = load(tmp_path, "h.md", "---\ntitle: X\n\nnot closed [[L]]\n")
+    assert res.nodes[0].name == "h" and res.warnings == []
+    assert links(res) == [("md:h", "l", "links_to", "note", 4, {})]
+
+
+def test_non_utf8_gives_one_warning(tmp_path):
+    res = load(tmp_path, "bad.md", b"caf\xe9 [[Link]]\n\xff\n")
+    assert res.nodes[0].text == "caf\ufffd [[Link]]\n\ufffd"
+    assert res.warnings == [f"{tmp_path / 'bad.md'}:1: not valid UTF-8; decoded with replacement "
+                            "characters (save the file as UTF-8 to fix)"]
+
+
+def test_link_target():
+    assert link_target(" Folder/My  Note.md#Part ") == ("folder/my note", "Part", "")
+    assert link_target("n#^abc") == ("n", "", "abc")
+    assert link_target("#Only") == ("", "Only", "")
+
+
+def test_front_matter_subset():
+    data, raw, problems = parse_front_matter([
+        'a: "quoted: \\"x\\""', "b: 'it''s'", "c: [1, 2.5, true, null, \"x, y\"]",
+        "d: plain # comment", "e: |", "  line one", "  line two", "f: >", "  folded", "  text",
+        "g:", "- top", "- level", "h: [[A]], [[B]]", "i: {x: 1}", "j: continued", "  here",
+        "  - bad: indent", ":", "k: 2024-01-01"], 2)
+    assert data == {"a": 'quoted: "x"', "b": "it's", "c": [1, 2.5, True, None, "x, y"],
+                    "d": "plain", "e": "line one\nline two", "f": "folded text",
+                    "g": ["top", "level"], "h": ["[[A]]", "[[B]]"], "i": "{x: 1}",
+                    "j": "continued here - bad: indent", "k": "2024-01-01"}
+    assert raw["g"] == [(12, ""), (13, "- top"), (14, "- level")]
+    assert problems == [(20, ":")]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.text(alphabet=st.sampled_from(list("ab :-#[]'\"|>{}\t\n!^/.")),
+                        max_size=30), max_size=12))
+def test_front_matter_never_raises(lines):
+    parse_front_matter([ln.replace("\n", "") for ln in lines])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list("ab #[]()!|^:-`~\n/.*>Ab")), max_size=300))
+def test_loader_never_raises(tmp_path_factory, body):
+    p = tmp_path_factory.mktemp("md") / "n.md"
+    p.write_text("---\n" + body, encoding="utf-8")
+    res = markdown.load(p, "n.md", LoadOptions(max_chunk_chars=50))
+    keys = [n.key for n in res.nodes]
+    assert len(keys) == len(set(keys)) and keys[0] == "md:n"
+    assert all(e.src in keys for e in res.edges)
+
+
+def test_link_reference_definitions(tmp_path):
+    res = load(tmp_path, "r.md", "See [the spec][s] and [x].\n\n[s]: docs/Spec.md\n[x]: #local-anchor\n"
+                                 "[w]: https://example.com/#frag\n")
+    assert links(res) == [("md:r", "docs/spec", "links_to", "note", 3, {})]
+    assert res.nodes[0].props["urls"] == ["https://example.com/#frag"]

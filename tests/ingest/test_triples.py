@@ -1,0 +1,85 @@
+"""KG triples as TSV (WN18RR / FB15k-237 layout) and their entity names files."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest import rows, write
+
+from kgsearch.cli import main
+from kgsearch.errors import DataError
+from kgsearch.indexer import IndexOptions, index_paths
+from kgsearch.ingest import loader_for, triples
+from kgsearch.ingest.walk import DEFAULT_MAX_BYTES, TRIPLES_MAX_BYTES, size_cap
+from kgsearch.types import LoadOptions
+
+NO_STEPS = IndexOptions(steps=())
+
+
+def wn(folder: Path) -> Path:
+    write(folder / "train.tsv", "01\t_hypernym\t02\n03\t_hypernym\t02\n01\t_also_see\t03\n")
+    write(folder / "test.tsv", "02\t_hypernym\t04\n")
+    write(folder / "entity2text.txt", "01\tstool, solid excretory product\n02\tbody waste, waste matter\n"
+                                      "03\tdung, animal excrement\n")
+    write(folder / "entities.txt", "01\n02\n03\n04\n")
+    write(folder / "relation2text.txt", "_hypernym\thypernym\n")
+    write(folder / "entity2id.txt", "4\n01\t0\n02\t1\n")
+    return folder
+
+
+def test_loader_choice():
+    assert loader_for(Path("kg/train.tsv")) == "triples"
+    assert loader_for(Path("kg/entity2text.txt")) == "triples"
+    assert loader_for(Path("kg/entity_names.tsv")) == "triples"
+    assert loader_for(Path("notes/relations with clients.txt")) == "text"
+    assert size_cap(Path("train.tsv"), None) == TRIPLES_MAX_BYTES > 21_005_177      # FB15k-237's train.tsv
+    assert size_cap(Path("big.json"), None) == DEFAULT_MAX_BYTES
+    assert size_cap(Path("train.tsv"), 1_000) == 1_000
+
+
+def test_folder_of_triples_with_names(tmp_path):
+    db = tmp_path / "i.db"
+    rep = index_paths(db, [str(wn(tmp_path / "wn"))], NO_STEPS)
+    assert rep.warnings == [] and rep.files_loaded == 6
+    nodes = rows(db, "SELECT key, kind, name, flags, file_id IS NOT NULL FROM nodes ORDER BY key")
+    assert nodes == [("kg:01", "entity", "stool", 0, 1), ("kg:02", "entity", "body waste", 0, 1),
+                     ("kg:03", "entity", "dung", 0, 1), ("kg:04", "entity", "04", 1, 0)]   # 04: no name, shared
+    edges = rows(db, "SELECT s.key, e.type, d.key FROM edges e JOIN nodes s ON s.id = e.src "
+                     "JOIN nodes d ON d.id = e.dst ORDER BY 1, 2, 3")
+    assert edges == [("kg:01", "_also_see", "kg:03"), ("kg:01", "_hypernym", "kg:02"),
+                     ("kg:02", "_hypernym", "kg:04"), ("kg:03", "_hypernym", "kg:02")]
+    # the names file goes away: its entities become shared nodes, no edge is lost
+    (tmp_path / "wn" / "entity2text.txt").unlink()
+    (tmp_path / "wn" / "train.tsv").touch()
+    index_paths(db, [], NO_STEPS)
+    assert rows(db, "SELECT count(*) FROM edges WHERE dst IS NOT NULL") == [(4,)]
+    assert rows(db, "SELECT key, flags FROM nodes ORDER BY key") == [("kg:01", 1), ("kg:02", 1), ("kg:03", 1),
+                                                                     ("kg:04", 1)]
+
+
+def test_a_named_file_and_its_search(tmp_path, capsys):
+    folder = wn(tmp_path / "wn")
+    db = tmp_path / "i.db"
+    assert main(["index", str(folder / "train.tsv"), str(folder / "entity2text.txt"), "--db", str(db), "-q"]) == 0
+    capsys.readouterr()
+    assert main(["search", "excrement", "--db", str(db), "-k", "1"]) == 0
+    assert "kg:03" in capsys.readouterr().out
+
+
+def test_not_a_triples_file(tmp_path, capsys):
+    bad = write(tmp_path / "kg" / "table.tsv", "source\ttarget\ttype\textra\na\tb\tc\td\n")
+    write(tmp_path / "kg" / "ok.tsv", "a\tr\tb\n")
+    with pytest.raises(DataError, match=r"table.tsv:1: expected head<TAB>relation<TAB>tail, got 4 field"):
+        triples.load(bad, "table.tsv", LoadOptions())
+    db = tmp_path / "i.db"
+    rep = index_paths(db, [str(tmp_path / "kg")], NO_STEPS)        # walking: one warning, the rest goes on
+    assert rep.skipped["malformed"] == 1 and len(rep.warnings) == 1 and "table.tsv:1" in rep.warnings[0]
+    assert rows(db, "SELECT type FROM edges") == [("r",)]
+
+
+def test_unknown_extension_named_says_so(tmp_path, capsys):
+    f = write(tmp_path / "notes.xyz", "plain words\n")
+    db = tmp_path / "i.db"
+    assert main(["index", str(f), "--db", str(db), "--no-embed"]) == 0
+    err = capsys.readouterr().err
+    assert f"{f.resolve()}: kgsearch has no loader for '.xyz' files; read as plain text" in err
