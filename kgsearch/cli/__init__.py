@@ -13,7 +13,7 @@ import sys
 
 from ..version import __version__
 from ..errors import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_MEMORY, EXIT_OK, KgsearchError, UsageError
-from . import commands
+from . import commands, graph_commands
 from .output import err
 
 EXIT_CODES = """exit codes:
@@ -170,12 +170,14 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("mcp", parents=[common], help="Model Context Protocol server on stdio (for coding agents)",
                        description="Serve the index to MCP clients over stdio (JSON-RPC 2.0, one message per line; "
                                    "protocol 2026-07-28, and 2025-11-25 down to 2024-11-05 through initialize). "
-                                   "Tools: search, context, why, show, related, stats, feedback. The index is opened "
+                                   "Tools: search, context, why, show, related, stats, feedback, path, impact, communities. The index is opened "
                                    "read-only and a reindex is picked up without a restart; only feedback writes.")
     p.set_defaults(func=commands.cmd_mcp)
 
     p = sub.add_parser("stats", parents=[common], help="counts by kind and edge type, size, last index time")
     p.set_defaults(func=commands.cmd_stats)
+
+    graph_commands.add_parsers(sub, common)
 
     p = sub.add_parser("roots", parents=[common], help="the indexed roots and their health; remove one",
                        description="List the roots (folders and files given to `kgsearch index`, reindexed by a "
