@@ -153,6 +153,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", dest="fmt", choices=["markdown", "json", "xml"], default=None,
                    help="output format (default markdown; --json = --format json)")
     p.add_argument("-k", type=int, default=None, help="task: search hits to consider (default budget/100, 20-100)")
+    p.add_argument("--impact", type=int, nargs="?", const=3, default=None, metavar="HOPS",
+                   help="--files/--diff: also what depends on the change transitively (callers of callers, "
+                        "importers, subclasses, linked notes) within HOPS (default 3), after the direct neighbours")
     p.set_defaults(func=commands.cmd_context)
 
     p = sub.add_parser("feedback", parents=[common], help="say a node was (not) useful for a query; nudges later rankings",

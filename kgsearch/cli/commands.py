@@ -203,7 +203,7 @@ def cmd_context(args) -> int:
     if args.diff is not None:
         changes = _read_diff(args.diff, eng.ix)
     res = build_context(eng, task=args.task, files=args.files, diff=changes,
-                        opts=ContextOptions(budget=args.budget, fmt=fmt, k=args.k))
+                        opts=ContextOptions(budget=args.budget, fmt=fmt, k=args.k, impact=args.impact))
     sys.stdout.write(res.text)
     if not args.quiet:
         for n in res.notices:

@@ -196,7 +196,7 @@ class Server:
             changes = git_diff(eng.ix.meta_json("roots", [])) if diff.strip() == "git" else parse_unified(diff)
         from ..query import SearchOptions
         res = build_context(eng, task=a.get("task"), files=a.get("files"), diff=changes, session=session,
-                            opts=ContextOptions(budget=a["budget"], fmt=a["format"],
+                            opts=ContextOptions(budget=a["budget"], fmt=a["format"], impact=a.get("impact"),
                                                 search=SearchOptions(use_cache=False)))
         d = res.as_dict()
         d.pop("text")

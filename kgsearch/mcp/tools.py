@@ -49,6 +49,9 @@ TOOLS = [
                                                                        "HEAD` of the indexed roots"},
                              "budget": {"type": "integer", "minimum": 1, "maximum": 1000000, "default": 8000},
                              "format": {"type": "string", "enum": ["markdown", "json", "xml"], "default": "markdown"},
+                             "impact": {"type": "integer", "minimum": 1, "maximum": 10,
+                                        "description": "files/diff: also what depends on the change within this "
+                                                       "many hops (callers of callers, importers, subclasses)"},
                              "session": _SESSION})},
     {"name": "why", "title": "Why a node ranked where it did",
      "description": "One node's rank for a query with every channel score and signal part, or why it missed "
