@@ -41,6 +41,7 @@ CANDIDATES = 5                  # central nodes whose sentences are considered
 SURFACE_CHARS = 2000            # of each candidate's text, read for the spelling of the terms
 MIN_DF = 2                      # a term in one node says nothing about a community
 _SENT = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[`*_])|\n\s*\n|\n(?=\s*(?:[#>*+|-]|\d+\.)\s)")
+_MARKER = re.compile(r"^(?:[-*+>]|\d+[.)])\s+")      # a list item's or a quote's marker
 _FIELD = re.compile(r"^\s*[\w-]+::?\s")       # front matter / Dataview fields: "key: value", "key:: value"
 
 
@@ -141,7 +142,7 @@ def _sentences(kind: str, text: str) -> list[str]:
     for s in _SENT.split(text):
         if _FIELD.match(s):
             continue
-        s = " ".join(s.split())
+        s = _MARKER.sub("", " ".join(s.split()))
         if len(s.split()) >= 6 and s[-1:] in ".!?:)" and not s.startswith("#"):
             out.append(s if len(s) <= 240 else s[:237].rsplit(" ", 1)[0] + "...")
     return out

@@ -32,7 +32,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .csr import GraphError
+from .csr import Graph, GraphError
 
 __all__ = ["Hop", "Path", "search_layers", "shortest_path", "k_shortest_paths", "nearest_path",
            "edge_types", "DIRECTIONS"]
@@ -88,7 +88,17 @@ def _expand(g, nodes: np.ndarray, out_types, in_types):
     for side, types, fwd in (("out", out_types, True), ("in", in_types, False)):
         if types is False or (types is not None and not len(types)):
             continue
-        node, nb, w, t = g.neighbors(nodes, side, types)
+        if isinstance(g, Graph):           # (the cached source array: no search per in-edge)
+            e = g.out_edge_ids(nodes) if fwd else g.in_edge_ids(nodes)
+            deg = (g.indptr[nodes + 1] - g.indptr[nodes]) if fwd else (g.rindptr[nodes + 1] - g.rindptr[nodes])
+            node = np.repeat(nodes, deg.astype(np.int64))
+            nb = g.dst[e] if fwd else g.src[e]
+            w, t = g.weights[e], g.etype[e]
+            if types is not None:
+                keep = np.isin(t, types)
+                node, nb, w, t = node[keep], nb[keep], w[keep], t[keep]
+        else:
+            node, nb, w, t = g.neighbors(nodes, side, types)
         parts.append((node, nb, w.astype(np.float64), t.astype(np.int64), np.full(len(node), fwd)))
     if not parts:
         z = np.zeros(0, dtype=np.int64)
@@ -136,13 +146,16 @@ def _layer(nb, node, t, fwd, w, cost) -> tuple[np.ndarray, ...]:
 
 
 def search_layers(g, sources, costs=None, max_hops: int = 6, out_types=None, in_types=False,
-                  banned=None, ban_first=None, target: int | None = None) -> Layers:
+                  banned=None, ban_first=None, target: int | None = None, radius: float = np.inf,
+                  lower=None) -> Layers:
     """Hop-layered cheapest costs from ``sources`` (start costs ``costs``, default 0).
 
     ``banned``: node numbers never entered; ``ban_first``: neighbours not entered in the first
     hop (Yen's banned root edges); ``target``: stop expanding what costs as much as the best
-    cost found to it so far. Ties go to the smaller parent, then forward edges, then the
-    smaller type number, so results do not depend on edge order.
+    cost found to it so far; ``radius``: nor what costs that much; ``lower``: a lower bound of
+    every node's remaining cost to the target (an array; A*-like pruning: a node whose cost plus
+    its bound reaches the best cost found is not entered). Ties go to the smaller parent, then
+    forward edges, then the smaller type number, so results do not depend on edge order.
     """
     src = np.atleast_1d(np.asarray(sources, dtype=np.int64))
     c0 = np.zeros(len(src)) if costs is None else np.asarray(costs, dtype=np.float64).reshape(-1)
@@ -159,7 +172,7 @@ def search_layers(g, sources, costs=None, max_hops: int = 6, out_types=None, in_
     block = np.zeros(g.n, dtype=bool)
     if banned is not None and len(banned):
         block[np.asarray(list(banned), dtype=np.int64)] = True
-    bound = np.inf if target is None else float(dist[target])
+    bound = min(float(radius), np.inf if target is None else float(dist[target]))
     for h in range(1, int(max_hops) + 1):
         keep = front_cost < bound
         front, front_cost = front[keep], front_cost[keep]
@@ -174,6 +187,8 @@ def search_layers(g, sources, costs=None, max_hops: int = 6, out_types=None, in_
         node, nb, w, t, fwd = node[ok], nb[ok], w[ok], t[ok], fwd[ok]
         cost = front_cost[np.searchsorted(front, node)] + 1.0 / w
         ok = (cost < dist[nb]) & (cost < bound)
+        if lower is not None and bound < np.inf:
+            ok &= cost + lower[nb] < bound
         node, nb, w, t, fwd, cost = node[ok], nb[ok], w[ok], t[ok], fwd[ok], cost[ok]
         order = np.lexsort((t, ~fwd, node, cost, nb))          # per neighbour: cheapest first
         nb, node, w, t, fwd, cost = nb[order], node[order], w[order], t[order], fwd[order], cost[order]
@@ -184,7 +199,7 @@ def search_layers(g, sources, costs=None, max_hops: int = 6, out_types=None, in_
         out.layer_of[nb] = h
         out.layers.append(_layer(nb, node, t, fwd, w, cost))
         if target is not None:
-            bound = float(dist[target])
+            bound = min(float(radius), float(dist[target]))
         front, front_cost = nb, cost
     return out
 
@@ -217,6 +232,11 @@ def k_shortest_paths(g, source: int, target: int, k: int = 3, max_hops: int = 6,
     first = search_layers(g, [s], None, max_hops, out_t, in_t, target=t).path(t)
     if first is None:
         return []
+    lower = None
+    if k > 1:                # lower bounds to the target for the spur searches: a walk back from it
+        radius = 2.0 * first.cost + 2.0
+        back = search_layers(g, [t], None, max_hops, in_t, out_t, radius=radius)
+        lower = np.where(np.isfinite(back.cost), back.cost, radius)
     found: list[Path] = [first]
     dev: list[int] = [0]                 # where each found path left the one it was spurred from
     seen = {first.nodes}
@@ -231,7 +251,7 @@ def k_shortest_paths(g, source: int, target: int, k: int = 3, max_hops: int = 6,
                 root_cost += x.cost
             ban_first = {p.nodes[i + 1] for p in found if p.nodes[:i + 1] == root}
             got = search_layers(g, [spur], [root_cost], max_hops - i, out_t, in_t, banned=set(root[:-1]),
-                                ban_first=ban_first, target=t).path(t)
+                                ban_first=ban_first, target=t, lower=lower).path(t)
             if got is None:
                 continue
             nodes = root[:-1] + got.nodes
