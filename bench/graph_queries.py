@@ -104,6 +104,11 @@ def check(name: str, db: Path, pairs: int, starts: int, k: int, log) -> dict:
                        "disagreements": bad[:5]}
         log(f"{name}: path {agree}/{pairs - skipped} agree")
         back, fwd = type_sides(ctx.etype_names)
+        impact_types = "the dependency table (kgsearch.graph.impact.DEPENDENCY_TYPES)"
+        if not np.isin(g.etype, np.concatenate([back, fwd])).any():      # a KG without dependency types
+            back = np.array([i for i, t in enumerate(ctx.etype_names) if t != "similar_text"], dtype=np.int64)
+            fwd = np.zeros(0, dtype=np.int64)
+            impact_types = "every loader type, backwards (the graph has none of the table's types)"
         contains = ctx.etype_names.index("contains") if "contains" in ctx.etype_names else None
         bs, fs = set(back.tolist()), set(fwd.tolist())
         dep_linked = np.flatnonzero(np.isin(g.etype, np.concatenate([back, fwd]))) if len(back) + len(fwd) else []
@@ -124,7 +129,7 @@ def check(name: str, db: Path, pairs: int, starts: int, k: int, log) -> dict:
             sizes.append(len(got) - len(st))
             if not ok:
                 bad.append({"start": x})
-        out["impact"] = {"starts": starts, "agree": agree, "depth": 3, "dependents_p50": int(statistics.median(sizes)),
+        out["impact"] = {"starts": starts, "agree": agree, "depth": 3, "types": impact_types, "dependents_p50": int(statistics.median(sizes)),
                          "dependents_max": max(sizes), "ours_ms": _ms(ours_t), "disagreements": bad[:5]}
         log(f"{name}: impact {agree}/{starts} agree")
         times = []

@@ -29,45 +29,55 @@ import numpy as np
 
 from ..text.idcodec import decode_ids_many, tf_view
 from ..text.postings import stored as stored_postings
-from ..text.tokenize import get_analyzer, raw_tokens, split_identifier
+from ..text.tokenize import get_analyzer
 from ..types import FLAG_AUTO, FLAG_PLACEHOLDER
 from .nodes import graph_of
 
-__all__ = ["communities", "global_answer", "ctfidf", "ctfidf_ref", "community_terms"]
+__all__ = ["communities", "global_answer", "ctfidf", "ctfidf_pairs", "ctfidf_ref", "community_terms"]
 
 PART_KINDS = ("section", "chunk")
 CODE_KINDS = ("function", "method", "class")
 CANDIDATES = 5                  # central nodes whose sentences are considered
 SURFACE_CHARS = 2000            # of each candidate's text, read for the spelling of the terms
+PIECE = 1 << 18                 # postings decoded at a time by community_terms
 MIN_DF = 2                      # a term in one node says nothing about a community
 _SENT = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[`*_])|\n\s*\n|\n(?=\s*(?:[#>*+|-]|\d+\.)\s)")
 _MARKER = re.compile(r"^(?:[-*+>]|\d+[.)])\s+")      # a list item's or a quote's marker
 _FIELD = re.compile(r"^\s*[\w-]+::?\s")       # front matter / Dataview fields: "key: value", "key:: value"
 
 
-def ctfidf(term: np.ndarray, label: np.ndarray, tf: np.ndarray, n_labels: int
-           ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """c-TF-IDF of (term, community) pairs from postings ``term[i]`` in a node of community
-    ``label[i]`` with frequency ``tf[i]``: ``(pair term, pair label, weight)`` sorted by label,
-    then weight (highest first), then term."""
-    term = np.asarray(term, dtype=np.int64)
-    label = np.asarray(label, dtype=np.int64)
-    tf = np.asarray(tf, dtype=np.float64)
-    if not len(term):
+def ctfidf_pairs(pt: np.ndarray, pl: np.ndarray, f_tc: np.ndarray, n_labels: int
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """c-TF-IDF of distinct (term, community) pairs with their summed frequencies ``f_tc``:
+    ``(pair term, pair label, weight)`` sorted by label, then weight (highest first), then term."""
+    pt, pl = np.asarray(pt, dtype=np.int64), np.asarray(pl, dtype=np.int64)
+    f_tc = np.asarray(f_tc, dtype=np.float64)
+    if not len(pt):
         z = np.zeros(0, dtype=np.int64)
         return z, z.copy(), np.zeros(0)
-    n_terms = int(term.max()) + 1
-    key = term * n_labels + label
-    uniq, inv = np.unique(key, return_inverse=True)
-    f_tc = np.bincount(inv.reshape(-1), weights=tf, minlength=len(uniq))
-    pt, pl = uniq // n_labels, uniq % n_labels
     size = np.bincount(pl, weights=f_tc, minlength=n_labels)          # total frequency per community
-    f_t = np.bincount(pt, weights=f_tc, minlength=n_terms)             # per term, whole index
+    f_t = np.bincount(pt, weights=f_tc)                                # per term, whole index
     have = size > 0
     avg = float(size[have].mean()) if have.any() else 0.0
     w = f_tc / size[pl] * np.log1p(avg / f_t[pt])
     order = np.lexsort((pt, -w, pl))
     return pt[order], pl[order], w[order]
+
+
+def _sum_pairs(term: np.ndarray, label: np.ndarray, tf: np.ndarray, n_labels: int
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    key = np.asarray(term, dtype=np.int64) * n_labels + np.asarray(label, dtype=np.int64)
+    uniq, inv = np.unique(key, return_inverse=True)
+    return uniq // n_labels, uniq % n_labels, np.bincount(inv.reshape(-1), weights=tf, minlength=len(uniq))
+
+
+def ctfidf(term: np.ndarray, label: np.ndarray, tf: np.ndarray, n_labels: int
+           ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """c-TF-IDF from postings: ``term[i]`` in a node of community ``label[i]`` with frequency
+    ``tf[i]`` (:func:`ctfidf_pairs` after summing the pairs)."""
+    if not len(term):
+        return ctfidf_pairs([], [], [], n_labels)
+    return ctfidf_pairs(*_sum_pairs(term, label, np.asarray(tf, dtype=np.float64), n_labels), n_labels)
 
 
 def ctfidf_ref(postings: list[tuple[int, int, float]]) -> dict[int, list[tuple[int, float]]]:
@@ -90,45 +100,67 @@ def ctfidf_ref(postings: list[tuple[int, int, float]]) -> dict[int, list[tuple[i
 def community_terms(ix, label_by_id: np.ndarray, n_labels: int, per: int = 30
                     ) -> tuple[list[str], dict[int, list[tuple[int, float]]]]:
     """(term strings, ``{label: [(term number, weight)]}`` with the ``per`` best terms of each
-    community) from the index's BM25 postings of terms in at least :data:`MIN_DF` nodes."""
-    rows = ix.conn.execute("SELECT term, df, ids, tf FROM text_postings WHERE df >= ?", (MIN_DF,)).fetchall()
-    if not rows:
+    community) from the index's BM25 postings of terms in at least :data:`MIN_DF` nodes, read
+    in pieces of about :data:`PIECE` postings (each piece's terms are its own, so its pairs are
+    summed on their own: memory stays at one piece plus the distinct pairs)."""
+    cur = ix.conn.execute("SELECT term, df, ids, tf FROM text_postings WHERE df >= ?", (MIN_DF,))
+    terms: list[str] = []
+    parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+    rows: list[tuple] = []
+    held = 0
+    while True:
+        more = cur.fetchmany(256)
+        rows += more
+        held += sum(r[1] for r in more)
+        if rows and (held >= PIECE or not more):
+            parts.append(_piece(rows, len(terms), label_by_id, n_labels))
+            terms += [r[0] for r in rows]
+            rows, held = [], 0
+        if not more:
+            break
+    if not parts:
         return [], {}
-    terms = [r[0] for r in rows]
-    ids, off = decode_ids_many([r[2] for r in rows])
-    tf = np.empty(len(ids), dtype=np.float64)
-    width = np.array([len(r[3]) // r[1] for r in rows], dtype=np.int64)
-    for wd in np.unique(width).tolist():                          # one read per tf width
-        idx = np.flatnonzero(width == wd)
-        vals = tf_view(b"".join([rows[i][3] for i in idx.tolist()]), int(off[idx + 1].sum() - off[idx].sum()))
-        counts = off[idx + 1] - off[idx]
-        at = np.repeat(off[idx] - np.concatenate(([0], np.cumsum(counts)[:-1])), counts) + np.arange(len(vals))
-        tf[at] = vals
-    term = np.repeat(np.arange(len(rows), dtype=np.int64), np.diff(off))
-    inside = ids < len(label_by_id)
-    lab = np.full(len(ids), -1, dtype=np.int64)
-    lab[inside] = label_by_id[ids[inside]]
-    keep = lab >= 0
-    pt, pl, w = ctfidf(term[keep], lab[keep], tf[keep], n_labels)
+    pt, pl, w = ctfidf_pairs(*(np.concatenate(x) for x in zip(*parts)), n_labels)
     starts = np.searchsorted(pl, np.arange(n_labels + 1))
     best = {c: list(zip(pt[a:min(b, a + per)].tolist(), w[a:min(b, a + per)].tolist()))
             for c, (a, b) in enumerate(zip(starts[:-1].tolist(), starts[1:].tolist())) if b > a}
     return terms, best
 
 
-def _surfaces(an, texts: list[str]) -> dict[str, str]:
-    """term -> the lower-case spelling of it that ``texts`` use most."""
+def _piece(rows: list[tuple], first: int, label_by_id: np.ndarray, n_labels: int):
+    """Summed (term, community) pairs of some posting rows (terms numbered from ``first``)."""
+    ids, off = decode_ids_many([r[2] for r in rows])
+    tf = np.empty(len(ids), dtype=np.float64)
+    width = np.array([len(r[3]) // r[1] for r in rows], dtype=np.int64)
+    for wd in np.unique(width).tolist():                          # one read per tf width
+        idx = np.flatnonzero(width == wd)
+        counts = off[idx + 1] - off[idx]
+        vals = tf_view(b"".join([rows[i][3] for i in idx.tolist()]), int(counts.sum()))
+        at = np.repeat(off[idx] - np.concatenate(([0], np.cumsum(counts)[:-1])), counts) + np.arange(len(vals))
+        tf[at] = vals
+    term = np.repeat(np.arange(first, first + len(rows), dtype=np.int64), np.diff(off))
+    lab = np.full(len(ids), -1, dtype=np.int64)
+    inside = ids < len(label_by_id)
+    lab[inside] = label_by_id[ids[inside]]
+    keep = lab >= 0
+    pt, pl, f = _sum_pairs(term[keep], lab[keep], tf[keep], n_labels)
+    return pt.astype(np.int32), pl.astype(np.int32), f
+
+
+def _surfaces(an, texts: list[str], needed: set[str]) -> dict[str, str]:
+    """term -> the lower-case spelling of it that ``texts`` use most, for the ``needed`` terms.
+    Only words that start like a needed stem (its letters but the last) are analysed: one
+    regular expression finds them (analysing every word of every text was most of the time)."""
+    if not needed:
+        return {}
+    heads = sorted({t[:max(2, len(t) - 1)] for t in needed}, key=len, reverse=True)
+    find = re.compile(r"(?<!\w)(?:" + "|".join(map(re.escape, heads)) + r")\w*", re.IGNORECASE)
     seen: dict[str, Counter] = defaultdict(Counter)
     for text in texts:
-        for raw in raw_tokens(text):
-            got = an.analyze_word(raw)
-            if not got:
-                continue
-            seen[got[0]][raw.lower()] += 1
-            if len(got) > 1:
-                for part in split_identifier(raw):
-                    for t in an.analyze_word(part.lower())[:1]:
-                        seen[t][part.lower()] += 1
+        for word in find.findall(text):
+            got = an.analyze_word(word)
+            if got and got[0] in needed:
+                seen[got[0]][word.lower()] += 1
     return {t: c.most_common(1)[0][0] for t, c in seen.items()}
 
 
@@ -243,7 +275,8 @@ def communities(ix, limit: int | None = None, terms: int = 8, central: int = 3) 
         cands = [(dict(meta[ids[p]], pagerank=float(pr[p])), meta[ids[p]]["text"] or "")
                  for p in pool[c] if ids[p] in meta]
         tw = {term_names[t]: w for t, w in best.get(c, [])}
-        surf = _surfaces(an, [f"{n['name']}\n{text[:SURFACE_CHARS]}" for n, text in cands])
+        surf = _surfaces(an, [f"{n['name']}\n{text[:SURFACE_CHARS]}" for n, text in cands],
+                         {term_names[t] for t, _ in best.get(c, [])[:3 * terms]})
         top_terms = _top_terms([surf.get(term_names[t], term_names[t]) for t, _ in best.get(c, [])], terms)
         cent, names = [], set()
         for p in heads[c]:
