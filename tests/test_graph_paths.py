@@ -182,3 +182,31 @@ def test_path_command(demo_db, capsys):
                  "--types", "used_for"]) == 5
     assert "no path of at most 6 hops over used_for (out only)" in capsys.readouterr().err
     assert main(["path", "kg:git", "kg:bm25", "--db", str(demo_db), "--types", "nope"]) == 2
+
+
+def test_two_way_search_equals_the_one_way_search():
+    """meet_path (from both ends) against search_layers (from the source) with banned nodes,
+    banned first hops and a start cost, as Yen's spur searches use them."""
+    from kgsearch.graph.meet import meet_path
+
+    rng = np.random.default_rng(1)
+    checked = 0
+    for trial in range(1500):
+        g = _random_graph(rng, n_max=10, m_max=25)
+        s, t = (int(x) for x in rng.integers(0, g.n, 2))
+        if s == t:
+            continue
+        hops = int(rng.integers(1, 6))
+        banned = {int(x) for x in rng.integers(0, g.n, int(rng.integers(0, 3)))} - {s, t}
+        first = {int(x) for x in rng.integers(0, g.n, int(rng.integers(0, 2)))}
+        c0 = float(rng.choice([0.0, 1.5]))
+        out_t, in_t = [(None, False), (False, None), (None, None)][trial % 3]
+        want = search_layers(g, [s], [c0], hops, out_t, in_t, banned=banned, ban_first=first, target=t).path(t)
+        got = meet_path(g, s, t, hops, out_t, in_t, banned=banned, ban_first=first, cost0=c0)
+        assert (want is None) == (got is None)
+        if got is not None:
+            assert got.cost == pytest.approx(want.cost, rel=1e-12)
+            assert len(got.hops) <= hops and len(set(got.nodes)) == len(got.nodes)
+            assert not set(got.nodes) & banned and got.nodes[1] not in first
+            checked += 1
+    assert checked > 400
