@@ -18,9 +18,9 @@ LAYERS = [
     ("base", {"version", "errors", "types", "environment", "config", "settings", "codelike", "budget"}),
     ("store", {"store"}),
     ("signals", {"ingest", "text", "embed", "graph"}),
-    ("shaping", {"fuse", "pack", "stats"}),
+    ("shaping", {"fuse", "pack", "stats", "explore"}),
     ("engines", {"query", "indexer"}),
-    ("apps", {"evaluate", "bench", "demo", "context"}),
+    ("apps", {"evaluate", "bench", "demo", "context", "export"}),
     ("server", {"mcp"}),               # the MCP server: above context, below the command line
     ("cli", {"cli", "__main__", "__init__"}),
 ]

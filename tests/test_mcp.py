@@ -43,7 +43,7 @@ FILES = {
     "notes/cart.md": "# Cart\n\nThe cart holds the items.\n",
 }
 STEPS = IndexOptions(steps=("text", "neighbors", "graph"))
-TOOL_NAMES = ["search", "context", "why", "show", "related", "stats", "feedback"]
+TOOL_NAMES = ["search", "context", "why", "show", "related", "stats", "feedback", "path", "impact", "communities"]
 MODERN = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
           "io.modelcontextprotocol/clientCapabilities": {}}
 
@@ -188,7 +188,7 @@ def test_stdlib_client_modern_requests_sessions_and_a_reindex(proj):
         r = c.send("tools/list", {"_meta": dict(MODERN, **{"io.modelcontextprotocol/protocolVersion": "2020-01-01"})})
         assert r["error"]["code"] == -32022 and "2025-11-25" in r["error"]["data"]["supported"]
         lst = c.send("tools/list", {"_meta": MODERN})["result"]
-        assert lst["resultType"] == "complete" and lst["cacheScope"] == "public" and len(lst["tools"]) == 7
+        assert lst["resultType"] == "complete" and lst["cacheScope"] == "public" and len(lst["tools"]) == len(TOOL_NAMES)
 
         # stateless: no session unless the call names one
         c.call("show", {"node": "py:shop.cart.Cart", "session": "s1"}, MODERN)

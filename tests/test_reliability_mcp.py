@@ -17,7 +17,7 @@ from kgsearch.mcp import TOOLS
 from kgsearch.mcp.server import Server
 
 BRIEF_HIT = ["key", "kind", "name", "path", "line", "line_end", "snippet", "score"]
-READ_ONLY = {"search", "context", "why", "show", "related", "stats"}
+READ_ONLY = {"search", "context", "why", "show", "related", "stats", "path", "impact", "communities"}
 CLI_ADVICE = ("--db", "--budget", "--files", "--diff", "--format", "kgsearch search", "try `kgsearch", "pass --")
 
 

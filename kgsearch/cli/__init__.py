@@ -20,7 +20,7 @@ from ..errors import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_MEMORY, EXIT_OK, Kgse
 from ..query.channels import CHANNELS, DEFAULT_CHANNELS
 from ..query.intent import INTENTS
 from ..version import __version__
-from . import commands
+from . import commands, graph_commands
 from .output import err
 
 EXIT_CODES = """exit codes:
@@ -190,6 +190,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", dest="fmt", choices=["markdown", "json", "xml"], default=None,
                    help="output format (default markdown; --json = --format json)")
     p.add_argument("-k", type=int, default=None, help="task: search hits to consider (default budget/100, 20-100)")
+    p.add_argument("--impact", type=int, nargs="?", const=3, default=None, metavar="HOPS",
+                   help="--files/--diff: also what depends on the change transitively (callers of callers, "
+                        "importers, subclasses, linked notes) within HOPS (default 3), after the direct neighbours")
     p.set_defaults(func=commands.cmd_context)
 
     p = sub.add_parser("feedback", parents=[common], help="say a node was (not) useful for a query; nudges later rankings",
@@ -207,12 +210,14 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("mcp", parents=[common], help="Model Context Protocol server on stdio (for coding agents)",
                        description="Serve the index to MCP clients over stdio (JSON-RPC 2.0, one message per line; "
                                    "protocol 2026-07-28, and 2025-11-25 down to 2024-11-05 through initialize). "
-                                   "Tools: search, context, why, show, related, stats, feedback. The index is opened "
+                                   "Tools: search, context, why, show, related, stats, feedback, path, impact, communities. The index is opened "
                                    "read-only and a reindex is picked up without a restart; only feedback writes.")
     p.set_defaults(func=commands.cmd_mcp)
 
     p = sub.add_parser("stats", parents=[common], help="counts by kind and edge type, size, last index time")
     p.set_defaults(func=commands.cmd_stats)
+
+    graph_commands.add_parsers(sub, common)
 
     p = sub.add_parser("roots", parents=[common], help="the indexed roots and their health; remove one",
                        description="List the roots (folders and files given to `kgsearch index`, reindexed by a "

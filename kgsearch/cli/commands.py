@@ -208,7 +208,7 @@ def cmd_context(args) -> int:
         changes = read_diff(args.diff, eng.ix)
     task = None if args.task is None and args.query_file is None else query_text(args.task, args.query_file, "task")
     res = build_context(eng, task=task, files=args.files, diff=changes,
-                        opts=ContextOptions(budget=args.budget, fmt=fmt, k=args.k))
+                        opts=ContextOptions(budget=args.budget, fmt=fmt, k=args.k, impact=args.impact))
     sys.stdout.write(res.text)
     if not args.quiet:
         for n in res.notices:

@@ -19,7 +19,7 @@ from .diff import FileChange, changed_nodes
 from .items import load_items
 from .pack import pack
 from .render import FORMATS, ESTIMATE_RULE, renderer
-from .sources import Candidate, file_seeds, neighbours, resolve_files, task_candidates, walk_rank
+from .sources import Candidate, dependents, file_seeds, neighbours, resolve_files, task_candidates, walk_rank
 
 __all__ = ["ContextOptions", "ContextResult", "build_context", "task_depth"]
 
@@ -38,6 +38,7 @@ class ContextOptions:
     fmt: str = "markdown"
     k: int | None = None                 # task: search hits considered (None: task_depth(budget))
     search: object | None = None         # task: SearchOptions for the search (None: the defaults)
+    impact: int | None = None            # files/diff: also the transitive dependents within this many hops
     value: str = "margin"                # task: what the density divides by the tokens: "margin" (a hit's
                                          # score minus the lowest of the k hits: its worth above the cutoff)
                                          # or "score" (the fused score as it is, whose offset is arbitrary)
@@ -50,6 +51,9 @@ class ContextOptions:
             raise UsageError(f"unknown value {self.value!r}; choose score or margin")
         if self.fmt not in FORMATS:
             raise UsageError(f"unknown format {self.fmt!r}; choose from {', '.join(FORMATS)}")
+        if self.impact is not None and (isinstance(self.impact, bool) or not isinstance(self.impact, int)
+                                        or not 1 <= self.impact <= 10):
+            raise UsageError(f"--impact must be a whole number of hops from 1 to 10, got {self.impact!r}")
         if self.k is not None and (isinstance(self.k, bool) or not isinstance(self.k, int) or self.k < 1):
             raise UsageError(f"-k must be a whole number >= 1, got {self.k!r}")
         return self
@@ -90,6 +94,8 @@ def build_context(engine, *, task: str | None = None, files: list[str] | None = 
     ms: dict[str, float] = {}
     notices: list[str] = []
     ix = engine.ix
+    if mode == "task" and opts.impact:
+        raise UsageError("--impact widens --files or --diff (what depends on the change); a task is ranked by search")
     if mode == "task":
         if not str(task).strip():
             raise UsageError("the task text is empty; describe the task, e.g. kgsearch context \"fix the retry loop\"")
@@ -114,6 +120,9 @@ def build_context(engine, *, task: str | None = None, files: list[str] | None = 
                 notices.append("the diff changes no indexed node")
             seeds = {i: Candidate(i, 1.0, "changed", set(lines)) for i, lines in sorted(changed.items())}
         near = neighbours(ix, seeds)
+        if opts.impact:
+            for nid, why in dependents(ix, seeds, opts.impact, set(seeds) | set(near)).items():
+                near[nid] = why
         cands = walk_rank(engine, seeds, near)
         terms = []
     ms["candidates"] = round((time.perf_counter() - t0) * 1000, 3)

@@ -22,7 +22,9 @@ from ..errors import NotFound
 from ..store.sql import iter_in_chunks
 
 __all__ = ["Candidate", "task_candidates", "file_seeds", "neighbours", "walk_rank", "CALL_TYPES", "NOTE_KINDS",
-           "resolve_files"]
+           "resolve_files", "dependents", "IMPACT_LIMIT"]
+
+IMPACT_LIMIT = 200              # transitive dependents added by --impact (nearest first)
 
 CALL_TYPES = ("calls",)
 NOTE_KINDS = ("note", "section")
@@ -116,6 +118,22 @@ def neighbours(ix, seeds) -> dict[int, str]:
     keys = dict(iter_in_chunks(ix.conn, "SELECT id, key FROM nodes WHERE id IN ({})",
                                sorted({s for s, _ in found.values()})))
     return {nid: f"{why} {keys.get(seed, seed)}" for nid, (seed, why) in sorted(found.items())}
+
+
+def dependents(ix, seeds, depth: int, skip) -> dict[int, str]:
+    """The transitive dependents of ``seeds`` within ``depth`` hops (callers of callers,
+    importers, subclasses, linked notes: :func:`kgsearch.explore.impact_of_nodes`), nearest
+    first, at most :data:`IMPACT_LIMIT`, leaving out the ids in ``skip``: ``{id: reason}``."""
+    from ..explore import impact_of_nodes
+
+    res = impact_of_nodes(ix, sorted(seeds), depth=depth, limit=IMPACT_LIMIT + len(skip))
+    out = {}
+    for d in res["dependents"]:
+        if d["id"] not in skip and len(out) < IMPACT_LIMIT:
+            v = d["via"]
+            out[d["id"]] = (f"depends on the change at distance {d['distance']} ({v['type']} "
+                            f"{'to' if v['direction'] == 'out' else 'from'} {v['key']})")
+    return out
 
 
 def walk_rank(engine, seeds: dict[int, Candidate], near: dict[int, str]) -> list[Candidate]:

@@ -42,7 +42,9 @@ SESSION_IDLE = 3600.0          # seconds: a session handle unused this long is f
 MAX_SESSIONS = 256
 INSTRUCTIONS = ("kgsearch: offline hybrid search over the indexed notes and code. Use `context` to get what "
                 "matters for a task, files or a diff within a token budget; `search` for ranked hits; `show` to "
-                "open a node; `related` for its neighbours by edge type; `feedback` to mark a hit (not) useful.")
+                "open a node; `related` for its neighbours by edge type; `path` for how two nodes are linked; "
+                "`impact` for what depends on a node and which tests reach it; `communities` for the main "
+                "topics; `feedback` to mark a hit (not) useful.")
 SERVER_INFO = {"name": "kgsearch", "title": "kgsearch", "version": __version__}
 
 
@@ -202,7 +204,7 @@ class Server:
             changes = git_diff(eng.ix.meta_json("roots", [])) if diff.strip() == "git" else parse_given(diff)
         from ..query import SearchOptions
         res = build_context(eng, task=a.get("task"), files=a.get("files"), diff=changes, session=session,
-                            opts=ContextOptions(budget=a["budget"], fmt=a["format"],
+                            opts=ContextOptions(budget=a["budget"], fmt=a["format"], impact=a.get("impact"),
                                                 search=SearchOptions(use_cache=False)))
         d = res.as_dict()
         d.pop("text")
@@ -233,6 +235,26 @@ class Server:
         from ..stats import index_stats
 
         d = index_stats(self._engine().ix)
+        return _dumps(d), d
+
+    def tool_path(self, a: dict, session):
+        from ..explore import find_paths
+
+        d = find_paths(self._engine().ix, a["source"], a["target"], k=a["k"], max_len=a["max_len"],
+                       types=a.get("types"), direction=a["direction"])
+        return _dumps(d), d
+
+    def tool_impact(self, a: dict, session):
+        from ..explore import impact
+
+        d = impact(self._engine().ix, a["node"], depth=a["depth"], types=a.get("types"), tests=a["tests"],
+                   limit=a["limit"])
+        return _dumps(d), d
+
+    def tool_communities(self, a: dict, session):
+        from ..explore import communities
+
+        d = communities(self._engine().ix, limit=a["limit"], terms=a["terms"])
         return _dumps(d), d
 
     def tool_feedback(self, a: dict, session):

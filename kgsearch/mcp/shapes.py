@@ -108,4 +108,18 @@ OUTPUT_SCHEMAS = {
                                        ["direction", "key"])}}, "total": _I}, ["node", "edges"]),
     "stats": _obj({"nodes": _I, "edges": _I, "files": _I, "generation": _I}, ["nodes", "edges"]),
     "feedback": _obj({"query": _S, "node": _S, "useful": {"type": "boolean"}}, ["node", "useful"]),
+    "path": _obj({"from": _obj({"key": _S}, ["key"]), "to": _obj({"key": _S}, ["key"]), "k": _I, "max_len": _I,
+                  "direction": _S, "paths": {"type": "array", "items": _obj(
+                      {"length": _N, "hops": _I, "nodes": {"type": "array", "items": _obj({"key": _S}, ["key"])},
+                       "steps": {"type": "array"}}, ["hops", "nodes", "steps"])}}, ["from", "to", "paths"]),
+    "impact": _obj({"depth": _I, "types": {"type": "object"}, "start": _I, "total": _I,
+                    "dependents": {"type": "array", "items": _obj(
+                        {"key": _S, "distance": _I, "via": _obj({"type": _S, "direction": _S, "key": _S})},
+                        ["key", "distance"])},
+                    "tests": {"type": "array"}}, ["depth", "total", "dependents"]),
+    "communities": _obj({"total": _I, "nodes": _I, "shown": _I, "notice": _OPT_S,
+                         "communities": {"type": "array", "items": _obj(
+                             {"id": _I, "size": _I, "terms": {"type": "array", "items": _S},
+                              "central": {"type": "array", "items": _obj({"key": _S}, ["key"])}},
+                             ["id", "size"])}}, ["total", "communities"]),
 }

@@ -1,6 +1,6 @@
 """The MCP tools: a JSON schema each, argument checks that answer with a tool error naming the
 argument and what it accepts, and the handlers (search, context, why, show, related, stats,
-feedback). Every handler returns ``(text, structured)``; :mod:`.server` wraps them in results.
+feedback, path, impact, communities). Every handler returns ``(text, structured)``; :mod:`.server` wraps them in results.
 
 ``session`` (any string the agent picks, e.g. a UUID) is the explicit handle of the 2026-07-28
 revision for state across calls: nodes opened with ``show`` in that session rank higher in its
@@ -77,6 +77,9 @@ TOOLS = [
                                                                        "HEAD` of the indexed roots"},
                              "budget": {"type": "integer", "minimum": 1, "maximum": 1000000, "default": 8000},
                              "format": {"type": "string", "enum": ["markdown", "json", "xml"], "default": "markdown"},
+                             "impact": {"type": "integer", "minimum": 1, "maximum": 10,
+                                        "description": "files/diff: also what depends on the change within this "
+                                                       "many hops (callers of callers, importers, subclasses)"},
                              "session": _SESSION})},
     {"name": "why", "title": "Why a node ranked where it did",
      "description": "One node's rank for a query with every channel score and signal part, or why it missed "
@@ -105,6 +108,40 @@ TOOLS = [
      "inputSchema": _schema({"query": {"type": "string", "minLength": 1}, "node": _NODE,
                              "useful": {"type": "boolean"}}, ["query", "node", "useful"])},
 ]
+TOOLS += [
+    {"name": "path", "title": "Paths between two nodes",
+     "description": "The k best paths between two nodes over typed edges, shortest first (a hop costs 1 / "
+                    "weight: few strong edges beat many weak ones). Each step names its edge type and direction "
+                    "(out: along the edge, in: against it). `paths` is empty when none is at most max_len hops.",
+     "inputSchema": _schema({"source": _NODE, "target": _NODE,
+                             "k": {"type": "integer", "minimum": 1, "maximum": 50, "default": 3},
+                             "max_len": {"type": "integer", "minimum": 1, "maximum": 12, "default": 6},
+                             "types": {"type": "array", "items": {"type": "string"}, "minItems": 1,
+                                       "description": "follow only these edge types"},
+                             "direction": {"type": "string", "enum": ["both", "out", "in"], "default": "both"}},
+                            ["source", "target"])},
+    {"name": "impact", "title": "What depends on a node or file",
+     "description": "Everything that depends on a node (or every node of an indexed file) within `depth` hops: "
+                    "callers, importers, subclasses, notes that link to it, KG nodes that depend on it; ranked by "
+                    "distance, then edge strength, each with the edge that brought it in. With tests=true, also "
+                    "the test files whose tests reach it, ranked (which tests to run after a change).",
+     "inputSchema": _schema({"node": {"type": "string", "minLength": 1,
+                                      "description": "node key, qualified name, name, or an indexed file's path"},
+                             "depth": {"type": "integer", "minimum": 1, "maximum": 10, "default": 3},
+                             "types": {"type": "array", "items": {"type": "string"}, "minItems": 1,
+                                       "description": "dependency edge types, each optionally with :in or :out "
+                                                      "(default: calls, imports, inherits, links_to, depends_on, ...)"},
+                             "tests": {"type": "boolean", "default": False},
+                             "limit": {"type": "integer", "minimum": 1, "maximum": 1000, "default": 50}},
+                            ["node"])},
+    {"name": "communities", "title": "Main topics",
+     "description": "The graph's communities, largest first, each summarised without a model: central nodes "
+                    "(PageRank inside the community), distinctive terms (class-based TF-IDF) and a representative "
+                    "sentence or signature. Answers 'what are the main topics' / 'what is this repository about'.",
+     "inputSchema": _schema({"limit": {"type": "integer", "minimum": 1, "maximum": 1000, "default": 10},
+                             "terms": {"type": "integer", "minimum": 1, "maximum": 30, "default": 8}})},
+]
+
 for _t in TOOLS:
     _t["annotations"] = _annotations(_t["title"], read_only=_t["name"] != "feedback")
     _t["outputSchema"] = OUTPUT_SCHEMAS[_t["name"]]

@@ -1,0 +1,90 @@
+"""What the graph questions share: the index's graph, nodes named by the user, display rows."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import BadIndex, NotFound, UsageError
+from ..graph.context import GraphContext, load_context
+from ..stats import find_node
+from ..store.rows import node_meta, rel_path
+from ..store.sql import iter_in_chunks
+
+__all__ = ["graph_of", "resolve", "resolve_start", "display", "check_types", "TEST_FLAG"]
+
+TEST_FLAG = 2                 # nodes.flags bit 1: test code (see docs/DESIGN.md)
+
+
+def graph_of(ix) -> GraphContext:
+    """The index's graph; BadIndex (exit 4) when no index run has stored one."""
+    ctx = load_context(ix)
+    if ctx is None or ctx.graph.n == 0:
+        raise BadIndex(f"{ix.path} has no graph yet (nothing indexed, or the graph step never finished); "
+                       f"run `kgsearch index PATH`")
+    return ctx
+
+
+def resolve(ix, ctx: GraphContext, ref: str) -> tuple[dict, int]:
+    """A node the user named (key, qualified name, name or row id) and its graph position."""
+    row = find_node(ix, ref)
+    pos = int(ctx.positions([row["id"]])[0])
+    if pos < 0:
+        raise NotFound(f"node {row['key']!r} is not in the graph of {ix.path} yet; run `kgsearch index` to update it")
+    return row, pos
+
+
+def _file_ids(ix, ref: str) -> list[int]:
+    """Ids of the indexed files a path names (absolute, relative to the current folder, or
+    relative to a root)."""
+    roots = [Path(r) for r in ix.meta_json("roots", [])]
+    p = Path(ref).expanduser()
+    tries = [p] if p.is_absolute() else [Path.cwd() / p] + [r / p for r in roots]
+    for t in tries:
+        for cand in dict.fromkeys([str(t), os.path.abspath(t), os.path.realpath(t)]):
+            row = ix.conn.execute("SELECT id FROM files WHERE path=?", (cand,)).fetchone()
+            if row is not None:
+                return [row[0]]
+    return []
+
+
+def resolve_start(ix, ctx: GraphContext, ref: str) -> tuple[dict, list[int]]:
+    """What ``impact`` starts from: a node (key, name, ...), else an indexed file (every node
+    it holds). Returns (a description, node ids)."""
+    try:
+        row = find_node(ix, ref)
+        return {k: row[k] for k in ("id", "key", "kind", "name", "path", "line_start")}, [row["id"]]
+    except NotFound:
+        fids = _file_ids(ix, ref)
+        if not fids:
+            raise NotFound(f"no node or indexed file {ref!r} in {ix.path}; try `kgsearch search {ref!r}` "
+                           f"to find its key") from None
+    ids = [r[0] for r in iter_in_chunks(ix.conn, "SELECT id FROM nodes WHERE file_id IN ({}) ORDER BY id", fids)]
+    path = ix.conn.execute("SELECT path FROM files WHERE id=?", (fids[0],)).fetchone()[0]
+    return {"file": path, "nodes": len(ids)}, ids
+
+
+def display(ix, ids) -> dict[int, dict]:
+    """``{id: {id, key, name, kind, path, relpath, line}}`` (no texts)."""
+    meta = node_meta(ix.conn, [int(i) for i in ids], text=False)
+    return {i: {"id": i, "key": m["key"], "name": m["name"], "kind": m["kind"], "path": m["path"],
+                "relpath": rel_path(m) or None, "line": m["line_start"], "test": bool((m["flags"] or 0) & TEST_FLAG)}
+            for i, m in meta.items()}
+
+
+def check_types(ctx: GraphContext, types, what: str = "--types") -> list[str] | None:
+    """Edge type names the graph has (None passes); UsageError naming the valid ones."""
+    if types is None:
+        return None
+    types = [t for t in types if t]
+    known = sorted(ctx.etype_names)
+    bad = [t for t in types if t not in known]
+    if bad or not types:
+        raise UsageError(f"{what}: no edge type {bad[0] if bad else ''!r} in this index; it has: "
+                         f"{', '.join(known) or 'no edges'}")
+    return types
+
+
+def ids_at(ctx: GraphContext, pos) -> np.ndarray:
+    return ctx.ids_of(np.asarray(pos, dtype=np.int64))

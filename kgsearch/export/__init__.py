@@ -1,0 +1,80 @@
+"""``kgsearch export``: the index's graph in the formats other tools read.
+
+=========  ====================================================================================
+format     what is written (see each module)
+=========  ====================================================================================
+graphml    :mod:`.graphml`: Gephi, Cytoscape, yEd, ``networkx.read_graphml``
+jsonl      :mod:`.jsonl`: one JSON object per node, then per edge, plain text (kgsearch's own
+           KG record shape)
+vault      :mod:`.vault`: a folder of Markdown notes with ``[[wikilinks]]`` (Obsidian)
+sqlite     :mod:`.plain`: a plain SQLite file, node text as TEXT, for any ``sqlite3`` client
+=========  ====================================================================================
+
+:func:`export` writes one of them and returns ``{"format", "out", "nodes", "edges"}``.
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+from ..errors import UsageError
+
+__all__ = ["export", "FORMATS"]
+
+FORMATS = ("graphml", "jsonl", "vault", "sqlite")
+
+
+def export(ix, fmt: str, out: str, text: bool | None = None, types=None, derived: bool | None = None) -> dict:
+    """Write the index's graph as ``fmt`` to ``out`` (a file; ``-`` is stdout for graphml and
+    jsonl; a folder for vault). ``text``: include node text (default: yes, but no for
+    graphml); ``types``: only these edge types; ``derived``: include derived ``similar_text``
+    edges (default: yes, but no for vault)."""
+    if fmt not in FORMATS:
+        raise UsageError(f"unknown export format {fmt!r}; choose from {', '.join(FORMATS)}")
+    if types:
+        known = {r[0] for r in ix.conn.execute("SELECT DISTINCT type FROM edges WHERE dst IS NOT NULL")}
+        bad = [t for t in types if t not in known]
+        if bad:
+            raise UsageError(f"--types: no edge type {bad[0]!r} in this index; it has: {', '.join(sorted(known))}")
+    try:
+        return _export(ix, fmt, out, text, types, derived)
+    except OSError as exc:
+        from ..errors import DataError
+
+        raise DataError(f"cannot write the export ({exc.strerror or exc}); choose a folder you can write to",
+                        out) from None
+
+
+def _export(ix, fmt: str, out: str, text, types, derived) -> dict:
+    text = (fmt != "graphml") if text is None else bool(text)
+    derived = (fmt != "vault") if derived is None else bool(derived)
+    if fmt == "vault":
+        from .vault import write_vault
+
+        if out == "-":
+            raise UsageError("a vault is a folder: give its path, not -")
+        n, m = write_vault(ix, out, text, types, derived)
+    elif fmt == "sqlite":
+        from .plain import write_sqlite
+
+        if out == "-":
+            raise UsageError("an SQLite file cannot go to stdout: give its path")
+        n, m = write_sqlite(ix, out, text, types, derived)
+    else:
+        from .graphml import write_graphml
+        from .jsonl import write_jsonl
+
+        write = write_graphml if fmt == "graphml" else write_jsonl
+        if out == "-":
+            n, m = write(ix, sys.stdout, text, types, derived)
+        else:
+            tmp = f"{out}.tmp{os.getpid()}"
+            try:
+                with open(tmp, "w", encoding="utf-8", newline="\n") as fh:
+                    n, m = write(ix, fh, text, types, derived)
+                os.replace(tmp, out)
+            finally:
+                if os.path.exists(tmp):
+                    os.remove(tmp)
+    return {"format": fmt, "out": out, "nodes": n, "edges": m, "text": text, "derived_edges": derived,
+            "types": list(types) if types else None}

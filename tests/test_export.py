@@ -1,0 +1,179 @@
+"""``kgsearch export``: GraphML round trips through networkx (node and edge counts, kinds and
+types), JSON Lines carries plain text and loads back as a KG, a Markdown vault indexes back to
+exactly the exported links, and the plain SQLite file reads with a bare sqlite3 connection."""
+from __future__ import annotations
+
+import collections
+import json
+import sqlite3
+
+import pytest
+
+from kgsearch.export import export
+from kgsearch.export.vault import field_key, note_names
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory):
+    from kgsearch.demo import demo_dir
+    from kgsearch.indexer import IndexOptions, index_paths
+    from kgsearch.store.db import Index
+
+    base = tmp_path_factory.mktemp("export")
+    db = base / "demo.db"
+    index_paths(db, [str(demo_dir())], IndexOptions(steps=("text", "neighbors", "graph")))
+    ix = Index.open(db, readonly=True)
+    yield ix, base
+    ix.close()
+
+
+def _index_edges(ix, derived=True):
+    sql = ("SELECT s.key, e.type, d.key FROM edges e JOIN nodes s ON s.id = e.src JOIN nodes d ON d.id = e.dst"
+           + ("" if derived else " WHERE e.file_id IS NOT NULL"))
+    return list(ix.conn.execute(sql))
+
+
+def test_graphml_round_trips_through_networkx(demo):
+    from conftest import need
+
+    nx = need("networkx")
+    ix, base = demo
+    out = base / "demo.graphml"
+    res = export(ix, "graphml", str(out))
+    G = nx.read_graphml(out)
+    nodes = dict(ix.conn.execute("SELECT key, kind FROM nodes"))
+    edges = _index_edges(ix)
+    assert res["nodes"] == G.number_of_nodes() == len(nodes) == ix.node_count()
+    assert res["edges"] == G.number_of_edges() == len(edges)
+    assert {k: d["kind"] for k, d in G.nodes(data=True)} == nodes
+    assert collections.Counter(d["type"] for _, _, d in G.edges(data=True)) == \
+        collections.Counter(t for _, t, _ in edges)
+    assert collections.Counter((u, d["type"], v) for u, v, d in G.edges(data=True)) == collections.Counter(edges)
+    git = G.nodes["kg:git"]
+    assert git["label"] == "Git" and git["pagerank"] > 0 and git["community"] >= 0 and "text" not in git
+    with_text = base / "text.graphml"
+    export(ix, "graphml", str(with_text), text=True, types=["used_for"])
+    H = nx.read_graphml(with_text)
+    assert H.nodes["kg:git"]["text"].startswith("Version control")
+    assert {d["type"] for _, _, d in H.edges(data=True)} == {"used_for"}
+
+
+def test_graphml_survives_hostile_names(tmp_path):
+    from conftest import need
+    from kgsearch.indexer import IndexOptions, index_paths
+    from kgsearch.store.db import Index
+
+    nx = need("networkx")
+    (tmp_path / "kg.jsonl").write_text(
+        json.dumps({"id": "a", "name": "bell\x07 <b>&\"quote\"", "type": "thing", "description": "esc \x1b[2J"}) + "\n"
+        + json.dumps({"id": "b", "name": "]]> </graphml>", "type": "thing"}) + "\n"
+        + json.dumps({"source": "a", "target": "b", "edge_type": "rel <x>"}) + "\n")
+    db = tmp_path / "k.db"
+    index_paths(db, [str(tmp_path / "kg.jsonl")], IndexOptions(steps=("text", "graph")))
+    with Index.open(db, readonly=True) as ix:
+        export(ix, "graphml", str(tmp_path / "k.graphml"), text=True)
+    G = nx.read_graphml(tmp_path / "k.graphml")
+    assert G.nodes["kg:a"]["label"] == "bell\ufffd <b>&\"quote\"" and G.nodes["kg:b"]["label"] == "]]> </graphml>"
+    assert G.nodes["kg:a"]["text"].startswith("esc \ufffd[2J")
+    assert [d["type"] for _, _, d in G.edges(data=True)] == ["rel_<x>"]
+
+
+def test_jsonl_has_plain_text_and_loads_back_as_a_kg(demo, tmp_path):
+    from kgsearch.indexer import IndexOptions, index_paths
+    from kgsearch.store.db import Index
+    from kgsearch.store.textcodec import unpack
+
+    ix, base = demo
+    out = tmp_path / "demo.jsonl"
+    res = export(ix, "jsonl", str(out))
+    lines = [json.loads(x) for x in out.read_text(encoding="utf-8").splitlines()]
+    nodes = [x for x in lines if "id" in x]
+    edges = [x for x in lines if "source" in x]
+    assert len(nodes) == res["nodes"] == ix.node_count() and len(edges) == res["edges"] == len(_index_edges(ix))
+    texts = {k: unpack(t) for k, t in ix.conn.execute("SELECT key, text FROM nodes")}
+    assert all(n.get("text", "") == (texts[n["id"]] or "") for n in nodes)
+    assert any(isinstance(t, bytes) for (t,) in ix.conn.execute("SELECT text FROM nodes"))   # some were compressed
+    db = tmp_path / "back.db"
+    index_paths(db, [str(out)], IndexOptions(steps=("text", "graph")))
+    with Index.open(db, readonly=True) as back:
+        assert back.node_count() == ix.node_count()
+        got = collections.Counter(t for (t,) in back.conn.execute("SELECT type FROM edges WHERE dst IS NOT NULL"))
+        assert got == collections.Counter(t for _, t, _ in _index_edges(ix))
+
+
+def test_vault_indexes_back_to_the_same_links(demo, tmp_path):
+    from kgsearch.indexer import IndexOptions, index_paths
+    from kgsearch.store.db import Index
+
+    ix, _ = demo
+    vault = tmp_path / "vault"
+    res = export(ix, "vault", str(vault))
+    assert res["nodes"] == ix.node_count() and len(list(vault.rglob("*.md"))) == ix.node_count()
+    db = tmp_path / "vault.db"
+    index_paths(db, [str(vault)], IndexOptions(steps=("text", "graph")))
+    want = set(_index_edges(ix, derived=False))
+    assert res["edges"] == len(want)
+    with Index.open(db, readonly=True) as back:
+        note_of = {}
+        for key, props in back.conn.execute("SELECT key, props FROM nodes WHERE kind = 'note'"):
+            note_of[key] = json.loads(props)["frontmatter"]["kgsearch_key"]
+        assert sorted(note_of.values()) == sorted(k for (k,) in ix.conn.execute("SELECT key FROM nodes"))
+        got, stray = set(), []
+        for s, t, d, ns in back.conn.execute(
+                "SELECT s.key, e.type, d.key, e.ns FROM edges e JOIN nodes s ON s.id = e.src "
+                "JOIN nodes d ON d.id = e.dst WHERE e.file_id IS NOT NULL"):
+            if s in note_of and d in note_of:
+                got.add((note_of[s], t, note_of[d]))
+            elif ns == "note":
+                stray.append((s, t, d))
+    assert got == want and stray == []
+    git = (vault / "tool" / "Git.md").read_text(encoding="utf-8")
+    assert git.startswith('---\nkgsearch_key: "kg:git"\nkind: "tool"\n') and "used_for:: [[Markdown vault]]" in git
+
+
+def test_vault_names_and_keys():
+    names = note_names([("a", "BM25", "note"), ("b", "bm25", "concept"), ("c", "BM25", "concept"),
+                        ("d", "x.png", "thing"), ("e", "a/b: c?", "thing"), ("f", "...", "tag"), ("g", "notes.md", "x")])
+    assert names == {"a": "BM25", "b": "bm25 (concept)", "c": "BM25 (concept 2)", "d": "x png", "e": "a b c",
+                     "f": "tag 6", "g": "notes md"}
+    assert field_key("/film/film/genre") == "film/film/genre" and field_key("_hypernym") == "_hypernym"
+    assert field_key("Depends On") == "depends_on"
+
+
+def test_sqlite_export_reads_without_kgsearch(demo, tmp_path):
+    from kgsearch.store.textcodec import unpack
+
+    ix, _ = demo
+    out = tmp_path / "plain.db"
+    res = export(ix, "sqlite", str(out))
+    con = sqlite3.connect(out)                    # no kgtext() function registered
+    assert con.execute("SELECT count(*) FROM nodes").fetchone()[0] == res["nodes"] == ix.node_count()
+    assert con.execute("SELECT count(*) FROM edges").fetchone()[0] == res["edges"]
+    assert con.execute("SELECT count(*) FROM nodes WHERE typeof(text) = 'blob'").fetchone()[0] == 0
+    want = {k: unpack(t) for k, t in ix.conn.execute("SELECT key, text FROM nodes")}
+    assert dict(con.execute("SELECT key, text FROM nodes")) == want
+    src, typ, dst = con.execute("SELECT source, type, target FROM edges e JOIN nodes n ON n.id = e.src "
+                                "WHERE n.key = 'kg:git' AND type = 'used_for'").fetchone()
+    assert (src, typ, dst) == ("kg:git", "used_for", "kg:markdown_vault")
+    assert json.loads(dict(con.execute("SELECT key, value FROM meta"))["format"]) == "kgsearch-plain"
+
+
+def test_export_command_and_errors(demo, tmp_path, capsys):
+    from kgsearch.cli import main
+    from kgsearch.errors import UsageError
+
+    ix, _ = demo
+    assert main(["export", "jsonl", "-", "--db", str(ix.path), "--no-text", "--types", "used_for"]) == 0
+    recs = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    assert all("text" not in r for r in recs)
+    assert {r["edge_type"] for r in recs if "source" in r} == {"used_for"}
+    assert main(["export", "graphml", str(tmp_path / "g.graphml"), "--db", str(ix.path)]) == 0
+    assert f"wrote {ix.node_count()} nodes" in capsys.readouterr().err and (tmp_path / "g.graphml").exists()
+    assert main(["export", "vault", "-", "--db", str(ix.path)]) == 2
+    with pytest.raises(SystemExit) as e:
+        main(["export", "pdf", "x", "--db", str(ix.path)])
+    assert e.value.code == 2
+    assert main(["export", "jsonl", str(tmp_path / "no" / "such" / "dir" / "x.jsonl"), "--db", str(ix.path)]) == 3
+    assert "cannot write the export" in capsys.readouterr().err
+    with pytest.raises(UsageError, match="no edge type 'nope'"):
+        export(ix, "jsonl", str(tmp_path / "x.jsonl"), types=["nope"])
