@@ -17,7 +17,7 @@ LAYERS = [
     ("signals", {"ingest", "text", "embed", "graph"}),
     ("shaping", {"intent", "codetask", "fuse", "pack", "stats"}),
     ("engines", {"query", "indexer"}),
-    ("apps", {"evaluate", "bench", "demo", "context"}),
+    ("apps", {"evaluate", "bench", "demo", "context", "watch"}),
     ("server", {"mcp"}),               # the MCP server: above context, below the command line
     ("cli", {"cli", "__main__", "__init__"}),
 ]

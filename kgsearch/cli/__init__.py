@@ -174,6 +174,25 @@ def build_parser() -> argparse.ArgumentParser:
                                    "read-only and a reindex is picked up without a restart; only feedback writes.")
     p.set_defaults(func=commands.cmd_mcp)
 
+    p = sub.add_parser("watch", parents=[common], help="keep the index current while files change (inotify or polling)",
+                       description="Watch folders and files (default: the roots already in the index) and reindex "
+                                   "what changed, incrementally: a burst of saves is one run, inotify where the kernel "
+                                   "has it (polling on network and shared-storage file systems, or with --backend poll). "
+                                   "A scheduled `kgsearch index` and the watcher never index at once: while another "
+                                   "run holds the lock, the watcher waits and retries. Ctrl-C or SIGTERM stops it; "
+                                   "a run cut short changes nothing and the next start catches up. --json: one JSON "
+                                   "line per event on stdout.")
+    p.add_argument("paths", nargs="*", metavar="PATH", help="folders or files to watch and index (default: the index's roots)")
+    p.add_argument("--backend", choices=["auto", "inotify", "poll"], default="auto",
+                   help="how changes are noticed (default auto: inotify on local file systems, polling elsewhere)")
+    p.add_argument("--debounce", type=float, default=0.3, metavar="S",
+                   help="seconds without a change before reindexing (default 0.3)")
+    p.add_argument("--interval", type=float, default=1.0, metavar="S", help="polling: seconds between looks (default 1)")
+    p.add_argument("--budget", type=int, default=1000, metavar="N",
+                   help="polling: files and folders looked at per look (default 1000); a tree of F entries is "
+                        "seen in full every F/N looks")
+    p.set_defaults(func=commands.cmd_watch)
+
     p = sub.add_parser("stats", parents=[common], help="counts by kind and edge type, size, last index time")
     p.set_defaults(func=commands.cmd_stats)
 

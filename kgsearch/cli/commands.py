@@ -379,3 +379,27 @@ def cmd_doctor(args) -> int:
         for fix in fixes:
             err(f"error: {db}: {verdict}; {fix}")
     return EXIT_OK if rep.ok else EXIT_INDEX
+
+
+def cmd_watch(args) -> int:
+    """``kgsearch watch``: runs until SIGINT/SIGTERM (exit 0); what happens goes to stderr, or one
+    JSON line per event to stdout with --json."""
+    import signal
+
+    from ..config import default_db_path
+    from ..watch import WatchOptions, Watcher
+    from .watchlog import WatchLog
+
+    db = args.db or str(default_db_path())
+    opts = WatchOptions(backend=args.backend, debounce=args.debounce, interval=args.interval, budget=args.budget)
+    log = WatchLog(json_lines=args.json, quiet=args.quiet)
+    watcher = Watcher(db, args.paths, opts, on_event=log)
+
+    def stop(signum, frame):
+        log.stopping(signal.Signals(signum).name)
+        watcher.stop()
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, stop)
+    watcher.run()
+    return EXIT_OK
