@@ -18,7 +18,7 @@ LAYERS = [
     ("shaping", {"intent", "codetask", "fuse", "pack", "stats"}),
     ("engines", {"query", "indexer"}),
     ("apps", {"evaluate", "bench", "demo", "context", "watch"}),
-    ("server", {"mcp"}),               # the MCP server: above context, below the command line
+    ("server", {"mcp", "serve"}),      # the MCP and HTTP servers: above context, below the command line
     ("cli", {"cli", "__main__", "__init__"}),
 ]
 LAYER_OF = {part: i for i, (_, parts) in enumerate(LAYERS) for part in parts}

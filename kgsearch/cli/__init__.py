@@ -13,7 +13,7 @@ import sys
 
 from ..version import __version__
 from ..errors import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_MEMORY, EXIT_OK, KgsearchError, UsageError
-from . import commands
+from . import commands, live
 from .output import err
 
 EXIT_CODES = """exit codes:
@@ -135,6 +135,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--lines", type=int, default=12, help="text lines to show (default 12)")
     p.set_defaults(func=commands.cmd_show)
 
+    p = sub.add_parser("related", parents=[common], help="a node's neighbours grouped by edge type")
+    p.add_argument("node", help="node key, qualified name or name")
+    p.add_argument("--types", default=None, metavar="T1,T2", help="only these edge types (default: all)")
+    p.add_argument("--direction", choices=["out", "in", "both"], default="both",
+                   help="out: node -> neighbour, in: neighbour -> node (default both)")
+    p.add_argument("--limit", type=int, default=50, help="neighbours to list (default 50)")
+    p.set_defaults(func=commands.cmd_related)
+
     p = sub.add_parser("context", parents=[common], help="pack what matters for a task, files or a diff into a token budget",
                        description="Rank the nodes that matter for a task text (a search), for --files (their "
                                    "symbols/sections plus what they call, what calls them and linked notes), or for "
@@ -191,7 +199,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--budget", type=int, default=1000, metavar="N",
                    help="polling: files and folders looked at per look (default 1000); a tree of F entries is "
                         "seen in full every F/N looks")
-    p.set_defaults(func=commands.cmd_watch)
+    p.set_defaults(func=live.cmd_watch)
+
+    p = sub.add_parser("serve", parents=[common], help="local web page and JSON HTTP API (127.0.0.1 by default)",
+                       description="Serve the index as web pages (search with each score's breakdown, nodes with "
+                                   "their edges and a drawing of their neighbourhood, context packing) and a JSON API "
+                                   "(/api/search, /api/show, /api/related, /api/context, /api/stats, /api/why: what "
+                                   "the same command prints with --json). Read-only; a reindex is picked up without a "
+                                   "restart. Standard library only. Ctrl-C stops it.")
+    p.add_argument("--host", default="127.0.0.1",
+                   help="address to listen on (default 127.0.0.1: this machine only; another address makes the "
+                        "index readable by anyone who can reach it, and says so)")
+    p.add_argument("--port", type=int, default=8765, help="port (default 8765; 0: any free port)")
+    p.add_argument("--limit", type=float, default=30.0, metavar="S", help="seconds a request may take (default 30)")
+    p.set_defaults(func=live.cmd_serve)
 
     p = sub.add_parser("stats", parents=[common], help="counts by kind and edge type, size, last index time")
     p.set_defaults(func=commands.cmd_stats)

@@ -381,25 +381,28 @@ def cmd_doctor(args) -> int:
     return EXIT_OK if rep.ok else EXIT_INDEX
 
 
-def cmd_watch(args) -> int:
-    """``kgsearch watch``: runs until SIGINT/SIGTERM (exit 0); what happens goes to stderr, or one
-    JSON line per event to stdout with --json."""
-    import signal
+def cmd_related(args) -> int:
+    from ..stats import related_nodes
+    from ..store.db import Index
 
-    from ..config import default_db_path
-    from ..watch import WatchOptions, Watcher
-    from .watchlog import WatchLog
-
-    db = args.db or str(default_db_path())
-    opts = WatchOptions(backend=args.backend, debounce=args.debounce, interval=args.interval, budget=args.budget)
-    log = WatchLog(json_lines=args.json, quiet=args.quiet)
-    watcher = Watcher(db, args.paths, opts, on_event=log)
-
-    def stop(signum, frame):
-        log.stopping(signal.Signals(signum).name)
-        watcher.stop()
-
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, stop)
-    watcher.run()
+    types = [t for t in args.types.split(",") if t] if args.types else None
+    if args.limit < 1:
+        from ..errors import UsageError
+        raise UsageError(f"--limit must be a whole number >= 1, got {args.limit}")
+    with Index.open(args.db, readonly=True) as ix:
+        info = related_nodes(ix, args.node, types=types, direction=args.direction, limit=args.limit)
+    if args.json:
+        emit_json(info)
+        return EXIT_OK
+    n = info["node"]
+    out(f"{n['name']}  [{n['kind']}]  {n['key']}")
+    for etype, edges in info["edges"].items():
+        out("")
+        out(f"{etype} ({len(edges)}):")
+        for e in edges:
+            out(f"  {'->' if e['direction'] == 'out' else '<-'} {e['name']}  [{e['kind']}]  {e['key']}")
+    if info["total"] > info["shown"]:
+        out("")
+        out(f"... {info['total'] - info['shown']} more (--limit)")
     return EXIT_OK
+
