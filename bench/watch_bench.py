@@ -352,10 +352,23 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--work", default="/tmp/kgsearch-watch-bench")
     ap.add_argument("--tag", default="", help="suffix for the result files")
+    ap.add_argument("--merge", action="store_true",
+                    help="keep the backends of an earlier result file that this run did not measure")
     args = ap.parse_args()
+    code = commit()                               # the code that runs (read before anything is edited meanwhile)
     res = cmd_latency(args) if args.what == "latency" else cmd_idle(args)
+    res["commit"] = code
     name = f"watch_{args.what}{'_' + args.tag if args.tag else ''}"
     RESULTS.mkdir(parents=True, exist_ok=True)
+    old = RESULTS / f"{name}.json"
+    if args.merge and old.exists():               # e.g. one backend measured again: the others kept, with their own record
+        prev = json.loads(old.read_text())
+        for b, x in prev["backends"].items():
+            if b not in res["backends"]:
+                x.setdefault("commit", prev.get("commit"))
+                x.setdefault("date", prev.get("date"))
+                res["backends"][b] = x
+        res["backends"] = dict(sorted(res["backends"].items()))
     (RESULTS / f"{name}.json").write_text(json.dumps(res, indent=1))
     md = md_latency(res) if args.what == "latency" else md_idle(res)
     (RESULTS / f"{name}.md").write_text(md)

@@ -82,33 +82,34 @@ class PollScanner:
         return changed
 
     def _signature(self, path: str) -> tuple[int | None, list[str], int]:
-        """(hash of the listing, subfolders to poll, entries looked at); hash None when the folder
-        cannot be listed (gone, or not yet there)."""
-        spec = self.spec
+        """(a hash of the listing, subfolders to poll, entries looked at); None when the folder cannot
+        be listed (gone, or not yet there). The hash is the sum of the entries' hashes (modulo 2**64),
+        which does not depend on the order the system lists them in, so nothing is sorted."""
         try:
             entries = list(os.scandir(path))
         except OSError:
             return None, [], 0
-        items, subdirs = [], []
+        relevant = self.spec.in_folder(path)
+        acc, subdirs = 0, []
         for e in entries:
             try:
                 is_dir = e.is_dir(follow_symlinks=False)
             except OSError:
                 continue
-            if not spec.relevant(path, e.name, is_dir):
+            if not relevant(e.name, is_dir):
                 continue
             if is_dir:
-                items.append((e.name, -1, 0))
+                acc += hash((e.name, -1, 0))
                 if not skip_folder_name(e.name):
                     subdirs.append(e.path)
                 continue
             try:
                 st = e.stat(follow_symlinks=True)
-                items.append((e.name, st.st_size, st.st_mtime_ns))
+                acc += hash((e.name, st.st_size, st.st_mtime_ns))
             except OSError:
-                items.append((e.name, -2, 0))      # a broken link: its presence is what counts
-        items.sort()
-        return hash(tuple(items)), subdirs, len(entries)
+                acc += hash((e.name, -2, 0))        # a broken link: its presence is what counts
+        return acc & _MASK, subdirs, len(entries)
 
 
-_EMPTY = hash(())
+_MASK = (1 << 64) - 1
+_EMPTY = 0

@@ -47,21 +47,37 @@ class WatchSpec:
     roots: list[Root]
     ignore: set[str] = field(default_factory=set)       # absolute paths of the index and its companions
     fmt: str | None = None
+    _names: dict = field(default_factory=dict, repr=False)  # file name -> relevant_name() (a bounded cache)
 
     def relevant(self, folder: str, name: str, is_dir: bool) -> bool:
         """Can ``name`` appearing, changing or going away in ``folder`` change the index?"""
-        path = os.path.join(folder, name)
-        if path in self.ignore:
-            return False
-        for r in self.roots:
-            if not r.is_dir and folder == r.folder:
-                if name == os.path.basename(r.path):
-                    return True
-        if not any(r.is_dir and _inside(folder, r.path) for r in self.roots):
-            return False
-        if is_dir:
-            return not skip_folder_name(name)
-        return relevant_name(name, self.fmt)
+        return self.in_folder(folder)(name, is_dir)
+
+    def in_folder(self, folder: str):
+        """:meth:`relevant` for the entries of one folder, with what does not depend on the name
+        worked out once (the poller asks this for every entry of every folder on every look)."""
+        ignored = {os.path.basename(p) for p in self.ignore if os.path.dirname(p) == folder}
+        named = {os.path.basename(r.path) for r in self.roots if not r.is_dir and folder == r.folder}
+        inside = any(r.is_dir and _inside(folder, r.path) for r in self.roots)
+        names = self._names
+
+        def test(name: str, is_dir: bool) -> bool:
+            if name in ignored:
+                return False
+            if name in named:
+                return True
+            if not inside:
+                return False
+            if is_dir:
+                return not skip_folder_name(name)
+            ok = names.get(name)
+            if ok is None:
+                if len(names) > 100_000:
+                    names.clear()
+                ok = names[name] = relevant_name(name, self.fmt)
+            return ok
+
+        return test
 
 
 def index_companions(db: str) -> set[str]:
