@@ -38,8 +38,10 @@ def test_a_missing_browser_skips_or_fails_loudly(monkeypatch):
 
 
 @pytest.fixture(scope="module")
-def site(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("browser")
+def site():
+    import tempfile
+
+    tmp = Path(tempfile.mkdtemp(prefix="kg-"))            # short paths in the screenshots
     demo = tmp / "demo"
     shutil.copytree(shipped_data_dir() / "demo", demo)
     db = tmp / "demo.db"
@@ -52,6 +54,7 @@ def site(tmp_path_factory):
     srv.shutdown()
     srv.server_close()
     h.close()
+    shutil.rmtree(tmp, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")
