@@ -34,10 +34,18 @@ EXIT_CODES = """exit codes:
 
 
 # ---------------------------------------------------------------------------- parser
-def _common(db_required: bool = False) -> argparse.ArgumentParser:
+MULTI_COMMANDS = ("search", "context", "serve", "mcp")     # take several indexes, searched as one
+
+
+def _common(multi: bool = False) -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(add_help=False)
-    p.add_argument("--db", metavar="PATH", default=argparse.SUPPRESS,
-                   help="index file (default: $KGSEARCH_DB, else $XDG_DATA_HOME/kgsearch/index.db)")
+    if multi:
+        p.add_argument("--db", metavar="PATH", action="append", default=argparse.SUPPRESS,
+                       help="index file; repeat it to search several indexes as one (default: $KGSEARCH_DB, "
+                            f"several separated by '{os.pathsep}', else $XDG_DATA_HOME/kgsearch/index.db)")
+    else:
+        p.add_argument("--db", metavar="PATH", default=argparse.SUPPRESS,
+                       help="index file (default: $KGSEARCH_DB, else $XDG_DATA_HOME/kgsearch/index.db)")
     p.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="machine-readable output on stdout")
     p.add_argument("-q", "--quiet", action="store_true", default=argparse.SUPPRESS, help="no notes or progress on stderr")
     p.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help="debug logging on stderr")
@@ -78,13 +86,14 @@ def _query_options(p: argparse.ArgumentParser) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     common = _common()
+    multi = _common(multi=True)
     parser = argparse.ArgumentParser(
         prog="kgsearch",
         description="Offline knowledge-graph hybrid search: index notes, code, knowledge graphs and text "
                     "into one SQLite file; search with BM25 + embeddings + graph signals.",
         epilog=EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"kgsearch {__version__}")
-    parser.add_argument("--db", metavar="PATH", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--db", metavar="PATH", action="append", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--json", action="store_true", default=False, help=argparse.SUPPRESS)
     parser.add_argument("-q", "--quiet", action="store_true", default=False, help=argparse.SUPPRESS)
     parser.add_argument("-v", "--verbose", action="store_true", default=False, help=argparse.SUPPRESS)
@@ -115,7 +124,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="embed again after --no-embed (remembered)")
     p.set_defaults(func=commands.cmd_index)
 
-    p = sub.add_parser("search", parents=[common], help="hybrid search",
+    p = sub.add_parser("search", parents=[multi], help="hybrid search",
                        description="Search the index: BM25 + FTS5 + embeddings + graph signals fused by intent.")
     p.add_argument("query")
     _query_options(p)
@@ -143,7 +152,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--limit", type=int, default=50, help="neighbours to list (default 50)")
     p.set_defaults(func=commands.cmd_related)
 
-    p = sub.add_parser("context", parents=[common], help="pack what matters for a task, files or a diff into a token budget",
+    p = sub.add_parser("context", parents=[multi], help="pack what matters for a task, files or a diff into a token budget",
                        description="Rank the nodes that matter for a task text (a search), for --files (their "
                                    "symbols/sections plus what they call, what calls them and linked notes), or for "
                                    "--diff (the changed symbols, their callers/callees and linked notes, ranked by a "
@@ -175,7 +184,7 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--not-useful", dest="useful", action="store_false")
     p.set_defaults(func=commands.cmd_feedback)
 
-    p = sub.add_parser("mcp", parents=[common], help="Model Context Protocol server on stdio (for coding agents)",
+    p = sub.add_parser("mcp", parents=[multi], help="Model Context Protocol server on stdio (for coding agents)",
                        description="Serve the index to MCP clients over stdio (JSON-RPC 2.0, one message per line; "
                                    "protocol 2026-07-28, and 2025-11-25 down to 2024-11-05 through initialize). "
                                    "Tools: search, context, why, show, related, stats, feedback. The index is opened "
@@ -201,7 +210,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "seen in full every F/N looks")
     p.set_defaults(func=live.cmd_watch)
 
-    p = sub.add_parser("serve", parents=[common], help="local web page and JSON HTTP API (127.0.0.1 by default)",
+    p = sub.add_parser("serve", parents=[multi], help="local web page and JSON HTTP API (127.0.0.1 by default)",
                        description="Serve the index as web pages (search with each score's breakdown, nodes with "
                                    "their edges and a drawing of their neighbourhood, context packing) and a JSON API "
                                    "(/api/search, /api/show, /api/related, /api/context, /api/stats, /api/why: what "
@@ -293,7 +302,11 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "command", None):
         parser.print_help()
         return 2
-    args.db_explicit = args.db
+    try:
+        _resolve_dbs(args)
+    except UsageError as exc:
+        err(f"error: {exc}")
+        return exc.code
     if args.verbose:
         import logging
         logging.basicConfig(level=logging.DEBUG, format="%(name)s: %(message)s")
@@ -337,6 +350,28 @@ def main(argv: list[str] | None = None) -> int:
         from .. import budget
 
         budget.restore()
+
+
+def _resolve_dbs(args) -> None:
+    """``args.dbs``: the indexes (``--db``, repeatable for MULTI_COMMANDS, else ``$KGSEARCH_DB``,
+    several separated by ``os.pathsep``); ``args.db`` the first (None: the default index);
+    ``args.db_explicit`` the one given with ``--db`` (None otherwise). A command of one index
+    given several is a usage error."""
+    given = args.db if isinstance(args.db, list) else ([args.db] if args.db else [])
+    args.db_explicit = given[0] if given else None
+    source = "--db"
+    dbs = list(given)
+    if not dbs:
+        env = os.environ.get("KGSEARCH_DB", "")
+        dbs = [p for p in env.split(os.pathsep) if p.strip()]
+        source = "$KGSEARCH_DB"
+    dbs = [os.path.expanduser(p) for p in dict.fromkeys(dbs)]
+    if len(dbs) > 1 and args.command not in MULTI_COMMANDS:
+        raise UsageError(f"`kgsearch {args.command}` works on one index, and {source} names {len(dbs)} "
+                         f"({', '.join(dbs)}); pass the one with --db PATH (several indexes are for "
+                         f"{', '.join(MULTI_COMMANDS)})")
+    args.dbs = dbs
+    args.db = dbs[0] if dbs else None
 
 
 def _apply_budget() -> None:

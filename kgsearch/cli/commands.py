@@ -180,7 +180,12 @@ def cmd_search(args) -> int:
     opts = SearchOptions(k=args.k, intent=args.intent, weights=args.weights, fusion=args.fusion,
                          channels=args.channels, explain=args.explain, use_cache=not args.no_cache, norm=args.norm,
                          diversity=args.diversity, group=args.group)
-    resp = search(args.query, db=args.db, options=opts)
+    if len(args.dbs) > 1:
+        from ..query.multi import multi_engine_for
+
+        resp = multi_engine_for(args.dbs).search(args.query, opts)
+    else:
+        resp = search(args.query, db=args.db, options=opts)
     for notice in resp.notices:
         if not args.quiet:
             err(f"note: {notice}")
@@ -198,12 +203,19 @@ def cmd_context(args) -> int:
     from ..query import engine_for
 
     fmt = args.fmt or ("json" if args.json else "markdown")
-    eng = engine_for(args.db)
-    changes = None
-    if args.diff is not None:
-        changes = _read_diff(args.diff, eng.ix)
-    res = build_context(eng, task=args.task, files=args.files, diff=changes,
-                        opts=ContextOptions(budget=args.budget, fmt=fmt, k=args.k))
+    copts = ContextOptions(budget=args.budget, fmt=fmt, k=args.k)
+    if len(args.dbs) > 1:
+        from ..context.multi import build_context_multi
+        from ..query.multi import multi_engine_for
+
+        multi = multi_engine_for(args.dbs)
+        changes = _read_diff(args.diff, multi.ix, [r for e in multi.engines.values()
+                                                    for r in e.ix.meta_json("roots", [])]) if args.diff else None
+        res = build_context_multi(multi, task=args.task, files=args.files, diff=changes, opts=copts)
+    else:
+        eng = engine_for(args.db)
+        changes = _read_diff(args.diff, eng.ix) if args.diff is not None else None
+        res = build_context(eng, task=args.task, files=args.files, diff=changes, opts=copts)
     sys.stdout.write(res.text)
     if not args.quiet:
         for n in res.notices:
@@ -214,12 +226,12 @@ def cmd_context(args) -> int:
     return EXIT_OK
 
 
-def _read_diff(spec: str, ix):
+def _read_diff(spec: str, ix, roots: list[str] | None = None):
     from ..context.diff import git_diff, parse_unified
     from ..errors import DataError
 
     if spec == "git":
-        return git_diff(ix.meta_json("roots", []))
+        return git_diff(roots if roots is not None else ix.meta_json("roots", []))
     if spec == "-":
         return parse_unified(sys.stdin.read(), "<stdin>")
     try:
@@ -249,7 +261,7 @@ def cmd_feedback(args) -> int:
 def cmd_mcp(args) -> int:
     from ..mcp import serve
 
-    return serve(args.db)
+    return serve(args.dbs if len(args.dbs) > 1 else args.db)
 
 
 def cmd_why(args) -> int:

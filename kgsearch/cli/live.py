@@ -45,11 +45,14 @@ def cmd_serve(args) -> int:
         raise UsageError(f"--port must be from 0 to 65535, got {args.port}")
     if not args.limit > 0:
         raise UsageError(f"--limit must be a number of seconds above 0, got {args.limit}")
-    db = args.db or str(default_db_path())
+    from ..query.multi import index_names
     from ..store.db import Index
 
-    Index.open(db, readonly=True).close()            # a missing or damaged index: its error now, not per request
-    holders = {"index": Holder(db, limit=args.limit)}
+    dbs = args.dbs or [str(default_db_path())]
+    for db in dbs:
+        Index.open(db, readonly=True).close()        # a missing or damaged index: its error now, not per request
+    holders = {name: Holder(db, limit=args.limit) for name, db in zip(index_names(dbs), dbs)}
+    db = ", ".join(dbs)
     quiet = args.quiet
 
     def logline(who, line):

@@ -250,10 +250,16 @@ def _error(rid, code: int, message: str, data=None) -> dict:
 
 
 def serve(db=None, stdin=None, stdout=None) -> int:
-    """Answer newline-delimited JSON-RPC on ``stdin`` until it closes; diagnostics go to stderr."""
+    """Answer newline-delimited JSON-RPC on ``stdin`` until it closes; diagnostics go to stderr.
+    ``db``: one index, or a list of several searched as one (:mod:`.multi`)."""
     stdin = stdin if stdin is not None else sys.stdin.buffer
     stdout = stdout if stdout is not None else sys.stdout.buffer
-    server = Server(db)
+    if isinstance(db, (list, tuple)) and len(db) > 1:
+        from .multi import MultiServer
+
+        server: Server = MultiServer(list(db))
+    else:
+        server = Server(db[0] if isinstance(db, (list, tuple)) else db)
     for raw in stdin:
         line = raw.decode("utf-8", errors="replace") if isinstance(raw, bytes) else raw
         if not line.strip():

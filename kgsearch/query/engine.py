@@ -92,7 +92,10 @@ class Engine:
         return list(self._notices)
 
     # ------------------------------------------------------------------ the query
-    def search(self, query: str, opts: SearchOptions | None = None, session=None) -> Response:
+    def search(self, query: str, opts: SearchOptions | None = None, session=None, pool=None) -> Response:
+        """``pool`` (:class:`kgsearch.query.multi.Pool`, when several indexes rank as one): extra
+        channel arguments, whole-index scores already computed, and the union's mean and spread
+        to standardise with. None: this index alone."""
         opts = (opts or SearchOptions()).validated()
         clock = _Clock()
         query = query if isinstance(query, str) else str(query)
@@ -111,8 +114,9 @@ class Engine:
                 return cached
 
         weights = dict(zip(("embedding", "text", "graph", "intent"), it.weights))
-        raw, skipped, kwargs_of, fulls = self._run_channels(query, opts, it, requested, weights, fusion, clock)
-        sig = Signals(self, query, candidates(raw), raw, kwargs_of, opts.norm, fulls)
+        raw, skipped, kwargs_of, fulls = self._run_channels(query, opts, it, requested, weights, fusion, clock, pool)
+        sig = Signals(self, query, candidates(raw), raw, kwargs_of, opts.norm, fulls,
+                      pool.stats if pool is not None else None)
         text, emb = sig.text(), sig.get("dense")
         clock.lap("candidates")
 
@@ -177,7 +181,7 @@ class Engine:
         return resp
 
     # ------------------------------------------------------------------ channels
-    def _run_channels(self, query, opts, it, requested, weights, fusion, clock):
+    def _run_channels(self, query, opts, it, requested, weights, fusion, clock, pool=None):
         """Run the requested first-stage channels: (answers, skipped, kwargs, whole-index scores)."""
         raw: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         skipped: dict[str, str] = {}
@@ -194,10 +198,13 @@ class Engine:
                 skipped[name] = why_not
                 continue
             kwargs_of[name] = self._kwargs(name, it, opts)
+            if pool is not None:
+                kwargs_of[name].update(pool.kwargs.get(name, {}))
             res = None
             if opts.norm == "z" and ch.score_all is not None:
                 # one pass scores every node: the channel's top k comes from it (no second scan)
-                f = self.full(name, query, kwargs_of[name])
+                f = pool.fulls.get(name) if pool is not None else None
+                f = f if f is not None else self.full(name, query, kwargs_of[name])
                 if f is not None and f[2] > 0:
                     fulls[name] = f
                     res = top_ids(f[0], f[1], opts.depth)

@@ -109,11 +109,18 @@ def context_result(engine, params: dict, fmt: str = "json"):
     task = param(params, "task")
     files = [f for v in params.get("files", []) for f in v.splitlines() if f.strip()] or None
     diff = param(params, "diff")
+    several = getattr(engine, "engines", None)          # several indexes searched as one
     changes = None
     if diff is not None:
-        changes = git_diff(engine.ix.meta_json("roots", [])) if diff.strip() == "git" else parse_unified(diff)
+        roots = ([r for e in several.values() for r in e.ix.meta_json("roots", [])] if several
+                 else engine.ix.meta_json("roots", []))
+        changes = git_diff(roots) if diff.strip() == "git" else parse_unified(diff)
     opts = ContextOptions(budget=int_param(params, "budget", 8000, 1, 1_000_000), fmt=fmt,
                           k=int_param(params, "k", None, 1, MAX_K), search=SearchOptions(use_cache=False))
+    if several:
+        from ..context.multi import build_context_multi
+
+        return build_context_multi(engine, task=task, files=files, diff=changes, opts=opts)
     return build_context(engine, task=task, files=files, diff=changes, opts=opts)
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
+from contextlib import ExitStack, contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
@@ -58,6 +59,21 @@ class App:
         self.default = next(iter(holders))
         self.allowed_hosts = allowed_hosts
 
+    @contextmanager
+    def engine(self, params: dict, every: bool = False):
+        """The engine of the index ``db=NAME`` names (default: the first); with ``every`` and no
+        ``db``, the indexes searched as one (:class:`~kgsearch.query.multi.MultiEngine`), each
+        locked in turn, always in the same order."""
+        if not every or len(self.holders) == 1 or api.param(params, "db") is not None:
+            with self.holder(params).use() as eng:
+                yield eng
+            return
+        from ..query.multi import MultiEngine
+
+        with ExitStack() as stack:
+            engines = {name: stack.enter_context(h.use()) for name, h in self.holders.items()}
+            yield MultiEngine(engines, threads=False)
+
     def holder(self, params: dict) -> Holder:
         name = api.param(params, "db")
         if name is None:
@@ -88,7 +104,7 @@ class App:
         try:
             if path in api.ENDPOINTS:
                 fn = api.ENDPOINTS[path]
-                with self.holder(params).use() as eng:
+                with self.engine(params, every=path in ("/api/search", "/api/context")) as eng:
                     return 200, {"Content-Type": "application/json; charset=utf-8"}, api.dumps(fn(eng, params))
             if path == "/":
                 return self._search(params)
@@ -125,7 +141,7 @@ class App:
         if api.param(params, "q") is None:
             return self._html(pages.search_page(params))
         try:
-            with self.holder(params).use() as eng:
+            with self.engine(params, every=True) as eng:
                 resp = api.api_search(eng, params)
         except (UsageError, DataError, Busy) as exc:
             return self._html(pages.search_page(params, error=str(exc)), _status_of(exc))
@@ -143,7 +159,7 @@ class App:
         if api.param(params, "task") is None and not params.get("files"):
             return self._html(pages.context_page(params))
         try:
-            with self.holder(params).use() as eng:
+            with self.engine(params, every=True) as eng:
                 res = api.context_result(eng, params, "markdown")
         except (UsageError, DataError, NotFound, Busy) as exc:
             return self._html(pages.context_page(params, error=str(exc)), _status_of(exc))
