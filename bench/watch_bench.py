@@ -255,14 +255,17 @@ def md_latency(r: dict) -> str:
              f"indexed with embeddings; {next(iter(r['backends'].values()))['rounds']} changes of each kind per "
              f"backend, one at a time. Latency: from the file operation's return to the first search (polled every "
              f"20 ms) that shows the change. Shared machine: load averages beside each row.", "",
-             "| backend | change | median s | p95 s | max s | missed | index run s (median) | load before / after |",
-             "|---|---|---|---|---|---|---|---|"]
+             "| backend | change | median s | p95 s | max s | missed | index run s (median) | load before / after | "
+             "run (commit, date) |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for b, x in r["backends"].items():
+        run = f"{x.get('commit', r['commit'])}, {x.get('date', r['date'])}"
         for k, v in x["kinds"].items():
             lines.append(f"| {b} | {k} | {v['median_s']} | {v['p95_s']} | {v['max_s']} | {v['missed']} | "
-                         f"{v['run_seconds_median']} | {x['load_before'][:1]} / {x['load_after'][:1]} |")
+                         f"{v['run_seconds_median']} | {x['load_before'][:1]} / {x['load_after'][:1]} | {run} |")
         a = x["all"]
-        lines.append(f"| {b} | **all** | **{a['median_s']}** | {a['p95_s']} | | | | {a['within_2s']}/{a['n']} within 2 s |")
+        lines.append(f"| {b} | **all** | **{a['median_s']}** | {a['p95_s']} | | | | {a['within_2s']}/{a['n']} "
+                     f"within 2 s | {run} |")
     return "\n".join(lines) + "\n"
 
 
@@ -330,14 +333,16 @@ def md_idle(r: dict) -> str:
     lines = [f"# `kgsearch watch` while nothing changes (`python bench/watch_bench.py idle`)", "",
              f"{r['date']}, commit {r['commit']}, {r['machine']['cpu']} ({r['machine']['cores']} cores), "
              f"Python {r['machine']['python']}; vault: {r['notes']} notes of {r['corpus']} in folders of 100; "
-             f"{r['minutes']} minutes after the catch-up run, both watchers at once, sampled every 5 s. Default "
-             f"options (polling: a look every 1 s, 1,000 entries per look). Load (1 min) during the run: "
+             f"{r['minutes']} minutes after the catch-up run, sampled every 5 s. Default "
+             f"options (polling: a look every 1 s, 1,000 entries per look). Load (1 min) during the last run: "
              f"{min(lo)}-{max(lo)}.", "",
-             "| backend | folders | CPU s | CPU % | wake-ups / min | RSS MB start / end / max | peak RSS MB (incl. start-up) | runs |",
-             "|---|---|---|---|---|---|---|---|"]
+             "| backend | folders | CPU s | CPU % | wake-ups / min | RSS MB start / end / max | peak RSS MB (incl. start-up) | runs | "
+             "run (commit, date) |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for b, x in r["backends"].items():
         lines.append(f"| {b} | {x['folders']} | {x['cpu_s']} | {x['cpu_pct']} | {x['wakeups_per_min']} | "
-                     f"{x['rss_mb_start']} / {x['rss_mb_end']} / {x['rss_mb_max']} | {x['hwm_mb']} | {x['runs_while_idle']} |")
+                     f"{x['rss_mb_start']} / {x['rss_mb_end']} / {x['rss_mb_max']} | {x['hwm_mb']} | {x['runs_while_idle']} | "
+                     f"{x.get('commit', r['commit'])}, {x.get('date', r['date'])} |")
     return "\n".join(lines) + "\n"
 
 
@@ -354,7 +359,13 @@ def main() -> None:
     ap.add_argument("--tag", default="", help="suffix for the result files")
     ap.add_argument("--merge", action="store_true",
                     help="keep the backends of an earlier result file that this run did not measure")
+    ap.add_argument("--report", action="store_true", help="only write the Markdown table again from the JSON")
     args = ap.parse_args()
+    if args.report:
+        name = f"watch_{args.what}{'_' + args.tag if args.tag else ''}"
+        res = json.loads((RESULTS / f"{name}.json").read_text())
+        (RESULTS / f"{name}.md").write_text(md_latency(res) if args.what == "latency" else md_idle(res))
+        return
     code = commit()                               # the code that runs (read before anything is edited meanwhile)
     res = cmd_latency(args) if args.what == "latency" else cmd_idle(args)
     res["commit"] = code
