@@ -34,6 +34,7 @@ BOOT_SCRIPT="$BOOT_DIR/kgsearch-watch"
 SELF="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/$(basename "${BASH_SOURCE[0]}")"
 MAX_LOG_BYTES=262144
 STOP_WAIT=30     # seconds to wait for the watcher to stop (a run in progress is rolled back)
+SETTLE="${KGSEARCH_WATCH_SETTLE:-1}"   # seconds after start to check it did not stop at once
 
 usage() {
     cat <<EOF
@@ -185,7 +186,7 @@ do_start() {
     nohup "${WCMD[@]}" >> "$LOG" 2>&1 < /dev/null &
     pid=$!
     printf '%s\n' "$pid" > "$PIDFILE"
-    sleep 1
+    sleep "$SETTLE"
     if ! kill -0 "$pid" 2>/dev/null; then
         rm -f "$PIDFILE"
         fail "kgsearch watch stopped at once; its message: $(tail -n 1 "$LOG" 2>/dev/null)"

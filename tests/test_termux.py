@@ -129,6 +129,7 @@ class Env:
             "STUB_STATE": str(self.state),
             "LANG": "C.UTF-8",
             "USER": "u0_a123",
+            "KGSEARCH_WATCH_SETTLE": "0.3",     # watch.sh: how long after start it checks the watcher lives
         }
 
     @property

@@ -235,7 +235,7 @@ def test_a_burst_of_saves_is_one_run(tmp_path):
     db = tmp_path / "idx.db"
     index_paths(db, [str(root)], NO_EMBED)
     # a debounce far longer than the burst: all twenty saves land before the first run can start
-    with Run(db, [root], backend="poll" if not HAS_INOTIFY else "inotify", debounce=2.0, max_wait=60) as run:
+    with Run(db, [root], backend="poll" if not HAS_INOTIFY else "inotify", debounce=1.0, max_wait=60) as run:
         n = len(run.runs())
         for i in range(20):
             (root / "a.md").write_text(f"# Alpha\n\nsave number {i} burstword{i}\n")

@@ -61,11 +61,15 @@ def run_inline(db: str, paths: list[str]) -> RunResult:
 
 
 class Runner:
-    """Runs index passes; ``isolate`` (default where ``os.fork`` exists) runs each in a child."""
+    """Runs index passes; ``isolate`` runs each in a child (default on Linux and Android, where
+    forking a process that has numpy loaded is safe; macOS warns against fork after its system
+    frameworks are loaded, so runs stay in the process there)."""
 
     def __init__(self, db: str, isolate: bool | None = None, close_in_child: tuple[int, ...] = ()):
         self.db = db
-        self.isolate = hasattr(os, "fork") if isolate is None else isolate
+        if isolate is None:
+            isolate = hasattr(os, "fork") and sys.platform.startswith(("linux", "android"))
+        self.isolate = isolate
         self.close_in_child = close_in_child
         self.child: int | None = None
         if self.isolate:
