@@ -37,9 +37,12 @@ def data_home() -> Path:
 
 
 def default_db_path() -> Path:
-    env = current().db
-    if env:
-        return Path(env).expanduser()
+    """``$KGSEARCH_DB`` (its first index when it lists several, separated by ``os.pathsep``), else
+    the data dir's ``index.db``."""
+    env = current().db or ""
+    first = next((p for p in env.split(os.pathsep) if p.strip()), "")
+    if first:
+        return Path(first).expanduser()
     return data_home() / "index.db"
 
 

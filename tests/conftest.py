@@ -122,11 +122,15 @@ def shipped():
 # which installs the extra) a missing library FAILS the test instead, so a broken install cannot
 # turn 100+ oracle tests into silent skips.
 REQUIRE_ORACLES = "KGSEARCH_REQUIRE_ORACLES"
-PROGRAMS = ("shellcheck",)          # needed as programs on PATH (or next to this Python), not modules
+PROGRAMS = ("shellcheck", "chromium", "chromedriver")   # needed as programs on PATH (or next to this Python)
+# how to get what the test extra does not bring (a browser for tests/test_serve_browser.py)
+HOW = {"chromium": "apt-get install chromium chromium-driver (Debian/Ubuntu; .ci/run does it)",
+       "chromedriver": "apt-get install chromium chromium-driver (Debian/Ubuntu; .ci/run does it)"}
 
 
 def _missing(name: str, why: str):
-    msg = f"{name} is not installed ({why}); pip install -e '.[test]'"
+    fix = HOW.get(name, "pip install -e '.[test]'")
+    msg = f"{name} is not installed ({why}); {fix}"
     if os.environ.get(REQUIRE_ORACLES) == "1":
         pytest.fail(f"{REQUIRE_ORACLES}=1 but {msg}", pytrace=False)
     pytest.skip(msg, allow_module_level=True)

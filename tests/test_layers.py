@@ -20,8 +20,8 @@ LAYERS = [
     ("signals", {"ingest", "text", "embed", "graph"}),
     ("shaping", {"fuse", "pack", "stats", "explore"}),
     ("engines", {"query", "indexer"}),
-    ("apps", {"evaluate", "bench", "demo", "context", "export"}),
-    ("server", {"mcp"}),               # the MCP server: above context, below the command line
+    ("apps", {"evaluate", "bench", "demo", "context", "export", "watch"}),
+    ("server", {"mcp", "serve"}),      # the MCP and HTTP servers: above context, below the command line
     ("cli", {"cli", "__main__", "__init__"}),
 ]
 LAYER_OF = {part: i for i, (_, parts) in enumerate(LAYERS) for part in parts}

@@ -24,7 +24,7 @@ from conftest import need
 
 ROOT = Path(__file__).resolve().parents[1]
 TERMUX = ROOT / "termux"
-SCRIPTS = ["install.sh", "schedule.sh", "bench.sh"]
+SCRIPTS = ["install.sh", "schedule.sh", "bench.sh", "watch.sh"]
 BASH = shutil.which("bash")
 
 pytestmark = pytest.mark.skipif(BASH is None, reason="bash is not installed")
@@ -64,6 +64,9 @@ kgsearch)
     case "$sub" in
         demo) echo "1. Reindex notes on a schedule  md:vault/howto/reindex-with-cron" ;;
         index) echo "indexed 3 files (stub)"; echo "kgsearch: stub message on stderr" >&2 ;;
+        watch) if [[ -f "$S/watch-fails" ]]; then echo "error: nothing to watch (stub)" >&2; exit 2; fi
+               echo "watching (stub)" >&2; trap 'echo "stopped (stub)" >&2; exit 0' TERM
+               while :; do sleep 0.1; done ;;
         bench) if [[ -f "$S/bench-out" ]]; then cat "$S/bench-out"; else
                echo '{"index_seconds": 1.5, "db_mb": 0.8, "cold_start_ms": 120, "peak_rss_mb": 41, "query_ms": {"p50": 3.1, "p95": 7.9, "p99": 12.0}}'; fi ;;
     esac
@@ -126,6 +129,7 @@ class Env:
             "STUB_STATE": str(self.state),
             "LANG": "C.UTF-8",
             "USER": "u0_a123",
+            "KGSEARCH_WATCH_SETTLE": "0.3",     # watch.sh: how long after start it checks the watcher lives
         }
 
     @property
@@ -222,7 +226,9 @@ def test_help(env, script):
 
 
 @pytest.mark.parametrize("script,args", [("install.sh", ["--bogus"]), ("schedule.sh", ["launch"]),
-                                         ("schedule.sh", ["install", "--bogus"]), ("bench.sh", ["--bogus"])])
+                                         ("schedule.sh", ["install", "--bogus"]), ("bench.sh", ["--bogus"]),
+                                         ("watch.sh", ["begin"]), ("watch.sh", ["start", "--backend", "fanotify"]),
+                                         ("watch.sh", ["stop", "notes"])])
 def test_bad_usage_exits_2(env, script, args):
     r = env.termux().run(script, *args)
     assert r.returncode == 2
@@ -680,3 +686,81 @@ def test_bench_device_name_off_android(env):
     [f] = saved(env)
     host = re.sub(r"[^A-Za-z0-9._-]+", "-", os.uname().nodename).strip("-")
     assert f.name.startswith(f"bench-{host}-")
+
+
+# --- watch.sh -----------------------------------------------------------------------------------
+
+def test_watch_start_status_stop(env):
+    notes = env.home / "notes"
+    notes.mkdir()
+    r = env.termux().run("watch.sh", "start", "--backend", "poll", "--interval", "5", "notes")
+    try:
+        assert r.returncode == 0, r.stderr
+        assert env.calls() == [["kgsearch", "watch", "--backend", "poll", "--interval", "5", str(notes)]]
+        pid = int((env.data_dir / "watch.pid").read_text())
+        os.kill(pid, 0)                                          # running in the background
+        assert r.stdout.splitlines()[-1] == f"==> watching (pid {pid}); log: {env.data_dir / 'watch.log'}"
+        again = env.run("watch.sh", "start")
+        assert again.returncode == 0 and f"already running (pid {pid})" in again.stdout
+        assert env.calls() == []                                 # never a second watcher
+        st = env.run("watch.sh", "status")
+        assert st.returncode == 0 and st.stdout.startswith(f"running: pid {pid}\n")
+        assert "watching (stub)" in st.stdout                    # its log
+        stop = env.run("watch.sh", "stop")
+        assert stop.returncode == 0, stop.stderr
+        assert not (env.data_dir / "watch.pid").exists()
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
+        assert "stopped (stub)" in (env.data_dir / "watch.log").read_text()
+        st = env.run("watch.sh", "status")
+        assert st.returncode == 1 and st.stdout.startswith("not running")
+    finally:
+        env.run("watch.sh", "stop")
+
+
+def test_watch_wake_lock_is_taken_and_released(env):
+    r = env.termux().run("watch.sh", "start", "--wake-lock", "--db", "my.db")
+    try:
+        assert r.returncode == 0, r.stderr
+        assert env.calls() == [["termux-wake-lock"], ["kgsearch", "--db", str(env.home / "my.db"), "watch"]]
+        stop = env.run("watch.sh", "stop")
+        assert stop.returncode == 0
+        assert env.calls() == [["termux-wake-unlock"]]
+    finally:
+        env.run("watch.sh", "stop")
+
+
+def test_watch_start_failure_is_one_line_with_the_watchers_message(env):
+    env.set("watch-fails")
+    r = env.termux().run("watch.sh", "start")
+    assert r.returncode == 1
+    assert one_line(r.stderr) == "watch.sh: kgsearch watch stopped at once; its message: error: nothing to watch (stub)"
+    assert not (env.data_dir / "watch.pid").exists()
+
+
+def test_watch_missing_path_and_dry_run(env):
+    r = env.termux().run("watch.sh", "start", "nope")
+    assert r.returncode == 1 and one_line(r.stderr) == f"watch.sh: no such file or folder: {env.home / 'nope'}"
+    r = env.run("watch.sh", "start", "--dry-run", "--wake-lock")
+    assert r.returncode == 0
+    assert "+ termux-wake-lock" in r.stdout and "+ nohup kgsearch watch >> " in r.stdout
+    assert env.calls() == [] and not (env.data_dir / "watch.pid").exists()
+
+
+def test_watch_boot_script_runs_start_with_the_same_options(env):
+    notes = env.home / "notes"
+    notes.mkdir()
+    r = env.termux().run("watch.sh", "boot", "--wake-lock", "notes")
+    assert r.returncode == 0, r.stderr
+    boot = env.home / ".termux" / "boot" / "kgsearch-watch"
+    text = boot.read_text()
+    assert os.access(boot, os.X_OK)
+    assert text.splitlines()[-1] == f"exec {TERMUX / 'watch.sh'} start --wake-lock {notes}"
+    r = subprocess.run([str(boot)], env=env.vars, capture_output=True, text=True, timeout=60)   # as at boot
+    try:
+        assert r.returncode == 0, r.stderr
+        assert ["kgsearch", "watch", str(notes)] in env.calls()
+    finally:
+        env.run("watch.sh", "stop")
+    r = env.run("watch.sh", "unboot")
+    assert r.returncode == 0 and not boot.exists()

@@ -20,7 +20,7 @@ from ..errors import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_MEMORY, EXIT_OK, Kgse
 from ..query.channels import CHANNELS, DEFAULT_CHANNELS
 from ..query.intent import INTENTS
 from ..version import __version__
-from . import commands, graph_commands
+from . import commands, graph_commands, live
 from .output import err
 
 EXIT_CODES = """exit codes:
@@ -44,10 +44,18 @@ EXIT_CODES = """exit codes:
 
 
 # ---------------------------------------------------------------------------- parser
-def _common(db_required: bool = False) -> argparse.ArgumentParser:
+MULTI_COMMANDS = ("search", "context", "serve", "mcp")     # take several indexes, searched as one
+
+
+def _common(multi: bool = False) -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(add_help=False)
-    p.add_argument("--db", metavar="PATH", default=argparse.SUPPRESS,
-                   help="index file (default: $KGSEARCH_DB, else $XDG_DATA_HOME/kgsearch/index.db)")
+    if multi:
+        p.add_argument("--db", metavar="PATH", action="append", default=argparse.SUPPRESS,
+                       help="index file; repeat it to search several indexes as one (default: $KGSEARCH_DB, "
+                            f"several separated by '{os.pathsep}', else $XDG_DATA_HOME/kgsearch/index.db)")
+    else:
+        p.add_argument("--db", metavar="PATH", default=argparse.SUPPRESS,
+                       help="index file (default: $KGSEARCH_DB, else $XDG_DATA_HOME/kgsearch/index.db)")
     p.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="machine-readable output on stdout")
     p.add_argument("-q", "--quiet", action="store_true", default=argparse.SUPPRESS, help="no notes or progress on stderr")
     p.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help="debug logging on stderr")
@@ -108,13 +116,14 @@ def _query_options(p: argparse.ArgumentParser) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     common = _common()
+    multi = _common(multi=True)
     parser = argparse.ArgumentParser(
         prog="kgsearch",
         description="Offline knowledge-graph hybrid search: index notes, code, knowledge graphs and text "
                     "into one SQLite file; search with BM25 + embeddings + graph signals.",
         epilog=EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"kgsearch {__version__}")
-    parser.add_argument("--db", metavar="PATH", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--db", metavar="PATH", action="append", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--json", action="store_true", default=False, help=argparse.SUPPRESS)
     parser.add_argument("-q", "--quiet", action="store_true", default=False, help=argparse.SUPPRESS)
     parser.add_argument("-v", "--verbose", action="store_true", default=False, help=argparse.SUPPRESS)
@@ -145,7 +154,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="embed again after --no-embed (remembered)")
     p.set_defaults(func=commands.cmd_index)
 
-    p = sub.add_parser("search", parents=[common], help="hybrid search",
+    p = sub.add_parser("search", parents=[multi], help="hybrid search",
                        description="Search the index: BM25 + FTS5 + embeddings + graph signals fused by intent. "
                                    "QUERY - (or --query-file) reads the query from stdin (or a file): an issue of "
                                    "any length; a search reads its first 32,768 characters and says when it cut.",
@@ -171,7 +180,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--lines", type=int, default=12, help="text lines to show (default 12)")
     p.set_defaults(func=commands.cmd_show)
 
-    p = sub.add_parser("context", parents=[common], help="pack what matters for a task, files or a diff into a token budget",
+    p = sub.add_parser("related", parents=[common], help="a node's neighbours grouped by edge type")
+    p.add_argument("node", help="node key, qualified name or name")
+    p.add_argument("--types", default=None, metavar="T1,T2", help="only these edge types (default: all)")
+    p.add_argument("--direction", choices=["out", "in", "both"], default="both",
+                   help="out: node -> neighbour, in: neighbour -> node (default both)")
+    p.add_argument("--limit", type=int, default=50, help="neighbours to list (default 50)")
+    p.set_defaults(func=commands.cmd_related)
+
+    p = sub.add_parser("context", parents=[multi], help="pack what matters for a task, files or a diff into a token budget",
                        description="Rank the nodes that matter for a task text (a search), for --files (their "
                                    "symbols/sections plus what they call, what calls them and linked notes), or for "
                                    "--diff (the changed symbols, their callers/callees and linked notes, ranked by a "
@@ -207,12 +224,44 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--not-useful", dest="useful", action="store_false")
     p.set_defaults(func=commands.cmd_feedback)
 
-    p = sub.add_parser("mcp", parents=[common], help="Model Context Protocol server on stdio (for coding agents)",
+    p = sub.add_parser("mcp", parents=[multi], help="Model Context Protocol server on stdio (for coding agents)",
                        description="Serve the index to MCP clients over stdio (JSON-RPC 2.0, one message per line; "
                                    "protocol 2026-07-28, and 2025-11-25 down to 2024-11-05 through initialize). "
                                    "Tools: search, context, why, show, related, stats, feedback, path, impact, communities. The index is opened "
                                    "read-only and a reindex is picked up without a restart; only feedback writes.")
     p.set_defaults(func=commands.cmd_mcp)
+
+    p = sub.add_parser("watch", parents=[common], help="keep the index current while files change (inotify or polling)",
+                       description="Watch folders and files (default: the roots already in the index) and reindex "
+                                   "what changed, incrementally: a burst of saves is one run, inotify where the kernel "
+                                   "has it (polling on network and shared-storage file systems, or with --backend poll). "
+                                   "A scheduled `kgsearch index` and the watcher never index at once: while another "
+                                   "run holds the lock, the watcher waits and retries. Ctrl-C or SIGTERM stops it; "
+                                   "a run cut short changes nothing and the next start catches up. --json: one JSON "
+                                   "line per event on stdout.")
+    p.add_argument("paths", nargs="*", metavar="PATH", help="folders or files to watch and index (default: the index's roots)")
+    p.add_argument("--backend", choices=["auto", "inotify", "poll"], default="auto",
+                   help="how changes are noticed (default auto: inotify on local file systems, polling elsewhere)")
+    p.add_argument("--debounce", type=float, default=0.3, metavar="S",
+                   help="seconds without a change before reindexing (default 0.3)")
+    p.add_argument("--interval", type=float, default=1.0, metavar="S", help="polling: seconds between looks (default 1)")
+    p.add_argument("--budget", type=int, default=1000, metavar="N",
+                   help="polling: files and folders looked at per look (default 1000); a tree of F entries is "
+                        "seen in full every F/N looks")
+    p.set_defaults(func=live.cmd_watch)
+
+    p = sub.add_parser("serve", parents=[multi], help="local web page and JSON HTTP API (127.0.0.1 by default)",
+                       description="Serve the index as web pages (search with each score's breakdown, nodes with "
+                                   "their edges and a drawing of their neighbourhood, context packing) and a JSON API "
+                                   "(/api/search, /api/show, /api/related, /api/context, /api/stats, /api/why: what "
+                                   "the same command prints with --json). Read-only; a reindex is picked up without a "
+                                   "restart. Standard library only. Ctrl-C stops it.")
+    p.add_argument("--host", default="127.0.0.1",
+                   help="address to listen on (default 127.0.0.1: this machine only; another address makes the "
+                        "index readable by anyone who can reach it, and says so)")
+    p.add_argument("--port", type=int, default=8765, help="port (default 8765; 0: any free port)")
+    p.add_argument("--limit", type=float, default=30.0, metavar="S", help="seconds a request may take (default 30)")
+    p.set_defaults(func=live.cmd_serve)
 
     p = sub.add_parser("stats", parents=[common], help="counts by kind and edge type, size, last index time")
     p.set_defaults(func=commands.cmd_stats)
@@ -311,7 +360,11 @@ def _main(argv: list[str] | None) -> int:
     if not getattr(args, "command", None):
         parser.print_help()
         return 2
-    args.db_explicit = args.db
+    try:
+        _resolve_dbs(args)
+    except UsageError as exc:
+        err(f"error: {exc}")
+        return exc.code
     if args.verbose:
         import logging
         logging.basicConfig(level=logging.DEBUG, format="%(name)s: %(message)s")
@@ -359,6 +412,28 @@ def _main(argv: list[str] | None) -> int:
         from .. import budget
 
         budget.restore()
+
+
+def _resolve_dbs(args) -> None:
+    """``args.dbs``: the indexes (``--db``, repeatable for MULTI_COMMANDS, else ``$KGSEARCH_DB``,
+    several separated by ``os.pathsep``); ``args.db`` the first (None: the default index);
+    ``args.db_explicit`` the one given with ``--db`` (None otherwise). A command of one index
+    given several is a usage error."""
+    given = args.db if isinstance(args.db, list) else ([args.db] if args.db else [])
+    args.db_explicit = given[0] if given else None
+    source = "--db"
+    dbs = list(given)
+    if not dbs:
+        env = environment.current().db or ""
+        dbs = [p for p in env.split(os.pathsep) if p.strip()]
+        source = "$KGSEARCH_DB"
+    dbs = [os.path.expanduser(p) for p in dict.fromkeys(dbs)]
+    if len(dbs) > 1 and args.command not in MULTI_COMMANDS:
+        raise UsageError(f"`kgsearch {args.command}` works on one index, and {source} names {len(dbs)} "
+                         f"({', '.join(dbs)}); pass the one with --db PATH (several indexes are for "
+                         f"{', '.join(MULTI_COMMANDS)})")
+    args.dbs = dbs
+    args.db = dbs[0] if dbs else None
 
 
 def _apply_budget() -> None:

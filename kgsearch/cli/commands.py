@@ -184,7 +184,13 @@ def cmd_search(args) -> int:
     opts = SearchOptions(k=args.k, intent=args.intent, weights=args.weights, fusion=args.fusion,
                          channels=args.channels, explain=args.explain, use_cache=not args.no_cache, norm=args.norm,
                          diversity=args.diversity, group=args.group)
-    resp = search(query_text(args.query, args.query_file), db=args.db, options=opts)
+    query = query_text(args.query, args.query_file)
+    if len(args.dbs) > 1:
+        from ..query.multi import multi_engine_for
+
+        resp = multi_engine_for(args.dbs).search(query, opts)
+    else:
+        resp = search(query, db=args.db, options=opts)
     for notice in resp.notices:
         if not args.quiet:
             err(f"note: {notice}")
@@ -202,13 +208,20 @@ def cmd_context(args) -> int:
     from ..query import engine_for
 
     fmt = args.fmt or ("json" if args.json else "markdown")
-    eng = engine_for(args.db)
-    changes = None
-    if args.diff is not None:
-        changes = read_diff(args.diff, eng.ix)
+    copts = ContextOptions(budget=args.budget, fmt=fmt, k=args.k, impact=args.impact)
     task = None if args.task is None and args.query_file is None else query_text(args.task, args.query_file, "task")
-    res = build_context(eng, task=task, files=args.files, diff=changes,
-                        opts=ContextOptions(budget=args.budget, fmt=fmt, k=args.k, impact=args.impact))
+    if len(args.dbs) > 1:
+        from ..context.multi import build_context_multi
+        from ..query.multi import multi_engine_for
+
+        multi = multi_engine_for(args.dbs)
+        changes = read_diff(args.diff, multi.ix, [r for e in multi.engines.values()
+                                                   for r in e.ix.meta_json("roots", [])]) if args.diff else None
+        res = build_context_multi(multi, task=task, files=args.files, diff=changes, opts=copts)
+    else:
+        eng = engine_for(args.db)
+        changes = read_diff(args.diff, eng.ix) if args.diff is not None else None
+        res = build_context(eng, task=task, files=args.files, diff=changes, opts=copts)
     sys.stdout.write(res.text)
     if not args.quiet:
         for n in res.notices:
@@ -238,7 +251,7 @@ def cmd_feedback(args) -> int:
 def cmd_mcp(args) -> int:
     from ..mcp import serve
 
-    return serve(args.db)
+    return serve(args.dbs if len(args.dbs) > 1 else args.db)
 
 
 def cmd_why(args) -> int:
@@ -376,3 +389,30 @@ def cmd_doctor(args) -> int:
         for fix in fixes:
             err(f"error: {db}: {verdict}; {fix}")
     return EXIT_OK if rep.ok else EXIT_INDEX
+
+
+def cmd_related(args) -> int:
+    from ..stats import related_nodes
+    from ..store.db import Index
+
+    types = [t for t in args.types.split(",") if t] if args.types else None
+    if args.limit < 1:
+        from ..errors import UsageError
+        raise UsageError(f"--limit must be a whole number >= 1, got {args.limit}")
+    with Index.open(args.db, readonly=True) as ix:
+        info = related_nodes(ix, args.node, types=types, direction=args.direction, limit=args.limit)
+    if args.json:
+        emit_json(info)
+        return EXIT_OK
+    n = info["node"]
+    out(f"{n['name']}  [{n['kind']}]  {n['key']}")
+    for etype, edges in info["edges"].items():
+        out("")
+        out(f"{etype} ({len(edges)}):")
+        for e in edges:
+            out(f"  {'->' if e['direction'] == 'out' else '<-'} {e['name']}  [{e['kind']}]  {e['key']}")
+    if info["total"] > info["shown"]:
+        out("")
+        out(f"... {info['total'] - info['shown']} more (--limit)")
+    return EXIT_OK
+

@@ -37,12 +37,14 @@ def query_text(given: str | None, path: str | None, what: str = "query") -> str:
     return text
 
 
-def read_diff(spec: str, ix):
+def read_diff(spec: str, ix, roots: list[str] | None = None):
+    """The changes a diff names: ``git`` (``git diff HEAD`` in ``roots``, default the index's),
+    ``-`` (stdin) or a unified diff file."""
     from ..context.diff import git_diff, parse_given
     from ..errors import DataError
 
     if spec == "git":
-        return git_diff(ix.meta_json("roots", []))
+        return git_diff(roots if roots is not None else ix.meta_json("roots", []))
     if spec == "-":
         return parse_given(sys.stdin.read(), "<stdin>")
     try:

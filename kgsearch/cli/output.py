@@ -152,7 +152,8 @@ def format_response(resp, explain: bool = False) -> str:
     for h in resp.hits:
         loc = f"{h.path}:{h.line}" if h.path and h.line else (h.path or "")
         lines.append(f"{h.rank:>2}. {h.name}  [{h.kind}]  {h.score:.4f}  {h.methods}")
-        lines.append(f"    {h.key}" + (f"  {loc}" if loc else ""))
+        index = getattr(h, "index", "")              # several indexes searched as one
+        lines.append(f"    {index + ': ' if index else ''}{h.key}" + (f"  {loc}" if loc else ""))
         if h.snippet:
             lines.append(f"    {h.snippet}")
         if explain:

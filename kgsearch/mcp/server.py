@@ -19,7 +19,6 @@ import json
 import logging
 import os
 import sqlite3
-import sys
 import time
 
 from ..errors import BadIndex, KgsearchError, agent_message
@@ -28,7 +27,7 @@ from ..store.damage import ensure_error
 from .shapes import brief
 from .tools import TOOL_NAMES, TOOLS, ToolError, check_args
 
-__all__ = ["Server", "serve", "MODERN_VERSIONS", "HANDSHAKE_VERSIONS", "SUPPORTED_VERSIONS"]
+__all__ = ["Server", "dumps", "error_response", "MODERN_VERSIONS", "HANDSHAKE_VERSIONS", "SUPPORTED_VERSIONS"]
 
 log = logging.getLogger(__name__)
 
@@ -108,7 +107,7 @@ class Server:
         """The response to one message (``None`` for a notification)."""
         if not isinstance(msg, dict) or msg.get("jsonrpc") != "2.0" or not isinstance(msg.get("method"), str):
             rid = msg.get("id") if isinstance(msg, dict) else None
-            return _error(rid, INVALID_REQUEST, "invalid request: expected a JSON-RPC 2.0 object with a method "
+            return error_response(rid, INVALID_REQUEST, "invalid request: expected a JSON-RPC 2.0 object with a method "
                                                 "(batches are not part of MCP)")
         if "id" not in msg:
             return None                         # notifications: initialized, cancelled, ... need no answer
@@ -116,10 +115,10 @@ class Server:
         try:
             return {"jsonrpc": "2.0", "id": rid, "result": self._dispatch(msg["method"], msg.get("params") or {})}
         except _RpcError as e:
-            return _error(rid, e.code, e.message, e.data)
+            return error_response(rid, e.code, e.message, e.data)
         except Exception as e:                  # a bug: answer, keep serving
             log.exception("internal error in %s", msg.get("method"))
-            return _error(rid, INTERNAL, f"internal error {type(e).__name__}: {e}")
+            return error_response(rid, INTERNAL, f"internal error {type(e).__name__}: {e}")
 
     def _dispatch(self, method: str, params) -> dict:
         if not isinstance(params, dict):
@@ -235,27 +234,27 @@ class Server:
         from ..stats import index_stats
 
         d = index_stats(self._engine().ix)
-        return _dumps(d), d
+        return dumps(d), d
 
     def tool_path(self, a: dict, session):
         from ..explore import find_paths
 
         d = find_paths(self._engine().ix, a["source"], a["target"], k=a["k"], max_len=a["max_len"],
                        types=a.get("types"), direction=a["direction"])
-        return _dumps(d), d
+        return dumps(d), d
 
     def tool_impact(self, a: dict, session):
         from ..explore import impact
 
         d = impact(self._engine().ix, a["node"], depth=a["depth"], types=a.get("types"), tests=a["tests"],
                    limit=a["limit"])
-        return _dumps(d), d
+        return dumps(d), d
 
     def tool_communities(self, a: dict, session):
         from ..explore import communities
 
         d = communities(self._engine().ix, limit=a["limit"], terms=a["terms"])
-        return _dumps(d), d
+        return dumps(d), d
 
     def tool_feedback(self, a: dict, session):
         from ..query.feedback import record
@@ -265,10 +264,10 @@ class Server:
         self._engine()                                   # the same index must exist and be current
         with Index.open(self.db, create=False) as ix:
             d = record(ix, a["query"], find_node(ix, a["node"]), a["useful"])
-        return _dumps(d), d
+        return dumps(d), d
 
 
-def _dumps(d) -> str:
+def dumps(d) -> str:
     """Compact JSON (no indentation: an agent pays per character)."""
     return json.dumps(d, ensure_ascii=False, separators=(",", ":"), default=str)
 
@@ -277,7 +276,7 @@ def _answer(tool: str, a: dict, d: dict):
     """(text, structured) of a tool's answer in the detail asked for (``brief`` by default)."""
     if a.get("detail", "brief") != "full":
         d = brief(tool, d)
-    return _dumps(d), d
+    return dumps(d), d
 
 
 def _for_agent(e: BaseException) -> str:
@@ -290,31 +289,8 @@ def _for_agent(e: BaseException) -> str:
     return agent_message(e)
 
 
-def _error(rid, code: int, message: str, data=None) -> dict:
+def error_response(rid, code: int, message: str, data=None) -> dict:
     err = {"code": code, "message": message}
     if data is not None:
         err["data"] = data
     return {"jsonrpc": "2.0", "id": rid, "error": err}
-
-
-def serve(db=None, stdin=None, stdout=None) -> int:
-    """Answer newline-delimited JSON-RPC on ``stdin`` until it closes; diagnostics go to stderr."""
-    stdin = stdin if stdin is not None else sys.stdin.buffer
-    stdout = stdout if stdout is not None else sys.stdout.buffer
-    server = Server(db)
-    for raw in stdin:
-        line = raw.decode("utf-8", errors="replace") if isinstance(raw, bytes) else raw
-        if not line.strip():
-            continue
-        try:
-            msg = json.loads(line)
-        except ValueError as e:
-            resp = _error(None, PARSE_ERROR, f"parse error: {e}")
-        else:
-            resp = server.handle(msg)
-        if resp is not None:
-            data = json.dumps(resp, ensure_ascii=False, separators=(",", ":"), default=str) + "\n"
-            stdout.write(data.encode("utf-8") if not hasattr(stdout, "encoding") else data)
-            stdout.flush()
-    return 0
-

@@ -84,17 +84,17 @@ def _weights(q: "Query", kw: dict) -> dict[str, float]:
 
 def _bm25_search(ix, q, k, **kw):
     from ..text import bm25
-    return bm25.search(ix, _weights(q, kw), k)
+    return bm25.search(ix, _weights(q, kw), k, pooled=kw.get("pooled"))
 
 
 def _bm25_all(ix, q, **kw):
     from ..text import bm25
-    return bm25.score_all(ix, _weights(q, kw))
+    return bm25.score_all(ix, _weights(q, kw), pooled=kw.get("pooled"))
 
 
 def _bm25_ids(ix, q, ids, **kw):
     from ..text import bm25
-    return bm25.score_ids(ix, _weights(q, kw), ids)
+    return bm25.score_ids(ix, _weights(q, kw), ids, pooled=kw.get("pooled"))
 
 
 def _prf_search(ix, q, k, **kw):

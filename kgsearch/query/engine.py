@@ -107,8 +107,11 @@ class Engine:
         return parse(text, index_analyzer(self.ix))
 
     # ------------------------------------------------------------------ the query
-    def search(self, query: str | Query, opts: SearchOptions | None = None, session=None) -> Response:
-        """Run the pipeline for ``query`` (a string, or a :class:`Query` this engine parsed)."""
+    def search(self, query: str | Query, opts: SearchOptions | None = None, session=None, pool=None) -> Response:
+        """Run the pipeline for ``query`` (a string, or a :class:`Query` this engine parsed).
+        ``pool`` (:class:`kgsearch.query.multi.Pool`, when several indexes rank as one): extra
+        channel arguments, whole-index scores already computed, and the union's mean and spread
+        to standardise with. None: this index alone."""
         opts = (opts or SearchOptions()).validated()
         clock = _Clock()
         q = query if isinstance(query, Query) else self.parse(query)
@@ -128,9 +131,10 @@ class Engine:
                 return cached
 
         weights = dict(zip(SIGNALS, it.weights))
-        raw, skipped, kwargs_of, fulls = self._run_channels(q, opts, it, requested, weights, fusion, clock)
+        raw, skipped, kwargs_of, fulls = self._run_channels(q, opts, it, requested, weights, fusion, clock, pool)
         notices = ([q.cut] if q.cut else []) + self._failures(raw, skipped)
-        sig = Signals(self, q, candidates(raw), raw, kwargs_of, opts.norm, fulls)
+        sig = Signals(self, q, candidates(raw), raw, kwargs_of, opts.norm, fulls,
+                      pool.stats if pool is not None else None)
         code_query = is_code_query(self.ix.conn, sig.cand, sig.first_stage(weights))
         text, emb = sig.text(), sig.get("dense")
         clock.lap("candidates")
@@ -207,7 +211,7 @@ class Engine:
         return [f"channel {c} {why}: this answer is without it; `kgsearch doctor` checks the index"
                 for c, why in failed.items()]
 
-    def _run_channels(self, q: Query, opts, it, requested, weights, fusion, clock):
+    def _run_channels(self, q: Query, opts, it, requested, weights, fusion, clock, pool=None):
         """Run the requested first-stage channels: (answers, skipped, kwargs, whole-index scores)."""
         raw: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         skipped: dict[str, str] = {}
@@ -224,10 +228,13 @@ class Engine:
                 skipped[name] = why_not
                 continue
             kwargs_of[name] = self._kwargs(name, it, opts)
+            if pool is not None:
+                kwargs_of[name].update(pool.kwargs.get(name, {}))
             res = None
             if opts.norm == "z" and ch.score_all is not None:
                 # one pass scores every node: the channel's top k comes from it (no second scan)
-                f = self.full(name, q, kwargs_of[name])
+                f = pool.fulls.get(name) if pool is not None else None
+                f = f if f is not None else self.full(name, q, kwargs_of[name])
                 if f is not None and f[2] > 0:
                     fulls[name] = f
                     res = top_ids(f[0], f[1], opts.depth)

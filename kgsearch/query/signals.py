@@ -37,12 +37,15 @@ class Signals:
     only name a few nodes (fts, pattern, equiv, local, global, intent) keep a [0, 1] value,
     put on the same scale by multiplying it by ``unit`` (the best first-stage score, at least 1).
 
+    ``stats`` (several indexes ranked as one): ``{channel: (mean, spread)}`` over the union,
+    used instead of this index's.
+
     ``norm="max"|"minmax"|"auto"``: every channel is mapped to [0, 1] over the first candidate
     list (later candidates with the same statistics, clipped); missing scores are filled in.
     """
 
     def __init__(self, engine, query, cand: np.ndarray, raw: dict, kwargs: dict, norm: str,
-                 fulls: dict | None = None):
+                 fulls: dict | None = None, stats: dict | None = None):
         self.engine, self.query, self.kwargs, self.norm = engine, query, kwargs, norm
         self.added_weight = engine.tuning.anchor_weight
         self.cand = cand
@@ -63,6 +66,8 @@ class Signals:
                     else:
                         mu = float(fsc.sum()) / n
                         sd = math.sqrt(max(float((fsc * fsc).sum()) / n - mu * mu, 1e-12))
+                    if stats and name in stats:           # several indexes as one: the union's
+                        mu, sd = stats[name]
                     default = mu if name == "dense" else 0.0
                     self.full[name] = (fid, fsc, mu, sd, default)
                     raw_c = self._lookup(name, cand)

@@ -14,7 +14,7 @@ import numpy as np
 from .idcodec import decode_ids, tf_view
 from .okapi import EMPTY, BM25Params, MemoryBM25, idf, math_idf, tf_impacts, top_k
 from ..store.sql import CHUNK
-from .postings import norms, norms_of, read_rows, stored, stored_params
+from .postings import load_norms, norms, norms_of, read_rows, stored, stored_params
 from .tokenize import Analyzer, clean_query
 
 __all__ = ["search", "score_ids", "score_all", "score_terms", "query_weights", "clean_query",
@@ -52,19 +52,39 @@ def _lists(norms, k1: float, ws: list, ibs: list[bytes], tfs: list[np.ndarray]) 
     return out, max(int(a[-1]) for a in lists)
 
 
+def _collection(ix, st: dict, params, memo: dict, pooled: dict | None):
+    """(N, pooled document frequencies or None, document norms). ``pooled`` (several indexes
+    ranked as one, :mod:`kgsearch.query.multi`): ``{"n", "avgdl", "df": {term: df}}`` summed over
+    the indexes, so a node scores what it would in one index holding them all."""
+    if not pooled:
+        return int(st["n"]), None, norms(ix, st, params, memo)
+    avgdl = float(pooled["avgdl"])
+    nrm = memo.get(("norms", avgdl))
+    if nrm is None:
+        for key in [k for k in memo if isinstance(k, tuple) and k[0] == "norms"]:
+            del memo[key]                       # one pooled table at a time (the others' sizes moved)
+        nrm = memo[("norms", avgdl)] = load_norms(ix, dict(st, avgdl=avgdl), params)
+    return int(pooled["n"]), pooled["df"], nrm
+
+
+def _dfs(rows, pooled_df: dict | None) -> list[int]:
+    return [r[1] for r in rows] if pooled_df is None else [pooled_df.get(r[0], r[1]) for r in rows]
+
+
 def score_terms(ix, qw: dict[str, float], k: int = 100, idf_method: str = "lucene",
-                n_docs: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+                n_docs: int | None = None, pooled: dict | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Top ``k`` node ids for weighted terms, reading only those terms' postings."""
     st, params, memo = stored(ix)
     if not st or not qw or k <= 0:
         return EMPTY
-    N = int(n_docs if n_docs is not None else st["n"])
+    N, pdf, nrm = _collection(ix, st, params, memo, pooled)
+    N = int(n_docs if n_docs is not None else N)
     terms = [t for t, w in qw.items() if w]
     rows = read_rows(ix.conn, terms)
     if not rows:
         return EMPTY
     ws, ibs, tfs = [], [], []
-    idfs = idf([r[1] for r in rows], N, idf_method).tolist()     # one call: the same values
+    idfs = idf(_dfs(rows, pdf), N, idf_method).tolist()     # one call: the same values
     for (term, df, ib, tb), f in zip(rows, idfs):
         w = qw[term] * f
         if w == 0.0 or not df:
@@ -74,7 +94,7 @@ def score_terms(ix, qw: dict[str, float], k: int = 100, idf_method: str = "lucen
         tfs.append(tf_view(tb, df))
     if not ws:
         return EMPTY
-    lists, max_id = _lists(norms(ix, st, params, memo), params.k1, ws, ibs, tfs)
+    lists, max_id = _lists(nrm, params.k1, ws, ibs, tfs)
     if len(lists) == 1:
         ids, w, imp = lists[0]
         return top_k(imp * w, k, ids.astype(np.int64))
@@ -99,7 +119,8 @@ def score_all(ix, query: str | dict, *, keywords: Iterable[str] | None = None, k
     empty = (np.zeros(0, np.int64), np.zeros(0), 0)
     if st is None:
         return empty
-    N = int(st["n"])
+    N = int(st["n"])                              # the population standardised over: this index's nodes
+    Nc, pdf, nrm = _collection(ix, st, params, memo, opts.get("pooled"))
     qw = query if isinstance(query, dict) else query_weights(params.analyzer(), clean_query(query), keywords,
                                                              keyword_boost)
     terms = [t for t, w in qw.items() if w]
@@ -108,14 +129,14 @@ def score_all(ix, query: str | dict, *, keywords: Iterable[str] | None = None, k
     ws, ibs, tfs = [], [], []
     for s in range(0, len(terms), CHUNK):        # idf per chunk, as the values were measured
         rows = read_rows(ix.conn, terms[s:s + CHUNK])
-        for (term, df, ib, tb), f in zip(rows, idf([r[1] for r in rows], N, idf_method).tolist()):
+        for (term, df, ib, tb), f in zip(rows, idf(_dfs(rows, pdf), Nc, idf_method).tolist()):
             if df:
                 ws.append(qw[term] * f)
                 ibs.append(ib)
                 tfs.append(tf_view(tb, df))
     if not ws:
         return (empty[0], empty[1], N)
-    scores = _accumulate(norms(ix, st, params, memo), params.k1, ws, ibs, tfs, memo)
+    scores = _accumulate(nrm, params.k1, ws, ibs, tfs, memo)
     nz = np.flatnonzero(scores > 0)
     return nz.astype(np.int64, copy=False), scores[nz], N
 
@@ -180,8 +201,7 @@ def score_ids(ix, query: str | dict, ids, *, keywords: Iterable[str] | None = No
     terms = [t for t, w in qw.items() if w]
     if not terms:
         return out
-    N = int(st["n"])
-    nrm = norms(ix, st, params, memo)
+    N, pdf, nrm = _collection(ix, st, params, memo, opts.get("pooled"))
     for term, df, ib, tb in read_rows(ix.conn, terms):
         pid = decode_ids(ib)
         if not pid.size:
@@ -191,7 +211,7 @@ def score_ids(ix, query: str | dict, ids, *, keywords: Iterable[str] | None = No
         if hit.any():
             tf = tf_view(tb, df)[pos[hit]]
             imp = tf_impacts(tf, norms_of(nrm, pid[pos[hit]]), params.k1)
-            out[hit] += qw[term] * float(idf(df, N, idf_method)) * imp
+            out[hit] += qw[term] * float(idf(df if pdf is None else pdf.get(term, df), N, idf_method)) * imp
     return out
 
 
@@ -217,4 +237,4 @@ def search(ix, query: str | dict, k: int = 100, *, keywords: Iterable[str] | Non
         k = 100
     qw = query if isinstance(query, dict) else query_weights(params.analyzer(), clean_query(query), keywords,
                                                              keyword_boost)
-    return score_terms(ix, qw, k, idf_method)
+    return score_terms(ix, qw, k, idf_method, pooled=opts.get("pooled"))

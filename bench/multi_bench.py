@@ -1,0 +1,186 @@
+"""Several indexes as one: a corpus split at random into two indexes should rank like the same
+corpus in one index.
+
+    python bench/multi_bench.py [--sets scifact,nfcorpus] [--seed 0]
+
+For each BEIR set of ../shared/bench: its documents are split at random (``--seed``) into two
+halves, each indexed on its own; the whole corpus is indexed once as well (every index with the
+default settings, embeddings included). Every judged query then runs on the one index
+(:class:`kgsearch.query.Engine`) and on the two halves searched as one
+(:class:`kgsearch.query.multi.MultiEngine`), and also on the two halves merged without pooled
+statistics (each index's own scores, put on one floor: ``naive``), for comparison. Reported:
+nDCG@10 of each, the difference with the paired sign test, and the query latency p50/p95 of the
+one index and of the two as one (a warm pass, then a timed pass alternating the two per query).
+Writes bench/results/multi_index.{json,md}.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import random
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import watch_bench as wb  # noqa: E402  (machine, commit, load, shared data)
+
+
+def sign_test(wins: int, losses: int) -> float:
+    """Two-sided sign test p-value (ties dropped)."""
+    n = wins + losses
+    if n == 0:
+        return 1.0
+    k = min(wins, losses)
+    p = sum(math.comb(n, i) for i in range(k + 1)) / 2 ** n
+    return min(1.0, 2 * p)
+
+
+def build(work: Path, name: str, seed: int) -> tuple[Path, Path, Path, list, dict]:
+    from kgsearch.evaluate import find_qrels, read_qrels
+    from kgsearch.indexer import IndexOptions, index_paths
+
+    src = wb.SHARED / name
+    docs = [line for line in open(src / "corpus.jsonl", encoding="utf-8") if line.strip()]
+    rng = random.Random(seed)
+    side = [rng.random() < 0.5 for _ in docs]
+    d = work / name
+    parts = []
+    for tag, keep in (("a", True), ("b", False)):
+        p = d / tag
+        p.mkdir(parents=True, exist_ok=True)
+        (p / "corpus.jsonl").write_text("".join(x for x, s in zip(docs, side) if s == keep), encoding="utf-8")
+        parts.append(p / "corpus.jsonl")
+    dbs = {}
+    for tag, corpus in (("one", src / "corpus.jsonl"), ("a", parts[0]), ("b", parts[1])):
+        db = d / f"{tag}.db"
+        if not db.exists():
+            t = time.perf_counter()
+            index_paths(db, [str(corpus)], IndexOptions(fmt="beir"))
+            print(f"{name}/{tag}: indexed in {time.perf_counter() - t:.1f}s", file=sys.stderr)
+        dbs[tag] = db
+    qrels = {q: r for q, r in read_qrels(find_qrels(src, None)).items() if any(v > 0 for v in r.values())}
+    queries = []
+    for line in open(src / "queries.jsonl", encoding="utf-8"):
+        q = json.loads(line)
+        if str(q["_id"]) in qrels:
+            queries.append((str(q["_id"]), str(q.get("text", ""))))
+    return dbs["one"], dbs["a"], dbs["b"], queries, qrels
+
+
+class Naive:
+    """Each index's own scores, put on one floor: what merging without pooled statistics gives."""
+
+    def __init__(self, multi):
+        self.multi = multi
+
+    def search(self, q, opts):
+        from kgsearch.query.multi import Pool
+
+        saved = self.multi._pools
+        self.multi._pools = lambda query, o, notices: {n: Pool() for n in self.multi.engines}
+        try:
+            return self.multi.search(q, opts)
+        finally:
+            self.multi._pools = saved
+
+
+def run_set(work: Path, name: str, seed: int, max_queries: int | None) -> dict:
+    from kgsearch.evaluate import query_metrics
+    from kgsearch.query import Engine, SearchOptions
+    from kgsearch.query.multi import MultiEngine
+    from kgsearch.store.db import Index
+
+    one_db, a_db, b_db, queries, qrels = build(work, name, seed)
+    if max_queries:
+        queries = queries[:max_queries]
+    opts = SearchOptions(k=10, snippets=False, use_cache=False)
+    ixs = [Index.open(p, readonly=True) for p in (one_db, a_db, b_db)]
+    one = Engine(ixs[0])
+    multi = MultiEngine({"a": Engine(ixs[1]), "b": Engine(ixs[2])})
+    naive = Naive(multi)
+    runs = {"one": one, "multi": multi, "naive": naive}
+
+    def keys(resp):
+        return [h.key[4:] if h.key.startswith("doc:") else h.key for h in resp.hits]
+
+    for _, text in queries:                         # warm pass: caches, page cache
+        one.search(text, opts)
+        multi.search(text, opts)
+    ndcg = {r: [] for r in runs}
+    ms = {"one": [], "multi": []}
+    load = [wb.loadavg()]
+    for i, (qid, text) in enumerate(queries):
+        for r in (("one", "multi") if i % 2 == 0 else ("multi", "one")) + ("naive",):
+            t = time.perf_counter()
+            resp = runs[r].search(text, opts)
+            dt = (time.perf_counter() - t) * 1000
+            if r in ms:
+                ms[r].append(dt)
+            ndcg[r].append(query_metrics(keys(resp), qrels[qid])["ndcg@10"])
+    load.append(wb.loadavg())
+    for ix in ixs:
+        ix.close()
+    out = {"set": name, "queries": len(queries), "docs": {"a": sum(1 for _ in open(a_db.parent / "a" / "corpus.jsonl")),
+                                                          "b": sum(1 for _ in open(b_db.parent / "b" / "corpus.jsonl"))},
+           "load": load}
+    for r in runs:
+        out[f"ndcg_{r}"] = round(statistics.mean(ndcg[r]), 4)
+    for r in ("multi", "naive"):
+        w = sum(1 for x, y in zip(ndcg[r], ndcg["one"]) if x > y + 1e-12)
+        lo = sum(1 for x, y in zip(ndcg[r], ndcg["one"]) if x < y - 1e-12)
+        out[f"diff_{r}"] = round(out[f"ndcg_{r}"] - out["ndcg_one"], 4)
+        out[f"wins_losses_{r}"] = [w, lo]
+        out[f"sign_p_{r}"] = round(sign_test(w, lo), 3)
+    for r in ms:
+        out[f"p50_ms_{r}"] = round(statistics.median(ms[r]), 2)
+        out[f"p95_ms_{r}"] = round(wb.pct(ms[r], 95), 2)
+    out["p50_ratio"] = round(out["p50_ms_multi"] / out["p50_ms_one"], 3)
+    print(json.dumps(out), file=sys.stderr)
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--sets", default="scifact,nfcorpus")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--max-queries", type=int, default=None)
+    ap.add_argument("--work", default="/tmp/kgsearch-multi-bench")
+    ap.add_argument("--tag", default="")
+    args = ap.parse_args()
+    code = wb.commit()
+    work = Path(args.work)
+    rows = [run_set(work, s, args.seed, args.max_queries) for s in args.sets.split(",")]
+    res = {"what": "multi-index", "seed": args.seed, "machine": wb.machine(), "commit": code,
+           "date": time.strftime("%Y-%m-%d %H:%M"), "sets": rows}
+    name = "multi_index" + (f"_{args.tag}" if args.tag else "")
+    wb.RESULTS.mkdir(parents=True, exist_ok=True)
+    (wb.RESULTS / f"{name}.json").write_text(json.dumps(res, indent=1))
+    lines = [f"# Two indexes searched as one vs one index (`python bench/multi_bench.py`)", "",
+             f"{res['date']}, commit {code}, {res['machine']['cpu']} ({res['machine']['cores']} cores), Python "
+             f"{res['machine']['python']}; each set's documents split at random (seed {args.seed}) into two indexes; "
+             f"default settings (embeddings included). *multi*: the two as one (pooled BM25 statistics, z-scores over "
+             f"the union, one floor); *naive*: each index's own scores on one floor. nDCG@10 means over the judged "
+             f"queries; W/L = queries where the two-index search scores above/below the one index, with the "
+             f"two-sided sign test. Latency: p50/p95 of the timed pass (the two alternating per query, after a warm "
+             f"pass), shared 2-core machine (load beside).", "",
+             "| set | queries | docs a / b | nDCG@10 one | multi | diff (W/L, p) | naive | diff (W/L, p) | "
+             "p50 ms one / multi | ratio | p95 ms one / multi | load |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['set']} | {r['queries']} | {r['docs']['a']} / {r['docs']['b']} | {r['ndcg_one']} | "
+                     f"{r['ndcg_multi']} | {r['diff_multi']:+.4f} ({r['wins_losses_multi'][0]}/"
+                     f"{r['wins_losses_multi'][1]}, {r['sign_p_multi']}) | {r['ndcg_naive']} | {r['diff_naive']:+.4f} "
+                     f"({r['wins_losses_naive'][0]}/{r['wins_losses_naive'][1]}, {r['sign_p_naive']}) | "
+                     f"{r['p50_ms_one']} / {r['p50_ms_multi']} | {r['p50_ratio']} | {r['p95_ms_one']} / "
+                     f"{r['p95_ms_multi']} | {r['load'][0][:1]}-{r['load'][-1][:1]} |")
+    md = "\n".join(lines) + "\n"
+    (wb.RESULTS / f"{name}.md").write_text(md)
+    print(md)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,287 @@
+"""Several indexes searched as one: one ranking over all of them, each hit naming its index.
+
+Scores are made comparable by computing them as one index holding everything would, where that
+can be done exactly, and by one common scale where it cannot:
+
+1. **BM25 with pooled collection statistics.** For the query's terms, each index's document
+   frequency is read and summed, and so are the node counts and total lengths: every index then
+   scores its nodes with the union's N, df and average length (``pooled`` in
+   :mod:`kgsearch.text.bm25`), which is the score the node has in one index of the union (tested
+   to 1e-9). Only when the indexes analyse text alike (stemmer, code splitting, k1, b, name
+   weight); otherwise each keeps its own statistics and a notice says so.
+2. **z-scores over the union.** Channels standardised over the whole index (bm25, dense) use the
+   mean and spread over all indexes' nodes (pooled from each index's count, sum and sum of
+   squares), not each index's own.
+3. **Dense scores** are cosines of the same query vector when the indexes use the same embedding
+   model, and comparable as they are; with different models the channel is standardised per index
+   and a notice says the indexes' dense scores are not comparable.
+4. **One floor.** Fused scores are shifted so the weakest candidate scores 0 (adjust.py); each
+   index shifts by its own weakest, so the hits are put back on the union's floor (the largest
+   shift) before they are merged, the multiplicative adjustments applied again on top.
+
+What stays per index: the graph (edges never cross indexes, so graph proximity, random walks,
+HITS and communities are each index's own) and candidate generation (each index gives its own
+best; the union of candidates is larger than one index's, never smaller).
+"""
+from __future__ import annotations
+
+import math
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field, fields
+
+import numpy as np
+
+from .engine import Engine
+from .options import Hit, Response, SearchOptions
+
+__all__ = ["MultiEngine", "MultiHit", "MultiResponse", "Pool", "index_names", "multi_engine_for"]
+
+ADDITIVE = ("hits", "shift", "file_members")
+POOLED_BM25 = ("stemmer", "split_code", "k1", "b", "name_weight")
+
+
+@dataclass
+class Pool:
+    """What one index's search takes from the others (see :meth:`Engine.search`)."""
+
+    kwargs: dict = field(default_factory=dict)      # channel -> extra arguments (bm25: pooled statistics)
+    fulls: dict = field(default_factory=dict)       # channel -> this index's whole-index scores, computed once
+    stats: dict = field(default_factory=dict)       # channel -> (mean, spread) over the union
+    depth: int | None = None                        # candidates per channel from this index (None: as asked)
+    query: object = None                            # the query parsed with this index's analyser (a Query)
+
+
+@dataclass
+class MultiHit(Hit):
+    index: str = ""                                 # the name of the index the hit comes from
+
+
+@dataclass
+class MultiResponse(Response):
+    indexes: list = field(default_factory=list)     # [{"name", "db", "generation", "nodes"}]
+
+    def as_dict(self) -> dict:
+        d = asdict(self)
+        d["hits"] = [h.as_dict() for h in self.hits]
+        return d
+
+
+def index_names(paths: list[str]) -> list[str]:
+    """Short distinct names for index files: the file name without ``.db``, made unique with
+    ``-2``, ``-3``...
+
+    >>> index_names(["/a/notes.db", "/b/work.db", "/c/notes.db"])
+    ['notes', 'work', 'notes-2']
+    """
+    out, seen = [], set()
+    for p in paths:
+        base = str(p).replace("\\", "/").rstrip("/").rsplit("/", 1)[-1]
+        base = base[:-3] if base.endswith(".db") and len(base) > 3 else base
+        name, n = base or "index", 1
+        while name in seen:
+            n += 1
+            name = f"{base}-{n}"
+        seen.add(name)
+        out.append(name)
+    return out
+
+
+def _moments(f) -> tuple[int, float, float] | None:
+    """(population, sum, sum of squares) of a channel's whole-index scores (as Signals counts them)."""
+    if f is None or f[2] <= 0:
+        return None
+    n = int(f[2])
+    if getattr(f, "stats", None) is not None:
+        mu, sd = f.stats
+        return n, n * mu, n * (sd * sd + mu * mu)
+    sc = np.asarray(f[1], dtype=np.float64)
+    return n, float(sc.sum()), float((sc * sc).sum())
+
+
+def _union(ms: list) -> tuple[float, float] | None:
+    ms = [m for m in ms if m is not None]
+    n = sum(m[0] for m in ms)
+    if not n:
+        return None
+    mu = sum(m[1] for m in ms) / n
+    return mu, math.sqrt(max(sum(m[2] for m in ms) / n - mu * mu, 1e-12))
+
+
+def multi_engine_for(paths: list[str]) -> "MultiEngine":
+    """The indexes at ``paths`` (each opened read-only once per process, as :func:`engine_for`
+    does, and reopened when replaced), named by :func:`index_names`."""
+    from .api import engine_for
+
+    return MultiEngine(dict(zip(index_names([str(p) for p in paths]), (engine_for(p) for p in paths))))
+
+
+class MultiEngine:
+    """``{name: Engine}`` searched as one (:meth:`search` answers like :meth:`Engine.search`)."""
+
+    def __init__(self, engines: dict[str, Engine], threads: bool = True):
+        if not engines:
+            raise ValueError("no index")
+        self.engines = engines
+        self.threads = threads
+        self._executor = None
+
+    @property
+    def ix(self):
+        """The first index (for what one index answers: stats, show)."""
+        return next(iter(self.engines.values())).ix
+
+    def _each(self, fn) -> dict:
+        """``{name: fn(name, engine)}``, the indexes in threads (SQLite and numpy's larger steps let
+        go of the interpreter lock; each engine is used by one thread at a time)."""
+        items = list(self.engines.items())
+        if len(items) == 1 or not self.threads:
+            return {name: fn(name, eng) for name, eng in items}
+        if self._executor is None:
+            self._executor = ThreadPoolExecutor(max_workers=min(len(items), 8), thread_name_prefix="kgsearch-multi")
+        futs = [(name, self._executor.submit(fn, name, eng)) for name, eng in items]
+        return {name: f.result() for name, f in futs}
+
+    # ------------------------------------------------------------------ pooling
+    def _bm25_pool(self, query: str, notices: list[str]) -> dict | None:
+        from ..text import bm25
+        from ..text.postings import stored
+        from ..text.tokenize import clean_query
+
+        states = []
+        for name, eng in self.engines.items():
+            st, params, _ = stored(eng.ix)
+            if st is None:
+                continue
+            states.append((name, eng, st, params))
+        if len(states) < 2:
+            return None
+        keys = {tuple(getattr(p, k) for k in POOLED_BM25) for _, _, _, p in states}
+        if len(keys) > 1:
+            notices.append("the indexes analyse text differently (stemmer or BM25 parameters): each keeps its own "
+                           "BM25 statistics, so their text scores are only roughly comparable")
+            return None
+        terms = sorted(bm25.query_weights(states[0][3].analyzer(), clean_query(query)))
+        df: dict[str, int] = {}
+        n = 0
+        total = 0.0
+        for _, eng, st, _ in states:
+            n += int(st["n"])
+            total += float(st["avgdl"]) * int(st["n"])
+            if terms:
+                marks = ",".join("?" * len(terms))
+                for t, d in eng.ix.conn.execute(f"SELECT term, df FROM text_postings WHERE term IN ({marks})", terms):
+                    df[t] = df.get(t, 0) + int(d)
+        if n == 0:
+            return None
+        return {"n": n, "avgdl": total / n, "df": df}
+
+    def _pools(self, query: str, opts: SearchOptions, notices: list[str]) -> dict[str, Pool]:
+        pools = {name: Pool(query=eng.parse(query)) for name, eng in self.engines.items()}   # each index's analyser
+        if opts.norm != "z":
+            return pools
+        chans = opts.channel_list()
+        pooled = self._bm25_pool(query, notices) if chans is None or "bm25" in chans else None
+        for name, eng in self.engines.items():
+            if pooled is not None:
+                pools[name].kwargs["bm25"] = {"pooled": pooled}
+        models = {eng.ix.meta("model_id") for eng in self.engines.values() if eng.ix.meta("model_id")}
+        if len(models) > 1:
+            notices.append(f"the indexes use different embedding models ({', '.join(sorted(models))}): their dense "
+                           f"scores are standardised each over its own index, not comparable as cosines")
+        for channel in ("bm25", "dense"):
+            if chans is not None and channel not in chans:
+                continue
+            if channel == "dense" and len(models) > 1:
+                continue
+            fulls = self._each(lambda name, eng: eng.full(channel, pools[name].query, pools[name].kwargs.get(channel, {})))
+            for name, f in fulls.items():
+                if f is not None and f[2] > 0:
+                    pools[name].fulls[channel] = f
+            u = _union([_moments(f) for f in fulls.values()])
+            if u is not None:
+                for p in pools.values():
+                    p.stats[channel] = u
+        _share_depth(pools, opts.depth)
+        return pools
+
+    # ------------------------------------------------------------------ the query
+    def search(self, query: str, opts: SearchOptions | None = None, sessions: dict | None = None) -> MultiResponse:
+        """One ranking over every index; ``sessions``: ``{index name: feedback.Session}``."""
+        t0 = time.perf_counter()
+        opts = (opts or SearchOptions()).validated()
+        notices: list[str] = []
+        pools = self._pools(query, opts, notices)
+        t_pool = time.perf_counter()
+        each = opts.but(k=opts.k + 5, use_cache=False)        # a few more: the common floor may reorder
+        resps = self._each(lambda name, eng: eng.search(
+            pools[name].query, each if pools[name].depth is None else each.but(depth=pools[name].depth),
+            (sessions or {}).get(name), pool=pools[name]))
+        floor = max((h.adjustments.get("shift", 0.0) for r in resps.values() for h in r.hits), default=0.0)
+        merged = []
+        for order, (name, r) in enumerate(resps.items()):
+            for h in r.hits:
+                merged.append((_rebased(h, floor), order, h.rank, name, h))
+        merged.sort(key=lambda x: (-x[0], x[1], x[2]))
+        hits = []
+        for rank, (score, _, _, name, h) in enumerate(merged[:opts.k], 1):
+            d = {f.name: getattr(h, f.name) for f in fields(h)}
+            d.update(score=round(score, 6), rank=rank, index=name)
+            if floor > 0:
+                d["adjustments"] = dict(d["adjustments"], shift=round(floor, 6))
+            hits.append(MultiHit(**d))
+        first = next(iter(resps.values()))
+        skipped: dict[str, str] = {}
+        for name, r in resps.items():
+            for c, why in r.channels_skipped.items():
+                skipped[c] = why if c not in skipped or skipped[c] == why else f"{skipped[c]}; {name}: {why}"
+        timings = {f"{name}": r.timings_ms.get("total", 0.0) for name, r in resps.items()}
+        timings["pool"] = round((t_pool - t0) * 1000, 3)
+        timings["total"] = round((time.perf_counter() - t0) * 1000, 3)
+        for r in resps.values():
+            notices += [n for n in r.notices if n not in notices]
+        return MultiResponse(
+            query=first.query, intent=first.intent, fusion=first.fusion, hits=hits,
+            channels_run=[c for c in dict.fromkeys(c for r in resps.values() for c in r.channels_run)],
+            channels_skipped=skipped, timings_ms=timings, notices=notices,
+            generation=sum(r.generation for r in resps.values()), candidates=sum(r.candidates for r in resps.values()),
+            code_query=any(r.code_query for r in resps.values()),
+            indexes=[{"name": name, "db": str(eng.ix.path), "generation": resps[name].generation}
+                     for name, eng in self.engines.items()])
+
+
+def _share_depth(pools: dict[str, Pool], depth: int) -> None:
+    """Each index's candidates per channel: as many as it holds of the union's best ``depth`` by
+    each whole-index channel (the most over the channels, at least 10), so the indexes together
+    look at about the candidates one index of them all would, not ``depth`` each."""
+    counts: dict[str, int] = {}
+    for channel in ("bm25", "dense"):
+        zs = []
+        for name, p in pools.items():
+            f, st = p.fulls.get(channel), p.stats.get(channel)
+            if f is None or st is None or getattr(f, "stats", None) is not None:
+                continue                                  # (past the vector cache: no whole list to rank)
+            sc = np.asarray(f[1], dtype=np.float64)
+            top = np.sort(sc)[::-1][:depth]
+            zs.append((name, (top - st[0]) / st[1]))
+        if len(zs) < 2:
+            continue
+        allz = np.sort(np.concatenate([z for _, z in zs]))[::-1]
+        cut = allz[min(depth, len(allz)) - 1] if len(allz) else 0.0
+        for name, z in zs:
+            counts[name] = max(counts.get(name, 0), int((z >= cut).sum()))
+    for name, n in counts.items():
+        pools[name].depth = min(depth, max(10, n))
+
+
+def _rebased(h: Hit, floor: float) -> float:
+    """The hit's score had its index been shifted by ``floor`` instead of its own shift:
+    (score / factors - own shift + floor) * factors."""
+    factor = 1.0
+    for name, v in h.adjustments.items():
+        if name not in ADDITIVE:
+            factor *= float(v)
+    own = float(h.adjustments.get("shift", 0.0))
+    if factor == 0.0 or own == floor:
+        return float(h.score)
+    return (float(h.score) / factor - own + floor) * factor

@@ -1,0 +1,159 @@
+"""The JSON API: each endpoint returns what the same CLI command prints with ``--json`` for the
+same arguments (``/api/search`` = ``kgsearch search --json --no-cache``, ``/api/show`` = ``show``,
+``/api/related`` = ``related``, ``/api/context`` = ``context --format json``, ``/api/stats`` =
+``stats``, ``/api/why`` = ``why``), by calling the same library functions with the same options.
+
+Parameters are the CLI's flags by name (``q`` for the query, ``node``, ``k``, ``intent``, ...);
+a bad value is a :class:`~kgsearch.errors.UsageError` naming the parameter (HTTP 400).
+"""
+from __future__ import annotations
+
+import json
+
+from ..errors import UsageError
+
+__all__ = ["ENDPOINTS", "search_options", "dumps", "param", "int_param"]
+
+MAX_K = 1000
+MAX_EDGES = 1000
+
+
+def param(params: dict, name: str, default: str | None = None, required: bool = False) -> str | None:
+    """The last value of ``name`` (query string or form), or ``default``."""
+    vals = params.get(name)
+    if not vals or vals[-1] == "":
+        if required:
+            raise UsageError(f"missing parameter {name!r}")
+        return default
+    return vals[-1]
+
+
+def int_param(params: dict, name: str, default: int | None, lo: int = 1, hi: int = 1_000_000) -> int | None:
+    v = param(params, name)
+    if v is None:
+        return default
+    try:
+        n = int(v)
+    except ValueError:
+        raise UsageError(f"parameter {name!r} must be a whole number, got {v[:40]!r}") from None
+    if not lo <= n <= hi:
+        raise UsageError(f"parameter {name!r} must be from {lo} to {hi}, got {n}")
+    return n
+
+
+def _float_param(params: dict, name: str) -> float | None:
+    v = param(params, name)
+    if v is None:
+        return None
+    try:
+        return float(v)
+    except ValueError:
+        raise UsageError(f"parameter {name!r} must be a number, got {v[:40]!r}") from None
+
+
+def _flag(params: dict, name: str) -> bool:
+    return (param(params, name) or "").lower() in ("1", "true", "yes", "on")
+
+
+def search_options(params: dict, explain: bool | None = None):
+    """The CLI's search flags as :class:`~kgsearch.query.SearchOptions` (result cache off: the
+    server never writes to the index)."""
+    from ..query import SearchOptions
+
+    return SearchOptions(k=int_param(params, "k", 10, 1, MAX_K), intent=param(params, "intent"),
+                         weights=param(params, "weights"), fusion=param(params, "fusion"),
+                         channels=param(params, "channels"), explain=_flag(params, "explain") if explain is None
+                         else explain, use_cache=False, norm=param(params, "norm", "z"),
+                         diversity=_float_param(params, "diversity"), group=param(params, "group"))
+
+
+def api_search(engine, params: dict) -> dict:
+    return engine.search(param(params, "q", required=True), search_options(params)).as_dict()
+
+
+def api_why(engine, params: dict) -> dict:
+    from ..query import why
+
+    return why(param(params, "q", required=True), param(params, "node", required=True),
+               options=search_options(params, explain=True), engine=engine)
+
+
+def api_show(engine, params: dict) -> dict:
+    from ..stats import show_node
+
+    return show_node(engine.ix, param(params, "node", required=True), limit=int_param(params, "edges", 25, 0, MAX_EDGES))
+
+
+def related_args(params: dict) -> dict:
+    types = param(params, "types")
+    direction = param(params, "direction", "both")
+    if direction not in ("out", "in", "both"):
+        raise UsageError(f"parameter 'direction' must be out, in or both, got {direction[:40]!r}")
+    return {"types": [t for t in types.split(",") if t] if types else None, "direction": direction,
+            "limit": int_param(params, "limit", 50, 1, MAX_EDGES)}
+
+
+def api_related(engine, params: dict) -> dict:
+    from ..stats import related_nodes
+
+    return related_nodes(engine.ix, param(params, "node", required=True), **related_args(params))
+
+
+def context_result(engine, params: dict, fmt: str = "json"):
+    """``kgsearch context``: ``task``, or ``files`` (repeated, or one per line), or ``diff`` (a unified
+    diff's text, or ``git``); ``budget``, ``k``."""
+    from ..context import ContextOptions, build_context
+    from ..context.diff import git_diff, parse_unified
+    from ..query import SearchOptions
+
+    task = param(params, "task")
+    files = [f for v in params.get("files", []) for f in v.splitlines() if f.strip()] or None
+    diff = param(params, "diff")
+    several = getattr(engine, "engines", None)          # several indexes searched as one
+    changes = None
+    if diff is not None:
+        roots = ([r for e in several.values() for r in e.ix.meta_json("roots", [])] if several
+                 else engine.ix.meta_json("roots", []))
+        changes = git_diff(roots) if diff.strip() == "git" else parse_unified(diff)
+    opts = ContextOptions(budget=int_param(params, "budget", 8000, 1, 1_000_000), fmt=fmt,
+                          k=int_param(params, "k", None, 1, MAX_K), search=SearchOptions(use_cache=False))
+    if several:
+        from ..context.multi import build_context_multi
+
+        return build_context_multi(engine, task=task, files=files, diff=changes, opts=opts)
+    return build_context(engine, task=task, files=files, diff=changes, opts=opts)
+
+
+def api_context(engine, params: dict) -> dict:
+    return json.loads(context_result(engine, params, "json").text)
+
+
+def api_stats(engine, params: dict) -> dict:
+    from ..stats import index_stats
+
+    return index_stats(engine.ix)
+
+
+ENDPOINTS = {"/api/search": api_search, "/api/show": api_show, "/api/related": api_related,
+             "/api/context": api_context, "/api/stats": api_stats, "/api/why": api_why}
+
+
+def _default(o):
+    try:
+        import numpy as np
+        if isinstance(o, np.generic):
+            return o.item()
+        if isinstance(o, np.ndarray):
+            return o.tolist()
+    except ImportError:  # pragma: no cover
+        pass
+    if hasattr(o, "as_dict"):
+        return o.as_dict()
+    if hasattr(o, "__dict__"):
+        return o.__dict__
+    return str(o)
+
+
+def dumps(obj) -> bytes:
+    """JSON as the CLI's ``--json`` writes it (same values; no indentation), UTF-8."""
+    return json.dumps(obj, ensure_ascii=False, default=_default).encode("utf-8")

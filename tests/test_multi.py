@@ -1,0 +1,236 @@
+"""Several indexes searched as one (kgsearch/query/multi.py): BM25 with pooled statistics scores
+exactly as one index of the union; with the channels whose scores can be pooled (bm25, dense)
+the two-index ranking IS the one-index ranking; hits name their index; the CLI (--db twice and
+$KGSEARCH_DB), context, the HTTP API and the MCP server over several indexes."""
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+
+from kgsearch.cli import main
+from kgsearch.indexer import IndexOptions, index_paths
+from kgsearch.query import Engine, SearchOptions
+from kgsearch.query.multi import MultiEngine, MultiHit, _rebased, index_names
+from kgsearch.store.db import Index
+
+WORDS = ("graph search index query vector note battery sync phone backup storage kernel cache rank "
+         "token model neighbour walk page score cluster entity sqlite python android offline laptop "
+         "memory budget stemmer posting channel fusion intent seed edge weight").split()
+QUERIES = ["graph search rank", "battery sync phone", "sqlite index cache", "vector model token",
+           "offline laptop backup storage", "entity edge weight walk"]
+
+
+def corpus(rng: random.Random, n: int) -> list[dict]:
+    docs = []
+    for i in range(n):
+        k = rng.randint(6, 40)
+        words = [rng.choice(WORDS[:12] if i % 3 == 0 else WORDS) for _ in range(k)]
+        docs.append({"_id": f"d{i}", "title": " ".join(words[:3]), "text": " ".join(words[3:])})
+    return docs
+
+
+def write(path, docs):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(d) + "\n" for d in docs), encoding="utf-8")
+
+
+@pytest.fixture(scope="module")
+def split(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("multi")
+    rng = random.Random(7)
+    docs = corpus(rng, 120)
+    side = [rng.random() < 0.5 for _ in docs]
+    write(tmp / "one" / "corpus.jsonl", docs)
+    write(tmp / "a" / "corpus.jsonl", [d for d, s in zip(docs, side) if s])
+    write(tmp / "b" / "corpus.jsonl", [d for d, s in zip(docs, side) if not s])
+    dbs = {}
+    for tag in ("one", "a", "b"):
+        dbs[tag] = tmp / f"{tag}.db"
+        index_paths(dbs[tag], [str(tmp / tag / "corpus.jsonl")], IndexOptions(fmt="beir"))
+    return tmp, dbs
+
+
+@pytest.fixture(scope="module")
+def engines(split):
+    _, dbs = split
+    ixs = {t: Index.open(p, readonly=True) for t, p in dbs.items()}
+    yield {t: Engine(ix) for t, ix in ixs.items()}
+    for ix in ixs.values():
+        ix.close()
+
+
+def test_pooled_bm25_scores_are_the_one_index_scores(engines):
+    from kgsearch.text import bm25
+
+    multi = MultiEngine({"a": engines["a"], "b": engines["b"]})
+    for q in QUERIES:
+        pooled = multi._bm25_pool(q, [])
+        assert pooled is not None and pooled["n"] == 120
+        want = {}
+        ids, sc, _ = bm25.score_all(engines["one"].ix, q)
+        keys = dict(engines["one"].ix.conn.execute("SELECT id, key FROM nodes"))
+        want = {keys[i]: s for i, s in zip(ids.tolist(), sc.tolist())}
+        got = {}
+        for t in ("a", "b"):
+            ids, sc, n = bm25.score_all(engines[t].ix, q, pooled=pooled)
+            k = dict(engines[t].ix.conn.execute("SELECT id, key FROM nodes"))
+            got.update({k[i]: s for i, s in zip(ids.tolist(), sc.tolist())})
+            ids2 = ids[:5]
+            assert bm25.score_ids(engines[t].ix, q, ids2, pooled=pooled).tolist() == pytest.approx(sc[:5].tolist(),
+                                                                                                  rel=1e-12)
+        assert set(got) == set(want)
+        for key, s in want.items():
+            assert got[key] == pytest.approx(s, rel=1e-9), (q, key)
+        unpooled = {}
+        for t in ("a", "b"):
+            ids, sc, _ = bm25.score_all(engines[t].ix, q)
+            k = dict(engines[t].ix.conn.execute("SELECT id, key FROM nodes"))
+            unpooled.update({k[i]: s for i, s in zip(ids.tolist(), sc.tolist())})
+        assert any(abs(unpooled[key] - s) > 1e-6 for key, s in want.items())      # pooling did something
+
+
+@pytest.mark.parametrize("channels", ["bm25", "bm25,dense"])
+def test_two_indexes_rank_as_one_with_pooled_channels(engines, channels):
+    multi = MultiEngine({"a": engines["a"], "b": engines["b"]})
+    opts = SearchOptions(k=10, channels=channels, use_cache=False)
+    for q in QUERIES:
+        one = engines["one"].search(q, opts)
+        two = multi.search(q, opts)
+        assert [h.key for h in two.hits] == [h.key for h in one.hits], q
+        # the same fused scores; the shift that lifts the weakest candidate to 0 depends on which
+        # candidates each side looked at (an offset common to all hits, shown as "shift")
+        unshifted = lambda r: [h.score - h.adjustments.get("shift", 0.0) for h in r.hits]  # noqa: E731
+        assert unshifted(two) == pytest.approx(unshifted(one), abs=1e-5)
+        assert all(isinstance(h, MultiHit) and h.index in ("a", "b") for h in two.hits)
+        for h in two.hits:                                   # each hit is a node of the index it names
+            assert engines[h.index].ix.conn.execute("SELECT id FROM nodes WHERE key=?", (h.key,)).fetchone()[0] == h.id
+
+
+def test_default_pipeline_hits_are_ranked_and_named(engines):
+    multi = MultiEngine({"a": engines["a"], "b": engines["b"]})
+    flipped = MultiEngine({"b": engines["b"], "a": engines["a"]})
+    for q in QUERIES:
+        r = multi.search(q, SearchOptions(k=8, use_cache=False, explain=True))
+        assert [h.rank for h in r.hits] == list(range(1, len(r.hits) + 1))
+        assert [h.score for h in r.hits] == sorted((h.score for h in r.hits), reverse=True)
+        assert {i["name"] for i in r.indexes} == {"a", "b"}
+        d = r.as_dict()
+        assert all(h["index"] in ("a", "b") for h in d["hits"])
+        f = flipped.search(q, SearchOptions(k=8, use_cache=False))
+        assert [(h.index, h.key, h.score) for h in f.hits] == [(h.index, h.key, h.score) for h in r.hits] or \
+            sorted(h.score for h in f.hits) == pytest.approx(sorted(h.score for h in r.hits))
+
+
+def test_rebase_puts_every_index_on_the_union_floor():
+    h = MultiHit(id=1, key="k", kind="doc", name="n", score=(2.0 + 0.5) * 0.8,
+                 adjustments={"shift": 0.5, "test_or_vendored": 0.8})
+    assert _rebased(h, 1.5) == pytest.approx((2.0 + 1.5) * 0.8)
+    plain = MultiHit(id=2, key="j", kind="doc", name="m", score=3.0, adjustments={})
+    assert _rebased(plain, 1.5) == pytest.approx(4.5)
+    assert index_names(["x/a.db", "y/a.db", "b"]) == ["a", "a-2", "b"]
+
+
+def test_different_analysers_or_models_are_said(split, engines, tmp_path, monkeypatch):
+    tmp, dbs = split
+    light = tmp_path / "light.db"
+    index_paths(light, [str(tmp / "b" / "corpus.jsonl")], IndexOptions(fmt="beir", settings={"stemmer": "light",
+                                                                                             "embed": False}))
+    with Index.open(light, readonly=True) as ix:
+        multi = MultiEngine({"a": engines["a"], "light": Engine(ix)})
+        r = multi.search("graph search", SearchOptions(channels="bm25", use_cache=False))
+        assert any("analyse text differently" in n for n in r.notices)
+    ix_b = engines["b"].ix
+    real = ix_b.meta
+    monkeypatch.setattr(ix_b, "meta", lambda k, d=None: "other-model@1" if k == "model_id" else real(k, d))
+    r = MultiEngine({"a": engines["a"], "b": engines["b"]}).search("graph search",
+                                                                   SearchOptions(channels="bm25", use_cache=False))
+    assert any("different embedding models" in n for n in r.notices)
+
+
+# --------------------------------------------------------------------------- the command line, context, servers
+def cli_json(capsys, monkeypatch, *args, env=None):
+    if env is not None:
+        monkeypatch.setenv("KGSEARCH_DB", env)
+    capsys.readouterr()
+    code = main(list(args))
+    out = capsys.readouterr()
+    return code, (json.loads(out.out) if code == 0 and out.out.strip() else None), out.err
+
+
+def no_timings(d):
+    if isinstance(d, dict):
+        return {k: no_timings(v) for k, v in d.items() if k != "timings_ms"}
+    if isinstance(d, list):
+        return [no_timings(v) for v in d]
+    return d
+
+
+def test_cli_search_over_two_indexes(split, capsys, monkeypatch):
+    import os
+
+    _, dbs = split
+    code, a, _ = cli_json(capsys, monkeypatch, "search", "battery sync phone", "--db", str(dbs["a"]),
+                          "--db", str(dbs["b"]), "--json", "--no-cache")
+    assert code == 0 and {h["index"] for h in a["hits"]} == {"a", "b"}
+    assert [i["name"] for i in a["indexes"]] == ["a", "b"]
+    code, b, _ = cli_json(capsys, monkeypatch, "search", "battery sync phone", "--json", "--no-cache",
+                          env=os.pathsep.join([str(dbs["a"]), str(dbs["b"])]))
+    assert code == 0 and no_timings(b) == no_timings(a)
+    code, _, err = cli_json(capsys, monkeypatch, "stats")
+    assert code == 2 and "works on one index" in err and "$KGSEARCH_DB names 2" in err
+    code, _, _ = cli_json(capsys, monkeypatch, "--db", str(dbs["a"]), "stats", "--json")
+    assert code == 0                                        # --db picks one, whatever the environment says
+    capsys.readouterr()
+    assert main(["search", "battery sync phone", "-k", "3"]) == 0
+    text = capsys.readouterr().out
+    assert any(line.strip().startswith(("a: doc:", "b: doc:")) for line in text.splitlines())
+
+
+def test_context_over_two_indexes(split, capsys, monkeypatch):
+    _, dbs = split
+    code, d, _ = cli_json(capsys, monkeypatch, "context", "offline laptop backup storage", "--db", str(dbs["a"]),
+                          "--db", str(dbs["b"]), "--json", "--budget", "4000")
+    assert code == 0 and d["items"]
+    assert {it["index"] for it in d["items"]} == {"a", "b"}
+    assert d["used"] <= 4000
+
+
+def test_http_api_over_two_indexes(split, capsys, monkeypatch):
+    from kgsearch.serve import App, Holder
+
+    _, dbs = split
+    app = App({"a": Holder(str(dbs["a"])), "b": Holder(str(dbs["b"]))})
+    st, _, body = app.handle("GET", "/api/search?q=graph+search+rank&k=5", {})
+    assert st == 200
+    code, want, _ = cli_json(capsys, monkeypatch, "search", "graph search rank", "-k", "5", "--db", str(dbs["a"]),
+                             "--db", str(dbs["b"]), "--json", "--no-cache")
+    assert no_timings(json.loads(body)) == no_timings(want)
+    hit = next(h for h in want["hits"] if h["index"] == "b")
+    from urllib.parse import quote
+
+    st, _, page = app.handle("GET", f"/node?node={quote(hit['key'], safe='')}&db=b", {})
+    assert st == 200 and hit["name"].split()[0].encode() in page
+    st, _, page = app.handle("GET", "/?q=graph+search+rank", {})
+    assert st == 200 and b"&amp;db=" in page                      # result links name their index
+    st, _, body = app.handle("GET", "/api/context?task=graph+search&budget=3000", {})
+    assert st == 200 and {it["index"] for it in json.loads(body)["items"]} <= {"a", "b"}
+
+
+def test_mcp_over_two_indexes(split):
+    from kgsearch.mcp.multi import MultiServer
+
+    _, dbs = split
+    srv = MultiServer([str(dbs["a"]), str(dbs["b"])])
+    res = srv.call("search", {"query": "sqlite index cache", "k": 6})
+    assert not res["isError"] and {h["index"] for h in res["structuredContent"]["hits"]} <= {"a", "b"}
+    only_b = next(h for h in res["structuredContent"]["hits"] if h["index"] == "b")
+    with Index.open(dbs["a"], readonly=True) as ix:
+        in_a = ix.conn.execute("SELECT 1 FROM nodes WHERE key=?", (only_b["key"],)).fetchone()
+    res = srv.call("show", {"node": only_b["key"]})
+    assert not res["isError"] and res["structuredContent"]["index"] == ("a" if in_a else "b")
+    res = srv.call("stats", {})
+    assert [i["index"] for i in res["structuredContent"]["indexes"]] == ["a", "b"]
+    res = srv.call("show", {"node": "no-such-node-anywhere"})
+    assert res["isError"] and "any of the indexes" in res["content"][0]["text"]
