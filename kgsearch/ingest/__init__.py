@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from . import beir, kg, markdown, plaintext, pycode, triples
+from . import beir, gocode, javacode, kg, markdown, plaintext, pycode, rscode, triples
 
 # loader name -> module
-LOADERS = {m.NAME: m for m in (kg, markdown, pycode, plaintext, beir, triples)}
+LOADERS = {m.NAME: m for m in (kg, markdown, pycode, plaintext, beir, triples, gocode, rscode, javacode)}
 
 EXTENSION_LOADER = {
     ".json": "kg", ".jsonl": "kg", ".ndjson": "kg", ".csv": "kg", ".tsv": "triples",
@@ -18,6 +18,7 @@ EXTENSION_LOADER = {
     ".py": "python", ".pyi": "python",
     ".txt": "text", ".text": "text", ".rst": "text", ".org": "text", ".log": "text",
     ".adoc": "text", ".tex": "text",
+    **{ext: m.NAME for m in (gocode, rscode, javacode) for ext in m.EXTENSIONS},
 }
 
 # Files without these extensions are still read as plain text when they look like text
