@@ -68,6 +68,8 @@ ORACLE = {
 }
 ORACLE["cpp"] = ORACLE["c"]
 ORACLE["typescript"] = ORACLE["javascript"]
+C_KEYWORDS = frozenset("if else for while do switch case return sizeof catch try throw".split())
+COUNTS = ("files", "oracle", "start", "end", "loader", "clean", "clean_start", "clean_end")
 FUNCTION_VALUES = {"arrow_function", "function_expression", "function", "generator_function"}
 
 
@@ -128,6 +130,9 @@ def _name(node, lang: str) -> str | None:
             return None
     if lang in ("c", "cpp"):
         if t == "function_definition":
+            if any(c.type in ("default_method_clause", "delete_method_clause", "pure_virtual_clause")
+                   for c in node.children):
+                return None                    # = default / = delete: no body
             d = node.child_by_field_name("declarator")
             while d is not None and d.type not in ("function_declarator",):
                 d = d.child_by_field_name("declarator")
@@ -140,10 +145,18 @@ def _name(node, lang: str) -> str | None:
                 d = d.child_by_field_name("name")
             if d.type == "template_function":
                 d = d.child_by_field_name("name")
-            return _text(d) if d is not None else None
+            if d is None:
+                return None
+            from kgsearch.ingest.ccode import norm_name
+            name = norm_name(_text(d))
+            return None if name in C_KEYWORDS else name       # a macro made tree-sitter see if (..) { } as one
         if node.child_by_field_name("body") is None:
             return None
         n = node.child_by_field_name("name")
+        if n is not None and n.type == "qualified_identifier":
+            n = n.child_by_field_name("name") or n
+        if n is not None and n.type == "template_type":
+            n = n.child_by_field_name("name")
         if n is None:
             p = node.parent
             if p is not None and p.type == "type_definition":
@@ -176,13 +189,33 @@ def _start_line(node, lang: str) -> int:
         while prev is not None and prev.type == "attribute_item" and prev.end_point[0] >= row - 1:
             row = prev.start_point[0]
             prev = prev.prev_named_sibling
-    if lang in ("c", "cpp") and node.parent is not None and node.parent.type == "template_declaration":
-        row = node.parent.start_point[0]
+    if lang in ("c", "cpp"):
+        p = node.parent
+        if p is not None and p.type == "friend_declaration":
+            p = p.parent
+        if p is not None and p.type == "template_declaration":
+            row = p.start_point[0]
     return row + 1
 
 
-def oracle_defs(data: bytes, lang: str, rel: str) -> list[tuple[str, int, int]]:
-    """(name, start line, end line) of the definitions tree-sitter finds in ``data``."""
+def _clean(node) -> bool:
+    """tree-sitter parsed this definition without an error: none inside it, it does not sit in
+    an ERROR node, and the node before it is not one (an unexpanded macro often breaks the
+    parse there, and the definition that follows takes a wrong start or end)."""
+    if node.has_error:
+        return False
+    p = node.parent
+    while p is not None:
+        if p.type == "ERROR":
+            return False
+        p = p.parent
+    prev = node.prev_sibling
+    return prev is None or not (prev.type == "ERROR" or prev.has_error)
+
+
+def oracle_defs(data: bytes, lang: str, rel: str) -> list[tuple[str, int, int, bool]]:
+    """(name, start line, end line, clean) of the definitions tree-sitter finds in ``data``
+    (clean: see :func:`_clean`)."""
     import tree_sitter as ts
 
     family = "javascript" if lang == "typescript" else lang
@@ -195,7 +228,7 @@ def oracle_defs(data: bytes, lang: str, rel: str) -> list[tuple[str, int, int]]:
         if node.type in kinds:
             name = _name(node, family if family == "javascript" else lang)
             if name:
-                out.append((name, _start_line(node, lang), _end_line(node)))
+                out.append((name, _start_line(node, lang), _end_line(node), _clean(node)))
         stack.extend(reversed(node.children))
     return out
 
@@ -228,21 +261,24 @@ def compare_file(path: Path, rel: str, root: Path, cpp_tree: bool) -> dict | Non
     _, got = loader_defs(path, rel, root)
     by_start = collections.Counter((n, a) for n, a, _ in got)
     full = collections.Counter(got)
-    ok_start = ok_end = 0
-    misses = []
-    for d in want:
-        if by_start[(d[0], d[1])] > 0:
-            by_start[(d[0], d[1])] -= 1
-            ok_start += 1
-            if full[d] > 0:
-                full[d] -= 1
-                ok_end += 1
-            else:
-                misses.append(("end", rel, d))
-        else:
-            misses.append(("start", rel, d))
-    return {"lang": lang, "oracle": len(want), "start": ok_start, "end": ok_end, "loader": len(got),
-            "misses": misses}
+    r = {"lang": lang, "oracle": len(want), "start": 0, "end": 0, "loader": len(got), "clean": 0,
+         "clean_start": 0, "clean_end": 0, "misses": []}
+    for name, a, b, clean in want:
+        ok_s = ok_e = False
+        if by_start[(name, a)] > 0:
+            by_start[(name, a)] -= 1
+            ok_s = True
+            if full[(name, a, b)] > 0:
+                full[(name, a, b)] -= 1
+                ok_e = True
+        r["start"] += ok_s
+        r["end"] += ok_e
+        r["clean"] += clean
+        r["clean_start"] += clean and ok_s
+        r["clean_end"] += clean and ok_e
+        if not ok_e:
+            r["misses"].append(("end" if ok_s else "start", rel, (name, a, b), "clean" if clean else "parse error"))
+    return r
 
 
 def compare_tree(root: Path) -> dict:
@@ -254,9 +290,9 @@ def compare_tree(root: Path) -> dict:
         r = compare_file(p, rel, root, cpp_tree)
         if r is None:
             continue
-        a = per.setdefault(r["lang"], {"files": 0, "oracle": 0, "start": 0, "end": 0, "loader": 0, "misses": []})
+        a = per.setdefault(r["lang"], dict.fromkeys(COUNTS, 0) | {"misses": []})
         a["files"] += 1
-        for k in ("oracle", "start", "end", "loader"):
+        for k in COUNTS[1:]:
             a[k] += r[k]
         a["misses"] += r["misses"]
     return per
@@ -280,24 +316,25 @@ def main(argv=None) -> int:
         per = compare_tree(tree)
         for lang, r in sorted(per.items()):
             rows.append({"tree": tree.name, "lang": lang, **{k: v for k, v in r.items() if k != "misses"}})
-            t = total.setdefault(lang, {"files": 0, "oracle": 0, "start": 0, "end": 0, "loader": 0, "misses": []})
-            for k in ("files", "oracle", "start", "end", "loader"):
+            t = total.setdefault(lang, dict.fromkeys(COUNTS, 0) | {"misses": []})
+            for k in COUNTS:
                 t[k] += r[k]
             t["misses"] += r["misses"]
-    lines = ["| tree | language | files | oracle defs | loader defs | name + start line | + end line |",
-             "|---|---|---|---|---|---|---|"]
+    head = ("| {} | files | oracle defs | loader defs | name + start line | + end line | oracle defs parsed without "
+            "error | name + start line | + end line |")
+    lines = [head.format("tree | language"), "|---" * 11 + "|"]
+
+    def cells(t: dict) -> str:
+        return (f"{t['files']} | {t['oracle']} | {t['loader']} | {_pct(t['start'], t['oracle'])} | "
+                f"{_pct(t['end'], t['oracle'])} | {t['clean']} | {_pct(t['clean_start'], t['clean'])} | "
+                f"{_pct(t['clean_end'], t['clean'])} |")
     for r in rows:
-        lines.append(f"| {r['tree']} | {r['lang']} | {r['files']} | {r['oracle']} | {r['loader']} | "
-                     f"{_pct(r['start'], r['oracle'])} | {_pct(r['end'], r['oracle'])} |")
-    lines += ["", "| language | files | oracle defs | loader defs | name + start line | + end line |",
-              "|---|---|---|---|---|---|"]
+        lines.append(f"| {r['tree']} | {r['lang']} | " + cells(r))
+    lines += ["", head.format("language"), "|---" * 10 + "|"]
     for lang, t in sorted(total.items()):
-        lines.append(f"| **{lang}** | {t['files']} | {t['oracle']} | {t['loader']} | {_pct(t['start'], t['oracle'])} | "
-                     f"{_pct(t['end'], t['oracle'])} |")
-    all_o = sum(t["oracle"] for t in total.values())
-    lines.append(f"| **all** | {sum(t['files'] for t in total.values())} | {all_o} | "
-                 f"{sum(t['loader'] for t in total.values())} | {_pct(sum(t['start'] for t in total.values()), all_o)} | "
-                 f"{_pct(sum(t['end'] for t in total.values()), all_o)} |")
+        lines.append(f"| **{lang}** | " + cells(t))
+    allt = {k: sum(t[k] for t in total.values()) for k in COUNTS}
+    lines.append("| **all** | " + cells(allt))
     print("\n".join(lines))
     if a.misses:
         for lang, t in sorted(total.items()):
