@@ -43,7 +43,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-REPOS = ROOT.parent / "shared" / "bench" / "code-tasks-multi" / "repos"
+REPOS = Path(os.environ.get("KGSEARCH_SHARED", ROOT.parent / "shared")) / "bench" / "code-tasks-multi" / "repos"
 
 # tree-sitter node type -> the kind a loader gives it (the name comes from the "name" field
 # unless _name says otherwise)
@@ -282,7 +282,12 @@ def compare_file(path: Path, rel: str, root: Path, cpp_tree: bool) -> dict | Non
 
 
 def compare_tree(root: Path) -> dict:
-    files = sorted(p for p in root.rglob("*") if p.is_file())
+    """Every file kgsearch indexes under ``root`` (its walk: ``dist/``, ``node_modules``,
+    minified scripts and the like are not), compared."""
+    from kgsearch.ingest.walk import walk
+
+    files = [f.path for f in walk(root.resolve())]
+    root = root.resolve()
     cpp_tree = any(p.suffix in (".cc", ".cpp", ".hpp", ".cxx") for p in files)
     per: dict[str, dict] = {}
     for p in files:

@@ -75,13 +75,25 @@ def _quoted(s: str) -> str:
 class Lexed:
     """A lexed file (see the module docstring)."""
 
-    __slots__ = ("text", "code", "comments", "directives", "nl", "pairs", "_cends")
+    __slots__ = ("text", "code", "comments", "directives", "nl", "pairs", "opens", "up", "_cends")
 
     def __init__(self, text: str, code: str, comments: list, directives: list):
         self.text, self.code, self.comments, self.directives = text, code, comments, directives
         self.nl = [m.start() for m in re.finditer("\n", text)]
-        self.pairs = pair_up(code)
+        self.pairs, self.up = pair_up(code)
+        self.opens = sorted(self.up)
         self._cends = [e for _, e in comments]
+
+    def enclosing(self, pos: int) -> int:
+        """Offset of the innermost bracket open around ``pos`` (-1: none)."""
+        i = bisect_left(self.opens, pos) - 1
+        if i < 0:
+            return -1
+        o = self.opens[i]
+        pairs, up = self.pairs, self.up
+        while o >= 0 and pairs.get(o, len(self.code)) < pos:
+            o = up[o]
+        return o
 
     def line(self, pos: int) -> int:
         """1-based line of the character at ``pos``."""
@@ -131,17 +143,20 @@ _BRACKETS = re.compile(r"[{}()\[\]]")
 _OPEN = {"}": "{", ")": "(", "]": "["}
 
 
-def pair_up(code: str) -> dict[int, int]:
-    """Offset of every bracket -> offset of its partner (both directions). A closing bracket
+def pair_up(code: str) -> tuple[dict[int, int], dict[int, int]]:
+    """Offset of every bracket -> offset of its partner (both directions), and of every opening
+    bracket -> the opening bracket around it (-1 at the top). A closing bracket
     that closes nothing pairs with nothing; one that closes a bracket of another kind closes
     the nearest open bracket of its own kind, and the open ones above it stay unpaired (an
     unpaired opening bracket runs to the end of the text)."""
     pairs: dict[int, int] = {}
     stacks: dict[str, list[int]] = {"{": [], "(": [], "[": []}
     order: list[tuple[str, int]] = []          # the open brackets, innermost last
+    up: dict[int, int] = {}
     for m in _BRACKETS.finditer(code):
         c, at = m.group(), m.start()
         if c in stacks:
+            up[at] = order[-1][1] if order else -1
             stacks[c].append(at)
             order.append((c, at))
             continue
@@ -161,7 +176,7 @@ def pair_up(code: str) -> dict[int, int]:
     for st in stacks.values():
         for o in st:
             pairs[o] = end
-    return pairs
+    return pairs, up
 
 
 _DIRECTIVE = re.compile(r"[ \t]*#[ \t]*(\w+)")

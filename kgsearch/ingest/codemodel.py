@@ -361,23 +361,33 @@ def call_sites(code: str, skip: set[int], start: int = 0, end: int | None = None
 
 
 _ANGLES = re.compile(r"->|=>|>>=|<<=|[<>;{}]")
+_ANGLES_PAIRED = re.compile(r"->|=>|>>=|<<=|[<>;{}()\[\]]")
 
 
-def skip_angles(code: str, at: int) -> int:
+def skip_angles(code: str, at: int, pairs: dict | None = None) -> int:
     """Offset after the ``<...>`` that opens at ``at`` (generic arguments: nested ``<>`` counted,
-    ``->`` and ``=>`` not); at a ``;``, ``{`` or ``}`` before it closes, that offset."""
+    ``->`` and ``=>`` not, bracket groups inside skipped when ``pairs`` is given); at a ``;`` or a
+    ``{``/``}`` before it closes (without ``pairs``), that offset."""
     depth = 0
-    for m in _ANGLES.finditer(code, at):
+    pat = _ANGLES_PAIRED if pairs is not None else _ANGLES
+    p = at
+    n = len(code)
+    while True:
+        m = pat.search(code, p)
+        if m is None:
+            return n
         t = m.group()
+        p = m.end()
         if t == "<":
             depth += 1
         elif t == ">":
             depth -= 1
             if depth == 0:
                 return m.end()
-        elif t in (";", "{", "}"):
+        elif t in "{([" and pairs is not None:
+            p = pairs.get(m.start(), n) + 1
+        elif t in (";", "{", "}", ")", "]"):
             return m.start()
-    return len(code)
 
 
 _END = re.compile(r"[;{}(\[]")

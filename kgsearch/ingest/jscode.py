@@ -1,0 +1,378 @@
+"""JavaScript and TypeScript source (JSX, TSX, ES modules and CommonJS): definitions.
+
+Nodes (see :mod:`kgsearch.ingest.codemodel`): the file (``module``; ``index.js`` is named
+after its folder); function and generator declarations; classes (declarations and named
+class expressions; TypeScript abstract classes, interfaces and enums as ``class`` with their
+``decl``); methods of classes (constructors, getters, setters, ``#private`` ones, fields whose
+value is a function, TypeScript overload and abstract signatures) and of interfaces and type
+literals (signatures); and every function or arrow function given a name by where it is
+written, as tree-sitter's tags name them: ``const f = () => ..``, ``x.y = function () ..``
+(``X.prototype.m = ..`` reads ``X.m``; ``exports.f``/``module.exports.f`` read ``f``;
+``module.exports = ..`` reads ``exports``), ``key: function () ..`` and ``key() { }`` in an
+object literal (named ``<object>.<key>`` when the object is assigned to a name). Anonymous
+functions are not nodes (their code belongs to the definition around them). Arrow functions
+with an expression body end where the expression does. Doc comments (JSDoc or plain) are the
+comments right above. Tests: ``*.test.*``, ``*.spec.*`` and ``__tests__``/``test``/``spec``
+folders; ``*.min.js`` and bundles are generated.
+
+Names and edges: :mod:`kgsearch.ingest.jsnames`.
+"""
+from __future__ import annotations
+
+import re
+
+from .codemodel import Def, find_end, skip_angles
+
+__all__ = ["scan", "owner_prefix"]
+
+_FUNCTION = re.compile(r"(?<![\w$.])(?:async\s+)?function\b\s*(\*\s*)?([\w$]+)?\s*")
+_CLASS = re.compile(r"(?<![\w$.])(?:abstract\s+)?class\b\s*([A-Za-z_$][\w$]*)?")
+_TS_TYPE = re.compile(r"(?<![\w$.])(?:(?:const|declare)\s+)?(interface|enum)\s+([\w$]+)")
+_VALUE = re.compile(r"(?<![=!<>+\-*/%&|^?:])(=|:)(?![=>:])\s*(?=(?:async\b\s*)?(?:function\b|\(|<|[A-Za-z_$][\w$]*\s*=>))")
+_ARROW_AFTER = re.compile(r"\s*(?::(?:[^=;{}]|\{[^{}]*\}|=>(?=[^{]*=>))*?)?=>")
+_SIMPLE_ARROW = re.compile(r"(?:async\s+)?([A-Za-z_$][\w$]*)\s*=>")
+_LHS = re.compile(r"((?:this|[A-Za-z_$][\w$]*)(?:\s*\??\.\s*#?[\w$]+)*)\s*(?:[!?]\s*)?(?::(?:[^;{}=()\n]|\([^()\n]*\)|=>|<[^<>\n]*>)*?)?\s*$")
+_KEY = re.compile(r"([A-Za-z_$][\w$]*)\s*\??\s*$")
+_MEMBER = re.compile(r"(?<![\w$.#])(#?[A-Za-z_$][\w$]*|\[[^\[\]\n]*\])\s*\??\s*(?=[(<])")
+_MODIFIERS = re.compile(r"((?:@[\w$.]+(?:\s*\((?:[^()]|\([^()]*\))*\))?\s*|(?:static|async|get|set|public|private|protected"
+                        r"|readonly|abstract|override|declare|accessor|export|default)\s+|\*\s*)*)$")
+_DECL_BEFORE = re.compile(r"(?:^|[;{}]|\b(?:export|default|declare)|\n)\s*$")
+_EXPR_BEFORE = re.compile(r"[=(,:\[?!&|+\-*/%<>~^]\s*$|\b(?:return|yield|await|new|typeof|void|delete|in|of|case|throw)\s*$")
+_PREV = re.compile(r"([\w$]+|\S)\s*$")
+_IN_ANGLES = re.compile(r"<[^<>()=;{}]*$")
+_TYPE_ALIAS = re.compile(r"\btype\s+[\w$]+\s*(?:<[^=]*>)?\s*=\s*$")
+_CODE_WORDS = frozenset("else try finally do".split())
+_NOT_METHODS = frozenset("if for while switch catch with function return typeof new await yield super import "
+                         "constructor_".split())
+_BODY_AFTER = re.compile(r"\s*(?::\s*[^;{}\n]*?(?:\{[^{}]*\}[^;{}\n]*?)?)?\s*\{")
+_SIG_END = re.compile(r"[;,}\n]")
+
+
+class Blocks:
+    """What each ``{`` opens: ``class``, ``interface``, ``enum``, ``object`` (an object
+    literal), ``type`` (a type literal) or ``code`` (a function body, a statement block)."""
+
+    def __init__(self, lx, fixed: dict[int, str]):
+        self.lx, self.kinds = lx, dict(fixed)
+
+    def kind(self, o: int) -> str:
+        k = self.kinds.get(o)
+        if k is None:
+            k = self.kinds[o] = self._kind(o)
+        return k
+
+    def _kind(self, o: int) -> str:
+        code = self.lx.code
+        m = _PREV.search(code, max(0, o - 80), o)
+        if m is None:
+            return "code"
+        t = m.group(1)
+        if t in (",", "<") and _IN_ANGLES.search(code, max(0, o - 120), o):
+            return "type"                          # Map<K, {..}>
+        if t in ("=", "(", ",", "[", "?", "!", "&", "|", "return", "yield", "await", "default", "...", "in", "of"):
+            if t == "=" and _TYPE_ALIAS.search(code, max(0, o - 200), o):
+                return "type"
+            return "object"
+        if t == ":":
+            before = code[max(0, m.start(1) - 40):m.start(1)].rstrip()
+            if before[-1:] in ("}", "]", '"') or before.endswith(")") and not re.search(r"\)\s*$", before[-1:]):
+                return "object"                    # cond ? {..} : {..}
+            up = self.lx.enclosing(m.start(1))
+            if up >= 0 and code[up] == "{" and self.kind(up) == "object":
+                return "object"
+            if up >= 0 and code[up] == "{" and self.kind(up) in ("type", "interface", "class"):
+                return "type"
+            if up >= 0 and code[up] == "(":
+                return "type"
+            return "type" if self._annotation(m.start(1)) else "object"
+        if t == "<" or t == ">" and code[m.start(1) - 1:m.start(1)] != "=":
+            return "type"
+        return "code"
+
+    def _annotation(self, colon: int) -> bool:
+        """``x: {`` in a declaration or a parameter list (a type), not ``case x: {`` or a label."""
+        code = self.lx.code
+        w = re.search(r"(?:\b(?:const|let|var|readonly|public|private|protected)\s+[\w$]+|\))\s*\??\s*$",
+                      code[max(0, colon - 80):colon])
+        return w is not None
+
+
+def owner_prefix(lx, blocks: Blocks, o: int, memo: dict) -> str:
+    """The name an object literal at ``o`` is assigned to (``api`` for ``const api = {``,
+    ``a.b`` for ``b: {`` inside it; ``''`` for ``module.exports = {`` and anonymous ones)."""
+    if o in memo:
+        return memo[o]
+    memo[o] = ""
+    code = lx.code
+    before = code[max(0, o - 200):o]
+    out = ""
+    m = re.search(r"((?:this|[A-Za-z_$][\w$]*)(?:\s*\.\s*[\w$]+)*)\s*(?::[^=;{}]*)?=\s*$", before)
+    if m:
+        out = _local_of(re.sub(r"\s+", "", m.group(1)))
+        if out == "exports":
+            out = ""
+    else:
+        k = re.search(r"([A-Za-z_$][\w$]*)\s*:\s*$", before)
+        up = lx.enclosing(o)
+        if k and up >= 0 and code[up] == "{" and blocks.kind(up) == "object":
+            parent = owner_prefix(lx, blocks, up, memo)
+            out = f"{parent}.{k.group(1)}" if parent else k.group(1)
+    memo[o] = out
+    return out
+
+
+def _local_of(lhs: str) -> str:
+    """``X.prototype.m`` -> ``X.m``; ``module.exports.f``, ``exports.f``, ``this.f`` -> ``f``;
+    ``module.exports`` -> ``exports``."""
+    parts = [p for p in re.split(r"\??\.", lhs) if p]
+    if parts[:2] == ["module", "exports"]:
+        parts = parts[2:] or ["exports"]
+    elif parts[:1] in (["exports"], ["this"]) and len(parts) > 1:
+        parts = parts[1:]
+    parts = [p for p in parts if p != "prototype"] or parts
+    return ".".join(parts)
+
+
+def _function_value(lx, at: int) -> tuple[int, int, int | None] | None:
+    """A function or arrow function starting at ``at``: (start, end, body ``{`` or None)."""
+    code, pairs = lx.code, lx.pairs
+    n = len(code)
+    m = _FUNCTION.match(code, at)
+    if m:
+        p = m.end()
+        if code.startswith("<", p):
+            p = skip_angles(code, p, pairs)
+            while p < n and code[p] in " \t\n":
+                p += 1
+        if not code.startswith("(", p):
+            return None
+        b = _BODY_AFTER.match(code, pairs.get(p, n) + 1)
+        if not b:
+            return None
+        body = b.end() - 1
+        return at, pairs.get(body, n) + 1, body
+    a = re.compile(r"(?:async\s+)?").match(code, at).end()
+    if code.startswith("<", a):
+        a = skip_angles(code, a, pairs)
+        while a < n and code[a] in " \t\n":
+            a += 1
+    if code.startswith("(", a):
+        arrow = _ARROW_AFTER.match(code, pairs.get(a, n) + 1)
+    else:
+        s = _SIMPLE_ARROW.match(code, at)
+        arrow = s if s and s.start() == at else None
+    if arrow is None:
+        return None
+    p = arrow.end()
+    while p < n and code[p] in " \t\n":
+        p += 1
+    if code.startswith("{", p):
+        return at, pairs.get(p, n) + 1, p
+    return at, expression_end(lx, p), None
+
+
+_EXPR_STOP = re.compile(r"[;,)\]}\n({\[]")
+_CONTINUES = re.compile(r"\s*(?:[.?:+\-*/%&|^<>=,]|\binstanceof\b|\bin\b)")
+_ENDS_OPEN = re.compile(r"(?:[=+\-*/%&|^<>?:,(\[]|=>|\b(?:return|typeof|new|await|in|of|instanceof))\s*$")
+
+
+def expression_end(lx, at: int) -> int:
+    """One past the last character of the expression starting at ``at`` (an arrow function's
+    expression body): up to a ``;`` or ``,`` or a closing bracket around it, or a line break
+    after which nothing continues the expression."""
+    code, pairs = lx.code, lx.pairs
+    n = len(code)
+    p = at
+    last = at
+    while True:
+        m = _EXPR_STOP.search(code, p)
+        if m is None:
+            return n
+        c, s = m.group(), m.start()
+        if c in "({[":
+            p = pairs.get(s, n) + 1
+            last = p
+            continue
+        if c == "\n":
+            seg = code[last:s]
+            if seg.strip():
+                last = s
+            if not _CONTINUES.match(code, s) and not _ENDS_OPEN.search(code, max(at, s - 40), s) and s > at \
+                    and code[at:s].strip():
+                break
+            p = s + 1
+            continue
+        break
+    e = s
+    while e > at and code[e - 1] in " \t\n":
+        e -= 1
+    return e
+
+
+def _start_with_modifiers(code: str, at: int, lo: int) -> int:
+    m = _MODIFIERS.search(code, max(lo, at - 300), at)
+    if m and m.group(1):
+        s = m.start(1)
+        while s < at and code[s] in " \t\n":
+            s += 1
+        return s
+    return at
+
+
+def scan(lx) -> list[Def]:
+    """Every definition of a lexed JavaScript/TypeScript file (see the module docstring)."""
+    code, pairs = lx.code, lx.pairs
+    n = len(code)
+    defs: list[Def] = []
+    fixed: dict[int, str] = {}
+    taken: set[int] = set()                       # offsets of function values already named
+    for m in _CLASS.finditer(code):
+        body = find_end(code, pairs, m.end(), "{;")
+        if body >= n or code[body] != "{":
+            continue
+        fixed[body] = "class"
+        if not m.group(1):                         # an anonymous class expression: its methods only
+            continue
+        start = _start_with_modifiers(code, m.start(), 0)
+        d = Def("class", m.group(1), start, pairs.get(body, n) + 1, body, m.start(1),
+                "abstract class" if code.startswith("abstract", m.start()) else "class")
+        _heritage(d, code[m.end():body])
+        defs.append(d)
+    for m in _TS_TYPE.finditer(code):
+        body = find_end(code, pairs, m.end(), "{;=")
+        if body >= n or code[body] != "{":
+            continue
+        fixed[body] = "interface" if m.group(1) == "interface" else "enum"
+        start = m.start() if not code.startswith("declare", m.start()) else m.start(1)
+        d = Def("class", m.group(2), start, pairs.get(body, n) + 1, body, m.start(2), m.group(1))
+        _heritage(d, code[m.end():body])
+        defs.append(d)
+    blocks = Blocks(lx, fixed)
+    for m in _FUNCTION.finditer(code):
+        if not m.group(2) or _EXPR_BEFORE.search(code, max(0, m.start() - 40), m.start()):
+            continue
+        f = _function_value(lx, m.start())
+        start = m.start()
+        if f is None:                              # a TypeScript overload or `declare function` signature
+            p = m.end()
+            if code.startswith("<", p):
+                p = skip_angles(code, p, pairs)
+            p = code.find("(", p, p + 5)
+            if p < 0:
+                continue
+            e = find_end(code, pairs, pairs.get(p, n) + 1, ";{")
+            nl = code.find("\n", pairs.get(p, n) + 1, e)
+            end = e + 1 if code[e:e + 1] == ";" and nl < 0 else (nl if nl >= 0 else e)
+            defs.append(Def("function", m.group(2), start, end, None, m.start(2), "function"))
+            continue
+        taken.add(m.start())
+        defs.append(Def("function", m.group(2), start, f[1], f[2], m.start(2),
+                        "generator" if m.group(1) else "function"))
+    memo: dict[int, str] = {}
+    for m in _VALUE.finditer(code):
+        at = m.end()
+        if at in taken:
+            continue
+        f = _function_value(lx, at)
+        if f is None:
+            continue
+        up = lx.enclosing(m.start())
+        if up >= 0 and code[up] in "([":
+            continue                               # a default parameter value, an argument
+        if m.group(1) == ":":
+            k = _KEY.search(code, max(0, m.start() - 120), m.start())
+            if not k or up < 0 or code[up] != "{" or blocks.kind(up) != "object":
+                continue
+            owner = owner_prefix(lx, blocks, up, memo)
+            name = k.group(1)
+            d = Def("function", name, k.start(1), f[1], f[2], k.start(1), "function",
+                    f"{owner}.{name}" if owner else name)
+        else:
+            lhs = _LHS.search(code, max(0, m.start() - 200), m.start())
+            if not lhs:
+                continue
+            raw = re.sub(r"\s+", "", lhs.group(1))
+            local = _local_of(raw)
+            name = local.rsplit(".", 1)[-1]
+            kind = "method" if up >= 0 and code[up] == "{" and blocks.kind(up) == "class" else "function"
+            start = lhs.start(1)
+            if kind == "method":
+                start = _start_with_modifiers(code, start, up + 1)
+            d = Def(kind, name, start, f[1], f[2], lhs.start(1), "function", local)
+        taken.add(at)
+        defs.append(d)
+    defs += _members(lx, blocks, memo)
+    return defs
+
+
+def _heritage(d: Def, head: str) -> None:
+    prev = None
+    while prev != head:
+        prev, head = head, re.sub(r"<[^<>]*>", "", head)
+    ext = re.search(r"\bextends\s+(.+?)(?=\bimplements\b|$)", head, re.S)
+    imp = re.search(r"\bimplements\s+(.+)$", head, re.S)
+    if ext:
+        for t in ext.group(1).split(","):
+            t = re.sub(r"\s+", "", t)
+            if re.fullmatch(r"[\w$.]+", t):
+                d.data.setdefault("extends", []).append(t)
+    if imp:
+        for t in imp.group(1).split(","):
+            t = re.sub(r"\s+", "", t)
+            if re.fullmatch(r"[\w$.]+", t):
+                d.data.setdefault("implements", []).append(t)
+
+
+def _members(lx, blocks: Blocks, memo: dict) -> list[Def]:
+    """Method definitions and signatures directly in class, object, interface and type bodies."""
+    code, pairs = lx.code, lx.pairs
+    n = len(code)
+    out = []
+    for m in _MEMBER.finditer(code):
+        name = m.group(1)
+        if name in _NOT_METHODS:
+            continue
+        up = lx.enclosing(m.start())
+        if up < 0 or code[up] != "{":
+            continue
+        kind = blocks.kind(up)
+        if kind == "code" or kind == "enum":
+            continue
+        p = m.end()
+        if code.startswith("<", p):
+            p = skip_angles(code, p, pairs)
+            while p < n and code[p] in " \t\n":
+                p += 1
+        if not code.startswith("(", p):
+            continue
+        close = pairs.get(p, n)
+        prev = _PREV.search(code, max(up + 1, m.start() - 40), m.start())
+        if prev and prev.group(1) in (".", "=", "new", "await", "return", "(", ",", ":", "?", "!", "&", "|"):
+            if not (prev.group(1) == "," and kind in ("object", "interface", "type")):
+                continue
+        b = _BODY_AFTER.match(code, close + 1)
+        name_txt = lx.text[m.start(1):m.end(1)] if name.startswith("[") else name
+        if b and b.end() - 1 < pairs.get(up, n):
+            body = b.end() - 1
+            end = pairs.get(body, n) + 1
+        elif kind in ("interface", "type", "class"):
+            body = None
+            s = _SIG_END.search(code, close + 1, pairs.get(up, n) + 1)
+            if s is None:
+                continue
+            if s.group() == ";" and kind == "class" or s.group() == ";":
+                end = s.end()
+            else:
+                end = s.start()
+                while end > close and code[end - 1] in " \t\n":
+                    end -= 1
+            if kind == "class" and re.compile(r"\s*:?[^;{}\n]*=>").match(code, close + 1):
+                continue
+        else:
+            continue
+        start = _start_with_modifiers(code, m.start(), up + 1)
+        owner = owner_prefix(lx, blocks, up, memo) if kind == "object" else ""
+        d = Def("method" if kind != "object" else "function", name_txt, start, end, body, m.start(1),
+                "method" if body is not None else "signature", f"{owner}.{name_txt}" if owner else name_txt)
+        out.append(d)
+    return out
