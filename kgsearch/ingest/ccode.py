@@ -34,7 +34,7 @@ import re
 from bisect import bisect_left
 
 from .clex import lex
-from .codemodel import CALL, Builder, Def, find_end, read_source, split_chain
+from .codemodel import Builder, Def, call_sites, find_end, read_source, split_chain
 from .javacode import boundary
 from .langspec import C, CPP
 
@@ -395,10 +395,7 @@ def load(path, rel: str, opts, spec=C):
     code = lx.code
     skip = {d.name_at for d in b.defs}
     calls = []
-    for m in CALL.finditer(code):
-        at, raw = m.start(1), m.group(1)
-        if at in skip:
-            continue
+    for at, raw in call_sites(code, skip):
         if "." in raw or "->" in raw:
             t = _THIS_CALL.fullmatch(raw)
             if t:

@@ -32,12 +32,12 @@ _LC = r"//[^\n]*"
 _BC = r"/\*[^*]*\*+(?:[^/*][^*]*\*+)*/|/\*[\s\S]*"          # (an unterminated one runs to the end)
 _STR = r'"[^"\\\n]*(?:\\[\s\S][^"\\\n]*)*"'
 _CHR = r"'(?:[^'\\\n]|\\[^\n][^'\n]{0,8})'"
-_RAW_CPP = r'(?<![\w])(?:u8|[uUL])?R"(?P<d>[^()\\\s"]{0,16})\([\s\S]*?\)(?P=d)"'
-_PP = r"^[ \t]*#(?:[^\n\\/]|\\[\s\S]|/\*[^*]*\*+(?:[^/*][^*]*\*+)*/|//[^\n]*|/)*"
+_RAW_CPP = r'(?:u8|[uUL])?R"(?P<d>[^()\\\s"]{0,16})\([\s\S]*?\)(?P=d)"'
+_PP = r"#(?:[^\n\\/]|\\[\s\S]|/\*[^*]*\*+(?:[^/*][^*]*\*+)*/|//[^\n]*|/)*"
 _GO_RAW = r"`[^`]*`"
 _JAVA_BLOCK = r'"""[\s\S]*?"""'
 _RS_STR = r'"[^"\\]*(?:\\[\s\S][^"\\]*)*"'
-_RS_RAW = r'(?<![\w])b?r(?P<h>#*)"[\s\S]*?"(?P=h)'
+_RS_RAW = r'b?r(?P<h>#*)"[\s\S]*?"(?P=h)'
 _RS_CHR = r"'(?:[^'\\\n]|\\(?:x[0-9a-fA-F]{2}|u\{[0-9a-fA-F]{1,6}\}|[^\n]))'"
 
 
@@ -145,37 +145,42 @@ _OPEN = {"}": "{", ")": "(", "]": "["}
 
 def pair_up(code: str) -> tuple[dict[int, int], dict[int, int]]:
     """Offset of every bracket -> offset of its partner (both directions), and of every opening
-    bracket -> the opening bracket around it (-1 at the top). A closing bracket
-    that closes nothing pairs with nothing; one that closes a bracket of another kind closes
-    the nearest open bracket of its own kind, and the open ones above it stay unpaired (an
-    unpaired opening bracket runs to the end of the text)."""
+    bracket -> the opening bracket around it (-1 at the top). A closing bracket that closes
+    nothing pairs with nothing; one that closes a bracket of another kind closes the nearest
+    open bracket of its own kind, and the open ones above it stay open (an unpaired opening
+    bracket runs to the end of the text)."""
     pairs: dict[int, int] = {}
-    stacks: dict[str, list[int]] = {"{": [], "(": [], "[": []}
-    order: list[tuple[str, int]] = []          # the open brackets, innermost last
     up: dict[int, int] = {}
+    stack: list[int] = []                      # open brackets, innermost last
+    kinds: list[str] = []                      # their characters
+    top = -1
     for m in _BRACKETS.finditer(code):
-        c, at = m.group(), m.start()
-        if c in stacks:
-            up[at] = order[-1][1] if order else -1
-            stacks[c].append(at)
-            order.append((c, at))
+        at = m.start()
+        c = code[at]
+        if c == "{" or c == "(" or c == "[":
+            up[at] = top
+            stack.append(at)
+            kinds.append(c)
+            top = at
             continue
-        kind = _OPEN[c]
-        st = stacks[kind]
-        if not st:
-            continue
-        if order and order[-1][0] == kind:
-            order.pop()
-            o = st.pop()
+        o = _OPEN[c]
+        if kinds and kinds[-1] == o:
+            kinds.pop()
+            p = stack.pop()
         else:                                   # misnested: close the nearest of its kind
-            o = st.pop()
-            order.remove((kind, o))
-        pairs[o] = at
-        pairs[at] = o
+            i = len(kinds) - 1
+            while i >= 0 and kinds[i] != o:
+                i -= 1
+            if i < 0:
+                continue
+            p = stack.pop(i)
+            del kinds[i]
+        top = stack[-1] if stack else -1
+        pairs[p] = at
+        pairs[at] = p
     end = len(code)
-    for st in stacks.values():
-        for o in st:
-            pairs[o] = end
+    for o in stack:
+        pairs[o] = end
     return pairs, up
 
 
@@ -224,7 +229,10 @@ def lex(text: str, dialect: str) -> Lexed:
             comments.append((m.start(), m.end()))
             return blank(s)
         if kind == "pp":
-            directives.append((m.start(), m.end()))
+            ls = text.rfind("\n", 0, m.start()) + 1
+            if text[ls:m.start()].strip():
+                return s                       # a "#" that does not start its line: not a directive
+            directives.append((ls, m.end()))
             return blank(s)
         return _quoted(s)
 

@@ -33,19 +33,25 @@ from ..types import FLAG_TEST, FLAG_VENDORED, EdgeRec, LoadResult, NodeRec
 from .clex import Lexed
 from .langspec import LangSpec, is_generated_path, is_generated_text, is_test_path, is_vendored_path
 
-__all__ = ["Def", "Builder", "CodeLoader", "MAX_TEXT", "CALL", "dedent", "split_chain", "read_source", "find_up", "call_sites", "skip_angles", "find_end"]
+__all__ = ["Def", "Builder", "CodeLoader", "MAX_TEXT", "dedent", "split_chain", "free", "read_source", "find_up", "call_sites", "skip_angles", "find_end"]
 
 MAX_TEXT = 4000
 
-# a call site: a name or a chain of names (a.b.c, a::b, a->b, a?.b) before "(", optionally
-# with template / generic arguments (f<T>(, Vec::<T>::new(); not preceded by "." (the
-# receiver is an expression), by a name character or by "->"/"::" that start elsewhere
-CALL = re.compile(r"(?<![\w$.>:#])((?:[A-Za-z_$][\w$]*[ \t]*(?:\.|::|->|\?\.)[ \t]*)*[A-Za-z_$][\w$]*)"
-                  r"[ \t]*(?:(?:::)?<(?:[^<>(){};=]|<[^<>(){};=]*>)*>[ \t]*)?(?:\?\.)?\(")
 _CHAIN_SEP = re.compile(r"\s*(?:\.|::|->|\?\.)\s*")
 _INDENT = re.compile(r"^[ \t]*")
 _CODE = re.compile(r"\S")
 _LICENSE = re.compile(r"copyright|licen[sc]e|spdx|all rights reserved", re.I)
+
+
+def free(code: str, at: int, extra: str = "$.") -> bool:
+    """The word at ``at`` is not the tail of a longer name (nor, by default, a member ``x.word``).
+    The scanners' patterns start with their keyword (a literal prefix lets the regular
+    expression engine skip ahead at C speed; a look-behind first would try every position),
+    and check what precedes it here."""
+    if at == 0:
+        return True
+    c = code[at - 1]
+    return not (c.isalnum() or c == "_" or c in extra)
 
 
 def split_chain(s: str) -> list[str]:
@@ -348,15 +354,36 @@ def find_up(path, root: str, names: tuple[str, ...]):
     return None
 
 
-def call_sites(code: str, skip: set[int], start: int = 0, end: int | None = None) -> list[tuple[int, list[str]]]:
-    """(offset, name chain) of every call in ``code`` (see :data:`CALL`), but those at the
-    offsets in ``skip`` (definitions' own names)."""
+_PAREN = re.compile(r"\(")
+# a call's name chain, matched backwards from its "(" in the reversed text (so that the regular
+# expression engine starts only at the 2-3% of characters that are "(", not at every name)
+_REV_CALL = re.compile(r"[ \t]*(?:\.\?)?(?:>(?:[^<>(){};=]|>[^<>(){};=]*<)*<(?:::)?[ \t]*)?"
+                       r"([\w$]*[A-Za-z_$](?:[ \t]*(?:\.|::|>-|\.\?)[ \t]*[\w$]*[A-Za-z_$])*)")
+
+
+def call_sites(code: str, skip: set[int]) -> list[tuple[int, str]]:
+    """(offset, name chain as written) of every call in ``code`` (``f(``, ``a.b(``, ``A::b(``,
+    ``p->f(``, ``f<T>(``, ``Vec::<T>::new(``), but those at the offsets in ``skip``
+    (definitions' own names). A chain that follows ``.``, ``->``, ``::`` or a name character
+    (``x().f(``) is not one: its receiver is an expression."""
+    rev = code[::-1]
+    n = len(code)
     out = []
-    for m in CALL.finditer(code, start, len(code) if end is None else end):
-        at = m.start(1)
-        if at not in skip:
-            g = m.group(1)
-            out.append((at, _CHAIN_SEP.split(g) if ("." in g or ":" in g or "-" in g or "?" in g) else [g]))
+    match = _REV_CALL.match
+    for p in _PAREN.finditer(code):
+        m = match(rev, n - p.start())
+        if m is None:
+            continue
+        e = m.end(1)
+        if e < n and (rev[e] in "$.>:#_" or rev[e].isalnum()):
+            continue
+        at = n - e
+        if at in skip:
+            continue
+        raw = m.group(1)[::-1]
+        if raw[0].isdigit():
+            continue
+        out.append((at, raw))
     return out
 
 

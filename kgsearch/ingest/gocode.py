@@ -32,7 +32,7 @@ import re
 
 from .clex import lex
 from ..types import FLAG_TEST
-from .codemodel import Builder, Def, call_sites, find_up, read_source
+from .codemodel import Builder, Def, call_sites, find_up, read_source, split_chain
 from .langspec import GO
 
 NAME = "go"
@@ -270,4 +270,4 @@ def load(path, rel: str, opts, spec=GO):
     b.test_rank = 5 if b.flags & FLAG_TEST else 0
     b.scan_imports()
     b.scan()
-    return b.build(call_sites(lx.code, {d.name_at for d in b.defs}))
+    return b.build([(at, split_chain(raw)) for at, raw in call_sites(lx.code, {d.name_at for d in b.defs})])

@@ -28,7 +28,7 @@ from __future__ import annotations
 import re
 
 from .clex import lex
-from .codemodel import Builder, Def, call_sites, find_end, read_source
+from .codemodel import Builder, Def, call_sites, find_end, read_source, split_chain
 from .langspec import JAVA
 
 NAME = "java"
@@ -305,4 +305,4 @@ def load(path, rel: str, opts, spec=JAVA):
     b = _Java(lx, rel, spec, warning)
     b.scan_imports()
     b.scan()
-    return b.build(call_sites(lx.code, {d.name_at for d in b.defs}))
+    return b.build([(at, split_chain(raw)) for at, raw in call_sites(lx.code, {d.name_at for d in b.defs})])

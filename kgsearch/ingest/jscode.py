@@ -21,14 +21,19 @@ from __future__ import annotations
 
 import re
 
-from .codemodel import Def, find_end, skip_angles
+from .codemodel import Def, find_end, free, skip_angles
 
 __all__ = ["scan", "owner_prefix"]
 
-_FUNCTION = re.compile(r"(?<![\w$.])(?:async\s+)?function\b\s*(\*\s*)?([\w$]+)?\s*")
-_CLASS = re.compile(r"(?<![\w$.])(?:abstract\s+)?class\b\s*([A-Za-z_$][\w$]*)?")
-_TS_TYPE = re.compile(r"(?<![\w$.])(?:(?:const|declare)\s+)?(interface|enum)\s+([\w$]+)")
-_VALUE = re.compile(r"(?<![=!<>+\-*/%&|^?:])(=|:)(?![=>:])\s*(?=(?:async\b\s*)?(?:function\b|\(|<|[A-Za-z_$][\w$]*\s*=>))")
+_FUNCTION = re.compile(r"(?:async\s+)?function\b\s*(\*\s*)?([\w$]+)?\s*")        # .match at a position
+_FUNCTION_KW = re.compile(r"function\b\s*(\*\s*)?([\w$]+)?\s*")
+_ASYNC_BEFORE = re.compile(r"async\s+$")
+_CLASS = re.compile(r"class\b\s*([A-Za-z_$][\w$]*)?")
+_ABSTRACT_BEFORE = re.compile(r"abstract\s+$")
+_TS_TYPE = re.compile(r"(interface|enum)\s+([\w$]+)")
+_CONST_BEFORE = re.compile(r"const\s+$")
+_VALUE = re.compile(r"[=:]")
+_VALUE_AFTER = re.compile(r"\s*(?=(?:async\b\s*)?(?:function\b|\(|<|[A-Za-z_$][\w$]*\s*=>))")
 _ARROW_AFTER = re.compile(r"\s*(?::(?:[^=;{}]|\{[^{}]*\}|=>(?=[^{]*=>))*?)?=>")
 _SIMPLE_ARROW = re.compile(r"(?:async\s+)?([A-Za-z_$][\w$]*)\s*=>")
 _LHS = re.compile(r"((?:this|[A-Za-z_$][\w$]*)(?:\s*\??\.\s*#?[\w$]+)*)\s*(?:[!?]\s*)?(?::(?:[^;{}=()\n]|\([^()\n]*\)|=>|<[^<>\n]*>)*?)?\s*$")
@@ -46,6 +51,7 @@ _NOT_METHODS = frozenset("if for while switch catch with function return typeof 
                          "constructor_".split())
 _BODY_AFTER = re.compile(r"\s*(?::\s*[^;{}\n]*?(?:\{[^{}]*\}[^;{}\n]*?)?)?\s*\{")
 _SIG_END = re.compile(r"[;,}\n]")
+_BRACE = re.compile(r"\{")
 
 
 class Blocks:
@@ -63,7 +69,7 @@ class Blocks:
 
     def _kind(self, o: int) -> str:
         code = self.lx.code
-        m = _PREV.search(code, max(0, o - 80), o)
+        m = _prev_token(code, o)
         if m is None:
             return "code"
         t = m.group(1)
@@ -95,6 +101,16 @@ class Blocks:
         w = re.search(r"(?:\b(?:const|let|var|readonly|public|private|protected)\s+[\w$]+|\))\s*\??\s*$",
                       code[max(0, colon - 80):colon])
         return w is not None
+
+
+def _prev_token(code: str, o: int):
+    """The name or the character right before ``o`` (blanks skipped), as a match."""
+    i = o - 1
+    while i >= 0 and code[i] in " \t\n":
+        i -= 1
+    if i < 0:
+        return None
+    return _PREV.search(code, max(0, i - 24), i + 1)
 
 
 def owner_prefix(lx, blocks: Blocks, o: int, memo: dict) -> str:
@@ -227,32 +243,41 @@ def scan(lx) -> list[Def]:
     fixed: dict[int, str] = {}
     taken: set[int] = set()                       # offsets of function values already named
     for m in _CLASS.finditer(code):
+        if not free(code, m.start()):
+            continue
         body = find_end(code, pairs, m.end(), "{;")
         if body >= n or code[body] != "{":
             continue
         fixed[body] = "class"
         if not m.group(1):                         # an anonymous class expression: its methods only
             continue
-        start = _start_with_modifiers(code, m.start(), 0)
+        ab = _ABSTRACT_BEFORE.search(code, max(0, m.start() - 20), m.start())
+        start = _start_with_modifiers(code, ab.start() if ab else m.start(), 0)
         d = Def("class", m.group(1), start, pairs.get(body, n) + 1, body, m.start(1),
-                "abstract class" if code.startswith("abstract", m.start()) else "class")
+                "abstract class" if ab else "class")
         _heritage(d, code[m.end():body])
         defs.append(d)
     for m in _TS_TYPE.finditer(code):
+        if not free(code, m.start()):
+            continue
         body = find_end(code, pairs, m.end(), "{;=")
         if body >= n or code[body] != "{":
             continue
         fixed[body] = "interface" if m.group(1) == "interface" else "enum"
-        start = m.start() if not code.startswith("declare", m.start()) else m.start(1)
+        c = _CONST_BEFORE.search(code, max(0, m.start() - 12), m.start())
+        start = c.start() if c else m.start()
         d = Def("class", m.group(2), start, pairs.get(body, n) + 1, body, m.start(2), m.group(1))
         _heritage(d, code[m.end():body])
         defs.append(d)
     blocks = Blocks(lx, fixed)
-    for m in _FUNCTION.finditer(code):
-        if not m.group(2) or _EXPR_BEFORE.search(code, max(0, m.start() - 40), m.start()):
+    for m in _FUNCTION_KW.finditer(code):
+        if not m.group(2) or not free(code, m.start()):
             continue
-        f = _function_value(lx, m.start())
-        start = m.start()
+        a = _ASYNC_BEFORE.search(code, max(0, m.start() - 12), m.start())
+        start = a.start() if a else m.start()
+        if _EXPR_BEFORE.search(code, max(0, start - 40), start):
+            continue
+        f = _function_value(lx, start)
         if f is None:                              # a TypeScript overload or `declare function` signature
             p = m.end()
             if code.startswith("<", p):
@@ -265,12 +290,18 @@ def scan(lx) -> list[Def]:
             end = e + 1 if code[e:e + 1] == ";" and nl < 0 else (nl if nl >= 0 else e)
             defs.append(Def("function", m.group(2), start, end, None, m.start(2), "function"))
             continue
-        taken.add(m.start())
+        taken.add(start)
         defs.append(Def("function", m.group(2), start, f[1], f[2], m.start(2),
                         "generator" if m.group(1) else "function"))
     memo: dict[int, str] = {}
     for m in _VALUE.finditer(code):
-        at = m.end()
+        s = m.start()
+        if s and code[s - 1] in "=!<>+-*/%&|^?:" or code[s + 1:s + 2] in ("=", ">", ":"):
+            continue
+        v = _VALUE_AFTER.match(code, s + 1)
+        if v is None:
+            continue
+        at = v.end()
         if at in taken:
             continue
         f = _function_value(lx, at)
@@ -279,7 +310,7 @@ def scan(lx) -> list[Def]:
         up = lx.enclosing(m.start())
         if up >= 0 and code[up] in "([":
             continue                               # a default parameter value, an argument
-        if m.group(1) == ":":
+        if code[s] == ":":
             k = _KEY.search(code, max(0, m.start() - 120), m.start())
             if not k or up < 0 or code[up] != "{" or blocks.kind(up) != "object":
                 continue
@@ -323,21 +354,44 @@ def _heritage(d: Def, head: str) -> None:
                 d.data.setdefault("implements", []).append(t)
 
 
+def _own_level(code: str, pairs: dict, o: int):
+    """(start, end) stretches of the block at ``o`` outside the blocks nested in it."""
+    close = pairs.get(o, len(code))
+    p = o + 1
+    while p < close:
+        q = code.find("{", p, close)
+        if q < 0:
+            yield p, close
+            return
+        yield p, q
+        p = pairs.get(q, close) + 1
+
+
+def _member_sites(lx, blocks: Blocks):
+    """(match, block, kind) for every name followed by ``(`` or ``<`` directly in a class,
+    object, interface or type body (code blocks, where the calls are, are not read)."""
+    code, pairs = lx.code, lx.pairs
+    for o in _BRACE.finditer(code):
+        o = o.start()
+        kind = blocks.kind(o)
+        if kind == "code" or kind == "enum":
+            continue
+        for a, b in _own_level(code, pairs, o):
+            for m in _MEMBER.finditer(code, a, b):
+                yield m, o, kind
+
+
 def _members(lx, blocks: Blocks, memo: dict) -> list[Def]:
     """Method definitions and signatures directly in class, object, interface and type bodies."""
     code, pairs = lx.code, lx.pairs
     n = len(code)
     out = []
-    for m in _MEMBER.finditer(code):
+    for m, up, kind in _member_sites(lx, blocks):
         name = m.group(1)
         if name in _NOT_METHODS:
             continue
-        up = lx.enclosing(m.start())
-        if up < 0 or code[up] != "{":
-            continue
-        kind = blocks.kind(up)
-        if kind == "code" or kind == "enum":
-            continue
+        if lx.enclosing(m.start()) != up:
+            continue                               # inside (...) or [...]
         p = m.end()
         if code.startswith("<", p):
             p = skip_angles(code, p, pairs)

@@ -27,7 +27,7 @@ from __future__ import annotations
 import posixpath
 import re
 
-from .codemodel import CALL, Builder, Def, read_source, split_chain
+from .codemodel import Builder, Def, call_sites, free, read_source, split_chain
 from .jscode import scan
 from .jslex import lex
 from .langspec import JAVASCRIPT
@@ -35,13 +35,14 @@ from .langspec import JAVASCRIPT
 __all__ = ["load", "module_candidates"]
 
 RESOLVE_EXT = (".js", ".ts", ".tsx", ".jsx", ".mjs", ".cjs", ".mts", ".cts")
-_IMPORT_FROM = re.compile(r"(?<![\w$.])(import|export)\s+(?:type\s+)?([^;\"]*?)\s*\bfrom\s*\"")
-_IMPORT_BARE = re.compile(r"(?<![\w$.])import\s*\"")
-_IMPORT_CALL = re.compile(r"(?<![\w$.])(?:import|require)\s*\(\s*\"")
-_IMPORT_EQ = re.compile(r"(?<![\w$.])import\s+([\w$]+)\s*=\s*require\s*\(\s*\"")
+_KEYWORD = re.compile(r"import|export|require|module")
+_IMPORT_FROM = re.compile(r"(import|export)\s+(?:type\s+)?([\w\s,{}*$]*?)\s*\bfrom\s*\"")
+_IMPORT_BARE = re.compile(r"import\s*\"")
+_IMPORT_CALL = re.compile(r"(?:import|require)\s*\(\s*\"")
+_IMPORT_EQ = re.compile(r"import\s+([\w$]+)\s*=\s*require\s*\(\s*\"")
 _REQUIRE_BINDING = re.compile(r"(?:const|let|var)\s+([\w$]+|\{[^{}]*\})\s*=\s*(?:await\s+)?$")
-_DEFAULT_EXPORT = re.compile(r"(?<![\w$.])export\s+default\s+(?:(?:async\s+)?function\s*\*?\s*|(?:abstract\s+)?class\s+)?"
-                             r"([A-Za-z_$][\w$]*)|(?<![\w$.])module\s*\.\s*exports\s*=\s*([A-Za-z_$][\w$]*)\s*[;\n]")
+_DEFAULT_EXPORT = re.compile(r"export\s+default\s+(?:(?:async\s+)?function\s*\*?\s*|(?:abstract\s+)?class\s+)?"
+                             r"([A-Za-z_$][\w$]*)|module\s*\.\s*exports\s*=\s*([A-Za-z_$][\w$]*)\s*[;\n]")
 _GLOBALS = frozenset("console Math JSON Object Array Promise String Number Boolean Date RegExp Error TypeError "
                      "Symbol Map Set WeakMap WeakSet Reflect Proxy process require module exports window document "
                      "globalThis setTimeout setInterval clearTimeout clearInterval parseInt parseFloat isNaN "
@@ -120,31 +121,40 @@ class _JS(Builder):
 
     def scan_imports(self) -> None:
         code = self.lx.code
-        for m in _IMPORT_FROM.finditer(code):
-            files = module_candidates(self.dir, self._string_at(m.end() - 1))
-            self.imports(files, m.start())
-            if m.group(1) == "import":
-                self._bind(m.group(2), files)
-        for pat in (_IMPORT_BARE, _IMPORT_CALL):
-            for m in pat.finditer(code):
+        for k in _KEYWORD.finditer(code):
+            at = k.start()
+            if not free(code, at):
+                continue
+            m = _IMPORT_FROM.match(code, at)
+            if m:
                 files = module_candidates(self.dir, self._string_at(m.end() - 1))
-                self.imports(files, m.start())
-                if pat is _IMPORT_CALL and files and code.startswith("require", m.start()):
-                    b = _REQUIRE_BINDING.search(code, max(0, m.start() - 200), m.start())
+                self.imports(files, at)
+                if m.group(1) == "import":
+                    self._bind(m.group(2), files)
+                continue
+            m = _IMPORT_BARE.match(code, at) or _IMPORT_CALL.match(code, at)
+            if m:
+                files = module_candidates(self.dir, self._string_at(m.end() - 1))
+                self.imports(files, at)
+                if files and code.startswith("require", at):
+                    b = _REQUIRE_BINDING.search(code, max(0, at - 200), at)
                     if b:
                         t = b.group(1)
                         if t.startswith("{"):
                             self._bind(t.replace(":", " as "), files)
                         else:
                             self.bindings[t] = (files, "*")
-        for m in _IMPORT_EQ.finditer(code):
-            files = module_candidates(self.dir, self._string_at(m.end() - 1))
-            self.imports(files, m.start())
-            if files:
-                self.bindings[m.group(1)] = (files, "*")
-        d = _DEFAULT_EXPORT.search(code)
-        if d:
-            self.default = d.group(1) or d.group(2) or ""
+                continue
+            m = _IMPORT_EQ.match(code, at)
+            if m:
+                files = module_candidates(self.dir, self._string_at(m.end() - 1))
+                self.imports(files, at)
+                if files:
+                    self.bindings[m.group(1)] = (files, "*")
+                continue
+            m = _DEFAULT_EXPORT.match(code, at)
+            if m and not self.default:
+                self.default = m.group(1) or m.group(2) or ""
 
     # ---- names -----------------------------------------------------------------------------
     def _imported(self, name: str, tail: list[str]) -> list[str]:
@@ -218,11 +228,5 @@ def load(path, rel: str, opts, spec=JAVASCRIPT):
         for kind, target in (("extends", d.bases), ("implements", d.implements)):
             for t in d.data.get(kind, ()):
                 target.append((b.type_candidates(t, d.parent), d.name_at))
-    skip = {d.name_at for d in b.defs}
-    calls = []
-    for m in CALL.finditer(lx.code):
-        at = m.start(1)
-        if at not in skip:
-            calls.append((at, split_chain(m.group(1))))
-    return b.build(calls)
+    return b.build([(at, split_chain(raw)) for at, raw in call_sites(lx.code, {d.name_at for d in b.defs})])
 

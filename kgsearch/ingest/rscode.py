@@ -39,7 +39,7 @@ import posixpath
 import re
 
 from .clex import lex
-from .codemodel import CALL, Builder, Def, find_end, find_up, read_source, skip_angles, split_chain
+from .codemodel import Builder, Def, call_sites, find_end, find_up, free, read_source, skip_angles, split_chain
 from .langspec import RUST
 
 NAME = "rust"
@@ -47,12 +47,14 @@ EXTENSIONS = RUST.extensions
 
 __all__ = ["NAME", "EXTENSIONS", "load", "expand_use"]
 
-_ITEM = re.compile(
-    r"(?<![\w!])(?:pub\s*(?:\([^)]*\)\s*)?)?(?:(?:default|const|async|unsafe|extern\s*(?:\"[ ]*\"\s*)?)\s+)*"
-    r"(?P<kw>fn|struct|enum|union|trait|impl|mod|macro_rules\s*!)(?![\w!])")
+_ITEM = re.compile(r"(?P<kw>fn|struct|enum|union|trait|impl|mod|macro_rules\s*!)(?![\w!])")
+# the qualifiers before an item's keyword (its span starts there), matched backwards
+_QUALIFIERS = re.compile(r"(?:\s+(?:tluafed|tsnoc|cnysa|efasnu|(?:\"[ ]*\"\s*)?nretxe))*"
+                         r"(?:\s*(?:\)[^()]*\(\s*)?bup)?")
 _NAME = re.compile(r"\s*(?:r#)?(\w+)")
-_USE = re.compile(r"(?<![\w])(?:pub\s*(?:\([^)]*\)\s*)?)?use\s+")
-_MACRO_CALL = re.compile(r"(?<![\w$.:])((?:\w+::)*\w+)\s*!\s*[(\[{]")
+_USE = re.compile(r"use\s+")
+_BANG = re.compile(r"!\s*[(\[{]")
+_REV_MACRO = re.compile(r"\s*(\w+(?:::\w+)*)")
 _CARGO_NAME = re.compile(r"^\s*\[package\][^\[]*?^\s*name\s*=\s*\"([^\"]+)\"", re.M | re.S)
 _TEST_ATTR = re.compile(r"#\s*\[\s*(?:cfg\s*\(\s*test\s*\)|(?:\w+\s*::\s*)*test\b|rstest\b|test_case\b)")
 _WS_BEFORE = re.compile(r"\s*$")
@@ -65,6 +67,12 @@ _STD_MACROS = frozenset("println print eprintln eprint format write writeln vec 
 _KEYWORDS = frozenset("if while for match loop return fn let mut ref move as in where impl unsafe async await "
                       "Some None Ok Err Box".split())
 _CARGO: dict[str, tuple[int, str]] = {}
+_EXTERN_ROOTS = frozenset("std core alloc Some None Ok Err Box Vec String Option Result Iterator IntoIterator "
+                          "ExactSizeIterator DoubleEndedIterator Extend FromIterator From Into TryFrom TryInto AsRef "
+                          "AsMut Default Clone Copy Debug Display Drop Deref DerefMut Eq PartialEq Ord PartialOrd Hash "
+                          "Send Sync Sized Unpin Fn FnMut FnOnce ToString ToOwned Borrow".split())
+# the standard library and its prelude: never in the tree
+_ATTR = re.compile(r"#\s*!?\s*\[")
 
 
 def expand_use(tree: str) -> list[tuple[list[str], str | None]]:
@@ -112,8 +120,8 @@ def expand_use(tree: str) -> list[tuple[list[str], str | None]]:
 def _crate(path, root: str) -> tuple[str, str]:
     """(crate name, crate folder relative to the root)."""
     f = find_up(path, root, ("Cargo.toml",)) if root else None
-    if f is None:
-        base = posixpath.basename(root.rstrip("/")) if root else "crate"
+    if f is None:                                # a folder named after its crate: bytes-1.5.0, bytes@291df5acc9
+        base = re.sub(r"(?:@.*|-\d+(?:\.\d+)*(?:[-+].*)?)$", "", posixpath.basename(root.rstrip("/"))) if root else ""
         return re.sub(r"\W", "_", base.replace("-", "_")) or "crate", ""
     try:
         st = f.stat()
@@ -211,10 +219,14 @@ class _Rust(Builder):
     def scan_uses(self) -> None:
         code = self.lx.code
         for m in _USE.finditer(code):
+            if not free(code, m.start(), "$.:"):
+                continue
             end = find_end(code, self.lx.pairs, m.end(), ";")
             tree = re.sub(r"\s+", " ", code[m.end():end]).replace(" :: ", "::").replace(":: ", "::").strip()
             tree = re.sub(r"\s*([{},])\s*", r"\1", tree)
             for path, bound in expand_use(tree):
+                if path[0] in _EXTERN_ROOTS:
+                    continue
                 cands = self.resolve_path(path, self.mod)
                 if bound is None:
                     self.globs.append(cands[0].split(".") if cands else path)
@@ -256,7 +268,14 @@ class _Rust(Builder):
         code, pairs = self.lx.code, self.lx.pairs
         n = len(code)
         defs: list[Def] = []
+        rev = code[::-1]
         for m in _ITEM.finditer(code):
+            if not free(code, m.start(), "!$"):
+                continue
+            q = _QUALIFIERS.match(rev, n - m.start())
+            item_start = n - q.end() if q and q.group() else m.start()
+            while item_start < m.start() and code[item_start] in " \t\n":
+                item_start += 1
             kw = m.group("kw")
             if kw.startswith("macro_rules"):
                 nm = _NAME.match(code, m.end())
@@ -270,7 +289,7 @@ class _Rust(Builder):
                 if code[o] != "{":
                     e = re.compile(r"\s*;").match(code, end)
                     end = e.end() if e else end
-                d = Def("function", nm.group(1), m.start(), end, o, nm.start(1), "macro")
+                d = Def("function", nm.group(1), item_start, end, o, nm.start(1), "macro")
             elif kw == "impl":
                 at = m.end()
                 if code.startswith("<", at) or code[at:at + 3].lstrip().startswith("<"):
@@ -284,7 +303,7 @@ class _Rust(Builder):
                 name = _type_name(typ)
                 if not name:
                     continue
-                d = Def("class", name, m.start(), pairs.get(body, n) + 1, body, at, "impl")
+                d = Def("class", name, item_start, pairs.get(body, n) + 1, body, at, "impl")
                 if trait:
                     tr = _type_name(trait.lstrip("!"))
                     d.props["trait"] = tr
@@ -307,7 +326,7 @@ class _Rust(Builder):
                 body = stop if code[stop] == "{" else None
                 end = pairs.get(stop, n) + 1 if body is not None else stop + 1
                 kind = "function" if kw == "fn" else "class"
-                d = Def(kind, nm.group(1), m.start(), end, body, nm.start(1), kw if kw != "fn" else "fn")
+                d = Def(kind, nm.group(1), item_start, end, body, nm.start(1), kw if kw != "fn" else "fn")
                 if kw == "trait" and body is not None:
                     sup = code[at:body]
                     if ":" in sup:
@@ -318,22 +337,23 @@ class _Rust(Builder):
             defs.append(d)
         self.nest(defs)
         for d in self.defs:
-            if "trait" in d.data:
+            if "trait" in d.data and d.data["trait"] and d.data["trait"][0] not in _EXTERN_ROOTS:
                 d.implements.append((self.resolve_path(d.data["trait"], d.parent), d.name_at))
             for sup in d.data.get("supers", ()):
-                d.bases.append((self.resolve_path(sup, d.parent), d.name_at))
+                if sup and sup[0] not in _EXTERN_ROOTS:
+                    d.bases.append((self.resolve_path(sup, d.parent), d.name_at))
 
     # ---- calls -------------------------------------------------------------------------
     def call_candidates(self, scope: Def, parts: list[str]) -> list[str]:
         if parts[0] == "!":                     # a macro call
             name = parts[1:]
-            if len(name) == 1 and name[0] in _STD_MACROS:
+            if len(name) == 1 and name[0] in _STD_MACROS or name[0] in _EXTERN_ROOTS:
                 return []
             return self.resolve_path(name, scope) + [f"{self.crate}.{name[-1]}"]
         if parts[0] == "self" and len(parts) == 2:
             t = self._self_type(scope)
             return [self.modq(self._mods_of(scope) + [t, parts[1]])] if t else []
-        if parts[0] in _KEYWORDS or parts[0] == "self":
+        if parts[0] in _KEYWORDS or parts[0] in _EXTERN_ROOTS or parts[0] == "self" or "$" in parts[0]:
             return []
         return self.resolve_path(parts, scope)
 
@@ -367,18 +387,29 @@ def load(path, rel: str, opts, spec=RUST):
     b.scan()
     code = lx.code
     skip = {d.name_at for d in b.defs}
+    attrs = [(a.end() - 1, lx.pairs.get(a.end() - 1, len(code))) for a in _ATTR.finditer(code)]
     calls = []
-    for m in CALL.finditer(code):
-        at, raw = m.start(1), m.group(1)
-        if at in skip:
-            continue
+    ai = 0
+    for at, raw in call_sites(code, skip):
+        while ai < len(attrs) and attrs[ai][1] < at:
+            ai += 1
+        if ai < len(attrs) and attrs[ai][0] < at:
+            continue                            # inside #[...]
         if "." in raw:                          # value.method(): the value's type is unknown
             s = _SELF_CALL.fullmatch(raw)
             if s:
                 calls.append((at, ["self", s.group(1)]))
             continue
         calls.append((at, split_chain(raw)))
-    for m in _MACRO_CALL.finditer(code):
-        calls.append((m.start(1), ["!"] + split_chain(m.group(1))))
+    rev = code[::-1]
+    n = len(code)
+    for m in _BANG.finditer(code):
+        r = _REV_MACRO.match(rev, n - m.start())
+        if r is None:
+            continue
+        e = r.end(1)
+        if e < n and (rev[e] in "$.:_" or rev[e].isalnum()):
+            continue
+        calls.append((n - e, ["!"] + r.group(1)[::-1].split("::")))
     calls.sort(key=lambda c: c[0])
     return b.build(calls)
