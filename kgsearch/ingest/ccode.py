@@ -34,9 +34,10 @@ import re
 from bisect import bisect_left
 
 from .clex import lex
-from .codemodel import Builder, Def, call_sites, find_end, read_source, split_chain
+from .codemodel import Builder, Def
+from .codescan import call_sites, find_end, read_source, split_chain
 from .javacode import boundary
-from .langspec import C, CPP
+from .langspec import C
 
 NAME = "c"
 EXTENSIONS = C.extensions

@@ -32,7 +32,8 @@ import re
 
 from .clex import lex
 from ..types import FLAG_TEST
-from .codemodel import Builder, Def, call_sites, find_up, read_source, split_chain
+from .codemodel import Builder, Def
+from .codescan import call_sites, find_up, read_source, split_chain
 from .langspec import GO
 
 NAME = "go"

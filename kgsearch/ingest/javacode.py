@@ -28,7 +28,8 @@ from __future__ import annotations
 import re
 
 from .clex import lex
-from .codemodel import Builder, Def, call_sites, find_end, read_source, split_chain
+from .codemodel import Builder, Def
+from .codescan import call_sites, find_end, read_source, split_chain
 from .langspec import JAVA
 
 NAME = "java"

@@ -21,7 +21,9 @@ from __future__ import annotations
 
 import re
 
-from .codemodel import Def, find_end, free, skip_angles
+from .codemodel import Def
+from .codescan import find_end, free, skip_angles
+from .jsblocks import Blocks, local_of, owner_prefix
 
 __all__ = ["scan", "owner_prefix"]
 
@@ -41,112 +43,13 @@ _KEY = re.compile(r"([A-Za-z_$][\w$]*)\s*\??\s*$")
 _MEMBER = re.compile(r"(?<![\w$.#])(#?[A-Za-z_$][\w$]*|\[[^\[\]\n]*\])\s*\??\s*(?=[(<])")
 _MODIFIERS = re.compile(r"((?:@[\w$.]+(?:\s*\((?:[^()]|\([^()]*\))*\))?\s*|(?:static|async|get|set|public|private|protected"
                         r"|readonly|abstract|override|declare|accessor|export|default)\s+|\*\s*)*)$")
-_DECL_BEFORE = re.compile(r"(?:^|[;{}]|\b(?:export|default|declare)|\n)\s*$")
 _EXPR_BEFORE = re.compile(r"[=(,:\[?!&|+\-*/%<>~^]\s*$|\b(?:return|yield|await|new|typeof|void|delete|in|of|case|throw)\s*$")
 _PREV = re.compile(r"([\w$]+|\S)\s*$")
-_IN_ANGLES = re.compile(r"<[^<>()=;{}]*$")
-_TYPE_ALIAS = re.compile(r"\btype\s+[\w$]+\s*(?:<[^=]*>)?\s*=\s*$")
-_CODE_WORDS = frozenset("else try finally do".split())
 _NOT_METHODS = frozenset("if for while switch catch with function return typeof new await yield super import "
                          "constructor_".split())
 _BODY_AFTER = re.compile(r"\s*(?::\s*[^;{}\n]*?(?:\{[^{}]*\}[^;{}\n]*?)?)?\s*\{")
 _SIG_END = re.compile(r"[;,}\n]")
 _BRACE = re.compile(r"\{")
-
-
-class Blocks:
-    """What each ``{`` opens: ``class``, ``interface``, ``enum``, ``object`` (an object
-    literal), ``type`` (a type literal) or ``code`` (a function body, a statement block)."""
-
-    def __init__(self, lx, fixed: dict[int, str]):
-        self.lx, self.kinds = lx, dict(fixed)
-
-    def kind(self, o: int) -> str:
-        k = self.kinds.get(o)
-        if k is None:
-            k = self.kinds[o] = self._kind(o)
-        return k
-
-    def _kind(self, o: int) -> str:
-        code = self.lx.code
-        m = _prev_token(code, o)
-        if m is None:
-            return "code"
-        t = m.group(1)
-        if t in (",", "<") and _IN_ANGLES.search(code, max(0, o - 120), o):
-            return "type"                          # Map<K, {..}>
-        if t in ("=", "(", ",", "[", "?", "!", "&", "|", "return", "yield", "await", "default", "...", "in", "of"):
-            if t == "=" and _TYPE_ALIAS.search(code, max(0, o - 200), o):
-                return "type"
-            return "object"
-        if t == ":":
-            before = code[max(0, m.start(1) - 40):m.start(1)].rstrip()
-            if before[-1:] in ("}", "]", '"') or before.endswith(")") and not re.search(r"\)\s*$", before[-1:]):
-                return "object"                    # cond ? {..} : {..}
-            up = self.lx.enclosing(m.start(1))
-            if up >= 0 and code[up] == "{" and self.kind(up) == "object":
-                return "object"
-            if up >= 0 and code[up] == "{" and self.kind(up) in ("type", "interface", "class"):
-                return "type"
-            if up >= 0 and code[up] == "(":
-                return "type"
-            return "type" if self._annotation(m.start(1)) else "object"
-        if t == "<" or t == ">" and code[m.start(1) - 1:m.start(1)] != "=":
-            return "type"
-        return "code"
-
-    def _annotation(self, colon: int) -> bool:
-        """``x: {`` in a declaration or a parameter list (a type), not ``case x: {`` or a label."""
-        code = self.lx.code
-        w = re.search(r"(?:\b(?:const|let|var|readonly|public|private|protected)\s+[\w$]+|\))\s*\??\s*$",
-                      code[max(0, colon - 80):colon])
-        return w is not None
-
-
-def _prev_token(code: str, o: int):
-    """The name or the character right before ``o`` (blanks skipped), as a match."""
-    i = o - 1
-    while i >= 0 and code[i] in " \t\n":
-        i -= 1
-    if i < 0:
-        return None
-    return _PREV.search(code, max(0, i - 24), i + 1)
-
-
-def owner_prefix(lx, blocks: Blocks, o: int, memo: dict) -> str:
-    """The name an object literal at ``o`` is assigned to (``api`` for ``const api = {``,
-    ``a.b`` for ``b: {`` inside it; ``''`` for ``module.exports = {`` and anonymous ones)."""
-    if o in memo:
-        return memo[o]
-    memo[o] = ""
-    code = lx.code
-    before = code[max(0, o - 200):o]
-    out = ""
-    m = re.search(r"((?:this|[A-Za-z_$][\w$]*)(?:\s*\.\s*[\w$]+)*)\s*(?::[^=;{}]*)?=\s*$", before)
-    if m:
-        out = _local_of(re.sub(r"\s+", "", m.group(1)))
-        if out == "exports":
-            out = ""
-    else:
-        k = re.search(r"([A-Za-z_$][\w$]*)\s*:\s*$", before)
-        up = lx.enclosing(o)
-        if k and up >= 0 and code[up] == "{" and blocks.kind(up) == "object":
-            parent = owner_prefix(lx, blocks, up, memo)
-            out = f"{parent}.{k.group(1)}" if parent else k.group(1)
-    memo[o] = out
-    return out
-
-
-def _local_of(lhs: str) -> str:
-    """``X.prototype.m`` -> ``X.m``; ``module.exports.f``, ``exports.f``, ``this.f`` -> ``f``;
-    ``module.exports`` -> ``exports``."""
-    parts = [p for p in re.split(r"\??\.", lhs) if p]
-    if parts[:2] == ["module", "exports"]:
-        parts = parts[2:] or ["exports"]
-    elif parts[:1] in (["exports"], ["this"]) and len(parts) > 1:
-        parts = parts[1:]
-    parts = [p for p in parts if p != "prototype"] or parts
-    return ".".join(parts)
 
 
 def _function_value(lx, at: int) -> tuple[int, int, int | None] | None:
@@ -323,7 +226,7 @@ def scan(lx) -> list[Def]:
             if not lhs:
                 continue
             raw = re.sub(r"\s+", "", lhs.group(1))
-            local = _local_of(raw)
+            local = local_of(raw)
             name = local.rsplit(".", 1)[-1]
             kind = "method" if up >= 0 and code[up] == "{" and blocks.kind(up) == "class" else "function"
             start = lhs.start(1)

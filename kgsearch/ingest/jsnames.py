@@ -27,14 +27,16 @@ from __future__ import annotations
 import posixpath
 import re
 
-from .codemodel import Builder, Def, call_sites, free, read_source, split_chain
+from .codemodel import Builder, Def
+from .codescan import call_sites, free, read_source, split_chain
 from .jscode import scan
 from .jslex import lex
 from .langspec import JAVASCRIPT
 
 __all__ = ["load", "module_candidates"]
 
-RESOLVE_EXT = (".js", ".ts", ".tsx", ".jsx", ".mjs", ".cjs", ".mts", ".cts")
+RESOLVE_EXT = (".js", ".ts", ".tsx", ".jsx", ".mjs", ".cjs")
+KNOWN_EXT = RESOLVE_EXT + (".mts", ".cts", ".json")
 _KEYWORD = re.compile(r"import|export|require|module")
 _IMPORT_FROM = re.compile(r"(import|export)\s+(?:type\s+)?([\w\s,{}*$]*?)\s*\bfrom\s*\"")
 _IMPORT_BARE = re.compile(r"import\s*\"")
@@ -47,27 +49,27 @@ _GLOBALS = frozenset("console Math JSON Object Array Promise String Number Boole
                      "Symbol Map Set WeakMap WeakSet Reflect Proxy process require module exports window document "
                      "globalThis setTimeout setInterval clearTimeout clearInterval parseInt parseFloat isNaN "
                      "isFinite Buffer super if for while switch catch function return typeof import await new "
-                     "Intl encodeURIComponent decodeURIComponent structuredClone queueMicrotask".split())
+                     "Intl encodeURIComponent decodeURIComponent structuredClone queueMicrotask async".split())
 
 
 def module_candidates(rel_dir: str, spec: str) -> list[str]:
     """The files a relative import may mean (see the module docstring; ``[]`` for a package).
 
-    >>> module_candidates("src/a", "../b")[:3]
-    ['src/b', 'src/b.js', 'src/b.ts']
+    >>> module_candidates("src/a", "../b")[:3], module_candidates("src", "./x.js")
+    (['src/b.js', 'src/b.ts', 'src/b.tsx'], ['src/x.js', 'src/x.ts', 'src/x.tsx'])
     """
     if not spec.startswith("."):
         return []
     base = posixpath.normpath(posixpath.join(rel_dir, spec)) if rel_dir else posixpath.normpath(spec)
     if base == ".." or base.startswith("../"):
         return []
-    out = [base]
+    if base == ".":
+        return [f"index{e}" for e in RESOLVE_EXT]
     stem, ext = posixpath.splitext(base)
-    if ext in (".js", ".jsx", ".mjs", ".cjs"):
-        out += [stem + e for e in (".ts", ".tsx", ".mts", ".cts")]
-    out += [base + e for e in RESOLVE_EXT]
-    out += [f"{base}/index{e}" for e in RESOLVE_EXT]
-    return out if base != "." else [f"index{e}" for e in RESOLVE_EXT]
+    if ext in KNOWN_EXT:                       # as written (TypeScript's ES modules write .js for .ts)
+        return [base] + ([stem + e for e in (".ts", ".tsx")] if ext in (".js", ".jsx") else
+                         [stem + ".mts"] if ext == ".mjs" else [stem + ".cts"] if ext == ".cjs" else [])
+    return [base + e for e in RESOLVE_EXT] + [f"{base}/index{e}" for e in RESOLVE_EXT]
 
 
 class _JS(Builder):
@@ -164,7 +166,7 @@ class _JS(Builder):
         files, member = got
         rest = ".".join(tail)
         if member == "*":
-            heads = [rest, f"default.{rest}", f"exports.{rest}"] if rest else ["default", "exports"]
+            heads = [rest] if rest else ["default"]
         elif member == "default":
             heads = [f"default.{rest}"] if rest else ["default"]
         else:
@@ -223,7 +225,7 @@ def load(path, rel: str, opts, spec=JAVASCRIPT):
     b.scan_imports()
     defs = scan(lx)
     b.nest(defs)
-    b.local_heads = {d.qual.split(".", 1)[0] for d in b.defs}
+    b.local_heads = {d.local.split(".", 1)[0] for d in b.defs}
     for d in b.defs:
         for kind, target in (("extends", d.bases), ("implements", d.implements)):
             for t in d.data.get(kind, ()):

@@ -39,13 +39,15 @@ import posixpath
 import re
 
 from .clex import lex
-from .codemodel import Builder, Def, call_sites, find_end, find_up, free, read_source, skip_angles, split_chain
+from .codemodel import Builder, Def
+from .codescan import call_sites, find_end, free, read_source, skip_angles, split_chain
 from .langspec import RUST
+from .rspaths import crate_of, expand_use, path_of, type_name
 
 NAME = "rust"
 EXTENSIONS = RUST.extensions
 
-__all__ = ["NAME", "EXTENSIONS", "load", "expand_use"]
+__all__ = ["NAME", "EXTENSIONS", "load"]
 
 _ITEM = re.compile(r"(?P<kw>fn|struct|enum|union|trait|impl|mod|macro_rules\s*!)(?![\w!])")
 # the qualifiers before an item's keyword (its span starts there), matched backwards
@@ -55,10 +57,8 @@ _NAME = re.compile(r"\s*(?:r#)?(\w+)")
 _USE = re.compile(r"use\s+")
 _BANG = re.compile(r"!\s*[(\[{]")
 _REV_MACRO = re.compile(r"\s*(\w+(?:::\w+)*)")
-_CARGO_NAME = re.compile(r"^\s*\[package\][^\[]*?^\s*name\s*=\s*\"([^\"]+)\"", re.M | re.S)
 _TEST_ATTR = re.compile(r"#\s*\[\s*(?:cfg\s*\(\s*test\s*\)|(?:\w+\s*::\s*)*test\b|rstest\b|test_case\b)")
 _WS_BEFORE = re.compile(r"\s*$")
-_REFS = re.compile(r"^(?:&\s*(?:'\w+\s*)?(?:mut\s+)?|dyn\s+|impl\s+|\*\s*(?:const|mut)\s+)+")
 _SELF_CALL = re.compile(r"self\s*\.\s*(\w+)")
 _STD_MACROS = frozenset("println print eprintln eprint format write writeln vec assert assert_eq assert_ne "
                         "debug_assert debug_assert_eq debug_assert_ne panic unreachable unimplemented todo matches "
@@ -66,7 +66,6 @@ _STD_MACROS = frozenset("println print eprintln eprint format write writeln vec 
                         "module_path format_args compile_error thread_local macro_rules".split())
 _KEYWORDS = frozenset("if while for match loop return fn let mut ref move as in where impl unsafe async await "
                       "Some None Ok Err Box".split())
-_CARGO: dict[str, tuple[int, str]] = {}
 _EXTERN_ROOTS = frozenset("std core alloc Some None Ok Err Box Vec String Option Result Iterator IntoIterator "
                           "ExactSizeIterator DoubleEndedIterator Extend FromIterator From Into TryFrom TryInto AsRef "
                           "AsMut Default Clone Copy Debug Display Drop Deref DerefMut Eq PartialEq Ord PartialOrd Hash "
@@ -75,71 +74,10 @@ _EXTERN_ROOTS = frozenset("std core alloc Some None Ok Err Box Vec String Option
 _ATTR = re.compile(r"#\s*!?\s*\[")
 
 
-def expand_use(tree: str) -> list[tuple[list[str], str | None]]:
-    """A ``use`` tree (whitespace removed) -> (path, name bound or ``None`` for a glob).
-
-    >>> expand_use("a::{b,c::{self,d as e},f::*}")
-    [(['a', 'b'], 'b'), (['a', 'c'], 'c'), (['a', 'c', 'd'], 'e'), (['a', 'f'], None)]
-    """
-    out: list[tuple[list[str], str | None]] = []
-
-    def walk(s: str, prefix: list[str]) -> None:
-        brace = s.find("{")
-        if brace >= 0 and (s.find(" as ") < 0 or s.find(" as ") > brace):
-            head = [p for p in s[:brace].split("::") if p]
-            body = s[brace + 1:s.rfind("}")] if "}" in s else s[brace + 1:]
-            depth, start = 0, 0
-            for i, ch in enumerate(body):
-                if ch == "{":
-                    depth += 1
-                elif ch == "}":
-                    depth -= 1
-                elif ch == "," and depth == 0:
-                    part = body[start:i].strip()
-                    if part:
-                        walk(part, prefix + head)
-                    start = i + 1
-            part = body[start:].strip()
-            if part:
-                walk(part, prefix + head)
-            return
-        name, _, alias = s.partition(" as ")
-        path = prefix + [p for p in name.split("::") if p]
-        if not path:
-            return
-        if path[-1] == "*":
-            out.append((path[:-1], None))
-        elif path[-1] == "self":
-            out.append((path[:-1], alias.strip() or (path[-2] if len(path) > 1 else None)))
-        else:
-            out.append((path, alias.strip() or path[-1]))
-    walk(tree, [])
-    return [(p, n) for p, n in out if p and n != "_"]
-
-
-def _crate(path, root: str) -> tuple[str, str]:
-    """(crate name, crate folder relative to the root)."""
-    f = find_up(path, root, ("Cargo.toml",)) if root else None
-    if f is None:                                # a folder named after its crate: bytes-1.5.0, bytes@291df5acc9
-        base = re.sub(r"(?:@.*|-\d+(?:\.\d+)*(?:[-+].*)?)$", "", posixpath.basename(root.rstrip("/"))) if root else ""
-        return re.sub(r"\W", "_", base.replace("-", "_")) or "crate", ""
-    try:
-        st = f.stat()
-        got = _CARGO.get(str(f))
-        if got is None or got[0] != st.st_mtime_ns:
-            got = _CARGO[str(f)] = (st.st_mtime_ns, f.read_text(encoding="utf-8", errors="replace"))
-    except OSError:
-        return "crate", ""
-    m = _CARGO_NAME.search(got[1])
-    rel_dir = posixpath.relpath(f.parent.as_posix(), root)
-    name = m.group(1) if m else f.parent.name
-    return name.replace("-", "_"), ("" if rel_dir == "." else rel_dir)
-
-
 class _Rust(Builder):
     def __init__(self, lx, rel, spec, warning, opts, path):
         super().__init__(lx, rel, spec, warning)
-        self.crate, cdir = _crate(path, opts.root)
+        self.crate, cdir = crate_of(path, opts.root)
         sub = self.rel[len(cdir) + 1:] if cdir and self.rel.startswith(cdir + "/") else self.rel
         parts = sub[:-3].split("/")
         if parts[0] == "src":
@@ -164,7 +102,10 @@ class _Rust(Builder):
     def aliases(self, d: Def) -> list[tuple]:
         if d is self.mod:
             return [(self.modq(), 0)]
-        return [(f"{self.modq()}.{d.qual}", 0)]
+        out = [(f"{self.modq()}.{d.qual}", 0)]
+        if d.data.get("export"):                 # #[macro_export]: at the crate root
+            out.append((f"{self.crate}.{d.name}", 1))
+        return out
 
     # ---- paths -------------------------------------------------------------------------
     def _mods_of(self, scope: Def) -> list[str]:
@@ -200,11 +141,10 @@ class _Rust(Builder):
         if head in self.uses:
             out += [f"{c}.{'.'.join(parts[1:])}" if len(parts) > 1 else c for c in self.uses[head]]
         out.append(".".join([self.crate] + here + parts))
+        out += [".".join(g + parts) for g in self.globs]
         if len(parts) > 1:
             out.append(".".join(parts))
             out.append(".".join([self.crate] + parts))
-        else:
-            out += [".".join(g + parts) for g in self.globs]
         return out
 
     def _self_type(self, scope: Def) -> str | None:
@@ -227,13 +167,22 @@ class _Rust(Builder):
             for path, bound in expand_use(tree):
                 if path[0] in _EXTERN_ROOTS:
                     continue
-                cands = self.resolve_path(path, self.mod)
+                cands = self.resolve_path(path, self._scope_at(m.start()))
                 if bound is None:
                     self.globs.append(cands[0].split(".") if cands else path)
-                    self.imports(cands, m.start())
+                    if cands and cands[0] != self.modq():
+                        self.imports(cands, m.start())
                     continue
                 self.uses.setdefault(bound, cands)
                 self.imports(cands + [c.rpartition(".")[0] for c in cands if "." in c], m.start())
+
+    def _scope_at(self, pos: int) -> Def:
+        """The innermost inline module around ``pos`` (the file's module when none)."""
+        best = self.mod
+        for d in self.defs:
+            if d.decl == "mod" and d.start < pos < d.end:
+                best = d
+        return best
 
     def mod_decl(self, name: str, at: int) -> None:
         d = posixpath.dirname(self.rel)
@@ -300,14 +249,14 @@ class _Rust(Builder):
                 head = re.sub(r"\s+", " ", code[at:body]).strip()
                 head = re.split(r"\bwhere\b", head)[0].strip()
                 trait, _, typ = head.rpartition(" for ")
-                name = _type_name(typ)
+                name = type_name(typ)
                 if not name:
                     continue
                 d = Def("class", name, item_start, pairs.get(body, n) + 1, body, at, "impl")
                 if trait:
-                    tr = _type_name(trait.lstrip("!"))
+                    tr = type_name(trait.lstrip("!"))
                     d.props["trait"] = tr
-                    d.data["trait"] = _path_of(trait.lstrip("!"))
+                    d.data["trait"] = path_of(trait.lstrip("!"))
             else:
                 nm = _NAME.match(code, m.end())
                 if not nm:
@@ -331,11 +280,16 @@ class _Rust(Builder):
                     sup = code[at:body]
                     if ":" in sup:
                         for t in re.split(r"\+", re.split(r"\bwhere\b", sup.split(":", 1)[1])[0]):
-                            if _type_name(t):
-                                d.data.setdefault("supers", []).append(_path_of(t))
+                            if type_name(t):
+                                d.data.setdefault("supers", []).append(path_of(t))
+            first = d.start
             d.start, d.test = self._attrs_start(d.start)
+            if d.decl == "macro" and "macro_export" in code[d.start:first]:
+                d.data["export"] = True
             defs.append(d)
         self.nest(defs)
+
+    def heritage(self) -> None:
         for d in self.defs:
             if "trait" in d.data and d.data["trait"] and d.data["trait"][0] not in _EXTERN_ROOTS:
                 d.implements.append((self.resolve_path(d.data["trait"], d.parent), d.name_at))
@@ -358,33 +312,13 @@ class _Rust(Builder):
         return self.resolve_path(parts, scope)
 
 
-def _path_of(t: str) -> list[str]:
-    t = re.sub(r"<.*", "", t.strip()).strip()
-    t = re.sub(r"^(?:dyn|impl|&|mut|\s|'\w+)+", "", t).strip()
-    return [p for p in t.split("::") if p]
-
-
-def _type_name(t: str) -> str:
-    """The name an ``impl`` block gets from its type: the last path component without generic
-    arguments (``&'a mut foo::Bar<T>`` -> ``Bar``); a slice, array or tuple type as written."""
-    t = _REFS.sub("", t.strip())
-    if t[:1] in "[(":
-        return re.sub(r"\s+", " ", t)
-    while True:
-        s = re.sub(r"<[^<>]*>", "", t)
-        if s == t:
-            break
-        t = s
-    m = re.search(r"(\w+)\s*$", t)
-    return m.group(1) if m else ""
-
-
 def load(path, rel: str, opts, spec=RUST):
     text, warning = read_source(path)
     lx = lex(text, "rust")
     b = _Rust(lx, rel, spec, warning, opts, path)
-    b.scan_uses()
     b.scan()
+    b.scan_uses()
+    b.heritage()
     code = lx.code
     skip = {d.name_at for d in b.defs}
     attrs = [(a.end() - 1, lx.pairs.get(a.end() - 1, len(code))) for a in _ATTR.finditer(code)]
