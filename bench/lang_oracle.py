@@ -73,6 +73,23 @@ COUNTS = ("files", "oracle", "start", "end", "loader", "clean", "clean_start", "
 FUNCTION_VALUES = {"arrow_function", "function_expression", "function", "generator_function"}
 
 
+GRAMMARS = ("tree_sitter", "tree_sitter_javascript", "tree_sitter_typescript", "tree_sitter_go",
+            "tree_sitter_rust", "tree_sitter_java", "tree_sitter_c", "tree_sitter_cpp")
+
+
+def oracle_missing() -> str | None:
+    """A one-line reason when tree-sitter or a grammar wheel cannot be imported, else None."""
+    import importlib
+
+    for name in GRAMMARS:
+        try:
+            importlib.import_module(name)
+        except ImportError as exc:
+            return (f"the oracle is not installed ({name}: {exc}); pip install -e '.[test]' "
+                    "(tree-sitter and its grammar wheels)")
+    return None
+
+
 def grammar(lang: str, rel: str):
     import tree_sitter as ts
 
@@ -314,6 +331,14 @@ def main(argv=None) -> int:
     ap.add_argument("--out-dir", type=Path, default=ROOT / "bench" / "results")
     ap.add_argument("--no-save", action="store_true")
     a = ap.parse_args(argv)
+    missing = oracle_missing()
+    if missing:
+        print(f"lang_oracle: {missing}", file=sys.stderr)
+        return 2
+    if not a.trees and not REPOS.is_dir():
+        print(f"lang_oracle: {REPOS} is missing; give --trees, or set KGSEARCH_SHARED to the shared folder",
+              file=sys.stderr)
+        return 2
     trees = a.trees or sorted(p for p in REPOS.iterdir() if p.is_dir())
     t0 = time.time()
     rows, total = [], {}

@@ -128,6 +128,14 @@ def expression_end(lx, at: int) -> int:
     return e
 
 
+def _after_type_params(code: str, pairs: dict, at: int) -> int:
+    """After ``<T extends {k: string}>`` when one starts at ``at`` (blanks first)."""
+    p = at
+    while p < len(code) and code[p] in " \t\n":
+        p += 1
+    return skip_angles(code, p, pairs) if code.startswith("<", p) else at
+
+
 def _start_with_modifiers(code: str, at: int, lo: int) -> int:
     m = _MODIFIERS.search(code, max(lo, at - 300), at)
     if m and m.group(1):
@@ -148,7 +156,7 @@ def scan(lx) -> list[Def]:
     for m in _CLASS.finditer(code):
         if not free(code, m.start()):
             continue
-        body = find_end(code, pairs, m.end(), "{;")
+        body = find_end(code, pairs, _after_type_params(code, pairs, m.end()), "{;")
         if body >= n or code[body] != "{":
             continue
         fixed[body] = "class"
@@ -163,7 +171,7 @@ def scan(lx) -> list[Def]:
     for m in _TS_TYPE.finditer(code):
         if not free(code, m.start()):
             continue
-        body = find_end(code, pairs, m.end(), "{;=")
+        body = find_end(code, pairs, _after_type_params(code, pairs, m.end()), "{;=")
         if body >= n or code[body] != "{":
             continue
         fixed[body] = "interface" if m.group(1) == "interface" else "enum"

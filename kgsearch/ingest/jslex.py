@@ -5,8 +5,9 @@ as the C-family lexer, with what only JavaScript has:
   further templates (the text parts are blanked, the holes kept);
 * regular-expression literals (``/[{"]/g``), told from a division by what precedes the
   slash: after an operator, an opening bracket, ``,``, ``;``, ``}``, a keyword such as
-  ``return`` or ``typeof``, or at the start, a slash starts a literal; after a name, a number,
-  ``)`` or ``]`` it divides. A literal cannot span lines, so a wrong guess costs one line.
+  ``return`` or ``typeof``, or at the start, a slash starts a literal, and after the ``)`` of an
+  ``if``/``while``/``for`` head; after a name, a number, another ``)`` or ``]`` it divides. A
+  literal cannot span lines, so a wrong guess costs one line.
 
 One compiled pattern finds the next comment, string, template or slash (and, inside a
 template hole, brace); Python only visits those.
@@ -27,6 +28,7 @@ _HOLE = re.compile(_COMMENT_STR + r"|(?P<open>\{)|(?P<close>\})")
 _TEMPLATE = re.compile(r"[^`\\$]*(?:(?:\\[\s\S]|\$(?!\{))[^`\\$]*)*(?:`|\$\{|\Z)")
 _REGEX = re.compile(r"/(?![*/])(?:[^/\\\[\n]|\\.|\[(?:[^\]\\\n]|\\.)*\])+/[A-Za-z]*")
 _WORD_END = re.compile(r"[\w$]+$")
+_WORD_BEFORE = re.compile(r"([\w$]+)\s*$")
 _BEFORE_REGEX_WORDS = frozenset({"return", "typeof", "instanceof", "in", "of", "new", "delete", "void", "throw",
                                  "case", "do", "else", "yield", "await"})
 _WS = " \t\n\r"
@@ -39,7 +41,20 @@ def _regex_here(text: str, pos: int) -> bool:
     if i < 0:
         return True
     c = text[i]
-    if c in ")]":
+    if c == ")":                                      # if (x) /re/ : a keyword before the (
+        depth, j = 0, i
+        while j >= 0 and i - j < 400:
+            ch = text[j]
+            if ch == ")":
+                depth += 1
+            elif ch == "(":
+                depth -= 1
+                if depth == 0:
+                    m = _WORD_BEFORE.search(text, max(0, j - 12), j)
+                    return bool(m) and m.group(1) in ("if", "while", "for", "with")
+            j -= 1
+        return False
+    if c == "]":
         return False
     if c.isalnum() or c in "_$":
         m = _WORD_END.search(text, max(0, i - 12), i + 1)
