@@ -15,9 +15,10 @@ files answer a rank lower, so a name resolves to the package's own code first.
 Edges:
 
 * ``imports``: the file -> the imported package's folder. An import path under the module
-  path of the nearest ``go.mod`` maps to its folder exactly; other paths are tried as folders
-  under the root, whole and without leading components (a GOPATH-style tree) when there is no
-  ``go.mod``.
+  path of the nearest ``go.mod`` maps to its folder exactly; without a ``go.mod``, a path whose
+  first element is a domain (``github.com/x/y/z``) is tried as a folder under the root whole, then
+  without its leading elements (``x/y/z``, ``y/z``, ``z``: a GOPATH-style tree, or a checkout of
+  ``x/y``); standard-library paths (``net/http``) are never folders of the tree.
 * ``calls``: ``f()`` -> the package's ``f``; ``pkg.F()`` -> ``F`` in the imported package
   (its import name: the alias, else the path's last element without a ``go-`` prefix or a
   ``.vN`` suffix); ``r.M()`` with ``r`` the method's receiver -> ``T.M``. Not resolved: calls on
@@ -115,7 +116,9 @@ class _Go(Builder):
                 return [posixpath.join(mdir, rest) if mdir else (rest or ".")]
             return [ipath]
         parts = ipath.split("/")
-        return ["/".join(parts[i:]) for i in range(len(parts) - 1)] or [ipath]
+        if "." not in parts[0]:                  # the standard library ("net/http"): never a folder here
+            return [ipath]
+        return ["/".join(parts[i:]) for i in range(len(parts))]
 
     def scan_imports(self) -> None:
         lx, code, text = self.lx, self.lx.code, self.lx.text
