@@ -264,7 +264,8 @@ class Builder:
         i, n = 0, len(defs)
         seen: set[tuple[str, str]] = set()
         edges, line, ns = self.res.edges, self.lx.line, self.ns
-        memo: dict[tuple[int, tuple], list[str]] = {}
+        done: set[tuple[int, tuple]] = set()         # (scope, name chain) already turned into an edge
+        in_types, at_top = self.CALLS_IN_TYPES, self.calls_at_top()
         for pos, parts in calls:
             while i < n and defs[i].start <= pos:
                 d = defs[i]
@@ -275,14 +276,13 @@ class Builder:
             while len(stack) > 1 and stack[-1].end <= pos:
                 stack.pop()
             scope = stack[-1]
-            if scope.kind == "class" and not self.CALLS_IN_TYPES:
-                continue
-            if scope.kind == "module" and not self.calls_at_top():
+            if scope.kind == "class" and not in_types or scope.kind == "module" and not at_top:
                 continue
             mk = (id(scope), tuple(parts))
-            cands = memo.get(mk)
-            if cands is None:
-                cands = memo[mk] = self.call_candidates(scope, parts)
+            if mk in done:
+                continue
+            done.add(mk)
+            cands = self.call_candidates(scope, parts)
             if not cands:
                 continue
             dst = "\n".join(dict.fromkeys(cands))

@@ -31,7 +31,7 @@ class Blocks:
         m = prev_token(code, o)
         if m is None:
             return "code"
-        t = m.group(1)
+        t = m.text
         if t in (",", "<") and _IN_ANGLES.search(code, max(0, o - 120), o):
             return "type"                          # Map<K, {..}>
         if t in ("=", "(", ",", "[", "?", "!", "&", "|", "return", "yield", "await", "default", "...", "in", "of"):
@@ -39,18 +39,18 @@ class Blocks:
                 return "type"
             return "object"
         if t == ":":
-            before = code[max(0, m.start(1) - 40):m.start(1)].rstrip()
+            before = code[max(0, m.at - 40):m.at].rstrip()
             if before[-1:] in ("}", "]", '"'):
                 return "object"                    # cond ? {..} : {..}
-            up = self.lx.enclosing(m.start(1))
+            up = self.lx.enclosing(m.at)
             if up >= 0 and code[up] == "{" and self.kind(up) == "object":
                 return "object"
             if up >= 0 and code[up] == "{" and self.kind(up) in ("type", "interface", "class"):
                 return "type"
             if up >= 0 and code[up] == "(":
                 return "type"
-            return "type" if self._annotation(m.start(1)) else "object"
-        if t == "<" or t == ">" and code[m.start(1) - 1:m.start(1)] != "=":
+            return "type" if self._annotation(m.at) else "object"
+        if t == "<" or t == ">" and code[m.at - 1:m.at] != "=":
             return "type"
         return "code"
 
@@ -62,14 +62,35 @@ class Blocks:
         return w is not None
 
 
+class _Token:
+    """The token before a brace: ``group(1)`` and ``start(1)`` as a match would give them."""
+
+    __slots__ = ("text", "at")
+
+    def __init__(self, text: str, at: int):
+        self.text, self.at = text, at
+
+    def group(self, _=0) -> str:
+        return self.text
+
+    def start(self, _=0) -> int:
+        return self.at
+
+
 def prev_token(code: str, o: int):
-    """The name or the character right before ``o`` (blanks skipped), as a match."""
+    """The name or the character right before ``o`` (blanks skipped)."""
     i = o - 1
     while i >= 0 and code[i] in " \t\n":
         i -= 1
     if i < 0:
         return None
-    return _PREV.search(code, max(0, i - 24), i + 1)
+    c = code[i]
+    if not (c.isalnum() or c == "_" or c == "$"):
+        return _Token(c, i)
+    j = i
+    while j > 0 and (code[j - 1].isalnum() or code[j - 1] in "_$"):
+        j -= 1
+    return _Token(code[j:i + 1], j)
 
 
 def owner_prefix(lx, blocks: Blocks, o: int, memo: dict) -> str:

@@ -137,7 +137,7 @@ def _after_type_params(code: str, pairs: dict, at: int) -> int:
 
 
 def _start_with_modifiers(code: str, at: int, lo: int) -> int:
-    m = _MODIFIERS.search(code, max(lo, at - 300), at)
+    m = _MODIFIERS.search(code, max(lo, at - 120), at) if at > lo else None
     if m and m.group(1):
         s = m.start(1)
         while s < at and code[s] in " \t\n":

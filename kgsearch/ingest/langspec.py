@@ -199,7 +199,10 @@ def is_generated_path(rel: str, spec: LangSpec | None = None) -> bool:
 def is_generated_text(head: str) -> bool:
     """The first lines of a file say it was generated (Go's ``// Code generated ... DO NOT
     EDIT.``, ``@generated``, protoc's banner)."""
-    return bool(GENERATED_MARK.search(head[:2000]))
+    head = head[:2000]
+    if not any(w in head for w in ("enerated", "ENERATED", "DO NOT EDIT")):
+        return False                               # the usual case, without the pattern
+    return bool(GENERATED_MARK.search(head))
 
 
 def find_frames(text: str, spec: LangSpec | None = None) -> list[dict]:
