@@ -8,6 +8,7 @@ from typing import Any
 FLAG_AUTO = 1          # shared node made by edge resolution (tag, entity, placeholder); no owning file
 FLAG_TEST = 2          # test code
 FLAG_PLACEHOLDER = 4   # link target that does not exist (yet)
+FLAG_VENDORED = 8     # code copied from another project or generated (vendor/, *.min.js, "DO NOT EDIT")
 
 
 @dataclass(slots=True)

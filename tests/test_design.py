@@ -41,7 +41,21 @@ def test_the_check_catches_a_module_left_out():
     assert _missing(text) == ["graph/stored/policy.py"]
 
 
+# a module calling itself a prototype; not JavaScript's ``X.prototype.m`` or "prototype" as a string, nor C's function "prototypes"
+PROTOTYPE = re.compile(r"(?<![.\w'\"])prototype\b(?![.'\"])", re.I)
+
+
+def _prototypes(text: str) -> list[str]:
+    return PROTOTYPE.findall(text)
+
+
 def test_no_module_is_a_prototype():
     said = [p.relative_to(PKG).as_posix() for p in sorted(PKG.rglob("*.py"))
-            if re.search(r"prototype", p.read_text(encoding="utf-8"), re.I)]
+            if _prototypes(p.read_text(encoding="utf-8"))]
     assert not said, f"move these to bench/studies/ (public API only) or finish them: {said}"
+
+
+def test_the_prototype_check_tells_a_label_from_code_words():
+    assert _prototypes('"""A prototype of the two-stage kernel."""') == ["prototype"]
+    assert _prototypes("Prototype: not wired in yet") == ["Prototype"]
+    assert not _prototypes("``X.prototype.m = ..`` reads ``X.m``; Prototypes and member declarations")

@@ -16,7 +16,7 @@ from conftest import need
 
 ROOT = Path(__file__).resolve().parents[1]
 ORACLES = ["hypothesis", "networkx", "rank_bm25", "snowballstemmer", "model2vec", "tokenizers", "safetensors",
-           "psutil", "scipy"]
+           "psutil", "scipy", "tree_sitter"]
 # a pytest run in which the oracles cannot be imported (as on a phone with numpy + pytest only)
 BLOCKED = ("import sys\nfor m in {mods!r}:\n    sys.modules[m] = None\nimport pytest\n"
            "sys.exit(pytest.main(sys.argv[1:]))\n")

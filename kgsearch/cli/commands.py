@@ -73,7 +73,8 @@ def _report_run(args, report) -> int:
 
 SKIP_WORDS = {"unreadable": "unreadable folder(s)/file(s)", "bad_links": "broken or looping link(s)",
               "malformed": "file(s) not what their extension says", "large": "large file(s)",
-              "binary": "file(s) that are not text", "no_loader": "file(s) with no loader"}
+              "binary": "file(s) that are not text", "no_loader": "file(s) with no loader",
+              "generated": "minified or bundled script(s)"}
 
 
 def skipped_summary(skipped: dict) -> str:

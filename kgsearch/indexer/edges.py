@@ -5,8 +5,9 @@ docs/DESIGN.md, "The index"). A file's edges are replaced when it is reloaded: t
 in ``temp.edge_stage`` while files load and moved into ``edges`` once every file is in (an
 edge may point at a node of a file loaded later). An edge is looked at again when its target
 was removed, or when one of its candidate names gained or lost a node this run, so an
-incremental run leaves the edges a full rebuild would. Python names that only resolve through
-a package's re-export are followed with :func:`kgsearch.ingest.pynames.reexport_resolver`.
+incremental run leaves the edges a full rebuild would. Python and Rust names that only resolve
+through a module's re-export (``from .core import Foo`` in a package, ``pub use self::x::Foo;``)
+are followed with :func:`kgsearch.ingest.pynames.reexport_resolver` (:data:`REEXPORT_NS`).
 """
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from .load import dumps_props
 from .state import RunState, edge_multiset
 from .writer import Writer
 
-__all__ = ["EdgeResolver", "AUTO_NS"]
+__all__ = ["EdgeResolver", "AUTO_NS", "REEXPORT_NS"]
 
 PRELOAD_NAMES = 2000       # staged names of one namespace from which its names may be read at once ...
 PRELOAD_FRACTION = 0.05    # ... when they are at least this fraction of the nodes (else: batched lookups)
@@ -36,6 +37,9 @@ AUTO_NS = {
     "kgt": ("kg:", "entity", FLAG_AUTO),      # KG triples: an entity no file defines (ingest/triples.py)
 }
 LOOKUP_NS = {"kgt": "kg"}      # names of these namespaces are looked up in another one
+# Namespaces whose unresolved names may reach a definition through a module's re-export
+# (their modules answer to dotted names: Python's by key, Rust's by alias; see _reexports)
+REEXPORT_NS = ("py", "rs")
 
 
 class EdgeResolver:
@@ -100,7 +104,7 @@ class EdgeResolver:
         next_id = self.first_new_edge
         new_file_edges = False
         pending = []                             # unresolved shared-node targets: resolve() makes them
-        unresolved_py: list[tuple[int, str]] = []  # Python names: perhaps re-exported (below)
+        unresolved_re: dict[str, list[tuple[int, str]]] = {}  # Python/Rust names: perhaps re-exported (below)
         cur = conn.execute("SELECT src_id, ns, dst_name, type, weight, file_id, line, props FROM temp.edge_stage "
                            "ORDER BY rowid")
         while True:
@@ -113,18 +117,18 @@ class EdgeResolver:
             for (src, ns, dst_name, etype, weight, file_id, line, props), (dst, name) in zip(batch, resolved):
                 if dst is None and (ns in AUTO_NS or ns == "kg"):
                     pending.append((next_id,))
-                elif dst is None and ns == "py":
-                    unresolved_py.append((next_id, dst_name))
+                elif dst is None and ns in REEXPORT_NS:
+                    unresolved_re.setdefault(ns, []).append((next_id, dst_name))
                 rows.append((next_id, src, dst, ns, name, etype, weight, file_id, line, props))
                 next_id += 1
             conn.executemany("INSERT INTO edges(id, src, dst, ns, dst_name, type, weight, file_id, line, props) "
                              "VALUES (?,?,?,?,?,?,?,?,?,?)", rows)
         conn.execute("DELETE FROM temp.edge_stage")
         conn.executemany("INSERT OR IGNORE INTO temp.resolve_ids(id) VALUES (?)", pending)
-        if unresolved_py:                        # now that this run's imports edges are in place
-            reexport = self._reexports(names)
+        for ns, unresolved in unresolved_re.items():      # now that this run's imports edges are in place
+            reexport = self._reexports(names, ns)
             conn.executemany("UPDATE edges SET dst=? WHERE id=?",
-                             [(d, eid) for eid, name in unresolved_py if (d := reexport(name)) is not None])
+                             [(d, eid) for eid, name in unresolved if (d := reexport(name)) is not None])
         if next_id != self.first_new_edge and (self.changes.full or new_file_edges):
             self.changes.edges_changed = True
 
@@ -192,35 +196,44 @@ class EdgeResolver:
                             "CROSS JOIN edges e ON e.id = r.id WHERE e.dst_name != '' OR e.dst IS NULL").fetchall()
         names = _Names(conn)
         updates = []
-        reexport = None
+        reexports: dict = {}
         for (eid, ns, dst_name, dst, file_id), (new_dst, new_name) in zip(
                 rows, names.resolve([(r[1], r[2]) for r in rows])):
             if file_id is None:                 # derived edges (similar_text) keep their names
                 new_name = dst_name
-            if new_dst is None and ns == "py":
-                reexport = reexport or self._reexports(names)
-                new_dst = reexport(dst_name)
+            if new_dst is None and ns in REEXPORT_NS:
+                if ns not in reexports:
+                    reexports[ns] = self._reexports(names, ns)
+                new_dst = reexports[ns](dst_name)
             if new_dst != dst or new_name != dst_name:
                 updates.append((new_dst, new_name, eid))
         conn.executemany("UPDATE edges SET dst=?, dst_name=? WHERE id=?", updates)
         if updates:
             self.changes.edges_changed = True
 
-    def _reexports(self, names: "_Names"):
-        """:func:`~kgsearch.ingest.pynames.reexport_resolver` over this index: its modules, their
-        ``imports`` edges (as written, else the resolved node's key) and ``names`` for lookups.
-        The edge keeps its written name, so every later run resolves it the same way; edges in
-        other files are not revisited when only the re-exporting ``__init__`` changed (a full
-        run does)."""
+    def _reexports(self, names: "_Names", ns: str = "py"):
+        """:func:`~kgsearch.ingest.pynames.reexport_resolver` over this index's modules of
+        namespace ``ns`` (Python's dotted names are their keys, Rust's ``crate.module`` names
+        their aliases), their ``imports`` edges (as written, else the resolved node's key) and
+        ``names`` for lookups. The edge keeps its written name, so every later run resolves it
+        the same way; edges in other files are not revisited when only the re-exporting module
+        changed (a full run does)."""
         conn = self.conn
-        modules = {key[3:]: nid for key, nid in conn.execute(
-            "SELECT key, id FROM nodes WHERE kind='module' AND key >= 'py:' AND key < 'py;'")}
+        if ns == "py":
+            modules = {key[3:]: nid for key, nid in conn.execute(
+                "SELECT key, id FROM nodes WHERE kind='module' AND key >= 'py:' AND key < 'py;'")}
+        else:
+            modules = {}
+            for name, nid, rank in conn.execute(
+                    "SELECT a.name, a.node_id, a.rank FROM aliases a JOIN nodes n ON n.id = a.node_id "
+                    "WHERE a.ns=? AND n.kind='module' ORDER BY a.rank DESC, a.node_id DESC", (ns,)):
+                modules[name] = nid
 
         def imports_of(mid: int):
             return conn.execute("SELECT e.dst_name, n.key FROM edges e LEFT JOIN nodes n ON n.id = e.dst "
-                                "WHERE e.src=? AND e.type='imports' AND e.ns='py'", (mid,))
+                                "WHERE e.src=? AND e.type='imports' AND e.ns=?", (mid, ns))
 
-        return reexport_resolver(modules, imports_of, lambda name: names.resolve([("py", name)])[0][0])
+        return reexport_resolver(modules, imports_of, lambda name: names.resolve([(ns, name)])[0][0])
 
     def compare_file_edges(self) -> None:
         """A reloaded file whose edges come out as they were (a function body edited without

@@ -7,10 +7,10 @@ two vaults gives ``md:Home`` and ``md://home/Home``. Loaders know nothing of thi
 
 * node keys, parents and ``key`` edge targets owned by the file: ``ns:rest`` -> ``ns://label/rest``
   (``kg:`` keys are node ids shared across files by design: never qualified);
-* names the nodes answer to (``note``, ``py``): the qualified name at its rank, and the plain
+* names the nodes answer to (``note``, ``py`` and the other code namespaces): the qualified name at its rank, and the plain
   name ranked :data:`OTHER_ROOT_RANK` lower, so an edge in another root still reaches the node
   when nothing of its own root is called that, but a plain name of the first root wins;
-* ``note`` and ``py`` edge targets: the qualified candidates first, then the plain ones, so an
+* ``note``, ``py`` and code edge targets: the qualified candidates first, then the plain ones, so an
   edge resolves inside its own root first (``[[Home]]`` in the second vault is its own Home).
 """
 from __future__ import annotations
@@ -20,7 +20,7 @@ from ..types import EdgeRec, LoadResult, NodeRec
 __all__ = ["qualify_key", "qualify_result", "plain_name", "OTHER_ROOT_RANK", "QUALIFIED_NS"]
 
 OTHER_ROOT_RANK = 100          # added to the rank of a plain name answered by a labelled root's node
-QUALIFIED_NS = ("note", "py")  # names resolved inside the edge's own root first
+QUALIFIED_NS = ("note", "py", "js", "go", "rs", "java", "c")  # names resolved inside the edge's own root first
 SHARED_KEY_PREFIXES = ("kg:",)
 
 

@@ -10,7 +10,7 @@ from ..types import ChangeSet
 
 __all__ = ["IndexOptions", "IndexReport", "RunState", "SKIP_REASONS"]
 
-SKIP_REASONS = ("unreadable", "bad_links", "malformed", "large", "binary", "no_loader")
+SKIP_REASONS = ("unreadable", "bad_links", "malformed", "large", "binary", "no_loader", "generated")
 
 
 @dataclass

@@ -18,6 +18,15 @@ Rules, in order:
   their name gives them a loader (a NUL byte in the first 8 KB, a UTF-16 byte-order mark) and
   files with no loader are skipped; skipped files are counted, and each large, unreadable or
   not-text one is one warning line (files with no loader are the normal case: counted only).
+* Source code that is not the project's: installed dependencies are skipped (``node_modules``,
+  ``bower_components``, ``jspm_packages``; a ``vendor`` folder of Go modules, i.e. with a
+  ``modules.txt`` or beside a ``go.mod``/``Gopkg.lock``/``glide.lock``/``composer.json``; a
+  ``target`` build folder beside a ``Cargo.toml`` or ``pom.xml``), and so are minified or
+  bundled scripts (``*.min.js`` & co., or a script whose first 8 KB hold no line break),
+  counted as ``generated``. Vendored copies (``third_party/``, ``vendor/`` elsewhere,
+  ``external/`` ...) and generated sources (``*.pb.go``, "Code generated ... DO NOT EDIT")
+  are indexed, their nodes flagged ``FLAG_VENDORED`` so that search can rank them below the
+  project's own code (:mod:`kgsearch.ingest.langspec`).
 """
 from __future__ import annotations
 
@@ -35,8 +44,12 @@ SKIP_DIRS = {
     "node_modules", "__pycache__", "venv", ".venv", "site-packages",
     "build", "dist", ".tox", ".nox", ".mypy_cache", ".pytest_cache",
     ".ruff_cache", ".hypothesis", ".cache", ".gradle", ".idea", ".vscode",
-    ".obsidian", ".trash", ".Trash", "__MACOSX",
+    ".obsidian", ".trash", ".Trash", "__MACOSX", "bower_components", "jspm_packages",
 }
+# folder name -> files beside it (or, for vendor, inside it) that make it a dependency or build folder
+DEPENDENCY_DIRS = {"vendor": ("go.mod", "Gopkg.lock", "glide.lock", "composer.json"),
+                   "target": ("Cargo.toml", "pom.xml")}
+MINIFIED_EXT = (".js", ".mjs", ".cjs")
 IGNORE_FILE = ".kgsearchignore"
 SNIFF_BYTES = 8192
 DEFAULT_MAX_BYTES = 16_000_000            # "16 MB", as --max-file-size counts
@@ -68,6 +81,7 @@ class WalkReport:
     skipped_large: list[str] = field(default_factory=list)
     skipped_binary: int = 0
     skipped_other: int = 0          # no loader, a link leaving the root
+    skipped_generated: int = 0      # minified or bundled scripts
     problems: list[str] = field(default_factory=list)   # one line each: unreadable folders/files, bad links
     unlisted: list[str] = field(default_factory=list)   # folders not listed this run: their indexed files are kept
     unreadable: int = 0             # folders and files that could not be read
@@ -75,7 +89,7 @@ class WalkReport:
 
     def counts(self) -> dict[str, int]:
         return {"unreadable": self.unreadable, "bad_links": self.bad_links, "large": len(self.skipped_large),
-                "binary": self.skipped_binary, "no_loader": self.skipped_other}
+                "binary": self.skipped_binary, "no_loader": self.skipped_other, "generated": self.skipped_generated}
 
 
 class _Pattern:
@@ -247,6 +261,38 @@ def _skip_dir(name: str) -> bool:
     return name in SKIP_DIRS or name.startswith(".")
 
 
+def _dependency_dir(path: Path) -> bool:
+    """A ``vendor`` folder of Go (or PHP) dependencies, a Rust or Maven ``target`` folder."""
+    marks = DEPENDENCY_DIRS.get(path.name)
+    if not marks:
+        return False
+    try:
+        if path.name == "vendor" and (path / "modules.txt").is_file():
+            return True
+        return any((path.parent / m).is_file() for m in marks)
+    except OSError:
+        return False
+
+
+def is_minified(path: Path) -> bool:
+    """A minified or bundled script: named so (``*.min.js``), or no line break in its first 8 KB."""
+    from fnmatch import fnmatchcase
+
+    from .langspec import MINIFIED_NAMES
+
+    name = path.name.lower()
+    if not name.endswith(MINIFIED_EXT):
+        return False
+    if any(fnmatchcase(name, p) for p in MINIFIED_NAMES):
+        return True
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(SNIFF_BYTES)
+    except OSError:
+        return False
+    return len(head) == SNIFF_BYTES and b"\n" not in head
+
+
 def _is_venv(path: Path) -> bool:
     try:
         return (path / "pyvenv.cfg").exists()
@@ -297,6 +343,9 @@ def walk(root: Path, fmt: str | None = None, max_bytes: int | None = None,
             report.skipped_binary += 1
             problem(path, why)
             return None
+        if is_minified(path):
+            report.skipped_generated += 1
+            return None
         seen_files.add(str(path))
         return Found(path, rel, root, loader, st.st_size, st.st_mtime_ns)
 
@@ -332,7 +381,7 @@ def walk(root: Path, fmt: str | None = None, max_bytes: int | None = None,
                 problem(path, "cannot read")
                 continue
             if is_dir:
-                if _skip_dir(name) or rules.ignored(child_rel, True) or _is_venv(path):
+                if _skip_dir(name) or rules.ignored(child_rel, True) or _is_venv(path) or _dependency_dir(path):
                     continue
                 yield from visit(path, child_rel, rules)
                 continue

@@ -1,0 +1,406 @@
+"""C and C++ source: files, classes/structs/unions/enums, functions and methods, and their edges.
+
+Nodes (see :mod:`kgsearch.ingest.codemodel`): the file (``module``); every named ``class``,
+``struct``, ``union`` and ``enum`` with a body, wherever it is (``class``; ``decl`` says which;
+``typedef struct { } name;`` takes the typedef's name; a template specialisation
+``formatter<T, char>`` is named ``formatter``); every function definition with a body at file,
+namespace, ``extern "C"`` or class level (``function``; ``method`` in a class body, and for an
+out-of-line ``Cls::f``). Prototypes and member declarations are not nodes: they stay in the
+text of their file or class. Namespaces are not nodes; their names prefix the qualified names
+(``fmt.detail.write``). Spans start at ``template<...>`` and the specifiers; the comment right
+above is the doc. Preprocessor lines are blanked first, and of an ``#if``/``#else`` whose
+branches open braces differently only the first branch is read (see :mod:`kgsearch.ingest.clex`).
+Macros are not expanded: a definition that only a macro spells (``FMT_BEGIN_NAMESPACE``,
+``DEFINE_FUNC(x)``) is seen as written.
+
+Names (``ns='c'``, shared by C and C++): a function answers to its name (``static`` ones a
+rank lower), a method to ``Cls.name``, a class to its name; a file to its path and to every
+shorter suffix of it (``fmt/format.h``, ``format.h``), which is how ``#include`` finds it from
+any include folder in the tree.
+
+Edges:
+
+* ``imports``: ``#include "x.h"`` -> ``x.h`` beside the file, else any file ending with that
+  path; ``#include <x.h>`` -> the latter only (system headers do not resolve).
+* ``calls``: ``f()`` -> the enclosing classes' ``f`` (and their bases'), the file's ``f``, any
+  ``f``; ``A::f()`` -> ``A.f``, then ``f``; ``this->f()`` -> the class's. Calls on values
+  (``x.f()``, ``p->f()``), through function pointers and macros are not resolved.
+* ``inherits``: a class -> its bases.
+"""
+from __future__ import annotations
+
+import posixpath
+import re
+from bisect import bisect_left
+
+from .clex import lex
+from .codemodel import Builder, Def
+from .codescan import call_sites, find_end, read_source, split_chain
+from .javacode import boundary
+from .langspec import C
+
+NAME = "c"
+EXTENSIONS = C.extensions
+
+__all__ = ["NAME", "EXTENSIONS", "load", "norm_name"]
+
+_CLASS_KW = re.compile(r"(?<![\w.])(class|struct|union|enum(?:\s+(?:class|struct))?)\b(?!\s*[=,>)])")
+_ATTRS = re.compile(r"\[\[.*?\]\]|__attribute__\s*\(\((?:[^()]|\([^()]*\))*\)\)|__declspec\s*\([^()]*\)"
+                    r"|alignas\s*\((?:[^()]|\([^()]*\))*\)", re.S)
+_CLASS_HEAD = re.compile(r"\s*(?:[A-Z_][A-Z0-9_]*(?:\s*\([^()]*\))?\s+(?=[A-Za-z_]))*((?:\w+\s*(?:<[^{;]*?>)?\s*::\s*)*\w+)?\s*(?P<targs><[^{;]*>)?"
+                         r"\s*(?:final\s*)?(?::(?!:)(?P<bases>[^{;]*))?$", re.S)
+_NAMESPACE = re.compile(r"(?<![\w])(?:inline\s+)?namespace\b\s*((?:\w+\s*::\s*)*\w+)?\s*(?:\[\[[^\]]*\]\]\s*)?$")
+_EXTERN = re.compile(r"(?<![\w])extern\s*\"\s*\"\s*$")
+_ACCESS = re.compile(r"(?:(?:public|protected|private|signals|slots|Q_SLOTS|Q_SIGNALS)\s*(?:slots\s*)?:\s*)+")
+_TRAILING = re.compile(
+    r"(?:\s*(?:const|volatile|override|final|mutable|try|&&?|noexcept|throw\s*\([^()]*\)"
+    r"|noexcept\s*\((?:[^()]|\((?:[^()]|\([^()]*\))*\))*\)|requires\b[^{]*"
+    r"|__attribute__\s*\(\((?:[^()]|\([^()]*\))*\)\)|\[\[.*?\]\]|[A-Z_][A-Z0-9_]{2,}(?:\s*\([^()]*\))?))*\s*$", re.S)
+_ARROW = re.compile(r"\)\s*(?:(?:const|volatile|noexcept|&&?|mutable|override|final)\s*)*->")
+_DECLARATOR = re.compile(
+    r"((?:[A-Za-z_]\w*\s*(?:<(?:[^<>;{}]|<(?:[^<>;{}]|<[^<>;{}]*>)*>)*>)?\s*::\s*)*)"
+    r"(operator\s*(?:\(\s*\)|\[\s*\]|(?:new|delete)(?:\s*\[\s*\])?|\"\s*\"\s*\w+|[^\w\s(]+|[\w\s:*&<>,]+?)|~?[A-Za-z_]\w*)"
+    r"\s*(?:<(?:[^<>;{}]|<[^<>;{}]*>)*>)?\s*$")
+_INIT_COLON = re.compile(r"\s*(?:(?:const|noexcept(?:\s*\([^()]*\))?|[A-Z_][A-Z0-9_]{2,})\s*)*:(?!:)")
+_INIT_ITEM = re.compile(r"\s*(?:[\w:~<>,\s]*?[\w>])\s*(?=[({])")
+_GROUPS = re.compile(r"\([^()]*\)|<[^<>;{}()]*>")
+_OPENERS = re.compile(r"[(\[]")
+_OPERATOR = re.compile(r"operator\s*(?:\(\s*\)|[^\w\s(]+)")
+_TOP_EQ = re.compile(r"(?<![=!<>+\-*/%&|^~])=(?!=)")
+_INCLUDE = re.compile(r"[ \t]*#[ \t]*include[ \t]*([<\"])([^>\"\n]+)[>\"]")
+_STATIC = re.compile(r"\bstatic\b")
+_THIS_CALL = re.compile(r"this\s*->\s*(\w+)")
+_NOT_NAMES = frozenset("if for while switch return sizeof alignof decltype typeid catch defined static_cast "
+                       "dynamic_cast reinterpret_cast const_cast noexcept throw new delete co_await co_return "
+                       "co_yield __attribute__ __declspec __typeof__ typeof alignas static_assert do else case "
+                       "using typedef template".split())
+
+
+def norm_name(name: str) -> str:
+    """A declarator's name without inner blanks: ``operator ==`` -> ``operator==``; a
+    conversion ``operator  const char *`` -> ``operator const char*``."""
+    name = re.sub(r"\s+", " ", name.strip())
+    if name.startswith("operator"):
+        name = re.sub(r"\s*([^\w\s])\s*", r"\1", name)
+        name = re.sub(r"^operator(?=[A-Za-z_])", "operator ", name.replace("operator ", "operator", 1))
+    return name
+
+
+def _strip_groups(s: str) -> str:
+    prev = None
+    while prev != s:
+        prev, s = s, _GROUPS.sub("", s)
+    return s
+
+
+class _C(Builder):
+    CALLS_IN_TYPES = False
+
+    def __init__(self, lx, rel, spec, warning):
+        super().__init__(lx, rel, spec, warning)
+        self.class_bodies: dict[int, Def] = {}
+        self.namespaces: set[str] = set()
+        self.ns_spans: list[tuple[int, int, str]] = []
+        self.anon_bodies: set[int] = set()
+        self.walked: set[int] = set()
+        self._dir_ends = [e for _, e in lx.directives]
+
+    def calls_at_top(self) -> bool:
+        return False
+
+    def aliases(self, d: Def) -> list[tuple]:
+        if d is self.mod:
+            parts = self.rel.split("/")
+            return [("/".join(parts[i:]), i) for i in range(1, len(parts))]
+        parts = d.qual.split("#")[0].split(".")
+        if d.kind == "method":
+            return [(".".join(parts[-2:]), 0)]
+        if d.kind == "class" and d.parent.kind == "class":
+            return [(".".join(parts[-2:]), 0), (parts[-1], 1)]
+        return [(parts[-1], 1 if d.data.get("static") else 0)]
+
+    # ---- includes ----------------------------------------------------------------------
+    def scan_includes(self) -> None:
+        text = self.lx.text
+        d = posixpath.dirname(self.rel)
+        for s, _ in self.lx.directives:
+            m = _INCLUDE.match(text, s)
+            if not m:
+                continue
+            target = m.group(2).strip()
+            cands = [target]
+            if m.group(1) == '"':
+                near = posixpath.normpath(posixpath.join(d, target))
+                if not near.startswith("../"):
+                    cands.insert(0, near)
+            self.imports(cands, s)
+
+    # ---- classes -----------------------------------------------------------------------
+    def scan_classes(self) -> list[Def]:
+        code, pairs = self.lx.code, self.lx.pairs
+        n = len(code)
+        out = []
+        for m in _CLASS_KW.finditer(code):
+            body = find_end(code, pairs, m.end(), ";{")
+            if body >= n or code[body] != "{" or body in self.class_bodies:
+                continue
+            head = _ATTRS.sub(" ", code[m.end():body])
+            h = _CLASS_HEAD.match(head)
+            if h is None:
+                continue
+            close = pairs.get(body, n)
+            name = h.group(1)
+            start = boundary(code, pairs, 0, m.start())
+            if name is None:                         # typedef struct { ... } name;
+                t = re.compile(r"\s*(\w+)\s*[;,\[]").match(code, close + 1)
+                if not t or not re.match(r"typedef\b", code[start:m.start()].strip()):
+                    self.anon_bodies.add(body)       # its methods are still read
+                    continue
+                name, name_at = t.group(1), t.start(1)
+            else:
+                name_at = m.end() + len(head) - len(head.lstrip()) if "::" in name else code.find(name, m.end(), body)
+                name = re.sub(r"\s+", "", name)
+            start = m.start() if code[start:m.start()].strip().startswith("typedef") else start
+            start = self._after_access(self._after_directives(start, m.start()), m.start())
+            kw = re.sub(r"\s+", " ", m.group(1))
+            local = name.replace("::", ".")
+            d = Def("class", local.rsplit(".", 1)[-1], start, close + 1, body, name_at, kw, local)
+            if h.group("bases"):
+                for base in _strip_groups(h.group("bases")).split(","):
+                    b = re.sub(r"\b(?:public|protected|private|virtual)\b", " ", base)
+                    b = re.sub(r"<.*", "", b).strip()
+                    if b:
+                        parts = [p for p in re.split(r"\s*::\s*", b) if p]
+                        d.bases.append(([".".join(parts[-2:]), parts[-1]] if len(parts) > 1 else parts, body))
+            self.class_bodies[body] = d
+            out.append(d)
+        return out
+
+    def _after_directives(self, start: int, limit: int) -> int:
+        """After the last preprocessor line between ``start`` and ``limit`` (a declaration
+        does not run across one: tree-sitter starts it after the ``#endif``)."""
+        dirs = self.lx.directives
+        if not dirs:
+            return start
+        i = bisect_left(self._dir_ends, limit) - 1
+        if i >= 0 and dirs[i][1] > start:
+            start = dirs[i][1]
+            while start < limit and self.lx.code[start] in " \t\n":
+                start += 1
+        return start
+
+    def _after_access(self, start: int, limit: int) -> int:
+        a = _ACCESS.match(self.lx.code, start, limit)
+        if a:
+            start = a.end()
+            while start < limit and self.lx.code[start] in " \t\n":
+                start += 1
+        return start
+
+    # ---- functions (at declaration level) ----------------------------------------------
+    def walk(self, lo: int, hi: int, prefix: list[str], cls: Def | None, out: list[Def]) -> None:
+        code, pairs = self.lx.code, self.lx.pairs
+        n = len(code)
+        at = seg = lo
+        while True:
+            o = code.find("{", at, hi)
+            if o < 0:
+                return
+            c = pairs.get(o, n)
+            d = self.class_bodies.get(o)
+            if d is not None:
+                self.walked.add(o)
+                if d.decl != "enum":
+                    self.walk(o + 1, c, prefix + [d.name], d, out)
+            elif o in self.anon_bodies:
+                self.walked.add(o)
+                self.walk(o + 1, c, prefix, cls, out)
+            else:
+                g = self._open_group(seg, o)
+                if g is not None:                 # a { inside (...) or [...]: a lambda, a braced argument
+                    at = pairs.get(g, n) + 1
+                    continue
+                hs = boundary(code, pairs, seg, o)
+                head = code[hs:o]
+                ns = _NAMESPACE.search(head) if "namespace" in head else None
+                if ns:
+                    name = re.sub(r"\s+", "", ns.group(1) or "")
+                    if name:
+                        self.namespaces.update(name.split("::"))
+                        self.ns_spans.append((o, c, name.replace("::", ".")))
+                    self.walk(o + 1, c, prefix + ([name.replace("::", ".")] if name else []), None, out)
+                elif _EXTERN.search(head):
+                    self.walk(o + 1, c, prefix, cls, out)
+                else:
+                    f = self._function(hs, o, prefix, cls)
+                    if f is not None:
+                        out.append(f)
+                        c = f.end - 1
+            at = seg = c + 1
+
+    def _open_group(self, seg: int, o: int) -> int | None:
+        """The ``(`` or ``[`` opened after ``seg`` that is still open at ``o``."""
+        code, pairs = self.lx.code, self.lx.pairs
+        p = seg
+        while True:
+            m = _OPENERS.search(code, p, o)
+            if m is None:
+                return None
+            e = pairs.get(m.start(), len(code))
+            if e > o:
+                return m.start()
+            p = e + 1
+
+    def _function(self, hs: int, o: int, prefix: list[str], cls: Def | None) -> Def | None:
+        code, pairs = self.lx.code, self.lx.pairs
+        n = len(code)
+        groups = []                              # top-level (...) groups of the header
+        p = hs
+        while True:
+            q = code.find("(", p, o)
+            if q < 0:
+                break
+            e = pairs.get(q, n)
+            if e >= o:
+                return None
+            groups.append((q, e))
+            p = e + 1
+        if not groups:
+            return None
+        body = o
+        params = None
+        for q, e in groups:
+            if _INIT_COLON.match(code, e + 1) and not code.startswith("::", _INIT_COLON.match(code, e + 1).end() - 1):
+                params = (q, e)
+                body = self._init_list_body(_INIT_COLON.match(code, e + 1).end(), o)
+                if body is None:
+                    return None
+                break
+        if params is None:
+            tail = code[groups[-1][1] + 1:o]
+            a = _ARROW.search(code, hs, o)
+            if a is not None:
+                close = a.start()
+                params = next(((q, e) for q, e in groups if e == close), None)
+            elif _TRAILING.fullmatch(tail):
+                params = groups[-1]
+            if params is None:
+                return None
+            if _TOP_EQ.search(_OPERATOR.sub("", _strip_groups(code[hs:params[0]]))):
+                return None
+        q, e = params
+        m = _DECLARATOR.search(code, hs, q)
+        if m is None:
+            return None
+        name = norm_name(m.group(2))
+        if name in _NOT_NAMES or (name[:1].isdigit()):
+            return None
+        quals = [re.sub(r"<.*", "", x).strip() for x in m.group(1).split("::") if x.strip()]
+        start = self._after_access(self._after_directives(hs, m.start()), m.start())
+        if cls is not None:
+            local = ".".join(quals + [name])
+        else:
+            local = ".".join(prefix + quals + [name])
+        kind = "method" if cls is not None or (quals and quals[-1] not in self.namespaces) else "function"
+        d = Def(kind, name, start, pairs.get(body, n) + 1, body, m.start(2), "function", local)
+        if _STATIC.search(code, hs, m.start()):
+            d.data["static"] = True
+        if quals:
+            d.data["cls"] = quals[-1]
+        if cls is not None:
+            d.parent = cls
+        return d
+
+    def _init_list_body(self, at: int, o: int) -> int | None:
+        """The body after a constructor's initialiser list ``: a(1), b{2} {``."""
+        code, pairs = self.lx.code, self.lx.pairs
+        n = len(code)
+        for _ in range(200):
+            m = _INIT_ITEM.match(code, at)
+            if m is None:
+                w = re.compile(r"\s*\{").match(code, at)
+                return w.end() - 1 if w else None
+            g = m.end()
+            at = pairs.get(g, n) + 1
+            w = re.compile(r"\s*(\.\.\.)?\s*(,|\{)").match(code, at)
+            if w is None:
+                return None
+            if w.group(2) == "{":
+                return w.end() - 1
+            at = w.end()
+        return None
+
+    # ---- names -----------------------------------------------------------------------------
+    def _classes_around(self, scope: Def) -> list[Def]:
+        out, d = [], scope
+        while d is not None and d is not self.mod:
+            if d.kind == "class":
+                out.append(d)
+            d = d.parent
+        return out
+
+    def call_candidates(self, scope: Def, parts: list[str]) -> list[str]:
+        head, last = parts[0], parts[-1]
+        if head in _NOT_NAMES:
+            return []
+        classes = [c.name for c in self._classes_around(scope)]
+        if scope.kind == "method" and "cls" in scope.data and not classes:
+            classes = [scope.data["cls"]]
+        if head == "this":
+            if len(parts) != 2 or not classes:
+                return []
+            return [f"{classes[0]}.{last}"] + [f"{b}.{last}" for b in self._bases(scope)]
+        if len(parts) == 1:
+            out = [f"{c}.{head}" for c in classes] + [f"{b}.{head}" for b in self._bases(scope)]
+            ns = scope.qual.split(".")[:-1] if scope.kind == "function" else []
+            for i in range(len(ns), -1, -1):
+                out.append(f"{self.rel}:{'.'.join(ns[:i] + [head])}")
+            return out + [head]
+        quals = [p for p in parts[:-1] if p]
+        return [".".join(quals[-1:] + [last]), ".".join(quals + [last]), last]
+
+    def _bases(self, scope: Def) -> list[str]:
+        for c in self._classes_around(scope):
+            return [x[-1] for x, _ in c.bases if x]
+        return []
+
+
+def load(path, rel: str, opts, spec=C):
+    text, warning = read_source(path)
+    lx = lex(text, "c")
+    b = _C(lx, rel, spec, warning)
+    b.scan_includes()
+    classes = b.scan_classes()
+    funcs: list[Def] = []
+    b.walk(0, len(lx.code), [], None, funcs)
+    for _ in range(8):                          # classes inside function bodies, and their classes
+        todo = [(o, d) for o, d in b.class_bodies.items() if o not in b.walked] + \
+               [(o, None) for o in b.anon_bodies if o not in b.walked]
+        if not todo:
+            break
+        for o, d in todo:
+            b.walked.add(o)
+            if d is None or d.decl != "enum":
+                found: list[Def] = []
+                b.walk(o + 1, lx.pairs.get(o, len(lx.code)), [d.name] if d else [], d, found)
+                for f in found:
+                    if d is None and f.kind == "function":
+                        f.kind = "method"
+                funcs += found
+    spans = [(o, c, n) for o, c, n in b.ns_spans]
+    for d in classes:
+        pre = [n for o, c, n in spans if o < d.start < c]
+        if pre and "." not in d.local:
+            d.local = ".".join(pre + [d.local])
+    b.nest(classes + funcs)
+    code = lx.code
+    skip = {d.name_at for d in b.defs}
+    calls = []
+    for at, raw in call_sites(code, skip):
+        if "." in raw or "->" in raw:
+            t = _THIS_CALL.fullmatch(raw)
+            if t:
+                calls.append((at, ["this", t.group(1)]))
+            continue
+        calls.append((at, split_chain(raw)))
+    return b.build(calls)

@@ -1,0 +1,250 @@
+"""The lexer of the C-like languages (C, C++, Java, Go, Rust; JavaScript and TypeScript in
+:mod:`kgsearch.ingest.jslex`): the source with every comment, string, character literal and
+preprocessor line blanked out, so that a structural scanner can match braces and find
+definitions with plain regular expressions.
+
+:func:`lex` returns a :class:`Lexed`:
+
+* ``code``: the text with the same length and the same line breaks, in which comments and
+  preprocessor lines are spaces and every string or character literal is ``"`` + spaces +
+  ``"`` (raw strings ``R"x(...)x"``, ``r#"..."#``, Go back-quoted strings, Java text blocks and
+  Rust's nested block comments included). Braces, parentheses and brackets left in ``code``
+  are the program's own.
+* ``comments``: (start, end) offsets of the comments, in order (for doc comments);
+  ``directives``: (start, end) of the preprocessor lines (C, C++);
+* ``pairs``: the matching bracket of every ``{ } ( ) [ ]`` (:func:`pair_up`), ``line(pos)``.
+
+C and C++ ``#if``/``#elif``/``#else`` groups whose branches do not all leave the braces as they
+found them (``#if A`` ``int f(int x) {`` ``#else`` ``int f(void) {`` ``#endif``) keep their first
+branch only: the others are blanked, so one body is matched as the compiler would see one.
+
+Each dialect is one compiled master pattern; the regular expression engine does the
+scanning, Python only visits the literals and comments it found.
+"""
+from __future__ import annotations
+
+import re
+from bisect import bisect_left, bisect_right
+
+__all__ = ["Lexed", "lex", "pair_up", "blank", "clean_comment", "DIALECTS"]
+
+_LC = r"//[^\n]*"
+_BC = r"/\*[^*]*\*+(?:[^/*][^*]*\*+)*/|/\*[\s\S]*"          # (an unterminated one runs to the end)
+_STR = r'"[^"\\\n]*(?:\\[\s\S][^"\\\n]*)*"'
+_CHR = r"'(?:[^'\\\n]|\\[^\n][^'\n]{0,8})'"
+_RAW_CPP = r'(?:u8|[uUL])?R"(?P<d>[^()\\\s"]{0,16})\([\s\S]*?\)(?P=d)"'
+_PP = r"#(?:[^\n\\/]|\\[\s\S]|/\*[^*]*\*+(?:[^/*][^*]*\*+)*/|//[^\n]*|/)*"
+_GO_RAW = r"`[^`]*`"
+_JAVA_BLOCK = r'"""[\s\S]*?"""'
+_RS_STR = r'"[^"\\]*(?:\\[\s\S][^"\\]*)*"'
+_RS_RAW = r'b?r(?P<h>#*)"[\s\S]*?"(?P=h)'
+_RS_CHR = r"'(?:[^'\\\n]|\\(?:x[0-9a-fA-F]{2}|u\{[0-9a-fA-F]{1,6}\}|[^\n]))'"
+
+
+def _nested_comment(depth: int) -> str:
+    inner = r"(?:[^*/]|\*(?!/)|/(?!\*))"
+    pat = r"/\*" + inner + r"*\*/"
+    for _ in range(depth):
+        pat = r"/\*(?:" + inner + "|" + pat + r")*\*/"
+    return pat + r"|/\*[\s\S]*"
+
+
+def _master(*alts: tuple[str, str]) -> re.Pattern:
+    return re.compile("|".join(f"(?P<{name}>{pat})" for name, pat in alts), re.M)
+
+
+DIALECTS: dict[str, re.Pattern] = {
+    "c": _master(("pp", _PP), ("lc", _LC), ("bc", _BC), ("s", _RAW_CPP), ("s2", _STR), ("s3", _CHR)),
+    "java": _master(("lc", _LC), ("bc", _BC), ("s", _JAVA_BLOCK), ("s2", _STR), ("s3", _CHR)),
+    "go": _master(("lc", _LC), ("bc", _BC), ("s", _GO_RAW), ("s2", _STR), ("s3", _CHR)),
+    "rust": _master(("lc", _LC), ("bc", _nested_comment(3)), ("s", _RS_RAW), ("s2", _RS_STR), ("s3", _RS_CHR)),
+}
+
+_NOT_NL = re.compile(r"[^\n]+")
+
+
+def blank(s: str) -> str:
+    """``s`` with everything but its line breaks turned into spaces."""
+    return " " * len(s) if "\n" not in s else _NOT_NL.sub(lambda m: " " * len(m.group()), s)
+
+
+def _quoted(s: str) -> str:
+    return '"' + blank(s[1:-1]) + '"' if len(s) >= 2 else " " * len(s)
+
+
+class Lexed:
+    """A lexed file (see the module docstring)."""
+
+    __slots__ = ("text", "code", "comments", "directives", "nl", "pairs", "opens", "up", "_cends")
+
+    def __init__(self, text: str, code: str, comments: list, directives: list):
+        self.text, self.code, self.comments, self.directives = text, code, comments, directives
+        self.nl = [m.start() for m in re.finditer("\n", text)]
+        self.pairs, self.up = pair_up(code)
+        self.opens = sorted(self.up)
+        self._cends = [e for _, e in comments]
+
+    def enclosing(self, pos: int) -> int:
+        """Offset of the innermost bracket open around ``pos`` (-1: none)."""
+        i = bisect_left(self.opens, pos) - 1
+        if i < 0:
+            return -1
+        o = self.opens[i]
+        pairs, up = self.pairs, self.up
+        while o >= 0 and pairs.get(o, len(self.code)) < pos:
+            o = up[o]
+        return o
+
+    def line(self, pos: int) -> int:
+        """1-based line of the character at ``pos``."""
+        return bisect_left(self.nl, pos) + 1
+
+    def line_start(self, pos: int) -> int:
+        """Offset of the first character of the line holding ``pos``."""
+        i = bisect_left(self.nl, pos)
+        return self.nl[i - 1] + 1 if i else 0
+
+    @property
+    def lines(self) -> int:
+        n = len(self.nl) + 1
+        return n - 1 if self.text.endswith("\n") else n
+
+    def doc_before(self, pos: int, limit: int = 2000) -> str:
+        """The comment block right above ``pos`` (only blanks between; each comment on its own
+        lines, at most one line break between two of them), markers stripped."""
+        i = bisect_right(self._cends, pos) - 1
+        text, got, at = self.text, [], pos
+        while i >= 0:
+            s, e = self.comments[i]
+            gap = text[e:at]
+            if gap.strip() or gap.count("\n") > (1 if got else 2) or text[self.line_start(s):s].strip():
+                break
+            got.append(clean_comment(text[s:e]))
+            at = s
+            i -= 1
+            if sum(len(g) for g in got) > limit:
+                break
+        return "\n".join(reversed(got)).strip()[:limit]
+
+
+_MARKERS = re.compile(r"^[ \t]*(?:/\*+!?|\*+/|\*(?!/)|//[/!]?)[ \t]?|[ \t]*\*+/[ \t]*$", re.M)
+
+
+def clean_comment(c: str) -> str:
+    """A comment's text without ``//``, ``///``, ``/**``, ``*/`` and leading ``*`` markers.
+
+    >>> clean_comment("/**\\n * Adds two.\\n * @param a\\n */")
+    'Adds two.\\n@param a'
+    """
+    return _MARKERS.sub("", c).strip()
+
+
+_BRACKETS = re.compile(r"[{}()\[\]]")
+_OPEN = {"}": "{", ")": "(", "]": "["}
+
+
+def pair_up(code: str) -> tuple[dict[int, int], dict[int, int]]:
+    """Offset of every bracket -> offset of its partner (both directions), and of every opening
+    bracket -> the opening bracket around it (-1 at the top). A closing bracket that closes
+    nothing pairs with nothing; one that closes a bracket of another kind closes the nearest
+    open bracket of its own kind, and the open ones above it stay open (an unpaired opening
+    bracket runs to the end of the text)."""
+    pairs: dict[int, int] = {}
+    up: dict[int, int] = {}
+    stack: list[int] = []                      # open brackets, innermost last
+    kinds: list[str] = []                      # their characters
+    top = -1
+    for m in _BRACKETS.finditer(code):
+        at = m.start()
+        c = code[at]
+        if c == "{" or c == "(" or c == "[":
+            up[at] = top
+            stack.append(at)
+            kinds.append(c)
+            top = at
+            continue
+        o = _OPEN[c]
+        if kinds and kinds[-1] == o:
+            kinds.pop()
+            p = stack.pop()
+        else:                                   # misnested: close the nearest of its kind
+            i = len(kinds) - 1
+            while i >= 0 and kinds[i] != o:
+                i -= 1
+            if i < 0:
+                continue
+            p = stack.pop(i)
+            del kinds[i]
+        top = stack[-1] if stack else -1
+        pairs[p] = at
+        pairs[at] = p
+    end = len(code)
+    for o in stack:
+        pairs[o] = end
+    return pairs, up
+
+
+_DIRECTIVE = re.compile(r"[ \t]*#[ \t]*(\w+)")
+
+
+def _if_groups(text: str, code: str, directives: list) -> list[tuple[int, int]]:
+    """Spans to blank: the later branches of each #if group whose branches change the brace
+    depth unevenly (see the module docstring)."""
+    out: list[tuple[int, int]] = []
+    stack: list[list[int]] = []                # per open group: start offsets of its branches' code
+
+    def net(a: int, b: int) -> int:
+        n = code.count("{", a, b) - code.count("}", a, b)
+        for s, e in out:
+            if a <= s and e <= b:
+                n -= code.count("{", s, e) - code.count("}", s, e)
+        return n
+
+    for s, e in directives:
+        m = _DIRECTIVE.match(text, s)
+        word = m.group(1) if m else ""
+        if word in ("if", "ifdef", "ifndef"):
+            stack.append([e, s])               # [branch code start, its directive start, ...]
+        elif word in ("elif", "else", "elifdef", "elifndef") and stack:
+            stack[-1] += [e, s]
+        elif word == "endif" and stack:
+            g = stack.pop() + [None, s]
+            branches = [(g[i], g[i + 3]) for i in range(0, len(g) - 2, 2)]
+            if len(branches) > 1:
+                nets = {net(a, b) for a, b in branches}
+                if nets != {0}:
+                    out.extend(branches[1:])
+    return out
+
+
+def lex(text: str, dialect: str) -> Lexed:
+    """Lex ``text`` (line breaks already ``\\n``) in one of :data:`DIALECTS`."""
+    comments: list[tuple[int, int]] = []
+    directives: list[tuple[int, int]] = []
+
+    def fill(m: re.Match) -> str:
+        kind = m.lastgroup
+        s = m.group()
+        if kind == "lc" or kind == "bc":
+            comments.append((m.start(), m.end()))
+            return blank(s)
+        if kind == "pp":
+            ls = text.rfind("\n", 0, m.start()) + 1
+            if text[ls:m.start()].strip():
+                return s                       # a "#" that does not start its line: not a directive
+            directives.append((ls, m.end()))
+            return blank(s)
+        return _quoted(s)
+
+    code = DIALECTS[dialect].sub(fill, text)
+    if directives:
+        spans = _if_groups(text, code, directives)
+        if spans:
+            parts, at = [], 0
+            for s, e in sorted(spans):
+                if s < at:
+                    continue
+                parts += [code[at:s], blank(code[s:e])]
+                at = e
+            code = "".join(parts) + code[at:]
+    return Lexed(text, code, comments, directives)

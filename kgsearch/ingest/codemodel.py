@@ -1,0 +1,306 @@
+"""The node and edge model every source-language loader emits, built the same way for each:
+a structural scanner (``jscode``, ``gocode``, ``rscode``, ``javacode``, ``ccode``) finds the
+definitions (:class:`Def`) and call sites in a lexed file; :class:`Builder` turns them into the
+nodes and edges the Python loader (:mod:`kgsearch.ingest.pycode`) emits.
+
+Keys: one namespace per family of languages that import each other (``spec.ns``: ``js`` for
+JavaScript and TypeScript, ``go``, ``rs``, ``java``, ``c`` for C and C++), and a file's path
+in the key, so that two files never claim one key (Go build variants, C ``static`` functions,
+two ``main``\\ s): ``js:src/util.ts`` for the file, ``js:src/util.ts:Cache.get`` for a
+definition in it (the qualified name inside the file, dotted for every language: C++
+``ns::Cls::f`` reads ``ns.Cls.f``, a Rust method ``Type.f``). A second definition of a name in one
+scope gets ``#2``, ``#3`` (overloads, ``#ifdef`` variants), as in Python. ``qualname`` is the
+key after the namespace.
+
+Kinds are the Python loader's: ``module`` (the file), ``class`` (class, struct, union, enum,
+interface, trait, impl block, record, Rust inline ``mod``, Go named type: ``props["decl"]``
+says which), ``function``, ``method`` (a function directly in a class body, Rust ``impl`` or
+``trait``, or a C++ out-of-line ``Cls::f``). Texts: a function holds its header, its doc
+comment and its body (cut at :data:`MAX_TEXT` characters, then its own indentation taken off);
+a class its header, doc comment and body with the bodies of the definitions inside left out
+(fields, member declarations, method headers); the module its leading doc comment (a licence
+header is not one), the names it defines and the code outside any definition (cut likewise).
+
+Edges (targets resolved by the indexer, as for Python): ``contains`` (``ns='key'``);
+``imports``, ``calls``, ``inherits`` and ``implements`` with candidate names in ``spec.ns``,
+newline-separated, the first that names a node winning (each loader documents its rules).
+"""
+from __future__ import annotations
+
+import re
+
+from ..types import FLAG_TEST, FLAG_VENDORED, EdgeRec, LoadResult, NodeRec
+from .clex import Lexed
+from .langspec import LangSpec, is_generated_path, is_generated_text, is_test_path, is_vendored_path
+
+__all__ = ["Def", "Builder", "CodeLoader", "MAX_TEXT", "dedent"]
+
+MAX_TEXT = 4000
+
+_INDENT = re.compile(r"^[ \t]*")
+_CODE = re.compile(r"\S")
+_LICENSE = re.compile(r"copyright|licen[sc]e|spdx|all rights reserved", re.I)
+
+
+def dedent(lines: list[str]) -> list[str]:
+    """Take the first line's indentation off every line (less indented lines lose what they have)."""
+    if not lines:
+        return lines
+    ind = len(_INDENT.match(lines[0]).group())
+    if not ind:
+        return lines
+    pat = re.compile(r"^[ \t]{1,%d}" % ind)
+    return [pat.sub("", x) for x in lines]
+
+
+class Def:
+    """One definition found by a scanner. Offsets are into the file text: ``start`` its first
+    character (attributes, decorators, annotations, modifiers, ``template<...>`` included;
+    comments not), ``end`` one past its last, ``body`` its ``{`` (None when it has none),
+    ``name_at`` where its name is (so the header is not taken for a call)."""
+
+    __slots__ = ("kind", "decl", "name", "local", "start", "end", "body", "name_at", "props", "bases",
+                 "implements", "test", "parent", "qual", "key", "rec", "children", "data")
+
+    def __init__(self, kind: str, name: str, start: int, end: int, body: int | None = None,
+                 name_at: int = -1, decl: str = "", local: str | None = None, props: dict | None = None):
+        self.kind, self.name, self.start, self.end, self.body = kind, name, start, end, body
+        self.name_at, self.decl = name_at, decl
+        self.local = local or name             # the name path inside the parent ("Cls.f" for C++ Cls::f)
+        self.props = props or {}
+        self.bases: list[tuple[list[str], int]] = []        # (candidates, offset) per base
+        self.implements: list[tuple[list[str], int]] = []
+        self.test = False
+        self.parent: Def | None = None
+        self.qual = self.key = ""
+        self.rec: NodeRec | None = None
+        self.children: list[Def] = []
+        self.data: dict = {}                   # scanner notes (receiver, self type, ...)
+
+
+class Builder:
+    """Nodes and edges of one file. A language loader subclasses it and provides
+    :meth:`aliases` and :meth:`call_candidates` (and emits its imports with :meth:`imports`)."""
+
+    CALLS_IN_TYPES = True        # calls in a class body outside methods count (field initialisers)
+
+    def __init__(self, lx: Lexed, rel: str, spec: LangSpec, warning: str | None = None):
+        self.lx, self.rel, self.spec, self.ns = lx, rel.replace("\\", "/"), spec, spec.ns
+        self.res = LoadResult()
+        if warning:
+            self.res.warnings.append(warning)
+        self.flags = FLAG_TEST if is_test_path(self.rel, spec) else 0
+        if is_vendored_path(self.rel) or is_generated_path(self.rel, spec) or is_generated_text(lx.text[:2000]):
+            self.flags |= FLAG_VENDORED
+        self.keys: set[str] = set()
+        self.lines = lx.text.split("\n")
+        self.defs: list[Def] = []
+        self.mod = Def("module", self.module_name(), 0, len(lx.text))
+        self.mod.key = f"{self.ns}:{self.rel}"
+        self.mod.qual = self.rel
+        self._imports: dict[str, int] = {}
+
+    # ---- per language ------------------------------------------------------------------
+    def module_name(self) -> str:
+        base = self.rel.rsplit("/", 1)[-1]
+        return base.split(".", 1)[0] or base
+
+    def aliases(self, d: Def) -> list[tuple]:
+        """Names ``d`` answers to in ``self.ns`` besides its key: (name, rank) pairs."""
+        return []
+
+    def call_candidates(self, scope: Def, parts: list[str]) -> list[str]:
+        return []
+
+    # ---- building ----------------------------------------------------------------------
+    def imports(self, dst: str | list[str], at: int) -> None:
+        """An ``imports`` edge from the module (``dst``: candidate names, first wins)."""
+        if isinstance(dst, list):
+            dst = "\n".join(dict.fromkeys(x for x in dst if x))
+        if dst:
+            self._imports.setdefault(dst, self.lx.line(at))
+
+    def nest(self, defs: list[Def]) -> None:
+        """Parents by containment (the innermost definition whose span holds another)."""
+        defs.sort(key=lambda d: (d.start, -d.end))
+        stack: list[Def] = [self.mod]
+        for d in defs:
+            while len(stack) > 1 and stack[-1].end <= d.start:
+                stack.pop()
+            if d.parent is None:
+                d.parent = stack[-1]
+            d.parent.children.append(d)
+            stack.append(d)
+        self.defs = defs
+
+    def build(self, calls: list[tuple[int, list[str]]] | None = None) -> LoadResult:
+        lx, res = self.lx, self.res
+        mod = self.mod
+        mod.rec = NodeRec(key=mod.key, kind="module", name=mod.name, qualname=mod.qual, line_start=1,
+                          line_end=max(lx.lines, 1), flags=self.flags, props=dict(mod.props),
+                          aliases=[(self.ns, a[0], a[1]) for a in self.aliases(mod)])
+        res.nodes.append(mod.rec)
+        self.keys.add(mod.key)
+        for d in self.defs:
+            self._node(d)
+        for d in self.defs:
+            if d.kind == "class":
+                d.rec.text = self._class_text(d)
+        mod.rec.text = self._module_text()
+        for dst, line in self._imports.items():
+            res.edges.append(EdgeRec(mod.key, dst, "imports", self.ns, line=line))
+        for d in self.defs:
+            for etype, items in (("inherits", d.bases), ("implements", d.implements)):
+                for cands, at in items:
+                    if cands:
+                        res.edges.append(EdgeRec(d.key, "\n".join(dict.fromkeys(cands)), etype, self.ns,
+                                                 line=lx.line(at)))
+        if calls:
+            self._calls(calls)
+        return res
+
+    def _node(self, d: Def) -> None:
+        p = d.parent
+        if d.kind == "function" and p.kind == "class" and p.decl not in ("mod", "namespace"):
+            d.kind = "method"
+        d.qual = d.local if p is self.mod else f"{p.qual}.{d.local}"
+        key = f"{self.ns}:{self.rel}:{d.qual}"
+        first = key not in self.keys
+        if not first:
+            n = 2
+            while f"{key}#{n}" in self.keys:
+                n += 1
+            key = f"{key}#{n}"
+        self.keys.add(key)
+        d.key = key
+        d.test = d.test or p.test
+        flags = self.flags | (FLAG_TEST if d.test else 0)
+        lx = self.lx
+        a, b = lx.line(d.start), lx.line(max(d.start, d.end - 1))
+        props = dict(d.props)
+        if d.decl and d.decl not in ("function", "class"):
+            props["decl"] = d.decl
+        text = self._function_text(d, a, b) if d.kind != "class" else ""
+        d.rec = NodeRec(key=key, kind=d.kind, name=d.name, text=text, qualname=f"{self.rel}:{d.qual}",
+                        line_start=a, line_end=b, parent=p.key, flags=flags, props=props,
+                        aliases=[(self.ns, x[0], x[1]) for x in self.aliases(d)] if first else [])
+        self.res.nodes.append(d.rec)
+        self.res.edges.append(EdgeRec(p.key, key, "contains", "key", line=lx.line(d.name_at if d.name_at >= 0
+                                                                                     else d.start)))
+
+    def _head_lines(self, d: Def, a: int) -> int:
+        """Last line of the header (the line of the body's ``{``, else the first)."""
+        return self.lx.line(d.body) if d.body is not None else a
+
+    def _function_text(self, d: Def, a: int, b: int) -> str:
+        h = self._head_lines(d, a)
+        head = dedent(self.lines[a - 1:h])
+        doc = self.lx.doc_before(d.start)
+        out = "\n".join(head)
+        if doc:
+            out += "\n" + doc
+        if h < b and len(out) < MAX_TEXT:
+            body, n = [], len(out)
+            for line in self.lines[h:b]:
+                body.append(line)
+                n += len(line) + 1
+                if n >= MAX_TEXT:
+                    break
+            out += "\n" + "\n".join(dedent(body))
+        return out[:MAX_TEXT]
+
+    def _outline(self, d: Def, a: int, b: int, skip_first: int) -> list[str]:
+        """Lines a..b of ``d`` without the lines of its children's bodies (their headers stay)."""
+        lx = self.lx
+        gone = set()
+        for c in d.children:
+            ca, cb = lx.line(c.start), lx.line(max(c.start, c.end - 1))
+            keep = self._head_lines(c, ca)
+            gone.update(range(keep + 1, cb + 1))
+        return [self.lines[i - 1] for i in range(skip_first, b + 1) if i not in gone]
+
+    def _class_text(self, d: Def) -> str:
+        lx = self.lx
+        a, b = d.rec.line_start, d.rec.line_end
+        h = self._head_lines(d, a)
+        parts = ["\n".join(dedent(self.lines[a - 1:h]))]
+        doc = lx.doc_before(d.start)
+        if doc:
+            parts.append(doc)
+        if h < b:
+            parts.append("\n".join(dedent(self._outline(d, h + 1, b, h + 1))))
+        return "\n".join(parts)[:MAX_TEXT]
+
+    def _module_text(self) -> str:
+        lx = self.lx
+        doc = self.module_doc()
+        names = " ".join(dict.fromkeys(c.name for c in self.mod.children))
+        rest = [x for x in self._outline(self.mod, 1, max(lx.lines, 1), 1) if x.strip()]
+        return "\n".join(x for x in (doc, names, "\n".join(rest)) if x)[:MAX_TEXT]
+
+    def module_doc(self) -> str:
+        """The first comment block before any code that is not a licence header."""
+        lx = self.lx
+        m = _CODE.search(lx.code)
+        first_code = m.start() if m else len(lx.code)
+        blocks: list[tuple[int, int]] = []
+        for s, e in lx.comments:
+            if s >= first_code:
+                break
+            if blocks and lx.text.count("\n", blocks[-1][1], s) <= 1:
+                blocks[-1] = (blocks[-1][0], e)
+            else:
+                blocks.append((s, e))
+        for s, e in blocks:
+            doc = lx.doc_before(e)
+            if doc and not _LICENSE.search(doc[:400]):
+                return doc
+        return ""
+
+    def _calls(self, calls: list[tuple[int, list[str]]]) -> None:
+        """Each call site to the innermost definition around it, then its candidates."""
+        defs = self.defs
+        stack: list[Def] = [self.mod]
+        i, n = 0, len(defs)
+        seen: set[tuple[str, str]] = set()
+        edges, line, ns = self.res.edges, self.lx.line, self.ns
+        done: set[tuple[int, tuple]] = set()         # (scope, name chain) already turned into an edge
+        in_types, at_top = self.CALLS_IN_TYPES, self.calls_at_top()
+        for pos, parts in calls:
+            while i < n and defs[i].start <= pos:
+                d = defs[i]
+                while len(stack) > 1 and stack[-1].end <= d.start:
+                    stack.pop()
+                stack.append(d)
+                i += 1
+            while len(stack) > 1 and stack[-1].end <= pos:
+                stack.pop()
+            scope = stack[-1]
+            if scope.kind == "class" and not in_types or scope.kind == "module" and not at_top:
+                continue
+            mk = (id(scope), tuple(parts))
+            if mk in done:
+                continue
+            done.add(mk)
+            cands = self.call_candidates(scope, parts)
+            if not cands:
+                continue
+            dst = "\n".join(dict.fromkeys(cands))
+            if (scope.key, dst) in seen:
+                continue
+            seen.add((scope.key, dst))
+            edges.append(EdgeRec(scope.key, dst, "calls", ns, line=line(pos)))
+
+    def calls_at_top(self) -> bool:
+        return True
+
+
+class CodeLoader:
+    """A registry entry (``NAME``, ``EXTENSIONS``, ``load``) for one language of a loader module
+    that serves several (``jscode``: JavaScript and TypeScript; ``ccode``: C and C++)."""
+
+    def __init__(self, spec: LangSpec, load):
+        self.NAME, self.EXTENSIONS, self.spec, self._load = spec.name, spec.extensions, spec, load
+
+    def load(self, path, rel: str, opts) -> LoadResult:
+        return self._load(path, rel, opts, self.spec)

@@ -1,0 +1,140 @@
+"""What the structural scanners share: reading a source file, keyword boundaries, call sites,
+generic argument lists, statement ends, the nearest project file (``go.mod``, ``Cargo.toml``).
+
+Every full-text pattern starts with a literal (a keyword, ``(``): the regular-expression
+engine then skips ahead at C speed, where a pattern that starts with a look-behind or a class
+of letters is tried at every position (about 30 MB/s against 2 GB/s measured); the few
+checks a look-behind would make are done in Python on each match (:func:`free`).
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from .common import decode
+
+__all__ = ["free", "split_chain", "read_source", "find_up", "call_sites", "skip_angles", "find_end"]
+
+_CHAIN_SEP = re.compile(r"\s*(?:\.|::|->|\?\.)\s*")
+
+
+def free(code: str, at: int, extra: str = "$.") -> bool:
+    """The word at ``at`` is not the tail of a longer name (nor, by default, a member ``x.word``).
+    The scanners' patterns start with their keyword (a literal prefix lets the regular
+    expression engine skip ahead at C speed; a look-behind first would try every position),
+    and check what precedes it here."""
+    if at == 0:
+        return True
+    c = code[at - 1]
+    return not (c.isalnum() or c == "_" or c in extra)
+
+
+def split_chain(s: str) -> list[str]:
+    """``a . b::c->d`` -> ``['a', 'b', 'c', 'd']``."""
+    return _CHAIN_SEP.split(s.strip())
+
+
+def read_source(path) -> tuple[str, str | None]:
+    """A source file's text (UTF-8, else decoded with replacement characters and one warning),
+    line breaks made ``\\n``."""
+    text, warning = decode(Path(path).read_bytes(), str(path))
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return text, warning
+
+
+def find_up(path, root: str, names: tuple[str, ...]):
+    """The nearest file called one of ``names`` in the folder of ``path`` or above it, not
+    above ``root`` (``None``: none)."""
+    d = Path(path).parent
+    top = Path(root) if root else None
+    for _ in range(64):
+        for n in names:
+            f = d / n
+            if f.is_file():
+                return f
+        if top is None or d == top or d.parent == d or top not in d.parents:
+            return None
+        d = d.parent
+    return None
+
+
+_PAREN = re.compile(r"\(")
+# a call's name chain, matched backwards from its "(" in the reversed text (so that the regular
+# expression engine starts only at the 2-3% of characters that are "(", not at every name)
+_REV_CALL = re.compile(r"[ \t]*(?:\.\?)?(?:>(?:[^<>(){};=]|>[^<>(){};=]*<)*<(?:::)?[ \t]*)?"
+                       r"([\w$]*[A-Za-z_$](?:[ \t]*(?:\.|::|>-|\.\?)[ \t]*[\w$]*[A-Za-z_$])*)")
+
+
+def call_sites(code: str, skip: set[int]) -> list[tuple[int, str]]:
+    """(offset, name chain as written) of every call in ``code`` (``f(``, ``a.b(``, ``A::b(``,
+    ``p->f(``, ``f<T>(``, ``Vec::<T>::new(``), but those at the offsets in ``skip``
+    (definitions' own names). A chain that follows ``.``, ``->``, ``::`` or a name character
+    (``x().f(``) is not one: its receiver is an expression."""
+    rev = code[::-1]
+    n = len(code)
+    out = []
+    match = _REV_CALL.match
+    for p in _PAREN.finditer(code):
+        m = match(rev, n - p.start())
+        if m is None:
+            continue
+        e = m.end(1)
+        if e < n and (rev[e] in "$.>:#_" or rev[e].isalnum()):
+            continue
+        at = n - e
+        if at in skip:
+            continue
+        raw = m.group(1)[::-1]
+        if raw[0].isdigit():
+            continue
+        out.append((at, raw))
+    return out
+
+
+_ANGLES = re.compile(r"->|=>|>>=|<<=|[<>;{}]")
+_ANGLES_PAIRED = re.compile(r"->|=>|>>=|<<=|[<>;{}()\[\]]")
+
+
+def skip_angles(code: str, at: int, pairs: dict | None = None) -> int:
+    """Offset after the ``<...>`` that opens at ``at`` (generic arguments: nested ``<>`` counted,
+    ``->`` and ``=>`` not, bracket groups inside skipped when ``pairs`` is given); at a ``;`` or a
+    ``{``/``}`` before it closes (without ``pairs``), that offset."""
+    depth = 0
+    pat = _ANGLES_PAIRED if pairs is not None else _ANGLES
+    p = at
+    n = len(code)
+    while True:
+        m = pat.search(code, p)
+        if m is None:
+            return n
+        t = m.group()
+        p = m.end()
+        if t == "<":
+            depth += 1
+        elif t == ">":
+            depth -= 1
+            if depth == 0:
+                return m.end()
+        elif t in "{([" and pairs is not None:
+            p = pairs.get(m.start(), n) + 1
+        elif t in (";", "{", "}", ")", "]"):
+            return m.start()
+
+
+_END = re.compile(r"[;{}(\[]")
+
+
+def find_end(code: str, pairs: dict, at: int, stop: str = ";{") -> int:
+    """Offset of the first character of ``stop`` at or after ``at`` that is not inside a
+    bracket group opened after ``at`` (``len(code)`` when none; a ``}`` closing the enclosing
+    block ends the search there too)."""
+    n = len(code)
+    while True:
+        m = _END.search(code, at)
+        if m is None:
+            return n
+        c = m.group()
+        if c in stop or c == "}":
+            return m.start()
+        at = pairs.get(m.start(), n) + 1

@@ -1,0 +1,277 @@
+"""Go source: files, named types, functions and methods, and their edges.
+
+Nodes (see :mod:`kgsearch.ingest.codemodel` for keys, kinds and texts): the file (``module``);
+every named type of a ``type`` declaration or group (``class``; ``decl`` = ``struct``,
+``interface`` or ``type``); functions; methods (``func (r *T) M``: qualified ``T.M``, the
+file's children, as Go declares them); the methods an interface lists (body-less ``method``
+nodes inside it). Doc comments are the comments right above. ``*_test.go`` files and
+``testdata/`` are tests; ``// Code generated ... DO NOT EDIT.`` files are marked generated.
+
+Names (``ns='go'``): a package is its folder (``internal/transport``; ``.`` for the root), and
+every definition answers to ``<folder>:<qualname>`` (``internal/transport:Server.Close``); a
+file answers to its folder (the file named after the folder, or ``doc.go``, first). Test
+files answer a rank lower, so a name resolves to the package's own code first.
+
+Edges:
+
+* ``imports``: the file -> the imported package's folder. An import path under the module
+  path of the nearest ``go.mod`` maps to its folder exactly; without a ``go.mod``, a path whose
+  first element is a domain (``github.com/x/y/z``) is tried as a folder under the root whole, then
+  without its leading elements (``x/y/z``, ``y/z``, ``z``: a GOPATH-style tree, or a checkout of
+  ``x/y``); standard-library paths (``net/http``) are never folders of the tree.
+* ``calls``: ``f()`` -> the package's ``f``; ``pkg.F()`` -> ``F`` in the imported package
+  (its import name: the alias, else the path's last element without a ``go-`` prefix or a
+  ``.vN`` suffix); ``r.M()`` with ``r`` the method's receiver -> ``T.M``. Not resolved: calls on
+  other values (their type is unknown), builtins, function values, and methods promoted
+  from embedded fields.
+* ``inherits``: a struct or an interface -> the types it embeds.
+"""
+from __future__ import annotations
+
+import posixpath
+import re
+
+from .clex import lex
+from ..types import FLAG_TEST
+from .codemodel import Builder, Def
+from .codescan import call_sites, find_up, read_source, split_chain
+from .langspec import GO
+
+NAME = "go"
+EXTENSIONS = GO.extensions
+
+__all__ = ["NAME", "EXTENSIONS", "load"]
+
+_PACKAGE = re.compile(r"\bpackage\s+(\w+)")
+_IMPORT = re.compile(r"(?m)^[ \t]*import\b[ \t]*(\()?")
+_SPEC = re.compile(r'(?:([\w.]+)[ \t]+)?"( *)"')
+_FUNC = re.compile(r"(?m)^[ \t]*func\b[ \t]*(?:\((?P<recv>[^()]*)\)[ \t]*)?(?P<name>\w+)[ \t]*(?:\[[^\]\n]*\][ \t]*)?\(")
+_TYPE = re.compile(r"(?m)^[ \t]*type\b[ \t]*(\()?")
+_TYPE_SPEC = re.compile(r"[ \t]*(\w+)[ \t]*(?:\[[^\]\n]*\w[^\]\n]*\][ \t]*(?=[\w*(\[{]))?(=[ \t]*)?(struct|interface)?\b")
+_RECV = re.compile(r"^\s*(?:(\w+)\s+)?\*?\s*(\w+)")
+_BRACE_OR_EOL = re.compile(r"[{\n(]")
+_WORD_BEFORE = re.compile(r"(\w+)\s*$")
+_EMBED = re.compile(r"(?m)^[ \t]*\*?([\w.]+)[ \t]*(?:\"[ \t]*\")?[ \t]*$")
+_IFACE_METHOD = re.compile(r"(?m)^[ \t]*(\w+)[ \t]*\(")
+_GOMOD = re.compile(r"(?m)^\s*module\s+\"?([^\s\"]+)")
+_BUILTINS = frozenset("append cap clear close complex copy delete imag len make max min new panic print println real "
+                      "recover bool byte complex64 complex128 error float32 float64 int int8 int16 int32 int64 rune "
+                      "string uint uint8 uint16 uint32 uint64 uintptr any comparable func if for switch return go "
+                      "defer select case range chan map struct interface type var const package import else".split())
+_GOMOD_CACHE: dict[str, tuple[int, str]] = {}
+
+
+def _module_path(path, root: str) -> tuple[str, str] | None:
+    """(module path, its folder relative to the root) from the nearest go.mod."""
+    f = find_up(path, root, ("go.mod",))
+    if f is None:
+        return None
+    try:
+        st = f.stat()
+        got = _GOMOD_CACHE.get(str(f))
+        if got is None or got[0] != st.st_mtime_ns:
+            got = _GOMOD_CACHE[str(f)] = (st.st_mtime_ns, f.read_text(encoding="utf-8", errors="replace"))
+    except OSError:
+        return None
+    m = _GOMOD.search(got[1])
+    if not m:
+        return None
+    rel_dir = posixpath.relpath(f.parent.as_posix(), root) if root else "."
+    return m.group(1), ("" if rel_dir == "." else rel_dir)
+
+
+def _import_name(ipath: str) -> str:
+    last = ipath.rstrip("/").rsplit("/", 1)[-1]
+    last = re.sub(r"\.v\d+$", "", last)
+    if re.fullmatch(r"v\d+", last) and "/" in ipath:
+        last = ipath.rstrip("/").rsplit("/", 2)[-2]
+    last = re.sub(r"^go-", "", last)
+    return re.sub(r"[^\w]", "_", last)
+
+
+class _Go(Builder):
+    CALLS_IN_TYPES = False
+
+    def __init__(self, lx, rel, spec, warning, opts, path):
+        super().__init__(lx, rel, spec, warning)
+        d = posixpath.dirname(self.rel)
+        self.dir = d or "."
+        self.gomod = _module_path(path, opts.root) if opts.root else None
+        self.pkgs: dict[str, list[str]] = {}        # import name -> candidate folders
+        self.test_rank = 0
+
+    def aliases(self, d: Def) -> list[tuple]:
+        if d is self.mod:
+            base = self.rel.rsplit("/", 1)[-1][:-3]
+            last = self.dir.rsplit("/", 1)[-1]
+            return [(self.dir, self.test_rank or (0 if base in (last, "doc") else 1))]
+        return [(f"{self.dir}:{d.qual}", self.test_rank)]
+
+    # ---- imports -------------------------------------------------------------------------
+    def _folders(self, ipath: str) -> list[str]:
+        if self.gomod:
+            mpath, mdir = self.gomod
+            if ipath == mpath or ipath.startswith(mpath + "/"):
+                rest = ipath[len(mpath):].strip("/")
+                return [posixpath.join(mdir, rest) if mdir else (rest or ".")]
+            return [ipath]
+        parts = ipath.split("/")
+        if "." not in parts[0]:                  # the standard library ("net/http"): never a folder here
+            return [ipath]
+        return ["/".join(parts[i:]) for i in range(len(parts))]
+
+    def scan_imports(self) -> None:
+        lx, code, text = self.lx, self.lx.code, self.lx.text
+        for m in _IMPORT.finditer(code):
+            if m.group(1):
+                end = lx.pairs.get(m.end() - 1, len(code))
+                specs = _SPEC.finditer(code, m.end(), end)
+            else:
+                specs = [x for x in [_SPEC.match(code, m.end())] if x]
+            for s in specs:
+                ipath = text[s.start(2):s.end(2)]
+                alias = s.group(1)
+                if not ipath:
+                    continue
+                folders = self._folders(ipath)
+                self.imports(folders, s.start())
+                if alias not in ("_", "."):
+                    self.pkgs[alias or _import_name(ipath)] = folders
+
+    # ---- definitions ---------------------------------------------------------------------
+    def _body_after(self, at: int) -> int | None:
+        """The ``{`` of a body after a signature's parameters, on the signature's last line."""
+        code, pairs = self.lx.code, self.lx.pairs
+        while True:
+            m = _BRACE_OR_EOL.search(code, at)
+            if m is None or m.group() == "\n":
+                return None
+            c = m.start()
+            if m.group() == "(":
+                at = pairs.get(c, len(code)) + 1
+                continue
+            w = _WORD_BEFORE.search(code, max(0, c - 16), c)
+            if w and w.group(1) in ("interface", "struct"):
+                at = pairs.get(c, len(code)) + 1
+                continue
+            return c
+
+    def _eol(self, at: int) -> int:
+        e = self.lx.code.find("\n", at)
+        return len(self.lx.code) if e < 0 else e
+
+    def scan(self) -> list[Def]:
+        lx, code, pairs = self.lx, self.lx.code, self.lx.pairs
+        defs: list[Def] = []
+        for m in _FUNC.finditer(code):
+            close = pairs.get(m.end() - 1, len(code))
+            body = self._body_after(close + 1)
+            end = pairs.get(body, len(code)) + 1 if body is not None else self._eol(close)
+            name, recv = m.group("name"), m.group("recv")
+            start = m.start() + len(m.group()) - len(m.group().lstrip())
+            if recv is not None:
+                r = _RECV.match(recv)
+                rtype = r.group(2) if r else ""
+                d = Def("method", name, start, end, body, m.start("name"), "func", f"{rtype}.{name}" if rtype else name)
+                d.data["recv"], d.data["type"] = (r.group(1) if r else None), rtype
+            else:
+                d = Def("function", name, start, end, body, m.start("name"), "func")
+            defs.append(d)
+        for m in _TYPE.finditer(code):
+            if m.group(1):
+                gend = pairs.get(m.end() - 1, len(code))
+                at = m.end()
+                while at < gend:
+                    s = _TYPE_SPEC.match(code, at)
+                    if s is None or s.end() > gend:
+                        nl = code.find("\n", at, gend)
+                        if nl < 0:
+                            break
+                        at = nl + 1
+                        continue
+                    d = self._type_spec(s, s.start(1), gend)
+                    defs.append(d)
+                    at = max(d.end, s.end())
+            else:
+                s = _TYPE_SPEC.match(code, m.end())
+                if s:
+                    defs.append(self._type_spec(s, m.start() + len(m.group()) - len(m.group().lstrip()), len(code)))
+        self.nest([d for d in defs if d.name != "_"] + self._iface_methods(defs))
+        return defs
+
+    def _type_spec(self, s: re.Match, start: int, limit: int) -> Def:
+        code, pairs = self.lx.code, self.lx.pairs
+        kw = s.group(3)
+        body = None
+        if kw:
+            b = code.find("{", s.end(), limit)
+            nl = code.find("\n", s.end(), limit)
+            body = b if b >= 0 and (nl < 0 or b < nl) else None
+        if body is not None:
+            end = pairs.get(body, len(code)) + 1
+        else:
+            end = self._eol(s.end())
+            # a type that runs on, as func(...) or a bracketed list, ends after its brackets
+            seg = code[s.end():end]
+            for ch in "({[":
+                i = seg.find(ch)
+                if i >= 0 and pairs.get(s.end() + i, 0) > end:
+                    end = self._eol(pairs[s.end() + i])
+        d = Def("class", s.group(1), start, min(end, limit) if limit < len(code) else end, body, s.start(1),
+                kw or ("type" if not s.group(2) else "alias"))
+        if body is not None:
+            inner = code[body + 1:pairs.get(body, len(code))]
+            for e in _EMBED.finditer(inner):
+                d.bases.append((self._type_candidates(e.group(1)), body + 1 + e.start(1)))
+        return d
+
+    def _iface_methods(self, defs: list[Def]) -> list[Def]:
+        out = []
+        code = self.lx.code
+        for d in defs:
+            if d.decl != "interface" or d.body is None:
+                continue
+            close = self.lx.pairs.get(d.body, len(code))
+            for m in _IFACE_METHOD.finditer(code, d.body + 1, close):
+                pclose = self.lx.pairs.get(m.end() - 1, close)
+                e = self._eol(pclose)
+                r = code.find("(", pclose + 1, e)
+                if r >= 0:
+                    e = self._eol(self.lx.pairs.get(r, e))
+                out.append(Def("function", m.group(1), m.start(1), min(e, close), None, m.start(1), "func"))
+        return out
+
+    def _type_candidates(self, name: str) -> list[str]:
+        if "." in name:
+            pkg, _, t = name.partition(".")
+            return [f"{f}:{t}" for f in self.pkgs.get(pkg, [])]
+        return [f"{self.dir}:{name}"]
+
+    # ---- calls -----------------------------------------------------------------------------
+    def call_candidates(self, scope: Def, parts: list[str]) -> list[str]:
+        head = parts[0]
+        if len(parts) == 1:
+            return [] if head in _BUILTINS else [f"{self.dir}:{head}"]
+        if len(parts) != 2:
+            return []
+        if head in self.pkgs:
+            return [f"{f}:{parts[1]}" for f in self.pkgs[head]]
+        recv = scope.data.get("recv")
+        if recv and head == recv and scope.data.get("type"):
+            return [f"{self.dir}:{scope.data['type']}.{parts[1]}"]
+        return []
+
+
+def load(path, rel: str, opts, spec=GO):
+    text, warning = read_source(path)
+    lx = lex(text, "go")
+    b = _Go(lx, rel, spec, warning, opts, path)
+    m = _PACKAGE.search(lx.code)
+    if m:
+        b.mod.props["package"] = m.group(1)
+        if m.group(1).endswith("_test"):
+            b.flags |= FLAG_TEST
+    b.test_rank = 5 if b.flags & FLAG_TEST else 0
+    b.scan_imports()
+    b.scan()
+    return b.build([(at, split_chain(raw)) for at, raw in call_sites(lx.code, {d.name_at for d in b.defs})])

@@ -1,0 +1,343 @@
+"""JavaScript and TypeScript source (JSX, TSX, ES modules and CommonJS): definitions.
+
+Nodes (see :mod:`kgsearch.ingest.codemodel`): the file (``module``; ``index.js`` is named
+after its folder); function and generator declarations; classes (declarations and named
+class expressions; TypeScript abstract classes, interfaces and enums as ``class`` with their
+``decl``); methods of classes (constructors, getters, setters, ``#private`` ones, fields whose
+value is a function, TypeScript overload and abstract signatures) and of interfaces and type
+literals (signatures); and every function or arrow function given a name by where it is
+written, as tree-sitter's tags name them: ``const f = () => ..``, ``x.y = function () ..``
+(``X.prototype.m = ..`` reads ``X.m``; ``exports.f``/``module.exports.f`` read ``f``;
+``module.exports = ..`` reads ``exports``), ``key: function () ..`` and ``key() { }`` in an
+object literal (named ``<object>.<key>`` when the object is assigned to a name). Anonymous
+functions are not nodes (their code belongs to the definition around them). Arrow functions
+with an expression body end where the expression does. Doc comments (JSDoc or plain) are the
+comments right above. Tests: ``*.test.*``, ``*.spec.*`` and ``__tests__``/``test``/``spec``
+folders; ``*.min.js`` and bundles are generated.
+
+Names and edges: :mod:`kgsearch.ingest.jsnames`.
+"""
+from __future__ import annotations
+
+import re
+
+from .codemodel import Def
+from .codescan import find_end, free, skip_angles
+from .jsblocks import Blocks, local_of, owner_prefix
+
+__all__ = ["scan", "owner_prefix"]
+
+_FUNCTION = re.compile(r"(?:async\s+)?function\b\s*(\*\s*)?([\w$]+)?\s*")        # .match at a position
+_FUNCTION_KW = re.compile(r"function\b\s*(\*\s*)?([\w$]+)?\s*")
+_ASYNC_BEFORE = re.compile(r"async\s+$")
+_CLASS = re.compile(r"class\b\s*([A-Za-z_$][\w$]*)?")
+_ABSTRACT_BEFORE = re.compile(r"abstract\s+$")
+_TS_TYPE = re.compile(r"(interface|enum)\s+([\w$]+)")
+_CONST_BEFORE = re.compile(r"const\s+$")
+_VALUE = re.compile(r"[=:]")
+_VALUE_AFTER = re.compile(r"\s*(?=(?:async\b\s*)?(?:function\b|\(|<|[A-Za-z_$][\w$]*\s*=>))")
+_ARROW_AFTER = re.compile(r"\s*(?::(?:[^=;{}]|\{[^{}]*\}|=>(?=[^{]*=>))*?)?=>")
+_SIMPLE_ARROW = re.compile(r"(?:async\s+)?([A-Za-z_$][\w$]*)\s*=>")
+_LHS = re.compile(r"((?:this|[A-Za-z_$][\w$]*)(?:\s*\??\.\s*#?[\w$]+)*)\s*(?:[!?]\s*)?(?::(?:[^;{}=()\n]|\([^()\n]*\)|=>|<[^<>\n]*>)*?)?\s*$")
+_KEY = re.compile(r"([A-Za-z_$][\w$]*)\s*\??\s*$")
+_MEMBER = re.compile(r"(?<![\w$.#])(#?[A-Za-z_$][\w$]*|\[[^\[\]\n]*\])\s*\??\s*(?=[(<])")
+_MODIFIERS = re.compile(r"((?:@[\w$.]+(?:\s*\((?:[^()]|\([^()]*\))*\))?\s*|(?:static|async|get|set|public|private|protected"
+                        r"|readonly|abstract|override|declare|accessor|export|default)\s+|\*\s*)*)$")
+_EXPR_BEFORE = re.compile(r"[=(,:\[?!&|+\-*/%<>~^]\s*$|\b(?:return|yield|await|new|typeof|void|delete|in|of|case|throw)\s*$")
+_PREV = re.compile(r"([\w$]+|\S)\s*$")
+_NOT_METHODS = frozenset("if for while switch catch with function return typeof new await yield super import "
+                         "constructor_".split())
+_BODY_AFTER = re.compile(r"\s*(?::\s*[^;{}\n]*?(?:\{[^{}]*\}[^;{}\n]*?)?)?\s*\{")
+_SIG_END = re.compile(r"[;,}\n]")
+_BRACE = re.compile(r"\{")
+
+
+def _function_value(lx, at: int) -> tuple[int, int, int | None] | None:
+    """A function or arrow function starting at ``at``: (start, end, body ``{`` or None)."""
+    code, pairs = lx.code, lx.pairs
+    n = len(code)
+    m = _FUNCTION.match(code, at)
+    if m:
+        p = m.end()
+        if code.startswith("<", p):
+            p = skip_angles(code, p, pairs)
+            while p < n and code[p] in " \t\n":
+                p += 1
+        if not code.startswith("(", p):
+            return None
+        b = _BODY_AFTER.match(code, pairs.get(p, n) + 1)
+        if not b:
+            return None
+        body = b.end() - 1
+        return at, pairs.get(body, n) + 1, body
+    a = re.compile(r"(?:async\s+)?").match(code, at).end()
+    if code.startswith("<", a):
+        a = skip_angles(code, a, pairs)
+        while a < n and code[a] in " \t\n":
+            a += 1
+    if code.startswith("(", a):
+        arrow = _ARROW_AFTER.match(code, pairs.get(a, n) + 1)
+    else:
+        s = _SIMPLE_ARROW.match(code, at)
+        arrow = s if s and s.start() == at else None
+    if arrow is None:
+        return None
+    p = arrow.end()
+    while p < n and code[p] in " \t\n":
+        p += 1
+    if code.startswith("{", p):
+        return at, pairs.get(p, n) + 1, p
+    return at, expression_end(lx, p), None
+
+
+_EXPR_STOP = re.compile(r"[;,)\]}\n({\[]")
+_CONTINUES = re.compile(r"\s*(?:[.?:+\-*/%&|^<>=,]|\binstanceof\b|\bin\b)")
+_ENDS_OPEN = re.compile(r"(?:[=+\-*/%&|^<>?:,(\[]|=>|\b(?:return|typeof|new|await|in|of|instanceof))\s*$")
+
+
+def expression_end(lx, at: int) -> int:
+    """One past the last character of the expression starting at ``at`` (an arrow function's
+    expression body): up to a ``;`` or ``,`` or a closing bracket around it, or a line break
+    after which nothing continues the expression."""
+    code, pairs = lx.code, lx.pairs
+    n = len(code)
+    p = at
+    last = at
+    while True:
+        m = _EXPR_STOP.search(code, p)
+        if m is None:
+            return n
+        c, s = m.group(), m.start()
+        if c in "({[":
+            p = pairs.get(s, n) + 1
+            last = p
+            continue
+        if c == "\n":
+            seg = code[last:s]
+            if seg.strip():
+                last = s
+            if not _CONTINUES.match(code, s) and not _ENDS_OPEN.search(code, max(at, s - 40), s) and s > at \
+                    and code[at:s].strip():
+                break
+            p = s + 1
+            continue
+        break
+    e = s
+    while e > at and code[e - 1] in " \t\n":
+        e -= 1
+    return e
+
+
+def _after_type_params(code: str, pairs: dict, at: int) -> int:
+    """After ``<T extends {k: string}>`` when one starts at ``at`` (blanks first)."""
+    p = at
+    while p < len(code) and code[p] in " \t\n":
+        p += 1
+    return skip_angles(code, p, pairs) if code.startswith("<", p) else at
+
+
+def _start_with_modifiers(code: str, at: int, lo: int) -> int:
+    m = _MODIFIERS.search(code, max(lo, at - 120), at) if at > lo else None
+    if m and m.group(1):
+        s = m.start(1)
+        while s < at and code[s] in " \t\n":
+            s += 1
+        return s
+    return at
+
+
+def scan(lx) -> list[Def]:
+    """Every definition of a lexed JavaScript/TypeScript file (see the module docstring)."""
+    code, pairs = lx.code, lx.pairs
+    n = len(code)
+    defs: list[Def] = []
+    fixed: dict[int, str] = {}
+    taken: set[int] = set()                       # offsets of function values already named
+    for m in _CLASS.finditer(code):
+        if not free(code, m.start()):
+            continue
+        body = find_end(code, pairs, _after_type_params(code, pairs, m.end()), "{;")
+        if body >= n or code[body] != "{":
+            continue
+        fixed[body] = "class"
+        if not m.group(1):                         # an anonymous class expression: its methods only
+            continue
+        ab = _ABSTRACT_BEFORE.search(code, max(0, m.start() - 20), m.start())
+        start = _start_with_modifiers(code, ab.start() if ab else m.start(), 0)
+        d = Def("class", m.group(1), start, pairs.get(body, n) + 1, body, m.start(1),
+                "abstract class" if ab else "class")
+        _heritage(d, code[m.end():body])
+        defs.append(d)
+    for m in _TS_TYPE.finditer(code):
+        if not free(code, m.start()):
+            continue
+        body = find_end(code, pairs, _after_type_params(code, pairs, m.end()), "{;=")
+        if body >= n or code[body] != "{":
+            continue
+        fixed[body] = "interface" if m.group(1) == "interface" else "enum"
+        c = _CONST_BEFORE.search(code, max(0, m.start() - 12), m.start())
+        start = c.start() if c else m.start()
+        d = Def("class", m.group(2), start, pairs.get(body, n) + 1, body, m.start(2), m.group(1))
+        _heritage(d, code[m.end():body])
+        defs.append(d)
+    blocks = Blocks(lx, fixed)
+    for m in _FUNCTION_KW.finditer(code):
+        if not m.group(2) or not free(code, m.start()):
+            continue
+        a = _ASYNC_BEFORE.search(code, max(0, m.start() - 12), m.start())
+        start = a.start() if a else m.start()
+        if _EXPR_BEFORE.search(code, max(0, start - 40), start):
+            continue
+        f = _function_value(lx, start)
+        if f is None:                              # a TypeScript overload or `declare function` signature
+            p = m.end()
+            if code.startswith("<", p):
+                p = skip_angles(code, p, pairs)
+            p = code.find("(", p, p + 5)
+            if p < 0:
+                continue
+            e = find_end(code, pairs, pairs.get(p, n) + 1, ";{")
+            nl = code.find("\n", pairs.get(p, n) + 1, e)
+            end = e + 1 if code[e:e + 1] == ";" and nl < 0 else (nl if nl >= 0 else e)
+            defs.append(Def("function", m.group(2), start, end, None, m.start(2), "function"))
+            continue
+        taken.add(start)
+        defs.append(Def("function", m.group(2), start, f[1], f[2], m.start(2),
+                        "generator" if m.group(1) else "function"))
+    memo: dict[int, str] = {}
+    for m in _VALUE.finditer(code):
+        s = m.start()
+        if s and code[s - 1] in "=!<>+-*/%&|^?:" or code[s + 1:s + 2] in ("=", ">", ":"):
+            continue
+        v = _VALUE_AFTER.match(code, s + 1)
+        if v is None:
+            continue
+        at = v.end()
+        if at in taken:
+            continue
+        f = _function_value(lx, at)
+        if f is None:
+            continue
+        up = lx.enclosing(m.start())
+        if up >= 0 and code[up] in "([":
+            continue                               # a default parameter value, an argument
+        if code[s] == ":":
+            k = _KEY.search(code, max(0, m.start() - 120), m.start())
+            if not k or up < 0 or code[up] != "{" or blocks.kind(up) != "object":
+                continue
+            owner = owner_prefix(lx, blocks, up, memo)
+            name = k.group(1)
+            d = Def("function", name, k.start(1), f[1], f[2], k.start(1), "function",
+                    f"{owner}.{name}" if owner else name)
+        else:
+            lhs = _LHS.search(code, max(0, m.start() - 200), m.start())
+            if not lhs:
+                continue
+            raw = re.sub(r"\s+", "", lhs.group(1))
+            local = local_of(raw)
+            name = local.rsplit(".", 1)[-1]
+            kind = "method" if up >= 0 and code[up] == "{" and blocks.kind(up) == "class" else "function"
+            start = lhs.start(1)
+            if kind == "method":
+                start = _start_with_modifiers(code, start, up + 1)
+            d = Def(kind, name, start, f[1], f[2], lhs.start(1), "function", local)
+        taken.add(at)
+        defs.append(d)
+    defs += _members(lx, blocks, memo)
+    return defs
+
+
+def _heritage(d: Def, head: str) -> None:
+    prev = None
+    while prev != head:
+        prev, head = head, re.sub(r"<[^<>]*>", "", head)
+    ext = re.search(r"\bextends\s+(.+?)(?=\bimplements\b|$)", head, re.S)
+    imp = re.search(r"\bimplements\s+(.+)$", head, re.S)
+    if ext:
+        for t in ext.group(1).split(","):
+            t = re.sub(r"\s+", "", t)
+            if re.fullmatch(r"[\w$.]+", t):
+                d.data.setdefault("extends", []).append(t)
+    if imp:
+        for t in imp.group(1).split(","):
+            t = re.sub(r"\s+", "", t)
+            if re.fullmatch(r"[\w$.]+", t):
+                d.data.setdefault("implements", []).append(t)
+
+
+def _own_level(code: str, pairs: dict, o: int):
+    """(start, end) stretches of the block at ``o`` outside the blocks nested in it."""
+    close = pairs.get(o, len(code))
+    p = o + 1
+    while p < close:
+        q = code.find("{", p, close)
+        if q < 0:
+            yield p, close
+            return
+        yield p, q
+        p = pairs.get(q, close) + 1
+
+
+def _member_sites(lx, blocks: Blocks):
+    """(match, block, kind) for every name followed by ``(`` or ``<`` directly in a class,
+    object, interface or type body (code blocks, where the calls are, are not read)."""
+    code, pairs = lx.code, lx.pairs
+    for o in _BRACE.finditer(code):
+        o = o.start()
+        kind = blocks.kind(o)
+        if kind == "code" or kind == "enum":
+            continue
+        for a, b in _own_level(code, pairs, o):
+            for m in _MEMBER.finditer(code, a, b):
+                yield m, o, kind
+
+
+def _members(lx, blocks: Blocks, memo: dict) -> list[Def]:
+    """Method definitions and signatures directly in class, object, interface and type bodies."""
+    code, pairs = lx.code, lx.pairs
+    n = len(code)
+    out = []
+    for m, up, kind in _member_sites(lx, blocks):
+        name = m.group(1)
+        if name in _NOT_METHODS:
+            continue
+        if lx.enclosing(m.start()) != up:
+            continue                               # inside (...) or [...]
+        p = m.end()
+        if code.startswith("<", p):
+            p = skip_angles(code, p, pairs)
+            while p < n and code[p] in " \t\n":
+                p += 1
+        if not code.startswith("(", p):
+            continue
+        close = pairs.get(p, n)
+        prev = _PREV.search(code, max(up + 1, m.start() - 40), m.start())
+        if prev and prev.group(1) in (".", "=", "new", "await", "return", "(", ",", ":", "?", "!", "&", "|"):
+            if not (prev.group(1) == "," and kind in ("object", "interface", "type")):
+                continue
+        b = _BODY_AFTER.match(code, close + 1)
+        name_txt = lx.text[m.start(1):m.end(1)] if name.startswith("[") else name
+        if b and b.end() - 1 < pairs.get(up, n):
+            body = b.end() - 1
+            end = pairs.get(body, n) + 1
+        elif kind in ("interface", "type", "class"):
+            body = None
+            s = _SIG_END.search(code, close + 1, pairs.get(up, n) + 1)
+            if s is None:
+                continue
+            if s.group() == ";" and kind == "class" or s.group() == ";":
+                end = s.end()
+            else:
+                end = s.start()
+                while end > close and code[end - 1] in " \t\n":
+                    end -= 1
+            if kind == "class" and re.compile(r"\s*:?[^;{}\n]*=>").match(code, close + 1):
+                continue
+        else:
+            continue
+        start = _start_with_modifiers(code, m.start(), up + 1)
+        owner = owner_prefix(lx, blocks, up, memo) if kind == "object" else ""
+        d = Def("method" if kind != "object" else "function", name_txt, start, end, body, m.start(1),
+                "method" if body is not None else "signature", f"{owner}.{name_txt}" if owner else name_txt)
+        out.append(d)
+    return out

@@ -1,0 +1,235 @@
+"""One spec per source language: what a file of that language is and what its ecosystem's
+conventions say about it. The loaders read their spec; the query side reads the same specs for
+anchors (stack-trace and diagnostic frames) and demotion (tests, vendored and generated code).
+
+A spec says:
+
+* ``name`` (the loader name, ``--format``), ``ns`` (the key and edge namespace the language's
+  loader writes: JavaScript and TypeScript share ``js``, C and C++ share ``c``, because their
+  files import each other), ``extensions``, and comment syntax;
+* ``test_dirs`` (a folder with one of these names holds tests), ``test_names`` (file-name
+  patterns, :mod:`fnmatch` syntax on the base name) and ``test_paths`` (path fragments such as
+  Maven's ``src/test/``); :func:`is_test_path`;
+* ``generated_names`` (file-name patterns of generated or minified files: ``*.min.js``,
+  ``*.pb.go``) and ``GENERATED_MARK`` (the first lines say "Code generated ... DO NOT EDIT" or
+  ``@generated``); :func:`is_generated_path`;
+* ``frames``: regular expressions for the language's stack-trace frames and compiler
+  diagnostics, each with the named groups ``path`` and ``line`` and, where the format has
+  them, ``col`` and ``func`` (:func:`find_frames`).
+
+Vendored code (:data:`VENDORED_DIRS`, :func:`is_vendored_path`) is the same for every
+language. What the walk skips and what it indexes with ``FLAG_VENDORED``: see
+:mod:`kgsearch.ingest.walk`.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
+
+__all__ = ["LangSpec", "SPECS", "BY_NAME", "spec_for", "is_test_path", "is_generated_path", "is_vendored_path",
+           "is_generated_text", "find_frames", "VENDORED_DIRS", "MINIFIED_NAMES"]
+
+
+@dataclass(frozen=True)
+class LangSpec:
+    name: str
+    ns: str
+    extensions: tuple[str, ...]
+    line_comment: tuple[str, ...] = ("//",)
+    block_comment: tuple[tuple[str, str], ...] = (("/*", "*/"),)
+    nested_comments: bool = False
+    doc_comments: tuple[str, ...] = ("/**", "///")     # comment openings that document what follows
+    test_dirs: frozenset[str] = frozenset({"test", "tests", "testing"})
+    test_names: tuple[str, ...] = ()
+    test_paths: tuple[str, ...] = ()
+    generated_names: tuple[str, ...] = ()
+    frames: tuple[re.Pattern, ...] = ()
+
+
+_P = r"(?P<path>(?:[A-Za-z]:)?[\w.@~+/\\-]*?"      # a path, as traces print it (no spaces)
+
+
+def _frames(*patterns: str) -> tuple[re.Pattern, ...]:
+    return tuple(re.compile(p, re.M) for p in patterns)
+
+
+JS_EXT = (".js", ".mjs", ".cjs", ".jsx")
+TS_EXT = (".ts", ".mts", ".cts", ".tsx")
+_JS_TESTS = dict(test_dirs=frozenset({"test", "tests", "__tests__", "__mocks__", "spec", "e2e"}),
+                 test_names=("*.test.*", "*.spec.*", "*-test.js", "*_test.js"))
+_JS_FRAMES = _frames(
+    # V8 / Node:  at fn (src/x.js:10:5)   at src/x.js:10:5   at async fn (file:///x.mjs:3:1)
+    r"\bat (?:(?:async )?(?P<func>[^\s()]+) \()?(?:file://)?" + _P + r"\.(?:[cm]?[jt]sx?)):(?P<line>\d+):(?P<col>\d+)",
+    # Firefox / Safari:  fn@src/x.js:10:5
+    r"(?P<func>[\w$.<>/]*)@(?:file://)?" + _P + r"\.(?:[cm]?[jt]sx?)):(?P<line>\d+):(?P<col>\d+)",
+    # tsc:  src/x.ts(12,5): error TS2345   or   src/x.ts:12:5 - error TS2345
+    _P + r"\.(?:[cm]?tsx?))\((?P<line>\d+),(?P<col>\d+)\)",
+    _P + r"\.(?:[cm]?[jt]sx?)):(?P<line>\d+):(?P<col>\d+) - (?:error|warning)",
+)
+
+JAVASCRIPT = LangSpec(
+    "javascript", "js", JS_EXT, **_JS_TESTS,
+    generated_names=("*.min.js", "*.min.mjs", "*.min.cjs", "*.bundle.js", "*-min.js", "*.umd.js"),
+    frames=_JS_FRAMES)
+TYPESCRIPT = LangSpec(
+    "typescript", "js", TS_EXT, **_JS_TESTS,
+    generated_names=("*.generated.ts",), frames=_JS_FRAMES)
+
+GO = LangSpec(
+    "go", "go", (".go",), doc_comments=("//", "/*"),
+    test_dirs=frozenset({"testdata"}), test_names=("*_test.go",),
+    generated_names=("*.pb.go", "*.pb.gw.go", "*_generated.go", "zz_generated*.go", "*_string.go"),
+    frames=_frames(
+        # goroutine dumps and panics:  \t/home/u/x/server.go:123 +0x1d
+        _P + r"\.go):(?P<line>\d+)(?: \+0x[0-9a-f]+)?",
+        # the function line above it:  google.golang.org/grpc.(*Server).Serve(0xc0001, ...)
+        r"^(?P<func>[\w./-]+(?:\.\(\*?\w+\))?\.\w+)\((?:0x|\.\.\.|\)|\{)",
+        # compiler / vet / test failures:  ./x.go:12:5: undefined: foo
+        _P + r"\.go):(?P<line>\d+):(?P<col>\d+):"))
+
+RUST = LangSpec(
+    "rust", "rs", (".rs",), nested_comments=True, doc_comments=("///", "//!", "/**", "/*!"),
+    test_dirs=frozenset({"tests"}),
+    frames=_frames(
+        # panics:  thread 'main' panicked at src/x.rs:12:5   (older: panicked at 'msg', src/x.rs:12:5)
+        # backtraces:  at ./src/x.rs:12:5   compiler:  --> src/x.rs:12:5
+        _P + r"\.rs):(?P<line>\d+):(?P<col>\d+)",
+        # backtrace function lines:  3: tokio::runtime::task::harness::Harness<T,S>::poll
+        r"^\s*\d+: (?P<func>[\w:<>, ]+::\w+)(?:::h[0-9a-f]{16})?$"))
+
+JAVA = LangSpec(
+    "java", "java", (".java",),
+    test_names=("*Test.java", "*Tests.java", "*IT.java", "Test*.java", "*TestCase.java"),
+    test_paths=("src/test/", "src/testFixtures/", "src/it/", "src/jmh/"),
+    generated_names=(),
+    frames=_frames(
+        # at com.x.Cls.method(Cls.java:42)   at com.x.Cls$Inner.lambda$run$0(Cls.java:42)
+        r"\bat (?P<func>[\w$.<>/]+)\((?P<path>[\w$-]+\.(?:java|kt)):(?P<line>\d+)\)",
+        # javac:  src/main/java/x/Y.java:12: error: cannot find symbol
+        _P + r"\.java):(?P<line>\d+): (?:error|warning)"))
+
+_C_FRAMES = _frames(
+    # gcc / clang:  src/x.c:12:5: error: ...   (also warning, note, fatal error)
+    _P + r"\.(?:c|h|cc|cpp|cxx|c\+\+|hh|hpp|hxx|h\+\+|inl|ipp|tpp)):(?P<line>\d+):(?:(?P<col>\d+):)? "
+         r"(?:fatal error|error|warning|note)",
+    # MSVC:  src\x.cpp(12): error C2065   or   x.cpp(12,5): warning
+    _P + r"\.(?:c|h|cc|cpp|cxx|hh|hpp|hxx|inl))\((?P<line>\d+)(?:,(?P<col>\d+))?\) ?: (?:fatal error|error|warning)",
+    # sanitizers / gdb / lldb:  #0 0x4005d4 in func /src/x.c:12:5   or   func (...) at x.c:12
+    r"\bin (?P<func>[\w:~<>]+)(?:\([^)]*\))? " + _P + r"\.(?:c|h|cc|cpp|cxx|hh|hpp|hxx|inl)):(?P<line>\d+)",
+    r"\b(?P<func>[\w:~<>]+) \([^)]*\) at " + _P + r"\.(?:c|h|cc|cpp|cxx|hh|hpp|hxx|inl)):(?P<line>\d+)")
+_C_TESTS = dict(test_names=("*_test.c", "*_test.cc", "*_test.cpp", "*_unittest.cc", "*_unittest.cpp", "test_*.c",
+                            "test_*.cc", "test_*.cpp", "*.tests.cpp", "*_tests.cpp", "*_tests.c"))
+C = LangSpec("c", "c", (".c", ".h"), **_C_TESTS, frames=_C_FRAMES)
+CPP = LangSpec("cpp", "c", (".cc", ".cpp", ".cxx", ".c++", ".hh", ".hpp", ".hxx", ".h++", ".inl", ".ipp", ".tpp"),
+               **_C_TESTS, frames=_C_FRAMES)
+
+SPECS: tuple[LangSpec, ...] = (JAVASCRIPT, TYPESCRIPT, GO, RUST, JAVA, C, CPP)
+BY_NAME = {s.name: s for s in SPECS}
+_BY_EXT = {ext: s for s in SPECS for ext in s.extensions}
+
+# Vendored copies of other projects' code, in every language. Go modules vendored with
+# ``go mod vendor`` (a ``vendor/modules.txt``) and ``node_modules`` are not indexed at all
+# (they are the dependencies, often larger than the project); the others are indexed and
+# marked (FLAG_VENDORED) so that a search ranks the project's own code first.
+VENDORED_DIRS = frozenset({"vendor", "vendored", "third_party", "third-party", "thirdparty", "3rdparty",
+                           "external", "extern", "deps", "bower_components", "jspm_packages"})
+MINIFIED_NAMES = ("*.min.js", "*.min.mjs", "*.min.cjs", "*-min.js")
+GENERATED_MARK = re.compile(r"^(?://|/\*|\*|#)?[^\n]{0,40}(?:Code generated\b[^\n]*DO NOT EDIT|@generated\b"
+                            r"|Generated by the protocol buffer compiler|This file is automatically generated"
+                            r"|AUTO-GENERATED FILE|DO NOT EDIT! This file was generated)", re.M | re.I)
+
+
+def spec_for(rel: str) -> LangSpec | None:
+    """The spec of the language a path is written in, by its extension (``None``: not one).
+
+    >>> spec_for("src/a.tsx").name, spec_for("lib/x.h").name, spec_for("README.md")
+    ('typescript', 'c', None)
+    """
+    base = rel.rsplit("/", 1)[-1]
+    dot = base.rfind(".")
+    return _BY_EXT.get(base[dot:].lower()) if dot > 0 else None
+
+
+def _parts(rel: str) -> list[str]:
+    return rel.replace("\\", "/").split("/")
+
+
+def is_test_path(rel: str, spec: LangSpec | None = None) -> bool:
+    """A test file by its language's conventions (``rel`` relative to the indexed root):
+    a ``test``/``tests``/``testing`` folder or the language's test folders (``__tests__``,
+    Go's ``testdata``), its test file names (``*_test.go``, ``*.test.ts``, ``*Test.java``) or
+    path fragments (``src/test/``). Rust's ``#[cfg(test)]`` modules are found by the loader.
+
+    >>> is_test_path("pkg/server_test.go"), is_test_path("src/test/java/a/B.java"), is_test_path("src/a.ts")
+    (True, True, False)
+    """
+    spec = spec or spec_for(rel)
+    parts = _parts(rel)
+    dirs = parts[:-1]
+    if any(p in ("test", "tests", "testing") for p in dirs):
+        return True
+    if spec is None:
+        return False
+    if any(p in spec.test_dirs for p in dirs):
+        return True
+    base = parts[-1]
+    if any(fnmatchcase(base, pat) for pat in spec.test_names):
+        return True
+    path = "/".join(parts)
+    return any(("/" + path).find("/" + frag) >= 0 for frag in spec.test_paths)
+
+
+def is_vendored_path(rel: str) -> bool:
+    """Under a vendored-code folder (:data:`VENDORED_DIRS`).
+
+    >>> is_vendored_path("third_party/zlib/inflate.c"), is_vendored_path("src/vendors.js")
+    (True, False)
+    """
+    return any(p.lower() in VENDORED_DIRS for p in _parts(rel)[:-1])
+
+
+def is_generated_path(rel: str, spec: LangSpec | None = None) -> bool:
+    """A generated or minified file by its name (``*.min.js``, ``*.pb.go``)."""
+    spec = spec or spec_for(rel)
+    base = _parts(rel)[-1]
+    return spec is not None and any(fnmatchcase(base, pat) for pat in spec.generated_names)
+
+
+def is_generated_text(head: str) -> bool:
+    """The first lines of a file say it was generated (Go's ``// Code generated ... DO NOT
+    EDIT.``, ``@generated``, protoc's banner)."""
+    head = head[:2000]
+    if not any(w in head for w in ("enerated", "ENERATED", "DO NOT EDIT")):
+        return False                               # the usual case, without the pattern
+    return bool(GENERATED_MARK.search(head))
+
+
+def find_frames(text: str, spec: LangSpec | None = None) -> list[dict]:
+    """Stack-trace frames and diagnostics in ``text`` (for every language, or ``spec``'s):
+    dicts with ``path``, ``line`` and, when the format gives them, ``col`` and ``func``, in
+    order of appearance.
+
+    >>> [f["path"] for f in find_frames("at com.x.Y.run(Y.java:42)\\nsrc/a.rs:12:5")]
+    ['Y.java', 'src/a.rs']
+    """
+    out, seen = [], set()
+    for s in ((spec,) if spec else SPECS):
+        for pat in s.frames:
+            for m in pat.finditer(text):
+                g = m.groupdict()
+                if not g.get("path") and not g.get("func"):
+                    continue
+                k = (m.start(), g.get("path"))
+                if k in seen:
+                    continue
+                seen.add(k)
+                out.append({"at": m.start(), **{x: v for x, v in g.items() if v}})
+    out.sort(key=lambda f: f["at"])
+    for f in out:
+        del f["at"]
+        if "line" in f:
+            f["line"] = int(f["line"])
+        if "col" in f:
+            f["col"] = int(f["col"])
+    return out

@@ -1,0 +1,349 @@
+"""Rust source: files, items, ``impl`` blocks and their edges.
+
+Nodes (see :mod:`kgsearch.ingest.codemodel`): the file (``module``); ``struct``, ``enum``,
+``union``, ``trait``, ``impl`` blocks and inline ``mod x { }`` (``class``, ``decl`` says which;
+an ``impl`` is named after its type, ``props["trait"]`` the trait it implements, and its
+methods read ``Type.method``); ``fn`` items (``function``; ``method`` inside an ``impl`` or a
+``trait``, body-less trait methods included; nested ``fn`` items read ``outer.inner``);
+``macro_rules!`` macros (``function``, ``decl`` ``macro``). Type aliases, constants and
+statics are not nodes (they stay in their parent's text). Spans start at the item's outer
+attributes (``#[derive(..)]``, ``#[cfg(..)]``) and visibility. Doc comments (``///``, ``//!``,
+``/** */``, plain ones) are the comments right above.
+
+Tests: files under ``tests/``, items under ``#[cfg(test)]`` and functions marked ``#[test]``
+(or ``#[tokio::test]``, ``#[rstest]`` ...).
+
+Names (``ns='rs'``): the crate is the nearest ``Cargo.toml``'s package name (``-`` -> ``_``;
+the root folder's name without one), a file's module path comes from its path under the
+crate's ``src/`` (``src/a/mod.rs`` and ``src/a.rs`` are ``a``; ``lib.rs``/``main.rs`` the
+crate; other folders, such as ``tests/x.rs``, keep their names), and every item answers to
+``<crate>.<module path>.<qualname>`` (``tokio.sync.mutex.Mutex.lock``); a file to
+``<crate>.<module path>``.
+
+Edges:
+
+* ``imports``: ``mod x;`` -> ``x.rs`` or ``x/mod.rs`` where Rust looks for it; ``use`` trees
+  (``use a::{b, c::*};``, ``as`` renames) -> the item, else the module (``crate::``, ``self::``,
+  ``super::`` resolved; other paths tried as written, from the current module and from the
+  crate root).
+* ``calls``: ``f()``, ``path::f()``, ``Type::f()``, ``Self::f()``, ``self.f()`` and macro calls
+  ``m!(..)``, resolved through the module's items, its ``use`` names and globs, and the
+  ``impl``'s type. Not resolved: methods on other values (``x.f()``: their type is unknown),
+  trait methods reached through a generic, calls into crates outside the tree, the standard
+  macros.
+* ``inherits``: a trait -> its supertraits; ``implements``: an ``impl Trait for Type`` -> the trait.
+"""
+from __future__ import annotations
+
+import posixpath
+import re
+
+from .clex import lex
+from .codemodel import Builder, Def
+from .codescan import call_sites, find_end, free, read_source, skip_angles, split_chain
+from .langspec import RUST
+from .rspaths import crate_of, expand_use, path_of, type_name
+
+NAME = "rust"
+EXTENSIONS = RUST.extensions
+
+__all__ = ["NAME", "EXTENSIONS", "load"]
+
+_ITEM = re.compile(r"(?P<kw>fn|struct|enum|union|trait|impl|mod|macro_rules\s*!)(?![\w!])")
+# the qualifiers before an item's keyword (its span starts there), matched backwards
+_QUALIFIERS = re.compile(r"(?:\s+(?:tluafed|tsnoc|cnysa|efasnu|(?:\"[ ]*\"\s*)?nretxe))*"
+                         r"(?:\s*(?:\)[^()]*\(\s*)?bup)?")
+_NAME = re.compile(r"\s*(?:r#)?(\w+)")
+_USE = re.compile(r"use\s+")
+_BANG = re.compile(r"!\s*[(\[{]")
+_REV_MACRO = re.compile(r"\s*(\w+(?:::\w+)*)")
+_TEST_ATTR = re.compile(r"#\s*\[\s*(?:cfg\s*\(\s*test\s*\)|(?:\w+\s*::\s*)*test\b|rstest\b|test_case\b)")
+_WS_BEFORE = re.compile(r"\s*$")
+_SELF_CALL = re.compile(r"self\s*\.\s*(\w+)")
+_STD_MACROS = frozenset("println print eprintln eprint format write writeln vec assert assert_eq assert_ne "
+                        "debug_assert debug_assert_eq debug_assert_ne panic unreachable unimplemented todo matches "
+                        "dbg cfg include include_str include_bytes concat stringify env option_env line column file "
+                        "module_path format_args compile_error thread_local macro_rules".split())
+_KEYWORDS = frozenset("if while for match loop return fn let mut ref move as in where impl unsafe async await "
+                      "Some None Ok Err Box".split())
+_EXTERN_ROOTS = frozenset("std core alloc Some None Ok Err Box Vec String Option Result Iterator IntoIterator "
+                          "ExactSizeIterator DoubleEndedIterator Extend FromIterator From Into TryFrom TryInto AsRef "
+                          "AsMut Default Clone Copy Debug Display Drop Deref DerefMut Eq PartialEq Ord PartialOrd Hash "
+                          "Send Sync Sized Unpin Fn FnMut FnOnce ToString ToOwned Borrow".split())
+# the standard library and its prelude: never in the tree
+_ATTR = re.compile(r"#\s*!?\s*\[")
+
+
+class _Rust(Builder):
+    def __init__(self, lx, rel, spec, warning, opts, path):
+        super().__init__(lx, rel, spec, warning)
+        self.crate, cdir = crate_of(path, opts.root)
+        sub = self.rel[len(cdir) + 1:] if cdir and self.rel.startswith(cdir + "/") else self.rel
+        parts = sub[:-3].split("/")
+        if parts[0] == "src":
+            parts = parts[1:]
+        self.is_root = parts in (["lib"], ["main"]) or parts[-1] == "mod" or len(parts) == 1 and sub.startswith("src/")
+        if parts and parts[-1] in ("mod", "lib", "main"):
+            parts = parts[:-1]
+        self.modpath = [re.sub(r"\W", "_", p) for p in parts]
+        self.uses: dict[str, list[str]] = {}       # bound name -> candidate dotted paths
+        self.globs: list[list[str]] = []
+
+    def module_name(self) -> str:
+        base = self.rel.rsplit("/", 1)[-1][:-3]
+        if base in ("mod", "lib", "main"):
+            d = posixpath.dirname(self.rel).rsplit("/", 1)[-1]
+            return d if d and d != "src" else base
+        return base
+
+    def modq(self, extra: list[str] | None = None) -> str:
+        return ".".join([self.crate] + self.modpath + (extra or []))
+
+    def aliases(self, d: Def) -> list[tuple]:
+        if d is self.mod:
+            return [(self.modq(), 0)]
+        out = [(f"{self.modq()}.{d.qual}", 0)]
+        if d.data.get("export"):                 # #[macro_export]: at the crate root
+            out.append((f"{self.crate}.{d.name}", 1))
+        return out
+
+    # ---- paths -------------------------------------------------------------------------
+    def _mods_of(self, scope: Def) -> list[str]:
+        """The inline modules around ``scope`` (their names), outermost first."""
+        out = []
+        d = scope
+        while d is not None and d is not self.mod:
+            if d.decl == "mod":
+                out.append(d.name)
+            d = d.parent
+        return out[::-1]
+
+    def resolve_path(self, parts: list[str], scope: Def) -> list[str]:
+        """Candidate dotted names for a path as written (``crate::a::B``, ``super::x``, ``B``)."""
+        if not parts:
+            return []
+        here = self.modpath + self._mods_of(scope)
+        head = parts[0]
+        if head == "crate":
+            return [".".join([self.crate] + parts[1:])]
+        if head in ("self", "super"):
+            base = list(here)
+            rest = parts
+            while rest and rest[0] in ("self", "super"):
+                if rest[0] == "super" and base:
+                    base.pop()
+                rest = rest[1:]
+            return [".".join([self.crate] + base + rest)]
+        if head == "Self":
+            t = self._self_type(scope)
+            return [".".join([self.crate] + here + [t] + parts[1:])] if t else []
+        out = []
+        if head in self.uses:
+            out += [f"{c}.{'.'.join(parts[1:])}" if len(parts) > 1 else c for c in self.uses[head]]
+        out.append(".".join([self.crate] + here + parts))
+        out += [".".join(g + parts) for g in self.globs]
+        if len(parts) > 1:
+            out.append(".".join(parts))
+            out.append(".".join([self.crate] + parts))
+        return out
+
+    def _self_type(self, scope: Def) -> str | None:
+        d = scope
+        while d is not None and d is not self.mod:
+            if d.decl in ("impl", "trait", "struct", "enum", "union"):
+                return d.name
+            d = d.parent
+        return None
+
+    # ---- use / mod ---------------------------------------------------------------------
+    def scan_uses(self) -> None:
+        code = self.lx.code
+        for m in _USE.finditer(code):
+            if not free(code, m.start(), "$.:"):
+                continue
+            end = find_end(code, self.lx.pairs, m.end(), ";")
+            tree = re.sub(r"\s+", " ", code[m.end():end]).replace(" :: ", "::").replace(":: ", "::").strip()
+            tree = re.sub(r"\s*([{},])\s*", r"\1", tree)
+            for path, bound in expand_use(tree):
+                if path[0] in _EXTERN_ROOTS:
+                    continue
+                cands = self.resolve_path(path, self._scope_at(m.start()))
+                if bound is None:
+                    self.globs.append(cands[0].split(".") if cands else path)
+                    if cands and cands[0] != self.modq():
+                        self.imports(cands, m.start())
+                    continue
+                self.uses.setdefault(bound, cands)
+                self.imports(cands + [c.rpartition(".")[0] for c in cands if "." in c], m.start())
+
+    def _scope_at(self, pos: int) -> Def:
+        """The innermost inline module around ``pos`` (the file's module when none)."""
+        best = self.mod
+        for d in self.defs:
+            if d.decl == "mod" and d.start < pos < d.end:
+                best = d
+        return best
+
+    def mod_decl(self, name: str, at: int) -> None:
+        d = posixpath.dirname(self.rel)
+        base = self.rel.rsplit("/", 1)[-1][:-3]
+        if not self.is_root and base not in ("mod", "lib", "main"):
+            d = posixpath.join(d, base)
+        self.imports([posixpath.join(d, f"{name}.rs"), posixpath.join(d, name, "mod.rs")], at)
+
+    # ---- items -------------------------------------------------------------------------
+    def _attrs_start(self, at: int) -> tuple[int, bool]:
+        """Start of the outer attributes right before ``at``, and whether one marks a test."""
+        code, text, pairs = self.lx.code, self.lx.text, self.lx.pairs
+        test = False
+        while True:
+            ws = _WS_BEFORE.search(code, max(0, at - 200), at)
+            i = ws.start() - 1 if ws else at - 1
+            if i < 0 or code[i] != "]" or text[i + 1:at].strip():
+                return at, test
+            o = pairs.get(i)
+            if o is None or o >= i:
+                return at, test
+            h = o - 1
+            while h >= 0 and code[h] in " \t":
+                h -= 1
+            if h < 0 or code[h] != "#":
+                return at, test
+            if _TEST_ATTR.match(code, h, i + 1):
+                test = True
+            at = h
+
+    def scan(self) -> None:
+        code, pairs = self.lx.code, self.lx.pairs
+        n = len(code)
+        defs: list[Def] = []
+        rev = code[::-1]
+        for m in _ITEM.finditer(code):
+            if not free(code, m.start(), "!$"):
+                continue
+            q = _QUALIFIERS.match(rev, n - m.start())
+            item_start = n - q.end() if q and q.group() else m.start()
+            while item_start < m.start() and code[item_start] in " \t\n":
+                item_start += 1
+            kw = m.group("kw")
+            if kw.startswith("macro_rules"):
+                nm = _NAME.match(code, m.end())
+                if not nm:
+                    continue
+                b = re.compile(r"\s*[{(\[]").match(code, nm.end())
+                if not b:
+                    continue
+                o = b.end() - 1
+                end = pairs.get(o, n) + 1
+                if code[o] != "{":
+                    e = re.compile(r"\s*;").match(code, end)
+                    end = e.end() if e else end
+                d = Def("function", nm.group(1), item_start, end, o, nm.start(1), "macro")
+            elif kw == "impl":
+                at = m.end()
+                if code.startswith("<", at) or code[at:at + 3].lstrip().startswith("<"):
+                    at = skip_angles(code, code.index("<", at))
+                body = find_end(code, pairs, at, ";{")
+                if body >= n or code[body] != "{":
+                    continue
+                head = re.sub(r"\s+", " ", code[at:body]).strip()
+                head = re.split(r"\bwhere\b", head)[0].strip()
+                trait, _, typ = head.rpartition(" for ")
+                name = type_name(typ)
+                if not name:
+                    continue
+                d = Def("class", name, item_start, pairs.get(body, n) + 1, body, at, "impl")
+                if trait:
+                    tr = type_name(trait.lstrip("!"))
+                    d.props["trait"] = tr
+                    d.data["trait"] = path_of(trait.lstrip("!"))
+            else:
+                nm = _NAME.match(code, m.end())
+                if not nm:
+                    continue
+                at = nm.end()
+                if code.startswith("<", at) or code[at:at + 4].lstrip().startswith("<"):
+                    at = skip_angles(code, code.index("<", at))
+                if kw == "mod":
+                    e = find_end(code, pairs, at, ";{")
+                    if e < n and code[e] == ";":
+                        self.mod_decl(nm.group(1), m.start())
+                        continue
+                stop = find_end(code, pairs, at, ";{")
+                if stop >= n:
+                    continue
+                body = stop if code[stop] == "{" else None
+                end = pairs.get(stop, n) + 1 if body is not None else stop + 1
+                kind = "function" if kw == "fn" else "class"
+                d = Def(kind, nm.group(1), item_start, end, body, nm.start(1), kw if kw != "fn" else "fn")
+                if kw == "trait" and body is not None:
+                    sup = code[at:body]
+                    if ":" in sup:
+                        for t in re.split(r"\+", re.split(r"\bwhere\b", sup.split(":", 1)[1])[0]):
+                            if type_name(t):
+                                d.data.setdefault("supers", []).append(path_of(t))
+            first = d.start
+            d.start, d.test = self._attrs_start(d.start)
+            if d.decl == "macro" and "macro_export" in code[d.start:first]:
+                d.data["export"] = True
+            defs.append(d)
+        self.nest(defs)
+
+    def heritage(self) -> None:
+        for d in self.defs:
+            if "trait" in d.data and d.data["trait"] and d.data["trait"][0] not in _EXTERN_ROOTS:
+                d.implements.append((self.resolve_path(d.data["trait"], d.parent), d.name_at))
+            for sup in d.data.get("supers", ()):
+                if sup and sup[0] not in _EXTERN_ROOTS:
+                    d.bases.append((self.resolve_path(sup, d.parent), d.name_at))
+
+    # ---- calls -------------------------------------------------------------------------
+    def call_candidates(self, scope: Def, parts: list[str]) -> list[str]:
+        if parts[0] == "!":                     # a macro call
+            name = parts[1:]
+            if len(name) == 1 and name[0] in _STD_MACROS or name[0] in _EXTERN_ROOTS:
+                return []
+            return self.resolve_path(name, scope) + [f"{self.crate}.{name[-1]}"]
+        if parts[0] == "self" and len(parts) == 2:
+            t = self._self_type(scope)
+            return [self.modq(self._mods_of(scope) + [t, parts[1]])] if t else []
+        if parts[0] in _KEYWORDS or parts[0] in _EXTERN_ROOTS or parts[0] == "self" or "$" in parts[0]:
+            return []
+        return self.resolve_path(parts, scope)
+
+
+def load(path, rel: str, opts, spec=RUST):
+    text, warning = read_source(path)
+    lx = lex(text, "rust")
+    b = _Rust(lx, rel, spec, warning, opts, path)
+    b.scan()
+    b.scan_uses()
+    b.heritage()
+    code = lx.code
+    skip = {d.name_at for d in b.defs}
+    attrs = [(a.end() - 1, lx.pairs.get(a.end() - 1, len(code))) for a in _ATTR.finditer(code)]
+    calls = []
+    ai = 0
+    for at, raw in call_sites(code, skip):
+        while ai < len(attrs) and attrs[ai][1] < at:
+            ai += 1
+        if ai < len(attrs) and attrs[ai][0] < at:
+            continue                            # inside #[...]
+        if "." in raw:                          # value.method(): the value's type is unknown
+            s = _SELF_CALL.fullmatch(raw)
+            if s:
+                calls.append((at, ["self", s.group(1)]))
+            continue
+        calls.append((at, split_chain(raw)))
+    rev = code[::-1]
+    n = len(code)
+    for m in _BANG.finditer(code):
+        r = _REV_MACRO.match(rev, n - m.start())
+        if r is None:
+            continue
+        e = r.end(1)
+        if e < n and (rev[e] in "$.:_" or rev[e].isalnum()):
+            continue
+        calls.append((n - e, ["!"] + r.group(1)[::-1].split("::")))
+    calls.sort(key=lambda c: c[0])
+    return b.build(calls)

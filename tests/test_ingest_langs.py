@@ -1,0 +1,392 @@
+"""Source-language loaders, end to end: one small project per language is indexed and its
+nodes (keys, kinds, spans, flags) and resolved ``imports``/``calls``/``inherits``/``implements``
+edges are compared with hand-computed answers."""
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from kgsearch.indexer import IndexOptions, index_paths
+from kgsearch.store.db import Index
+from kgsearch.types import FLAG_TEST, FLAG_VENDORED
+
+
+def build(tmp_path, files: dict[str, str]):
+    root = tmp_path / "proj"
+    for rel, text in files.items():
+        p = root / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(textwrap.dedent(text))
+    db = tmp_path / "i.db"
+    rep = index_paths(db, [str(root)], IndexOptions(steps=()))
+    assert rep.files_failed == 0 and not [w for w in rep.warnings if "defined twice" in w], rep.warnings
+    with Index.open(db, readonly=True) as ix:
+        nodes = {r[0]: r[1:] for r in ix.conn.execute(
+            "SELECT key, kind, name, line_start, line_end, flags FROM nodes WHERE file_id IS NOT NULL")}
+        edges = ix.conn.execute(
+            "SELECT s.key, e.type, d.key FROM edges e JOIN nodes s ON s.id = e.src "
+            "LEFT JOIN nodes d ON d.id = e.dst WHERE e.type != 'contains'").fetchall()
+    return nodes, set(edges)
+
+
+def has(edges, src, etype, dst):
+    return (src, etype, dst) in edges
+
+
+# ---------------------------------------------------------------------------------------- Go
+GO = {
+    "go.mod": "module example.com/shop\n",
+    "cart/cart.go": """\
+        package cart
+
+        import (
+        \t"fmt"
+        \t"example.com/shop/pricing"
+        \tp2 "example.com/shop/pricing"
+        )
+
+        // Cart holds items.
+        type Cart struct {
+        \tBase
+        \titems []string
+        }
+
+        type Base struct{}
+
+        func (b *Base) Log() {}
+
+        // Add adds an item.
+        func (c *Cart) Add(item string) error {
+        \tc.Total()
+        \tc.Log()
+        \tfmt.Println(item)
+        \tpricing.Discount(1)
+        \tp2.Discount(2)
+        \treturn helper()
+        }
+
+        func (c *Cart) Total() int { return len(c.items) }
+
+        func helper() error { return nil }
+        """,
+    "cart/cart_test.go": "package cart\n\nfunc TestAdd(t *testing.T) { helper() }\n",
+    "pricing/pricing.go": """\
+        package pricing
+
+        func Discount(x int) int { return x }
+
+        type Rule interface {
+        \tApply(x int) int
+        }
+        """,
+    "pricing/zz_gen.pb.go": "package pricing\n\nfunc Gen() {}\n",
+}
+
+
+def test_go(tmp_path):
+    nodes, edges = build(tmp_path, GO)
+    assert nodes["go:cart/cart.go:Cart"] == ("class", "Cart", 10, 13, 0)
+    assert nodes["go:cart/cart.go:Cart.Add"] == ("method", "Add", 20, 27, 0)
+    assert nodes["go:cart/cart.go:Cart.Total"][:4] == ("method", "Total", 29, 29)
+    assert nodes["go:pricing/pricing.go:Rule.Apply"][:4] == ("method", "Apply", 6, 6)
+    assert nodes["go:cart/cart_test.go:TestAdd"][4] & FLAG_TEST
+    assert nodes["go:pricing/zz_gen.pb.go:Gen"][4] & FLAG_VENDORED
+    assert has(edges, "go:cart/cart.go", "imports", "go:pricing/pricing.go")
+    assert has(edges, "go:cart/cart.go", "imports", None)                       # fmt: not in the tree
+    add = "go:cart/cart.go:Cart.Add"
+    for dst in ("go:cart/cart.go:Cart.Total", "go:pricing/pricing.go:Discount", "go:cart/cart.go:helper"):
+        assert has(edges, add, "calls", dst)
+    assert has(edges, add, "calls", None)                                       # c.Log(): promoted, unresolved
+    assert has(edges, "go:cart/cart.go:Cart", "inherits", "go:cart/cart.go:Base")
+    assert has(edges, "go:cart/cart_test.go:TestAdd", "calls", "go:cart/cart.go:helper")
+
+
+# -------------------------------------------------------------------------------------- Rust
+RUST = {
+    "Cargo.toml": '[package]\nname = "shop-lib"\nversion = "0.1.0"\n',
+    "src/lib.rs": "pub mod cart;\nmod pricing;\npub use crate::pricing::Rule;\n",
+    "src/cart.rs": """\
+        use crate::pricing::{self, discount};
+        use super::Rule;
+
+        /// A cart.
+        #[derive(Debug)]
+        pub struct Cart {
+            items: Vec<u32>,
+        }
+
+        impl Cart {
+            pub fn new() -> Self { Self::empty() }
+            fn empty() -> Self { Cart { items: vec![] } }
+            pub fn total(&self) -> u32 {
+                self.count();
+                discount(1);
+                pricing::apply(2);
+                helper!()
+            }
+            fn count(&self) -> usize { self.items.len() }
+        }
+
+        impl Rule for Cart {
+            fn apply(&self) -> u32 { let s = r#"fn fake() {"#; 0 }
+        }
+
+        #[cfg(test)]
+        mod tests {
+            use super::*;
+            #[test]
+            fn it_works() { Cart::new(); }
+        }
+        """,
+    "src/pricing.rs": """\
+        pub trait Rule: Clone + Base {
+            fn apply(&self) -> u32;
+        }
+        pub trait Base {}
+        pub fn discount(x: u32) -> u32 { x }
+        pub fn apply(x: u32) -> u32 { x }
+        #[macro_export]
+        macro_rules! helper { () => { 0 } }
+        """,
+}
+
+
+def test_rust(tmp_path):
+    nodes, edges = build(tmp_path, RUST)
+    c = "rs:src/cart.rs:"
+    assert nodes[c + "Cart"] == ("class", "Cart", 5, 8, 0)                   # from #[derive]
+    assert nodes[c + "Cart#2"][:4] == ("class", "Cart", 10, 20)              # impl Cart
+    assert nodes[c + "Cart#3"][:4] == ("class", "Cart", 22, 24)              # impl Rule for Cart
+    assert nodes[c + "Cart.apply"][:4] == ("method", "apply", 23, 23)
+    assert "rs:src/cart.rs:fake" not in nodes                                 # inside a raw string
+    assert nodes[c + "tests"][4] & FLAG_TEST and nodes[c + "tests.it_works"][4] & FLAG_TEST
+    assert not nodes[c + "Cart.new"][4] & FLAG_TEST
+    assert nodes["rs:src/pricing.rs:Rule.apply"][:2] == ("method", "apply")    # a body-less trait method
+    lib = "rs:src/lib.rs"
+    assert has(edges, lib, "imports", "rs:src/cart.rs") and has(edges, lib, "imports", "rs:src/pricing.rs")
+    assert has(edges, lib, "imports", "rs:src/pricing.rs:Rule")
+    assert has(edges, "rs:src/cart.rs", "imports", "rs:src/pricing.rs:discount")
+    assert has(edges, "rs:src/cart.rs", "imports", "rs:src/lib.rs")           # use super::Rule: the crate root
+    assert not has(edges, "rs:src/cart.rs", "imports", "rs:src/cart.rs")      # use super::* in its own mod tests
+    assert has(edges, c + "Cart.new", "calls", c + "Cart.empty")               # Self::empty()
+    for dst in (c + "Cart.count", "rs:src/pricing.rs:discount", "rs:src/pricing.rs:apply",
+                "rs:src/pricing.rs:helper"):
+        assert has(edges, c + "Cart.total", "calls", dst), dst
+    assert has(edges, c + "tests.it_works", "calls", c + "Cart.new")           # through use super::*
+    assert has(edges, c + "Cart#3", "implements", "rs:src/pricing.rs:Rule")
+    assert has(edges, "rs:src/pricing.rs:Rule", "inherits", "rs:src/pricing.rs:Base")
+
+
+# -------------------------------------------------------------------------------------- Java
+JAVA = {
+    "src/main/java/com/shop/Cart.java": """\
+        package com.shop;
+
+        import com.shop.pricing.Rule;
+        import com.shop.pricing.*;
+        import static com.shop.pricing.Prices.discount;
+
+        /** A cart. */
+        @Entity(name = "cart")
+        public class Cart extends Base implements Rule {
+            private final List<String> items = new ArrayList<>();
+
+            public Cart() { super(); }
+
+            @Override
+            public int apply(int x) {
+                total();
+                this.log("x");
+                discount(1);
+                Prices.round(2);
+                return helper(x);
+            }
+
+            int total() { return items.size(); }
+            private static int helper(int x) { return x; }
+
+            static class Inner { void run() { Runnable r = new Runnable() { public void run() {} }; } }
+        }
+        """,
+    "src/main/java/com/shop/Base.java": """\
+        package com.shop;
+        public abstract class Base {
+            protected void log(String s) {}
+            abstract int size();
+        }
+        """,
+    "src/main/java/com/shop/pricing/Rule.java": "package com.shop.pricing;\npublic interface Rule { int apply(int x); }\n",
+    "src/main/java/com/shop/pricing/Prices.java": """\
+        package com.shop.pricing;
+        public final class Prices {
+            public static int discount(int x) { return x; }
+            public static int round(int x) { return x; }
+        }
+        """,
+    "src/test/java/com/shop/CartTest.java": "package com.shop;\nclass CartTest { void testApply() { } }\n",
+}
+
+
+def test_java(tmp_path):
+    nodes, edges = build(tmp_path, JAVA)
+    c = "java:src/main/java/com/shop/Cart.java:"
+    assert nodes[c + "Cart"] == ("class", "Cart", 8, 27, 0)                  # from @Entity
+    assert nodes[c + "Cart.Cart"][:4] == ("method", "Cart", 12, 12)          # the constructor
+    assert nodes[c + "Cart.apply"][:4] == ("method", "apply", 14, 21)        # from @Override
+    assert nodes[c + "Cart.Inner.run.run"][:2] == ("method", "run")          # the anonymous class's
+    assert nodes["java:src/main/java/com/shop/Base.java:Base.size"][:4] == ("method", "size", 4, 4)
+    assert nodes["java:src/test/java/com/shop/CartTest.java:CartTest"][4] & FLAG_TEST
+    mod = "java:src/main/java/com/shop/Cart.java"
+    assert has(edges, mod, "imports", "java:src/main/java/com/shop/pricing/Rule.java:Rule")
+    assert has(edges, mod, "imports", "java:src/main/java/com/shop/pricing/Prices.java:Prices.discount")
+    apply = c + "Cart.apply"
+    for dst in (c + "Cart.total", "java:src/main/java/com/shop/Base.java:Base.log",
+                "java:src/main/java/com/shop/pricing/Prices.java:Prices.discount",
+                "java:src/main/java/com/shop/pricing/Prices.java:Prices.round", c + "Cart.helper"):
+        assert has(edges, apply, "calls", dst), dst
+    assert has(edges, c + "Cart.Cart", "calls", "java:src/main/java/com/shop/Base.java:Base")   # super()
+    assert has(edges, c + "Cart", "inherits", "java:src/main/java/com/shop/Base.java:Base")
+    assert has(edges, c + "Cart", "implements", "java:src/main/java/com/shop/pricing/Rule.java:Rule")
+
+
+# ----------------------------------------------------------------------------------- C / C++
+CPP = {
+    "include/shop/cart.h": """\
+        #pragma once
+        #include "pricing.h"
+        #include <vector>
+        namespace shop {
+        /// A cart.
+        class Cart : public Base {
+         public:
+          int total() const;
+          int count() const { return n_; }
+         private:
+          int n_ = 0;
+        };
+        }
+        """,
+    "include/shop/pricing.h": "#pragma once\nstruct Base { virtual ~Base() {} };\nint discount(int x);\n",
+    "src/cart.cc": """\
+        #include "shop/cart.h"
+        #include "util.h"
+        namespace shop {
+        static int helper(int x) { return x; }
+        #if defined(FAST)
+        int Cart::total() const {
+        #else
+        int Cart::total() const noexcept(false) {
+        #endif
+          count();
+          this->count();
+          discount(1);
+          shop::helper(2);
+          const char* s = R"x(int fake() {)x";
+          return helper(3);
+        }
+        }
+        """,
+    "src/util.h": "#define MAX(a, b) ((a) > (b) ? (a) : (b))\n",
+    "src/pricing.c": "#include \"../include/shop/pricing.h\"\nint discount(int x) { return x; }\n",
+    "third_party/lib/x.c": "int vendored(void) { return 0; }\n",
+}
+
+
+def test_c_and_cpp(tmp_path):
+    nodes, edges = build(tmp_path, CPP)
+    h = "c:include/shop/cart.h:"
+    assert nodes[h + "shop.Cart"] == ("class", "Cart", 6, 12, 0)
+    assert nodes[h + "shop.Cart.count"][:4] == ("method", "count", 9, 9)
+    cc = "c:src/cart.cc:"
+    assert nodes[cc + "shop.Cart.total"][:4] == ("method", "total", 6, 16)   # the #if's first branch
+    assert nodes[cc + "shop.helper"][:4] == ("function", "helper", 4, 4)
+    assert not any("fake" in k for k in nodes)
+    assert nodes["c:third_party/lib/x.c:vendored"][4] & FLAG_VENDORED
+    assert has(edges, "c:src/cart.cc", "imports", "c:include/shop/cart.h")       # from an include folder
+    assert has(edges, "c:src/cart.cc", "imports", "c:src/util.h")                # beside the file
+    assert has(edges, "c:include/shop/cart.h", "imports", "c:include/shop/pricing.h")
+    assert has(edges, "c:src/pricing.c", "imports", "c:include/shop/pricing.h")
+    assert has(edges, "c:include/shop/cart.h", "imports", None)                 # <vector>
+    total = cc + "shop.Cart.total"
+    for dst in (h + "shop.Cart.count", "c:src/pricing.c:discount", cc + "shop.helper"):
+        assert has(edges, total, "calls", dst), dst
+    assert has(edges, h + "shop.Cart", "inherits", "c:include/shop/pricing.h:Base")
+
+
+# -------------------------------------------------------------------------- JavaScript / TS
+JS = {
+    "src/index.js": """\
+        import Cart, { helper as h } from './cart'
+        import * as util from './util/index.js'
+        const { format } = require('./util')
+        export default function main() {
+          const c = new Cart()
+          h(1)
+          util.log(`x ${ {a: '}'}.a }`)
+          format(2 / 1, /[{]/)
+          return api.get()
+        }
+        const api = {
+          get() { return local() },
+          put: async (x) => x,
+        }
+        function local() {}
+        """,
+    "src/cart.ts": """\
+        import { Base } from './base'
+        /** A cart. */
+        export default class Cart extends Base {
+          total(): number { this.count(); this.log(); return 0 }
+          count() { return 1 }
+        }
+        export function helper(x: number) { return x }
+        export const tax = (x: number): number =>
+          x * 2
+        """,
+    "src/base.ts": "export class Base { log() {} }\n",
+    "src/util/index.js": "exports.log = function (m) {}\nmodule.exports.format = (x) => x\n",
+    "src/__tests__/cart.test.js": "test('adds', () => {})\nfunction setup() {}\n",
+    "dist/bundle.js": "function bundled() {}\n",
+    "src/vendor.min.js": "function minified() {}\n",
+}
+
+
+def test_javascript_and_typescript(tmp_path):
+    nodes, edges = build(tmp_path, JS)
+    assert nodes["js:src/index.js:main"] == ("function", "main", 4, 10, 0)
+    assert nodes["js:src/index.js:api.get"][:4] == ("function", "get", 12, 12)   # named after its object
+    assert nodes["js:src/index.js:api.put"][:4] == ("function", "put", 13, 13)
+    assert nodes["js:src/cart.ts:Cart"][:4] == ("class", "Cart", 3, 6)
+    assert nodes["js:src/cart.ts:Cart.total"][:4] == ("method", "total", 4, 4)
+    assert nodes["js:src/cart.ts:tax"][:4] == ("function", "tax", 8, 9)          # an expression body
+    assert nodes["js:src/__tests__/cart.test.js:setup"][4] & FLAG_TEST
+    assert not any(k.startswith(("js:dist/", "js:src/vendor.min")) for k in nodes)
+    assert has(edges, "js:src/index.js", "imports", "js:src/cart.ts")
+    assert has(edges, "js:src/index.js", "imports", "js:src/util/index.js")
+    main = "js:src/index.js:main"
+    for dst in ("js:src/cart.ts:Cart", "js:src/cart.ts:helper", "js:src/util/index.js:log",
+                "js:src/util/index.js:format", "js:src/index.js:api.get"):
+        assert has(edges, main, "calls", dst), dst
+    assert has(edges, "js:src/index.js:api.get", "calls", "js:src/index.js:local")
+    assert has(edges, "js:src/cart.ts:Cart.total", "calls", "js:src/cart.ts:Cart.count")
+    assert has(edges, "js:src/cart.ts:Cart.total", "calls", "js:src/base.ts:Base.log")   # through extends
+    assert has(edges, "js:src/cart.ts:Cart", "inherits", "js:src/base.ts:Base")
+
+
+@pytest.mark.parametrize("files", [GO, RUST, JAVA, CPP, JS], ids=["go", "rust", "java", "cpp", "js"])
+def test_a_second_root_resolves_inside_itself(tmp_path, files):
+    """Keys of a labelled root are qualified, and its edges resolve inside it first."""
+    for name in ("a", "b"):
+        for rel, text in files.items():
+            p = tmp_path / name / rel
+            p.parent.mkdir(parents=True, exist_ok=True)
+            p.write_text(textwrap.dedent(text))
+    db = tmp_path / "i.db"
+    index_paths(db, [str(tmp_path / "a"), str(tmp_path / "b")], IndexOptions(steps=()))
+    with Index.open(db, readonly=True) as ix:
+        rows = ix.conn.execute(
+            "SELECT s.key, d.key FROM edges e JOIN nodes s ON s.id = e.src JOIN nodes d ON d.id = e.dst "
+            "WHERE e.type IN ('calls', 'imports')").fetchall()
+    crossed = [(s, d) for s, d in rows if s.partition(":")[2].startswith("//b/") != d.partition(":")[2].startswith("//b/")]
+    assert rows and not crossed

@@ -1,0 +1,139 @@
+"""The source-language lexers (literals and comments blanked, offsets and lines kept), the scanner
+helpers, the language specs (test paths, stack-trace frames) and what the walk skips."""
+from __future__ import annotations
+
+import pytest
+
+from kgsearch.ingest import clex, jslex
+from kgsearch.ingest.codescan import call_sites, skip_angles
+from kgsearch.ingest.langspec import find_frames, is_generated_path, is_generated_text, is_test_path, spec_for
+from kgsearch.ingest.walk import WalkReport, walk
+
+
+def same_shape(text: str, code: str) -> None:
+    assert len(code) == len(text)
+    assert [i for i, c in enumerate(code) if c == "\n"] == [i for i, c in enumerate(text) if c == "\n"]
+
+
+def test_js_templates_regexes_and_comments():
+    src = ('const a = `x ${ {b: "}"}.b } y ${`in ${c}`} z`; // c {\n'
+           'let r = /[{"]/g, d = a / 2 / 3;\n'
+           '/* { */ function f() { return \'}\' }\n'
+           'if (x) /}/.test(s); y = z++ / 2\n')
+    lx = jslex.lex(src)
+    same_shape(src, lx.code)
+    code = lx.code
+    assert code.count("{") == code.count("}") == 5        # three holes, {b: ..} and f's body
+    assert "/ 2 / 3" in code and "z++ / 2" in code         # divisions stay code
+    assert 'let r = "     ",' in code and 'if (x) " ".test' in code   # /[{"]/g and /}/ blanked
+    assert [src[s:e] for s, e in lx.comments] == ["// c {", "/* { */"]
+    f = code.index("function f() {") + len("function f() ")
+    assert lx.pairs[f] == code.rindex("}", 0, code.index("\nif")) and lx.line(f) == 3
+
+
+def test_rust_raw_strings_nested_comments_and_lifetimes():
+    src = ("fn f<'a>(x: &'a str) -> char {\n"
+           "    let c = '}'; let b = b'{'; let s = r#\"}\"#; let u = '\\u{7d}';\n"
+           "    /* a /* } */ b */ '{'\n}\n")
+    lx = clex.lex(src, "rust")
+    same_shape(src, lx.code)
+    assert lx.code.count("{") == lx.code.count("}") == 1
+    assert "<'a>" in lx.code and "&'a str" in lx.code       # lifetimes are not character literals
+    assert lx.pairs[lx.code.index("{")] == lx.code.rindex("}")
+
+
+def test_cpp_raw_strings_directives_and_uneven_if_branches():
+    src = ('#include "a.h"\n'
+           '#define BODY { return 1; }\n'
+           '#if X\nint f(int x) {\n#else\nint f(void) {\n#endif\n'
+           '  const char* s = R"d(})d"; char c = \'}\';  // }\n'
+           '  return x > 1 ? 2 : 3;\n}\n'
+           '#ifdef __cplusplus\nextern "C" {\n#endif\nint g();\n#ifdef __cplusplus\n}\n#endif\n')
+    lx = clex.lex(src, "c")
+    same_shape(src, lx.code)
+    assert "int f(void)" not in lx.code and "int f(int x) {" in lx.code   # later branch blanked
+    assert lx.code.count("{") == lx.code.count("}") == 2                  # f's body and extern "C"
+    assert [src[s:e].split()[0] for s, e in lx.directives] == ["#include", "#define", "#if", "#else", "#endif",
+                                                                "#ifdef", "#endif", "#ifdef", "#endif"]
+
+
+def test_go_raw_strings_and_java_text_blocks():
+    go = "package x\nvar s = `{\n}` + \"}\"\nfunc f() {}\n"
+    lx = clex.lex(go, "go")
+    same_shape(go, lx.code)
+    assert lx.code.count("{") == 1
+    java = 'class A {\n  String s = """\n    { "x" }\n    """;\n  char c = \'{\';\n}\n'
+    lx = clex.lex(java, "java")
+    same_shape(java, lx.code)
+    assert lx.code.count("{") == lx.code.count("}") == 1
+
+
+def test_unbalanced_brackets_pair_as_far_as_they_go():
+    pairs, up = clex.pair_up("{ ( } ) [ ]")
+    assert pairs[0] == 4 and pairs[2] == 6 and pairs[8] == 10      # "}" closes "{"; "(" waits for ")"
+    assert up[2] == 0 and up[8] == -1
+
+
+def test_doc_comments_above_a_definition():
+    src = "// licence\n\n/**\n * Adds two.\n * @param a\n */\nint add(int a);\nint x; // trailing\nint y;\n"
+    lx = clex.lex(src, "c")
+    assert lx.doc_before(src.index("int add")) == "Adds two.\n@param a"
+    assert lx.doc_before(src.index("int y")) == ""           # a trailing comment documents nothing
+
+
+def test_call_sites_and_generic_arguments():
+    code = "x = foo(1) + a.b(2); c->d(3); A::f(4); g<T>(5); obj().h(6); 12(3); f?.(1)"
+    assert [r for _, r in call_sites(code, set())] == ["foo", "a.b", "c->d", "A::f", "g", "obj", "f"]
+    assert [r for _, r in call_sites(code, {code.index("foo")})][0] == "a.b"
+    assert skip_angles("Map<K, Vec<V>> x", 3) == len("Map<K, Vec<V>>")
+
+
+@pytest.mark.parametrize("rel, test", [
+    ("pkg/server_test.go", True), ("pkg/testdata/x.go", True), ("pkg/server.go", False),
+    ("src/test/java/a/B.java", True), ("src/main/java/a/BTest.java", True), ("src/main/java/a/Contest.java", False),
+    ("src/__tests__/a.ts", True), ("src/a.spec.tsx", True), ("src/a.test.mjs", True), ("src/contest.js", False),
+    ("tests/it.rs", True), ("src/lib.rs", False), ("test/a_unittest.cc", True), ("src/x_test.cc", True),
+    ("src/latest.c", False)])
+def test_test_paths_by_language(rel, test):
+    assert is_test_path(rel) is test
+
+
+def test_generated_files():
+    assert is_generated_path("api/x.pb.go") and is_generated_path("dist2/app.min.js")
+    assert not is_generated_path("src/app.js")
+    assert is_generated_text("// Code generated by protoc-gen-go. DO NOT EDIT.\npackage x\n")
+    assert not is_generated_text("// Package x does things.\n")
+    assert spec_for("a/B.JAVA").name == "java" and spec_for("Makefile") is None
+
+
+def test_trace_frames_of_every_language():
+    text = ("thread 'main' panicked at src/bytes.rs:12:5:\n"
+            "google.golang.org/grpc.(*Server).Serve(0xc0001)\n\t/home/u/grpc/server.go:123 +0x1d\n"
+            "    at Object.foo (/app/src/x.js:10:5)\n"
+            "    at com.x.Cls.m(Cls.java:42)\n"
+            "src/format.cc:12:5: error: no member\n"
+            "src/x.ts(3,4): error TS2345\n"
+            "    #0 0x4005d4 in jv_free /src/jv.c:101:3\n")
+    got = [(f.get("path"), f.get("line"), f.get("func")) for f in find_frames(text)]
+    assert got == [("src/bytes.rs", 12, None), (None, None, "google.golang.org/grpc.(*Server).Serve"),
+                   ("/home/u/grpc/server.go", 123, None), ("/app/src/x.js", 10, "Object.foo"),
+                   ("Cls.java", 42, "com.x.Cls.m"), ("src/format.cc", 12, None), ("src/x.ts", 3, None),
+                   ("/src/jv.c", 101, "jv_free")]
+
+
+def test_walk_skips_dependencies_and_minified_scripts(tmp_path):
+    files = {
+        "go.mod": "module x\n", "main.go": "package main\n", "vendor/modules.txt": "# x\n",
+        "vendor/github.com/a/b/b.go": "package b\n",
+        "Cargo.toml": "[package]\nname='x'\n", "target/debug/build/out.rs": "fn f() {}\n",
+        "web/node_modules/p/index.js": "x\n", "web/app.js": "let a = 1\n", "web/app.min.js": "let a=1\n",
+        "web/bundle.js": "x" * 9000, "third_party/z/z.c": "int z;\n",
+    }
+    for rel, text in files.items():
+        p = tmp_path / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text)
+    rep = WalkReport()
+    got = sorted(f.rel for f in walk(tmp_path.resolve(), report=rep) if f.loader not in ("text", "kg"))
+    assert got == ["main.go", "third_party/z/z.c", "web/app.js"]
+    assert rep.counts()["generated"] == 2

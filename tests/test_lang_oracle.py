@@ -1,0 +1,166 @@
+"""The source-language loaders against tree-sitter (the oracle of the ``test`` extra): the same
+definitions with the same names and start and end lines, on inline samples of every language
+and on a small sample of real files (``../shared/bench/code-tasks-multi``); and what happens
+when the oracle is not installed. The whole-repository comparison is ``bench/lang_oracle.py``."""
+from __future__ import annotations
+
+import importlib.util
+import sys
+import textwrap
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from conftest import SHARED, need
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _bench():
+    spec = importlib.util.spec_from_file_location("bench_lang_oracle", ROOT / "bench" / "lang_oracle.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["bench_lang_oracle"] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+lo = _bench()
+
+SAMPLES = {
+    "a.go": """\
+        package a
+
+        // T is a type.
+        type T struct{ x int }
+
+        type (
+        \tI interface {
+        \t\tM(x int) (int, error)
+        \t}
+        \tF func(a, b int) int
+        )
+
+        func (t *T) M(x int) (int, error) { return x, nil }
+
+        func New[K comparable](k K) *T {
+        \treturn &T{}
+        }
+        """,
+    "lib.rs": """\
+        /// A thing.
+        #[derive(Debug, Clone)]
+        pub struct Thing<'a> { s: &'a str }
+
+        impl<'a> Thing<'a> {
+            pub(crate) const fn new(s: &'a str) -> Self { Thing { s } }
+        }
+
+        pub trait Show: Sized { fn show(&self) -> String; fn twice(&self) {} }
+
+        impl Show for Thing<'_> { fn show(&self) -> String { format!("{}", "}") } }
+
+        macro_rules! m { ($x:expr) => { $x }; }
+
+        mod inner { pub fn f() { fn g() {} } }
+        """,
+    "A.java": """\
+        package p;
+
+        @SuppressWarnings({"a", "b"})
+        public class A<T extends Comparable<T>> implements Runnable {
+            enum E { X { void f() {} }, Y; void g() {} }
+            record R(int a) { R { } }
+            @interface Ann { int v() default 1; }
+            public A() { this(1); }
+            A(int x) { }
+            public <U> U map(java.util.function.Function<T, U> f) throws Exception { return null; }
+            public void run() { new Thread() { public void run() {} }; }
+        }
+        """,
+    "a.cc": """\
+        #include "a.h"
+        namespace n {
+        template <typename T>
+        struct S : public B<T> {
+          S() : x_{0}, y_(1) {}
+          auto get() const -> int { return x_; }
+          bool operator==(const S& o) const { return true; }
+          int x_, y_;
+        };
+        typedef struct { int a; } P;
+        static int f(int a) { return a; }
+        int S<int>::g() { return 0; }
+        }
+        extern "C" { int h(void) { return 0; } }
+        """,
+    "a.js": """\
+        import x from './x'
+        export default function main(a) { return a }
+        const f = async (a) => {
+          return a
+        }
+        const g = a =>
+          a + 1
+        class C extends D {
+          static #p() {}
+          get v() { return 1 }
+          constructor() { super(); this.h = function () {} }
+        }
+        module.exports.k = function () {}
+        const o = { m() {}, n: function () {}, p: () => 1 }
+        X.prototype.q = function () { return `${ {a: 1}.a }` }
+        """,
+    "a.ts": """\
+        export interface I<T> { m(x: T): void; p: (x: T) => void }
+        export abstract class A<T extends { k: string }> implements I<T> {
+          abstract m(x: T): void;
+          p = (x: T): void => {}
+          private static z<U>(u: U): U[] { return [u] }
+        }
+        export enum E { A, B }
+        export function over(a: string): void;
+        export function over(a: any): void {}
+        const t: Map<string, { f(): void }> = new Map()
+        """,
+}
+
+
+@pytest.mark.parametrize("name", sorted(SAMPLES))
+def test_inline_samples_agree_with_tree_sitter(tmp_path, name):
+    need("tree_sitter")
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(SAMPLES[name]))
+    lang = lo.oracle_language(name, cpp_tree=True)
+    want = Counter(d[:3] for d in lo.oracle_defs(path.read_bytes(), lang, name))
+    _, got = lo.loader_defs(path, name, tmp_path)
+    assert sum(want.values()) >= 5
+    assert not want - Counter(got), want - Counter(got)          # every oracle definition, same lines
+
+
+# one file per language from the development set's repositories
+REAL = ["bytes@291df5acc9/src/bytes.rs", "grpc-go@192c8a2a35/server.go",
+        "gson@e614e71ee4/gson/src/main/java/com/google/gson/Gson.java", "jq@f31c180e8f/src/jv.c",
+        "fmt@01914f0389/src/os.cc", "Catch2@00347f1e79/include/reporters/catch_reporter_junit.cpp", "dayjs@f4cb2cfd77/src/index.js", "express@a1fa90fcea/lib/router/index.js",
+        "darkreader@991883df4d/src/utils/color.ts"]
+
+
+@pytest.mark.parametrize("rel", REAL, ids=[r.split("/")[-1] for r in REAL])
+def test_real_files_agree_with_tree_sitter(rel):
+    need("tree_sitter")
+    repos = SHARED / "bench" / "code-tasks-multi" / "repos"
+    path = repos / rel
+    if not path.is_file():
+        pytest.skip(f"{path} is not present (set KGSEARCH_SHARED to the shared folder)")
+    tree = repos / rel.split("/")[0]
+    r = lo.compare_file(path, path.relative_to(tree).as_posix(), tree, cpp_tree=rel.endswith((".cc", ".hpp")))
+    assert r["oracle"] > 10
+    assert r["clean_start"] == r["clean_end"] == r["clean"], r["misses"][:5]
+
+
+def test_the_bench_says_what_to_install_when_the_oracle_is_missing(monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "tree_sitter", None)
+    assert lo.oracle_missing().startswith("the oracle is not installed (tree_sitter: ")
+    assert lo.main(["--no-save"]) == 2
+    err = capsys.readouterr().err
+    assert "pip install -e '.[test]'" in err and err.count("\n") == 1
