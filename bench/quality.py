@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import sqlite3
 import sys
@@ -23,7 +24,7 @@ import numpy as np  # noqa: E402
 
 from kgsearch.evaluate import EvalOptions, evaluate  # noqa: E402
 
-SHARED = ROOT.parent / "shared" / "bench"
+SHARED = Path(os.environ.get("KGSEARCH_SHARED", ROOT.parent / "shared")) / "bench"
 SETS = ["scifact", "nfcorpus", "cranfield", "cisi", "med", "cacm", "cosqa"]
 
 

@@ -12,6 +12,7 @@ from typing import Any, Iterator
 
 from ..version import __version__
 from ..errors import BadIndex, KgsearchError
+from ..cjk import spaced as cjk_spaced
 from . import textcodec
 from .schema import COMPACT_PENDING, MIGRATIONS, clear_stale, mark_stale, schema_version, stale_steps
 
@@ -71,6 +72,7 @@ class Index:
             conn.execute("PRAGMA foreign_keys=ON")
             conn.execute("PRAGMA cache_size=-16000")
             textcodec.register(conn)        # kgtext(): long node texts are stored compressed
+            conn.create_function("kgcjk", 1, cjk_spaced, deterministic=True)   # FTS5 content, see schema 0016
         except sqlite3.DatabaseError as exc:
             raise BadIndex(f"{p} is not a kgsearch index ({exc}); pass another --db or move the file away (if it "
                            f"was your index, `kgsearch doctor --rebuild PATH...` rebuilds it from its folders)") from None
