@@ -212,3 +212,41 @@ def test_mixed_language_vault_of_real_text(tmp_path):
         assert hits and hits[0].key.split(":", 1)[1].split("#")[0] == lang, (q, [h.key for h in hits])
     for q in ('"源目录"', "テーマ AND 設定", "/dire.to/", "conf.py", "%s", "#", "   "):
         search(q, db=db, k=3, use_cache=False)          # no error on any shape of query
+
+
+# ---------------------------------------------------------------------------- multilingual model
+def test_model_use_switches_to_the_multilingual_model(tmp_path, capsys):
+    """`kgsearch model use NAME` re-embeds the index with NAME (kept for later runs); the dense
+    channel then ranks a CJK note first for a word of its language; an unknown name is exit 3
+    with one line and changes nothing."""
+    from kgsearch import search
+    from kgsearch.cli import main
+    from kgsearch.store.db import Index
+
+    vault = tmp_path / "v"
+    vault.mkdir()
+    for name in ("zh-backup.md", "ja-trip.md", "ko-trip.md", "en-sync.md"):
+        (vault / name).write_text(NOTES[name], encoding="utf-8")
+    db = tmp_path / "i.db"
+    assert main(["index", str(vault), "--db", str(db), "-q"]) == 0
+    assert main(["model", "use", "e5-small-multi-192", "--db", str(db), "-q"]) == 0
+    ix = Index.open(db, readonly=True)
+    try:
+        assert ix.meta("model_id").startswith("e5-small-multi-192@")
+        assert ix.meta_json("settings")["model"] == "e5-small-multi-192"
+    finally:
+        ix.close()
+    for q, want in (("数据库的备份", "zh-backup"), ("会議の資料", "ja-trip"), ("부산 바다", "ko-trip")):
+        res = search(q, db=db, k=3, use_cache=False, channels=["dense"])
+        assert res.hits[0].key == "md:" + want, (q, [h.key for h in res.hits])
+    # a later plain reindex keeps the model
+    assert main(["index", "--db", str(db), "-q"]) == 0
+    capsys.readouterr()
+    assert main(["model", "use", "no-such-model", "--db", str(db)]) == 3
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "no-such-model" in err[0]
+    ix = Index.open(db, readonly=True)
+    try:
+        assert ix.meta("model_id").startswith("e5-small-multi-192@")
+    finally:
+        ix.close()
