@@ -33,7 +33,7 @@ QUERIES = [
     ("源目录", "zh_CN"), ("主题", "zh_CN"), ("扩展", "zh_CN"),
     ("디렉터리", "ko"), ("확장", "ko"),
     ("Quellverzeichnis", "de"), ("répertoire source", "fr"), ("каталог", "ru"),
-    ("source directory", "en")   # en_GB, en_HK... count as English, ("theme option", "en"),
+    ("source directory", "en"), ("theme option", "en"),          # en_GB, en_HK... count as English
 ]
 
 
