@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 from ..budget import fixed_mmap_threshold
+from ..embed.index_model import model_files_changed
 from ..config import default_db_path
 from ..errors import DataError, NotFound, UsageError
 from ..graph import maintain as graph_maintain
@@ -242,6 +243,8 @@ def _apply(st: RunState, to_load: list[Found], deleted: list[tuple[int, str]], t
     edges.compare_file_edges()
     report.phases["resolve"] = round(time.perf_counter() - t0, 3)
     stale = set(ix.stale_steps())
+    if not ch.any and "embed" not in stale and model_files_changed(ix, typed):
+        stale.add("embed")          # another model than the vectors' (e.g. a new default): re-embed
     if ch.any or stale:
         if ch.full:
             # every table was (re)written in one go, in no particular key order:
