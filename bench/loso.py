@@ -203,7 +203,9 @@ def main(args, sets: list[str], shared: Path, out_dir: Path) -> None:
     results = run(data, engine_for, SearchOptions(k=100, snippets=False, use_cache=False))
     meta = {"date": time.strftime("%Y-%m-%d"), "machine": platform.machine(), "numpy": np.__version__,
             "seconds": round(time.time() - t0), "grid": {"da": DA, "dg": DG, "norms": NORMS},
-            "note": ("Each row's LOSO column uses the setting with the best mean nDCG@10 over the other six "
-                     "sets; sign tests count queries won/lost against BM25 alone and against the current "
-                     "default (two-sided exact binomial p, ties dropped). `python bench/quality.py --loso`.")}
+            "note": ("Each row's LOSO column uses the setting with the best mean nDCG@10 over the other six sets "
+                     "(grid: every prose intent's embedding weight moved by da, graph weight by dg, norm z or max; "
+                     f"{len(DA) * len(DG) * len(NORMS)} settings plus the current default); sign tests count queries "
+                     "won/lost against BM25 alone and against the current default (two-sided exact binomial p, ties "
+                     "dropped). `python bench/quality.py --loso`.")}
     report(results, sets, meta, out_dir)
