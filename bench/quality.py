@@ -2,13 +2,14 @@
 ablation table (each channel removed, each alone). Prints Markdown and writes
 bench/results/quality.json and quality.md.
 
-    python bench/quality.py [--sets scifact,nfcorpus,...] [--index-dir DIR] [--no-ablate]
+    python bench/quality.py [--sets scifact,nfcorpus,...] [--index-dir DIR] [--no-ablate] [--loso]
 
 Same code path as `kgsearch eval DIR --json [--ablate]`.
 """
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
@@ -30,8 +31,16 @@ def main(argv=None) -> None:
     ap.add_argument("--index-dir", default=None)
     ap.add_argument("--no-ablate", action="store_true")
     ap.add_argument("--out-dir", default=str(RESULTS))
+    ap.add_argument("--loso", action="store_true",
+                    help="choose fusion settings leave-one-set-out (bench/loso.py; writes quality_loso.md/json)")
     args = ap.parse_args(argv)
     sets = args.sets.split(",")
+    if args.loso:
+        sys.path.insert(0, str(ROOT / "bench"))
+        import loso
+
+        loso.main(args, sets, SHARED, Path(args.out_dir))
+        return
     rows = {}
     t0 = time.time()
     for s in sets:

@@ -94,6 +94,7 @@ def test_child_peak_is_its_own_not_the_parents(tmp_path):
     assert peak < 150
 
 
+
 def test_star_graph_index_stays_within_a_memory_bound(tmp_path):
     vault = tmp_path / "vault"
     write(vault / "hub.md", "# Hub\n" + "\n".join(f"- [[missing note {i}]]" for i in range(6000)) + "\n")

@@ -99,7 +99,7 @@ def test_query_from_stdin_or_a_file(proj, tmp_path, how):
     assert "the query was cut to its first" in err
     got = json.loads(out)
     if cmd == "search":
-        assert got["hits"][0]["key"] == "md:api#the-retry-option"
+        assert got["hits"][0]["key"] in ("md:api#the-retry-option", "md:api")     # the note or its section
         assert got["query"].startswith("exponential backoff retries")
     elif cmd == "context":
         assert got["items"] and got["query"].startswith("exponential backoff retries")
@@ -135,7 +135,8 @@ def test_headings_of_inline_code_keep_their_words(proj):
 
 def test_why_names_the_section_that_stands_for_a_note(proj):
     _, db = proj
-    rc, out, err = cli("why", "exponential backoff retries", "md:api", "--db", db, "--json")
+    # BM25 alone: which of a note and its section the embedding model prefers is not the point
+    rc, out, err = cli("why", "exponential backoff retries", "md:api", "--db", db, "--json", "--channels", "bm25")
     assert rc == 0, err
     info = json.loads(out)
     assert info["rank"] is None and info["represented_by"]["key"] == "md:api#the-retry-option"

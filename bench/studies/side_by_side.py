@@ -164,7 +164,9 @@ def embed_part(runs: int) -> list[dict]:
     from kgsearch.config import shipped_data_dir
     from kgsearch.embed import load_model
 
-    folder = shipped_data_dir() / "models" / "minilm-l6-m2v-256"
+    from kgsearch.embed.model import DEFAULT_MODEL
+
+    folder = shipped_data_dir() / "models" / DEFAULT_MODEL
     docs = [json.loads(line) for line in open(SCIFACT / "corpus.jsonl", encoding="utf-8")][:2000]
     texts = [(d.get("title") or "") + "\n" + d["text"] for d in docs]
     t = time.perf_counter()

@@ -333,12 +333,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--explain", action="store_true")
     p.set_defaults(func=commands.cmd_demo)
 
-    p = sub.add_parser("model", parents=[common], help="embedding models: list, pull (needs model2vec + network)")
+    p = sub.add_parser("model", parents=[common],
+                       help="embedding models: list, use NAME (re-embed the index with it), pull (needs model2vec + network)")
     msub = p.add_subparsers(dest="model_cmd", metavar="ACTION")
     pp = msub.add_parser("pull", parents=[common], help="download a model2vec model from the Hugging Face Hub")
     pp.add_argument("name", help="e.g. minishlab/potion-base-8M")
     pp.add_argument("--dest", default=None, help="folder to save into (default: data dir/models)")
     msub.add_parser("list", parents=[common], help="models kgsearch can use here")
+    up = msub.add_parser("use", parents=[common],
+                         help="embed the index with this model from now on (e.g. e5-small-multi-192 for notes in "
+                              "many languages; 'default' for the shipped default) and reindex its roots")
+    up.add_argument("name", help="a name from `kgsearch model list`, a model folder, or 'default'")
     p.set_defaults(func=commands.cmd_model)
     return parser
 

@@ -328,6 +328,17 @@ def cmd_model(args) -> int:
         path = embed.pull_model(args.name, dest=args.dest)
         out(str(path))
         return EXIT_OK
+    if args.model_cmd == "use":
+        from ..indexer import IndexOptions, index_paths
+
+        embed.load_model(None if args.name == "default" else args.name)   # DataError (exit 3) if it is not usable
+        progress = Progress(sys.stderr.isatty() and not args.quiet)
+        try:
+            report = index_paths(args.db, [], IndexOptions(settings={"model": args.name, "embed": True},
+                                                           progress=progress))
+        finally:
+            progress.done()
+        return _report_run(args, report)
     models = embed.list_models()
     if args.json:
         emit_json(models)

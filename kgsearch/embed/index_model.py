@@ -8,12 +8,13 @@ default) and checks its id, or says in one line why dense search is off.
 from __future__ import annotations
 
 import logging
+import os
 from pathlib import Path
 from typing import Any
 
 log = logging.getLogger(__name__)
 
-__all__ = ["model_spec", "model_ref", "load_cached", "query_model"]
+__all__ = ["model_spec", "model_ref", "load_cached", "query_model", "model_files_changed"]
 
 _MODELS: dict[str, Any] = {}       # resolved folder -> loaded model (per process)
 
@@ -89,3 +90,27 @@ def query_model(ix):
         tried.append(f"{spec} ({m.model_id})")
     return (f"the index was embedded with {want}, which is not available here (tried {', '.join(tried)}); "
             f"pass the same model with --model or rebuild with `kgsearch index --full`")
+
+
+def model_files_changed(ix, settings) -> bool:
+    """True when the model the settings ask for is not the files the index was embedded with
+    (meta ``model_sig``: path, size and mtime of its three files; no model is loaded). An index
+    run with no changed file then still runs the embed step, which re-embeds when the model's
+    content differs: a new default model after an upgrade, or a model folder replaced."""
+    from ..settings import IndexSettings
+    from .model import find_layout, resolve_model
+
+    if not IndexSettings.coerce(settings).embed.embed:
+        return False
+    path = resolve_model(model_spec(settings))
+    layout = find_layout(path) if path is not None else None
+    if layout is None:
+        return False
+    parts = []
+    for p in layout[:3]:
+        try:
+            st = os.stat(p)
+        except OSError:
+            return False
+        parts.append(f"{Path(p).resolve()}:{st.st_size}:{st.st_mtime_ns}")
+    return ix.meta("model_sig") != "|".join(parts)

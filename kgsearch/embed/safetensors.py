@@ -11,9 +11,9 @@ numpy dtype) is widened to float32, which copies.
 Example::
 
     >>> from kgsearch.config import shipped_data_dir
-    >>> tensors = load(shipped_data_dir() / "models/minilm-l6-m2v-256/model.safetensors")
+    >>> tensors = load(shipped_data_dir() / "models/e5-small-en-256/model.safetensors")
     >>> tensors["embeddings"].dtype, tensors["embeddings"].shape
-    (dtype('int8'), (29525, 256))
+    (dtype('int8'), (39831, 256))
 """
 from __future__ import annotations
 

@@ -18,6 +18,7 @@ import sqlite3
 import time
 from pathlib import Path
 
+from ..embed.index_model import model_files_changed
 from ..config import default_db_path
 from ..errors import DataError, NotFound, UsageError
 from ..ingest.pool import default_workers, ordered_map
@@ -256,6 +257,9 @@ def _apply(st: RunState, to_load: list[Found], deleted: list[tuple[int, str]], t
     edges.compare_file_edges()
     report.phases["resolve"] = round(time.perf_counter() - t0, 3)
     stale = set(ix.stale_steps())
+    if (not ch.any and "embed" not in stale and (st.opts.steps is None or "embed" in st.opts.steps)
+            and model_files_changed(ix, typed)):
+        stale.add("embed")          # another model than the vectors' (e.g. a new default): re-embed
     if ch.any or stale:
         if ch.full:
             # every table was (re)written in one go, in no particular key order:

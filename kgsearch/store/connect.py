@@ -7,6 +7,7 @@ import os
 import sqlite3
 from pathlib import Path
 
+from ..cjk import spaced as cjk_spaced
 from . import textcodec
 
 __all__ = ["connect", "BUSY_TIMEOUT_MS"]
@@ -42,6 +43,7 @@ def _configure(conn: sqlite3.Connection, readonly: bool) -> sqlite3.Connection:
         conn.execute("PRAGMA foreign_keys=ON")
         conn.execute("PRAGMA cache_size=-16000")
         textcodec.register(conn)        # kgtext(): long node texts are stored compressed
+        conn.create_function("kgcjk", 1, cjk_spaced, deterministic=True)   # FTS5 content, see schema 0016
     except BaseException:
         conn.close()
         raise

@@ -360,6 +360,23 @@ CREATE TABLE IF NOT EXISTS graph_adj(node INTEGER PRIMARY KEY, nout INTEGER NOT 
 """
 
 
+# Chinese, Japanese and Korean in the FTS5 table (kgsearch/cjk.py): the content view spaces out
+# every Han, Kana and Hangul character (kgcjk(), registered on every connection), so FTS5's
+# unicode61 tokenizer sees one token per character and a quoted word is a phrase of adjacent
+# characters; before, a whole sentence was one token and no word inside it matched. Derived:
+# the text step rebuilds the table (its analyser version changed too).
+FTS_CJK_VIEW = """
+DROP VIEW IF EXISTS nodes_fts;
+CREATE VIEW nodes_fts AS SELECT id, kgcjk(name) AS name, kgcjk(kgtext(text)) AS text FROM nodes;
+"""
+
+
+def _fts_cjk(conn: sqlite3.Connection) -> None:
+    ddl(FTS_CJK_VIEW)(conn)
+    if conn.execute("SELECT 1 FROM sqlite_master WHERE name='text_fts'").fetchone() is not None:
+        mark_stale(conn, "text")
+
+
 # (name, function). Append only.
 MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("0001_core", ddl(CORE)),
@@ -377,6 +394,7 @@ MIGRATIONS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = [
     ("0013_neighbor_ties", _neighbor_ties),
     ("0014_graph_adj", ddl(GRAPH_ADJ)),
     ("0015_neighbor_grid", _neighbor_grid),
+    ("0016_fts_cjk", _fts_cjk),
 ]
 
 

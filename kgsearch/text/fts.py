@@ -20,6 +20,7 @@ import sqlite3
 import numpy as np
 
 from ..store.sql import exec_in_chunks
+from ..cjk import has_cjk, spaced
 from .tokenize import STOP_WORDS, clean_query
 
 __all__ = ["available", "create_table", "update", "build_query", "query_expressions", "search", "text_search",
@@ -27,7 +28,7 @@ __all__ = ["available", "create_table", "update", "build_query", "query_expressi
 
 log = logging.getLogger(__name__)
 
-VERSION = 1
+VERSION = 2          # 2: CJK characters are tokens of their own (the content view spaces them out)
 TABLE = "text_fts"
 NAME_WEIGHT = 3.0          # bm25() column weights: name, text
 _EMPTY = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32))
@@ -96,8 +97,9 @@ def update(ix, changes, full: bool, indexed_gone: set[int] | None = None) -> dic
         conn.execute(f"INSERT INTO {TABLE}({TABLE}) VALUES('rebuild')")
         ix.set_meta("text.fts", "on")
         return {"mode": "full"}
+    # 'delete' must be given the values that were indexed: what the content view gave then
     conn.executemany(f"INSERT INTO {TABLE}({TABLE}, rowid, name, text) VALUES('delete', ?, ?, ?)",
-                     [(i, changes.old[i][0] or "", changes.old[i][1] or "") for i in gone])
+                     [(i, spaced(changes.old[i][0] or ""), spaced(changes.old[i][1] or "")) for i in gone])
     new = sorted(set(changes.added) | set(changes.modified))
     exec_in_chunks(conn, f"INSERT INTO {TABLE}(rowid, name, text) SELECT id, name, text FROM nodes_fts "
                          f"WHERE id IN ({{}})", new)
@@ -120,10 +122,15 @@ def build_query(query: str, stopwords=STOP_WORDS) -> str | None:
             col = m.group("col")
             continue
         if m.group("phrase") is not None:
-            words = re.findall(r"\w+", m.group("phrase"))
+            words = _fts_words(m.group("phrase"))
             operand = '"' + " ".join(words) + '"' if words else None
         elif m.group("word"):
             w = m.group("word")
+            if has_cjk(w):          # a CJK word: the phrase of its characters (see kgsearch.cjk)
+                items.append(('"' + " ".join(_fts_words(w)) + '"') if not col else
+                             col + ' : "' + " ".join(_fts_words(w)) + '"')
+                col = None
+                continue
             if w in _OPS:
                 items.append(w)
                 col = None
@@ -159,9 +166,15 @@ def build_query(query: str, stopwords=STOP_WORDS) -> str | None:
     return " ".join(out) if out else None
 
 
+def _fts_words(text: str) -> list[str]:
+    """The FTS5 tokens of ``text`` as the content view gives them: words, and each CJK
+    character on its own."""
+    return re.findall(r"\w+", spaced(text))
+
+
 def _plain_query(query: str) -> str | None:
     words = [w for w in re.findall(r"\w+", clean_query(query)) if w.lower() not in STOP_WORDS]
-    return " OR ".join('"' + w + '"' for w in words[:64]) or None
+    return " OR ".join('"' + " ".join(_fts_words(w)) + '"' for w in words[:64]) or None
 
 
 def query_expressions(query: str) -> tuple[str | None, str | None]:

@@ -11,8 +11,13 @@
    ``streaming``, ``text``, ``response``; ``blast_radius`` -> ``blastradius``, ``blast``,
    ``radius``. Joining without separators lets ``BlastRadius`` and ``blast_radius`` meet.
 3. Lower-casing (``str.lower``; NFKC first for non-ASCII), stop words (English plus code noise
-   words), then the stemmer. Terms longer than 64 characters are dropped (minified data,
-   hashes).
+   words), then the stemmer, which is English: it is applied to words written in ASCII letters
+   only; a word with any other letter (accents, Cyrillic, Greek, Arabic...) is kept as written
+   (lower-cased, NFKC). Terms longer than 64 characters are dropped (minified data, hashes).
+4. Chinese, Japanese and Korean: a run of Han, Kana or Hangul characters inside a raw token
+   becomes overlapping character bigrams (a one-character run stays a unigram), so a word
+   taken from inside a sentence finds it (:mod:`kgsearch.cjk`); the rest of the token (Latin
+   letters, digits) is analysed by the rules above. No stop words or stemming apply to them.
 
 Each distinct raw token is analysed once and memoised, so the per-token cost on real text is
 one regex match plus one dict lookup.
@@ -23,6 +28,8 @@ import re
 import unicodedata
 from typing import Callable, Iterable
 
+from ..cjk import bigrams as cjk_bigrams
+from ..cjk import has_cjk, split_runs
 from .stem import Memo, get_stemmer
 
 __all__ = ["Analyzer", "get_analyzer", "clean_query", "split_identifier", "raw_tokens", "ENGLISH_STOP",
@@ -110,6 +117,8 @@ class Analyzer:
     def _analyze_raw(self, raw: str) -> tuple[str, ...]:
         if not raw.isascii():
             raw = unicodedata.normalize("NFKC", raw)
+            if has_cjk(raw):
+                return self._analyze_cjk(raw)
         low = raw.lower()
         if low == raw and low.isalpha() or not self.split_code:
             # plain word (fast path), or splitting disabled: dots/underscores still separate
@@ -124,6 +133,14 @@ class Analyzer:
         # whole form from the parts that carry meaning: self.blast_radius -> blastradius
         return self._terms(["".join(parts)] + parts)
 
+    def _analyze_cjk(self, raw: str) -> tuple[str, ...]:
+        """A raw token holding CJK runs: bigrams of each run (repeats kept: they are term
+        frequency), the other pieces as usual."""
+        out: list[str] = []
+        for is_cjk, piece in split_runs(raw):
+            out.extend(cjk_bigrams(piece) if is_cjk else self._analyze_raw(piece.strip("._")))
+        return tuple(t for t in out if t)
+
     def _terms(self, words) -> tuple[str, ...]:
         stop = self.stopwords
         stem = self.stem
@@ -131,7 +148,7 @@ class Analyzer:
         for w in words:
             if w in stop or len(w) > MAX_TERM_LEN:
                 continue
-            t = stem(w)
+            t = stem(w) if w.isascii() else w      # the stemmer is English: ASCII words only
             if t and t not in out:
                 out.append(t)
         return tuple(out)
@@ -146,7 +163,7 @@ class Analyzer:
 
     def settings(self) -> dict:
         return {"stemmer": self.stemmer_name, "split_code": self.split_code,
-                "stopwords": len(self.stopwords), "max_term_len": MAX_TERM_LEN, "version": 1}
+                "stopwords": len(self.stopwords), "max_term_len": MAX_TERM_LEN, "version": 2}
 
 
 _ANALYZERS: dict[tuple, Analyzer] = {}

@@ -117,6 +117,11 @@ def variants(shipped, tmp_path_factory):
         base = StaticModel.from_pretrained(str(shipped))
         root = tmp_path_factory.mktemp("variants")
         out = {"shipped-int8": shipped}
+        from kgsearch.embed.model import resolve_model
+
+        multi = resolve_model("e5-small-multi-192")      # the optional multilingual model (Unigram tokenizer)
+        assert multi is not None
+        out["multilingual-int8"] = multi
         m = quantize_model(base, quantize_to="float16")
         m.save_pretrained(root / "f16")
         out["float16"] = root / "f16"
@@ -141,7 +146,7 @@ def variants(shipped, tmp_path_factory):
     return out
 
 
-VARIANTS = ["shipped-int8", "float16", "float32-nonorm-nomax", "vocab-quantised-float16", "vocab-quantised-int8"]
+VARIANTS = ["shipped-int8", "multilingual-int8", "float16", "float32-nonorm-nomax", "vocab-quantised-float16", "vocab-quantised-int8"]
 
 
 @pytest.mark.parametrize("name", VARIANTS)
@@ -163,7 +168,7 @@ def test_encode_is_bit_identical(name, variants, texts):
 def test_config_and_tokens_match(variants):
     from model2vec import StaticModel
 
-    for name in ("shipped-int8", "vocab-quantised-float16"):
+    for name in ("shipped-int8", "multilingual-int8", "vocab-quantised-float16"):
         ref = StaticModel.from_pretrained(str(variants[name]))
         ours = load_model(variants[name])
         assert ours.dims == ref.dim

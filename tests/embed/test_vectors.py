@@ -272,3 +272,33 @@ def test_no_embed_is_remembered_drops_vectors_and_embed_restores(tmp_path, capsy
     out = json.loads(capsys.readouterr().out)
     with Index.open(db, readonly=True) as ix:
         assert vector_count(ix) == n == out["steps"]["embed"]["vectors"]
+
+
+def test_a_new_default_model_is_picked_up_by_a_run_with_no_changed_file(tmp_path):
+    """After an upgrade that ships another default model, the next `kgsearch index` (cron, no file
+    changed) re-embeds with it instead of leaving vectors no model here can read; a run whose
+    model files are the recorded ones does not run the embed step."""
+    from kgsearch.indexer import index_paths
+    from kgsearch.store.db import Index
+
+    vault = tmp_path / "v"
+    vault.mkdir()
+    (vault / "a.md").write_text("# Backup\n\nCopy the notes to another disk every night.\n")
+    (vault / "b.md").write_text("# Garden\n\nTomatoes and mint on the balcony.\n")
+    db = tmp_path / "i.db"
+    index_paths(db, [str(vault)])
+    ix = Index.open(db)
+    want = ix.meta("model_id")
+    # as an index embedded by the previous release's default model looks
+    ix.set_meta("model_id", "minilm-l6-m2v-256@783b176e4be1566e")
+    ix.set_meta("model_sig", "/somewhere/minilm-l6-m2v-256/config.json:452:1")
+    ix.close()
+    rep = index_paths(db, [str(vault)])
+    assert "embed" in rep.steps and rep.steps["embed"].get("embedded") == 2, rep.steps
+    ix = Index.open(db, readonly=True)
+    try:
+        assert ix.meta("model_id") == want
+    finally:
+        ix.close()
+    rep = index_paths(db, [str(vault)])
+    assert "embed" not in rep.steps

@@ -210,7 +210,7 @@ def test_unicode():
     assert a("Café ÜBER straße") == ["café", "über", "straße"]
     assert a("ÜberKlasse") == ["überklasse", "über", "klasse"]
     assert a("ﬁle") == ["file"]                                 # NFKC folds the ligature
-    assert a("日本語") == ["日本語"]
+    assert a("日本語") == ["日本", "本語"]                       # CJK runs: character bigrams (kgsearch.cjk)
     assert split_identifier("naïveBayes") == ["naïve", "Bayes"]
 
 

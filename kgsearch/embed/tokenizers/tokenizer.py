@@ -28,7 +28,7 @@ Modules: :mod:`.normalizer`, :mod:`.pretokenizer`, :mod:`.models`; this one puts
 Example::
 
     >>> from kgsearch.config import shipped_data_dir
-    >>> tok = Tokenizer.from_file(shipped_data_dir() / "models/minilm-l6-m2v-256/tokenizer.json")
+    >>> tok = Tokenizer.from_file(shipped_data_dir() / "models/e5-small-en-256/tokenizer.json")
     >>> [tok.id_to_token[i] for i in tok.encode("Héllo, Wörld!")]
     ['hello', ',', 'world', '!']
 """
