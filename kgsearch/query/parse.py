@@ -22,8 +22,8 @@ the parser computes, and who reads it:
 ``highlight``                 content words for snippets (longest first)
 ``entity_words``              words whose runs may name an entity or tag (graph local/global)
 ``filters``                   field filters (``kind:function path:src/ -path:tests/ tag:x lang:rust
-                              modified:>2026-10-01``): parsed on request (``filters=True``), not
-                              yet applied by the engine (issue 28)
+                              modified:>2026-10-01 root:work``): parsed on request (``filters=True``,
+                              as the engine asks); applied before ranking (:mod:`.filters`)
 ``cut``                       the notice when the text was longer than
                               :data:`~kgsearch.query.cut.MAX_QUERY_CHARS` and was cut first
 ============================  ==================================================================
@@ -63,7 +63,7 @@ class FieldFilter:
         return f"{'-' if self.negated else ''}{self.field}:{'' if self.op == ':' else self.op}{self.value}"
 
 
-FILTER_FIELDS = ("kind", "path", "tag", "lang", "modified")
+FILTER_FIELDS = ("kind", "path", "tag", "lang", "modified", "root")
 _FILTER = re.compile(r"(?<!\S)(-?)(" + "|".join(FILTER_FIELDS) + r"):(>=|<=|>|<)?([^\s\"]+)(?!\S)")
 
 
@@ -175,7 +175,7 @@ class Query:
 def parse(text, analyzer: Analyzer | None = None, *, filters: bool = False) -> Query:
     """Analyse ``text`` once. ``analyzer``: the index's (:func:`index_analyzer`; default the
     standard Porter2 analyser). ``filters=True`` takes field filters out of the text into
-    :attr:`Query.filters` (the engine does not apply them yet, so it does not ask)."""
+    :attr:`Query.filters` (:meth:`kgsearch.query.engine.Engine.parse` asks; the engine applies them)."""
     analyzer = analyzer or get_analyzer()
     text, cut = cut_query(clean_query(text))     # the one bound on what a query may cost, before any reading
     found: tuple[FieldFilter, ...] = ()

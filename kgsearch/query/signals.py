@@ -45,8 +45,9 @@ class Signals:
     """
 
     def __init__(self, engine, query, cand: np.ndarray, raw: dict, kwargs: dict, norm: str,
-                 fulls: dict | None = None, stats: dict | None = None):
+                 fulls: dict | None = None, stats: dict | None = None, allowed: np.ndarray | None = None):
         self.engine, self.query, self.kwargs, self.norm = engine, query, kwargs, norm
+        self.allowed = allowed                 # the filters' node set (sorted ids), or None: every node
         self.added_weight = engine.tuning.anchor_weight
         self.cand = cand
         self.raw = raw
@@ -173,6 +174,16 @@ class Signals:
             return text
         return (a * emb + b * text) / (a + b) if a + b > 0 else np.maximum(text, emb)
 
+    def allows(self, ids: np.ndarray) -> np.ndarray:
+        """Mask of ``ids`` inside the filters' set (all True without filters)."""
+        ids = np.asarray(ids, dtype=np.int64)
+        if self.allowed is None:
+            return np.ones(len(ids), dtype=bool)
+        if not len(self.allowed) or not len(ids):
+            return np.zeros(len(ids), dtype=bool)
+        pos = np.minimum(np.searchsorted(self.allowed, ids), len(self.allowed) - 1)
+        return self.allowed[pos] == ids
+
     # ---------------------------------------------------------------- changes
     def add(self, name: str, raw: np.ndarray, norm: np.ndarray) -> None:
         self.raw_scores[name] = raw
@@ -181,6 +192,8 @@ class Signals:
     def extend(self, ids: np.ndarray) -> None:
         """Add candidates (after the existing ones), with every channel's score for them."""
         add = np.setdiff1d(np.unique(np.asarray(ids, dtype=np.int64)), self.cand)
+        if self.allowed is not None:           # the filters hold for every candidate
+            add = add[self.allows(add)]
         if not len(add):
             return
         self.cand = np.concatenate([self.cand, add])
