@@ -25,7 +25,8 @@ Meaning (values of one field are alternatives, fields all hold, a ``-`` word lea
 ==========  =====================================================================================
 
 :func:`allowed_ids` is the SQL that computes the set; :func:`matches` is its slow, obvious
-twin over one node's row (the tests compare them on every node).
+twin over one node's row (the tests compare them on every node). This module imports only
+the standard library at load (the CLI builds its flags from :data:`FIELDS`).
 """
 from __future__ import annotations
 
@@ -36,13 +37,27 @@ import os
 import re
 from dataclasses import dataclass
 
-import numpy as np
-
 from ..errors import UsageError
-from .parse import FILTER_FIELDS, FieldFilter
 
-__all__ = ["FilterField", "FIELDS", "LANGS", "parse_filter", "parse_filters", "check_query_words",
+__all__ = ["FieldFilter", "FILTER_FIELDS", "FilterField", "FIELDS", "LANGS", "parse_filter", "parse_filters", "check_query_words",
            "allowed_ids", "matches", "node_rows", "from_flags", "describe"]
+
+
+@dataclass(frozen=True)
+class FieldFilter:
+    """One ``field:value`` term of the query (issue 28): ``-path:tests/`` is
+    ``FieldFilter("path", "tests/", negated=True)``, ``modified:>2026-10-01`` has ``op=">"``."""
+
+    field: str
+    value: str
+    op: str = ":"              # ":" (is / starts with), or ">", ">=", "<", "<=" (modified)
+    negated: bool = False
+
+    def __str__(self) -> str:
+        return f"{'-' if self.negated else ''}{self.field}:{'' if self.op == ':' else self.op}{self.value}"
+
+
+FILTER_FIELDS = ("kind", "path", "tag", "lang", "modified", "root")
 
 
 @dataclass(frozen=True)
@@ -258,8 +273,10 @@ def _where(ix, filters) -> tuple[str, list]:
     return " AND ".join(clauses) or "1", args
 
 
-def allowed_ids(ix, filters) -> np.ndarray:
-    """Sorted node ids that every filter keeps (int64)."""
+def allowed_ids(ix, filters):
+    """Sorted node ids that every filter keeps (an int64 numpy array)."""
+    import numpy as np
+
     where, args = _where(ix, filters)
     join = "LEFT JOIN files f ON f.id = n.file_id" if any(f.field != "kind" for f in filters) else ""
     ids = np.fromiter((r[0] for r in ix.conn.execute(f"SELECT n.id FROM nodes n {join} WHERE {where} ORDER BY n.id",

@@ -45,25 +45,11 @@ from ..text.postings import stored_params
 from ..text.tokenize import Analyzer, clean_query, get_analyzer
 from .codetask import WORD, Anchor, asks_for_prose, asks_for_tests, code_task_reason, extract, relation
 from .cut import cut_query
+from .filters import FILTER_FIELDS, FieldFilter
 
 __all__ = ["Query", "FieldFilter", "parse", "index_analyzer", "identifier_kind", "split_filters", "FILTER_FIELDS"]
 
 
-@dataclass(frozen=True)
-class FieldFilter:
-    """One ``field:value`` term of the query (issue 28): ``-path:tests/`` is
-    ``FieldFilter("path", "tests/", negated=True)``, ``modified:>2026-10-01`` has ``op=">"``."""
-
-    field: str
-    value: str
-    op: str = ":"              # ":" (is / starts with), or ">", ">=", "<", "<=" (modified)
-    negated: bool = False
-
-    def __str__(self) -> str:
-        return f"{'-' if self.negated else ''}{self.field}:{'' if self.op == ':' else self.op}{self.value}"
-
-
-FILTER_FIELDS = ("kind", "path", "tag", "lang", "modified", "root")
 _FILTER = re.compile(r"(?<!\S)(-?)(" + "|".join(FILTER_FIELDS) + r"):(>=|<=|>|<)?([^\s\"]+)(?!\S)")
 
 
