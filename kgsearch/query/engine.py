@@ -210,10 +210,30 @@ class Engine:
         resp = Response(query=q.text, intent=it.as_dict(), fusion=fusion, hits=hits,
                         channels_run=[c for c in ALL_CHANNELS if c in raw or c in sig.raw_scores],
                         channels_skipped=skipped, timings_ms=clock.ms, notices=list(self._notices) + notices,
-                        generation=self.ix.generation, candidates=int(len(cand)), code_query=code_query)
+                        generation=self.ix.generation, candidates=int(len(cand)), code_query=code_query,
+                        seeds=list(stage.seeds) if stage is not None else [])
+        if it.spec.summary:
+            resp.answer = self._summary(q, resp)
         if cache_key is not None:
             qcache.put(self.ix, cache_key, resp.as_dict())
         return resp
+
+    def _summary(self, q: Query, resp: Response) -> dict | None:
+        """The summary intent's answer: the largest communities, summarised (None, with a notice,
+        when the index has none or they cannot be read)."""
+        from ..explore.topics import global_answer
+
+        try:
+            ans = global_answer(self.ix, q.text)
+        except Exception as exc:
+            if self.strict or is_corruption(exc):
+                raise
+            log.debug("global answer failed", exc_info=True)
+            resp.notices.append(f"no topic summary ({type(exc).__name__}: {exc}); the hits answer alone")
+            return None
+        if ans.get("notice"):
+            resp.notices.append(ans["notice"])
+        return ans
 
     def _nothing(self, q: Query, it, fusion: str, clock: _Clock, requested) -> Response:
         """The answer when the filters keep no node: no hits, and a notice saying so."""

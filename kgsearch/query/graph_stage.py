@@ -31,6 +31,7 @@ class GraphStage:
     graph: np.ndarray                 # graph signal, aligned with the candidates
     intent: np.ndarray                # intent-edge signal
     hits_adj: np.ndarray | None       # additive HITS adjustment (code queries, Tuning.code_hits)
+    seeds: tuple = ()                 # node ids the walk / proximity started from
 
 
 def graph_stage(gctx, q, it, requested, opts, sig: Signals, weights: dict, code_query: bool,
@@ -131,4 +132,4 @@ def graph_stage(gctx, q, it, requested, opts, sig: Signals, weights: dict, code_
         iv = np.array([ient.get(p, 0.0) for p in pos.tolist()])
         intent_sig = fuse.normalize(iv) * unit
         sig.add("intent", iv, intent_sig)
-    return GraphStage(graph_sig, intent_sig, hits_adj)
+    return GraphStage(graph_sig, intent_sig, hits_adj, tuple(int(i) for i in gctx.ids_of(seed_pos).tolist()))

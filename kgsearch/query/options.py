@@ -111,6 +111,8 @@ class Response:
     candidates: int = 0
     code_query: bool = False
     cached: bool = False
+    seeds: list = field(default_factory=list)   # node ids the graph stage started from (why shows the path)
+    answer: dict | None = None              # the summary intent: kgsearch.explore.topics.global_answer
 
     def as_dict(self) -> dict:
         d = asdict(self)
