@@ -116,7 +116,7 @@ class Engine:
         flt = tuple(dict.fromkeys(filters_mod.parse_filters(q.filters) + filters_mod.parse_filters(opts.filters)))
         if not flt:
             return q, None
-        return replace(q, filters=flt), filters_mod.allowed_ids(self.ix, flt)
+        return replace(q, filters=flt), filters_mod.allowed_ids(self.ix, flt, self.graph())
 
     # ------------------------------------------------------------------ the query
     def search(self, query: str | Query, opts: SearchOptions | None = None, session=None, pool=None) -> Response:

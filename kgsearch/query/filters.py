@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from ..errors import UsageError
 
 __all__ = ["FieldFilter", "FILTER_FIELDS", "FilterField", "FIELDS", "LANGS", "parse_filter", "parse_filters", "check_query_words",
-           "allowed_ids", "matches", "node_rows", "from_flags", "describe"]
+           "allowed_ids", "allowed_ids_sql", "matches", "node_rows", "from_flags", "describe"]
 
 
 @dataclass(frozen=True)
@@ -135,8 +135,13 @@ def parse_filters(words) -> tuple[FieldFilter, ...]:
 def check_query_words(text: str) -> None:
     """A word of the query that looks like a filter with a misspelt field (``kinds:function``,
     ``paths:src/``) is a usage error naming the fields; other ``word:word`` text (``note: foo``,
-    ``std::vector``, URLs) is left to the search."""
-    for w in text.split():
+    ``std::vector``, URLs) is left to the search. Only short queries (at most 20 words) are
+    checked: a person types filters there, while a pasted issue or traceback may hold any
+    ``name:value`` text."""
+    words = text.split()
+    if len(words) > 20:
+        return
+    for w in words:
         m = _WORD.match(w)
         if not m or m.group(2) in FIELDS or "/" in m.group(4)[:2] or ":" in m.group(4):
             continue
@@ -198,10 +203,12 @@ def _bounds(f: FieldFilter) -> tuple[float | None, float | None]:
 # ------------------------------------------------------------------------------- roots
 def root_paths(ix, value: str) -> list[str] | None:
     """The root paths ``value`` names (label, folder name or path), or None."""
-    rows = ix.conn.execute("SELECT path, label FROM roots ORDER BY position").fetchall()
-    v = value.rstrip("/")
-    hit = [p for p, label in rows if v in (label, os.path.basename(p.rstrip("/")), p.rstrip("/"))]
-    return hit or None
+    memo = ix.cached("filters.roots", dict) if hasattr(ix, "cached") else {}
+    if value not in memo:
+        rows = ix.conn.execute("SELECT path, label FROM roots ORDER BY position").fetchall()
+        v = value.rstrip("/")
+        memo[value] = [p for p, label in rows if v in (label, os.path.basename(p.rstrip("/")), p.rstrip("/"))] or None
+    return memo[value]
 
 
 def root_labels(ix) -> list[str]:
@@ -273,15 +280,111 @@ def _where(ix, filters) -> tuple[str, list]:
     return " AND ".join(clauses) or "1", args
 
 
-def allowed_ids(ix, filters):
-    """Sorted node ids that every filter keeps (an int64 numpy array)."""
+def allowed_ids_sql(ix, filters):
+    """Sorted node ids that every filter keeps (int64), in one SQL query: the plain version of
+    :func:`allowed_ids` (which the tests compare with it and with :func:`matches`)."""
     import numpy as np
 
     where, args = _where(ix, filters)
     join = "LEFT JOIN files f ON f.id = n.file_id" if any(f.field != "kind" for f in filters) else ""
-    ids = np.fromiter((r[0] for r in ix.conn.execute(f"SELECT n.id FROM nodes n {join} WHERE {where} ORDER BY n.id",
-                                                     args)), dtype=np.int64)
-    return ids
+    return np.fromiter((r[0] for r in ix.conn.execute(f"SELECT n.id FROM nodes n {join} WHERE {where} ORDER BY n.id",
+                                                      args)), dtype=np.int64)
+
+
+_FILE_FIELDS = ("path", "lang", "modified", "root")
+
+
+class _Layout:
+    """Where each file's nodes are, per index generation (``Index.cached``): the files' rows, each
+    file's node id span (``min, max, count``: a span is the file's alone when ``count`` fills it,
+    as the indexer writes a file's nodes together), the ids of the files whose nodes are not one
+    span and of the nodes without a file, fetched when first needed."""
+
+    def __init__(self, ix):
+        self.ix = ix
+        self.files = {fid: {"path": p, "root": r, "loader": lo, "mtime_ns": m, "kind": None, "tags": set()}
+                      for fid, p, r, lo, m in ix.conn.execute("SELECT id, path, root, loader, mtime_ns FROM files")}
+        self.spans: dict = {}
+        self.nodes = 0
+        self.top = 0
+        for fid, lo, hi, n in ix.conn.execute("SELECT file_id, min(id), max(id), count(*) FROM nodes GROUP BY file_id"):
+            self.spans[fid] = (lo, hi, n)
+            self.nodes += n
+            self.top = max(self.top, hi)
+        self._ids: dict = {}
+
+    def mark(self, mask, fid) -> None:
+        """Set ``mask`` at the nodes of file ``fid`` (None: the nodes without a file)."""
+        import numpy as np
+
+        span = self.spans.get(fid)
+        if span is None:
+            return
+        lo, hi, n = span
+        if fid is not None and hi - lo + 1 == n:
+            mask[lo:hi + 1] = True
+            return
+        if fid not in self._ids:
+            sql = "SELECT id FROM nodes WHERE file_id IS NULL" if fid is None else "SELECT id FROM nodes WHERE file_id = ?"
+            self._ids[fid] = np.fromiter((r[0] for r in self.ix.conn.execute(sql, () if fid is None else (fid,))),
+                                         dtype=np.int64)
+        mask[self._ids[fid]] = True
+
+
+_NO_FILE = {"path": None, "root": None, "loader": None, "mtime_ns": None, "kind": None, "tags": set()}
+
+
+def allowed_ids(ix, filters, graph=None):
+    """Sorted node ids that every filter keeps (an int64 numpy array).
+
+    File fields (path, lang, modified, root) are decided once per file (by :func:`matches` on the
+    file's row) and set over the file's node span (:class:`_Layout`, kept per index generation);
+    ``kind`` is read from ``graph`` (the engine's :class:`~kgsearch.graph.context.GraphContext`:
+    every node's kind, already in memory) when it holds every node, else from SQL; ``tag`` from
+    the tag edges. A boolean mask over node ids, so the cost is a few passes over an array."""
+    import numpy as np
+
+    filters = tuple(filters)
+    for f in filters:
+        if f.field == "root":
+            _condition(ix, f)                     # an unknown root: the usage error naming the roots
+    lay = ix.cached("filters.layout", lambda: _Layout(ix))
+    mask = np.zeros(lay.top + 1, dtype=bool)
+    ffs = tuple(f for f in filters if f.field in _FILE_FIELDS)
+    for fid, row in list(lay.files.items()) + [(None, _NO_FILE)]:
+        if not ffs or matches(ix, ffs, row):
+            lay.mark(mask, fid)
+    for name, ids_of in (("kind", lambda f: _kind_ids(ix, f.value, graph, lay)), ("tag", lambda f: _tag_ids(ix, f))):
+        fs = [f for f in filters if f.field == name]
+        pos = [f for f in fs if not f.negated]
+        if pos:
+            keep = np.zeros(len(mask), dtype=bool)
+            for f in pos:
+                keep[ids_of(f)] = True
+            mask &= keep
+        for f in fs:
+            if f.negated:
+                mask[ids_of(f)] = False
+    return np.flatnonzero(mask).astype(np.int64)
+
+
+def _kind_ids(ix, kind: str, graph, lay):
+    import numpy as np
+
+    if graph is not None and len(graph.node_ids) == lay.nodes:
+        names = list(graph.kind_names)
+        if kind not in names:
+            return np.zeros(0, dtype=np.int64)
+        return np.asarray(graph.node_ids, dtype=np.int64)[np.asarray(graph.kinds) == names.index(kind)]
+    return np.fromiter((r[0] for r in ix.conn.execute("SELECT id FROM nodes WHERE kind = ?", (kind,))), dtype=np.int64)
+
+
+def _tag_ids(ix, f: FieldFilter):
+    import numpy as np
+
+    key = "tag:" + f.value
+    sql = f"SELECT id FROM nodes WHERE id IN {_TAGGED} OR parent_id IN {_TAGGED}"
+    return np.fromiter((r[0] for r in ix.conn.execute(sql, [key, len(key) + 1, key + "/"] * 2)), dtype=np.int64)
 
 
 # ------------------------------------------------------------------------------- the slow twin

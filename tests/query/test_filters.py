@@ -68,11 +68,13 @@ CASES = [
 
 @pytest.mark.parametrize("words", CASES, ids=" ".join)
 def test_the_set_equals_a_brute_force_filter_of_every_node(fx, words):
-    ix, _ = fx
+    ix, eng = fx
     flt = parse_filters(words)
     want = [r["id"] for r in node_rows(ix) if matches(ix, flt, r)]
     got = allowed_ids(ix, flt).tolist()
     assert got == want
+    assert F.allowed_ids_sql(ix, flt).tolist() == want
+    assert allowed_ids(ix, flt, eng.graph()).tolist() == want          # kinds read from the graph arrays
     assert 0 < len(got) < ix.conn.execute("SELECT count(*) FROM nodes").fetchone()[0], words   # a real cut
 
 
@@ -198,6 +200,8 @@ def test_query_words_misspelt_as_filters_are_errors_other_colons_are_text(fx):
         eng.parse("retry paths:src/")
     for text in ("note: backup", "std::vector", "see http://example.com", "error: retry"):
         assert eng.parse(text).filters == ()
+    issue = "the config " + "word " * 20 + "has paths:src/ in it"          # a pasted issue: text, not an error
+    assert eng.parse(issue).filters == () and "paths:src/" in eng.parse(issue).text
 
 
 def test_an_unknown_root_names_the_roots(fx):
