@@ -59,7 +59,7 @@ from .intent import INTENTS, resolve
 from .options import Response, SearchOptions
 from .parse import Query, index_analyzer, parse
 from .results import make_hits
-from .signals import Signals, candidates, top_ids
+from .signals import Signals, candidates, in_set, top_ids
 from .tuning import TUNING, Tuning
 
 __all__ = ["Engine"]
@@ -116,7 +116,10 @@ class Engine:
         flt = tuple(dict.fromkeys(filters_mod.parse_filters(q.filters) + filters_mod.parse_filters(opts.filters)))
         if not flt:
             return q, None
-        return replace(q, filters=flt), filters_mod.allowed_ids(self.ix, flt, self.graph())
+        allowed = filters_mod.allowed_ids(self.ix, flt, self.graph())
+        if len(allowed) == filters_mod.node_count(self.ix):
+            allowed = None                  # the filters keep every node: nothing to narrow
+        return replace(q, filters=flt), allowed
 
     # ------------------------------------------------------------------ the query
     def search(self, query: str | Query, opts: SearchOptions | None = None, session=None, pool=None) -> Response:
@@ -314,7 +317,7 @@ class Engine:
                 if opts.norm == "z":
                     fulls[name] = f
                 ids, sc = f[0], f[1]
-                keep = _in_sorted(ids, allowed)
+                keep = in_set(ids, allowed)
                 ids, sc = ids[keep], sc[keep]
                 lookup = getattr(f, "lookup", None)
                 if lookup is not None:        # dense past the vector cache: the set's other nodes too
@@ -330,7 +333,7 @@ class Engine:
             if isinstance(res, str):
                 return res
             ids, sc = res
-            keep = _in_sorted(ids, allowed)
+            keep = in_set(ids, allowed)
             if int(keep.sum()) >= min(opts.depth, total) or len(ids) < depth or depth >= n_nodes:
                 return ids[keep][:opts.depth], sc[keep][:opts.depth]
             depth *= 8
@@ -444,14 +447,6 @@ class Engine:
         resp.cached = True
         resp.timings_ms = {"cache": clock.total()}
         return resp
-
-
-def _in_sorted(ids: np.ndarray, allowed: np.ndarray) -> np.ndarray:
-    """Mask of ``ids`` found in ``allowed`` (sorted unique int64)."""
-    if not len(allowed) or not len(ids):
-        return np.zeros(len(ids), dtype=bool)
-    pos = np.minimum(np.searchsorted(allowed, ids), len(allowed) - 1)
-    return allowed[pos] == ids
 
 
 # with adjacency rows only the per-node arrays are loaded (kgsearch/graph/stored/rows.py)

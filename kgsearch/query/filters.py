@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from ..errors import UsageError
 
 __all__ = ["FieldFilter", "FILTER_FIELDS", "FilterField", "FIELDS", "LANGS", "parse_filter", "parse_filters", "check_query_words",
-           "allowed_ids", "allowed_ids_sql", "matches", "node_rows", "from_flags", "describe"]
+           "allowed_ids", "allowed_ids_sql", "node_count", "matches", "node_rows", "from_flags", "describe"]
 
 
 @dataclass(frozen=True)
@@ -366,6 +366,11 @@ def allowed_ids(ix, filters, graph=None):
             if f.negated:
                 mask[ids_of(f)] = False
     return np.flatnonzero(mask).astype(np.int64)
+
+
+def node_count(ix) -> int:
+    """The index's node count (from the per-generation layout :func:`allowed_ids` keeps)."""
+    return ix.cached("filters.layout", lambda: _Layout(ix)).nodes
 
 
 def _kind_ids(ix, kind: str, graph, lay):

@@ -13,7 +13,7 @@ import numpy as np
 
 from .channels import CHANNELS, SIGNAL_OF
 
-__all__ = ["Signals", "candidates", "top_ids", "top_idx"]
+__all__ = ["Signals", "candidates", "top_ids", "top_idx", "in_set"]
 
 _FULL = frozenset(n for n, c in CHANNELS.items() if c.score_all is not None)
 _ABSOLUTE = frozenset(n for n, c in CHANNELS.items() if c.absolute)
@@ -179,10 +179,7 @@ class Signals:
         ids = np.asarray(ids, dtype=np.int64)
         if self.allowed is None:
             return np.ones(len(ids), dtype=bool)
-        if not len(self.allowed) or not len(ids):
-            return np.zeros(len(ids), dtype=bool)
-        pos = np.minimum(np.searchsorted(self.allowed, ids), len(self.allowed) - 1)
-        return self.allowed[pos] == ids
+        return in_set(ids, self.allowed)
 
     # ---------------------------------------------------------------- changes
     def add(self, name: str, raw: np.ndarray, norm: np.ndarray) -> None:
@@ -218,6 +215,21 @@ class Signals:
             self.norm_scores[name] = np.concatenate([self.norm_scores[name],
                                                      self._normalize(name, extra) if name in self.stats
                                                      else np.zeros(len(add))])
+
+
+def in_set(ids: np.ndarray, allowed: np.ndarray) -> np.ndarray:
+    """Mask of ``ids`` found in ``allowed`` (sorted unique int64 node ids): a lookup table over
+    the id range when that is small next to the work, else a binary search."""
+    ids = np.asarray(ids, dtype=np.int64)
+    if not len(allowed) or not len(ids):
+        return np.zeros(len(ids), dtype=bool)
+    top = int(allowed[-1])
+    if top <= 8 * (len(ids) + len(allowed)):
+        table = np.zeros(top + 2, dtype=bool)
+        table[allowed] = True
+        return table[np.clip(ids, 0, top + 1)] & (ids >= 0)
+    pos = np.minimum(np.searchsorted(allowed, ids), len(allowed) - 1)
+    return allowed[pos] == ids
 
 
 def _align(cand: np.ndarray, ids: np.ndarray, scores: np.ndarray) -> np.ndarray:

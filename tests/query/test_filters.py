@@ -234,3 +234,13 @@ def test_cli_filters_exit_2_and_search(fx, capsys):
     import json
     hits = json.loads(capsys.readouterr().out)["hits"]
     assert hits and all(h["kind"] == "function" and "/tests/" not in h["path"] for h in hits)
+
+
+def test_in_set_both_ways_equal_isin():
+    from kgsearch.query.signals import in_set
+
+    rng = np.random.default_rng(3)
+    for top, n_allowed, n_ids in ((1000, 300, 50), (10**9, 50, 20), (50, 0, 10), (50, 10, 0)):
+        allowed = np.unique(rng.integers(0, top, n_allowed)).astype(np.int64)
+        ids = np.concatenate([rng.integers(-2, top + 5, n_ids), allowed[:3]]).astype(np.int64)
+        assert in_set(ids, allowed).tolist() == np.isin(ids, allowed).tolist()
