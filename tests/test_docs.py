@@ -1,5 +1,5 @@
 """The README stays a user's page and the docs stay connected (issue 25): the README is at most
-350 lines; every relative link in the README and docs/*.md names a file of the repository (and a
+350 lines; every relative link in the README, termux/README.md and docs/*.md names a file of the repository (and a
 heading of it, for ``file.md#anchor``); the README's command table lists exactly the CLI's
 commands, with options the parser has; every ``kgsearch ...`` line of the README's shell blocks
 is accepted by the parser (it is not run here: tests/test_readme*.py run the ones with output)."""
@@ -76,7 +76,7 @@ def test_the_readme_is_at_most_350_lines():
                                    "docs/*.md page and link it")
 
 
-@pytest.mark.parametrize("path", [README, *DOCS], ids=lambda p: p.relative_to(ROOT).as_posix())
+@pytest.mark.parametrize("path", [README, ROOT / "termux" / "README.md", *DOCS], ids=lambda p: p.relative_to(ROOT).as_posix())
 def test_every_relative_link_resolves(path):
     assert broken_links(path) == []
 
