@@ -146,6 +146,14 @@ def test_merge_puts_every_index_on_the_union_floor():
     assert index_names(["x/a.db", "y/a.db", "b"]) == ["a", "a-2", "b"]
 
 
+def test_group_by_file_over_two_indexes(engines):
+    # grouped answers are built by each index (not deferred) and merged on the same floor
+    r = MultiEngine({"a": engines["a"], "b": engines["b"]}).search("battery sync phone",
+                                                                   SearchOptions(k=5, group="file", use_cache=False))
+    assert r.hits and {h.index for h in r.hits} <= {"a", "b"}
+    assert [h.rank for h in r.hits] == list(range(1, len(r.hits) + 1))
+
+
 def test_query_encoded_once_for_indexes_of_one_model(engines, monkeypatch):
     from kgsearch.embed import dense
     from kgsearch.embed.index_model import query_model

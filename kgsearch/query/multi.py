@@ -308,7 +308,8 @@ def _merge(resps: dict, pools: dict, k: int) -> list[MultiHit]:
         if p.ranked is not None:
             ranked[name] = p.ranked
         else:                       # (an index that built its hits: --group file)
-            ranked[name] = [(h, float(h.score), float(h.adjustments.get("shift", 0.0)), _factor(h)) for h in r.hits]
+            ranked[name] = [(j, float(h.score), float(h.adjustments.get("shift", 0.0)), _factor(h))
+                            for j, h in enumerate(r.hits)]
     floor = max((sh for rows in ranked.values() for _, _, sh, _ in rows), default=0.0)
     merged = []
     for order, (name, rows) in enumerate(ranked.items()):
@@ -322,7 +323,7 @@ def _merge(resps: dict, pools: dict, k: int) -> list[MultiHit]:
         if pools[name].ranked is not None:
             built[name] = dict(zip(mine, pools[name].build(mine))) if mine else {}
         else:
-            built[name] = {h: h for h in mine}
+            built[name] = {j: resps[name].hits[j] for j in mine}
     hits = []
     for rank, (score, _, _, name, pos) in enumerate(top, 1):
         h = built[name][pos]
