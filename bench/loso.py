@@ -161,7 +161,7 @@ def variants_note(out_dir: Path) -> str:
     rows = [f"- selection by {crit}: LOSO mean {v['mean']['loso']:.4f} ({v['mean']['loso'] - v['mean']['bm25']:+.4f} "
             f"over BM25), worst set {v['worst_gain_vs_bm25']:+.4f}, ships `{v['ships']}`"
             for crit, v in ((c, x["summary"]) for c, x in summ.items())]
-    return ("\n## Other fusion variants\n\nRRF, RM3 (BM25 or fused feedback), z over the candidates, per-query "
+    return ("\n## Other fusion variants\n\nRRF, RM3 (BM25 or fused feedback), z over the candidates or over the matching nodes, per-query "
             "weights from each signal's peak, a CombMNZ-like agreement bonus, Rocchio in embedding space and the "
             "semantic/default profiles moved separately (BM25 k1/b: its own section there), selected among with the current profiles in the same way "
             "(per-set tables and sign tests: quality_loso_variants.md, `python bench/studies/fusion_variants.py`; "

@@ -21,6 +21,8 @@ Variants (each a replacement of the final linear fusion, or search options):
   fused top k, re-scored over the index (z), replaces the embedding signal (+a: its weight + a);
 * ``tprf k``: RM3 whose feedback documents are the fused top k (not BM25's), its z averaged
   with the text signal (avg) or max-ed with it (max);
+* ``zpos da``: BM25 standardised over the nodes that match a query term (not the whole index),
+  every prose profile's embedding weight moved by da;
 * ``sem da, def da``: the embedding weights of the ``semantic`` and ``default`` intents (most of
   the sets' queries) moved separately.
 """
@@ -57,10 +59,15 @@ _LAST: dict = {}
 
 
 class _Recorded(signals_mod.Signals):
-    """The engine's signal table, kept so a fusion variant can see the candidates and the query."""
+    """The engine's signal table, kept so a fusion variant can see the candidates and the query.
+    With ``_LAST["zpos"]`` BM25 is standardised over the matching nodes only (the ``stats`` hook
+    that several indexes use for the union's mean and spread)."""
 
-    def __init__(self, *a, **k):
-        super().__init__(*a, **k)
+    def __init__(self, engine, query, cand, raw, kwargs, norm, fulls=None, stats=None):
+        if _LAST.get("zpos") and fulls and "bm25" in fulls and stats is None and len(fulls["bm25"][1]) > 1:
+            fsc = np.asarray(fulls["bm25"][1], float)
+            stats = {"bm25": (float(fsc.mean()), max(float(fsc.std()), 1e-9))}
+        super().__init__(engine, query, cand, raw, kwargs, norm, fulls, stats)
         _LAST["sig"] = self
 
 
@@ -189,6 +196,8 @@ def variants() -> dict:
         v[f"vprf add k=5 b=1.0 +a{ex}"] = {"fn": vprf(5, 1.0, mode="add", extra=ex)}
     for m in ("avg", "max"):
         v[f"tprf k=5 {m}"] = {"fn": tprf(5, m)}
+    for da in (-0.1, 0.0, 0.1, 0.2, 0.3):
+        v[f"zpos da={da:+.2f}"] = {"zpos": True, "profiles": intent_moves({k: da for k in loso.PROSE_INTENTS})}
     for ds in (-0.1, 0.0, 0.1, 0.2):
         for dd in (-0.1, 0.0, 0.1, 0.2):
             if ds or dd:
@@ -216,6 +225,7 @@ def run(only: list[str] | None, index_dir: str | None) -> dict:
             if only and name not in only and name not in ("bm25", "dense", "current"):
                 continue
             fuse.linear = v.get("fn", _LINEAR)
+            _LAST["zpos"] = v.get("zpos", False)
             before = intent.with_weights(v.get("profiles", {}))
             t0 = time.perf_counter()
             try:
@@ -223,6 +233,7 @@ def run(only: list[str] | None, index_dir: str | None) -> dict:
                     base, **v.get("opts", {})), data[s][1])["per_query"]] for s in SETS}
             finally:
                 fuse.linear = _LINEAR
+                _LAST["zpos"] = False
                 intent.INTENTS.update(before)
             mean = sum(sum(x) / len(x) for x in out[name].values()) / len(SETS)
             print(f"{name:30} mean {mean:.4f} ({time.perf_counter() - t0:.0f} s)", flush=True)
