@@ -23,6 +23,8 @@ Variants (each a replacement of the final linear fusion, or search options):
   with the text signal (avg) or max-ed with it (max);
 * ``zpos da``: BM25 standardised over the nodes that match a query term (not the whole index),
   every prose profile's embedding weight moved by da;
+* ``oov p``: the embedding weight times (share of the query's words the model has as one
+  token)^p;
 * ``sem da, def da``: the embedding weights of the ``semantic`` and ``default`` intents (most of
   the sets' queries) moved separately.
 """
@@ -175,6 +177,29 @@ def tprf(k: int, mode: str, orig_weight: float = 0.5):
     return f
 
 
+def oov(p: float):
+    """The embedding weight times (share of the query's words of 3+ letters that are one token
+    of the static model)^p: words the model only knows as pieces carry little meaning in it."""
+    import re
+
+    from kgsearch.embed.model import load_model
+
+    model = load_model(None)
+    known: dict = {}
+
+    def share(text: str) -> float:
+        if text not in known:
+            toks = model.tokenize([w.lower() for w in re.findall(r"[A-Za-z]{3,}", text)] or [""])
+            toks = [t for t in toks if t]
+            known[text] = sum(len(t) == 1 for t in toks) / len(toks) if toks else 1.0
+        return known[text]
+
+    def f(signals, weights):
+        w = dict(weights, embedding=weights.get("embedding", 0.0) * share(_LAST["sig"].query.text) ** p)
+        return _LINEAR(signals, w)
+    return f
+
+
 def intent_moves(moves: dict):
     return {k: (round(max(0.0, intent.INTENTS[k].weights[0] + da), 4),) + intent.INTENTS[k].weights[1:]
             for k, da in moves.items()}
@@ -194,6 +219,8 @@ def variants() -> dict:
         v[f"vprf k=5 b=1.0 +a{ex}"] = {"fn": vprf(5, 1.0, extra=ex)}
         v[f"vprf k=10 b=2.0 +a{ex}"] = {"fn": vprf(10, 2.0, extra=ex)}
         v[f"vprf add k=5 b=1.0 +a{ex}"] = {"fn": vprf(5, 1.0, mode="add", extra=ex)}
+    for p in (1.0, 2.0, 4.0):
+        v[f"oov p={p:g}"] = {"fn": oov(p)}
     for m in ("avg", "max"):
         v[f"tprf k=5 {m}"] = {"fn": tprf(5, m)}
     for da in (-0.1, 0.0, 0.1, 0.2, 0.3):
