@@ -162,10 +162,10 @@ def variants_note(out_dir: Path) -> str:
             f"over BM25), worst set {v['worst_gain_vs_bm25']:+.4f}, ships `{v['ships']}`"
             for crit, v in ((c, x["summary"]) for c, x in summ.items())]
     return ("\n## Other fusion variants\n\nRRF, RM3 (BM25 or fused feedback), z over the candidates or over the matching nodes, per-query "
-            "weights from each signal's peak, a CombMNZ-like agreement bonus, Rocchio in embedding space and the "
+            "weights from each signal's peak or from the query words the model knows, a CombMNZ-like agreement bonus, Rocchio in embedding space and the "
             "semantic/default profiles moved separately (BM25 k1/b: its own section there), selected among with the current profiles in the same way "
             "(per-set tables and sign tests: quality_loso_variants.md, `python bench/studies/fusion_variants.py`; "
-            "docs/ranking.md):\n\n" + "\n".join(rows) + "\n")
+            "docs/fusion-variants.md):\n\n" + "\n".join(rows) + "\n")
 
 
 def report(results: dict, sets: list[str], meta: dict, out_dir: Path) -> None:

@@ -327,7 +327,7 @@ def report(results: dict, out_dir: Path, grid: dict | None = None) -> str:
 
     bm = {s: m(results["bm25"][s]) for s in SETS}
     lines = ["# Fusion variants chosen leave-one-set-out (nDCG@10)", "",
-             "`python bench/studies/fusion_variants.py` (docs/ranking.md says what each variant is). Every variant "
+             "`python bench/studies/fusion_variants.py` (docs/fusion-variants.md says what each variant is). Every variant "
              "on all seven sets; then, per held-out set, the best candidate on the other six (the shipped profiles, "
              "`current`, among them).", "",
              "| variant | mean | - BM25 | worst set - BM25 | " + " | ".join(SETS) + " |",
