@@ -60,6 +60,10 @@ _LINEAR = fuse.linear
 _LAST: dict = {}
 
 
+def _jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
 class _Recorded(signals_mod.Signals):
     """The engine's signal table, kept so a fusion variant can see the candidates and the query.
     With ``_LAST["zpos"]`` BM25 is standardised over the matching nodes only (the ``stats`` hook
@@ -237,7 +241,7 @@ def run(only: list[str] | None, index_dir: str | None) -> dict:
     for s in SETS:
         folder = SHARED / s
         qrels = {q: r for q, r in ev.read_qrels(ev.find_qrels(folder, None)).items() if any(v > 0 for v in r.values())}
-        queries = [(str(q["_id"]), str(q.get("text", ""))) for q in ev._read_jsonl(folder / "queries.jsonl")
+        queries = [(str(q["_id"]), str(q.get("text", ""))) for q in _jsonl(folder / "queries.jsonl")
                    if str(q.get("_id")) in qrels]
         db, _ = ev.build_eval_index(folder, ev.EvalOptions(index_dir=index_dir))
         data[s] = (queries, qrels)
@@ -282,7 +286,7 @@ def bm25_grid(index_dir: str | None) -> dict:
             folder = SHARED / s
             qrels = {q: r for q, r in ev.read_qrels(ev.find_qrels(folder, None)).items()
                      if any(v > 0 for v in r.values())}
-            queries = [(str(q["_id"]), str(q.get("text", ""))) for q in ev._read_jsonl(folder / "queries.jsonl")
+            queries = [(str(q["_id"]), str(q.get("text", ""))) for q in _jsonl(folder / "queries.jsonl")
                        if str(q.get("_id")) in qrels]
             db, _ = ev.build_eval_index(folder, ev.EvalOptions(index_dir=index_dir, settings={"k1": k1, "b": b}))
             eng = Engine(Index.open(db, readonly=True), memo=True)
