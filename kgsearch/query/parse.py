@@ -176,12 +176,13 @@ class Query:
         return qw
 
 
-def parse(text, analyzer: Analyzer | None = None, *, filters: bool = False, paste: bool = True) -> Query:
+def parse(text, analyzer: Analyzer | None = None, *, filters: bool = False, paste: bool = False) -> Query:
     """Analyse ``text`` once. ``analyzer``: the index's (:func:`index_analyzer`; default the
     standard Porter2 analyser). ``filters=True`` takes field filters out of the text into
     :attr:`Query.filters` (the engine does not apply them yet, so it does not ask).
     ``paste``: a code task's text without pasted banners, repeated log lines and data dumps
-    (:func:`kgsearch.query.paste.quiet_paste`; its anchors come from the whole text)."""
+    (:func:`kgsearch.query.paste.quiet_paste`; its anchors come from the whole text); the engine
+    passes :attr:`Tuning.quiet_paste <kgsearch.query.tuning.Tuning.quiet_paste>` (off)."""
     analyzer = analyzer or get_analyzer()
     text, cut = cut_query(clean_query(text))     # the one bound on what a query may cost, before any reading
     found: tuple[FieldFilter, ...] = ()

@@ -105,7 +105,7 @@ def test_parse_reads_anchors_from_the_whole_text_and_words_from_the_kept_text():
     from kgsearch.query.parse import parse
     text = ("The `load_config` call fails when the config file is empty and I do not know why this happens\n"
             + "\n".join(f"2024-01-0{i} 12:00:0{i} INFO reading chunk {i} of settings_{i}" for i in range(1, 8)))
-    q = parse(text)
+    q = parse(text, paste=True)
     assert q.code_task and q.set_aside == 5
     assert "settings_7" in {a.text for a in q.anchors} and "settings_7" not in q.text
     assert parse(text, paste=False).set_aside == 0 and "settings_7" in parse(text, paste=False).text
