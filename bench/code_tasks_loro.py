@@ -55,6 +55,9 @@ WEIGHTS = (0.25, 0.5, 1.0)
 FOLLOWS = (0.0, 0.25, 0.5, 1.0)
 GRID = [(w, f, s, p) for w, f, s, p in itertools.product(WEIGHTS, FOLLOWS, (False, True), (False, True))]
 FEATURES = {"follow": lambda g: g[1] > 0, "use_spec": lambda g: g[2], "paste": lambda g: g[3]}
+# the constants before this grid (anchor weight 0.5, nothing else); vendored code x0.1 and stubs as now
+PREVIOUS_POINT = (0.5, 0.0, False, False)
+PREVIOUS = "previous (w0.5 f0)"
 OBJECTIVE = ("file_R@1", "file_R@5", "sym_R@10", "MRR@10")
 KEYS = ("file_R@1", "file_R@5", "file_R@10", "file_MRR@10", "sym_R@10", "sym_MRR@10", "MRR@10")
 
@@ -277,7 +280,7 @@ def choose(repos: list[LRepo], runs: dict, held: str | None, allowed) -> tuple:
 
 def assemble(repos: list[LRepo], runs: dict) -> tuple[dict, dict]:
     """Per task the metrics of every reported row (loro rows use the fold's chosen point)."""
-    rows: dict[str, dict] = {"loro": {}, "default": {}, "bm25": {}}
+    rows: dict[str, dict] = {"loro": {}, "default": {}, PREVIOUS: {}, "bm25": {}}
     for f in FEATURES:
         rows[f"loro +{f}"], rows[f"loro -{f}"] = {}, {}
     chosen: dict[str, dict] = {}
@@ -292,6 +295,7 @@ def assemble(repos: list[LRepo], runs: dict) -> tuple[dict, dict]:
             for k, g in picks.items():
                 rows[k][t.qid] = runs[t.qid][gname(g)]
             rows["default"][t.qid] = runs[t.qid][dflt]
+            rows[PREVIOUS][t.qid] = runs[t.qid][gname(PREVIOUS_POINT)]
             rows["bm25"][t.qid] = runs[t.qid]["bm25"]
     return rows, chosen
 
@@ -319,7 +323,7 @@ def report(which: str, repos: list[LRepo], runs: dict, lat: dict | None, base: d
     if base:
         rows["set bm25"] = {t.qid: metrics(r.set, t, base.get(t.qid, {}).get("files", []),
                                            base.get(t.qid, {}).get("symbols", [])) for r in repos for t in r.tasks}
-    order = ["loro", "default"] + [f"loro {sg}{f}" for f in FEATURES for sg in "+-"] + ["bm25"] + \
+    order = ["loro", "default", PREVIOUS] + [f"loro {sg}{f}" for f in FEATURES for sg in "+-"] + ["bm25"] + \
         (["set bm25"] if base else [])
     summ: dict = {}
     lines = [f"### {which}: {len(tasks)} tasks, {len(repos)} repositories", "",
@@ -340,6 +344,11 @@ def report(which: str, repos: list[LRepo], runs: dict, lat: dict | None, base: d
                      + " | ".join(f3(pooled[k]) for k in ("file_R@1", "file_R@5", "file_R@10", "sym_R@10", "MRR@10"))
                      + (f" | {pf['wins']}/{pf['losses']} ({pf['p']:.3g}) | {pm['wins']}/{pm['losses']} ({pm['p']:.3g}) |"
                         if pf else " | - | - |"))
+    pf, pm = paired(tasks, rows["default"], rows[PREVIOUS], "file_rank"), \
+        _paired_val(tasks, rows["default"], rows[PREVIOUS], "MRR@10")
+    summ["default_vs_previous"] = {"files": pf, "mrr": pm}
+    lines += ["", f"`default` against `{PREVIOUS}`: files W/L {pf['wins']}/{pf['losses']} (p {pf['p']:.3g}), MRR@10 W/L "
+              f"{pm['wins']}/{pm['losses']} (p {pm['p']:.3g})."]
     lines += ["", "Ablations: the leave-one-repository-out selection on the half of the grid with the feature on "
               "(`loro +X`) vs the half with it off (`loro -X`); per task, first gold file rank and MRR@10; W = better "
               "with the feature; two-sided sign test:", "",
