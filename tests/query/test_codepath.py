@@ -134,3 +134,35 @@ def test_vendored_by_flag_or_path():
     assert is_vendored({"path": "/r/src/gen.go", "flags": FLAG_VENDORED})
     assert is_vendored({"path": "/r/third_party/x.py", "flags": 0})
     assert not is_vendored({"path": "/r/src/x.py", "flags": 2})
+
+
+def test_a_stub_groups_under_its_implementation_end_to_end(tmp_path):
+    """`--group file` on an index holding pkg/shapes.py and its stub pkg/shapes.pyi: one file
+    result, the implementation, whose members include the stub's node; node hits rank the
+    implementation's function above the stub's."""
+    from kgsearch.indexer import IndexOptions, index_paths
+    from kgsearch.query import Engine, SearchOptions
+    from kgsearch.store.db import Index
+
+    root = tmp_path / "proj" / "pkg"
+    root.mkdir(parents=True)
+    (root / "__init__.py").write_text("")
+    (root / "shapes.py").write_text('def polygon_area(points):\n    """Area of a polygon by the shoelace '
+                                    'formula."""\n    return 0.5 * abs(sum(points))\n')
+    (root / "shapes.pyi").write_text("def polygon_area(points: list[float]) -> float: ...\n")
+    (root / "other.py").write_text('def perimeter(points):\n    """Perimeter of a polygon."""\n    return 0\n')
+    db = tmp_path / "i.db"
+    index_paths(db, [str(tmp_path / "proj")], IndexOptions(settings={"embed": False}))
+    q = "polygon_area returns the wrong area for a concave polygon: `polygon_area` in shapes"
+    with Index.open(db, readonly=True) as ix:
+        eng = Engine(ix)
+        files = eng.search(q, SearchOptions(k=5, group="file"))
+        nodes = eng.search(q, SearchOptions(k=10))
+    paths = [h.name for h in files.hits]
+    assert paths[0] == "pkg/shapes.py" and "pkg/shapes.pyi" not in paths, paths
+    members = [m["key"] for m in files.hits[0].members]
+    assert members[0] == "py:pkg.shapes.polygon_area" and "pyi:pkg.shapes.polygon_area" in members, members
+    keys = [h.key for h in nodes.hits if h.name == "polygon_area"]
+    assert keys == ["py:pkg.shapes.polygon_area", "pyi:pkg.shapes.polygon_area"]
+    stub = next(h for h in nodes.hits if h.key == "pyi:pkg.shapes.polygon_area")
+    assert stub.adjustments["test_or_vendored"] == 0.3
