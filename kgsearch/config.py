@@ -24,7 +24,7 @@ EDGE_WEIGHTS: dict[str, float] = {
     # code types
     "calls": 1.0, "overrides": 0.8, "extends": 0.7, "inherits": 0.7,
     "contains": 0.8, "tests": 0.6, "imports": 0.5, "references": 0.4,
-    # notes and text (set by measurement, see README "How ranking works")
+    # notes and text (set by measurement, see docs/ranking.md)
     "links_to": 0.6, "mentioned_in": 0.5, "mentions": 0.5, "tagged": 0.4,
     "similar_text": 0.5,
 }

@@ -451,10 +451,10 @@ def test_parse_unified_deletions_and_stale_index(repo):
 
 
 def test_readme_context_block_is_real_output(tmp_path, capsys):
-    """The README's `kgsearch context` example: the same headers, cut lines and summary numbers."""
+    """docs/context.md's `kgsearch context` example: the same headers, cut lines and summary numbers."""
     from pathlib import Path
 
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    readme = (Path(__file__).resolve().parent.parent / "docs" / "context.md").read_text(encoding="utf-8")
     start = readme.index('$ kgsearch context "how do I back up my notes" --budget 400')
     block = readme[start:readme.index("````", start)].splitlines()[1:]
     db = str(tmp_path / "demo.db")

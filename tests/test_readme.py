@@ -1,7 +1,8 @@
-"""The README's example outputs are what the code prints (ranks, names, scores, explain lines).
+"""The README's demo output and docs/ranking.md's worked ``--explain`` are what the code prints
+(ranks, names, scores, explain lines).
 
 Both blocks are the demo index's real output; ranking changes that move them must update the
-README too.
+README or docs/ranking.md too.
 """
 from __future__ import annotations
 
@@ -10,15 +11,17 @@ from pathlib import Path
 
 from kgsearch.cli import main
 
-README = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+ROOT = Path(__file__).resolve().parent.parent
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+RANKING = (ROOT / "docs" / "ranking.md").read_text(encoding="utf-8")
 HIT = re.compile(r"^ ?\d+\. .+  \[\w+\]  [\d.]+  [\w+]+$")
 EXPLAIN = re.compile(r"^\s+(?:\w+\s+score .*|= .*|\+ shift .*)$")
 
 
-def _block_after(marker: str) -> list[str]:
-    start = README.index(marker)
-    a = README.index("```\n", start) + 4
-    return README[a:README.index("```\n", a)].splitlines()
+def _block_after(marker: str, text: str = README) -> list[str]:
+    start = text.index(marker)
+    a = text.index("```\n", start) + 4
+    return text[a:text.index("```\n", a)].splitlines()
 
 
 NUM = re.compile(r"[-+]?\d+\.\d+")
@@ -52,7 +55,7 @@ def test_readme_explain_block_is_real_output(tmp_path, capsys):
     db = str(tmp_path / "demo.db")
     assert main(["demo", "why does sync fail at night", "--explain", "-k", "2", "--db", db]) == 0
     out = capsys.readouterr().out.splitlines()
-    block = _block_after("A worked `--explain`")
+    block = _block_after("A worked `--explain`", RANKING)
     readme_hits, readme_parts = _significant(block, HIT), _significant(block, EXPLAIN)
     assert len(readme_hits) == 2 and len(readme_parts) == 11
     _same(_significant(out, HIT), readme_hits)

@@ -249,4 +249,4 @@ def test_the_readme_limits_are_the_codes():
     assert rows["greedy modularity (communities)"].startswith(
         f"{CNM_WORK_PER_PAIR} heap entries per linked pair, at least {CNM_WORK_FLOOR // 10**6}M")
     assert rows["MCP `search`, k=10, brief"] == "under 2,000 tokens (chars / 4)"   # test_reliability_mcp
-    assert f"line every {LOG_EVERY:g} s" in readme
+    assert f"line every {LOG_EVERY:g} s" in readme      # "one plain line every 30 s"

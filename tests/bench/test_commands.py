@@ -1,4 +1,4 @@
-"""Every benchmark command the README cites (and the two the Termux check and issue 25 use:
+"""Every benchmark command the README and docs/benchmarks.md cite (and the two the Termux check and issue 25 use:
 ``arm64_check``, ``golden``) run end to end on tiny inputs, so none of them can rot unnoticed:
 a restructure once left ``bench/text_bench.py --quick`` dying at its fuzzy step on an attribute
 the import check cannot see. Each runs as its own process, with the shared benchmark data

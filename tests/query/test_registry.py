@@ -86,3 +86,22 @@ def test_search_options_accept_exactly_the_registered_channels():
     assert SearchOptions(channels=",".join(CHANNEL_NAMES)).validated().channel_list() == CHANNEL_NAMES
     with pytest.raises(UsageError, match="unknown channel\\(s\\) nope; choose from bm25, prf"):
         SearchOptions(channels="bm25,nope").validated()
+
+
+def test_the_weights_table_of_docs_ranking_md_is_the_registry():
+    """docs/ranking.md's weights table is INTENTS, row for row (a weight tuned in intent.py must be
+    tuned in the doc too; the README once showed code_task's weights of before the model change)."""
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "ranking.md").read_text(encoding="utf-8")
+    table = text[text.index("| intent | α embedding |"):].split("\n\n", 1)[0].splitlines()[2:]
+    rows = {}
+    for line in table:
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        rows[cells[0].strip("`")] = (tuple(float(c) for c in cells[1:5]), cells[5])
+    assert list(rows) == INTENT_NAMES
+    for name, spec in INTENTS.items():
+        assert rows[name][0] == pytest.approx(spec.weights, abs=0.005), name
+        assert rows[name][1] == spec.help, name
+    assert all(re.fullmatch(r"0|\.\d\d", c.strip()) for line in table for c in line.strip("|").split("|")[1:5])

@@ -2,7 +2,7 @@
 
 Plain documents have no links, yet documents that share rare terms are related; measured on
 the shared benchmark sets, smoothing scores over such a neighbour graph was the strongest
-single add-on to BM25 (README, "How ranking works"). This step gives every prose node (not code symbols,
+single add-on to BM25 (docs/ranking.md). This step gives every prose node (not code symbols,
 not shared tag/entity nodes) up to ``K`` out-edges ``similar_text`` to the nodes that score
 highest when its own ``M`` most distinctive terms are used as a BM25 query. Edge weight =
 that score divided by the node's score against itself, in (0, 1]. The graph step then treats
