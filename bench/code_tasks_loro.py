@@ -209,8 +209,8 @@ def run_repo(r: LRepo, cache: Path, rebuild: bool, log) -> dict:
             per = {}
             points = [("bm25", None)] + [(gname(g), g) for g in GRID]
             for name, g in points:
-                if g is None:
-                    eng.tuning, chans = TUNING, ["bm25"]
+                if g is None:         # BM25 alone on the issue text as written (no paste handling)
+                    eng.tuning, chans = replace(TUNING, quiet_paste=False), ["bm25"]
                 else:
                     eng.tuning, chans = replace(TUNING, anchor_weight=g[0], anchor_follow=g[1], anchor_use_spec=g[2],
                                                 quiet_paste=g[3]), None
