@@ -152,6 +152,22 @@ def table(results: dict, sets: list[str], chosen: dict, meta: dict) -> tuple[str
     return "\n".join(md) + "\n", {"rows": rows, "summary": summary}
 
 
+def variants_note(out_dir: Path) -> str:
+    """A section summing up bench/studies/fusion_variants.py's results when they are there."""
+    f = out_dir / "quality_loso_variants.json"
+    if not f.exists():
+        return ""
+    summ = json.loads(f.read_text()).get("summary", {})
+    rows = [f"- selection by {crit}: LOSO mean {v['mean']['loso']:.4f} ({v['mean']['loso'] - v['mean']['bm25']:+.4f} "
+            f"over BM25), worst set {v['worst_gain_vs_bm25']:+.4f}, ships `{v['ships']}`"
+            for crit, v in ((c, x["summary"]) for c, x in summ.items())]
+    return ("\n## Other fusion variants\n\nRRF, RM3 (BM25 or fused feedback), z over the candidates or over the matching nodes, per-query "
+            "weights from each signal's peak or from the query words the model knows, a CombMNZ-like agreement bonus, Rocchio in embedding space and the "
+            "semantic/default profiles moved separately (BM25 k1/b: its own section there), selected among with the current profiles in the same way "
+            "(per-set tables and sign tests: quality_loso_variants.md, `python bench/studies/fusion_variants.py`; "
+            "docs/fusion-variants.md):\n\n" + "\n".join(rows) + "\n")
+
+
 def report(results: dict, sets: list[str], meta: dict, out_dir: Path) -> None:
     """Tables and JSON from per-query results (``main`` runs them; ``--loso-from`` reuses a JSON)."""
     chosen = choose(results, sets)
@@ -162,6 +178,7 @@ def report(results: dict, sets: list[str], meta: dict, out_dir: Path) -> None:
            "gain over BM25 on the other sets (a rule that avoids settings that hurt one set):\n\n"
            + md2.split("\n\n", 2)[2])
     summary["robust_rule"] = summary2
+    md += variants_note(out_dir)
     if chosen["ships"] != "current":
         final = chosen["ships"]
         norm, da, dg = final.split()[0], float(final.split("da=")[1].split()[0]), float(final.split("dg=")[1])

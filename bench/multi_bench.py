@@ -10,7 +10,8 @@ default settings, embeddings included). Every judged query then runs on the one 
 (:class:`kgsearch.query.multi.MultiEngine`), and also on the two halves merged without pooled
 statistics (each index's own scores, put on one floor: ``naive``), for comparison. Reported:
 nDCG@10 of each, the difference with the paired sign test, and the query latency p50/p95 of the
-one index and of the two as one (a warm pass, then a timed pass alternating the two per query).
+one index and of the two as one (a warm pass, then a timed pass alternating the order per query),
+with the two indexes searched in turn (the default) and in threads (``MultiEngine(threads=True)``).
 Writes bench/results/multi_index.{json,md}.
 """
 from __future__ import annotations
@@ -81,7 +82,7 @@ class Naive:
         from kgsearch.query.multi import Pool
 
         saved = self.multi._pools
-        self.multi._pools = lambda query, o, notices: {n: Pool() for n in self.multi.engines}
+        self.multi._pools = lambda query, o, notices: {n: Pool(query=e.parse(query)) for n, e in self.multi.engines.items()}
         try:
             return self.multi.search(q, opts)
         finally:
@@ -100,9 +101,10 @@ def run_set(work: Path, name: str, seed: int, max_queries: int | None) -> dict:
     opts = SearchOptions(k=10, snippets=False, use_cache=False)
     ixs = [Index.open(p, readonly=True) for p in (one_db, a_db, b_db)]
     one = Engine(ixs[0])
-    multi = MultiEngine({"a": Engine(ixs[1]), "b": Engine(ixs[2])})
+    multi = MultiEngine({"a": Engine(ixs[1]), "b": Engine(ixs[2])})                 # the default: in turn
+    threads = MultiEngine({"a": Engine(ixs[1]), "b": Engine(ixs[2])}, threads=True)  # the indexes in threads
     naive = Naive(multi)
-    runs = {"one": one, "multi": multi, "naive": naive}
+    runs = {"one": one, "multi": multi, "naive": naive, "threads": threads}
 
     def keys(resp):
         return [h.key[4:] if h.key.startswith("doc:") else h.key for h in resp.hits]
@@ -111,10 +113,10 @@ def run_set(work: Path, name: str, seed: int, max_queries: int | None) -> dict:
         one.search(text, opts)
         multi.search(text, opts)
     ndcg = {r: [] for r in runs}
-    ms = {"one": [], "multi": []}
+    ms = {"one": [], "multi": [], "threads": []}
     load = [wb.loadavg()]
     for i, (qid, text) in enumerate(queries):
-        for r in (("one", "multi") if i % 2 == 0 else ("multi", "one")) + ("naive",):
+        for r in (("one", "multi", "threads") if i % 2 == 0 else ("threads", "multi", "one")) + ("naive",):
             t = time.perf_counter()
             resp = runs[r].search(text, opts)
             dt = (time.perf_counter() - t) * 1000
@@ -124,10 +126,12 @@ def run_set(work: Path, name: str, seed: int, max_queries: int | None) -> dict:
     load.append(wb.loadavg())
     for ix in ixs:
         ix.close()
+    if threads._executor is not None:
+        threads._executor.shutdown()
     out = {"set": name, "queries": len(queries), "docs": {"a": sum(1 for _ in open(a_db.parent / "a" / "corpus.jsonl")),
                                                           "b": sum(1 for _ in open(b_db.parent / "b" / "corpus.jsonl"))},
            "load": load}
-    for r in runs:
+    for r in ("one", "multi", "naive"):
         out[f"ndcg_{r}"] = round(statistics.mean(ndcg[r]), 4)
     for r in ("multi", "naive"):
         w = sum(1 for x, y in zip(ndcg[r], ndcg["one"]) if x > y + 1e-12)
@@ -139,6 +143,9 @@ def run_set(work: Path, name: str, seed: int, max_queries: int | None) -> dict:
         out[f"p50_ms_{r}"] = round(statistics.median(ms[r]), 2)
         out[f"p95_ms_{r}"] = round(wb.pct(ms[r], 95), 2)
     out["p50_ratio"] = round(out["p50_ms_multi"] / out["p50_ms_one"], 3)
+    out["p95_ratio"] = round(out["p95_ms_multi"] / out["p95_ms_one"], 3)
+    out["p50_ratio_threads"] = round(out["p50_ms_threads"] / out["p50_ms_one"], 3)
+    out["same_as_threads"] = sum(a == b for a, b in zip(ndcg["multi"], ndcg["threads"]))
     print(json.dumps(out), file=sys.stderr)
     return out
 
@@ -165,18 +172,20 @@ def main() -> None:
              f"default settings (embeddings included). *multi*: the two as one (pooled BM25 statistics, z-scores over "
              f"the union, one floor); *naive*: each index's own scores on one floor. nDCG@10 means over the judged "
              f"queries; W/L = queries where the two-index search scores above/below the one index, with the "
-             f"two-sided sign test. Latency: p50/p95 of the timed pass (the two alternating per query, after a warm "
-             f"pass), shared 2-core machine (load beside).", "",
+             f"two-sided sign test. Latency: p50/p95 of the timed pass (the order alternating per query, after a warm "
+             f"pass), shared 2-core machine (load beside); *threads*: the same two-index search with the indexes in "
+             f"threads instead of in turn.", "",
              "| set | queries | docs a / b | nDCG@10 one | multi | diff (W/L, p) | naive | diff (W/L, p) | "
-             "p50 ms one / multi | ratio | p95 ms one / multi | load |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "p50 ms one / multi | ratio | p95 ms one / multi | ratio | p50 threads (ratio) | load |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         lines.append(f"| {r['set']} | {r['queries']} | {r['docs']['a']} / {r['docs']['b']} | {r['ndcg_one']} | "
                      f"{r['ndcg_multi']} | {r['diff_multi']:+.4f} ({r['wins_losses_multi'][0]}/"
                      f"{r['wins_losses_multi'][1]}, {r['sign_p_multi']}) | {r['ndcg_naive']} | {r['diff_naive']:+.4f} "
                      f"({r['wins_losses_naive'][0]}/{r['wins_losses_naive'][1]}, {r['sign_p_naive']}) | "
                      f"{r['p50_ms_one']} / {r['p50_ms_multi']} | {r['p50_ratio']} | {r['p95_ms_one']} / "
-                     f"{r['p95_ms_multi']} | {r['load'][0][:1]}-{r['load'][-1][:1]} |")
+                     f"{r['p95_ms_multi']} | {r['p95_ratio']} | {r['p50_ms_threads']} ({r['p50_ratio_threads']}) | "
+                     f"{r['load'][0][:1]}-{r['load'][-1][:1]} |")
     md = "\n".join(lines) + "\n"
     (wb.RESULTS / f"{name}.md").write_text(md)
     print(md)

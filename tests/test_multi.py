@@ -12,7 +12,7 @@ import pytest
 from kgsearch.cli import main
 from kgsearch.indexer import IndexOptions, index_paths
 from kgsearch.query import Engine, SearchOptions
-from kgsearch.query.multi import MultiEngine, MultiHit, _rebased, index_names
+from kgsearch.query.multi import MultiEngine, MultiHit, Pool, _merge, index_names
 from kgsearch.store.db import Index
 
 WORDS = ("graph search index query vector note battery sync phone backup storage kernel cache rank "
@@ -123,13 +123,57 @@ def test_default_pipeline_hits_are_ranked_and_named(engines):
             sorted(h.score for h in f.hits) == pytest.approx(sorted(h.score for h in r.hits))
 
 
-def test_rebase_puts_every_index_on_the_union_floor():
-    h = MultiHit(id=1, key="k", kind="doc", name="n", score=(2.0 + 0.5) * 0.8,
-                 adjustments={"shift": 0.5, "test_or_vendored": 0.8})
-    assert _rebased(h, 1.5) == pytest.approx((2.0 + 1.5) * 0.8)
-    plain = MultiHit(id=2, key="j", kind="doc", name="m", score=3.0, adjustments={})
-    assert _rebased(plain, 1.5) == pytest.approx(4.5)
+def test_merge_puts_every_index_on_the_union_floor():
+    # hand-computed: index a lifted its scores by 0.5, b by 1.5 (the union's floor); a's first
+    # hit has a 0.8 factor on top: (2.0 + 1.5) * 0.8 = 2.8 on the floor, its second 1.0 + 1.0 = 2.0
+    built = []
+
+    def builder(name):
+        def build(positions):
+            built.append((name, list(positions)))
+            return [MultiHit(id=p, key=f"{name}{p}", kind="doc", name="n", score=0.0, adjustments={})
+                    for p in positions]
+        return build
+
+    pools = {"a": Pool(ranked=[(7, (2.0 + 0.5) * 0.8, 0.5, 0.8), (3, 1.0 + 0.5, 0.5, 1.0)], build=builder("a")),
+             "b": Pool(ranked=[(4, 2.9, 1.5, 1.0), (9, 2.0, 1.5, 1.0), (1, 0.1, 1.5, 1.0)], build=builder("b"))}
+    hits = _merge({"a": None, "b": None}, pools, 4)
+    assert [(h.index, h.key) for h in hits] == [("b", "b4"), ("a", "a7"), ("a", "a3"), ("b", "b9")]
+    assert [h.score for h in hits] == pytest.approx([2.9, 2.8, 2.5, 2.0])
+    assert [h.rank for h in hits] == [1, 2, 3, 4]
+    assert all(h.adjustments["shift"] == 1.5 for h in hits)
+    assert sorted(built) == [("a", [7, 3]), ("b", [4, 9])]        # only the kept hits are built
     assert index_names(["x/a.db", "y/a.db", "b"]) == ["a", "a-2", "b"]
+
+
+def test_group_by_file_over_two_indexes(engines):
+    # grouped answers are built by each index (not deferred) and merged on the same floor
+    r = MultiEngine({"a": engines["a"], "b": engines["b"]}).search("battery sync phone",
+                                                                   SearchOptions(k=5, group="file", use_cache=False))
+    assert r.hits and {h.index for h in r.hits} <= {"a", "b"}
+    assert [h.rank for h in r.hits] == list(range(1, len(r.hits) + 1))
+
+
+def test_query_encoded_once_for_indexes_of_one_model(engines, monkeypatch):
+    from kgsearch.embed import dense
+    from kgsearch.embed.index_model import query_model
+
+    ixs = [engines["a"].ix, engines["b"].ix]
+    q = "battery sync phone"
+    for ix in ixs:
+        ix._cache.pop(dense._QKEY, None)
+    alone = [dense.query_vector(ix, q) for ix in ixs]           # each encodes it
+    model = query_model(ixs[0])
+    calls = []
+    orig = type(model).encode
+    monkeypatch.setattr(type(model), "encode", lambda self, texts, *a, **k: calls.append(1) or orig(self, texts, *a, **k))
+    for ix in ixs:
+        ix._cache.pop(dense._QKEY, None)
+    assert dense.share_query_vector(ixs, q) == 1
+    assert len(calls) == 1
+    for ix, want in zip(ixs, alone):
+        assert dense.query_vector(ix, q).tolist() == want.tolist()    # the vector each would encode
+    assert len(calls) == 1
 
 
 def test_different_analysers_or_models_are_said(split, engines, tmp_path, monkeypatch):
@@ -141,6 +185,10 @@ def test_different_analysers_or_models_are_said(split, engines, tmp_path, monkey
         multi = MultiEngine({"a": engines["a"], "light": Engine(ix)})
         r = multi.search("graph search", SearchOptions(channels="bm25", use_cache=False))
         assert any("analyse text differently" in n for n in r.notices)
+        parsed = multi._parsed("running searches")                  # each analyser parses it once
+        assert parsed["a"].terms != parsed["light"].terms
+        same = MultiEngine({"a": engines["a"], "b": engines["b"]})._parsed("running searches")
+        assert same["a"] is same["b"]
     ix_b = engines["b"].ix
     real = ix_b.meta
     monkeypatch.setattr(ix_b, "meta", lambda k, d=None: "other-model@1" if k == "model_id" else real(k, d))

@@ -32,6 +32,7 @@ from .store import (MATRIX_KEY, MOMENTS_BLOB, SKETCH_KEY, STATE_META, available,
                     rotation, vector_count)
 
 __all__ = ["search", "search_vector", "search_streamed", "score_all", "score_ids", "query_vector",
+           "share_query_vector",
            "cache_budget", "Matrix", "load_matrix", "Sketch", "load_sketch", "cached_sketch", "shortlist",
            "search_sketch", "score_rows", "estimate", "score_full", "DenseFull",
            "N_FIRST", "N_CAND", "LOOKUP_EXACT", "CACHE_MB", "CACHE_SHARE"]
@@ -321,23 +322,50 @@ def search(ix, query: str, k: int = 100, **opts):
     return search_vector(ix, q, k, model_id)
 
 
-def query_vector(ix, query: str):
-    """The rotated, normalised query vector (cached for the last query), or None."""
+def query_vector(ix, query: str, unit=None):
+    """The rotated, normalised query vector (cached for the last query), or None.
+
+    ``unit``: the query's normalised vector before rotation, already encoded by the same model
+    for another index (several indexes searched as one encode the query once:
+    :func:`share_query_vector`)."""
     from .index_model import query_model
 
     hit = ix._cache.get(_QKEY)
-    if hit is not None and hit[0] == (ix.generation, query):
+    if hit is not None and hit[0] == (ix.generation, query) and unit is None:
         return hit[1]
-    model = query_model(ix)
     rot = rotation(ix)
     qr = None
-    if not isinstance(model, str) and rot is not None and isinstance(query, str) and query.strip():
-        q = np.asarray(model.encode([query])[0], dtype=np.float32)
-        n = float(np.linalg.norm(q))
-        if n > 0 and np.isfinite(n):
-            qr = np.ascontiguousarray((rot @ (q / n)).astype(np.float32))
-    ix._cache[_QKEY] = ((ix.generation, query), qr)
+    if unit is None and rot is not None and isinstance(query, str) and query.strip():
+        model = query_model(ix)
+        if not isinstance(model, str):
+            q = np.asarray(model.encode([query])[0], dtype=np.float32)
+            n = float(np.linalg.norm(q))
+            if n > 0 and np.isfinite(n):
+                unit = q / n
+    if unit is not None and rot is not None:
+        qr = np.ascontiguousarray((rot @ unit).astype(np.float32))
+    ix._cache[_QKEY] = ((ix.generation, query), qr, unit)
     return qr
+
+
+def share_query_vector(ixs: list, query: str) -> int:
+    """Encode ``query`` once for every index of ``ixs`` embedded with the same model as the
+    first one that can encode it (each then rotates it with its own rotation); returns how many
+    indexes were given the shared vector. The vectors are the ones each index would encode."""
+    unit, model_id, shared = None, None, 0
+    for ix in ixs:
+        mid = ix.meta("model_id")
+        if not mid:
+            continue
+        if unit is None:
+            query_vector(ix, query)
+            hit = ix._cache.get(_QKEY)
+            if hit is not None and hit[2] is not None:
+                unit, model_id = hit[2], mid
+        elif mid == model_id:
+            query_vector(ix, query, unit=unit)
+            shared += 1
+    return shared
 
 
 def score_ids(ix, query: str, ids) -> np.ndarray:

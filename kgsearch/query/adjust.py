@@ -31,7 +31,10 @@ from ..types import FLAG_AUTO, FLAG_TEST
 from .code import implemented_stubs, is_source, is_vendored
 from .tuning import TUNING, Tuning
 
-__all__ = ["rank"]
+__all__ = ["rank", "ADDITIVE"]
+
+# the adjustments added to a score (the others multiply it)
+ADDITIVE = ("hits", "shift", "file_members")
 
 
 def rank(conn, cand: np.ndarray, fused: np.ndarray, adjustments: dict, *, q, it, code_query: bool,

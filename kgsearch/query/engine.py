@@ -49,7 +49,7 @@ from ..store import qcache
 from ..store.db import Index, is_corruption
 from ..version import __version__
 from . import feedback
-from .adjust import rank
+from .adjust import ADDITIVE, rank
 from .channels import ALL_CHANNELS, CHANNELS, DEFAULT_CHANNELS, GRAPH_CHANNELS, SIGNAL_OF, SIGNALS
 from .code import implemented_stubs, is_code_query
 from .graph_stage import graph_stage
@@ -182,9 +182,24 @@ class Engine:
 
         shown = order if groups is None else list(dict.fromkeys(i for _, pos in groups
                                                                 for i in pos[:self.tuning.file_members]))
-        hits = make_hits(self.ix.conn, q, cand, shown, fused, sig.raw_scores, sig.norm_scores, signals,
-                         weights, parts, adjustments, meta, fusion, opts.but(collapse=True) if groups else opts,
-                         set(sig.full))
+        def build(positions):
+            return make_hits(self.ix.conn, q, cand, positions, fused, sig.raw_scores, sig.norm_scores, signals,
+                             weights, parts, adjustments, meta, fusion, opts.but(collapse=True) if groups else opts,
+                             set(sig.full))
+
+        if pool is not None and pool.defer and groups is None:
+            # several indexes as one: the caller merges the rankings and builds only the hits it
+            # keeps (pool.ranked: (position, score, additive shift, product of the factors))
+            factor = np.ones(len(cand))
+            for name, v in adjustments.items():
+                if name not in ADDITIVE:
+                    factor = factor * v
+            shift = adjustments.get("shift", zeros)
+            pool.ranked = [(i, float(fused[i]), float(shift[i]), float(factor[i])) for i in shown]
+            pool.build = build
+            hits = []
+        else:
+            hits = build(shown)
         if groups is not None:
             by_pos = dict(zip(shown, hits))
             hits = [file_hit(by_pos[pos[0]], score, [by_pos[i] for i in pos[:self.tuning.file_members]],

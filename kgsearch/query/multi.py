@@ -21,7 +21,14 @@ can be done exactly, and by one common scale where it cannot:
 
 What stays per index: the graph (edges never cross indexes, so graph proximity, random walks,
 HITS and communities are each index's own) and candidate generation (each index gives its own
-best; the union of candidates is larger than one index's, never smaller).
+best; the union of candidates is larger than one index's, never smaller). The graph is the whole
+measured gap to one index (bench/results/multi_ablate.md): a node's ``similar_text`` list holds
+only its own index's nodes.
+
+Work done once: the query is parsed once per distinct analyser and encoded once per embedding
+model (:func:`kgsearch.embed.dense.share_query_vector`; each index rotates it); hits (snippets,
+explain parts) are built only for the merged top k (:func:`_merge`). The indexes run in turn:
+in threads they were no faster on 2 cores (the interpreter lock; bench/results/multi_index.md).
 """
 from __future__ import annotations
 
@@ -32,12 +39,12 @@ from dataclasses import asdict, dataclass, field, fields
 
 import numpy as np
 
+from .adjust import ADDITIVE
 from .engine import Engine
 from .options import Hit, Response, SearchOptions
 
 __all__ = ["MultiEngine", "MultiHit", "MultiResponse", "Pool", "index_names", "multi_engine_for"]
 
-ADDITIVE = ("hits", "shift", "file_members")
 POOLED_BM25 = ("stemmer", "split_code", "k1", "b", "name_weight")
 
 
@@ -50,6 +57,9 @@ class Pool:
     stats: dict = field(default_factory=dict)       # channel -> (mean, spread) over the union
     depth: int | None = None                        # candidates per channel from this index (None: as asked)
     query: object = None                            # the query parsed with this index's analyser (a Query)
+    defer: bool = False                             # leave the hits to the caller (set: ranked, build)
+    ranked: list | None = None                      # [(position, score, additive shift, factor)] best first
+    build: object = None                            # build(positions) -> [Hit] of this index
 
 
 @dataclass
@@ -119,7 +129,7 @@ def multi_engine_for(paths: list[str]) -> "MultiEngine":
 class MultiEngine:
     """``{name: Engine}`` searched as one (:meth:`search` answers like :meth:`Engine.search`)."""
 
-    def __init__(self, engines: dict[str, Engine], threads: bool = True):
+    def __init__(self, engines: dict[str, Engine], threads: bool = False):
         if not engines:
             raise ValueError("no index")
         self.engines = engines
@@ -132,8 +142,9 @@ class MultiEngine:
         return next(iter(self.engines.values())).ix
 
     def _each(self, fn) -> dict:
-        """``{name: fn(name, engine)}``, the indexes in threads (SQLite and numpy's larger steps let
-        go of the interpreter lock; each engine is used by one thread at a time)."""
+        """``{name: fn(name, engine)}``, the indexes in turn, or in threads with ``threads=True``
+        (SQLite and numpy's larger steps let go of the interpreter lock; each engine is used by
+        one thread at a time)."""
         items = list(self.engines.items())
         if len(items) == 1 or not self.threads:
             return {name: fn(name, eng) for name, eng in items}
@@ -143,6 +154,20 @@ class MultiEngine:
         return {name: f.result() for name, f in futs}
 
     # ------------------------------------------------------------------ pooling
+    def _parsed(self, query: str) -> dict:
+        """``{name: Query}``: the query parsed with each index's analyser, once per distinct
+        analyser (indexes of the same stemmer and identifier splitting share one parse)."""
+        from ..text.postings import stored_params
+
+        out, by_analyser = {}, {}
+        for name, eng in self.engines.items():
+            _, params = stored_params(eng.ix)
+            key = (params.stemmer, params.split_code) if params is not None else None
+            if key not in by_analyser:
+                by_analyser[key] = eng.parse(query)
+            out[name] = by_analyser[key]
+        return out
+
     def _bm25_pool(self, query: str, notices: list[str]) -> dict | None:
         from ..text import bm25
         from ..text.postings import stored
@@ -177,7 +202,7 @@ class MultiEngine:
         return {"n": n, "avgdl": total / n, "df": df}
 
     def _pools(self, query: str, opts: SearchOptions, notices: list[str]) -> dict[str, Pool]:
-        pools = {name: Pool(query=eng.parse(query)) for name, eng in self.engines.items()}   # each index's analyser
+        pools = {name: Pool(query=q) for name, q in self._parsed(query).items()}
         if opts.norm != "z":
             return pools
         chans = opts.channel_list()
@@ -194,6 +219,12 @@ class MultiEngine:
                 continue
             if channel == "dense" and len(models) > 1:
                 continue
+            if channel == "dense":                # one encode for the indexes of one model
+                from ..embed.dense import share_query_vector
+
+                texts = {p.query.text for p in pools.values()}
+                if len(texts) == 1:
+                    share_query_vector([eng.ix for eng in self.engines.values()], texts.pop())
             fulls = self._each(lambda name, eng: eng.full(channel, pools[name].query, pools[name].kwargs.get(channel, {})))
             for name, f in fulls.items():
                 if f is not None and f[2] > 0:
@@ -214,22 +245,12 @@ class MultiEngine:
         pools = self._pools(query, opts, notices)
         t_pool = time.perf_counter()
         each = opts.but(k=opts.k + 5, use_cache=False)        # a few more: the common floor may reorder
+        for p in pools.values():
+            p.defer = True                                    # hits built only for the merged top k
         resps = self._each(lambda name, eng: eng.search(
             pools[name].query, each if pools[name].depth is None else each.but(depth=pools[name].depth),
             (sessions or {}).get(name), pool=pools[name]))
-        floor = max((h.adjustments.get("shift", 0.0) for r in resps.values() for h in r.hits), default=0.0)
-        merged = []
-        for order, (name, r) in enumerate(resps.items()):
-            for h in r.hits:
-                merged.append((_rebased(h, floor), order, h.rank, name, h))
-        merged.sort(key=lambda x: (-x[0], x[1], x[2]))
-        hits = []
-        for rank, (score, _, _, name, h) in enumerate(merged[:opts.k], 1):
-            d = {f.name: getattr(h, f.name) for f in fields(h)}
-            d.update(score=round(score, 6), rank=rank, index=name)
-            if floor > 0:
-                d["adjustments"] = dict(d["adjustments"], shift=round(floor, 6))
-            hits.append(MultiHit(**d))
+        hits = _merge(resps, pools, opts.k)
         first = next(iter(resps.values()))
         skipped: dict[str, str] = {}
         for name, r in resps.items():
@@ -274,14 +295,49 @@ def _share_depth(pools: dict[str, Pool], depth: int) -> None:
         pools[name].depth = min(depth, max(10, n))
 
 
-def _rebased(h: Hit, floor: float) -> float:
-    """The hit's score had its index been shifted by ``floor`` instead of its own shift:
-    (score / factors - own shift + floor) * factors."""
+def _merge(resps: dict, pools: dict, k: int) -> list[MultiHit]:
+    """The indexes' rankings on one floor, best ``k`` first, each hit built by its own index.
+
+    Each index lifted its fused scores by its own weakest candidate (``shift``); a score had
+    the index been lifted by the union's floor (the largest shift) instead is
+    ``score + (floor - own shift) * factor`` (``factor``: the product of the multiplicative
+    adjustments, applied after the shift). Ties go to the earlier index, then its own order."""
+    ranked = {}
+    for name, r in resps.items():
+        p = pools[name]
+        if p.ranked is not None:
+            ranked[name] = p.ranked
+        else:                       # (an index that built its hits: --group file)
+            ranked[name] = [(j, float(h.score), float(h.adjustments.get("shift", 0.0)), _factor(h))
+                            for j, h in enumerate(r.hits)]
+    floor = max((sh for rows in ranked.values() for _, _, sh, _ in rows), default=0.0)
+    merged = []
+    for order, (name, rows) in enumerate(ranked.items()):
+        for rank, (pos, score, own, factor) in enumerate(rows):
+            merged.append((score + (floor - own) * factor, order, rank, name, pos))
+    merged.sort(key=lambda x: (-x[0], x[1], x[2]))
+    top = merged[:k]
+    built = {}
+    for name in ranked:
+        mine = [pos for _, _, _, n, pos in top if n == name]
+        if pools[name].ranked is not None:
+            built[name] = dict(zip(mine, pools[name].build(mine))) if mine else {}
+        else:
+            built[name] = {j: resps[name].hits[j] for j in mine}
+    hits = []
+    for rank, (score, _, _, name, pos) in enumerate(top, 1):
+        h = built[name][pos]
+        d = {f.name: getattr(h, f.name) for f in fields(h)}
+        d.update(score=round(score, 6), rank=rank, index=name)
+        if floor > 0:
+            d["adjustments"] = dict(d["adjustments"], shift=round(floor, 6))
+        hits.append(MultiHit(**d))
+    return hits
+
+
+def _factor(h: Hit) -> float:
     factor = 1.0
     for name, v in h.adjustments.items():
         if name not in ADDITIVE:
             factor *= float(v)
-    own = float(h.adjustments.get("shift", 0.0))
-    if factor == 0.0 or own == floor:
-        return float(h.score)
-    return (float(h.score) / factor - own + floor) * factor
+    return factor
