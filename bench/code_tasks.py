@@ -6,6 +6,7 @@ tests against BM25 alone, latency, and a diagnosis of what pushes the gold file 
     python bench/code_tasks.py --repos flask,requests --configs default,bm25
     python bench/code_tasks.py --check                   # also score the run files with score.py
     python bench/code_tasks.py --rebuild                 # reindex even when nothing changed
+    python bench/code_tasks.py --loro --set python|multi|all   # leave one repository out (code_tasks_loro.py)
 
 Data: a folder in the code-tasks layout (``--tasks``, default ../shared/bench/code-tasks; see its
 README): ``tasks/<name>/{queries.jsonl,qrels.files.tsv,qrels.symbols.tsv,meta.json}`` and
@@ -914,6 +915,11 @@ def diagnosis_lines(dg: dict) -> list[str]:
 
 # ---------------------------------------------------------------------------- main
 def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if "--loro" in argv:          # leave one repository out, both sets: bench/code_tasks_loro.py
+        sys.path.insert(0, str(ROOT / "bench"))
+        import code_tasks_loro
+        return code_tasks_loro.main(argv)
     from kgsearch import environment
 
     environment.configure(environment.from_environ())      # KGSEARCH_MODEL as the CLI reads it (the fingerprint)

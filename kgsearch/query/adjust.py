@@ -9,8 +9,10 @@ In this order, each recorded per candidate so ``--explain`` adds up:
    a code task's mention of tests never is, a relation question always is: the intent's
    ``code_task`` and ``relation`` flags); shared structural nodes (tags, entities,
    placeholders) x 0 except for exact-match intents; deleted nodes x 0; for code queries
-   (:func:`kgsearch.query.code.is_code_query`) and code tasks: vendored/minified/mock code x 0,
-   and docs/examples code and prose (notes, changelogs, release notes) x
+   (:func:`kgsearch.query.code.is_code_query`) and code tasks: vendored/generated/minified/mock
+   code (``FLAG_VENDORED`` or by path) x :attr:`Tuning.vendored_penalty`, a type stub (``.pyi``,
+   ``.d.ts``) whose implementation is indexed x :attr:`Tuning.stub_penalty` (the implementation
+   ranks; ``--group file`` counts the stub's nodes under it), and docs/examples code and prose (notes, changelogs, release notes) x
    :attr:`Tuning.nonsource_penalty` unless the query asks for docs;
    then ``session`` / ``feedback`` factors when a session or stored feedback applies
    (:mod:`.feedback`; absent otherwise);
@@ -26,7 +28,7 @@ import numpy as np
 from .. import pack
 from ..store.rows import node_flags, node_meta
 from ..types import FLAG_AUTO, FLAG_TEST
-from .code import is_source, is_vendored
+from .code import implemented_stubs, is_source, is_vendored
 from .tuning import TUNING, Tuning
 
 __all__ = ["rank", "ADDITIVE"]
@@ -67,10 +69,13 @@ def rank(conn, cand: np.ndarray, fused: np.ndarray, adjustments: dict, *, q, it,
     if code_query or code_task:
         top = np.argsort(-fused, kind="stable")[:max(opts.k, 10) * 4]
         meta = node_meta(conn, cand[top].tolist(), text=False)
+        stubs = implemented_stubs(conn, [m["path"] for m in meta.values() if m.get("path")])
         for i in top.tolist():
             m = meta.get(int(cand[i]), {})
             if factor[i] and is_vendored(m):
-                factor[i] = 0.0
+                factor[i] = tuning.vendored_penalty
+            elif factor[i] and m.get("path") in stubs:
+                factor[i] = min(factor[i], tuning.stub_penalty)
             elif factor[i] == 1.0 and not about_prose and not is_source(m, about_tests):
                 factor[i] = tuning.nonsource_penalty
     if (factor != 1.0).any():

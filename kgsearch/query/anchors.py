@@ -16,6 +16,18 @@ this index, ``1 / (1 + log2(matches))``: a name that one node has says much, one
 nodes have (``__init__``, ``get``) says little. A node's score is the sum over the anchors
 that name it, capped at 1. The scores are absolute, not divided by the query's best: when a
 task names only weak anchors, its best match stays weak.
+
+Specificity also counts uses (``use_spec``): a node that ``u`` call edges reach weighs
+``1 / (1 + log10(1 + u))`` more (an exception class raised in 300 places names a symptom, not a
+place; a helper called twice names a place). The factor never exceeds 1: no degree reward.
+
+Call following (``follow`` > 0, issue 27 item 2): the issue names the API where the symptom
+shows, the fix is often in what that API calls. From the :data:`FOLLOW_SEEDS` strongest anchored
+nodes the channel walks ``calls`` edges forward (and a method's class to the methods it defines is
+not walked: that is file grouping's job) up to :data:`FOLLOW_DEPTH` hops, each hop x
+:data:`FOLLOW_DECAY` and x the callee's use specificity (a helper everything calls is no
+evidence), at most :data:`FOLLOW_MAX` nodes a hop; a reached node scores ``follow`` x the best
+path's evidence, below the node that was named.
 """
 from __future__ import annotations
 
@@ -25,10 +37,16 @@ import posixpath
 import numpy as np
 
 from ..store.sql import in_chunks
-from .codetask import Anchor
+from .codetask import CODE_EXTENSIONS, Anchor
 from .code import CODE_KINDS
 
-__all__ = ["search", "resolve", "relation_search"]
+__all__ = ["search", "resolve", "follow_calls", "use_specificity", "relation_search",
+           "FOLLOW_SEEDS", "FOLLOW_DEPTH", "FOLLOW_DECAY", "FOLLOW_MAX"]
+
+FOLLOW_SEEDS = 20       # anchored nodes the call walk starts from (strongest first)
+FOLLOW_DEPTH = 2        # hops along calls edges
+FOLLOW_DECAY = 0.5      # evidence kept per hop
+FOLLOW_MAX = 200        # nodes kept per hop (best first): the walk's bound
 
 _KINDS_SQL = ",".join(f"'{k}'" for k in CODE_KINDS)
 _EMPTY = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32))
@@ -60,8 +78,24 @@ def _files_by_suffix(conn, path: str) -> list[int]:
     return []
 
 
-def resolve(conn, anchors: list[Anchor]) -> dict[int, float]:
-    """Node id -> summed evidence of the anchors that name it (see the module docstring)."""
+def use_specificity(uses: int) -> float:
+    """``1 / (1 + log10(1 + uses))``: 1 for a node nothing calls, 0.5 for 9 callers.
+
+    >>> use_specificity(0), use_specificity(9), round(use_specificity(99), 4)
+    (1.0, 0.5, 0.3333)
+    """
+    return 1.0 / (1.0 + math.log10(1 + max(0, uses)))
+
+
+def _uses(conn, ids) -> dict[int, int]:
+    """Node id -> number of resolved ``calls`` edges into it."""
+    return {int(d): int(c) for d, c in in_chunks(
+        conn, "SELECT dst, count(*) FROM edges WHERE dst IN ({}) AND type = 'calls' GROUP BY dst", list(ids))}
+
+
+def resolve(conn, anchors: list[Anchor], use_spec: bool = False) -> dict[int, float]:
+    """Node id -> summed evidence of the anchors that name it (see the module docstring);
+    ``use_spec`` also weighs each node by :func:`use_specificity` of its callers."""
     scores: dict[int, float] = {}
 
     def credit(ids: list[int], weight: float) -> None:
@@ -87,7 +121,7 @@ def resolve(conn, anchors: list[Anchor]) -> dict[int, float]:
         if a.kind not in ("frame", "path"):
             continue
         stem = posixpath.basename(a.text.replace("\\", "/"))
-        if not stem.endswith((".py", ".pyi")):
+        if stem.rpartition(".")[2] not in CODE_EXTENSIONS:
             continue
         files = _files_by_suffix(conn, a.text)
         if not files:
@@ -97,18 +131,58 @@ def resolve(conn, anchors: list[Anchor]) -> dict[int, float]:
         if a.func:
             fset = set(files)
             credit([nid for nid, _, fid in by_name.get(a.func, []) if fid in fset], a.weight)
+    if use_spec and scores:
+        uses = _uses(conn, scores)
+        scores = {n: v * use_specificity(uses.get(n, 0)) for n, v in scores.items()}
     return scores
 
 
-def search(ix, q, k: int = 100, **opts) -> tuple[np.ndarray, np.ndarray]:
+def follow_calls(conn, seeds: dict[int, float], *, n_seeds: int = FOLLOW_SEEDS, depth: int = FOLLOW_DEPTH,
+                 decay: float = FOLLOW_DECAY, max_nodes: int = FOLLOW_MAX) -> dict[int, float]:
+    """Nodes reached from ``seeds`` (node id -> evidence) along ``calls`` edges: node id -> best
+    path evidence ``seed x prod(decay x use_specificity(callee))`` (seeds themselves excluded).
+    Bounded: the ``n_seeds`` strongest seeds, ``depth`` hops, ``max_nodes`` a hop."""
+    start = sorted(seeds.items(), key=lambda p: (-p[1], p[0]))[:n_seeds]
+    frontier = {n: min(v, 1.0) for n, v in start}
+    best: dict[int, float] = {}
+    for _ in range(depth):
+        if not frontier:
+            break
+        rows = list(in_chunks(conn, "SELECT src, dst FROM edges WHERE src IN ({}) AND type = 'calls' "
+                                    "AND dst IS NOT NULL", list(frontier)))
+        uses = _uses(conn, {int(d) for _, d in rows})
+        nxt: dict[int, float] = {}
+        for src, dst in rows:
+            dst = int(dst)
+            if dst in seeds or dst == src:
+                continue
+            v = frontier[int(src)] * decay * use_specificity(uses.get(dst, 0))
+            if v > nxt.get(dst, 0.0):
+                nxt[dst] = v
+        nxt = dict(sorted(nxt.items(), key=lambda p: (-p[1], p[0]))[:max_nodes])
+        frontier = {}
+        for n, v in nxt.items():
+            if v > best.get(n, 0.0):
+                best[n] = v
+                frontier[n] = v
+    return best
+
+
+def search(ix, q, k: int = 100, *, follow: float = 0.0, use_spec: bool = False, **opts
+           ) -> tuple[np.ndarray, np.ndarray]:
     """Anchors channel: (node ids, evidence in (0, 1]) best first for the anchors of the parsed
-    query ``q``; empty when it names nothing in the index."""
+    query ``q``; empty when it names nothing in the index. ``follow`` > 0 adds the nodes the
+    anchored ones call (:func:`follow_calls`) at ``follow`` x their path evidence;
+    ``use_spec``: see :func:`resolve`."""
     anchors = list(q.anchors)
     if not anchors:
         return _EMPTY
-    scores = resolve(ix.conn, anchors)
+    scores = resolve(ix.conn, anchors, use_spec=use_spec)
     if not scores:
         return _EMPTY
+    if follow > 0:
+        for n, v in follow_calls(ix.conn, scores).items():
+            scores[n] = max(scores.get(n, 0.0), follow * v)
     items = sorted(scores.items(), key=lambda p: (-p[1], p[0]))[:max(0, int(k))]
     return (np.array([p[0] for p in items], dtype=np.int64),
             np.array([min(p[1], 1.0) for p in items], dtype=np.float32))

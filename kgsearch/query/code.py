@@ -16,8 +16,10 @@ import numpy as np
 from ..codelike import path_role
 from ..store.rows import rel_path
 from ..store.sql import in_chunks
+from ..types import FLAG_VENDORED
 
-__all__ = ["CODE_KINDS", "TOP", "is_code_query", "is_vendored", "is_source"]
+__all__ = ["CODE_KINDS", "TOP", "is_code_query", "is_vendored", "is_source", "stub_implementations",
+           "implemented_stubs"]
 
 CODE_KINDS = ("module", "class", "function", "method")
 TOP = 10            # first-stage candidates whose kinds decide
@@ -37,9 +39,42 @@ def is_code_query(conn, cand: np.ndarray, first: np.ndarray) -> bool:
 
 
 def is_vendored(m: dict) -> bool:
-    """Vendored, minified or mock code, by path and name."""
+    """Vendored, generated, minified or mock code: the loader's ``FLAG_VENDORED`` (each
+    language's conventions, ``DO NOT EDIT`` marks: :mod:`kgsearch.ingest.langspec`), else by
+    path and name."""
+    if (m.get("flags") or 0) & FLAG_VENDORED:
+        return True
     p = (m.get("path") or "").replace("\\", "/").lower()
     return bool(_VENDORED.search(p)) or (m.get("name") or "").startswith(("Mock", "mock_"))
+
+
+# a type stub -> the implementation files it describes (first found wins)
+_STUBS = ((".pyi", (".py",)), (".d.ts", (".ts", ".tsx", ".js", ".jsx")), (".d.mts", (".mts", ".mjs")),
+          (".d.cts", (".cts", ".cjs")))
+
+
+def stub_implementations(path: str) -> tuple[str, ...]:
+    """The paths the implementation of a type stub may have (empty: not a stub).
+
+    >>> stub_implementations("pkg/mod.pyi"), stub_implementations("lib/a.d.ts")[:2], stub_implementations("a.py")
+    (('pkg/mod.py',), ('lib/a.ts', 'lib/a.tsx'), ())
+    """
+    for suffix, impls in _STUBS:
+        if path.endswith(suffix):
+            return tuple(path[:-len(suffix)] + e for e in impls)
+    return ()
+
+
+def implemented_stubs(conn, paths) -> dict[str, str]:
+    """Stub path -> its indexed implementation's path, for the stubs among ``paths`` (file
+    paths as stored) whose implementation is indexed too."""
+    want = {p: stub_implementations(p) for p in set(paths)}
+    want = {p: c for p, c in want.items() if c}
+    if not want:
+        return {}
+    have = {r[0] for r in in_chunks(conn, "SELECT path FROM files WHERE path IN ({})",
+                                    sorted({c for cs in want.values() for c in cs}))}
+    return {p: next(c for c in cs if c in have) for p, cs in want.items() if any(c in have for c in cs)}
 
 
 def is_source(m: dict, about_tests: bool = False) -> bool:

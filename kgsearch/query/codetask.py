@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from ..codelike import BACKTICK, CALL, CAMEL, DOTTED, SNAKE, has_code_token
 
 __all__ = ["Anchor", "extract", "code_task_reason", "relation", "asks_for_tests", "asks_for_prose",
-           "RELATION_EDGES", "WORD", "KIND_WEIGHT"]
+           "RELATION_EDGES", "WORD", "KIND_WEIGHT", "CODE_EXTENSIONS"]
 
 # how much one mention of each kind says (a frame names the place where it failed)
 KIND_WEIGHT = {"frame": 1.0, "path": 0.9, "backtick": 0.8, "dotted": 0.8, "call": 0.7, "identifier": 0.6,
@@ -38,7 +38,13 @@ MAX_ANCHORS = 60
 
 _FRAME = re.compile(r'File "([^"\n]+)", line (\d+)(?:, in ([A-Za-z_<>][\w<>.]*))?')
 _FENCE = re.compile(r"^[ \t]*(```|~~~)[^\n]*\n(.*?)(?:^[ \t]*\1[ \t]*$|\Z)", re.S | re.M)
-_PATH = re.compile(r"(?<![\w.~/-])(/?(?:[\w.-]+/)*[\w-][\w.-]*\.(?:py|pyi|pyx|cfg|toml|ini|json|ya?ml|md|rst|txt))\b")
+# source files of every language the loaders read (issue 26): Rust panics `src/x.rs:12:5`, Go
+# `x.go:123`, Java `(Cls.java:42)`, JS/TS `(x.js:10:5)`, C/C++ diagnostics `x.c:3:1:`
+CODE_EXTENSIONS = ("py", "pyi", "pyx", "js", "jsx", "mjs", "cjs", "ts", "tsx", "mts", "cts", "go", "rs", "java",
+                   "c", "h", "cc", "cpp", "cxx", "hpp", "hh", "hxx")
+_PATH = re.compile(r"(?<![\w.~/-])(/?(?:[\w.-]+/)*[\w-][\w.-]*\.(?:"
+                   + "|".join(sorted(CODE_EXTENSIONS, key=len, reverse=True))
+                   + r"|cfg|toml|ini|json|ya?ml|md|rst|txt))\b")
 _ALNUM = re.compile(r"\b[A-Za-z]+[0-9]+[A-Za-z0-9]*\b")         # L031, utf8, md5: a module or rule name?
 _ERROR = re.compile(r"\b[A-Z][A-Za-z0-9]*(?:Error|Exception|Warning)\b")
 # a word of the query as written: the intent rules and the code-task rule count these

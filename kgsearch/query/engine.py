@@ -52,7 +52,7 @@ from . import feedback
 from . import filters as filters_mod
 from .adjust import ADDITIVE, rank
 from .channels import ALL_CHANNELS, CHANNELS, DEFAULT_CHANNELS, GRAPH_CHANNELS, SIGNAL_OF, SIGNALS
-from .code import is_code_query
+from .code import implemented_stubs, is_code_query
 from .graph_stage import graph_stage
 from .group import file_hit, group_by_file
 from .intent import INTENTS, resolve
@@ -108,7 +108,7 @@ class Engine:
         field filters (``kind:function -path:tests/``) taken out into :attr:`Query.filters`."""
         if isinstance(text, str):
             filters_mod.check_query_words(text)
-        return parse(text, index_analyzer(self.ix), filters=True)
+        return parse(text, index_analyzer(self.ix), filters=True, paste=self.tuning.quiet_paste)
 
     def allowed(self, q: Query, opts: SearchOptions) -> tuple[Query, np.ndarray | None]:
         """``q`` with the query's and the options' filters, checked (:mod:`.filters`), and the
@@ -193,8 +193,10 @@ class Engine:
         fused, order, meta = rank(self.ix.conn, cand, fused, adjustments, q=q, it=it, code_query=code_query,
                                   communities_of=gctx.communities_of if gctx is not None else None,
                                   opts=deep, tuning=self.tuning, nudges=nudges)
-        groups = (group_by_file(cand, fused, order, meta, opts.k, self.tuning.file_decay, self.tuning.file_members)
-                  if opts.group == "file" else None)
+        unit_of = (implemented_stubs(self.ix.conn, [m["path"] for m in meta.values() if m.get("path")])
+                   if opts.group == "file" else {})
+        groups = (group_by_file(cand, fused, order, meta, opts.k, self.tuning.file_decay, self.tuning.file_members,
+                                unit_of) if opts.group == "file" else None)
         clock.lap("rank")
 
         shown = order if groups is None else list(dict.fromkeys(i for _, pos in groups
@@ -220,7 +222,7 @@ class Engine:
         if groups is not None:
             by_pos = dict(zip(shown, hits))
             hits = [file_hit(by_pos[pos[0]], score, [by_pos[i] for i in pos[:self.tuning.file_members]],
-                             meta[int(cand[pos[0]])]) for score, pos in groups]
+                             _as_unit(meta[int(cand[pos[0]])], unit_of)) for score, pos in groups]
             for r, h in enumerate(hits, 1):
                 h.rank = r
         clock.lap("output")
@@ -358,6 +360,8 @@ class Engine:
             return {"boost_terms": list(it.keywords), "boost": opts.keyword_boost}
         if name == "relation":
             return {"target": it.target, "edge_types": list(it.edge_types)}
+        if name == "anchors":
+            return {"follow": self.tuning.anchor_follow, "use_spec": self.tuning.anchor_use_spec}
         return {}
 
     def _run_channel(self, name: str, q: Query, opts: SearchOptions, kwargs: dict):
@@ -499,3 +503,7 @@ def _fit_page_cache(ix: Index) -> None:
     if kib < PAGE_CACHE_KIB:
         ix.conn.execute(f"PRAGMA cache_size=-{max(kib, 512)}")
 
+
+def _as_unit(m: dict, unit_of: dict[str, str]) -> dict:
+    """A file group's display fields: a type stub's node stands for its implementation file."""
+    return {**m, "path": unit_of[m["path"]]} if m.get("path") in unit_of else m

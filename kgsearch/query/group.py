@@ -18,15 +18,19 @@ __all__ = ["group_by_file", "file_hit"]
 
 
 def group_by_file(cand: np.ndarray, fused: np.ndarray, order: list[int], meta: dict[int, dict], k: int,
-                  decay: float, members: int) -> list[tuple[float, list[int]]]:
+                  decay: float, members: int, unit_of: dict[str, str] | None = None
+                  ) -> list[tuple[float, list[int]]]:
     """``[(file score, positions of its nodes best first)]`` for the best ``k`` files, from
-    candidate positions ``order`` (best first) and their display fields ``meta``."""
+    candidate positions ``order`` (best first) and their display fields ``meta``.
+    ``unit_of``: path -> the path it counts under (a type stub under its implementation,
+    :func:`kgsearch.query.code.implemented_stubs`); its nodes join that file's."""
     files: dict[str, list[int]] = {}
+    unit_of = unit_of or {}
     for i in order:
         m = meta.get(int(cand[i]))
         if m is None or not m.get("path") or not m.get("root"):
             continue                      # shared nodes (tags, entities) have no file
-        files.setdefault(m["path"], []).append(i)
+        files.setdefault(unit_of.get(m["path"], m["path"]), []).append(i)
     scored = []
     for rank, (path, pos) in enumerate(files.items()):
         score = sum(float(fused[i]) * decay ** j for j, i in enumerate(pos[:members]))
@@ -45,4 +49,6 @@ def file_hit(best: Hit, score: float, member_hits: list[Hit], meta: dict) -> Hit
         h.adjustments["file_members"] = round(score - best.score, 6)
     h.score = round(score, 6)
     h.kind, h.name = "file", rel_path(meta) or h.path or h.name
+    if meta.get("path") and h.path != meta["path"]:       # a type stub grouped under its implementation
+        h.path = meta["path"]
     return h

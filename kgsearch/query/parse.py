@@ -17,6 +17,8 @@ the parser computes, and who reads it:
 ``slash_regex``, ``pattern``  a ``/regex/`` query; what the pattern channel matches
 ``code_token``                holds a code identifier (:func:`kgsearch.codelike.has_code_token`)
 ``anchors``, ``code_task``    the code names and paths it mentions; why it reads as an issue
+``set_aside``                 a code task's pasted lines (banners, repeated log lines, data
+                              dumps) left out of ``text`` (:mod:`.paste`); anchors read them
 ``relation``                  ``("calls", "rwr")`` for "who calls rwr", with the target's anchors
 ``about_tests``, ``about_prose``  asks for tests / for docs, changelogs, release notes
 ``highlight``                 content words for snippets (longest first)
@@ -46,6 +48,7 @@ from ..text.tokenize import Analyzer, clean_query, get_analyzer
 from .codetask import WORD, Anchor, asks_for_prose, asks_for_tests, code_task_reason, extract, relation
 from .cut import cut_query
 from .filters import FILTER_FIELDS, FieldFilter
+from .paste import quiet_paste
 
 __all__ = ["Query", "FieldFilter", "parse", "index_analyzer", "identifier_kind", "split_filters", "FILTER_FIELDS"]
 
@@ -129,6 +132,7 @@ class Query:
     code_token: bool = False
     anchors: tuple[Anchor, ...] = ()
     code_task: str | None = None
+    set_aside: int = 0
     relation: tuple[str, str] | None = None
     relation_anchors: tuple[Anchor, ...] = ()
     about_tests: bool = False
@@ -158,10 +162,13 @@ class Query:
         return qw
 
 
-def parse(text, analyzer: Analyzer | None = None, *, filters: bool = False) -> Query:
+def parse(text, analyzer: Analyzer | None = None, *, filters: bool = False, paste: bool = False) -> Query:
     """Analyse ``text`` once. ``analyzer``: the index's (:func:`index_analyzer`; default the
     standard Porter2 analyser). ``filters=True`` takes field filters out of the text into
-    :attr:`Query.filters` (:meth:`kgsearch.query.engine.Engine.parse` asks; the engine applies them)."""
+    :attr:`Query.filters` (:meth:`kgsearch.query.engine.Engine.parse` asks; the engine applies them).
+    ``paste``: a code task's text without pasted banners, repeated log lines and data dumps
+    (:func:`kgsearch.query.paste.quiet_paste`; its anchors come from the whole text); the engine
+    passes :attr:`Tuning.quiet_paste <kgsearch.query.tuning.Tuning.quiet_paste>` (off)."""
     analyzer = analyzer or get_analyzer()
     text, cut = cut_query(clean_query(text))     # the one bound on what a query may cost, before any reading
     found: tuple[FieldFilter, ...] = ()
@@ -169,6 +176,11 @@ def parse(text, analyzer: Analyzer | None = None, *, filters: bool = False) -> Q
         text, found = split_filters(text)
     words = tuple(WORD.findall(text))
     anchors = tuple(extract(text))
+    reason = code_task_reason(text, anchors, len(words))
+    set_aside = 0
+    if paste and reason:          # the words of a code task without pasted banners, logs, dumps
+        text, set_aside = quiet_paste(text)
+        words = tuple(WORD.findall(text)) if set_aside else words
     rel = relation(text)
     one = text.strip().split()
     return Query(
@@ -176,7 +188,7 @@ def parse(text, analyzer: Analyzer | None = None, *, filters: bool = False) -> Q
         identifier=identifier_kind(one[0]) if len(one) == 1 else None,
         fts_syntax=bool(_FTS_SYNTAX.search(text)), fts=fts.query_expressions(text),
         slash_regex=_slash_regex(text), pattern=pattern.query_parts(text), code_token=has_code_token(text.strip()),
-        anchors=anchors, code_task=code_task_reason(text, anchors, len(words)), relation=rel,
+        anchors=anchors, code_task=reason, set_aside=set_aside, relation=rel,
         relation_anchors=tuple(extract(f"`{rel[1]}`")) if rel else (),
         about_tests=asks_for_tests(text), about_prose=asks_for_prose(text),
         highlight=tuple(query_terms(text)), entity_words=tuple(entity_words(text)), filters=found,

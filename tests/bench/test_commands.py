@@ -216,6 +216,19 @@ def test_code_tasks(tiny):
     assert set(r["scores"]) == {"default", "bm25"} and r["scores"]["bm25"]["tiny/shop"]["n"] == 2
 
 
+def test_code_tasks_loro(tiny):
+    """`code_tasks.py --loro` (README, docs/code-tasks.md): one repository, so every fold falls
+    back to the shipped constants; the rows, ablations and latency are there."""
+    run(tiny, "code_tasks.py", "--loro", "--set", "python", "--cache", tiny["work"] / "loro", "--latency-runs", 1, "-q")
+    r = results(tiny, "code_tasks_loro.python")
+    py = r["python"]
+    assert set(py["ablations"]) == {"follow", "use_spec", "paste"}
+    assert py["loro"]["per_repo"]["tiny__shop"]["file_R@1"] is not None and py["latency"]["queries"] == 2
+    assert py["chosen"]["tiny__shop"]["loro"] == "w1 f0.25"      # no other repository: the shipped defaults
+    p = run(tiny, "code_tasks.py", "--loro", "--set", "multi", "--cache", tiny["work"] / "loro", "-q", ok=(3,))
+    assert "cannot read the multi set" in p.stderr and len(p.stderr.strip().splitlines()) == 1
+
+
 def test_context_bench(tiny):
     run(tiny, "context_bench.py", "--runs", 1, "--overhead-src", tiny["src"])
     r = results(tiny, "context")

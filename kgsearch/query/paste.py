@@ -1,0 +1,92 @@
+"""Issue text as people paste it: console output, banners, logs and data dumps kept from
+drowning the words (issue 27 item 4).
+
+An issue pastes what the terminal showed: an interpreter start-up banner (which made the
+interactive-shell module rank first), pages of linter or log lines, arrays of numbers. Those
+lines carry few words about the cause but many terms, so BM25 and the embedding follow them.
+:func:`quiet_paste` keeps, for the words of a code task (BM25, embedding, FTS),
+
+* every line that carries evidence: traceback frames (``File "x.py", line 3, in f``, ``at
+  pkg.Cls.m(Cls.java:42)``, ``x.rs:12:5``), error lines (``ValueError: ...``, ``panicked at``,
+  ``error[E0308]:``),
+* prose and code,
+
+and sets aside
+
+* interpreter and REPL banners (``Python 3.8.5 (default, ...)``, ``[GCC 9.3.0] on linux``,
+  ``Type "help", "copyright", ...``, IPython's and Node's),
+* log lines past the first :data:`REPEAT` of each shape (a shape: the line with its numbers,
+  paths and quoted strings blanked; linter output is one shape repeated hundreds of times),
+* data dumps: lines of at least 12 characters of which fewer than a quarter are letters.
+
+The anchors (names, frames, paths) are still read from the whole text: a name pasted in a log
+counts when the index has it (:mod:`.anchors`).
+
+>>> quiet_paste('Python 3.8.5 (default, Jul 28 2020)\\n[GCC 9.3.0] on linux\\nfoo() fails\\n1.0 2.0 3.0 4.0 5.0')
+('foo() fails', 3)
+"""
+from __future__ import annotations
+
+import re
+
+__all__ = ["quiet_paste", "REPEAT"]
+
+REPEAT = 2          # lines of one shape kept (the first ones)
+
+_EVIDENCE = re.compile(
+    r'File "[^"]+", line \d+'                        # Python frame
+    r"|^\s*at [\w$.<>/-]+\(.*:\d+"                   # Java / JS frame
+    r"|\b[\w/.-]+\.(?:rs|go|c|cc|cpp|h|hpp|js|ts|java|py):\d+"   # path:line
+    r"|\b[A-Z]\w*(?:Error|Exception|Warning)\b"     # error classes
+    r"|panicked at|^\s*error(?:\[\w+\])?:|^\s*(?:fatal )?error:")
+_BANNER = re.compile(
+    r"^\s*(?:Python \d+\.\d+(?:\.\d+)?\S* \(.*\)\s*$"
+    r"|\[(?:GCC|Clang|MSC) [^\]]*\]"
+    r"|Type \"help\", \"copyright\", \"credits\" or \"license\""
+    r"|IPython \d[\w.]* -- An enhanced Interactive Python"
+    r"|Type '\?' for help|Welcome to Node\.js v|Type \"\.help\" for more information)")
+_SHAPE_SUBS = ((re.compile(r"\"[^\"]*\"|'[^']*'"), "S"), (re.compile(r"[\w.~-]*[/\\][\w./\\~-]*"), "P"),
+               (re.compile(r"\d+"), "0"), (re.compile(r"\s+"), " "))
+_LETTER = re.compile(r"[A-Za-z]")
+
+
+def _shape(line: str) -> str:
+    s = line.strip()
+    for rx, rep in _SHAPE_SUBS:
+        s = rx.sub(rep, s)
+    return s
+
+
+def quiet_paste(text: str) -> tuple[str, int]:
+    """``(text without banners, repeated log shapes and data dumps, lines set aside)``; the
+    text unchanged (0) when nothing is set aside. Evidence lines are always kept."""
+    lines = text.split("\n")
+    if len(lines) < 3:
+        return text, 0
+    kept: list[str] = []
+    seen: dict[str, int] = {}
+    dropped = 0
+    for line in lines:
+        s = line.strip()
+        if not s:
+            kept.append(line)
+            continue
+        if _EVIDENCE.search(line) and not _BANNER.search(line):
+            kept.append(line)
+            continue
+        if _BANNER.search(line):
+            dropped += 1
+            continue
+        if len(s) >= 12 and len(_LETTER.findall(s)) < len(s) / 4:
+            dropped += 1
+            continue
+        shape = _shape(s)
+        n = seen.get(shape, 0)
+        seen[shape] = n + 1
+        if n >= REPEAT and len(shape) > 3:
+            dropped += 1
+            continue
+        kept.append(line)
+    if not dropped:
+        return text, 0
+    return re.sub(r"\n{3,}", "\n\n", "\n".join(kept)).strip(), dropped

@@ -1,0 +1,168 @@
+"""The code path's query stages of issue 27, on hand-computed cases: anchor use-specificity, call
+following from anchored nodes (decay, bound, no degree reward), pasted console output, type
+stubs grouped under their implementation, vendored flags."""
+from __future__ import annotations
+
+import math
+import sqlite3
+
+import numpy as np
+import pytest
+
+from kgsearch.query.anchors import follow_calls, resolve, use_specificity
+from kgsearch.query.code import implemented_stubs, is_vendored, stub_implementations
+from kgsearch.query.codetask import Anchor, extract
+from kgsearch.query.group import group_by_file
+from kgsearch.query.paste import quiet_paste
+from kgsearch.types import FLAG_VENDORED
+
+
+@pytest.fixture()
+def conn():
+    """public_api (1) calls core (2) and log (3); core calls arith (4); 5 helpers (10..14) call
+    log, so log has 6 callers; arith is called once. Files: mod.py, mod.pyi, lib/a.js, lib/a.d.ts,
+    lib/b.d.ts."""
+    c = sqlite3.connect(":memory:")
+    c.executescript("""
+        CREATE TABLE nodes(id INTEGER PRIMARY KEY, key TEXT, name TEXT, kind TEXT, file_id INTEGER);
+        CREATE TABLE edges(src INTEGER, dst INTEGER, type TEXT);
+        CREATE TABLE files(id INTEGER PRIMARY KEY, path TEXT);""")
+    c.executemany("INSERT INTO nodes VALUES (?,?,?,?,?)", [
+        (1, "py:pkg.api.public_api", "public_api", "function", 1), (2, "py:pkg.core.core", "core", "function", 1),
+        (3, "py:pkg.util.log", "log", "function", 1), (4, "py:pkg.core.arith", "arith", "function", 1)]
+        + [(i, f"py:pkg.h.h{i}", f"h{i}", "function", 1) for i in range(10, 15)])
+    c.executemany("INSERT INTO edges VALUES (?,?,?)", [(1, 2, "calls"), (1, 3, "calls"), (2, 4, "calls"),
+                                                       (1, 2, "contains")]
+                  + [(i, 3, "calls") for i in range(10, 15)])
+    c.executemany("INSERT INTO files VALUES (?,?)", [(1, "/r/mod.py"), (2, "/r/mod.pyi"), (3, "/r/lib/a.js"),
+                                                     (4, "/r/lib/a.d.ts"), (5, "/r/lib/b.d.ts")])
+    return c
+
+
+def test_use_specificity_values():
+    assert use_specificity(0) == 1.0 and use_specificity(9) == 0.5
+    assert use_specificity(1) == pytest.approx(1 / (1 + math.log10(2)))
+    assert use_specificity(-3) == 1.0                    # never a reward
+
+
+def test_resolve_weighs_a_name_by_its_callers(conn):
+    a = [Anchor("log", "backtick"), Anchor("core", "backtick")]
+    plain = resolve(conn, a)
+    assert plain == {3: 0.8, 2: 0.8}                     # each name defined once: spec 1
+    spec = resolve(conn, a, use_spec=True)
+    assert spec[2] == pytest.approx(0.8 / (1 + math.log10(2)))   # core: 1 caller
+    assert spec[3] == pytest.approx(0.8 / (1 + math.log10(7)))   # log: 6 callers
+
+
+def test_follow_calls_decays_per_hop_and_rewards_no_degree(conn):
+    got = follow_calls(conn, {1: 1.0})
+    s1 = 1 / (1 + math.log10(2))                         # core and arith: one caller each
+    assert got[2] == pytest.approx(0.5 * s1)
+    assert got[3] == pytest.approx(0.5 / (1 + math.log10(7)))    # log: called everywhere, less
+    assert got[4] == pytest.approx(0.5 * s1 * 0.5 * s1)          # two hops
+    assert 1 not in got and set(got) == {2, 3, 4}       # contains edges are not walked
+    assert set(follow_calls(conn, {1: 1.0}, depth=1)) == {2, 3}
+    assert set(follow_calls(conn, {1: 1.0}, max_nodes=1)) == {2, 4}     # the bound keeps the best
+    assert follow_calls(conn, {1: 1.0}, n_seeds=0) == {}
+
+
+def test_follow_calls_keeps_the_best_path_and_skips_seeds(conn):
+    got = follow_calls(conn, {1: 1.0, 2: 0.2})
+    assert 2 not in got                                   # a named node keeps its own evidence
+    assert got[4] == pytest.approx(0.2 * 0.5 / (1 + math.log10(2)))   # arith from core (0.2), one hop
+
+
+def test_quiet_paste_drops_banners_dumps_and_repeated_log_lines():
+    text = "\n".join([
+        "Running the linter on my project fails on `fix_rule`.",
+        "Python 3.8.5 (default, Sep  4 2020, 07:30:14)",
+        "[GCC 7.3.0] :: Anaconda, Inc. on linux",
+        'Type "help", "copyright", "credits" or "license" for more information.',
+        "src/a/x.sql:1:1: L001 Unnecessary trailing whitespace",
+        "src/a/y.sql:2:5: L001 Unnecessary trailing whitespace",
+        "src/b/z.sql:3:9: L001 Unnecessary trailing whitespace",
+        "src/b/w.sql:4:2: L001 Unnecessary trailing whitespace",
+        "[[1.0, 2.5, 3.25], [4.0, 5.5, 6.75]]",
+        'File "/site/pkg/rules.py", line 12, in fix_rule',
+        "ValueError: bad segment"])
+    kept, dropped = quiet_paste(text)
+    assert dropped == 3 + 2 + 1                           # banner, 2 repeats past the first 2, the dump
+    assert kept.splitlines() == [
+        "Running the linter on my project fails on `fix_rule`.",
+        "src/a/x.sql:1:1: L001 Unnecessary trailing whitespace",
+        "src/a/y.sql:2:5: L001 Unnecessary trailing whitespace",
+        'File "/site/pkg/rules.py", line 12, in fix_rule',
+        "ValueError: bad segment"]
+
+
+def test_quiet_paste_leaves_plain_text_alone():
+    text = "one line\ntwo lines\nthree lines"
+    assert quiet_paste(text) == (text, 0)
+    assert quiet_paste("a\nb") == ("a\nb", 0)
+
+
+def test_parse_reads_anchors_from_the_whole_text_and_words_from_the_kept_text():
+    from kgsearch.query.parse import parse
+    text = ("The `load_config` call fails when the config file is empty and I do not know why this happens\n"
+            + "\n".join(f"2024-01-0{i} 12:00:0{i} INFO reading chunk {i} of settings_{i}" for i in range(1, 8)))
+    q = parse(text, paste=True)
+    assert q.code_task and q.set_aside == 5
+    assert "settings_7" in {a.text for a in q.anchors} and "settings_7" not in q.text
+    assert parse(text, paste=False).set_aside == 0 and "settings_7" in parse(text, paste=False).text
+
+
+def test_code_paths_of_every_language_are_anchors():
+    got = {(a.text, a.kind) for a in extract("thread 'main' panicked at src/buf.rs:12:5 while lib/core/Axios.js "
+                                             "at Foo.bar(Foo.java:42) and conf.py.")}
+    assert {("src/buf.rs", "path"), ("lib/core/Axios.js", "path"), ("Foo.java", "path"), ("conf.py", "path")} <= got
+
+
+def test_stubs_group_under_their_indexed_implementation(conn):
+    assert stub_implementations("m.pyi") == ("m.py",) and stub_implementations("m.py") == ()
+    assert implemented_stubs(conn, ["/r/mod.pyi", "/r/lib/a.d.ts", "/r/lib/b.d.ts", "/r/mod.py"]) == {
+        "/r/mod.pyi": "/r/mod.py", "/r/lib/a.d.ts": "/r/lib/a.js"}        # b.d.ts has no implementation
+    cand = np.array([1, 2, 3])
+    fused = np.array([3.0, 2.0, 1.0])
+    meta = {1: {"path": "/r/mod.pyi", "root": "/r"}, 2: {"path": "/r/other.py", "root": "/r"},
+            3: {"path": "/r/mod.py", "root": "/r"}}
+    assert group_by_file(cand, fused, [0, 1, 2], meta, 5, 0.5, 3) == [(3.0, [0]), (2.0, [1]), (1.0, [2])]
+    grouped = group_by_file(cand, fused, [0, 1, 2], meta, 5, 0.5, 3, {"/r/mod.pyi": "/r/mod.py"})
+    assert grouped == [(3.0 + 0.5 * 1.0, [0, 2]), (2.0, [1])]
+
+
+def test_vendored_by_flag_or_path():
+    assert is_vendored({"path": "/r/src/gen.go", "flags": FLAG_VENDORED})
+    assert is_vendored({"path": "/r/third_party/x.py", "flags": 0})
+    assert not is_vendored({"path": "/r/src/x.py", "flags": 2})
+
+
+def test_a_stub_groups_under_its_implementation_end_to_end(tmp_path):
+    """`--group file` on an index holding pkg/shapes.py and its stub pkg/shapes.pyi: one file
+    result, the implementation, whose members include the stub's node; node hits rank the
+    implementation's function above the stub's."""
+    from kgsearch.indexer import IndexOptions, index_paths
+    from kgsearch.query import Engine, SearchOptions
+    from kgsearch.store.db import Index
+
+    root = tmp_path / "proj" / "pkg"
+    root.mkdir(parents=True)
+    (root / "__init__.py").write_text("")
+    (root / "shapes.py").write_text('def polygon_area(points):\n    """Area of a polygon by the shoelace '
+                                    'formula."""\n    return 0.5 * abs(sum(points))\n')
+    (root / "shapes.pyi").write_text("def polygon_area(points: list[float]) -> float: ...\n")
+    (root / "other.py").write_text('def perimeter(points):\n    """Perimeter of a polygon."""\n    return 0\n')
+    db = tmp_path / "i.db"
+    index_paths(db, [str(tmp_path / "proj")], IndexOptions(settings={"embed": False}))
+    q = "polygon_area returns the wrong area for a concave polygon: `polygon_area` in shapes"
+    with Index.open(db, readonly=True) as ix:
+        eng = Engine(ix)
+        files = eng.search(q, SearchOptions(k=5, group="file"))
+        nodes = eng.search(q, SearchOptions(k=10))
+    paths = [h.name for h in files.hits]
+    assert paths[0] == "pkg/shapes.py" and "pkg/shapes.pyi" not in paths, paths
+    members = [m["key"] for m in files.hits[0].members]
+    assert members[0] == "py:pkg.shapes.polygon_area" and "pyi:pkg.shapes.polygon_area" in members, members
+    keys = [h.key for h in nodes.hits if h.name == "polygon_area"]
+    assert keys == ["py:pkg.shapes.polygon_area", "pyi:pkg.shapes.polygon_area"]
+    stub = next(h for h in nodes.hits if h.key == "pyi:pkg.shapes.polygon_area")
+    assert stub.adjustments["test_or_vendored"] == 0.3
