@@ -114,6 +114,24 @@ def _query_options(p: argparse.ArgumentParser) -> None:
                    help="rank files by the evidence of their symbols/sections instead of single nodes")
 
 
+def _filter_options(p: argparse.ArgumentParser) -> None:
+    """The field filters (kgsearch/query/filters.py FIELDS): one flag each, repeatable."""
+    from ..query.filters import FIELDS
+
+    g = p.add_argument_group("filters", "narrow the search before ranking (each channel answers inside the set); "
+                                        "also as words of the query: kind:function path:src/ -path:tests/ tag:x "
+                                        "lang:rust modified:>=2026-10-01 root:work. Values of one filter are "
+                                        "alternatives; different filters all hold")
+    for f in FIELDS.values():
+        if f.op == ":":
+            g.add_argument(f.flag, action="append", default=None, metavar=f.metavar, help=f.help)
+        else:
+            g.add_argument(f.flag, default=None, metavar=f.metavar, help=f.help)
+        if f.exclude_flag:
+            g.add_argument(f.exclude_flag, action="append", default=None, metavar=f.metavar,
+                           help=f"leave out what {f.flag} {f.metavar} would keep")
+
+
 def build_parser() -> argparse.ArgumentParser:
     common = _common()
     multi = _common(multi=True)
@@ -162,6 +180,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("query", nargs="?", help="the query; - reads it from stdin")
     _query_file(p)
     _query_options(p)
+    _filter_options(p)
     p.add_argument("--explain", action="store_true", help="show each signal's part of every score")
     p.add_argument("--no-cache", action="store_true", help="do not read or write the result cache")
     p.set_defaults(func=commands.cmd_search)
@@ -172,6 +191,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("node", nargs="?", help="node key, qualified name or name")
     _query_file(p)
     _query_options(p)
+    _filter_options(p)
     p.set_defaults(func=commands.cmd_why)
 
     p = sub.add_parser("show", parents=[common], help="a node with its edges")
@@ -210,6 +230,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--impact", type=int, nargs="?", const=3, default=None, metavar="HOPS",
                    help="--files/--diff: also what depends on the change transitively (callers of callers, "
                         "importers, subclasses, linked notes) within HOPS (default 3), after the direct neighbours")
+    _filter_options(p)
     p.set_defaults(func=commands.cmd_context)
 
     p = sub.add_parser("feedback", parents=[common], help="say a node was (not) useful for a query; nudges later rankings",

@@ -179,12 +179,19 @@ def cmd_show(args) -> int:
     return EXIT_OK
 
 
+def _filters(args) -> tuple:
+    """The filter flags as filter words (checked: a bad value is a usage error)."""
+    from ..query.filters import from_flags
+
+    return tuple(str(f) for f in from_flags(vars(args)))
+
+
 def cmd_search(args) -> int:
     from ..query import SearchOptions, search
 
     opts = SearchOptions(k=args.k, intent=args.intent, weights=args.weights, fusion=args.fusion,
                          channels=args.channels, explain=args.explain, use_cache=not args.no_cache, norm=args.norm,
-                         diversity=args.diversity, group=args.group)
+                         diversity=args.diversity, group=args.group, filters=_filters(args))
     query = query_text(args.query, args.query_file)
     if len(args.dbs) > 1:
         from ..query.multi import multi_engine_for
@@ -209,7 +216,11 @@ def cmd_context(args) -> int:
     from ..query import engine_for
 
     fmt = args.fmt or ("json" if args.json else "markdown")
-    copts = ContextOptions(budget=args.budget, fmt=fmt, k=args.k, impact=args.impact)
+    flt = _filters(args)
+    if flt:
+        from ..query import SearchOptions
+    copts = ContextOptions(budget=args.budget, fmt=fmt, k=args.k, impact=args.impact,
+                           search=SearchOptions(filters=flt) if flt else None)
     task = None if args.task is None and args.query_file is None else query_text(args.task, args.query_file, "task")
     if len(args.dbs) > 1:
         from ..context.multi import build_context_multi
@@ -261,7 +272,7 @@ def cmd_why(args) -> int:
 
     opts = SearchOptions(k=args.k, intent=args.intent, weights=args.weights, fusion=args.fusion,
                          channels=args.channels, explain=True, norm=args.norm,
-                         diversity=args.diversity, group=args.group)
+                         diversity=args.diversity, group=args.group, filters=_filters(args))
     query, node = args.query, args.node
     if args.query_file is not None and node is None:          # why --query-file FILE NODE
         query, node = None, query

@@ -147,8 +147,11 @@ def format_response(resp, explain: bool = False) -> str:
     head = (f"intent {it['name']} (emb {w['embedding']:.2f} text {w['text']:.2f} graph {w['graph']:.2f} "
             f"intent {w['intent']:.2f}), fusion {resp.fusion}, channels {'+'.join(resp.channels_run) or '-'}"
             f"{', cached' if resp.cached else ''}, {resp.timings_ms.get('total', resp.timings_ms.get('cache', 0)):.1f} ms")
+    answer = getattr(resp, "answer", None)
+    if answer and answer.get("answer"):            # the summary intent: the main topics first
+        lines += [answer["answer"], "", "matching nodes:"]
     if not resp.hits:
-        return f"no results for {resp.query!r}\n({head})"
+        return "\n".join(lines + [f"no results for {resp.query!r}", f"({head})"])
     for h in resp.hits:
         loc = f"{h.path}:{h.line}" if h.path and h.line else (h.path or "")
         lines.append(f"{h.rank:>2}. {h.name}  [{h.kind}]  {h.score:.4f}  {h.methods}")
@@ -201,6 +204,19 @@ def format_why(info: dict) -> str:
             lines.append(f"  = {n:<9} {s['value']:.3f} x {s['weight']:.2f} = {s['part']:.4f}")
         for n, v in h["adjustments"].items():
             lines.append(_adj_line(n, v, "  "))
+    g = info.get("graph")
+    if g and g.get("seed"):
+        lines.append("graph: a seed of the graph stage (one of the best text / embedding matches)")
+    elif g and g.get("path"):
+        p = g["path"]
+        names = {n["key"]: n["name"] for n in p["nodes"]}
+        chain = [names[p["steps"][0]["from"]]] if p["steps"] else []
+        for s in p["steps"]:
+            chain += [f"-[{s['type']}]->" if s["direction"] == "out" else f"<-[{s['type']}]-", names[s["to"]]]
+        lines.append(f"graph: reached from seed {names[p['steps'][0]['from']] if p['steps'] else '?'} in "
+                     f"{p['hops']} hop{'s' if p['hops'] != 1 else ''}: {' '.join(chain)}")
+    if info.get("filters"):
+        lines.append(f"filters: {' '.join(info['filters'])}")
     lines.append("top results:")
     for t in info["top"]:
         lines.append(f"  {t['rank']:>2}. {t['score']:.4f} {t['name']} ({t['key']})")

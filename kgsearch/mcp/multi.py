@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from ..errors import NotFound
 from .server import Server, dumps
+from .tools import filters_of
 
 __all__ = ["MultiServer"]
 
@@ -81,7 +82,7 @@ class MultiServer(Server):
         from ..query import SearchOptions
 
         opts = SearchOptions(k=a["k"], intent=a.get("intent"), fusion=a.get("fusion"), channels=a.get("channels"),
-                             use_cache=False)
+                             use_cache=False, filters=filters_of(a))
         d = self._multi().search(a["query"], opts, session.parts if session is not None else None).as_dict()
         return dumps(d), d
 
@@ -100,7 +101,7 @@ class MultiServer(Server):
         res = build_context_multi(multi, task=a.get("task"), files=a.get("files"), diff=changes,
                                   sessions=session.parts if session is not None else None,
                                   opts=ContextOptions(budget=a["budget"], fmt=a["format"],
-                                                      search=SearchOptions(use_cache=False)))
+                                                      search=SearchOptions(use_cache=False, filters=filters_of(a))))
         d = res.as_dict()
         d.pop("text")
         return res.text, d

@@ -25,7 +25,7 @@ from ..errors import BadIndex, KgsearchError, agent_message
 from ..version import __version__
 from ..store.damage import ensure_error
 from .shapes import brief
-from .tools import TOOL_NAMES, TOOLS, ToolError, check_args
+from .tools import TOOL_NAMES, TOOLS, ToolError, check_args, filters_of
 
 __all__ = ["Server", "dumps", "error_response", "MODERN_VERSIONS", "HANDSHAKE_VERSIONS", "SUPPORTED_VERSIONS"]
 
@@ -188,7 +188,7 @@ class Server:
         from ..query import SearchOptions
 
         opts = SearchOptions(k=a["k"], intent=a.get("intent"), fusion=a.get("fusion"), channels=a.get("channels"),
-                             use_cache=False)
+                             use_cache=False, filters=filters_of(a))
         d = self._engine().search(a["query"], opts, session=session).as_dict()
         return _answer("search", a, d)
 
@@ -204,7 +204,7 @@ class Server:
         from ..query import SearchOptions
         res = build_context(eng, task=a.get("task"), files=a.get("files"), diff=changes, session=session,
                             opts=ContextOptions(budget=a["budget"], fmt=a["format"], impact=a.get("impact"),
-                                                search=SearchOptions(use_cache=False)))
+                                                search=SearchOptions(use_cache=False, filters=filters_of(a))))
         d = res.as_dict()
         d.pop("text")
         return res.text, d
@@ -212,7 +212,8 @@ class Server:
     def tool_why(self, a: dict, session):
         from ..query import SearchOptions, why
 
-        d = why(a["query"], a["node"], options=SearchOptions(k=a["k"], use_cache=False), engine=self._engine())
+        d = why(a["query"], a["node"], options=SearchOptions(k=a["k"], use_cache=False, filters=filters_of(a)),
+                engine=self._engine())
         return _answer("why", a, d)
 
     def tool_show(self, a: dict, session):

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 
 from ..query.channels import CHANNELS, DEFAULT_CHANNELS
+from ..query.filters import FIELDS
 from ..query.intent import INTENTS
 from .shapes import DETAILS, OUTPUT_SCHEMAS
 
@@ -35,6 +36,34 @@ _NODE = {"type": "string", "minLength": 1, "description": "node key (e.g. py:pkg
 _DETAIL = {"type": "string", "enum": DETAILS, "default": "brief",
            "description": "brief (default): the same answer with fewer fields (hits: key, kind, name, path, "
                           "line, line_end, snippet, score); full: every field, every score part"}
+
+
+def _filter_props() -> dict:
+    """The field filters as tool arguments (the same names as the CLI flags, from
+    :data:`kgsearch.query.filters.FIELDS`): applied before ranking; they can also be written in the
+    query (``kind:function -path:tests/``)."""
+    props = {}
+    for f in FIELDS.values():
+        for flag, help_ in ((f.flag, f.help), (f.exclude_flag, f"leave out what {f.flag[2:]} would keep")):
+            if not flag:
+                continue
+            name = flag[2:].replace("-", "_")
+            desc = f"filter before ranking: {help_}"
+            props[name] = ({"type": "array", "items": {"type": "string", "minLength": 1}, "minItems": 1,
+                            "description": desc + " (several: any of them)"} if f.op == ":" else
+                           {"type": "string", "minLength": 1, "description": desc})
+    return props
+
+
+FILTER_PROPS = _filter_props()
+
+
+def filters_of(args: dict) -> tuple[str, ...]:
+    """The filter arguments of a search/context/why call as filter words (checked; a bad value is
+    a usage error the agent is told)."""
+    from ..query.filters import from_flags
+
+    return tuple(str(f) for f in from_flags({k: args.get(k) for k in FILTER_PROPS}))
 
 
 def _schema(props: dict, required: list[str] = ()) -> dict:
@@ -64,7 +93,7 @@ TOOLS = [
                                           "description": f"comma-separated channels (default "
                                                          f"{','.join(DEFAULT_CHANNELS)}): "
                                                          + "; ".join(f"{n}: {c.help}" for n, c in CHANNELS.items())},
-                             "detail": _DETAIL, "session": _SESSION}, ["query"])},
+                             "detail": _DETAIL, "session": _SESSION, **FILTER_PROPS}, ["query"])},
     {"name": "context", "title": "Context for a task, files or a diff",
      "description": "Pack the nodes that matter into a token budget (tokens = ceil(characters / 4)): for a task "
                     "text (a search), for files (their symbols plus callers, callees and linked notes) or for a "
@@ -80,13 +109,13 @@ TOOLS = [
                              "impact": {"type": "integer", "minimum": 1, "maximum": 10,
                                         "description": "files/diff: also what depends on the change within this "
                                                        "many hops (callers of callers, importers, subclasses)"},
-                             "session": _SESSION})},
+                             "session": _SESSION, **FILTER_PROPS})},
     {"name": "why", "title": "Why a node ranked where it did",
      "description": "One node's rank for a query with every channel score and signal part, or why it missed "
                     "the top k.",
      "inputSchema": _schema({"query": {"type": "string", "minLength": 1}, "node": _NODE,
                              "k": {"type": "integer", "minimum": 1, "maximum": 200, "default": 10},
-                             "detail": _DETAIL}, ["query", "node"])},
+                             "detail": _DETAIL, **FILTER_PROPS}, ["query", "node"])},
     {"name": "show", "title": "Open a node",
      "description": "A node's text and its edges in and out. Opening a node boosts it in later searches of "
                     "the same session.",

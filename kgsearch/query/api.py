@@ -85,6 +85,13 @@ def _why(query: str, node: str, db, options: SearchOptions | None, engine: Engin
            "cutoff_score": top[-1].score if len(top) >= opts.k else None,
            "top": [{"rank": h.rank, "key": h.key, "name": h.name, "score": h.score} for h in top]}
     out["notices"] = list(wide.notices)
+    filtered, allowed = eng.allowed(eng.parse(query), opts)
+    out["filters"] = [str(f) for f in filtered.filters]
+    if allowed is not None and not (allowed == target["id"]).any():
+        out["graph"] = None
+        out["reason"] = f"left out by the filters {' '.join(out['filters'])} (applied before ranking)"
+        return out
+    out["graph"] = _graph_route(eng, target["id"], wide)
     stand_in = _stand_in(eng, target, wide.hits) if pos is None and opts.collapse else None
     if stand_in is not None:
         out["represented_by"] = {"key": stand_in.key, "kind": stand_in.kind, "name": stand_in.name,
@@ -99,6 +106,23 @@ def _why(query: str, node: str, db, options: SearchOptions | None, engine: Engin
     else:
         out["reason"] = f"in the top {opts.k} at rank {pos.rank}"
     return out
+
+
+def _graph_route(eng: Engine, node_id: int, resp: Response) -> dict | None:
+    """How the graph stage reached ``node_id``: ``{"seed": True}`` when it was one of the seeds
+    (a best text or embedding match), else the cheapest path from a seed (:func:`seed_path`:
+    hops with edge types), or None (no graph stage, or no path of at most 4 hops)."""
+    if not resp.seeds:
+        return None
+    if node_id in resp.seeds:
+        return {"seed": True}
+    from ..explore.paths import seed_path
+
+    try:
+        p = seed_path(eng.ix, resp.seeds, node_id)
+    except Exception:            # the graph is an explanation here, never a reason to fail
+        return None
+    return None if p is None else {"seed": False, "path": p}
 
 
 def _stand_in(eng: Engine, target: dict, hits):

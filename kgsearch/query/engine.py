@@ -35,7 +35,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from dataclasses import asdict
+from dataclasses import asdict, replace
 
 import numpy as np
 
@@ -49,6 +49,7 @@ from ..store import qcache
 from ..store.db import Index, is_corruption
 from ..version import __version__
 from . import feedback
+from . import filters as filters_mod
 from .adjust import ADDITIVE, rank
 from .channels import ALL_CHANNELS, CHANNELS, DEFAULT_CHANNELS, GRAPH_CHANNELS, SIGNAL_OF, SIGNALS
 from .code import implemented_stubs, is_code_query
@@ -58,7 +59,7 @@ from .intent import INTENTS, resolve
 from .options import Response, SearchOptions
 from .parse import Query, index_analyzer, parse
 from .results import make_hits
-from .signals import Signals, candidates, top_ids
+from .signals import Signals, candidates, in_set, top_ids
 from .tuning import TUNING, Tuning
 
 __all__ = ["Engine"]
@@ -103,8 +104,22 @@ class Engine:
         return list(self._notices)
 
     def parse(self, text) -> Query:
-        """``text`` analysed once, with this index's analyser (its stemmer and splitting)."""
-        return parse(text, index_analyzer(self.ix), paste=self.tuning.quiet_paste)
+        """``text`` analysed once, with this index's analyser (its stemmer and splitting); its
+        field filters (``kind:function -path:tests/``) taken out into :attr:`Query.filters`."""
+        if isinstance(text, str):
+            filters_mod.check_query_words(text)
+        return parse(text, index_analyzer(self.ix), filters=True, paste=self.tuning.quiet_paste)
+
+    def allowed(self, q: Query, opts: SearchOptions) -> tuple[Query, np.ndarray | None]:
+        """``q`` with the query's and the options' filters, checked (:mod:`.filters`), and the
+        sorted node ids they keep (None: no filter)."""
+        flt = tuple(dict.fromkeys(filters_mod.parse_filters(q.filters) + filters_mod.parse_filters(opts.filters)))
+        if not flt:
+            return q, None
+        allowed = filters_mod.allowed_ids(self.ix, flt, self.graph())
+        if len(allowed) == filters_mod.node_count(self.ix):
+            allowed = None                  # the filters keep every node: nothing to narrow
+        return replace(q, filters=flt), allowed
 
     # ------------------------------------------------------------------ the query
     def search(self, query: str | Query, opts: SearchOptions | None = None, session=None, pool=None) -> Response:
@@ -115,6 +130,7 @@ class Engine:
         opts = (opts or SearchOptions()).validated()
         clock = _Clock()
         q = query if isinstance(query, Query) else self.parse(query)
+        q, allowed = self.allowed(q, opts)
         it = resolve(q, opts.intent, opts.weights)
         fusion = opts.fusion or "linear"
         requested = opts.channel_list() or list(DEFAULT_CHANNELS)
@@ -131,10 +147,13 @@ class Engine:
                 return cached
 
         weights = dict(zip(SIGNALS, it.weights))
-        raw, skipped, kwargs_of, fulls = self._run_channels(q, opts, it, requested, weights, fusion, clock, pool)
+        if allowed is not None and not len(allowed):
+            return self._nothing(q, it, fusion, clock, requested)
+        raw, skipped, kwargs_of, fulls = self._run_channels(q, opts, it, requested, weights, fusion, clock, pool,
+                                                            allowed)
         notices = ([q.cut] if q.cut else []) + self._failures(raw, skipped)
         sig = Signals(self, q, candidates(raw), raw, kwargs_of, opts.norm, fulls,
-                      pool.stats if pool is not None else None)
+                      pool.stats if pool is not None else None, allowed=allowed)
         code_query = is_code_query(self.ix.conn, sig.cand, sig.first_stage(weights))
         text, emb = sig.text(), sig.get("dense")
         clock.lap("candidates")
@@ -211,10 +230,41 @@ class Engine:
         resp = Response(query=q.text, intent=it.as_dict(), fusion=fusion, hits=hits,
                         channels_run=[c for c in ALL_CHANNELS if c in raw or c in sig.raw_scores],
                         channels_skipped=skipped, timings_ms=clock.ms, notices=list(self._notices) + notices,
-                        generation=self.ix.generation, candidates=int(len(cand)), code_query=code_query)
+                        generation=self.ix.generation, candidates=int(len(cand)), code_query=code_query,
+                        seeds=list(stage.seeds) if stage is not None else [])
+        if it.spec.summary:
+            resp.answer = self._summary(q, resp)
         if cache_key is not None:
             qcache.put(self.ix, cache_key, resp.as_dict())
         return resp
+
+    def _summary(self, q: Query, resp: Response) -> dict | None:
+        """The summary intent's answer: the largest communities, summarised (None, with a notice,
+        when the index has none or they cannot be read)."""
+        from ..explore.topics import global_answer
+
+        try:
+            ans = global_answer(self.ix, q.text)
+        except Exception as exc:
+            if self.strict or is_corruption(exc):
+                raise
+            log.debug("global answer failed", exc_info=True)
+            resp.notices.append(f"no topic summary ({type(exc).__name__}: {exc}); the hits answer alone")
+            return None
+        if ans.get("notice"):
+            resp.notices.append(ans["notice"])
+        return ans
+
+    def _nothing(self, q: Query, it, fusion: str, clock: _Clock, requested) -> Response:
+        """The answer when the filters keep no node: no hits, and a notice saying so."""
+        clock.ms["total"] = clock.total()
+        kinds = ", ".join(k for (k,) in self.ix.conn.execute("SELECT DISTINCT kind FROM nodes ORDER BY kind"))
+        note = (f"no node matches the filters {filters_mod.describe(q.filters)}"
+                + (f" (the kinds in this index: {kinds})" if any(f.field == "kind" for f in q.filters) else ""))
+        return Response(query=q.text, intent=it.as_dict(), fusion=fusion, hits=[], channels_run=[],
+                        channels_skipped={c: "no node matches the filters" for c in requested},
+                        timings_ms=clock.ms, notices=list(self._notices) + [note],
+                        generation=self.ix.generation, candidates=0, code_query=False)
 
     # ------------------------------------------------------------------ channels
     def _failures(self, raw: dict, skipped: dict) -> list[str]:
@@ -228,8 +278,9 @@ class Engine:
         return [f"channel {c} {why}: this answer is without it; `kgsearch doctor` checks the index"
                 for c, why in failed.items()]
 
-    def _run_channels(self, q: Query, opts, it, requested, weights, fusion, clock, pool=None):
-        """Run the requested first-stage channels: (answers, skipped, kwargs, whole-index scores)."""
+    def _run_channels(self, q: Query, opts, it, requested, weights, fusion, clock, pool=None, allowed=None):
+        """Run the requested first-stage channels: (answers, skipped, kwargs, whole-index scores).
+        ``allowed`` (sorted node ids, the filters' set): each channel answers its best nodes of it."""
         raw: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         skipped: dict[str, str] = {}
         kwargs_of: dict[str, dict] = {}
@@ -248,7 +299,9 @@ class Engine:
             if pool is not None:
                 kwargs_of[name].update(pool.kwargs.get(name, {}))
             res = None
-            if opts.norm == "z" and ch.score_all is not None:
+            if allowed is not None:
+                res = self._run_filtered(name, q, opts, kwargs_of[name], pool, fulls, allowed)
+            elif opts.norm == "z" and ch.score_all is not None:
                 # one pass scores every node: the channel's top k comes from it (no second scan)
                 f = pool.fulls.get(name) if pool is not None else None
                 f = f if f is not None else self.full(name, q, kwargs_of[name])
@@ -263,6 +316,44 @@ class Engine:
                 raw[name] = res
             clock.lap(name)
         return raw, skipped, kwargs_of, fulls
+
+    def _run_filtered(self, name: str, q: Query, opts, kwargs: dict, pool, fulls: dict, allowed: np.ndarray):
+        """Channel ``name``'s best ``opts.depth`` nodes among ``allowed``.
+
+        A channel that scores every node is read once and cut to the set (its whole-index
+        scores still give the z statistics, so a filtered score means what it means unfiltered);
+        another is asked for more (x8 each time) until it has ``depth`` nodes in the set or has
+        nothing more to give."""
+        ch = CHANNELS[name]
+        if ch.score_all is not None:
+            f = pool.fulls.get(name) if pool is not None else None
+            f = f if f is not None else self.full(name, q, kwargs)
+            if f is not None:
+                if f[2] <= 0:
+                    return np.zeros(0, np.int64), np.zeros(0)
+                if opts.norm == "z":
+                    fulls[name] = f
+                ids, sc = f[0], f[1]
+                keep = in_set(ids, allowed)
+                ids, sc = ids[keep], sc[keep]
+                lookup = getattr(f, "lookup", None)
+                if lookup is not None:        # dense past the vector cache: the set's other nodes too
+                    rest = np.setdiff1d(allowed, ids, assume_unique=True)
+                    if len(rest):
+                        ids = np.concatenate([ids, rest])
+                        sc = np.concatenate([sc, np.asarray(lookup(rest), dtype=np.float64)])
+                return top_ids(ids, sc, opts.depth)
+        depth, total = opts.depth, max(len(allowed), 1)
+        n_nodes = self.ix.conn.execute("SELECT max(id) FROM nodes").fetchone()[0] or 0
+        while True:
+            res = self._run_channel(name, q, opts.but(depth=depth), kwargs)
+            if isinstance(res, str):
+                return res
+            ids, sc = res
+            keep = in_set(ids, allowed)
+            if int(keep.sum()) >= min(opts.depth, total) or len(ids) < depth or depth >= n_nodes:
+                return ids[keep][:opts.depth], sc[keep][:opts.depth]
+            depth *= 8
 
     def _kwargs(self, name: str, it, opts) -> dict:
         if name in ("bm25", "prf") and it.keywords and opts.keyword_boost != 1.0:
@@ -360,6 +451,7 @@ class Engine:
         for k in ("explain", "use_cache"):
             d.pop(k, None)
         d["channels"] = channels
+        d["filters"] = [str(f) for f in q.filters]
         return json.dumps({"q": q.text, "o": d, "version": __version__, "tuning": asdict(self.tuning),
                            "intents": {n: s.weights for n, s in INTENTS.items()}}, sort_keys=True, default=str)
 

@@ -31,6 +31,7 @@ class GraphStage:
     graph: np.ndarray                 # graph signal, aligned with the candidates
     intent: np.ndarray                # intent-edge signal
     hits_adj: np.ndarray | None       # additive HITS adjustment (code queries, Tuning.code_hits)
+    seeds: tuple = ()                 # node ids the walk / proximity started from
 
 
 def graph_stage(gctx, q, it, requested, opts, sig: Signals, weights: dict, code_query: bool,
@@ -90,7 +91,15 @@ def graph_stage(gctx, q, it, requested, opts, sig: Signals, weights: dict, code_
     reached: set[int] = set()
     for d in (reach, ient):
         if d:
-            reached.update(p for p, _ in sorted(d.items(), key=lambda kv: (-kv[1], kv[0]))[:opts.depth])
+            if sig.allowed is None:
+                reached.update(p for p, _ in sorted(d.items(), key=lambda kv: (-kv[1], kv[0]))[:opts.depth])
+                continue
+            # filters: the best reached nodes inside the set (same order: score down, position up)
+            ps = np.fromiter(d.keys(), dtype=np.int64, count=len(d))
+            vs = np.fromiter(d.values(), dtype=np.float64, count=len(d))
+            ok = sig.allows(gctx.ids_of(ps))
+            ps, vs = ps[ok], vs[ok]
+            reached.update(ps[np.lexsort((ps, -vs))[:opts.depth]].tolist())
     new_ids = gctx.ids_of(np.fromiter(reached, dtype=np.int64, count=len(reached))) if reached else \
         np.zeros(0, dtype=np.int64)
     sig.extend(np.concatenate([new_ids, np.fromiter(local.keys(), dtype=np.int64, count=len(local)),
@@ -127,4 +136,4 @@ def graph_stage(gctx, q, it, requested, opts, sig: Signals, weights: dict, code_
         iv = np.array([ient.get(p, 0.0) for p in pos.tolist()])
         intent_sig = fuse.normalize(iv) * unit
         sig.add("intent", iv, intent_sig)
-    return GraphStage(graph_sig, intent_sig, hits_adj)
+    return GraphStage(graph_sig, intent_sig, hits_adj, tuple(int(i) for i in gctx.ids_of(seed_pos).tolist()))

@@ -15,7 +15,9 @@ stages read instead of the intent's name:
   code outside the sources (vendored, docs/examples) and prose are ranked down;
 * ``relation``: "who calls X": the relation channel answers from the edges into X, test code
   counts as a user, and the intent-edge walk is off;
-* ``two_hop``: the graph signal pulls from neighbours two hops away too.
+* ``two_hop``: the graph signal pulls from neighbours two hops away too;
+* ``summary``: "what are the main topics in my notes": the answer names the largest communities
+  with their summaries (:func:`kgsearch.explore.topics.global_answer`) above the hits.
 
 ``classify(query) -> Intent``: the first spec whose rule gives a reason wins, in the order of
 :data:`INTENTS`. ``resolve`` applies ``--intent`` / ``--weights`` overrides.
@@ -49,6 +51,7 @@ class IntentSpec:
     code_task: bool = False
     relation: bool = False
     two_hop: bool = False
+    summary: bool = False                          # answered from the communities' summaries too
 
 
 def _matching(rx: re.Pattern) -> Callable[["Query"], str | None]:
@@ -121,6 +124,14 @@ INTENTS: dict[str, IntentSpec] = {s.name: s for s in (
                 "maximize"),
                rule=_matching(re.compile(r"\b(i want to|reduc\w*|improv\w*|achiev\w*|optimi[sz]\w*|increas\w*|"
                                          r"decreas\w*|minimi[sz]\w*|maximi[sz]\w*)\b", re.I))),
+    IntentSpec("summary", "what are the main topics / what is this repository about: the largest communities, "
+               "summarised, above the hits",
+               (0.25, 0.35, 0.30, 0.10), ("relates_to", "contains", "part_of"),
+               rule=_matching(re.compile(
+                   r"\b((main|key|major|biggest|largest) (topics?|themes?|subjects?|areas?)|what (is|are) (this|these|my|"
+                   r"the) (repo|repository|project|codebase|code base|vault|notes|knowledge base|index) about|"
+                   r"summari[sz]e (my|the|this|these) (notes|vault|repo|repository|project|codebase|index))\b", re.I)),
+               two_hop=True, summary=True),
     IntentSpec("exploratory", "explore, list, overview, tell me about",
                (0.25, 0.35, 0.30, 0.10), ("relates_to", "contains", "part_of"),
                ("explore", "browse", "list", "overview"),

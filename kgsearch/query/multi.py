@@ -233,22 +233,65 @@ class MultiEngine:
             if u is not None:
                 for p in pools.values():
                     p.stats[channel] = u
-        _share_depth(pools, opts.depth)
+        if not opts.filters and not any(p.query.filters for p in pools.values()):
+            _share_depth(pools, opts.depth)     # (from unfiltered whole-index scores: not with filters)
         return pools
 
     # ------------------------------------------------------------------ the query
+    def _narrow(self, query: str, opts: SearchOptions):
+        """``root:`` filters (in the query or the options) over several indexes: a value naming an
+        index keeps (``-root:``: leaves out) that whole index and is dropped; another value is a
+        root label, kept by the indexes that have such a root (the others cannot match). Returns
+        ``(engines, query, opts)``; a value no index or root answers to is a UsageError."""
+        from ..errors import UsageError
+        from . import filters as fmod
+        from .parse import split_filters
+
+        words = [(w, fmod.parse_filter(w)) for w in query.split() if split_filters(w)[1]] if ":" in query else []
+        given = [(None, f) for f in fmod.parse_filters(opts.filters)] + words
+        roots = [(w, f) for w, f in given if f.field == "root"]
+        if not roots:
+            return self.engines, query, opts
+        keep = dict(self.engines)
+        drop_words, drop_opts = set(), set()
+        for w, f in roots:
+            if f.value in self.engines:
+                keep = {n: e for n, e in keep.items() if (n == f.value) != f.negated}
+                (drop_words.add(w) if w is not None else drop_opts.add(str(f)))
+                continue
+            knows = {n for n, e in self.engines.items() if fmod.root_paths(e.ix, f.value)}
+            if not knows:
+                labels = sorted({lab for e in self.engines.values() for lab in fmod.root_labels(e.ix)})
+                raise UsageError(f"unknown root {f.value!r} in {str(f)!r}; the indexes are "
+                                 f"{', '.join(self.engines)} and their roots {', '.join(labels) or '(none)'}")
+            if not f.negated:
+                keep = {n: e for n, e in keep.items() if n in knows}
+        if not keep:
+            raise UsageError(f"the root filters {' '.join(str(f) for _, f in roots)} leave no index to search; "
+                             f"the indexes are {', '.join(self.engines)}")
+        if drop_words:
+            query = " ".join(w for w in query.split() if w not in drop_words)
+        if drop_opts:
+            opts = opts.but(filters=tuple(f for f in (opts.filters or ()) if f not in drop_opts))
+        return keep, query, opts
+
     def search(self, query: str, opts: SearchOptions | None = None, sessions: dict | None = None) -> MultiResponse:
         """One ranking over every index; ``sessions``: ``{index name: feedback.Session}``."""
         t0 = time.perf_counter()
         opts = (opts or SearchOptions()).validated()
+        engines, query, opts = self._narrow(query, opts)
+        if engines is not self.engines:             # root:NAME keeps some of the indexes
+            sub = MultiEngine(engines, threads=False)
+            return sub.search(query, opts, sessions)
         notices: list[str] = []
         pools = self._pools(query, opts, notices)
         t_pool = time.perf_counter()
         each = opts.but(k=opts.k + 5, use_cache=False)        # a few more: the common floor may reorder
+        own = {name: _own_roots(eng, pools[name], each) for name, eng in self.engines.items()}
         for p in pools.values():
             p.defer = True                                    # hits built only for the merged top k
         resps = self._each(lambda name, eng: eng.search(
-            pools[name].query, each if pools[name].depth is None else each.but(depth=pools[name].depth),
+            pools[name].query, own[name] if pools[name].depth is None else own[name].but(depth=pools[name].depth),
             (sessions or {}).get(name), pool=pools[name]))
         hits = _merge(resps, pools, opts.k)
         first = next(iter(resps.values()))
@@ -269,6 +312,23 @@ class MultiEngine:
             code_query=any(r.code_query for r in resps.values()),
             indexes=[{"name": name, "db": str(eng.ix.path), "generation": resps[name].generation}
                      for name, eng in self.engines.items()])
+
+
+def _own_roots(eng: Engine, pool: Pool, opts: SearchOptions) -> SearchOptions:
+    """``-root:LABEL`` for an index without such a root leaves nothing out of it: the filter is
+    dropped from its query and options (an unknown label is an error only when no index has it)."""
+    from dataclasses import replace
+
+    from . import filters as fmod
+
+    def known(f) -> bool:
+        return f.field != "root" or not f.negated or fmod.root_paths(eng.ix, f.value) is not None
+
+    if pool.query is not None and pool.query.filters:
+        pool.query = replace(pool.query, filters=tuple(f for f in pool.query.filters if known(f)))
+    if opts.filters:
+        opts = opts.but(filters=tuple(w for w in opts.filters if known(fmod.parse_filter(w))))
+    return opts
 
 
 def _share_depth(pools: dict[str, Pool], depth: int) -> None:

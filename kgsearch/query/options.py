@@ -34,6 +34,8 @@ class SearchOptions:
     collapse: bool = True                  # one hit per note (a section stands for its note)
     diversity: float | None = None         # x factor for the first hit of each new community (None: DIVERSITY)
     group: str | None = None               # "file": rank files by the evidence of their nodes
+    filters: str | tuple | list | None = None   # field filters applied before ranking ("kind:function
+                                           # -path:tests/", or FieldFilter objects; kgsearch.query.filters)
 
     def validated(self) -> "SearchOptions":
         """Raise :class:`UsageError` (exit 2) for values no search can use; return self."""
@@ -49,6 +51,9 @@ class SearchOptions:
                 raise UsageError(f"{flag} must be a whole number >= 1, got {value!r}")
         if self.group not in (None, "file"):
             raise UsageError(f"unknown --group {self.group!r}; choose 'file'")
+        if self.filters:
+            from .filters import parse_filters      # (imports the parser: only when filters are given)
+            self.filters = tuple(str(f) for f in parse_filters(self.filters))
         if self.diversity is not None and not (self.diversity > 0):
             raise UsageError(f"--diversity must be a factor > 0 (e.g. 1.05), got {self.diversity!r}")
         return self
@@ -106,6 +111,8 @@ class Response:
     candidates: int = 0
     code_query: bool = False
     cached: bool = False
+    seeds: list = field(default_factory=list)   # node ids the graph stage started from (why shows the path)
+    answer: dict | None = None              # the summary intent: kgsearch.explore.topics.global_answer
 
     def as_dict(self) -> dict:
         d = asdict(self)

@@ -24,8 +24,8 @@ the parser computes, and who reads it:
 ``highlight``                 content words for snippets (longest first)
 ``entity_words``              words whose runs may name an entity or tag (graph local/global)
 ``filters``                   field filters (``kind:function path:src/ -path:tests/ tag:x lang:rust
-                              modified:>2026-10-01``): parsed on request (``filters=True``), not
-                              yet applied by the engine (issue 28)
+                              modified:>2026-10-01 root:work``): parsed on request (``filters=True``,
+                              as the engine asks); applied before ranking (:mod:`.filters`)
 ``cut``                       the notice when the text was longer than
                               :data:`~kgsearch.query.cut.MAX_QUERY_CHARS` and was cut first
 ============================  ==================================================================
@@ -47,26 +47,12 @@ from ..text.postings import stored_params
 from ..text.tokenize import Analyzer, clean_query, get_analyzer
 from .codetask import WORD, Anchor, asks_for_prose, asks_for_tests, code_task_reason, extract, relation
 from .cut import cut_query
+from .filters import FILTER_FIELDS, FieldFilter
 from .paste import quiet_paste
 
 __all__ = ["Query", "FieldFilter", "parse", "index_analyzer", "identifier_kind", "split_filters", "FILTER_FIELDS"]
 
 
-@dataclass(frozen=True)
-class FieldFilter:
-    """One ``field:value`` term of the query (issue 28): ``-path:tests/`` is
-    ``FieldFilter("path", "tests/", negated=True)``, ``modified:>2026-10-01`` has ``op=">"``."""
-
-    field: str
-    value: str
-    op: str = ":"              # ":" (is / starts with), or ">", ">=", "<", "<=" (modified)
-    negated: bool = False
-
-    def __str__(self) -> str:
-        return f"{'-' if self.negated else ''}{self.field}:{'' if self.op == ':' else self.op}{self.value}"
-
-
-FILTER_FIELDS = ("kind", "path", "tag", "lang", "modified")
 _FILTER = re.compile(r"(?<!\S)(-?)(" + "|".join(FILTER_FIELDS) + r"):(>=|<=|>|<)?([^\s\"]+)(?!\S)")
 
 
@@ -179,7 +165,7 @@ class Query:
 def parse(text, analyzer: Analyzer | None = None, *, filters: bool = False, paste: bool = False) -> Query:
     """Analyse ``text`` once. ``analyzer``: the index's (:func:`index_analyzer`; default the
     standard Porter2 analyser). ``filters=True`` takes field filters out of the text into
-    :attr:`Query.filters` (the engine does not apply them yet, so it does not ask).
+    :attr:`Query.filters` (:meth:`kgsearch.query.engine.Engine.parse` asks; the engine applies them).
     ``paste``: a code task's text without pasted banners, repeated log lines and data dumps
     (:func:`kgsearch.query.paste.quiet_paste`; its anchors come from the whole text); the engine
     passes :attr:`Tuning.quiet_paste <kgsearch.query.tuning.Tuning.quiet_paste>` (off)."""

@@ -13,7 +13,7 @@ import numpy as np
 
 from .channels import CHANNELS, SIGNAL_OF
 
-__all__ = ["Signals", "candidates", "top_ids", "top_idx"]
+__all__ = ["Signals", "candidates", "top_ids", "top_idx", "in_set"]
 
 _FULL = frozenset(n for n, c in CHANNELS.items() if c.score_all is not None)
 _ABSOLUTE = frozenset(n for n, c in CHANNELS.items() if c.absolute)
@@ -45,8 +45,9 @@ class Signals:
     """
 
     def __init__(self, engine, query, cand: np.ndarray, raw: dict, kwargs: dict, norm: str,
-                 fulls: dict | None = None, stats: dict | None = None):
+                 fulls: dict | None = None, stats: dict | None = None, allowed: np.ndarray | None = None):
         self.engine, self.query, self.kwargs, self.norm = engine, query, kwargs, norm
+        self.allowed = allowed                 # the filters' node set (sorted ids), or None: every node
         self.added_weight = engine.tuning.anchor_weight
         self.cand = cand
         self.raw = raw
@@ -173,6 +174,13 @@ class Signals:
             return text
         return (a * emb + b * text) / (a + b) if a + b > 0 else np.maximum(text, emb)
 
+    def allows(self, ids: np.ndarray) -> np.ndarray:
+        """Mask of ``ids`` inside the filters' set (all True without filters)."""
+        ids = np.asarray(ids, dtype=np.int64)
+        if self.allowed is None:
+            return np.ones(len(ids), dtype=bool)
+        return in_set(ids, self.allowed)
+
     # ---------------------------------------------------------------- changes
     def add(self, name: str, raw: np.ndarray, norm: np.ndarray) -> None:
         self.raw_scores[name] = raw
@@ -181,6 +189,8 @@ class Signals:
     def extend(self, ids: np.ndarray) -> None:
         """Add candidates (after the existing ones), with every channel's score for them."""
         add = np.setdiff1d(np.unique(np.asarray(ids, dtype=np.int64)), self.cand)
+        if self.allowed is not None:           # the filters hold for every candidate
+            add = add[self.allows(add)]
         if not len(add):
             return
         self.cand = np.concatenate([self.cand, add])
@@ -205,6 +215,21 @@ class Signals:
             self.norm_scores[name] = np.concatenate([self.norm_scores[name],
                                                      self._normalize(name, extra) if name in self.stats
                                                      else np.zeros(len(add))])
+
+
+def in_set(ids: np.ndarray, allowed: np.ndarray) -> np.ndarray:
+    """Mask of ``ids`` found in ``allowed`` (sorted unique int64 node ids): a lookup table over
+    the id range when that is small next to the work, else a binary search."""
+    ids = np.asarray(ids, dtype=np.int64)
+    if not len(allowed) or not len(ids):
+        return np.zeros(len(ids), dtype=bool)
+    top = int(allowed[-1])
+    if top <= 8 * (len(ids) + len(allowed)):
+        table = np.zeros(top + 2, dtype=bool)
+        table[allowed] = True
+        return table[np.clip(ids, 0, top + 1)] & (ids >= 0)
+    pos = np.minimum(np.searchsorted(allowed, ids), len(allowed) - 1)
+    return allowed[pos] == ids
 
 
 def _align(cand: np.ndarray, ids: np.ndarray, scores: np.ndarray) -> np.ndarray:

@@ -55,6 +55,18 @@ def _flag(params: dict, name: str) -> bool:
     return (param(params, name) or "").lower() in ("1", "true", "yes", "on")
 
 
+def filter_params(params: dict) -> tuple[str, ...]:
+    """The filter parameters (``kind``, ``path``, ``exclude_path``, ``tag``, ``lang``,
+    ``modified_since``, ``root``: the CLI's filter flags; repeat one for alternatives) as filter
+    words, checked (a bad value is a UsageError: HTTP 400)."""
+    from ..query.filters import FIELDS, from_flags
+
+    names = [fl[2:].replace("-", "_") for f in FIELDS.values() for fl in (f.flag, f.exclude_flag) if fl]
+    vals = {n: [v for v in params.get(n, []) if v.strip()] or None for n in names}
+    vals = {n: (v[-1] if n == "modified_since" and v else v) for n, v in vals.items()}
+    return tuple(str(f) for f in from_flags(vals))
+
+
 def search_options(params: dict, explain: bool | None = None):
     """The CLI's search flags as :class:`~kgsearch.query.SearchOptions` (result cache off: the
     server never writes to the index)."""
@@ -64,7 +76,8 @@ def search_options(params: dict, explain: bool | None = None):
                          weights=param(params, "weights"), fusion=param(params, "fusion"),
                          channels=param(params, "channels"), explain=_flag(params, "explain") if explain is None
                          else explain, use_cache=False, norm=param(params, "norm", "z"),
-                         diversity=_float_param(params, "diversity"), group=param(params, "group"))
+                         diversity=_float_param(params, "diversity"), group=param(params, "group"),
+                         filters=filter_params(params))
 
 
 def api_search(engine, params: dict) -> dict:
@@ -116,7 +129,7 @@ def context_result(engine, params: dict, fmt: str = "json"):
                  else engine.ix.meta_json("roots", []))
         changes = git_diff(roots) if diff.strip() == "git" else parse_unified(diff)
     opts = ContextOptions(budget=int_param(params, "budget", 8000, 1, 1_000_000), fmt=fmt,
-                          k=int_param(params, "k", None, 1, MAX_K), search=SearchOptions(use_cache=False))
+                          k=int_param(params, "k", None, 1, MAX_K), search=SearchOptions(use_cache=False, filters=filter_params(params)))
     if several:
         from ..context.multi import build_context_multi
 

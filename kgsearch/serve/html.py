@@ -39,7 +39,7 @@ def clip(text: str, limit: int) -> tuple[str, int]:
     return text[:limit], len(text) - limit
 
 
-def url(path: str, **params) -> str:
+def url(path: str, /, **params) -> str:
     """A link to one of this server's pages, escaped for an attribute (None values left out).
 
     >>> url("/node", node='md:a"b<c')

@@ -16,10 +16,21 @@ __all__ = ["search_page", "node_page", "context_page", "stats_page", "error_page
 TEXT_LIMIT = 20_000           # characters of a node's text shown on its page (the rest is counted)
 SNIPPET_LIMIT = 600
 
-# Query filters (kind, path, tag, root, modified...: issue 28) go here when the engine has them:
-# one (parameter, label, placeholder) per field. The search form shows an input for each, keeps
-# its value, and search_options() in api.py passes it on; an empty tuple shows no filter box.
-FILTERS: tuple[tuple[str, str, str], ...] = ()
+# Query filters (kind, path, tag, lang, modified, root: kgsearch/query/filters.py FIELDS): one
+# (parameter, label, placeholder) per flag. The search form shows an input for each, keeps its
+# value, and search_options() in api.py passes it on.
+def _filters() -> tuple[tuple[str, str, str], ...]:
+    from ..query.filters import FIELDS
+
+    out = []
+    for f in FIELDS.values():
+        for flag in (f.flag, f.exclude_flag):
+            if flag:
+                out.append((flag[2:].replace("-", "_"), flag[2:].replace("-", " "), f.metavar.lower()))
+    return tuple(out)
+
+
+FILTERS: tuple[tuple[str, str, str], ...] = _filters()
 
 
 def _intents() -> list[str]:

@@ -287,6 +287,14 @@ def test_scale(tiny):
     assert r["sizes"]["200"]["query_default"]["p50_ms"] > 0
 
 
+def test_filters(tiny, rows_db):
+    run(tiny, "filters.py", "--db", rows_db, "--queries", tiny["queries"], "--runs", 1, "--out", "filters")
+    r = results(tiny, "filters")
+    assert r["queries"] == 6 and r["rows"][0]["filter"] == "unfiltered" and len(r["rows"]) == 9
+    assert all(row["set"] > 0 and row["p50_ms"] > 0 for row in r["rows"])
+    assert all(row["k_back"] == 1.0 for row in r["rows"][1:])     # k hits whenever the set holds k
+
+
 def test_graph_rows(tiny, rows_db):
     run(tiny, "graph_rows.py", "--db", rows_db, "--queries", tiny["queries"], "--runs", 1, "--out", "graph_rows")
     r = results(tiny, "graph_rows")

@@ -25,6 +25,9 @@ from kgsearch.query.parse import parse
     ("I want to search faster", "goal_based"),
     ("reduce memory use", "goal_based"),
     ("tell me about pagerank", "exploratory"),
+    ("what are the main topics in my notes", "summary"),
+    ("what is this repository about", "summary"),
+    ("what are the options", "exploratory"),
     ("show me the notes", "exploratory"),
     ("a long question with many words that has none of the trigger patterns at all really", "semantic"),
     ("pagerank", "default"),
@@ -49,7 +52,8 @@ def test_intent_priority_and_overrides():
 
 def test_weights_table():
     assert set(intent.INTENTS) == {"exact_match", "capability_check", "debugging", "workflow", "comparison",
-                                   "goal_based", "exploratory", "semantic", "default", "code_task", "relation"}
+                                   "goal_based", "summary", "exploratory", "semantic", "default", "code_task",
+                                   "relation"}
     weights = {n: s.weights for n, s in intent.INTENTS.items()}
     assert weights["default"] == (0.25, 0.45, 0.30, 0.00)
     for name, w in weights.items():

@@ -14,7 +14,7 @@ from kgsearch.query.channels import ALL_CHANNELS, CHANNELS, DEFAULT_CHANNELS, GR
 from kgsearch.query.intent import INTENTS
 
 INTENT_NAMES = ["relation", "exact_match", "code_task", "debugging", "capability_check", "workflow", "comparison",
-                "goal_based", "exploratory", "semantic", "default"]
+                "goal_based", "summary", "exploratory", "semantic", "default"]
 CHANNEL_NAMES = ["bm25", "prf", "fts", "pattern", "equiv", "anchors", "relation", "dense", "graph", "intent",
                  "local", "global"]
 
