@@ -87,6 +87,28 @@ def cli(*args) -> int:
         return exc.code if isinstance(exc.code, int) else 1
 
 
+def run(*args, stdin: str | None = None) -> tuple[int, str, str]:
+    """``kgsearch ARGS`` in this process: (exit code, stdout, stderr); ``stdin``: text to read."""
+    import contextlib
+    import io
+
+    from kgsearch.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    old = sys.stdin
+    if stdin is not None:
+        sys.stdin = io.TextIOWrapper(io.BytesIO(stdin.encode("utf-8")), encoding="utf-8")
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                rc = main([str(a) for a in args])
+            except SystemExit as exc:
+                rc = exc.code if isinstance(exc.code, int) else 1
+    finally:
+        sys.stdin = old
+    return rc, out.getvalue(), err.getvalue()
+
+
 def write(path: Path, text: str | bytes) -> Path:
     """``text`` (or bytes) into ``path``, its folders made; returns the path."""
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -6,8 +6,6 @@ through a file, and every wait has a generous limit."""
 from __future__ import annotations
 
 import base64
-import contextlib
-import io
 import json
 import os
 import random
@@ -20,8 +18,8 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import run as cli
 
-from kgsearch.cli import main
 
 PAUSING_INDEXER = """
 import pathlib, sys, time
@@ -35,14 +33,6 @@ index_paths(sys.argv[1], [sys.argv[2]], IndexOptions(progress=progress, workers=
 """
 
 
-def cli(*args) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            rc = main([str(a) for a in args])
-        except SystemExit as exc:
-            rc = exc.code if isinstance(exc.code, int) else 1
-    return rc, out.getvalue(), err.getvalue()
 
 
 def notes(root: Path, n: int, word: str) -> Path:

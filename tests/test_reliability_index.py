@@ -7,8 +7,6 @@ before (kill -9, disk full, two indexers, corrupt pages, newer schema) are in
 """
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import os
 import shutil
@@ -19,25 +17,10 @@ import warnings
 from pathlib import Path
 
 import pytest
+from conftest import run as cli
 
-from kgsearch.cli import main
 
 
-def cli(*args, stdin: str | None = None) -> tuple[int, str, str]:
-    """``kgsearch ARGS`` in this process: (exit code, stdout, stderr)."""
-    out, err = io.StringIO(), io.StringIO()
-    old_stdin = sys.stdin
-    if stdin is not None:
-        sys.stdin = io.TextIOWrapper(io.BytesIO(stdin.encode("utf-8")), encoding="utf-8")
-    try:
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            try:
-                rc = main([str(a) for a in args])
-            except SystemExit as exc:
-                rc = exc.code if isinstance(exc.code, int) else 1
-    finally:
-        sys.stdin = old_stdin
-    return rc, out.getvalue(), err.getvalue()
 
 
 def run(*args, unprivileged: bool = False, timeout: float = 120) -> subprocess.CompletedProcess:

@@ -3,33 +3,17 @@ and files, ``why`` for a node a section stands for, an ambiguous node name, head
 inline code, a "diff" that is not one, progress a cron log can see, and no noise."""
 from __future__ import annotations
 
-import contextlib
 import io
 import json
 import sqlite3
-import sys
 from pathlib import Path
 
 import pytest
+from conftest import run as cli
 
-from kgsearch.cli import main
 from kgsearch.query.cut import MAX_QUERY_CHARS, cut_query
 
 
-def cli(*args, stdin: str | None = None) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    old = sys.stdin
-    if stdin is not None:
-        sys.stdin = io.TextIOWrapper(io.BytesIO(stdin.encode("utf-8")), encoding="utf-8")
-    try:
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            try:
-                rc = main([str(a) for a in args])
-            except SystemExit as exc:
-                rc = exc.code if isinstance(exc.code, int) else 1
-    finally:
-        sys.stdin = old
-    return rc, out.getvalue(), err.getvalue()
 
 
 def write(path: Path, text: str) -> Path:

@@ -6,16 +6,14 @@ in after indexing, whatever its size and mtime.
 """
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import os
 import shutil
 from pathlib import Path
 
 import pytest
+from conftest import run as cli
 
-from kgsearch.cli import main
 from kgsearch.context import ContextOptions, build_context
 from kgsearch.indexer import IndexOptions, index_paths
 from kgsearch.mcp.server import Server
@@ -27,14 +25,6 @@ LEAK = "LEAKED\n" * 400                 # what must never be shown: the content 
 STEPS = IndexOptions(steps=("text", "graph"))
 
 
-def cli(*args) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            rc = main([str(a) for a in args])
-        except SystemExit as exc:
-            rc = exc.code if isinstance(exc.code, int) else 1
-    return rc, out.getvalue(), err.getvalue()
 
 
 @pytest.fixture

@@ -7,6 +7,8 @@ import re
 import sys
 import time
 
+from ..jsonable import jsonable
+
 # ---------------------------------------------------------------------------- terminal safety
 # What indexed text must not do to a terminal: C0 controls but tab and newline (ESC starts
 # colour, cursor, title and clear-screen sequences; BEL; CR overwrites a line), DEL and the C1
@@ -48,23 +50,8 @@ def err(text: str) -> None:
 
 
 def emit_json(obj) -> None:
-    sys.stdout.write(json.dumps(obj, ensure_ascii=False, indent=2, default=_json_default) + "\n")
+    sys.stdout.write(json.dumps(obj, ensure_ascii=False, indent=2, default=jsonable) + "\n")
 
-
-def _json_default(o):
-    try:
-        import numpy as np
-        if isinstance(o, np.generic):
-            return o.item()
-        if isinstance(o, np.ndarray):
-            return o.tolist()
-    except ImportError:  # pragma: no cover
-        pass
-    if hasattr(o, "as_dict"):
-        return o.as_dict()
-    if hasattr(o, "__dict__"):
-        return o.__dict__
-    return str(o)
 
 
 def table(rows: list[list], header: list[str]) -> str:

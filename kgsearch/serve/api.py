@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 
 from ..errors import UsageError
+from ..jsonable import jsonable
 
 __all__ = ["ENDPOINTS", "search_options", "dumps", "param", "int_param"]
 
@@ -151,22 +152,7 @@ ENDPOINTS = {"/api/search": api_search, "/api/show": api_show, "/api/related": a
              "/api/context": api_context, "/api/stats": api_stats, "/api/why": api_why}
 
 
-def _default(o):
-    try:
-        import numpy as np
-        if isinstance(o, np.generic):
-            return o.item()
-        if isinstance(o, np.ndarray):
-            return o.tolist()
-    except ImportError:  # pragma: no cover
-        pass
-    if hasattr(o, "as_dict"):
-        return o.as_dict()
-    if hasattr(o, "__dict__"):
-        return o.__dict__
-    return str(o)
-
 
 def dumps(obj) -> bytes:
     """JSON as the CLI's ``--json`` writes it (same values; no indentation), UTF-8."""
-    return json.dumps(obj, ensure_ascii=False, default=_default).encode("utf-8")
+    return json.dumps(obj, ensure_ascii=False, default=jsonable).encode("utf-8")
