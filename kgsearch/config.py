@@ -36,14 +36,15 @@ def data_home() -> Path:
     return Path(base) / "kgsearch"
 
 
+def env_db_paths() -> list[str]:
+    """The indexes ``$KGSEARCH_DB`` lists (several separated by ``os.pathsep``), in order."""
+    return [p for p in (current().db or "").split(os.pathsep) if p.strip()]
+
+
 def default_db_path() -> Path:
-    """``$KGSEARCH_DB`` (its first index when it lists several, separated by ``os.pathsep``), else
-    the data dir's ``index.db``."""
-    env = current().db or ""
-    first = next((p for p in env.split(os.pathsep) if p.strip()), "")
-    if first:
-        return Path(first).expanduser()
-    return data_home() / "index.db"
+    """``$KGSEARCH_DB`` (its first index when it lists several), else the data dir's ``index.db``."""
+    listed = env_db_paths()
+    return Path(listed[0]).expanduser() if listed else data_home() / "index.db"
 
 
 def config_path() -> Path:

@@ -16,6 +16,7 @@ import os
 import sys
 
 from .. import environment
+from ..config import env_db_paths
 from ..errors import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_MEMORY, EXIT_OK, KgsearchError, UsageError
 from ..query.channels import CHANNELS, DEFAULT_CHANNELS
 from ..query.intent import INTENTS
@@ -450,8 +451,7 @@ def _resolve_dbs(args) -> None:
     source = "--db"
     dbs = list(given)
     if not dbs:
-        env = environment.current().db or ""
-        dbs = [p for p in env.split(os.pathsep) if p.strip()]
+        dbs = env_db_paths()
         source = "$KGSEARCH_DB"
     dbs = [os.path.expanduser(p) for p in dict.fromkeys(dbs)]
     if len(dbs) > 1 and args.command not in MULTI_COMMANDS:
