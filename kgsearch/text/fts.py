@@ -24,7 +24,7 @@ from ..cjk import has_cjk, spaced
 from .tokenize import STOP_WORDS, clean_query
 
 __all__ = ["available", "create_table", "update", "build_query", "query_expressions", "search", "text_search",
-           "VERSION", "TABLE"]
+           "operands", "bound_expression", "ROWS_CAP", "VERSION", "TABLE"]
 
 log = logging.getLogger(__name__)
 
@@ -183,6 +183,74 @@ def query_expressions(query: str) -> tuple[str | None, str | None]:
     return build_query(query), _plain_query(query)
 
 
+# ---------------------------------------------------------------------------- a bounded OR
+ROWS_CAP = 100_000        # postings an OR-only expression may cover (sum of its operands' document counts)
+_PART = re.compile(r'(?:\b(?:name|text) : )?"[^"]*"\*?|\b(?:AND|OR|NOT)\b')
+
+
+def operands(expr: str) -> tuple[list[str], set[str]]:
+    """The operands of a :func:`build_query` expression, in order, and the operators between them."""
+    parts = _PART.findall(expr)
+    return [p for p in parts if p not in _OPS], {p for p in parts if p in _OPS}
+
+
+def bound_expression(expr: str, df_of, n_docs: int, cap: int | None = None) -> str:
+    """``expr`` with its most common words left out when it is an OR of operands whose document
+    counts add up to more than ``cap`` postings (``df_of(operand)``: an operand's estimated
+    document count). FTS5 ranks an OR by scoring every row that matches any operand (no
+    early termination): a long query with a quoted phrase ORs every word of it, ~0.9 s at 1M
+    nodes. The rarest operands are kept (a phrase counts as its rarest word, so it stays),
+    in their order, at least one; an expression with AND or NOT, or within the cap, is
+    returned unchanged. FTS5 costs ~1 us a posting here, so the cap holds the channel near
+    0.1 s; the quoted BEIR queries cover at most 16,450 postings (cisi), so no BEIR ranking
+    changes."""
+    cap = ROWS_CAP if cap is None else cap
+    ops, operators = operands(expr)
+    if len(ops) < 2 or operators - {"OR"}:
+        return expr
+    df = [min(max(int(df_of(o)), 0), n_docs) for o in ops]
+    if sum(df) <= cap:
+        return expr
+    keep, total = set(), 0
+    for i in sorted(range(len(ops)), key=lambda i: (df[i], i)):
+        if keep and total + df[i] > cap:
+            break
+        keep.add(i)
+        total += df[i]
+    return " OR ".join(o for i, o in enumerate(ops) if i in keep)
+
+
+def _df_lookup(ix):
+    """``df_of(operand)`` from the BM25 postings (the index's analyser; a close estimate of
+    FTS5's own counts): a word its document count, a phrase its rarest word's, a prefix or a
+    word the analyser drops (a stop word) every node."""
+    from .postings import stored_params
+
+    st, params = stored_params(ix)
+    if st is None or params is None:
+        return None, 0
+    n = int(st.get("n", 0) or 0)
+    analyze = params.analyzer()
+    memo: dict[str, int] = {}
+
+    def df_of(op: str) -> int:
+        body = op.split(" : ", 1)[-1]
+        if body.endswith("*"):
+            return n
+        terms = [t for t in dict.fromkeys(analyze(body.strip('"'))) if t]
+        if not terms:
+            return n
+        todo = [t for t in terms if t not in memo]
+        if todo:
+            memo.update({t: 0 for t in todo})
+            for t, d in ix.conn.execute(f"SELECT term, df FROM text_postings WHERE term IN ({','.join('?' * len(todo))})",
+                                        todo):
+                memo[t] = int(d)
+        return min(memo[t] for t in terms)
+
+    return df_of, n
+
+
 def _indexed(ix) -> int:
     """Nodes the text index holds (the BM25 state's N; no count over the table)."""
     from .postings import state
@@ -209,9 +277,14 @@ def search(ix, query: str, k: int = 100, *, expressions: tuple[str | None, ...] 
             return _EMPTY
     except sqlite3.Error:
         return _EMPTY
+    df_of = n_docs = None
     for expr in (query_expressions(query) if expressions is None else expressions):
         if not expr:
             continue
+        if df_of is None:
+            df_of, n_docs = _df_lookup(ix)
+        if df_of:
+            expr = bound_expression(expr, df_of, n_docs)
         try:
             rows = conn.execute(
                 f"SELECT rowid, bm25({TABLE}, ?, 1.0) AS r FROM {TABLE} WHERE {TABLE} MATCH ? "
