@@ -48,7 +48,7 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = ["make_rotation", "quantize", "topk", "scan_scores", "row_scores", "SLICE",
-           "sketch_codes", "sketch_query", "query_planes", "hamming", "asym_scores", "select_best",
+           "sketch_codes", "sketch_query", "query_planes", "hamming", "asym_scores", "select_best", "nearest_hamming",
            "candidates", "hamming_ref", "asym_ref", "popcount_words", "moments", "score_stats"]
 
 SLICE = 512                      # rows converted to float64 at a time during a scan
@@ -238,6 +238,40 @@ def asym_scores(sk: np.ndarray, qp, use_lut: bool | None = None) -> np.ndarray:
     return acc
 
 
+def nearest_hamming(sk: np.ndarray, qs: np.ndarray, n_cand: int, use_lut: bool | None = None,
+                    block: int = 65536) -> np.ndarray:
+    """``select_best(hamming(sk, qs), n_cand, higher=False)`` in one pass over the sketches:
+    each block's distances are counted into the histogram while they are in the cache (no
+    separate min/max and histogram passes over the whole array: at 1M vectors those were
+    ~1 ms of the ~5 ms a query spends on the sketches). The same positions, ties included."""
+    w, n = sk.shape
+    if n_cand >= n:
+        return np.arange(n)
+    if use_lut is None:
+        use_lut = not hasattr(np, "bitwise_count")
+    dist = np.empty(n, dtype=np.uint16)
+    hist = np.zeros(64 * w + 1, dtype=np.int64)
+    x = np.empty(min(block, max(n, 1)), dtype=np.uint64)
+    c = np.empty(len(x), dtype=np.uint8)
+    for s in range(0, n, block):
+        e = min(n, s + block)
+        m = e - s
+        o = dist[s:e]
+        for j in range(w):
+            np.bitwise_xor(sk[j, s:e], qs[j], out=x[:m])
+            if use_lut:
+                c[:m] = popcount_words(x[:m], True)
+            else:
+                np.bitwise_count(x[:m], out=c[:m])
+            if j == 0:
+                np.copyto(o, c[:m])
+            else:
+                np.add(o, c[:m], out=o)
+        hist += np.bincount(o, minlength=len(hist))
+    thr = int(np.searchsorted(np.cumsum(hist), n_cand))             # first distance reaching n_cand
+    return np.flatnonzero(dist <= thr)
+
+
 def select_best(scores: np.ndarray, n_cand: int, higher: bool = True, block: int = 65536) -> np.ndarray:
     """Positions of the ``n_cand`` best integer scores (all rows tied at the cut are kept, so
     the result can be a little longer), ascending positions. A histogram of the scores (built
@@ -272,7 +306,7 @@ def candidates(sk: np.ndarray, qr: np.ndarray, n_cand: int = 500, mode: str = "c
     if mode != "cascade":
         raise ValueError(f"mode must be hamming, asym or cascade, got {mode!r}")
     w = sk.shape[0] if first_words is None else first_words
-    first = select_best(hamming(sk[:w], sketch_query(qr)[:w]), n_first, higher=False)
+    first = nearest_hamming(sk[:w], sketch_query(qr)[:w], n_first)
     second = select_best(asym_scores(sk[:, first], query_planes(qr, planes)), n_cand, higher=True)
     return first[second]
 
