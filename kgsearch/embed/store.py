@@ -38,7 +38,7 @@ from ..store.sql import in_chunks
 from .kernel import moments, quantize, sketch_codes
 
 __all__ = ["BLOCK_SHIFT", "ROTATION_BLOB", "SKETCH_MIN", "MOMENTS_BLOB", "STATE_META", "MATRIX_KEY", "SKETCH_KEY",
-           "rotation", "iter_blocks", "vector_count", "stored_hashes", "load_block", "put_vectors",
+           "rotation", "query_rotation", "set_rotation", "ROTATION_KEY", "iter_blocks", "vector_count", "stored_hashes", "load_block", "put_vectors",
            "delete_vectors", "clear", "note_block", "note_all", "clear_sketch", "sync", "available", "read_rows"]
 
 BLOCK_SHIFT = 12
@@ -48,12 +48,25 @@ MOMENTS_BLOB = "embed.moments"
 STATE_META = "embed.sketch"             # JSON {"n": vectors covered, "dims": d}
 MATRIX_KEY = "embed.matrix"             # ix.cached: every code in RAM (kgsearch.embed.dense.Matrix), or False
 SKETCH_KEY = "embed.sketch_mem"         # ix.cached: the loaded sketches (kgsearch.embed.dense.Sketch), or False
+ROTATION_KEY = "embed.rotation_mem"     # ix.cached: the rotation for queries (query_rotation)
 _TOUCHED = "embed.touched"              # ix._cache: blocks rewritten since the last sync (or "all")
 
 
 def rotation(ix):
     """The index's rotation matrix (None before the first embedding run)."""
     return ix.get_array(ROTATION_BLOB)
+
+
+def query_rotation(ix):
+    """:func:`rotation`, read once per process and index generation (``Index.cached``): 256 KB
+    at 256 dims, which a query read from SQLite twice, pushing 64 pages a time through the
+    query's 2 MiB page cache (where the rows of the short list want to stay)."""
+    return ix.cached(ROTATION_KEY, lambda: rotation(ix))
+
+
+def set_rotation(ix, rot) -> None:
+    ix.put_array(ROTATION_BLOB, rot)
+    ix._cache.pop(ROTATION_KEY, None)
 
 
 # ---------------------------------------------------------------------------- storage

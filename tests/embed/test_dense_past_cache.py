@@ -315,3 +315,16 @@ def test_sketch_ids_as_a_range_or_an_array_answer_alike(ix, monkeypatch, kg_env,
         assert a[0].tolist() == b[0].tolist() and a[1].tobytes() == b[1].tobytes()
         e1, e2 = dense.estimate(s, qr, want), dense.estimate(array, qr, want)
         assert e1[0].tolist() == e2[0].tolist() and e1[1].tobytes() == e2[1].tobytes()
+
+
+def test_query_rotation_is_read_once_and_follows_a_new_rotation(ix):
+    from kgsearch.embed.embed_step import ensure_rotation
+
+    assert store.query_rotation(ix) is None
+    r1 = ensure_rotation(ix, 64)
+    got = store.query_rotation(ix)
+    assert np.array_equal(got, r1) and store.query_rotation(ix) is got        # cached: the same array
+    ix.conn.execute("UPDATE blobs SET data = zeroblob(length(data)) WHERE name = ?", (store.ROTATION_BLOB,))
+    assert store.query_rotation(ix) is got                                   # (not read again)
+    r2 = ensure_rotation(ix, 128)                                            # other dims: a new one
+    assert store.query_rotation(ix).shape == (128, 128) and np.array_equal(store.query_rotation(ix), r2)
