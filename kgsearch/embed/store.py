@@ -34,7 +34,7 @@ from typing import Any, Iterator
 import numpy as np
 
 from ..errors import BadIndex
-from ..store.sql import in_chunks
+from ..store.sql import CHUNK, marks
 from .kernel import moments, quantize, sketch_codes
 
 __all__ = ["BLOCK_SHIFT", "ROTATION_BLOB", "SKETCH_MIN", "MOMENTS_BLOB", "STATE_META", "MATRIX_KEY", "SKETCH_KEY",
@@ -338,9 +338,18 @@ def available(ix) -> bool:
 
 
 def read_rows(ix, ids, dims: int):
-    """(ids, scales, codes) of the stored rows among ``ids`` (ascending ids)."""
-    want = np.unique(np.asarray(ids, dtype=np.int64))
-    rows = in_chunks(ix.conn, "SELECT id, scale, code FROM vec_rows WHERE id IN ({}) ORDER BY id",
-                     want.tolist())
-    rows.sort(key=lambda r: r[0])
-    return decode_rows(rows, dims)
+    """(ids, scales, codes) of the stored rows among ``ids`` (ascending ids). The chunks are
+    ascending and each is read in id order, so the rows come sorted; ``fetchall`` per chunk
+    and one ``zip`` (no generator or sort key per row: the dense short list reads ~1,000 rows
+    a query)."""
+    want = np.unique(np.asarray(ids, dtype=np.int64)).tolist()
+    rows: list = []
+    for s in range(0, len(want), CHUNK):
+        part = want[s:s + CHUNK]
+        rows += ix.conn.execute(f"SELECT id, scale, code FROM vec_rows WHERE id IN ({marks(len(part))}) ORDER BY id",
+                                part).fetchall()
+    if not rows:
+        return np.zeros(0, np.int64), np.zeros(0, np.float32), np.zeros((0, dims), np.int8)
+    rid, scale, code = zip(*rows)
+    return (np.array(rid, dtype=np.int64), np.array(scale, dtype=np.float32),
+            np.frombuffer(b"".join(code), dtype=np.int8).reshape(len(rows), dims))

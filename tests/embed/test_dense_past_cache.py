@@ -328,3 +328,20 @@ def test_query_rotation_is_read_once_and_follows_a_new_rotation(ix):
     assert store.query_rotation(ix) is got                                   # (not read again)
     r2 = ensure_rotation(ix, 128)                                            # other dims: a new one
     assert store.query_rotation(ix).shape == (128, 128) and np.array_equal(store.query_rotation(ix), r2)
+
+
+def test_read_rows_is_the_rows_one_by_one(filled):
+    """More ids than one statement takes, unsorted, repeated and missing ones: the rows that
+    exist, ascending, as a plain one-id-at-a-time read gives them (the slow reference)."""
+    ix, ids, _, rng = filled
+    want = np.concatenate([rng.choice(ids, 1300), ids[:3], [0, 15_999_999, -4]])
+    got = store.read_rows(ix, want, 128)
+    ref = [ix.conn.execute("SELECT id, scale, code FROM vec_rows WHERE id = ?", (int(i),)).fetchone()
+           for i in sorted(set(want.tolist()))]
+    ref = [r for r in ref if r is not None]
+    assert len(set(want.tolist())) > store.CHUNK + 300 and len(ref) < len(set(want.tolist()))
+    ri, rs, rc = store.decode_rows(ref, 128)
+    assert got[0].dtype == np.int64 and got[1].dtype == np.float32 and got[2].dtype == np.int8
+    assert np.array_equal(got[0], ri) and np.array_equal(got[1], rs) and np.array_equal(got[2], rc)
+    empty = store.read_rows(ix, [0, -1], 128)
+    assert [a.shape for a in empty] == [(0,), (0,), (0, 128)]
