@@ -24,7 +24,7 @@ from ..cjk import has_cjk, spaced
 from .tokenize import STOP_WORDS, clean_query
 
 __all__ = ["available", "create_table", "update", "build_query", "query_expressions", "search", "text_search",
-           "operands", "bound_expression", "ROWS_CAP", "VERSION", "TABLE"]
+           "operands", "operand_terms", "bound_expression", "ROWS_CAP", "VERSION", "TABLE"]
 
 log = logging.getLogger(__name__)
 
@@ -220,25 +220,46 @@ def bound_expression(expr: str, df_of, n_docs: int, cap: int | None = None) -> s
     return " OR ".join(o for i, o in enumerate(ops) if i in keep)
 
 
-def _df_lookup(ix):
-    """``df_of(operand)`` from the BM25 postings (the index's analyser; a close estimate of
+def operand_terms(expr: str | None, analyzer) -> tuple:
+    """``(operand, its analysed terms)`` for each operand of ``expr`` (terms ``None`` for a
+    prefix: it may be any word), word by word with ``analyzer.analyze_word`` (the memo the
+    whole text's analysis filled). The query parser calls it (``Query.fts_terms``), so the
+    channel's bound analyses nothing during a search."""
+    if not expr:
+        return ()
+    out = []
+    for op in operands(expr)[0]:
+        body = op.split(" : ", 1)[-1]
+        if body.endswith("*"):
+            out.append((op, None))
+            continue
+        terms = (t for w in re.findall(r"\w+", body) for t in analyzer.analyze_word(w))
+        out.append((op, tuple(dict.fromkeys(t for t in terms if t))))
+    return tuple(out)
+
+
+def _df_lookup(ix, terms_of: dict | None = None):
+    """``(df_of(operand), n)`` from the BM25 postings (the index's analyser; a close estimate of
     FTS5's own counts): a word its document count, a phrase its rarest word's, a prefix or a
-    word the analyser drops (a stop word) every node."""
+    word the analyser drops (a stop word) every node. ``terms_of``: each operand's terms, as
+    :func:`operand_terms` gave them (else analysed here)."""
     from .postings import stored_params
 
     st, params = stored_params(ix)
     if st is None or params is None:
         return None, 0
     n = int(st.get("n", 0) or 0)
-    analyze = params.analyzer()
     memo: dict[str, int] = {}
+    analyze = []
 
     def df_of(op: str) -> int:
-        body = op.split(" : ", 1)[-1]
-        if body.endswith("*"):
-            return n
-        terms = [t for t in dict.fromkeys(analyze(body.strip('"'))) if t]
-        if not terms:
+        if terms_of is not None and op in terms_of:
+            terms = terms_of[op]
+        else:
+            if not analyze:
+                analyze.append(params.analyzer())
+            terms = operand_terms(op, analyze[0])[0][1]
+        if not terms:                    # a prefix (None) or only stop words
             return n
         todo = [t for t in terms if t not in memo]
         if todo:
@@ -260,9 +281,10 @@ def _indexed(ix) -> int:
 
 
 def search(ix, query: str, k: int = 100, *, expressions: tuple[str | None, ...] | None = None,
-           **opts) -> tuple[np.ndarray, np.ndarray]:
+           operand_terms: tuple | None = None, **opts) -> tuple[np.ndarray, np.ndarray]:
     """FTS5 channel: (node ids, -bm25 scores), best first. Never raises on the query string.
-    ``expressions``: :func:`query_expressions` of the query when the caller has them."""
+    ``expressions``: :func:`query_expressions` of the query when the caller has them;
+    ``operand_terms``: :func:`operand_terms` of each (the parsed query's ``fts_terms``)."""
     try:
         k = max(0, int(k))
     except (TypeError, ValueError):
@@ -277,12 +299,11 @@ def search(ix, query: str, k: int = 100, *, expressions: tuple[str | None, ...] 
             return _EMPTY
     except sqlite3.Error:
         return _EMPTY
-    df_of = n_docs = None
-    for expr in (query_expressions(query) if expressions is None else expressions):
+    for i, expr in enumerate(query_expressions(query) if expressions is None else expressions):
         if not expr:
             continue
-        if df_of is None:
-            df_of, n_docs = _df_lookup(ix)
+        given = operand_terms[i] if operand_terms is not None and i < len(operand_terms) else None
+        df_of, n_docs = _df_lookup(ix, dict(given) if given else None)
         if df_of:
             expr = bound_expression(expr, df_of, n_docs)
         try:
@@ -328,11 +349,11 @@ def text_search(ix, query: str, k: int = 100, **opts) -> tuple[np.ndarray, np.nd
 FULL_K = 2000
 
 
-def score_all(ix, query: str, *, expressions: tuple[str | None, ...] | None = None,
+def score_all(ix, query: str, *, expressions: tuple[str | None, ...] | None = None, operand_terms: tuple | None = None,
               **opts) -> tuple[np.ndarray, np.ndarray, int]:
     """FTS5 scores of the (up to ``FULL_K``) matching nodes: (ids ascending, scores, N indexed
     nodes), so the pipeline can standardise FTS5 like BM25 (non-matching nodes score 0)."""
-    out = search(ix, query, FULL_K, expressions=expressions)
+    out = search(ix, query, FULL_K, expressions=expressions, operand_terms=operand_terms)
     if isinstance(out, str):                      # FTS5 off: no population, the pipeline asks search() why
         return np.zeros(0, np.int64), np.zeros(0), 0
     ids, sc = out

@@ -305,4 +305,9 @@ def test_fts_search_over_the_cap_runs_the_bounded_expression(cix, monkeypatch):
     ref = cix.conn.execute(f"SELECT rowid, bm25({fts.TABLE}, ?, 1.0) r FROM {fts.TABLE} WHERE {fts.TABLE} MATCH ? "
                            f"ORDER BY r, rowid", (fts.NAME_WEIGHT, kept)).fetchall()
     assert ids.tolist() == [r[0] for r in ref] and np.allclose(sc, [-r[1] for r in ref])
+    # the parsed query's operand terms (Query.fts_terms) give the same bound without analysing again
+    from kgsearch.query.parse import index_analyzer, parse
+    pq = parse(q, index_analyzer(cix))
+    assert pq.fts_terms[0][1] == ('"plain text response"', ("plain", "text", "respons"))
+    assert fts.search(cix, q, expressions=pq.fts, operand_terms=pq.fts_terms)[0].tolist() == ids.tolist()
     assert cix.ids["StreamingTextResponse"] not in ids.tolist()        # matched "text" only
