@@ -337,13 +337,19 @@ class Graph:
         """
         if direction not in ("out", "in", "both"):
             raise GraphError(f"direction must be 'out', 'in' or 'both', got {direction!r}")
+        # the queried end of each edge is its node repeated by its degree (no search for it);
+        # only an in-edge's source is searched for in ``indptr``
+        nodes = self._check_nodes(nodes)
         parts = []
         if direction in ("out", "both"):
-            s, d, w, t = self.edges(self.out_edge_ids(nodes))
-            parts.append((s, d, w, t))
+            e, counts = _ranges_counts(self.indptr, nodes)
+            parts.append((np.repeat(nodes, counts), self.indices[e].astype(np.int64),
+                          self.weights[e], self.etype[e]))
         if direction in ("in", "both"):
-            s, d, w, t = self.edges(self.in_edge_ids(nodes))
-            parts.append((d, s, w, t))
+            pos, counts = _ranges_counts(self.rindptr, nodes)
+            e = self.rperm[pos].astype(np.int64)
+            parts.append((np.repeat(nodes, counts), np.searchsorted(self.indptr, e, side="right") - 1,
+                          self.weights[e], self.etype[e]))
         node, nb, w, t = (np.concatenate(x) for x in zip(*parts))
         if types is not None:
             keep = np.isin(t, np.asarray(types))
@@ -426,10 +432,15 @@ class Graph:
 
 def _ranges(indptr: np.ndarray, nodes: np.ndarray) -> np.ndarray:
     """Concatenate ``arange(indptr[i], indptr[i+1])`` for each ``i`` in ``nodes`` without a loop."""
+    return _ranges_counts(indptr, nodes)[0]
+
+
+def _ranges_counts(indptr: np.ndarray, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_ranges` and each node's count (its range's length)."""
     starts = indptr[nodes].astype(np.int64)
     counts = indptr[nodes + 1].astype(np.int64) - starts
     total = int(counts.sum())
     if total == 0:
-        return np.zeros(0, dtype=np.int64)
+        return np.zeros(0, dtype=np.int64), counts
     offsets = np.repeat(starts - np.concatenate(([0], np.cumsum(counts)[:-1])), counts)
-    return np.arange(total, dtype=np.int64) + offsets
+    return np.arange(total, dtype=np.int64) + offsets, counts
