@@ -266,6 +266,16 @@ class Graph:
         return self._cached("src", lambda: np.repeat(np.arange(self.n, dtype=np.int64), self.out_degree()))
 
     @property
+    def rsrc(self) -> np.ndarray:
+        """Source of each edge in reverse order (``rindptr``/``rperm``: the in-edges of a node are a
+        slice), so in-edge neighbours are a gather, not a search per edge (built on first use and
+        cached; int32 below 2**31 nodes: 4 bytes per edge, 2.6 MB at the 100K corpus's 658K edges)."""
+        def build():
+            dt = np.int32 if self.n < 2 ** 31 else np.int64
+            return np.repeat(np.arange(self.n, dtype=dt), np.diff(self.indptr))[self.rperm]
+        return self._cached("rsrc", build)
+
+    @property
     def dst(self) -> np.ndarray:
         """Target of each forward edge as int64 (cached)."""
         return self._cached("dst", lambda: self.indices.astype(np.int64))
@@ -337,8 +347,8 @@ class Graph:
         """
         if direction not in ("out", "in", "both"):
             raise GraphError(f"direction must be 'out', 'in' or 'both', got {direction!r}")
-        # the queried end of each edge is its node repeated by its degree (no search for it);
-        # only an in-edge's source is searched for in ``indptr``
+        # the queried end of each edge is its node repeated by its degree, an in-edge's source
+        # read from ``rsrc``: no search per edge (hub neighbourhoods hold tens of thousands)
         nodes = self._check_nodes(nodes)
         parts = []
         if direction in ("out", "both"):
@@ -347,9 +357,8 @@ class Graph:
                           self.weights[e], self.etype[e]))
         if direction in ("in", "both"):
             pos, counts = _ranges_counts(self.rindptr, nodes)
-            e = self.rperm[pos].astype(np.int64)
-            parts.append((np.repeat(nodes, counts), np.searchsorted(self.indptr, e, side="right") - 1,
-                          self.weights[e], self.etype[e]))
+            e = self.rperm[pos]
+            parts.append((np.repeat(nodes, counts), self.rsrc[pos].astype(np.int64), self.weights[e], self.etype[e]))
         node, nb, w, t = (np.concatenate(x) for x in zip(*parts))
         if types is not None:
             keep = np.isin(t, np.asarray(types))

@@ -149,8 +149,7 @@ def pull_mean(g: Graph, targets, value_of, two_hop: bool = False, max_nodes: int
         vals = np.asarray(value_of(u), dtype=np.float64)[inv_nb]
         # each edge's target as its index in ``tpos`` (unique): sums per target in edge order,
         # as a unique-and-inverse over the edges' targets gave, without sorting the edges
-        order = np.argsort(tpos, kind="stable")
-        t_inv = order[np.searchsorted(tpos[order], node)]
+        t_inv = _index_of(tpos, node, g.n)
         num = np.bincount(t_inv, weights=w * vals, minlength=len(tpos))
         den = np.bincount(t_inv, weights=w, minlength=len(tpos))
         res = np.divide(num, den, out=np.zeros(len(tpos)), where=den > 0)
@@ -167,6 +166,17 @@ def pull_mean(g: Graph, targets, value_of, two_hop: bool = False, max_nodes: int
         second = pull_mean_values(g, tp, lambda p: np.array([lookup.get(int(x), 0.0) for x in p]))
         out[ok] += TWO_HOP_FACTOR * second
     return out
+
+
+def _index_of(keys: np.ndarray, a: np.ndarray, n: int) -> np.ndarray:
+    """The index in ``keys`` (unique values in ``0..n-1``) of each value of ``a`` (all in ``keys``):
+    a length-``n`` map when ``a`` is long against ``n``, else a search in the sorted keys."""
+    if len(a) * 8 < n:
+        order = np.argsort(keys, kind="stable")
+        return order[np.searchsorted(keys[order], a)]
+    at = np.zeros(n, dtype=np.int64)
+    at[keys] = np.arange(len(keys))
+    return at[a]
 
 
 def _unique_inverse(a: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
