@@ -74,7 +74,11 @@ def test_neighbors_equal_the_edge_list():
                          etype=rng.integers(0, 3, m).astype(np.uint8), weight_dtype=np.float32)
     s, d, w, t = (x.tolist() for x in g.edges())
     nodes = [4, 0, 17, 29]
-    for direction in ("out", "in"):
+    for direction in ("out", "in", "in"):           # in: searched, then (asked for many) from rsrc
+        if direction == "in" and "rsrc" in g._cache:
+            nodes = list(range(n))
+            assert g.neighbors(nodes, "in")[1].tolist() == \
+                (np.searchsorted(g.indptr, g.in_edge_ids(nodes), side="right") - 1).tolist()
         node, nb, ww, tt = g.neighbors(nodes, direction)
         got = sorted(zip(node.tolist(), nb.tolist(), ww.tolist(), tt.tolist()))
         if direction == "out":
@@ -82,3 +86,7 @@ def test_neighbors_equal_the_edge_list():
         else:
             want = sorted((b, a, x, y) for a, b, x, y in zip(s, d, w, t) if b in nodes)
         assert got == want and node.dtype == nb.dtype == np.int64
+        if direction == "in" and "rsrc" not in g._cache:
+            assert len(nodes) < n                    # a few nodes: searched; now all of them
+            g.neighbors(list(range(n)), "in")
+            assert "rsrc" in g._cache

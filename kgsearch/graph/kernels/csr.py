@@ -275,6 +275,18 @@ class Graph:
             return np.repeat(np.arange(self.n, dtype=dt), np.diff(self.indptr))[self.rperm]
         return self._cached("rsrc", build)
 
+    def _in_sources(self, pos: np.ndarray, e: np.ndarray) -> np.ndarray:
+        """Sources (int64) of the edges at reverse positions ``pos`` (forward numbers ``e``): from
+        :attr:`rsrc` once asked for more than building it costs (a search per edge costs about
+        log2(n) steps, the array m), else searched for in ``indptr`` (a few nodes' edges at index
+        time never build it)."""
+        rs = self._cache.get("rsrc")
+        if rs is None and len(pos) * max(1, int(self.n).bit_length()) > self.m:
+            rs = self.rsrc
+        if rs is not None:
+            return rs[pos].astype(np.int64)
+        return np.searchsorted(self.indptr, e, side="right").astype(np.int64) - 1
+
     @property
     def dst(self) -> np.ndarray:
         """Target of each forward edge as int64 (cached)."""
@@ -358,7 +370,7 @@ class Graph:
         if direction in ("in", "both"):
             pos, counts = _ranges_counts(self.rindptr, nodes)
             e = self.rperm[pos]
-            parts.append((np.repeat(nodes, counts), self.rsrc[pos].astype(np.int64), self.weights[e], self.etype[e]))
+            parts.append((np.repeat(nodes, counts), self._in_sources(pos, e), self.weights[e], self.etype[e]))
         node, nb, w, t = (np.concatenate(x) for x in zip(*parts))
         if types is not None:
             keep = np.isin(t, np.asarray(types))
