@@ -99,7 +99,9 @@ TOOLS = [
                     "text (a search), for files (their symbols plus callers, callees and linked notes) or for a "
                     "diff (the changed symbols, their callers/callees and linked notes). The top node is always "
                     "in; long bodies are trimmed to signature + docstring + matched lines before they are cut; "
-                    "the output ends with what was cut and why. Give exactly one of task, files, diff.",
+                    "the output ends with what was cut and why. Give exactly one of task, files, diff. The filter "
+                    "arguments choose which nodes may be packed (a task: its search is narrowed; files/diff: "
+                    "ranked from every given or changed node, only the kept nodes packed).",
      "inputSchema": _schema({"task": {"type": "string", "minLength": 1},
                              "files": {"type": "array", "items": {"type": "string"}, "minItems": 1},
                              "diff": {"type": "string", "description": "a unified diff, or \"git\" for `git diff "
