@@ -72,16 +72,19 @@ def _qualname(key: str) -> str:
 
 
 def _module_names(key: str) -> tuple[str, ...]:
-    """What a qualifier may call the module of a non-Python code node: its file's stem and
-    its folder (Go ``http.Server``, a JS ``utils.merge``, a Rust ``bytes::Bytes``).
+    """What a qualifier may call the module of a code node whose language names modules by
+    files or folders: its file's stem and its folder (Go ``http.Server``, a JS ``utils.merge``,
+    a Rust ``bytes::Bytes``, a Java package). Python keys hold their module already; C and C++
+    qualified names hold their namespaces (``fmt.detail.format_to``), and a folder named like a
+    namespace (``include/fmt/``) would credit every name in it.
 
     >>> _module_names("go:internal/transport/http2_client.go:newHTTP2Client")
     ('http2_client', 'transport')
-    >>> _module_names("py:pkg.mod.f")
-    ()
+    >>> _module_names("py:pkg.mod.f"), _module_names("c:include/fmt/core.h:fmt.format")
+    ((), ())
     """
     ns, _, rest = key.partition(":")
-    if ns == "py" or ":" not in rest:
+    if ns in ("py", "c") or ":" not in rest:
         return ()
     path = rest.partition(":")[0]
     folder, _, base = path.rpartition("/")

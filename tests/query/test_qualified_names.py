@@ -59,6 +59,8 @@ def test_a_qualifier_may_name_the_module_file_or_folder(conn):
     assert resolve(conn, [Anchor("http2_client.NewClient", "dotted")]) == {4: 0.8}    # file stem
     assert resolve(conn, [Anchor("client.NewClient", "dotted")]) == {5: 0.8}
     assert resolve(conn, [Anchor("other.NewClient", "dotted")]) == {}
+    # C/C++ scopes are namespaces, held in the qualified name: a folder named like one is no qualifier
+    assert resolve(conn, [Anchor("src.format_to", "dotted")]) == {}
 
 
 def test_pattern_matches_a_scoped_name_exactly():
