@@ -53,15 +53,43 @@ _EMPTY = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32))
 
 
 def _qualname(key: str) -> str:
-    """``py:pkg.mod.f#2`` -> ``pkg.mod.f``; a later root's ``py://label/pkg.mod.f`` -> ``pkg.mod.f``.
+    """The qualified name inside its module of a code node's key: ``py:pkg.mod.f#2`` ->
+    ``pkg.mod.f``; a later root's ``py://label/pkg.mod.f`` -> ``pkg.mod.f``; the other
+    languages' ``rs:src/bytes.rs:Bytes.split_off`` -> ``Bytes.split_off`` (their keys name the
+    file, then the name inside it).
 
     >>> _qualname("py:pkg.mod.f#2"), _qualname("py://lib/pkg.mod.f")
     ('pkg.mod.f', 'pkg.mod.f')
+    >>> _qualname("rs:src/bytes.rs:Bytes.split_off"), _qualname("c:a.cpp:Catch.StringRef.operator std::string")
+    ('Bytes.split_off', 'Catch.StringRef.operator std::string')
     """
-    rest = key.partition(":")[2].split("#", 1)[0]
+    ns, _, rest = key.partition(":")
     if rest.startswith("//"):
         rest = rest[2:].partition("/")[2]
-    return rest
+    if ns != "py" and ":" in rest:
+        rest = rest.partition(":")[2]
+    return rest.split("#", 1)[0]
+
+
+def _module_names(key: str) -> tuple[str, ...]:
+    """What a qualifier may call the module of a code node whose language names modules by
+    files or folders: its file's stem and its folder (Go ``http.Server``, a JS ``utils.merge``,
+    a Rust ``bytes::Bytes``, a Java package). Python keys hold their module already; C and C++
+    qualified names hold their namespaces (``fmt.detail.format_to``), and a folder named like a
+    namespace (``include/fmt/``) would credit every name in it.
+
+    >>> _module_names("go:internal/transport/http2_client.go:newHTTP2Client")
+    ('http2_client', 'transport')
+    >>> _module_names("py:pkg.mod.f"), _module_names("c:include/fmt/core.h:fmt.format")
+    ((), ())
+    """
+    ns, _, rest = key.partition(":")
+    if ns in ("py", "c") or ":" not in rest:
+        return ()
+    path = rest.partition(":")[0]
+    folder, _, base = path.rpartition("/")
+    names = (base.rpartition(".")[0] or base, folder.rpartition("/")[2])
+    return tuple(n for n in names if n)
 
 
 def _files_by_suffix(conn, path: str) -> list[int]:
@@ -109,13 +137,14 @@ def resolve(conn, anchors: list[Anchor], use_spec: bool = False) -> dict[int, fl
     lasts = sorted({a.text.rsplit(".", 1)[-1] for a in named} | {a.func for a in anchors if a.func})
     rows = in_chunks(conn, f"SELECT id, name, key, file_id FROM nodes WHERE name IN ({{}}) AND kind IN ({_KINDS_SQL})",
                      lasts)
-    by_name: dict[str, list[tuple[int, str, int | None]]] = {}
+    by_name: dict[str, list[tuple[int, str, int | None, tuple[str, ...]]]] = {}
     for nid, name, key, file_id in rows:
-        by_name.setdefault(name, []).append((nid, _qualname(key), file_id))
+        by_name.setdefault(name, []).append((nid, _qualname(key), file_id, _module_names(key)))
     for a in named:
         cands = by_name.get(a.text.rsplit(".", 1)[-1], [])
         if "." in a.text:
-            cands = [c for c in cands if c[1] == a.text or c[1].endswith("." + a.text)]
+            cands = [c for c in cands if c[1] == a.text or c[1].endswith("." + a.text)
+                     or any(f"{m}.{c[1]}" == a.text for m in c[3])]
         credit([c[0] for c in cands], a.weight)
     for a in anchors:
         if a.kind not in ("frame", "path"):
@@ -130,7 +159,7 @@ def resolve(conn, anchors: list[Anchor], use_spec: bool = False) -> dict[int, fl
         credit(mods, a.weight)
         if a.func:
             fset = set(files)
-            credit([nid for nid, _, fid in by_name.get(a.func, []) if fid in fset], a.weight)
+            credit([nid for nid, _, fid, _ in by_name.get(a.func, []) if fid in fset], a.weight)
     if use_spec and scores:
         uses = _uses(conn, scores)
         scores = {n: v * use_specificity(uses.get(n, 0)) for n, v in scores.items()}

@@ -25,7 +25,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
-from ..codelike import BACKTICK, CALL, CAMEL, DOTTED, SNAKE, has_code_token
+from ..codelike import BACKTICK, CALL, CAMEL, DOTTED, SCOPED, SNAKE, dotted, has_code_token
 
 __all__ = ["Anchor", "extract", "code_task_reason", "relation", "asks_for_tests", "asks_for_prose",
            "RELATION_EDGES", "WORD", "KIND_WEIGHT", "CODE_EXTENSIONS"]
@@ -88,7 +88,7 @@ class Anchor:
         return KIND_WEIGHT[self.kind] * (1.0 + 0.25 * min(self.count - 1, 4))
 
 
-_SELF = ("self.", "cls.")
+_SELF = ("self.", "cls.", "crate.", "super.")      # Rust's crate::/super:: name no code either
 
 
 def extract(query: str) -> list[Anchor]:
@@ -121,7 +121,7 @@ def extract(query: str) -> list[Anchor]:
     for m in _ERROR.finditer(query):
         add(m.group(0), "error", m.start())
     for m in BACKTICK.finditer(query):
-        toks = re.findall(r"[A-Za-z_][\w.]*", m.group(1))
+        toks = re.findall(r"[A-Za-z_][\w.]*", dotted(m.group(1)))
         # one name in backticks names code; a message or a command line in backticks
         # (`WARNING: no number is assigned`) only for its code-shaped words
         for tok in toks if len(toks) == 1 else [t for t in toks if has_code_token(t)]:
@@ -133,6 +133,8 @@ def extract(query: str) -> list[Anchor]:
         tok = m.group(0)
         if max(map(len, tok.split("."))) > 2 and not _PATH.fullmatch(tok):
             add(tok, "dotted", m.start())
+    for m in SCOPED.finditer(query):                 # Bytes::split_off: the index says Bytes.split_off
+        add(dotted(m.group(0)), "dotted", m.start())
     for m in CALL.finditer(query):
         add(m.group(1), "call", m.start(1))
     for rx in (SNAKE, CAMEL, _ALNUM):

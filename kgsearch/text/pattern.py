@@ -26,7 +26,7 @@ import sqlite3
 
 import numpy as np
 
-from ..codelike import is_code_token
+from ..codelike import dotted, is_code_token
 from ..store.sql import iter_in_chunks
 from .regex import refusal, required_literal, scan, sre_parser, timer_usable
 from .tokenize import clean_query
@@ -114,7 +114,7 @@ def _score_literal(q: str, sym: str) -> float:
     best = 0.0
     for part in sym.lower().split("\t"):
         tail = part.rsplit(".", 1)[-1]
-        if part == q or tail == q:
+        if part == q or tail == q or part.endswith(("." + q, ":" + q)):    # f, Cls.f, src/x.rs:Cls.f
             return 1.0
         for s in (tail, part):
             if s.startswith(q):
@@ -245,7 +245,7 @@ def query_parts(query: str) -> tuple[tuple[str, str] | None, tuple[str, ...]]:
     tokens = _IDENT.findall(query)
     if len(tokens) > 1:
         tokens = [t for t in tokens if is_code_token(t)]
-    return None, tuple(t for t in (tok.strip(".:/-$") for tok in tokens[:8]) if t)
+    return None, tuple(t for t in (dotted(tok.strip(".:/-$")) for tok in tokens[:8]) if t)
 
 
 def search(ix, query: str, k: int = 100, *, fuzzy: bool = True,
