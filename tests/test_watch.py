@@ -447,3 +447,12 @@ def test_cli_watch_usage_errors(tmp_path):
     r = subprocess.run([sys.executable, "-m", "kgsearch", "--db", str(tmp_path / "none.db"), "watch",
                         str(tmp_path / "missing")], capture_output=True, text=True, env=env, timeout=TIMEOUT)
     assert r.returncode == 3 and "no such file or folder" in r.stderr
+
+
+def test_polling_defaults_agree_between_the_cli_the_options_and_the_scanner():
+    from kgsearch.cli import build_parser
+    from kgsearch.watch.poll import DEFAULT_BUDGET
+
+    args = build_parser().parse_args(["watch"])
+    assert args.budget == WatchOptions().budget == DEFAULT_BUDGET
+    assert args.interval == WatchOptions().interval and args.debounce == WatchOptions().debounce

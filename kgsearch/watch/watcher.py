@@ -42,7 +42,7 @@ class WatchOptions:
     debounce: float = 0.3          # seconds without a change before a run
     max_wait: float = 5.0          # a change waits at most this long while others keep coming
     interval: float = 1.0          # polling: seconds between ticks
-    budget: int = 1000             # polling: entries looked at per tick
+    budget: int = 2000             # polling: entries looked at per tick (kgsearch.watch.poll.DEFAULT_BUDGET)
     retry: float = 1.0             # first wait when another run holds the lock
     retry_max: float = 10.0
     isolate: bool | None = None    # runs in a child process (default: where fork exists)
