@@ -175,6 +175,22 @@ def test_poll_scanner_sees_a_new_deleted_or_renamed_file_on_the_next_tick_from_i
     assert seen == [str(root / "d2")]
 
 
+def test_poll_scanner_with_more_folders_than_its_budget_still_lists_files(tmp_path):
+    # 7 folders, budget 3: the folder times take 3 stats a tick, the listing still gets its budget
+    # (an edit in place moves no folder time: only the listing sees it)
+    root = tmp_path / "r"
+    for d in range(6):
+        (root / f"d{d}").mkdir(parents=True)
+        (root / f"d{d}" / "n.md").write_text("x")
+    sc = PollScanner(WatchSpec([Root(str(root), True)]), budget=3)
+    sc.first_pass()
+    (root / "d3" / "n.md").write_text("changed, longer")
+    seen = []
+    for _ in range(7):
+        seen += sc.tick()
+    assert seen == [str(root / "d3")]
+
+
 def test_poll_source_dates_a_change_by_its_save_not_by_the_tick_that_saw_it(tmp_path):
     root = tmp_path / "r"
     (root / "d").mkdir(parents=True)

@@ -2,9 +2,9 @@
 
 Each folder keeps one number: a hash of what matters in its listing (the names of its indexable
 files with their size and mtime, and its subfolders). A tick lists folders in round-robin order
-until ``budget`` entries were looked at (at least one folder: a tick costs at most
-``max(budget, the largest folder)`` stat calls), so a tree of F indexable entries is seen in full
-every ``ceil(F / budget)`` ticks. Memory is one path and one integer per folder, not per file.
+until ``budget`` entries were looked at (at least one folder: a tick lists at most
+``max(budget, the largest folder)`` entries, after at most ``budget`` folder stats, below), so a
+tree of F indexable entries is seen in full every ``ceil(F / budget)`` ticks. Memory is one path and one integer per folder, not per file.
 
 A folder whose hash changed is a change. A folder seen for the first time is one too when it
 holds anything indexable (a folder created after the start: files may have been written into it
@@ -78,20 +78,19 @@ class PollScanner:
         First the folders' own times (a file created, deleted or renamed), then the listing in turn."""
         budget = self.budget if budget is None else budget
         changed: list[str] = []
-        seen = 0
-        if not self.baseline:
+        if not self.baseline:                     # (up to ``budget`` folder stats: they never starve the listing)
             for _ in range(min(len(self.sweep), budget)):
                 path = self.sweep.popleft()
                 if path not in self.sigs:         # dropped by a rescan
                     continue
                 self.sweep.append(path)
-                seen += 1
                 try:
                     mt = os.stat(path).st_mtime_ns
                 except OSError:
                     mt = None
                 if mt != self.mtimes.get(path):
-                    seen += self._look(path, changed)
+                    self._look(path, changed)
+        seen = 0
         rounds = len(self.queue)
         while self.queue and rounds > 0 and (seen < budget or seen == 0):
             rounds -= 1
