@@ -334,7 +334,7 @@ def md_idle(r: dict) -> str:
              f"{r['date']}, commit {r['commit']}, {r['machine']['cpu']} ({r['machine']['cores']} cores), "
              f"Python {r['machine']['python']}; vault: {r['notes']} notes of {r['corpus']} in folders of 100; "
              f"{r['minutes']} minutes after the catch-up run, sampled every 5 s. Default "
-             f"options (polling: a look every 1 s, 1,000 entries per look). Load (1 min) during the last run: "
+             f"options (polling: a look every 1 s, 2,000 entries per look). Load (1 min) during the last run: "
              f"{min(lo)}-{max(lo)}.", "",
              "| backend | folders | CPU s | CPU % | wake-ups / min | RSS MB start / end / max | peak RSS MB (incl. start-up) | runs | "
              "run (commit, date) |",

@@ -123,6 +123,24 @@ def test_default_pipeline_hits_are_ranked_and_named(engines):
             sorted(h.score for h in f.hits) == pytest.approx(sorted(h.score for h in r.hits))
 
 
+def test_indexes_in_threads_rank_exactly_as_in_turn(engines):
+    # MultiEngine(threads=True) runs each index's search in its own thread (an engine is used by one
+    # thread at a time): the answers are the ones the indexes give in turn, to the last digit,
+    # explain parts included, query after query on the same pool of threads
+    turn = MultiEngine({"a": engines["a"], "b": engines["b"]})
+    threaded = MultiEngine({"a": engines["a"], "b": engines["b"]}, threads=True)
+    try:
+        for _ in range(2):
+            for q in QUERIES + ["kernel", "note phone sync battery backup offline"]:
+                opts = SearchOptions(k=8, use_cache=False, explain=True)
+                want, got = turn.search(q, opts), threaded.search(q, opts)
+                assert [h.as_dict() for h in got.hits] == [h.as_dict() for h in want.hits], q
+                assert got.candidates == want.candidates and got.channels_run == want.channels_run
+        assert threaded._executor is not None           # (the threads did run)
+    finally:
+        threaded._executor.shutdown()
+
+
 def test_merge_puts_every_index_on_the_union_floor():
     # hand-computed: index a lifted its scores by 0.5, b by 1.5 (the union's floor); a's first
     # hit has a 0.8 factor on top: (2.0 + 1.5) * 0.8 = 2.8 on the floor, its second 1.0 + 1.0 = 2.0

@@ -144,6 +144,73 @@ def test_poll_scanner_costs_a_bounded_number_of_entries_per_tick_and_sees_every_
     assert str(root) in seen and str(root / "d9") in seen     # the new folder counts as a change
 
 
+def test_poll_scanner_sees_a_new_deleted_or_renamed_file_on_the_next_tick_from_its_folder_time(tmp_path):
+    # budget 15: one folder of 10 files listed per tick, a round of 7 folders takes 7 ticks; a
+    # file created, deleted or renamed moves its folder's time, so that folder is listed at once
+    root = tmp_path / "r"
+    for d in range(6):
+        (root / f"d{d}").mkdir(parents=True)
+        for i in range(10):
+            (root / f"d{d}" / f"n{i}.md").write_text("x")
+    sc = PollScanner(WatchSpec([Root(str(root), True)]), budget=15)
+    sc.first_pass()
+    assert sc.tick() == []
+    # the folder the round-robin would list last
+    last = str(root / "d5") if sc.queue[-1] != str(root / "d5") else str(root / "d4")
+    ops = [lambda: (Path(last) / "new.md").write_text("y"),
+           lambda: (Path(last) / "new.md").rename(Path(last) / "moved.md"),
+           lambda: (Path(last) / "moved.md").unlink()]
+    for op in ops:
+        before = os.stat(last).st_mtime_ns
+        op()
+        if os.stat(last).st_mtime_ns == before:         # a coarse clock: make the move visible
+            os.utime(last, ns=(before + 10**9, before + 10**9))
+        assert sc.tick() == [last]
+        assert sc.last_save_ns >= os.stat(last).st_mtime_ns
+    # an edit in place does not move the folder's time: the round-robin still sees it
+    (root / "d2" / "n3.md").write_text("changed, longer")
+    seen = []
+    for _ in range(7):
+        seen += sc.tick()
+    assert seen == [str(root / "d2")]
+
+
+def test_poll_scanner_with_more_folders_than_its_budget_still_lists_files(tmp_path):
+    # 7 folders, budget 3: the folder times take 3 stats a tick, the listing still gets its budget
+    # (an edit in place moves no folder time: only the listing sees it)
+    root = tmp_path / "r"
+    for d in range(6):
+        (root / f"d{d}").mkdir(parents=True)
+        (root / f"d{d}" / "n.md").write_text("x")
+    sc = PollScanner(WatchSpec([Root(str(root), True)]), budget=3)
+    sc.first_pass()
+    (root / "d3" / "n.md").write_text("changed, longer")
+    seen = []
+    for _ in range(7):
+        seen += sc.tick()
+    assert seen == [str(root / "d3")]
+
+
+def test_poll_source_dates_a_change_by_its_save_not_by_the_tick_that_saw_it(tmp_path):
+    root = tmp_path / "r"
+    (root / "d").mkdir(parents=True)
+    (root / "d" / "a.md").write_text("x")
+    src = PollSource(WatchSpec([Root(str(root), True)]), interval=1.0, budget=1000)
+    assert src.tick() == 0
+    f = root / "d" / "a.md"
+    f.write_text("changed")
+    t = time.time() - 5.0
+    os.utime(f, (t, t))
+    os.utime(root / "d", (t - 1, t - 1))
+    assert src.tick() == 1
+    assert src.quiet_since(100.0) == pytest.approx(95.0, abs=0.5)    # saved 5 s before the tick
+    f.write_text("again, later")
+    t = time.time() + 60.0                                           # stamped in the future
+    os.utime(f, (t, t))
+    assert src.tick() == 1 and src.quiet_since(100.0) == 100.0
+    assert src.tick() == 0 and src.quiet_since(100.0) == 100.0
+
+
 @needs_inotify
 def test_inotify_source_counts_relevant_events_and_watches_new_folders(tmp_path):
     root = vault(tmp_path)
@@ -396,3 +463,12 @@ def test_cli_watch_usage_errors(tmp_path):
     r = subprocess.run([sys.executable, "-m", "kgsearch", "--db", str(tmp_path / "none.db"), "watch",
                         str(tmp_path / "missing")], capture_output=True, text=True, env=env, timeout=TIMEOUT)
     assert r.returncode == 3 and "no such file or folder" in r.stderr
+
+
+def test_polling_defaults_agree_between_the_cli_the_options_and_the_scanner():
+    from kgsearch.cli import build_parser
+    from kgsearch.watch.poll import DEFAULT_BUDGET
+
+    args = build_parser().parse_args(["watch"])
+    assert args.budget == WatchOptions().budget == DEFAULT_BUDGET
+    assert args.interval == WatchOptions().interval and args.debounce == WatchOptions().debounce

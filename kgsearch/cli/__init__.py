@@ -269,8 +269,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--debounce", type=float, default=0.3, metavar="S",
                    help="seconds without a change before reindexing (default 0.3)")
     p.add_argument("--interval", type=float, default=1.0, metavar="S", help="polling: seconds between looks (default 1)")
-    p.add_argument("--budget", type=int, default=1000, metavar="N",
-                   help="polling: files and folders looked at per look (default 1000); a tree of F entries is "
+    p.add_argument("--budget", type=int, default=2000, metavar="N",
+                   help="polling: files and folders looked at per look (default 2000); a tree of F entries is "
                         "seen in full every F/N looks")
     p.set_defaults(func=live.cmd_watch)
 

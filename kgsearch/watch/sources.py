@@ -13,6 +13,7 @@ from __future__ import annotations
 import errno
 import logging
 import os
+import time
 
 from . import inotify as ino
 from .poll import PollScanner
@@ -130,10 +131,22 @@ class PollSource:
         return self.scanner.folders
 
     def tick(self) -> int:
+        self.scanner.last_save_ns = 0
         changed = self.scanner.tick()
         if self.missing and any(os.path.isdir(p) for p in self.missing):
             self.replan = True                  # a missing root came back
         return len(changed)
+
+    def quiet_since(self, now: float) -> float:
+        """When (``time.monotonic()`` scale) the last save among this tick's changes was made, from
+        the files' and folders' modification times; ``now`` when that is unknown or in the future
+        (a clock ahead, a file stamped later): the debounce counts from the save, not from the tick
+        that noticed it."""
+        ns = self.scanner.last_save_ns
+        if not ns:
+            return now
+        age = time.time() - ns / 1e9
+        return now - age if 0 <= age else now
 
     def after_run(self) -> None:
         """Folders as the walk sees them now (new ones filtered by the ignore files, gone ones dropped)."""

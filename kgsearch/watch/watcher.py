@@ -42,7 +42,7 @@ class WatchOptions:
     debounce: float = 0.3          # seconds without a change before a run
     max_wait: float = 5.0          # a change waits at most this long while others keep coming
     interval: float = 1.0          # polling: seconds between ticks
-    budget: int = 1000             # polling: entries looked at per tick
+    budget: int = 2000             # polling: entries looked at per tick (kgsearch.watch.poll.DEFAULT_BUDGET)
     retry: float = 1.0             # first wait when another run holds the lock
     retry_max: float = 10.0
     isolate: bool | None = None    # runs in a child process (default: where fork exists)
@@ -203,9 +203,13 @@ class Watcher:
             for s in self.sources:
                 if s.kind == "inotify" and s.fileno() in ready:
                     n += s.changes()
+            saved = now if n else None           # when the newest change was made
             if polls and now >= next_tick:
                 for s in polls:
-                    n += s.tick()
+                    c = s.tick()
+                    if c:                        # a poll sees a save up to a pass after it: its own time
+                        n += c
+                        saved = max(saved, s.quiet_since(now)) if saved is not None else s.quiet_since(now)
                 next_tick = now + o.interval
             if any(s.replan for s in self.sources):
                 self._plan()                     # watches set first, then the run catches up
@@ -214,7 +218,7 @@ class Watcher:
                 if not pending:
                     first = now
                 pending += n
-                last = now
+                last = max(last, saved if saved is not None else now)
             if not pending or now < max(retry_at, min(last + o.debounce, first + o.max_wait)):
                 continue
             batch, pending = pending, 0
