@@ -83,6 +83,7 @@ class CandidatePostings:
                       else load_norms(ix, dict(st, avgdl=stats.avgdl), params))
         last = ix.conn.execute("SELECT max(id) FROM nodes").fetchone()[0] or 0
         id_dtype = np.int32 if last < 2**31 else np.int64
+        self.last = int(last)
         self.term_index: dict[str, int] = {}
         idf_l: list[float] = []
         ids_parts: list[np.ndarray] = []
@@ -121,6 +122,14 @@ class CandidatePostings:
         self.cand_imp = np.concatenate([t[1] for t in top_parts]) if top_parts else self.imp[:0]
         self.cand_off = np.zeros(len(cd) + 1, dtype=np.int64)
         np.cumsum(cd, out=self.cand_off[1:])
+
+    def slots(self) -> np.ndarray:
+        """A zeroed int32 array over every node id (the kernel's scratch: it marks a node's
+        candidates and clears them again)."""
+        if getattr(self, "_slots", None) is None:
+            top = max(int(self.ids.max()) if len(self.ids) else 0, self.last) + 1
+            self._slots = np.zeros(top, dtype=np.int32)
+        return self._slots
 
     @property
     def nbytes(self) -> int:
@@ -180,8 +189,15 @@ def best_k(score: np.ndarray, ids: np.ndarray) -> np.ndarray:
 def choose_terms(terms: list[str], post: CandidatePostings) -> list[tuple[str, int]]:
     """The node's ``M`` most distinctive terms (tf * idf, ties by term), with their counts."""
     ti = post.term_index
-    counts = Counter(t for t in terms if t in ti)
-    return sorted(counts.items(), key=lambda kv: (-kv[1] * post.idf[ti[kv[0]]], kv[0]))[:M]
+    have = [(t, c, j) for t, c in Counter(terms).items() if (j := ti.get(t)) is not None]
+    if not have:
+        return []
+    idf = post.idf[[j for _, _, j in have]].tolist()      # (the same float64 values, as floats)
+    ranked = sorted(zip(have, idf), key=lambda h: (-h[0][1] * h[1], h[0][0]))[:M]
+    return [(t, c) for (t, c, _), _ in ranked]
+
+
+GATHER_PER_CAND = 8   # a chosen list up to this many postings per candidate is scanned whole
 
 
 def neighbours_two_stage(terms: list[str], self_id: int, post: CandidatePostings,
@@ -198,24 +214,49 @@ def neighbours_two_stage(terms: list[str], self_id: int, post: CandidatePostings
         return []
     ti = post.term_index
     js = [ti[t] for t, _ in ranked]
-    cand = np.unique(np.concatenate([post.cand_ids[post.cand_off[j]:post.cand_off[j + 1]] for j in js]))
-    at = np.searchsorted(cand, self_id)
-    if at < len(cand) and cand[at] == self_id:
-        cand = np.delete(cand, at)
+    co = post.cand_off
+    cand = np.concatenate([post.cand_ids[co[j]:co[j + 1]] for j in js])
+    cand.sort()
+    keep = np.empty(len(cand), dtype=bool)
+    keep[:1] = True
+    np.not_equal(cand[1:], cand[:-1], out=keep[1:])
+    keep &= cand != self_id
     if allowed is not None:
         ok = cand < len(allowed)
         ok[ok] = allowed[cand[ok]] > 0
-        cand = cand[ok]
-    if not len(cand):
+        keep &= ok
+    cand = cand[keep]
+    nc = len(cand)
+    if not nc:
         return []
-    score = np.zeros(len(cand))
-    for j in js:                                   # in term order: the exact step's summation order
-        s, e = post.offsets[j], post.offsets[j + 1]
-        ids = post.ids[s:e]
-        pos = np.searchsorted(ids, cand)
-        pos[pos >= len(ids)] = 0
-        hit = ids[pos] == cand
-        score[hit] += (post.imp[s:e][pos[hit]] * np.float32(post.idf[j])).astype(np.float64)
+    off = post.offsets
+    short = [(r, j) for r, j in enumerate(js) if off[j + 1] - off[j] <= GATHER_PER_CAND * nc]
+    contrib = np.zeros((len(js), nc))            # row r: term r's part of each candidate's score
+    idf32 = post.idf[js].astype(np.float32)
+    if short:                                  # short lists: every posting looked up in the slots
+        slot = post.slots()
+        slot[cand] = np.arange(1, nc + 1, dtype=slot.dtype)
+        try:
+            ids = np.concatenate([post.ids[off[j]:off[j + 1]] for _, j in short])
+            p = slot[ids]
+        finally:
+            slot[cand] = 0
+        hit = np.flatnonzero(p)
+        rows = np.repeat(np.array([r for r, _ in short]), [off[j + 1] - off[j] for _, j in short])[hit]
+        imp = np.concatenate([post.imp[off[j]:off[j + 1]] for _, j in short])[hit]
+        contrib[rows, p[hit] - 1] = (imp * idf32[rows]).astype(np.float64)
+    if len(short) < len(js):                   # long lists: each candidate found by binary search
+        done = {r for r, _ in short}
+        for r, j in enumerate(js):
+            if r in done:
+                continue
+            s, e = off[j], off[j + 1]
+            ids = post.ids[s:e]
+            pos = np.searchsorted(ids, cand)
+            pos[pos >= len(ids)] = 0
+            hit = ids[pos] == cand
+            contrib[r, hit] = (post.imp[s:e][pos[hit]] * idf32[r]).astype(np.float64)
+    score = np.add.reduce(contrib, axis=0)     # row by row, in term order: the exact step's sums
     top = best_k(score, cand)
     out = []
     for i in top:
