@@ -116,6 +116,22 @@ def test_choose_terms_ranks_by_tf_idf_then_term(index):
     assert nc.choose_terms(["no-such-term"], post) == []
 
 
+def test_chosen_terms_from_dfs_alone_are_the_terms_the_kernel_picks(index):
+    # an incremental run loads only these terms' lists; a node's choice among them is its
+    # choice among all its terms, also when other nodes' terms are loaded beside its own
+    from kgsearch.text.neighbors.common import Stats
+    n, nodes = _nodes(index)
+    st, _ = _stored_params(index)
+    stats = Stats.of(st)
+    whole = nc.CandidatePostings(index, n, cap=3, stats=stats)
+    some = [terms for _, terms in nodes[:9]]
+    chosen = nc.chosen_terms(index.conn, some, stats)
+    assert chosen == {t for terms in some for t, _ in nc.choose_terms(terms, whole)}
+    part = nc.CandidatePostings(index, n, cap=3, stats=stats, terms=chosen)
+    for terms in some:
+        assert nc.choose_terms(terms, part) == nc.choose_terms(terms, whole)
+
+
 def test_ties_at_the_kth_place_go_to_the_smaller_ids(tmp_path):
     # 15 identical documents tie for the neighbour list of d0 (K = 10): the 10 smallest ids win
     docs = [json.dumps({"_id": "d0", "title": "alpha", "text": "alpha beta"})]

@@ -46,7 +46,7 @@ from ..postings import load_norms, norms, norms_of, stored_params
 from .common import BATCH, EDGE_TYPE, FULL_FRACTION, K, M, MIN_SIM, Stats, delete_edges
 
 __all__ = ["EXACT_MAX_NODES", "CAP", "CandidatePostings", "neighbours_two_stage", "neighbours_two_stage_ref",
-           "cut_lists", "best_k", "choose_terms", "update_approx", "method_note"]
+           "cut_lists", "best_k", "choose_terms", "chosen_terms", "update_approx", "method_note"]
 
 EXACT_MAX_NODES = 200_000    # prose nodes up to which the exact step runs (it is faster below ~150K)
 CAP = 256                    # candidates per term
@@ -162,6 +162,25 @@ def _rows_of_terms(conn, terms: list[str], max_df: int) -> list:
         rows += conn.execute(f"SELECT term, df, ids, tf FROM text_postings WHERE term IN ({','.join('?' * len(part))}) "
                              f"AND df >= 2 AND df <= ?", [*part, max_df]).fetchall()
     return rows
+
+
+def chosen_terms(conn, nodes_terms: list[list[str]], stats: Stats) -> set[str]:
+    """The terms :func:`choose_terms` picks for each of these nodes, from the window terms' dfs
+    alone (no posting read): an incremental run then loads only those terms' lists, and each
+    node's choice among them is the same as among all its terms (its own top ``M`` are there,
+    the other nodes' terms rank below them)."""
+    idf: dict[str, float] = {}
+    every = sorted({t for terms in nodes_terms for t in terms})
+    for s in range(0, len(every), 500):
+        part = every[s:s + 500]
+        for term, df in conn.execute(f"SELECT term, df FROM text_postings WHERE term IN ({','.join('?' * len(part))}) "
+                                     f"AND df >= 2 AND df <= ?", [*part, stats.max_df]):
+            idf[term] = float(np.float64(stats.idf(df)))
+    out: set[str] = set()
+    for terms in nodes_terms:
+        counts = Counter(t for t in terms if t in idf)
+        out.update(t for t, _ in sorted(counts.items(), key=lambda kv: (-kv[1] * idf[kv[0]], kv[0]))[:M])
+    return out
 
 
 def cut_lists(ids: np.ndarray, imp: np.ndarray, off: np.ndarray, cap: int):
@@ -351,7 +370,7 @@ def update_approx(ix, changes, prose: list[int], st: dict, params, progress=None
             for nid, key, terms in analyse(todo[s:s + BATCH]):
                 texts[nid] = (key, terms)
         post = CandidatePostings(ix, int(st["n"]), cap=CAP, stats=stats,
-                                terms={t for _, terms in texts.values() for t in terms})
+                                terms=chosen_terms(conn, [terms for _, terms in texts.values()], stats))
     allowed = np.zeros(max(prose) + 1 if prose else 0, dtype=np.float64)
     allowed[prose] = 1.0
     n_edges = 0
