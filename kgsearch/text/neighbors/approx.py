@@ -235,8 +235,8 @@ def neighbours_two_stage(terms: list[str], self_id: int, post: CandidatePostings
     scanned whole through the candidate slots (:meth:`CandidatePostings.slots`: one gather), a
     longer one searched per candidate (binary search); each term's parts go in one row of a
     (terms x candidates) array summed row by row, so every candidate's score is the same sum
-    in term order as :func:`neighbours_two_stage_ref`'s (2.5x less CPU at 1M nodes than a binary search
-    per term and candidate at 100K nodes)."""
+    in term order as :func:`neighbours_two_stage_ref`'s (2.5x less CPU at 1M nodes than a
+    binary search per term and candidate)."""
     ranked = choose_terms(terms, post)
     if not ranked:
         return []
