@@ -434,7 +434,10 @@ class Size:
         r = run_measured(child_cmd("query", db=str(self.db), queries=str(qf), channels=channels))
         c = child_json(r)
         lat = c["lat"]
+        slow = max(range(len(lat)), key=lat.__getitem__)
         return {"p50_ms": round(pct(lat, 50), 2), "p95_ms": round(pct(lat, 95), 2),
+                "max_ms": round(max(lat), 2), "slowest_query": self.queries()[slow][:120],
+                "slowest_stages_ms": (c.get("per_query") or [{}] * len(lat))[slow],
                 "mean_ms": round(statistics.fmean(lat), 2), "first_ms": round(c["first_ms"], 1),
                 "stages_p50_ms": {k: round(pct(v, 50), 2) for k, v in c["stages"].items()},
                 "peak_rss_mb": round(c["hwm_kb"] / 1024, 1), "rss_after_open_mb": round(c["rss_open_kb"] / 1024, 1),
@@ -617,7 +620,7 @@ def child_query(db: str, queries: str, channels: str | None) -> dict:
     for q in qs:                                   # warm pass
         eng.search(q, opts)
     rss_warm = _status_kb("VmRSS")
-    lat, stages, top10 = [], {}, []
+    lat, stages, top10, per_query = [], {}, [], []
     r = None
     for q in qs:
         t = time.perf_counter()
@@ -625,10 +628,11 @@ def child_query(db: str, queries: str, channels: str | None) -> dict:
         lat.append((time.perf_counter() - t) * 1000)
         for k, v in r.timings_ms.items():
             stages.setdefault(k, []).append(v)
+        per_query.append(dict(r.timings_ms))
         top10.append([h.id for h in r.hits[:10]])
     return {"lat": lat, "stages": stages, "first_ms": first, "hwm_kb": _status_kb("VmHWM"),
             "rss_open_kb": rss_open, "rss_warm_kb": rss_warm, "channels": r.channels_run if r else [],
-            "top10": top10}
+            "top10": top10, "per_query": per_query}
 
 
 def _node_vectors(ix, model, ids, max_chars: int):
@@ -882,9 +886,15 @@ def report(results: dict, mach: dict) -> str:
     row("neighbors step note", lambda r: str(r["index"]["steps"].get("neighbors", {}).get("skipped", "ran")))
     row("DB size", lambda r: fmt(r["db"]["db_mb"], " MB"))
     for cfg, nm in (("query_default", "default"), ("query_bm25", "BM25-only")):
-        row(f"query p50 / p95, {nm}", lambda r, c=cfg: f"{r[c]['p50_ms']:.1f} / {r[c]['p95_ms']:.1f} ms")
+        row(f"query p50 / p95 / max, {nm}", lambda r, c=cfg: f"{r[c]['p50_ms']:.1f} / {r[c]['p95_ms']:.1f} / "
+                                                           f"{fmt(r[c].get('max_ms'))} ms")
         row(f"query process peak RSS, {nm}", lambda r, c=cfg: fmt(r[c]["peak_rss_mb"], " MiB"))
     row("dense stage p50 (default)", lambda r: fmt(r["query_default"]["stages_p50_ms"].get("dense"), " ms"))
+    row("stages p50 (default): bm25 / dense / candidates / graph / rank / output",
+        lambda r: " / ".join(fmt(r["query_default"]["stages_p50_ms"].get(s)) for s in
+                             ("bm25", "dense", "candidates", "graph", "rank", "output")) + " ms")
+    row("slowest query's fts stage (default)",
+        lambda r: fmt((r["query_default"].get("slowest_stages_ms") or {}).get("fts"), " ms"))
     row("CLI warm (median)", lambda r: fmt(r["cli"]["warm_ms"], " ms", 0))
     row("CLI cold index (DB evicted)", lambda r: fmt(r["cli"]["cold_index_ms"], " ms", 0))
     row("CLI cold all (drop_caches)", lambda r: fmt(r["cli"]["cold_all_ms"], " ms", 0))

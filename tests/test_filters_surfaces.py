@@ -128,3 +128,100 @@ def test_the_summary_intent_names_the_three_largest_topics(demo, capsys):
     assert cli("search", "--db", db, "what is this vault about", "-k", "2") == 0
     out = capsys.readouterr().out
     assert out.index(f"1. {largest[0]['label']}") < out.index("matching nodes:")
+
+
+def test_context_files_and_diff_pack_only_what_the_filters_keep(demo, capsys):
+    """--files/--diff rank from every given node; the filters choose which are packed: the
+    filtered items are exactly the unfiltered ones the filters keep (brute force), same order."""
+    from kgsearch.context import ContextOptions, build_context
+    from kgsearch.query import SearchOptions
+    from kgsearch.query.api import engine_for
+    from kgsearch.query.filters import matches, node_rows, parse_filters
+
+    base, db = demo
+    eng = engine_for(db)
+    ids = dict(eng.ix.conn.execute("SELECT key, id FROM nodes"))
+    rows = {r["id"]: r for r in node_rows(eng.ix)}
+    files = ["vault/howto/backup-vault.md"]
+    full = build_context(eng, files=files, opts=ContextOptions(budget=100000, fmt="json"))
+    assert len({i["kind"] for i in full.items}) > 1
+    for words in (["kind:note", "-path:vault/tools/"], ["kind:section"], ["tag:howto"]):
+        res = build_context(eng, files=files, opts=ContextOptions(budget=100000, fmt="json",
+                                                                  search=SearchOptions(filters=words)))
+        want = [i["key"] for i in full.items if matches(eng.ix, parse_filters(words), rows[ids[i["key"]]])]
+        assert [i["key"] for i in res.items] == want and want, words
+        assert (f"left out {len(full.items) - len(want)} of {len(full.items)} nodes" in " ".join(res.notices)) \
+            == (len(want) < len(full.items))
+    none = build_context(eng, files=files, opts=ContextOptions(fmt="json", search=SearchOptions(filters=["kind:function"])))
+    assert none.items == [] and "nothing to pack" in none.notices[-1]
+    capsys.readouterr()
+    assert cli("context", "--db", db, "--files", files[0], "--kind", "note", "--json") == 0
+    items = json.loads(capsys.readouterr().out)["items"]
+    assert items and {i["kind"] for i in items} == {"note"}
+    diff = base / "change.diff"
+    diff.write_text("--- a/vault/howto/backup-vault.md\n+++ b/vault/howto/backup-vault.md\n@@ -8,2 +8,2 @@\n"
+                    "-The notes are the only thing worth backing up. The search index can always be rebuilt from\n"
+                    "+The notes are the one thing worth backing up. The search index can always be rebuilt from\n"
+                    " them, so it does not need a backup at all - but if you want one, copy it safely.\n")
+    assert cli("context", "--db", db, "--diff", diff, "--json") == 0
+    everything = json.loads(capsys.readouterr().out)["items"]
+    assert cli("context", "--db", db, "--diff", diff, "--exclude-path", "vault/howto/", "--json") == 0
+    items = json.loads(capsys.readouterr().out)["items"]
+    assert everything and [i["key"] for i in items] == [
+        i["key"] for i in everything if not i["path"].startswith("vault/howto/")]
+    s = Server(db)
+    res = s.call("context", {"files": files, "kind": ["section"], "format": "json", "budget": 100000})
+    assert [i["key"] for i in res["structuredContent"]["items"]] == [
+        i["key"] for i in full.items if i["kind"] == "section"]
+    other = base / "ctx_other.db"
+    shutil.copy(db, other)
+    assert cli("context", "--db", db, "--db", other, "--files", files[0], "--root", "ctx_other", "--kind", "note",
+               "--json") == 0
+    out = capsys.readouterr()
+    assert {i["kind"] for i in json.loads(out.out)["items"]} == {"note"} and "from the index ctx_other" in out.err
+
+
+def test_summary_intent_over_several_indexes_web_and_mcp(demo, capsys):
+    """Several indexes: the answer lists the largest communities of all of them, each naming its
+    index (the merge of each index's own answer); the web page and the MCP brief form show it."""
+    from kgsearch.explore.topics import global_answer, merged_answer
+    from kgsearch.query.api import engine_for
+    from kgsearch.serve.holder import Holder
+    from kgsearch.serve.server import App
+
+    base, db = demo
+    other = base / "topics_other.db"
+    shutil.copy(db, other)
+    own = global_answer(engine_for(db).ix, "x", topics=5)["topics"]
+    capsys.readouterr()
+    assert cli("search", "--db", db, "--db", other, "--json", "what are the main topics in my notes", "-k", "3") == 0
+    ans = json.loads(capsys.readouterr().out)["answer"]
+    # the same index twice: each community twice, demo's copy first, sizes never rising
+    want = [(c["label"], c["size"], name) for c in own for name in ("demo", "topics_other")][:5]
+    assert [(t["label"], t["size"], t["index"]) for t in ans["topics"]] == want
+    assert ans["total"] == 2 * global_answer(engine_for(db).ix)["total"]
+    lines = ans["answer"].splitlines()
+    assert "over 2 indexes" in lines[0] and lines[1].startswith(f"1. {own[0]['label']}") and "[index demo]" in lines[1]
+    assert merged_answer({"a": None}) is None
+    one = merged_answer({"solo": global_answer(engine_for(db).ix, topics=3)}, topics=3)
+    assert [t["label"] for t in one["topics"]] == [c["label"] for c in own[:3]]
+    assert cli("search", "--db", db, "--db", other, "what is this vault about", "-k", "2") == 0
+    out = capsys.readouterr().out
+    assert out.index(f"1. {own[0]['label']}") < out.index("matching nodes:")
+    # the web page shows the answer above the hits (labels escaped; central nodes linked)
+    h = Holder(str(db))
+    try:
+        app = App({"index": h}, {"127.0.0.1", "localhost", "::1", ""})
+        st, _, page = app.handle("GET", "/?q=what+are+the+main+topics+in+my+notes", {"host": "127.0.0.1:8765"}, b"")
+        html = page.decode()
+        assert st == 200 and "<h2>Main topics</h2>" in html and html.index("Main topics") < html.index("class=hits")
+        from kgsearch.serve.html import esc
+        for c in own[:3]:
+            assert esc(c["label"]) in html and f"{c['size']:,} nodes" in html
+        st, _, page = app.handle("GET", "/?q=termux+backup", {"host": "127.0.0.1:8765"}, b"")
+        assert "Main topics" not in page.decode()
+    finally:
+        h.close()
+    res = Server(db).call("search", {"query": "what are the main topics in my notes", "k": 2})
+    assert res["structuredContent"]["answer"]["topics"][0]["label"] == own[0]["label"]
+    assert "answer" not in Server(db).call("search", {"query": "termux backup", "k": 2})["structuredContent"]

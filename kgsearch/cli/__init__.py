@@ -115,11 +115,12 @@ def _query_options(p: argparse.ArgumentParser) -> None:
                    help="rank files by the evidence of their symbols/sections instead of single nodes")
 
 
-def _filter_options(p: argparse.ArgumentParser) -> None:
+def _filter_options(p: argparse.ArgumentParser, what: str = "narrow the search before ranking (each channel "
+                                                                "answers inside the set)") -> None:
     """The field filters (kgsearch/query/filters.py FIELDS): one flag each, repeatable."""
     from ..query.filters import FIELDS
 
-    g = p.add_argument_group("filters", "narrow the search before ranking (each channel answers inside the set); "
+    g = p.add_argument_group("filters", f"{what}; "
                                         "also as words of the query: kind:function path:src/ -path:tests/ tag:x "
                                         "lang:rust modified:>=2026-10-01 root:work. Values of one filter are "
                                         "alternatives; different filters all hold")
@@ -231,7 +232,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--impact", type=int, nargs="?", const=3, default=None, metavar="HOPS",
                    help="--files/--diff: also what depends on the change transitively (callers of callers, "
                         "importers, subclasses, linked notes) within HOPS (default 3), after the direct neighbours")
-    _filter_options(p)
+    _filter_options(p, "which nodes may be packed: a task's search is narrowed before ranking; --files/--diff "
+                       "rank from every given or changed node and pack only the nodes the filters keep (seeds too)")
     p.set_defaults(func=commands.cmd_context)
 
     p = sub.add_parser("feedback", parents=[common], help="say a node was (not) useful for a query; nudges later rankings",

@@ -33,13 +33,14 @@ def add_parsers(sub, common) -> None:
                        description="Everything that depends on X within --depth hops: callers, importers, "
                                    "subclasses, notes that link to it, KG nodes that depend on or require it (reverse "
                                    "edges of the dependency types), starting from X and what it contains. Ranked by "
-                                   "distance, then edge strength. --tests lists the test files whose tests reach X.")
+                                   "distance, then edge strength. --tests ranks the test files to run: those whose tests reach X, "
+                                   "that name its symbols, or whose path names its files' subjects.")
     p.add_argument("node", help="node key, qualified name, name, or an indexed file's path")
     p.add_argument("--depth", type=int, default=3, help="hops to follow (default 3)")
     p.add_argument("--types", default=None, metavar="T[:in|out],...",
                    help="dependency edge types (default: calls, imports, inherits, links_to, depends_on, ...); "
                         ":in follows the edge backwards (its source depends on X), :out forwards")
-    p.add_argument("--tests", action="store_true", help="also rank the test files that reach X")
+    p.add_argument("--tests", action="store_true", help="also rank the test files to run (reached, naming X's symbols, named after its files)")
     p.add_argument("--limit", type=int, default=50, help="dependents (and test files) to list (default 50)")
     p.set_defaults(func=cmd_impact)
 
@@ -142,6 +143,8 @@ def cmd_impact(args) -> int:
                 why.append(f"reached at d{t['distance']} by {t['reached']} test node(s): {near}")
             if t["names"]:
                 why.append(f"names {t['names']} of its symbols")
+            if t.get("rank_path"):
+                why.append(f"its path names the changed files' subjects (rank {t['rank_path']})")
             out(f"{i:>3}. {t['relpath'] or t['path']}")
             out(f"          {'; '.join(why)}")
     return EXIT_OK

@@ -37,7 +37,8 @@ class ContextOptions:
     budget: int = 8000
     fmt: str = "markdown"
     k: int | None = None                 # task: search hits considered (None: task_depth(budget))
-    search: object | None = None         # task: SearchOptions for the search (None: the defaults)
+    search: object | None = None         # SearchOptions (None: the defaults); a task's search uses them all,
+                                         # files/diff their filters (which nodes may be packed)
     impact: int | None = None            # files/diff: also the transitive dependents within this many hops
     value: str = "margin"                # task: what the density divides by the tokens: "margin" (a hit's
                                          # score minus the lowest of the k hits: its worth above the cutoff)
@@ -77,6 +78,30 @@ class ContextResult:
     def as_dict(self) -> dict:
         return {k: getattr(self, k) for k in ("mode", "query", "budget", "format", "estimate", "used", "items",
                                               "cut", "candidates", "notices", "timings_ms", "text")}
+
+
+def _filtered(engine, cands: list[Candidate], search, notices: list[str]) -> list[Candidate]:
+    """Files or a diff with field filters: the candidates the filters keep, in the walk's order.
+
+    The walk ranks from every seed (the given files, the changed nodes), as a filtered search
+    scores over the whole index; the filters then choose which nodes may be packed, seeds
+    included (``--kind function`` packs the functions of the given files and their neighbours;
+    ``-path:tests/`` leaves the tests out of a blast radius). A notice says how many they left out."""
+    from ..query.filters import allowed_ids, describe, parse_filters
+
+    filters = parse_filters(getattr(search, "filters", None) or ())
+    if not filters or not cands:
+        return cands
+    import numpy as np
+
+    keep = allowed_ids(engine.ix, filters, engine.graph())
+    ids = np.fromiter((c.id for c in cands), dtype=np.int64, count=len(cands))
+    ok = np.isin(ids, keep)
+    kept = [c for c, y in zip(cands, ok.tolist()) if y]
+    if len(kept) < len(cands):
+        notices.append(f"the filters ({describe(filters)}) left out {len(cands) - len(kept)} of {len(cands)} "
+                       f"nodes" + ("" if kept else ": nothing to pack"))
+    return kept
 
 
 def build_context(engine, *, task: str | None = None, files: list[str] | None = None,
@@ -124,6 +149,7 @@ def build_context(engine, *, task: str | None = None, files: list[str] | None = 
             for nid, why in dependents(ix, seeds, opts.impact, set(seeds) | set(near)).items():
                 near[nid] = why
         cands = walk_rank(engine, seeds, near)
+        cands = _filtered(engine, cands, opts.search, notices)
         terms = []
     ms["candidates"] = round((time.perf_counter() - t0) * 1000, 3)
 

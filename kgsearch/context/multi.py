@@ -4,14 +4,17 @@ A task: the indexes' one ranking (:meth:`MultiEngine.search`) gives the candidat
 loads its own (:func:`~.items.load_items`, so code is read from its file as for one index), and
 they are packed together by the same knapsack and renderer as :func:`~.build.build_context`,
 each item naming its index. Files or a diff start from nodes of one index: the first index that
-holds the files (or the diff's changed nodes) answers, and a notice says which.
+holds the files (or the diff's changed nodes) answers, and a notice says which; ``root:NAME``
+filters choose among the indexes as in a search, the others choose the nodes packed.
 """
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 from ..errors import NotFound, UsageError
 from ..pack import query_terms
+from ..query.multi import own_filters
 from .build import ContextOptions, ContextResult, build_context, task_depth
 from .items import load_items
 from .pack import pack
@@ -84,8 +87,16 @@ def _one_index(multi, files, diff, opts: ContextOptions) -> ContextResult:
     from .diff import changed_nodes
     from .sources import resolve_files
 
+    engines = multi.engines
+    if opts.search is not None and opts.search.filters:   # root:NAME keeps indexes, as in a search
+        engines, _, sopts = multi.narrow("", opts.search)
+        opts = replace(opts, search=sopts)
     misses = []
-    for name, eng in multi.engines.items():
+    for name, eng in engines.items():
+        if opts.search is not None and opts.search.filters:
+            eopts = replace(opts, search=opts.search.but(filters=own_filters(eng.ix, opts.search.filters)))
+        else:
+            eopts = opts
         try:
             if files is not None:
                 resolve_files(eng.ix, files)
@@ -95,9 +106,12 @@ def _one_index(multi, files, diff, opts: ContextOptions) -> ContextResult:
         except NotFound as exc:
             misses.append(f"{name} ({exc})")
             continue
-        res = build_context(eng, files=files, diff=diff, opts=opts)
+        res = build_context(eng, files=files, diff=diff, opts=eopts)
         res.notices.insert(0, f"from the index {name}" + (f" (not in {', '.join(misses)})" if misses else ""))
         return res
     if files is not None:
         raise NotFound(f"no index holds all of {', '.join(files)}: {'; '.join(misses)}")
-    return build_context(next(iter(multi.engines.values())), diff=diff, opts=opts)
+    eng = next(iter(engines.values()))
+    if opts.search is not None and opts.search.filters:
+        opts = replace(opts, search=opts.search.but(filters=own_filters(eng.ix, opts.search.filters)))
+    return build_context(eng, diff=diff, opts=opts)

@@ -28,8 +28,8 @@ import math
 import numpy as np
 
 from .kernel import candidates, row_scores, scan_scores, score_stats, topk
-from .store import (MATRIX_KEY, MOMENTS_BLOB, SKETCH_KEY, STATE_META, available, iter_blocks, read_rows,
-                    rotation, vector_count)
+from .store import (MATRIX_KEY, MOMENTS_BLOB, SKETCH_KEY, STATE_META, available, iter_blocks, query_rotation,
+                    read_rows, vector_count)
 
 __all__ = ["search", "search_vector", "search_streamed", "score_all", "score_ids", "query_vector",
            "share_query_vector",
@@ -270,7 +270,7 @@ def score_full(ix, s: Sketch, qr) -> DenseFull:
 # ---------------------------------------------------------------------------- the channel
 def search_vector(ix, qvec, k: int = 100, model_id: str | None = None):
     """Top-k node ids for an already embedded query vector (float, model dims)."""
-    rot = rotation(ix)
+    rot = query_rotation(ix)
     if rot is None:
         return np.zeros(0, np.int64), np.zeros(0, np.float32)
     q = np.asarray(qvec, dtype=np.float32)
@@ -333,7 +333,7 @@ def query_vector(ix, query: str, unit=None):
     hit = ix._cache.get(_QKEY)
     if hit is not None and hit[0] == (ix.generation, query) and unit is None:
         return hit[1]
-    rot = rotation(ix)
+    rot = query_rotation(ix)
     qr = None
     if unit is None and rot is not None and isinstance(query, str) and query.strip():
         model = query_model(ix)

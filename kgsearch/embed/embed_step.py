@@ -65,7 +65,7 @@ def ensure_rotation(ix, dims: int, reset: bool = False):
     rot = None if reset else store.rotation(ix)
     if rot is None or rot.shape != (dims, dims):
         rot = make_rotation(dims)
-        ix.put_array(store.ROTATION_BLOB, rot)
+        store.set_rotation(ix, rot)
     return rot
 
 

@@ -48,7 +48,7 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = ["make_rotation", "quantize", "topk", "scan_scores", "row_scores", "SLICE",
-           "sketch_codes", "sketch_query", "query_planes", "hamming", "asym_scores", "select_best",
+           "sketch_codes", "sketch_query", "query_planes", "hamming", "asym_scores", "select_best", "nearest_hamming",
            "candidates", "hamming_ref", "asym_ref", "popcount_words", "moments", "score_stats"]
 
 SLICE = 512                      # rows converted to float64 at a time during a scan
@@ -238,6 +238,38 @@ def asym_scores(sk: np.ndarray, qp, use_lut: bool | None = None) -> np.ndarray:
     return acc
 
 
+def nearest_hamming(sk: np.ndarray, qs: np.ndarray, n_cand: int, use_lut: bool | None = None,
+                    block: int = 65536) -> np.ndarray:
+    """``select_best(hamming(sk, qs), n_cand, higher=False)``: the same positions, ties at the
+    cut included, found with less work than a histogram of every distance. At 1M vectors
+    ``np.bincount`` over the distances (each cast to an int64 first) was 1.1 ms of the ~5 ms a
+    query spent on the sketches; here a histogram of every 64th distance guesses a cut ``t0``
+    a little past the wanted one, one comparison pass keeps the distances ``<= t0``, and the
+    histogram of those alone gives the exact cut (when the guess falls short, the histogram
+    of every distance, as before). The distances are :func:`hamming`'s."""
+    w, n = sk.shape
+    if n_cand >= n:
+        return np.arange(n)
+    dist = hamming(sk, qs, use_lut, block)
+    return np.flatnonzero(dist <= _cut(dist, n_cand, 64 * w))
+
+
+SAMPLE_STEP = 64          # nearest_hamming's guess reads every 64th distance
+
+
+def _cut(dist: np.ndarray, n_cand: int, top: int) -> int:
+    """The smallest ``t`` with ``count(dist <= t) >= n_cand`` (``dist`` in ``0..top``)."""
+    n = len(dist)
+    sample = dist[::SAMPLE_STEP]
+    if len(sample) >= 256:
+        want = min(len(sample), int(1.25 * n_cand * len(sample) / n) + 8)       # a margin past the cut
+        t0 = int(np.searchsorted(np.cumsum(np.bincount(sample, minlength=top + 1)), want))
+        near = dist[dist <= t0]
+        if len(near) >= n_cand:
+            return int(np.searchsorted(np.cumsum(np.bincount(near, minlength=t0 + 1)), n_cand))
+    return int(np.searchsorted(np.cumsum(np.bincount(dist, minlength=top + 1)), n_cand))
+
+
 def select_best(scores: np.ndarray, n_cand: int, higher: bool = True, block: int = 65536) -> np.ndarray:
     """Positions of the ``n_cand`` best integer scores (all rows tied at the cut are kept, so
     the result can be a little longer), ascending positions. A histogram of the scores (built
@@ -272,7 +304,7 @@ def candidates(sk: np.ndarray, qr: np.ndarray, n_cand: int = 500, mode: str = "c
     if mode != "cascade":
         raise ValueError(f"mode must be hamming, asym or cascade, got {mode!r}")
     w = sk.shape[0] if first_words is None else first_words
-    first = select_best(hamming(sk[:w], sketch_query(qr)[:w]), n_first, higher=False)
+    first = nearest_hamming(sk[:w], sketch_query(qr)[:w], n_first)
     second = select_best(asym_scores(sk[:, first], query_planes(qr, planes)), n_cand, higher=True)
     return first[second]
 

@@ -33,7 +33,7 @@ from ..text.tokenize import get_analyzer
 from ..types import FLAG_AUTO, FLAG_PLACEHOLDER
 from .nodes import graph_of
 
-__all__ = ["communities", "global_answer", "ctfidf", "ctfidf_pairs", "ctfidf_ref", "community_terms"]
+__all__ = ["merged_answer", "communities", "global_answer", "ctfidf", "ctfidf_pairs", "ctfidf_ref", "community_terms"]
 
 PART_KINDS = ("section", "chunk")
 CODE_KINDS = ("function", "method", "class")
@@ -303,10 +303,41 @@ def global_answer(ix, query: str | None = None, topics: int = 5) -> dict:
         lines.append(got["notice"])
     elif got["total"]:
         lines.append(f"{got['nodes']:,} nodes in {got['total']:,} communities; the largest {got['shown']}:")
-        for i, c in enumerate(got["communities"], 1):
-            about = f" ({', '.join(c['terms'][:5])})" if c["terms"] else ""
-            lines.append(f"{i}. {c['label']}{about}: {c['size']:,} nodes")
-            if c["sentence"]:
-                lines.append(f"   \"{c['sentence']['text']}\"")
+        lines += _topic_lines(got["communities"])
     return {"query": query, "answer": "\n".join(lines), "topics": got["communities"], "total": got["total"],
             "nodes": got["nodes"], "notice": got["notice"]}
+
+
+def _topic_lines(topics: list[dict]) -> list[str]:
+    lines = []
+    for i, c in enumerate(topics, 1):
+        about = f" ({', '.join(c['terms'][:5])})" if c["terms"] else ""
+        where = f" [index {c['index']}]" if c.get("index") else ""
+        lines.append(f"{i}. {c['label']}{about}: {c['size']:,} nodes{where}")
+        if c["sentence"]:
+            lines.append(f"   \"{c['sentence']['text']}\"")
+    return lines
+
+
+def merged_answer(answers: dict, query: str | None = None, topics: int = 5) -> dict | None:
+    """The global answer over several indexes searched as one: ``answers`` is ``{index name:
+    global_answer(...)}`` (None for an index without one); communities are each index's own, so
+    the answer lists the ``topics`` largest of all of them (each index's own largest are among
+    its answer's, so none is missed), largest first (ties: the indexes' order, then each index's
+    order), each naming its index (``"index"`` in every topic). None when no index answered."""
+    given = {name: a for name, a in answers.items() if a is not None}
+    if not given:
+        return None
+    pool = [(-t["size"], n, i, dict(t, index=name)) for n, (name, a) in enumerate(given.items())
+            for i, t in enumerate(a["topics"])]
+    chosen = [t for *_, t in sorted(pool, key=lambda x: x[:3])[:topics]]
+    total = sum(a["total"] or 0 for a in given.values())
+    nodes = sum(a["nodes"] or 0 for a in given.values())
+    notices = [f"index {name}: {a['notice']}" for name, a in given.items() if a.get("notice")]
+    lines = list(notices)
+    if chosen:
+        lines.append(f"{nodes:,} nodes in {total:,} communities over {len(given)} indexes; the largest "
+                     f"{len(chosen)}:")
+        lines += _topic_lines(chosen)
+    return {"query": query, "answer": "\n".join(lines), "topics": chosen, "total": total, "nodes": nodes,
+            "notice": "; ".join(notices) or None}

@@ -230,8 +230,20 @@ class EdgeResolver:
                 modules[name] = nid
 
         def imports_of(mid: int):
-            return conn.execute("SELECT e.dst_name, n.key FROM edges e LEFT JOIN nodes n ON n.id = e.dst "
-                                "WHERE e.src=? AND e.type='imports' AND e.ns=?", (mid, ns))
+            rows = conn.execute("SELECT e.dst_name, n.key, e.dst FROM edges e LEFT JOIN nodes n ON n.id = e.dst "
+                                "WHERE e.src=? AND e.type='imports' AND e.ns=?", (mid, ns)).fetchall()
+            if ns == "py":
+                return [(name, key) for name, key, _ in rows]
+            # Rust: a `use` lists its candidates from the nearest scope out (``app.mac_kit.thing``
+            # first, then ``mac_kit.thing``); the one the target answers to is the path it names
+            out = []
+            for name, key, dst in rows:
+                if dst is not None and name:
+                    known = {a for (a,) in conn.execute("SELECT name FROM aliases WHERE node_id=? AND ns=?",
+                                                        (dst, ns))}
+                    name = next((c for c in name.split("\n") if c in known), name)
+                out.append((name, key))
+            return out
 
         return reexport_resolver(modules, imports_of, lambda name: names.resolve([(ns, name)])[0][0])
 

@@ -45,6 +45,10 @@ class LangSpec:
     test_paths: tuple[str, ...] = ()
     generated_names: tuple[str, ...] = ()
     frames: tuple[re.Pattern, ...] = ()
+    # tests must sit in the folder (package) of the code they test (Go: `x_test.go` beside `x.go`):
+    # a test file's path then names only that folder, which every test there shares, and the code
+    # it tests is in its own package, where calls and names reach it (explore/testscope.py)
+    tests_beside: bool = False
 
 
 _P = r"(?P<path>(?:[A-Za-z]:)?[\w.@~+/\\-]*?"      # a path, as traces print it (no spaces)
@@ -78,7 +82,7 @@ TYPESCRIPT = LangSpec(
 
 GO = LangSpec(
     "go", "go", (".go",), doc_comments=("//", "/*"),
-    test_dirs=frozenset({"testdata"}), test_names=("*_test.go",),
+    test_dirs=frozenset({"testdata"}), test_names=("*_test.go",), tests_beside=True,
     generated_names=("*.pb.go", "*.pb.gw.go", "*_generated.go", "zz_generated*.go", "*_string.go"),
     frames=_frames(
         # goroutine dumps and panics:  \t/home/u/x/server.go:123 +0x1d

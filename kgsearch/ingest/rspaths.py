@@ -56,12 +56,28 @@ def expand_use(tree: str) -> list[tuple[list[str], str | None]]:
     return [(p, n) for p, n in out if p and n != "_"]
 
 
+def _folder_crate(folder: str) -> str:
+    """A crate named after its folder: ``bytes-1.5.0``, ``bytes@291df5acc9`` -> ``bytes``;
+    ``tokio-macros`` -> ``tokio_macros``."""
+    base = re.sub(r"(?:@.*|-\d+(?:\.\d+)*(?:[-+].*)?)$", "", folder)
+    return re.sub(r"\W", "_", base.replace("-", "_")) or "crate"
+
+
 def crate_of(path, root: str) -> tuple[str, str]:
-    """(crate name, crate folder relative to the root)."""
+    """(crate name, crate folder relative to the root).
+
+    The nearest ``Cargo.toml``'s package name; without one (a tree copied without its
+    manifests), the nearest folder laid out as Cargo lays out a crate (``src/lib.rs`` or
+    ``src/main.rs`` in it) is a crate named after the folder, so a workspace's members
+    (``tokio/``, ``tokio-macros/``) stay apart and answer to ``tokio_macros::test``; else the
+    root folder's name."""
     f = find_up(path, root, ("Cargo.toml",)) if root else None
-    if f is None:                                # a folder named after its crate: bytes-1.5.0, bytes@291df5acc9
-        base = re.sub(r"(?:@.*|-\d+(?:\.\d+)*(?:[-+].*)?)$", "", posixpath.basename(root.rstrip("/"))) if root else ""
-        return re.sub(r"\W", "_", base.replace("-", "_")) or "crate", ""
+    if f is None:
+        lay = find_up(path, root, ("src/lib.rs", "src/main.rs")) if root else None
+        rel_dir = posixpath.relpath(lay.parent.parent.as_posix(), root) if lay is not None else "."
+        if rel_dir != ".":
+            return _folder_crate(posixpath.basename(rel_dir)), rel_dir
+        return (_folder_crate(posixpath.basename(root.rstrip("/"))) if root else "crate"), ""
     try:
         st = f.stat()
         got = _CARGO.get(str(f))

@@ -33,6 +33,8 @@ def _brief_search(d: dict) -> dict:
     out = _pick(d, SEARCH_TOP)
     out["intent"] = _pick(d.get("intent") or {}, ("name",))
     out["hits"] = [dict(_pick(h, SEARCH_HIT), score=round(h["score"], SCORE_DIGITS)) for h in d["hits"]]
+    if d.get("answer"):                      # the summary intent's topics: the answer itself, kept whole
+        out["answer"] = d["answer"]
     return out
 
 
@@ -91,7 +93,9 @@ _NOTICES = {"type": "array", "items": _S}
 
 OUTPUT_SCHEMAS = {
     "search": _obj({"query": _S, "intent": _obj({"name": _S}, ["name"]), "hits": {"type": "array", "items": _HIT},
-                    "notices": _NOTICES}, ["query", "hits"]),
+                    "notices": _NOTICES,
+                    "answer": {"type": ["object", "null"], "properties": {"answer": _S, "topics": {"type": "array"}}}},
+                   ["query", "hits"]),
     "context": _obj({"mode": _S, "query": _OPT_S, "budget": _I, "used": _I, "format": _S,
                      "items": {"type": "array", "items": _obj({"key": _S, "form": _S, "tokens": _I}, ["key"])},
                      "cut": {"type": "array", "items": _obj({"key": _S, "reason": _S}, ["key"])},

@@ -99,7 +99,9 @@ TOOLS = [
                     "text (a search), for files (their symbols plus callers, callees and linked notes) or for a "
                     "diff (the changed symbols, their callers/callees and linked notes). The top node is always "
                     "in; long bodies are trimmed to signature + docstring + matched lines before they are cut; "
-                    "the output ends with what was cut and why. Give exactly one of task, files, diff.",
+                    "the output ends with what was cut and why. Give exactly one of task, files, diff. The filter "
+                    "arguments choose which nodes may be packed (a task: its search is narrowed; files/diff: "
+                    "ranked from every given or changed node, only the kept nodes packed).",
      "inputSchema": _schema({"task": {"type": "string", "minLength": 1},
                              "files": {"type": "array", "items": {"type": "string"}, "minItems": 1},
                              "diff": {"type": "string", "description": "a unified diff, or \"git\" for `git diff "
@@ -153,7 +155,8 @@ TOOLS += [
      "description": "Everything that depends on a node (or every node of an indexed file) within `depth` hops: "
                     "callers, importers, subclasses, notes that link to it, KG nodes that depend on it; ranked by "
                     "distance, then edge strength, each with the edge that brought it in. With tests=true, also "
-                    "the test files whose tests reach it, ranked (which tests to run after a change).",
+                    "the test files to run after a change, ranked from three kinds of evidence: their tests reach it, "
+                    "they name its symbols, their path names its files' subjects.",
      "inputSchema": _schema({"node": {"type": "string", "minLength": 1,
                                       "description": "node key, qualified name, name, or an indexed file's path"},
                              "depth": {"type": "integer", "minimum": 1, "maximum": 10, "default": 3},

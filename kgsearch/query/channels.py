@@ -114,12 +114,12 @@ def _prf_ids(ix, q, ids, **kw):
 
 def _fts_search(ix, q, k, **kw):
     from ..text import fts
-    return fts.search(ix, q.text, k, expressions=q.fts, **kw)
+    return fts.search(ix, q.text, k, expressions=q.fts, operand_terms=q.fts_terms, **kw)
 
 
 def _fts_all(ix, q, **kw):
     from ..text import fts
-    return fts.score_all(ix, q.text, expressions=q.fts, **kw)
+    return fts.score_all(ix, q.text, expressions=q.fts, operand_terms=q.fts_terms, **kw)
 
 
 def _pattern_search(ix, q, k, **kw):

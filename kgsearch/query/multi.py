@@ -238,7 +238,7 @@ class MultiEngine:
         return pools
 
     # ------------------------------------------------------------------ the query
-    def _narrow(self, query: str, opts: SearchOptions):
+    def narrow(self, query: str, opts: SearchOptions):
         """``root:`` filters (in the query or the options) over several indexes: a value naming an
         index keeps (``-root:``: leaves out) that whole index and is dropped; another value is a
         root label, kept by the indexes that have such a root (the others cannot match). Returns
@@ -279,7 +279,7 @@ class MultiEngine:
         """One ranking over every index; ``sessions``: ``{index name: feedback.Session}``."""
         t0 = time.perf_counter()
         opts = (opts or SearchOptions()).validated()
-        engines, query, opts = self._narrow(query, opts)
+        engines, query, opts = self.narrow(query, opts)
         if engines is not self.engines:             # root:NAME keeps some of the indexes
             sub = MultiEngine(engines, threads=False)
             return sub.search(query, opts, sessions)
@@ -304,12 +304,17 @@ class MultiEngine:
         timings["total"] = round((time.perf_counter() - t0) * 1000, 3)
         for r in resps.values():
             notices += [n for n in r.notices if n not in notices]
+        answer = None
+        if any(r.answer is not None for r in resps.values()):   # the summary intent: every index's topics
+            from ..explore.topics import merged_answer
+
+            answer = merged_answer({name: r.answer for name, r in resps.items()}, first.query)
         return MultiResponse(
             query=first.query, intent=first.intent, fusion=first.fusion, hits=hits,
             channels_run=[c for c in dict.fromkeys(c for r in resps.values() for c in r.channels_run)],
             channels_skipped=skipped, timings_ms=timings, notices=notices,
             generation=sum(r.generation for r in resps.values()), candidates=sum(r.candidates for r in resps.values()),
-            code_query=any(r.code_query for r in resps.values()),
+            code_query=any(r.code_query for r in resps.values()), answer=answer,
             indexes=[{"name": name, "db": str(eng.ix.path), "generation": resps[name].generation}
                      for name, eng in self.engines.items()])
 
@@ -319,16 +324,20 @@ def _own_roots(eng: Engine, pool: Pool, opts: SearchOptions) -> SearchOptions:
     dropped from its query and options (an unknown label is an error only when no index has it)."""
     from dataclasses import replace
 
+    if pool.query is not None and pool.query.filters:
+        pool.query = replace(pool.query, filters=own_filters(eng.ix, pool.query.filters))
+    if opts.filters:
+        opts = opts.but(filters=own_filters(eng.ix, opts.filters))
+    return opts
+
+
+def own_filters(ix, filters) -> tuple:
+    """``filters`` (words or parsed) without the ``-root:LABEL`` ones naming no root of ``ix``
+    (over several indexes such a filter is about the other indexes; it leaves nothing out here)."""
     from . import filters as fmod
 
-    def known(f) -> bool:
-        return f.field != "root" or not f.negated or fmod.root_paths(eng.ix, f.value) is not None
-
-    if pool.query is not None and pool.query.filters:
-        pool.query = replace(pool.query, filters=tuple(f for f in pool.query.filters if known(f)))
-    if opts.filters:
-        opts = opts.but(filters=tuple(w for w in opts.filters if known(fmod.parse_filter(w))))
-    return opts
+    return tuple(w for w in filters if (f := fmod.parse_filter(w)).field != "root" or not f.negated
+                 or fmod.root_paths(ix, f.value) is not None)
 
 
 def _share_depth(pools: dict[str, Pool], depth: int) -> None:

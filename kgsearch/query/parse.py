@@ -14,6 +14,7 @@ the parser computes, and who reads it:
 ``quoted``, ``identifier``    a short query decided by a quoted phrase; a one-word query that
                               names something exactly (its kind): the ``exact_match`` intent
 ``fts_syntax``, ``fts``       quoted phrases or AND/OR/NOT/NEAR; the FTS5 MATCH expressions
+``fts_terms``                 each FTS5 operand's analysed terms (the channel's bound on a long OR)
 ``slash_regex``, ``pattern``  a ``/regex/`` query; what the pattern channel matches
 ``code_token``                holds a code identifier (:func:`kgsearch.codelike.has_code_token`)
 ``anchors``, ``code_task``    the code names and paths it mentions; why it reads as an issue
@@ -127,6 +128,7 @@ class Query:
     identifier: str | None = None
     fts_syntax: bool = False
     fts: tuple[str | None, str | None] = (None, None)
+    fts_terms: tuple = ()
     slash_regex: bool = False
     pattern: tuple[tuple[str, str] | None, tuple[str, ...]] = (None, ())
     code_token: bool = False
@@ -183,10 +185,13 @@ def parse(text, analyzer: Analyzer | None = None, *, filters: bool = False, past
         words = tuple(WORD.findall(text)) if set_aside else words
     rel = relation(text)
     one = text.strip().split()
+    fts_syntax = bool(_FTS_SYNTAX.search(text))
+    expressions = fts.query_expressions(text)
     return Query(
         text=text, terms=tuple(analyzer(text)), words=words, quoted=_quoted(text),
         identifier=identifier_kind(one[0]) if len(one) == 1 else None,
-        fts_syntax=bool(_FTS_SYNTAX.search(text)), fts=fts.query_expressions(text),
+        fts_syntax=fts_syntax, fts=expressions,
+        fts_terms=tuple(fts.operand_terms(e, analyzer) for e in expressions) if fts_syntax else (),
         slash_regex=_slash_regex(text), pattern=pattern.query_parts(text), code_token=has_code_token(text.strip()),
         anchors=anchors, code_task=reason, set_aside=set_aside, relation=rel,
         relation_anchors=tuple(extract(f"`{rel[1]}`")) if rel else (),

@@ -91,6 +91,29 @@ def _breakdown(h: dict) -> str:
             f"{'<tr><th colspan=4>adjustments (additive, then factors)</th></tr>' + adj if adj else ''}</table></details>")
 
 
+def _answer(ans: dict) -> str:
+    """The summary intent's answer (kgsearch.explore.topics.global_answer / merged_answer): the
+    largest communities, each with its central nodes (linked), terms, size and sentence."""
+    topics = ans.get("topics") or []
+    if not topics:
+        return f"<p class=muted>{esc(ans.get('answer') or '')}</p>"
+    where = {t.get("index") for t in topics} - {None}
+    items = []
+    for t in topics:
+        db = t.get("index")
+        central = ", ".join(f"<a href='{url('/node', node=c['key'], db=db)}'>{esc(c['name'])}</a>"
+                            for c in t.get("central", [])[:5])
+        sent = t.get("sentence") or {}
+        items.append(f"<li><b>{esc(t.get('label') or '')}</b> <span class=meta>{int(t.get('size', 0)):,} nodes"
+                     f"{' · ' + esc(db) if db else ''}</span>"
+                     f"{'<div class=key>' + esc(', '.join(t['terms'])) + '</div>' if t.get('terms') else ''}"
+                     f"{'<div class=snip>' + central + '</div>' if central else ''}"
+                     f"{'<blockquote>' + esc(sent['text']) + '</blockquote>' if sent.get('text') else ''}</li>")
+    head = (f"{int(ans.get('nodes') or 0):,} nodes in {int(ans.get('total') or 0):,} communities"
+            f"{f' over {len(where)} indexes' if len(where) > 1 else ''}; the largest {len(topics)}:")
+    return f"<section class=answer><h2>Main topics</h2><p class=muted>{esc(head)}</p><ol>{''.join(items)}</ol></section>"
+
+
 def _loc(path, line) -> str:
     if not path:
         return ""
@@ -105,6 +128,10 @@ def search_page(params: dict, resp: dict | None = None, error: str | None = None
     if resp is not None:
         hits = resp.get("hits", [])
         it = resp.get("intent", {})
+        for n in resp.get("notices", []):
+            body.append(f"<p class=muted>note: {esc(n)}</p>")
+        if resp.get("answer"):
+            body.append(_answer(resp["answer"]))
         if not hits:
             body.append(f"<p>No results for <b>{esc(q)}</b>.</p>")
         items = []

@@ -24,7 +24,7 @@ from ..cjk import has_cjk, spaced
 from .tokenize import STOP_WORDS, clean_query
 
 __all__ = ["available", "create_table", "update", "build_query", "query_expressions", "search", "text_search",
-           "VERSION", "TABLE"]
+           "operands", "operand_terms", "bound_expression", "ROWS_CAP", "VERSION", "TABLE"]
 
 log = logging.getLogger(__name__)
 
@@ -183,6 +183,95 @@ def query_expressions(query: str) -> tuple[str | None, str | None]:
     return build_query(query), _plain_query(query)
 
 
+# ---------------------------------------------------------------------------- a bounded OR
+ROWS_CAP = 100_000        # postings an OR-only expression may cover (sum of its operands' document counts)
+_PART = re.compile(r'(?:\b(?:name|text) : )?"[^"]*"\*?|\b(?:AND|OR|NOT)\b')
+
+
+def operands(expr: str) -> tuple[list[str], set[str]]:
+    """The operands of a :func:`build_query` expression, in order, and the operators between them."""
+    parts = _PART.findall(expr)
+    return [p for p in parts if p not in _OPS], {p for p in parts if p in _OPS}
+
+
+def bound_expression(expr: str, df_of, n_docs: int, cap: int | None = None) -> str:
+    """``expr`` with its most common words left out when it is an OR of operands whose document
+    counts add up to more than ``cap`` postings (``df_of(operand)``: an operand's estimated
+    document count). FTS5 ranks an OR by scoring every row that matches any operand (no
+    early termination): a long query with a quoted phrase ORs every word of it, ~0.9 s at 1M
+    nodes. The rarest operands are kept (a phrase counts as its rarest word, so it stays),
+    in their order, at least one; an expression with AND or NOT, or within the cap, is
+    returned unchanged. FTS5 costs ~1 us a posting here, so the cap holds the channel near
+    0.1 s; the quoted BEIR queries cover at most 16,450 postings (cisi), so no BEIR ranking
+    changes."""
+    cap = ROWS_CAP if cap is None else cap
+    ops, operators = operands(expr)
+    if len(ops) < 2 or operators - {"OR"}:
+        return expr
+    df = [min(max(int(df_of(o)), 0), n_docs) for o in ops]
+    if sum(df) <= cap:
+        return expr
+    keep, total = set(), 0
+    for i in sorted(range(len(ops)), key=lambda i: (df[i], i)):
+        if keep and total + df[i] > cap:
+            break
+        keep.add(i)
+        total += df[i]
+    return " OR ".join(o for i, o in enumerate(ops) if i in keep)
+
+
+def operand_terms(expr: str | None, analyzer) -> tuple:
+    """``(operand, its analysed terms)`` for each operand of ``expr`` (terms ``None`` for a
+    prefix: it may be any word), word by word with ``analyzer.analyze_word`` (the memo the
+    whole text's analysis filled). The query parser calls it (``Query.fts_terms``), so the
+    channel's bound analyses nothing during a search."""
+    if not expr:
+        return ()
+    out = []
+    for op in operands(expr)[0]:
+        body = op.split(" : ", 1)[-1]
+        if body.endswith("*"):
+            out.append((op, None))
+            continue
+        terms = (t for w in re.findall(r"\w+", body) for t in analyzer.analyze_word(w))
+        out.append((op, tuple(dict.fromkeys(t for t in terms if t))))
+    return tuple(out)
+
+
+def _df_lookup(ix, terms_of: dict | None = None):
+    """``(df_of(operand), n)`` from the BM25 postings (the index's analyser; a close estimate of
+    FTS5's own counts): a word its document count, a phrase its rarest word's, a prefix or a
+    word the analyser drops (a stop word) every node. ``terms_of``: each operand's terms, as
+    :func:`operand_terms` gave them (else analysed here)."""
+    from .postings import stored_params
+
+    st, params = stored_params(ix)
+    if st is None or params is None:
+        return None, 0
+    n = int(st.get("n", 0) or 0)
+    memo: dict[str, int] = {}
+    analyze = []
+
+    def df_of(op: str) -> int:
+        if terms_of is not None and op in terms_of:
+            terms = terms_of[op]
+        else:
+            if not analyze:
+                analyze.append(params.analyzer())
+            terms = operand_terms(op, analyze[0])[0][1]
+        if not terms:                    # a prefix (None) or only stop words
+            return n
+        todo = [t for t in terms if t not in memo]
+        if todo:
+            memo.update({t: 0 for t in todo})
+            for t, d in ix.conn.execute(f"SELECT term, df FROM text_postings WHERE term IN ({','.join('?' * len(todo))})",
+                                        todo):
+                memo[t] = int(d)
+        return min(memo[t] for t in terms)
+
+    return df_of, n
+
+
 def _indexed(ix) -> int:
     """Nodes the text index holds (the BM25 state's N; no count over the table)."""
     from .postings import state
@@ -192,9 +281,10 @@ def _indexed(ix) -> int:
 
 
 def search(ix, query: str, k: int = 100, *, expressions: tuple[str | None, ...] | None = None,
-           **opts) -> tuple[np.ndarray, np.ndarray]:
+           operand_terms: tuple | None = None, **opts) -> tuple[np.ndarray, np.ndarray]:
     """FTS5 channel: (node ids, -bm25 scores), best first. Never raises on the query string.
-    ``expressions``: :func:`query_expressions` of the query when the caller has them."""
+    ``expressions``: :func:`query_expressions` of the query when the caller has them;
+    ``operand_terms``: :func:`operand_terms` of each (the parsed query's ``fts_terms``)."""
     try:
         k = max(0, int(k))
     except (TypeError, ValueError):
@@ -209,9 +299,13 @@ def search(ix, query: str, k: int = 100, *, expressions: tuple[str | None, ...] 
             return _EMPTY
     except sqlite3.Error:
         return _EMPTY
-    for expr in (query_expressions(query) if expressions is None else expressions):
+    for i, expr in enumerate(query_expressions(query) if expressions is None else expressions):
         if not expr:
             continue
+        given = operand_terms[i] if operand_terms is not None and i < len(operand_terms) else None
+        df_of, n_docs = _df_lookup(ix, dict(given) if given else None)
+        if df_of:
+            expr = bound_expression(expr, df_of, n_docs)
         try:
             rows = conn.execute(
                 f"SELECT rowid, bm25({TABLE}, ?, 1.0) AS r FROM {TABLE} WHERE {TABLE} MATCH ? "
@@ -255,11 +349,11 @@ def text_search(ix, query: str, k: int = 100, **opts) -> tuple[np.ndarray, np.nd
 FULL_K = 2000
 
 
-def score_all(ix, query: str, *, expressions: tuple[str | None, ...] | None = None,
+def score_all(ix, query: str, *, expressions: tuple[str | None, ...] | None = None, operand_terms: tuple | None = None,
               **opts) -> tuple[np.ndarray, np.ndarray, int]:
     """FTS5 scores of the (up to ``FULL_K``) matching nodes: (ids ascending, scores, N indexed
     nodes), so the pipeline can standardise FTS5 like BM25 (non-matching nodes score 0)."""
-    out = search(ix, query, FULL_K, expressions=expressions)
+    out = search(ix, query, FULL_K, expressions=expressions, operand_terms=operand_terms)
     if isinstance(out, str):                      # FTS5 off: no population, the pipeline asks search() why
         return np.zeros(0, np.int64), np.zeros(0), 0
     ids, sc = out

@@ -343,3 +343,33 @@ def test_sketch_ids_as_a_range_or_an_array_answer_alike(ix, monkeypatch, kg_env,
         assert a[0].tolist() == b[0].tolist() and a[1].tobytes() == b[1].tobytes()
         e1, e2 = dense.estimate(s, qr, want), dense.estimate(array, qr, want)
         assert e1[0].tolist() == e2[0].tolist() and e1[1].tobytes() == e2[1].tobytes()
+
+
+def test_query_rotation_is_read_once_and_follows_a_new_rotation(ix):
+    from kgsearch.embed.embed_step import ensure_rotation
+
+    assert store.query_rotation(ix) is None
+    r1 = ensure_rotation(ix, 64)
+    got = store.query_rotation(ix)
+    assert np.array_equal(got, r1) and store.query_rotation(ix) is got        # cached: the same array
+    ix.conn.execute("UPDATE blobs SET data = zeroblob(length(data)) WHERE name = ?", (store.ROTATION_BLOB,))
+    assert store.query_rotation(ix) is got                                   # (not read again)
+    r2 = ensure_rotation(ix, 128)                                            # other dims: a new one
+    assert store.query_rotation(ix).shape == (128, 128) and np.array_equal(store.query_rotation(ix), r2)
+
+
+def test_read_rows_is_the_rows_one_by_one(filled):
+    """More ids than one statement takes, unsorted, repeated and missing ones: the rows that
+    exist, ascending, as a plain one-id-at-a-time read gives them (the slow reference)."""
+    ix, ids, _, rng = filled
+    want = np.concatenate([rng.choice(ids, 1300), ids[:3], [0, 15_999_999, -4]])
+    got = store.read_rows(ix, want, 128)
+    ref = [ix.conn.execute("SELECT id, scale, code FROM vec_rows WHERE id = ?", (int(i),)).fetchone()
+           for i in sorted(set(want.tolist()))]
+    ref = [r for r in ref if r is not None]
+    assert len(set(want.tolist())) > store.CHUNK + 300 and len(ref) < len(set(want.tolist()))
+    ri, rs, rc = store.decode_rows(ref, 128)
+    assert got[0].dtype == np.int64 and got[1].dtype == np.float32 and got[2].dtype == np.int8
+    assert np.array_equal(got[0], ri) and np.array_equal(got[1], rs) and np.array_equal(got[2], rc)
+    empty = store.read_rows(ix, [0, -1], 128)
+    assert [a.shape for a in empty] == [(0,), (0,), (0, 128)]

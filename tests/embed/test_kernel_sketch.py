@@ -62,6 +62,54 @@ def test_popcount_paths_agree_on_extremes():
         assert kernel.popcount_words(x, use_lut=False).tolist() == want
 
 
+@pytest.mark.parametrize("use_lut", [False, True])
+def test_nearest_hamming_is_select_best_of_hamming(use_lut):
+    """The one-pass kernel against the two-pass composition it replaces (and the Python-int
+    reference distances): the same positions, ties at the cut included, across blocks."""
+    if not use_lut and not hasattr(np, "bitwise_count"):
+        pytest.skip("numpy < 2 has no bitwise_count")
+    codes, _, qr = _data(n=700)
+    sk = kernel.sketch_codes(codes)
+    qs = kernel.sketch_query(qr)
+    ref_d = np.array(kernel.hamming_ref(sk, qs))
+    for n_cand in (1, 7, 50, 333, 699, 700, 5000):
+        for block in (64, 100, 65536):
+            got = kernel.nearest_hamming(sk, qs, n_cand, use_lut=use_lut, block=block)
+            assert got.tolist() == kernel.select_best(kernel.hamming(sk, qs, use_lut), n_cand, higher=False).tolist()
+            if n_cand < 700:
+                cut = np.sort(ref_d)[n_cand - 1]
+                assert got.tolist() == np.flatnonzero(ref_d <= cut).tolist()
+    assert kernel.nearest_hamming(sk[:2], qs[:2], 10).tolist() == \
+        kernel.select_best(kernel.hamming(sk[:2], qs[:2]), 10, higher=False).tolist()
+    # every sketch equal to the query or its opposite: distances 0 and 256 (the histogram's ends)
+    far = np.concatenate([np.repeat(qs[:, None], 3, 1), np.repeat(~qs[:, None], 4, 1)], axis=1)
+    assert kernel.nearest_hamming(far, qs, 2, use_lut=use_lut).tolist() == [0, 1, 2]
+    assert kernel.nearest_hamming(far, qs, 4, use_lut=use_lut).tolist() == list(range(7))
+
+
+def test_nearest_hamming_sampled_cut_is_exact():
+    """Past 256 sampled distances the cut is guessed from every 64th one, then made exact:
+    against a brute-force cut, when the guess holds and when the sample misleads it."""
+    rng = np.random.default_rng(4)
+    n = 40_000
+    sk = rng.integers(0, 2**63, (4, n), dtype=np.uint64)
+    qs = rng.integers(0, 2**63, 4, dtype=np.uint64)
+    dist = np.array(kernel.hamming(sk, qs))
+    for n_cand in (1, 10, 500, 4000, 39_999):
+        cut = int(np.sort(dist)[n_cand - 1])              # brute force: the n_cand-th distance
+        assert kernel._cut(dist, n_cand, 256) == cut
+        assert kernel.nearest_hamming(sk, qs, n_cand).tolist() == np.flatnonzero(dist <= cut).tolist()
+    # every 64th sketch is the query itself: the sample says "all at distance 0", the guess
+    # keeps only those 625, too few for 2,000: the full histogram answers
+    sk2 = sk.copy()
+    sk2[:, ::kernel.SAMPLE_STEP] = qs[:, None]
+    d2 = np.array(kernel.hamming(sk2, qs))
+    assert (d2[::kernel.SAMPLE_STEP] == 0).all() and int((d2 == 0).sum()) < 2000
+    cut = int(np.sort(d2)[1999])
+    assert kernel._cut(d2, 2000, 256) == cut > 0
+    assert kernel.nearest_hamming(sk2, qs, 2000).tolist() == np.flatnonzero(d2 <= cut).tolist()
+
+
 def test_select_best_keeps_the_best_and_the_ties():
     s = np.array([5, 1, 9, 9, 3, 7, 9, 0])
     assert kernel.select_best(s, 2, higher=True).tolist() == [2, 3, 6]     # three tied at 9

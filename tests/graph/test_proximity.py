@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from kgsearch.graph.kernels.csr import Graph
-from kgsearch.graph.kernels.proximity import IN_FACTOR, OUT_FACTOR, TWO_HOP_FACTOR, pull_mean
+from kgsearch.graph.kernels.proximity import IN_FACTOR, OUT_FACTOR, TWO_HOP_FACTOR, _index_of, _unique_inverse, pull_mean
 
 
 def _ref_one(edges, targets, value):
@@ -38,16 +38,55 @@ def _ref(g: Graph, targets, value, two_hop, max_nodes):
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
 @pytest.mark.parametrize("two_hop, max_nodes", [(False, 2000), (True, 2000), (True, 5), (True, 1)])
-def test_pull_mean_equals_the_edge_loop(seed, two_hop, max_nodes):
+@pytest.mark.parametrize("n", [40, 4000])       # neighbour lists long / short against n: both paths of the helpers
+def test_pull_mean_equals_the_edge_loop(seed, two_hop, max_nodes, n):
     rng = np.random.default_rng(seed)
-    n, m = 40, 160
-    g = Graph.from_edges(rng.integers(0, n, m), rng.integers(0, n, m), rng.random(m).astype(np.float32), n,
-                         weight_dtype=np.float32)
+    m = 4 * n if n < 100 else 160
+    src, dst = rng.integers(0, n, m), rng.integers(0, n, m)
+    g = Graph.from_edges(src, dst, rng.random(m).astype(np.float32), n, weight_dtype=np.float32)
     value = rng.random(n)
-    targets = [3, 9, 17, 22, 30]
+    targets = [3, 9, 17, 22, 30] if n == 40 else sorted({int(x) for x in dst[:5]})
     got = pull_mean(g, targets, lambda p: value[np.asarray(p)], two_hop=two_hop, max_nodes=max_nodes)
     want = _ref(g, targets, lambda p: float(value[p]), two_hop, max_nodes)
     assert np.allclose(got, want, rtol=1e-6, atol=1e-9)        # (the kernel multiplies w * f in float32)
-    if two_hop and max_nodes < 40:               # the bound changed something (it is not a no-op)
+    if two_hop and max_nodes < 40 and n == 40:   # the bound changed something (it is not a no-op)
         full = pull_mean(g, targets, lambda p: value[np.asarray(p)], two_hop=True, max_nodes=10**6)
         assert not np.allclose(got, full)
+
+
+@pytest.mark.parametrize("n, size", [(50, 400), (5000, 30), (5000, 5000)])
+def test_marking_helpers_equal_unique_and_search(n, size):
+    """The hub paths (a length-n mark or map instead of a sort) give np.unique's arrays exactly."""
+    rng = np.random.default_rng(n + size)
+    a = rng.integers(0, n, size)
+    u, inv = _unique_inverse(a, n)
+    wu, winv = np.unique(a, return_inverse=True)
+    assert u.tolist() == wu.tolist() and inv.tolist() == winv.tolist()
+    keys = rng.permutation(u)
+    assert keys[_index_of(keys, a, n)].tolist() == a.tolist()
+
+
+def test_neighbors_equal_the_edge_list():
+    """Graph.neighbors (node repeated by degree, in-edge sources from rsrc) against the edges."""
+    rng = np.random.default_rng(7)
+    n, m = 30, 200
+    g = Graph.from_edges(rng.integers(0, n, m), rng.integers(0, n, m), rng.random(m).astype(np.float32), n,
+                         etype=rng.integers(0, 3, m).astype(np.uint8), weight_dtype=np.float32)
+    s, d, w, t = (x.tolist() for x in g.edges())
+    nodes = [4, 0, 17, 29]
+    for direction in ("out", "in", "in"):           # in: searched, then (asked for many) from rsrc
+        if direction == "in" and "rsrc" in g._cache:
+            nodes = list(range(n))
+            assert g.neighbors(nodes, "in")[1].tolist() == \
+                (np.searchsorted(g.indptr, g.in_edge_ids(nodes), side="right") - 1).tolist()
+        node, nb, ww, tt = g.neighbors(nodes, direction)
+        got = sorted(zip(node.tolist(), nb.tolist(), ww.tolist(), tt.tolist()))
+        if direction == "out":
+            want = sorted((a, b, x, y) for a, b, x, y in zip(s, d, w, t) if a in nodes)
+        else:
+            want = sorted((b, a, x, y) for a, b, x, y in zip(s, d, w, t) if b in nodes)
+        assert got == want and node.dtype == nb.dtype == np.int64
+        if direction == "in" and "rsrc" not in g._cache:
+            assert len(nodes) < n                    # a few nodes: searched; now all of them
+            g.neighbors(list(range(n)), "in")
+            assert "rsrc" in g._cache

@@ -146,7 +146,7 @@ def _analysers():
 
     fns = [tokenize.Analyzer.__call__, tokenize.raw_tokens, tokenize.split_identifier,
            codetask.extract, codetask.relation, codetask.code_task_reason, codetask.asks_for_tests,
-           codetask.asks_for_prose, fts.build_query, fts.query_expressions, pattern.query_parts,
+           codetask.asks_for_prose, fts.build_query, fts.query_expressions, fts.operand_terms, pattern.query_parts,
            keywords.extract, context.entity_words, pack.query_terms, codelike.has_code_token,
            parse_mod.identifier_kind, parse_mod.split_filters]
     return {f.__code__: f.__qualname__ for f in fns}

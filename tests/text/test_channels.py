@@ -270,3 +270,44 @@ def test_equivalences_file_and_channel(cix, tmp_path, kg_env):
     from kgsearch.errors import DataError
     with pytest.raises(DataError):
         keywords.load_equivalences(p)
+
+
+# ---------------------------------------------------------------------------- FTS5: a bounded OR (issue 30)
+def test_fts_bound_expression_keeps_the_rarest_operands_in_order():
+    expr = '"paper" OR "describes" OR "electronic filing machine" OR "machine" OR "unstructured"'
+    df = {'"paper"': 50, '"describes"': 80, '"electronic filing machine"': 3, '"machine"': 40, '"unstructured"': 5}
+    got = fts.bound_expression(expr, df.__getitem__, 1000, cap=100)
+    assert got == '"paper" OR "electronic filing machine" OR "machine" OR "unstructured"'  # 3+5+40+50 = 98
+    assert fts.bound_expression(expr, df.__getitem__, 1000, cap=178) == expr                # the sum: unchanged
+    assert fts.bound_expression(expr, df.__getitem__, 1000, cap=7) == '"electronic filing machine"'
+    assert fts.bound_expression(expr, df.__getitem__, 1000, cap=0) == '"electronic filing machine"'  # one stays
+    # ties go by position; counts are clipped to the index's size
+    assert fts.bound_expression('"a1" OR "b1" OR "c1"', lambda o: 10**9, 10, cap=25) == '"a1" OR "b1"'
+    # AND / NOT are the user's structure (and AND is selective): never cut
+    for e in ('"paper" AND "machine" OR "describes"', '"paper" NOT "machine"'):
+        assert fts.bound_expression(e, lambda o: 10**6, 10**6, cap=1) == e
+    assert fts.operands('name : "parse" OR "text response"*') == (['name : "parse"', '"text response"*'], {"OR"})
+
+
+@pytest.mark.skipif(not fts.available(), reason="SQLite without FTS5")
+def test_fts_search_over_the_cap_runs_the_bounded_expression(cix, monkeypatch):
+    df_of, n = fts._df_lookup(cix)
+    assert n == len(SYMBOLS)
+    # the BM25 postings' counts: "respons" and "text" in two nodes (a name like StreamingTextResponse is one token)
+    assert df_of('"response"') == 2 and df_of('"plain text response"') == 1 and df_of('"retry"') == 1
+    assert df_of('"the"') == n and df_of('"resp"*') == n and df_of('"zzzunknown"') == 0
+    q = 'text "plain text response" retry components'
+    full = fts.search(cix, q)
+    assert set(full[0].tolist()) >= {cix.ids["RetryPolicy"], cix.ids["join"], cix.ids["TextResponse"]}
+    monkeypatch.setattr(fts, "ROWS_CAP", 3)     # "text" (2 nodes) must go; the phrase, retry and components stay
+    ids, sc = fts.search(cix, q)
+    kept = '"plain text response" OR "retry" OR "components"'
+    ref = cix.conn.execute(f"SELECT rowid, bm25({fts.TABLE}, ?, 1.0) r FROM {fts.TABLE} WHERE {fts.TABLE} MATCH ? "
+                           f"ORDER BY r, rowid", (fts.NAME_WEIGHT, kept)).fetchall()
+    assert ids.tolist() == [r[0] for r in ref] and np.allclose(sc, [-r[1] for r in ref])
+    # the parsed query's operand terms (Query.fts_terms) give the same bound without analysing again
+    from kgsearch.query.parse import index_analyzer, parse
+    pq = parse(q, index_analyzer(cix))
+    assert pq.fts_terms[0][1] == ('"plain text response"', ("plain", "text", "respons"))
+    assert fts.search(cix, q, expressions=pq.fts, operand_terms=pq.fts_terms)[0].tolist() == ids.tolist()
+    assert cix.ids["StreamingTextResponse"] not in ids.tolist()        # matched "text" only

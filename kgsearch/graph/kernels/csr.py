@@ -266,6 +266,28 @@ class Graph:
         return self._cached("src", lambda: np.repeat(np.arange(self.n, dtype=np.int64), self.out_degree()))
 
     @property
+    def rsrc(self) -> np.ndarray:
+        """Source of each edge in reverse order (``rindptr``/``rperm``: the in-edges of a node are a
+        slice), so in-edge neighbours are a gather, not a search per edge (built on first use and
+        cached; int32 below 2**31 nodes: 4 bytes per edge, 2.6 MB at the 100K corpus's 658K edges)."""
+        def build():
+            dt = np.int32 if self.n < 2 ** 31 else np.int64
+            return np.repeat(np.arange(self.n, dtype=dt), np.diff(self.indptr))[self.rperm]
+        return self._cached("rsrc", build)
+
+    def _in_sources(self, pos: np.ndarray, e: np.ndarray) -> np.ndarray:
+        """Sources (int64) of the edges at reverse positions ``pos`` (forward numbers ``e``): from
+        :attr:`rsrc` once asked for more than building it costs (a search per edge costs about
+        log2(n) steps, the array m), else searched for in ``indptr`` (a few nodes' edges at index
+        time never build it)."""
+        rs = self._cache.get("rsrc")
+        if rs is None and len(pos) * max(1, int(self.n).bit_length()) > self.m:
+            rs = self.rsrc
+        if rs is not None:
+            return rs[pos].astype(np.int64)
+        return np.searchsorted(self.indptr, e, side="right").astype(np.int64) - 1
+
+    @property
     def dst(self) -> np.ndarray:
         """Target of each forward edge as int64 (cached)."""
         return self._cached("dst", lambda: self.indices.astype(np.int64))
@@ -337,13 +359,18 @@ class Graph:
         """
         if direction not in ("out", "in", "both"):
             raise GraphError(f"direction must be 'out', 'in' or 'both', got {direction!r}")
+        # the queried end of each edge is its node repeated by its degree, an in-edge's source
+        # read from ``rsrc``: no search per edge (hub neighbourhoods hold tens of thousands)
+        nodes = self._check_nodes(nodes)
         parts = []
         if direction in ("out", "both"):
-            s, d, w, t = self.edges(self.out_edge_ids(nodes))
-            parts.append((s, d, w, t))
+            e, counts = _ranges_counts(self.indptr, nodes)
+            parts.append((np.repeat(nodes, counts), self.indices[e].astype(np.int64),
+                          self.weights[e], self.etype[e]))
         if direction in ("in", "both"):
-            s, d, w, t = self.edges(self.in_edge_ids(nodes))
-            parts.append((d, s, w, t))
+            pos, counts = _ranges_counts(self.rindptr, nodes)
+            e = self.rperm[pos]
+            parts.append((np.repeat(nodes, counts), self._in_sources(pos, e), self.weights[e], self.etype[e]))
         node, nb, w, t = (np.concatenate(x) for x in zip(*parts))
         if types is not None:
             keep = np.isin(t, np.asarray(types))
@@ -426,10 +453,15 @@ class Graph:
 
 def _ranges(indptr: np.ndarray, nodes: np.ndarray) -> np.ndarray:
     """Concatenate ``arange(indptr[i], indptr[i+1])`` for each ``i`` in ``nodes`` without a loop."""
+    return _ranges_counts(indptr, nodes)[0]
+
+
+def _ranges_counts(indptr: np.ndarray, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_ranges` and each node's count (its range's length)."""
     starts = indptr[nodes].astype(np.int64)
     counts = indptr[nodes + 1].astype(np.int64) - starts
     total = int(counts.sum())
     if total == 0:
-        return np.zeros(0, dtype=np.int64)
+        return np.zeros(0, dtype=np.int64), counts
     offsets = np.repeat(starts - np.concatenate(([0], np.cumsum(counts)[:-1])), counts)
-    return np.arange(total, dtype=np.int64) + offsets
+    return np.arange(total, dtype=np.int64) + offsets, counts

@@ -145,13 +145,14 @@ def pull_mean(g: Graph, targets, value_of, two_hop: bool = False, max_nodes: int
         res = np.zeros(len(tpos))
         if not len(nb):
             return res, nb, np.zeros(0)
-        u, inv_nb = np.unique(nb, return_inverse=True)
+        u, inv_nb = _unique_inverse(nb, g.n)
         vals = np.asarray(value_of(u), dtype=np.float64)[inv_nb]
-        t_u, t_inv = np.unique(node, return_inverse=True)
-        num = np.bincount(t_inv, weights=w * vals, minlength=len(t_u))
-        den = np.bincount(t_inv, weights=w, minlength=len(t_u))
-        mean = np.divide(num, den, out=np.zeros(len(t_u)), where=den > 0)
-        res[_index_in(tpos, t_u)] = mean
+        # each edge's target as its index in ``tpos`` (unique): sums per target in edge order,
+        # as a unique-and-inverse over the edges' targets gave, without sorting the edges
+        t_inv = _index_of(tpos, node, g.n)
+        num = np.bincount(t_inv, weights=w * vals, minlength=len(tpos))
+        den = np.bincount(t_inv, weights=w, minlength=len(tpos))
+        res = np.divide(num, den, out=np.zeros(len(tpos)), where=den > 0)
         return res, u, np.bincount(inv_nb.reshape(-1), weights=w, minlength=len(u))
 
     tp = targets[ok]
@@ -167,10 +168,29 @@ def pull_mean(g: Graph, targets, value_of, two_hop: bool = False, max_nodes: int
     return out
 
 
-def _index_in(tpos: np.ndarray, t_u: np.ndarray) -> np.ndarray:
-    """Positions in ``tpos`` (unique values) of each of ``t_u``."""
-    order = np.argsort(tpos, kind="stable")
-    return order[np.searchsorted(tpos[order], t_u)]
+def _index_of(keys: np.ndarray, a: np.ndarray, n: int) -> np.ndarray:
+    """The index in ``keys`` (unique values in ``0..n-1``) of each value of ``a`` (all in ``keys``):
+    a length-``n`` map when ``a`` is long against ``n``, else a search in the sorted keys."""
+    if len(a) * 8 < n:
+        order = np.argsort(keys, kind="stable")
+        return order[np.searchsorted(keys[order], a)]
+    at = np.zeros(n, dtype=np.int64)
+    at[keys] = np.arange(len(keys))
+    return at[a]
+
+
+def _unique_inverse(a: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(a, return_inverse=True)`` for values in ``0..n-1``; when ``a`` is long
+    against ``n`` (hub neighbourhoods) by marking a length-``n`` array instead of sorting ``a``
+    (the same two arrays)."""
+    if len(a) * 8 < n:
+        return np.unique(a, return_inverse=True)
+    seen = np.zeros(n, dtype=bool)
+    seen[a] = True
+    u = np.flatnonzero(seen)
+    at = np.zeros(n, dtype=np.int64)
+    at[u] = np.arange(len(u))
+    return u, at[a]
 
 
 def pull_mean_values(g: Graph, targets, value_of) -> np.ndarray:
