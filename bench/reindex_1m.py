@@ -1,7 +1,8 @@
 """One-file reindex of a large index, per change kind, as ``bench/scale.py``'s ``reindex`` and
-``reindex_edge`` steps make them: the first document of ``shard-00000.jsonl`` gets
-" Revised." appended to its description (then the file is restored), and the shard gains an
-edge between its first two nodes (then loses it). Each change is a fresh ``kgsearch index``
+``reindex_edge`` and ``reindex_nodes`` steps make them: the first document of
+``shard-00000.jsonl`` gets " Revised." appended to its description (then the file is
+restored), the shard gains an edge between its first two nodes (then loses it), gains a new
+node (then loses it), and a new file with one node comes (then goes). Each change is a fresh ``kgsearch index``
 process: wall time, CPU seconds and peak RSS (wait4), and the per-step seconds the run reports;
 each round starts with a run where nothing changed (bytecode written, page cache warm). The
 code measured is the one ``python -m kgsearch`` imports from the current directory.
@@ -28,9 +29,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import git_commit, loadavg, machine, peak_rss_mib, reset_peak, status_kb  # noqa: E402
-from scale import add_shard_edge, child_json, kg_cmd, revise_shard, run_measured  # noqa: E402
+from scale import (NEW_SHARD, add_shard_edge, append_shard_node, child_json, kg_cmd, revise_shard,  # noqa: E402
+                   run_measured, write_new_shard)
 
-KINDS = ("a description changed", "restored", "the file gains an edge", "the edge removed")
+KINDS = ("a description changed", "restored", "the file gains an edge", "the edge removed",
+         "a node appended", "the node removed", "a new file with one node", "the file removed")
 
 
 def _shard(corpus: Path) -> Path:
@@ -72,9 +75,19 @@ def round_(args) -> list[dict]:
         res.append(one(args, KINDS[2]))
         shutil.copyfile(backup, shard)
         res.append(one(args, KINDS[3]))
+        append_shard_node(shard)
+        res.append(one(args, KINDS[4]))
+        shutil.copyfile(backup, shard)
+        res.append(one(args, KINDS[5]))
+        write_new_shard(args.corpus)
+        res.append(one(args, KINDS[6]))
+        (args.corpus / NEW_SHARD).unlink()
+        res.append(one(args, KINDS[7]))
     finally:
         shutil.copyfile(backup, shard)
         backup.unlink()
+        if (args.corpus / NEW_SHARD).exists():
+            (args.corpus / NEW_SHARD).unlink()
     return res
 
 

@@ -32,6 +32,9 @@ WordNet and Freebase edges, KG JSONL shards; its 100 real queries), built once i
   loses it again: a one-file change that changes a row's edge count, so the graph step splices
   every edge array (a text-only change keeps the rows' shapes: the changed rows are written in
   place, kgsearch/graph/stored/patch.py);
+* ``reindex_nodes`` (after ``reindex_edge``): one-file changes of the node set: a node (a note
+  linked to the shard's first node) appended to ``shard-00000.jsonl``, then removed by
+  restoring the file; a new file ``shard-new.jsonl`` with one node, then that file removed;
 * ``dense``: recall@10 of the stored int8 dense path (``kgsearch.embed.dense.search_vector``)
   against exact float32 cosine search over the same nodes' vectors, re-encoded with the
   index's model (cached as .npy in ``--work`` for the design study); plus the int8 channel's
@@ -78,7 +81,8 @@ from _common import (RESULTS, SHARED_ROOT, WORK, git_commit, loadavg, log, machi
 
 MAKE_CORPUS = SHARED_ROOT / "tools" / "make_scale_corpus.py"
 STEPS = ("index", "db", "query_default", "query_bm25", "cli", "reindex", "dense", "bm25s", "pagerank",
-         "reindex_edge")
+         "reindex_edge", "reindex_nodes")
+NEW_SHARD = "shard-new.jsonl"     # the file ``reindex_nodes`` adds, then removes
 PAGE = os.sysconf("SC_PAGE_SIZE")
 
 
@@ -193,6 +197,31 @@ def add_shard_edge(path: Path) -> str:
     edge = {"source": ids[0], "target": ids[1], "edge_type": "see_also"}
     path.write_text(text.rstrip("\n") + "\n" + json.dumps(edge) + "\n", encoding="utf-8")
     return f"{ids[0]} -see_also-> {ids[1]}"
+
+
+NEW_NODE = {"node_id": "bench:new-note", "name": "Reindexing a note added on a phone", "type": "doc",
+            "description": ("A new note written on the phone: the index must pick up the added node, its "
+                            "terms and its similar documents without rebuilding the graph. Retrieval of "
+                            "relevant documents from a large collection depends on the index being current.")}
+
+
+def append_shard_node(path: Path) -> str:
+    """Append one new node (a note) to a corpus shard, linked to the shard's first node; returns
+    its id. The node set changes, so no in-place row write applies."""
+    text = path.read_text(encoding="utf-8")
+    first = next(json.loads(x)["node_id"] for x in text.split("\n") if x and '"node_id"' in x)
+    node = dict(NEW_NODE)
+    edge = {"source": node["node_id"], "target": first, "edge_type": "related"}
+    path.write_text(text.rstrip("\n") + "\n" + json.dumps(node) + "\n" + json.dumps(edge) + "\n", encoding="utf-8")
+    return node["node_id"]
+
+
+def write_new_shard(corpus: Path) -> Path:
+    """A new shard file holding one node (a note in a new file); returns its path."""
+    node = dict(NEW_NODE, node_id="bench:new-file-note", name="A note in a new file")
+    path = corpus / NEW_SHARD
+    path.write_text(json.dumps(node) + "\n", encoding="utf-8")
+    return path
 
 
 def revise_shard(path: Path) -> None:
@@ -324,6 +353,9 @@ class Size:
         if b.exists():
             shutil.copyfile(b, self.shard())
             b.unlink()
+        new = self.corpus / NEW_SHARD
+        if new.exists():
+            new.unlink()
 
     def modify_shard_edge(self) -> str:
         """Append one edge between the shard's first two nodes (a note gains a link)."""
@@ -493,6 +525,37 @@ class Size:
             self.restore_shard()
         removed = one("shard-00000.jsonl restored (the edge removed)")
         return {"edge_added": added, "edge_removed": removed}
+
+    def do_reindex_nodes(self) -> dict:
+        """One-file reindexes that change the node set (the in-place row write cannot apply): a
+        node appended to a shard file (then removed again by restoring the file), a new file with
+        one node, and that file removed. The corpus ends as it began."""
+        def one(tag: str) -> dict:
+            la = loadavg()
+            r = run_measured(kg_cmd("index", str(self.corpus), "--db", str(self.db), "--json"))
+            rep = child_json(r)
+            return {"wall_s": r["wall_s"], "cpu_s": r["cpu_s"], "peak_rss_mb": r["peak_rss_mb"], "tree_rss_mb": r["tree_rss_mb"],
+                    "tree_pss_mb": r["tree_pss_mb"], "files_loaded": rep.get("files_loaded"),
+                    "nodes_added": rep.get("nodes_added"), "nodes_removed": rep.get("nodes_removed"),
+                    "phases": rep.get("phases"),
+                    "steps": {k: {kk: vv for kk, vv in v.items() if not isinstance(vv, (list, dict))}
+                              for k, v in (rep.get("steps") or {}).items()}, "what": tag, "load_before": la}
+
+        out = {}
+        try:
+            shutil.copyfile(self.shard(), self.backup())
+            nid = append_shard_node(self.shard())
+            out["node_appended"] = one(f"shard-00000.jsonl: node {nid} (and its edge) appended")
+        finally:
+            self.restore_shard()
+        out["node_removed"] = one("shard-00000.jsonl restored (the node removed)")
+        try:
+            write_new_shard(self.corpus)
+            out["file_added"] = one(f"{NEW_SHARD}: a new file with one node")
+        finally:
+            self.restore_shard()
+        out["file_removed"] = one(f"{NEW_SHARD} removed")
+        return out
 
     def do_dense(self) -> dict:
         r = run_measured(child_cmd("dense", db=str(self.db), queries=str(self.queries_file),
@@ -845,6 +908,10 @@ def report(results: dict, mach: dict) -> str:
                                                   f"{r['reindex_edge']['edge_added']['peak_rss_mb']:.0f} MiB")
     row("reindex, that edge removed again", lambda r: f"{r['reindex_edge']['edge_removed']['wall_s']:.1f} s, "
                                                    f"{r['reindex_edge']['edge_removed']['peak_rss_mb']:.0f} MiB")
+    for k, nm in (("node_appended", "a node appended to a file"), ("node_removed", "that node removed again"),
+                  ("file_added", "a new file with one node"), ("file_removed", "that file removed")):
+        row(f"reindex, {nm}", lambda r, k=k: f"{r['reindex_nodes'][k]['wall_s']:.1f} s, "
+                                           f"{r['reindex_nodes'][k]['peak_rss_mb']:.0f} MiB")
     row("dense recall@10, int8 vs exact float", lambda r: fmt(r["dense"]["recall_at_10"], "", 4))
     row("dense int8 search p50 (channel alone)", lambda r: fmt(r["dense"]["int8_p50_ms"], " ms"))
     row("bm25s p50 / qps one query a call / qps 100 a call",

@@ -34,12 +34,13 @@ from typing import Any, Iterator
 import numpy as np
 
 from ..errors import BadIndex
-from ..store.sql import CHUNK, marks
+from ..store.sql import CHUNK, exec_in_chunks, marks
 from .kernel import moments, quantize, sketch_codes
 
 __all__ = ["BLOCK_SHIFT", "ROTATION_BLOB", "SKETCH_MIN", "MOMENTS_BLOB", "STATE_META", "MATRIX_KEY", "SKETCH_KEY",
            "rotation", "query_rotation", "set_rotation", "ROTATION_KEY", "iter_blocks", "vector_count", "stored_hashes", "load_block", "put_vectors",
-           "delete_vectors", "clear", "note_block", "note_all", "clear_sketch", "sync", "available", "read_rows"]
+           "delete_vectors", "clear", "note_block", "note_all", "clear_sketch", "changed_rows", "sync", "available",
+           "read_rows"]
 
 BLOCK_SHIFT = 12
 ROTATION_BLOB = "embed.rotation"
@@ -291,6 +292,20 @@ def decode_rows(rows, dims: int):
     return ids, scales, codes
 
 
+def changed_rows(oi, osc, oc, ni, nsc, nc) -> tuple[np.ndarray, np.ndarray]:
+    """Which stored rows (ids ``oi``, scales, codes) are gone or differ from the block's rows
+    now (``ni``...), and which of these are new or differ: two bool masks. A row whose id,
+    scale and code are the same on both sides is in neither."""
+    gone = np.ones(len(oi), dtype=bool)
+    new = np.ones(len(ni), dtype=bool)
+    _, io, inew = np.intersect1d(oi, ni, assume_unique=True, return_indices=True)
+    if len(io):
+        same = (osc[io] == nsc[inew]) & (oc[io] == nc[inew]).all(axis=1)
+        gone[io[same]] = False
+        new[inew[same]] = False
+    return gone, new
+
+
 def sync(ix, full: bool = False) -> dict:
     """Bring ``vec_rows``, ``vec_sketch`` and the moments in line with ``vec_blocks`` (called
     by the embed step after it wrote vectors): the blocks rewritten since the last call, or
@@ -311,19 +326,22 @@ def sync(ix, full: bool = False) -> dict:
     for b in sorted(touched or ()):
         lo, hi = b << BLOCK_SHIFT, (b + 1) << BLOCK_SHIFT
         oi, osc, oc = _stored_rows(ix, lo, hi, dims)
-        if len(oi):
-            a, c = _moments_of(oc, osc)
+        ni, _h, nsc, nc = load_block(ix, b, dims)
+        gone, new = changed_rows(oi, osc, oc, ni, nsc, nc)
+        # only the rows that differ move the moments and are written: a block holds 4,096
+        # vectors and a one-file change touches a few (two 4,096 x 256 products were 0.2-0.4 s)
+        if gone.any():
+            a, c = _moments_of(oc[gone], osc[gone])
             m1 -= a
             m2 -= c
-            count -= len(oi)
-            ix.conn.execute("DELETE FROM vec_rows WHERE id >= ? AND id < ?", (lo, hi))
-        ni, _h, nsc, nc = load_block(ix, b, dims)
-        _write_block(ix, b, ni, nsc, nc)
-        if len(ni):
-            a, c = _moments_of(nc, nsc)
+            exec_in_chunks(ix.conn, "DELETE FROM vec_rows WHERE id IN ({})", oi[gone].tolist())
+        count += len(ni) - len(oi)
+        _write_sketch(ix, b, ni, nc)
+        if new.any():
+            _write_rows(ix, ni[new], nsc[new], nc[new])
+            a, c = _moments_of(nc[new], nsc[new])
             m1 += a
             m2 += c
-            count += len(ni)
     if count != n:                                   # blocks changed behind our back: start over
         return {"sketch": True, "rebuilt": True, "vectors": _rebuild(ix, dims)}
     if touched:

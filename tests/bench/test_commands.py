@@ -281,10 +281,21 @@ def test_full_index_steps(tiny):
 
 # ---------------------------------------------------------------------------- large indexes, on a tiny one
 def test_scale(tiny):
+    corpus = tiny["scale_work"] / "corpus-200"
+    before = {p.name: p.read_bytes() for p in corpus.iterdir()} if corpus.is_dir() else None
     run(tiny, "scale.py", "--sizes", 200, "--work", tiny["scale_work"], "--out-dir", tiny["results"],
         "--skip", "cli,dense,bm25s,pagerank", "--warm-runs", 1, "--cold-runs", 1)
     r = results(tiny, "scale")
     assert r["sizes"]["200"]["query_default"]["p50_ms"] > 0
+    nodes = r["sizes"]["200"]["reindex_nodes"]          # the change kinds that change the node set
+    assert [nodes[k]["nodes_added"] for k in ("node_appended", "file_added")] == [1, 1]
+    assert [nodes[k]["nodes_removed"] for k in ("node_removed", "file_removed")] == [1, 1]
+    assert all(nodes[k]["wall_s"] > 0 and nodes[k]["peak_rss_mb"] > 0
+               for k in ("node_appended", "node_removed", "file_added", "file_removed"))
+    md = (tiny["results"] / "scale.md").read_text()
+    assert "reindex, a node appended to a file" in md and "reindex, that file removed" in md
+    if before is not None:
+        assert {p.name: p.read_bytes() for p in corpus.iterdir()} == before      # the corpus left as it was
 
 
 def test_filters(tiny, rows_db):
@@ -307,7 +318,9 @@ def test_reindex_1m(tiny, rows_db):
     run(tiny, "reindex_1m.py", "--db", rows_db, "--corpus", tiny["corpus"], "--runs", 1, "--prof", "--tag", "after",
         "--out", out, "--md", tiny["results"] / "reindex.md")
     runs = json.loads(out.read_text())["after"]["runs"]
-    assert len(runs) == 4 and all("step_peaks" in r for r in runs)
+    assert len(runs) == 8 and all("step_peaks" in r for r in runs)
+    kinds = {r["kind"]: r for r in runs}
+    assert kinds["a node appended"]["steps"]["text"] and kinds["a new file with one node"]["files_loaded"] == 1
     assert {p.name: p.read_bytes() for p in tiny["corpus"].iterdir()} == before      # the corpus left as it was
 
 

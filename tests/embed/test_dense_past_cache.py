@@ -106,6 +106,34 @@ def test_incremental_sync_equals_a_rebuild(filled):
     assert dense.load_sketch(ix, budget=1 << 30) is None
 
 
+def test_changed_rows_are_the_rows_that_differ():
+    oi = np.array([1, 2, 3, 5]); osc = np.array([1, 1, 2, 1], np.float32)
+    oc = np.array([[1, 2], [3, 4], [5, 6], [7, 8]], np.int8)
+    ni = np.array([2, 3, 4, 5]); nsc = np.array([1, 1, 1, 1], np.float32)
+    nc = np.array([[3, 4], [5, 6], [0, 0], [7, 9]], np.int8)
+    gone, new = store.changed_rows(oi, osc, oc, ni, nsc, nc)
+    # 1 removed, 2 the same, 3 rescaled, 4 added, 5 recoded
+    assert gone.tolist() == [True, False, True, True] and new.tolist() == [False, True, True, True]
+
+
+def test_incremental_sync_writes_only_the_changed_rows(filled):
+    ix, ids, x, rng = filled
+    with ix.transaction():
+        store.put_vectors(ix, [ids[7]], [9], _unit(rng, 1, 128), "m@1", 3)
+        ix.conn.execute("CREATE TEMP TABLE seen(id)")
+        ix.conn.execute("CREATE TEMP TRIGGER t AFTER INSERT ON vec_rows BEGIN INSERT INTO seen VALUES (new.id); END")
+        store.sync(ix)
+        assert [r[0] for r in ix.conn.execute("SELECT id FROM seen")] == [int(ids[7])]
+        ix.conn.execute("DROP TRIGGER t")
+        ix.conn.execute("DROP TABLE seen")
+    got = _state(ix, 128)
+    with ix.transaction():
+        store.sync(ix, full=True)
+    ref = _state(ix, 128)
+    assert got[0] == ref[0] and got[1] == ref[1] and got[3] == ref[3]
+    assert np.allclose(got[2], ref[2], rtol=1e-9, atol=1e-9)
+
+
 def test_small_indexes_write_no_sketch(ix):
     rng = np.random.default_rng(1)
     ix.put_array(store.ROTATION_BLOB, kernel.make_rotation(64))

@@ -254,10 +254,59 @@ def test_pair_count_carried_between_runs(tmp_path, monkeypatch):
     calls = []
     real = scores.count_pairs
     monkeypatch.setattr(scores, "count_pairs", lambda g: calls.append(1) or real(g))
-    kg("b", 2, extra=1)                        # one node and one edge more: 2 + 1 edges touched
-    info = index_paths(db, [str(tree)], opts).steps["graph"]
-    assert info["incremental"] and info["pairs_at_least"] == 58 and not calls, info
-    assert info["communities"] == "skipped: at least 58 linked pairs > graph_communities_max_pairs=55"
+    kg("b", 2, extra=1)                        # one node and one edge more: 1 edge touched (the
+    info = index_paths(db, [str(tree)], opts).steps["graph"]   # reloaded row b0 -> b1 stays as it was)
+    assert info["incremental"] and info["pairs_at_least"] == 60 and not calls, info
+    assert info["changed_rows"] == 1 and info["changed_edges"] == 1
+    assert info["communities"] == "skipped: at least 60 linked pairs > graph_communities_max_pairs=55"
     kg("b", 2, extra=40)                       # 80 edges touched: the bound says nothing, count again
     info = index_paths(db, [str(tree)], opts).steps["graph"]
     assert info["pairs"] == 101 and calls
+
+
+def test_rows_reloaded_as_they_were_are_not_spliced(tmp_path, monkeypatch):
+    """A node added to (or removed from) a file reloads the file: its other rows are marked
+    dirty but hold what they held, so the splice keeps them where they are (only the new row,
+    written after the stored edges), and the arrays are a full rebuild's."""
+    tree = tmp_path / "kg"
+    tree.mkdir()
+
+    def kg(name, n, drop=None):
+        keep = [i for i in range(n) if i != drop]
+        rows = [json.dumps({"node_id": f"{name}{i}", "name": f"{name} {i}"}) for i in keep]
+        rows += [json.dumps({"source": f"{name}{i}", "target": f"{name}{j}", "edge_type": t})
+                 for i in keep for j, t in ((i + 1, "next"), (i + 3, "see")) if j in keep]
+        (tree / f"{name}.jsonl").write_text("\n".join(rows) + "\n", encoding="utf-8")
+
+    kg("a", 30)
+    kg("b", 12)
+    kg("c", 200)                                 # (so that a reloaded file is under 25 % of the rows)
+    db = tmp_path / "inc.db"
+    opts = IndexOptions(steps=("graph",))
+    index_paths(db, [str(tree)], opts)
+    written = []
+    real = csr.put_edges
+    monkeypatch.setattr("kgsearch.graph.stored.splice.csr.put_edges",
+                        lambda ix, part, arr, m, start=None: written.append((part, start)) or real(ix, part, arr, m, start))
+    with Index.open(db, readonly=True) as ix:
+        m_old = int(ix.get_array("graph.shape")[2])
+    kg("a", 31)                                  # a30 appended (a27 -> a30, a29 -> a30 new)
+    info = index_paths(db, [str(tree)], opts).steps["graph"]
+    assert info["incremental"] and info["changed_rows"] == 2, info      # a27 and a29 (a30 has no out-edge)
+    check(db, tree, tmp_path, "appended")
+    written.clear()
+    with Index.open(db, readonly=True) as ix:
+        b9 = ix.conn.execute("SELECT id FROM nodes WHERE name = 'b 9'").fetchone()[0]
+        at = int(np.searchsorted(ix.get_array("graph.node_ids"), b9))
+        first = int(ix.get_array("graph.indptr")[at])
+    kg("b", 13)                                  # b12 appended: b9 and b11 gain an edge to it
+    info = index_paths(db, [str(tree)], opts).steps["graph"]
+    assert info["changed_rows"] == 2, info
+    # the forward arrays are written from b9's row on, not from b0's (the file's first row)
+    assert sorted(written) == [("etype", first), ("indices", first), ("rperm", 0), ("weights", first)]
+    check(db, tree, tmp_path, "appended b")
+    kg("a", 31, drop=10)                         # a10 removed: positions after it shift
+    info = index_paths(db, [str(tree)], opts).steps["graph"]
+    assert info["incremental"] and info["changed_rows"] == 3, info      # a7, a9 lose an edge, a10 gone
+    check(db, tree, tmp_path, "removed")
+    assert m_old > 0

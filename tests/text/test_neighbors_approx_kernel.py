@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import random
+from collections import Counter
 
 import numpy as np
 import pytest
@@ -82,6 +83,53 @@ def test_two_stage_matches_reference(index, cap):
         assert [s for _, s in a] == [s for _, s in b]
         some += len(a)
     assert some > 0
+
+
+@pytest.mark.parametrize("gather", [0, 1, 10**9])
+@pytest.mark.parametrize("cap", [2, 10**6])
+def test_both_ways_of_scoring_a_list_give_the_reference(index, cap, gather, monkeypatch):
+    # a chosen list is scanned whole through the candidate slots (short lists) or searched per
+    # candidate (long ones); every split gives the reference's lists and floats exactly, and
+    # the slots are left cleared for the next node
+    monkeypatch.setattr(nc, "GATHER_PER_CAND", gather)
+    n, nodes = _nodes(index)
+    post = nc.CandidatePostings(index, n, cap=cap, batch=5)
+    allowed = np.ones(max(i for i, _ in nodes) + 1)
+    allowed[1::5] = 0.0
+    allowed_set = {i for i in range(len(allowed)) if allowed[i]}
+    some = 0
+    for nid, terms in nodes:
+        a = nc.neighbours_two_stage(terms, nid, post, allowed)
+        assert a == nc.neighbours_two_stage_ref(terms, nid, post, allowed_set)
+        assert not post.slots().any() and not post.marks().any()
+        some += len(a)
+    assert some > 0
+
+
+def test_choose_terms_ranks_by_tf_idf_then_term(index):
+    n, nodes = _nodes(index)
+    post = nc.CandidatePostings(index, n, cap=3)
+    for _, terms in nodes[:40]:
+        want = sorted(((t, c) for t, c in Counter(terms).items() if t in post.term_index),
+                      key=lambda kv: (-kv[1] * float(post.idf[post.term_index[kv[0]]]), kv[0]))[:nc.M]
+        assert nc.choose_terms(terms, post) == want
+    assert nc.choose_terms(["no-such-term"], post) == []
+
+
+def test_chosen_terms_from_dfs_alone_are_the_terms_the_kernel_picks(index):
+    # an incremental run loads only these terms' lists; a node's choice among them is its
+    # choice among all its terms, also when other nodes' terms are loaded beside its own
+    from kgsearch.text.neighbors.common import Stats
+    n, nodes = _nodes(index)
+    st, _ = _stored_params(index)
+    stats = Stats.of(st)
+    whole = nc.CandidatePostings(index, n, cap=3, stats=stats)
+    some = [terms for _, terms in nodes[:9]]
+    chosen = nc.chosen_terms(index.conn, some, stats)
+    assert chosen == {t for terms in some for t, _ in nc.choose_terms(terms, whole)}
+    part = nc.CandidatePostings(index, n, cap=3, stats=stats, terms=chosen)
+    for terms in some:
+        assert nc.choose_terms(terms, part) == nc.choose_terms(terms, whole)
 
 
 def test_ties_at_the_kth_place_go_to_the_smaller_ids(tmp_path):

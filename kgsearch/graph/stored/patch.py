@@ -24,7 +24,7 @@ import numpy as np
 from ...store.blobio import BLOB_IO
 from .csr import PREFIX, open_edges
 
-__all__ = ["patch_rows", "move_reverse", "row_values"]
+__all__ = ["patch_rows", "move_reverse", "row_values", "unchanged_rows"]
 
 CHUNK = 1 << 20
 
@@ -150,3 +150,60 @@ def patch_rows(ix, indptr: np.ndarray, ids: np.ndarray, old_ids: np.ndarray, dir
         for c in cols.values():
             if c is not None:
                 c.close()
+
+
+def unchanged_rows(ix, indptr: np.ndarray, old_ids: np.ndarray, ids: np.ndarray, dirty: np.ndarray,
+                   src: np.ndarray, dst: np.ndarray, w: np.ndarray, et: np.ndarray, m: int) -> np.ndarray:
+    """Which of the ``dirty`` sources (ascending node ids, live before and after) hold exactly
+    their stored row: the same targets (old positions renumbered to the new node set), float32
+    weights and type numbers, in CSR order. A bool per dirty source.
+
+    For the splice: a node added to a file reloads the whole file, so its ~2,000 nodes' rows
+    are marked dirty although only the new node's row is new; kept as they are, the rows
+    before it do not move, and the splice writes the edge arrays from the new row on (the
+    tail, for a node at the end of the id space) instead of from the file's first row."""
+    same = np.zeros(len(dirty), dtype=bool)
+    if not BLOB_IO or not len(dirty):
+        return same
+    n_old = len(old_ids)
+    at_old = np.minimum(np.searchsorted(old_ids, dirty), max(n_old - 1, 0))
+    at_new = np.minimum(np.searchsorted(ids, dirty), max(len(ids) - 1, 0))
+    live = (old_ids[at_old] == dirty) & (ids[at_new] == dirty) if n_old and len(ids) else same.copy()
+    k = np.searchsorted(dirty, src)
+    deg_new = np.bincount(k, minlength=len(dirty))
+    deg_old = np.diff(indptr).astype(np.int64)[at_old]
+    cand = live & (deg_new == deg_old)
+    if not cand.any():
+        return same
+    rows = at_old[cand]
+    edge_in = cand[k]                                      # the candidates' new edges
+    ns, nd = np.searchsorted(ids, src[edge_in]), np.searchsorted(ids, dst[edge_in])
+    o = np.lexsort((nd, ns))                               # CSR order (parallel edges by id)
+    nd, nw, nt = nd[o], w[edge_in][o], et[edge_in][o].astype(np.int64)
+    cols = {}
+    try:
+        for part in ("indices", "weights", "etype"):
+            cols[part] = open_edges(ix, part, m)
+            if cols[part] is None:
+                return same
+        old_t = row_values(cols["indices"], indptr, rows).astype(np.int64)
+        old_w = row_values(cols["weights"], indptr, rows)
+        old_e = row_values(cols["etype"], indptr, rows).astype(np.int64)
+    finally:
+        for c in cols.values():
+            if c is not None:
+                c.close()
+    if len(ids) == n_old and np.array_equal(ids, old_ids):
+        old_pos = old_t
+    else:                                                  # old positions -> new ones (-1: gone)
+        old_pos = np.full(len(old_t), -1, dtype=np.int64)
+        if len(old_t):
+            oid = old_ids[old_t]
+            at = np.minimum(np.searchsorted(ids, oid), len(ids) - 1)
+            ok = ids[at] == oid
+            old_pos[ok] = at[ok]
+    differs = (old_pos != nd) | (old_w != nw.astype(old_w.dtype)) | (old_e != nt)
+    bad = np.zeros(int(cand.sum()), dtype=bool)
+    bad[np.repeat(np.arange(len(rows)), deg_old[cand])[differs]] = True
+    same[np.flatnonzero(cand)[~bad]] = True
+    return same

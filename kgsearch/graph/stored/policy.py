@@ -45,7 +45,7 @@ from ..kernels.csr import BLOB_VERSION
 from ..kernels.splice import splice_plan
 from . import rows
 from .csr import PREFIX, StreamedGraph, load_graph, write_nodes
-from .patch import patch_rows
+from .patch import patch_rows, unchanged_rows
 from .read import read_nodes, read_sources
 from .rebuild import check_budget, progress_step, rebuild
 from .scores import communities, pagerank_updated
@@ -147,6 +147,12 @@ def _incremental(ix, changes, table: dict, gs: GraphSettings, ids: np.ndarray, k
         src, dst, w, et = read_sources(conn, dirty, ids, etypes, table)
         same = patch_rows(ix, old_indptr, ids, old_ids, dirty, src, dst, w, et, len(etypes), m_old)
         if same is None:
+            dirty = np.unique(np.asarray(dirty, dtype=np.int64))
+            kept = unchanged_rows(ix, old_indptr, old_ids, ids, dirty, src, dst, w, et, m_old)
+            if kept.any():                 # rows reloaded as they were stay where they are
+                dirty = dirty[~kept]
+                live = np.isin(src, dirty)
+                src, dst, w, et = src[live], dst[live], w[live], et[live]
             plan = splice_plan(old_indptr, old_ids, ids, dirty, src, dst, w, et)
             rindptr, outw, pairs, nbytes = splice_stored(ix, plan, etypes, m_old)
     except ValueError as exc:

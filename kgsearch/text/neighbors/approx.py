@@ -46,7 +46,7 @@ from ..postings import load_norms, norms, norms_of, stored_params
 from .common import BATCH, EDGE_TYPE, FULL_FRACTION, K, M, MIN_SIM, Stats, delete_edges
 
 __all__ = ["EXACT_MAX_NODES", "CAP", "CandidatePostings", "neighbours_two_stage", "neighbours_two_stage_ref",
-           "cut_lists", "best_k", "choose_terms", "update_approx", "method_note"]
+           "cut_lists", "best_k", "choose_terms", "chosen_terms", "update_approx", "method_note"]
 
 EXACT_MAX_NODES = 200_000    # prose nodes up to which the exact step runs (it is faster below ~150K)
 CAP = 256                    # candidates per term
@@ -83,6 +83,7 @@ class CandidatePostings:
                       else load_norms(ix, dict(st, avgdl=stats.avgdl), params))
         last = ix.conn.execute("SELECT max(id) FROM nodes").fetchone()[0] or 0
         id_dtype = np.int32 if last < 2**31 else np.int64
+        self.last = int(last)
         self.term_index: dict[str, int] = {}
         idf_l: list[float] = []
         ids_parts: list[np.ndarray] = []
@@ -122,6 +123,21 @@ class CandidatePostings:
         self.cand_off = np.zeros(len(cd) + 1, dtype=np.int64)
         np.cumsum(cd, out=self.cand_off[1:])
 
+    def slots(self) -> np.ndarray:
+        """A zeroed int32 array over every node id (the kernel's scratch: it numbers a node's
+        candidates and clears them again)."""
+        if getattr(self, "_slots", None) is None:
+            top = max(int(self.ids.max()) if len(self.ids) else 0, self.last) + 1
+            self._slots = np.zeros(top, dtype=np.int32)
+            self._marks = np.zeros(top, dtype=bool)
+        return self._slots
+
+    def marks(self) -> np.ndarray:
+        """A False bool array beside :meth:`slots` (a bool gather and its ``flatnonzero`` are ~3x
+        faster than the int32 ones)."""
+        self.slots()
+        return self._marks
+
     @property
     def nbytes(self) -> int:
         return int(self.ids.nbytes + self.imp.nbytes + self.offsets.nbytes + self.idf.nbytes
@@ -155,6 +171,25 @@ def _rows_of_terms(conn, terms: list[str], max_df: int) -> list:
     return rows
 
 
+def chosen_terms(conn, nodes_terms: list[list[str]], stats: Stats) -> set[str]:
+    """The terms :func:`choose_terms` picks for each of these nodes, from the window terms' dfs
+    alone (no posting read): an incremental run then loads only those terms' lists, and each
+    node's choice among them is the same as among all its terms (its own top ``M`` are there,
+    the other nodes' terms rank below them)."""
+    idf: dict[str, float] = {}
+    every = sorted({t for terms in nodes_terms for t in terms})
+    for s in range(0, len(every), 500):
+        part = every[s:s + 500]
+        for term, df in conn.execute(f"SELECT term, df FROM text_postings WHERE term IN ({','.join('?' * len(part))}) "
+                                     f"AND df >= 2 AND df <= ?", [*part, stats.max_df]):
+            idf[term] = float(np.float64(stats.idf(df)))
+    out: set[str] = set()
+    for terms in nodes_terms:
+        counts = Counter(t for t in terms if t in idf)
+        out.update(t for t, _ in sorted(counts.items(), key=lambda kv: (-kv[1] * idf[kv[0]], kv[0]))[:M])
+    return out
+
+
 def cut_lists(ids: np.ndarray, imp: np.ndarray, off: np.ndarray, cap: int):
     """Each list's ``cap`` highest impacts (ties: smaller id), ids ascending within a list:
     ``(ids, impacts, lengths)``."""
@@ -180,16 +215,28 @@ def best_k(score: np.ndarray, ids: np.ndarray) -> np.ndarray:
 def choose_terms(terms: list[str], post: CandidatePostings) -> list[tuple[str, int]]:
     """The node's ``M`` most distinctive terms (tf * idf, ties by term), with their counts."""
     ti = post.term_index
-    counts = Counter(t for t in terms if t in ti)
-    return sorted(counts.items(), key=lambda kv: (-kv[1] * post.idf[ti[kv[0]]], kv[0]))[:M]
+    have = [(t, c, j) for t, c in Counter(terms).items() if (j := ti.get(t)) is not None]
+    if not have:
+        return []
+    idf = post.idf[[j for _, _, j in have]].tolist()      # (the same float64 values, as floats)
+    ranked = sorted(zip(have, idf), key=lambda h: (-h[0][1] * h[1], h[0][0]))[:M]
+    return [(t, c) for (t, c, _), _ in ranked]
+
+
+GATHER_PER_CAND = 16  # a chosen list up to this many postings per candidate is scanned whole
 
 
 def neighbours_two_stage(terms: list[str], self_id: int, post: CandidatePostings,
                          allowed: np.ndarray | None = None) -> list[tuple[int, float]]:
     """Up to ``K`` (node id, similarity in (0, 1]) for one node, best first (ties: smaller id).
     Candidates = the union of the chosen terms' capped lists; their scores are exact (every
-    chosen term's whole list, by binary search), so the result is the exact step's ranking
-    restricted to the candidates. Work per node: ``M * cap`` candidates x ``M`` searches."""
+    chosen term's whole list), so the result is the exact step's ranking restricted to the
+    candidates. A chosen list of up to :data:`GATHER_PER_CAND` postings per candidate is
+    scanned whole through the candidate slots (:meth:`CandidatePostings.slots`: one gather), a
+    longer one searched per candidate (binary search); each term's parts go in one row of a
+    (terms x candidates) array summed row by row, so every candidate's score is the same sum
+    in term order as :func:`neighbours_two_stage_ref`'s (2.5x less CPU at 1M nodes than a
+    binary search per term and candidate)."""
     ranked = choose_terms(terms, post)
     if not ranked:
         return []
@@ -198,24 +245,51 @@ def neighbours_two_stage(terms: list[str], self_id: int, post: CandidatePostings
         return []
     ti = post.term_index
     js = [ti[t] for t, _ in ranked]
-    cand = np.unique(np.concatenate([post.cand_ids[post.cand_off[j]:post.cand_off[j + 1]] for j in js]))
-    at = np.searchsorted(cand, self_id)
-    if at < len(cand) and cand[at] == self_id:
-        cand = np.delete(cand, at)
+    co = post.cand_off
+    cand = np.concatenate([post.cand_ids[co[j]:co[j + 1]] for j in js])
+    cand.sort()
+    keep = np.empty(len(cand), dtype=bool)
+    keep[:1] = True
+    np.not_equal(cand[1:], cand[:-1], out=keep[1:])
+    keep &= cand != self_id
     if allowed is not None:
         ok = cand < len(allowed)
         ok[ok] = allowed[cand[ok]] > 0
-        cand = cand[ok]
-    if not len(cand):
+        keep &= ok
+    cand = cand[keep]
+    nc = len(cand)
+    if not nc:
         return []
-    score = np.zeros(len(cand))
-    for j in js:                                   # in term order: the exact step's summation order
-        s, e = post.offsets[j], post.offsets[j + 1]
-        ids = post.ids[s:e]
-        pos = np.searchsorted(ids, cand)
-        pos[pos >= len(ids)] = 0
-        hit = ids[pos] == cand
-        score[hit] += (post.imp[s:e][pos[hit]] * np.float32(post.idf[j])).astype(np.float64)
+    off = post.offsets
+    short = [(r, j) for r, j in enumerate(js) if off[j + 1] - off[j] <= GATHER_PER_CAND * nc]
+    contrib = np.zeros((len(js), nc))            # row r: term r's part of each candidate's score
+    idf32 = post.idf[js].astype(np.float32)
+    if short:                                  # short lists: every posting looked up in the slots
+        slot, mark = post.slots(), post.marks()
+        slot[cand] = np.arange(1, nc + 1, dtype=slot.dtype)
+        mark[cand] = True
+        try:
+            ids = np.concatenate([post.ids[off[j]:off[j + 1]] for _, j in short])
+            hit = np.flatnonzero(mark[ids])
+            p = slot[ids[hit]]
+        finally:
+            slot[cand] = 0
+            mark[cand] = False
+        rows = np.repeat(np.array([r for r, _ in short]), [off[j + 1] - off[j] for _, j in short])[hit]
+        imp = np.concatenate([post.imp[off[j]:off[j + 1]] for _, j in short])[hit]
+        contrib[rows, p - 1] = (imp * idf32[rows]).astype(np.float64)
+    if len(short) < len(js):                   # long lists: each candidate found by binary search
+        done = {r for r, _ in short}
+        for r, j in enumerate(js):
+            if r in done:
+                continue
+            s, e = off[j], off[j + 1]
+            ids = post.ids[s:e]
+            pos = np.searchsorted(ids, cand)
+            pos[pos >= len(ids)] = 0
+            hit = ids[pos] == cand
+            contrib[r, hit] = (post.imp[s:e][pos[hit]] * idf32[r]).astype(np.float64)
+    score = np.add.reduce(contrib, axis=0)     # row by row, in term order: the exact step's sums
     top = best_k(score, cand)
     out = []
     for i in top:
@@ -310,7 +384,7 @@ def update_approx(ix, changes, prose: list[int], st: dict, params, progress=None
             for nid, key, terms in analyse(todo[s:s + BATCH]):
                 texts[nid] = (key, terms)
         post = CandidatePostings(ix, int(st["n"]), cap=CAP, stats=stats,
-                                terms={t for _, terms in texts.values() for t in terms})
+                                terms=chosen_terms(conn, [terms for _, terms in texts.values()], stats))
     allowed = np.zeros(max(prose) + 1 if prose else 0, dtype=np.float64)
     allowed[prose] = 1.0
     n_edges = 0
