@@ -27,6 +27,10 @@ __all__ = ["EdgeResolver", "AUTO_NS", "REEXPORT_NS"]
 
 PRELOAD_NAMES = 2000       # staged names of one namespace from which its names may be read at once ...
 PRELOAD_FRACTION = 0.05    # ... when they are at least this fraction of the nodes (else: batched lookups)
+# The edges that name a target and may resolve again when names come and go: the files' edges
+# only (index edges_named, migration 0017); derived edges (similar_text) belong to their step.
+NAMED_EDGES_SQL = ("SELECT id, dst_name FROM edges WHERE ns IN (?, ?) AND dst_name != '' AND file_id IS NOT NULL "
+                   "AND id < ?")
 FEW_NAMES = 16             # changed names of a namespace up to which SQLite prefilters the edges naming them
 
 # Namespaces whose unresolved targets become shared nodes: ns -> (key prefix, kind, flags)
@@ -141,7 +145,7 @@ class EdgeResolver:
         conn.executemany("INSERT OR IGNORE INTO temp.resolve_ids(id) VALUES (?)", ((i,) for i in self.writer.nulled_edges))
         for ns in sorted(self.st.names_changed):
             changed = self.st.names_changed[ns]
-            sql = "SELECT id, dst_name FROM edges WHERE ns IN (?, ?) AND dst_name != '' AND id < ?"
+            sql = NAMED_EDGES_SQL
             args: list = [ns, next((k for k, v in LOOKUP_NS.items() if v == ns), ns), self.first_new_edge]
             if len(changed) <= FEW_NAMES:          # an edited file: SQLite prefilters by substring
                 sql += " AND (" + " OR ".join(["instr(dst_name, ?)"] * len(changed)) + ")"
