@@ -64,3 +64,67 @@ def test_crates_without_manifests_and_test_scope(tmp_path):
         assert fid["server/select_test.go"] not in got
         ranked = [t["relpath"] for t in impact_of_nodes(ix, sel, depth=3, tests=True)["tests"]]
         assert ranked.index("app/tests/select_words.rs") < ranked.index("app/tests/other.rs")
+
+
+def test_order_files_puts_the_changed_files_own_tests_last():
+    from kgsearch.explore.testscope import order_files
+    score = {1: 0.5, 2: 0.9, 3: 0.7, 4: 0.5}
+    names = {1: "b.rs", 2: "src/x.rs", 3: "tests/c.rs", 4: "a.rs"}
+    assert order_files(score, {2}, names) == [3, 4, 1, 2]      # by score, ties by name, the changed file last
+    assert order_files(score, set(), names) == [2, 3, 4, 1]
+
+
+def test_similar_tests_is_bm25_of_each_test_file_against_the_changed_text(tmp_path):
+    from collections import Counter, defaultdict
+
+    from kgsearch.explore.testscope import similar_tests
+    from kgsearch.store.rows import iter_node_texts
+    from kgsearch.text.idcodec import decode_ids, decode_tf
+    from kgsearch.text.postings import read_doclen, read_rows, stored
+    root = tmp_path / "pkg"
+    _write(root, {
+        "pkg/parse.py": "def parse_header(line):\n    '''Split a header line into name and value.'''\n"
+                        "    return line.split(':', 1)\n",
+        "pkg/other.py": "def render(x):\n    return str(x)\n",
+        "tests/test_parse.py": "from pkg.parse import parse_header\n\ndef test_header_line():\n"
+                               "    assert parse_header('a: b') == ['a', ' b']\n\ndef test_value():\n"
+                               "    '''name and value of a header'''\n    assert True\n",
+        "tests/test_render.py": "from pkg.other import render\n\ndef test_render():\n    assert render(1) == '1'\n",
+    })
+    db = tmp_path / "p.db"
+    index_paths(db, [str(root)], IndexOptions(steps=("text", "graph")))
+    with Index.open(db, readonly=True) as ix:
+        c = ix.conn
+        start = [i for (i,) in c.execute("SELECT id FROM nodes WHERE key LIKE 'py:pkg.parse%'")]
+        got = similar_tests(ix, start)
+        # the slow reference: one test node at a time, one term at a time, Okapi BM25 per file
+        st, params, _ = stored(ix)
+        an = params.analyzer()
+        q = Counter()
+        for _, name, text in iter_node_texts(c, start):
+            q.update(an(f"{name or ''} {text or ''}"))
+        tests = dict(c.execute("SELECT id, file_id FROM nodes WHERE (flags & 2) != 0 AND file_id IS NOT NULL"))
+        assert tests
+        ids, lens = read_doclen(ix)
+        dl = dict(zip(ids.tolist(), lens.tolist()))
+        flen, ftf = defaultdict(float), defaultdict(Counter)
+        for nid, fid in tests.items():
+            flen[fid] += dl.get(nid, 0.0)
+        post = {t: (df, dict(zip(decode_ids(i).tolist(), decode_tf(tf, df).tolist())))
+                for t, df, i, tf in read_rows(c, sorted(q))}
+        for t, (df, tfs) in post.items():
+            for nid, fid in tests.items():
+                ftf[fid][t] += tfs.get(nid, 0)
+        avg = sum(flen.values()) / len(flen)
+        n = int(st["n"])
+        want = {}
+        for fid in flen:
+            s = sum(q[t] * math.log1p((n - df + 0.5) / (df + 0.5)) * ftf[fid][t] * 2.2
+                    / (ftf[fid][t] + 1.2 * (0.25 + 0.75 * flen[fid] / avg)) for t, (df, _) in post.items())
+            if s > 0:
+                want[fid] = s
+        assert got.keys() == want.keys() and len(got) == 2
+        for fid in want:
+            assert math.isclose(got[fid], want[fid], rel_tol=1e-9)
+        parse_file = c.execute("SELECT id FROM files WHERE path LIKE '%test_parse.py'").fetchone()[0]
+        assert max(got, key=got.get) == parse_file
