@@ -60,6 +60,7 @@ class Pool:
     defer: bool = False                             # leave the hits to the caller (set: ranked, build)
     ranked: list | None = None                      # [(position, score, additive shift, factor)] best first
     build: object = None                            # build(positions) -> [Hit] of this index
+    across: object = None                           # the union's similar_text lists (query/across.py)
 
 
 @dataclass
@@ -129,12 +130,14 @@ def multi_engine_for(paths: list[str]) -> "MultiEngine":
 class MultiEngine:
     """``{name: Engine}`` searched as one (:meth:`search` answers like :meth:`Engine.search`)."""
 
-    def __init__(self, engines: dict[str, Engine], threads: bool = False):
+    def __init__(self, engines: dict[str, Engine], threads: bool = False, across: bool = True):
         if not engines:
             raise ValueError("no index")
         self.engines = engines
         self.threads = threads
+        self.across = across                        # False: each index's own similar_text lists
         self._executor = None
+        self._across: dict = {}                     # the union's similar_text lists, kept between searches
 
     @property
     def ix(self):
@@ -235,6 +238,14 @@ class MultiEngine:
                     p.stats[channel] = u
         if not opts.filters and not any(p.query.filters for p in pools.values()):
             _share_depth(pools, opts.depth)     # (from unfiltered whole-index scores: not with filters)
+        if self.across and len(pools) > 1 and (chans is None or "graph" in chans) and all(p.fulls for p in pools.values()):
+            from .across import across_for      # neighbours across the indexes, valued by their fulls
+
+            across = across_for(self.engines, notices, self._across)
+            if across is not None:
+                contexts = {name: eng.graph() for name, eng in self.engines.items()}
+                for name, p in pools.items():
+                    p.across = across.view(name, pools, contexts)
         return pools
 
     # ------------------------------------------------------------------ the query
@@ -281,7 +292,7 @@ class MultiEngine:
         opts = (opts or SearchOptions()).validated()
         engines, query, opts = self.narrow(query, opts)
         if engines is not self.engines:             # root:NAME keeps some of the indexes
-            sub = MultiEngine(engines, threads=False)
+            sub = MultiEngine(engines, threads=False, across=self.across)
             return sub.search(query, opts, sessions)
         notices: list[str] = []
         pools = self._pools(query, opts, notices)

@@ -1,0 +1,256 @@
+"""The graph signal of several indexes searched as one, over ``similar_text`` lists that cross them.
+
+A prose node's graph signal is the weighted mean of its neighbours' first-stage scores
+(:func:`kgsearch.graph.kernels.proximity.pull_mean`). Each index's ``similar_text`` lists name
+only its own nodes; one index of the union would list the most similar nodes of every part. That
+difference was the whole measured gap between two indexes and one (bench/results/multi_ablate.md).
+So the search over several indexes uses the union's lists
+(:func:`kgsearch.text.neighbors.across.union_lists`, exactly one index's lists for indexes built
+alike) in place of each index's own ``similar_text`` edges; its other edges are its own, as
+before. A neighbour in another index is valued with that index's whole-index first-stage scores
+(pooled BM25, the union's z statistics: :meth:`Signals.first_stage_of` with ``fulls``), which are
+known before any index ranks.
+
+**Where the lists are kept.** Computing them is about the ``neighbors`` step over the union
+(seconds at 10K nodes), too slow for a query, so they are computed once, outside any index (an
+index never changes because another exists), and kept in the user's cache
+(:func:`kgsearch.config.cache_home`, ``across/<hash of the index paths>.npz``) with the indexes'
+paths, creation stamps and generations: a reindex of either, or another file at a path, and they
+are computed again at the next search. The first search over a set of indexes computes them
+(at most :data:`LAZY_MAX` prose nodes together) and says so in a notice; a larger set answers
+with each index's own lists and a notice. The file is written whole and renamed into place (a
+crash leaves the old file or none); an unreadable one is computed again; a cache that cannot be
+written keeps the lists for the process and says so. Nothing is downloaded.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from ..config import EDGE_WEIGHTS, cache_home, edge_weight
+from ..graph.kernels.proximity import IN_FACTOR, OUT_FACTOR, TWO_HOP_FACTOR, TWO_HOP_MAX
+from ..text.neighbors import K, M
+from ..text.neighbors.across import UnionLists, union_lists, why_not
+from ..text.neighbors.common import CODE_KINDS, GRID, MIN_SIM, TIES
+
+__all__ = ["Across", "across_for", "cache_path", "LAZY_MAX", "FORMAT"]
+
+log = logging.getLogger(__name__)
+
+LAZY_MAX = 50_000          # prose nodes together whose lists the first search computes
+FORMAT = 1                 # the cache file's layout and the lists' rules (in the key)
+EDGE_TYPE = "similar_text"
+
+
+def _key(engines: dict) -> dict:
+    """What the lists depend on: each index's path, creation stamp and generation, and the
+    rules they are computed with."""
+    return {"format": FORMAT, "rules": {"K": K, "M": M, "min_sim": MIN_SIM, "grid": GRID, "ties": TIES},
+            "indexes": [{"path": os.path.realpath(str(e.ix.path)), "created_at": e.ix.meta("created_at"),
+                         "generation": e.ix.generation} for e in engines.values()]}
+
+
+def cache_path(engines: dict) -> Path:
+    """The cache file of this list of indexes (by their paths, in order)."""
+    paths = "\n".join(os.path.realpath(str(e.ix.path)) for e in engines.values())
+    return cache_home() / "across" / f"{hashlib.sha1(paths.encode('utf-8')).hexdigest()[:20]}.npz"
+
+
+def _load(path: Path, key: dict) -> UnionLists | None:
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            if json.loads(str(z["key"])) != key:
+                return None
+            return UnionLists(z["offsets"], z["spans"], z["src"], z["dst"], z["sim"])
+    except FileNotFoundError:
+        return None
+    except Exception:                      # damaged or foreign: computed again
+        log.debug("cannot read %s", path, exc_info=True)
+        return None
+
+
+def _save(path: Path, key: dict, ul: UnionLists) -> None:
+    """Write whole to a temporary file beside ``path``, then rename it into place."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=path.stem + ".", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            np.savez(fh, key=np.array(json.dumps(key, sort_keys=True)), offsets=ul.offsets, spans=ul.spans,
+                     src=ul.src, dst=ul.dst, sim=ul.sim)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def _prose_count(engines: dict) -> int:
+    marks = ",".join("?" * len(CODE_KINDS))
+    return sum(e.ix.conn.execute(f"SELECT count(*) FROM nodes WHERE flags & 1 = 0 AND kind NOT IN ({marks})",
+                                 CODE_KINDS).fetchone()[0] for e in engines.values())
+
+
+def across_for(engines: dict, notices: list[str], memo: dict | None = None) -> "Across | None":
+    """The union's lists of ``engines`` (``{name: Engine}``, two or more), from ``memo``, the
+    cache file, or computed (see the module docstring); None, with a notice, when they cannot
+    be had. ``memo``: a dict the caller keeps between searches."""
+    memo = {} if memo is None else memo
+    key = json.loads(json.dumps(_key(engines), sort_keys=True))
+    if memo.get("key") == key:
+        if memo.get("why"):
+            notices.append(memo["why"])
+        return memo.get("across")
+    memo.clear()
+    memo["key"] = key
+    why = why_not([e.ix for e in engines.values()])
+    if why is not None:
+        memo["why"] = f"{why}: each index's similar_text neighbours are its own, so graph scores are only roughly comparable"
+        notices.append(memo["why"])
+        return None
+    path = cache_path(engines)
+    ul = _load(path, key)
+    if ul is None:
+        n = _prose_count(engines)
+        if n > LAZY_MAX:
+            memo["why"] = (f"the indexes hold {n:,} prose nodes together, over the {LAZY_MAX:,} whose similar_text "
+                           f"neighbours are linked across them at a search: each index's neighbours are its own, so "
+                           f"graph scores are only roughly comparable")
+            notices.append(memo["why"])
+            return None
+        t0 = time.perf_counter()
+        ul = union_lists([e.ix for e in engines.values()])
+        where = f"kept in {path}"
+        try:
+            _save(path, key, ul)
+        except OSError as exc:
+            where = f"not kept: cannot write {path} ({exc.strerror or exc}); the next process computes them again"
+        notices.append(f"linked the similar_text neighbours of {n:,} prose nodes across the indexes "
+                       f"({time.perf_counter() - t0:.1f} s, once until an index changes; {where})")
+    memo["across"] = Across(engines, ul)
+    return memo["across"]
+
+
+class Across:
+    """The union's ``similar_text`` edges arranged by the node they are pulled into: for union
+    id ``t``, ``nb[indptr[t]:indptr[t+1]]`` (union ids) with weights ``wf`` (similarity x the
+    type's weight x 1.0 for an edge into ``t``, 0.7 for an edge out of it, as pull_mean counts)."""
+
+    def __init__(self, engines: dict, ul: UnionLists):
+        self.names = list(engines)
+        self.engines = engines
+        self.ul = ul
+        tw = np.array([edge_weight(EDGE_TYPE, e.ix.meta_json("graph.edge_weights", None) or EDGE_WEIGHTS)
+                       for e in engines.values()])
+        tgt = np.concatenate([ul.dst, ul.src])
+        nb = np.concatenate([ul.src, ul.dst])
+        f = np.concatenate([np.full(len(ul.dst), OUT_FACTOR), np.full(len(ul.src), IN_FACTOR)])
+        wf = np.concatenate([ul.sim, ul.sim]) * f * tw[ul.index_of(tgt)]
+        order = np.argsort(tgt, kind="stable")
+        total = int(ul.spans.sum())
+        self.indptr = np.concatenate([[0], np.cumsum(np.bincount(tgt, minlength=total))]).astype(np.int64)
+        self.nb = nb[order]
+        self.wf = wf[order]
+
+    def view(self, name: str, pools: dict, contexts: dict) -> "AcrossView":
+        """For index ``name``: ``pools`` and ``contexts`` (``{name: GraphContext or None}``) of
+        every index, loaded before any index ranks (in threads none touches another's)."""
+        return AcrossView(self, self.names.index(name), pools, contexts)
+
+
+class AcrossView:
+    """What one index's graph stage uses: :meth:`pull_mean` over its own typed edges and the
+    union's ``similar_text`` lists."""
+
+    def __init__(self, across: Across, i: int, pools: dict, contexts: dict):
+        self.a, self.i, self.pools, self.contexts = across, i, pools, contexts
+
+    def pull_mean(self, gctx, sig, ids: np.ndarray, a: float, b: float, two_hop: bool = False) -> np.ndarray:
+        """:func:`~kgsearch.graph.kernels.proximity.pull_mean` for this index's node ``ids``,
+        its ``similar_text`` edges replaced by the union's lists (neighbours in any index)."""
+        ul = self.a.ul
+        names = self.a.names
+
+        def ctx(j):
+            return gctx if j == self.i else self.contexts.get(names[j])
+
+        def value_of(u):
+            out = np.zeros(len(u))
+            which = ul.index_of(u)
+            for j in np.unique(which).tolist():
+                m = which == j
+                local = u[m] - ul.offsets[j]
+                if j == self.i:
+                    out[m] = sig.first_stage_of(local, a, b)
+                else:
+                    out[m] = sig.first_stage_of(local, a, b, fulls=self.pools[names[j]].fulls)
+            return out
+
+        targets = np.asarray(ids, dtype=np.int64) + ul.offsets[self.i]
+        res, nbrs, link = self._one(targets, value_of, ctx)
+        if two_hop and len(nbrs):
+            if len(nbrs) > TWO_HOP_MAX:
+                nbrs = np.sort(nbrs[np.argsort(-link, kind="stable")[:TWO_HOP_MAX]])
+            first = self._one(nbrs, value_of, ctx)[0]
+
+            def first_of(u):                # a neighbour's own 1-hop value (0 past the bound)
+                at = np.searchsorted(nbrs, u).clip(0, len(nbrs) - 1)
+                return np.where(nbrs[at] == u, first[at], 0.0)
+
+            res = res + TWO_HOP_FACTOR * self._one(targets, first_of, ctx)[0]
+        return res
+
+    def _one(self, targets: np.ndarray, value_of, ctx):
+        """(mean per target, the neighbours' union ids, each neighbour's link weight) over each
+        target's own typed edges but ``similar_text`` and the union's lists."""
+        ul, A = self.a.ul, self.a
+        ts, nbs, ws = [], [], []
+        which = ul.index_of(targets)
+        for j in np.unique(which).tolist():
+            gc = ctx(j)
+            if gc is None or not gc.graph.m:
+                continue
+            types = [t for t, name in enumerate(gc.etype_names) if name != EDGE_TYPE]
+            if not types:
+                continue
+            tj = np.flatnonzero(which == j)
+            pos = gc.positions(targets[tj] - ul.offsets[j])
+            ok = pos >= 0
+            tj, pos = tj[ok], pos[ok]
+            if not len(pos):
+                continue
+            (node_o, nb_o, w_o, _), (node_i, nb_i, w_i, _) = gc.graph.neighbors_out_in(pos, types)
+            order = np.argsort(pos, kind="stable")
+            t_of = lambda p: tj[order][np.searchsorted(pos[order], p)]      # noqa: E731
+            ts += [t_of(node_i), t_of(node_o)]
+            nbs += [gc.ids_of(nb_i) + ul.offsets[j], gc.ids_of(nb_o) + ul.offsets[j]]
+            ws += [w_i.astype(np.float64) * OUT_FACTOR, w_o.astype(np.float64) * IN_FACTOR]
+        lo, hi = A.indptr[targets], A.indptr[targets + 1]
+        counts = hi - lo
+        if counts.sum():
+            e = np.repeat(lo - np.concatenate([[0], np.cumsum(counts)[:-1]]), counts) + np.arange(counts.sum())
+            ts.append(np.repeat(np.arange(len(targets)), counts))
+            nbs.append(A.nb[e])
+            ws.append(A.wf[e])
+        res = np.zeros(len(targets))
+        if not ts:
+            return res, np.zeros(0, dtype=np.int64), np.zeros(0)
+        t, nb, w = np.concatenate(ts), np.concatenate(nbs).astype(np.int64), np.concatenate(ws)
+        if not len(nb):
+            return res, np.zeros(0, dtype=np.int64), np.zeros(0)
+        u, inv = np.unique(nb, return_inverse=True)
+        vals = np.asarray(value_of(u), dtype=np.float64)[inv]
+        num = np.bincount(t, weights=w * vals, minlength=len(targets))
+        den = np.bincount(t, weights=w, minlength=len(targets))
+        res = np.divide(num, den, out=res, where=den > 0)
+        return res, u, np.bincount(inv.reshape(-1), weights=w, minlength=len(u))
