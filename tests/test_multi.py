@@ -328,6 +328,37 @@ def test_union_lists_are_the_one_index_lists(engines):
     assert ul.index_of(np.array([0, int(ul.offsets[1]) - 1, int(ul.offsets[1])])).tolist() == [0, 0, 1]
 
 
+def test_union_lists_leave_out_terms_common_in_one_index_only(tmp_path):
+    # a term in 55 of index a's documents (past the lists' df window, max(50, 5% of N)) and in 5 of
+    # b's is past it in the union too: it links nothing there, as in one index of both
+    from kgsearch.text.neighbors.across import union_lists
+
+    rng = random.Random(5)
+    docs = corpus(rng, 80)
+    for d in docs[:55] + docs[60:65]:
+        d["text"] += " ubiquitous"
+    parts = {"one": docs, "a": docs[:60], "b": docs[60:]}
+    ixs = {}
+    for tag, part in parts.items():
+        write(tmp_path / tag / "corpus.jsonl", part)
+        index_paths(tmp_path / f"{tag}.db", [str(tmp_path / tag / "corpus.jsonl")],
+                    IndexOptions(fmt="beir", settings={"embed": False}))
+        ixs[tag] = Index.open(tmp_path / f"{tag}.db", readonly=True)
+    try:
+        ul = union_lists([ixs["a"], ixs["b"]])
+        keys = {}
+        for off, t in zip(ul.offsets.tolist(), ("a", "b")):
+            keys.update({off + nid: k for nid, k in ixs[t].conn.execute("SELECT id, key FROM nodes")})
+        got = {(keys[s], keys[d]): w for s, d, w in zip(ul.src.tolist(), ul.dst.tolist(), ul.sim.tolist())}
+        k1 = dict(ixs["one"].conn.execute("SELECT id, key FROM nodes"))
+        want = {(k1[s], k1[d]): w for s, d, w in ixs["one"].conn.execute(
+            "SELECT src, dst, weight FROM edges WHERE type='similar_text'")}
+        assert got == want
+    finally:
+        for ix in ixs.values():
+            ix.close()
+
+
 def test_two_indexes_rank_as_one_with_the_default_pipeline(engines, tmp_path, monkeypatch):
     # the default pipeline (graph signal included): with the union's lists every hit's graph
     # value is the one index's (two hops too), and on this corpus the ranking is the one index's;

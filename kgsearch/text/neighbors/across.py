@@ -73,11 +73,13 @@ class _UnionPostings:
         self.stats = stats
         self.max_df = stats.max_df
         rows = defaultdict(list)                        # term -> [(index, df, ids blob, tf blob)]
+        over = set()                                    # terms past the window in some index: in the union too
         for i, ix in enumerate(ixs):
             for term, df, ib, tb in ix.conn.execute(
                     "SELECT term, df, ids, tf FROM text_postings WHERE df <= ?", (self.max_df,)):
                 rows[term].append((i, int(df), ib, tb))
-        keep = {t: r for t, r in rows.items() if 2 <= sum(x[1] for x in r) <= self.max_df}
+            over.update(t for (t,) in ix.conn.execute("SELECT term FROM text_postings WHERE df > ?", (self.max_df,)))
+        keep = {t: r for t, r in rows.items() if t not in over and 2 <= sum(x[1] for x in r) <= self.max_df}
         parts: dict[str, list] = defaultdict(list)
         for i, ix in enumerate(ixs):
             st, params = stored_params(ix)
