@@ -432,5 +432,28 @@ def test_union_lists_are_kept_and_computed_again(tmp_path, monkeypatch):
     assert len(notes) == 1 and "not kept: cannot write" in notes[0] and keys == want
     monkeypatch.setattr(across, "LAZY_MAX", 39)                    # too large to link at a search
     notes, keys = search()
-    assert len(notes) == 1 and "over the 39 whose similar_text neighbours are linked" in notes[0]
+    assert len(notes) == 1 and "over the 39 whose similar_text neighbours a search links" in notes[0]
     assert keys == own
+
+
+def test_cli_link_keeps_the_lists_a_search_then_reads(split, capsys, monkeypatch, tmp_path):
+    # `kgsearch link` computes the lists whatever their size (a search stops at LAZY_MAX) and
+    # keeps them; the search over the same indexes reads them (no "linked" notice); run again,
+    # it says they are current; one index, or indexes that analyse text apart, are usage errors
+    from kgsearch.query import across
+
+    _, dbs = split
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setattr(across, "LAZY_MAX", 10)
+    args = ["--db", str(dbs["a"]), "--db", str(dbs["b"])]
+    assert main(["link", *args]) == 0
+    said = capsys.readouterr().out
+    assert said.startswith("linked the similar_text neighbours of 120 prose nodes") and "kept in" in said
+    assert main(["search", "graph search rank", *args, "--json"]) == 0
+    cap = capsys.readouterr()
+    assert "similar_text" not in cap.err and json.loads(cap.out)["hits"]
+    assert main(["link", *args, "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info["computed"] is False and info["edges"] == 800 and info["path"].endswith(".npz")
+    assert main(["link", "--db", str(dbs["a"])]) == 2
+    assert "links several indexes" in capsys.readouterr().err

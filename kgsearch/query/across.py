@@ -24,6 +24,7 @@ written keeps the lists for the process and says so. Nothing is downloaded.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
@@ -40,33 +41,43 @@ from ..text.neighbors import K, M
 from ..text.neighbors.across import UnionLists, union_lists, why_not
 from ..text.neighbors.common import CODE_KINDS, GRID, MIN_SIM, TIES
 
-__all__ = ["Across", "across_for", "cache_path", "LAZY_MAX", "FORMAT"]
+__all__ = ["Across", "across_for", "cache_path", "describe", "ensure", "LAZY_MAX", "FORMAT"]
 
 log = logging.getLogger(__name__)
 
-LAZY_MAX = 50_000          # prose nodes together whose lists the first search computes
+LAZY_MAX = 10_000          # prose nodes together whose lists a search computes (`kgsearch link`: any)
 FORMAT = 1                 # the cache file's layout and the lists' rules (in the key)
 EDGE_TYPE = "similar_text"
+
+
+def _real(ix) -> str:
+    return _realpath(str(ix.path))
+
+
+@functools.lru_cache(maxsize=64)
+def _realpath(path: str) -> str:
+    """(resolved once per process: another index at the path has another creation stamp)"""
+    return os.path.realpath(path)
 
 
 def _key(engines: dict) -> dict:
     """What the lists depend on: each index's path, creation stamp and generation, and the
     rules they are computed with."""
     return {"format": FORMAT, "rules": {"K": K, "M": M, "min_sim": MIN_SIM, "grid": GRID, "ties": TIES},
-            "indexes": [{"path": os.path.realpath(str(e.ix.path)), "created_at": e.ix.meta("created_at"),
+            "indexes": [{"path": _real(e.ix), "created_at": e.ix.meta("created_at"),
                          "generation": e.ix.generation} for e in engines.values()]}
 
 
 def cache_path(engines: dict) -> Path:
     """The cache file of this list of indexes (by their paths, in order)."""
-    paths = "\n".join(os.path.realpath(str(e.ix.path)) for e in engines.values())
+    paths = "\n".join(_real(e.ix) for e in engines.values())
     return cache_home() / "across" / f"{hashlib.sha1(paths.encode('utf-8')).hexdigest()[:20]}.npz"
 
 
 def _load(path: Path, key: dict) -> UnionLists | None:
     try:
         with np.load(path, allow_pickle=False) as z:
-            if json.loads(str(z["key"])) != key:
+            if json.loads(str(z["key"])) != json.loads(json.dumps(key)):
                 return None
             return UnionLists(z["offsets"], z["spans"], z["src"], z["dst"], z["sim"])
     except FileNotFoundError:
@@ -101,42 +112,67 @@ def _prose_count(engines: dict) -> int:
                                  CODE_KINDS).fetchone()[0] for e in engines.values())
 
 
+def ensure(engines: dict, limit: int | None = LAZY_MAX) -> tuple[UnionLists | None, dict]:
+    """The union's lists of ``engines`` from the cache file, or computed and kept there (up to
+    ``limit`` prose nodes together; None: any number). Returns ``(lists or None, info)``; info
+    holds ``why`` when there are none, else ``path``, ``computed`` and, when computed,
+    ``prose_nodes``, ``edges``, ``seconds`` and ``not_kept`` (why the file could not be written)."""
+    why = why_not([e.ix for e in engines.values()])
+    if why is not None:
+        return None, {"why": why}
+    key = _key(engines)
+    path = cache_path(engines)
+    ul = _load(path, key)
+    if ul is not None:
+        return ul, {"path": str(path), "computed": False, "edges": len(ul.src)}
+    n = _prose_count(engines)
+    if limit is not None and n > limit:
+        return None, {"why": f"the indexes hold {n:,} prose nodes together, over the {limit:,} whose similar_text "
+                             f"neighbours a search links across them (`kgsearch link` links any number)",
+                      "prose_nodes": n}
+    t0 = time.perf_counter()
+    ul = union_lists([e.ix for e in engines.values()])
+    info = {"path": str(path), "computed": True, "prose_nodes": n, "edges": len(ul.src),
+            "seconds": round(time.perf_counter() - t0, 2)}
+    try:
+        _save(path, key, ul)
+    except OSError as exc:
+        info["not_kept"] = f"cannot write {path} ({exc.strerror or exc})"
+    return ul, info
+
+
+def describe(info: dict) -> str:
+    """One line for a search's notices or the ``link`` command."""
+    if info.get("why"):
+        return info["why"]
+    if not info.get("computed"):
+        return f"the similar_text neighbours across the indexes are current ({info['edges']:,} edges in {info['path']})"
+    where = (f"not kept: {info['not_kept']}; the next process computes them again" if info.get("not_kept")
+             else f"kept in {info['path']}")
+    return (f"linked the similar_text neighbours of {info['prose_nodes']:,} prose nodes across the indexes "
+            f"({info['seconds']:.1f} s, once until an index changes; {where})")
+
+
 def across_for(engines: dict, notices: list[str], memo: dict | None = None) -> "Across | None":
     """The union's lists of ``engines`` (``{name: Engine}``, two or more), from ``memo``, the
-    cache file, or computed (see the module docstring); None, with a notice, when they cannot
-    be had. ``memo``: a dict the caller keeps between searches."""
+    cache file, or computed (:func:`ensure`, up to :data:`LAZY_MAX` prose nodes); None, with a
+    notice, when they cannot be had. ``memo``: a dict the caller keeps between searches."""
     memo = {} if memo is None else memo
-    key = json.loads(json.dumps(_key(engines), sort_keys=True))
+    key = _key(engines)
     if memo.get("key") == key:
         if memo.get("why"):
             notices.append(memo["why"])
         return memo.get("across")
     memo.clear()
     memo["key"] = key
-    why = why_not([e.ix for e in engines.values()])
-    if why is not None:
-        memo["why"] = f"{why}: each index's similar_text neighbours are its own, so graph scores are only roughly comparable"
+    ul, info = ensure(engines, LAZY_MAX)
+    if ul is None:
+        memo["why"] = f"{info['why']}: each index's similar_text neighbours are its own, so graph scores are only " \
+                      f"roughly comparable"
         notices.append(memo["why"])
         return None
-    path = cache_path(engines)
-    ul = _load(path, key)
-    if ul is None:
-        n = _prose_count(engines)
-        if n > LAZY_MAX:
-            memo["why"] = (f"the indexes hold {n:,} prose nodes together, over the {LAZY_MAX:,} whose similar_text "
-                           f"neighbours are linked across them at a search: each index's neighbours are its own, so "
-                           f"graph scores are only roughly comparable")
-            notices.append(memo["why"])
-            return None
-        t0 = time.perf_counter()
-        ul = union_lists([e.ix for e in engines.values()])
-        where = f"kept in {path}"
-        try:
-            _save(path, key, ul)
-        except OSError as exc:
-            where = f"not kept: cannot write {path} ({exc.strerror or exc}); the next process computes them again"
-        notices.append(f"linked the similar_text neighbours of {n:,} prose nodes across the indexes "
-                       f"({time.perf_counter() - t0:.1f} s, once until an index changes; {where})")
+    if info["computed"]:
+        notices.append(describe(info))
     memo["across"] = Across(engines, ul)
     return memo["across"]
 

@@ -363,7 +363,7 @@ def _share_depth(pools: dict[str, Pool], depth: int) -> None:
             if f is None or st is None or getattr(f, "stats", None) is not None:
                 continue                                  # (past the vector cache: no whole list to rank)
             sc = np.asarray(f[1], dtype=np.float64)
-            top = np.sort(sc)[::-1][:depth]
+            top = -np.partition(-sc, depth - 1)[:depth] if len(sc) > depth else sc     # (the best depth, any order)
             zs.append((name, (top - st[0]) / st[1]))
         if len(zs) < 2:
             continue
