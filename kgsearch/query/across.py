@@ -179,8 +179,10 @@ def across_for(engines: dict, notices: list[str], memo: dict | None = None) -> "
 
 class Across:
     """The union's ``similar_text`` edges arranged by the node they are pulled into: for union
-    id ``t``, ``nb[indptr[t]:indptr[t+1]]`` (union ids) with weights ``wf`` (similarity x the
-    type's weight x 1.0 for an edge into ``t``, 0.7 for an edge out of it, as pull_mean counts)."""
+    id ``t``, ``nb[indptr[t]:indptr[t+1]]`` (union ids) with weights ``w`` (similarity x the
+    type's weight, float32 as the graph step stores them) and ``out`` (True: an edge out of
+    ``t``, counted x0.7 as pull_mean counts; False: into it, x1.0). 9 bytes an entry, two
+    entries an edge."""
 
     def __init__(self, engines: dict, ul: UnionLists):
         self.names = list(engines)
@@ -189,14 +191,12 @@ class Across:
         tw = np.array([edge_weight(EDGE_TYPE, e.ix.meta_json("graph.edge_weights", None) or EDGE_WEIGHTS)
                        for e in engines.values()])
         tgt = np.concatenate([ul.dst, ul.src])
-        nb = np.concatenate([ul.src, ul.dst])
-        f = np.concatenate([np.full(len(ul.dst), OUT_FACTOR), np.full(len(ul.src), IN_FACTOR)])
-        wf = np.concatenate([ul.sim, ul.sim]) * f * tw[ul.index_of(tgt)]
-        order = np.argsort(tgt, kind="stable")
         total = int(ul.spans.sum())
+        order = np.argsort(tgt, kind="stable")
         self.indptr = np.concatenate([[0], np.cumsum(np.bincount(tgt, minlength=total))]).astype(np.int64)
-        self.nb = nb[order]
-        self.wf = wf[order]
+        self.nb = np.concatenate([ul.src, ul.dst])[order].astype(np.int32 if total < 2 ** 31 else np.int64)
+        self.w = (np.concatenate([ul.sim, ul.sim]) * tw[ul.index_of(tgt)]).astype(np.float32)[order]
+        self.out = np.concatenate([np.zeros(len(ul.dst), bool), np.ones(len(ul.src), bool)])[order]
 
     def view(self, name: str, pools: dict, contexts: dict) -> "AcrossView":
         """For index ``name``: ``pools`` and ``contexts`` (``{name: GraphContext or None}``) of
@@ -277,7 +277,7 @@ class AcrossView:
             e = np.repeat(lo - np.concatenate([[0], np.cumsum(counts)[:-1]]), counts) + np.arange(counts.sum())
             ts.append(np.repeat(np.arange(len(targets)), counts))
             nbs.append(A.nb[e])
-            ws.append(A.wf[e])
+            ws.append(A.w[e].astype(np.float64) * np.where(A.out[e], IN_FACTOR, OUT_FACTOR))
         res = np.zeros(len(targets))
         if not ts:
             return res, np.zeros(0, dtype=np.int64), np.zeros(0)
