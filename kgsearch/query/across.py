@@ -256,8 +256,8 @@ class AcrossView:
             gc = ctx(j)
             if gc is None or not gc.graph.m:
                 continue
-            types = [t for t, name in enumerate(gc.etype_names) if name != EDGE_TYPE]
-            if not types:
+            sim = gc.etype_names.index(EDGE_TYPE) if EDGE_TYPE in gc.etype_names else -1
+            if not any(t != sim for t in range(len(gc.etype_names))):
                 continue
             tj = np.flatnonzero(which == j)
             pos = gc.positions(targets[tj] - ul.offsets[j])
@@ -265,7 +265,9 @@ class AcrossView:
             tj, pos = tj[ok], pos[ok]
             if not len(pos):
                 continue
-            (node_o, nb_o, w_o, _), (node_i, nb_i, w_i, _) = gc.graph.neighbors_out_in(pos, types)
+            (node_o, nb_o, w_o, t_o), (node_i, nb_i, w_i, t_i) = gc.graph.neighbors_out_in(pos)
+            ko, ki = t_o != sim, t_i != sim       # (its own similar_text edges: the union's instead)
+            node_o, nb_o, w_o, node_i, nb_i, w_i = node_o[ko], nb_o[ko], w_o[ko], node_i[ki], nb_i[ki], w_i[ki]
             order = np.argsort(pos, kind="stable")
             t_of = lambda p: tj[order][np.searchsorted(pos[order], p)]      # noqa: E731
             ts += [t_of(node_i), t_of(node_o)]
@@ -284,9 +286,22 @@ class AcrossView:
         t, nb, w = np.concatenate(ts), np.concatenate(nbs).astype(np.int64), np.concatenate(ws)
         if not len(nb):
             return res, np.zeros(0, dtype=np.int64), np.zeros(0)
-        u, inv = np.unique(nb, return_inverse=True)
+        u, inv = _unique_inverse(nb, len(A.indptr) - 1)
         vals = np.asarray(value_of(u), dtype=np.float64)[inv]
         num = np.bincount(t, weights=w * vals, minlength=len(targets))
         den = np.bincount(t, weights=w, minlength=len(targets))
         res = np.divide(num, den, out=res, where=den > 0)
         return res, u, np.bincount(inv.reshape(-1), weights=w, minlength=len(u))
+
+
+def _unique_inverse(a: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(a, return_inverse=True)`` for values in ``0..n-1``, by marking a length-``n``
+    array instead of sorting when ``a`` is long against ``n`` (as proximity.pull_mean does)."""
+    if len(a) * 8 < n:
+        return np.unique(a, return_inverse=True)
+    seen = np.zeros(n, dtype=bool)
+    seen[a] = True
+    u = np.flatnonzero(seen)
+    at = np.zeros(n, dtype=np.int64)
+    at[u] = np.arange(len(u))
+    return u, at[a]

@@ -19,11 +19,16 @@ can be done exactly, and by one common scale where it cannot:
    index shifts by its own weakest, so the hits are put back on the union's floor (the largest
    shift) before they are merged, the multiplicative adjustments applied again on top.
 
-What stays per index: the graph (edges never cross indexes, so graph proximity, random walks,
-HITS and communities are each index's own) and candidate generation (each index gives its own
-best; the union of candidates is larger than one index's, never smaller). The graph is the whole
-measured gap to one index (bench/results/multi_ablate.md): a node's ``similar_text`` list holds
-only its own index's nodes.
+5. **The graph signal over the union's ``similar_text`` lists** (:mod:`.across`): each prose
+   node's neighbours over all the indexes, as one index of them all would list them, computed
+   once outside the indexes and kept in the user's cache; a neighbour in another index is
+   valued with that index's whole-index scores. Each index's own lists, which name only its own
+   nodes, were the whole measured gap to one index (bench/results/multi_ablate.md).
+
+What stays per index: typed edges (they never cross indexes), the nodes the graph stage adds as
+candidates (each index's seeds over its own graph), random walks, HITS and communities, and
+candidate generation (each index gives its own best; the union of candidates is larger than one
+index's, never smaller).
 
 Work done once: the query is parsed once per distinct analyser and encoded once per embedding
 model (:func:`kgsearch.embed.dense.share_query_vector`; each index rotates it); hits (snippets,
