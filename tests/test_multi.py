@@ -426,6 +426,14 @@ def test_union_lists_are_kept_and_computed_again(tmp_path, monkeypatch):
     assert len(list((tmp_path / "cache" / "kgsearch" / "across").iterdir())) == 1    # (replaced, no leftovers)
     write(tmp_path / "a" / "corpus.jsonl", docs[:20])
     index_paths(dbs[0], [str(tmp_path / "a" / "corpus.jsonl")], IndexOptions(fmt="beir", settings={"embed": False}))
+    import os
+
+    monkeypatch.setattr(os, "replace", lambda a, b: (_ for _ in ()).throw(OSError(28, "No space left on device")))
+    notes, keys = search()                                         # a write that fails half way
+    assert len(notes) == 1 and "not kept: cannot write" in notes[0] and "No space left" in notes[0]
+    assert keys == want and [p.suffix for p in (tmp_path / "cache" / "kgsearch" / "across").iterdir()] == [".npz"]
+    monkeypatch.undo()
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     (tmp_path / "file").write_text("x")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "file"))   # cannot be written: computed, not kept
     notes, keys = search()
