@@ -12,13 +12,15 @@ before. A neighbour in another index is valued with that index's whole-index fir
 known before any index ranks.
 
 **Where the lists are kept.** Computing them is about the ``neighbors`` step over the union
-(seconds at 10K nodes), too slow for a query, so they are computed once, outside any index (an
+(12 s for 11K prose nodes of four BEIR sets, 8-10 s for 40K nodes of make_scale_corpus's
+KG; docs/multi-index.md), too slow for a query, so they are computed once, outside any index (an
 index never changes because another exists), and kept in the user's cache
 (:func:`kgsearch.config.cache_home`, ``across/<hash of the index paths>.npz``) with the indexes'
 paths, creation stamps and generations: a reindex of either, or another file at a path, and they
 are computed again at the next search. The first search over a set of indexes computes them
 (at most :data:`LAZY_MAX` prose nodes together) and says so in a notice; a larger set answers
-with each index's own lists and a notice. The file is written whole and renamed into place (a
+with each index's own lists and a notice naming ``kgsearch link``, which computes them for any
+size (:func:`ensure` with ``limit=None``). The file is written whole and renamed into place (a
 crash leaves the old file or none); an unreadable one is computed again; a cache that cannot be
 written keeps the lists for the process and says so. Nothing is downloaded.
 """
@@ -60,12 +62,18 @@ def _realpath(path: str) -> str:
     return os.path.realpath(path)
 
 
+def _type_weights(engines: dict) -> list[float]:
+    """Each index's weight of ``similar_text`` edges (its graph step's table, else the built-in)."""
+    return [edge_weight(EDGE_TYPE, e.ix.meta_json("graph.edge_weights", None) or EDGE_WEIGHTS)
+            for e in engines.values()]
+
+
 def _key(engines: dict) -> dict:
-    """What the lists depend on: each index's path, creation stamp and generation, and the
-    rules they are computed with."""
+    """What the kept lists depend on: each index's path, creation stamp, generation and weight
+    of similar_text edges, and the rules the lists are computed with."""
     return {"format": FORMAT, "rules": {"K": K, "M": M, "min_sim": MIN_SIM, "grid": GRID, "ties": TIES},
-            "indexes": [{"path": _real(e.ix), "created_at": e.ix.meta("created_at"),
-                         "generation": e.ix.generation} for e in engines.values()]}
+            "indexes": [{"path": _real(e.ix), "created_at": e.ix.meta("created_at"), "generation": e.ix.generation,
+                         "weight": w} for e, w in zip(engines.values(), _type_weights(engines))]}
 
 
 def cache_path(engines: dict) -> Path:
@@ -74,12 +82,15 @@ def cache_path(engines: dict) -> Path:
     return cache_home() / "across" / f"{hashlib.sha1(paths.encode('utf-8')).hexdigest()[:20]}.npz"
 
 
-def _load(path: Path, key: dict) -> UnionLists | None:
+ARRAYS = ("offsets", "indptr", "nb", "w", "out")
+
+
+def _load(path: Path, key: dict) -> dict | None:
     try:
         with np.load(path, allow_pickle=False) as z:
             if json.loads(str(z["key"])) != json.loads(json.dumps(key)):
                 return None
-            return UnionLists(z["offsets"], z["spans"], z["src"], z["dst"], z["sim"])
+            return {a: z[a] for a in ARRAYS}
     except FileNotFoundError:
         return None
     except Exception:                      # damaged or foreign: computed again
@@ -87,14 +98,13 @@ def _load(path: Path, key: dict) -> UnionLists | None:
         return None
 
 
-def _save(path: Path, key: dict, ul: UnionLists) -> None:
+def _save(path: Path, key: dict, arrays: dict) -> None:
     """Write whole to a temporary file beside ``path``, then rename it into place."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=path.stem + ".", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as fh:
-            np.savez(fh, key=np.array(json.dumps(key, sort_keys=True)), offsets=ul.offsets, spans=ul.spans,
-                     src=ul.src, dst=ul.dst, sim=ul.sim)
+            np.savez(fh, key=np.array(json.dumps(key, sort_keys=True)), **arrays)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
@@ -112,19 +122,19 @@ def _prose_count(engines: dict) -> int:
                                  CODE_KINDS).fetchone()[0] for e in engines.values())
 
 
-def ensure(engines: dict, limit: int | None = LAZY_MAX) -> tuple[UnionLists | None, dict]:
+def ensure(engines: dict, limit: int | None = LAZY_MAX) -> tuple["Across | None", dict]:
     """The union's lists of ``engines`` from the cache file, or computed and kept there (up to
-    ``limit`` prose nodes together; None: any number). Returns ``(lists or None, info)``; info
-    holds ``why`` when there are none, else ``path``, ``computed`` and, when computed,
-    ``prose_nodes``, ``edges``, ``seconds`` and ``not_kept`` (why the file could not be written)."""
+    ``limit`` prose nodes together; None: any number). Returns ``(Across or None, info)``; info
+    holds ``why`` when there are none, else ``path``, ``computed``, ``edges`` and, when
+    computed, ``prose_nodes``, ``seconds`` and ``not_kept`` (why the file could not be written)."""
     why = why_not([e.ix for e in engines.values()])
     if why is not None:
         return None, {"why": why}
     key = _key(engines)
     path = cache_path(engines)
-    ul = _load(path, key)
-    if ul is not None:
-        return ul, {"path": str(path), "computed": False, "edges": len(ul.src)}
+    arrays = _load(path, key)
+    if arrays is not None:
+        return Across(engines, **arrays), {"path": str(path), "computed": False, "edges": len(arrays["nb"]) // 2}
     n = _prose_count(engines)
     if limit is not None and n > limit:
         return None, {"why": f"the indexes hold {n:,} prose nodes together, over the {limit:,} whose similar_text "
@@ -132,13 +142,14 @@ def ensure(engines: dict, limit: int | None = LAZY_MAX) -> tuple[UnionLists | No
                       "prose_nodes": n}
     t0 = time.perf_counter()
     ul = union_lists([e.ix for e in engines.values()])
+    across = Across.of(engines, ul)
     info = {"path": str(path), "computed": True, "prose_nodes": n, "edges": len(ul.src),
             "seconds": round(time.perf_counter() - t0, 2)}
     try:
-        _save(path, key, ul)
+        _save(path, key, {a: getattr(across, a) for a in ARRAYS})
     except OSError as exc:
         info["not_kept"] = f"cannot write {path} ({exc.strerror or exc})"
-    return ul, info
+    return across, info
 
 
 def describe(info: dict) -> str:
@@ -165,38 +176,47 @@ def across_for(engines: dict, notices: list[str], memo: dict | None = None) -> "
         return memo.get("across")
     memo.clear()
     memo["key"] = key
-    ul, info = ensure(engines, LAZY_MAX)
-    if ul is None:
+    across, info = ensure(engines, LAZY_MAX)
+    if across is None:
         memo["why"] = f"{info['why']}: each index's similar_text neighbours are its own, so graph scores are only " \
                       f"roughly comparable"
         notices.append(memo["why"])
         return None
     if info["computed"]:
         notices.append(describe(info))
-    memo["across"] = Across(engines, ul)
-    return memo["across"]
+    memo["across"] = across
+    return across
 
 
 class Across:
     """The union's ``similar_text`` edges arranged by the node they are pulled into: for union
-    id ``t``, ``nb[indptr[t]:indptr[t+1]]`` (union ids) with weights ``w`` (similarity x the
-    type's weight, float32 as the graph step stores them) and ``out`` (True: an edge out of
-    ``t``, counted x0.7 as pull_mean counts; False: into it, x1.0). 9 bytes an entry, two
-    entries an edge."""
+    id ``t`` (index ``i``'s node ``x`` is ``offsets[i] + x``), ``nb[indptr[t]:indptr[t+1]]``
+    (union ids) with weights ``w`` (similarity x the type's weight, float32 as the graph step
+    stores them) and ``out`` (True: an edge out of ``t``, counted x0.7 as pull_mean counts;
+    False: into it, x1.0). 9 bytes an entry, two entries an edge; kept in the cache as they
+    are, so a process reads them without arranging them again."""
 
-    def __init__(self, engines: dict, ul: UnionLists):
+    def __init__(self, engines: dict, offsets, indptr, nb, w, out):
         self.names = list(engines)
         self.engines = engines
-        self.ul = ul
-        tw = np.array([edge_weight(EDGE_TYPE, e.ix.meta_json("graph.edge_weights", None) or EDGE_WEIGHTS)
-                       for e in engines.values()])
+        self.offsets = np.asarray(offsets, dtype=np.int64)
+        self.indptr, self.nb, self.w, self.out = indptr, nb, w, out
+
+    @classmethod
+    def of(cls, engines: dict, ul: UnionLists) -> "Across":
+        tw = np.array(_type_weights(engines))
         tgt = np.concatenate([ul.dst, ul.src])
         total = int(ul.spans.sum())
         order = np.argsort(tgt, kind="stable")
-        self.indptr = np.concatenate([[0], np.cumsum(np.bincount(tgt, minlength=total))]).astype(np.int64)
-        self.nb = np.concatenate([ul.src, ul.dst])[order].astype(np.int32 if total < 2 ** 31 else np.int64)
-        self.w = (np.concatenate([ul.sim, ul.sim]) * tw[ul.index_of(tgt)]).astype(np.float32)[order]
-        self.out = np.concatenate([np.zeros(len(ul.dst), bool), np.ones(len(ul.src), bool)])[order]
+        indptr = np.concatenate([[0], np.cumsum(np.bincount(tgt, minlength=total))]).astype(np.int64)
+        nb = np.concatenate([ul.src, ul.dst])[order].astype(np.int32 if total < 2 ** 31 else np.int64)
+        w = (np.concatenate([ul.sim, ul.sim]) * tw[ul.index_of(tgt)]).astype(np.float32)[order]
+        out = np.concatenate([np.zeros(len(ul.dst), bool), np.ones(len(ul.src), bool)])[order]
+        return cls(engines, ul.offsets, indptr, nb, w, out)
+
+    def index_of(self, uid: np.ndarray) -> np.ndarray:
+        """Which index (0, 1, ...) each union id belongs to."""
+        return np.searchsorted(self.offsets, uid, side="right") - 1
 
     def view(self, name: str, pools: dict, contexts: dict) -> "AcrossView":
         """For index ``name``: ``pools`` and ``contexts`` (``{name: GraphContext or None}``) of
@@ -214,7 +234,7 @@ class AcrossView:
     def pull_mean(self, gctx, sig, ids: np.ndarray, a: float, b: float, two_hop: bool = False) -> np.ndarray:
         """:func:`~kgsearch.graph.kernels.proximity.pull_mean` for this index's node ``ids``,
         its ``similar_text`` edges replaced by the union's lists (neighbours in any index)."""
-        ul = self.a.ul
+        ul = self.a
         names = self.a.names
 
         def ctx(j):
@@ -249,7 +269,7 @@ class AcrossView:
     def _one(self, targets: np.ndarray, value_of, ctx):
         """(mean per target, the neighbours' union ids, each neighbour's link weight) over each
         target's own typed edges but ``similar_text`` and the union's lists."""
-        ul, A = self.a.ul, self.a
+        ul = A = self.a
         ts, nbs, ws = [], [], []
         which = ul.index_of(targets)
         for j in np.unique(which).tolist():
