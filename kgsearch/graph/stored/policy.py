@@ -48,7 +48,7 @@ from .csr import PREFIX, StreamedGraph, load_graph, write_nodes
 from .patch import patch_rows, unchanged_rows
 from .read import read_nodes, read_sources
 from .rebuild import check_budget, progress_step, rebuild
-from .scores import communities, pagerank_updated
+from .scores import communities, pagerank_local, pagerank_updated
 from .splice import splice_stored
 from .track import NEEDS_FULL, clear_dirty, dirty_sources, tracking
 
@@ -145,6 +145,7 @@ def _incremental(ix, changes, table: dict, gs: GraphSettings, ids: np.ndarray, k
     etypes = list(etypes)
     try:
         src, dst, w, et = read_sources(conn, dirty, ids, etypes, table)
+        changed_rows = (dirty, (src, dst, w))          # (every tracked source: for the local PageRank)
         same = patch_rows(ix, old_indptr, ids, old_ids, dirty, src, dst, w, et, len(etypes), m_old)
         if same is None:
             dirty = np.unique(np.asarray(dirty, dtype=np.int64))
@@ -182,11 +183,16 @@ def _incremental(ix, changes, table: dict, gs: GraphSettings, ids: np.ndarray, k
     if same is not None:
         info["in_place"] = f"{len(same['rows'])} rows rewritten, {same['moved']} edges moved target"
     write_nodes(ix, ids, kinds, kind_names, etypes, table)
+    t = time.perf_counter()
+    edges_same = same is not None and not len(dirty)
+    local = not edges_same and pagerank_local(ix, ids, old_ids, *changed_rows, info)   # (before the rows change)
+    t_local = time.perf_counter() - t
     info["adjacency_rows"] = rows.sync(ix, g, ids, gs.graph_adjacency_rows, old_ids, dirty, (etypes, table))
 
     t = time.perf_counter()
-    pagerank_updated(ix, g, old_ids, remap, outw, same is not None and not len(dirty), info)
-    info["pagerank_seconds"] = round(time.perf_counter() - t, 3)
+    if not local:
+        pagerank_updated(ix, g, old_ids, remap, outw, edges_same, info)
+    info["pagerank_seconds"] = round(time.perf_counter() - t + t_local, 3)
     t = time.perf_counter()
     communities(ix, g, ids, old_ids, old_comm, changes, gs, info, changed_edges=removed_edges + added_edges,
                 pairs_at_least=pairs)

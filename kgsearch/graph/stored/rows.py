@@ -28,7 +28,7 @@ import numpy as np
 
 from ..kernels.csr import Graph, GraphError
 
-__all__ = ["StoredGraph", "sync", "write_all", "update_rows", "clear", "stored_meta", "entry_dtype",
+__all__ = ["StoredGraph", "sync", "write_all", "update_rows", "clear", "stored_meta", "entry_dtype", "out_edges",
            "ROWS_FROM_EDGES", "TABLE", "META"]
 
 TABLE = "graph_adj"
@@ -167,6 +167,21 @@ def _read_rows(conn, nodes: np.ndarray, entry: np.dtype) -> dict:
     return {int(n): (int(k), np.frombuffer(d, dtype=entry).copy())
             for n, k, d in in_chunks(conn, f"SELECT node, nout, data FROM {TABLE} WHERE node IN ({{}})",
                                      nodes.tolist())}
+
+
+def out_edges(ix, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """The stored out-edges of ``nodes`` (ids): ``(source id, target id, float32 weight)`` in
+    each row's order, or None when the index holds no rows."""
+    meta = stored_meta(ix)
+    if meta is None:
+        return None
+    got = _read_rows(ix.conn, np.unique(np.asarray(nodes, dtype=np.int64)), entry_dtype(meta["id_dtype"]))
+    parts = [(s, r[:k]) for s, (k, r) in sorted(got.items())]
+    if not parts:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.float32)
+    return (np.repeat(np.array([s for s, _ in parts], dtype=np.int64), [len(r) for _, r in parts]),
+            np.concatenate([r["nb"] for _, r in parts]).astype(np.int64),
+            np.concatenate([r["w"] for _, r in parts]).astype(np.float32))
 
 
 def _new_out_edges(conn, g: Graph, ids: np.ndarray, sources: np.ndarray, edges, entry: np.dtype):
