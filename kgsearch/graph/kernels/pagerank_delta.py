@@ -48,8 +48,11 @@ def pagerank_delta(x_old: np.ndarray, old_ids: np.ndarray, dang_old: np.ndarray,
     changed = np.unique(np.asarray(changed, dtype=np.int64))
     n0, n1 = len(old_ids), len(ids)
     x_old = np.asarray(x_old, dtype=np.float64)
-    at = np.minimum(np.searchsorted(ids, old_ids), max(n1 - 1, 0))
-    hit = (ids[at] == old_ids) if n1 else np.zeros(n0, dtype=bool)
+    if n1 >= n0 and np.array_equal(ids[:n0], old_ids):   # (same nodes, or new ones after them)
+        at, hit = np.arange(n0), np.ones(n0, dtype=bool)
+    else:
+        at = np.minimum(np.searchsorted(ids, old_ids), max(n1 - 1, 0))
+        hit = (ids[at] == old_ids) if n1 else np.zeros(n0, dtype=bool)
     x = np.zeros(n1)
     x[at[hit]] = x_old[hit]
     existed = np.zeros(n1, dtype=bool)

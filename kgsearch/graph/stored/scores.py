@@ -43,7 +43,7 @@ from ..kernels.placement import assign_new_nodes, assign_new_nodes_local
 from . import csr, rows
 from .csr import PREFIX
 
-__all__ = ["pagerank_rebuilt", "pagerank_updated", "pagerank_local", "communities", "WARM_FROM",
+__all__ = ["pagerank_rebuilt", "pagerank_updated", "pagerank_local", "communities", "communities_need_graph", "WARM_FROM",
            "PAGERANK_L1_BOUND", "RESIDUAL", "DANGLING"]
 
 log = logging.getLogger(__name__)
@@ -93,15 +93,16 @@ def pagerank_rebuilt(ix, g: Graph) -> None:
 
 
 def pagerank_local(ix, ids: np.ndarray, old_ids: np.ndarray, changed: np.ndarray, new_edges: tuple,
-                   info: dict) -> bool:
+                   info: dict, old_edges: tuple | None = None) -> bool:
     """PageRank after an incremental write from the changed rows alone
     (:func:`~kgsearch.graph.kernels.pagerank_delta.pagerank_delta`): above :data:`WARM_FROM`
     nodes, when the index keeps adjacency rows (the changed sources' old out-edges are read
     from them, so call this before they are rewritten) and the stored scores' residual bound
     stays within ``alpha`` times the stopping rule (the bound of a fresh solve). ``changed``:
     every source whose out-edges may differ (ids); ``new_edges``: their out-edges now (source
-    id, target id, float32 weight). Returns False when it did nothing (the caller solves over
-    the whole graph)."""
+    id, target id, float32 weight); ``old_edges``: their stored out-edges when already read
+    (:func:`~.rows.out_edges`). Returns False when it did nothing (the caller solves over the
+    whole graph)."""
     n = len(ids)
     meta = ix.meta_json(RESIDUAL)
     if n <= WARM_FROM or not isinstance(meta, dict) or meta.get("n") != len(old_ids):
@@ -109,7 +110,7 @@ def pagerank_local(ix, ids: np.ndarray, old_ids: np.ndarray, changed: np.ndarray
     old_pr, dang_old = ix.get_array(PREFIX + "pagerank"), ix.get_array(DANGLING)
     if old_pr is None or dang_old is None or len(old_pr) != len(old_ids) or len(dang_old) != len(old_ids):
         return False
-    old_edges = rows.out_edges(ix, changed)
+    old_edges = rows.out_edges(ix, changed) if old_edges is None else old_edges
     if old_edges is None:
         return False
     x, dang, d_l1 = pagerank_delta(old_pr, old_ids, dang_old.astype(bool), ids, changed, old_edges,
@@ -190,6 +191,27 @@ def cnm_work_budget(pairs: int) -> int:
     return max(CNM_WORK_FLOOR, CNM_WORK_PER_PAIR * int(pairs))
 
 
+def _plan(ix, ids, old_ids, old_comm, changes, gs: GraphSettings):
+    """(kept labels, drift meta, nodes moved since the last CNM run, whether new nodes are
+    placed rather than CNM considered)."""
+    kept = _kept_labels(old_ids, old_comm, ids)
+    drift = ix.meta_json(PREFIX + "communities_drift") or {}
+    moved = int(drift.get("changed", 0)) + len(changes.added) + len(changes.removed) + len(changes.modified)
+    incremental = (kept is not None and not changes.full and bool(drift)
+                   and moved <= gs.graph_communities_drift * max(1, drift.get("nodes", 0)))
+    return kept, drift, moved, incremental
+
+
+def communities_need_graph(ix, ids, old_ids, old_comm, changes, gs: GraphSettings, changed_edges: int) -> bool:
+    """Whether :func:`communities` after this incremental write reads the graph: to place new
+    nodes, or to count pairs or run CNM; not when the last pair count, less the edges changed,
+    still exceeds ``graph_communities_max_pairs`` (it then skips, keeping the labels)."""
+    if _plan(ix, ids, old_ids, old_comm, changes, gs)[3]:
+        return True
+    last = ix.meta_json(PREFIX + "pairs_at_least")
+    return not (isinstance(last, int) and last - changed_edges > gs.graph_communities_max_pairs)
+
+
 def communities(ix, g: Graph, ids, old_ids, old_comm, changes, gs: GraphSettings, info: dict,
                 changed_edges: int | None = None, pairs_at_least: int | None = None) -> None:
     """Community labels (blob ``graph.community``), see the module docstring. Called after an
@@ -202,11 +224,7 @@ def communities(ix, g: Graph, ids, old_ids, old_comm, changes, gs: GraphSettings
     seconds = gs.graph_communities_seconds
     drift_limit = gs.graph_communities_drift
     gave_up = ix.meta_json(PREFIX + "communities_gave_up") or {}
-    kept = _kept_labels(old_ids, old_comm, ids)
-    drift = ix.meta_json(PREFIX + "communities_drift") or {}
-    moved = int(drift.get("changed", 0)) + len(changes.added) + len(changes.removed) + len(changes.modified)
-    incremental = (kept is not None and not changes.full and bool(drift)
-                   and moved <= drift_limit * max(1, drift.get("nodes", 0)))
+    kept, drift, moved, incremental = _plan(ix, ids, old_ids, old_comm, changes, gs)
     pairs = 0
     if not incremental:                  # (the linked-pair count only matters for a CNM run)
         least = pairs_lower_bound(g) if pairs_at_least is None else pairs_at_least
