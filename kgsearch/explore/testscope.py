@@ -40,7 +40,7 @@ from ..text.idcodec import decode_ids, decode_tf
 from ..text.postings import read_doclen, read_rows, stored
 from .nodes import TEST_FLAG, display
 
-__all__ = ["test_files", "changed_files", "order_files", "similar_tests", "named_tests", "path_named", "path_words",
+__all__ = ["test_files", "reached_ranks", "fuse", "changed_files", "order_files", "similar_tests", "named_tests", "path_named", "path_words",
            "RRF_K", "NAME_KINDS", "PATH_STOP"]
 
 RRF_K = 60
@@ -170,6 +170,27 @@ def order_files(score: dict[int, float], changed: set[int], name_of: dict[int, s
     return sorted(score, key=lambda f: (f in changed, -score[f], name_of[f]))
 
 
+def reached_ranks(reached: dict[int, tuple[int, float]]) -> dict[int, float]:
+    """``{test file: its rank in the reached evidence}`` from ``{test file: (hops of its nearest
+    reached test, strength)}``: fewest hops first, then the greater strength, then the file id."""
+    order = sorted(reached, key=lambda f: (reached[f][0], -reached[f][1], f))
+    return {f: float(r) for r, f in enumerate(order, 1)}
+
+
+def fuse(ranks: list[dict[int, float]]) -> dict[int, float]:
+    """Reciprocal rank fusion: ``{file: sum over the rankings holding it of 1 / (RRF_K + rank)}``."""
+    score: dict[int, float] = defaultdict(float)
+    for ranking in ranks:
+        for f, r in ranking.items():
+            score[f] += 1.0 / (RRF_K + r)
+    return dict(score)
+
+
+def _plain(r):
+    """A rank as JSON shows it: a whole number as an int (``3``), a shared rank as is (``2.5``)."""
+    return int(r) if r is not None and r == int(r) else r
+
+
 def test_files(ix, ctx, reach, start_pos, limit: int) -> list[dict]:
     """Test files, ranked as the module docstring says: ``[{path, relpath, rank_reached,
     rank_named, rank_path, changed, distance, strength, reached, names, nearest: [{key, name, kind, distance}]}]``."""
@@ -180,33 +201,29 @@ def test_files(ix, ctx, reach, start_pos, limit: int) -> list[dict]:
     files: dict[int, list[int]] = defaultdict(list)
     for nid, fid in _test_file_of(ix, ids.tolist()).items():
         files[fid].append(nid)
-    reached = sorted(files, key=lambda f: (min(hops[i] for i in files[f]),
-                                           -sum(1.0 / cost[i] if cost[i] > 0 else 1.0 for i in files[f]), f))
+    rank_r = reached_ranks({f: (min(hops[i] for i in m), sum(1.0 / cost[i] if cost[i] > 0 else 1.0 for i in m))
+                            for f, m in files.items()})
     named = named_tests(ix, ctx.ids_of(start_pos).tolist())
     by_name = sorted(named, key=lambda f: (-named[f][0], f))
     pathed = path_named(ix, ctx.ids_of(start_pos).tolist())
     by_path = sorted(pathed, key=lambda f: (-pathed[f], f))
     similar = similar_tests(ix, ctx.ids_of(start_pos).tolist())
     by_text = sorted(similar, key=lambda f: (-similar[f], f))
-    score: dict[int, float] = defaultdict(float)
-    for ranking in (reached, by_name, by_path, by_text):
-        for r, f in enumerate(ranking, 1):
-            score[f] += 1.0 / (RRF_K + r)
+    rank_n = {f: r for r, f in enumerate(by_name, 1)}
+    rank_p = {f: r for r, f in enumerate(by_path, 1)}
+    rank_t = {f: r for r, f in enumerate(by_text, 1)}
+    score = fuse([rank_r, rank_n, rank_p, rank_t])
     paths = {fid: (p, rel_path({"path": p, "root": root})) for fid, p, root in
              iter_in_chunks(ix.conn, "SELECT id, path, root FROM files WHERE id IN ({})", sorted(score))}
     changed = changed_files(ix, ctx.ids_of(start_pos).tolist())
     order = order_files(score, changed, {f: paths[f][1] or paths[f][0] for f in score})[:limit]
-    rank_r = {f: r for r, f in enumerate(reached, 1)}
-    rank_n = {f: r for r, f in enumerate(by_name, 1)}
-    rank_p = {f: r for r, f in enumerate(by_path, 1)}
-    rank_t = {f: r for r, f in enumerate(by_text, 1)}
     best = {f: sorted(files.get(f, []), key=lambda i: (hops[i], cost[i], i))[:5] for f in order}
     rows = display(ix, [i for v in best.values() for i in v])
     out = []
     for f in order:
         members = files.get(f, [])
         out.append({"path": paths[f][0], "relpath": paths[f][1], "score": round(score[f], 6), "changed": f in changed,
-                    "rank_reached": rank_r.get(f), "rank_named": rank_n.get(f), "rank_path": rank_p.get(f), "rank_text": rank_t.get(f),
+                    "rank_reached": _plain(rank_r.get(f)), "rank_named": rank_n.get(f), "rank_path": rank_p.get(f), "rank_text": rank_t.get(f),
                     "distance": min((hops[i] for i in members), default=None),
                     "strength": round(sum(1.0 / cost[i] if cost[i] > 0 else 1.0 for i in members), 6),
                     "reached": len(members), "names": named.get(f, (0.0, 0))[1],
