@@ -71,7 +71,7 @@ def named_tests(ix, start_ids) -> dict[int, tuple[float, int]]:
         idf = math.log1p((n - df + 0.5) / (df + 0.5))
         for fid in set(_test_file_of(ix, decode_ids(ids_blob).tolist()).values()):
             hits[fid].append(idf)
-    return {f: (sum(v), len(v)) for f, v in hits.items()}
+    return {f: (math.fsum(v), len(v)) for f, v in hits.items()}
 
 
 def similar_tests(ix, start_ids, k1: float = 1.2, b: float = 0.75) -> dict[int, float]:
@@ -152,7 +152,7 @@ def path_named(ix, start_ids) -> dict[int, float]:
     for fid, ws in words_of.items():
         got = ws & want
         if got:
-            out[fid] = sum(math.log1p(n / df[w]) for w in got)
+            out[fid] = math.fsum(math.log1p(n / df[w]) for w in got)     # exact: not the set's hash order
     return out
 
 
