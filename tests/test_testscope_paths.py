@@ -169,3 +169,23 @@ def test_path_scores_do_not_depend_on_the_hash_seed(tmp_path):
         assert len(got) == 3 and len({v for _, v in got}) == 1, (seed, got)
         outs.add(out)
     assert len(outs) == 1
+
+
+def test_a_walk_that_reaches_most_tests_weighs_less_than_the_text():
+    """Hand-computed: the walk reached files 1, 3 and 4 (ranks 1-3) of the index's 4 test files, so
+    the reached ranking weighs 1 - 3/4 = .25; the text ranks file 2 first and file 1 30th. Unweighted,
+    file 1 led on the walk alone (1/61 + 1/90 > 1/61); weighted, .25/61 + 1/90 = .015209 < 1/61 =
+    .016393 and the text's first file leads."""
+    import pytest
+
+    from kgsearch.explore.testscope import fuse, reach_weight, reached_ranks
+    reached = reached_ranks({1: (1, 2.0), 3: (2, 5.0), 4: (2, 1.0)})
+    assert reached == {1: 1.0, 3: 2.0, 4: 3.0}          # nearest first, then the stronger
+    text = {2: 1.0, 1: 30.0}
+    assert reach_weight(3, 4) == 0.25 and reach_weight(0, 4) == 1.0 and reach_weight(4, 4) == 0.0
+    assert reach_weight(3, 0) == 1.0                     # no test file indexed: nothing to weigh
+    flat = fuse([reached, {}, {}, text])
+    assert sorted(flat, key=lambda f: -flat[f]) == [1, 2, 3, 4]
+    got = fuse([reached, {}, {}, text], [reach_weight(3, 4), 1.0, 1.0, 1.0])
+    assert got == pytest.approx({1: 0.25 / 61 + 1 / 90, 2: 1 / 61, 3: 0.25 / 62, 4: 0.25 / 63}, abs=1e-15)
+    assert sorted(got, key=lambda f: -got[f]) == [2, 1, 3, 4]
