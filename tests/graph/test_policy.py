@@ -328,6 +328,18 @@ def operator(g):
     return t, dang
 
 
+def row_edits(tree):
+    """Edits of the mixed tree that move edges: rows grow, a file and its nodes go and come back
+    (new ids), a note is created, a file is restored. Returns (impl.py, its text, the edits)."""
+    impl = tree / "pkg" / "impl.py"
+    src, base = impl.read_text(), (tree / "pkg" / "base.py").read_text()
+    return impl, src, [lambda: impl.write_text(src + "\n\ndef added():\n    return helper(use())\n"),
+                       lambda: (tree / "pkg" / "base.py").unlink(),
+                       lambda: (tree / "pkg" / "base.py").write_text(base),
+                       lambda: w(tree / "notes" / "missing note.md", "Now here. See [[Ideas]]. #hub\n"),
+                       lambda: impl.write_text(src)]
+
+
 def test_local_pagerank_keeps_a_true_residual_bound(tmp_path, monkeypatch):
     """Above WARM_FROM with adjacency rows, PageRank is updated from the changed rows alone
     (scores.pagerank_local). After every edit of the mixed tree (rows changed, nodes added and
@@ -343,13 +355,7 @@ def test_local_pagerank_keeps_a_true_residual_bound(tmp_path, monkeypatch):
     db = tmp_path / "inc.db"
     opts = IndexOptions(steps=STEPS, allow_dangling=True, settings={"graph_adjacency_rows": 0})
     index_paths(db, [str(tree)], opts)
-    impl = tree / "pkg" / "impl.py"
-    src, base = impl.read_text(), (tree / "pkg" / "base.py").read_text()
-    edits = [lambda: impl.write_text(src + "\n\ndef added():\n    return helper(use())\n"),
-             lambda: (tree / "pkg" / "base.py").unlink(),
-             lambda: (tree / "pkg" / "base.py").write_text(base),
-             lambda: w(tree / "notes" / "missing note.md", "Now here. See [[Ideas]]. #hub\n"),
-             lambda: impl.write_text(src)]
+    impl, src, edits = row_edits(tree)
 
     def state():
         with Index.open(db, readonly=True) as ix:
@@ -419,14 +425,8 @@ def test_deferred_splice_keeps_the_graph_a_fresh_build(tmp_path, monkeypatch):
     index_paths(db, [str(tree)], opts)
     with Index.open(db) as ix, ix.transaction():      # (as at 1M: millions of pairs, CNM skipped)
         ix.set_meta_json("graph.pairs_at_least", 10**6)
-    impl = tree / "pkg" / "impl.py"
-    src, base = impl.read_text(), (tree / "pkg" / "base.py").read_text()
-    edits = [lambda: impl.write_text(src + "\n\ndef added():\n    return helper(use())\n"),
-             lambda: (tree / "pkg" / "base.py").unlink(),
-             lambda: (tree / "pkg" / "base.py").write_text(base),
-             lambda: w(tree / "notes" / "missing note.md", "Now here. See [[Ideas]]. #hub\n"),
-             lambda: impl.write_text(src),
-             lambda: impl.write_text(src + "\n\ndef later():\n    return helper(7)\n")]
+    impl, src, edits = row_edits(tree)
+    edits.append(lambda: impl.write_text(src + "\n\ndef later():\n    return helper(7)\n"))
 
     def same_as_full(tag):
         copy = tmp_path / f"full-{tag}.db"
