@@ -128,3 +128,64 @@ def test_similar_tests_is_bm25_of_each_test_file_against_the_changed_text(tmp_pa
             assert math.isclose(got[fid], want[fid], rel_tol=1e-9)
         parse_file = c.execute("SELECT id FROM files WHERE path LIKE '%test_parse.py'").fetchone()[0]
         assert max(got, key=got.get) == parse_file
+
+
+def test_path_scores_do_not_depend_on_the_hash_seed(tmp_path):
+    """Three test files whose paths share equally weighted words with the change tie exactly, in
+    every process: the idfs were summed in the shared-word set's order, which follows the string
+    hash (PYTHONHASHSEED), so with seeds 0 and 1 weekYear's sum came out one ulp off dayOfYear's
+    and quarterOfYear's and the tie, meant to fall to the file id, fell to the seed (2 of the 167
+    code-tasks-multi lists changed between two runs)."""
+    import ast
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = tmp_path / "tree"
+    _write(root, {
+        "src/plugin/weekOfYear/index.js": "export default function weekOfYear(d) { return 1 }\n",
+        "src/plugin/isoWeek/index.js": "export default function isoWeek(d) { return 2 }\n",
+        "src/filler/f0.js": "export const v0 = 0\n",
+        "src/filler/f1.js": "export const v1 = 1\n",
+        "test/plugin/weekYear.test.js": "it('w', () => { expect(1).toBe(1) })\n",      # plugin week year
+        "test/plugin/dayOfYear.test.js": "it('d', () => { expect(1).toBe(1) })\n",     # plugin of year
+        "test/plugin/quarterOfYear.test.js": "it('q', () => { expect(1).toBe(1) })\n",  # plugin of year
+    })
+    db = tmp_path / "t.db"
+    index_paths(db, [str(root)], IndexOptions(steps=("text", "graph")))
+    code = ("import sys\nfrom kgsearch.store.db import Index\nfrom kgsearch.explore.testscope import path_named\n"
+            "with Index.open(sys.argv[1], readonly=True) as ix:\n"
+            "    ids = [i for (i,) in ix.conn.execute(\"SELECT n.id FROM nodes n JOIN files f ON f.id = n.file_id "
+            "WHERE f.path LIKE '%weekOfYear/index.js'\")]\n"
+            "    print(sorted((f, repr(v)) for f, v in path_named(ix, ids).items()))\n")
+    repo = str(Path(__file__).resolve().parents[1])
+    outs = set()
+    for seed in ("0", "1", "2", "3"):
+        env = dict(os.environ, PYTHONHASHSEED=seed, PYTHONPATH=repo + os.pathsep + os.environ.get("PYTHONPATH", ""))
+        out = subprocess.run([sys.executable, "-c", code, str(db)], env=env, capture_output=True, text=True,
+                             check=True).stdout
+        got = ast.literal_eval(out)      # [(file id, repr of its score)]
+        assert len(got) == 3 and len({v for _, v in got}) == 1, (seed, got)
+        outs.add(out)
+    assert len(outs) == 1
+
+
+def test_a_walk_that_reaches_most_tests_weighs_less_than_the_text():
+    """Hand-computed: the walk reached files 1, 3 and 4 (ranks 1-3) of the index's 4 test files, so
+    the reached ranking weighs 1 - 3/4 = .25; the text ranks file 2 first and file 1 30th. Unweighted,
+    file 1 led on the walk alone (1/61 + 1/90 > 1/61); weighted, .25/61 + 1/90 = .015209 < 1/61 =
+    .016393 and the text's first file leads."""
+    import pytest
+
+    from kgsearch.explore.testscope import fuse, reach_weight, reached_ranks
+    reached = reached_ranks({1: (1, 2.0), 3: (2, 5.0), 4: (2, 1.0)})
+    assert reached == {1: 1.0, 3: 2.0, 4: 3.0}          # nearest first, then the stronger
+    text = {2: 1.0, 1: 30.0}
+    assert reach_weight(3, 4) == 0.25 and reach_weight(0, 4) == 1.0 and reach_weight(4, 4) == 0.0
+    assert reach_weight(3, 0) == 1.0                     # no test file indexed: nothing to weigh
+    flat = fuse([reached, {}, {}, text])
+    assert sorted(flat, key=lambda f: -flat[f]) == [1, 2, 3, 4]
+    got = fuse([reached, {}, {}, text], [reach_weight(3, 4), 1.0, 1.0, 1.0])
+    assert got == pytest.approx({1: 0.25 / 61 + 1 / 90, 2: 1 / 61, 3: 0.25 / 62, 4: 0.25 / 63}, abs=1e-15)
+    assert sorted(got, key=lambda f: -got[f]) == [2, 1, 3, 4]

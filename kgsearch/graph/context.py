@@ -17,7 +17,8 @@ from .kernels.csr import Graph, GraphError
 from .kernels.hits import hits
 from .kernels.pagerank import PowerIterationFailedConvergence, rwr
 from .kernels.rows_walk import rwr_rows
-from .stored.csr import PREFIX, load_graph as load_stored, read_blob
+from .stored.csr import PREFIX, read_blob
+from .stored.lag import load_graph as load_stored
 from .stored.rows import StoredGraph, stored_meta
 
 __all__ = ["load_context", "load_graph", "pagerank_scores", "community_labels", "GraphContext", "CODE_KINDS",

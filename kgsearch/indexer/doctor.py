@@ -296,7 +296,7 @@ def _graph_edges(ix: Index):
     import numpy as np
 
     from ..graph import GraphError
-    from ..graph.stored.csr import load_graph
+    from ..graph.stored.lag import load_graph
 
     ids = ix.get_array("graph.node_ids")
     if ids is None:

@@ -257,17 +257,20 @@ def _apply(st: RunState, to_load: list[Found], deleted: list[tuple[int, str]], t
     edges.compare_file_edges()
     report.phases["resolve"] = round(time.perf_counter() - t0, 3)
     stale = set(ix.stale_steps())
+    recheck = set()
     if (not ch.any and "embed" not in stale and (st.opts.steps is None or "embed" in st.opts.steps)
             and model_files_changed(ix, typed)):
-        stale.add("embed")          # another model than the vectors' (e.g. a new default): re-embed
-    if ch.any or stale:
+        # other model files than the vectors' (a new default after an upgrade, or the same
+        # model installed elsewhere): the step re-embeds only if the model's content differs
+        recheck.add("embed")
+    if ch.any or stale or recheck:
         if ch.full:
             # every table was (re)written in one go, in no particular key order:
             # a VACUUM after the commit packs the half-filled pages (stdlib: -5 %)
             ix.request_compaction()
         ix.set_meta("generation", ch.generation)
         t0 = time.perf_counter()
-        run_steps(st, typed, stale)
+        run_steps(st, typed, stale, recheck)
         report.phases["derived"] = round(time.perf_counter() - t0, 3)
         if stale:
             ix.clear_stale(stale if st.opts.steps is None else stale & set(st.opts.steps))

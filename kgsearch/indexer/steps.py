@@ -51,16 +51,18 @@ def end_steps(st: RunState) -> None:
             hook(st.ix)
 
 
-def run_steps(st: RunState, settings, stale: set[str]) -> None:
+def run_steps(st: RunState, settings, stale: set[str], recheck: set[str] = frozenset()) -> None:
     """Run the steps (``opts.steps`` chooses some by name). A step in ``stale`` (a migration
-    invalidated its data) gets a full rebuild; when no node or edge changed, only those run."""
+    invalidated its data) gets a full rebuild; one in ``recheck`` runs with the run's changes
+    as they are (it checks its own inputs: the embed step, when the model files are not the
+    recorded ones); when no node or edge changed, only those run."""
     wanted = st.opts.steps
     changes = st.changes
     for mod in STEPS:
         name = mod.NAME
         if wanted is not None and name not in wanted:
             continue
-        if not changes.any and name not in stale:
+        if not changes.any and name not in stale and name not in recheck:
             continue
         t0 = time.perf_counter()
         st.emit(phase=name)

@@ -274,12 +274,9 @@ def test_no_embed_is_remembered_drops_vectors_and_embed_restores(tmp_path, capsy
         assert vector_count(ix) == n == out["steps"]["embed"]["vectors"]
 
 
-def test_a_new_default_model_is_picked_up_by_a_run_with_no_changed_file(tmp_path):
-    """After an upgrade that ships another default model, the next `kgsearch index` (cron, no file
-    changed) re-embeds with it instead of leaving vectors no model here can read; a run whose
-    model files are the recorded ones does not run the embed step."""
+def indexed_two_notes(tmp_path):
+    """A two-note vault and its index (default settings): (vault, db)."""
     from kgsearch.indexer import index_paths
-    from kgsearch.store.db import Index
 
     vault = tmp_path / "v"
     vault.mkdir()
@@ -287,6 +284,17 @@ def test_a_new_default_model_is_picked_up_by_a_run_with_no_changed_file(tmp_path
     (vault / "b.md").write_text("# Garden\n\nTomatoes and mint on the balcony.\n")
     db = tmp_path / "i.db"
     index_paths(db, [str(vault)])
+    return vault, db
+
+
+def test_a_new_default_model_is_picked_up_by_a_run_with_no_changed_file(tmp_path):
+    """After an upgrade that ships another default model, the next `kgsearch index` (cron, no file
+    changed) re-embeds with it instead of leaving vectors no model here can read; a run whose
+    model files are the recorded ones does not run the embed step."""
+    from kgsearch.indexer import index_paths
+    from kgsearch.store.db import Index
+
+    vault, db = indexed_two_notes(tmp_path)
     ix = Index.open(db)
     want = ix.meta("model_id")
     # as an index embedded by the previous release's default model looks
@@ -302,3 +310,28 @@ def test_a_new_default_model_is_picked_up_by_a_run_with_no_changed_file(tmp_path
         ix.close()
     rep = index_paths(db, [str(vault)])
     assert "embed" not in rep.steps
+
+
+def test_the_same_model_at_another_path_reembeds_nothing(tmp_path):
+    """The model files moved (a reinstall, another checkout: other path and mtime, same bytes):
+    the next run with no changed file checks the model and re-embeds nothing (at 1M nodes a
+    reinstall cost a 48 s full re-embed), and records the new files."""
+    import shutil
+
+    from kgsearch.embed.model import resolve_model
+    from kgsearch.indexer import index_paths
+    from kgsearch.store.db import Index
+
+    vault, db = indexed_two_notes(tmp_path)
+    moved = tmp_path / "model-copy"
+    shutil.copytree(resolve_model("default"), moved)
+    from dataclasses import replace
+
+    from kgsearch import environment
+    with environment.configured(replace(environment.current(), model=str(moved))):
+        rep = index_paths(db, [str(vault)])
+        assert rep.steps["embed"]["embedded"] == 0 and not rep.steps["embed"]["full"], rep.steps
+        with Index.open(db, readonly=True) as ix:
+            assert str(moved.resolve()) in ix.meta("model_sig")
+        rep = index_paths(db, [str(vault)])
+        assert "embed" not in rep.steps

@@ -152,9 +152,10 @@ def test_impact_tests_of_a_file(code_db):
     ranked = [t["relpath"] for t in res["tests"]]
     # test_core calls parse twice at distance 1 and leads all four rankings; test_names only names
     # Reader, which puts it second in the names and the text rankings; test_cli reaches main at 2
-    # (second in the reached ranking only): RRF sums 4/61, 2/62, 1/62
+    # (second in the reached ranking only). The walk reached 2 of the 4 test files, so the reached
+    # ranking weighs 1 - 2/4 = .5: RRF sums .5/61 + 3/61, 2/62, .5/62
     assert ranked == ["tests/test_core.py", "tests/test_names.py", "tests/test_cli.py"]
-    assert [t["score"] for t in res["tests"]] == [round(4 / 61, 6), round(2 / 62, 6), round(1 / 62, 6)]
+    assert [t["score"] for t in res["tests"]] == [round(3.5 / 61, 6), round(2 / 62, 6), round(0.5 / 62, 6)]
     assert "tests/test_other.py" not in ranked
     names = next(t for t in res["tests"] if t["relpath"] == "tests/test_names.py")
     assert names["reached"] == 0 and names["names"] >= 1 and names["rank_reached"] is None

@@ -29,16 +29,19 @@ FAST_ADD_AT = np.lib.NumpyVersion(np.__version__) >= "1.25.0"
 
 
 def pagerank_lean(g: Graph, alpha: float = 0.85, tol: float = 1e-6, max_iter: int = 100,
-                  chunk: int = CHUNK) -> np.ndarray:
+                  chunk: int = CHUNK, stats: dict | None = None) -> np.ndarray:
     """``pagerank(g, alpha, tol=tol, max_iter=max_iter)`` (uniform teleport and dangling):
     the same floats, with O(n + chunk) memory beside the graph instead of 32 bytes an edge.
-    With numpy < 1.25 (slow ``np.add.at``) this is ``pagerank`` itself."""
+    With numpy < 1.25 (slow ``np.add.at``) this is ``pagerank`` itself. ``stats`` (a dict):
+    filled with the last iteration's L1 change ``err`` and the ``dangling`` mask."""
     n = g.n
     if n == 0:
         return np.zeros(0)
     if not FAST_ADD_AT:
         try:
-            return pagerank(g, alpha, tol=tol, max_iter=max_iter)
+            x = pagerank(g, alpha, tol=tol, max_iter=max_iter)
+            _report(stats, n * tol, out_weights(g.indptr, g.weights))   # (its last change: below n * tol)
+            return x
         finally:
             g.drop_caches()
     deg = np.diff(g.indptr)
@@ -61,8 +64,15 @@ def pagerank_lean(g: Graph, alpha: float = 0.85, tol: float = 1e-6, max_iter: in
         err = float(np.abs(y - x).sum())
         x = y
         if err < n * tol:
+            _report(stats, err, outw)
             return x
     raise PowerIterationFailedConvergence(max_iter, "pagerank")
+
+
+def _report(stats: dict | None, err: float, outw: np.ndarray) -> None:
+    if stats is not None:
+        stats["err"] = err
+        stats["dangling"] = ~(outw > 0)
 
 def out_weights(indptr: np.ndarray, weights, chunk: int = 1 << 20) -> np.ndarray:
     """Summed out-edge weight of each row (float64), ``weights`` sliced in row blocks of
@@ -78,12 +88,13 @@ def out_weights(indptr: np.ndarray, weights, chunk: int = 1 << 20) -> np.ndarray
 
 def pagerank_csr(g: Graph, alpha: float = 0.85, tol: float = 1e-6, max_iter: int = 1000,
                  x0: np.ndarray | None = None, chunk: int = 1 << 20,
-                 outw: np.ndarray | None = None) -> tuple[np.ndarray, int]:
+                 outw: np.ndarray | None = None, stats: dict | None = None) -> tuple[np.ndarray, int]:
     """PageRank with networkx's rule (stop at L1 change < n * tol), uniform teleport and dangling,
     on the forward CSR arrays in chunks of edges: besides the graph, one int32 source per edge
     and O(n + chunk) floats (:func:`~.pagerank.pagerank`'s operator holds 24 bytes an edge).
     ``x0``: warm start (e.g. last run's scores, new nodes 1/n), normalised; ``outw``: the
-    rows' summed weights (:func:`out_weights`) when known. Returns (x, iterations).
+    rows' summed weights (:func:`out_weights`) when known; ``stats``: as for
+    :func:`pagerank_lean`. Returns (x, iterations).
     """
     n = g.n
     if n == 0:
@@ -110,5 +121,6 @@ def pagerank_csr(g: Graph, alpha: float = 0.85, tol: float = 1e-6, max_iter: int
         err = float(np.abs(y - x).sum())
         x = y
         if err < n * tol:
+            _report(stats, err, outw)
             return x, it
     raise PowerIterationFailedConvergence(max_iter, "pagerank")

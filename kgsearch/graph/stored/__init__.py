@@ -12,7 +12,8 @@ Two stored forms:
 One write policy, :func:`.policy.apply` (the graph step's update): nothing, **patch**
 (:mod:`.patch`: changed rows that keep their edge count, in place), **splice** (:mod:`.splice`:
 the arrays rewritten one at a time around the changed rows) or **rebuild** (:mod:`.rebuild`:
-everything from the ``edges`` table); the module docstring says which and when. Around it:
+everything from the ``edges`` table), or the splice deferred while the CSR may lag
+(:mod:`.lag`, graphs with rows); the module docstring says which and when. Around it:
 :mod:`.track` (which rows changed: the step's ``begin``/``end`` hooks), :mod:`.read` (nodes and
 edges read from the tables as compact arrays) and :mod:`.scores` (PageRank and communities
 after a write).

@@ -22,13 +22,14 @@ against the CSR path.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from ..kernels.csr import Graph, GraphError
 
-__all__ = ["StoredGraph", "sync", "write_all", "update_rows", "clear", "stored_meta", "entry_dtype",
+__all__ = ["StoredGraph", "sync", "write_all", "update_rows", "clear", "stored_meta", "entry_dtype", "out_edges",
+           "id_dtype", "Size",
            "ROWS_FROM_EDGES", "TABLE", "META"]
 
 TABLE = "graph_adj"
@@ -88,22 +89,31 @@ def _rows(g: Graph, ids: np.ndarray, a: int, b: int, entry: np.dtype):
         yield int(ids[a + k]), int(deg_o[k]), rec[start[k]:start[k + 1]].tobytes()
 
 
-def _id_dtype(ids: np.ndarray) -> str:
+def id_dtype(ids: np.ndarray) -> str:
+    """How the rows store node ids: int32 while every id fits."""
     return "<i4" if not len(ids) or int(ids[-1]) < 2**31 - 1 else "<i8"
+
+
+
+class Size(NamedTuple):
+    """A graph's node and edge counts: what :func:`update_rows` needs of the graph when the
+    new out-edges come from the ``edges`` table and the id width does not change."""
+    n: int
+    m: int
 
 
 def write_all(ix, g: Graph, ids: np.ndarray, chunk: int = 1 << 16) -> None:
     """Write every node's row (``ids``: the node id of each position, ascending)."""
-    id_dtype = _id_dtype(ids)
-    entry = entry_dtype(id_dtype)
+    width = id_dtype(ids)
+    entry = entry_dtype(width)
     ix.conn.execute(f"DELETE FROM {TABLE}")
     for a in range(0, g.n, chunk):
         ix.conn.executemany(f"INSERT INTO {TABLE}(node, nout, data) VALUES (?, ?, ?)",
                             _rows(g, ids, a, min(g.n, a + chunk), entry))
-    ix.set_meta_json(META, {"id_dtype": id_dtype, "edges": g.m, "nodes": g.n})
+    ix.set_meta_json(META, {"id_dtype": width, "edges": g.m, "nodes": g.n})
 
 
-def update_rows(ix, g: Graph, ids: np.ndarray, old_ids: np.ndarray, dirty: np.ndarray,
+def update_rows(ix, g: "Graph | Size", ids: np.ndarray, old_ids: np.ndarray, dirty: np.ndarray,
                 edges: tuple[list, dict] | None = None) -> int:
     """After an incremental update: patch the rows of the ``dirty`` sources (node ids) and of
     their old and new targets, and delete the rows of nodes that are gone. A dirty node's
@@ -111,13 +121,14 @@ def update_rows(ix, g: Graph, ids: np.ndarray, old_ids: np.ndarray, dirty: np.nd
     sources and takes the dirty sources' new edges, in source order (so a hub that gained one
     edge is not read edge by edge). The new out-edges of the dirty sources come from ``g``, or
     with ``edges = (edge type names, weight table)`` from the ``edges`` table (the graph
-    update then never loads the whole edge arrays). Returns the number of rows rewritten."""
+    update then never loads the whole edge arrays; ``g`` may then be a :class:`Size` while the
+    id width stays). Returns the number of rows rewritten."""
     from ...store.sql import exec_in_chunks
 
     meta = stored_meta(ix)
     if meta is None:
         return 0
-    if _id_dtype(ids) != meta["id_dtype"]:
+    if id_dtype(ids) != meta["id_dtype"]:
         write_all(ix, g, ids)
         return g.n
     entry = entry_dtype(meta["id_dtype"])
@@ -167,6 +178,21 @@ def _read_rows(conn, nodes: np.ndarray, entry: np.dtype) -> dict:
     return {int(n): (int(k), np.frombuffer(d, dtype=entry).copy())
             for n, k, d in in_chunks(conn, f"SELECT node, nout, data FROM {TABLE} WHERE node IN ({{}})",
                                      nodes.tolist())}
+
+
+def out_edges(ix, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """The stored out-edges of ``nodes`` (ids): ``(source id, target id, float32 weight)`` in
+    each row's order, or None when the index holds no rows."""
+    meta = stored_meta(ix)
+    if meta is None:
+        return None
+    got = _read_rows(ix.conn, np.unique(np.asarray(nodes, dtype=np.int64)), entry_dtype(meta["id_dtype"]))
+    parts = [(s, r[:k]) for s, (k, r) in sorted(got.items())]
+    if not parts:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.float32)
+    return (np.repeat(np.array([s for s, _ in parts], dtype=np.int64), [len(r) for _, r in parts]),
+            np.concatenate([r["nb"] for _, r in parts]).astype(np.int64),
+            np.concatenate([r["w"] for _, r in parts]).astype(np.float32))
 
 
 def _new_out_edges(conn, g: Graph, ids: np.ndarray, sources: np.ndarray, edges, entry: np.dtype):

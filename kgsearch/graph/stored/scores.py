@@ -37,29 +37,95 @@ from ...settings import GraphSettings
 from ..kernels.communities import CommunityTimeout, count_pairs, greedy_modularity, pairs_lower_bound
 from ..kernels.csr import Graph
 from ..kernels.pagerank import PowerIterationFailedConvergence, pagerank
+from ..kernels.pagerank_delta import pagerank_delta, residual_bound
 from ..kernels.pagerank_lean import pagerank_csr, pagerank_lean
 from ..kernels.placement import assign_new_nodes, assign_new_nodes_local
-from . import csr
+from . import csr, rows
 from .csr import PREFIX
 
-__all__ = ["pagerank_rebuilt", "pagerank_updated", "communities", "WARM_FROM", "PAGERANK_L1_BOUND"]
+__all__ = ["pagerank_rebuilt", "pagerank_updated", "pagerank_local", "communities", "communities_need_graph", "WARM_FROM",
+           "PAGERANK_L1_BOUND", "RESIDUAL", "DANGLING"]
 
 log = logging.getLogger(__name__)
 
 PAGERANK_L1_BOUND = 2 * 0.85 / 0.15 * 1e-4   # warm vs fresh PageRank, L1 (both within 5.7e-4 of exact)
 WARM_FROM = 200_000          # nodes: below, PageRank is solved cold, as a fresh build does (same scores)
+ALPHA = 0.85
+RESIDUAL = PREFIX + "pagerank_residual"   # meta: {"bound": L1 residual bound of the stored scores, "n": nodes}
+DANGLING = PREFIX + "dangling"            # blob: uint8 by position, 1 where the out-weight is 0
+LOCAL_SHARE = ALPHA          # local updates while the residual bound <= this x the stopping rule's n * tol
+SOLVE_MARGIN = 10            # whole-graph solves above WARM_FROM (with rows) stop at a tenth of the rule
+
+
+def _tol(n: int) -> float:
+    return min(1e-6, 1e-4 / n)
+
+
+def _keep_residual(ix, pr32: np.ndarray, exact: np.ndarray, err: float | None, dangling: np.ndarray | None) -> None:
+    """Store what :func:`pagerank_local` needs after a whole-graph solve (graphs above
+    WARM_FROM): the dangling flags and the residual bound ``alpha * err`` plus the rounding to
+    float32 (``T(y) - y = T(y) - T(x)`` for the iteration's last ``y = T(x)``)."""
+    if err is None or dangling is None or len(pr32) <= WARM_FROM:
+        ix.drop_arrays(DANGLING)
+        ix.set_meta_json(RESIDUAL, None)
+        return
+    ix.put_array(DANGLING, dangling.astype(np.uint8))
+    ix.set_meta_json(RESIDUAL, {"bound": residual_bound(0.0, err, pr32, exact, ALPHA), "n": len(pr32)})
 
 
 def pagerank_rebuilt(ix, g: Graph) -> None:
-    """PageRank of a rebuilt graph, solved cold (blob ``graph.pagerank``)."""
+    """PageRank of a rebuilt graph, solved cold (blob ``graph.pagerank``). Above
+    :data:`WARM_FROM` nodes with adjacency rows (written before this), to a tenth of the
+    stopping rule (a few more iterations), so the updates after it can be local
+    (:func:`pagerank_local`)."""
     if not g.n:
         return
+    stats: dict = {}
+    big = g.n > WARM_FROM and rows.stored_meta(ix) is not None
     try:
-        pr = pagerank_lean(g, tol=min(1e-6, 1e-4 / g.n), max_iter=1000)
+        pr = pagerank_lean(g, tol=_tol(g.n) / (SOLVE_MARGIN if big else 1), max_iter=1000, stats=stats)
     except PowerIterationFailedConvergence:          # cannot happen with alpha 0.85
         log.warning("pagerank did not converge; storing uniform scores")
         pr = np.full(g.n, 1.0 / g.n)
-    ix.put_array(PREFIX + "pagerank", pr.astype(np.float32))
+    pr32 = pr.astype(np.float32)
+    ix.put_array(PREFIX + "pagerank", pr32)
+    _keep_residual(ix, pr32, pr, stats.get("err") if big else None, stats.get("dangling"))
+
+
+def pagerank_local(ix, ids: np.ndarray, old_ids: np.ndarray, changed: np.ndarray, new_edges: tuple,
+                   info: dict, old_edges: tuple | None = None) -> bool:
+    """PageRank after an incremental write from the changed rows alone
+    (:func:`~kgsearch.graph.kernels.pagerank_delta.pagerank_delta`): above :data:`WARM_FROM`
+    nodes, when the index keeps adjacency rows (the changed sources' old out-edges are read
+    from them, so call this before they are rewritten) and the stored scores' residual bound
+    stays within ``alpha`` times the stopping rule (the bound of a fresh solve). ``changed``:
+    every source whose out-edges may differ (ids); ``new_edges``: their out-edges now (source
+    id, target id, float32 weight); ``old_edges``: their stored out-edges when already read
+    (:func:`~.rows.out_edges`). Returns False when it did nothing (the caller solves over the
+    whole graph)."""
+    n = len(ids)
+    meta = ix.meta_json(RESIDUAL)
+    if n <= WARM_FROM or not isinstance(meta, dict) or meta.get("n") != len(old_ids):
+        return False
+    old_pr, dang_old = ix.get_array(PREFIX + "pagerank"), ix.get_array(DANGLING)
+    if old_pr is None or dang_old is None or len(old_pr) != len(old_ids) or len(dang_old) != len(old_ids):
+        return False
+    old_edges = rows.out_edges(ix, changed) if old_edges is None else old_edges
+    if old_edges is None:
+        return False
+    x, dang, d_l1 = pagerank_delta(old_pr, old_ids, dang_old.astype(bool), ids, changed, old_edges,
+                                   new_edges, ALPHA)
+    x32 = x.astype(np.float32)
+    bound = residual_bound(float(meta["bound"]), d_l1, x32, x, ALPHA)
+    if bound > LOCAL_SHARE * n * _tol(n):
+        info["pagerank_local"] = f"residual bound {bound:.3g} > {LOCAL_SHARE * n * _tol(n):.3g}: whole-graph solve"
+        return False
+    ix.put_array(PREFIX + "pagerank", x32)
+    ix.put_array(DANGLING, dang.astype(np.uint8))
+    ix.set_meta_json(RESIDUAL, {"bound": bound, "n": n})
+    info["pagerank_start"] = "local"
+    info["pagerank_residual"] = float(f"{bound:.3g}")
+    return True
 
 
 def pagerank_updated(ix, g: csr.StreamedGraph, old_ids, remap, outw, edges_same: bool, info: dict) -> None:
@@ -73,6 +139,7 @@ def pagerank_updated(ix, g: csr.StreamedGraph, old_ids, remap, outw, edges_same:
         # small enough to solve cold (75K nodes: 40 ms): exactly what a fresh build stores
         pr = pagerank(g, tol=min(1e-6, 1e-4 / g.n), max_iter=1000)
         ix.put_array(PREFIX + "pagerank", pr.astype(np.float32))
+        _keep_residual(ix, pr, pr, None, None)
         info["pagerank_start"] = "cold"
     elif g.n:
         old_pr = ix.get_array(PREFIX + "pagerank")
@@ -82,14 +149,19 @@ def pagerank_updated(ix, g: csr.StreamedGraph, old_ids, remap, outw, edges_same:
             x0[remap[hit]] = old_pr[hit]
         del old_pr
         sg = g.stream()                          # (indices and weights read in chunks, per iteration)
+        # with adjacency rows the next updates can be local: leave them room (SOLVE_MARGIN)
+        local = rows.stored_meta(ix) is not None
+        stats: dict = {}
         try:
-            pr, iters = pagerank_csr(sg, tol=min(1e-6, 1e-4 / g.n), max_iter=1000, x0=x0, outw=outw,
-                                     chunk=csr.CHUNK_EDGES)
+            pr, iters = pagerank_csr(sg, tol=_tol(g.n) / (SOLVE_MARGIN if local else 1), max_iter=1000, x0=x0,
+                                     outw=outw, chunk=csr.CHUNK_EDGES, stats=stats)
         finally:
             sg.indices.close()
             sg.weights.close()
         del x0, sg
-        ix.put_array(PREFIX + "pagerank", pr.astype(np.float32))
+        pr32 = pr.astype(np.float32)
+        ix.put_array(PREFIX + "pagerank", pr32)
+        _keep_residual(ix, pr32, pr, stats.get("err") if local else None, stats.get("dangling"))
         info["pagerank_iterations"] = iters
         info["pagerank_start"] = "warm"
 
@@ -119,6 +191,27 @@ def cnm_work_budget(pairs: int) -> int:
     return max(CNM_WORK_FLOOR, CNM_WORK_PER_PAIR * int(pairs))
 
 
+def _plan(ix, ids, old_ids, old_comm, changes, gs: GraphSettings):
+    """(kept labels, drift meta, nodes moved since the last CNM run, whether new nodes are
+    placed rather than CNM considered)."""
+    kept = _kept_labels(old_ids, old_comm, ids)
+    drift = ix.meta_json(PREFIX + "communities_drift") or {}
+    moved = int(drift.get("changed", 0)) + len(changes.added) + len(changes.removed) + len(changes.modified)
+    incremental = (kept is not None and not changes.full and bool(drift)
+                   and moved <= gs.graph_communities_drift * max(1, drift.get("nodes", 0)))
+    return kept, drift, moved, incremental
+
+
+def communities_need_graph(ix, ids, old_ids, old_comm, changes, gs: GraphSettings, changed_edges: int) -> bool:
+    """Whether :func:`communities` after this incremental write reads the graph: to place new
+    nodes, or to count pairs or run CNM; not when the last pair count, less the edges changed,
+    still exceeds ``graph_communities_max_pairs`` (it then skips, keeping the labels)."""
+    if _plan(ix, ids, old_ids, old_comm, changes, gs)[3]:
+        return True
+    last = ix.meta_json(PREFIX + "pairs_at_least")
+    return not (isinstance(last, int) and last - changed_edges > gs.graph_communities_max_pairs)
+
+
 def communities(ix, g: Graph, ids, old_ids, old_comm, changes, gs: GraphSettings, info: dict,
                 changed_edges: int | None = None, pairs_at_least: int | None = None) -> None:
     """Community labels (blob ``graph.community``), see the module docstring. Called after an
@@ -131,11 +224,7 @@ def communities(ix, g: Graph, ids, old_ids, old_comm, changes, gs: GraphSettings
     seconds = gs.graph_communities_seconds
     drift_limit = gs.graph_communities_drift
     gave_up = ix.meta_json(PREFIX + "communities_gave_up") or {}
-    kept = _kept_labels(old_ids, old_comm, ids)
-    drift = ix.meta_json(PREFIX + "communities_drift") or {}
-    moved = int(drift.get("changed", 0)) + len(changes.added) + len(changes.removed) + len(changes.modified)
-    incremental = (kept is not None and not changes.full and bool(drift)
-                   and moved <= drift_limit * max(1, drift.get("nodes", 0)))
+    kept, drift, moved, incremental = _plan(ix, ids, old_ids, old_comm, changes, gs)
     pairs = 0
     if not incremental:                  # (the linked-pair count only matters for a CNM run)
         least = pairs_lower_bound(g) if pairs_at_least is None else pairs_at_least
