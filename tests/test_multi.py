@@ -438,6 +438,10 @@ def test_union_lists_are_kept_and_computed_again(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "file"))   # cannot be written: computed, not kept
     notes, keys = search()
     assert len(notes) == 1 and "not kept: cannot write" in notes[0] and keys == want
+    monkeypatch.setattr(across, "union_lists", lambda ixs: (_ for _ in ()).throw(MemoryError()))
+    notes, keys = search()                                         # over KGSEARCH_MEMORY_MB: own lists
+    assert len(notes) == 1 and "went over the memory budget" in notes[0] and keys == own
+    monkeypatch.setattr(across, "union_lists", real)
     monkeypatch.setattr(across, "LAZY_MAX", 39)                    # too large to link at a search
     notes, keys = search()
     assert len(notes) == 1 and "over the 39 whose similar_text neighbours a search links" in notes[0]

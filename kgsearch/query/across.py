@@ -37,6 +37,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..budget import ENV as BUDGET_ENV
 from ..config import EDGE_WEIGHTS, cache_home, edge_weight
 from ..graph.kernels.proximity import IN_FACTOR, OUT_FACTOR, TWO_HOP_FACTOR, TWO_HOP_MAX
 from ..text.neighbors import K, M
@@ -176,7 +177,11 @@ def across_for(engines: dict, notices: list[str], memo: dict | None = None) -> "
         return memo.get("across")
     memo.clear()
     memo["key"] = key
-    across, info = ensure(engines, LAZY_MAX)
+    try:
+        across, info = ensure(engines, LAZY_MAX)
+    except MemoryError:                 # (KGSEARCH_MEMORY_MB: the search answers without them)
+        across, info = None, {"why": f"computing the similar_text neighbours across the indexes went over the "
+                                     f"memory budget (raise {BUDGET_ENV}, or run `kgsearch link` with more)"}
     if across is None:
         memo["why"] = f"{info['why']}: each index's similar_text neighbours are its own, so graph scores are only " \
                       f"roughly comparable"
