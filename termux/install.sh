@@ -22,6 +22,7 @@
 # Exit codes: 0 done, 1 a step failed (the message says which and what to do), 2 bad usage.
 set -euo pipefail
 
+# shellcheck disable=SC2034  # (PROG: read by common.sh)
 PROG="install.sh"
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 PY="${PYTHON:-python}"
@@ -57,20 +58,9 @@ Environment: PYTHON (default: python), XDG_DATA_HOME.
 EOF
 }
 
-say() { printf '==> %s\n' "$*"; }
-note() { printf '%s: %s\n' "$PROG" "$*" >&2; }
-fail() { note "$*"; exit 1; }
-
-# Print a command that changes something, then run it (only print it with --dry-run).
-run() {
-    printf '+'
-    printf ' %q' "$@"
-    printf '\n'
-    if (( DRY_RUN )); then
-        return 0
-    fi
-    "$@"
-}
+# say, note, fail, usage_error, run, abspath
+# shellcheck source=termux/common.sh
+. "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
 while (( $# )); do
     case "$1" in

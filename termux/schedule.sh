@@ -34,6 +34,7 @@
 #    does: keep Termux running (a wake lock from its notification helps).
 set -euo pipefail
 
+# shellcheck disable=SC2034  # (PROG: read by common.sh)
 PROG="schedule.sh"
 DATA_DIR="${XDG_DATA_HOME:-$HOME/.local/share}/kgsearch"
 JOB="$DATA_DIR/reindex-job.sh"
@@ -71,27 +72,9 @@ Exit codes: 0 ok, 1 failed (message says why), 2 bad usage.
 EOF
 }
 
-say() { printf '==> %s\n' "$*"; }
-note() { printf '%s: %s\n' "$PROG" "$*" >&2; }
-fail() { note "$*"; exit 1; }
-usage_error() { note "$*; see --help"; exit 2; }
-
-run() {
-    printf '+'
-    printf ' %q' "$@"
-    printf '\n'
-    if (( DRY_RUN )); then
-        return 0
-    fi
-    "$@"
-}
-
-abspath() {
-    case "$1" in
-        /*) printf '%s\n' "$1" ;;
-        *) printf '%s/%s\n' "$PWD" "${1#./}" ;;
-    esac
-}
+# say, note, fail, usage_error, run, abspath
+# shellcheck source=termux/common.sh
+. "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
 # --- arguments --------------------------------------------------------------------------------
 CMD="${1:-}"
