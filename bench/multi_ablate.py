@@ -4,9 +4,13 @@ changed at a time.
     python bench/multi_ablate.py [--sets nfcorpus,scifact] [--work /tmp/kgsearch-multi-bench]
 
 The indexes are :mod:`multi_bench`'s (built there when missing: each set split at random, seed
-0). Variants, each on the one index and on the two as one, same queries:
+0). The two as one run with each index's own ``similar_text`` lists (``MultiEngine(across=False)``,
+the search this ablation explained) except in ``union_lists``. Variants, each on the one index and
+on the two as one, same queries:
 
 * ``default``: the default pipeline;
+* ``union_lists``: the default pipeline over the union's lists (:mod:`kgsearch.query.across`:
+  what the two-index search does now);
 * ``nograph``: every default channel but ``graph`` (the neighbours' first-stage scores);
 * ``bm25dense``: the two channels whose scores are pooled exactly;
 * ``oracle_graph``: the default pipeline, but every node's ``graph`` signal (the weighted mean
@@ -15,7 +19,7 @@ The indexes are :mod:`multi_bench`'s (built there when missing: each set split a
   by key): what the two-index search would give if its neighbour lists crossed the indexes;
 * ``depth_full``: every index answers its channels' full ``depth`` instead of its share.
 
-Writes bench/results/multi_ablate.{json,md}.
+Writes bench/results/multi_ablate[_TAG].{json,md}.
 """
 from __future__ import annotations
 
@@ -33,7 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import multi_bench as mb  # noqa: E402
 import watch_bench as wb  # noqa: E402
 
-VARIANTS = ("default", "nograph", "bm25dense", "oracle_graph", "depth_full")
+VARIANTS = ("default", "union_lists", "nograph", "bm25dense", "oracle_graph", "depth_full")
 
 
 class Oracle:
@@ -82,7 +86,9 @@ def run_set(work: Path, name: str, oracle: Oracle) -> list[dict]:
     one_db, a_db, b_db, queries, qrels = mb.build(work, name, 0)
     ixs = [Index.open(p, readonly=True) for p in (one_db, a_db, b_db)]
     one, ea, eb = Engine(ixs[0]), Engine(ixs[1]), Engine(ixs[2])
-    multi = MultiEngine({"a": ea, "b": eb})
+    own = MultiEngine({"a": ea, "b": eb}, across=False)
+    union = MultiEngine({"a": ea, "b": eb})
+    multi = own
     oracle.one_ctx = one.graph()
     oracle.ctx_of = {id(e.graph().graph): e.graph() for e in (one, ea, eb)}
 
@@ -106,9 +112,10 @@ def run_set(work: Path, name: str, oracle: Oracle) -> list[dict]:
                 return ps
             multi._pools = full_depth
         n1, nm = [], []
+        two = union if var == "union_lists" else multi
         for qid, text in queries:
             n1.append(query_metrics(keys(one.search(text, opts)), qrels[qid])["ndcg@10"])
-            nm.append(query_metrics(keys(multi.search(text, opts)), qrels[qid])["ndcg@10"])
+            nm.append(query_metrics(keys(two.search(text, opts)), qrels[qid])["ndcg@10"])
         multi._pools = saved
         oracle.on = False
         w = sum(x > y + 1e-12 for x, y in zip(nm, n1))
@@ -129,13 +136,18 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sets", default="nfcorpus,scifact")
     ap.add_argument("--work", default="/tmp/kgsearch-multi-bench")
+    ap.add_argument("--tag", default="")
     args = ap.parse_args()
+    name = "multi_ablate" + (f"_{args.tag}" if args.tag else "")
+    import os
+
+    os.environ["XDG_CACHE_HOME"] = str(Path(args.work) / "cache")     # the union's lists
     oracle = Oracle(prox)
     prox.pull_mean = oracle            # graph_stage calls it through the module
     rows = [r for s in args.sets.split(",") for r in run_set(Path(args.work), s, oracle)]
     res = {"what": "multi-index ablation", "machine": wb.machine(), "commit": wb.commit(),
            "date": time.strftime("%Y-%m-%d %H:%M"), "rows": rows}
-    (wb.RESULTS / "multi_ablate.json").write_text(json.dumps(res, indent=1))
+    (wb.RESULTS / f"{name}.json").write_text(json.dumps(res, indent=1))
     lines = ["# Where two indexes lose to one (`python bench/multi_ablate.py`)", "",
              f"{res['date']}, commit {res['commit']}; each set split at random (seed 0) into two indexes, as in "
              f"multi_index.md. nDCG@10 of the one index and of the two as one for each variant (see the script's "
@@ -145,7 +157,7 @@ def main() -> None:
         lines.append(f"| {r['set']} | {r['variant']} | {r['ndcg_one']} | {r['ndcg_multi']} | {r['diff']:+.4f} "
                      f"({r['wins_losses'][0]}/{r['wins_losses'][1]}, {r['sign_p']}) |")
     md = "\n".join(lines) + "\n"
-    (wb.RESULTS / "multi_ablate.md").write_text(md)
+    (wb.RESULTS / f"{name}.md").write_text(md)
     print(md)
 
 

@@ -7,12 +7,17 @@ For each BEIR set of ../shared/bench: its documents are split at random (``--see
 halves, each indexed on its own; the whole corpus is indexed once as well (every index with the
 default settings, embeddings included). Every judged query then runs on the one index
 (:class:`kgsearch.query.Engine`) and on the two halves searched as one
-(:class:`kgsearch.query.multi.MultiEngine`), and also on the two halves merged without pooled
-statistics (each index's own scores, put on one floor: ``naive``), for comparison. Reported:
+(:class:`kgsearch.query.multi.MultiEngine`, with the union's ``similar_text`` lists:
+:mod:`kgsearch.query.across`), on the two as one with each index's own lists (``own``: what the
+two-index search did before those lists, ``MultiEngine(across=False)``), and also on the two halves
+merged without pooled statistics (each index's own scores, put on one floor: ``naive``), for
+comparison. Reported:
 nDCG@10 of each, the difference with the paired sign test, and the query latency p50/p95 of the
 one index and of the two as one (a warm pass, then a timed pass alternating the order per query),
-with the two indexes searched in turn (the default) and in threads (``MultiEngine(threads=True)``).
-Writes bench/results/multi_index.{json,md}.
+with the two indexes searched in turn (the default), with their own lists (``own``) and in threads
+(``MultiEngine(threads=True)``); and the seconds the first search spends computing the union's lists
+(kept in ``--work``/cache, as the user's cache would keep them). Writes
+bench/results/multi_index[_TAG].{json,md}.
 """
 from __future__ import annotations
 
@@ -101,10 +106,18 @@ def run_set(work: Path, name: str, seed: int, max_queries: int | None) -> dict:
     opts = SearchOptions(k=10, snippets=False, use_cache=False)
     ixs = [Index.open(p, readonly=True) for p in (one_db, a_db, b_db)]
     one = Engine(ixs[0])
+    from kgsearch.query.across import across_for, cache_path
+
     multi = MultiEngine({"a": Engine(ixs[1]), "b": Engine(ixs[2])})                 # the default: in turn
     threads = MultiEngine({"a": Engine(ixs[1]), "b": Engine(ixs[2])}, threads=True)  # the indexes in threads
-    naive = Naive(multi)
-    runs = {"one": one, "multi": multi, "naive": naive, "threads": threads}
+    own = MultiEngine({"a": Engine(ixs[1]), "b": Engine(ixs[2])}, across=False)      # each index's own lists
+    naive = Naive(own)
+    runs = {"one": one, "multi": multi, "naive": naive, "threads": threads, "own": own}
+    cache_path(multi.engines).unlink(missing_ok=True)           # the first search's work, timed
+    t = time.perf_counter()
+    notes: list = []
+    across_for(multi.engines, notes)
+    link_s = time.perf_counter() - t
 
     def keys(resp):
         return [h.key[4:] if h.key.startswith("doc:") else h.key for h in resp.hits]
@@ -113,10 +126,10 @@ def run_set(work: Path, name: str, seed: int, max_queries: int | None) -> dict:
         one.search(text, opts)
         multi.search(text, opts)
     ndcg = {r: [] for r in runs}
-    ms = {"one": [], "multi": [], "threads": []}
+    ms = {"one": [], "multi": [], "threads": [], "own": []}
     load = [wb.loadavg()]
     for i, (qid, text) in enumerate(queries):
-        for r in (("one", "multi", "threads") if i % 2 == 0 else ("threads", "multi", "one")) + ("naive",):
+        for r in (("one", "multi", "own", "threads") if i % 2 == 0 else ("threads", "own", "multi", "one")) + ("naive",):
             t = time.perf_counter()
             resp = runs[r].search(text, opts)
             dt = (time.perf_counter() - t) * 1000
@@ -130,10 +143,10 @@ def run_set(work: Path, name: str, seed: int, max_queries: int | None) -> dict:
         threads._executor.shutdown()
     out = {"set": name, "queries": len(queries), "docs": {"a": sum(1 for _ in open(a_db.parent / "a" / "corpus.jsonl")),
                                                           "b": sum(1 for _ in open(b_db.parent / "b" / "corpus.jsonl"))},
-           "load": load}
-    for r in ("one", "multi", "naive"):
+           "load": load, "link_seconds": round(link_s, 2), "link_notice": notes}
+    for r in ("one", "multi", "naive", "own"):
         out[f"ndcg_{r}"] = round(statistics.mean(ndcg[r]), 4)
-    for r in ("multi", "naive"):
+    for r in ("multi", "naive", "own"):
         w = sum(1 for x, y in zip(ndcg[r], ndcg["one"]) if x > y + 1e-12)
         lo = sum(1 for x, y in zip(ndcg[r], ndcg["one"]) if x < y - 1e-12)
         out[f"diff_{r}"] = round(out[f"ndcg_{r}"] - out["ndcg_one"], 4)
@@ -145,6 +158,11 @@ def run_set(work: Path, name: str, seed: int, max_queries: int | None) -> dict:
     out["p50_ratio"] = round(out["p50_ms_multi"] / out["p50_ms_one"], 3)
     out["p95_ratio"] = round(out["p95_ms_multi"] / out["p95_ms_one"], 3)
     out["p50_ratio_threads"] = round(out["p50_ms_threads"] / out["p50_ms_one"], 3)
+    out["p50_ratio_own"] = round(out["p50_ms_own"] / out["p50_ms_one"], 3)
+    w = sum(1 for x, y in zip(ndcg["multi"], ndcg["own"]) if x > y + 1e-12)
+    lo = sum(1 for x, y in zip(ndcg["multi"], ndcg["own"]) if x < y - 1e-12)
+    out["multi_vs_own"] = {"diff": round(out["ndcg_multi"] - out["ndcg_own"], 4), "wins_losses": [w, lo],
+                           "sign_p": round(sign_test(w, lo), 3)}
     out["same_as_threads"] = sum(a == b for a, b in zip(ndcg["multi"], ndcg["threads"]))
     print(json.dumps(out), file=sys.stderr)
     return out
@@ -160,6 +178,9 @@ def main() -> None:
     args = ap.parse_args()
     code = wb.commit()
     work = Path(args.work)
+    import os
+
+    os.environ["XDG_CACHE_HOME"] = str(work / "cache")      # the union's lists (kgsearch.query.across)
     rows = [run_set(work, s, args.seed, args.max_queries) for s in args.sets.split(",")]
     res = {"what": "multi-index", "seed": args.seed, "machine": wb.machine(), "commit": code,
            "date": time.strftime("%Y-%m-%d %H:%M"), "sets": rows}
@@ -170,21 +191,30 @@ def main() -> None:
              f"{res['date']}, commit {code}, {res['machine']['cpu']} ({res['machine']['cores']} cores), Python "
              f"{res['machine']['python']}; each set's documents split at random (seed {args.seed}) into two indexes; "
              f"default settings (embeddings included). *multi*: the two as one (pooled BM25 statistics, z-scores over "
-             f"the union, one floor); *naive*: each index's own scores on one floor. nDCG@10 means over the judged "
-             f"queries; W/L = queries where the two-index search scores above/below the one index, with the "
-             f"two-sided sign test. Latency: p50/p95 of the timed pass (the order alternating per query, after a warm "
-             f"pass), shared 2-core machine (load beside); *threads*: the same two-index search with the indexes in "
-             f"threads instead of in turn.", "",
-             "| set | queries | docs a / b | nDCG@10 one | multi | diff (W/L, p) | naive | diff (W/L, p) | "
-             "p50 ms one / multi | ratio | p95 ms one / multi | ratio | p50 threads (ratio) | load |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             f"the union, one floor, the union's similar_text lists); *own*: the same with each index's own "
+             f"similar_text lists (before kgsearch/query/across.py); *naive*: each index's own scores on one floor. "
+             f"nDCG@10 means over the judged queries; W/L = queries where the two-index search scores above/below "
+             f"the one index (*multi vs own*: above/below own), with the two-sided sign test. Latency: p50/p95 of "
+             f"the timed pass (the order alternating per query, after a warm pass), shared 2-core machine (load "
+             f"beside); *threads*: multi with the indexes in threads instead of in turn; *lists s*: the first "
+             f"search's computing of the union's lists (once until an index changes).", "",
+             "| set | queries | docs a / b | nDCG@10 one | multi | diff (W/L, p) | own | diff (W/L, p) | "
+             "multi vs own (W/L, p) | naive | diff (W/L, p) | p50 ms one / multi / own | ratio multi / own | "
+             "p95 ms one / multi | ratio | p50 threads (ratio) | lists s | load |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+
+    def d(r, v):
+        return f"{r['diff_' + v]:+.4f} ({r['wins_losses_' + v][0]}/{r['wins_losses_' + v][1]}, {r['sign_p_' + v]})"
+
     for r in rows:
+        mo = r["multi_vs_own"]
         lines.append(f"| {r['set']} | {r['queries']} | {r['docs']['a']} / {r['docs']['b']} | {r['ndcg_one']} | "
-                     f"{r['ndcg_multi']} | {r['diff_multi']:+.4f} ({r['wins_losses_multi'][0]}/"
-                     f"{r['wins_losses_multi'][1]}, {r['sign_p_multi']}) | {r['ndcg_naive']} | {r['diff_naive']:+.4f} "
-                     f"({r['wins_losses_naive'][0]}/{r['wins_losses_naive'][1]}, {r['sign_p_naive']}) | "
-                     f"{r['p50_ms_one']} / {r['p50_ms_multi']} | {r['p50_ratio']} | {r['p95_ms_one']} / "
-                     f"{r['p95_ms_multi']} | {r['p95_ratio']} | {r['p50_ms_threads']} ({r['p50_ratio_threads']}) | "
+                     f"{r['ndcg_multi']} | {d(r, 'multi')} | {r['ndcg_own']} | {d(r, 'own')} | "
+                     f"{mo['diff']:+.4f} ({mo['wins_losses'][0]}/{mo['wins_losses'][1]}, {mo['sign_p']}) | "
+                     f"{r['ndcg_naive']} | {d(r, 'naive')} | "
+                     f"{r['p50_ms_one']} / {r['p50_ms_multi']} / {r['p50_ms_own']} | {r['p50_ratio']} / "
+                     f"{r['p50_ratio_own']} | {r['p95_ms_one']} / {r['p95_ms_multi']} | {r['p95_ratio']} | "
+                     f"{r['p50_ms_threads']} ({r['p50_ratio_threads']}) | {r['link_seconds']} | "
                      f"{r['load'][0][:1]}-{r['load'][-1][:1]} |")
     md = "\n".join(lines) + "\n"
     (wb.RESULTS / f"{name}.md").write_text(md)

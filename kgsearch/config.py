@@ -36,6 +36,14 @@ def data_home() -> Path:
     return Path(base) / "kgsearch"
 
 
+def cache_home() -> Path:
+    """Where derived data that is rebuilt when missing is kept (the lists of several indexes
+    searched as one, :mod:`kgsearch.query.across`): ``$XDG_CACHE_HOME/kgsearch``, else
+    ``~/.cache/kgsearch``."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "kgsearch"
+
+
 def env_db_paths() -> list[str]:
     """The indexes ``$KGSEARCH_DB`` lists (several separated by ``os.pathsep``), in order."""
     return [p for p in (current().db or "").split(os.pathsep) if p.strip()]

@@ -24,6 +24,14 @@ from kgsearch import environment  # noqa: E402
 
 environment.configure(environment.Environment(strict=True))
 
+# Derived data kept in the user's cache (the similar_text lists of several indexes searched as
+# one, kgsearch.query.across) goes to a folder of this run, never the real ~/.cache.
+import atexit  # noqa: E402
+import tempfile  # noqa: E402
+
+os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="kgsearch-test-cache-")
+atexit.register(shutil.rmtree, os.environ["XDG_CACHE_HOME"], True)
+
 ROOT = Path(__file__).resolve().parents[1]
 
 

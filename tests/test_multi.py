@@ -300,3 +300,172 @@ def test_mcp_over_two_indexes(split):
     assert [i["index"] for i in res["structuredContent"]["indexes"]] == ["a", "b"]
     res = srv.call("show", {"node": "no-such-node-anywhere"})
     assert res["isError"] and "any of the indexes" in res["content"][0]["text"]
+
+
+# --------------------------------------------------------------------------- similar_text lists across the indexes
+TWO_HOP = "tell me about graph walk"            # the exploratory intent: the graph signal pulls two hops
+
+
+def test_union_lists_are_the_one_index_lists(engines):
+    # the lists over two halves, computed from their postings with the union's statistics, are
+    # exactly the lists the one index of every document holds (same pairs, same stored weights)
+    import numpy as np
+
+    from kgsearch.text.neighbors.across import union_lists, why_not
+
+    a, b, one = engines["a"].ix, engines["b"].ix, engines["one"].ix
+    assert why_not([a, b]) is None
+    ul = union_lists([a, b])
+    keys = {}
+    for off, ix in zip(ul.offsets.tolist(), (a, b)):
+        keys.update({off + nid: k for nid, k in ix.conn.execute("SELECT id, key FROM nodes")})
+    got = {(keys[s], keys[d]): w for s, d, w in zip(ul.src.tolist(), ul.dst.tolist(), ul.sim.tolist())}
+    k1 = dict(one.conn.execute("SELECT id, key FROM nodes"))
+    want = {(k1[s], k1[d]): w for s, d, w in one.conn.execute(
+        "SELECT src, dst, weight FROM edges WHERE type='similar_text'")}
+    assert len(want) > 500 and got == want
+    assert (ul.index_of(ul.src) != ul.index_of(ul.dst)).sum() > 100      # many cross the indexes
+    assert ul.index_of(np.array([0, int(ul.offsets[1]) - 1, int(ul.offsets[1])])).tolist() == [0, 0, 1]
+
+
+def test_union_lists_leave_out_terms_common_in_one_index_only(tmp_path):
+    # a term in 55 of index a's documents (past the lists' df window, max(50, 5% of N)) and in 5 of
+    # b's is past it in the union too: it links nothing there, as in one index of both
+    from kgsearch.text.neighbors.across import union_lists
+
+    rng = random.Random(5)
+    docs = corpus(rng, 80)
+    for d in docs[:55] + docs[60:65]:
+        d["text"] += " ubiquitous"
+    parts = {"one": docs, "a": docs[:60], "b": docs[60:]}
+    ixs = {}
+    for tag, part in parts.items():
+        write(tmp_path / tag / "corpus.jsonl", part)
+        index_paths(tmp_path / f"{tag}.db", [str(tmp_path / tag / "corpus.jsonl")],
+                    IndexOptions(fmt="beir", settings={"embed": False}))
+        ixs[tag] = Index.open(tmp_path / f"{tag}.db", readonly=True)
+    try:
+        ul = union_lists([ixs["a"], ixs["b"]])
+        keys = {}
+        for off, t in zip(ul.offsets.tolist(), ("a", "b")):
+            keys.update({off + nid: k for nid, k in ixs[t].conn.execute("SELECT id, key FROM nodes")})
+        got = {(keys[s], keys[d]): w for s, d, w in zip(ul.src.tolist(), ul.dst.tolist(), ul.sim.tolist())}
+        k1 = dict(ixs["one"].conn.execute("SELECT id, key FROM nodes"))
+        want = {(k1[s], k1[d]): w for s, d, w in ixs["one"].conn.execute(
+            "SELECT src, dst, weight FROM edges WHERE type='similar_text'")}
+        assert got == want
+    finally:
+        for ix in ixs.values():
+            ix.close()
+
+
+def test_two_indexes_rank_as_one_with_the_default_pipeline(engines, tmp_path, monkeypatch):
+    # the default pipeline (graph signal included): with the union's lists every hit's graph
+    # value is the one index's (two hops too), and on this corpus the ranking is the one index's;
+    # with each index's own lists (across=False, the search before them) the values differ
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    multi = MultiEngine({"a": engines["a"], "b": engines["b"]})
+    own = MultiEngine({"a": engines["a"], "b": engines["b"]}, across=False)
+    opts = SearchOptions(k=10, use_cache=False, explain=True)
+    same_own = 0
+    for i, q in enumerate(QUERIES + [TWO_HOP]):
+        one, two = engines["one"].search(q, opts), multi.search(q, opts)
+        if i == 0:
+            assert any("linked the similar_text neighbours of 120 prose nodes" in n for n in two.notices)
+        else:
+            assert not any("similar_text" in n for n in two.notices)      # (once: kept for the next)
+        assert [h.key for h in two.hits] == [h.key for h in one.hits], q
+        g1 = {h.key: h.signals["graph"]["value"] for h in one.hits}
+        assert [h.signals["graph"]["value"] for h in two.hits] == pytest.approx([g1[h.key] for h in two.hits],
+                                                                                abs=1e-6)
+        o = own.search(q, opts)
+        same_own += [h.key for h in o.hits] == [h.key for h in one.hits]
+    assert same_own < len(QUERIES) + 1
+
+
+def test_union_lists_are_kept_and_computed_again(tmp_path, monkeypatch):
+    # kept in the user's cache; read back by another engine (a later process); computed again
+    # when the file is damaged or an index changes; a cache that cannot be written, or indexes
+    # too large to link at a search, still answer, with a notice
+    from kgsearch.query import across
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    rng = random.Random(3)
+    docs = corpus(rng, 40)
+    write(tmp_path / "a" / "corpus.jsonl", docs[:20])
+    write(tmp_path / "b" / "corpus.jsonl", docs[20:])
+    dbs = [tmp_path / "a.db", tmp_path / "b.db"]
+    for db, part in zip(dbs, ("a", "b")):
+        index_paths(db, [str(tmp_path / part / "corpus.jsonl")], IndexOptions(fmt="beir", settings={"embed": False}))
+
+    def search(**kw):
+        ixs = [Index.open(p, readonly=True) for p in dbs]
+        try:
+            r = MultiEngine({"a": Engine(ixs[0]), "b": Engine(ixs[1])}, **kw).search(QUERIES[0], SearchOptions(k=10))
+            return [n for n in r.notices if "similar_text" in n], [h.key for h in r.hits]
+        finally:
+            for ix in ixs:
+                ix.close()
+
+    notes, want = search()
+    assert len(notes) == 1 and notes[0].startswith("linked the similar_text neighbours of 40 prose nodes")
+    files = list((tmp_path / "cache" / "kgsearch" / "across").iterdir())
+    assert len(files) == 1 and files[0].suffix == ".npz" and str(files[0]) in notes[0]
+    real = across.union_lists
+    monkeypatch.setattr(across, "union_lists", lambda ixs: pytest.fail("computed again"))
+    assert search() == ([], want)                                  # read back from the file
+    files[0].write_bytes(b"not a numpy file")
+    monkeypatch.setattr(across, "union_lists", real)
+    notes, keys = search()
+    assert len(notes) == 1 and notes[0].startswith("linked") and keys == want
+    assert search() == ([], want)
+    own = search(across=False)[1]
+    write(tmp_path / "a" / "corpus.jsonl", docs[:21])             # a reindex: another generation
+    index_paths(dbs[0], [str(tmp_path / "a" / "corpus.jsonl")], IndexOptions(fmt="beir", settings={"embed": False}))
+    assert search()[0][0].startswith("linked")
+    assert len(list((tmp_path / "cache" / "kgsearch" / "across").iterdir())) == 1    # (replaced, no leftovers)
+    write(tmp_path / "a" / "corpus.jsonl", docs[:20])
+    index_paths(dbs[0], [str(tmp_path / "a" / "corpus.jsonl")], IndexOptions(fmt="beir", settings={"embed": False}))
+    import os
+
+    monkeypatch.setattr(os, "replace", lambda a, b: (_ for _ in ()).throw(OSError(28, "No space left on device")))
+    notes, keys = search()                                         # a write that fails half way
+    assert len(notes) == 1 and "not kept: cannot write" in notes[0] and "No space left" in notes[0]
+    assert keys == want and [p.suffix for p in (tmp_path / "cache" / "kgsearch" / "across").iterdir()] == [".npz"]
+    monkeypatch.undo()
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    (tmp_path / "file").write_text("x")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "file"))   # cannot be written: computed, not kept
+    notes, keys = search()
+    assert len(notes) == 1 and "not kept: cannot write" in notes[0] and keys == want
+    monkeypatch.setattr(across, "union_lists", lambda ixs: (_ for _ in ()).throw(MemoryError()))
+    notes, keys = search()                                         # over KGSEARCH_MEMORY_MB: own lists
+    assert len(notes) == 1 and "went over the memory budget" in notes[0] and keys == own
+    monkeypatch.setattr(across, "union_lists", real)
+    monkeypatch.setattr(across, "LAZY_MAX", 39)                    # too large to link at a search
+    notes, keys = search()
+    assert len(notes) == 1 and "over the 39 whose similar_text neighbours a search links" in notes[0]
+    assert keys == own
+
+
+def test_cli_link_keeps_the_lists_a_search_then_reads(split, capsys, monkeypatch, tmp_path):
+    # `kgsearch link` computes the lists whatever their size (a search stops at LAZY_MAX) and
+    # keeps them; the search over the same indexes reads them (no "linked" notice); run again,
+    # it says they are current; one index, or indexes that analyse text apart, are usage errors
+    from kgsearch.query import across
+
+    _, dbs = split
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setattr(across, "LAZY_MAX", 10)
+    args = ["--db", str(dbs["a"]), "--db", str(dbs["b"])]
+    assert main(["link", *args]) == 0
+    said = capsys.readouterr().out
+    assert said.startswith("linked the similar_text neighbours of 120 prose nodes") and "kept in" in said
+    assert main(["search", "graph search rank", *args, "--json"]) == 0
+    cap = capsys.readouterr()
+    assert "similar_text" not in cap.err and json.loads(cap.out)["hits"]
+    assert main(["link", *args, "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info["computed"] is False and info["edges"] == 800 and info["path"].endswith(".npz")
+    assert main(["link", "--db", str(dbs["a"])]) == 2
+    assert "links several indexes" in capsys.readouterr().err

@@ -45,7 +45,7 @@ EXIT_CODES = """exit codes:
 
 
 # ---------------------------------------------------------------------------- parser
-MULTI_COMMANDS = ("search", "context", "serve", "mcp")     # take several indexes, searched as one
+MULTI_COMMANDS = ("search", "context", "serve", "mcp", "link")     # take several indexes, searched as one
 
 
 def _common(multi: bool = False) -> argparse.ArgumentParser:
@@ -186,6 +186,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--explain", action="store_true", help="show each signal's part of every score")
     p.add_argument("--no-cache", action="store_true", help="do not read or write the result cache")
     p.set_defaults(func=commands.cmd_search)
+
+    p = sub.add_parser("link", parents=[multi], help="link several indexes' similar texts, for searching them as one",
+                       description="Compute the similar_text neighbours of several indexes taken as one (each prose "
+                                   "node's most similar nodes over all of them, which the graph signal of a search "
+                                   "over them reads) and keep them in the user's cache ($XDG_CACHE_HOME/kgsearch). "
+                                   "A search computes them itself up to 10,000 prose nodes together; this links "
+                                   "any number. The indexes are only read. Run it again after reindexing one of them.")
+    p.set_defaults(func=commands.cmd_link)
 
     p = sub.add_parser("why", parents=[common], help="why a node ranked where it did for a query",
                        epilog=registry_epilog(), formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -211,6 +211,24 @@ def cmd_search(args) -> int:
     return EXIT_OK
 
 
+def cmd_link(args) -> int:
+    from ..errors import UsageError
+    from ..query.across import describe, ensure
+    from ..query.multi import multi_engine_for
+
+    if len(args.dbs) < 2:
+        raise UsageError("`kgsearch link` links several indexes: name them with --db A --db B (or $KGSEARCH_DB)")
+    multi = multi_engine_for(args.dbs)
+    _, info = ensure(multi.engines, limit=None)
+    if info.get("why"):
+        raise UsageError(f"cannot link {', '.join(args.dbs)}: {info['why']}; index them with the same settings")
+    if args.json:
+        emit_json(info)
+    else:
+        out(describe(info))
+    return EXIT_OK
+
+
 def cmd_context(args) -> int:
     from ..context import ContextOptions, build_context
     from ..query import engine_for

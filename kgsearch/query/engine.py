@@ -168,7 +168,8 @@ class Engine:
                                f"`kgsearch doctor` checks the index")
         stage = None
         if gctx is not None and len(sig.cand):
-            stage = graph_stage(gctx, q, it, requested, opts, sig, weights, code_query, self.tuning)
+            stage = graph_stage(gctx, q, it, requested, opts, sig, weights, code_query, self.tuning,
+                                across=pool.across if pool is not None else None)
             text, emb = sig.text(), sig.get("dense")
             clock.lap("graph")
         cand = sig.cand

@@ -35,10 +35,12 @@ class GraphStage:
 
 
 def graph_stage(gctx, q, it, requested, opts, sig: Signals, weights: dict, code_query: bool,
-                tuning: Tuning = TUNING) -> GraphStage:
+                tuning: Tuning = TUNING, across=None) -> GraphStage:
     """Seeds -> walk (``code_query``) or proximity, intent edges, entity channels for the parsed
     query ``q`` of intent ``it``; adds the nodes they reach to ``sig`` and returns the graph and
-    intent signals aligned with ``sig.cand``."""
+    intent signals aligned with ``sig.cand``. ``across`` (several indexes searched as one,
+    :class:`kgsearch.query.across.AcrossView`): the prose graph signal pulls over the union's
+    ``similar_text`` lists instead of this index's own."""
 
     a, b = weights.get("embedding", 0.0), weights.get("text", 0.0)
     text, emb = sig.text(), sig.get("dense")
@@ -111,6 +113,8 @@ def graph_stage(gctx, q, it, requested, opts, sig: Signals, weights: dict, code_
     if "graph" in requested and g.m:
         if walked:
             pvec = fuse.normalize(np.array([walk.get(p, 0.0) for p in pos.tolist()])) * unit
+        elif across is not None:
+            pvec = across.pull_mean(gctx, sig, sig.cand, a, b, two_hop=it.spec.two_hop)
         else:
             pvec = prox_mod.pull_mean(g, pos, lambda p: sig.first_stage_of(gctx.ids_of(p), a, b),
                                       two_hop=it.spec.two_hop)

@@ -19,11 +19,16 @@ can be done exactly, and by one common scale where it cannot:
    index shifts by its own weakest, so the hits are put back on the union's floor (the largest
    shift) before they are merged, the multiplicative adjustments applied again on top.
 
-What stays per index: the graph (edges never cross indexes, so graph proximity, random walks,
-HITS and communities are each index's own) and candidate generation (each index gives its own
-best; the union of candidates is larger than one index's, never smaller). The graph is the whole
-measured gap to one index (bench/results/multi_ablate.md): a node's ``similar_text`` list holds
-only its own index's nodes.
+5. **The graph signal over the union's ``similar_text`` lists** (:mod:`.across`): each prose
+   node's neighbours over all the indexes, as one index of them all would list them, computed
+   once outside the indexes and kept in the user's cache; a neighbour in another index is
+   valued with that index's whole-index scores. Each index's own lists, which name only its own
+   nodes, were the whole measured gap to one index (bench/results/multi_ablate.md).
+
+What stays per index: typed edges (they never cross indexes), the nodes the graph stage adds as
+candidates (each index's seeds over its own graph), random walks, HITS and communities, and
+candidate generation (each index gives its own best; the union of candidates is larger than one
+index's, never smaller).
 
 Work done once: the query is parsed once per distinct analyser and encoded once per embedding
 model (:func:`kgsearch.embed.dense.share_query_vector`; each index rotates it); hits (snippets,
@@ -60,6 +65,7 @@ class Pool:
     defer: bool = False                             # leave the hits to the caller (set: ranked, build)
     ranked: list | None = None                      # [(position, score, additive shift, factor)] best first
     build: object = None                            # build(positions) -> [Hit] of this index
+    across: object = None                           # the union's similar_text lists (query/across.py)
 
 
 @dataclass
@@ -129,12 +135,14 @@ def multi_engine_for(paths: list[str]) -> "MultiEngine":
 class MultiEngine:
     """``{name: Engine}`` searched as one (:meth:`search` answers like :meth:`Engine.search`)."""
 
-    def __init__(self, engines: dict[str, Engine], threads: bool = False):
+    def __init__(self, engines: dict[str, Engine], threads: bool = False, across: bool = True):
         if not engines:
             raise ValueError("no index")
         self.engines = engines
         self.threads = threads
+        self.across = across                        # False: each index's own similar_text lists
         self._executor = None
+        self._across: dict = {}                     # the union's similar_text lists, kept between searches
 
     @property
     def ix(self):
@@ -235,6 +243,14 @@ class MultiEngine:
                     p.stats[channel] = u
         if not opts.filters and not any(p.query.filters for p in pools.values()):
             _share_depth(pools, opts.depth)     # (from unfiltered whole-index scores: not with filters)
+        if self.across and len(pools) > 1 and (chans is None or "graph" in chans) and all(p.fulls for p in pools.values()):
+            from .across import across_for      # neighbours across the indexes, valued by their fulls
+
+            across = across_for(self.engines, notices, self._across)
+            if across is not None:
+                contexts = {name: eng.graph() for name, eng in self.engines.items()}
+                for name, p in pools.items():
+                    p.across = across.view(name, pools, contexts)
         return pools
 
     # ------------------------------------------------------------------ the query
@@ -281,7 +297,7 @@ class MultiEngine:
         opts = (opts or SearchOptions()).validated()
         engines, query, opts = self.narrow(query, opts)
         if engines is not self.engines:             # root:NAME keeps some of the indexes
-            sub = MultiEngine(engines, threads=False)
+            sub = MultiEngine(engines, threads=False, across=self.across)
             return sub.search(query, opts, sessions)
         notices: list[str] = []
         pools = self._pools(query, opts, notices)
@@ -352,7 +368,7 @@ def _share_depth(pools: dict[str, Pool], depth: int) -> None:
             if f is None or st is None or getattr(f, "stats", None) is not None:
                 continue                                  # (past the vector cache: no whole list to rank)
             sc = np.asarray(f[1], dtype=np.float64)
-            top = np.sort(sc)[::-1][:depth]
+            top = -np.partition(-sc, depth - 1)[:depth] if len(sc) > depth else sc     # (the best depth, any order)
             zs.append((name, (top - st[0]) / st[1]))
         if len(zs) < 2:
             continue

@@ -96,16 +96,7 @@ class Signals:
     # ---------------------------------------------------------------- values
     def _lookup(self, name: str, ids: np.ndarray) -> np.ndarray:
         fid, fsc, _, _, default = self.full[name]
-        out = np.full(len(ids), default, dtype=np.float64)
-        hit = np.zeros(len(ids), dtype=bool)
-        if len(fid) and len(ids):
-            pos = np.minimum(np.searchsorted(fid, ids), len(fid) - 1)
-            hit = fid[pos] == ids
-            out[hit] = fsc[pos[hit]]
-        more = self._more.get(name)
-        if more is not None and not hit.all():
-            out[~hit] = more(ids[~hit])
-        return out
+        return _lookup_in(fid, fsc, default, self._more.get(name), ids)
 
     def _normalize(self, name: str, s: np.ndarray) -> np.ndarray:
         lo, hi = self.stats[name]
@@ -146,13 +137,28 @@ class Signals:
         text, emb = self.text(), self.get("dense")
         return (a * emb + b * text) / (a + b) if a + b > 0 else np.maximum(text, emb)
 
-    def first_stage_of(self, ids: np.ndarray, a: float, b: float) -> np.ndarray:
-        """(a * embedding + b * text) / (a + b) for any node ids (full-index channels; others 0)."""
+    def first_stage_of(self, ids: np.ndarray, a: float, b: float, fulls: dict | None = None) -> np.ndarray:
+        """(a * embedding + b * text) / (a + b) for any node ids (full-index channels; others 0).
+
+        ``fulls`` (several indexes ranked as one, ``norm="z"``): another index's whole-index
+        scores ``{channel: (ids, scores, population)}``; ``ids`` are that index's nodes, scored
+        with this index's (the union's) mean and spread, as one index of both would."""
         ids = np.asarray(ids, dtype=np.int64)
         text = np.zeros(len(ids))
         emb = np.zeros(len(ids))
         tnames = [n for n in self.raw_scores if SIGNAL_OF.get(n) == "text"]
-        if self.norm == "z":
+        if fulls is not None:
+            def look(n):
+                _, _, mu, sd, default = self.full[n]
+                f = fulls[n]
+                return (_lookup_in(f[0], f[1], default, getattr(f, "lookup", None), ids) - mu) / sd
+            if self.norm == "z":
+                tz = [look(n) for n in tnames if n in self.full and n in fulls]
+                if tz:
+                    text = np.max(tz, axis=0)
+                if "dense" in self.full and "dense" in fulls:
+                    emb = look("dense")
+        elif self.norm == "z":
             tz = [(self._lookup(n, ids) - self.full[n][2]) / self.full[n][3] for n in tnames if n in self.full]
             if tz:
                 text = np.max(tz, axis=0)
@@ -269,3 +275,17 @@ def top_idx(s: np.ndarray, k: int, positive: bool = True, keys=None) -> np.ndarr
             pick = sorted(range(len(tied)), key=names.__getitem__)[:k - len(above)]
             idx = np.concatenate([above, tied[np.asarray(pick, dtype=np.int64)]])
     return idx[s[idx] > 0] if positive else idx
+
+
+def _lookup_in(fid: np.ndarray, fsc: np.ndarray, default: float, more, ids: np.ndarray) -> np.ndarray:
+    """The whole-index scores ``fsc`` (of the sorted ids ``fid``) of ``ids``: ``default`` for an
+    id not there, or ``more(ids)`` when given (dense past the vector cache)."""
+    out = np.full(len(ids), default, dtype=np.float64)
+    hit = np.zeros(len(ids), dtype=bool)
+    if len(fid) and len(ids):
+        pos = np.minimum(np.searchsorted(fid, ids), len(fid) - 1)
+        hit = fid[pos] == ids
+        out[hit] = fsc[pos[hit]]
+    if more is not None and not hit.all():
+        out[~hit] = more(ids[~hit])
+    return out
