@@ -29,7 +29,7 @@ import numpy as np
 
 from .kernel import candidates, row_scores, scan_scores, score_stats, topk
 from .store import (MATRIX_KEY, MOMENTS_BLOB, SKETCH_KEY, STATE_META, available, iter_blocks, query_rotation,
-                    read_rows, vector_count)
+                    read_rows, sorted_unique, vector_count)
 
 __all__ = ["search", "search_vector", "search_streamed", "score_all", "score_ids", "query_vector",
            "share_query_vector",
@@ -253,7 +253,7 @@ def score_full(ix, s: Sketch, qr) -> DenseFull:
         miss = np.flatnonzero(~hit)
         if not len(miss):
             return out
-        todo = np.unique(want[miss])
+        todo = sorted_unique(want[miss])     # (the graph stage asks in ascending order)
         if len(todo) > LOOKUP_EXACT:
             found, sc = estimate(s, qr, todo)
         else:
