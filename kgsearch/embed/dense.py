@@ -224,7 +224,8 @@ def estimate(s: Sketch, qr, ids, chunk: int = 4096) -> tuple[np.ndarray, np.ndar
     q = np.asarray(qr, dtype=np.float32)
     for c in range(0, len(where), chunk):
         w = where[c:c + chunk]
-        cols = np.ascontiguousarray(s.bits[:, pos[w]].T).view(np.uint8)          # (m, d/8)
+        # (m, d/8); np.take along the columns: a third of the time of ``s.bits[:, pos[w]]``
+        cols = np.ascontiguousarray(np.take(s.bits, pos[w], axis=1).T).view(np.uint8)
         signs = np.unpackbits(cols, axis=1, bitorder="little").view(np.int8)
         signs *= 2
         signs -= 1                                                                # 0/1 -> -1/+1

@@ -412,3 +412,21 @@ def test_sorted_unique_is_np_unique():
     for c in cases:
         got = store.sorted_unique(c)
         assert got.dtype == np.int64 and got.tolist() == np.unique(c).tolist()
+
+
+def test_sign_estimates_are_the_code_signs_scored(filled):
+    """dense.estimate (columns taken from the sketch, chunk by chunk) against the reference
+    built from the stored codes: each found id's sign vector (+1 where the code is > 0, else
+    -1) scored by scan_scores with the unit scale; unsorted, repeated and missing ids."""
+    ix, ids, x, rng = filled
+    s = dense.cached_sketch(ix)
+    bid, _bsc, bco = _codes(ix)
+    qr = np.ascontiguousarray(store.rotation(ix) @ x[3])
+    want = np.concatenate([rng.choice(bid, 900), bid[:2], [0, -5, 10**9]])
+    found, est = dense.estimate(s, qr, want, chunk=256)
+    at = np.searchsorted(bid, want)
+    ok = (at < len(bid)) & (bid[np.minimum(at, len(bid) - 1)] == want)
+    assert found.tolist() == ok.tolist() and not found[-3:].any() and (est[~found] == 0).all()
+    signs = np.where(bco[at[ok]] > 0, 1, -1).astype(np.int8)
+    unit = np.full(len(signs), 1 / (np.sqrt(s.dims) * dense.SIGN_NORM), dtype=np.float32)
+    assert np.array_equal(est[found], kernel.scan_scores(signs, unit, qr))
