@@ -32,7 +32,8 @@ index's, never smaller).
 
 Work done once: the query is parsed once per distinct analyser and encoded once per embedding
 model (:func:`kgsearch.embed.dense.share_query_vector`; each index rotates it); hits (snippets,
-explain parts) are built only for the merged top k (:func:`_merge`). The indexes run in turn:
+explain parts) are built only for the merged top k (:func:`_merge`); each index's generation is
+read once per search (:meth:`~kgsearch.store.db.Index.pinned`). The indexes run in turn:
 in threads they were no faster on 2 cores (the interpreter lock; bench/results/multi_index.md).
 """
 from __future__ import annotations
