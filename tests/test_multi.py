@@ -469,3 +469,46 @@ def test_cli_link_keeps_the_lists_a_search_then_reads(split, capsys, monkeypatch
     assert info["computed"] is False and info["edges"] == 800 and info["path"].endswith(".npz")
     assert main(["link", "--db", str(dbs["a"])]) == 2
     assert "links several indexes" in capsys.readouterr().err
+
+
+def test_each_generation_read_once_per_search(engines, monkeypatch):
+    """A search over several indexes reads each index's generation once (Index.pinned), where
+    the pooling, the lists' key and each index's search read it about a dozen times each; the
+    answer is the same."""
+    multi = MultiEngine({"a": engines["a"], "b": engines["b"]})
+    opts = SearchOptions(k=10, snippets=False)
+    before = [h.key for h in multi.search("graph search rank", opts).hits]
+    reads = []
+    real = Index.meta
+
+    def meta(self, key, default=None):
+        if key == "generation":
+            reads.append(self.path)
+        return real(self, key, default)
+
+    monkeypatch.setattr(Index, "meta", meta)
+    after = [h.key for h in multi.search("graph search rank", opts).hits]
+    assert after == before
+    assert sorted(reads) == sorted([engines["a"].ix.path, engines["b"].ix.path])
+    multi.search("battery sync phone", opts)
+    assert len(reads) == 4                                    # (once each again: not kept past a search)
+
+
+def test_pinned_generation_sees_a_reindex_after_the_block(split, tmp_path):
+    import shutil
+
+    db = tmp_path / "g.db"
+    shutil.copy(split[1]["a"], db)
+    with Index.open(db) as w:
+        w.set_meta("generation", 3)
+        w.conn.commit()
+        with Index.open(db, readonly=True) as r:
+            with r.pinned():
+                assert r.generation == 3
+                w.set_meta("generation", 4)
+                w.conn.commit()
+                assert r.generation == 3                       # read once for the block
+                with r.pinned():
+                    assert r.generation == 3                   # nested: the outer block's
+                assert r.generation == 3
+            assert r.generation == 4

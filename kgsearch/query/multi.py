@@ -32,13 +32,15 @@ index's, never smaller).
 
 Work done once: the query is parsed once per distinct analyser and encoded once per embedding
 model (:func:`kgsearch.embed.dense.share_query_vector`; each index rotates it); hits (snippets,
-explain parts) are built only for the merged top k (:func:`_merge`). The indexes run in turn:
+explain parts) are built only for the merged top k (:func:`_merge`); each index's generation is
+read once per search (:meth:`~kgsearch.store.db.Index.pinned`). The indexes run in turn:
 in threads they were no faster on 2 cores (the interpreter lock; bench/results/multi_index.md).
 """
 from __future__ import annotations
 
 import math
 import time
+from contextlib import ExitStack
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, fields
 
@@ -292,7 +294,15 @@ class MultiEngine:
         return keep, query, opts
 
     def search(self, query: str, opts: SearchOptions | None = None, sessions: dict | None = None) -> MultiResponse:
-        """One ranking over every index; ``sessions``: ``{index name: feedback.Session}``."""
+        """One ranking over every index; ``sessions``: ``{index name: feedback.Session}``.
+        Each index's generation is read once for the search (:meth:`Index.pinned`): the pooling,
+        the lists' key and each index's own search check it about a dozen times each."""
+        with ExitStack() as stack:
+            for eng in self.engines.values():
+                stack.enter_context(eng.ix.pinned())
+            return self._search(query, opts, sessions)
+
+    def _search(self, query: str, opts: SearchOptions | None, sessions: dict | None) -> MultiResponse:
         t0 = time.perf_counter()
         opts = (opts or SearchOptions()).validated()
         engines, query, opts = self.narrow(query, opts)

@@ -33,6 +33,7 @@ class Index:
         self.path = path
         self.conn = conn
         self._cache: dict[str, Any] = {}   # per-process cache of derived arrays, keyed by name
+        self._pinned: int | None = None     # the generation read once for a search (:meth:`pinned`)
 
     # ------------------------------------------------------------------ open/close
     @classmethod
@@ -299,7 +300,24 @@ class Index:
 
     @property
     def generation(self) -> int:
+        if self._pinned is not None:
+            return self._pinned
         return int(self.meta("generation", "0") or 0)
+
+    @contextmanager
+    def pinned(self):
+        """Read the generation once for the block (one search over several indexes checks each
+        index's caches a dozen times, a read of the meta table each): a reindex committed
+        meanwhile is seen after the block, as it is by a search that has already begun its
+        reads. Nested blocks keep the outer one's generation."""
+        if self._pinned is not None:
+            yield self
+            return
+        self._pinned = self.generation
+        try:
+            yield self
+        finally:
+            self._pinned = None
 
     # ------------------------------------------------------------------ arrays
     def put_array(self, name: str, arr, generation: int | None = None, capacity: int | None = None) -> None:

@@ -112,3 +112,63 @@ def test_diversity_boosts_the_first_hit_of_each_community(conn):
     assert scores["py:vendor.lib.cart.cart_total"] == 2.1 and scores["md:notes/cart"] == 2.04
     assert scores["py:shop.cart.cart_total"] == 1.03
     assert sorted(np.unique(adj["diversity"]).tolist()) == [1.0, 2.0]
+
+
+@pytest.fixture(scope="module")
+def prose_db(tmp_path_factory):
+    """60 short documents (a window of candidates well past 4 x k)."""
+    import json
+    import random
+
+    from kgsearch.indexer import IndexOptions, index_paths
+
+    tmp = tmp_path_factory.mktemp("adjust")
+    rng = random.Random(3)
+    words = "cart total price tax order basket item shop pay refund invoice stock".split()
+    (tmp / "corpus.jsonl").write_text("".join(json.dumps({"_id": f"d{i}", "title": f"doc {i}", "text": " ".join(
+        rng.choice(words) for _ in range(12))}) + "\n" for i in range(60)), encoding="utf-8")
+    db = tmp / "p.db"
+    index_paths(db, [str(tmp / "corpus.jsonl")], IndexOptions(fmt="beir"))
+    return db
+
+
+def _prose_rank(conn, k, hide=(), monkeypatch=None):
+    import kgsearch.query.adjust as adjust
+
+    read: list[int] = []
+    real = adjust.node_meta
+
+    def counting(c, ids, text=True):
+        ids = list(ids)
+        read.extend(ids)
+        return {n: m for n, m in real(c, ids, text).items() if n not in hide}    # (gone since the flags)
+
+    monkeypatch.setattr(adjust, "node_meta", counting)
+    cand = np.array([i for (i,) in conn.execute("SELECT id FROM nodes WHERE kind = 'doc' ORDER BY id")], np.int64)
+    assert len(cand) == 60
+    fused = np.linspace(1.0, 2.0, len(cand))[::-1].copy()             # the first candidate best
+    q = parse("cart total")
+    _, order, meta = rank(conn, cand, fused, {}, q=q, it=make(q, "default"), code_query=False, communities_of=None,
+                          opts=SearchOptions(k=k), tuning=TUNING)
+    assert all(int(cand[i]) in meta for i in order)
+    return [int(cand[i]) for i in order], read, cand
+
+
+def test_display_fields_read_for_the_collapsed_window_only(prose_db, monkeypatch):
+    """rank reads the display fields of the first 4 x k candidates (what the collapse looks at),
+    not of the whole 4 x max(k, 10) + 50 window: the same hits, fewer rows read."""
+    with Index.open(prose_db, readonly=True) as ix:
+        hits, read, cand = _prose_rank(ix.conn, 3, monkeypatch=monkeypatch)
+        assert hits == cand[:3].tolist()
+        assert len(read) == 12                                 # 4 x k (was 4 x 10 + 50 = 90)
+
+
+def test_a_node_gone_since_the_flags_reads_further(prose_db, monkeypatch):
+    """A node that vanished between the flags and the display fields (a reindex in between) is
+    left out and the next candidates read: the hits are the same as with the whole window."""
+    with Index.open(prose_db, readonly=True) as ix:
+        ids = [i for (i,) in ix.conn.execute("SELECT id FROM nodes WHERE kind = 'doc' ORDER BY id")]
+        gone = set(ids[1:4])
+        hits, read, cand = _prose_rank(ix.conn, 3, hide=gone, monkeypatch=monkeypatch)
+        assert hits == [ids[0], ids[4], ids[5]]
+        assert len(read) == 15                                  # 12, then the 3 that went missing
