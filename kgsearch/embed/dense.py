@@ -29,7 +29,7 @@ import numpy as np
 
 from .kernel import candidates, row_scores, scan_scores, score_stats, topk
 from .store import (MATRIX_KEY, MOMENTS_BLOB, SKETCH_KEY, STATE_META, available, iter_blocks, query_rotation,
-                    read_rows, vector_count)
+                    read_rows, sorted_unique, vector_count)
 
 __all__ = ["search", "search_vector", "search_streamed", "score_all", "score_ids", "query_vector",
            "share_query_vector",
@@ -224,7 +224,8 @@ def estimate(s: Sketch, qr, ids, chunk: int = 4096) -> tuple[np.ndarray, np.ndar
     q = np.asarray(qr, dtype=np.float32)
     for c in range(0, len(where), chunk):
         w = where[c:c + chunk]
-        cols = np.ascontiguousarray(s.bits[:, pos[w]].T).view(np.uint8)          # (m, d/8)
+        # (m, d/8); np.take along the columns: a third of the time of ``s.bits[:, pos[w]]``
+        cols = np.ascontiguousarray(np.take(s.bits, pos[w], axis=1).T).view(np.uint8)
         signs = np.unpackbits(cols, axis=1, bitorder="little").view(np.int8)
         signs *= 2
         signs -= 1                                                                # 0/1 -> -1/+1
@@ -253,7 +254,7 @@ def score_full(ix, s: Sketch, qr) -> DenseFull:
         miss = np.flatnonzero(~hit)
         if not len(miss):
             return out
-        todo = np.unique(want[miss])
+        todo = sorted_unique(want[miss])     # (the graph stage asks in ascending order)
         if len(todo) > LOOKUP_EXACT:
             found, sc = estimate(s, qr, todo)
         else:

@@ -250,11 +250,28 @@ def nearest_hamming(sk: np.ndarray, qs: np.ndarray, n_cand: int, use_lut: bool |
     w, n = sk.shape
     if n_cand >= n:
         return np.arange(n)
-    dist = hamming(sk, qs, use_lut, block)
-    return np.flatnonzero(dist <= _cut(dist, n_cand, 64 * w))
+    return _nearest(hamming(sk, qs, use_lut, block), n_cand, 64 * w)
 
 
 SAMPLE_STEP = 64          # nearest_hamming's guess reads every 64th distance
+
+
+def _nearest(dist: np.ndarray, n_cand: int, top: int) -> np.ndarray:
+    """``np.flatnonzero(dist <= _cut(dist, n_cand, top))`` with one pass over ``dist`` instead
+    of two: the positions within the guessed cut ``t0`` are kept (not their distances alone),
+    and the exact cut is applied to those few (~10,000 of 1M). The second comparison over
+    every distance was 0.26 of the 0.73 ms the cut took at 1M."""
+    n = len(dist)
+    sample = dist[::SAMPLE_STEP]
+    if len(sample) >= 256:
+        want = min(len(sample), int(1.25 * n_cand * len(sample) / n) + 8)
+        t0 = int(np.searchsorted(np.cumsum(np.bincount(sample, minlength=top + 1)), want))
+        idx = np.flatnonzero(dist <= t0)
+        if len(idx) >= n_cand:
+            near = dist[idx]
+            cut = int(np.searchsorted(np.cumsum(np.bincount(near, minlength=t0 + 1)), n_cand))
+            return idx if cut >= t0 else idx[near <= cut]
+    return np.flatnonzero(dist <= _cut(dist, n_cand, top))
 
 
 def _cut(dist: np.ndarray, n_cand: int, top: int) -> int:
@@ -305,7 +322,8 @@ def candidates(sk: np.ndarray, qr: np.ndarray, n_cand: int = 500, mode: str = "c
         raise ValueError(f"mode must be hamming, asym or cascade, got {mode!r}")
     w = sk.shape[0] if first_words is None else first_words
     first = nearest_hamming(sk[:w], sketch_query(qr)[:w], n_first)
-    second = select_best(asym_scores(sk[:, first], query_planes(qr, planes)), n_cand, higher=True)
+    # np.take along the columns: 0.07 ms for ~10,000 columns at 1M where ``sk[:, first]`` took 0.39
+    second = select_best(asym_scores(np.take(sk, first, axis=1), query_planes(qr, planes)), n_cand, higher=True)
     return first[second]
 
 

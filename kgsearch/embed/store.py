@@ -34,13 +34,13 @@ from typing import Any, Iterator
 import numpy as np
 
 from ..errors import BadIndex
-from ..store.sql import CHUNK, exec_in_chunks, marks
+from ..store.sql import exec_in_chunks, fetch_in
 from .kernel import moments, quantize, sketch_codes
 
 __all__ = ["BLOCK_SHIFT", "ROTATION_BLOB", "SKETCH_MIN", "MOMENTS_BLOB", "STATE_META", "MATRIX_KEY", "SKETCH_KEY",
            "rotation", "query_rotation", "set_rotation", "ROTATION_KEY", "iter_blocks", "vector_count", "stored_hashes", "load_block", "put_vectors",
            "delete_vectors", "clear", "note_block", "note_all", "clear_sketch", "changed_rows", "sync", "available",
-           "read_rows"]
+           "read_rows", "sorted_unique"]
 
 BLOCK_SHIFT = 12
 ROTATION_BLOB = "embed.rotation"
@@ -356,18 +356,25 @@ def available(ix) -> bool:
 
 
 def read_rows(ix, ids, dims: int):
-    """(ids, scales, codes) of the stored rows among ``ids`` (ascending ids). The chunks are
-    ascending and each is read in id order, so the rows come sorted; ``fetchall`` per chunk
-    and one ``zip`` (no generator or sort key per row: the dense short list reads ~1,000 rows
-    a query)."""
-    want = np.unique(np.asarray(ids, dtype=np.int64)).tolist()
-    rows: list = []
-    for s in range(0, len(want), CHUNK):
-        part = want[s:s + CHUNK]
-        rows += ix.conn.execute(f"SELECT id, scale, code FROM vec_rows WHERE id IN ({marks(len(part))}) ORDER BY id",
-                                part).fetchall()
+    """(ids, scales, codes) of the stored rows among ``ids`` (ascending ids). Read in as few
+    statements as SQLite allows (:func:`kgsearch.store.sql.fetch_in`: the dense short list's
+    ~1,000 rows in one), each in id order, so the rows come sorted; one ``zip`` (no generator
+    or sort key per row). ``ids`` already ascending and unique (the short list, a lookup's
+    misses) are not sorted again."""
+    want = sorted_unique(ids).tolist()
+    rows = fetch_in(ix.conn, "SELECT id, scale, code FROM vec_rows WHERE id IN ({}) ORDER BY id", want)
     if not rows:
         return np.zeros(0, np.int64), np.zeros(0, np.float32), np.zeros((0, dims), np.int8)
     rid, scale, code = zip(*rows)
     return (np.array(rid, dtype=np.int64), np.array(scale, dtype=np.float32),
             np.frombuffer(b"".join(code), dtype=np.int8).reshape(len(rows), dims))
+
+
+def sorted_unique(ids) -> np.ndarray:
+    """``np.unique(ids)`` (int64), skipping the sort when ``ids`` are already strictly
+    ascending (one comparison pass: np.unique hashed and sorted ~6,000 neighbour ids a query
+    at 1M, 0.5 ms)."""
+    a = np.asarray(ids, dtype=np.int64).reshape(-1)
+    if len(a) < 2 or bool((a[1:] > a[:-1]).all()):
+        return a
+    return np.unique(a)

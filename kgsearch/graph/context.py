@@ -60,11 +60,21 @@ class GraphContext:
     def positions(self, ids) -> np.ndarray:
         """Graph positions of node ids (-1 for ids the graph does not know)."""
         ids = np.asarray(ids, dtype=np.int64).reshape(-1)
-        if not len(self.node_ids):
+        n = len(self.node_ids)
+        if not n:
             return np.full(len(ids), -1, dtype=np.int64)
-        pos = np.searchsorted(self.node_ids, ids)
-        pos[pos >= len(self.node_ids)] = 0
-        return np.where(self.node_ids[pos] == ids, pos, -1)
+        # ids are mostly a range (a fresh index numbers its nodes 1..n): each is first looked
+        # for at ``id - first id`` (one read), and only the misses are searched (a binary
+        # search of ~2,000 candidates in the 1M-id array: ~20 cache misses each)
+        pos = ids - int(self.node_ids[0])
+        np.clip(pos, 0, n - 1, out=pos)
+        miss = np.flatnonzero(self.node_ids[pos] != ids)
+        if len(miss):
+            want = ids[miss]
+            at = np.searchsorted(self.node_ids, want)
+            at[at >= n] = 0
+            pos[miss] = np.where(self.node_ids[at] == want, at, -1)
+        return pos
 
     def ids_of(self, pos) -> np.ndarray:
         """Node ids of graph positions."""

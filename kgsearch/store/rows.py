@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from typing import Iterable, Iterator, Sequence
 
-from .sql import iter_in_chunks
+from .sql import fetch_in, iter_in_chunks
 
 __all__ = ["PACKED_QUALNAME_KINDS", "qualname_sql", "packed_qualname", "PATH_SQL", "NODE_FIELDS", "node_cols",
            "node_meta", "rel_path", "node_flags", "iter_node_texts", "node_texts", "find_node_row", "find_node_rows",
@@ -62,7 +62,7 @@ def node_meta(conn, ids: Iterable[int], text: bool = True) -> dict[int, dict]:
            f"n.flags, {tcol}, p.key, f.root, n.line_end FROM nodes n LEFT JOIN nodes p ON p.id = n.parent_id "
            f"LEFT JOIN files f ON f.id = n.file_id WHERE n.id IN ({{}})")
     out = {}
-    for r in iter_in_chunks(conn, sql, [int(x) for x in ids], chunk=900):
+    for r in fetch_in(conn, sql, [int(x) for x in ids]):
         out[r[0]] = {"key": r[1], "kind": r[2], "name": r[3], "qualname": r[4], "path": r[5],
                      "line_start": r[6], "flags": r[7], "text": r[8], "parent": r[9], "root": r[10],
                      "line_end": r[11]}
@@ -79,8 +79,7 @@ def rel_path(meta: dict) -> str:
 
 def node_flags(conn, ids: Iterable[int]) -> dict[int, int]:
     """``flags`` of nodes by id (ids that no longer exist are absent)."""
-    return dict(iter_in_chunks(conn, "SELECT id, flags FROM nodes WHERE id IN ({})", [int(x) for x in ids],
-                               chunk=900))
+    return dict(fetch_in(conn, "SELECT id, flags FROM nodes WHERE id IN ({})", [int(x) for x in ids]))
 
 
 # ---------------------------------------------------------------------------- texts

@@ -14,11 +14,15 @@ query over many ids runs in chunks. :func:`in_chunks` is the one place that does
 """
 from __future__ import annotations
 
+import sqlite3
 from typing import Iterator, Sequence
 
-__all__ = ["CHUNK", "marks", "in_chunks", "iter_in_chunks", "exec_in_chunks"]
+__all__ = ["CHUNK", "WIDE", "marks", "in_chunks", "iter_in_chunks", "exec_in_chunks", "fetch_in", "bucket"]
 
 CHUNK = 500        # values per statement (well under SQLite's 999-parameter floor)
+# values per statement where SQLite allows 32,766 parameters (3.32 and later, by default): a
+# query's 1,000 short-list rows in one statement instead of two
+WIDE = 4096 if sqlite3.sqlite_version_info >= (3, 32, 0) else CHUNK
 
 
 def marks(n: int) -> str:
@@ -54,3 +58,44 @@ def exec_in_chunks(conn, sql: str, values: Sequence, before: Sequence = (), afte
         q = sql.format(*([marks(len(part))] * repeat))
         changed += max(conn.execute(q, [*before, *(part * repeat), *after]).rowcount, 0)
     return changed
+
+
+def bucket(n: int) -> int:
+    """The number of marks a statement of :func:`fetch_in` gets for ``n`` values: ``n`` rounded
+    up to 2**k or 1.5 * 2**k (at least 8), so one SQL text takes ~2 log2(n) shapes."""
+    size = 8
+    while size < n:
+        if size * 3 // 2 >= n:
+            return size * 3 // 2
+        size *= 2
+    return size
+
+
+def fetch_in(conn, sql: str, values: Sequence) -> list[tuple]:
+    """Rows of ``sql``, whose one ``{}`` is the right side of an ``IN``, over ``values``: in as
+    few statements as SQLite allows (:data:`WIDE` values each; :data:`CHUNK` when this SQLite
+    was built with a lower parameter limit), each statement's rows taken with one ``fetchall``.
+
+    Each statement's marks are padded to a :func:`bucket` size by repeating its last value
+    (``x IN (a, b, b)`` is ``x IN (a, b)``: the same rows, in the same order). The sqlite3
+    module caches 128 prepared statements by their text, and a statement of ~1,000 marks holds
+    ~180 KB: one shape per length filled the cache with tens of MB at 1M nodes (the query's
+    short lists vary in length), and each new length was parsed again. With ascending
+    ``values`` and an ``ORDER BY`` on them the rows come sorted, as from :func:`in_chunks`."""
+    values = list(values)
+    try:
+        return _fetch(conn, sql, values, WIDE)
+    except sqlite3.OperationalError as exc:
+        if WIDE == CHUNK or len(values) <= CHUNK or "too many SQL variables" not in str(exc):
+            raise
+        return _fetch(conn, sql, values, CHUNK)
+
+
+def _fetch(conn, sql: str, values: list, chunk: int) -> list[tuple]:
+    rows: list = []
+    for s in range(0, len(values), chunk):
+        part = values[s:s + chunk]
+        size = min(bucket(len(part)), chunk)
+        part += part[-1:] * (size - len(part))
+        rows += conn.execute(sql.format(marks(size)), part).fetchall()
+    return rows

@@ -339,3 +339,13 @@ def test_arm64_check(tiny):
     run(tiny, "arm64_check.py", "compare", "--arm", host / "probe.json", "--host-dir", host,
         "--out-dir", tiny["results"])
     assert results(tiny, "arm64")["ok"] is True
+
+
+def test_query_margin(tiny, rows_db):
+    """Two trees (here both this one) alternate; the answers must agree (exit 0) and every
+    run is recorded."""
+    run(tiny, "query_margin.py", "--before", ROOT, "--after", ROOT, "--runs", 1, "--db", rows_db,
+        "--queries", tiny["queries"], "--out", tiny["results"] / "query_margin")
+    r = results(tiny, "query_margin")
+    assert [x["tree"] for x in r["runs"]] == ["before", "after"] and r["runs"][0]["p50"] > 0
+    assert r["same_top10_ids_and_scores"] and r["same_hit_fields"] and r["runs"][0]["hwm_mib"] > 0

@@ -3,6 +3,8 @@ moments kept in line with vec_blocks, and the cascade + exact rescoring checked 
 streamed exact scan (the reference)."""
 from __future__ import annotations
 
+import sqlite3
+
 import numpy as np
 import pytest
 
@@ -358,18 +360,73 @@ def test_query_rotation_is_read_once_and_follows_a_new_rotation(ix):
     assert store.query_rotation(ix).shape == (128, 128) and np.array_equal(store.query_rotation(ix), r2)
 
 
-def test_read_rows_is_the_rows_one_by_one(filled):
+@pytest.mark.parametrize("how", ["wide", "chunked", "low_limit"])
+def test_read_rows_is_the_rows_one_by_one(filled, monkeypatch, how):
     """More ids than one statement takes, unsorted, repeated and missing ones: the rows that
-    exist, ascending, as a plain one-id-at-a-time read gives them (the slow reference)."""
+    exist, ascending, as a plain one-id-at-a-time read gives them (the slow reference); read
+    in one statement (``wide``), in chunks (``chunked``: an SQLite before 3.32), and on an
+    SQLite whose parameter limit refuses the wide statement (``low_limit``: the fallback)."""
+    from kgsearch.store import sql
+
     ix, ids, _, rng = filled
     want = np.concatenate([rng.choice(ids, 1300), ids[:3], [0, 15_999_999, -4]])
-    got = store.read_rows(ix, want, 128)
+    if how == "chunked":
+        monkeypatch.setattr(sql, "WIDE", sql.CHUNK)
+    elif how == "low_limit":
+        monkeypatch.setattr(sql, "WIDE", 1200)
+        if hasattr(ix.conn, "setlimit"):                     # Python 3.11+
+            old = ix.conn.setlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER, 999)
+            with pytest.raises(sqlite3.OperationalError, match="too many SQL variables"):
+                ix.conn.execute(f"SELECT 1 WHERE 1 IN ({sql.marks(1000)})", list(range(1000)))
+        else:                                                # the refusal as SQLite words it
+            real = sql._fetch
+
+            def refusing(conn, q, values, chunk):
+                if chunk > 999:
+                    raise sqlite3.OperationalError("too many SQL variables")
+                return real(conn, q, values, chunk)
+            monkeypatch.setattr(sql, "_fetch", refusing)
+    try:
+        got = store.read_rows(ix, want, 128)
+    finally:
+        if how == "low_limit" and hasattr(ix.conn, "setlimit"):
+            ix.conn.setlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER, old)
     ref = [ix.conn.execute("SELECT id, scale, code FROM vec_rows WHERE id = ?", (int(i),)).fetchone()
            for i in sorted(set(want.tolist()))]
     ref = [r for r in ref if r is not None]
-    assert len(set(want.tolist())) > store.CHUNK + 300 and len(ref) < len(set(want.tolist()))
+    assert len(set(want.tolist())) > sql.CHUNK + 300 and len(ref) < len(set(want.tolist()))
     ri, rs, rc = store.decode_rows(ref, 128)
     assert got[0].dtype == np.int64 and got[1].dtype == np.float32 and got[2].dtype == np.int8
     assert np.array_equal(got[0], ri) and np.array_equal(got[1], rs) and np.array_equal(got[2], rc)
     empty = store.read_rows(ix, [0, -1], 128)
     assert [a.shape for a in empty] == [(0,), (0,), (0, 128)]
+
+
+def test_sorted_unique_is_np_unique():
+    """The sort is skipped for strictly ascending ids only: the same array as np.unique for
+    ascending, repeated, descending, empty and one-element inputs."""
+    rng = np.random.default_rng(7)
+    cases = [np.arange(5, 50, 3), np.array([1, 2, 2, 3]), np.array([9, 4, 1]), np.zeros(0, np.int64),
+             np.array([4]), rng.integers(0, 100, 300), np.unique(rng.integers(0, 10**6, 5000)),
+             np.array([1, 3, 2, 4])]
+    for c in cases:
+        got = store.sorted_unique(c)
+        assert got.dtype == np.int64 and got.tolist() == np.unique(c).tolist()
+
+
+def test_sign_estimates_are_the_code_signs_scored(filled):
+    """dense.estimate (columns taken from the sketch, chunk by chunk) against the reference
+    built from the stored codes: each found id's sign vector (+1 where the code is > 0, else
+    -1) scored by scan_scores with the unit scale; unsorted, repeated and missing ids."""
+    ix, ids, x, rng = filled
+    s = dense.cached_sketch(ix)
+    bid, _bsc, bco = _codes(ix)
+    qr = np.ascontiguousarray(store.rotation(ix) @ x[3])
+    want = np.concatenate([rng.choice(bid, 900), bid[:2], [0, -5, 10**9]])
+    found, est = dense.estimate(s, qr, want, chunk=256)
+    at = np.searchsorted(bid, want)
+    ok = (at < len(bid)) & (bid[np.minimum(at, len(bid) - 1)] == want)
+    assert found.tolist() == ok.tolist() and not found[-3:].any() and (est[~found] == 0).all()
+    signs = np.where(bco[at[ok]] > 0, 1, -1).astype(np.int8)
+    unit = np.full(len(signs), 1 / (np.sqrt(s.dims) * dense.SIGN_NORM), dtype=np.float32)
+    assert np.array_equal(est[found], kernel.scan_scores(signs, unit, qr))

@@ -99,6 +99,7 @@ def test_nearest_hamming_sampled_cut_is_exact():
         cut = int(np.sort(dist)[n_cand - 1])              # brute force: the n_cand-th distance
         assert kernel._cut(dist, n_cand, 256) == cut
         assert kernel.nearest_hamming(sk, qs, n_cand).tolist() == np.flatnonzero(dist <= cut).tolist()
+        assert kernel._nearest(dist, n_cand, 256).tolist() == np.flatnonzero(dist <= cut).tolist()
     # every 64th sketch is the query itself: the sample says "all at distance 0", the guess
     # keeps only those 625, too few for 2,000: the full histogram answers
     sk2 = sk.copy()
@@ -108,6 +109,11 @@ def test_nearest_hamming_sampled_cut_is_exact():
     cut = int(np.sort(d2)[1999])
     assert kernel._cut(d2, 2000, 256) == cut > 0
     assert kernel.nearest_hamming(sk2, qs, 2000).tolist() == np.flatnonzero(d2 <= cut).tolist()
+    assert kernel._nearest(d2, 2000, 256).tolist() == np.flatnonzero(d2 <= cut).tolist()
+    # the guess lands exactly on the cut (every distance kept within it is wanted)
+    d3 = np.repeat(np.arange(40, dtype=np.uint16), 1000)
+    for n_cand in (1000, 1001, 20_000, 39_000):
+        assert kernel._nearest(d3, n_cand, 256).tolist() == np.flatnonzero(d3 <= kernel._cut(d3, n_cand, 256)).tolist()
 
 
 def test_select_best_keeps_the_best_and_the_ties():

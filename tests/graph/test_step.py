@@ -348,3 +348,20 @@ def test_read_edges_in_ranges_equals_one_read(ix, chunk):
 def test_read_edges_of_an_empty_graph(ix):
     s, d, w, et, names = read_edges(ix.conn, np.zeros(0, dtype=np.int64), {})
     assert len(s) == len(d) == len(w) == len(et) == 0 and names == []
+
+
+@pytest.mark.parametrize("node_ids", [[10, 11, 15, 20, 21, 30], list(range(1, 41)),
+                                      list(range(5, 25)) + [40, 41, 90], [7]])
+def test_positions_is_the_binary_search(node_ids):
+    """GraphContext.positions (a range guess first, then a search of the misses) against the
+    plain binary search it replaced: ranges, gaps, a single node; ids below, inside gaps,
+    past the end, repeated and negative give -1 or their position."""
+    ids = np.array(node_ids, dtype=np.int64)
+    ctx = gctx.GraphContext(None, Graph.from_edges([], [], [], len(ids)), ids, None, None, None, [])
+    ask = np.array([-3, 0, 1, 4, 5, 6, 7, 10, 12, 15, 15, 21, 24, 25, 30, 39, 40, 41, 42, 90, 91, 10**9],
+                   dtype=np.int64)
+    pos = np.searchsorted(ids, ask)
+    pos[pos >= len(ids)] = 0
+    ref = np.where(ids[pos] == ask, pos, -1)
+    assert ctx.positions(ask).tolist() == ref.tolist()
+    assert ctx.positions([]).tolist() == []

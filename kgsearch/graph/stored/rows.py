@@ -273,7 +273,7 @@ class StoredGraph:
         """The rows of ``pos`` as one record array: ``(records, start, out-degree, degree)``,
         the last three aligned with ``pos``. Rows come from the cache or one chunked SQL read
         (raw bytes, joined once: no per-row array)."""
-        from ...store.sql import in_chunks
+        from ...store.sql import fetch_in
 
         u, inv = np.unique(self.node_ids[pos], return_inverse=True)
         ul = u.tolist()
@@ -282,7 +282,7 @@ class StoredGraph:
             self._held = 0
         want = [i for i in ul if i not in self._rows]
         if want:
-            got = {i: (k, d) for i, k, d in in_chunks(
+            got = {i: (k, d) for i, k, d in fetch_in(
                 self.ix.conn, f"SELECT node, nout, data FROM {TABLE} WHERE node IN ({{}})", want)}
             self.rows_read += len(got)
             size = self.entry.itemsize
