@@ -34,11 +34,12 @@ def diversify(order: np.ndarray, scores: np.ndarray, communities: np.ndarray | N
 
 
 def query_terms(query: str) -> list[str]:
-    """Lower-cased content words of the query (for highlighting), longest first."""
+    """Lower-cased content words of the query (for highlighting), longest first, ties in
+    alphabetical order (not the set's: a snippet must not depend on the hash seed)."""
     from .text.tokenize import STOP_WORDS
 
     words = {w.lower() for w in _WORD.findall(query) if len(w) > 1}
-    return sorted((w for w in words if w not in STOP_WORDS), key=len, reverse=True)
+    return sorted((w for w in words if w not in STOP_WORDS), key=lambda w: (-len(w), w))
 
 
 def collapse_sections(order, keys: list[str], kinds: list[str], parents: list[str | None]) -> list:
