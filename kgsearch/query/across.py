@@ -39,7 +39,7 @@ import numpy as np
 
 from ..budget import ENV as BUDGET_ENV
 from ..config import EDGE_WEIGHTS, cache_home, edge_weight
-from ..graph.kernels.proximity import IN_FACTOR, OUT_FACTOR, TWO_HOP_FACTOR, TWO_HOP_MAX
+from ..graph.kernels.proximity import IN_FACTOR, OUT_FACTOR, TWO_HOP_FACTOR, TWO_HOP_MAX, unique_inverse
 from ..text.neighbors import K, M
 from ..text.neighbors.across import UnionLists, union_lists, why_not
 from ..text.neighbors.common import CODE_KINDS, GRID, MIN_SIM, TIES
@@ -321,22 +321,9 @@ class AcrossView:
         t, nb, w = np.concatenate(ts), np.concatenate(nbs).astype(np.int64), np.concatenate(ws)
         if not len(nb):
             return res, np.zeros(0, dtype=np.int64), np.zeros(0)
-        u, inv = _unique_inverse(nb, len(A.indptr) - 1)
+        u, inv = unique_inverse(nb, len(A.indptr) - 1)
         vals = np.asarray(value_of(u), dtype=np.float64)[inv]
         num = np.bincount(t, weights=w * vals, minlength=len(targets))
         den = np.bincount(t, weights=w, minlength=len(targets))
         res = np.divide(num, den, out=res, where=den > 0)
         return res, u, np.bincount(inv.reshape(-1), weights=w, minlength=len(u))
-
-
-def _unique_inverse(a: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
-    """``np.unique(a, return_inverse=True)`` for values in ``0..n-1``, by marking a length-``n``
-    array instead of sorting when ``a`` is long against ``n`` (as proximity.pull_mean does)."""
-    if len(a) * 8 < n:
-        return np.unique(a, return_inverse=True)
-    seen = np.zeros(n, dtype=bool)
-    seen[a] = True
-    u = np.flatnonzero(seen)
-    at = np.zeros(n, dtype=np.int64)
-    at[u] = np.arange(len(u))
-    return u, at[a]

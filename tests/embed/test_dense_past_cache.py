@@ -87,6 +87,16 @@ def test_a_rebuild_writes_the_sketches_together_after_the_rows(filled):
     assert min(sketch) > max(rows)
 
 
+def assert_sync_is_a_rebuild(ix) -> None:
+    """The sketch tables as an incremental sync left them equal those a full sync writes."""
+    got = _state(ix, 128)
+    with ix.transaction():
+        store.sync(ix, full=True)
+    ref = _state(ix, 128)
+    assert got[0] == ref[0] and got[1] == ref[1] and got[3] == ref[3]
+    assert np.allclose(got[2], ref[2], rtol=1e-9, atol=1e-9)
+
+
 def test_incremental_sync_equals_a_rebuild(filled):
     ix, ids, x, rng = filled
     with ix.transaction():
@@ -94,12 +104,7 @@ def test_incremental_sync_equals_a_rebuild(filled):
         store.delete_vectors(ix, ids[100:160], "m@1", 2)       # empties nothing, shrinks a block
         info = store.sync(ix)
     assert info == {"sketch": True, "rebuilt": False, "blocks": 3}           # blocks 0, 3 and 9
-    got = _state(ix, 128)
-    with ix.transaction():
-        store.sync(ix, full=True)
-    ref = _state(ix, 128)
-    assert got[0] == ref[0] and got[1] == ref[1] and got[3] == ref[3]
-    assert np.allclose(got[2], ref[2], rtol=1e-9, atol=1e-9)
+    assert_sync_is_a_rebuild(ix)
     # everything deleted: the tables empty with the vectors
     with ix.transaction():
         store.clear(ix)
@@ -128,12 +133,7 @@ def test_incremental_sync_writes_only_the_changed_rows(filled):
         assert [r[0] for r in ix.conn.execute("SELECT id FROM seen")] == [int(ids[7])]
         ix.conn.execute("DROP TRIGGER t")
         ix.conn.execute("DROP TABLE seen")
-    got = _state(ix, 128)
-    with ix.transaction():
-        store.sync(ix, full=True)
-    ref = _state(ix, 128)
-    assert got[0] == ref[0] and got[1] == ref[1] and got[3] == ref[3]
-    assert np.allclose(got[2], ref[2], rtol=1e-9, atol=1e-9)
+    assert_sync_is_a_rebuild(ix)
 
 
 def test_small_indexes_write_no_sketch(ix):

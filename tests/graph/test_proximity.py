@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from kgsearch.graph.kernels.csr import Graph
-from kgsearch.graph.kernels.proximity import IN_FACTOR, OUT_FACTOR, TWO_HOP_FACTOR, _index_of, _unique_inverse, pull_mean
+from kgsearch.graph.kernels.proximity import IN_FACTOR, OUT_FACTOR, TWO_HOP_FACTOR, _index_of, unique_inverse, pull_mean
 
 
 def _ref_one(edges, targets, value):
@@ -59,7 +59,7 @@ def test_marking_helpers_equal_unique_and_search(n, size):
     """The hub paths (a length-n mark or map instead of a sort) give np.unique's arrays exactly."""
     rng = np.random.default_rng(n + size)
     a = rng.integers(0, n, size)
-    u, inv = _unique_inverse(a, n)
+    u, inv = unique_inverse(a, n)
     wu, winv = np.unique(a, return_inverse=True)
     assert u.tolist() == wu.tolist() and inv.tolist() == winv.tolist()
     keys = rng.permutation(u)

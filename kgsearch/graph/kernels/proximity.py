@@ -18,7 +18,7 @@ import numpy as np
 
 from .csr import Graph
 
-__all__ = ["proximity", "pull_mean", "neighbour_mean", "intent_edges", "hits_adjust", "OUT_FACTOR", "IN_FACTOR",
+__all__ = ["proximity", "pull_mean", "unique_inverse", "neighbour_mean", "intent_edges", "hits_adjust", "OUT_FACTOR", "IN_FACTOR",
            "TWO_HOP_FACTOR"]
 
 OUT_FACTOR = 1.0
@@ -145,7 +145,7 @@ def pull_mean(g: Graph, targets, value_of, two_hop: bool = False, max_nodes: int
         res = np.zeros(len(tpos))
         if not len(nb):
             return res, nb, np.zeros(0)
-        u, inv_nb = _unique_inverse(nb, g.n)
+        u, inv_nb = unique_inverse(nb, g.n)
         vals = np.asarray(value_of(u), dtype=np.float64)[inv_nb]
         # each edge's target as its index in ``tpos`` (unique): sums per target in edge order,
         # as a unique-and-inverse over the edges' targets gave, without sorting the edges
@@ -179,7 +179,7 @@ def _index_of(keys: np.ndarray, a: np.ndarray, n: int) -> np.ndarray:
     return at[a]
 
 
-def _unique_inverse(a: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+def unique_inverse(a: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
     """``np.unique(a, return_inverse=True)`` for values in ``0..n-1``; when ``a`` is long
     against ``n`` (hub neighbourhoods) by marking a length-``n`` array instead of sorting ``a``
     (the same two arrays)."""
