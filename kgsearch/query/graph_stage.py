@@ -92,16 +92,18 @@ def graph_stage(gctx, q, it, requested, opts, sig: Signals, weights: dict, code_
     # nodes reached through the graph join the candidates (scored by every channel)
     reached: set[int] = set()
     for d in (reach, ient):
-        if d:
-            if sig.allowed is None:
-                reached.update(p for p, _ in sorted(d.items(), key=lambda kv: (-kv[1], kv[0]))[:opts.depth])
-                continue
-            # filters: the best reached nodes inside the set (same order: score down, position up)
-            ps = np.fromiter(d.keys(), dtype=np.int64, count=len(d))
-            vs = np.fromiter(d.values(), dtype=np.float64, count=len(d))
+        if not d:
+            continue
+        if sig.allowed is None and len(d) <= opts.depth:
+            reached.update(d)                               # (all of them are the best depth)
+            continue
+        # the best reached nodes (score down, position up), inside the filters' set if any
+        ps = np.fromiter(d.keys(), dtype=np.int64, count=len(d))
+        vs = np.fromiter(d.values(), dtype=np.float64, count=len(d))
+        if sig.allowed is not None:
             ok = sig.allows(gctx.ids_of(ps))
             ps, vs = ps[ok], vs[ok]
-            reached.update(ps[np.lexsort((ps, -vs))[:opts.depth]].tolist())
+        reached.update(ps[np.lexsort((ps, -vs))[:opts.depth]].tolist())
     new_ids = gctx.ids_of(np.fromiter(reached, dtype=np.int64, count=len(reached))) if reached else \
         np.zeros(0, dtype=np.int64)
     sig.extend(np.concatenate([new_ids, np.fromiter(local.keys(), dtype=np.int64, count=len(local)),

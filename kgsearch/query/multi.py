@@ -42,7 +42,7 @@ import math
 import time
 from contextlib import ExitStack
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
@@ -213,6 +213,10 @@ class MultiEngine:
 
     def _pools(self, query: str, opts: SearchOptions, notices: list[str]) -> dict[str, Pool]:
         pools = {name: Pool(query=q) for name, q in self._parsed(query).items()}
+        eq = _equivalences()
+        if eq is not None:                      # (the user's file, read once for every index)
+            for p in pools.values():
+                p.kwargs["equiv"] = {"equivalences": eq}
         if opts.norm != "z":
             return pools
         chans = opts.channel_list()
@@ -345,6 +349,17 @@ class MultiEngine:
                      for name, eng in self.engines.items()])
 
 
+def _equivalences() -> dict | None:
+    """The equivalence classes every index's ``equiv`` channel reads (None: each reads, and
+    reports, a broken file itself)."""
+    from ..text.keywords import load_equivalences
+
+    try:
+        return load_equivalences()
+    except Exception:
+        return None
+
+
 def _own_roots(eng: Engine, pool: Pool, opts: SearchOptions) -> SearchOptions:
     """``-root:LABEL`` for an index without such a root leaves nothing out of it: the filter is
     dropped from its query and options (an unknown label is an error only when no index has it)."""
@@ -422,7 +437,7 @@ def _merge(resps: dict, pools: dict, k: int) -> list[MultiHit]:
     hits = []
     for rank, (score, _, _, name, pos) in enumerate(top, 1):
         h = built[name][pos]
-        d = {f.name: getattr(h, f.name) for f in fields(h)}
+        d = dict(vars(h))                 # (a Hit's fields: a plain dataclass)
         d.update(score=round(score, 6), rank=rank, index=name)
         if floor > 0:
             d["adjustments"] = dict(d["adjustments"], shift=round(floor, 6))

@@ -194,7 +194,7 @@ class Signals:
 
     def extend(self, ids: np.ndarray) -> None:
         """Add candidates (after the existing ones), with every channel's score for them."""
-        add = np.setdiff1d(np.unique(np.asarray(ids, dtype=np.int64)), self.cand)
+        add = np.setdiff1d(np.unique(np.asarray(ids, dtype=np.int64)), self.cand, assume_unique=True)   # (cand: unique)
         if self.allowed is not None:           # the filters hold for every candidate
             add = add[self.allows(add)]
         if not len(add):
