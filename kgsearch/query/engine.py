@@ -169,7 +169,8 @@ class Engine:
         stage = None
         if gctx is not None and len(sig.cand):
             stage = graph_stage(gctx, q, it, requested, opts, sig, weights, code_query, self.tuning,
-                                across=pool.across if pool is not None else None)
+                                across=pool.across if pool is not None else None,
+                                seeds=pool.seeds if pool is not None else None)
             text, emb = sig.text(), sig.get("dense")
             clock.lap("graph")
         cand = sig.cand
