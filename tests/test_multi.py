@@ -534,6 +534,24 @@ def test_each_generation_read_once_per_search(engines, monkeypatch):
     assert len(reads) == 4                                    # (once each again: not kept past a search)
 
 
+def test_one_index_search_reads_its_generation_once(engines, monkeypatch):
+    """A search of one index pins its generation too (it read it 8 times, once per cache it
+    consults): the same answer, one read."""
+    opts = SearchOptions(k=10, snippets=False, use_cache=False)
+    before = [h.key for h in engines["one"].search("graph search rank", opts).hits]
+    reads = []
+    real = Index.meta
+
+    def meta(self, key, default=None):
+        if key == "generation":
+            reads.append(self.path)
+        return real(self, key, default)
+
+    monkeypatch.setattr(Index, "meta", meta)
+    assert [h.key for h in engines["one"].search("graph search rank", opts).hits] == before
+    assert reads == [engines["one"].ix.path]
+
+
 def test_pinned_generation_sees_a_reindex_after_the_block(split, tmp_path):
     import shutil
 
