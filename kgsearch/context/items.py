@@ -56,6 +56,8 @@ class _Lines:
         nl = self.nl
         start = 0 if a <= 1 else int(nl[a - 2]) + 1
         end = int(nl[b - 1]) if b - 1 < len(nl) else len(self.data)
+        if b - 1 < len(nl) and end > start and self.data[end - 1] == 13:   # line b's CRLF: no line after it
+            end -= 1
         text = self.data[start:end].decode("utf-8", errors="replace")
         return text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
 
