@@ -13,6 +13,7 @@ import os
 
 import numpy as np
 
+from ..ingest.common import decode, utf16_codec
 from ..ingest.readback import read_indexed
 from ..store.rows import PATH_SQL, qualname_sql
 from ..store.sql import iter_in_chunks
@@ -35,6 +36,8 @@ def _read_file(path: str, root: str | None, size: int | None, mtime_ns: int | No
         return None
     if data.startswith(b"\xef\xbb\xbf"):
         data = data[3:]
+    elif utf16_codec(data[:4]):               # lines as the loader counted them: of the decoded text
+        data = decode(data, path)[0].encode("utf-8")
     return _Lines(data)
 
 
