@@ -21,8 +21,9 @@ EXTENSIONS = (".jsonl",)
 def load(path: Path, rel: str, opts: LoadOptions) -> LoadResult:
     res = LoadResult()
     with open(path, "rb") as fh:
-        codec = utf16_codec(fh.read(4))
-        fh.seek(2 if codec else 0)
+        head = fh.read(4)
+        codec = utf16_codec(head)
+        fh.seek(2 if codec else 3 if head.startswith(b"\xef\xbb\xbf") else 0)     # a byte-order mark is no JSON
         # UTF-16 (a byte-order mark): decoded as it is read, split at "\n" only, as the bytes are
         lines = io.TextIOWrapper(fh, encoding=codec, errors="replace", newline="\n") if codec else fh
         for lineno, raw in enumerate(lines, 1):
