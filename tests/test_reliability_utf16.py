@@ -234,3 +234,20 @@ def test_reading_a_one_line_utf16_file_stays_within_a_memory_bound(tmp_path):
     n, warned, grown = map(int, r.stdout.split())
     assert n == 100_000 and warned == 1
     assert grown < 24, r.stdout                                            # MB over the start
+
+
+@pytest.mark.parametrize("encoding", ["utf-16-le", "utf-16-be"])
+def test_a_utf16_kgsearchignore_hides_what_it_names(tmp_path, encoding):
+    """Read as UTF-8, its patterns were NUL-riddled text that matched nothing: the files it
+    was written to hide were indexed."""
+    root = tmp_path / "v"
+    root.mkdir()
+    (root / ".kgsearchignore").write_bytes(BOMS[encoding] + "secret.md\r\nprivate/\r\n".encode(encoding))
+    (root / "secret.md").write_text("# Secret\npasswords here\n")
+    (root / "private").mkdir()
+    (root / "private" / "diary.md").write_text("# Diary\npasswords too\n")
+    (root / "open.md").write_text("# Open\nnothing hidden\n")
+    rc, out, err = cli("index", root, "--db", tmp_path / "i.db", "--json")
+    assert rc == 0, err
+    with sqlite3.connect(tmp_path / "i.db") as c:
+        assert [k for (k,) in c.execute("SELECT key FROM nodes WHERE kind = 'note' ORDER BY key")] == ["md:open"]

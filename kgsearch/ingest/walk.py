@@ -39,7 +39,7 @@ from typing import Iterator
 
 from ..errors import DataError
 from . import loader_for
-from .common import utf16_codec
+from .common import decode, utf16_codec
 
 SKIP_DIRS = {
     ".git", ".hg", ".svn", ".bzr", "_darcs", "CVS",
@@ -191,7 +191,7 @@ class IgnoreRules:
 
     def add_file(self, path: Path, base: str) -> None:
         try:
-            text = path.read_text(encoding="utf-8", errors="replace")
+            text = decode(path.read_bytes(), str(path))[0]      # UTF-16 too: Notepad's "Unicode" hid nothing
         except OSError:
             return
         for n, raw in enumerate(text.splitlines(), 1):
