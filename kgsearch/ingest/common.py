@@ -1,6 +1,7 @@
 """Helpers shared by the loaders: reading text files, slugs, picking searchable values."""
 from __future__ import annotations
 
+import itertools
 import re
 from pathlib import Path
 
@@ -69,16 +70,16 @@ class _Utf16Blocks:
     (one block of the file at a time), so :func:`read_text` cuts its lines as for a UTF-8 file.
     Invalid code units become U+FFFD; ``warning`` names the line of the first."""
 
-    def __init__(self, fh, codec: str, where: str):
+    def __init__(self, fh, codec: str, where: str, first: bytes = b""):
         import codecs
 
-        self.fh, self.where, self.warning = fh, where, None
+        self.fh, self.where, self.warning, self.first = fh, where, None, first
         self.dec = codecs.getincrementaldecoder(codec)("strict")
         self.codec, self.lines = codec, 0            # newlines decoded so far
 
     def __iter__(self):
         while True:
-            raw = self.fh.read(_BLOCK)
+            raw, self.first = self.first or self.fh.read(_BLOCK), b""
             final = not raw
             text = self._decode(raw, final)
             if text:
@@ -118,9 +119,10 @@ def read_text(path: Path, max_line: int = MAX_LINE_CHARS) -> tuple[str, list[str
     out, cut = bytearray(), []
     line_no, line_len, line_at = 1, 0, 0     # the line being read, its length so far, where it starts in out
     with open(path, "rb") as fh:
-        codec = utf16_codec(fh.read(4))
-        fh.seek(2 if codec else 0)
-        blocks = _Utf16Blocks(fh, codec, str(path)) if codec else iter(lambda: fh.read(_BLOCK), b"")
+        first = fh.read(max(_BLOCK, 4))
+        codec = utf16_codec(first)
+        blocks = (_Utf16Blocks(fh, codec, str(path), first[2:]) if codec
+                  else itertools.chain((first,) if first else (), iter(lambda: fh.read(_BLOCK), b"")))
         for block in blocks:
             parts = block.split(b"\n")
             if line_len + len(parts[0]) <= max_line and max(map(len, parts), default=0) <= max_line:
