@@ -150,6 +150,46 @@ def symbol_id(rel_path: str, module_qual: str, qualname: str) -> str | None:
     return None if inner is None else f"{rel_path.replace(os.sep, '/')}::{inner}"
 
 
+_DUP = re.compile(r"#\d+$")
+
+
+def with_enclosing(entries: list[tuple[str, str]], is_definition, need: int = 2) -> list[str]:
+    """Symbol ids, each definition that encloses ``need`` or more of the listed ones put in
+    front of the first of them. ``entries``: ``(symbol id, node key)`` best first, the id
+    ``<path>::<qualname in the file>``, the key ending with that qualname (a ``#n`` duplicate
+    suffix allowed). The enclosing definition is the qualname less its last dotted part
+    (``Cls`` of ``Cls.meth``, the ``impl``/struct of a Rust or Go method, ``outer`` of
+    ``outer.inner``); it is listed only when ``is_definition(key)`` says a class or function
+    node has that key (a C++ namespace prefix is not one). Two matching members make the
+    enclosing class a result in its own right, as several matching nodes make a file one
+    (``--group file``); one member alone does not take a slot."""
+    def parent(sid: str, key: str) -> tuple[str, str] | None:
+        path, _, qual = sid.partition("::")
+        qual, key = _DUP.sub("", qual), _DUP.sub("", key)
+        if not key.endswith(qual) or "." not in qual:
+            return None
+        up = qual.rsplit(".", 1)[0]
+        return f"{path}::{up}", key[:len(key) - len(qual)] + up
+
+    members: collections.Counter = collections.Counter()
+    ups = []
+    for sid, key in entries:
+        up = parent(sid, key)
+        ups.append(up)
+        if up is not None:
+            members[up] += 1
+    out: list[str] = []
+    seen: set[str] = set()
+    for (sid, _), up in zip(entries, ups):
+        if up is not None and members[up] >= need and up[0] not in seen and is_definition(up[1]):
+            out.append(up[0])
+            seen.add(up[0])
+        if sid not in seen:
+            out.append(sid)
+            seen.add(sid)
+    return out
+
+
 _TEST_FILE = re.compile(r"(^|/)(test_[^/]*|[^/]*_test|conftest)\.py$")
 _TEST_DIR = re.compile(r"(^|/)(tests?|testing)/")
 _DOC_DIR = re.compile(r"^(docs?|examples?)/")
@@ -500,9 +540,22 @@ def hit_rel(hit, root: str) -> str | None:
     return p.replace(os.sep, "/")
 
 
-def rank_lists(hits, root: str, mods: dict[str, str], files_index: bool = False) -> tuple[list, list, list]:
-    """(files in order of their best hit, symbol ids, per-hit rows for the diagnosis)."""
+def definition_keys(ix):
+    """``is_definition(key)`` over the index: a class/function/method node has that key."""
+    kinds = ",".join(f"'{k}'" for k in SYMBOL_KINDS)
+
+    def is_definition(key: str) -> bool:
+        return ix.conn.execute(f"SELECT 1 FROM nodes WHERE key = ? AND kind IN ({kinds})", (key,)).fetchone() is not None
+    return is_definition
+
+
+def rank_lists(hits, root: str, mods: dict[str, str], files_index: bool = False,
+               is_definition=None) -> tuple[list, list, list]:
+    """(files in order of their best hit, symbol ids, per-hit rows for the diagnosis). With
+    ``is_definition``, a definition enclosing two listed ones joins the symbols
+    (:func:`with_enclosing`)."""
     files, syms, rows = [], [], []
+    keyed = []
     for h in hits:
         if files_index:
             rel = h.key[4:] if h.key.startswith("doc:") else h.key
@@ -516,7 +569,13 @@ def rank_lists(hits, root: str, mods: dict[str, str], files_index: bool = False)
             sid = symbol_id(rel, mods.get(h.path) or module_name(rel), h.qualname)
             if sid is not None:
                 syms.append(sid)
+                keyed.append((sid, h.key))
         rows.append((rel, sid, h))
+    if is_definition is not None:
+        first = {}
+        for sid, key in keyed:
+            first.setdefault(sid, key)
+        syms = with_enclosing(list(first.items()), is_definition)
     return dedup(files), dedup(syms), rows
 
 
@@ -569,6 +628,7 @@ def run_repo(repo: Repo, configs: dict[str, Config], args, log) -> dict:
     try:
         engines = {k: Engine(ix) for k, ix in ixs.items()}
         mods = module_names(ixs["nodes"])
+        is_def = definition_keys(ixs["nodes"])
         sym_ids, unmapped = all_symbol_ids(ixs["nodes"], Path(root), mods)
         gold = {s for t in repo.tasks for s in t.gold_symbols}
         missing = sorted(gold - sym_ids)
@@ -601,7 +661,8 @@ def run_repo(repo: Repo, configs: dict[str, Config], args, log) -> dict:
                     t0 = time.perf_counter()
                     resp = eng.search(t.text, sopts)
                     ms = (time.perf_counter() - t0) * 1000
-                    files, syms, rows = rank_lists(resp.hits, root, mods, files_index=cfg.index == "files")
+                    files, syms, rows = rank_lists(resp.hits, root, mods, files_index=cfg.index == "files",
+                                                   is_definition=is_def if cfg.index == "nodes" else None)
                     if args.file_rank == "group" and cfg.index == "nodes":
                         if not group_ok:
                             raise Usage("this kgsearch has no SearchOptions.group; use --file-rank hits")

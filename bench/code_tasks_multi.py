@@ -193,8 +193,10 @@ def run_repo(repo: Repo, configs: dict, args, fingerprint: str, log) -> dict:
     log(f"{repo.name}: index {'reused' if info['reused'] else 'built'} {info['index_s']} s {info['rss_mb']} MB")
     root = str(repo.tree.resolve())
     out = {"info": info, "configs": {c: {} for c in configs}, "user_ms": []}
+    ct = _code_tasks()
     with Index.open(info["db"], readonly=True) as ix:
         eng = Engine(ix)
+        is_def = ct.definition_keys(ix)
         eng.search("warm up the caches", SearchOptions(k=10, use_cache=False, snippets=False))
         for t in repo.tasks:
             for name, (chans, minus) in configs.items():
@@ -202,7 +204,12 @@ def run_repo(repo: Repo, configs: dict, args, fingerprint: str, log) -> dict:
                 t0 = time.perf_counter()
                 resp = eng.search(t.text, SearchOptions(k=args.k, channels=channels, use_cache=False, snippets=False))
                 ms = (time.perf_counter() - t0) * 1000
-                syms = dedup(s for s in (symbol_id(h, root) for h in resp.hits) if s)
+                first: dict[str, str] = {}
+                for h in resp.hits:
+                    sid = symbol_id(h, root)
+                    if sid:
+                        first.setdefault(sid, h.key)
+                syms = ct.with_enclosing(list(first.items()), is_def)
                 g = eng.search(t.text, SearchOptions(k=args.k, channels=channels, use_cache=False, snippets=False,
                                                      group="file"))
                 files = dedup(os.path.relpath(h.path, root) if os.path.isabs(h.path) else h.path
