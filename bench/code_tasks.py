@@ -154,13 +154,14 @@ _DUP = re.compile(r"#\d+$")
 
 
 def with_enclosing(entries: list[tuple[str, str]], is_definition, need: int = 2) -> list[str]:
-    """Symbol ids, each definition that encloses ``need`` or more of the listed ones put in
-    front of the first of them. ``entries``: ``(symbol id, node key)`` best first, the id
-    ``<path>::<qualname in the file>``, the key ending with that qualname (a ``#n`` duplicate
-    suffix allowed). The enclosing definition is the qualname less its last dotted part
-    (``Cls`` of ``Cls.meth``, the ``impl``/struct of a Rust or Go method, ``outer`` of
-    ``outer.inner``); it is listed only when ``is_definition(key)`` says a class or function
-    node has that key (a C++ namespace prefix is not one). Two matching members make the
+    """Symbol ids, each definition that encloses ``need`` of the listed ones put right after
+    the ``need``-th of them (where the list first holds that evidence). ``entries``:
+    ``(symbol id, node key)`` best first, the id ``<path>::<qualname in the file>``, the key
+    ending with that qualname (a ``#n`` duplicate suffix allowed). The enclosing definition
+    is the qualname less its last dotted part (``Cls`` of ``Cls.meth``, the ``impl``/struct of a
+    Rust or Go method, ``outer`` of ``outer.inner``); it is listed only when
+    ``is_definition(key)`` says a class or function node has that key (a C++ namespace prefix
+    is not one), and once (a later entry of it is dropped). Two matching members make the
     enclosing class a result in its own right, as several matching nodes make a file one
     (``--group file``); one member alone does not take a slot."""
     def parent(sid: str, key: str) -> tuple[str, str] | None:
@@ -172,21 +173,19 @@ def with_enclosing(entries: list[tuple[str, str]], is_definition, need: int = 2)
         return f"{path}::{up}", key[:len(key) - len(qual)] + up
 
     members: collections.Counter = collections.Counter()
-    ups = []
-    for sid, key in entries:
-        up = parent(sid, key)
-        ups.append(up)
-        if up is not None:
-            members[up] += 1
     out: list[str] = []
     seen: set[str] = set()
-    for (sid, _), up in zip(entries, ups):
-        if up is not None and members[up] >= need and up[0] not in seen and is_definition(up[1]):
-            out.append(up[0])
-            seen.add(up[0])
+    for sid, key in entries:
         if sid not in seen:
             out.append(sid)
             seen.add(sid)
+        up = parent(sid, key)
+        if up is None:
+            continue
+        members[up] += 1
+        if members[up] == need and up[0] not in seen and is_definition(up[1]):
+            out.append(up[0])
+            seen.add(up[0])
     return out
 
 
