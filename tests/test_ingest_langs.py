@@ -374,6 +374,30 @@ def test_javascript_and_typescript(tmp_path):
     assert has(edges, "js:src/cart.ts:Cart", "inherits", "js:src/base.ts:Base")
 
 
+def test_javascript_named_function_expressions_passed_as_arguments(tmp_path):
+    """A named callback is a definition (tree-sitter's tags name it; a stack trace shows its
+    name); a named function called in place, or assigned (named after the left side), is not
+    a second one."""
+    nodes, edges = build(tmp_path, {"lib/req.js": """\
+        defineGetter(req, 'hostname', function hostname() {
+          var host = this.get('Host');
+          return trim(host);
+        });
+        function outer(xs) {
+          return xs.map(async function toRow(x) { return trim(x); });
+        }
+        (function iife() { var a = 1; })();
+        const f = function named() {};
+        function trim(s) { return s; }
+        """})
+    assert nodes["js:lib/req.js:hostname"][:4] == ("function", "hostname", 1, 4)
+    assert nodes["js:lib/req.js:outer.toRow"][:4] == ("function", "toRow", 6, 6)
+    assert nodes["js:lib/req.js:f"][:4] == ("function", "f", 9, 9)
+    assert not any(k.endswith((":iife", ":named")) for k in nodes)
+    assert has(edges, "js:lib/req.js:hostname", "calls", "js:lib/req.js:trim")     # its calls are its own
+    assert has(edges, "js:lib/req.js:outer.toRow", "calls", "js:lib/req.js:trim")
+
+
 @pytest.mark.parametrize("files", [GO, RUST, JAVA, CPP, JS], ids=["go", "rust", "java", "cpp", "js"])
 def test_a_second_root_resolves_inside_itself(tmp_path, files):
     """Keys of a labelled root are qualified, and its edges resolve inside it first."""

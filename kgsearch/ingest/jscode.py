@@ -9,8 +9,11 @@ literals (signatures); and every function or arrow function given a name by wher
 written, as tree-sitter's tags name them: ``const f = () => ..``, ``x.y = function () ..``
 (``X.prototype.m = ..`` reads ``X.m``; ``exports.f``/``module.exports.f`` read ``f``;
 ``module.exports = ..`` reads ``exports``), ``key: function () ..`` and ``key() { }`` in an
-object literal (named ``<object>.<key>`` when the object is assigned to a name). Anonymous
-functions are not nodes (their code belongs to the definition around them). Arrow functions
+object literal (named ``<object>.<key>`` when the object is assigned to a name); a named
+function expression passed as a call's argument (``defineGetter(req, 'host', function host()
+{..})``, ``arr.map(function toRow(x) {..})``: tree-sitter's tags name it, stack traces show it)
+by its own name. Anonymous functions are not nodes (their code belongs to the definition
+around them); nor is a named function expression called in place (``(function f() {..})()``). Arrow functions
 with an expression body end where the expression does. Doc comments (JSDoc or plain) are the
 comments right above. Tests: ``*.test.*``, ``*.spec.*`` and ``__tests__``/``test``/``spec``
 folders; ``*.min.js`` and bundles are generated.
@@ -181,12 +184,18 @@ def scan(lx) -> list[Def]:
         _heritage(d, code[m.end():body])
         defs.append(d)
     blocks = Blocks(lx, fixed)
+    callbacks: list[Def] = []                     # named function expressions passed as arguments
     for m in _FUNCTION_KW.finditer(code):
         if not m.group(2) or not free(code, m.start()):
             continue
         a = _ASYNC_BEFORE.search(code, max(0, m.start() - 12), m.start())
         start = a.start() if a else m.start()
         if _EXPR_BEFORE.search(code, max(0, start - 40), start):
+            if _is_argument(lx, start):
+                f = _function_value(lx, start)
+                if f is not None:
+                    callbacks.append(Def("function", m.group(2), start, f[1], f[2], m.start(2),
+                                         "generator" if m.group(1) else "function"))
             continue
         f = _function_value(lx, start)
         if f is None:                              # a TypeScript overload or `declare function` signature
@@ -243,8 +252,22 @@ def scan(lx) -> list[Def]:
             d = Def(kind, name, start, f[1], f[2], lhs.start(1), "function", local)
         taken.add(at)
         defs.append(d)
+    defs += [d for d in callbacks if d.start not in taken]
     defs += _members(lx, blocks, memo)
     return defs
+
+
+_CALLEE_END = re.compile(r"[\w$)\]]\s*$")
+_ARG_BEFORE = re.compile(r"[(,]\s*$")
+
+
+def _is_argument(lx, at: int) -> bool:
+    """The function expression at ``at`` is an argument of a call (``f(a, function name() {})``,
+    not ``(function name() {})()``): directly after the call's ``(`` or a ``,`` in it."""
+    code = lx.code
+    up = lx.enclosing(at)
+    return (up >= 0 and code[up] == "(" and bool(_ARG_BEFORE.search(code, max(up, at - 40), at))
+            and bool(_CALLEE_END.search(code, max(0, up - 40), up)))
 
 
 def _heritage(d: Def, head: str) -> None:
