@@ -314,6 +314,34 @@ def test_c_and_cpp(tmp_path):
     assert has(edges, h + "shop.Cart", "inherits", "c:include/shop/pricing.h:Base")
 
 
+def test_c_function_whose_header_an_else_branch_spells_differently(tmp_path):
+    """``#ifdef _WIN32 int wmain(..) { #else int main(..) { #endif`` + one body: both names are
+    functions with that body (jq's src/main.c); an #else header of the same name adds nothing."""
+    nodes, edges = build(tmp_path, {"src/main.c": """\
+        #include <stdio.h>
+        static int helper(void) { return 1; }
+        #ifdef _WIN32
+        int wmain(int argc, wchar_t **argv) {
+        #else /*}*/
+        int main(int argc, char **argv) {
+        #endif
+          return helper();
+        }
+        #if A
+        int f(int x) {
+        #else
+        int f(void) {
+        #endif
+          return 0;
+        }
+        """})
+    assert nodes["c:src/main.c:wmain"][:4] == ("function", "wmain", 4, 9)
+    assert nodes["c:src/main.c:main"][:4] == ("function", "main", 6, 9)
+    assert nodes["c:src/main.c:f"][:4] == ("function", "f", 11, 16)
+    assert not any(k.startswith("c:src/main.c:f#") or ".main" in k or "wmain." in k for k in nodes)
+    assert has(edges, "c:src/main.c:main", "calls", "c:src/main.c:helper")
+
+
 # -------------------------------------------------------------------------- JavaScript / TS
 JS = {
     "src/index.js": """\

@@ -9,7 +9,9 @@ out-of-line ``Cls::f``). Prototypes and member declarations are not nodes: they 
 text of their file or class. Namespaces are not nodes; their names prefix the qualified names
 (``fmt.detail.write``). Spans start at ``template<...>`` and the specifiers; the comment right
 above is the doc. Preprocessor lines are blanked first, and of an ``#if``/``#else`` whose
-branches open braces differently only the first branch is read (see :mod:`kgsearch.ingest.clex`).
+branches open braces differently only the first branch is read (see :mod:`kgsearch.ingest.clex`);
+a later branch's header of the same body under another name (``#ifdef WIN32`` ``int umain(..) {``
+``#else`` ``int main(..) {``) is a function too, with that body.
 Macros are not expanded: a definition that only a macro spells (``FMT_BEGIN_NAMESPACE``,
 ``DEFINE_FUNC(x)``) is seen as written.
 
@@ -74,6 +76,34 @@ _NOT_NAMES = frozenset("if for while switch return sizeof alignof decltype typei
                        "dynamic_cast reinterpret_cast const_cast noexcept throw new delete co_await co_return "
                        "co_yield __attribute__ __declspec __typeof__ typeof alignas static_assert do else case "
                        "using typedef template".split())
+
+
+def _last_open(seg: str) -> int | None:
+    """Offset of the one ``{`` of ``seg`` left open at its end (None: none, or several)."""
+    opened: list[int] = []
+    for i, c in enumerate(seg):
+        if c == "{":
+            opened.append(i)
+        elif c == "}" and opened:
+            opened.pop()
+    return opened[0] if len(opened) == 1 and seg.count("}") <= seg.count("{") - 1 else None
+
+
+def _params_open(head: str) -> int | None:
+    """The ``(`` of a header's last top-level ``(...)`` group when only qualifiers follow it."""
+    depth, last_open, last_close = 0, None, None
+    for i, c in enumerate(head):
+        if c == "(":
+            if depth == 0:
+                last_open = i
+            depth += 1
+        elif c == ")":
+            depth -= 1
+            if depth == 0:
+                last_close = i
+    if last_open is None or last_close is None or depth != 0 or not _TRAILING.fullmatch(head[last_close + 1:]):
+        return None
+    return last_open
 
 
 def norm_name(name: str) -> str:
@@ -311,6 +341,43 @@ class _C(Builder):
             d.parent = cls
         return d
 
+    def alternatives(self, funcs: list[Def]) -> list[Def]:
+        """Functions whose header a later ``#else``/``#elif`` branch spells differently with the
+        same body (``#ifdef WIN32`` ``int umain(..) {`` ``#else`` ``int main(..) {`` ``#endif``): the
+        lexer blanked that branch; its header is read there and gets the kept function's body
+        (and parent), under its own name. A header of the same name adds nothing."""
+        code = self.lx.code
+        out = []
+        for s, e, seg in self.lx.branches:
+            o = _last_open(seg)
+            if o is None:
+                continue
+            kept = [d for d in funcs if d.body is not None and d.body < s and d.end > e
+                    and not code[d.body + 1:s].strip()]
+            if not kept:
+                continue
+            d = max(kept, key=lambda x: x.body)
+            h = max(seg.rfind(";", 0, o), seg.rfind("}", 0, o)) + 1
+            while h < o and seg[h] in " \t\n":
+                h += 1
+            head = seg[h:o]
+            q = _params_open(head)
+            if q is None:
+                continue
+            m = _DECLARATOR.search(head, 0, q)
+            if m is None:
+                continue
+            name = norm_name(m.group(2))
+            if name == d.name or name in _NOT_NAMES or name[:1].isdigit():
+                continue
+            up, _, _ = d.local.rpartition(".")
+            alt = Def(d.kind, name, s + h, d.end, s + o, s + h + m.start(2), "function",
+                      f"{up}.{name}" if up else name)
+            alt.parent = d.parent or self.mod
+            alt.data.update(d.data)
+            out.append(alt)
+        return out
+
     def _init_list_body(self, at: int, o: int) -> int | None:
         """The body after a constructor's initialiser list ``: a(1), b{2} {``."""
         code, pairs = self.lx.code, self.lx.pairs
@@ -387,6 +454,7 @@ def load(path, rel: str, opts, spec=C):
                     if d is None and f.kind == "function":
                         f.kind = "method"
                 funcs += found
+    funcs += b.alternatives(funcs)
     spans = [(o, c, n) for o, c, n in b.ns_spans]
     for d in classes:
         pre = [n for o, c, n in spans if o < d.start < c]

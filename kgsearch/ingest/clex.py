@@ -16,7 +16,8 @@ definitions with plain regular expressions.
 
 C and C++ ``#if``/``#elif``/``#else`` groups whose branches do not all leave the braces as they
 found them (``#if A`` ``int f(int x) {`` ``#else`` ``int f(void) {`` ``#endif``) keep their first
-branch only: the others are blanked, so one body is matched as the compiler would see one.
+branch only: the others are blanked, so one body is matched as the compiler would see one
+(``Lexed.branches`` keeps their lexed code: a loader reads the other headers of that body there).
 
 Each dialect is one compiled master pattern; the regular expression engine does the
 scanning, Python only visits the literals and comments it found.
@@ -75,10 +76,12 @@ def _quoted(s: str) -> str:
 class Lexed:
     """A lexed file (see the module docstring)."""
 
-    __slots__ = ("text", "code", "comments", "directives", "nl", "pairs", "opens", "up", "_cends")
+    __slots__ = ("text", "code", "comments", "directives", "nl", "pairs", "opens", "up", "_cends", "branches")
 
-    def __init__(self, text: str, code: str, comments: list, directives: list):
+    def __init__(self, text: str, code: str, comments: list, directives: list,
+                 branches: list | None = None):
         self.text, self.code, self.comments, self.directives = text, code, comments, directives
+        self.branches = branches or []         # (start, end, lexed code) of each #if branch blanked
         self.nl = [m.start() for m in re.finditer("\n", text)]
         self.pairs, self.up = pair_up(code)
         self.opens = sorted(self.up)
@@ -237,6 +240,7 @@ def lex(text: str, dialect: str) -> Lexed:
         return _quoted(s)
 
     code = DIALECTS[dialect].sub(fill, text)
+    branches = []
     if directives:
         spans = _if_groups(text, code, directives)
         if spans:
@@ -244,7 +248,8 @@ def lex(text: str, dialect: str) -> Lexed:
             for s, e in sorted(spans):
                 if s < at:
                     continue
+                branches.append((s, e, code[s:e]))
                 parts += [code[at:s], blank(code[s:e])]
                 at = e
             code = "".join(parts) + code[at:]
-    return Lexed(text, code, comments, directives)
+    return Lexed(text, code, comments, directives, branches)
