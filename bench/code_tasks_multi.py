@@ -55,6 +55,8 @@ BASELINE, REFERENCE = "bm25", "default"
 
 def _code_tasks():
     """bench/code_tasks.py (its fingerprint, sign test and percentiles are reused)."""
+    if "bench_code_tasks" in sys.modules:
+        return sys.modules["bench_code_tasks"]
     spec = importlib.util.spec_from_file_location("bench_code_tasks", ROOT / "bench" / "code_tasks.py")
     mod = importlib.util.module_from_spec(spec)
     sys.modules.setdefault("bench_code_tasks", mod)
@@ -185,6 +187,17 @@ def symbol_id(hit, root: str) -> str | None:
     return f"{rel}::{qual[len(prefix):].split('#', 1)[0]}"
 
 
+def symbols_of(hits, root: str, is_definition) -> list[str]:
+    """The symbol list of a search: its code hits as :func:`symbol_id`, best first, with the
+    definitions enclosing two of them (``bench/code_tasks.py`` ``with_enclosing``)."""
+    first: dict[str, str] = {}
+    for h in hits:
+        sid = symbol_id(h, root)
+        if sid:
+            first.setdefault(sid, h.key)
+    return _code_tasks().with_enclosing(list(first.items()), is_definition)
+
+
 def run_repo(repo: Repo, configs: dict, args, fingerprint: str, log) -> dict:
     from kgsearch.query import DEFAULT_CHANNELS, Engine, SearchOptions
     from kgsearch.store.db import Index
@@ -204,12 +217,7 @@ def run_repo(repo: Repo, configs: dict, args, fingerprint: str, log) -> dict:
                 t0 = time.perf_counter()
                 resp = eng.search(t.text, SearchOptions(k=args.k, channels=channels, use_cache=False, snippets=False))
                 ms = (time.perf_counter() - t0) * 1000
-                first: dict[str, str] = {}
-                for h in resp.hits:
-                    sid = symbol_id(h, root)
-                    if sid:
-                        first.setdefault(sid, h.key)
-                syms = ct.with_enclosing(list(first.items()), is_def)
+                syms = symbols_of(resp.hits, root, is_def)
                 g = eng.search(t.text, SearchOptions(k=args.k, channels=channels, use_cache=False, snippets=False,
                                                      group="file"))
                 files = dedup(os.path.relpath(h.path, root) if os.path.isabs(h.path) else h.path
