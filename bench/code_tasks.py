@@ -549,10 +549,10 @@ def definition_keys(ix):
 
 
 def rank_lists(hits, root: str, mods: dict[str, str], files_index: bool = False,
-               is_definition=None) -> tuple[list, list, list]:
+               is_definition=None, enclosing: int = 0) -> tuple[list, list, list]:
     """(files in order of their best hit, symbol ids, per-hit rows for the diagnosis). With
-    ``is_definition``, a definition enclosing two listed ones joins the symbols
-    (:func:`with_enclosing`)."""
+    ``enclosing`` N > 0 (and ``is_definition``), a definition enclosing N listed ones joins the
+    symbols (:func:`with_enclosing`; ``--enclosing``, off by default)."""
     files, syms, rows = [], [], []
     keyed = []
     for h in hits:
@@ -570,11 +570,11 @@ def rank_lists(hits, root: str, mods: dict[str, str], files_index: bool = False,
                 syms.append(sid)
                 keyed.append((sid, h.key))
         rows.append((rel, sid, h))
-    if is_definition is not None:
+    if enclosing > 0 and is_definition is not None:
         first = {}
         for sid, key in keyed:
             first.setdefault(sid, key)
-        syms = with_enclosing(list(first.items()), is_definition)
+        syms = with_enclosing(list(first.items()), is_definition, enclosing)
     return dedup(files), dedup(syms), rows
 
 
@@ -661,7 +661,8 @@ def run_repo(repo: Repo, configs: dict[str, Config], args, log) -> dict:
                     resp = eng.search(t.text, sopts)
                     ms = (time.perf_counter() - t0) * 1000
                     files, syms, rows = rank_lists(resp.hits, root, mods, files_index=cfg.index == "files",
-                                                   is_definition=is_def if cfg.index == "nodes" else None)
+                                                   is_definition=is_def if cfg.index == "nodes" else None,
+                                                   enclosing=args.enclosing)
                     if args.file_rank == "group" and cfg.index == "nodes":
                         if not group_ok:
                             raise Usage("this kgsearch has no SearchOptions.group; use --file-rank hits")
@@ -996,6 +997,9 @@ def main(argv=None) -> int:
                          "(default), or files in the order of their best hit")
     ap.add_argument("--latency-runs", type=int, default=1,
                     help="passes of the default search at k=10 with snippets (as `kgsearch search`) to time")
+    ap.add_argument("--enclosing", type=int, default=0, metavar="N",
+                    help="list a class/function enclosing N listed symbols after the N-th of them (an idea "
+                         "measured in docs/code-tasks.md; default 0: off)")
     ap.add_argument("--rebuild", action="store_true", help="reindex the snapshots even when nothing changed")
     ap.add_argument("--check", action="store_true", help="score the run files with the task set's score.py too")
     ap.add_argument("--out", default=str(RESULTS), help="folder for the JSON and Markdown")

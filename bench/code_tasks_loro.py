@@ -181,12 +181,11 @@ def query_fingerprint() -> str:
     return _FP[0]
 
 
-def symbols_of(which: str, hits, root: str, mods, is_definition) -> list[str]:
-    """As code_tasks.py and code_tasks_multi.py list them (the enclosing definition of two
-    listed ones included)."""
+def symbols_of(which: str, hits, root: str, mods) -> list[str]:
+    """As code_tasks.py and code_tasks_multi.py list them by default."""
     if which == "python":
-        return ct.rank_lists(hits, root, mods, is_definition=is_definition)[1]
-    return sys.modules["bench_code_tasks_multi"].symbols_of(hits, root, is_definition)
+        return ct.rank_lists(hits, root, mods)[1]
+    return sys.modules["bench_code_tasks_multi"].symbols_of(hits, root)
 
 
 def run_repo(r: LRepo, cache: Path, rebuild: bool, log) -> dict:
@@ -206,7 +205,6 @@ def run_repo(r: LRepo, cache: Path, rebuild: bool, log) -> dict:
     with Index.open(db, readonly=True) as ix:
         eng = Engine(ix, memo=True)
         mods = ct.module_names(ix) if r.set == "python" else None
-        is_def = ct.definition_keys(ix)
         for t in r.tasks:
             per = {}
             points = [("bm25", None)] + [(gname(g), g) for g in GRID]
@@ -217,7 +215,7 @@ def run_repo(r: LRepo, cache: Path, rebuild: bool, log) -> dict:
                     eng.tuning, chans = replace(TUNING, anchor_weight=g[0], anchor_follow=g[1], anchor_use_spec=g[2],
                                                 quiet_paste=g[3]), None
                 resp = eng.search(t.text, SearchOptions(k=100, channels=chans, use_cache=False, snippets=False))
-                syms = symbols_of(r.set, resp.hits, root, mods, is_def)
+                syms = symbols_of(r.set, resp.hits, root, mods)
                 gr = eng.search(t.text, SearchOptions(k=100, channels=chans, use_cache=False, snippets=False,
                                                       group="file"))
                 files = ct.dedup(r_ for r_ in (ct.hit_rel(h, root) for h in gr.hits) if r_)

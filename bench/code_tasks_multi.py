@@ -187,15 +187,18 @@ def symbol_id(hit, root: str) -> str | None:
     return f"{rel}::{qual[len(prefix):].split('#', 1)[0]}"
 
 
-def symbols_of(hits, root: str, is_definition) -> list[str]:
-    """The symbol list of a search: its code hits as :func:`symbol_id`, best first, with the
-    definitions enclosing two of them (``bench/code_tasks.py`` ``with_enclosing``)."""
+def symbols_of(hits, root: str, is_definition=None, enclosing: int = 0) -> list[str]:
+    """The symbol list of a search: its code hits as :func:`symbol_id`, best first; with
+    ``enclosing`` N > 0 also the definitions enclosing N of them (``bench/code_tasks.py``
+    ``with_enclosing``, ``--enclosing``: off by default)."""
     first: dict[str, str] = {}
     for h in hits:
         sid = symbol_id(h, root)
         if sid:
             first.setdefault(sid, h.key)
-    return _code_tasks().with_enclosing(list(first.items()), is_definition)
+    if enclosing > 0 and is_definition is not None:
+        return _code_tasks().with_enclosing(list(first.items()), is_definition, enclosing)
+    return list(first)
 
 
 def run_repo(repo: Repo, configs: dict, args, fingerprint: str, log) -> dict:
@@ -217,7 +220,7 @@ def run_repo(repo: Repo, configs: dict, args, fingerprint: str, log) -> dict:
                 t0 = time.perf_counter()
                 resp = eng.search(t.text, SearchOptions(k=args.k, channels=channels, use_cache=False, snippets=False))
                 ms = (time.perf_counter() - t0) * 1000
-                syms = symbols_of(resp.hits, root, is_def)
+                syms = symbols_of(resp.hits, root, is_def, args.enclosing)
                 g = eng.search(t.text, SearchOptions(k=args.k, channels=channels, use_cache=False, snippets=False,
                                                      group="file"))
                 files = dedup(os.path.relpath(h.path, root) if os.path.isabs(h.path) else h.path
@@ -268,6 +271,8 @@ def main(argv=None) -> int:
     ap.add_argument("--configs", default=",".join(CONFIGS))
     ap.add_argument("--k", type=int, default=100)
     ap.add_argument("--latency-runs", type=int, default=2)
+    ap.add_argument("--enclosing", type=int, default=0, metavar="N",
+                    help="list a class/function enclosing N listed symbols after the N-th of them (default 0: off)")
     ap.add_argument("--rebuild", action="store_true")
     ap.add_argument("--check", action="store_true", help="score the run files with the set's score.py too")
     ap.add_argument("--out-dir", type=Path, default=ROOT / "bench" / "results")
