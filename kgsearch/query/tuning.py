@@ -47,9 +47,9 @@ class Tuning:
     # leave-one-repository-out: .25 in 21 of 22 folds, a tie with 0 on held-out tasks (2 better,
     # 1 worse): kept at the folds' choice (bench/results/code_tasks_loro.md)
     anchor_follow: float = 0.25
-    # code tasks: anchor evidence x 1/(1 + log10(1 + callers)) (query/anchors.py). Off: leave-
-    # one-repository-out it ranked the first gold file worse on 12 tasks, better on 3 (p .035)
-    anchor_use_spec: bool = False
+    # code tasks: a name listed with n - 1 others ('a.x', 'a.y', 'a.z'; `b` or `c`) weighs
+    # 1 / (1 + log2(n)) of a name mentioned alone (query/codetask.py, list_shares)
+    anchor_lists: bool = True
     # vendored / generated code (FLAG_VENDORED, vendor/ paths, *.min.*, mocks) for code queries,
     # and stubs (.pyi, .d.ts) whose implementation is indexed: this factor
     vendored_penalty: float = 0.1
@@ -60,6 +60,10 @@ class Tuning:
     quiet_paste: bool = False
     # RWR pruning: stdlib graph 10.2 -> 6.9 ms a query, top-10 98.7 % the same as 1e-5
     walk_prune: float = 5e-5
+    # code queries: a seed's walk score leaves out its own restart share (restart x its seed
+    # weight), which the walk hands back to the first stage's best by construction: the graph
+    # signal is what the walk brings over edges (query/graph_stage.py)
+    walk_net_restart: bool = True
 
 
 TUNING = Tuning()
