@@ -63,6 +63,19 @@ def ranks(scores: np.ndarray) -> np.ndarray:
     return r
 
 
+def ranks_at(scores: np.ndarray, positions) -> np.ndarray:
+    """``ranks(scores)[positions]`` without ranking every entry: for the few hits shown out of
+    hundreds of candidates (1 + the entries scoring higher + the equal ones before it)."""
+    s = np.asarray(scores, dtype=np.float64)
+    p = np.asarray(positions, dtype=np.int64)
+    if len(p) > 32:                     # (a comparison per shown hit and candidate: past a few, sort)
+        return ranks(s)[p]
+    v = s[p][:, None]
+    pos = s > 0
+    before = (pos & (s > v)).sum(axis=1) + (pos & (s == v) & (np.arange(len(s)) < p[:, None])).sum(axis=1)
+    return np.where(s[p] > 0, before + 1, 0)
+
+
 def rrf(signals: dict[str, np.ndarray], weights: dict[str, float], k: int = 60,
         cap: int | None = 50) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     """Weighted Reciprocal Rank Fusion: sum_c w_c / (k + rank_c).

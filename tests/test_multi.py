@@ -12,7 +12,7 @@ import pytest
 from kgsearch.cli import main
 from kgsearch.indexer import IndexOptions, index_paths
 from kgsearch.query import Engine, SearchOptions
-from kgsearch.query.multi import MultiEngine, MultiHit, Pool, _merge, index_names
+from kgsearch.query.multi import MultiEngine, MultiHit, Pool, _merge, _share_seeds, index_names
 from kgsearch.store.db import Index
 
 WORDS = ("graph search index query vector note battery sync phone backup storage kernel cache rank "
@@ -359,6 +359,46 @@ def test_union_lists_leave_out_terms_common_in_one_index_only(tmp_path):
             ix.close()
 
 
+def test_seeds_are_shared_out_by_the_union_s_best():
+    # hand-computed: union mean 1, spread 2 for bm25; a's best three 9, 7, 1 -> z 4, 3, 0; b's
+    # 8, 5, 5 -> z 3.5, 2, 2. The union's best 3 by z: 4 (a), 3.5 (b), 3 (a): a seeds 2, b 1.
+    # dense: only a has a whole list -> no share (each keeps the default).
+    pools = {"a": Pool(fulls={"bm25": ([1, 2, 3, 4], [9.0, 7.0, 1.0, 0.0], 4), "dense": ([1], [0.5], 1)},
+                       stats={"bm25": (1.0, 2.0), "dense": (0.0, 1.0)}),
+             "b": Pool(fulls={"bm25": ([1, 2, 3], [8.0, 5.0, 5.0], 3)}, stats={"bm25": (1.0, 2.0)})}
+    _share_seeds(pools, 3)
+    assert pools["a"].seeds == {"text": 2} and pools["b"].seeds == {"text": 1}
+    _share_seeds(pools, 4)                       # the 4th is b's tie 2, 2: both count
+    assert pools["a"].seeds == {"text": 2} and pools["b"].seeds == {"text": 3}
+
+
+def test_graph_seeds_over_two_indexes_are_the_one_index_seeds(engines, monkeypatch, tmp_path):
+    # the graph stage of each index starts from its share of the union's best seeds, so that
+    # over both the seeds are the one index's (not 10 + 10 by each signal from each index)
+    import kgsearch.query.engine as E
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    seen: list[set] = []
+    real = E.graph_stage
+
+    def recording(gctx, *a, **k):
+        stage = real(gctx, *a, **k)
+        ids = list(stage.seeds)
+        marks = ",".join("?" * len(ids))
+        seen[-1].update(key for (key,) in gctx.ix.conn.execute(f"SELECT key FROM nodes WHERE id IN ({marks})", ids))
+        return stage
+
+    monkeypatch.setattr(E, "graph_stage", recording)
+    multi = MultiEngine({"a": engines["a"], "b": engines["b"]})
+    opts = SearchOptions(k=10, use_cache=False, channels="bm25,dense,graph")
+    for q in QUERIES:
+        seen.append(set())
+        engines["one"].search(q, opts)
+        seen.append(set())
+        multi.search(q, opts)
+        assert seen[-1] == seen[-2] and 10 <= len(seen[-1]) <= 20, q
+
+
 def test_two_indexes_rank_as_one_with_the_default_pipeline(engines, tmp_path, monkeypatch):
     # the default pipeline (graph signal included): with the union's lists every hit's graph
     # value is the one index's (two hops too), and on this corpus the ranking is the one index's;
@@ -492,6 +532,24 @@ def test_each_generation_read_once_per_search(engines, monkeypatch):
     assert sorted(reads) == sorted([engines["a"].ix.path, engines["b"].ix.path])
     multi.search("battery sync phone", opts)
     assert len(reads) == 4                                    # (once each again: not kept past a search)
+
+
+def test_one_index_search_reads_its_generation_once(engines, monkeypatch):
+    """A search of one index pins its generation too (it read it 8 times, once per cache it
+    consults): the same answer, one read."""
+    opts = SearchOptions(k=10, snippets=False, use_cache=False)
+    before = [h.key for h in engines["one"].search("graph search rank", opts).hits]
+    reads = []
+    real = Index.meta
+
+    def meta(self, key, default=None):
+        if key == "generation":
+            reads.append(self.path)
+        return real(self, key, default)
+
+    monkeypatch.setattr(Index, "meta", meta)
+    assert [h.key for h in engines["one"].search("graph search rank", opts).hits] == before
+    assert reads == [engines["one"].ix.path]
 
 
 def test_pinned_generation_sees_a_reindex_after_the_block(split, tmp_path):

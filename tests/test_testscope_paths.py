@@ -189,3 +189,38 @@ def test_a_walk_that_reaches_most_tests_weighs_less_than_the_text():
     got = fuse([reached, {}, {}, text], [reach_weight(3, 4), 1.0, 1.0, 1.0])
     assert got == pytest.approx({1: 0.25 / 61 + 1 / 90, 2: 1 / 61, 3: 0.25 / 62, 4: 0.25 / 63}, abs=1e-15)
     assert sorted(got, key=lambda f: -got[f]) == [2, 1, 3, 4]
+
+
+def test_a_module_s_declared_test_modules_are_its_tests(tmp_path):
+    """Rust's unit tests in their own files: ``runtime/mod.rs`` declares ``#[cfg(test)] mod
+    tests;`` (-> ``runtime/tests/mod.rs``, depth 1), which declares ``mod queue;`` (depth 2).
+    They are the changed module's own tests; a test helper the code imports from another folder
+    is not, nor is a test module another file declares."""
+    from kgsearch.explore.testscope import changed_files, declared_tests, shared_ranks
+
+    root = tmp_path / "crate"
+    _write(root, {
+        "src/lib.rs": "pub mod runtime;\npub mod other;\n",
+        "src/runtime/mod.rs": "pub fn spawn() -> u8 { 1 }\n\n#[cfg(test)]\nmod tests;\n",
+        "src/runtime/tests/mod.rs": "mod queue;\nmod task;\n",
+        "src/runtime/tests/queue.rs": "#[test]\nfn q() { assert_eq!(crate::runtime::spawn(), 1); }\n",
+        "src/runtime/tests/task.rs": "#[test]\nfn t() { assert_eq!(1, 1); }\n",
+        "src/other/mod.rs": "pub fn o() -> u8 { 2 }\n\n#[cfg(test)]\nmod tests;\n",
+        "src/other/tests.rs": "#[test]\nfn o() { assert_eq!(2, 2); }\n",
+        "tests/integration.rs": "#[test]\nfn i() { assert_eq!(3, 3); }\n",
+    })
+    db = tmp_path / "c.db"
+    index_paths(db, [str(root)], IndexOptions(steps=("text", "graph")))
+    with Index.open(db, readonly=True) as ix:
+        c = ix.conn
+        rel = {i: p.split(str(root) + "/")[-1] for i, p in c.execute("SELECT id, path FROM files")}
+        start = [i for (i,) in c.execute("SELECT id FROM nodes WHERE key LIKE 'rs:src/runtime/mod.rs%'")]
+        got = declared_tests(ix, changed_files(ix, start))
+        assert {rel[f]: d for f, d in got.items()} == {"src/runtime/tests/mod.rs": 1, "src/runtime/tests/queue.rs": 2,
+                                                         "src/runtime/tests/task.rs": 2}
+        tests = [t["relpath"] for t in impact_of_nodes(ix, start, depth=3, tests=True)["tests"]]
+        assert set(tests[:3]) == {"src/runtime/tests/mod.rs", "src/runtime/tests/queue.rs", "src/runtime/tests/task.rs"}
+        lib = [i for (i,) in c.execute("SELECT id FROM nodes WHERE key LIKE 'rs:src/lib.rs%'")]
+        assert declared_tests(ix, changed_files(ix, lib)) == {}       # (its children are not tests)
+    assert shared_ranks({1: 1, 2: 2, 3: 2, 4: 2, 5: 3}) == {1: 1.0, 2: 3.0, 3: 3.0, 4: 3.0, 5: 5.0}
+    assert shared_ranks({}) == {}

@@ -1,4 +1,4 @@
-"""Which tests to run after a change: the test files ranked from four kinds of evidence.
+"""Which tests to run after a change: the test files ranked from five kinds of evidence.
 
 1. **reached**: the nodes flagged as test code that :func:`kgsearch.graph.kernels.impact.dependents`
    reached from the changed code (a test that calls it, a test module that imports what
@@ -18,18 +18,23 @@
 4. **text**: BM25 of each test file against the changed code's whole text (:func:`similar_tests`):
    tests that talk about what the changed code talks about, as a lexical reference would rank
    them (a binary run by an integration test, which no call reaches).
+5. **declared**: the test modules the changed files declare as their own children, and those
+   declare in turn (:func:`declared_tests`: Rust's ``#[cfg(test)] mod tests;`` kept in
+   ``runtime/tests/mod.rs`` and its ``mod queue;``), nearest first, equals sharing their rank:
+   the changed module's unit tests in files of their own.
 
-The four rankings are fused by reciprocal rank fusion (``1 / (60 + rank)`` summed; no constant
+The five rankings are fused by reciprocal rank fusion (``1 / (60 + rank)`` summed; no constant
 to tune), ties by path; the reached ranking weighs the share of the index's test files the walk
 did not reach (:func:`reach_weight`: a change to a crate root or a header every test includes
 reaches most tests, and then the walk's order says little); the changed files' own tests (a Rust
 ``#[cfg(test)]`` module) come after every other file (:func:`order_files`). Given the gold files
-of the code tasks, R@10 .920 (Python), .700-.950 (the other languages) against the sets' BM25
+of the code tasks, R@10 .920 (Python), .700-.967 (the other languages) against the sets' BM25
 reference .818 and .667-.951: bench/test_scope.py.
 """
 from __future__ import annotations
 
 import math
+import posixpath
 import re
 from collections import Counter, defaultdict
 
@@ -158,6 +163,56 @@ def path_named(ix, start_ids) -> dict[int, float]:
     return out
 
 
+def declared_tests(ix, changed: set[int]) -> dict[int, int]:
+    """``{test file id: depth}``: the test modules the changed files declare as their own child
+    modules (Rust's ``#[cfg(test)] mod tests;`` in ``runtime/mod.rs`` -> ``runtime/tests/mod.rs``,
+    depth 1), and the test modules those declare in turn (``tests/mod.rs`` -> ``tests/queue.rs``,
+    depth 2...). A declared module is an ``imports`` edge from one file's module node to another
+    file's module node in the declaring file's folder or below it (where a language puts a
+    module's children), flagged as test code: the changed code's own unit tests kept in other
+    files. A test helper imported from elsewhere (Go's ``testdata``) is not in the importer's folder."""
+    if not changed:
+        return {}
+    mods = {nid: (fid, posixpath.dirname(p)) for nid, fid, p in iter_in_chunks(
+        ix.conn, "SELECT n.id, n.file_id, f.path FROM nodes n JOIN files f ON f.id = n.file_id "
+                 "WHERE n.kind = 'module' AND n.file_id IN ({})", sorted(changed))}
+    out: dict[int, int] = {}
+    seen = set(changed)
+    depth = 0
+    while mods and depth < 8:
+        depth += 1
+        found = {}
+        for src, dst, fid, path in iter_in_chunks(
+                ix.conn, "SELECT e.src, e.dst, n.file_id, f.path FROM edges e JOIN nodes n ON n.id = e.dst "
+                         f"JOIN files f ON f.id = n.file_id WHERE e.type = 'imports' AND n.kind = 'module' "
+                         f"AND (n.flags & {TEST_FLAG}) != 0 AND e.src IN ({{}})", sorted(mods)):
+            home = mods[src][1]
+            if fid not in seen and fid != mods[src][0] and path.startswith(home.rstrip("/") + "/"):
+                found[dst] = (fid, posixpath.dirname(path))
+        for dst, (fid, _) in found.items():
+            if fid not in seen:
+                seen.add(fid)
+                out[fid] = depth
+        mods = found
+    return out
+
+
+def shared_ranks(value: dict[int, float]) -> dict[int, float]:
+    """``{key: rank}`` by ``value`` ascending, equal values sharing their mean rank (no order
+    among equals is made up: ``{a: 1, b: 1, c: 2}`` -> ``{a: 1.5, b: 1.5, c: 3}``)."""
+    out: dict[int, float] = {}
+    order = sorted(value, key=lambda k: value[k])
+    i = 0
+    while i < len(order):
+        j = i
+        while j + 1 < len(order) and value[order[j + 1]] == value[order[i]]:
+            j += 1
+        for k in order[i:j + 1]:
+            out[k] = (i + 1 + j + 1) / 2
+        i = j + 1
+    return out
+
+
 def changed_files(ix, start_ids) -> set[int]:
     """The files holding the changed code (the start set)."""
     return {f for _, f in iter_in_chunks(ix.conn, "SELECT id, file_id FROM nodes WHERE id IN ({}) AND file_id IS NOT NULL",
@@ -232,11 +287,13 @@ def test_files(ix, ctx, reach, start_pos, limit: int) -> list[dict]:
     rank_n = {f: r for r, f in enumerate(by_name, 1)}
     rank_p = {f: r for r, f in enumerate(by_path, 1)}
     rank_t = {f: r for r, f in enumerate(by_text, 1)}
+    changed = changed_files(ix, ctx.ids_of(start_pos).tolist())
+    declared = declared_tests(ix, changed)
+    rank_d = shared_ranks(declared)
     w_reached = reach_weight(len(rank_r), count_test_files(ix)) if rank_r else 1.0
-    score = fuse([rank_r, rank_n, rank_p, rank_t], [w_reached, 1.0, 1.0, 1.0])
+    score = fuse([rank_r, rank_n, rank_p, rank_t, rank_d], [w_reached, 1.0, 1.0, 1.0, 1.0])
     paths = {fid: (p, rel_path({"path": p, "root": root})) for fid, p, root in
              iter_in_chunks(ix.conn, "SELECT id, path, root FROM files WHERE id IN ({})", sorted(score))}
-    changed = changed_files(ix, ctx.ids_of(start_pos).tolist())
     order = order_files(score, changed, {f: paths[f][1] or paths[f][0] for f in score})[:limit]
     best = {f: sorted(files.get(f, []), key=lambda i: (hops[i], cost[i], i))[:5] for f in order}
     rows = display(ix, [i for v in best.values() for i in v])

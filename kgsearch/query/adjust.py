@@ -95,31 +95,40 @@ def rank(conn, cand: np.ndarray, fused: np.ndarray, adjustments: dict, *, q, it,
         order_arr = np.argsort(-fused, kind="stable")
     # every candidate matched some channel; only removed ones (factor 0) drop out
     order = [i for i in order_arr[:max(opts.k, 10) * 4 + 50] if factor[i] > 0]
-    if opts.collapse:       # only the first k*4 that exist are collapsed: read the fields of those
-        meta = _meta_of_first(conn, cand, order, opts.k * 4)
+    if opts.collapse:       # one hit per note among the first k*4 that exist: fields of as many as that takes
+        meta, order = _collapsed_top(conn, cand, order, opts.k)
     else:
         meta = node_meta(conn, cand[order].tolist(), text=opts.snippets)
-    order = [i for i in order if int(cand[i]) in meta]
-    if opts.collapse:
-        order = order[:opts.k * 4]
-        order = pack.collapse_sections(order, {i: meta[int(cand[i])]["key"] for i in order},
-                                       {i: meta[int(cand[i])]["kind"] for i in order},
-                                       {i: meta[int(cand[i])]["parent"] for i in order})
+        order = [i for i in order if int(cand[i]) in meta]
     return fused, order[:opts.k], meta
 
 
-def _meta_of_first(conn, cand: np.ndarray, order: list, want: int) -> dict[int, dict]:
-    """Display fields (no texts) of the first ``want`` positions of ``order`` whose nodes exist,
-    read ``want`` at a time: the window beyond is read only for nodes gone since the flags were
-    read (a reindex in between), not for every search (about 1.8 us a row; several indexes
-    searched as one read a window each)."""
+def _collapsed_top(conn, cand: np.ndarray, order: list, k: int) -> tuple[dict[int, dict], list]:
+    """The first ``k`` hits of :func:`kgsearch.pack.collapse_sections` over the first ``k * 4``
+    positions of ``order`` whose nodes exist, and the display fields (no texts) of the rows read.
+
+    Rows are read a window at a time, and reading stops as soon as the positions read collapse
+    to ``k`` hits: collapsing keeps each family's first member in order, so more rows could
+    only add hits after those ``k``. Most searches read ``k`` rows, not ``k * 4`` (about 1.8 us
+    a row; several indexes searched as one read a window each); a section-heavy vault reads on.
+    The window beyond ``k * 4`` is read only for nodes gone since the flags were read (a
+    reindex in between)."""
+    want = k * 4
     meta: dict[int, dict] = {}
+    kept: list = []             # the positions read whose nodes exist, in order
     done = 0
-    while done < len(order):
-        have = sum(1 for i in order[:done] if int(cand[i]) in meta)
-        if have >= want:
-            break
-        part = order[done:done + want - have]
+    while done < len(order) and len(kept) < want:
+        top = _collapse(kept, cand, meta)
+        if len(top) >= k:
+            return meta, top[:k]
+        part = order[done:done + min(want - len(kept), max(k - len(top), 2) * 2 if kept else k)]
         meta.update(node_meta(conn, cand[part].tolist(), text=False))
+        kept += [i for i in part if int(cand[i]) in meta]
         done += len(part)
-    return meta
+    return meta, _collapse(kept[:want], cand, meta)[:k]
+
+
+def _collapse(order: list, cand: np.ndarray, meta: dict) -> list:
+    return pack.collapse_sections(order, {i: meta[int(cand[i])]["key"] for i in order},
+                                  {i: meta[int(cand[i])]["kind"] for i in order},
+                                  {i: meta[int(cand[i])]["parent"] for i in order})

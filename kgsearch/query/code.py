@@ -18,7 +18,7 @@ from ..store.rows import rel_path
 from ..store.sql import in_chunks
 from ..types import FLAG_VENDORED
 
-__all__ = ["CODE_KINDS", "TOP", "is_code_query", "is_vendored", "is_source", "stub_implementations",
+__all__ = ["CODE_KINDS", "TOP", "has_code", "is_code_query", "is_vendored", "is_source", "stub_implementations",
            "implemented_stubs"]
 
 CODE_KINDS = ("module", "class", "function", "method")
@@ -30,12 +30,19 @@ _VENDORED = re.compile(r"/(vendor|vendored|_vendor|third_party|node_modules|mock
 def is_code_query(conn, cand: np.ndarray, first: np.ndarray) -> bool:
     """True when most of the :data:`TOP` best candidates by first-stage score ``first``
     (aligned with ``cand``, node ids) are code: module, class, function or method."""
-    if not len(cand):
+    if not len(cand) or not has_code(conn):
         return False
     top = cand[np.argsort(-first, kind="stable")[:TOP]].tolist()
     kinds = dict(in_chunks(conn, "SELECT id, kind FROM nodes WHERE id IN ({})", top))
     known = [kinds[i] for i in top if i in kinds]
     return bool(known) and sum(k in CODE_KINDS for k in known) / len(known) > 0.5
+
+
+def has_code(conn) -> bool:
+    """Whether the index holds any code node (one look-up in the kinds' index: a notes or
+    documents index skips reading its candidates' kinds)."""
+    marks = ",".join("?" * len(CODE_KINDS))
+    return conn.execute(f"SELECT 1 FROM nodes WHERE kind IN ({marks}) LIMIT 1", CODE_KINDS).fetchone() is not None
 
 
 def is_vendored(m: dict) -> bool:

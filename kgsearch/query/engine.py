@@ -126,7 +126,15 @@ class Engine:
         """Run the pipeline for ``query`` (a string, or a :class:`Query` this engine parsed).
         ``pool`` (:class:`kgsearch.query.multi.Pool`, when several indexes rank as one): extra
         channel arguments, whole-index scores already computed, and the union's mean and spread
-        to standardise with. None: this index alone."""
+        to standardise with. None: this index alone.
+
+        The index's generation is read once for the search (:meth:`Index.pinned`): every cache
+        the search consults (vectors, graph, postings statistics, the query vector) is checked
+        against the same generation, not against whichever a reindex committed meanwhile left."""
+        with self.ix.pinned():
+            return self._search(query, opts, session, pool)
+
+    def _search(self, query: str | Query, opts: SearchOptions | None, session, pool) -> Response:
         opts = (opts or SearchOptions()).validated()
         clock = _Clock()
         q = query if isinstance(query, Query) else self.parse(query)
@@ -169,7 +177,8 @@ class Engine:
         stage = None
         if gctx is not None and len(sig.cand):
             stage = graph_stage(gctx, q, it, requested, opts, sig, weights, code_query, self.tuning,
-                                across=pool.across if pool is not None else None)
+                                across=pool.across if pool is not None else None,
+                                seeds=pool.seeds if pool is not None else None)
             text, emb = sig.text(), sig.get("dense")
             clock.lap("graph")
         cand = sig.cand

@@ -61,12 +61,14 @@ class GraphStage:
 
 
 def graph_stage(gctx, q, it, requested, opts, sig: Signals, weights: dict, code_query: bool,
-                tuning: Tuning = TUNING, across=None) -> GraphStage:
+                tuning: Tuning = TUNING, across=None, seeds: dict | None = None) -> GraphStage:
     """Seeds -> walk (``code_query``) or proximity, intent edges, entity channels for the parsed
     query ``q`` of intent ``it``; adds the nodes they reach to ``sig`` and returns the graph and
     intent signals aligned with ``sig.cand``. ``across`` (several indexes searched as one,
     :class:`kgsearch.query.across.AcrossView`): the prose graph signal pulls over the union's
-    ``similar_text`` lists instead of this index's own."""
+    ``similar_text`` lists instead of this index's own; ``seeds`` (``{"text": n, "dense": n}``,
+    the same search): this index's share of the union's seeds, instead of
+    :attr:`Tuning.seeds_per_signal` by each."""
 
     a, b = weights.get("embedding", 0.0), weights.get("text", 0.0)
     text, emb = sig.text(), sig.get("dense")
@@ -80,9 +82,10 @@ def graph_stage(gctx, q, it, requested, opts, sig: Signals, weights: dict, code_
                                sig.cand[idx].tolist()))
         return [by_id.get(int(i), "") for i in sig.cand[idx]]
 
+    n_text, n_emb = ((seeds or {}).get(s, tuning.seeds_per_signal) for s in ("text", "dense"))
     seeds_idx = np.unique(np.concatenate([
-        top_idx(text, tuning.seeds_per_signal, positive=False, keys=keys) if ran_text else np.zeros(0, np.int64),
-        top_idx(emb, tuning.seeds_per_signal, positive=False, keys=keys) if "dense" in sig.raw_scores
+        top_idx(text, n_text, positive=False, keys=keys) if ran_text else np.zeros(0, np.int64),
+        top_idx(emb, n_emb, positive=False, keys=keys) if "dense" in sig.raw_scores
         else np.zeros(0, np.int64)]))
     seed_pos = gctx.positions(sig.cand[seeds_idx])
     ok = seed_pos >= 0
@@ -120,16 +123,18 @@ def graph_stage(gctx, q, it, requested, opts, sig: Signals, weights: dict, code_
     # nodes reached through the graph join the candidates (scored by every channel)
     reached: set[int] = set()
     for d in (reach, ient):
-        if d:
-            if sig.allowed is None:
-                reached.update(p for p, _ in sorted(d.items(), key=lambda kv: (-kv[1], kv[0]))[:opts.depth])
-                continue
-            # filters: the best reached nodes inside the set (same order: score down, position up)
-            ps = np.fromiter(d.keys(), dtype=np.int64, count=len(d))
-            vs = np.fromiter(d.values(), dtype=np.float64, count=len(d))
+        if not d:
+            continue
+        if sig.allowed is None and len(d) <= opts.depth:
+            reached.update(d)                               # (all of them are the best depth)
+            continue
+        # the best reached nodes (score down, position up), inside the filters' set if any
+        ps = np.fromiter(d.keys(), dtype=np.int64, count=len(d))
+        vs = np.fromiter(d.values(), dtype=np.float64, count=len(d))
+        if sig.allowed is not None:
             ok = sig.allows(gctx.ids_of(ps))
             ps, vs = ps[ok], vs[ok]
-            reached.update(ps[np.lexsort((ps, -vs))[:opts.depth]].tolist())
+        reached.update(ps[np.lexsort((ps, -vs))[:opts.depth]].tolist())
     new_ids = gctx.ids_of(np.fromiter(reached, dtype=np.int64, count=len(reached))) if reached else \
         np.zeros(0, dtype=np.int64)
     sig.extend(np.concatenate([new_ids, np.fromiter(local.keys(), dtype=np.int64, count=len(local)),

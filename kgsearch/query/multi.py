@@ -25,10 +25,15 @@ can be done exactly, and by one common scale where it cannot:
    valued with that index's whole-index scores. Each index's own lists, which name only its own
    nodes, were the whole measured gap to one index (bench/results/multi_ablate.md).
 
+6. **Shares of the union's best.** Each index takes as many candidates per channel, and as many
+   graph seeds by text and by embedding, as it holds of the union's best by the whole-index
+   scores (:func:`_share_depth`, :func:`_share_seeds`), so the indexes together start from the
+   seeds one index of them all would, not each its own ten.
+
 What stays per index: typed edges (they never cross indexes), the nodes the graph stage adds as
-candidates (each index's seeds over its own graph), random walks, HITS and communities, and
-candidate generation (each index gives its own best; the union of candidates is larger than one
-index's, never smaller).
+candidates (reached from the index's share of the seeds over its own graph), random walks, HITS
+and communities, and candidate generation (each index gives its own best; the union of
+candidates is larger than one index's, never smaller).
 
 Work done once: the query is parsed once per distinct analyser and encoded once per embedding
 model (:func:`kgsearch.embed.dense.share_query_vector`; each index rotates it); hits (snippets,
@@ -42,7 +47,7 @@ import math
 import time
 from contextlib import ExitStack
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
@@ -63,6 +68,7 @@ class Pool:
     fulls: dict = field(default_factory=dict)       # channel -> this index's whole-index scores, computed once
     stats: dict = field(default_factory=dict)       # channel -> (mean, spread) over the union
     depth: int | None = None                        # candidates per channel from this index (None: as asked)
+    seeds: dict | None = None                       # graph seeds by "text" / "dense" from this index (None: as asked)
     query: object = None                            # the query parsed with this index's analyser (a Query)
     defer: bool = False                             # leave the hits to the caller (set: ranked, build)
     ranked: list | None = None                      # [(position, score, additive shift, factor)] best first
@@ -211,8 +217,15 @@ class MultiEngine:
             return None
         return {"n": n, "avgdl": total / n, "df": df}
 
+    def _seeds_per_signal(self) -> int:
+        return next(iter(self.engines.values())).tuning.seeds_per_signal
+
     def _pools(self, query: str, opts: SearchOptions, notices: list[str]) -> dict[str, Pool]:
         pools = {name: Pool(query=q) for name, q in self._parsed(query).items()}
+        eq = _equivalences()
+        if eq is not None:                      # (the user's file, read once for every index)
+            for p in pools.values():
+                p.kwargs["equiv"] = {"equivalences": eq}
         if opts.norm != "z":
             return pools
         chans = opts.channel_list()
@@ -245,6 +258,7 @@ class MultiEngine:
                     p.stats[channel] = u
         if not opts.filters and not any(p.query.filters for p in pools.values()):
             _share_depth(pools, opts.depth)     # (from unfiltered whole-index scores: not with filters)
+            _share_seeds(pools, self._seeds_per_signal())
         if self.across and len(pools) > 1 and (chans is None or "graph" in chans) and all(p.fulls for p in pools.values()):
             from .across import across_for      # neighbours across the indexes, valued by their fulls
 
@@ -345,6 +359,17 @@ class MultiEngine:
                      for name, eng in self.engines.items()])
 
 
+def _equivalences() -> dict | None:
+    """The equivalence classes every index's ``equiv`` channel reads (None: each reads, and
+    reports, a broken file itself)."""
+    from ..text.keywords import load_equivalences
+
+    try:
+        return load_equivalences()
+    except Exception:
+        return None
+
+
 def _own_roots(eng: Engine, pool: Pool, opts: SearchOptions) -> SearchOptions:
     """``-root:LABEL`` for an index without such a root leaves nothing out of it: the filter is
     dropped from its query and options (an unknown label is an error only when no index has it)."""
@@ -366,28 +391,45 @@ def own_filters(ix, filters) -> tuple:
                  or fmod.root_paths(ix, f.value) is not None)
 
 
+def _shares(pools: dict[str, Pool], channel: str, n: int) -> dict[str, int] | None:
+    """How many of the union's best ``n`` nodes by whole-index ``channel`` (z over the union)
+    each index holds (ties at the cut count for every index that has them); None when fewer
+    than two indexes have that channel's whole list."""
+    zs = []
+    for name, p in pools.items():
+        f, st = p.fulls.get(channel), p.stats.get(channel)
+        if f is None or st is None or getattr(f, "stats", None) is not None:
+            continue                                  # (past the vector cache: no whole list to rank)
+        sc = np.asarray(f[1], dtype=np.float64)
+        top = -np.partition(-sc, n - 1)[:n] if len(sc) > n else sc     # (the best n, any order)
+        zs.append((name, (top - st[0]) / st[1]))
+    if len(zs) < 2:
+        return None
+    allz = np.sort(np.concatenate([z for _, z in zs]))[::-1]
+    cut = allz[min(n, len(allz)) - 1] if len(allz) else 0.0
+    return {name: int((z >= cut).sum()) for name, z in zs}
+
+
 def _share_depth(pools: dict[str, Pool], depth: int) -> None:
     """Each index's candidates per channel: as many as it holds of the union's best ``depth`` by
     each whole-index channel (the most over the channels, at least 10), so the indexes together
     look at about the candidates one index of them all would, not ``depth`` each."""
     counts: dict[str, int] = {}
     for channel in ("bm25", "dense"):
-        zs = []
-        for name, p in pools.items():
-            f, st = p.fulls.get(channel), p.stats.get(channel)
-            if f is None or st is None or getattr(f, "stats", None) is not None:
-                continue                                  # (past the vector cache: no whole list to rank)
-            sc = np.asarray(f[1], dtype=np.float64)
-            top = -np.partition(-sc, depth - 1)[:depth] if len(sc) > depth else sc     # (the best depth, any order)
-            zs.append((name, (top - st[0]) / st[1]))
-        if len(zs) < 2:
-            continue
-        allz = np.sort(np.concatenate([z for _, z in zs]))[::-1]
-        cut = allz[min(depth, len(allz)) - 1] if len(allz) else 0.0
-        for name, z in zs:
-            counts[name] = max(counts.get(name, 0), int((z >= cut).sum()))
+        for name, n in (_shares(pools, channel, depth) or {}).items():
+            counts[name] = max(counts.get(name, 0), n)
     for name, n in counts.items():
         pools[name].depth = min(depth, max(10, n))
+
+
+def _share_seeds(pools: dict[str, Pool], n: int) -> None:
+    """Each index's graph seeds by text and by embedding: as many as it holds of the union's
+    best ``n`` by bm25 and by dense, so the indexes together start the graph stage from about
+    the ``n`` + ``n`` seeds one index of them all would (each taking ``n`` of its own doubled
+    the walks' and proximity's work, and weighed a weak index's best as much as the union's)."""
+    for channel, signal in (("bm25", "text"), ("dense", "dense")):
+        for name, k in (_shares(pools, channel, n) or {}).items():
+            pools[name].seeds = dict(pools[name].seeds or {}, **{signal: k})
 
 
 def _merge(resps: dict, pools: dict, k: int) -> list[MultiHit]:
@@ -422,7 +464,7 @@ def _merge(resps: dict, pools: dict, k: int) -> list[MultiHit]:
     hits = []
     for rank, (score, _, _, name, pos) in enumerate(top, 1):
         h = built[name][pos]
-        d = {f.name: getattr(h, f.name) for f in fields(h)}
+        d = dict(vars(h))                 # (a Hit's fields: a plain dataclass)
         d.update(score=round(score, 6), rank=rank, index=name)
         if floor > 0:
             d["adjustments"] = dict(d["adjustments"], shift=round(floor, 6))

@@ -22,7 +22,7 @@ def make_hits(conn, q, cand, order, fused, chan_sig, norm_sig, signals, weights,
         for nid, m in node_meta(conn, cand[order].tolist()).items():
             meta[nid]["text"] = m["text"]
     terms = list(q.highlight) if opts.snippets else []
-    ranks = {n: fuse.ranks(s) for n, s in chan_sig.items()}
+    ranks = {n: fuse.ranks_at(s, order) for n, s in chan_sig.items()}     # (aligned with order)
     hits = []
     for r, i in enumerate(order, 1):
         nid = int(cand[i])
@@ -30,7 +30,7 @@ def make_hits(conn, q, cand, order, fused, chan_sig, norm_sig, signals, weights,
         chans = {}
         for n, s in chan_sig.items():
             if s[i] > 0 or n in full_names:
-                chans[n] = {"score": round(float(s[i]), 6), "rank": int(ranks[n][i]),
+                chans[n] = {"score": round(float(s[i]), 6), "rank": int(ranks[n][r - 1]),
                             "norm": round(float(norm_sig.get(n, s)[i]), 6)}
         sigs = {}
         if fusion == "linear":
@@ -41,7 +41,7 @@ def make_hits(conn, q, cand, order, fused, chan_sig, norm_sig, signals, weights,
         else:
             for n, p in parts.items():
                 if p[i] > 0:
-                    sigs[n] = {"value": int(ranks.get(n, np.zeros(len(cand), dtype=int))[i]),
+                    sigs[n] = {"value": int(ranks[n][r - 1]) if n in ranks else 0,
                                "weight": weights.get(SIGNAL_OF.get(n, "graph"), 0.0),
                                "part": round(float(p[i]), 6)}
         adj = {k: round(float(v[i]), 6) for k, v in adjustments.items() if v[i] not in (0.0, 1.0)}

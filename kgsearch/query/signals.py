@@ -194,7 +194,7 @@ class Signals:
 
     def extend(self, ids: np.ndarray) -> None:
         """Add candidates (after the existing ones), with every channel's score for them."""
-        add = np.setdiff1d(np.unique(np.asarray(ids, dtype=np.int64)), self.cand)
+        add = np.setdiff1d(np.unique(np.asarray(ids, dtype=np.int64)), self.cand, assume_unique=True)   # (cand: unique)
         if self.allowed is not None:           # the filters hold for every candidate
             add = add[self.allows(add)]
         if not len(add):
@@ -283,9 +283,14 @@ def _lookup_in(fid: np.ndarray, fsc: np.ndarray, default: float, more, ids: np.n
     out = np.full(len(ids), default, dtype=np.float64)
     hit = np.zeros(len(ids), dtype=bool)
     if len(fid) and len(ids):
-        pos = np.minimum(np.searchsorted(fid, ids), len(fid) - 1)
-        hit = fid[pos] == ids
-        out[hit] = fsc[pos[hit]]
+        if int(fid[-1]) - int(fid[0]) + 1 == len(fid):         # (sorted, unique, no gap: a direct offset)
+            pos = ids - fid[0]
+            hit = (pos >= 0) & (pos < len(fid))
+            out[hit] = fsc[pos[hit]]
+        else:
+            pos = np.minimum(np.searchsorted(fid, ids), len(fid) - 1)
+            hit = fid[pos] == ids
+            out[hit] = fsc[pos[hit]]
     if more is not None and not hit.all():
         out[~hit] = more(ids[~hit])
     return out

@@ -132,7 +132,7 @@ def prose_db(tmp_path_factory):
     return db
 
 
-def _prose_rank(conn, k, hide=(), monkeypatch=None):
+def _prose_rank(conn, k, hide=(), monkeypatch=None, family=None):
     import kgsearch.query.adjust as adjust
 
     read: list[int] = []
@@ -141,7 +141,11 @@ def _prose_rank(conn, k, hide=(), monkeypatch=None):
     def counting(c, ids, text=True):
         ids = list(ids)
         read.extend(ids)
-        return {n: m for n, m in real(c, ids, text).items() if n not in hide}    # (gone since the flags)
+        out = {n: m for n, m in real(c, ids, text).items() if n not in hide}    # (gone since the flags)
+        for n, m in out.items():            # family: {node id: parent key} (sections of one note)
+            if family and n in family:
+                out[n] = dict(m, kind="section", parent=family[n])
+        return out
 
     monkeypatch.setattr(adjust, "node_meta", counting)
     cand = np.array([i for (i,) in conn.execute("SELECT id FROM nodes WHERE kind = 'doc' ORDER BY id")], np.int64)
@@ -155,12 +159,31 @@ def _prose_rank(conn, k, hide=(), monkeypatch=None):
 
 
 def test_display_fields_read_for_the_collapsed_window_only(prose_db, monkeypatch):
-    """rank reads the display fields of the first 4 x k candidates (what the collapse looks at),
-    not of the whole 4 x max(k, 10) + 50 window: the same hits, fewer rows read."""
+    """rank reads the display fields of as many candidates as collapse to k hits (k when no two
+    are one note's), not the whole 4 x k window (nor 4 x max(k, 10) + 50): the same hits."""
     with Index.open(prose_db, readonly=True) as ix:
         hits, read, cand = _prose_rank(ix.conn, 3, monkeypatch=monkeypatch)
         assert hits == cand[:3].tolist()
-        assert len(read) == 12                                 # 4 x k (was 4 x 10 + 50 = 90)
+        assert len(read) == 3                                  # k (was 4 x k = 12, before that 90)
+
+
+def test_sections_of_one_note_read_on_until_k_notes(prose_db, monkeypatch):
+    """Sections of one note collapse to its best one, so reading goes on until k families (and
+    never past the 4 x k window): the hits are those of collapsing the whole window."""
+    from kgsearch import pack
+
+    with Index.open(prose_db, readonly=True) as ix:
+        ids = [i for (i,) in ix.conn.execute("SELECT id FROM nodes WHERE kind = 'doc' ORDER BY id")]
+        family = {i: "doc:note" for i in ids[1:6]}            # 2nd-6th best: one note's sections
+        hits, read, cand = _prose_rank(ix.conn, 3, monkeypatch=monkeypatch, family=family)
+        assert hits == [ids[0], ids[1], ids[6]]
+        assert len(read) == 7                                   # 3, then 4 more (2 hits short x 2)
+        kinds = ["section" if i in family else "doc" for i in ids[:12]]
+        whole = pack.collapse_sections(range(12), [f"doc:{i}" for i in ids[:12]], kinds,
+                                       [family.get(i) for i in ids[:12]])
+        assert [ids[j] for j in whole[:3]] == hits             # = collapsing the 4 x k window
+        hits, read, _ = _prose_rank(ix.conn, 3, monkeypatch=monkeypatch, family={i: "doc:note" for i in ids})
+        assert hits == [ids[0]] and len(read) == 12             # one note: the window's end
 
 
 def test_a_node_gone_since_the_flags_reads_further(prose_db, monkeypatch):
@@ -171,4 +194,4 @@ def test_a_node_gone_since_the_flags_reads_further(prose_db, monkeypatch):
         gone = set(ids[1:4])
         hits, read, cand = _prose_rank(ix.conn, 3, hide=gone, monkeypatch=monkeypatch)
         assert hits == [ids[0], ids[4], ids[5]]
-        assert len(read) == 15                                  # 12, then the 3 that went missing
+        assert len(read) == 7                                   # 3 (one left), then 4 more

@@ -91,3 +91,24 @@ def test_is_code_query_is_most_of_the_first_stage_top(tmp_path):
         five = np.r_[np.full(5, 3.0), np.zeros(7), np.full(5, 2.0), np.zeros(7)]      # 5 of 10: not most
         assert not is_code_query(c, cand, five)
         assert not is_code_query(c, cand[:0], np.zeros(0))
+
+
+def test_an_index_without_code_is_never_a_code_query_and_reads_no_kinds(tmp_path):
+    """``has_code`` is one look-up in the kinds' index: a notes index answers False without
+    reading its candidates' kinds (the multi-index search asks every index)."""
+    from kgsearch.query import code as code_mod
+
+    (tmp_path / "p").mkdir()
+    for i in range(12):
+        (tmp_path / "p" / f"n{i}.md").write_text(f"# Note {i}\n\nabout {i}\n")
+    db = tmp_path / "i.db"
+    index_paths(db, [str(tmp_path / "p")], IndexOptions(steps=("text",)))
+    with Index.open(db, readonly=True) as ix:
+        assert not code_mod.has_code(ix.conn)
+        sql: list[str] = []
+        ix.conn.set_trace_callback(sql.append)
+        cand = np.array([i for (i,) in ix.conn.execute("SELECT id FROM nodes")], np.int64)
+        sql.clear()
+        assert not code_mod.is_code_query(ix.conn, cand, np.ones(len(cand)))
+        assert len(sql) == 1 and "LIMIT 1" in sql[0]
+        ix.conn.set_trace_callback(None)

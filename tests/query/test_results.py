@@ -68,3 +68,18 @@ def test_rrf_signals_are_ranks_and_contributions():
     assert hits[1].signals["bm25"]["value"] == 2
     assert make_hits(None, parse("x"), CAND, [], parts["bm25"], chan, {}, {}, {}, parts, {}, meta, "rrf",
                      SearchOptions()) == []
+
+
+def test_ranks_at_equals_ranking_every_candidate():
+    """fuse.ranks_at(s, positions) == fuse.ranks(s)[positions]: hand case (ties by position,
+    0 for scores <= 0) and random arrays with many ties, few and many positions."""
+    from kgsearch import fuse
+
+    s = np.array([0.5, 2.0, 0.0, 2.0, -1.0, 1.0])
+    assert fuse.ranks_at(s, [3, 1, 0, 2, 4, 5]).tolist() == [2, 1, 4, 0, 0, 3]
+    rng = np.random.default_rng(7)
+    for _ in range(300):
+        n = int(rng.integers(1, 80))
+        s = rng.integers(-2, 5, n) * 0.25
+        p = rng.permutation(n)[:int(rng.integers(1, n + 1))]
+        assert fuse.ranks_at(s, p).tolist() == fuse.ranks(s)[p].tolist()

@@ -97,3 +97,18 @@ def test_top_ids_and_top_idx_break_ties_by_id_and_key():
     got = top_idx(s, 3, keys=lambda pos: [keys[int(p)] for p in pos])
     assert sorted(got.tolist()) == [1, 2, 3]                    # the tie at the cut goes by key: a, b
     assert top_idx(np.array([0.0, 0.0]), 2).tolist() == []      # positive only by default
+
+
+def test_lookup_in_with_and_without_gaps_in_the_ids():
+    """Whole-index scores of any ids: a gap-free id range is read by offset, ids with gaps by
+    search; both give the score, or the default for an id not there (hand-computed)."""
+    from kgsearch.query.signals import _lookup_in
+
+    fsc = np.array([0.5, 1.5, 2.5, 3.5])
+    ids = np.array([9, 3, 6, 4, 5, 0, 7], dtype=np.int64)
+    contiguous = np.array([3, 4, 5, 6], dtype=np.int64)
+    assert _lookup_in(contiguous, fsc, -1.0, None, ids).tolist() == [-1.0, 0.5, 3.5, 1.5, 2.5, -1.0, -1.0]
+    gaps = np.array([3, 5, 6, 9], dtype=np.int64)
+    assert _lookup_in(gaps, fsc, -1.0, None, ids).tolist() == [3.5, 0.5, 2.5, -1.0, 1.5, -1.0, -1.0]
+    more = _lookup_in(contiguous, fsc, -1.0, lambda rest: rest * 10.0, ids)        # (past the vector cache)
+    assert more.tolist() == [90.0, 0.5, 3.5, 1.5, 2.5, 0.0, 70.0]
