@@ -13,6 +13,7 @@ import os
 
 import numpy as np
 
+from ..ingest.common import decode, utf16_codec
 from ..ingest.readback import read_indexed
 from ..store.rows import PATH_SQL, qualname_sql
 from ..store.sql import iter_in_chunks
@@ -35,6 +36,8 @@ def _read_file(path: str, root: str | None, size: int | None, mtime_ns: int | No
         return None
     if data.startswith(b"\xef\xbb\xbf"):
         data = data[3:]
+    elif utf16_codec(data[:4]):               # lines as the loader counted them: of the decoded text
+        data = decode(data, path)[0].encode("utf-8")
     return _Lines(data)
 
 
@@ -56,6 +59,8 @@ class _Lines:
         nl = self.nl
         start = 0 if a <= 1 else int(nl[a - 2]) + 1
         end = int(nl[b - 1]) if b - 1 < len(nl) else len(self.data)
+        if b - 1 < len(nl) and end > start and self.data[end - 1] == 13:   # line b's CRLF: no line after it
+            end -= 1
         text = self.data[start:end].decode("utf-8", errors="replace")
         return text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
 

@@ -50,8 +50,8 @@ class IndexReport:
     # what the walk and the loaders skipped, by reason (one warning each, but files with no
     # loader): unreadable folders/files, broken or looping symlinks, files that are not what
     # their extension says (malformed JSON/JSONL/CSV met while walking), large files, files
-    # that are not text (NUL bytes, UTF-16) though their extension has a loader, files with
-    # no loader
+    # that are not text (NUL bytes: binary data, UTF-16 without its byte-order mark) though
+    # their extension has a loader, files with no loader
     skipped: dict = field(default_factory=lambda: dict.fromkeys(SKIP_REASONS, 0))
     roots_missing: list[str] = field(default_factory=list)      # registered roots not on disk: files kept
     roots_unreadable: list[str] = field(default_factory=list)   # roots that cannot be listed: files kept

@@ -1,19 +1,42 @@
 """Helpers shared by the loaders: reading text files, slugs, picking searchable values."""
 from __future__ import annotations
 
+import itertools
 import re
 from pathlib import Path
 
-__all__ = ["read_text", "decode", "slugify", "is_texty", "norm_type", "MAX_LINE_CHARS"]
+__all__ = ["read_text", "decode", "utf16_codec", "slugify", "is_texty", "norm_type", "MAX_LINE_CHARS"]
+
+
+def utf16_codec(head: bytes) -> str | None:
+    """``"utf-16-le"`` or ``"utf-16-be"`` for bytes that start with a UTF-16 byte-order mark
+    (what Notepad's "Unicode" and PowerShell's ``>`` write), else ``None``. A UTF-32 LE mark
+    (``FF FE 00 00``) is not UTF-16; UTF-16 without a mark is not recognised (its NUL bytes make
+    it "not text" to the walker).
+
+    >>> utf16_codec(b"\\xff\\xfea\\x00"), utf16_codec(b"\\xfe\\xff\\x00a"), utf16_codec(b"\\xff\\xfe\\x00\\x00")
+    ('utf-16-le', 'utf-16-be', None)
+    """
+    if head.startswith(b"\xff\xfe") and not head.startswith(b"\xff\xfe\x00\x00"):
+        return "utf-16-le"
+    if head.startswith(b"\xfe\xff"):
+        return "utf-16-be"
+    return None
 
 
 def decode(data: bytes, where: str) -> tuple[str, str | None]:
-    """Decode UTF-8 (a leading BOM is dropped). Invalid bytes become U+FFFD and the second
-    value is one warning naming the first bad byte's line; otherwise it is ``None``.
+    """Decode UTF-8 (a leading BOM is dropped), or UTF-16 when the bytes start with its
+    byte-order mark (:func:`utf16_codec`). Invalid bytes become U+FFFD and the second value is
+    one warning naming the first bad byte's line; otherwise it is ``None``.
 
     >>> decode(b"a\\nb\\xff", "f.txt")
     ('a\\nb\\ufffd', 'f.txt:2: not valid UTF-8; decoded with replacement characters (save the file as UTF-8 to fix)')
+    >>> decode("a\\nb".encode("utf-16"), "f.txt")
+    ('a\\nb', None)
     """
+    codec = utf16_codec(data[:4])
+    if codec:
+        return _decode_utf16(data[2:], codec, where)
     try:
         text = data.decode("utf-8")
         warning = None
@@ -27,6 +50,61 @@ def decode(data: bytes, where: str) -> tuple[str, str | None]:
     return text, warning
 
 
+def _utf16_warning(where: str, line: int) -> str:
+    return (f"{where}:{line}: not valid UTF-16 (a lone surrogate or an odd byte at the end); decoded with "
+            "replacement characters (save the file again, as UTF-8 or UTF-16, to fix)")
+
+
+def _decode_utf16(data: bytes, codec: str, where: str) -> tuple[str, str | None]:
+    """``data`` (after its byte-order mark) as UTF-16; the warning names the line of the first
+    bad code unit (lines of the decoded text)."""
+    try:
+        return data.decode(codec), None
+    except UnicodeDecodeError as exc:
+        line = data[:exc.start].decode(codec, errors="replace").count("\n") + 1
+        return data.decode(codec, errors="replace"), _utf16_warning(where, line)
+
+
+class _Utf16Blocks:
+    """A UTF-16 file (after its byte-order mark) as blocks of UTF-8 bytes, decoded incrementally
+    (one block of the file at a time), so :func:`read_text` cuts its lines as for a UTF-8 file.
+    Invalid code units become U+FFFD; ``warning`` names the line of the first."""
+
+    def __init__(self, fh, codec: str, where: str, first: bytes = b""):
+        import codecs
+
+        self.fh, self.where, self.warning, self.first = fh, where, None, first
+        self.dec = codecs.getincrementaldecoder(codec)("strict")
+        self.codec, self.lines = codec, 0            # newlines decoded so far
+
+    def __iter__(self):
+        while True:
+            raw, self.first = self.first or self.fh.read(_BLOCK), b""
+            final = not raw
+            text = self._decode(raw, final)
+            if text:
+                self.lines += text.count("\n")
+                yield text.encode("utf-8")
+            if final:
+                return
+
+    def _decode(self, raw: bytes, final: bool) -> str:
+        state = self.dec.getstate()
+        try:
+            return self.dec.decode(raw, final)
+        except UnicodeDecodeError as exc:
+            if self.warning is None:       # the bytes before the bad unit: the decoder's pending ones, then raw's
+                pending = state[0] + raw
+                good = pending[:exc.start - exc.start % 2].decode(self.codec, errors="replace")
+                self.warning = _utf16_warning(self.where, self.lines + good.count("\n") + 1)
+            self.dec.setstate(state)
+            self.dec.errors = "replace"
+            try:
+                return self.dec.decode(raw, final)
+            finally:
+                self.dec.errors = "strict"
+
+
 MAX_LINE_CHARS = 100_000          # prose loaders read at most this much of one line
 _BLOCK = 1 << 20
 
@@ -36,11 +114,16 @@ def read_text(path: Path, max_line: int = MAX_LINE_CHARS) -> tuple[str, list[str
     bytes (minified data, a dump on one line) is cut to its first ``max_line`` (at a character
     boundary) while the file is read, in blocks, so such a file never costs more than its
     lines as cut: a 20 MB one-line note cost a run ~600 MB. One warning names the first cut
-    line and how many were cut."""
+    line and how many were cut. A UTF-16 file (byte-order mark) is decoded a block at a time
+    into UTF-8 first, so its lines are measured and cut in UTF-8 bytes too."""
     out, cut = bytearray(), []
     line_no, line_len, line_at = 1, 0, 0     # the line being read, its length so far, where it starts in out
     with open(path, "rb") as fh:
-        while block := fh.read(_BLOCK):
+        first = fh.read(max(_BLOCK, 4))
+        codec = utf16_codec(first)
+        blocks = (_Utf16Blocks(fh, codec, str(path), first[2:]) if codec
+                  else itertools.chain((first,) if first else (), iter(lambda: fh.read(_BLOCK), b"")))
+        for block in blocks:
             parts = block.split(b"\n")
             if line_len + len(parts[0]) <= max_line and max(map(len, parts), default=0) <= max_line:
                 if len(parts) > 1:               # no long line here: the block as it is
@@ -62,7 +145,11 @@ def read_text(path: Path, max_line: int = MAX_LINE_CHARS) -> tuple[str, list[str
                 else:
                     out += part
                 line_len += len(part)
-    text, warning = decode(bytes(out), str(path))
+    if codec:                                # already checked and made valid UTF-8
+        text = out.decode("utf-8")
+        warning = blocks.warning
+    else:
+        text, warning = decode(bytes(out), str(path))
     warnings = [warning] if warning else []
     if cut:
         more = f" ({len(cut)} lines)" if len(cut) > 1 else ""

@@ -69,7 +69,7 @@ from pathlib import Path
 
 from ..codelike import is_test_path
 from ..types import FLAG_TEST, EdgeRec, LoadOptions, LoadResult, NodeRec
-from .common import decode
+from .common import decode, utf16_codec
 from .pynames import NameCandidates
 
 NAME = "python"
@@ -124,7 +124,10 @@ def _indent_re(indent: int) -> "re.Pattern[str]":
 
 
 def _source(data: bytes, where: str) -> tuple[str, str | None]:
-    """Decode as Python does: UTF-8 unless a coding cookie says otherwise."""
+    """Decode as Python does: UTF-8 unless a coding cookie says otherwise; UTF-16 with its
+    byte-order mark as :func:`decode` does (a file saved by a Windows editor)."""
+    if utf16_codec(data[:4]):
+        return decode(data, where)
     try:
         text = data.decode("utf-8")
         if text.startswith("\ufeff"):

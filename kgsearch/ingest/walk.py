@@ -15,7 +15,8 @@ Rules, in order:
   anything inside a folder is looked at, so an ignored unreadable folder is not even mentioned.
 * Files larger than the size cap (16 MB; 64 MB for ``.tsv`` KG triples, whose lines are small
   and streamed; ``--max-file-size`` sets one cap for all), files that are not text though
-  their name gives them a loader (a NUL byte in the first 8 KB, a UTF-16 byte-order mark) and
+  their name gives them a loader (a NUL byte in the first 8 KB, unless the file starts with a
+  UTF-16 byte-order mark: UTF-16 text is decoded like UTF-8) and
   files with no loader are skipped; skipped files are counted, and each large, unreadable or
   not-text one is one warning line (files with no loader are the normal case: counted only).
 * Source code that is not the project's: installed dependencies are skipped (``node_modules``,
@@ -38,6 +39,7 @@ from typing import Iterator
 
 from ..errors import DataError
 from . import loader_for
+from .common import decode, utf16_codec
 
 SKIP_DIRS = {
     ".git", ".hg", ".svn", ".bzr", "_darcs", "CVS",
@@ -189,7 +191,7 @@ class IgnoreRules:
 
     def add_file(self, path: Path, base: str) -> None:
         try:
-            text = path.read_text(encoding="utf-8", errors="replace")
+            text = decode(path.read_bytes(), str(path))[0]      # UTF-16 too: Notepad's "Unicode" hid nothing
         except OSError:
             return
         for n, raw in enumerate(text.splitlines(), 1):
@@ -219,20 +221,17 @@ class IgnoreRules:
         return c
 
 
-_UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
-
-
 def not_text(path: Path) -> str | None:
     """Why a file its extension gives a loader to is not indexed (one warning each), or None:
-    UTF-16 text (a byte-order mark) or NUL bytes in the first 8 KB (binary data)."""
+    NUL bytes in the first 8 KB (binary data). UTF-16 with its byte-order mark is text (the
+    loaders decode it, :func:`kgsearch.ingest.common.decode`); UTF-16 without one, and UTF-32,
+    have NUL bytes: not text."""
     try:
         with open(path, "rb") as fh:
             head = fh.read(SNIFF_BYTES)
     except OSError:
         return None                          # unreadable: the loader says so
-    if head.startswith(_UTF16_BOMS):
-        return "UTF-16 text (it starts with a UTF-16 byte-order mark); save it as UTF-8 to index it"
-    if b"\0" in head:
+    if b"\0" in head and not utf16_codec(head):
         return (f"not text (NUL bytes in its first {SNIFF_BYTES // 1024} KB) though named {path.suffix or path.name}; "
                 f"add it to .kgsearchignore if it is meant to be binary")
     return None
@@ -241,9 +240,10 @@ def not_text(path: Path) -> str | None:
 def is_binary(path: Path) -> bool:
     try:
         with open(path, "rb") as fh:
-            return b"\0" in fh.read(SNIFF_BYTES)
+            head = fh.read(SNIFF_BYTES)
     except OSError:
         return False
+    return b"\0" in head and not utf16_codec(head)
 
 
 def inside(child: "str | Path", folder: "str | Path") -> bool:

@@ -62,13 +62,14 @@ class Signals:
                 if f is not None and f[2] > 0:
                     fid, fsc, n = f
                     if getattr(f, "stats", None) is not None:      # dense past the vector cache
-                        mu, sd = f.stats
                         self._more[name] = f.lookup
+                    if stats and name in stats:           # several indexes as one: the union's
+                        mu, sd = stats[name]
+                    elif getattr(f, "stats", None) is not None:
+                        mu, sd = f.stats
                     else:
                         mu = float(fsc.sum()) / n
                         sd = math.sqrt(max(float((fsc * fsc).sum()) / n - mu * mu, 1e-12))
-                    if stats and name in stats:           # several indexes as one: the union's
-                        mu, sd = stats[name]
                     default = mu if name == "dense" else 0.0
                     self.full[name] = (fid, fsc, mu, sd, default)
                     raw_c = self._lookup(name, cand)

@@ -6,13 +6,23 @@ at once. The lock dies with the process (kill -9 included), so it is never stale
 The lock belongs to the index file, not to the name it was given by: ``<db>.lock`` sits next
 to the file's real path (symlinks resolved), so ``--db link.db`` and ``--db real.db`` take the
 same lock (it was keyed by the path string: a second indexer through a symlink waited out
-SQLite's busy timeout and failed with exit 4 instead of 75). A lock file that cannot be
-created or opened (a read-only folder) is :class:`BadIndex` naming the folder, unless the
+SQLite's busy timeout and failed with exit 4 instead of 75). A hard link is another real path
+of the same file, with a ``.lock`` of its own: when the index file has more than one link, the
+lock also takes a ``flock`` on the index file itself, which every name of the file shares (two
+runs through two hard links both went ahead, each holding "its" lock). Only on Linux (Android
+included), where ``flock`` and SQLite's own ``fcntl`` byte-range locks never meet; a file with
+one link (the ordinary case) is not even opened, so a network file system, where ``flock`` may
+be emulated with ``fcntl`` locks, sees nothing new. The descriptor is never closed (closing one
+would drop this process's SQLite locks on the file): the next lock on that file reuses it. A lock
+file that cannot be created or opened (a read-only folder) is :class:`BadIndex` naming the folder, unless the
 caller only reads (``required=False``: ``doctor``, where no writer can run either).
 """
 from __future__ import annotations
 
+import errno
 import os
+import stat
+import sys
 from pathlib import Path
 
 from ..errors import BadIndex, IndexBusy
@@ -21,6 +31,9 @@ try:
     import fcntl
 except ImportError:  # pragma: no cover - Windows
     fcntl = None  # type: ignore[assignment]
+
+# flock and fcntl (SQLite's) locks are separate on Linux; on BSD and macOS they can conflict
+_FLOCK_APART = sys.platform.startswith("linux") or sys.platform == "android"
 
 
 def lock_path(db_path: str | os.PathLike) -> Path:
@@ -31,8 +44,10 @@ def lock_path(db_path: str | os.PathLike) -> Path:
 class IndexLock:
     def __init__(self, db_path: str | os.PathLike, required: bool = True):
         self.path = lock_path(db_path)
+        self.db = str(self.path)[:-len(".lock")]
         self.required = required
         self._fd: int | None = None
+        self._db_held: tuple[tuple[int, int], int] | None = None
 
     def acquire(self) -> "IndexLock":
         try:
@@ -58,12 +73,20 @@ class IndexLock:
                 who = f" (pid {holder})" if holder else ""
                 raise IndexBusy(f"another kgsearch index run holds {self.path}{who}; "
                                 f"this run changed nothing, try again later") from None
+        try:
+            self._db_held = _lock_the_file(self.db)
+        except IndexBusy:
+            os.close(fd)
+            raise
         os.ftruncate(fd, 0)
         os.pwrite(fd, str(os.getpid()).encode(), 0)
         self._fd = fd
         return self
 
     def release(self) -> None:
+        if self._db_held is not None:
+            _unlock_the_file(self._db_held)
+            self._db_held = None
         if self._fd is not None:
             try:
                 os.ftruncate(self._fd, 0)
@@ -77,3 +100,53 @@ class IndexLock:
 
     def __exit__(self, *exc) -> None:
         self.release()
+
+
+# Descriptors of hard-linked index files that no lock holds now, by (st_dev, st_ino): kept open for
+# the next lock on the file, never closed, because closing any descriptor of a file drops every
+# fcntl lock this process holds on it: SQLite's, of a connection still open here.
+_IDLE: dict[tuple[int, int], list[int]] = {}
+
+
+def _lock_the_file(db: str) -> tuple[tuple[int, int], int] | None:
+    """The index file's ``(st_dev, st_ino)`` and a descriptor of it holding its ``flock``, when
+    the file has other hard links (``None``: one link, no file yet, or a system or file system
+    where it cannot be had; SQLite's own locking is then all there is, as before).
+    :class:`IndexBusy` when another run holds it through another name."""
+    if fcntl is None or not _FLOCK_APART:
+        return None
+    try:
+        st = os.stat(db)
+    except OSError:
+        return None                          # no index yet (a first run), or unreadable: SQLite says so
+    if not stat.S_ISREG(st.st_mode) or st.st_nlink < 2:
+        return None
+    key = (st.st_dev, st.st_ino)
+    idle = _IDLE.get(key)
+    if idle:
+        fd = idle.pop()
+    else:
+        try:
+            fd = os.open(db, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+            st = os.fstat(fd)
+        except OSError:
+            return None
+        key = (st.st_dev, st.st_ino)         # the file opened (replaced since the stat: that one)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as exc:
+        _IDLE.setdefault(key, []).append(fd)
+        if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
+            raise IndexBusy(f"another kgsearch index run holds {db} through another of its {st.st_nlink} "
+                            f"hard links; this run changed nothing, try again later") from None
+        return None
+    return key, fd
+
+
+def _unlock_the_file(held: tuple[tuple[int, int], int]) -> None:
+    key, fd = held
+    try:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+    except OSError:
+        pass
+    _IDLE.setdefault(key, []).append(fd)
