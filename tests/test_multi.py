@@ -511,13 +511,8 @@ def test_cli_link_keeps_the_lists_a_search_then_reads(split, capsys, monkeypatch
     assert "links several indexes" in capsys.readouterr().err
 
 
-def test_each_generation_read_once_per_search(engines, monkeypatch):
-    """A search over several indexes reads each index's generation once (Index.pinned), where
-    the pooling, the lists' key and each index's search read it about a dozen times each; the
-    answer is the same."""
-    multi = MultiEngine({"a": engines["a"], "b": engines["b"]})
-    opts = SearchOptions(k=10, snippets=False)
-    before = [h.key for h in multi.search("graph search rank", opts).hits]
+def _count_generation_reads(monkeypatch) -> list:
+    """The paths of the indexes whose generation is read, one entry a read, from now on."""
     reads = []
     real = Index.meta
 
@@ -527,6 +522,17 @@ def test_each_generation_read_once_per_search(engines, monkeypatch):
         return real(self, key, default)
 
     monkeypatch.setattr(Index, "meta", meta)
+    return reads
+
+
+def test_each_generation_read_once_per_search(engines, monkeypatch):
+    """A search over several indexes reads each index's generation once (Index.pinned), where
+    the pooling, the lists' key and each index's search read it about a dozen times each; the
+    answer is the same."""
+    multi = MultiEngine({"a": engines["a"], "b": engines["b"]})
+    opts = SearchOptions(k=10, snippets=False)
+    before = [h.key for h in multi.search("graph search rank", opts).hits]
+    reads = _count_generation_reads(monkeypatch)
     after = [h.key for h in multi.search("graph search rank", opts).hits]
     assert after == before
     assert sorted(reads) == sorted([engines["a"].ix.path, engines["b"].ix.path])
@@ -539,15 +545,7 @@ def test_one_index_search_reads_its_generation_once(engines, monkeypatch):
     consults): the same answer, one read."""
     opts = SearchOptions(k=10, snippets=False, use_cache=False)
     before = [h.key for h in engines["one"].search("graph search rank", opts).hits]
-    reads = []
-    real = Index.meta
-
-    def meta(self, key, default=None):
-        if key == "generation":
-            reads.append(self.path)
-        return real(self, key, default)
-
-    monkeypatch.setattr(Index, "meta", meta)
+    reads = _count_generation_reads(monkeypatch)
     assert [h.key for h in engines["one"].search("graph search rank", opts).hits] == before
     assert reads == [engines["one"].ix.path]
 

@@ -13,13 +13,14 @@ rank ``…With743`` second for "line 743"):
 
 Each anchor's evidence is its kind's weight (frames and paths most) times its specificity in
 this index, ``1 / (1 + log2(matches))``: a name that one node has says much, one that 300
-nodes have (``__init__``, ``get``) says little. A node's score is the sum over the anchors
-that name it, capped at 1. The scores are absolute, not divided by the query's best: when a
-task names only weak anchors, its best match stays weak.
+nodes have (``__init__``, ``get``) says little. A name the issue only lists with others
+(``'pkg.a', 'pkg.b', 'pkg.c'``, "`x` or `y`") shares that mention with them
+(:attr:`Anchor.share <kgsearch.query.codetask.Anchor.share>`, ``lists``). A node's score is the
+sum over the anchors that name it, capped at 1. The scores are absolute, not divided by the
+query's best: when a task names only weak anchors, its best match stays weak.
 
-Specificity also counts uses (``use_spec``): a node that ``u`` call edges reach weighs
-``1 / (1 + log10(1 + u))`` more (an exception class raised in 300 places names a symptom, not a
-place; a helper called twice names a place). The factor never exceeds 1: no degree reward.
+(Weighing a named node by its callers as well, ``1 / (1 + log10(1 + callers))``, was measured
+leave-one-repository-out: 3 tasks better, 12 worse, p .035; it was removed. docs/code-tasks.md)
 
 Call following (``follow`` > 0, issue 27 item 2): the issue names the API where the symptom
 shows, the fix is often in what that API calls. From the :data:`FOLLOW_SEEDS` strongest anchored
@@ -33,6 +34,7 @@ from __future__ import annotations
 
 import math
 import posixpath
+from dataclasses import replace
 
 import numpy as np
 
@@ -121,9 +123,8 @@ def _uses(conn, ids) -> dict[int, int]:
         conn, "SELECT dst, count(*) FROM edges WHERE dst IN ({}) AND type = 'calls' GROUP BY dst", list(ids))}
 
 
-def resolve(conn, anchors: list[Anchor], use_spec: bool = False) -> dict[int, float]:
-    """Node id -> summed evidence of the anchors that name it (see the module docstring);
-    ``use_spec`` also weighs each node by :func:`use_specificity` of its callers."""
+def resolve(conn, anchors: list[Anchor]) -> dict[int, float]:
+    """Node id -> summed evidence of the anchors that name it (see the module docstring)."""
     scores: dict[int, float] = {}
 
     def credit(ids: list[int], weight: float) -> None:
@@ -160,9 +161,6 @@ def resolve(conn, anchors: list[Anchor], use_spec: bool = False) -> dict[int, fl
         if a.func:
             fset = set(files)
             credit([nid for nid, _, fid, _ in by_name.get(a.func, []) if fid in fset], a.weight)
-    if use_spec and scores:
-        uses = _uses(conn, scores)
-        scores = {n: v * use_specificity(uses.get(n, 0)) for n, v in scores.items()}
     return scores
 
 
@@ -197,16 +195,18 @@ def follow_calls(conn, seeds: dict[int, float], *, n_seeds: int = FOLLOW_SEEDS, 
     return best
 
 
-def search(ix, q, k: int = 100, *, follow: float = 0.0, use_spec: bool = False, **opts
+def search(ix, q, k: int = 100, *, follow: float = 0.0, lists: bool = True, **opts
            ) -> tuple[np.ndarray, np.ndarray]:
     """Anchors channel: (node ids, evidence in (0, 1]) best first for the anchors of the parsed
     query ``q``; empty when it names nothing in the index. ``follow`` > 0 adds the nodes the
-    anchored ones call (:func:`follow_calls`) at ``follow`` x their path evidence;
-    ``use_spec``: see :func:`resolve`."""
+    anchored ones call (:func:`follow_calls`) at ``follow`` x their path evidence; ``lists``
+    False weighs a listed name as one mentioned alone (its share 1)."""
     anchors = list(q.anchors)
     if not anchors:
         return _EMPTY
-    scores = resolve(ix.conn, anchors, use_spec=use_spec)
+    if not lists:
+        anchors = [replace(a, share=1.0) if a.share != 1.0 else a for a in anchors]
+    scores = resolve(ix.conn, anchors)
     if not scores:
         return _EMPTY
     if follow > 0:

@@ -14,6 +14,12 @@ They are extracted here from the text alone, once per search by :func:`kgsearch.
 that name something in the index and weighs them by how specific they are there. Used as weighted
 evidence, not as one giant OR query: the prose goes to BM25 and the embedding as it is.
 
+A name listed with others (``'sphinx.ext.autodoc', 'sphinx.ext.todo', ...`` in an issue's
+environment section, "with either `singlehtml` or `latex`") is one mention shared by the names of
+the list: each weighs ``1 / (1 + log2(n))`` of a name mentioned alone (:attr:`Anchor.share`), as a
+name that ``n`` nodes define weighs less in :mod:`kgsearch.query.anchors`. A name also mentioned
+outside a list keeps its full weight.
+
 >>> [a.text for a in extract("Fix `GraphStore.blast_radius` when ctx.run() fails in util/io.py")]
 ['util/io.py', 'GraphStore.blast_radius', 'ctx.run', 'run', 'GraphStore', 'blast_radius', 'ctx']
 >>> relation("who calls `rwr`?"), relation("where is Engine used"), relation("how do I back up")
@@ -21,13 +27,14 @@ evidence, not as one giant OR query: the prose goes to BM25 and the embedding as
 """
 from __future__ import annotations
 
+import math
 import re
 from collections import Counter
 from dataclasses import dataclass
 
 from ..codelike import BACKTICK, CALL, CAMEL, DOTTED, SCOPED, SNAKE, dotted, has_code_token
 
-__all__ = ["Anchor", "extract", "code_task_reason", "relation", "asks_for_tests", "asks_for_prose",
+__all__ = ["Anchor", "extract", "list_shares", "code_task_reason", "relation", "asks_for_tests", "asks_for_prose",
            "RELATION_EDGES", "WORD", "KIND_WEIGHT", "CODE_EXTENSIONS"]
 
 # how much one mention of each kind says (a frame names the place where it failed)
@@ -80,12 +87,13 @@ class Anchor:
     count: int = 1             # mentions in the query
     line: int | None = None    # traceback frames: the line number
     func: str | None = None    # traceback frames: the function
+    share: float = 1.0         # 1 / (1 + log2(n)) when each mention is one of n names listed together
 
     @property
     def weight(self) -> float:
-        """The evidence of this anchor before the index is asked: its kind, and a little more
-        for each repeated mention (log-damped)."""
-        return KIND_WEIGHT[self.kind] * (1.0 + 0.25 * min(self.count - 1, 4))
+        """The evidence of this anchor before the index is asked: its kind, a little more for
+        each repeated mention (log-damped), times its :attr:`share` of a list."""
+        return KIND_WEIGHT[self.kind] * (1.0 + 0.25 * min(self.count - 1, 4)) * self.share
 
 
 _SELF = ("self.", "cls.", "crate.", "super.")      # Rust's crate::/super:: name no code either
@@ -98,8 +106,9 @@ def extract(query: str) -> list[Anchor]:
     frames: dict[tuple[str, str | None], Anchor] = {}
     found: dict[str, tuple[str, int]] = {}          # text -> (kind, first position)
     counts: Counter[str] = Counter()
+    spans: list[tuple[int, int, str]] = []          # (start, end, name) of each mention
 
-    def add(text: str, kind: str, pos: int) -> None:
+    def add(text: str, kind: str, pos: int, end: int | None = None) -> None:
         text = text.strip().strip(".,:;")
         for prefix in _SELF:                         # self.attr.f -> attr.f: self names no code
             while text.startswith(prefix):
@@ -107,6 +116,8 @@ def extract(query: str) -> list[Anchor]:
         if len(text) < 2 or text.isdigit() or text in ("self", "cls"):
             return
         counts[text] += 1
+        if end is not None:
+            spans.append((pos, end, text))
         old = found.get(text)
         if old is None:
             found[text] = (kind, pos)
@@ -125,30 +136,79 @@ def extract(query: str) -> list[Anchor]:
         # one name in backticks names code; a message or a command line in backticks
         # (`WARNING: no number is assigned`) only for its code-shaped words
         for tok in toks if len(toks) == 1 else [t for t in toks if has_code_token(t)]:
-            add(tok, "backtick", m.start(1))
+            add(tok, "backtick", m.start(1), m.end(1))
     for m in _PATH.finditer(query):
         if not query[max(0, m.start(1) - 6):m.start(1)].endswith('File "'):    # a frame's file
-            add(m.group(1), "path", m.start(1))
+            add(m.group(1), "path", m.start(1), m.end(1))
     for m in DOTTED.finditer(query):
         tok = m.group(0)
         if max(map(len, tok.split("."))) > 2 and not _PATH.fullmatch(tok):
-            add(tok, "dotted", m.start())
+            add(tok, "dotted", m.start(), m.end())
     for m in SCOPED.finditer(query):                 # Bytes::split_off: the index says Bytes.split_off
-        add(dotted(m.group(0)), "dotted", m.start())
+        add(dotted(m.group(0)), "dotted", m.start(), m.end())
     for m in CALL.finditer(query):
-        add(m.group(1), "call", m.start(1))
+        add(m.group(1), "call", m.start(1), m.end(0))
     for rx in (SNAKE, CAMEL, _ALNUM):
         for m in rx.finditer(query):
-            add(m.group(0), "identifier", m.start())
-    # the parts of a dotted name name things too (a module, a class, a method)
+            add(m.group(0), "identifier", m.start(), m.end())
+    share = list_shares(query, spans)
+    # the parts of a dotted name name things too (a module, a class, a method), with its share
     for text, (kind, pos) in list(found.items()):
         if kind in ("dotted", "backtick") and "." in text:
             for part in text.split("."):
                 if len(part) > 2 and part not in found:
                     add(part, "identifier", pos)
+                    if text in share:
+                        share[part] = share[text]
     named = sorted(found.items(), key=lambda kv: (-KIND_WEIGHT[kv[1][0]], kv[1][1], kv[0]))
-    out = list(frames.values()) + [Anchor(t, k, counts[t]) for t, (k, _) in named]
+    out = list(frames.values()) + [Anchor(t, k, counts[t], share=share.get(t, 1.0)) for t, (k, _) in named]
     return out[:MAX_ANCHORS]
+
+
+# what separates the names of a list: commas, slashes, bars, "or", "and" (quotes and spaces around)
+_LIST_GAP = re.compile(r"[\s'\"`]*(?:,|/|\||\bor\b|\band\b|\bnor\b)(?:[\s'\"`,/|]|\bor\b|\band\b)*")
+_LIST_GAP_MAX = 40
+
+
+def list_shares(query: str, spans: list[tuple[int, int, str]]) -> dict[str, float]:
+    """Name -> ``1 / (1 + log2(n))`` for the names each of whose mentions is one of ``n`` names
+    listed together; names mentioned alone somewhere are left out (their share is 1).
+
+    ``spans`` are the mentions ``(start, end, name)``; overlapping mentions (``a.b`` and ``b``
+    inside it) are one item, and consecutive items separated only by commas, slashes, bars,
+    "or", "and", quotes and spaces are one list.
+
+    >>> q = "use 'pkg.a', 'pkg.b' or 'pkg.c'; `solo` fails"
+    >>> sorted(list_shares(q, [(5, 10, "pkg.a"), (14, 19, "pkg.b"), (25, 30, "pkg.c"), (34, 38, "solo")]).items())
+    [('pkg.a', 0.38685280723454163), ('pkg.b', 0.38685280723454163), ('pkg.c', 0.38685280723454163)]
+    """
+    items: list[list] = []                  # [start, end, names]
+    for st, en, name in sorted(spans):
+        if items and st < items[-1][1]:
+            items[-1][1] = max(items[-1][1], en)
+            items[-1][2].add(name)
+        else:
+            items.append([st, en, {name}])
+    best: dict[str, float] = {}
+    group: list[list] = []
+
+    def close() -> None:
+        f = 1.0 / (1.0 + math.log2(len(group)))
+        for item in group:
+            for name in item[2]:
+                best[name] = max(best.get(name, 0.0), f)
+
+    for item in items:
+        gap = query[group[-1][1]:item[0]] if group else None
+        if gap is not None and len(gap) <= _LIST_GAP_MAX and _LIST_GAP.fullmatch(gap):
+            group.append(item)
+            continue
+        if group:
+            close()
+        group = [item]
+    if group:
+        close()
+    return {name: f for name, f in best.items() if f < 1.0}
 
 
 def code_task_reason(query: str, anchors: list[Anchor] | tuple[Anchor, ...] | None = None,

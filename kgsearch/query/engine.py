@@ -371,7 +371,7 @@ class Engine:
         if name == "relation":
             return {"target": it.target, "edge_types": list(it.edge_types)}
         if name == "anchors":
-            return {"follow": self.tuning.anchor_follow, "use_spec": self.tuning.anchor_use_spec}
+            return {"follow": self.tuning.anchor_follow, "lists": self.tuning.anchor_lists}
         return {}
 
     def _run_channel(self, name: str, q: Query, opts: SearchOptions, kwargs: dict):

@@ -5,7 +5,9 @@ each), weighted by their first-stage score. For prose the ``graph`` signal is th
 mean of a candidate's neighbours' first-stage scores over typed edges
 (:func:`kgsearch.graph.kernels.proximity.pull_mean`; two hops for intents with ``two_hop``); for code
 queries (decided before this stage, :func:`kgsearch.query.code.is_code_query`) it is a random
-walk with restart from the seeds, and HITS on the walk's top nodes may adjust scores. The
+walk with restart from the seeds, net of each seed's own restart share (:func:`net_of_restart`,
+:attr:`Tuning.walk_net_restart <kgsearch.query.tuning.Tuning.walk_net_restart>`: being a seed is
+the first stage's evidence, not the graph's), and HITS on the walk's top nodes may adjust scores. The
 ``intent`` signal credits nodes along the intent's edge types; ``local`` and ``global`` score
 the nodes around entities named in the query (the parsed query's ``entity_words``). Nodes
 reached through the graph join the candidates.
@@ -23,7 +25,31 @@ from .channels import SIGNAL_OF
 from .signals import Signals, top_idx
 from .tuning import TUNING, Tuning
 
-__all__ = ["GraphStage", "graph_stage"]
+__all__ = ["GraphStage", "graph_stage", "net_of_restart", "WALK_RESTART"]
+
+
+WALK_RESTART = 0.2      # the code walk's restart probability
+
+
+def net_of_restart(walk: dict[int, float], seed_pos, seed_w, restart: float) -> dict[int, float]:
+    """``walk`` (position -> RWR score) with each seed's own restart share taken out:
+    ``restart x w / sum(w)`` of seed weight ``w``. A walk with restart gives that share back to its
+    seeds at every step whatever the graph says, so a seed (the first stage's best) would score
+    high in the graph signal for being a seed; what remains is what reaches it over edges from
+    every seed, itself included. Other nodes are unchanged; a score never goes below 0.
+
+    >>> net_of_restart({0: 0.5, 1: 0.3, 7: 0.2}, [0, 1], [3.0, 1.0], 0.2)
+    {0: 0.35, 1: 0.25, 7: 0.2}
+    """
+    w = np.asarray(seed_w, dtype=np.float64)
+    total = float(w.sum())
+    if not walk or total <= 0:
+        return walk
+    out = dict(walk)
+    for p, share in zip(np.asarray(seed_pos).tolist(), (restart * w / total).tolist()):
+        if p in out:
+            out[p] = max(out[p] - share, 0.0)
+    return out
 
 
 @dataclass
@@ -77,7 +103,9 @@ def graph_stage(gctx, q, it, requested, opts, sig: Signals, weights: dict, code_
     walked = bool(code_query and "graph" in requested and len(seed_pos) and g.m)   # else proximity
     if "graph" in requested and len(seed_pos) and g.m:
         if walked:
-            walk = gctx.walk(seed_pos, seed_w, prune=tuning.walk_prune)
+            walk = gctx.walk(seed_pos, seed_w, restart=WALK_RESTART, prune=tuning.walk_prune)
+            if tuning.walk_net_restart:
+                walk = net_of_restart(walk, seed_pos, seed_w, WALK_RESTART)
             reach = walk
         else:
             reach = prox_mod.proximity(g, seed_pos, seed_w)

@@ -40,16 +40,19 @@ class Tuning:
     code_hits: bool = False
     # code tasks: text = best lexical channel + anchor_weight x anchors evidence x the best z.
     # Chosen leave-one-repository-out over the 22 repositories of both code-task sets (grid 0.25 /
-    # 0.5 / 1.0): 1.0 in 22 of 22 folds (bench/results/code_tasks_loro.md)
+    # 0.5 / 1.0): 1.0 in 21 of 22 folds (bench/results/code_tasks_loro.md)
     anchor_weight: float = 1.0
     # code tasks: the anchors channel follows calls from the named nodes (query/anchors.py);
     # a reached node scores anchor_follow x its path evidence (0 = off). Grid 0 / .25 / .5 / 1
-    # leave-one-repository-out: .25 in 21 of 22 folds, a tie with 0 on held-out tasks (2 better,
-    # 1 worse): kept at the folds' choice (bench/results/code_tasks_loro.md)
+    # leave-one-repository-out: > 0 in 21 of 22 folds (.25 in 15). A tie: at the shipped point
+    # against 0, 3 tasks better and none worse of 266; held out (loro +/- follow, 22 folds) 4/6,
+    # p .75. Kept at the folds' choice, never measured to hurt (bench/results/code_tasks_loro.md)
     anchor_follow: float = 0.25
-    # code tasks: anchor evidence x 1/(1 + log10(1 + callers)) (query/anchors.py). Off: leave-
-    # one-repository-out it ranked the first gold file worse on 12 tasks, better on 3 (p .035)
-    anchor_use_spec: bool = False
+    # code tasks: a name listed with n - 1 others ('a.x', 'a.y', 'a.z'; `b` or `c`) weighs
+    # 1 / (1 + log2(n)) of a name mentioned alone (query/codetask.py, list_shares). Chosen in 22
+    # of 22 leave-one-repository-out folds; at the shipped point 4 tasks better, 0 worse on the
+    # Python set (sphinx-8474, -8627), 1/1 on the multi set (bench/results/code_tasks_loro.md)
+    anchor_lists: bool = True
     # vendored / generated code (FLAG_VENDORED, vendor/ paths, *.min.*, mocks) for code queries,
     # and stubs (.pyi, .d.ts) whose implementation is indexed: this factor
     vendored_penalty: float = 0.1
@@ -60,6 +63,11 @@ class Tuning:
     quiet_paste: bool = False
     # RWR pruning: stdlib graph 10.2 -> 6.9 ms a query, top-10 98.7 % the same as 1e-5
     walk_prune: float = 5e-5
+    # code queries: a seed's walk score leaves out its own restart share (restart x its seed
+    # weight), which the walk hands back to the first stage's best by construction: the graph
+    # signal is what the walk brings over edges (query/graph_stage.py). Chosen in 21 of 22
+    # folds; at the shipped point files 3/0 (Python), 6/7 (multi), symbol MRR 3/1 and 5/6
+    walk_net_restart: bool = True
 
 
 TUNING = Tuning()

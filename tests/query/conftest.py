@@ -65,7 +65,7 @@ class FakeGraphContext:
     def ids_of(self, pos):
         return np.asarray(pos, np.int64)
 
-    def walk(self, seed_pos, seed_w, prune=None):
+    def walk(self, seed_pos, seed_w, restart=0.2, prune=None):
         self.asked.append(("walk", tuple(np.asarray(seed_pos).tolist())))
         return dict(self._walk)
 

@@ -1,6 +1,7 @@
-"""The code path's query stages of issue 27, on hand-computed cases: anchor use-specificity, call
-following from anchored nodes (decay, bound, no degree reward), pasted console output, type
-stubs grouped under their implementation, vendored flags."""
+"""The code path's query stages of issue 27, on hand-computed cases: listed names sharing a
+mention, the walk net of its restart share, call following from anchored nodes (decay, bound, no
+degree reward), pasted console output, type stubs grouped under their implementation, vendored
+flags."""
 from __future__ import annotations
 
 import math
@@ -45,13 +46,64 @@ def test_use_specificity_values():
     assert use_specificity(-3) == 1.0                    # never a reward
 
 
-def test_resolve_weighs_a_name_by_its_callers(conn):
-    a = [Anchor("log", "backtick"), Anchor("core", "backtick")]
-    plain = resolve(conn, a)
-    assert plain == {3: 0.8, 2: 0.8}                     # each name defined once: spec 1
-    spec = resolve(conn, a, use_spec=True)
-    assert spec[2] == pytest.approx(0.8 / (1 + math.log10(2)))   # core: 1 caller
-    assert spec[3] == pytest.approx(0.8 / (1 + math.log10(7)))   # log: 6 callers
+def test_resolve_weighs_each_name_once_defined_nodes_fully(conn):
+    assert resolve(conn, [Anchor("log", "backtick"), Anchor("core", "backtick")]) == {3: 0.8, 2: 0.8}
+
+
+def test_names_listed_together_share_one_mention():
+    text = ("Fails with these extensions enabled: 'pkg.ext.alpha', 'pkg.ext.beta',\n"
+            "    'pkg.ext.gamma', 'pkg.ext.delta'. Building with either `html_out` or `tex_out` fails;\n"
+            "`tex_out` alone is fine, and `solo_name` is what breaks.")
+    got = {a.text: a for a in extract(text)}
+    four, two = 1 / (1 + math.log2(4)), 1 / (1 + math.log2(2))
+    for name in ("pkg.ext.alpha", "pkg.ext.beta", "pkg.ext.gamma", "pkg.ext.delta"):
+        assert got[name].share == pytest.approx(four) and got[name].weight == pytest.approx(0.8 * four)
+    assert got["alpha"].share == pytest.approx(four)       # a part of a listed name: the name's share
+    assert got["html_out"].share == pytest.approx(two)     # either `x` or `y`
+    assert got["tex_out"].share == 1.0                     # also mentioned alone: full weight
+    assert got["solo_name"].share == 1.0
+    assert all(a.share == 1.0 for a in extract("`a_b` fails when `c_d` runs"))    # words between: no list
+
+
+def test_list_shares_merge_overlapping_mentions():
+    from kgsearch.query.codetask import list_shares
+    q = "`a.b_c`, `d_e`"
+    # `a.b_c` and its b_c inside it are one item: a list of two, not three
+    got = list_shares(q, [(1, 6, "a.b_c"), (3, 6, "b_c"), (10, 13, "d_e")])
+    assert got == pytest.approx({"a.b_c": 0.5, "b_c": 0.5, "d_e": 0.5})
+    assert list_shares(q, []) == {}
+
+
+def test_the_anchors_channel_weighs_listed_names_by_their_share(conn):
+    from types import SimpleNamespace
+
+    from kgsearch.query.anchors import search
+    q = SimpleNamespace(anchors=(Anchor("log", "backtick", share=0.5), Anchor("core", "backtick")))
+    ix = SimpleNamespace(conn=conn)
+    ids, ev = search(ix, q)
+    assert dict(zip(ids.tolist(), ev.tolist())) == pytest.approx({2: 0.8, 3: 0.4})
+    ids, ev = search(ix, q, lists=False)                   # the switch: every name as if alone
+    assert dict(zip(ids.tolist(), ev.tolist())) == pytest.approx({2: 0.8, 3: 0.8})
+
+
+def test_walk_net_of_restart_is_what_arrives_over_edges():
+    """On a converged exact walk, a seed's score net of its restart share is what reaches it
+    over edges, (1 - r) x (P^T x), computed here by hand on the undirected graph."""
+    from kgsearch.graph.kernels.csr import Graph
+    from kgsearch.graph.kernels.pagerank import rwr
+    from kgsearch.query.graph_stage import net_of_restart
+    src, dst = [0, 1, 2, 3, 0], [1, 2, 3, 4, 4]
+    g = Graph.from_edges(src, dst, num_nodes=5)
+    r, seeds, w = 0.2, [0, 2], [3.0, 1.0]
+    x = rwr(g, seeds, restart=r, weights=w, topk=None, tol=1e-14, max_iter=2000, direction="both")
+    a = np.zeros((5, 5))
+    a[src, dst] = a[dst, src] = 1.0
+    p = a / a.sum(axis=1, keepdims=True)
+    arrive = (1 - r) * (p.T @ x)
+    net = net_of_restart({i: float(v) for i, v in enumerate(x)}, seeds, w, r)
+    assert [net[i] for i in range(5)] == pytest.approx(arrive.tolist(), abs=1e-9)
+    assert net[1] == x[1] and net[0] < x[0]                 # only seeds lose their restart share
+    assert net_of_restart({}, seeds, w, r) == {}
 
 
 def test_follow_calls_decays_per_hop_and_rewards_no_degree(conn):

@@ -2,6 +2,8 @@
 proximity mean and the code-query walk, the nodes they bring in, intent edges, entity channels."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -24,13 +26,13 @@ WEIGHTS = {"embedding": 0.25, "text": 0.45, "graph": 0.3, "intent": 0.0}
 ALL = ["bm25", "graph", "intent", "local", "global"]
 
 
-def _stage(text="why do the totals drift", intent="default", code_query=False, requested=ALL, **ctx):
+def _stage(text="why do the totals drift", intent="default", code_query=False, requested=ALL, tuning=TUNING, **ctx):
     eng = FakeEngine(fills={"bm25": BM25})
     raw = {"bm25": arrays({0: 1.0, 1: 0.5})}
     sig = Signals(eng, parse(text), candidates(raw), raw, {}, "max")
     gctx = FakeGraphContext(GRAPH, **ctx)
     q = parse(text)
-    st = graph_stage(gctx, q, make(q, intent), requested, SearchOptions(), sig, WEIGHTS, code_query, TUNING)
+    st = graph_stage(gctx, q, make(q, intent), requested, SearchOptions(), sig, WEIGHTS, code_query, tuning)
     return st, sig, gctx
 
 
@@ -48,10 +50,17 @@ def test_prose_pulls_the_mean_of_the_neighbours_first_stage_scores():
 
 
 def test_a_code_query_walks_from_the_seeds():
-    st, sig, gctx = _stage(code_query=True, walk={1: 0.6, 3: 0.3, 5: 0.1})
+    walk = {1: 0.6, 3: 0.3, 5: 0.1}
+    st, sig, gctx = _stage(code_query=True, walk=walk, tuning=replace(TUNING, walk_net_restart=False))
     assert gctx.asked[0] == ("walk", (0, 1))
     assert sig.cand.tolist() == [0, 1, 3, 5]                  # what the walk reached joined
     assert np.allclose(st.graph, [0.0, 1.0, 0.5, 0.1 / 0.6])  # the walk, max-normalised (x unit = 1)
+    # shipped: seed 1 gives back its restart share, 0.2 x its seed weight over their sum (seed
+    # weights 0.1 + 0.9 x first stage / the best: 1.0 for node 0, 0.55 for node 1)
+    st, sig, _ = _stage(code_query=True, walk=walk)
+    top = 0.6 - 0.2 * 0.55 / 1.55
+    assert sig.cand.tolist() == [0, 1, 3, 5]
+    assert np.allclose(st.graph, [0.0, 1.0, 0.3 / top, 0.1 / top])
 
 
 def test_intent_edges_of_the_intent_and_none_for_relation_questions():
