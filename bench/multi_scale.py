@@ -95,7 +95,10 @@ def main() -> None:
     nodes = {t: ix.conn.execute("SELECT count(*) FROM nodes").fetchone()[0] for t, ix in ixs.items()}
     one = Engine(ixs["one"])
     multi = MultiEngine({"a": Engine(ixs["a"]), "b": Engine(ixs["b"])})
-    own = MultiEngine({"a": Engine(ixs["a"]), "b": Engine(ixs["b"])}, across=False)
+    # own opens the two indexes itself: sharing multi's Index objects shared their caches, and
+    # multi searched right after own found the same query's vector already encoded
+    own_ixs = [Index.open(dbs[t], readonly=True) for t in ("a", "b")]
+    own = MultiEngine({"a": Engine(own_ixs[0]), "b": Engine(own_ixs[1])}, across=False)
     cache_path(multi.engines).unlink(missing_ok=True)
     t = time.perf_counter()
     _, info = ensure(multi.engines, limit=None)

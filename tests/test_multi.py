@@ -12,7 +12,7 @@ import pytest
 from kgsearch.cli import main
 from kgsearch.indexer import IndexOptions, index_paths
 from kgsearch.query import Engine, SearchOptions
-from kgsearch.query.multi import MultiEngine, MultiHit, Pool, _merge, _share_seeds, index_names
+from kgsearch.query.multi import MultiEngine, MultiHit, Pool, _merge, _share_out, index_names
 from kgsearch.store.db import Index
 
 WORDS = ("graph search index query vector note battery sync phone backup storage kernel cache rank "
@@ -366,9 +366,9 @@ def test_seeds_are_shared_out_by_the_union_s_best():
     pools = {"a": Pool(fulls={"bm25": ([1, 2, 3, 4], [9.0, 7.0, 1.0, 0.0], 4), "dense": ([1], [0.5], 1)},
                        stats={"bm25": (1.0, 2.0), "dense": (0.0, 1.0)}),
              "b": Pool(fulls={"bm25": ([1, 2, 3], [8.0, 5.0, 5.0], 3)}, stats={"bm25": (1.0, 2.0)})}
-    _share_seeds(pools, 3)
+    _share_out(pools, 4, 3)
     assert pools["a"].seeds == {"text": 2} and pools["b"].seeds == {"text": 1}
-    _share_seeds(pools, 4)                       # the 4th is b's tie 2, 2: both count
+    _share_out(pools, 4, 4)                      # the 4th is b's tie 2, 2: both count
     assert pools["a"].seeds == {"text": 2} and pools["b"].seeds == {"text": 3}
 
 

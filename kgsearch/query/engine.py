@@ -400,8 +400,8 @@ class Engine:
         fn = CHANNELS[name].score_all
         if fn is None:
             return None
-        key = ("full", name, q.text, json.dumps(kwargs, sort_keys=True))
-        if self._memo is not None and key in self._memo:
+        key = ("full", name, q.text, json.dumps(kwargs, sort_keys=True)) if self._memo is not None else None
+        if key is not None and key in self._memo:
             return self._memo[key]
         try:
             out = fn(self.ix, q, **kwargs)
@@ -410,7 +410,7 @@ class Engine:
                 raise
             log.debug("full scores for %s failed", name, exc_info=True)
             out = None
-        if self._memo is not None:
+        if key is not None:
             self._memo[key] = out
         return out
 

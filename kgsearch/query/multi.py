@@ -27,7 +27,7 @@ can be done exactly, and by one common scale where it cannot:
 
 6. **Shares of the union's best.** Each index takes as many candidates per channel, and as many
    graph seeds by text and by embedding, as it holds of the union's best by the whole-index
-   scores (:func:`_share_depth`, :func:`_share_seeds`), so the indexes together start from the
+   scores (:func:`_share_out`), so the indexes together start from the
    seeds one index of them all would, not each its own ten.
 
 What stays per index: typed edges (they never cross indexes), the nodes the graph stage adds as
@@ -233,7 +233,7 @@ class MultiEngine:
         for name, eng in self.engines.items():
             if pooled is not None:
                 pools[name].kwargs["bm25"] = {"pooled": pooled}
-        models = {eng.ix.meta("model_id") for eng in self.engines.values() if eng.ix.meta("model_id")}
+        models = {m for m in (eng.ix.meta("model_id") for eng in self.engines.values()) if m}
         if len(models) > 1:
             notices.append(f"the indexes use different embedding models ({', '.join(sorted(models))}): their dense "
                            f"scores are standardised each over its own index, not comparable as cosines")
@@ -257,8 +257,7 @@ class MultiEngine:
                 for p in pools.values():
                     p.stats[channel] = u
         if not opts.filters and not any(p.query.filters for p in pools.values()):
-            _share_depth(pools, opts.depth)     # (from unfiltered whole-index scores: not with filters)
-            _share_seeds(pools, self._seeds_per_signal())
+            _share_out(pools, opts.depth, self._seeds_per_signal())    # (unfiltered whole-index scores)
         if self.across and len(pools) > 1 and (chans is None or "graph" in chans) and all(p.fulls for p in pools.values()):
             from .across import across_for      # neighbours across the indexes, valued by their fulls
 
@@ -391,45 +390,51 @@ def own_filters(ix, filters) -> tuple:
                  or fmod.root_paths(ix, f.value) is not None)
 
 
-def _shares(pools: dict[str, Pool], channel: str, n: int) -> dict[str, int] | None:
-    """How many of the union's best ``n`` nodes by whole-index ``channel`` (z over the union)
-    each index holds (ties at the cut count for every index that has them); None when fewer
-    than two indexes have that channel's whole list."""
+def _shares(pools: dict[str, Pool], channel: str, cuts: tuple[int, ...]) -> list[dict[str, int]] | None:
+    """For each ``n`` of ``cuts``, how many of the union's best ``n`` nodes by whole-index
+    ``channel`` (z over the union) each index holds (ties at the cut count for every index that
+    has them); None when fewer than two indexes have that channel's whole list."""
+    most = max(cuts)
     zs = []
     for name, p in pools.items():
         f, st = p.fulls.get(channel), p.stats.get(channel)
         if f is None or st is None or getattr(f, "stats", None) is not None:
             continue                                  # (past the vector cache: no whole list to rank)
         sc = np.asarray(f[1], dtype=np.float64)
-        top = -np.partition(-sc, n - 1)[:n] if len(sc) > n else sc     # (the best n, any order)
+        top = -np.partition(-sc, most - 1)[:most] if len(sc) > most else sc     # (the best, any order)
         zs.append((name, (top - st[0]) / st[1]))
     if len(zs) < 2:
         return None
     allz = np.sort(np.concatenate([z for _, z in zs]))[::-1]
-    cut = allz[min(n, len(allz)) - 1] if len(allz) else 0.0
-    return {name: int((z >= cut).sum()) for name, z in zs}
+    out = []
+    for n in cuts:
+        cut = allz[min(n, len(allz)) - 1] if len(allz) else 0.0
+        out.append({name: int((z >= cut).sum()) for name, z in zs})
+    return out
 
 
-def _share_depth(pools: dict[str, Pool], depth: int) -> None:
-    """Each index's candidates per channel: as many as it holds of the union's best ``depth`` by
-    each whole-index channel (the most over the channels, at least 10), so the indexes together
-    look at about the candidates one index of them all would, not ``depth`` each."""
+def _share_out(pools: dict[str, Pool], depth: int, seeds: int) -> None:
+    """Each index's share of the union's best by each whole-index channel (bm25, dense):
+
+    * candidates per channel (``Pool.depth``): as many as it holds of the union's best ``depth``
+      (the most over the channels, at least 10), so the indexes together look at about the
+      candidates one index of them all would, not ``depth`` each;
+    * graph seeds by text and by embedding (``Pool.seeds``): as many as it holds of the union's
+      best ``seeds`` by bm25 and by dense, so the indexes together start the graph stage from
+      about the ``seeds`` + ``seeds`` one index of them all would (each taking ``seeds`` of its
+      own doubled the walks' and proximity's work, and weighed a weak index's best as much as
+      the union's)."""
     counts: dict[str, int] = {}
-    for channel in ("bm25", "dense"):
-        for name, n in (_shares(pools, channel, depth) or {}).items():
+    for channel, signal in (("bm25", "text"), ("dense", "dense")):
+        got = _shares(pools, channel, (depth, seeds))
+        if got is None:
+            continue
+        for name, n in got[0].items():
             counts[name] = max(counts.get(name, 0), n)
+        for name, k in got[1].items():
+            pools[name].seeds = dict(pools[name].seeds or {}, **{signal: k})
     for name, n in counts.items():
         pools[name].depth = min(depth, max(10, n))
-
-
-def _share_seeds(pools: dict[str, Pool], n: int) -> None:
-    """Each index's graph seeds by text and by embedding: as many as it holds of the union's
-    best ``n`` by bm25 and by dense, so the indexes together start the graph stage from about
-    the ``n`` + ``n`` seeds one index of them all would (each taking ``n`` of its own doubled
-    the walks' and proximity's work, and weighed a weak index's best as much as the union's)."""
-    for channel, signal in (("bm25", "text"), ("dense", "dense")):
-        for name, k in (_shares(pools, channel, n) or {}).items():
-            pools[name].seeds = dict(pools[name].seeds or {}, **{signal: k})
 
 
 def _merge(resps: dict, pools: dict, k: int) -> list[MultiHit]:
