@@ -446,6 +446,23 @@ def test_a_single_line_note_far_over_the_caps_stays_within_a_memory_bound(tmp_pa
     assert "a line of" in r.stderr or "lines longer than" in r.stderr
 
 
+
+def cut_lines(data: bytes, cap: int) -> tuple[bytes, list[int]]:
+    """The reference of read_text's line cap, on the whole text at once: every line of UTF-8
+    ``data`` longer than ``cap`` bytes cut to its first ``cap`` (no character split at the cut),
+    and the numbers of the lines cut."""
+    from kgsearch.ingest import common
+
+    lines, cut = [], []
+    for n, line in enumerate(data.split(b"\n"), 1):
+        if len(line) > cap:
+            piece = bytearray(line[:cap])
+            del piece[len(piece) - common._partial_tail(piece, 0):]
+            line = bytes(piece)
+            cut.append(n)
+        lines.append(line)
+    return b"\n".join(lines), cut
+
 def test_read_text_equals_cutting_every_line_of_the_whole_file(tmp_path, monkeypatch):
     """The block-wise reader against the obvious reference (split the whole file, cut each long
     line, drop a character split at the cut), for random bytes (valid and broken UTF-8) and
@@ -462,15 +479,8 @@ def test_read_text_equals_cutting_every_line_of_the_whole_file(tmp_path, monkeyp
         p = tmp_path / f"t{trial}.txt"
         p.write_bytes(data)
         got, warnings = common.read_text(p, cap)
-        lines, cut = [], []
-        for n, line in enumerate(data.split(b"\n"), 1):
-            if len(line) > cap:
-                piece = bytearray(line[:cap])
-                del piece[len(piece) - common._partial_tail(piece, 0):]
-                line = bytes(piece)
-                cut.append(n)
-            lines.append(line)
-        assert got == common.decode(b"\n".join(lines), str(p))[0], trial
+        kept, cut = cut_lines(data, cap)
+        assert got == common.decode(kept, str(p))[0], trial
         assert [w for w in warnings if "a line of" in w] == ([w for w in warnings if f"{p}:{cut[0]}: a line of" in w]
                                                              if cut else [])
 

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 from conftest import run as cli
 from indexer.test_incremental import logical
+from test_reliability_index import cut_lines
 
 from kgsearch.indexer import IndexOptions, index_paths
 from kgsearch.ingest.common import decode
@@ -202,15 +203,8 @@ def test_read_text_of_utf16_equals_decoding_and_cutting_the_whole_file(tmp_path,
         p.write_bytes(data)
         got, warnings = common.read_text(p, cap)
         whole, warning = decode(data, str(p))
-        lines, cut = [], []
-        for n, line in enumerate(whole.encode("utf-8").split(b"\n"), 1):
-            if len(line) > cap:
-                piece = bytearray(line[:cap])
-                del piece[len(piece) - common._partial_tail(piece, 0):]
-                line = bytes(piece)
-                cut.append(n)
-            lines.append(line)
-        assert got == b"\n".join(lines).decode("utf-8"), trial
+        kept, cut = cut_lines(whole.encode("utf-8"), cap)
+        assert got == kept.decode("utf-8"), trial
         assert [w for w in warnings if "UTF-16" in w] == ([warning] if warning else []), trial
         assert [w for w in warnings if "a line of" in w] == ([w for w in warnings if f"{p}:{cut[0]}: a line of" in w]
                                                              if cut else [])
