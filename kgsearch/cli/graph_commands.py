@@ -34,13 +34,14 @@ def add_parsers(sub, common) -> None:
                                    "subclasses, notes that link to it, KG nodes that depend on or require it (reverse "
                                    "edges of the dependency types), starting from X and what it contains. Ranked by "
                                    "distance, then edge strength. --tests ranks the test files to run: those whose tests reach X, "
-                                   "that name its symbols, whose path names its files' subjects, or whose text reads like it.")
+                                   "that name its symbols, whose path names its files' subjects, whose text reads like it, or that "
+                                   "it declares as its own test modules (Rust's #[cfg(test)] mod tests;).")
     p.add_argument("node", help="node key, qualified name, name, or an indexed file's path")
     p.add_argument("--depth", type=int, default=3, help="hops to follow (default 3)")
     p.add_argument("--types", default=None, metavar="T[:in|out],...",
                    help="dependency edge types (default: calls, imports, inherits, links_to, depends_on, ...); "
                         ":in follows the edge backwards (its source depends on X), :out forwards")
-    p.add_argument("--tests", action="store_true", help="also rank the test files to run (reached, naming X's symbols, named after its files, reading like it)")
+    p.add_argument("--tests", action="store_true", help="also rank the test files to run (reached, naming X's symbols, named after its files, reading like it, its declared test modules)")
     p.add_argument("--limit", type=int, default=50, help="dependents (and test files) to list (default 50)")
     p.set_defaults(func=cmd_impact)
 

@@ -155,8 +155,9 @@ TOOLS += [
      "description": "Everything that depends on a node (or every node of an indexed file) within `depth` hops: "
                     "callers, importers, subclasses, notes that link to it, KG nodes that depend on it; ranked by "
                     "distance, then edge strength, each with the edge that brought it in. With tests=true, also "
-                    "the test files to run after a change, ranked from four kinds of evidence: their tests reach it, "
-                    "they name its symbols, their path names its files' subjects, their text reads like it.",
+                    "the test files to run after a change, ranked from five kinds of evidence: their tests reach it, "
+                    "they name its symbols, their path names its files' subjects, their text reads like it, it "
+                    "declares them as its own test modules.",
      "inputSchema": _schema({"node": {"type": "string", "minLength": 1,
                                       "description": "node key, qualified name, name, or an indexed file's path"},
                              "depth": {"type": "integer", "minimum": 1, "maximum": 10, "default": 3},
