@@ -379,16 +379,16 @@ def test_graph_seeds_over_two_indexes_are_the_one_index_seeds(engines, monkeypat
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     seen: list[set] = []
-    real = E.graph_stage
+    real = E.graph_steps
 
     def recording(gctx, *a, **k):
-        stage = real(gctx, *a, **k)
+        stage = yield from real(gctx, *a, **k)
         ids = list(stage.seeds)
         marks = ",".join("?" * len(ids))
         seen[-1].update(key for (key,) in gctx.ix.conn.execute(f"SELECT key FROM nodes WHERE id IN ({marks})", ids))
         return stage
 
-    monkeypatch.setattr(E, "graph_stage", recording)
+    monkeypatch.setattr(E, "graph_steps", recording)
     multi = MultiEngine({"a": engines["a"], "b": engines["b"]})
     opts = SearchOptions(k=10, use_cache=False, channels="bm25,dense,graph")
     for q in QUERIES:

@@ -43,8 +43,9 @@ from ..graph.kernels.proximity import IN_FACTOR, OUT_FACTOR, TWO_HOP_FACTOR, TWO
 from ..text.neighbors import K, M
 from ..text.neighbors.across import UnionLists, union_lists, why_not
 from ..text.neighbors.common import CODE_KINDS, GRID, MIN_SIM, TIES
+from .channels import SIGNAL_OF
 
-__all__ = ["Across", "across_for", "cache_path", "describe", "ensure", "LAZY_MAX", "FORMAT"]
+__all__ = ["Across", "across_for", "cache_path", "describe", "ensure", "pull_together", "LAZY_MAX", "FORMAT"]
 
 log = logging.getLogger(__name__)
 
@@ -281,6 +282,25 @@ class AcrossView:
             res = res + TWO_HOP_FACTOR * self._one(targets, first_of, ctx)[0]
         return res
 
+    def signature(self, sig, a: float, b: float, two_hop: bool) -> tuple | None:
+        """What this index's values of the union's nodes depend on (:meth:`pull_mean`'s
+        ``value_of``), when its own nodes' values are read from the very whole-index arrays its
+        pool holds (so they equal the values another index gives them through
+        :meth:`Signals.first_stage_of` with ``fulls``); None when they are not (then its pull
+        is computed on its own)."""
+        if sig.norm != "z" or two_hop:
+            return None
+        fulls = self.pools[self.a.names[self.i]].fulls
+        names = tuple(n for n in sig.raw_scores if SIGNAL_OF.get(n) == "text" and n in sig.full)
+        used = names + (("dense",) if "dense" in sig.full else ())
+        for n in used:
+            f = fulls.get(n)
+            if f is None or sig.full[n][0] is not f[0] or sig.full[n][1] is not f[1] or \
+                    sig._more.get(n) is not getattr(f, "lookup", None):
+                return None
+        return (a, b, names, "dense" in sig.full, "dense" in sig.raw_scores,
+                tuple(tuple(sig.full[n][2:5]) for n in used))
+
     def _one(self, targets: np.ndarray, value_of, ctx):
         """(mean per target, the neighbours' union ids, each neighbour's link weight) over each
         target's own typed edges but ``similar_text`` and the union's lists."""
@@ -327,3 +347,43 @@ class AcrossView:
         den = np.bincount(t, weights=w, minlength=len(targets))
         res = np.divide(num, den, out=res, where=den > 0)
         return res, u, np.bincount(inv.reshape(-1), weights=w, minlength=len(u))
+
+
+def pull_together(pulls: list) -> list[np.ndarray]:
+    """Every index's :class:`~kgsearch.query.graph_stage.Pull` computed at once: one pass of
+    :meth:`AcrossView._one` over all the indexes' candidates (each index's typed edges read from
+    its own graph, the union's lists gathered once, each neighbour valued once), in place of one
+    pass per index. The values are each index's own :meth:`AcrossView.pull_mean`, to the last
+    bit: a candidate's contributions are summed in the same order, and a node's value is the
+    same whichever index asks (:meth:`AcrossView.signature`: the same weights, channels and
+    union statistics, read from the same whole-index arrays). Pulls that differ in any of these,
+    and two-hop pulls (their bound on the second hop is per index), are computed each on its own.
+    """
+    sigs = [p.view.signature(p.sig, p.a, p.b, p.two_hop) for p in pulls]
+    views = {id(p.view.a) for p in pulls}
+    if len(pulls) < 2 or any(s is None for s in sigs) or len(set(sigs)) > 1 or len(views) > 1:
+        return [p.answer() for p in pulls]
+    first = pulls[0]
+    A, names = first.view.a, first.view.a.names
+    mine = {p.view.i: p for p in pulls}
+
+    def ctx(j):
+        return mine[j].gctx if j in mine else first.view.contexts.get(names[j])
+
+    def value_of(u):
+        out = np.zeros(len(u))
+        which = A.index_of(u)
+        for j in np.unique(which).tolist():
+            m = which == j
+            local = u[m] - A.offsets[j]
+            if j in mine:
+                p = mine[j]
+                out[m] = p.sig.first_stage_of(local, p.a, p.b)
+            else:
+                out[m] = first.sig.first_stage_of(local, first.a, first.b, fulls=first.view.pools[names[j]].fulls)
+        return out
+
+    ids = [np.asarray(p.ids, dtype=np.int64) for p in pulls]
+    targets = np.concatenate([x + A.offsets[p.view.i] for x, p in zip(ids, pulls)])
+    res = first.view._one(targets, value_of, ctx)[0]
+    return np.split(res, np.cumsum([len(x) for x in ids])[:-1])

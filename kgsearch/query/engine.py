@@ -53,7 +53,7 @@ from . import filters as filters_mod
 from .adjust import ADDITIVE, rank
 from .channels import ALL_CHANNELS, CHANNELS, DEFAULT_CHANNELS, GRAPH_CHANNELS, SIGNAL_OF, SIGNALS
 from .code import implemented_stubs, is_code_query
-from .graph_stage import graph_stage
+from .graph_stage import graph_steps, run
 from .group import file_hit, group_by_file
 from .intent import INTENTS, resolve
 from .options import Response, SearchOptions
@@ -79,6 +79,24 @@ class _Clock:
 
     def total(self) -> float:
         return round((time.perf_counter() - self.start) * 1000, 3)
+
+    def away(self, steps):
+        """``yield from steps`` (a generator), the time between each of its yields and the value
+        sent back left out of the stages (the caller works on other indexes meanwhile)."""
+        try:
+            req = next(steps)
+        except StopIteration as stop:
+            return stop.value
+        while True:
+            t = time.perf_counter()
+            got = yield req
+            gone = time.perf_counter() - t
+            self.start += gone
+            self.t += gone
+            try:
+                req = steps.send(got)
+            except StopIteration as stop:
+                return stop.value
 
 
 class Engine:
@@ -132,9 +150,20 @@ class Engine:
         the search consults (vectors, graph, postings statistics, the query vector) is checked
         against the same generation, not against whichever a reindex committed meanwhile left."""
         with self.ix.pinned():
-            return self._search(query, opts, session, pool)
+            return run(self._steps(query, opts, session, pool))
 
-    def _search(self, query: str | Query, opts: SearchOptions | None, session, pool) -> Response:
+    def steps(self, query: str | Query, opts: SearchOptions | None = None, session=None, pool=None):
+        """:meth:`search` as a generator that returns the :class:`Response`: with the union's
+        ``similar_text`` lists (``pool.across``) it yields its graph stage's
+        :class:`~kgsearch.query.graph_stage.Pull` and takes the pulled values back, so several
+        indexes searched as one compute every index's pull at once
+        (:class:`kgsearch.query.multi.MultiEngine`); :func:`~kgsearch.query.graph_stage.run`
+        answers each pull alone, as :meth:`search` does. The time spent away from the generator
+        is left out of its stage timings."""
+        with self.ix.pinned():
+            return (yield from self._steps(query, opts, session, pool))
+
+    def _steps(self, query: str | Query, opts: SearchOptions | None, session, pool):
         opts = (opts or SearchOptions()).validated()
         clock = _Clock()
         q = query if isinstance(query, Query) else self.parse(query)
@@ -176,9 +205,9 @@ class Engine:
                                f"`kgsearch doctor` checks the index")
         stage = None
         if gctx is not None and len(sig.cand):
-            stage = graph_stage(gctx, q, it, requested, opts, sig, weights, code_query, self.tuning,
-                                across=pool.across if pool is not None else None,
-                                seeds=pool.seeds if pool is not None else None)
+            stage = yield from clock.away(graph_steps(gctx, q, it, requested, opts, sig, weights, code_query,
+                                                      self.tuning, across=pool.across if pool is not None else None,
+                                                      seeds=pool.seeds if pool is not None else None))
             text, emb = sig.text(), sig.get("dense")
             clock.lap("graph")
         cand = sig.cand

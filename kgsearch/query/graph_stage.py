@@ -25,7 +25,7 @@ from .channels import SIGNAL_OF
 from .signals import Signals, top_idx
 from .tuning import TUNING, Tuning
 
-__all__ = ["GraphStage", "graph_stage", "net_of_restart", "WALK_RESTART"]
+__all__ = ["GraphStage", "Pull", "graph_stage", "graph_steps", "net_of_restart", "run", "WALK_RESTART"]
 
 
 WALK_RESTART = 0.2      # the code walk's restart probability
@@ -60,9 +60,50 @@ class GraphStage:
     seeds: tuple = ()                 # node ids the walk / proximity started from
 
 
+@dataclass
+class Pull:
+    """What a graph stage over several indexes waits for: the prose graph signal of ``ids`` (its
+    candidates) pulled over the union's ``similar_text`` lists (``view``:
+    :class:`kgsearch.query.across.AcrossView`). :meth:`answer` computes it for this index alone;
+    :func:`kgsearch.query.across.pull_together` computes every index's at once, to the same
+    values."""
+
+    view: object
+    gctx: object
+    sig: Signals
+    ids: np.ndarray
+    a: float
+    b: float
+    two_hop: bool
+
+    def answer(self) -> np.ndarray:
+        return self.view.pull_mean(self.gctx, self.sig, self.ids, self.a, self.b, two_hop=self.two_hop)
+
+
+def run(steps):
+    """Drive a generator of :func:`graph_steps` (or a search built on it) to its end, answering
+    each :class:`Pull` it yields on its own; returns what the generator returns."""
+    try:
+        req = next(steps)
+        while True:
+            req = steps.send(req.answer())
+    except StopIteration as stop:
+        return stop.value
+
+
 def graph_stage(gctx, q, it, requested, opts, sig: Signals, weights: dict, code_query: bool,
                 tuning: Tuning = TUNING, across=None, seeds: dict | None = None) -> GraphStage:
-    """Seeds -> walk (``code_query``) or proximity, intent edges, entity channels for the parsed
+    """:func:`graph_steps` run to its end (each index's pull over the union's lists on its own)."""
+    return run(graph_steps(gctx, q, it, requested, opts, sig, weights, code_query, tuning, across, seeds))
+
+
+def graph_steps(gctx, q, it, requested, opts, sig: Signals, weights: dict, code_query: bool,
+                tuning: Tuning = TUNING, across=None, seeds: dict | None = None):
+    """The graph stage as a generator that returns its :class:`GraphStage`; with ``across`` it
+    yields one :class:`Pull` and takes the pulled values back (several indexes searched as one
+    compute every index's pull at once, :func:`kgsearch.query.across.pull_together`).
+
+    Seeds -> walk (``code_query``) or proximity, intent edges, entity channels for the parsed
     query ``q`` of intent ``it``; adds the nodes they reach to ``sig`` and returns the graph and
     intent signals aligned with ``sig.cand``. ``across`` (several indexes searched as one,
     :class:`kgsearch.query.across.AcrossView`): the prose graph signal pulls over the union's
@@ -147,7 +188,7 @@ def graph_stage(gctx, q, it, requested, opts, sig: Signals, weights: dict, code_
         if walked:
             pvec = fuse.normalize(np.array([walk.get(p, 0.0) for p in pos.tolist()])) * unit
         elif across is not None:
-            pvec = across.pull_mean(gctx, sig, sig.cand, a, b, two_hop=it.spec.two_hop)
+            pvec = yield Pull(across, gctx, sig, sig.cand, a, b, it.spec.two_hop)
         else:
             pvec = prox_mod.pull_mean(g, pos, lambda p: sig.first_stage_of(gctx.ids_of(p), a, b),
                                       two_hop=it.spec.two_hop)

@@ -143,12 +143,14 @@ def multi_engine_for(paths: list[str]) -> "MultiEngine":
 class MultiEngine:
     """``{name: Engine}`` searched as one (:meth:`search` answers like :meth:`Engine.search`)."""
 
-    def __init__(self, engines: dict[str, Engine], threads: bool = False, across: bool = True):
+    def __init__(self, engines: dict[str, Engine], threads: bool = False, across: bool = True,
+                 together: bool = True):
         if not engines:
             raise ValueError("no index")
         self.engines = engines
         self.threads = threads
         self.across = across                        # False: each index's own similar_text lists
+        self.together = together                    # False: each index's pull on its own (the reference)
         self._executor = None
         self._across: dict = {}                     # the union's similar_text lists, kept between searches
 
@@ -168,6 +170,29 @@ class MultiEngine:
             self._executor = ThreadPoolExecutor(max_workers=min(len(items), 8), thread_name_prefix="kgsearch-multi")
         futs = [(name, self._executor.submit(fn, name, eng)) for name, eng in items]
         return {name: f.result() for name, f in futs}
+
+    def _together(self, args: dict, pools: dict) -> dict:
+        """``{name: Response}``: each index's search (:meth:`Engine.steps`) run up to its graph
+        stage's pull over the union's lists, every index's pull computed at once
+        (:func:`kgsearch.query.across.pull_together`), then each search run on to its end."""
+        from .across import pull_together
+
+        steps, pulls, resps = {}, {}, {}
+        for name, eng in self.engines.items():
+            steps[name] = eng.steps(*args[name], pool=pools[name])
+            try:
+                pulls[name] = next(steps[name])
+            except StopIteration as stop:
+                resps[name] = stop.value
+        while pulls:
+            nxt = {}
+            for (name, _), got in zip(pulls.items(), pull_together(list(pulls.values()))):
+                try:
+                    nxt[name] = steps[name].send(got)
+                except StopIteration as stop:
+                    resps[name] = stop.value
+            pulls = nxt
+        return {name: resps[name] for name in self.engines}
 
     # ------------------------------------------------------------------ pooling
     def _parsed(self, query: str) -> dict:
@@ -320,7 +345,7 @@ class MultiEngine:
         opts = (opts or SearchOptions()).validated()
         engines, query, opts = self.narrow(query, opts)
         if engines is not self.engines:             # root:NAME keeps some of the indexes
-            sub = MultiEngine(engines, threads=False, across=self.across)
+            sub = MultiEngine(engines, threads=False, across=self.across, together=self.together)
             return sub.search(query, opts, sessions)
         notices: list[str] = []
         pools = self._pools(query, opts, notices)
@@ -329,9 +354,12 @@ class MultiEngine:
         own = {name: _own_roots(eng, pools[name], each) for name, eng in self.engines.items()}
         for p in pools.values():
             p.defer = True                                    # hits built only for the merged top k
-        resps = self._each(lambda name, eng: eng.search(
-            pools[name].query, own[name] if pools[name].depth is None else own[name].but(depth=pools[name].depth),
-            (sessions or {}).get(name), pool=pools[name]))
+        args = {name: (pools[name].query, own[name] if pools[name].depth is None else own[name].but(depth=pools[name].depth),
+                       (sessions or {}).get(name)) for name in self.engines}
+        if self.together and not (self.threads and len(self.engines) > 1):
+            resps = self._together(args, pools)
+        else:
+            resps = self._each(lambda name, eng: eng.search(*args[name], pool=pools[name]))
         hits = _merge(resps, pools, opts.k)
         first = next(iter(resps.values()))
         skipped: dict[str, str] = {}
