@@ -42,13 +42,23 @@ def query_terms(query: str) -> list[str]:
     return sorted((w for w in words if w not in STOP_WORDS), key=lambda w: (-len(w), w))
 
 
+def family(key: str, kind: str, parent: str | None) -> str:
+    """The note a hit stands for in :func:`collapse_sections`: a section's or chunk's parent,
+    else the node itself.
+
+    >>> family("md:a#b", "section", "md:a"), family("md:a", "note", None)
+    ('md:a', 'md:a')
+    """
+    return parent if kind in CHILD_KINDS and parent else key
+
+
 def collapse_sections(order, keys: list[str], kinds: list[str], parents: list[str | None]) -> list:
     """Keep one hit per note: a section/chunk and its parent note are one family; the family's
     best-ranked member stands for it. ``order`` indexes into the parallel lists."""
     seen: set[str] = set()
     out = []
     for i in order:
-        fam = parents[i] if kinds[i] in CHILD_KINDS and parents[i] else keys[i]
+        fam = family(keys[i], kinds[i], parents[i])
         if fam in seen:
             continue
         seen.add(fam)

@@ -210,6 +210,7 @@ def test_different_analysers_or_models_are_said(split, engines, tmp_path, monkey
     ix_b = engines["b"].ix
     real = ix_b.meta
     monkeypatch.setattr(ix_b, "meta", lambda k, d=None: "other-model@1" if k == "model_id" else real(k, d))
+    monkeypatch.delitem(ix_b._cache, "embed.model_id", raising=False)     # (read once per generation)
     r = MultiEngine({"a": engines["a"], "b": engines["b"]}).search("graph search",
                                                                    SearchOptions(channels="bm25", use_cache=False))
     assert any("different embedding models" in n for n in r.notices)

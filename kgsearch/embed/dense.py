@@ -349,13 +349,19 @@ def query_vector(ix, query: str, unit=None):
     return qr
 
 
+def model_id_of(ix) -> str | None:
+    """The index's ``model_id`` (meta), read once per index generation (an embedding model
+    changes only with a reindex, which moves the generation)."""
+    return ix.cached("embed.model_id", lambda: ix.meta("model_id"))
+
+
 def share_query_vector(ixs: list, query: str) -> int:
     """Encode ``query`` once for every index of ``ixs`` embedded with the same model as the
     first one that can encode it (each then rotates it with its own rotation); returns how many
     indexes were given the shared vector. The vectors are the ones each index would encode."""
     unit, model_id, shared = None, None, 0
     for ix in ixs:
-        mid = ix.meta("model_id")
+        mid = model_id_of(ix)
         if not mid:
             continue
         if unit is None:

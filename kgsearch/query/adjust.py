@@ -31,21 +31,24 @@ from ..types import FLAG_AUTO, FLAG_TEST
 from .code import implemented_stubs, is_source, is_vendored
 from .tuning import TUNING, Tuning
 
-__all__ = ["rank", "ADDITIVE"]
+__all__ = ["rank", "ADDITIVE", "Unread"]
 
 # the adjustments added to a score (the others multiply it)
 ADDITIVE = ("hits", "shift", "file_members")
 
 
 def rank(conn, cand: np.ndarray, fused: np.ndarray, adjustments: dict, *, q, it, code_query: bool,
-         communities_of: Callable | None, opts, tuning: Tuning = TUNING, nudges=None
+         communities_of: Callable | None, opts, tuning: Tuning = TUNING, nudges=None, read: bool = True
          ) -> tuple[np.ndarray, list[int], dict[int, dict]]:
     """Apply the adjustments (recorded in ``adjustments``) for the parsed query ``q`` of intent
     ``it`` and pick the top ``opts.k``.
 
     Returns (adjusted scores, positions of the hits in ``cand`` best first, display fields by
     node id; texts only when not collapsing, see :func:`kgsearch.query.results.make_hits`).
-    ``communities_of(ids)`` gives community labels (``None``: no graph).
+    ``communities_of(ids)`` gives community labels (``None``: no graph). ``read=False`` (with
+    ``opts.collapse``; several indexes searched as one): no display field is read, and the
+    positions returned are every candidate kept, best first, before one hit per note: the
+    caller reads what it needs through :class:`Unread`.
     """
     if not len(cand):
         return fused, [], {}
@@ -95,6 +98,8 @@ def rank(conn, cand: np.ndarray, fused: np.ndarray, adjustments: dict, *, q, it,
         order_arr = np.argsort(-fused, kind="stable")
     # every candidate matched some channel; only removed ones (factor 0) drop out
     order = [i for i in order_arr[:max(opts.k, 10) * 4 + 50] if factor[i] > 0]
+    if not read and opts.collapse:
+        return fused, order, {}
     if opts.collapse:       # one hit per note among the first k*4 that exist: fields of as many as that takes
         meta, order = _collapsed_top(conn, cand, order, opts.k)
     else:
@@ -132,3 +137,56 @@ def _collapse(order: list, cand: np.ndarray, meta: dict) -> list:
     return pack.collapse_sections(order, {i: meta[int(cand[i])]["key"] for i in order},
                                   {i: meta[int(cand[i])]["kind"] for i in order},
                                   {i: meta[int(cand[i])]["parent"] for i in order})
+
+
+class Unread:
+    """One index's hits whose display fields are read only as far as a caller asks (several
+    indexes searched as one: the merge reads the rows of its top k, not ``k`` of each index).
+
+    ``order``: the positions :func:`rank` keeps with ``read=False``, best first. The hits are
+    those of :func:`_collapsed_top` over them (the first ``k`` of one hit per note among the first
+    ``4 k`` positions whose nodes exist), found in order as the rows are read: collapsing keeps
+    each note's first member, so the hits of the rows read so far are the first hits of all.
+    ``meta``: the display fields read (the dict the index's hits are built from); ``fused``,
+    ``shift`` and ``factor``: each candidate's score, additive shift and product of the factors
+    (for the merge)."""
+
+    def __init__(self, conn, cand: np.ndarray, order: list, k: int, meta: dict, fused=None, shift=None, factor=None):
+        self.conn, self.cand, self.order, self.k, self.meta = conn, cand, order, k, meta
+        self.fused, self.shift, self.factor = fused, shift, factor
+        self.done = 0               # positions of order read
+        self.kept = 0               # of them, the ones whose node exists (at most 4 k count)
+        self.seen: set = set()      # the notes of the hits so far
+        self.hits: list = []        # positions of the hits so far, best first
+        self.is_hit: set = set()
+
+    @property
+    def over(self) -> bool:
+        """No hit can come after the rows read (the order, 4 k nodes or k hits are used up)."""
+        return self.done >= len(self.order) or self.kept >= 4 * self.k or len(self.hits) >= self.k
+
+    def read_to(self, j: int) -> None:
+        """Read the display fields of ``order[:j]`` (of as many as can still give a hit)."""
+        if j <= self.done or self.over:
+            return
+        part = self.order[self.done:j]
+        self.meta.update(node_meta(self.conn, self.cand[part].tolist(), text=False))
+        for i in part:
+            self.done += 1
+            m = self.meta.get(int(self.cand[i]))
+            if m is None:
+                continue
+            self.kept += 1
+            fam = pack.family(m["key"], m["kind"], m["parent"])
+            if fam not in self.seen:
+                self.seen.add(fam)
+                self.hits.append(i)
+                self.is_hit.add(i)
+            if self.over:
+                return
+
+    def read_all(self) -> list:
+        """Every hit (what :func:`_collapsed_top` gives), read a window at a time."""
+        while not self.over:
+            self.read_to(self.done + max(self.k - len(self.hits), 2) * 2)
+        return self.hits

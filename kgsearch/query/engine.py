@@ -50,7 +50,7 @@ from ..store.db import Index, is_corruption
 from ..version import __version__
 from . import feedback
 from . import filters as filters_mod
-from .adjust import ADDITIVE, rank
+from .adjust import ADDITIVE, Unread, rank
 from .channels import ALL_CHANNELS, CHANNELS, DEFAULT_CHANNELS, GRAPH_CHANNELS, SIGNAL_OF, SIGNALS
 from .code import implemented_stubs, is_code_query
 from .graph_stage import graph_steps, run
@@ -229,9 +229,10 @@ class Engine:
         clock.lap("fuse")
 
         deep = opts.but(k=max(opts.k * 20, 200), collapse=False, snippets=False) if opts.group else opts
+        unread = pool is not None and pool.defer and pool.unread and not opts.group and opts.collapse
         fused, order, meta = rank(self.ix.conn, cand, fused, adjustments, q=q, it=it, code_query=code_query,
                                   communities_of=gctx.communities_of if gctx is not None else None,
-                                  opts=deep, tuning=self.tuning, nudges=nudges)
+                                  opts=deep, tuning=self.tuning, nudges=nudges, read=not unread)
         unit_of = (implemented_stubs(self.ix.conn, [m["path"] for m in meta.values() if m.get("path")])
                    if opts.group == "file" else {})
         groups = (group_by_file(cand, fused, order, meta, opts.k, self.tuning.file_decay, self.tuning.file_members,
@@ -253,7 +254,10 @@ class Engine:
                 if name not in ADDITIVE:
                     factor = factor * v
             shift = adjustments.get("shift", zeros)
-            pool.ranked = [(i, float(fused[i]), float(shift[i]), float(factor[i])) for i in shown]
+            if unread:          # (the merge reads the display fields of the rows it needs)
+                pool.ranked = Unread(self.ix.conn, cand, order, opts.k, meta, fused, shift, factor)
+            else:
+                pool.ranked = [(i, float(fused[i]), float(shift[i]), float(factor[i])) for i in shown]
             pool.build = build
             hits = []
         else:

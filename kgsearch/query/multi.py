@@ -51,7 +51,7 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from .adjust import ADDITIVE
+from .adjust import ADDITIVE, Unread
 from .engine import Engine
 from .options import Hit, Response, SearchOptions
 
@@ -71,7 +71,8 @@ class Pool:
     seeds: dict | None = None                       # graph seeds by "text" / "dense" from this index (None: as asked)
     query: object = None                            # the query parsed with this index's analyser (a Query)
     defer: bool = False                             # leave the hits to the caller (set: ranked, build)
-    ranked: list | None = None                      # [(position, score, additive shift, factor)] best first
+    unread: bool = False                            # with defer: ranked is an adjust.Unread (rows read by the merge)
+    ranked: object = None                           # [(position, score, additive shift, factor)] best first, or Unread
     build: object = None                            # build(positions) -> [Hit] of this index
     across: object = None                           # the union's similar_text lists (query/across.py)
 
@@ -258,7 +259,9 @@ class MultiEngine:
         for name, eng in self.engines.items():
             if pooled is not None:
                 pools[name].kwargs["bm25"] = {"pooled": pooled}
-        models = {m for m in (eng.ix.meta("model_id") for eng in self.engines.values()) if m}
+        from ..embed.dense import model_id_of
+
+        models = {m for m in (model_id_of(eng.ix) for eng in self.engines.values()) if m}
         if len(models) > 1:
             notices.append(f"the indexes use different embedding models ({', '.join(sorted(models))}): their dense "
                            f"scores are standardised each over its own index, not comparable as cosines")
@@ -352,11 +355,13 @@ class MultiEngine:
         t_pool = time.perf_counter()
         each = opts.but(k=opts.k + 5, use_cache=False)        # a few more: the common floor may reorder
         own = {name: _own_roots(eng, pools[name], each) for name, eng in self.engines.items()}
+        lockstep = self.together and not (self.threads and len(self.engines) > 1)
         for p in pools.values():
             p.defer = True                                    # hits built only for the merged top k
+            p.unread = lockstep                               # their display fields read by the merge too
         args = {name: (pools[name].query, own[name] if pools[name].depth is None else own[name].but(depth=pools[name].depth),
                        (sessions or {}).get(name)) for name in self.engines}
-        if self.together and not (self.threads and len(self.engines) > 1):
+        if lockstep:
             resps = self._together(args, pools)
         else:
             resps = self._each(lambda name, eng: eng.search(*args[name], pool=pools[name]))
@@ -472,23 +477,14 @@ def _merge(resps: dict, pools: dict, k: int) -> list[MultiHit]:
     the index been lifted by the union's floor (the largest shift) instead is
     ``score + (floor - own shift) * factor`` (``factor``: the product of the multiplicative
     adjustments, applied after the shift). Ties go to the earlier index, then its own order."""
-    ranked = {}
-    for name, r in resps.items():
-        p = pools[name]
-        if p.ranked is not None:
-            ranked[name] = p.ranked
-        else:                       # (an index that built its hits: --group file)
-            ranked[name] = [(j, float(h.score), float(h.adjustments.get("shift", 0.0)), _factor(h))
-                            for j, h in enumerate(r.hits)]
-    floor = max((sh for rows in ranked.values() for _, _, sh, _ in rows), default=0.0)
-    merged = []
-    for order, (name, rows) in enumerate(ranked.items()):
-        for rank, (pos, score, own, factor) in enumerate(rows):
-            merged.append((score + (floor - own) * factor, order, rank, name, pos))
-    merged.sort(key=lambda x: (-x[0], x[1], x[2]))
-    top = merged[:k]
+    unread = {name: pools[name].ranked for name in resps if isinstance(pools[name].ranked, Unread)}
+    got = _merge_unread(unread, k) if unread and len(unread) == len(resps) else None
+    if got is not None:
+        top, floor = got
+    else:
+        top, floor = _merge_rows({name: _rows(r, pools[name]) for name, r in resps.items()}, k)
     built = {}
-    for name in ranked:
+    for name in resps:
         mine = [pos for _, _, _, n, pos in top if n == name]
         if pools[name].ranked is not None:
             built[name] = dict(zip(mine, pools[name].build(mine))) if mine else {}
@@ -503,6 +499,109 @@ def _merge(resps: dict, pools: dict, k: int) -> list[MultiHit]:
             d["adjustments"] = dict(d["adjustments"], shift=round(floor, 6))
         hits.append(MultiHit(**d))
     return hits
+
+
+def _rows(r, p: Pool) -> list:
+    """One index's ranking as rows ``(position, score, additive shift, factor)``, best first."""
+    if isinstance(p.ranked, Unread):
+        u = p.ranked
+        return [(i, float(u.fused[i]), float(u.shift[i]), float(u.factor[i])) for i in u.read_all()]
+    if p.ranked is not None:
+        return p.ranked
+    return [(j, float(h.score), float(h.adjustments.get("shift", 0.0)), _factor(h))   # (it built its hits:
+            for j, h in enumerate(r.hits)]                                         # --group file)
+
+
+def _merge_rows(ranked: dict, k: int) -> tuple[list, float]:
+    """The best ``k`` of every index's rows on the union's floor: ``[(score, index order, rank,
+    name, position)]``, and the floor."""
+    floor = max((sh for rows in ranked.values() for _, _, sh, _ in rows), default=0.0)
+    merged = []
+    for order, (name, rows) in enumerate(ranked.items()):
+        for rank, (pos, score, own, factor) in enumerate(rows):
+            merged.append((score + (floor - own) * factor, order, rank, name, pos))
+    merged.sort(key=lambda x: (-x[0], x[1], x[2]))
+    return merged[:k], floor
+
+
+def _merge_unread(unread: dict, k: int) -> tuple[list, float] | None:
+    """What :func:`_merge_rows` gives over every index's :class:`~kgsearch.query.adjust.Unread`
+    hits, reading the display fields of the rows the merged top ``k`` needs (about ``k`` over all
+    the indexes, where reading each index's hits first read ``k + 5`` of each).
+
+    An index whose scores on the union's floor keep its order (every candidate's factor equal,
+    or its own lift the floor: always on prose) is merged position by position, reading its rows
+    a window at a time in the merged order; another one's hits are all read first (as before)
+    and sorted. The floor counts the indexes that have a hit: one whose lift would raise it and
+    none of whose rows was read is read until its first hit (None, for the rows' merge, when an
+    index turns out to have none: its nodes were deleted since its flags were read)."""
+    live = {name: u for name, u in unread.items() if u.order}
+    floor = max((float(u.shift[u.order[0]]) for u in live.values()), default=0.0)
+    keys, idx, third, ends = [], [], [], {}
+    final: dict[int, tuple] = {}                     # entry -> (rank, position) of a hit known already
+    names = list(unread)
+    base = 0
+    for order, name in enumerate(names):
+        u = unread[name]
+        if not u.order:
+            continue
+        pos = np.asarray(u.order, dtype=np.int64)
+        own = float(u.shift[u.order[0]])
+        adj = u.fused[pos] + (floor - own) * u.factor[pos]
+        if len(adj) > 1 and not bool(np.all(adj[:-1] >= adj[1:])):     # the floor reorders it
+            hits = u.read_all()
+            at = {p: j for j, p in enumerate(u.order)}
+            adj = adj[[at[p] for p in hits]] if hits else adj[:0]
+            for r, p in enumerate(hits):
+                final[base + r] = (r, p)
+            third.append(np.arange(len(hits)))
+        else:
+            third.append(np.arange(len(adj)))
+        keys.append(adj)
+        idx.append(np.full(len(adj), order))
+        ends[order] = (base, name)
+        base += len(adj)
+    if not keys:
+        return [], 0.0
+    adj, idx, third = np.concatenate(keys), np.concatenate(idx), np.concatenate(third)
+    merged = np.lexsort((third, idx, -adj))
+    top: list = []
+    start, need = 0, k
+    while len(top) < k and start < len(merged):
+        window = merged[start:start + need]
+        start += len(window)
+        reach: dict[int, int] = {}
+        for e in window.tolist():
+            if e not in final:
+                o = int(idx[e])
+                reach[o] = max(reach.get(o, 0), int(third[e]) + 1)
+        for o, j in reach.items():
+            unread[ends[o][1]].read_to(j)
+        for e in window.tolist():
+            o = int(idx[e])
+            b, name = ends[o]
+            u = unread[name]
+            if e in final:
+                r, p = final[e]
+            else:
+                p = u.order[int(third[e])]
+                if p not in u.is_hit:
+                    continue
+                r = u.hits.index(p)
+            top.append((float(adj[e]), o, r, name, p))
+            if len(top) == k:
+                break
+        need = max(k - len(top), 2) * 2
+    seen = {name for _, _, _, name, _ in top}
+    shown = [float(live[n].shift[live[n].order[0]]) for n in live if n in seen or live[n].hits]
+    for name, u in live.items():        # (an index with no hit does not count for the floor)
+        own = float(u.shift[u.order[0]])
+        if name not in seen and not u.hits and own > max(shown, default=0.0):
+            while not u.hits and not u.over:
+                u.read_to(u.done + max(u.k, 2))
+            if not u.hits:
+                return None
+    return top, floor
 
 
 def _factor(h: Hit) -> float:
