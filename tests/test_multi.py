@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import random
 
+import numpy as np
 import pytest
 
 from kgsearch.cli import main
@@ -569,3 +570,88 @@ def test_pinned_generation_sees_a_reindex_after_the_block(split, tmp_path):
                     assert r.generation == 3                   # nested: the outer block's
                 assert r.generation == 3
             assert r.generation == 4
+
+
+# --------------------------------------------------------------------------- lockstep: the same answers
+@pytest.fixture(scope="module")
+def mixed(tmp_path_factory):
+    """Two indexes of notes with heading sections (one hit per note), Python code with tests
+    (test code x the test penalty: factors that differ inside one index) and vendored code."""
+    tmp = tmp_path_factory.mktemp("mixed")
+    rng = random.Random(11)
+    for side in ("a", "b"):
+        root = tmp / side
+        for i in range(12):
+            heads = "\n\n".join(f"## {rng.choice(WORDS)} {rng.choice(WORDS)}\n\n" +
+                                " ".join(rng.choice(WORDS) for _ in range(rng.randint(60, 160))) for _ in range(4))
+            (root / "notes").mkdir(parents=True, exist_ok=True)
+            (root / "notes" / f"n{i}.md").write_text(f"# note {i}\n\n{heads}\n", encoding="utf-8")
+        for d in ("pkg", "tests", "pkg/vendor"):
+            (root / d).mkdir(parents=True, exist_ok=True)
+        for i in range(6):
+            words = [rng.choice(WORDS) for _ in range(6)]
+            body = "\n\n".join(f"def {w}_{i}_{j}(x):\n    \"\"\"{' '.join(rng.choice(WORDS) for _ in range(8))}.\"\"\"\n"
+                               f"    return {words[(j + 1) % 6]}_{i}_{(j + 1) % 6}(x)\n" for j, w in enumerate(words))
+            (root / "pkg" / f"m{i}.py").write_text(body, encoding="utf-8")
+            (root / "tests" / f"test_m{i}.py").write_text(
+                f"from pkg.m{i} import *\n\n\ndef test_{words[0]}():\n    \"\"\"{' '.join(words)} graph search.\"\"\"\n"
+                f"    assert {words[0]}_{i}_0(1)\n", encoding="utf-8")
+            (root / "pkg" / "vendor" / f"v{i}.py").write_text(
+                f"def {words[1]}_vendored_{i}():\n    \"\"\"{' '.join(words)} index cache.\"\"\"\n", encoding="utf-8")
+        index_paths(tmp / f"{side}.db", [str(root)], IndexOptions(max_chunk_chars=400))
+    ixs = [Index.open(tmp / f"{side}.db", readonly=True) for side in ("a", "b")]
+    yield {"a": Engine(ixs[0]), "b": Engine(ixs[1])}
+    for ix in ixs:
+        ix.close()
+
+
+MIXED_QUERIES = QUERIES + ["test graph search", "def index cache", "sync kernel", "vendored rank token",
+                           "how does the phone backup work", "tests for walk seed", "note"]
+
+
+def test_lockstep_answers_as_the_indexes_in_turn(mixed, engines, tmp_path, monkeypatch):
+    # MultiEngine() runs the indexes in lockstep: every index's graph pull over the union's lists
+    # at once (across.pull_together) and only the rows of the merged top k read (adjust.Unread);
+    # MultiEngine(together=False) is the search before them (each index on its own, its k + 5
+    # hits built): the same hits, explain parts and scores, to the last digit, on notes with
+    # sections, code with tests (factors that reorder an index on the union's floor) and prose
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    from kgsearch.query import across
+
+    calls = []
+    real = across.pull_together
+    monkeypatch.setattr(across, "pull_together", lambda pulls: calls.append(len(pulls)) or real(pulls))
+    sections = 0
+    for pair, queries in ((mixed, MIXED_QUERIES), ({"a": engines["a"], "b": engines["b"]}, QUERIES + [TWO_HOP])):
+        fast, slow = MultiEngine(dict(pair)), MultiEngine(dict(pair), together=False)
+        for q in queries:
+            for opts in (SearchOptions(k=10, use_cache=False, explain=True), SearchOptions(k=3, use_cache=False),
+                         SearchOptions(k=25, use_cache=False, snippets=True), SearchOptions(k=5, collapse=False),
+                         SearchOptions(k=8, use_cache=False, intent="exploratory")):
+                want, got = slow.search(q, opts), fast.search(q, opts)
+                assert [h.as_dict() for h in got.hits] == [h.as_dict() for h in want.hits], (q, opts)
+                assert got.candidates == want.candidates
+                sections += sum(h.kind == "section" for h in got.hits)
+    assert sections and calls and max(calls) == 2           # (sections were collapsed; the pulls ran together)
+
+
+def test_unread_hits_are_the_collapsed_top_read_in_any_windows(mixed):
+    # adjust.Unread finds an index's hits as its rows are read: whatever the windows, they are
+    # _collapsed_top's (one hit per note among the first 4 k nodes that exist), here over every
+    # node of an index with sections, in shuffled orders, with ids of nodes that do not exist
+    from kgsearch.query.adjust import Unread, _collapsed_top
+
+    conn = mixed["a"].ix.conn
+    ids = [i for (i,) in conn.execute("SELECT id FROM nodes")]
+    rng = random.Random(3)
+    cand = np.asarray(ids + [max(ids) + 1 + j for j in range(40)], dtype=np.int64)
+    for trial in range(30):
+        order = list(range(len(cand)))
+        rng.shuffle(order)
+        order = order[:rng.randint(0, len(order))]
+        k = rng.randint(1, 14)
+        want = _collapsed_top(conn, cand, order, k)[1]
+        u = Unread(conn, cand, order, k, {})
+        while not u.over:
+            u.read_to(u.done + rng.randint(1, 9))
+        assert u.hits == want and Unread(conn, cand, order, k, {}).read_all() == want, trial
