@@ -269,17 +269,17 @@ class AcrossView:
             return out
 
         targets = np.asarray(ids, dtype=np.int64) + ul.offsets[self.i]
-        res, nbrs, link = self._one(targets, value_of, ctx)
+        res, nbrs, link = self._one(targets, value_of, ctx, link=two_hop)
         if two_hop and len(nbrs):
             if len(nbrs) > TWO_HOP_MAX:
                 nbrs = np.sort(nbrs[np.argsort(-link, kind="stable")[:TWO_HOP_MAX]])
-            first = self._one(nbrs, value_of, ctx)[0]
+            first = self._one(nbrs, value_of, ctx, link=False)[0]
 
             def first_of(u):                # a neighbour's own 1-hop value (0 past the bound)
                 at = np.searchsorted(nbrs, u).clip(0, len(nbrs) - 1)
                 return np.where(nbrs[at] == u, first[at], 0.0)
 
-            res = res + TWO_HOP_FACTOR * self._one(targets, first_of, ctx)[0]
+            res = res + TWO_HOP_FACTOR * self._one(targets, first_of, ctx, link=False)[0]
         return res
 
     def signature(self, sig, a: float, b: float, two_hop: bool) -> tuple | None:
@@ -301,9 +301,10 @@ class AcrossView:
         return (a, b, names, "dense" in sig.full, "dense" in sig.raw_scores,
                 tuple(tuple(sig.full[n][2:5]) for n in used))
 
-    def _one(self, targets: np.ndarray, value_of, ctx):
+    def _one(self, targets: np.ndarray, value_of, ctx, link: bool = True):
         """(mean per target, the neighbours' union ids, each neighbour's link weight) over each
-        target's own typed edges but ``similar_text`` and the union's lists."""
+        target's own typed edges but ``similar_text`` and the union's lists (``link=False``: no
+        link weights, None)."""
         ul = A = self.a
         ts, nbs, ws = [], [], []
         which = ul.index_of(targets)
@@ -338,7 +339,10 @@ class AcrossView:
         res = np.zeros(len(targets))
         if not ts:
             return res, np.zeros(0, dtype=np.int64), np.zeros(0)
-        t, nb, w = np.concatenate(ts), np.concatenate(nbs).astype(np.int64), np.concatenate(ws)
+        if len(ts) == 1:                  # (the union's lists alone: nothing to join)
+            t, nb, w = ts[0], nbs[0].astype(np.int64), ws[0]
+        else:
+            t, nb, w = np.concatenate(ts), np.concatenate(nbs).astype(np.int64), np.concatenate(ws)
         if not len(nb):
             return res, np.zeros(0, dtype=np.int64), np.zeros(0)
         u, inv = unique_inverse(nb, len(A.indptr) - 1)
@@ -346,7 +350,7 @@ class AcrossView:
         num = np.bincount(t, weights=w * vals, minlength=len(targets))
         den = np.bincount(t, weights=w, minlength=len(targets))
         res = np.divide(num, den, out=res, where=den > 0)
-        return res, u, np.bincount(inv.reshape(-1), weights=w, minlength=len(u))
+        return res, u, np.bincount(inv.reshape(-1), weights=w, minlength=len(u)) if link else None
 
 
 def pull_together(pulls: list) -> list[np.ndarray]:
@@ -385,5 +389,5 @@ def pull_together(pulls: list) -> list[np.ndarray]:
 
     ids = [np.asarray(p.ids, dtype=np.int64) for p in pulls]
     targets = np.concatenate([x + A.offsets[p.view.i] for x, p in zip(ids, pulls)])
-    res = first.view._one(targets, value_of, ctx)[0]
+    res = first.view._one(targets, value_of, ctx, link=False)[0]
     return np.split(res, np.cumsum([len(x) for x in ids])[:-1])
