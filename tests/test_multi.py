@@ -148,9 +148,9 @@ def test_merge_puts_every_index_on_the_union_floor():
     built = []
 
     def builder(name):
-        def build(positions):
+        def build(positions, hit_class):
             built.append((name, list(positions)))
-            return [MultiHit(id=p, key=f"{name}{p}", kind="doc", name="n", score=0.0, adjustments={})
+            return [hit_class(id=p, key=f"{name}{p}", kind="doc", name="n", score=0.0, adjustments={})
                     for p in positions]
         return build
 

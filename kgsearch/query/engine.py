@@ -56,7 +56,7 @@ from .code import implemented_stubs, is_code_query
 from .graph_stage import graph_steps, run
 from .group import file_hit, group_by_file
 from .intent import INTENTS, resolve
-from .options import Response, SearchOptions
+from .options import Hit, Response, SearchOptions
 from .parse import Query, index_analyzer, parse
 from .results import make_hits
 from .signals import Signals, candidates, in_set, top_ids
@@ -241,10 +241,10 @@ class Engine:
 
         shown = order if groups is None else list(dict.fromkeys(i for _, pos in groups
                                                                 for i in pos[:self.tuning.file_members]))
-        def build(positions):
+        def build(positions, hit_class=Hit):
             return make_hits(self.ix.conn, q, cand, positions, fused, sig.raw_scores, sig.norm_scores, signals,
                              weights, parts, adjustments, meta, fusion, opts.but(collapse=True) if groups else opts,
-                             set(sig.full))
+                             set(sig.full), hit_class)
 
         if pool is not None and pool.defer and groups is None:
             # several indexes as one: the caller merges the rankings and builds only the hits it

@@ -73,7 +73,7 @@ class Pool:
     defer: bool = False                             # leave the hits to the caller (set: ranked, build)
     unread: bool = False                            # with defer: ranked is an adjust.Unread (rows read by the merge)
     ranked: object = None                           # [(position, score, additive shift, factor)] best first, or Unread
-    build: object = None                            # build(positions) -> [Hit] of this index
+    build: object = None                            # build(positions, hit_class) -> [hit_class] of this index
     across: object = None                           # the union's similar_text lists (query/across.py)
 
 
@@ -434,15 +434,15 @@ def _shares(pools: dict[str, Pool], channel: str, cuts: tuple[int, ...]) -> list
         if f is None or st is None or getattr(f, "stats", None) is not None:
             continue                                  # (past the vector cache: no whole list to rank)
         sc = np.asarray(f[1], dtype=np.float64)
-        top = -np.partition(-sc, most - 1)[:most] if len(sc) > most else sc     # (the best, any order)
+        top = np.partition(sc, len(sc) - most)[len(sc) - most:] if len(sc) > most else sc   # (the best, any order)
         zs.append((name, (top - st[0]) / st[1]))
     if len(zs) < 2:
         return None
-    allz = np.sort(np.concatenate([z for _, z in zs]))[::-1]
+    allz = np.sort(np.concatenate([z for _, z in zs]))          # (ascending: the n-th best is allz[-n])
     out = []
     for n in cuts:
-        cut = allz[min(n, len(allz)) - 1] if len(allz) else 0.0
-        out.append({name: int((z >= cut).sum()) for name, z in zs})
+        cut = allz[len(allz) - min(n, len(allz))] if len(allz) else 0.0
+        out.append({name: int(np.count_nonzero(z >= cut)) for name, z in zs})
     return out
 
 
@@ -487,17 +487,16 @@ def _merge(resps: dict, pools: dict, k: int) -> list[MultiHit]:
     for name in resps:
         mine = [pos for _, _, _, n, pos in top if n == name]
         if pools[name].ranked is not None:
-            built[name] = dict(zip(mine, pools[name].build(mine))) if mine else {}
-        else:
-            built[name] = {j: resps[name].hits[j] for j in mine}
+            built[name] = dict(zip(mine, pools[name].build(mine, MultiHit))) if mine else {}
+        else:                               # (its own hits: a Hit's fields, a plain dataclass)
+            built[name] = {j: MultiHit(**vars(resps[name].hits[j])) for j in mine}
     hits = []
     for rank, (score, _, _, name, pos) in enumerate(top, 1):
         h = built[name][pos]
-        d = dict(vars(h))                 # (a Hit's fields: a plain dataclass)
-        d.update(score=round(score, 6), rank=rank, index=name)
+        h.score, h.rank, h.index = round(score, 6), rank, name
         if floor > 0:
-            d["adjustments"] = dict(d["adjustments"], shift=round(floor, 6))
-        hits.append(MultiHit(**d))
+            h.adjustments = dict(h.adjustments, shift=round(floor, 6))
+        hits.append(h)
     return hits
 
 

@@ -12,10 +12,10 @@ __all__ = ["make_hits"]
 
 
 def make_hits(conn, q, cand, order, fused, chan_sig, norm_sig, signals, weights, parts, adjustments,
-              meta, fusion, opts, full_names=frozenset()) -> list[Hit]:
-    """One :class:`Hit` per position in ``order``: channel scores and ranks, signal parts and
-    adjustments of its score (what ``--explain`` prints), and a snippet around the parsed
-    query ``q``'s terms (:attr:`~kgsearch.query.parse.Query.highlight`)."""
+              meta, fusion, opts, full_names=frozenset(), hit_class=Hit) -> list[Hit]:
+    """One :class:`Hit` (or ``hit_class``, a subclass) per position in ``order``: channel scores
+    and ranks, signal parts and adjustments of its score (what ``--explain`` prints), and a
+    snippet around the parsed query ``q``'s terms (:attr:`~kgsearch.query.parse.Query.highlight`)."""
     if not len(order):
         return []
     if opts.snippets and opts.collapse:           # texts of the final hits only
@@ -49,7 +49,7 @@ def make_hits(conn, q, cand, order, fused, chan_sig, norm_sig, signals, weights,
                                    for n in chans}, key=["text", "embedding", "graph", "intent"].index))
         text = m.get("text", "")
         snip = pack.snippet(text or m["name"], terms) if opts.snippets else ""
-        hits.append(Hit(id=nid, key=m["key"], kind=m["kind"], name=m["name"], qualname=m["qualname"] or "",
+        hits.append(hit_class(id=nid, key=m["key"], kind=m["kind"], name=m["name"], qualname=m["qualname"] or "",
                         parent=m["parent"], path=m["path"], line=m["line_start"], line_end=m["line_end"], snippet=snip,
                         score=round(float(fused[i]), 6),
                         rank=r, methods=methods, channels=chans, signals=sigs, adjustments=adj))
