@@ -353,14 +353,15 @@ class MultiEngine:
         notices: list[str] = []
         pools = self._pools(query, opts, notices)
         t_pool = time.perf_counter()
-        each = opts.but(k=opts.k + 5, use_cache=False)        # a few more: the common floor may reorder
-        own = {name: _own_roots(eng, pools[name], each) for name, eng in self.engines.items()}
+        # a few more hits than asked (the common floor may reorder), and each index's share of the depth
+        own = {name: _own_roots(eng, pools[name], opts.but(k=opts.k + 5, use_cache=False, **(
+            {"depth": pools[name].depth} if pools[name].depth is not None else {})))
+            for name, eng in self.engines.items()}
         lockstep = self.together and not (self.threads and len(self.engines) > 1)
         for p in pools.values():
             p.defer = True                                    # hits built only for the merged top k
             p.unread = lockstep                               # their display fields read by the merge too
-        args = {name: (pools[name].query, own[name] if pools[name].depth is None else own[name].but(depth=pools[name].depth),
-                       (sessions or {}).get(name)) for name in self.engines}
+        args = {name: (pools[name].query, own[name], (sessions or {}).get(name)) for name in self.engines}
         if lockstep:
             resps = self._together(args, pools)
         else:
@@ -563,31 +564,31 @@ def _merge_unread(unread: dict, k: int) -> tuple[list, float] | None:
     if not keys:
         return [], 0.0
     adj, idx, third = np.concatenate(keys), np.concatenate(idx), np.concatenate(third)
-    merged = np.lexsort((third, idx, -adj))
+    merged = np.lexsort((third, idx, -adj)).tolist()
+    adj, idx, third = adj.tolist(), idx.tolist(), third.tolist()
     top: list = []
     start, need = 0, k
     while len(top) < k and start < len(merged):
         window = merged[start:start + need]
         start += len(window)
         reach: dict[int, int] = {}
-        for e in window.tolist():
+        for e in window:
             if e not in final:
-                o = int(idx[e])
-                reach[o] = max(reach.get(o, 0), int(third[e]) + 1)
+                reach[idx[e]] = max(reach.get(idx[e], 0), third[e] + 1)
         for o, j in reach.items():
             unread[ends[o][1]].read_to(j)
-        for e in window.tolist():
-            o = int(idx[e])
-            b, name = ends[o]
+        for e in window:
+            o = idx[e]
+            name = ends[o][1]
             u = unread[name]
             if e in final:
                 r, p = final[e]
             else:
-                p = u.order[int(third[e])]
+                p = u.order[third[e]]
                 if p not in u.is_hit:
                     continue
                 r = u.hits.index(p)
-            top.append((float(adj[e]), o, r, name, p))
+            top.append((adj[e], o, r, name, p))
             if len(top) == k:
                 break
         need = max(k - len(top), 2) * 2
