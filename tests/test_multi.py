@@ -655,3 +655,23 @@ def test_unread_hits_are_the_collapsed_top_read_in_any_windows(mixed):
         while not u.over:
             u.read_to(u.done + rng.randint(1, 9))
         assert u.hits == want and Unread(conn, cand, order, k, {}).read_all() == want, trial
+
+
+def test_an_error_in_the_lockstep_ends_every_index_s_search(engines, tmp_path, monkeypatch):
+    # a failure while the indexes wait at their pull ends each index's search (its generator is
+    # closed, its generation unpinned): the error reaches the caller, and the next search answers
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    from kgsearch.query import across
+
+    multi = MultiEngine({"a": engines["a"], "b": engines["b"]})
+    want = [h.as_dict() for h in multi.search("graph search rank", SearchOptions(k=5, use_cache=False)).hits]
+
+    def broken(pulls):
+        raise RuntimeError("pull failed")
+
+    with monkeypatch.context() as m:
+        m.setattr(across, "pull_together", broken)
+        with pytest.raises(RuntimeError, match="pull failed"):
+            multi.search("graph search rank", SearchOptions(k=5, use_cache=False))
+    assert engines["a"].ix._pinned is None and engines["b"].ix._pinned is None
+    assert [h.as_dict() for h in multi.search("graph search rank", SearchOptions(k=5, use_cache=False)).hits] == want

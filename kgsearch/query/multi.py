@@ -179,20 +179,24 @@ class MultiEngine:
         from .across import pull_together
 
         steps, pulls, resps = {}, {}, {}
-        for name, eng in self.engines.items():
-            steps[name] = eng.steps(*args[name], pool=pools[name])
-            try:
-                pulls[name] = next(steps[name])
-            except StopIteration as stop:
-                resps[name] = stop.value
-        while pulls:
-            nxt = {}
-            for (name, _), got in zip(pulls.items(), pull_together(list(pulls.values()))):
+        try:
+            for name, eng in self.engines.items():
+                steps[name] = eng.steps(*args[name], pool=pools[name])
                 try:
-                    nxt[name] = steps[name].send(got)
+                    pulls[name] = next(steps[name])
                 except StopIteration as stop:
                     resps[name] = stop.value
-            pulls = nxt
+            while pulls:
+                nxt = {}
+                for (name, _), got in zip(pulls.items(), pull_together(list(pulls.values()))):
+                    try:
+                        nxt[name] = steps[name].send(got)
+                    except StopIteration as stop:
+                        resps[name] = stop.value
+                pulls = nxt
+        finally:                        # (an error in one: the others' searches end there too)
+            for step in steps.values():
+                step.close()
         return {name: resps[name] for name in self.engines}
 
     # ------------------------------------------------------------------ pooling
