@@ -669,9 +669,13 @@ def test_an_error_in_the_lockstep_ends_every_index_s_search(engines, tmp_path, m
     def broken(pulls):
         raise RuntimeError("pull failed")
 
+    gens = []
     with monkeypatch.context() as m:
         m.setattr(across, "pull_together", broken)
+        real = Engine.steps
+        m.setattr(Engine, "steps", lambda self, *a, **k: gens.append(real(self, *a, **k)) or gens[-1])
         with pytest.raises(RuntimeError, match="pull failed"):
             multi.search("graph search rank", SearchOptions(k=5, use_cache=False))
+    assert len(gens) == 2 and all(g.gi_frame is None for g in gens)         # (closed, not left suspended)
     assert engines["a"].ix._pinned is None and engines["b"].ix._pinned is None
     assert [h.as_dict() for h in multi.search("graph search rank", SearchOptions(k=5, use_cache=False)).hits] == want
