@@ -14,8 +14,8 @@ merged without pooled statistics (each index's own scores, put on one floor: ``n
 comparison. Reported:
 nDCG@10 of each, the difference with the paired sign test, and the query latency p50/p95 of the
 one index and of the two as one (a warm pass, then a timed pass alternating the order per query),
-with the two indexes searched in turn (the default), with their own lists (``own``) and in threads
-(``MultiEngine(threads=True)``); and the seconds the first search spends computing the union's lists
+with the two indexes searched in lockstep (the default: one pull over the union's lists for both),
+with their own lists (``own``) and in threads (``MultiEngine(threads=True)``, each its own pull); and the seconds the first search spends computing the union's lists
 (kept in ``--work``/cache, as the user's cache would keep them). Writes
 bench/results/multi_index[_TAG].{json,md}.
 """
@@ -116,7 +116,7 @@ def run_set(work: Path, name: str, seed: int, max_queries: int | None) -> dict:
     one = Engine(ixs[0])
     from kgsearch.query.across import across_for, cache_path
 
-    multi = MultiEngine(pair())                      # the default: in turn
+    multi = MultiEngine(pair())                      # the default: in lockstep
     threads = MultiEngine(pair(), threads=True)      # the indexes in threads
     own = MultiEngine(pair(), across=False)          # each index's own lists
     naive = Naive(own)
@@ -204,8 +204,8 @@ def main() -> None:
              f"nDCG@10 means over the judged queries; W/L = queries where the two-index search scores above/below "
              f"the one index (*multi vs own*: above/below own), with the two-sided sign test. Latency: p50/p95 of "
              f"the timed pass (the order alternating per query, after a warm pass), shared 2-core machine (load "
-             f"beside); *threads*: multi with the indexes in threads instead of in turn; *lists s*: the first "
-             f"search's computing of the union's lists (once until an index changes).", "",
+             f"beside); *threads*: multi with the indexes in threads (each its own pull) instead of in lockstep; "
+             f"*lists s*: the first search's computing of the union's lists (once until an index changes).", "",
              "| set | queries | docs a / b | nDCG@10 one | multi | diff (W/L, p) | own | diff (W/L, p) | "
              "multi vs own (W/L, p) | naive | diff (W/L, p) | p50 ms one / multi / own | ratio multi / own | "
              "p95 ms one / multi | ratio | p50 threads (ratio) | lists s | load |",

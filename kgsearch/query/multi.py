@@ -37,9 +37,15 @@ candidates is larger than one index's, never smaller).
 
 Work done once: the query is parsed once per distinct analyser and encoded once per embedding
 model (:func:`kgsearch.embed.dense.share_query_vector`; each index rotates it); hits (snippets,
-explain parts) are built only for the merged top k (:func:`_merge`); each index's generation is
-read once per search (:meth:`~kgsearch.store.db.Index.pinned`). The indexes run in turn:
-in threads they were no faster on 2 cores (the interpreter lock; bench/results/multi_index.md).
+explain parts) are built only for the merged top k, and only the merged top k's display fields
+are read (:func:`_merge_unread`, :class:`kgsearch.query.adjust.Unread`); each index's generation
+is read once per search (:meth:`~kgsearch.store.db.Index.pinned`). The indexes run in lockstep
+(:meth:`MultiEngine._together`): each index's search (:meth:`Engine.steps`, a generator) runs up
+to its graph stage's pull over the union's lists, every index's pull is computed at once
+(:func:`kgsearch.query.across.pull_together`), then each search runs on to its end: the same
+answers as the indexes in turn (``MultiEngine(together=False)``, the reference), to the last
+digit. In threads (``threads=True``, each index its own pull) they were slower on 2 cores (the
+interpreter lock; bench/results/multi_index.md).
 """
 from __future__ import annotations
 
