@@ -211,7 +211,7 @@ def test_different_analysers_or_models_are_said(split, engines, tmp_path, monkey
     ix_b = engines["b"].ix
     real = ix_b.meta
     monkeypatch.setattr(ix_b, "meta", lambda k, d=None: "other-model@1" if k == "model_id" else real(k, d))
-    monkeypatch.delitem(ix_b._cache, "embed.model_id", raising=False)     # (read once per generation)
+    monkeypatch.setitem(ix_b._cache, "embed.model_id", (ix_b.generation, "other-model@1"))   # (read once a generation)
     r = MultiEngine({"a": engines["a"], "b": engines["b"]}).search("graph search",
                                                                    SearchOptions(channels="bm25", use_cache=False))
     assert any("different embedding models" in n for n in r.notices)
@@ -679,3 +679,25 @@ def test_an_error_in_the_lockstep_ends_every_index_s_search(engines, tmp_path, m
     assert len(gens) == 2 and all(g.gi_frame is None for g in gens)         # (closed, not left suspended)
     assert engines["a"].ix._pinned is None and engines["b"].ix._pinned is None
     assert [h.as_dict() for h in multi.search("graph search rank", SearchOptions(k=5, use_cache=False)).hits] == want
+
+
+def test_pulls_together_are_each_index_s_pull_to_the_last_bit(mixed, engines, tmp_path, monkeypatch):
+    # across.pull_together (one pass over every index's candidates) against each index's own
+    # AcrossView.pull_mean (the reference): equal arrays, bit for bit, query after query
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    from kgsearch.query import across
+
+    seen = []
+    real = across.pull_together
+    monkeypatch.setattr(across, "pull_together", lambda pulls: seen.append(list(pulls)) or real(pulls))
+    for pair, queries in ((mixed, MIXED_QUERIES), ({"a": engines["a"], "b": engines["b"]}, QUERIES)):
+        multi = MultiEngine(dict(pair))
+        for q in queries:
+            multi.search(q, SearchOptions(k=10, use_cache=False))
+    together = [pulls for pulls in seen if len(pulls) == 2]
+    assert len(together) >= len(QUERIES)
+    for pulls in together:
+        got = real(pulls)
+        for p, g in zip(pulls, got):
+            want = p.answer()
+            assert g.dtype == want.dtype and np.array_equal(g, want) and len(g) == len(p.ids)
