@@ -542,6 +542,56 @@ def test_each_generation_read_once_per_search(engines, monkeypatch):
     assert len(reads) == 4                                    # (once each again: not kept past a search)
 
 
+def test_threaded_search_reads_each_generation_once(engines, monkeypatch):
+    # a pin belongs to its thread (Index.pinned): the worker threads pin the generation the
+    # search pinned, they do not read it again
+    multi = MultiEngine({"a": engines["a"], "b": engines["b"]}, threads=True)
+    try:
+        opts = SearchOptions(k=10, snippets=False, use_cache=False)
+        before = [h.key for h in multi.search("graph search rank", opts).hits]
+        reads = _count_generation_reads(monkeypatch)
+        assert [h.key for h in multi.search("graph search rank", opts).hits] == before
+        assert sorted(reads) == sorted([engines["a"].ix.path, engines["b"].ix.path])
+    finally:
+        multi._executor.shutdown()
+
+
+def test_a_search_abandoned_at_its_pull_leaves_nothing_pinned(engines, tmp_path, monkeypatch):
+    # Engine.steps left suspended at its pull by its caller (an error between two indexes'
+    # steps, a caller that stops iterating) pins nothing: the next search reads the generation
+    # again (a stale pin in a long-running serve or mcp would hide every later reindex); the
+    # abandoned search, resumed, still answers as a whole search does
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    multi = MultiEngine({"a": engines["a"], "b": engines["b"]})
+    seen = {}
+    real = MultiEngine._together
+    monkeypatch.setattr(MultiEngine, "_together", lambda self, args, pools: seen.update(args=args, pools=pools)
+                        or real(self, args, pools))
+    opts = SearchOptions(k=10, snippets=False, use_cache=False)
+    want = multi.search("graph search rank", opts)
+    b = engines["b"]
+    pool = seen["pools"]["b"]
+    pool.defer = pool.unread = False                      # (the hits built by the index itself)
+    step = b.steps(*seen["args"]["b"], pool=pool)
+    pull = next(step)                                     # suspended at its pull, outside any block
+    assert type(pull).__name__ == "Pull"
+    assert b.ix._pinned is None
+    reads = _count_generation_reads(monkeypatch)
+    assert [h.key for h in multi.search("graph search rank", opts).hits] == [h.key for h in want.hits]
+    assert sorted(reads) == sorted([engines["a"].ix.path, b.ix.path])
+    assert b.ix._pinned is None
+    try:
+        step.send(pull.answer())
+    except StopIteration as stop:
+        alone = stop.value
+    assert {h.key for h in alone.hits} >= {h.key for h in want.hits if h.index == "b"}
+    assert len(reads) == 2                                 # (resumed on the generation it read)
+    step = b.steps(*seen["args"]["b"], pool=pool)
+    next(step)
+    step.close()                                          # (closed at its pull: nothing pinned either)
+    assert b.ix._pinned is None and step.gi_frame is None
+
+
 def test_one_index_search_reads_its_generation_once(engines, monkeypatch):
     """A search of one index pins its generation too (it read it 8 times, once per cache it
     consults): the same answer, one read."""
@@ -570,6 +620,46 @@ def test_pinned_generation_sees_a_reindex_after_the_block(split, tmp_path):
                     assert r.generation == 3                   # nested: the outer block's
                 assert r.generation == 3
             assert r.generation == 4
+
+
+def test_a_pin_belongs_to_its_thread_and_its_block(split, tmp_path):
+    # a block pinned in one thread (a request of `serve`) neither hides a reindex from another
+    # thread nor, when it ends, takes that thread's own pin away
+    import shutil
+    import threading
+
+    db = tmp_path / "t.db"
+    shutil.copy(split[1]["a"], db)
+    with Index.open(db) as w, Index.open(db, readonly=True, create=False) as r:
+        w.set_meta("generation", 3)
+        w.conn.commit()
+        pinned, release, done = threading.Event(), threading.Event(), threading.Event()
+        seen = []
+
+        def request():
+            with r.pinned():
+                seen.append(r.generation)
+                pinned.set()
+                release.wait(30)
+                seen.append(r.generation)
+            seen.append(r._pinned)
+            done.set()
+
+        t = threading.Thread(target=request)
+        t.start()
+        assert pinned.wait(30)
+        w.set_meta("generation", 4)
+        w.conn.commit()
+        assert r.generation == 4 and r._pinned is None      # (the other thread's pin is its own)
+        with r.pinned():
+            assert r.generation == 4
+            release.set()
+            assert done.wait(30)
+            w.set_meta("generation", 5)
+            w.conn.commit()
+            assert r.generation == 4                         # (the other block's end left this one's)
+        t.join(30)
+        assert seen == [3, 3, None] and r.generation == 5
 
 
 # --------------------------------------------------------------------------- lockstep: the same answers

@@ -159,9 +159,24 @@ class Engine:
         indexes searched as one compute every index's pull at once
         (:class:`kgsearch.query.multi.MultiEngine`); :func:`~kgsearch.query.graph_stage.run`
         answers each pull alone, as :meth:`search` does. The time spent away from the generator
-        is left out of its stage timings."""
-        with self.ix.pinned():
-            return (yield from self._steps(query, opts, session, pool))
+        is left out of its stage timings.
+
+        The generation is read once, as by :meth:`search`, and pinned only while the generator
+        runs (:meth:`Index.pinned`), not while it waits at its pull: a search its caller abandons
+        there leaves nothing pinned. Closing the generator closes the search."""
+        inner = self._steps(query, opts, session, pool)
+        gen, sent = None, None
+        try:
+            while True:
+                with self.ix.pinned(gen) as ix:
+                    gen = ix.generation
+                    try:
+                        req = inner.send(sent)
+                    except StopIteration as stop:
+                        return stop.value
+                sent = yield req
+        finally:
+            inner.close()
 
     def _steps(self, query: str | Query, opts: SearchOptions | None, session, pool):
         opts = (opts or SearchOptions()).validated()

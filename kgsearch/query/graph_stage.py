@@ -82,13 +82,16 @@ class Pull:
 
 def run(steps):
     """Drive a generator of :func:`graph_steps` (or a search built on it) to its end, answering
-    each :class:`Pull` it yields on its own; returns what the generator returns."""
+    each :class:`Pull` it yields on its own; returns what the generator returns. A pull that
+    fails closes the generator (its ``finally`` blocks run now, not when it is collected)."""
     try:
         req = next(steps)
         while True:
             req = steps.send(req.answer())
     except StopIteration as stop:
         return stop.value
+    finally:
+        steps.close()
 
 
 def graph_stage(gctx, q, it, requested, opts, sig: Signals, weights: dict, code_query: bool,

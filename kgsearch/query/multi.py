@@ -169,13 +169,19 @@ class MultiEngine:
     def _each(self, fn) -> dict:
         """``{name: fn(name, engine)}``, the indexes in turn, or in threads with ``threads=True``
         (SQLite and numpy's larger steps let go of the interpreter lock; each engine is used by
-        one thread at a time)."""
+        one thread at a time). A pin belongs to its thread (:meth:`Index.pinned`): each worker
+        pins the generation this thread pinned."""
         items = list(self.engines.items())
         if len(items) == 1 or not self.threads:
             return {name: fn(name, eng) for name, eng in items}
         if self._executor is None:
             self._executor = ThreadPoolExecutor(max_workers=min(len(items), 8), thread_name_prefix="kgsearch-multi")
-        futs = [(name, self._executor.submit(fn, name, eng)) for name, eng in items]
+
+        def pinned_as_here(name, eng, gen):
+            with eng.ix.pinned(gen):
+                return fn(name, eng)
+
+        futs = [(name, self._executor.submit(pinned_as_here, name, eng, eng.ix._pinned)) for name, eng in items]
         return {name: f.result() for name, f in futs}
 
     def _together(self, args: dict, pools: dict) -> dict:

@@ -5,6 +5,7 @@ import json
 import logging
 import os
 import sqlite3
+import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -33,7 +34,7 @@ class Index:
         self.path = path
         self.conn = conn
         self._cache: dict[str, Any] = {}   # per-process cache of derived arrays, keyed by name
-        self._pinned: int | None = None     # the generation read once for a search (:meth:`pinned`)
+        self._pins: dict[int, list] = {}    # thread id -> [generation] read once for a block (:meth:`pinned`)
 
     # ------------------------------------------------------------------ open/close
     @classmethod
@@ -300,24 +301,42 @@ class Index:
 
     @property
     def generation(self) -> int:
-        if self._pinned is not None:
-            return self._pinned
+        pin = self._pins.get(threading.get_ident())
+        if pin is not None:
+            return pin[0]
         return int(self.meta("generation", "0") or 0)
 
+    @property
+    def _pinned(self) -> int | None:
+        """The generation pinned for this thread's block (None: none; :meth:`pinned`)."""
+        pin = self._pins.get(threading.get_ident())
+        return None if pin is None else pin[0]
+
     @contextmanager
-    def pinned(self):
+    def pinned(self, generation: int | None = None):
         """Read the generation once for the block (one search over several indexes checks each
         index's caches a dozen times, a read of the meta table each): a reindex committed
         meanwhile is seen after the block, as it is by a search that has already begun its
-        reads. Nested blocks keep the outer one's generation."""
-        if self._pinned is not None:
+        reads. ``generation``: pin that one instead of reading it (a search resumed, or run in
+        a worker thread for a caller that pinned it). Nested blocks keep the outer one's.
+
+        A pin belongs to the thread and the block that set it: another thread reads the
+        generation for itself (each request thread of ``serve`` pins its own search), and the
+        end of a block takes away only its own pin. A generator must not hold a pin while it is
+        suspended: abandoned there, it would pin the index for whatever its thread runs next
+        (a long-running ``serve`` or ``mcp`` would not see a reindex); :meth:`Engine.steps
+        <kgsearch.query.engine.Engine.steps>` pins only while it runs."""
+        tid = threading.get_ident()
+        if tid in self._pins:
             yield self
             return
-        self._pinned = self.generation
+        pin = [int(self.meta("generation", "0") or 0) if generation is None else generation]
+        self._pins[tid] = pin
         try:
             yield self
         finally:
-            self._pinned = None
+            if self._pins.get(tid) is pin:
+                del self._pins[tid]
 
     # ------------------------------------------------------------------ arrays
     def put_array(self, name: str, arr, generation: int | None = None, capacity: int | None = None) -> None:
