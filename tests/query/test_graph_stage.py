@@ -90,3 +90,27 @@ def test_without_the_graph_channel_no_graph_signal():
     st, sig, gctx = _stage(requested=["bm25", "local"], code_query=True, local={4: 1.0})
     assert all(a[0] != "walk" for a in gctx.asked)
     assert "graph" not in sig.norm_scores
+
+
+def test_run_closes_the_steps_when_a_pull_fails():
+    # graph_stage.run answers each pull; a pull that raises ends the steps there (their finally
+    # blocks run now, not whenever the suspended generator is collected)
+    from kgsearch.query.graph_stage import run
+
+    ended = []
+
+    class Broken:
+        def answer(self):
+            raise RuntimeError("pull failed")
+
+    def steps():
+        try:
+            yield Broken()
+            return "never"
+        finally:
+            ended.append(True)
+
+    gen = steps()
+    with pytest.raises(RuntimeError, match="pull failed"):
+        run(gen)
+    assert ended == [True] and gen.gi_frame is None
