@@ -3,7 +3,10 @@ and which of its words name code (the anchors).
 
 An issue text is long and mostly prose; what ties it to the code are a few anchors:
 
-* traceback frames ``File "…/pkg/mod.py", line 12, in func`` (a path and a function),
+* traceback frames ``File "…/pkg/mod.py", line 12, in func`` (a path and a function), and the
+  other languages' stack frames read the same way (:func:`stack_frames`: Go panics, Java/Kotlin
+  ``at pkg.Cls.m(Cls.java:42)``, V8 ``at fn (x.js:10:5)``, Rust backtraces, gdb and sanitizer
+  ``#0 ... in f ... x.c:12``),
 * names in backticks and code blocks, dotted paths (``pvlib.iam.physical``,
   ``Dataset.to_json_dict``), ``snake_case`` / ``CamelCase`` identifiers, ``call()`` forms,
 * file names and paths (``conf.py``, ``src/flask/cli.py``), error class names
@@ -34,7 +37,8 @@ from dataclasses import dataclass
 
 from ..codelike import BACKTICK, CALL, CAMEL, DOTTED, SCOPED, SNAKE, dotted, has_code_token
 
-__all__ = ["Anchor", "extract", "list_shares", "code_task_reason", "relation", "asks_for_tests", "asks_for_prose",
+__all__ = ["Anchor", "extract", "stack_frames", "list_shares", "code_task_reason", "relation", "asks_for_tests",
+           "asks_for_prose",
            "RELATION_EDGES", "WORD", "KIND_WEIGHT", "CODE_EXTENSIONS"]
 
 # how much one mention of each kind says (a frame names the place where it failed)
@@ -57,6 +61,56 @@ _ERROR = re.compile(r"\b[A-Z][A-Za-z0-9]*(?:Error|Exception|Warning)\b")
 # a word of the query as written: the intent rules and the code-task rule count these
 WORD = re.compile(r"[\w'-]+")
 _TRACEBACK = re.compile(r"Traceback \(most recent call last\)|^\s*File \"[^\"]+\", line \d+", re.M)
+
+# the stack frames of the other languages (issue 26), each read as (function, path, line): what a
+# Python traceback's ``File "x.py", line 3, in f`` says
+_C_EXT = r"(?:c|h|cc|cpp|cxx|hpp|hh|hxx)"
+_FRAMES = (
+    # Go panic: `pkg/path.(*Type).Method(0x0, ...)` then `<tab>/path/x.go:123 +0x26`
+    ("go", re.compile(r"^[ \t]*(?:created by )?[\w./@~-]*?\.(?:\(\*?\w+\)\.)?(\w+)(?:\.func\d+)*(?:\.\d+)*"
+                      r"(?:\([^\n]*\))?[ \t]*\n[ \t]+(\S+\.go):(\d+)\b", re.M)),
+    # Java / Kotlin: `at pkg.Cls$Inner.method(Cls.java:42)`
+    ("java", re.compile(r"^[ \t]*at ([\w$.]+)\.([\w$<>]+)\(([\w$]+\.(?:java|kt)):(\d+)\)", re.M)),
+    # V8 (Node, Chrome): `at Obj.fn (/app/src/x.js:10:5)`, `at async fn (file:///app/x.mjs:3:9)`
+    ("js", re.compile(r"^[ \t]*at (?:async )?(?:new )?([\w$.<>]+)(?: \[as [\w$]+\])? \((?:file://)?"
+                      r"([^()\s]+\.(?:js|mjs|cjs|jsx|ts|tsx|mts|cts)):(\d+):\d+\)", re.M)),
+    # Rust backtrace: `  3: bytes::bytes_mut::BytesMut::split_off` then `at /src/bytes_mut.rs:301:9`
+    ("rust", re.compile(r"^[ \t]*\d+: ([\w:<>&*, ]+?)(?:::h[0-9a-f]{16})?[ \t]*\n[ \t]+at (\S+\.rs):(\d+)", re.M)),
+    # gdb / sanitizers: `#0  0x4f in fmt::detail::f (x=1) at include/fmt/format.h:123`, `#1 0x4f in f src/a.c:12:5`
+    ("c", re.compile(r"^[ \t]*#\d+[ \t]+(?:0x[0-9a-fA-F]+ in )?([\w:~<>]+)[ \t]*(?:\([^\n]*?\)[ \t]+at[ \t]+|[ \t]+)"
+                     rf"(\S+\.{_C_EXT}):(\d+)", re.M)),
+)
+_IDENT = re.compile(r"[A-Za-z_$][\w$]*")
+
+
+def stack_frames(query: str) -> list[tuple[str, int, str | None, int, int]]:
+    """The stack frames of every language the loaders read, in text order, as ``(path, line,
+    function or None, start, end of the path in the text)``. A Java frame's path is its package's
+    folders and its file (``com/x/Cls.java``), a function its last name (``Type.method`` ->
+    ``method``; a Java constructor ``<init>`` is its class's name).
+
+    >>> go = "goroutine 7 [running]:\\nexample.com/m/pkg.(*Conn).Close(0x0)\\n\\t/go/pkg/conn.go:41 +0x1d"
+    >>> [f[:3] for f in stack_frames(go)]
+    [('/go/pkg/conn.go', 41, 'Close')]
+    >>> [f[:3] for f in stack_frames("  at com.x.core.Parser$Inner.<init>(Parser.java:12)")]
+    [('com/x/core/Parser.java', 12, 'Inner')]
+    """
+    out = []
+    for lang, rx in _FRAMES:
+        for m in rx.finditer(query):
+            if lang == "java":
+                qual, func, fname, line = m.group(1), m.group(2), m.group(3), m.group(4)
+                cls = qual.rsplit(".", 1)[-1].split("$")[-1]
+                pkg = qual.split(".")[:-1]
+                path, pstart = "/".join(pkg + [fname]), m.start(3)
+                func = cls if func == "<init>" else func
+            else:
+                func, path, line = m.group(1), m.group(2), m.group(3)
+                func = re.split(r"::|\.", func.split(" as ")[-1].rstrip(">"))[-1]
+                pstart = m.start(2)
+            func = func if func and _IDENT.fullmatch(func) else None
+            out.append((path, int(line), func, pstart, m.end(3)))
+    return sorted(out, key=lambda f: f[3])
 
 # "who calls X", "what calls `X`", "callers of X", "where is X used", "who imports X", ...
 _NAME = r"`?([A-Za-z_][\w.]*)`?(?:\(\))?"
@@ -129,6 +183,12 @@ def extract(query: str) -> list[Anchor]:
         key = (m.group(1), func)
         old = frames.get(key)
         frames[key] = Anchor(m.group(1), "frame", (old.count + 1) if old else 1, int(m.group(2)), func)
+    framed: list[tuple[int, int]] = []              # where the other languages' frames name their files
+    for path, line, func, start, end in stack_frames(query):
+        key = (path, func)
+        old = frames.get(key)
+        frames[key] = Anchor(path, "frame", (old.count + 1) if old else 1, line, func)
+        framed.append((start, end))
     for m in _ERROR.finditer(query):
         add(m.group(0), "error", m.start())
     for m in BACKTICK.finditer(query):
@@ -138,8 +198,11 @@ def extract(query: str) -> list[Anchor]:
         for tok in toks if len(toks) == 1 else [t for t in toks if has_code_token(t)]:
             add(tok, "backtick", m.start(1), m.end(1))
     for m in _PATH.finditer(query):
-        if not query[max(0, m.start(1) - 6):m.start(1)].endswith('File "'):    # a frame's file
-            add(m.group(1), "path", m.start(1), m.end(1))
+        if query[max(0, m.start(1) - 6):m.start(1)].endswith('File "'):        # a frame's file
+            continue
+        if any(st <= m.start(1) < en for st, en in framed):
+            continue
+        add(m.group(1), "path", m.start(1), m.end(1))
     for m in DOTTED.finditer(query):
         tok = m.group(0)
         if max(map(len, tok.split("."))) > 2 and not _PATH.fullmatch(tok):
@@ -225,6 +288,8 @@ def code_task_reason(query: str, anchors: list[Anchor] | tuple[Anchor, ...] | No
     if _FENCE.search(query):
         return "code block"
     anchors = extract(query) if anchors is None else anchors
+    if any(a.kind == "frame" for a in anchors):     # another language's stack frames
+        return "traceback"
     if any(a.kind == "backtick" for a in anchors):
         return "names in backticks"
     # names that are code by their shape alone (not mRNA, IL6 or e.g.: codelike.has_code_token)
