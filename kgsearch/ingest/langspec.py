@@ -64,7 +64,7 @@ _JS_TESTS = dict(test_dirs=frozenset({"test", "tests", "__tests__", "__mocks__",
                  test_names=("*.test.*", "*.spec.*", "*-test.js", "*_test.js"))
 _JS_FRAMES = _frames(
     # V8 / Node:  at fn (src/x.js:10:5)   at src/x.js:10:5   at async fn (file:///x.mjs:3:1)
-    r"\bat (?:(?:async )?(?P<func>[^\s()]+) \()?(?:file://)?" + _P + r"\.(?:[cm]?[jt]sx?)):(?P<line>\d+):(?P<col>\d+)",
+    r"\bat (?:(?:async |new )?(?P<func>[^\s()]+) \()?(?:file://)?" + _P + r"\.(?:[cm]?[jt]sx?)):(?P<line>\d+):(?P<col>\d+)",
     # Firefox / Safari:  fn@src/x.js:10:5
     r"(?P<func>[\w$.<>/]*)@(?:file://)?" + _P + r"\.(?:[cm]?[jt]sx?)):(?P<line>\d+):(?P<col>\d+)",
     # tsc:  src/x.ts(12,5): error TS2345   or   src/x.ts:12:5 - error TS2345
@@ -212,7 +212,7 @@ def is_generated_text(head: str) -> bool:
 def find_frames(text: str, spec: LangSpec | None = None) -> list[dict]:
     """Stack-trace frames and diagnostics in ``text`` (for every language, or ``spec``'s):
     dicts with ``path``, ``line`` and, when the format gives them, ``col`` and ``func``, in
-    order of appearance.
+    order of appearance; ``at`` is where each starts in ``text``.
 
     >>> [f["path"] for f in find_frames("at com.x.Y.run(Y.java:42)\\nsrc/a.rs:12:5")]
     ['Y.java', 'src/a.rs']
@@ -231,7 +231,6 @@ def find_frames(text: str, spec: LangSpec | None = None) -> list[dict]:
                 out.append({"at": m.start(), **{x: v for x, v in g.items() if v}})
     out.sort(key=lambda f: f["at"])
     for f in out:
-        del f["at"]
         if "line" in f:
             f["line"] = int(f["line"])
         if "col" in f:

@@ -36,6 +36,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from ..codelike import BACKTICK, CALL, CAMEL, DOTTED, SCOPED, SNAKE, dotted, has_code_token
+from ..ingest.langspec import find_frames
 
 __all__ = ["Anchor", "extract", "stack_frames", "list_shares", "code_task_reason", "relation", "asks_for_tests",
            "asks_for_prose",
@@ -62,55 +63,61 @@ _ERROR = re.compile(r"\b[A-Z][A-Za-z0-9]*(?:Error|Exception|Warning)\b")
 WORD = re.compile(r"[\w'-]+")
 _TRACEBACK = re.compile(r"Traceback \(most recent call last\)|^\s*File \"[^\"]+\", line \d+", re.M)
 
-# the stack frames of the other languages (issue 26), each read as (function, path, line): what a
-# Python traceback's ``File "x.py", line 3, in f`` says
-_C_EXT = r"(?:c|h|cc|cpp|cxx|hpp|hh|hxx)"
-_FRAMES = (
-    # Go panic: `pkg/path.(*Type).Method(0x0, ...)` then `<tab>/path/x.go:123 +0x26`
-    ("go", re.compile(r"^[ \t]*(?:created by )?[\w./@~-]*?\.(?:\(\*?\w+\)\.)?(\w+)(?:\.func\d+)*(?:\.\d+)*"
-                      r"(?:\([^\n]*\))?[ \t]*\n[ \t]+(\S+\.go):(\d+)\b", re.M)),
-    # Java / Kotlin: `at pkg.Cls$Inner.method(Cls.java:42)`
-    ("java", re.compile(r"^[ \t]*at ([\w$.]+)\.([\w$<>]+)\(([\w$]+\.(?:java|kt)):(\d+)\)", re.M)),
-    # V8 (Node, Chrome): `at Obj.fn (/app/src/x.js:10:5)`, `at async fn (file:///app/x.mjs:3:9)`
-    ("js", re.compile(r"^[ \t]*at (?:async )?(?:new )?([\w$.<>]+)(?: \[as [\w$]+\])? \((?:file://)?"
-                      r"([^()\s]+\.(?:js|mjs|cjs|jsx|ts|tsx|mts|cts)):(\d+):\d+\)", re.M)),
-    # Rust backtrace: `  3: bytes::bytes_mut::BytesMut::split_off` then `at /src/bytes_mut.rs:301:9`
-    ("rust", re.compile(r"^[ \t]*\d+: ([\w:<>&*, ]+?)(?:::h[0-9a-f]{16})?[ \t]*\n[ \t]+at (\S+\.rs):(\d+)", re.M)),
-    # gdb / sanitizers: `#0  0x4f in fmt::detail::f (x=1) at include/fmt/format.h:123`, `#1 0x4f in f src/a.c:12:5`
-    ("c", re.compile(r"^[ \t]*#\d+[ \t]+(?:0x[0-9a-fA-F]+ in )?([\w:~<>]+)[ \t]*(?:\([^\n]*?\)[ \t]+at[ \t]+|[ \t]+)"
-                     rf"(\S+\.{_C_EXT}):(\d+)", re.M)),
-)
-_IDENT = re.compile(r"[A-Za-z_$][\w$]*")
+_GO_CLOSURE = re.compile(r"^(?:func\d+|\d+)$")        # pkg.(*T).m.func1.2: the closures of m
 
 
-def stack_frames(query: str) -> list[tuple[str, int, str | None, int, int]]:
-    """The stack frames of every language the loaders read, in text order, as ``(path, line,
-    function or None, start, end of the path in the text)``. A Java frame's path is its package's
-    folders and its file (``com/x/Cls.java``), a function its last name (``Type.method`` ->
-    ``method``; a Java constructor ``<init>`` is its class's name).
+def _frame_func(func: str) -> str | None:
+    """The name a frame's function has in the index: the last part of its qualified name (Go
+    ``pkg.(*T).m.func1`` -> ``m``, Rust ``<A as B>::poll`` -> ``poll``, Java ``pkg.Cls.m`` ->
+    ``m``, a Java constructor ``Cls$Inner.<init>`` -> ``Inner``, a lambda ``lambda$run$0`` ->
+    ``run``); None when it names nothing (``<anonymous>``, ``<clinit>``)."""
+    parts = [p for p in re.split(r"::|\.", func.split(" as ")[-1]) if p]
+    while len(parts) > 1 and _GO_CLOSURE.match(parts[-1]):
+        parts.pop()
+    if not parts:
+        return None
+    name = parts[-1]
+    if name == "<init>" and len(parts) > 1:
+        name = parts[-2].split("$")[-1]
+    lam = re.fullmatch(r"lambda\$(\w+?)\$\d+", name)
+    name = lam.group(1) if lam else name
+    return name if re.fullmatch(r"[A-Za-z_$][\w$]*", name) else None
+
+
+def stack_frames(query: str) -> list[tuple[str, int, str]]:
+    """The stack frames that name a function in every language the loaders read, in text order,
+    as ``(path, line, function)``: :func:`kgsearch.ingest.langspec.find_frames`, a function line
+    joined with the path line right under it (Go panics, Rust backtraces), a function as the
+    index names it (:func:`_frame_func`), and a Java frame's file placed in its package's folders
+    (``at com.x.Cls.m(Cls.java:42)`` -> ``com/x/Cls.java``). Frames without a function (a panic's
+    location, a compiler diagnostic) are left to the path anchors.
 
     >>> go = "goroutine 7 [running]:\\nexample.com/m/pkg.(*Conn).Close(0x0)\\n\\t/go/pkg/conn.go:41 +0x1d"
-    >>> [f[:3] for f in stack_frames(go)]
+    >>> stack_frames(go)
     [('/go/pkg/conn.go', 41, 'Close')]
-    >>> [f[:3] for f in stack_frames("  at com.x.core.Parser$Inner.<init>(Parser.java:12)")]
+    >>> stack_frames("  at com.x.core.Parser$Inner.<init>(Parser.java:12)")
     [('com/x/core/Parser.java', 12, 'Inner')]
     """
+    found = find_frames(query)
     out = []
-    for lang, rx in _FRAMES:
-        for m in rx.finditer(query):
-            if lang == "java":
-                qual, func, fname, line = m.group(1), m.group(2), m.group(3), m.group(4)
-                cls = qual.rsplit(".", 1)[-1].split("$")[-1]
-                pkg = qual.split(".")[:-1]
-                path, pstart = "/".join(pkg + [fname]), m.start(3)
-                func = cls if func == "<init>" else func
-            else:
-                func, path, line = m.group(1), m.group(2), m.group(3)
-                func = re.split(r"::|\.", func.split(" as ")[-1].rstrip(">"))[-1]
-                pstart = m.start(2)
-            func = func if func and _IDENT.fullmatch(func) else None
-            out.append((path, int(line), func, pstart, m.end(3)))
-    return sorted(out, key=lambda f: f[3])
+    for i, f in enumerate(found):
+        func, path = f.get("func"), f.get("path")
+        if func and not path:                    # a function line: its path is on the next line
+            nxt = found[i + 1] if i + 1 < len(found) else None
+            if nxt is None or nxt.get("func") or not nxt.get("path") or query.count("\n", f["at"], nxt["at"]) != 1:
+                continue
+            path, line = nxt["path"], nxt.get("line")
+        elif func and path:
+            line = f.get("line")
+            if "/" not in path and "\\" not in path and path.endswith((".java", ".kt")):
+                pkg = [p for p in func.split(".")[:-2] if p]
+                path = "/".join(pkg + [path])
+        else:
+            continue
+        name = _frame_func(func)
+        if name and line is not None:
+            out.append((path, int(line), name))
+    return out
 
 # "who calls X", "what calls `X`", "callers of X", "where is X used", "who imports X", ...
 _NAME = r"`?([A-Za-z_][\w.]*)`?(?:\(\))?"
@@ -183,12 +190,12 @@ def extract(query: str) -> list[Anchor]:
         key = (m.group(1), func)
         old = frames.get(key)
         frames[key] = Anchor(m.group(1), "frame", (old.count + 1) if old else 1, int(m.group(2)), func)
-    framed: list[tuple[int, int]] = []              # where the other languages' frames name their files
-    for path, line, func, start, end in stack_frames(query):
+    framed: set[str] = set()                        # the files the other languages' frames name
+    for path, line, func in stack_frames(query):
         key = (path, func)
         old = frames.get(key)
         frames[key] = Anchor(path, "frame", (old.count + 1) if old else 1, line, func)
-        framed.append((start, end))
+        framed.add(path.replace("\\", "/"))
     for m in _ERROR.finditer(query):
         add(m.group(0), "error", m.start())
     for m in BACKTICK.finditer(query):
@@ -200,8 +207,8 @@ def extract(query: str) -> list[Anchor]:
     for m in _PATH.finditer(query):
         if query[max(0, m.start(1) - 6):m.start(1)].endswith('File "'):        # a frame's file
             continue
-        if any(st <= m.start(1) < en for st, en in framed):
-            continue
+        if any(f == m.group(1) or f.endswith("/" + m.group(1).lstrip("/")) for f in framed):
+            continue                                 # a frame's file: the frame is its anchor
         add(m.group(1), "path", m.start(1), m.end(1))
     for m in DOTTED.finditer(query):
         tok = m.group(0)

@@ -189,7 +189,8 @@ def test_parse_leaves_a_code_tasks_template_comments_out_of_words_and_anchors():
 def test_code_paths_of_every_language_are_anchors():
     got = {(a.text, a.kind) for a in extract("thread 'main' panicked at src/buf.rs:12:5 while lib/core/Axios.js "
                                              "at Foo.bar(Foo.java:42) and conf.py.")}
-    assert {("src/buf.rs", "path"), ("lib/core/Axios.js", "path"), ("Foo.java", "path"), ("conf.py", "path")} <= got
+    assert {("src/buf.rs", "path"), ("lib/core/Axios.js", "path"), ("conf.py", "path")} <= got
+    assert ("Foo.java", "frame") in got and ("Foo.java", "path") not in got     # a Java frame: its file and method
 
 
 def test_stubs_group_under_their_indexed_implementation(conn):
