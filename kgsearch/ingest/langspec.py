@@ -51,7 +51,9 @@ class LangSpec:
     tests_beside: bool = False
 
 
-_P = r"(?P<path>(?:[A-Za-z]:)?[\w.@~+/\\-]*?"      # a path, as traces print it (no spaces)
+# a path, as traces print it (no spaces); never from inside a word or a path (the same matches, but
+# each word of a long pasted log is tried once, not from each of its characters)
+_P = r"(?<![\w.~+-])(?P<path>(?:[A-Za-z]:)?[\w.@~+/\\-]*?"
 
 
 def _frames(*patterns: str) -> tuple[re.Pattern, ...]:
@@ -217,9 +219,12 @@ def find_frames(text: str, spec: LangSpec | None = None) -> list[dict]:
     >>> [f["path"] for f in find_frames("at com.x.Y.run(Y.java:42)\\nsrc/a.rs:12:5")]
     ['Y.java', 'src/a.rs']
     """
-    out, seen = [], set()
+    out, seen, ran = [], set(), set()
     for s in ((spec,) if spec else SPECS):
         for pat in s.frames:
+            if pat.pattern in ran:               # JavaScript and TypeScript, C and C++ share theirs
+                continue
+            ran.add(pat.pattern)
             for m in pat.finditer(text):
                 g = m.groupdict()
                 if not g.get("path") and not g.get("func"):

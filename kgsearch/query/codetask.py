@@ -36,7 +36,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from ..codelike import BACKTICK, CALL, CAMEL, DOTTED, SCOPED, SNAKE, dotted, has_code_token
-from ..ingest.langspec import find_frames
+from ..ingest.langspec import SPECS, find_frames
 
 __all__ = ["Anchor", "extract", "stack_frames", "list_shares", "code_task_reason", "relation", "asks_for_tests",
            "asks_for_prose",
@@ -64,6 +64,10 @@ WORD = re.compile(r"[\w'-]+")
 _TRACEBACK = re.compile(r"Traceback \(most recent call last\)|^\s*File \"[^\"]+\", line \d+", re.M)
 
 _GO_CLOSURE = re.compile(r"^(?:func\d+|\d+)$")        # pkg.(*T).m.func1.2: the closures of m
+# a frame has a source file with its line (`x.go:12`, `(Cls.java:42)`, `x.cpp(12)`): a text without
+# one has no frame, and the frame patterns are not run over it (a long pasted log costs them ~12 ms)
+_FRAME_FILE = re.compile(r"\.(?:" + "|".join(re.escape(e) for e in sorted(
+    {e.lstrip(".") for s in SPECS for e in s.extensions} | {"kt"}, key=len, reverse=True)) + r")(?::\d|\(\d)")
 
 
 def _frame_func(func: str) -> str | None:
@@ -98,6 +102,8 @@ def stack_frames(query: str) -> list[tuple[str, int, str]]:
     >>> stack_frames("  at com.x.core.Parser$Inner.<init>(Parser.java:12)")
     [('com/x/core/Parser.java', 12, 'Inner')]
     """
+    if not _FRAME_FILE.search(query):
+        return []
     found = find_frames(query)
     out = []
     for i, f in enumerate(found):

@@ -71,6 +71,7 @@ created by myapp/vendor/google.golang.org/grpc.(*ccResolverWrapper).start
      "#1 0x4f5e in jv_free /src/jq/src/jv.c:123:5\n#2 0x4f5e in main src/main.c:12",
      [("include/fmt/format.h", 2123, "write_int"), ("/src/jq/src/jv.c", 123, "jv_free"), ("src/main.c", 12, "main")]),
     ("no frames here: src/a.rs:12:5 and at foo (bar) and #1 in the list", []),
+    ("a log without a source file and line: a/b.sql:3:1: L001\n    at thing (x.sql:1:2)", []),
 ])
 def test_stack_frames_of_every_language(text, want):
     assert [f[:3] for f in stack_frames(text)] == want
