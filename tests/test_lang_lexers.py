@@ -121,6 +121,16 @@ def test_trace_frames_of_every_language():
                    ("/src/jv.c", 101, "jv_free")]
 
 
+def test_frame_paths_start_at_a_word_boundary_and_v8_constructors_are_frames():
+    text = ("log: a/b/x.go:12 +0x1\nfn@file:///app/y.js:3:4\nC:\\src\\z.cpp(7): error C2065\n"
+            "    at new Dayjs (src/index.js:88:12)")
+    got = [(f["path"], f["line"], f.get("func")) for f in find_frames(text)]
+    assert got == [("a/b/x.go", 12, None), ("/app/y.js", 3, "fn"), ("C:\\src\\z.cpp", 7, None),
+                   ("src/index.js", 88, "Dayjs")]
+    assert [f["at"] for f in find_frames(text)] == [text.index("a/b"), text.index("fn@"), text.index("C:"),
+                                                    text.index("at new")]
+
+
 def test_walk_skips_dependencies_and_minified_scripts(tmp_path):
     files = {
         "go.mod": "module x\n", "main.go": "package main\n", "vendor/modules.txt": "# x\n",

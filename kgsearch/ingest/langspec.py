@@ -51,7 +51,9 @@ class LangSpec:
     tests_beside: bool = False
 
 
-_P = r"(?P<path>(?:[A-Za-z]:)?[\w.@~+/\\-]*?"      # a path, as traces print it (no spaces)
+# a path, as traces print it (no spaces); never from inside a word or a path (the same matches, but
+# each word of a long pasted log is tried once, not from each of its characters)
+_P = r"(?<![\w.~+-])(?P<path>(?:[A-Za-z]:)?[\w.@~+/\\-]*?"
 
 
 def _frames(*patterns: str) -> tuple[re.Pattern, ...]:
@@ -64,7 +66,7 @@ _JS_TESTS = dict(test_dirs=frozenset({"test", "tests", "__tests__", "__mocks__",
                  test_names=("*.test.*", "*.spec.*", "*-test.js", "*_test.js"))
 _JS_FRAMES = _frames(
     # V8 / Node:  at fn (src/x.js:10:5)   at src/x.js:10:5   at async fn (file:///x.mjs:3:1)
-    r"\bat (?:(?:async )?(?P<func>[^\s()]+) \()?(?:file://)?" + _P + r"\.(?:[cm]?[jt]sx?)):(?P<line>\d+):(?P<col>\d+)",
+    r"\bat (?:(?:async |new )?(?P<func>[^\s()]+) \()?(?:file://)?" + _P + r"\.(?:[cm]?[jt]sx?)):(?P<line>\d+):(?P<col>\d+)",
     # Firefox / Safari:  fn@src/x.js:10:5
     r"(?P<func>[\w$.<>/]*)@(?:file://)?" + _P + r"\.(?:[cm]?[jt]sx?)):(?P<line>\d+):(?P<col>\d+)",
     # tsc:  src/x.ts(12,5): error TS2345   or   src/x.ts:12:5 - error TS2345
@@ -212,14 +214,17 @@ def is_generated_text(head: str) -> bool:
 def find_frames(text: str, spec: LangSpec | None = None) -> list[dict]:
     """Stack-trace frames and diagnostics in ``text`` (for every language, or ``spec``'s):
     dicts with ``path``, ``line`` and, when the format gives them, ``col`` and ``func``, in
-    order of appearance.
+    order of appearance; ``at`` is where each starts in ``text``.
 
     >>> [f["path"] for f in find_frames("at com.x.Y.run(Y.java:42)\\nsrc/a.rs:12:5")]
     ['Y.java', 'src/a.rs']
     """
-    out, seen = [], set()
+    out, seen, ran = [], set(), set()
     for s in ((spec,) if spec else SPECS):
         for pat in s.frames:
+            if pat.pattern in ran:               # JavaScript and TypeScript, C and C++ share theirs
+                continue
+            ran.add(pat.pattern)
             for m in pat.finditer(text):
                 g = m.groupdict()
                 if not g.get("path") and not g.get("func"):
@@ -231,7 +236,6 @@ def find_frames(text: str, spec: LangSpec | None = None) -> list[dict]:
                 out.append({"at": m.start(), **{x: v for x, v in g.items() if v}})
     out.sort(key=lambda f: f["at"])
     for f in out:
-        del f["at"]
         if "line" in f:
             f["line"] = int(f["line"])
         if "col" in f:

@@ -3,7 +3,10 @@ and which of its words name code (the anchors).
 
 An issue text is long and mostly prose; what ties it to the code are a few anchors:
 
-* traceback frames ``File "…/pkg/mod.py", line 12, in func`` (a path and a function),
+* traceback frames ``File "…/pkg/mod.py", line 12, in func`` (a path and a function), and the
+  other languages' stack frames read the same way (:func:`stack_frames`: Go panics, Java/Kotlin
+  ``at pkg.Cls.m(Cls.java:42)``, V8 ``at fn (x.js:10:5)``, Rust backtraces, gdb and sanitizer
+  ``#0 ... in f ... x.c:12``),
 * names in backticks and code blocks, dotted paths (``pvlib.iam.physical``,
   ``Dataset.to_json_dict``), ``snake_case`` / ``CamelCase`` identifiers, ``call()`` forms,
 * file names and paths (``conf.py``, ``src/flask/cli.py``), error class names
@@ -33,8 +36,10 @@ from collections import Counter
 from dataclasses import dataclass
 
 from ..codelike import BACKTICK, CALL, CAMEL, DOTTED, SCOPED, SNAKE, dotted, has_code_token
+from ..ingest.langspec import SPECS, find_frames
 
-__all__ = ["Anchor", "extract", "list_shares", "code_task_reason", "relation", "asks_for_tests", "asks_for_prose",
+__all__ = ["Anchor", "extract", "stack_frames", "list_shares", "code_task_reason", "relation", "asks_for_tests",
+           "asks_for_prose",
            "RELATION_EDGES", "WORD", "KIND_WEIGHT", "CODE_EXTENSIONS"]
 
 # how much one mention of each kind says (a frame names the place where it failed)
@@ -57,6 +62,68 @@ _ERROR = re.compile(r"\b[A-Z][A-Za-z0-9]*(?:Error|Exception|Warning)\b")
 # a word of the query as written: the intent rules and the code-task rule count these
 WORD = re.compile(r"[\w'-]+")
 _TRACEBACK = re.compile(r"Traceback \(most recent call last\)|^\s*File \"[^\"]+\", line \d+", re.M)
+
+_GO_CLOSURE = re.compile(r"^(?:func\d+|\d+)$")        # pkg.(*T).m.func1.2: the closures of m
+# a frame has a source file with its line (`x.go:12`, `(Cls.java:42)`, `x.cpp(12)`): a text without
+# one has no frame, and the frame patterns are not run over it (a long pasted log costs them ~12 ms)
+_FRAME_FILE = re.compile(r"\.(?:" + "|".join(re.escape(e) for e in sorted(
+    {e.lstrip(".") for s in SPECS for e in s.extensions} | {"kt"}, key=len, reverse=True)) + r")(?::\d|\(\d)")
+
+
+def _frame_func(func: str) -> str | None:
+    """The name a frame's function has in the index: the last part of its qualified name (Go
+    ``pkg.(*T).m.func1`` -> ``m``, Rust ``<A as B>::poll`` -> ``poll``, Java ``pkg.Cls.m`` ->
+    ``m``, a Java constructor ``Cls$Inner.<init>`` -> ``Inner``, a lambda ``lambda$run$0`` ->
+    ``run``); None when it names nothing (``<anonymous>``, ``<clinit>``)."""
+    parts = [p for p in re.split(r"::|\.", func.split(" as ")[-1]) if p]
+    while len(parts) > 1 and _GO_CLOSURE.match(parts[-1]):
+        parts.pop()
+    if not parts:
+        return None
+    name = parts[-1]
+    if name == "<init>" and len(parts) > 1:
+        name = parts[-2].split("$")[-1]
+    lam = re.fullmatch(r"lambda\$(\w+?)\$\d+", name)
+    name = lam.group(1) if lam else name
+    return name if re.fullmatch(r"[A-Za-z_$][\w$]*", name) else None
+
+
+def stack_frames(query: str) -> list[tuple[str, int, str]]:
+    """The stack frames that name a function in every language the loaders read, in text order,
+    as ``(path, line, function)``: :func:`kgsearch.ingest.langspec.find_frames`, a function line
+    joined with the path line right under it (Go panics, Rust backtraces), a function as the
+    index names it (:func:`_frame_func`), and a Java frame's file placed in its package's folders
+    (``at com.x.Cls.m(Cls.java:42)`` -> ``com/x/Cls.java``). Frames without a function (a panic's
+    location, a compiler diagnostic) are left to the path anchors.
+
+    >>> go = "goroutine 7 [running]:\\nexample.com/m/pkg.(*Conn).Close(0x0)\\n\\t/go/pkg/conn.go:41 +0x1d"
+    >>> stack_frames(go)
+    [('/go/pkg/conn.go', 41, 'Close')]
+    >>> stack_frames("  at com.x.core.Parser$Inner.<init>(Parser.java:12)")
+    [('com/x/core/Parser.java', 12, 'Inner')]
+    """
+    if not _FRAME_FILE.search(query):
+        return []
+    found = find_frames(query)
+    out = []
+    for i, f in enumerate(found):
+        func, path = f.get("func"), f.get("path")
+        if func and not path:                    # a function line: its path is on the next line
+            nxt = found[i + 1] if i + 1 < len(found) else None
+            if nxt is None or nxt.get("func") or not nxt.get("path") or query.count("\n", f["at"], nxt["at"]) != 1:
+                continue
+            path, line = nxt["path"], nxt.get("line")
+        elif func and path:
+            line = f.get("line")
+            if "/" not in path and "\\" not in path and path.endswith((".java", ".kt")):
+                pkg = [p for p in func.split(".")[:-2] if p]
+                path = "/".join(pkg + [path])
+        else:
+            continue
+        name = _frame_func(func)
+        if name and line is not None:
+            out.append((path, int(line), name))
+    return out
 
 # "who calls X", "what calls `X`", "callers of X", "where is X used", "who imports X", ...
 _NAME = r"`?([A-Za-z_][\w.]*)`?(?:\(\))?"
@@ -129,6 +196,12 @@ def extract(query: str) -> list[Anchor]:
         key = (m.group(1), func)
         old = frames.get(key)
         frames[key] = Anchor(m.group(1), "frame", (old.count + 1) if old else 1, int(m.group(2)), func)
+    framed: set[str] = set()                        # the files the other languages' frames name
+    for path, line, func in stack_frames(query):
+        key = (path, func)
+        old = frames.get(key)
+        frames[key] = Anchor(path, "frame", (old.count + 1) if old else 1, line, func)
+        framed.add(path.replace("\\", "/"))
     for m in _ERROR.finditer(query):
         add(m.group(0), "error", m.start())
     for m in BACKTICK.finditer(query):
@@ -138,8 +211,11 @@ def extract(query: str) -> list[Anchor]:
         for tok in toks if len(toks) == 1 else [t for t in toks if has_code_token(t)]:
             add(tok, "backtick", m.start(1), m.end(1))
     for m in _PATH.finditer(query):
-        if not query[max(0, m.start(1) - 6):m.start(1)].endswith('File "'):    # a frame's file
-            add(m.group(1), "path", m.start(1), m.end(1))
+        if query[max(0, m.start(1) - 6):m.start(1)].endswith('File "'):        # a frame's file
+            continue
+        if any(f == m.group(1) or f.endswith("/" + m.group(1).lstrip("/")) for f in framed):
+            continue                                 # a frame's file: the frame is its anchor
+        add(m.group(1), "path", m.start(1), m.end(1))
     for m in DOTTED.finditer(query):
         tok = m.group(0)
         if max(map(len, tok.split("."))) > 2 and not _PATH.fullmatch(tok):
@@ -225,6 +301,8 @@ def code_task_reason(query: str, anchors: list[Anchor] | tuple[Anchor, ...] | No
     if _FENCE.search(query):
         return "code block"
     anchors = extract(query) if anchors is None else anchors
+    if any(a.kind == "frame" for a in anchors):     # another language's stack frames
+        return "traceback"
     if any(a.kind == "backtick" for a in anchors):
         return "names in backticks"
     # names that are code by their shape alone (not mRNA, IL6 or e.g.: codelike.has_code_token)

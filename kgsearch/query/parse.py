@@ -6,7 +6,9 @@ the parser computes, and who reads it:
 
 ============================  ==================================================================
 ``text``                      the cleaned string (:func:`~kgsearch.text.tokenize.clean_query`):
-                              what the dense channel embeds and the response echoes
+                              what the dense channel embeds and the response echoes; a code
+                              task's without its HTML comments (an issue template's hidden
+                              instructions, :func:`~kgsearch.query.paste.drop_comments`)
 ``terms``                     the index's analyser over ``text`` (its stemmer, stop words,
                               identifier splitting): BM25 and PRF weights, the feedback signature
 ``words``                     the words as written (``[\\w'-]+``): the intent rules count them and
@@ -49,7 +51,7 @@ from ..text.tokenize import Analyzer, clean_query, get_analyzer
 from .codetask import WORD, Anchor, asks_for_prose, asks_for_tests, code_task_reason, extract, relation
 from .cut import cut_query
 from .filters import FILTER_FIELDS, FieldFilter
-from .paste import quiet_paste
+from .paste import drop_comments, quiet_paste
 
 __all__ = ["Query", "FieldFilter", "parse", "index_analyzer", "identifier_kind", "split_filters", "FILTER_FIELDS"]
 
@@ -176,6 +178,9 @@ def parse(text, analyzer: Analyzer | None = None, *, filters: bool = False, past
     found: tuple[FieldFilter, ...] = ()
     if filters:
         text, found = split_filters(text)
+    bare, comments = drop_comments(text)
+    if comments and code_task_reason(bare):     # an issue template's hidden instructions: not the issue
+        text = bare
     words = tuple(WORD.findall(text))
     anchors = tuple(extract(text))
     reason = code_task_reason(text, anchors, len(words))

@@ -22,6 +22,11 @@ and sets aside
 The anchors (names, frames, paths) are still read from the whole text: a name pasted in a log
 counts when the index has it (:mod:`.anchors`).
 
+Issue templates leave their instructions in HTML comments (``<!-- Please run cargo tree ...
+-->``): the issue page never shows them, the reporter did not write them, and in a tree's every
+issue they are the same words. :func:`drop_comments` takes them out of a code task's text (words
+and anchors alike), except inside fenced code blocks, where ``<!--`` is code.
+
 >>> quiet_paste('Python 3.8.5 (default, Jul 28 2020)\\n[GCC 9.3.0] on linux\\nfoo() fails\\n1.0 2.0 3.0 4.0 5.0')
 ('foo() fails', 3)
 """
@@ -29,7 +34,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["quiet_paste", "REPEAT"]
+__all__ = ["quiet_paste", "drop_comments", "REPEAT"]
 
 REPEAT = 2          # lines of one shape kept (the first ones)
 
@@ -48,6 +53,31 @@ _BANNER = re.compile(
 _SHAPE_SUBS = ((re.compile(r"\"[^\"]*\"|'[^']*'"), "S"), (re.compile(r"[\w.~-]*[/\\][\w./\\~-]*"), "P"),
                (re.compile(r"\d+"), "0"), (re.compile(r"\s+"), " "))
 _LETTER = re.compile(r"[A-Za-z]")
+
+
+_FENCE_OR_COMMENT = re.compile(r"^[ \t]*(```|~~~)[^\n]*\n.*?(?:^[ \t]*\1[ \t]*$|\Z)|<!--.*?-->", re.S | re.M)
+
+
+def drop_comments(text: str) -> tuple[str, int]:
+    """``(text without its closed HTML comments outside fenced code, comments dropped)``; the
+    text unchanged (0) when it has none. An unclosed ``<!--`` is left as written.
+
+    >>> drop_comments("bug <!-- fill in\\nthe version --> in `f`\\n```html\\n<!-- kept -->\\n```")
+    ('bug  in `f`\\n```html\\n<!-- kept -->\\n```', 1)
+    """
+    if "<!--" not in text:
+        return text, 0
+    n = 0
+
+    def sub(m: re.Match) -> str:
+        nonlocal n
+        if m.group(1):                   # a fenced block: kept whole
+            return m.group(0)
+        n += 1
+        return ""
+
+    out = _FENCE_OR_COMMENT.sub(sub, text)
+    return (re.sub(r"\n{3,}", "\n\n", out).strip(), n) if n else (text, 0)
 
 
 def _shape(line: str) -> str:

@@ -1,7 +1,7 @@
 """The code path's query stages of issue 27, on hand-computed cases: listed names sharing a
 mention, the walk net of its restart share, call following from anchored nodes (decay, bound, no
 degree reward), pasted console output, type stubs grouped under their implementation, vendored
-flags."""
+flags, issue templates' HTML comments."""
 from __future__ import annotations
 
 import math
@@ -14,7 +14,7 @@ from kgsearch.query.anchors import follow_calls, resolve, use_specificity
 from kgsearch.query.code import implemented_stubs, is_vendored, stub_implementations
 from kgsearch.query.codetask import Anchor, extract
 from kgsearch.query.group import group_by_file
-from kgsearch.query.paste import quiet_paste
+from kgsearch.query.paste import drop_comments, quiet_paste
 from kgsearch.types import FLAG_VENDORED
 
 
@@ -163,10 +163,34 @@ def test_parse_reads_anchors_from_the_whole_text_and_words_from_the_kept_text():
     assert parse(text, paste=False).set_aside == 0 and "settings_7" in parse(text, paste=False).text
 
 
+def test_drop_comments_takes_out_closed_html_comments_outside_fenced_code():
+    text = ("Infinite loop when input is output\n<!--\nPlease run `info.sh` and paste\nthe output of cargo tree\n-->\n"
+            "bat hangs in `run_controller` <!-- one more -->here\n```html\n<!-- markup kept -->\n```\n<!-- unclosed")
+    kept, n = drop_comments(text)
+    assert n == 2
+    assert kept == ("Infinite loop when input is output\n\nbat hangs in `run_controller` here\n"
+                    "```html\n<!-- markup kept -->\n```\n<!-- unclosed")
+    assert drop_comments("no comment here") == ("no comment here", 0)
+    assert drop_comments("```\n<!-- a -->\n```") == ("```\n<!-- a -->\n```", 0)
+
+
+def test_parse_leaves_a_code_tasks_template_comments_out_of_words_and_anchors():
+    from kgsearch.query.parse import parse
+    issue = ("The `load_config` call fails when the config file is empty and nobody knows why\n"
+             "<!-- Please run `diagnostics_info` and paste its output below -->\n")
+    q = parse(issue)
+    assert q.code_task and "diagnostics_info" not in q.text
+    assert "load_config" in {a.text for a in q.anchors} and "diagnostics_info" not in {a.text for a in q.anchors}
+    # not a code task once the comment is gone: the text stays as written
+    short = "how do I write <!-- comments --> in markdown"
+    assert parse(short).text == short
+
+
 def test_code_paths_of_every_language_are_anchors():
     got = {(a.text, a.kind) for a in extract("thread 'main' panicked at src/buf.rs:12:5 while lib/core/Axios.js "
                                              "at Foo.bar(Foo.java:42) and conf.py.")}
-    assert {("src/buf.rs", "path"), ("lib/core/Axios.js", "path"), ("Foo.java", "path"), ("conf.py", "path")} <= got
+    assert {("src/buf.rs", "path"), ("lib/core/Axios.js", "path"), ("conf.py", "path")} <= got
+    assert ("Foo.java", "frame") in got and ("Foo.java", "path") not in got     # a Java frame: its file and method
 
 
 def test_stubs_group_under_their_indexed_implementation(conn):

@@ -9,7 +9,8 @@ import pytest
 
 from kgsearch.indexer import IndexOptions, index_paths
 from kgsearch.query.anchors import resolve
-from kgsearch.query.codetask import Anchor, asks_for_prose, asks_for_tests, code_task_reason, extract, relation
+from kgsearch.query.codetask import (Anchor, asks_for_prose, asks_for_tests, code_task_reason, extract, relation,
+                                     stack_frames)
 from kgsearch.query.intent import classify
 from kgsearch.query.parse import parse
 from kgsearch.store.db import Index
@@ -32,6 +33,75 @@ def test_traceback_frames_are_anchors_per_file_and_function():
     kinds = {a.text: a.kind for a in anchors}
     assert kinds["AttributeError"] == "error" and kinds["MySchema"] == "call"
     assert code_task_reason(TRACEBACK) == "traceback"
+
+
+GO_PANIC = """panic when close ClientConn
+panic: runtime error: invalid memory address or nil pointer dereference
+
+goroutine 5513264 [running]:
+myapp/vendor/google.golang.org/grpc.(*ccBalancerWrapper).handleResolvedAddrs(0x0, 0xc448770280, 0x1)
+        /opt/gopath/src/myapp/vendor/google.golang.org/grpc/balancer_conn_wrappers.go:182 +0x26
+main.main.func1()
+\t/home/u/app/main.go:9 +0x1d
+created by myapp/vendor/google.golang.org/grpc.(*ccResolverWrapper).start
+        /opt/gopath/src/myapp/vendor/google.golang.org/grpc/resolver_conn_wrapper.go:95 +0x3f
+"""
+
+
+@pytest.mark.parametrize("text, want", [
+    (GO_PANIC, [("/opt/gopath/src/myapp/vendor/google.golang.org/grpc/balancer_conn_wrappers.go", 182,
+                 "handleResolvedAddrs"), ("/home/u/app/main.go", 9, "main"),
+                ]),      # (`created by X` names the goroutine's start, not a frame: its file stays a path)
+    ("java.lang.NullPointerException\n\tat com.fasterxml.jackson.core.json.UTF8StreamJsonParser._readBinary"
+     "(UTF8StreamJsonParser.java:2700)\n\tat com.google.gson.Gson$FutureTypeAdapter.<init>(Gson.java:1010)\n"
+     "\tat com.google.gson.Gson.<clinit>(Gson.java:12)\n\tat java.base/java.lang.Thread.run(Unknown Source)",
+     [("com/fasterxml/jackson/core/json/UTF8StreamJsonParser.java", 2700, "_readBinary"),
+      ("com/google/gson/Gson.java", 1010, "FutureTypeAdapter")]),      # <clinit> names no function: a path
+    ("TypeError: x is not a function\n    at Object.format (/app/node_modules/dayjs/src/index.js:10:5)\n"
+     "    at async Promise.all (index 0)\n    at new Dayjs (file:///app/src/index.mjs:88:12)\n"
+     "    at /app/src/other.js:3:1\n    at Object.<anonymous> (/app/run.ts:4:2)",
+     [("/app/node_modules/dayjs/src/index.js", 10, "format"), ("/app/src/index.mjs", 88, "Dayjs")]),
+    ("stack backtrace:\n   0: rust_begin_unwind\n   3: bytes::bytes_mut::BytesMut::split_off\n"
+     "             at /home/u/.cargo/registry/src/bytes-1.4.0/src/bytes_mut.rs:301:9\n"
+     "   4: <tokio::io::util::read_buf::ReadBuf<R> as core::future::future::Future>::poll\n"
+     "             at ./src/io/read_buf.rs:22:5",
+     [("/home/u/.cargo/registry/src/bytes-1.4.0/src/bytes_mut.rs", 301, "split_off"),
+      ("./src/io/read_buf.rs", 22, "poll")]),
+    ("#0  0x00005555 in fmt::v10::detail::write_int (out=..., x=1) at include/fmt/format.h:2123\n"
+     "#1 0x4f5e in jv_free /src/jq/src/jv.c:123:5\n#2 0x4f5e in main src/main.c:12",
+     [("include/fmt/format.h", 2123, "write_int"), ("/src/jq/src/jv.c", 123, "jv_free"), ("src/main.c", 12, "main")]),
+    ("no frames here: src/a.rs:12:5 and at foo (bar) and #1 in the list", []),
+    ("a log without a source file and line: a/b.sql:3:1: L001\n    at thing (x.sql:1:2)", []),
+])
+def test_stack_frames_of_every_language(text, want):
+    assert [f[:3] for f in stack_frames(text)] == want
+
+
+def test_other_languages_frames_are_frame_anchors_not_paths_and_make_a_traceback():
+    anchors = extract(GO_PANIC)
+    frames = [(a.text.rsplit("/", 1)[-1], a.line, a.func) for a in anchors if a.kind == "frame"]
+    assert frames == [("balancer_conn_wrappers.go", 182, "handleResolvedAddrs"), ("main.go", 9, "main")]
+    # a frame's file is not a second anchor; the goroutine's creator's file is a path
+    assert [a.text for a in anchors if a.kind == "path"] == [
+        "/opt/gopath/src/myapp/vendor/google.golang.org/grpc/resolver_conn_wrapper.go"]
+    assert code_task_reason(GO_PANIC) == "traceback"
+
+
+def test_a_go_frame_resolves_to_its_file_and_method(tmp_path):
+    root = tmp_path / "grpc"
+    root.mkdir()
+    (root / "balancer_conn_wrappers.go").write_text(
+        "package grpc\n\ntype ccBalancerWrapper struct{}\n\n"
+        "func (c *ccBalancerWrapper) handleResolvedAddrs() {}\n\nfunc (c *ccBalancerWrapper) close() {}\n")
+    (root / "clientconn.go").write_text("package grpc\n\nfunc handleResolvedAddrs() {}\n")
+    db = tmp_path / "g.db"
+    index_paths(db, [str(root)], IndexOptions(steps=("text",)))
+    with Index.open(db, readonly=True) as ix:
+        got = _keys(ix.conn, resolve(ix.conn, [a for a in extract(GO_PANIC) if a.kind == "frame"]))
+    # the frame's file (its module) and the frame's method in that file, at the frame's weight;
+    # the same name in another file is not the frame's
+    assert got == {"go:balancer_conn_wrappers.go": 1.0,
+                   "go:balancer_conn_wrappers.go:ccBalancerWrapper.handleResolvedAddrs": 1.0}
 
 
 def test_backticks_dotted_names_and_prose_in_backticks():
