@@ -552,8 +552,10 @@ def test_threaded_search_reads_each_generation_once(engines, monkeypatch):
         reads = _count_generation_reads(monkeypatch)
         assert [h.key for h in multi.search("graph search rank", opts).hits] == before
         assert sorted(reads) == sorted([engines["a"].ix.path, engines["b"].ix.path])
+        assert multi._executor is not None                 # (the workers did run)
     finally:
-        multi._executor.shutdown()
+        if multi._executor is not None:
+            multi._executor.shutdown()
 
 
 def test_a_search_abandoned_at_its_pull_leaves_nothing_pinned(engines, tmp_path, monkeypatch):
