@@ -42,13 +42,22 @@ WORK = ROOT / "bench" / "work" / "code_tasks_multi"
 GRAPH = ("graph", "intent", "local", "global")
 SYMBOL_KINDS = ("class", "function", "method")
 
-# name -> (channels or None for the default list, channels taken off the default list)
+# name -> (channels or None for the default list, channels taken off the default list[, Tuning
+# fields for this row]); the walk/... rows are the research switches of docs/code-tasks.md
 CONFIGS = {
     "default": (None, ()),
     "bm25": (("bm25",), ()),
     "-anchors": (None, ("anchors",)),
     "-graph": (None, GRAPH),
     "-dense": (None, ("dense",)),
+    "walk.deg": (None, (), (("walk_degree_norm", True),)),
+    "walk-sim": (None, (), (("walk_skip", ("similar_text",)),)),
+    "walk-contains": (None, (), (("walk_skip", ("contains",)),)),
+    "walk-imports": (None, (), (("walk_skip", ("imports",)),)),
+    "walk-modules": (None, (), (("walk_drop_kinds", ("module",)),)),
+    "walk-prose": (None, (), (("walk_code_seeds", True),)),
+    "walk-modcontains": (None, (), (("walk_skip_module_contains", True),)),
+    "walk-mentions": (None, (), (("walk_skip", ("mentions", "links_to", "tagged")),)),
 }
 BASELINE, REFERENCE = "bm25", "default"
 
@@ -202,7 +211,10 @@ def symbols_of(hits, root: str, is_definition=None, enclosing: int = 0) -> list[
 
 
 def run_repo(repo: Repo, configs: dict, args, fingerprint: str, log) -> dict:
+    from dataclasses import replace
+
     from kgsearch.query import DEFAULT_CHANNELS, Engine, SearchOptions
+    from kgsearch.query.tuning import TUNING
     from kgsearch.store.db import Index
 
     info = index_repo(repo, args.rebuild, fingerprint)
@@ -215,7 +227,8 @@ def run_repo(repo: Repo, configs: dict, args, fingerprint: str, log) -> dict:
         is_def = ct.definition_keys(ix)
         eng.search("warm up the caches", SearchOptions(k=10, use_cache=False, snippets=False))
         for t in repo.tasks:
-            for name, (chans, minus) in configs.items():
+            for name, (chans, minus, *tun) in configs.items():
+                eng.tuning = replace(TUNING, **dict(tun[0] if tun else ()))
                 channels = list(chans) if chans else [c for c in DEFAULT_CHANNELS if c not in minus] if minus else None
                 t0 = time.perf_counter()
                 resp = eng.search(t.text, SearchOptions(k=args.k, channels=channels, use_cache=False, snippets=False))
@@ -227,6 +240,7 @@ def run_repo(repo: Repo, configs: dict, args, fingerprint: str, log) -> dict:
                               for h in g.hits if h.path)
                 out["configs"][name][t.qid] = {"files": files[:100], "symbols": syms[:100], "ms": round(ms, 1),
                                                "metrics": metrics(files, syms, t)}
+        eng.tuning = TUNING
         for _ in range(args.latency_runs):
             for t in repo.tasks:
                 t0 = time.perf_counter()

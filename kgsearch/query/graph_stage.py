@@ -19,13 +19,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import fuse
+from ..graph.context import CODE_KINDS, SkipTypes
 from ..graph.kernels import proximity as prox_mod
 from ..store.sql import in_chunks
 from .channels import SIGNAL_OF
 from .signals import Signals, top_idx
 from .tuning import TUNING, Tuning
 
-__all__ = ["GraphStage", "Pull", "graph_stage", "graph_steps", "net_of_restart", "run", "WALK_RESTART"]
+__all__ = ["GraphStage", "Pull", "graph_stage", "graph_steps", "net_of_restart", "per_degree", "run", "WALK_RESTART"]
 
 
 WALK_RESTART = 0.2      # the code walk's restart probability
@@ -50,6 +51,19 @@ def net_of_restart(walk: dict[int, float], seed_pos, seed_w, restart: float) -> 
         if p in out:
             out[p] = max(out[p] - share, 0.0)
     return out
+
+
+def per_degree(walk: dict[int, float], g) -> dict[int, float]:
+    """``walk`` with each score divided by its node's walk weight (``g.weight_of``: the summed
+    weights of its edges both ways; a node without edges keeps its score). A walk with restart
+    leaves mass on a node in proportion to its degree as well as to its nearness to the seeds
+    (on an undirected graph its stationary share is degree / total); per degree, a hub that every
+    walk passes through no longer outranks a leaf the seeds reach as directly."""
+    if not walk:
+        return walk
+    pos = np.fromiter(walk.keys(), dtype=np.int64, count=len(walk))
+    d = g.weight_of(pos)
+    return {p: v / dv if dv > 0 else v for p, v, dv in zip(pos.tolist(), walk.values(), d.tolist())}
 
 
 @dataclass
@@ -147,9 +161,23 @@ def graph_steps(gctx, q, it, requested, opts, sig: Signals, weights: dict, code_
     walked = bool(code_query and "graph" in requested and len(seed_pos) and g.m)   # else proximity
     if "graph" in requested and len(seed_pos) and g.m:
         if walked:
-            walk = gctx.walk(seed_pos, seed_w, restart=WALK_RESTART, prune=tuning.walk_prune)
+            wpos, ww = seed_pos, seed_w
+            if tuning.walk_code_seeds:
+                code = np.array([k in CODE_KINDS for k in gctx.kind_names] + [False], dtype=bool)
+                keep = code[gctx.kinds[seed_pos]]
+                if keep.any():
+                    wpos, ww = seed_pos[keep], seed_w[keep]
+            walk = gctx.walk(wpos, ww, restart=WALK_RESTART, prune=tuning.walk_prune,
+                             **({"skip": tuning.walk_skip} if tuning.walk_skip else {}),
+                             **({"skip_at": (("contains",), ("module",))} if tuning.walk_skip_module_contains
+                                else {}))
             if tuning.walk_net_restart:
-                walk = net_of_restart(walk, seed_pos, seed_w, WALK_RESTART)
+                walk = net_of_restart(walk, wpos, ww, WALK_RESTART)
+            if tuning.walk_degree_norm:
+                walk = per_degree(walk, SkipTypes(g, gctx.type_ids(tuning.walk_skip)))
+            if tuning.walk_drop_kinds and walk:
+                drop = {i for i, k in enumerate(gctx.kind_names) if k in tuning.walk_drop_kinds}
+                walk = {p: (0.0 if int(gctx.kinds[p]) in drop else v) for p, v in walk.items()}
             reach = walk
         else:
             reach = prox_mod.proximity(g, seed_pos, seed_w)

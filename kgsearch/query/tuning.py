@@ -70,6 +70,24 @@ class Tuning:
     # signal is what the walk brings over edges (query/graph_stage.py). Chosen in 21 of 22
     # folds; at the shipped point files 3/0 (Python), 6/7 (multi), symbol MRR 3/1 and 5/6
     walk_net_restart: bool = True
+    # research switches (off; docs/code-tasks.md, *Why the walk hurts on multi*). The code walk's
+    # score of a node divided by its walk weight (weighted degree, both directions): a random walk
+    # with restart gives every node mass in proportion to its degree as well as to its closeness
+    # to the seeds; this keeps the closeness
+    walk_degree_norm: bool = False
+    # edge types the code walk does not follow (e.g. ("similar_text",): text-similarity edges
+    # join near-duplicate files, which is not code structure)
+    walk_skip: tuple[str, ...] = ()
+    # node kinds whose code-walk score is left out of the graph signal (they still pass the walk
+    # on), e.g. ("module",): a module node's walk score is mostly what its own definitions pass
+    # up over `contains`, which file grouping counts again
+    walk_drop_kinds: tuple[str, ...] = ()
+    # `contains` edges of module nodes not walked (a file's top-level definitions; a class's
+    # members stay joined): in C, Go and JS a file node contains every function directly
+    walk_skip_module_contains: bool = False
+    # the code walk starts from the code seeds only (module, class, function, method): a prose
+    # seed (a README section) spends its share in the docs (mentions, similar_text)
+    walk_code_seeds: bool = False
 
 
 TUNING = Tuning()

@@ -365,3 +365,37 @@ def test_positions_is_the_binary_search(node_ids):
     ref = np.where(ids[pos] == ask, pos, -1)
     assert ctx.positions(ask).tolist() == ref.tolist()
     assert ctx.positions([]).tolist() == []
+
+
+def test_walk_skips_edge_types_and_module_contains(ix):
+    """GraphContext.walk(skip=..., skip_at=...): the walk of the graph without those edges
+    (research switches of the code walk, Tuning.walk_skip / walk_skip_module_contains)."""
+    from kgsearch.graph.kernels.pagerank import rwr
+
+    fill(ix)
+    gi.update(ix, ChangeSet(generation=1, full=True), {})
+    ctx = gctx.load_context(ix)
+    g = ctx.graph
+    s, d, w, t = g.edges()
+    contains = g.etype_names.index("contains")
+
+    def without(keep):
+        k = np.flatnonzero(keep)
+        return Graph.from_edges(s[k], d[k], weight=w[k], num_nodes=g.n, etype=t[k], etype_names=g.etype_names)
+
+    def as_vec(walk):
+        v = np.zeros(g.n)
+        v[list(walk)] = list(walk.values())
+        return v
+
+    seeds = ctx.positions([10, 15])
+    kw = dict(restart=0.2, prune=0, tol=1e-12, max_iter=500, topk=None)
+    want = rwr(without(t != contains), seeds, direction="both", **kw)
+    assert np.allclose(as_vec(ctx.walk(seeds, skip=("contains",), **kw)), want)
+    assert ctx.walk(seeds, skip=("contains",), **kw).get(int(ctx.positions([30])[0]), 0.0) == 0.0
+    # contains left out only at class nodes here (15 -> 30 is a class's member)
+    want = rwr(without(t != contains), seeds, direction="both", **kw)
+    assert np.allclose(as_vec(ctx.walk(seeds, skip_at=(("contains",), ("class",)), **kw)), want)
+    # ... and kept where no end is of the kind
+    want = rwr(g, seeds, direction="both", **kw)
+    assert np.allclose(as_vec(ctx.walk(seeds, skip_at=(("contains",), ("module",)), **kw)), want)

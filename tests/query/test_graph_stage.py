@@ -114,3 +114,70 @@ def test_run_closes_the_steps_when_a_pull_fails():
     with pytest.raises(RuntimeError, match="pull failed"):
         run(gen)
     assert ended == [True] and gen.gi_frame is None
+
+
+# ---- the code walk's research switches (Tuning.walk_*; off by default, docs/code-tasks.md)
+
+def test_the_walk_switches_are_off_by_default():
+    assert (TUNING.walk_degree_norm, TUNING.walk_skip, TUNING.walk_drop_kinds, TUNING.walk_code_seeds) == \
+        (False, (), (), False)
+
+
+def test_skip_types_walks_as_the_graph_without_those_edges():
+    from kgsearch.graph.context import SkipTypes
+    from kgsearch.graph.kernels.pagerank import rwr
+    from kgsearch.graph.kernels.rows_walk import rwr_rows
+
+    src, dst, w, t = [0, 2, 1, 4, 3], [1, 0, 3, 5, 0], [1.0, 0.5, 0.8, 1.0, 0.4], [0, 0, 1, 0, 1]
+    g = Graph.from_edges(src, dst, weight=w, num_nodes=6, etype=t, etype_names=["calls", "contains"])
+    keep = [i for i in range(len(src)) if t[i] != 1]
+    oracle = Graph.from_edges([src[i] for i in keep], [dst[i] for i in keep], weight=[w[i] for i in keep],
+                              num_nodes=6, etype=[0] * len(keep), etype_names=["calls", "contains"])
+    view = SkipTypes(g, [1])
+    nodes, vals = rwr_rows(view, [0, 1], restart=0.2, weights=[1.0, 0.5], prune=0, tol=1e-12, max_iter=200,
+                           topk=None)
+    want = rwr(oracle, [0, 1], restart=0.2, weights=[1.0, 0.5], prune=0, tol=1e-12, max_iter=200,
+               direction="both", topk=None)
+    got = np.zeros(6)
+    got[nodes] = vals
+    assert np.allclose(got, want) and got[3] == 0.0            # node 3 only had contains edges
+    # walk weight: summed edge weights both ways, without the skipped type
+    assert np.allclose(view.weight_of([0, 1, 3, 0]), [1.5, 1.0, 0.0, 1.5])
+    # contains edges left out only where an end is a masked node: node 1 masked, 1 -> 3 goes
+    mask = np.zeros(6, bool)
+    mask[1] = True
+    at = SkipTypes(g, [], at_types=[1], at_nodes=mask)
+    node, nb, _, t = at.neighbors(np.arange(6), "out")
+    assert sorted(zip(node.tolist(), nb.tolist())) == [(0, 1), (2, 0), (3, 0), (4, 5)]
+
+
+def test_per_degree_divides_by_the_walk_weight():
+    from kgsearch.graph.context import SkipTypes
+    from kgsearch.query.graph_stage import per_degree
+
+    # walk weights (both ways): 0: 1.0 + 0.5, 1: 1.0 + 0.8, 3: 0.8, 5: 1.0
+    got = per_degree({0: 0.3, 1: 0.9, 3: 0.4, 5: 0.2}, SkipTypes(GRAPH, []))
+    assert got == pytest.approx({0: 0.2, 1: 0.5, 3: 0.5, 5: 0.2})
+
+
+def test_code_seeds_and_dropped_kinds():
+    walk = {1: 0.6, 3: 0.3, 5: 0.1}
+    kinds = dict(kinds=np.array([0, 1, 1, 2, 1, 1], np.uint8), kind_names=["section", "function", "module"])
+
+    def stage(**tun):
+        eng = FakeEngine(fills={"bm25": BM25})
+        raw = {"bm25": arrays({0: 1.0, 1: 0.5})}
+        sig = Signals(eng, parse("why"), candidates(raw), raw, {}, "max")
+        gctx = FakeGraphContext(GRAPH, walk=walk)
+        for k, v in kinds.items():
+            setattr(gctx, k, v)
+        q = parse("why")
+        st = graph_stage(gctx, q, make(q, "default"), ALL, SearchOptions(), sig, WEIGHTS, True,
+                         replace(TUNING, walk_net_restart=False, **tun))
+        return st, sig, gctx
+
+    _, _, gctx = stage(walk_code_seeds=True)
+    assert gctx.asked[0] == ("walk", (1,))                       # seed 0 is a prose section
+    st, sig, _ = stage(walk_drop_kinds=("module",))
+    assert sig.cand.tolist() == [0, 1, 3, 5]
+    assert np.allclose(st.graph, [0.0, 1.0, 0.0, 0.1 / 0.6])      # node 3 is a module
