@@ -282,7 +282,8 @@ def table(groups: list[tuple[str, list[Task]]], res: dict, configs: list[str]) -
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--repos", help="comma-separated parts of task folder names")
-    ap.add_argument("--configs", default=",".join(CONFIGS))
+    ap.add_argument("--configs", default=",".join(c for c in CONFIGS if not c.startswith("walk")),
+                    help=f"comma list from: {', '.join(CONFIGS)} (default: all but the walk/... research rows)")
     ap.add_argument("--k", type=int, default=100)
     ap.add_argument("--latency-runs", type=int, default=2)
     ap.add_argument("--enclosing", type=int, default=0, metavar="N",
