@@ -50,14 +50,14 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from _common import RESULTS, SHARED, git_commit, loadavg, machine  # noqa: E402
 
-# the grid: (anchor_weight, anchor_follow, anchor_lists, walk_net_restart, quiet_paste)
+# the grid: (anchor_weight, anchor_follow, anchor_lists, walk_net_restart, quiet_paste, walk_skip_module_contains)
 WEIGHTS = (0.25, 0.5, 1.0)
 FOLLOWS = (0.0, 0.25, 0.5, 1.0)
-GRID = list(itertools.product(WEIGHTS, FOLLOWS, (False, True), (False, True), (False, True)))
+GRID = list(itertools.product(WEIGHTS, FOLLOWS, (False, True), (False, True), (False, True), (False, True)))
 FEATURES = {"follow": lambda g: g[1] > 0, "lists": lambda g: g[2], "netwalk": lambda g: g[3],
-            "paste": lambda g: g[4]}
+            "paste": lambda g: g[4], "modcontains": lambda g: g[5]}
 # the constants before this grid (anchor weight 0.5, nothing else); vendored code x0.1 and stubs as now
-PREVIOUS_POINT = (0.5, 0.0, False, False, False)
+PREVIOUS_POINT = (0.5, 0.0, False, False, False, False)
 PREVIOUS = "previous (w0.5 f0)"
 OBJECTIVE = ("file_R@1", "file_R@5", "sym_R@10", "MRR@10")
 KEYS = ("file_R@1", "file_R@5", "file_R@10", "file_MRR@10", "sym_R@10", "sym_MRR@10", "MRR@10")
@@ -75,12 +75,13 @@ ct = _load("bench_code_tasks", "code_tasks.py")
 
 
 def gname(g) -> str:
-    return f"w{g[0]:g} f{g[1]:g}{' lists' if g[2] else ''}{' netwalk' if g[3] else ''}{' paste' if g[4] else ''}"
+    return f"w{g[0]:g} f{g[1]:g}{' lists' if g[2] else ''}{' netwalk' if g[3] else ''}{' paste' if g[4] else ''}{' modcontains' if g[5] else ''}"
 
 
 def default_point() -> tuple:
     from kgsearch.query import TUNING
-    return (TUNING.anchor_weight, TUNING.anchor_follow, TUNING.anchor_lists, TUNING.walk_net_restart, TUNING.quiet_paste)
+    return (TUNING.anchor_weight, TUNING.anchor_follow, TUNING.anchor_lists, TUNING.walk_net_restart, TUNING.quiet_paste,
+            TUNING.walk_skip_module_contains)
 
 
 # ---------------------------------------------------------------------------- tasks of both sets
@@ -170,8 +171,8 @@ def query_fingerprint() -> str:
     h = hashlib.sha1()
     for p in sorted((ROOT / "kgsearch").rglob("*.py")):
         src = p.read_bytes()
-        if p.name == "tuning.py":     # the grid sets these five itself: their shipped defaults change no point
-            src = re.sub(rb"(?m)^(    (?:anchor_weight|anchor_follow|anchor_lists|walk_net_restart|quiet_paste): \w+ = ).*$",
+        if p.name == "tuning.py":     # the grid sets these six itself: their shipped defaults change no point
+            src = re.sub(rb"(?m)^(    (?:anchor_weight|anchor_follow|anchor_lists|walk_net_restart|quiet_paste|walk_skip_module_contains): \w+ = ).*$",
                          rb"\1*", re.sub(rb"(?m)^\s*#.*\n", b"", src))
         h.update(src)
     # what a cached result depends on besides kgsearch: the grid and how a task is scored
@@ -214,7 +215,8 @@ def run_repo(r: LRepo, cache: Path, rebuild: bool, log) -> dict:
                     eng.tuning, chans = replace(TUNING, quiet_paste=False), ["bm25"]
                 else:
                     eng.tuning, chans = replace(TUNING, anchor_weight=g[0], anchor_follow=g[1], anchor_lists=g[2],
-                                                walk_net_restart=g[3], quiet_paste=g[4]), None
+                                                walk_net_restart=g[3], quiet_paste=g[4],
+                                                walk_skip_module_contains=g[5]), None
                 resp = eng.search(t.text, SearchOptions(k=100, channels=chans, use_cache=False, snippets=False))
                 syms = symbols_of(r.set, resp.hits, root, mods)
                 gr = eng.search(t.text, SearchOptions(k=100, channels=chans, use_cache=False, snippets=False,
@@ -427,7 +429,7 @@ def main(argv=None) -> int:
           f"`python bench/code_tasks.py --loro --set {a.set}`. kgsearch {git_commit()}; load {load0} at start "
           f"(a shared 2-core machine: latency is noisy). Grid: anchor weight {WEIGHTS} x call following "
           f"{FOLLOWS} x listed names sharing a mention off/on x walk net of restart off/on x pasted-output handling "
-          f"off/on ({len(GRID)} points); objective "
+          f"off/on x module contains edges skipped by the walk off/on ({len(GRID)} points); objective "
           f"(file R@1 + file R@5 + symbol R@10 + MRR@10)/4, unweighted mean over the other repositories. MRR@10 is "
           "each set's score.py's: symbol MRR@10 for Python, file MRR@10 for multi. Default: the shipped "
           f"constants {gname(default_point())}.", ""]
