@@ -222,7 +222,7 @@ def test_code_tasks_loro(tiny):
     run(tiny, "code_tasks.py", "--loro", "--set", "python", "--cache", tiny["work"] / "loro", "--latency-runs", 1, "-q")
     r = results(tiny, "code_tasks_loro.python")
     py = r["python"]
-    assert set(py["ablations"]) == {"follow", "lists", "netwalk", "paste"}
+    assert set(py["ablations"]) == {"follow", "lists", "netwalk", "paste", "modcontains"}
     assert py["loro"]["per_repo"]["tiny__shop"]["file_R@1"] is not None and py["latency"]["queries"] == 2
     assert py["chosen"]["tiny__shop"]["loro"] == "w1 f0.25 lists netwalk"    # no other repository: the shipped defaults
     p = run(tiny, "code_tasks.py", "--loro", "--set", "multi", "--cache", tiny["work"] / "loro", "-q", ok=(3,))
