@@ -59,9 +59,10 @@ class Tuning:
     vendored_penalty: float = 0.1
     stub_penalty: float = 0.3
     # code tasks: pasted banners, repeated log lines and data dumps left out of the words
-    # (query/paste.py); anchors still read them. Off for now: the folds choose it in 19 of 22,
-    # at the shipped point it is 16 tasks better / 5 worse (p .027) and held out 25/12 (p .047),
-    # but on Python it lowers symbol R@10 .732 -> .725 (docs/code-tasks.md)
+    # (query/paste.py); anchors still read them. Off: the folds choose it in 22 of 22 and held out
+    # it is 18/8 (p .076), but at the shipped point it costs Python file R@10 .929 -> .922 (one
+    # pytest task out of the top 10) and, without walk_skip_module_contains, symbol R@10 .732 -> .725
+    # (docs/code-tasks.md)
     quiet_paste: bool = False
     # RWR pruning: stdlib graph 10.2 -> 6.9 ms a query, top-10 98.7 % the same as 1e-5
     walk_prune: float = 5e-5
@@ -70,7 +71,7 @@ class Tuning:
     # signal is what the walk brings over edges (query/graph_stage.py). Chosen in 21 of 22
     # folds; at the shipped point files 3/0 (Python), 6/7 (multi), symbol MRR 3/1 and 5/6
     walk_net_restart: bool = True
-    # research switches (off; docs/code-tasks.md, *Why the walk hurts on multi*). The code walk's
+    # research switches (off, except walk_skip_module_contains; docs/code-tasks.md). The code walk's
     # score of a node divided by its walk weight (weighted degree, both directions): a random walk
     # with restart gives every node mass in proportion to its degree as well as to its closeness
     # to the seeds; this keeps the closeness
@@ -83,8 +84,11 @@ class Tuning:
     # up over `contains`, which file grouping counts again
     walk_drop_kinds: tuple[str, ...] = ()
     # `contains` edges of module nodes not walked (a file's top-level definitions; a class's
-    # members stay joined): in C, Go and JS a file node contains every function directly
-    walk_skip_module_contains: bool = False
+    # members stay joined): in C, Go and JS a file node contains every function directly, and the
+    # walk up to the file and down to its siblings counted a file's matches a second time. On since
+    # session 6: chosen in 22 of 22 folds, held out 24/12 (p .065); alone at the shipped point
+    # multi 19/10, Python 3/2, no Python headline lower (docs/code-tasks.md)
+    walk_skip_module_contains: bool = True
     # the code walk starts from the code seeds only (module, class, function, method): a prose
     # seed (a README section) spends its share in the docs (mentions, similar_text)
     walk_code_seeds: bool = False
