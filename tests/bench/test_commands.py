@@ -224,7 +224,7 @@ def test_code_tasks_loro(tiny):
     py = r["python"]
     assert set(py["ablations"]) == {"follow", "lists", "netwalk", "paste", "modcontains"}
     assert py["loro"]["per_repo"]["tiny__shop"]["file_R@1"] is not None and py["latency"]["queries"] == 2
-    assert py["chosen"]["tiny__shop"]["loro"] == "w1 f0.25 lists netwalk"    # no other repository: the shipped defaults
+    assert py["chosen"]["tiny__shop"]["loro"] == "w1 f0.25 lists netwalk modcontains"    # no other repository: the shipped defaults
     p = run(tiny, "code_tasks.py", "--loro", "--set", "multi", "--cache", tiny["work"] / "loro", "-q", ok=(3,))
     assert "cannot read the multi set" in p.stderr and len(p.stderr.strip().splitlines()) == 1
 
