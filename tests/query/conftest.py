@@ -65,8 +65,9 @@ class FakeGraphContext:
     def ids_of(self, pos):
         return np.asarray(pos, np.int64)
 
-    def walk(self, seed_pos, seed_w, restart=0.2, prune=None):
+    def walk(self, seed_pos, seed_w, restart=0.2, prune=None, skip=(), skip_at=((), ())):
         self.asked.append(("walk", tuple(np.asarray(seed_pos).tolist())))
+        self.walk_skip = (tuple(skip), skip_at)
         return dict(self._walk)
 
     def type_ids(self, names):

@@ -57,10 +57,12 @@ def test_a_code_query_walks_from_the_seeds():
     assert np.allclose(st.graph, [0.0, 1.0, 0.5, 0.1 / 0.6])  # the walk, max-normalised (x unit = 1)
     # shipped: seed 1 gives back its restart share, 0.2 x its seed weight over their sum (seed
     # weights 0.1 + 0.9 x first stage / the best: 1.0 for node 0, 0.55 for node 1)
-    st, sig, _ = _stage(code_query=True, walk=walk)
+    st, sig, gctx = _stage(code_query=True, walk=walk)
     top = 0.6 - 0.2 * 0.55 / 1.55
     assert sig.cand.tolist() == [0, 1, 3, 5]
     assert np.allclose(st.graph, [0.0, 1.0, 0.3 / top, 0.1 / top])
+    # shipped: the walk leaves out module nodes' contains edges (Tuning.walk_skip_module_contains)
+    assert gctx.walk_skip == ((), (("contains",), ("module",)))
 
 
 def test_intent_edges_of_the_intent_and_none_for_relation_questions():
