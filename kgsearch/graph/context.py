@@ -26,6 +26,10 @@ __all__ = ["load_context", "load_graph", "pagerank_scores", "community_labels", 
 
 CODE_KINDS = frozenset({"module", "class", "function", "method"})
 ENTITY_KINDS = frozenset(_ENTITY_KINDS)
+# the walk copies a view without some edges (GraphContext.walk_graph) up to this many kept edges
+# (~45 MB with the walk's operator; a code repository has tens of thousands); past it, the walk
+# reads the view's rows (the same scores, a few times slower)
+WALK_COPY_EDGES = 500_000
 ENTITY_DICT_MAX = 20_000        # entity/tag nodes: past this, names are matched in SQL (no resident dict)
 
 _WORDS = re.compile(r"[^\W_][\w'\-]*", re.UNICODE)
@@ -65,14 +69,17 @@ class SkipTypes:
         return np.bincount(np.searchsorted(u, node), weights=w.astype(np.float64), minlength=len(u))[
             np.searchsorted(u, pos)]
 
-    def as_graph(self) -> Graph:
+    def as_graph(self, max_edges: int | None = None) -> Graph | None:
         """The view as an in-memory :class:`Graph` (``g`` must be one): the kept edges, whose
         ``neighbors`` are the view's, in the view's order (a node's out-edges by target, its
-        in-edges by source, parallel edges as ``g`` has them; weights of ``g``'s dtype)."""
+        in-edges by source, parallel edges as ``g`` has them; weights of ``g``'s dtype).
+        ``None`` when it would keep more than ``max_edges`` edges."""
         g = self.g
         src = np.repeat(np.arange(g.n, dtype=np.int64), np.diff(g.indptr))
         dst = g.indices.astype(np.int64)
         k = self.keep(src, dst, g.etype)
+        if max_edges is not None and int(k.sum()) > max_edges:
+            return None
         return Graph.from_edges(src[k], dst[k], g.weights[k], g.n, g.etype[k], g.etype_names,
                                 weight_dtype=g.weights.dtype)
 
@@ -218,7 +225,8 @@ class GraphContext:
         """The graph an undirected :meth:`walk` reads when it leaves edges out: the
         :class:`SkipTypes` view without edge types ``drop`` and without types ``at`` where
         either end is of a kind in ``at_kinds``, and (for an in-memory graph) the view copied
-        into a :class:`Graph` (``None`` for stored rows: a 1M-node graph is never copied).
+        into a :class:`Graph` (with the operator the walk builds on it: about 90 bytes per kept edge) (``None`` for
+        stored rows, and past :data:`WALK_COPY_EDGES` kept edges: those walk the view's rows).
         Built on first use and kept with the context (one per index generation)."""
         drop, at = tuple(sorted(set(drop))), tuple(sorted(set(at)))
         kinds = tuple(sorted(set(at_kinds))) if at else ()
@@ -229,7 +237,8 @@ class GraphContext:
             if at:
                 mask = np.array([k in kinds for k in self.kind_names] + [False], dtype=bool)[self.kinds]
             view = SkipTypes(self.graph, drop, at, mask)
-            hit = self._cache[key] = (view, view.as_graph() if isinstance(self.graph, Graph) else None)
+            copy = view.as_graph(WALK_COPY_EDGES) if isinstance(self.graph, Graph) else None
+            hit = self._cache[key] = (view, copy)
         return hit
 
     def hits_adjust(self, pos, seed_pos, pvec, top: int = 200) -> np.ndarray:
