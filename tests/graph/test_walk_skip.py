@@ -162,3 +162,29 @@ def test_skip_types_type_table_is_isin():
         v = SkipTypes(g, ids)
         a = np.zeros(len(t), np.int64)
         assert np.array_equal(v.keep(a, a, t), ~np.isin(t, ids))
+
+
+def test_stored_rows_walk_is_the_copied_walk(tmp_path):
+    """A graph read as stored rows (StoredGraph, never copied) walks its cached view's rows: the
+    same dict as the in-memory graph's copied walk."""
+    from kgsearch.graph.stored import rows as adjacency
+    from kgsearch.graph.stored.rows import StoredGraph, write_all
+    from kgsearch.store.db import Index
+
+    mem = _graph(5)
+    ix = Index.open(tmp_path / "adj.db")
+    try:
+        with ix.transaction():
+            write_all(ix, mem.graph, mem.node_ids)
+        sg = StoredGraph(ix, mem.node_ids, mem.graph.m, TYPES, adjacency.stored_meta(ix)["id_dtype"])
+        stored = GraphContext(ix, sg, mem.node_ids, None, None, mem.kinds, KINDS)
+        view, copy = stored.walk_graph([], stored.type_ids(["contains"]), ["module"])
+        assert copy is None and view.g is sg
+        seeds, w = np.array([3, 9, 17, 40]), np.array([1.0, 0.3, 0.6, 0.9])
+        for skip in SKIPS:
+            for prune in (0.0, 5e-5):
+                got = stored.walk(seeds, w, prune=prune, **skip)
+                want = mem.walk(seeds, w, prune=prune, **skip)
+                assert got == want and list(got) == list(want)
+    finally:
+        ix.close()
