@@ -27,9 +27,10 @@ __all__ = ["load_context", "load_graph", "pagerank_scores", "community_labels", 
 CODE_KINDS = frozenset({"module", "class", "function", "method"})
 ENTITY_KINDS = frozenset(_ENTITY_KINDS)
 # the walk copies a view without some edges (GraphContext.walk_graph) up to this many kept edges
-# (~45 MB with the walk's operator; a code repository has tens of thousands); past it, the walk
-# reads the view's rows (the same scores, a few times slower)
-WALK_COPY_EDGES = 500_000
+# (~18 MB with the walk's operator, an eighth of the phone's query budget; the code repositories
+# of the benchmarks keep 8K-18K); past it, the walk reads the view's rows (the same scores, a few
+# times slower)
+WALK_COPY_EDGES = 200_000
 ENTITY_DICT_MAX = 20_000        # entity/tag nodes: past this, names are matched in SQL (no resident dict)
 
 _WORDS = re.compile(r"[^\W_][\w'\-]*", re.UNICODE)
