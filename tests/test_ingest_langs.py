@@ -442,3 +442,28 @@ def test_a_second_root_resolves_inside_itself(tmp_path, files):
             "WHERE e.type IN ('calls', 'imports')").fetchall()
     crossed = [(s, d) for s, d in rows if s.partition(":")[2].startswith("//b/") != d.partition(":")[2].startswith("//b/")]
     assert rows and not crossed
+
+
+def test_rust_impl_trait_in_a_type_is_no_impl_block(tmp_path):
+    # `impl Trait` as an argument or return type (and `dyn`/`&impl`) is a type, not an `impl`
+    # block: it used to give a class named after the trait's last type (`R`, `Future`) holding
+    # the function's body, with the function's nested items under it
+    nodes, _ = build(tmp_path, {"Cargo.toml": '[package]\nname = "t"\n', "src/lib.rs": """\
+        pub fn budget<R>(f: impl FnOnce() -> R) -> R {
+            struct Guard;
+            f()
+        }
+        fn later(x: &impl AsRef<str>, y: &mut impl Iterator<Item = u8>) -> impl Future<Output = ()> {
+            async {}
+        }
+        unsafe impl Send for Guard2 {}
+        struct Guard2;
+        impl<T> Wrap<T> where T: Clone {
+            fn get(&self) -> impl Fn(T) -> T { |t| t }
+        }
+        """})
+    c = "rs:src/lib.rs:"
+    assert sorted(k[len(c):] for k in nodes if k.startswith(c)) == [
+        "Guard2", "Guard2#2", "Wrap", "Wrap.get", "budget", "budget.Guard", "later"]
+    assert nodes[c + "Guard2"][:4] == ("class", "Guard2", 8, 8)              # unsafe impl Send for Guard2
+    assert nodes[c + "budget.Guard"][:4] == ("class", "Guard", 2, 2)
