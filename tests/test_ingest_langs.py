@@ -488,3 +488,20 @@ def test_go_methods_are_members_of_their_receiver_type(tmp_path):
     assert parent[f"{c}:helper"] == c
     assert parent["go:cart/more.go:Cart.Empty"] == "go:cart/more.go"            # its type is in another file
     assert parent["go:pricing/pricing.go:Rule.Apply"] == "go:pricing/pricing.go:Rule"
+
+
+def test_single_header_amalgamations_are_generated(tmp_path):
+    # Catch2's single_include/catch2/catch.hpp and SQLite's sqlite3.c are merged from the
+    # headers and sources that a fix edits: generated code, as a `DO NOT EDIT` file
+    nodes, _ = build(tmp_path, {
+        "single_include/catch.hpp": "/*\n *  Catch v2.8.0\n *  Generated: 2019-05-26\n *  ---\n"
+                                    " *  This file has been merged from multiple headers. Please don't edit it directly\n"
+                                    " */\nnamespace Catch { int run(); }\n",
+        "sqlite3.c": "/*\n** This file is an amalgamation of many separate C source files from SQLite\n*/\n"
+                     "int sqlite3_open(void) { return 0; }\n",
+        "include/catch.hpp": "/* The headers merged from multiple places: see the amalgamation script. */\n"
+                             "namespace Catch { int run(); }\n",
+    })
+    assert nodes["c:single_include/catch.hpp"][4] & FLAG_VENDORED
+    assert nodes["c:sqlite3.c:sqlite3_open"][4] & FLAG_VENDORED
+    assert not nodes["c:include/catch.hpp"][4] & FLAG_VENDORED
