@@ -469,27 +469,6 @@ def test_rust_impl_trait_in_a_type_is_no_impl_block(tmp_path):
     assert nodes[c + "budget.Guard"][:4] == ("class", "Guard", 2, 2)
 
 
-def test_go_methods_are_members_of_their_receiver_type(tmp_path):
-    # a Go method belongs to its receiver type, as a Python method to its class: the type
-    # `contains` it (the walk follows class members; module nodes' contains edges it skips)
-    files = {**GO, "cart/more.go": "package cart\n\nfunc (c Cart) Empty() bool { return true }\n"}
-    build(tmp_path, files)
-    with Index.open(tmp_path / "i.db", readonly=True) as ix:
-        contains = {(s, d) for s, d in ix.conn.execute(
-            "SELECT s.key, d.key FROM edges e JOIN nodes s ON s.id = e.src JOIN nodes d ON d.id = e.dst "
-            "WHERE e.type = 'contains'")}
-        parent = dict(ix.conn.execute(
-            "SELECT n.key, p.key FROM nodes n LEFT JOIN nodes p ON p.id = n.parent_id WHERE n.file_id IS NOT NULL"))
-    c = "go:cart/cart.go"
-    for m in ("Cart.Add", "Cart.Total"):
-        assert (f"{c}:Cart", f"{c}:{m}") in contains and (c, f"{c}:{m}") not in contains
-        assert parent[f"{c}:{m}"] == f"{c}:Cart"
-    assert parent[f"{c}:Base.Log"] == f"{c}:Base"                               # declared above its method
-    assert parent[f"{c}:helper"] == c
-    assert parent["go:cart/more.go:Cart.Empty"] == "go:cart/more.go"            # its type is in another file
-    assert parent["go:pricing/pricing.go:Rule.Apply"] == "go:pricing/pricing.go:Rule"
-
-
 def test_single_header_amalgamations_are_generated(tmp_path):
     # Catch2's single_include/catch2/catch.hpp and SQLite's sqlite3.c are merged from the
     # headers and sources that a fix edits: generated code, as a `DO NOT EDIT` file

@@ -21,8 +21,7 @@ a class its header, doc comment and body with the bodies of the definitions insi
 (fields, member declarations, method headers); the module its leading doc comment (a licence
 header is not one), the names it defines and the code outside any definition (cut likewise).
 
-Edges (targets resolved by the indexer, as for Python): ``contains`` (``ns='key'``; from the
-enclosing definition, or the one a loader's :meth:`Builder.member_of` names: a Go method's type);
+Edges (targets resolved by the indexer, as for Python): ``contains`` (``ns='key'``);
 ``imports``, ``calls``, ``inherits`` and ``implements`` with candidate names in ``spec.ns``,
 newline-separated, the first that names a node winning (each loader documents its rules).
 """
@@ -113,12 +112,6 @@ class Builder:
     def call_candidates(self, scope: Def, parts: list[str]) -> list[str]:
         return []
 
-    def member_of(self, d: Def) -> Def | None:
-        """The definition ``d`` is a member of when that is not the one its span lies in (a Go
-        method declared beside its receiver type): the ``contains`` edge and the node's parent
-        come from it. None: the enclosing definition."""
-        return None
-
     # ---- building ----------------------------------------------------------------------
     def imports(self, dst: str | list[str], at: int) -> None:
         """An ``imports`` edge from the module (``dst``: candidate names, first wins)."""
@@ -154,11 +147,6 @@ class Builder:
             if d.kind == "class":
                 d.rec.text = self._class_text(d)
         mod.rec.text = self._module_text()
-        for d in self.defs:
-            box = self.member_of(d)
-            if box is not None and box.rec is not None and box is not d:
-                d.rec.parent = box.key
-                d.data["contains"].src = box.key
         for dst, line in self._imports.items():
             res.edges.append(EdgeRec(mod.key, dst, "imports", self.ns, line=line))
         for d in self.defs:
@@ -197,9 +185,8 @@ class Builder:
                         line_start=a, line_end=b, parent=p.key, flags=flags, props=props,
                         aliases=[(self.ns, x[0], x[1]) for x in self.aliases(d)] if first else [])
         self.res.nodes.append(d.rec)
-        d.data["contains"] = EdgeRec(p.key, key, "contains", "key", line=lx.line(d.name_at if d.name_at >= 0
-                                                                                    else d.start))
-        self.res.edges.append(d.data["contains"])
+        self.res.edges.append(EdgeRec(p.key, key, "contains", "key", line=lx.line(d.name_at if d.name_at >= 0
+                                                                                     else d.start)))
 
     def _head_lines(self, d: Def, a: int) -> int:
         """Last line of the header (the line of the body's ``{``, else the first)."""

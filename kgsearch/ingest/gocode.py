@@ -2,9 +2,8 @@
 
 Nodes (see :mod:`kgsearch.ingest.codemodel` for keys, kinds and texts): the file (``module``);
 every named type of a ``type`` declaration or group (``class``; ``decl`` = ``struct``,
-``interface`` or ``type``); functions; methods (``func (r *T) M``: qualified ``T.M``, members of
-``T`` when the file declares it: its ``contains`` edge and parent, as a Python method's class;
-else the file's children); the methods an interface lists (body-less ``method``
+``interface`` or ``type``); functions; methods (``func (r *T) M``: qualified ``T.M``, the
+file's children, as Go declares them); the methods an interface lists (body-less ``method``
 nodes inside it). Doc comments are the comments right above. ``*_test.go`` files and
 ``testdata/`` are tests; ``// Code generated ... DO NOT EDIT.`` files are marked generated.
 
@@ -100,7 +99,6 @@ class _Go(Builder):
         self.gomod = _module_path(path, opts.root) if opts.root else None
         self.pkgs: dict[str, list[str]] = {}        # import name -> candidate folders
         self.test_rank = 0
-        self.types: dict[str, Def] = {}            # the file's top-level named types
 
     def aliases(self, d: Def) -> list[tuple]:
         if d is self.mod:
@@ -199,7 +197,6 @@ class _Go(Builder):
                 if s:
                     defs.append(self._type_spec(s, m.start() + len(m.group()) - len(m.group().lstrip()), len(code)))
         self.nest([d for d in defs if d.name != "_"] + self._iface_methods(defs))
-        self.types = {d.name: d for d in self.mod.children if d.kind == "class" and d.decl != "alias"}
         return defs
 
     def _type_spec(self, s: re.Match, start: int, limit: int) -> Def:
@@ -249,15 +246,6 @@ class _Go(Builder):
             pkg, _, t = name.partition(".")
             return [f"{f}:{t}" for f in self.pkgs.get(pkg, [])]
         return [f"{self.dir}:{name}"]
-
-    def member_of(self, d: Def) -> Def | None:
-        """A method belongs to its receiver type when the file declares it (as a Python method
-        to its class): the type contains it. A type of another file of the package is left out
-        (the method stays the file's child)."""
-        t = d.data.get("type")
-        if not t or d.parent is not self.mod:
-            return None
-        return self.types.get(t)
 
     # ---- calls -----------------------------------------------------------------------------
     def call_candidates(self, scope: Def, parts: list[str]) -> list[str]:
