@@ -484,3 +484,31 @@ def test_single_header_amalgamations_are_generated(tmp_path):
     assert nodes["c:single_include/catch.hpp"][4] & FLAG_VENDORED
     assert nodes["c:sqlite3.c:sqlite3_open"][4] & FLAG_VENDORED
     assert not nodes["c:include/catch.hpp"][4] & FLAG_VENDORED
+
+
+def test_go_composite_literals_call_their_type(tmp_path):
+    # `&stats.InPayload{..}` builds a value as Python's `InPayload(..)` does: a calls edge to the
+    # type, so the walk joins a type to the code that fills it in (gofmt: `T{`; a block: ` {`)
+    files = {**GO, "cart/new.go": """\
+        package cart
+
+        import "example.com/shop/pricing"
+
+        type rules []pricing.Rule
+
+        func New(n int) *Cart {
+        \tif n > 0 {
+        \t\treturn &Cart{items: []string{}}
+        \t}
+        \tm := map[string]Base{"a": Base{}}
+        \t_ = m
+        \tvar _ = pricing.Rule(nil)
+        \treturn &Cart{Base: Base{}}
+        }
+        """}
+    _, edges = build(tmp_path, files)
+    new = "go:cart/new.go:New"
+    assert has(edges, new, "calls", "go:cart/cart.go:Cart") and has(edges, new, "calls", "go:cart/cart.go:Base")
+    assert has(edges, new, "calls", "go:pricing/pricing.go:Rule")
+    assert {d for s, t, d in edges if s == new and t == "calls"} == {
+        "go:cart/cart.go:Cart", "go:cart/cart.go:Base", "go:pricing/pricing.go:Rule"}   # no `n`, `string`
