@@ -251,7 +251,7 @@ def oracle_defs(data: bytes, lang: str, rel: str) -> list[tuple[str, int, int, b
 
 
 def loader_defs(path: Path, rel: str, root: Path) -> tuple[str, list[tuple[str, int, int]]]:
-    from kgsearch.ingest import get_loader, loader_for
+    from kgsearch.ingest.loaders import get_loader, loader_for
     from kgsearch.types import LoadOptions
 
     name = loader_for(path)

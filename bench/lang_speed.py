@@ -61,7 +61,7 @@ def main(argv=None) -> int:
         print(f"lang_speed: {TREES[0]} or {TREES[1]} is missing; set KGSEARCH_SHARED to the shared folder",
               file=sys.stderr)
         return 2
-    from kgsearch.ingest import get_loader
+    from kgsearch.ingest.loaders import get_loader
 
     files = collect()
     for items in files.values():                  # the page cache warm for everyone

@@ -94,7 +94,7 @@ class Naive:
             self.multi._pools = saved
 
 
-def run_set(work: Path, name: str, seed: int, max_queries: int | None) -> dict:
+def run_set(work: Path, name: str, seed: int, max_queries: int | None, snippets: bool = False) -> dict:
     from kgsearch.evaluate import query_metrics
     from kgsearch.query import Engine, SearchOptions
     from kgsearch.query.multi import MultiEngine
@@ -103,7 +103,7 @@ def run_set(work: Path, name: str, seed: int, max_queries: int | None) -> dict:
     one_db, a_db, b_db, queries, qrels = build(work, name, seed)
     if max_queries:
         queries = queries[:max_queries]
-    opts = SearchOptions(k=10, snippets=False, use_cache=False)
+    opts = SearchOptions(k=10, snippets=snippets, use_cache=False)
     # every variant opens the indexes itself: sharing Index objects shared their caches, so a
     # search of the same query by another variant just before left the query vector encoded
     # (half of multi's timed searches came after own's, a third of a millisecond less)
@@ -183,22 +183,24 @@ def main() -> None:
     ap.add_argument("--max-queries", type=int, default=None)
     ap.add_argument("--work", default="/tmp/kgsearch-multi-bench")
     ap.add_argument("--tag", default="")
+    ap.add_argument("--snippets", action="store_true",
+                    help="time the searches with snippets, as the CLI, serve and mcp search (default: without)")
     args = ap.parse_args()
     code = wb.commit()
     work = Path(args.work)
     import os
 
     os.environ["XDG_CACHE_HOME"] = str(work / "cache")      # the union's lists (kgsearch.query.across)
-    rows = [run_set(work, s, args.seed, args.max_queries) for s in args.sets.split(",")]
+    rows = [run_set(work, s, args.seed, args.max_queries, args.snippets) for s in args.sets.split(",")]
     res = {"what": "multi-index", "seed": args.seed, "machine": wb.machine(), "commit": code,
-           "date": time.strftime("%Y-%m-%d %H:%M"), "sets": rows}
+           "date": time.strftime("%Y-%m-%d %H:%M"), "snippets": args.snippets, "sets": rows}
     name = "multi_index" + (f"_{args.tag}" if args.tag else "")
     wb.RESULTS.mkdir(parents=True, exist_ok=True)
     (wb.RESULTS / f"{name}.json").write_text(json.dumps(res, indent=1))
     lines = [f"# Two indexes searched as one vs one index (`python bench/multi_bench.py`)", "",
              f"{res['date']}, commit {code}, {res['machine']['cpu']} ({res['machine']['cores']} cores), Python "
              f"{res['machine']['python']}; each set's documents split at random (seed {args.seed}) into two indexes; "
-             f"default settings (embeddings included). *multi*: the two as one (pooled BM25 statistics, z-scores over "
+             f"default settings (embeddings included), snippets {'on' if args.snippets else 'off'}. *multi*: the two as one (pooled BM25 statistics, z-scores over "
              f"the union, one floor, the union's similar_text lists); *own*: the same with each index's own "
              f"similar_text lists (before kgsearch/query/across.py); *naive*: each index's own scores on one floor. "
              f"nDCG@10 means over the judged queries; W/L = queries where the two-index search scores above/below "

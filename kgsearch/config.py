@@ -63,14 +63,26 @@ def config_path() -> Path:
     return Path(base) / "kgsearch" / "config.json"
 
 
+def read_user_json(p: Path):
+    """The JSON value of a file a person edits (the config, the equivalences): UTF-8 with or
+    without a byte-order mark, or UTF-16/UTF-32 as Windows editors save "Unicode" (the encoding
+    is detected as :func:`json.loads` does for bytes). Raises ``json.JSONDecodeError`` for bad
+    JSON, ``OSError`` when unreadable, and a :class:`DataError` naming the file for bytes that
+    are no such text."""
+    data = p.read_bytes()
+    try:
+        return json.loads(data)
+    except UnicodeDecodeError as exc:
+        raise DataError(f"not UTF-8 or UTF-16 text (byte {exc.start}); save the file as UTF-8", str(p)) from None
+
+
 def load_config(path: str | os.PathLike | None = None) -> dict:
     """Read the JSON config file; a missing file is an empty config, a broken one a DataError."""
     p = Path(path) if path else config_path()
     if not p.exists():
         return {}
     try:
-        with open(p, encoding="utf-8") as fh:
-            cfg = json.load(fh)
+        cfg = read_user_json(p)
     except json.JSONDecodeError as exc:
         raise DataError(f"invalid JSON ({exc.msg}); fix the file or remove it", str(p), exc.lineno) from None
     except OSError as exc:

@@ -287,3 +287,24 @@ def test_cli_help_does_not_import_the_engines(name):
             f"print({name!r} in sys.modules, 'numpy' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert out == ["False", "False"]
+
+
+def test_a_search_imports_no_loader(tmp_path):
+    """A cold ``kgsearch search`` imported every loader (C, Go, Java, JS, Python, Markdown, KG...)
+    because the query path reads ``ingest.langspec`` and the ingest package's ``__init__`` held
+    the loader registry: ~20 ms of each one-shot search here, several times that on a phone. The
+    registry is :mod:`kgsearch.ingest.loaders` now; a search imports the frame patterns only."""
+    import subprocess
+    import sys
+
+    note = tmp_path / "v" / "a.md"
+    note.parent.mkdir()
+    note.write_text("# Backup\n\nCopy `sync_disk()` every night; it failed at src/x.py:12.\n", encoding="utf-8")
+    db = tmp_path / "i.db"
+    from kgsearch.indexer import index_paths
+    index_paths(db, [str(note.parent)])
+    code = ("import sys; from kgsearch.query import search; "
+            f"r = search('sync_disk fails at src/x.py:12 Traceback', db={str(db)!r}); assert r.hits; "
+            "print(' '.join(sorted(m for m in sys.modules if m.startswith('kgsearch.ingest'))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["kgsearch.ingest", "kgsearch.ingest.langspec"]

@@ -13,7 +13,8 @@ import pytest
 from kgsearch.cli import main
 from kgsearch.indexer import IndexOptions, index_paths
 from kgsearch.query import Engine, SearchOptions
-from kgsearch.query.multi import MultiEngine, MultiHit, Pool, _merge, _share_out, index_names
+from kgsearch.query.merge import merge
+from kgsearch.query.multi import MultiEngine, MultiHit, Pool, _share_out, index_names
 from kgsearch.store.db import Index
 
 WORDS = ("graph search index query vector note battery sync phone backup storage kernel cache rank "
@@ -156,7 +157,7 @@ def test_merge_puts_every_index_on_the_union_floor():
 
     pools = {"a": Pool(ranked=[(7, (2.0 + 0.5) * 0.8, 0.5, 0.8), (3, 1.0 + 0.5, 0.5, 1.0)], build=builder("a")),
              "b": Pool(ranked=[(4, 2.9, 1.5, 1.0), (9, 2.0, 1.5, 1.0), (1, 0.1, 1.5, 1.0)], build=builder("b"))}
-    hits = _merge({"a": None, "b": None}, pools, 4)
+    hits = merge({"a": None, "b": None}, pools, 4, MultiHit)
     assert [(h.index, h.key) for h in hits] == [("b", "b4"), ("a", "a7"), ("a", "a3"), ("b", "b9")]
     assert [h.score for h in hits] == pytest.approx([2.9, 2.8, 2.5, 2.0])
     assert [h.rank for h in hits] == [1, 2, 3, 4]

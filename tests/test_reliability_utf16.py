@@ -245,3 +245,33 @@ def test_a_utf16_kgsearchignore_hides_what_it_names(tmp_path, encoding):
     assert rc == 0, err
     with sqlite3.connect(tmp_path / "i.db") as c:
         assert [k for (k,) in c.execute("SELECT key FROM nodes WHERE kind = 'note' ORDER BY key")] == ["md:open"]
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-le-bom", "utf-8-sig", "utf-8"])
+def test_the_config_and_equivalences_files_read_as_windows_editors_save_them(tmp_path, encoding):
+    """config.json and equivalences.json saved by Notepad as "Unicode" (UTF-16 LE with a mark)
+    or as UTF-8 with a mark failed with "invalid JSON" (the mark is not JSON); they are read
+    like UTF-8. Bytes that are no text give one line naming the file."""
+    from kgsearch.config import load_config
+    from kgsearch.errors import DataError
+    from kgsearch.text.keywords import load_equivalences
+
+    def save(path, value):
+        text = json.dumps(value, ensure_ascii=False)
+        data = (b"\xff\xfe" + text.encode("utf-16-le") if encoding == "utf-16-le-bom"
+                else text.encode(encoding))
+        path.write_bytes(data)
+        return path
+
+    cfg = save(tmp_path / "config.json", {"edge_weights": {"cites": 0.5}, "note": "ñ 漢字"})
+    assert load_config(cfg) == {"edge_weights": {"cites": 0.5}, "note": "ñ 漢字"}
+    eq = save(tmp_path / "equivalences.json", {"Säule": ["Column"]})
+    assert load_equivalences(eq) == {"säule": ["Column"]}
+
+    bad = tmp_path / "broken.json"
+    bad.write_bytes(b'{"a": "\xff\xfe\xfa"}')
+    for load in (load_config, load_equivalences):
+        with pytest.raises(DataError) as err:
+            load(bad)
+        assert str(bad) in str(err.value) and "save the file as UTF-8" in str(err.value)
+        assert "\n" not in str(err.value)

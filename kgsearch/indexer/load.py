@@ -8,7 +8,7 @@ from dataclasses import fields
 from operator import attrgetter
 
 from ..errors import DataError
-from ..ingest import get_loader
+from ..ingest.loaders import get_loader
 from ..ingest.readback import content_hash
 from ..ingest.walk import Found
 from ..store.textcodec import pack as pack_text

@@ -13,7 +13,7 @@ import os
 from pathlib import Path
 
 from ..errors import DataError, UsageError
-from ..ingest import loader_for
+from ..ingest.loaders import loader_for
 from ..ingest.walk import Found, WalkReport, found_file, inside, walk
 from ..store.roots import Root, list_roots, probe, register_roots
 from .load import hash_bytes

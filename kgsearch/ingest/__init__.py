@@ -1,54 +1,6 @@
-"""Loaders, one module per format, chosen by file type (``--format`` overrides).
+"""Loaders, one module per format, chosen by file type (``--format`` overrides):
+:mod:`.loaders` (``LOADERS``, ``loader_for``, ``get_loader``).
 
 Each loader module defines ``NAME``, ``EXTENSIONS`` and
 ``load(path: Path, rel: str, opts: LoadOptions) -> LoadResult`` (pure: no database access).
 """
-from __future__ import annotations
-
-from pathlib import Path
-
-from . import beir, ccode, gocode, javacode, jsnames, kg, langspec, markdown, plaintext, pycode, rscode, triples
-from .codemodel import CodeLoader
-
-# loader name -> module
-LOADERS = {m.NAME: m for m in (kg, markdown, pycode, plaintext, beir, triples, gocode, rscode, javacode)}
-LOADERS.update({s.name: CodeLoader(s, m.load) for m, s in ((jsnames, langspec.JAVASCRIPT), (jsnames, langspec.TYPESCRIPT),
-                                                       (ccode, langspec.C), (ccode, langspec.CPP))})
-
-EXTENSION_LOADER = {
-    ".json": "kg", ".jsonl": "kg", ".ndjson": "kg", ".csv": "kg", ".tsv": "triples",
-    ".md": "markdown", ".markdown": "markdown",
-    ".py": "python", ".pyi": "python",
-    ".txt": "text", ".text": "text", ".rst": "text", ".org": "text", ".log": "text",
-    ".adoc": "text", ".tex": "text",
-    **{ext: m.NAME for m in (gocode, rscode, javacode) for ext in m.EXTENSIONS},
-    **{ext: s.name for s in (langspec.JAVASCRIPT, langspec.TYPESCRIPT, langspec.C, langspec.CPP)
-       for ext in s.extensions},
-}
-
-# Files without these extensions are still read as plain text when they look like text
-# (no NUL byte in the first 8 KB) and have no extension or a README/LICENSE-like name.
-TEXTLIKE_NAMES = {"readme", "license", "copying", "changelog", "notes", "todo", "authors"}
-
-
-def loader_for(path: Path, fmt: str | None = None) -> str | None:
-    """The loader name for ``path`` (``None``: not indexed)."""
-    if fmt:
-        return fmt
-    if triples.is_side_file(path):       # entity2text.txt & co. beside KG triples
-        return "triples"
-    ext = path.suffix.lower()
-    if ext in EXTENSION_LOADER:
-        return EXTENSION_LOADER[ext]
-    if not ext and path.name.lower() in TEXTLIKE_NAMES:
-        return "text"
-    return None
-
-
-def get_loader(name: str):
-    from ..errors import UsageError
-
-    mod = LOADERS.get(name)
-    if mod is None:
-        raise UsageError(f"unknown format {name!r}; choose from {', '.join(sorted(LOADERS))}")
-    return mod

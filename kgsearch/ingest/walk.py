@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Iterator
 
 from ..errors import DataError
-from . import loader_for
+from .loaders import loader_for
 from .common import decode, utf16_codec
 
 SKIP_DIRS = {

@@ -83,7 +83,7 @@ FIELDS: dict[str, FilterField] = {f.name: f for f in (
 )}
 assert tuple(FIELDS) == FILTER_FIELDS
 
-# loader names (kgsearch.ingest.LOADERS; a test keeps them equal) and their short names
+# loader names (kgsearch.ingest.loaders.LOADERS; a test keeps them equal) and their short names
 LANGS = ("beir", "c", "cpp", "go", "java", "javascript", "kg", "markdown", "python", "rust", "text", "triples",
          "typescript")
 LANG_ALIASES = {"py": "python", "rs": "rust", "md": "markdown", "js": "javascript", "ts": "typescript",

@@ -38,7 +38,7 @@ candidates is larger than one index's, never smaller).
 Work done once: the query is parsed once per distinct analyser and encoded once per embedding
 model (:func:`kgsearch.embed.dense.share_query_vector`; each index rotates it); hits (snippets,
 explain parts) are built only for the merged top k, and only the merged top k's display fields
-are read (:func:`_merge_unread`, :class:`kgsearch.query.adjust.Unread`); each index's generation
+are read (:func:`kgsearch.query.merge.merge_unread`, :class:`kgsearch.query.adjust.Unread`); each index's generation
 is read once per search (:meth:`~kgsearch.store.db.Index.pinned`). The indexes run in lockstep
 (:meth:`MultiEngine._together`): each index's search (:meth:`Engine.steps`, a generator) runs up
 to its graph stage's pull over the union's lists, every index's pull is computed at once
@@ -57,8 +57,8 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from .adjust import ADDITIVE, Unread
 from .engine import Engine
+from .merge import merge
 from .options import Hit, Response, SearchOptions
 
 __all__ = ["MultiEngine", "MultiHit", "MultiResponse", "Pool", "index_names", "multi_engine_for"]
@@ -382,7 +382,7 @@ class MultiEngine:
             resps = self._together(args, pools)
         else:
             resps = self._each(lambda name, eng: eng.search(*args[name], pool=pools[name]))
-        hits = _merge(resps, pools, opts.k)
+        hits = merge(resps, pools, opts.k, MultiHit)
         first = next(iter(resps.values()))
         skipped: dict[str, str] = {}
         for name, r in resps.items():
@@ -485,144 +485,3 @@ def _share_out(pools: dict[str, Pool], depth: int, seeds: int) -> None:
             pools[name].seeds = dict(pools[name].seeds or {}, **{signal: k})
     for name, n in counts.items():
         pools[name].depth = min(depth, max(10, n))
-
-
-def _merge(resps: dict, pools: dict, k: int) -> list[MultiHit]:
-    """The indexes' rankings on one floor, best ``k`` first, each hit built by its own index.
-
-    Each index lifted its fused scores by its own weakest candidate (``shift``); a score had
-    the index been lifted by the union's floor (the largest shift) instead is
-    ``score + (floor - own shift) * factor`` (``factor``: the product of the multiplicative
-    adjustments, applied after the shift). Ties go to the earlier index, then its own order."""
-    unread = {name: pools[name].ranked for name in resps if isinstance(pools[name].ranked, Unread)}
-    got = _merge_unread(unread, k) if unread and len(unread) == len(resps) else None
-    if got is not None:
-        top, floor = got
-    else:
-        top, floor = _merge_rows({name: _rows(r, pools[name]) for name, r in resps.items()}, k)
-    built = {}
-    for name in resps:
-        mine = [pos for _, _, _, n, pos in top if n == name]
-        if pools[name].ranked is not None:
-            built[name] = dict(zip(mine, pools[name].build(mine, MultiHit))) if mine else {}
-        else:                               # (its own hits: a Hit's fields, a plain dataclass)
-            built[name] = {j: MultiHit(**vars(resps[name].hits[j])) for j in mine}
-    hits = []
-    for rank, (score, _, _, name, pos) in enumerate(top, 1):
-        h = built[name][pos]
-        h.score, h.rank, h.index = round(score, 6), rank, name
-        if floor > 0:
-            h.adjustments = dict(h.adjustments, shift=round(floor, 6))
-        hits.append(h)
-    return hits
-
-
-def _rows(r, p: Pool) -> list:
-    """One index's ranking as rows ``(position, score, additive shift, factor)``, best first."""
-    if isinstance(p.ranked, Unread):
-        u = p.ranked
-        return [(i, float(u.fused[i]), float(u.shift[i]), float(u.factor[i])) for i in u.read_all()]
-    if p.ranked is not None:
-        return p.ranked
-    return [(j, float(h.score), float(h.adjustments.get("shift", 0.0)), _factor(h))   # (it built its hits:
-            for j, h in enumerate(r.hits)]                                         # --group file)
-
-
-def _merge_rows(ranked: dict, k: int) -> tuple[list, float]:
-    """The best ``k`` of every index's rows on the union's floor: ``[(score, index order, rank,
-    name, position)]``, and the floor."""
-    floor = max((sh for rows in ranked.values() for _, _, sh, _ in rows), default=0.0)
-    merged = []
-    for order, (name, rows) in enumerate(ranked.items()):
-        for rank, (pos, score, own, factor) in enumerate(rows):
-            merged.append((score + (floor - own) * factor, order, rank, name, pos))
-    merged.sort(key=lambda x: (-x[0], x[1], x[2]))
-    return merged[:k], floor
-
-
-def _merge_unread(unread: dict, k: int) -> tuple[list, float] | None:
-    """What :func:`_merge_rows` gives over every index's :class:`~kgsearch.query.adjust.Unread`
-    hits, reading the display fields of the rows the merged top ``k`` needs (about ``k`` over all
-    the indexes, where reading each index's hits first read ``k + 5`` of each).
-
-    An index whose scores on the union's floor keep its order (every candidate's factor equal,
-    or its own lift the floor: always on prose) is merged position by position, reading its rows
-    a window at a time in the merged order; another one's hits are all read first (as before)
-    and sorted. The floor counts the indexes that have a hit: one whose lift would raise it and
-    none of whose rows was read is read until its first hit (None, for the rows' merge, when an
-    index turns out to have none: its nodes were deleted since its flags were read)."""
-    live = {name: u for name, u in unread.items() if u.order}
-    floor = max((float(u.shift[u.order[0]]) for u in live.values()), default=0.0)
-    keys, idx, third, ends = [], [], [], {}
-    final: dict[int, tuple] = {}                     # entry -> (rank, position) of a hit known already
-    names = list(unread)
-    base = 0
-    for order, name in enumerate(names):
-        u = unread[name]
-        if not u.order:
-            continue
-        pos = np.asarray(u.order, dtype=np.int64)
-        own = float(u.shift[u.order[0]])
-        adj = u.fused[pos] + (floor - own) * u.factor[pos]
-        if len(adj) > 1 and not bool(np.all(adj[:-1] >= adj[1:])):     # the floor reorders it
-            hits = u.read_all()
-            at = {p: j for j, p in enumerate(u.order)}
-            adj = adj[[at[p] for p in hits]] if hits else adj[:0]
-            for r, p in enumerate(hits):
-                final[base + r] = (r, p)
-            third.append(np.arange(len(hits)))
-        else:
-            third.append(np.arange(len(adj)))
-        keys.append(adj)
-        idx.append(np.full(len(adj), order))
-        ends[order] = (base, name)
-        base += len(adj)
-    if not keys:
-        return [], 0.0
-    adj, idx, third = np.concatenate(keys), np.concatenate(idx), np.concatenate(third)
-    merged = np.lexsort((third, idx, -adj)).tolist()
-    adj, idx, third = adj.tolist(), idx.tolist(), third.tolist()
-    top: list = []
-    start, need = 0, k
-    while len(top) < k and start < len(merged):
-        window = merged[start:start + need]
-        start += len(window)
-        reach: dict[int, int] = {}
-        for e in window:
-            if e not in final:
-                reach[idx[e]] = max(reach.get(idx[e], 0), third[e] + 1)
-        for o, j in reach.items():
-            unread[ends[o][1]].read_to(j)
-        for e in window:
-            o = idx[e]
-            name = ends[o][1]
-            u = unread[name]
-            if e in final:
-                r, p = final[e]
-            else:
-                p = u.order[third[e]]
-                if p not in u.is_hit:
-                    continue
-                r = u.hits.index(p)
-            top.append((adj[e], o, r, name, p))
-            if len(top) == k:
-                break
-        need = max(k - len(top), 2) * 2
-    seen = {name for _, _, _, name, _ in top}
-    shown = [float(live[n].shift[live[n].order[0]]) for n in live if n in seen or live[n].hits]
-    for name, u in live.items():        # (an index with no hit does not count for the floor)
-        own = float(u.shift[u.order[0]])
-        if name not in seen and not u.hits and own > max(shown, default=0.0):
-            while not u.hits and not u.over:
-                u.read_to(u.done + max(u.k, 2))
-            if not u.hits:
-                return None
-    return top, floor
-
-
-def _factor(h: Hit) -> float:
-    factor = 1.0
-    for name, v in h.adjustments.items():
-        if name not in ADDITIVE:
-            factor *= float(v)
-    return factor

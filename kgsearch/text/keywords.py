@@ -192,10 +192,10 @@ def load_equivalences(path: str | os.PathLike | None = None) -> dict[str, list[s
     hit = _EQ_CACHE.get(str(p))
     if hit and hit[0] == mtime:
         return hit[1]
+    from ..config import read_user_json
     from ..errors import DataError
     try:
-        with open(p, encoding="utf-8") as fh:
-            raw = json.load(fh)
+        raw = read_user_json(p)
     except json.JSONDecodeError as exc:
         raise DataError(f"invalid JSON ({exc.msg}); fix the equivalences file or remove it",
                         str(p), exc.lineno) from None

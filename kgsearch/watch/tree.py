@@ -15,7 +15,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..ingest import loader_for
+from ..ingest.loaders import loader_for
 from ..ingest.walk import IGNORE_FILE, SKIP_DIRS, IgnoreRules
 
 __all__ = ["Root", "WatchSpec", "folders", "relevant_name", "remote_fs", "fs_type", "REMOTE_FS"]

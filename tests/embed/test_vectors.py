@@ -335,3 +335,42 @@ def test_the_same_model_at_another_path_reembeds_nothing(tmp_path):
             assert str(moved.resolve()) in ix.meta("model_sig")
         rep = index_paths(db, [str(vault)])
         assert "embed" not in rep.steps
+
+
+def test_the_query_model_is_found_once_per_generation(tmp_path, monkeypatch):
+    """A search looked for the index's model on every query (meta reads and a dozen stat calls,
+    ~0.1 ms); it is found once per generation, again after a reindex, and a miss is never kept
+    (a model that turns up later is found by the next query)."""
+    from kgsearch.embed import index_model, model as model_mod
+    from kgsearch.indexer import index_paths
+    from kgsearch.store.db import Index
+
+    vault, db = indexed_two_notes(tmp_path)
+    real = model_mod.resolve_model
+    calls = []
+
+    def counting(spec=None):
+        calls.append(spec)
+        return real(spec)
+
+    monkeypatch.setattr(model_mod, "resolve_model", counting)
+    with Index.open(db) as ix:
+        first = index_model.query_model(ix)
+        assert not isinstance(first, str)
+        n = len(calls)
+        assert n >= 1
+        for _ in range(3):
+            assert index_model.query_model(ix) is first
+        assert len(calls) == n                           # the same generation: not looked for again
+        assert dense.search(ix, "backup disk")[0].size
+        assert len(calls) == n
+        ix.set_meta("generation", str(ix.generation + 1))  # (what a reindex's commit does)
+        assert index_model.query_model(ix) is first      # the same model, looked for again
+        assert len(calls) == 2 * n
+
+        monkeypatch.setattr(model_mod, "resolve_model", lambda spec=None: calls.append(spec))   # none found
+        ix.set_meta("generation", str(ix.generation + 1))
+        assert isinstance(index_model.query_model(ix), str)
+        assert isinstance(index_model.query_model(ix), str)
+        monkeypatch.setattr(model_mod, "resolve_model", counting)   # the model is back: the next query finds it
+        assert index_model.query_model(ix) is first

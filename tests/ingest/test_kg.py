@@ -6,7 +6,8 @@ import json
 import pytest
 
 from kgsearch.errors import DataError
-from kgsearch.ingest import get_loader, kg
+from kgsearch.ingest import kg
+from kgsearch.ingest.loaders import get_loader
 from kgsearch.types import EdgeRec, LoadOptions
 
 WALK = LoadOptions()

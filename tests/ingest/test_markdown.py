@@ -4,7 +4,8 @@ from __future__ import annotations
 from conftest import hypothesis_api
 from conftest import write
 
-from kgsearch.ingest import get_loader, markdown
+from kgsearch.ingest import markdown
+from kgsearch.ingest.loaders import get_loader
 from kgsearch.ingest.markdown import link_target, parse_front_matter
 from kgsearch.types import LoadOptions
 

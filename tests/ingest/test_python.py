@@ -6,7 +6,8 @@ import textwrap
 import pytest
 from conftest import write
 
-from kgsearch.ingest import get_loader, pycode
+from kgsearch.ingest import pycode
+from kgsearch.ingest.loaders import get_loader
 from kgsearch.types import FLAG_TEST, LoadOptions
 
 OPTS = LoadOptions()

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from kgsearch.ingest import get_loader, plaintext
+from kgsearch.ingest import plaintext
+from kgsearch.ingest.loaders import get_loader
 from kgsearch.ingest.plaintext import chunks, extract_entities, paragraphs
 from kgsearch.types import LoadOptions
 

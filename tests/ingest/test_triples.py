@@ -9,7 +9,8 @@ from conftest import rows, write
 from kgsearch.cli import main
 from kgsearch.errors import DataError
 from kgsearch.indexer import IndexOptions, index_paths
-from kgsearch.ingest import loader_for, triples
+from kgsearch.ingest import triples
+from kgsearch.ingest.loaders import loader_for
 from kgsearch.ingest.walk import DEFAULT_MAX_BYTES, TRIPLES_MAX_BYTES, size_cap
 from kgsearch.types import LoadOptions
 

@@ -218,7 +218,7 @@ def test_flags_make_the_same_filters_as_words():
 
 
 def test_langs_are_the_loaders():
-    from kgsearch.ingest import LOADERS
+    from kgsearch.ingest.loaders import LOADERS
 
     assert set(F.LANGS) == set(LOADERS)
 
