@@ -156,3 +156,30 @@ def test_every_readme_command_line_parses():
             parser.parse_args(args)
         except SystemExit:
             pytest.fail(f"README: `kgsearch {shlex.join(args)}` is not a valid command line")
+
+
+def _choices_in(cell: str) -> dict[str, set[str]]:
+    r"""``--opt a\|b\|c`` of a command table cell: ``{"--opt": {"a", "b", "c"}}``."""
+    return {opt: set(vals.split("\\|")) for opt, vals in re.findall(r"(--[a-z][\w-]*) ([\w.-]+(?:\\\|[\w.-]+)+)", cell)}
+
+
+def test_the_command_table_lists_each_option_s_real_choices():
+    """The README listed ``index --format kg|triples|markdown|python|text|beir`` long after
+    seven code loaders joined (and argparse refused them): every list of values in the table is
+    the option's choices."""
+    rows, subs = _command_table(), _subparsers()
+    checked = 0
+    for name, cell in rows.items():
+        actions = {o: a for a in subs[name]._actions for o in a.option_strings}
+        for opt, vals in _choices_in(cell).items():
+            choices = actions[opt].choices if opt in actions else None
+            if choices is None:
+                continue                                  # (a value's shape, as --model PATH|NAME)
+            assert vals == {str(c) for c in choices}, (name, opt, sorted(vals ^ {str(c) for c in choices}))
+            checked += 1
+    assert checked >= 5
+
+
+def test_the_choices_check_reads_a_cell():
+    assert _choices_in(r"`--format kg\|python`, `--full`, `--stemmer porter2\|none`") == {
+        "--format": {"kg", "python"}, "--stemmer": {"porter2", "none"}}

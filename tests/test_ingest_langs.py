@@ -526,3 +526,23 @@ def test_parser_and_scanner_generators_output_is_generated(tmp_path):
     for key in ("c:src/parser.c:yyparse", "c:src/lexer.c:yylex", "c:src/hash.c:in_word_set"):
         assert nodes[key][4] & FLAG_VENDORED, key
     assert not nodes["c:src/main.c:main"][4] & FLAG_VENDORED
+
+
+@pytest.mark.parametrize("fmt,text,kind", [("rust", "pub fn split_off(at: usize) -> usize {\n    at\n}\n", "function"),
+                                           ("go", "package x\n\nfunc SplitOff(at int) int {\n\treturn at\n}\n", "function"),
+                                           ("typescript", "export function splitOff(at: number): number {\n  return at;\n}\n",
+                                            "function")])
+def test_format_forces_any_language_loader(tmp_path, fmt, text, kind):
+    """``kgsearch index --format rust FILE`` (a source file without its usual extension): the
+    CLI offered only the first six loaders (kg, triples, markdown, python, text, beir) and
+    argparse refused every source language added since; the choices are the loaders' names."""
+    from conftest import run as cli
+
+    src = tmp_path / "snippet.txt"
+    src.write_text(text)
+    db = tmp_path / "i.db"
+    rc, _, err = cli("index", src, "--format", fmt, "--db", db, "-q", "--no-embed")
+    assert rc == 0, err
+    with Index.open(db, readonly=True) as ix:
+        kinds = [k for (k,) in ix.conn.execute("SELECT kind FROM nodes WHERE name IN ('split_off', 'SplitOff', 'splitOff')")]
+    assert kinds == [kind]

@@ -299,14 +299,20 @@ def test_roots_remove(tmp_path, capsys):
 EVIL = "# Evil\nwombat \x1b]0;pwned\x07 \x1b[2J cleared \u202e reversed txt.exe\n"
 
 
-@pytest.mark.parametrize("command", ["search", "show"])
+COMMANDS = {"search": ["search", "wombat"], "show": ["show", "md:evil"],
+            # context wrote its pack past the sanitiser: escapes reached the terminal (set its title, cleared it)
+            "context": ["context", "wombat"], "context-xml": ["context", "wombat", "--format", "xml"],
+            "related": ["related", "md:evil"], "why": ["why", "wombat", "md:evil"]}
+
+
+@pytest.mark.parametrize("command", list(COMMANDS))
 def test_terminal_output_is_sanitised(tmp_path, capsys, command):
     vault = tmp_path / "vault"
     write(vault / "evil.md", EVIL)
+    write(vault / "w\x1b]0;pwned\x07\u202ewombat.md", "# Other\nsee [[evil]] about the wombat\n")   # (names too)
     db = tmp_path / "i.db"
     assert cli("index", vault, "--db", db) == 0
-    args = ["search", "wombat"] if command == "search" else ["show", "md:evil"]
-    rc, out = run_in_terminal(*args, "--db", db)
+    rc, out = run_in_terminal(*COMMANDS[command], "--db", db)
     assert rc == 0
     # to a terminal: control characters and bidi overrides are shown escaped, not obeyed
     assert b"wombat" in out and b"pwned" in out

@@ -150,12 +150,14 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     p = sub.add_parser("index", parents=[common], help="index or incrementally reindex files and folders",
-                       description="Index folders/files (Markdown vaults, Python code, KG JSON/JSONL/CSV, KG "
-                                   "triples TSV, text). "
+                       description="Index folders/files (Markdown vaults; code in Python, JavaScript/TypeScript, "
+                                   "Go, Rust, Java, C and C++; KG JSON/JSONL/CSV, KG triples TSV, text). "
                                    "Only changed files are re-read. With no PATH, reindex the roots already "
                                    "in the index (for cron).")
     p.add_argument("paths", nargs="*", metavar="PATH")
-    p.add_argument("--format", default=None, choices=["kg", "triples", "markdown", "python", "text", "beir"],
+    from ..query.filters import LANGS                # (the loaders' names; a test keeps them equal)
+
+    p.add_argument("--format", default=None, choices=list(LANGS),
                    help="force a loader instead of choosing by file type")
     p.add_argument("--allow-dangling", action="store_true",
                    help="KG edges to unknown nodes create placeholder nodes instead of failing")

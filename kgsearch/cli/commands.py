@@ -7,7 +7,7 @@ import sys
 
 from ..errors import EXIT_DATA, EXIT_OK
 from .inputs import query_text, read_diff
-from .output import Progress, emit_json, err, out, progress_mode, table, warn_list
+from .output import Progress, emit_json, err, out, progress_mode, table, warn_list, write
 
 COMPACT_NOTE_BYTES = 1_000_000      # a VACUUM that gave back less is not worth a line
 
@@ -252,7 +252,10 @@ def cmd_context(args) -> int:
         eng = engine_for(args.db)
         changes = read_diff(args.diff, eng.ix) if args.diff is not None else None
         res = build_context(eng, task=task, files=args.files, diff=changes, opts=copts)
-    sys.stdout.write(res.text)
+    if fmt == "json":
+        sys.stdout.write(res.text)          # (JSON escapes control characters itself)
+    else:
+        write(res.text)                     # indexed text: escaped on a terminal, as search and show do
     if not args.quiet:
         for n in res.notices:
             err(f"note: {n}")

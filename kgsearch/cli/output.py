@@ -45,6 +45,11 @@ def out(text: str = "") -> None:
     sys.stdout.write(_for(sys.stdout, text) + "\n")
 
 
+def write(text: str) -> None:
+    """``text`` to stdout as it is (no newline added), sanitised on a terminal like :func:`out`."""
+    sys.stdout.write(_for(sys.stdout, text))
+
+
 def err(text: str) -> None:
     sys.stderr.write(_for(sys.stderr, text) + "\n")
 

@@ -26,6 +26,11 @@ __all__ = ["load_context", "load_graph", "pagerank_scores", "community_labels", 
 
 CODE_KINDS = frozenset({"module", "class", "function", "method"})
 ENTITY_KINDS = frozenset(_ENTITY_KINDS)
+# the walk copies a view without some edges (GraphContext.walk_graph) up to this many kept edges
+# (~18 MB with the walk's operator, an eighth of the phone's query budget; the code repositories
+# of the benchmarks keep 8K-18K); past it, the walk reads the view's rows (the same scores, a few
+# times slower)
+WALK_COPY_EDGES = 200_000
 ENTITY_DICT_MAX = 20_000        # entity/tag nodes: past this, names are matched in SQL (no resident dict)
 
 _WORDS = re.compile(r"[^\W_][\w'\-]*", re.UNICODE)
@@ -42,12 +47,19 @@ class SkipTypes:
         self.drop = np.asarray(sorted(set(type_ids)), dtype=np.int64)
         self.at_types = np.asarray(sorted(set(at_types)), dtype=np.int64)
         self.at_nodes = at_nodes
+        # (a table per type number: one gather per edge instead of np.isin's sort every step)
+        self._drop_t, self._at_t = _type_table(self.drop), _type_table(self.at_types)
+
+    def keep(self, a: np.ndarray, b: np.ndarray, t: np.ndarray) -> np.ndarray:
+        """Which of the edges ``a - b`` of types ``t`` the view has."""
+        keep = ~_in_table(self._drop_t, self.drop, t)
+        if self.at_nodes is not None and len(self.at_types):
+            keep &= ~(_in_table(self._at_t, self.at_types, t) & (self.at_nodes[a] | self.at_nodes[b]))
+        return keep
 
     def neighbors(self, nodes, direction: str = "out", types=None):
         node, nb, w, t = self.g.neighbors(nodes, direction, types)
-        keep = ~np.isin(t, self.drop)
-        if self.at_nodes is not None and len(self.at_types):
-            keep &= ~(np.isin(t, self.at_types) & (self.at_nodes[node] | self.at_nodes[nb]))
+        keep = self.keep(node, nb, t)
         return node[keep], nb[keep], w[keep], t[keep]
 
     def weight_of(self, pos) -> np.ndarray:
@@ -57,6 +69,37 @@ class SkipTypes:
         node, _, w, _ = self.neighbors(u, "both")
         return np.bincount(np.searchsorted(u, node), weights=w.astype(np.float64), minlength=len(u))[
             np.searchsorted(u, pos)]
+
+    def as_graph(self, max_edges: int | None = None) -> Graph | None:
+        """The view as an in-memory :class:`Graph` (``g`` must be one): the kept edges, whose
+        ``neighbors`` are the view's, in the view's order (a node's out-edges by target, its
+        in-edges by source, parallel edges as ``g`` has them; weights of ``g``'s dtype).
+        ``None`` when it would keep more than ``max_edges`` edges."""
+        g = self.g
+        src = np.repeat(np.arange(g.n, dtype=np.int64), np.diff(g.indptr))
+        dst = g.indices.astype(np.int64)
+        k = self.keep(src, dst, g.etype)
+        if max_edges is not None and int(k.sum()) > max_edges:
+            return None
+        return Graph.from_edges(src[k], dst[k], g.weights[k], g.n, g.etype[k], g.etype_names,
+                                weight_dtype=g.weights.dtype)
+
+
+def _type_table(ids: np.ndarray) -> np.ndarray:
+    """A boolean table over edge-type numbers (0..65535, :meth:`Graph.from_edges`), true at ``ids``."""
+    table = np.zeros(max(65536, int(ids.max(initial=-1)) + 1), dtype=bool)
+    table[ids] = True
+    return table
+
+
+def _in_table(table: np.ndarray, ids: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """``np.isin(t, ids)``, read from ``ids``' :func:`_type_table`."""
+    if not len(ids) or not len(t):
+        return np.zeros(len(t), dtype=bool)
+    if t.dtype.kind == "u" or int(t.min()) >= 0:
+        if t.dtype.itemsize <= 2 or int(t.max()) < len(table):
+            return table[t]
+    return np.isin(t, ids)
 
 
 def entity_words(text: str) -> list[str]:
@@ -139,7 +182,8 @@ class GraphContext:
     # -------------------------------------------------------------- walks and HITS
     def walk(self, seed_pos, seed_w=None, limit: int = 200, restart: float = 0.2,
              directed: bool = False, prune: float = 1e-5, skip: tuple[str, ...] = (),
-             skip_at: tuple[tuple[str, ...], tuple[str, ...]] = ((), ()), **kw) -> dict[int, float]:
+             skip_at: tuple[tuple[str, ...], tuple[str, ...]] = ((), ()), reference: bool = False,
+             **kw) -> dict[int, float]:
         """RWR from seed positions: ``{position: score}`` for the ``limit`` best nodes.
 
         The walk follows edges both ways (callers and callees, links and backlinks) unless
@@ -147,8 +191,13 @@ class GraphContext:
         graph: ~10 ms a query instead of ~70 ms, top-10 99% the same as the exact walk); other
         keywords go to :func:`~kgsearch.graph.kernels.pagerank.rwr`. ``skip``: edge type names
         the walk does not follow; ``skip_at`` (edge type names, node kinds): those types not
-        followed where either end is of those kinds (undirected walks only; walked over the rows
-        of a :class:`SkipTypes` view).
+        followed where either end is of those kinds (undirected walks only).
+
+        A walk that leaves edges out is the walk of :func:`~kgsearch.graph.kernels.rows_walk.
+        rwr_rows` over the rows of a :class:`SkipTypes` view. On an in-memory graph it runs as
+        the CSR walk's sparse phase over the view copied once into a :class:`Graph`
+        (:meth:`walk_graph`), which takes the same steps and gives the same dict, bit for bit
+        (``reference=True``: walk the view's rows, the slow reference).
         """
         seed_pos = np.asarray(seed_pos, dtype=np.int64)
         if not len(seed_pos) or self.graph.m == 0:
@@ -159,24 +208,39 @@ class GraphContext:
         drop = self.type_ids(skip) if skip and not directed else []
         at = self.type_ids(skip_at[0]) if skip_at[0] and not directed else []
         if (drop or at or isinstance(self.graph, StoredGraph)) and not directed:
-            mask = None
-            if at:
-                kinds = np.array([k in skip_at[1] for k in self.kind_names] + [False], dtype=bool)
-                mask = kinds[self.kinds]
-            g = SkipTypes(self.graph, drop, at, mask) if drop or at else self.graph
-            nodes, vals = rwr_rows(g, seed_pos, restart=restart, weights=w, prune=prune, **kw)
+            view, copy = self.walk_graph(drop, at, skip_at[1]) if drop or at else (self.graph, None)
+            if copy is not None and not reference:
+                # the sparse phase throughout: the rows walk has no dense phase (the CSR walk's
+                # dense steps sum in another order)
+                s = rwr(copy, seed_pos, restart=restart, weights=w, prune=prune, direction="both",
+                        **kw, sparse_fraction=float("inf"))
+                return _best(np.arange(len(s)), s, limit)
+            nodes, vals = rwr_rows(view, seed_pos, restart=restart, weights=w, prune=prune, **kw)
             order = np.argsort(nodes, kind="stable")          # (position order, as the CSR walk's)
-            nodes, vals = nodes[order], vals[order]
-            nz = np.flatnonzero(vals)
-            if len(nz) > limit:
-                nz = nz[np.argpartition(-vals[nz], limit - 1)[:limit]]
-            return dict(zip(nodes[nz].tolist(), vals[nz].tolist()))
+            return _best(nodes[order], vals[order], limit)
         s = rwr(self.graph, seed_pos, restart=restart, weights=w, prune=prune,
                 direction="out" if directed else "both", **kw)
-        nz = np.flatnonzero(s)
-        if len(nz) > limit:
-            nz = nz[np.argpartition(-s[nz], limit - 1)[:limit]]
-        return dict(zip(nz.tolist(), s[nz].tolist()))
+        return _best(np.arange(len(s)), s, limit)
+
+    def walk_graph(self, drop, at=(), at_kinds=()) -> tuple[SkipTypes, Graph | None]:
+        """The graph an undirected :meth:`walk` reads when it leaves edges out: the
+        :class:`SkipTypes` view without edge types ``drop`` and without types ``at`` where
+        either end is of a kind in ``at_kinds``, and (for an in-memory graph) the view copied
+        into a :class:`Graph` (with the operator the walk builds on it: about 90 bytes per kept edge) (``None`` for
+        stored rows, and past :data:`WALK_COPY_EDGES` kept edges: those walk the view's rows).
+        Built on first use and kept with the context (one per index generation)."""
+        drop, at = tuple(sorted(set(drop))), tuple(sorted(set(at)))
+        kinds = tuple(sorted(set(at_kinds))) if at else ()
+        key = f"walk_graph:{drop}:{at}:{kinds}"
+        hit = self._cache.get(key)
+        if hit is None:
+            mask = None
+            if at:
+                mask = np.array([k in kinds for k in self.kind_names] + [False], dtype=bool)[self.kinds]
+            view = SkipTypes(self.graph, drop, at, mask)
+            copy = view.as_graph(WALK_COPY_EDGES) if isinstance(self.graph, Graph) else None
+            hit = self._cache[key] = (view, copy)
+        return hit
 
     def hits_adjust(self, pos, seed_pos, pvec, top: int = 200) -> np.ndarray:
         """HITS on the ``top`` walk nodes (plus seeds); additive adjustments aligned with ``pos``.
@@ -324,6 +388,14 @@ class GraphContext:
                 for nid, sc in zip(self.ids_of(members[top]).tolist(), score[top].tolist()):
                     glob[nid] = max(glob.get(nid, 0.0), sc)
         return local, glob
+
+
+def _best(nodes: np.ndarray, vals: np.ndarray, limit: int) -> dict[int, float]:
+    """``{node: value}`` of the ``limit`` largest non-zero values (``nodes`` ascending)."""
+    nz = np.flatnonzero(vals)
+    if len(nz) > limit:
+        nz = nz[np.argpartition(-vals[nz], limit - 1)[:limit]]
+    return dict(zip(nodes[nz].tolist(), vals[nz].tolist()))
 
 
 def _load(ix) -> GraphContext | None:

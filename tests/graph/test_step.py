@@ -399,3 +399,39 @@ def test_walk_skips_edge_types_and_module_contains(ix):
     # ... and kept where no end is of the kind
     want = rwr(g, seeds, direction="both", **kw)
     assert np.allclose(as_vec(ctx.walk(seeds, skip_at=(("contains",), ("module",)), **kw)), want)
+
+
+def test_the_walks_copy_follows_a_reindex(ix):
+    """The copy the skipping walk reads (GraphContext.walk_graph) belongs to one index generation:
+    after a reindex that adds edges the walk reads them (the reference walk, over rows of the
+    new graph, agrees bit for bit), and the old context's copy is not reused."""
+    fill(ix)
+    with ix.transaction():
+        ix.conn.execute("INSERT INTO nodes(id, key, kind, name) VALUES (5, 'py:m', 'module', 'm')")
+        for dst in (10, 11, 15):
+            ix.conn.execute("INSERT INTO edges(src, dst, dst_name, type, weight) VALUES (5, ?, 'x', 'contains', 1.0)",
+                            (dst,))
+    gi.update(ix, ChangeSet(generation=1, full=True), {})
+    kw = dict(skip_at=(("contains",), ("module",)), prune=0, restart=0.2)
+    ctx = gctx.load_context(ix)
+    at = ctx.type_ids(["contains"])
+    m1 = ctx.walk_graph([], at, ["module"])[1].m
+    assert m1 == ctx.graph.m - 3                             # the module's contains edges left out
+    seeds = ctx.positions([10, 30])
+    one = ctx.walk(seeds, **kw)
+    assert one == ctx.walk(seeds, reference=True, **kw)
+    assert 5 not in ctx.ids_of(list(one)).tolist()           # the module is not reached
+    with ix.transaction():
+        ix.conn.execute("INSERT INTO nodes(id, key, kind, name) VALUES (40, 'py:e', 'function', 'e')")
+        ix.conn.execute("INSERT INTO edges(src, dst, dst_name, type) VALUES (40, 30, 'x', 'calls')")
+        ix.conn.execute("INSERT INTO edges(src, dst, dst_name, type) VALUES (5, 40, 'x', 'contains')")
+        ix.conn.execute("INSERT INTO edges(src, dst, dst_name, type) VALUES (40, 5, 'x', 'imports')")
+        ix.set_meta("generation", 2)
+    gi.update(ix, ChangeSet(generation=2, added=[40], edges_changed=True), {})
+    new = gctx.load_context(ix)
+    assert new is not ctx
+    assert new.walk_graph([], new.type_ids(["contains"]), ["module"])[1].m == m1 + 2     # + calls and imports, not contains
+    seeds = new.positions([10, 30])
+    two = new.walk(seeds, **kw)
+    assert two == new.walk(seeds, reference=True, **kw)
+    assert {40, 5} <= set(new.ids_of(list(two)).tolist())  # reached through the new edges
