@@ -20,6 +20,7 @@ Edges:
   without its leading elements (``x/y/z``, ``y/z``, ``z``: a GOPATH-style tree, or a checkout of
   ``x/y``); standard-library paths (``net/http``) are never folders of the tree.
 * ``calls``: ``f()`` -> the package's ``f``; ``pkg.F()`` -> ``F`` in the imported package
+  (and a composite literal ``T{..}``, ``&pkg.T{..}`` -> the type, as a Python ``Cls()`` call)
   (its import name: the alias, else the path's last element without a ``go-`` prefix or a
   ``.vN`` suffix); ``r.M()`` with ``r`` the method's receiver -> ``T.M``. Not resolved: calls on
   other values (their type is unknown), builtins, function values, and methods promoted
@@ -59,6 +60,8 @@ _BUILTINS = frozenset("append cap clear close complex copy delete imag len make 
                       "string uint uint8 uint16 uint32 uint64 uintptr any comparable func if for switch return go "
                       "defer select case range chan map struct interface type var const package import else".split())
 _GOMOD_CACHE: dict[str, tuple[int, str]] = {}
+# a composite literal's type (gofmt writes ``T{``, ``&pkg.T{``, ``[]T{``; a block's ``{`` follows a space)
+_LITERAL = re.compile(r"(?<![\w.])((?:[A-Za-z_]\w*\.)?[A-Za-z_]\w*)\{")
 
 
 def _module_path(path, root: str) -> tuple[str, str] | None:
@@ -274,4 +277,8 @@ def load(path, rel: str, opts, spec=GO):
     b.test_rank = 5 if b.flags & FLAG_TEST else 0
     b.scan_imports()
     b.scan()
-    return b.build([(at, split_chain(raw)) for at, raw in call_sites(lx.code, {d.name_at for d in b.defs})])
+    calls = [(at, split_chain(raw)) for at, raw in call_sites(lx.code, {d.name_at for d in b.defs})]
+    # a composite literal builds a value of its type, as a Python class call does: a calls edge
+    calls += [(m.start(1), m.group(1).split(".")) for m in _LITERAL.finditer(lx.code)]
+    calls.sort(key=lambda c: c[0])
+    return b.build(calls)

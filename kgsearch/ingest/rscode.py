@@ -72,6 +72,9 @@ _EXTERN_ROOTS = frozenset("std core alloc Some None Ok Err Box Vec String Option
                           "Send Sync Sized Unpin Fn FnMut FnOnce ToString ToOwned Borrow".split())
 # the standard library and its prelude: never in the tree
 _ATTR = re.compile(r"#\s*!?\s*\[")
+# what stands right before ``impl`` when it is a type (``f: impl Fn()``, ``-> impl Future``,
+# ``&mut impl Read``, ``Box<impl Trait>``, ``type T = impl Trait``), not an ``impl`` block
+_TYPE_BEFORE = re.compile(r"(?:[:,<=&+|]|->|\b(?:mut|dyn|as))\s*$")
 
 
 class _Rust(Builder):
@@ -240,6 +243,8 @@ class _Rust(Builder):
                     end = e.end() if e else end
                 d = Def("function", nm.group(1), item_start, end, o, nm.start(1), "macro")
             elif kw == "impl":
+                if _TYPE_BEFORE.search(code, max(0, item_start - 16), item_start):
+                    continue
                 at = m.end()
                 if code.startswith("<", at) or code[at:at + 3].lstrip().startswith("<"):
                     at = skip_angles(code, code.index("<", at))

@@ -27,6 +27,9 @@ Issue templates leave their instructions in HTML comments (``<!-- Please run car
 issue they are the same words. :func:`drop_comments` takes them out of a code task's text (words
 and anchors alike), except inside fenced code blocks, where ``<!--`` is code.
 
+Links are addresses: :func:`drop_links` keeps a Markdown link's label and a URL's path words and
+drops schemes, hosts, hashes and numbers from a code task's words (its anchors read the links).
+
 >>> quiet_paste('Python 3.8.5 (default, Jul 28 2020)\\n[GCC 9.3.0] on linux\\nfoo() fails\\n1.0 2.0 3.0 4.0 5.0')
 ('foo() fails', 3)
 """
@@ -34,7 +37,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["quiet_paste", "drop_comments", "REPEAT"]
+__all__ = ["quiet_paste", "drop_comments", "drop_links", "REPEAT"]
 
 REPEAT = 2          # lines of one shape kept (the first ones)
 
@@ -78,6 +81,58 @@ def drop_comments(text: str) -> tuple[str, int]:
 
     out = _FENCE_OR_COMMENT.sub(sub, text)
     return (re.sub(r"\n{3,}", "\n\n", out).strip(), n) if n else (text, 0)
+
+
+_URL = re.compile(r"\b(?:https?|ftp)://[^\s<>()\[\]{}\"'`|]+")
+_MD_LINK = re.compile(r"(!?)\[([^\]\n]*)\]\(\s*(?:https?|ftp)://[^\s()]*(?:\([^\s()]*\)[^\s()]*)*\s*\)")
+# a forge's file link: .../blob/<ref>/a/b.go (GitHub, GitLab's /-/blob/, Bitbucket's /src/)
+_BLOB = re.compile(r"(?:^|/)(?:-/)?(?:blob|tree|src|raw)/[^/]+/(?=[^/])")
+_NO_WORD = re.compile(r"^(?:[0-9a-f]{7,}|\d+|L\d+(?:-L?\d+)?|diff-[0-9a-f]+[LR]?\d*)$", re.I)   # hashes, ids, #L12
+
+
+def _path_words(url: str) -> str:
+    """The words of a URL's path and fragment: what may name code (``blob/<sha>/stats/stats.go``,
+    ``tokio/sync/mpsc/struct.Receiver.html#method.recv_many``), without hashes and numbers."""
+    rest = url.split("://", 1)[1]
+    path = rest.split("/", 1)[1] if "/" in rest else ""
+    path, _, frag = path.partition("#")
+    m = _BLOB.search(path)
+    head = re.split(r"[/?&=]+", path[:m.start()] if m else path) + re.split(r"[/?&=]+", frag)
+    words = [x for x in head if x and not _NO_WORD.match(x)]
+    if m:                                    # a file of a repository: its path, an anchor
+        words.append(path[m.end():].split("?")[0])
+    return " ".join(words)
+
+
+def drop_links(text: str) -> tuple[str, int]:
+    """``(text with its links reduced, links)``: a Markdown link keeps its label, an image
+    link nothing, a bare URL the words of its path (:func:`_path_words`). A link's scheme and
+    host (``https``, ``github.com``, ``user-images.githubusercontent.com``) are an address, not
+    words about the code; half of the issues of a GitHub tracker carry them. The text unchanged
+    (0) when it has none.
+
+    >>> drop_links("see [docs](https://docs.rs/x/latest/x/struct.A.html) ![img](https://i.io/1.png) "
+    ...            "at https://github.com/o/r/blob/9c3a9595696a/stats/stats.go#L68.")
+    ('see docs   at o r stats/stats.go.', 3)
+    """
+    if "://" not in text:
+        return text, 0
+    n = 0
+
+    def md(m: re.Match) -> str:
+        nonlocal n
+        n += 1
+        return " " if m.group(1) else m.group(2)
+
+    def bare(m: re.Match) -> str:
+        nonlocal n
+        n += 1
+        url = m.group(0)
+        cut = len(url.rstrip(".,;:!?"))              # the sentence's punctuation stays
+        return _path_words(url[:cut]) + url[cut:]
+
+    out = _URL.sub(bare, _MD_LINK.sub(md, text))
+    return (out, n) if n else (text, 0)
 
 
 def _shape(line: str) -> str:

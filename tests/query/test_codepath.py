@@ -14,7 +14,7 @@ from kgsearch.query.anchors import follow_calls, resolve, use_specificity
 from kgsearch.query.code import implemented_stubs, is_vendored, stub_implementations
 from kgsearch.query.codetask import Anchor, extract
 from kgsearch.query.group import group_by_file
-from kgsearch.query.paste import drop_comments, quiet_paste
+from kgsearch.query.paste import drop_comments, drop_links, quiet_paste
 from kgsearch.types import FLAG_VENDORED
 
 
@@ -183,6 +183,33 @@ def test_parse_leaves_a_code_tasks_template_comments_out_of_words_and_anchors():
     assert "load_config" in {a.text for a in q.anchors} and "diagnostics_info" not in {a.text for a in q.anchors}
     # not a code task once the comment is gone: the text stays as written
     short = "how do I write <!-- comments --> in markdown"
+    assert parse(short).text == short
+
+
+def test_drop_links_keeps_labels_and_path_words_not_addresses():
+    text = ("Since [this commit](https://github.com/grpc/grpc-go/commit/24638f5984c5#diff-e2d91404dL762) "
+            "the field is unset (see https://github.com/grpc/grpc-go/blob/9c3a95956/stats/stats.go#L68).\n"
+            "![image](https://user-images.githubusercontent.com/5668416/103511419-e18b.png)\n"
+            "Like https://docs.rs/tokio/latest/tokio/sync/mpsc/struct.Receiver.html#method.recv_many, "
+            "or ftp://host")
+    kept, n = drop_links(text)
+    assert n == 5
+    assert kept == ("Since this commit the field is unset (see grpc grpc-go stats/stats.go).\n \n"
+                    "Like tokio latest tokio sync mpsc struct.Receiver.html method.recv_many, or ")
+    assert drop_links("no link: a::b and C:/x") == ("no link: a::b and C:/x", 0)
+
+
+def test_parse_reads_a_code_tasks_links_for_anchors_not_for_words():
+    from kgsearch.query.parse import parse
+    issue = ("`InPayload.WireLength` is not set by `recvAndDecompress` any more, see "
+             "https://github.com/grpc/grpc-go/blob/9c3a9595696a7a50ae/stats/stats.go#L68 and "
+             "[the docs](https://pkg.go.dev/google.golang.org/grpc/stats#InPayload)")
+    q = parse(issue)
+    assert q.code_task
+    assert not {"https", "github", "com", "pkg", "dev", "googl"} & set(q.terms), q.terms
+    assert "grpc grpc-go stats/stats.go and the docs" in q.text
+    assert "InPayload.WireLength" in {a.text for a in q.anchors}                # anchors as before
+    short = "how do I link https://github.com/x in markdown"          # not a code task: as written
     assert parse(short).text == short
 
 
