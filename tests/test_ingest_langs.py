@@ -546,3 +546,154 @@ def test_format_forces_any_language_loader(tmp_path, fmt, text, kind):
     with Index.open(db, readonly=True) as ix:
         kinds = [k for (k,) in ix.conn.execute("SELECT kind FROM nodes WHERE name IN ('split_off', 'SplitOff', 'splitOff')")]
     assert kinds == [kind]
+
+
+def calls_of(edges, src):
+    return {d for s, t, d in edges if s == src and t == "calls"}
+
+
+def test_rust_methods_on_values_of_declared_types(tmp_path):
+    # `self.chan.recv()` reaches the channel's implementation through the field's declared type
+    # (tokio: `Receiver::recv_many` -> `chan::Rx::recv_many`); parameters and `let x: T` alike;
+    # through references and Arc/Mutex-style wrappers, the innermost in-tree type first
+    files = {
+        "Cargo.toml": '[package]\nname = "chan"\nversion = "0.1.0"\n',
+        "src/lib.rs": "mod chan;\nmod pool;\npub mod recv;\n",
+        "src/chan.rs": """\
+            pub struct Rx<T> { v: Vec<T> }
+            impl<T> Rx<T> {
+                pub fn recv(&mut self) -> Option<T> { None }
+                pub fn len(&self) -> usize { 0 }
+            }
+            pub struct Store;
+            impl Store { pub fn put(&self) {} }
+            """,
+        "src/pool.rs": "pub struct Pool;\nimpl Pool { pub fn get(&self) {} }\n",
+        "src/recv.rs": """\
+            use std::sync::{Arc, Mutex};
+            use crate::chan::{self, Store};
+            use crate::pool::Pool;
+
+            pub struct Receiver<T> {
+                chan: chan::Rx<T>,
+                shared: Arc<Mutex<Store>>,
+                items: Vec<Store>,
+                gen: T,
+            }
+
+            impl<T> Receiver<T> {
+                pub fn recv(&mut self) -> Option<T> {
+                    self.chan.recv()
+                }
+                pub fn put(&self) {
+                    self.shared.put();
+                    self.items.len();
+                    self.gen.put();
+                }
+                pub fn take<P: Clone>(&self, pool: &mut Pool, p: P, n: usize) {
+                    pool.get();
+                    p.get();
+                    n.get();
+                    let s: Store = Store;
+                    s.put();
+                    let t = Store;
+                    t.put();
+                }
+                pub fn shadowed(&self, s: &Store) {
+                    s.put();
+                    let s = other();
+                    for pool in list() { pool.get(); }
+                }
+            }
+            """,
+    }
+    _, edges = build(tmp_path, files)
+    r, c = "rs:src/recv.rs:Receiver.", "rs:src/chan.rs:"
+    assert calls_of(edges, r + "recv") == {c + "Rx.recv"}
+    assert calls_of(edges, r + "put") == {c + "Store.put"}          # Arc<Mutex<Store>>; not Vec's len, not T's
+    assert calls_of(edges, r + "take") == {"rs:src/pool.rs:Pool.get", c + "Store.put"}   # not P, usize, `let t =`
+    assert calls_of(edges, r + "shadowed") == {None}    # other(), list() unresolved; `s`, `pool` rebound: no edge
+
+
+def test_rust_field_declared_differently_by_two_structs_of_one_name_gives_no_edge(tmp_path):
+    files = {
+        "Cargo.toml": '[package]\nname = "io"\nversion = "0.1.0"\n',
+        "src/lib.rs": """\
+            pub struct A;
+            impl A { pub fn flush(&self) {} }
+            pub struct B;
+            impl B { pub fn flush(&self) {} }
+            #[cfg(unix)]
+            pub struct Conn { io: A }
+            #[cfg(windows)]
+            pub struct Conn { io: B }
+            impl Conn {
+                pub fn flush(&self) { self.io.flush(); }
+            }
+            """,
+    }
+    _, edges = build(tmp_path, files)
+    assert not calls_of(edges, "rs:src/lib.rs:Conn.flush")
+
+
+def test_go_methods_on_values_of_declared_types(tmp_path):
+    # `s.conn.Write()` reaches the connection's method through the field's declared type; an
+    # embedded field by its type's name; typed parameters (grouped, variadic) and `var x T`
+    files = {**GO, "srv/srv.go": """\
+        package srv
+
+        import "example.com/shop/pricing"
+
+        type Listener interface {
+        \tAccept() error
+        }
+
+        type Queue struct{}
+
+        func (q *Queue) Push(x int) {}
+
+        type Server struct {
+        \t*Queue
+        \tconn, backup *Conn "json"
+        \trule pricing.Rule
+        \tconns []*Conn
+        \tinner struct {
+        \t\tq Listener
+        \t}
+        }
+
+        type Conn struct{}
+
+        func (c *Conn) Write() {}
+
+        func (s *Server) Serve(l, m Listener, opts ...Conn) {
+        \ts.conn.Write()
+        \ts.backup.Write()
+        \ts.rule.Apply(1)
+        \ts.Queue.Push(1)
+        \ts.conns.Write()
+        \ts.q.Accept()
+        \tl.Accept()
+        \tm.Accept()
+        \topts.Write()
+        \tvar q Queue
+        \tq.Push(2)
+        }
+
+        func Run(c *Conn, n int) {
+        \tc.Write()
+        \tif n > 0 {
+        \t\tc := other()
+        \t\tc.Write()
+        \t}
+        \tvar x = other()
+        \tx.Write()
+        }
+
+        func other() *Conn { return nil }
+        """}
+    _, edges = build(tmp_path, files)
+    g = "go:srv/srv.go:"
+    assert calls_of(edges, g + "Server.Serve") == {
+        g + "Conn.Write", "go:pricing/pricing.go:Rule.Apply", g + "Queue.Push", g + "Listener.Accept"}
+    assert calls_of(edges, g + "Run") == {g + "other"}       # `c` rebound by :=, `x` untyped: no edge

@@ -22,9 +22,14 @@ Edges:
 * ``calls``: ``f()`` -> the package's ``f``; ``pkg.F()`` -> ``F`` in the imported package
   (and a composite literal ``T{..}``, ``&pkg.T{..}`` -> the type, as a Python ``Cls()`` call)
   (its import name: the alias, else the path's last element without a ``go-`` prefix or a
-  ``.vN`` suffix); ``r.M()`` with ``r`` the method's receiver -> ``T.M``. Not resolved: calls on
-  other values (their type is unknown), builtins, function values, and methods promoted
-  from embedded fields.
+  ``.vN`` suffix); ``r.M()`` with ``r`` the method's receiver -> ``T.M``. Methods on values whose
+  type is declared: ``r.field.M()`` (the field's type in the receiver type's ``struct``, in the
+  same file; an embedded field by its type's name) and ``x.M()`` for a parameter ``x T`` or a
+  local ``var x T`` -> ``T.M`` (``*T``, ``pkg.T``, ``T[K]`` alike). A name declared twice with
+  other types, or also bound by ``:=`` (which may shadow it), a field two types of that name
+  declare differently, slices, maps, channels and function types give no edge. Not resolved:
+  calls on other values (``x := f()``: no inference), builtins, function values, methods
+  promoted from embedded fields, a ``struct`` declared in another file than the method.
 * ``inherits``: a struct or an interface -> the types it embeds.
 """
 from __future__ import annotations
@@ -62,6 +67,47 @@ _BUILTINS = frozenset("append cap clear close complex copy delete imag len make 
 _GOMOD_CACHE: dict[str, tuple[int, str]] = {}
 # a composite literal's type (gofmt writes ``T{``, ``&pkg.T{``, ``[]T{``; a block's ``{`` follows a space)
 _LITERAL = re.compile(r"(?<![\w.])((?:[A-Za-z_]\w*\.)?[A-Za-z_]\w*)\{")
+# declared types: a named type, through pointers (``*pkg.T``, ``T[K]``); not []T, map, chan, func
+_DECL_TYPE = re.compile(r"\s*\**\s*((?:\w+\.)?\w+)\s*(?:\[|$)")
+_FIELD_LINE = re.compile(r"(?m)^[ \t]*(\w+(?:[ \t]*,[ \t]*\w+)*)[ \t]+([^\s\"][^\n\"]*?)[ \t]*(?:\"[ \t]*\")?[ \t]*$")
+_VAR = re.compile(r"\bvar[ \t]+(\w+)[ \t]*([^=\n;]*)")
+_SHORT = re.compile(r"(\w+(?:[ \t]*,[ \t]*\w+)*)[ \t]*:=")
+_FUNC_LIT = re.compile(r"\bfunc[ \t]*\(")
+
+
+def _type_name(t: str) -> str | None:
+    """The named type a declared type reads (``*pkg.T`` -> ``pkg.T``; ``[]T``, ``map[K]V``,
+    ``chan T``, ``func()`` -> ``None``)."""
+    m = _DECL_TYPE.match(t)
+    if m is None or m.group(1).split(".")[0] in _BUILTINS:
+        return None
+    return m.group(1)
+
+
+def _params(s: str) -> list[tuple[str, str]]:
+    """(name, type) of a parameter list's text (``a, b int, c *T`` -> a int, b int, c *T);
+    ``[]`` for an unnamed list (``int, string``)."""
+    pieces, depth, start = [], 0, 0
+    for i, ch in enumerate(s):
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            pieces.append(s[start:i].strip())
+            start = i + 1
+    pieces.append(s[start:].strip())
+    split = [re.match(r"(\w+)\s+(\S.*)$", p, re.S) for p in pieces]
+    if not any(m and m.group(1) not in _BUILTINS for m in split):
+        return []
+    out, typ = [], None
+    for p, m in zip(reversed(pieces), reversed(split)):
+        if m and m.group(1) not in _BUILTINS:
+            typ = m.group(2)
+            out.append((m.group(1), typ))
+        elif re.fullmatch(r"\w+", p) and typ:
+            out.append((p, typ))
+    return out
 
 
 def _module_path(path, root: str) -> tuple[str, str] | None:
@@ -179,6 +225,7 @@ class _Go(Builder):
                 d.data["recv"], d.data["type"] = (r.group(1) if r else None), rtype
             else:
                 d = Def("function", name, start, end, body, m.start("name"), "func")
+            d.data["params"] = (m.end(), close)
             defs.append(d)
         for m in _TYPE.finditer(code):
             if m.group(1):
@@ -250,13 +297,77 @@ class _Go(Builder):
             return [f"{f}:{t}" for f in self.pkgs.get(pkg, [])]
         return [f"{self.dir}:{name}"]
 
+    # ---- declared types --------------------------------------------------------------------
+    def _vars(self, fn: Def) -> dict[str, str | None]:
+        """A function's names with their declared types (parameters, ``var x T``, function
+        literals' parameters); ``None`` where a name is declared twice with other types or
+        also bound by ``:=``."""
+        got = fn.data.get("vars")
+        if got is not None:
+            return got
+        code, pairs = self.lx.code, self.lx.pairs
+        out: dict[str, str | None] = {}
+
+        def bind(name: str, typ: str | None) -> None:
+            typ = re.sub(r"\s+", " ", typ).strip() if typ else None
+            out[name] = None if name in out and out[name] != typ else typ
+        p = fn.data.get("params")
+        if p:
+            for name, typ in _params(code[p[0]:p[1]]):
+                bind(name, typ)
+        if fn.body is not None:
+            lo, hi = fn.body, fn.end
+            for m in _VAR.finditer(code, lo, hi):
+                bind(m.group(1), m.group(2).strip() or None)
+            for m in _SHORT.finditer(code, lo, hi):
+                for name in re.split(r"[ \t]*,[ \t]*", m.group(1)):
+                    bind(name, None)
+            for m in _FUNC_LIT.finditer(code, lo, hi):
+                for name, typ in _params(code[m.end():pairs.get(m.end() - 1, m.end())]):
+                    bind(name, typ)
+        fn.data["vars"] = out
+        return out
+
+    def _field_type(self, typ: str, field: str) -> str | None:
+        """The declared type of ``field`` in the file's ``type typ struct`` (an embedded field
+        answers to its type's name); ``None`` when not found or declared differently twice."""
+        code, pairs = self.lx.code, self.lx.pairs
+        found: set[str] = set()
+        for d in self.defs:
+            if d.decl != "struct" or d.name != typ or d.body is None:
+                continue
+            close = pairs.get(d.body, d.end)
+            nested = [(o, pairs.get(o, close)) for o in range(d.body + 1, close) if code[o] in "{(" and o in pairs]
+            for m in _FIELD_LINE.finditer(code, d.body + 1, close):
+                if any(o < m.start() < c for o, c in nested):
+                    continue
+                if field in re.split(r"[ \t]*,[ \t]*", m.group(1)):
+                    found.add(re.sub(r"\s+", " ", m.group(2)).strip())
+            for e in _EMBED.finditer(code, d.body + 1, close):
+                if e.group(1).rsplit(".", 1)[-1] == field and not any(o < e.start() < c for o, c in nested):
+                    found.add(e.group(1))
+        return found.pop() if len(found) == 1 else None
+
+    def _method_of(self, typ: str | None, method: str) -> list[str]:
+        t = _type_name(typ) if typ else None
+        if not t:
+            return []
+        pkg, _, name = t.rpartition(".")
+        return [f"{f}:{name}.{method}" for f in self.pkgs.get(pkg, [])] if pkg else [f"{self.dir}:{name}.{method}"]
+
     # ---- calls -----------------------------------------------------------------------------
     def call_candidates(self, scope: Def, parts: list[str]) -> list[str]:
         head = parts[0]
         if len(parts) == 1:
             return [] if head in _BUILTINS else [f"{self.dir}:{head}"]
+        typed = scope.kind != "class" and scope.kind != "module"
+        recv = scope.data.get("recv")
+        if len(parts) == 3 and typed and recv and head == recv and scope.data.get("type"):
+            return self._method_of(self._field_type(scope.data["type"], parts[1]), parts[2])
         if len(parts) != 2:
             return []
+        if typed and head != recv and head in self._vars(scope):
+            return self._method_of(self._vars(scope)[head], parts[1])
         if head in self.pkgs:
             return [f"{f}:{parts[1]}" for f in self.pkgs[head]]
         recv = scope.data.get("recv")

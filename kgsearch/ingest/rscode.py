@@ -28,9 +28,17 @@ Edges:
   crate root).
 * ``calls``: ``f()``, ``path::f()``, ``Type::f()``, ``Self::f()``, ``self.f()`` and macro calls
   ``m!(..)``, resolved through the module's items, its ``use`` names and globs, and the
-  ``impl``'s type. Not resolved: methods on other values (``x.f()``: their type is unknown),
-  trait methods reached through a generic, calls into crates outside the tree, the standard
-  macros.
+  ``impl``'s type. Methods on values whose type is declared: ``self.field.f()`` (the field's
+  type in the ``struct`` of the ``impl``'s type, in the same file) and ``x.f()`` for a parameter
+  ``x: Type`` or a local ``let x: Type`` -> ``Type::f``; through references and the wrappers
+  ``Arc``, ``Rc``, ``Box``, ``Pin``, ``Cow``, ``Mutex``, ``RwLock``, ``RefCell``, ``Cell`` ...
+  the innermost type first (``Arc<Mutex<Inner>>``: ``Inner::f``, else ``Mutex::f``, else
+  ``Arc::f``). A name bound more than once with other types (or also untyped: ``let x = ..``,
+  ``for x in``, a closure's ``|x|``, ``Some(x)``), a field that two ``struct`` items of that
+  name declare differently, a generic parameter and collections (``Vec<T>``, ``Option<T>``) give no
+  edge. Not resolved: methods on other values (``x.f()`` with ``x`` untyped: no inference),
+  ``self.0.f()``, a ``struct`` in another file than its ``impl``, trait methods reached
+  through a generic, calls into crates outside the tree, the standard macros.
 * ``inherits``: a trait -> its supertraits; ``implements``: an ``impl Trait for Type`` -> the trait.
 """
 from __future__ import annotations
@@ -75,6 +83,87 @@ _ATTR = re.compile(r"#\s*!?\s*\[")
 # what stands right before ``impl`` when it is a type (``f: impl Fn()``, ``-> impl Future``,
 # ``&mut impl Read``, ``Box<impl Trait>``, ``type T = impl Trait``), not an ``impl`` block
 _TYPE_BEFORE = re.compile(r"(?:[:,<=&+|]|->|\b(?:mut|dyn|as))\s*$")
+# wrappers a method call on the value may reach through to the wrapped type (Deref, or a lock
+# whose own methods the tree may define): the innermost type that has the method wins
+_WRAPPERS = frozenset("Arc Rc Box Pin Cow Mutex RwLock RefCell Cell UnsafeCell ManuallyDrop CachePadded".split())
+_PRIMITIVES = frozenset("bool char str u8 u16 u32 u64 u128 usize i8 i16 i32 i64 i128 isize f32 f64 Self".split())
+_TYPE_REFS = re.compile(r"(?:&\s*(?:'\w+\s*)?|\bmut\s+|\bdyn\s+|\bimpl\s+|\*\s*(?:const|mut)\s+)+")
+_TYPE_PATH = re.compile(r"\s*((?:\w+\s*::\s*)*\w+)\s*(<)?")
+_PARAM = re.compile(r"(?:mut\s+)?(\w+)\s*:(?!:)\s*(.+)$", re.S)
+_FIELD = re.compile(r"(?:pub\s*(?:\([^()]*\))?\s*)?(?:r#)?(\w+)\s*:(?!:)\s*(.+)$", re.S)
+_LET = re.compile(r"\blet\s+(?:mut\s+)?(\w+)\s*(:(?!:))?")
+# other bindings that may shadow a typed name: for loops, closures' parameters, patterns
+_REBIND = re.compile(r"\bfor\s+(?:mut\s+)?(\w+)\s+in\b|(?:Some|Ok|Err)\s*\(\s*(?:ref\s+)?(?:mut\s+)?(\w+)\s*\)")
+_CLOSURE = re.compile(r"(?:^|[(,=]|\bmove)\s*\|([^|]*)\|")
+
+
+def _split_top(s: str) -> list[str]:
+    """``s`` split at its top-level commas (not inside ``()``, ``[]``, ``{}`` or ``<>``; ``->``
+    is no bracket)."""
+    out, depth, start = [], 0, 0
+    for i, ch in enumerate(s):
+        if ch in "([{<":
+            depth += 1
+        elif ch in ")]}" or ch == ">" and (i == 0 or s[i - 1] != "-"):
+            depth -= 1
+        elif ch == "," and depth == 0:
+            out.append(s[start:i])
+            start = i + 1
+    out.append(s[start:])
+    return [x.strip() for x in out if x.strip()]
+
+
+def _strip_attrs(s: str) -> str:
+    """``s`` without the ``#[..]`` attributes it starts with."""
+    s = s.lstrip()
+    while s.startswith("#"):
+        i = s.find("[")
+        if i < 0:
+            return s
+        depth = 0
+        for j in range(i, len(s)):
+            if s[j] == "[":
+                depth += 1
+            elif s[j] == "]":
+                depth -= 1
+                if depth == 0:
+                    break
+        s = s[j + 1:].lstrip()
+    return s
+
+
+def _generic_names(s: str) -> set[str]:
+    """The parameter names of a generic list's text without its ``<>`` (lifetimes left out)."""
+    out = set()
+    for p in _split_top(s):
+        p = re.sub(r"^const\s+", "", p)
+        m = re.match(r"(\w+)", p)
+        if m and not p.startswith("'"):
+            out.add(m.group(1))
+    return out
+
+
+def type_spine(t: str) -> list[list[str]]:
+    """The paths of a declared type, outermost first, read through references and the wrappers a
+    method call reaches through: ``&mut Arc<chan::Chan<T>>`` -> ``[['Arc'], ['chan', 'Chan']]``;
+    ``Vec<T>`` -> ``[['Vec']]``; ``[T]``, ``(A, B)``, ``fn()`` -> ``[]``."""
+    out: list[list[str]] = []
+    for _ in range(8):
+        r = _TYPE_REFS.match(t)
+        if r:
+            t = t[r.end():]
+        m = _TYPE_PATH.match(t)
+        if m is None:
+            break
+        path = [x.strip() for x in m.group(1).split("::")]
+        out.append(path)
+        if not m.group(2) or path[-1] not in _WRAPPERS:
+            break
+        args = [a for a in _split_top(t[m.end():].rsplit(">", 1)[0]) if not a.startswith("'")]
+        if not args:
+            break
+        t = args[0]
+    return out
 
 
 class _Rust(Builder):
@@ -91,6 +180,7 @@ class _Rust(Builder):
         self.modpath = [re.sub(r"\W", "_", p) for p in parts]
         self.uses: dict[str, list[str]] = {}       # bound name -> candidate dotted paths
         self.globs: list[list[str]] = []
+        self.extern_uses: set[str] = set()           # names bound by ``use std::..`` (never in the tree)
 
     def module_name(self) -> str:
         base = self.rel.rsplit("/", 1)[-1][:-3]
@@ -169,6 +259,8 @@ class _Rust(Builder):
             tree = re.sub(r"\s*([{},])\s*", r"\1", tree)
             for path, bound in expand_use(tree):
                 if path[0] in _EXTERN_ROOTS:
+                    if bound:
+                        self.extern_uses.add(bound)
                     continue
                 cands = self.resolve_path(path, self._scope_at(m.start()))
                 if bound is None:
@@ -258,6 +350,7 @@ class _Rust(Builder):
                 if not name:
                     continue
                 d = Def("class", name, item_start, pairs.get(body, n) + 1, body, at, "impl")
+                d.data["gen"] = (m.end(), at)
                 if trait:
                     tr = type_name(trait.lstrip("!"))
                     d.props["trait"] = tr
@@ -281,6 +374,11 @@ class _Rust(Builder):
                 end = pairs.get(stop, n) + 1 if body is not None else stop + 1
                 kind = "function" if kw == "fn" else "class"
                 d = Def(kind, nm.group(1), item_start, end, body, nm.start(1), kw if kw != "fn" else "fn")
+                d.data["gen"] = (nm.end(), at)
+                if kw == "fn":
+                    p = code.find("(", at, stop)
+                    if p >= 0:
+                        d.data["params"] = (p + 1, pairs.get(p, p))
                 if kw == "trait" and body is not None:
                     sup = code[at:body]
                     if ":" in sup:
@@ -303,7 +401,97 @@ class _Rust(Builder):
                     d.bases.append((self.resolve_path(sup, d.parent), d.name_at))
 
     # ---- calls -------------------------------------------------------------------------
+    # ---- declared types ----------------------------------------------------------------
+    def _generics(self, scope: Def) -> set[str]:
+        """Generic parameter names in force in ``scope`` (its own, its ``impl``'s, ...)."""
+        out: set[str] = set()
+        code = self.lx.code
+        d = scope
+        while d is not None and d is not self.mod:
+            g = d.data.get("gen")
+            if g and "<" in code[g[0]:g[1]]:
+                txt = code[g[0]:g[1]]
+                out |= _generic_names(txt[txt.index("<") + 1:txt.rindex(">")] if ">" in txt else "")
+            d = d.parent
+        return out
+
+    def _vars(self, fn: Def) -> dict[str, str | None]:
+        """A function's names with their declared types (parameters, ``let x: T``); ``None``
+        where a name is bound more than once with another type or also untyped."""
+        got = fn.data.get("vars")
+        if got is not None:
+            return got
+        code = self.lx.code
+        out: dict[str, str | None] = {}
+
+        def bind(name: str, typ: str | None) -> None:
+            typ = re.sub(r"\s+", " ", typ).strip() if typ else None
+            if name in out and out[name] != typ:
+                out[name] = None
+            else:
+                out[name] = typ
+        p = fn.data.get("params")
+        if p:
+            for piece in _split_top(code[p[0]:p[1]]):
+                m = _PARAM.match(_strip_attrs(piece))
+                if m and m.group(1) != "self":
+                    bind(m.group(1), m.group(2))
+        if fn.body is not None:
+            lo, hi = fn.body, fn.end
+            for m in _LET.finditer(code, lo, hi):
+                typ = None
+                if m.group(2):
+                    e = m.end()
+                    stop = len(code)
+                    for ch in "=;":
+                        k = code.find(ch, e, hi)
+                        if 0 <= k < stop:
+                            stop = k
+                    typ = code[e:stop].strip() if stop < len(code) else None
+                bind(m.group(1), typ or None)
+            for m in _REBIND.finditer(code, lo, hi):
+                bind(m.group(1) or m.group(2), None)
+            for m in _CLOSURE.finditer(code, lo, hi):
+                for w in re.findall(r"(?<![:\w])(\w+)\s*(?=[:,]|$)", m.group(1)):
+                    bind(w, None)
+        fn.data["vars"] = out
+        return out
+
+    def _field_type(self, typ: str, field: str) -> str | None:
+        """The declared type of ``field`` in the file's ``struct typ`` (``None``: no such
+        struct or field, or two structs of that name that declare it differently)."""
+        code, pairs = self.lx.code, self.lx.pairs
+        found: set[str] = set()
+        for d in self.defs:
+            if d.decl != "struct" or d.name != typ or d.body is None or code[d.body] != "{":
+                continue
+            for piece in _split_top(code[d.body + 1:pairs.get(d.body, d.end)]):
+                m = _FIELD.match(_strip_attrs(piece))
+                if m and m.group(1) == field:
+                    found.add(re.sub(r"\s+", " ", m.group(2)).strip())
+        return found.pop() if len(found) == 1 else None
+
+    def _method_of(self, typ: str | None, method: str, scope: Def) -> list[str]:
+        """Candidates for ``method`` on a value of the declared type ``typ``, innermost first."""
+        if not typ:
+            return []
+        gen = self._generics(scope)
+        out: list[str] = []
+        for path in reversed(type_spine(typ)):
+            if path[0] in _EXTERN_ROOTS or path[0] in _KEYWORDS or path[0] in gen or len(path) == 1 and (
+                    path[0] in _PRIMITIVES or path[0] in self.extern_uses):
+                continue
+            out += self.resolve_path(path + [method], scope)
+        return out
+
     def call_candidates(self, scope: Def, parts: list[str]) -> list[str]:
+        if parts[0] == ".":                     # a method on a value of a declared type
+            if scope.kind == "class" or scope.kind == "module":
+                return []
+            if parts[1] == "self":
+                t = self._self_type(scope)
+                return self._method_of(self._field_type(t, parts[2]), parts[3], scope) if t else []
+            return self._method_of(self._vars(scope).get(parts[1]), parts[2], scope)
         if parts[0] == "!":                     # a macro call
             name = parts[1:]
             if len(name) == 1 and name[0] in _STD_MACROS or name[0] in _EXTERN_ROOTS:
@@ -334,10 +522,16 @@ def load(path, rel: str, opts, spec=RUST):
             ai += 1
         if ai < len(attrs) and attrs[ai][0] < at:
             continue                            # inside #[...]
-        if "." in raw:                          # value.method(): the value's type is unknown
+        if "." in raw:                          # value.method(): by the value's declared type
             s = _SELF_CALL.fullmatch(raw)
             if s:
                 calls.append((at, ["self", s.group(1)]))
+                continue
+            parts = split_chain(raw)
+            if "?" in raw or ":" in raw or not all(x.isidentifier() for x in parts):
+                continue
+            if len(parts) == 3 and parts[0] == "self" or len(parts) == 2 and parts[0] != "self":
+                calls.append((at, ["."] + parts))
             continue
         calls.append((at, split_chain(raw)))
     rev = code[::-1]
