@@ -688,7 +688,11 @@ def test_go_methods_on_values_of_declared_types(tmp_path):
         \t}
         \tvar x = other()
         \tx.Write()
+        \tpricing := pricing.Discount(1)
+        \t_ = pricing
         }
+
+        func Use(pricing *Conn) { pricing.Write() }
 
         func other() *Conn { return nil }
         """}
@@ -696,4 +700,6 @@ def test_go_methods_on_values_of_declared_types(tmp_path):
     g = "go:srv/srv.go:"
     assert calls_of(edges, g + "Server.Serve") == {
         g + "Conn.Write", "go:pricing/pricing.go:Rule.Apply", g + "Queue.Push", g + "Listener.Accept"}
-    assert calls_of(edges, g + "Run") == {g + "other"}       # `c` rebound by :=, `x` untyped: no edge
+    # `c` rebound by :=, `x` untyped: no edge; `pricing := pricing.F()` still calls the package
+    assert calls_of(edges, g + "Run") == {g + "other", "go:pricing/pricing.go:Discount"}
+    assert calls_of(edges, g + "Use") == {g + "Conn.Write"}  # a typed parameter shadows the package

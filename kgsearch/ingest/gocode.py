@@ -366,8 +366,8 @@ class _Go(Builder):
             return self._method_of(self._field_type(scope.data["type"], parts[1]), parts[2])
         if len(parts) != 2:
             return []
-        if typed and head != recv and head in self._vars(scope):
-            return self._method_of(self._vars(scope)[head], parts[1])
+        if typed and head != recv and self._vars(scope).get(head):
+            return self._method_of(self._vars(scope)[head], parts[1])     # a typed name shadows a package
         if head in self.pkgs:
             return [f"{f}:{parts[1]}" for f in self.pkgs[head]]
         recv = scope.data.get("recv")
