@@ -703,3 +703,44 @@ def test_go_methods_on_values_of_declared_types(tmp_path):
     # `c` rebound by :=, `x` untyped: no edge; `pricing := pricing.F()` still calls the package
     assert calls_of(edges, g + "Run") == {g + "other", "go:pricing/pricing.go:Discount"}
     assert calls_of(edges, g + "Use") == {g + "Conn.Write"}  # a typed parameter shadows the package
+
+
+@pytest.mark.parametrize("lang", ["go", "rust"])
+def test_declared_field_types_are_read_once_per_file(tmp_path, monkeypatch, lang):
+    """Each ``self.field.f()`` / ``r.field.M()`` call site read its struct's fields again: a file
+    of n fields and n such calls cost n^2 (2,000 of each: 6.8 s for one Go file, 4.4 s for one
+    Rust file). The file's struct fields are read once; the edges are the same."""
+    import re as re_mod
+
+    from kgsearch.ingest import gocode, rscode
+    from kgsearch.types import LoadOptions
+
+    n = 60
+    if lang == "go":
+        src = ("package x\n\n" + "".join(f"type T{i} struct{{}}\n\nfunc (t *T{i}) Run() {{}}\n\n" for i in range(7))
+               + "type S struct {\n" + "".join(f"\tf{i} *T{i % 7}\n" for i in range(n)) + "}\n\n"
+               + "func (r *S) Go() {\n" + "".join(f"\tr.f{i}.Run()\n" for i in range(n)) + "}\n")
+        mod, attr, path = gocode, "_FIELD_LINE", tmp_path / "x.go"
+    else:
+        src = ("".join(f"struct T{i};\n\nimpl T{i} {{\n    fn run(&self) {{}}\n}}\n\n" for i in range(7))
+               + "struct S {\n" + "".join(f"    f{i}: T{i % 7},\n" for i in range(n)) + "}\n\n"
+               + "impl S {\n    fn go(&self) {\n" + "".join(f"        self.f{i}.run();\n" for i in range(n)) + "    }\n}\n")
+        mod, attr, path = rscode, "_FIELD", tmp_path / "x.rs"
+    path.write_text(src)
+    real = getattr(mod, attr)
+    used = []
+
+    class Counting:
+        def finditer(self, *a):
+            used.append(1)
+            return real.finditer(*a)
+
+        def match(self, *a):
+            used.append(1)
+            return real.match(*a)
+
+    monkeypatch.setattr(mod, attr, Counting())
+    res = mod.load(path, path.name, LoadOptions(root=str(tmp_path)))
+    calls = [e for e in res.edges if e.type == "calls" and re_mod.search(r"T\d\.(Run|run)$", str(e.dst))]
+    assert len(calls) == 7                                  # every field's type's method, once per target
+    assert len(used) <= (8 if lang == "go" else n + 7)      # one read per struct (was one per call site)
