@@ -99,11 +99,27 @@ class Builder:
         self.mod.key = f"{self.ns}:{self.rel}"
         self.mod.qual = self.rel
         self._imports: dict[str, int] = {}
+        self._fields: dict[str, dict[str, set[str]]] | None = None    # struct -> field -> types (field_type)
 
     # ---- per language ------------------------------------------------------------------
+    def read_struct_fields(self) -> dict[str, dict[str, set[str]]]:
+        """Every struct of the file: name -> field -> its declared types (:meth:`field_type`;
+        none unless the language resolves calls through declared types)."""
+        return {}
+
     def module_name(self) -> str:
         base = self.rel.rsplit("/", 1)[-1]
         return base.split(".", 1)[0] or base
+
+    def field_type(self, typ: str, field: str) -> str | None:
+        """The declared type of ``field`` in the file's struct ``typ`` (``None``: no such struct
+        or field, or two structs of that name that declare it differently). The fields are read
+        once per file (:meth:`read_struct_fields`): read again for every call site, a file of n
+        fields and n calls cost n^2 (6.8 s for 2,000 of each)."""
+        if self._fields is None:
+            self._fields = self.read_struct_fields()
+        found = self._fields.get(typ, {}).get(field, ())
+        return next(iter(found)) if len(found) == 1 else None
 
     def aliases(self, d: Def) -> list[tuple]:
         """Names ``d`` answers to in ``self.ns`` besides its key: (name, rank) pairs."""

@@ -148,7 +148,6 @@ class _Go(Builder):
         self.dir = d or "."
         self.gomod = _module_path(path, opts.root) if opts.root else None
         self.pkgs: dict[str, list[str]] = {}        # import name -> candidate folders
-        self._fields: dict[str, dict[str, set[str]]] | None = None    # struct -> field -> types (_struct_fields)
         self.test_rank = 0
 
     def aliases(self, d: Def) -> list[tuple]:
@@ -330,47 +329,39 @@ class _Go(Builder):
         fn.data["vars"] = out
         return out
 
-    def _field_type(self, typ: str, field: str) -> str | None:
-        """The declared type of ``field`` in the file's ``type typ struct`` (an embedded field
-        answers to its type's name); ``None`` when not found or declared differently twice."""
-        found = self._struct_fields().get(typ, {}).get(field, ())
-        return next(iter(found)) if len(found) == 1 else None
-
-    def _struct_fields(self) -> dict[str, dict[str, set[str]]]:
+    def read_struct_fields(self) -> dict[str, dict[str, set[str]]]:
         """Every ``struct`` type of the file: name -> field -> its declared types (an embedded
-        field under its type's name; fields of nested anonymous structs left out), read once
-        per file (read again for every call site, a file of n fields and n calls cost n^2:
-        6.8 s for 2,000 of each)."""
-        if self._fields is None:
-            code, pairs = self.lx.code, self.lx.pairs
-            self._fields = {}
-            for d in self.defs:
-                if d.decl != "struct" or d.body is None:
-                    continue
-                fields = self._fields.setdefault(d.name, {})
-                close = pairs.get(d.body, d.end)
-                starts, ends = [], []                  # the nested brackets' spans, in order
-                o = d.body + 1
-                while o < close:
-                    if code[o] in "{(" and o in pairs:
-                        starts.append(o)
-                        ends.append(pairs[o])
-                        o = pairs[o]                   # (brackets inside it are inside it)
-                    o += 1
+        field under its type's name; fields of nested anonymous structs left out); read once
+        per file by :meth:`field_type`."""
+        code, pairs = self.lx.code, self.lx.pairs
+        out: dict[str, dict[str, set[str]]] = {}
+        for d in self.defs:
+            if d.decl != "struct" or d.body is None:
+                continue
+            fields = out.setdefault(d.name, {})
+            close = pairs.get(d.body, d.end)
+            starts, ends = [], []                  # the nested brackets' spans, in order
+            o = d.body + 1
+            while o < close:
+                if code[o] in "{(" and o in pairs:
+                    starts.append(o)
+                    ends.append(pairs[o])
+                    o = pairs[o]                   # (brackets inside it are inside it)
+                o += 1
 
-                def nested(at: int) -> bool:
-                    i = bisect.bisect_left(starts, at) - 1
-                    return i >= 0 and starts[i] < at < ends[i]
+            def nested(at: int) -> bool:
+                i = bisect.bisect_left(starts, at) - 1
+                return i >= 0 and starts[i] < at < ends[i]
 
-                for m in _FIELD_LINE.finditer(code, d.body + 1, close):
-                    if not nested(m.start()):
-                        typ = re.sub(r"\s+", " ", m.group(2)).strip()
-                        for name in re.split(r"[ \t]*,[ \t]*", m.group(1)):
-                            fields.setdefault(name, set()).add(typ)
-                for e in _EMBED.finditer(code, d.body + 1, close):
-                    if not nested(e.start()):
-                        fields.setdefault(e.group(1).rsplit(".", 1)[-1], set()).add(e.group(1))
-        return self._fields
+            for m in _FIELD_LINE.finditer(code, d.body + 1, close):
+                if not nested(m.start()):
+                    typ = re.sub(r"\s+", " ", m.group(2)).strip()
+                    for name in re.split(r"[ \t]*,[ \t]*", m.group(1)):
+                        fields.setdefault(name, set()).add(typ)
+            for e in _EMBED.finditer(code, d.body + 1, close):
+                if not nested(e.start()):
+                    fields.setdefault(e.group(1).rsplit(".", 1)[-1], set()).add(e.group(1))
+        return out
 
     def _method_of(self, typ: str | None, method: str) -> list[str]:
         t = _type_name(typ) if typ else None
@@ -387,7 +378,7 @@ class _Go(Builder):
         typed = scope.kind != "class" and scope.kind != "module"
         recv = scope.data.get("recv")
         if len(parts) == 3 and typed and recv and head == recv and scope.data.get("type"):
-            return self._method_of(self._field_type(scope.data["type"], parts[1]), parts[2])
+            return self._method_of(self.field_type(scope.data["type"], parts[1]), parts[2])
         if len(parts) != 2:
             return []
         if typed and head != recv and self._vars(scope).get(head):

@@ -181,7 +181,6 @@ class _Rust(Builder):
         self.uses: dict[str, list[str]] = {}       # bound name -> candidate dotted paths
         self.globs: list[list[str]] = []
         self.extern_uses: set[str] = set()           # names bound by ``use std::..`` (never in the tree)
-        self._fields: dict[str, dict[str, set[str]]] | None = None    # struct -> field -> types (_struct_fields)
 
     def module_name(self) -> str:
         base = self.rel.rsplit("/", 1)[-1][:-3]
@@ -458,28 +457,20 @@ class _Rust(Builder):
         fn.data["vars"] = out
         return out
 
-    def _field_type(self, typ: str, field: str) -> str | None:
-        """The declared type of ``field`` in the file's ``struct typ`` (``None``: no such
-        struct or field, or two structs of that name that declare it differently)."""
-        found = self._struct_fields().get(typ, {}).get(field, ())
-        return next(iter(found)) if len(found) == 1 else None
-
-    def _struct_fields(self) -> dict[str, dict[str, set[str]]]:
-        """Every braced ``struct`` of the file: name -> field -> its declared types, read once
-        per file (read again for every call site, a file of n fields and n calls cost n^2:
-        6.8 s for 2,000 of each)."""
-        if self._fields is None:
-            code, pairs = self.lx.code, self.lx.pairs
-            self._fields = {}
-            for d in self.defs:
-                if d.decl != "struct" or d.body is None or code[d.body] != "{":
-                    continue
-                fields = self._fields.setdefault(d.name, {})
-                for piece in _split_top(code[d.body + 1:pairs.get(d.body, d.end)]):
-                    m = _FIELD.match(_strip_attrs(piece))
-                    if m:
-                        fields.setdefault(m.group(1), set()).add(re.sub(r"\s+", " ", m.group(2)).strip())
-        return self._fields
+    def read_struct_fields(self) -> dict[str, dict[str, set[str]]]:
+        """Every braced ``struct`` of the file: name -> field -> its declared types; read once
+        per file by :meth:`field_type`."""
+        code, pairs = self.lx.code, self.lx.pairs
+        out: dict[str, dict[str, set[str]]] = {}
+        for d in self.defs:
+            if d.decl != "struct" or d.body is None or code[d.body] != "{":
+                continue
+            fields = out.setdefault(d.name, {})
+            for piece in _split_top(code[d.body + 1:pairs.get(d.body, d.end)]):
+                m = _FIELD.match(_strip_attrs(piece))
+                if m:
+                    fields.setdefault(m.group(1), set()).add(re.sub(r"\s+", " ", m.group(2)).strip())
+        return out
 
     def _method_of(self, typ: str | None, method: str, scope: Def) -> list[str]:
         """Candidates for ``method`` on a value of the declared type ``typ``, innermost first."""
@@ -500,7 +491,7 @@ class _Rust(Builder):
                 return []
             if parts[1] == "self":
                 t = self._self_type(scope)
-                return self._method_of(self._field_type(t, parts[2]), parts[3], scope) if t else []
+                return self._method_of(self.field_type(t, parts[2]), parts[3], scope) if t else []
             return self._method_of(self._vars(scope).get(parts[1]), parts[2], scope)
         if parts[0] == "!":                     # a macro call
             name = parts[1:]
