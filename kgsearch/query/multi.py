@@ -251,9 +251,8 @@ class MultiEngine:
         for _, eng, st, _ in states:
             n += int(st["n"])
             total += float(st["avgdl"]) * int(st["n"])
-            if terms:
-                marks = ",".join("?" * len(terms))
-                for t, d in eng.ix.conn.execute(f"SELECT term, df FROM text_postings WHERE term IN ({marks})", terms):
+            if terms:       # (the rows whole: each index's scoring reads them from there, bm25.read_ahead)
+                for t, d, _, _ in bm25.read_ahead(eng.ix, terms):
                     df[t] = df.get(t, 0) + int(d)
         if n == 0:
             return None

@@ -22,7 +22,7 @@ def make_hits(conn, q, cand, order, fused, chan_sig, norm_sig, signals, weights,
         for nid, m in node_meta(conn, cand[order].tolist()).items():
             meta[nid]["text"] = m["text"]
     terms = list(q.highlight) if opts.snippets else []
-    ranks = {n: fuse.ranks_at(s, order) for n, s in chan_sig.items()}     # (aligned with order)
+    ranks = fuse.ranks_at_each(chan_sig, order)     # {channel: ranks aligned with order}
     hits = []
     for r, i in enumerate(order, 1):
         nid = int(cand[i])

@@ -17,8 +17,10 @@ from ..store.sql import CHUNK
 from .postings import load_norms, norms, norms_of, read_rows, stored, stored_params
 from .tokenize import Analyzer, clean_query
 
-__all__ = ["search", "score_ids", "score_all", "score_terms", "query_weights", "clean_query",
+__all__ = ["search", "score_ids", "score_all", "score_terms", "query_weights", "clean_query", "read_ahead",
            "BM25Params", "MemoryBM25", "math_idf"]
+
+KEPT_BYTES = 4 << 20    # the rows :func:`read_ahead` keeps for the scoring that follows (at most)
 
 
 # ---------------------------------------------------------------------------- query
@@ -52,6 +54,31 @@ def _lists(norms, k1: float, ws: list, ibs: list[bytes], tfs: list[np.ndarray]) 
     return out, max(int(a[-1]) for a in lists)
 
 
+def read_ahead(ix, terms: list[str]) -> list[tuple]:
+    """The posting rows of ``terms`` (:func:`~kgsearch.text.postings.read_rows`), kept for the
+    scoring of the same search: several indexes searched as one sum every index's document
+    frequencies before any of them scores (:mod:`kgsearch.query.multi`), and reading the rows
+    then saves :func:`score_all` its own statement (one per index and search). Kept in the
+    generation's memo (rows never change within a generation), the last query's only and only
+    up to :data:`KEPT_BYTES` of postings."""
+    st, _, memo = stored(ix)
+    rows = read_rows(ix.conn, terms)
+    if st is not None and len(terms) <= CHUNK and sum(len(r[2]) + len(r[3]) for r in rows) <= KEPT_BYTES:
+        memo["rows"] = (frozenset(terms), {r[0]: r for r in rows})
+    return rows
+
+
+def _rows(ix, memo: dict, terms: list[str]) -> list[tuple]:
+    """``read_rows(ix.conn, terms)``, from the rows :func:`read_ahead` kept when they cover
+    ``terms``: in the statement's order (the primary key's, ascending bytes, which is code point
+    order: tests/text/test_bm25.py), so the scores are summed in the same order."""
+    kept = memo.get("rows")
+    if kept is not None and len(terms) <= CHUNK and kept[0].issuperset(terms):
+        got = kept[1]
+        return [got[t] for t in sorted(set(terms)) if t in got]
+    return read_rows(ix.conn, terms)
+
+
 def _collection(ix, st: dict, params, memo: dict, pooled: dict | None):
     """(N, pooled document frequencies or None, document norms). ``pooled`` (several indexes
     ranked as one, :mod:`kgsearch.query.multi`): ``{"n", "avgdl", "df": {term: df}}`` summed over
@@ -80,7 +107,7 @@ def score_terms(ix, qw: dict[str, float], k: int = 100, idf_method: str = "lucen
     N, pdf, nrm = _collection(ix, st, params, memo, pooled)
     N = int(n_docs if n_docs is not None else N)
     terms = [t for t, w in qw.items() if w]
-    rows = read_rows(ix.conn, terms)
+    rows = _rows(ix, memo, terms)
     if not rows:
         return EMPTY
     ws, ibs, tfs = [], [], []
@@ -128,7 +155,7 @@ def score_all(ix, query: str | dict, *, keywords: Iterable[str] | None = None, k
         return (empty[0], empty[1], N)
     ws, ibs, tfs = [], [], []
     for s in range(0, len(terms), CHUNK):        # idf per chunk, as the values were measured
-        rows = read_rows(ix.conn, terms[s:s + CHUNK])
+        rows = _rows(ix, memo, terms[s:s + CHUNK])
         for (term, df, ib, tb), f in zip(rows, idf(_dfs(rows, pdf), Nc, idf_method).tolist()):
             if df:
                 ws.append(qw[term] * f)
@@ -202,7 +229,7 @@ def score_ids(ix, query: str | dict, ids, *, keywords: Iterable[str] | None = No
     if not terms:
         return out
     N, pdf, nrm = _collection(ix, st, params, memo, opts.get("pooled"))
-    for term, df, ib, tb in read_rows(ix.conn, terms):
+    for term, df, ib, tb in _rows(ix, memo, terms):
         pid = decode_ids(ib)
         if not pid.size:
             continue

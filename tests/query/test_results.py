@@ -83,3 +83,22 @@ def test_ranks_at_equals_ranking_every_candidate():
         s = rng.integers(-2, 5, n) * 0.25
         p = rng.permutation(n)[:int(rng.integers(1, n + 1))]
         assert fuse.ranks_at(s, p).tolist() == fuse.ranks(s)[p].tolist()
+
+
+def test_ranks_at_each_equals_ranks_at_per_channel():
+    """fuse.ranks_at_each (a hit's channel ranks, every channel in one pass) == fuse.ranks_at per
+    channel: random channels with ties and non-positive scores, few and many positions, and
+    vectors it hands to ranks_at one by one (another dtype or length)."""
+    from kgsearch import fuse
+
+    rng = np.random.default_rng(11)
+    for _ in range(300):
+        n = int(rng.integers(1, 90))
+        chans = {f"c{c}": rng.integers(-2, 5, n) * 0.25 for c in range(int(rng.integers(1, 7)))}
+        if rng.random() < 0.1:
+            chans["ints"] = rng.integers(0, 3, n)
+        p = rng.permutation(n)[:int(rng.integers(1, min(n, 40) + 1))].tolist()
+        got = fuse.ranks_at_each(chans, p)
+        assert list(got) == list(chans)
+        for name, s in chans.items():
+            assert got[name].tolist() == fuse.ranks_at(s, p).tolist() == fuse.ranks(s)[p].tolist()

@@ -306,3 +306,49 @@ def test_fts_population_is_the_bm25_state_n(ix):
         tindex.update(ix, ChangeSet(generation=2, removed=[ids[3]]), {"stemmer": "none"})
     count = ix.conn.execute("SELECT count(*) FROM text_doclen").fetchone()[0]
     assert fts._indexed(ix) == count == 3 and fts.score_all(ix, "alpha")[2] == 3
+
+
+def test_rows_read_ahead_score_exactly_as_rows_read_by_the_scoring(ix):
+    """``bm25.read_ahead`` (several indexes as one read each index's rows with its df) keeps the
+    rows for the scoring: served in the statement's order (the primary key's, which is Python's
+    string order, unicode terms included), so the scores are the same to the last bit."""
+    corpus = _corpus(60, seed=11)
+    corpus[3] += ["été", "zürich", "ßtraße", "日本"]
+    corpus[7] += ["été", "Zürich", "日本語"]
+    with ix.transaction():
+        _insert(ix, [(f"d{i}", "", " ".join(d), "") for i, d in enumerate(corpus)])
+        tindex.update(ix, ChangeSet(generation=1, full=True), {"stemmer": "none"})
+    terms = sorted({t for d in corpus for t in d})
+    random.Random(2).shuffle(terms)
+    rows = postings.read_rows(ix.conn, terms)
+    assert [r[0] for r in rows] == sorted(r[0] for r in rows)      # what the kept rows rely on
+    for q in _queries() + [["été", "日本", "zürich"]]:
+        text = " ".join(q)
+        memo = postings.stored(ix)[2]
+        memo.pop("rows", None)
+        want_all = bm25.score_all(ix, text)
+        want_ids = bm25.score_ids(ix, text, want_all[0][:7])
+        qw = bm25.query_weights(postings.stored(ix)[1].analyzer(), bm25.clean_query(text))
+        ahead = bm25.read_ahead(ix, sorted(qw) + ["zzz-not-a-term"])
+        assert memo["rows"][1] == {r[0]: r for r in ahead}
+        calls = []
+        real = bm25.read_rows
+        bm25.read_rows = lambda *a: calls.append(a) or real(*a)
+        try:
+            got_all = bm25.score_all(ix, text)
+            got_ids = bm25.score_ids(ix, text, want_all[0][:7])
+        finally:
+            bm25.read_rows = real
+        assert calls == []                                   # served from the rows read ahead
+        assert got_all[0].tolist() == want_all[0].tolist() and got_all[2] == want_all[2]
+        assert got_all[1].tobytes() == want_all[1].tobytes() and got_ids.tobytes() == want_ids.tobytes()
+    memo.pop("rows", None)
+    bm25.read_ahead(ix, ["alpha"])                           # rows that do not cover the query: read
+    calls = []
+    real = bm25.read_rows
+    bm25.read_rows = lambda *a: calls.append(a) or real(*a)
+    try:
+        bm25.score_all(ix, " ".join(_queries()[0]))
+    finally:
+        bm25.read_rows = real
+    assert len(calls) == 1
