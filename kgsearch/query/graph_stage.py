@@ -156,7 +156,7 @@ def graph_steps(gctx, q, it, requested, opts, sig: Signals, weights: dict, code_
     g = gctx.graph
 
     walk: dict[int, float] = {}
-    reach: dict[int, float] = {}
+    reach: dict | tuple = {}         # (a walk: {position: score}; proximity: (positions, scores))
     hits_adj = None
     walked = bool(code_query and "graph" in requested and len(seed_pos) and g.m)   # else proximity
     if "graph" in requested and len(seed_pos) and g.m:
@@ -180,7 +180,7 @@ def graph_steps(gctx, q, it, requested, opts, sig: Signals, weights: dict, code_
                 walk = {p: (0.0 if int(gctx.kinds[p]) in drop else v) for p, v in walk.items()}
             reach = walk
         else:
-            reach = prox_mod.proximity(g, seed_pos, seed_w)
+            reach = prox_mod.proximity_arrays(g, seed_pos, seed_w)     # (positions, scores)
     ient: dict[int, float] = {}
     # (a relation question's answers come from its own channel: the edges into the named node)
     if "intent" in requested and it.edge_types and not it.spec.relation and len(seed_pos) and g.m:
@@ -193,21 +193,22 @@ def graph_steps(gctx, q, it, requested, opts, sig: Signals, weights: dict, code_
         local, glob = gctx.entity_channels(q.text, opts.depth, want_local="local" in requested,
                                            want_global="global" in requested, words=q.entity_words)
     # nodes reached through the graph join the candidates (scored by every channel)
-    reached: set[int] = set()
+    reached: list = []          # (positions, repeats allowed: extend takes each node once)
     for d in (reach, ient):
-        if not d:
+        n_d = len(d[0]) if isinstance(d, tuple) else len(d)
+        if not n_d:
             continue
-        if sig.allowed is None and len(d) <= opts.depth:
-            reached.update(d)                               # (all of them are the best depth)
+        if sig.allowed is None and n_d <= opts.depth:
+            reached.append(d[0] if isinstance(d, tuple) else list(d))   # (all of them are the best depth)
             continue
         # the best reached nodes (score down, position up), inside the filters' set if any
-        ps = np.fromiter(d.keys(), dtype=np.int64, count=len(d))
-        vs = np.fromiter(d.values(), dtype=np.float64, count=len(d))
+        ps, vs = d if isinstance(d, tuple) else (np.fromiter(d.keys(), dtype=np.int64, count=len(d)),
+                                                 np.fromiter(d.values(), dtype=np.float64, count=len(d)))
         if sig.allowed is not None:
             ok = sig.allows(gctx.ids_of(ps))
             ps, vs = ps[ok], vs[ok]
-        reached.update(ps[np.lexsort((ps, -vs))[:opts.depth]].tolist())
-    new_ids = gctx.ids_of(np.fromiter(reached, dtype=np.int64, count=len(reached))) if reached else \
+        reached.append(ps[np.lexsort((ps, -vs))[:opts.depth]])
+    new_ids = gctx.ids_of(np.concatenate(reached).astype(np.int64, copy=False)) if reached else \
         np.zeros(0, dtype=np.int64)
     sig.extend(np.concatenate([new_ids, np.fromiter(local.keys(), dtype=np.int64, count=len(local)),
                                np.fromiter(glob.keys(), dtype=np.int64, count=len(glob))]))

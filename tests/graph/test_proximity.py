@@ -90,3 +90,46 @@ def test_neighbors_equal_the_edge_list():
             assert len(nodes) < n                    # a few nodes: searched; now all of them
             g.neighbors(list(range(n)), "in")
             assert "rsrc" in g._cache
+
+
+def _weight_of_reference(nodes, values):
+    """The first version: ``w = zeros(n); w[nodes] = values; w[x]`` by np.unique (the last value
+    of a repeated node)."""
+    nodes = np.asarray(nodes, dtype=np.int64)
+    values = np.broadcast_to(np.asarray(values, dtype=np.float64), nodes.shape)
+    last = len(nodes) - 1 - np.unique(nodes[::-1], return_index=True)[1]
+    keys, vals = nodes[last], values[last]
+    return lambda x: vals[np.searchsorted(keys, x)] if len(x) else np.zeros(0)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_one_hop_kernels_equal_their_first_versions(seed):
+    """Graph.neighbors_out_in == (neighbors "out", neighbors "in") with and without types;
+    _weight_of (sorted when the nodes are distinct) == the np.unique version (repeats too);
+    proximity_arrays == proximity's dict, key for key, to the last bit."""
+    from kgsearch.graph.kernels import proximity as P
+
+    rng = np.random.default_rng(seed)
+    n, m = int(rng.integers(1, 40)), int(rng.integers(0, 120))
+    g = Graph.from_edges(rng.integers(0, n, m), rng.integers(0, n, m), rng.random(m).astype(np.float32), n,
+                         rng.integers(0, 3, m), ["a", "b", "c"])
+    for types in (None, [1], [0, 2]):
+        nodes = rng.integers(0, n, int(rng.integers(0, 8)))
+        got = g.neighbors_out_in(nodes, types)
+        want = (g.neighbors(nodes, "out", types), g.neighbors(nodes, "in", types))
+        for a, b in zip(got, want):
+            for x, y in zip(a, b):
+                assert x.dtype == y.dtype and x.tolist() == y.tolist()
+    nodes = rng.integers(0, n, int(rng.integers(1, 10)))
+    if seed % 2:
+        nodes = np.unique(nodes)
+        rng.shuffle(nodes)
+    values = rng.random(len(nodes))
+    x = rng.integers(0, n, 30)
+    x = x[np.isin(x, nodes)]
+    assert P._weight_of(nodes, values)(x).tobytes() == _weight_of_reference(nodes, values)(x).tobytes()
+    seeds = np.unique(rng.integers(0, n, int(rng.integers(1, 8))))
+    w = rng.random(len(seeds))
+    u, s = P.proximity_arrays(g, seeds, w)
+    d = P.proximity(g, seeds, w)
+    assert u.tolist() == list(d) and s.tolist() == list(d.values())

@@ -378,8 +378,21 @@ class Graph:
         return node, nb, w, t
 
     def neighbors_out_in(self, nodes: Any, types: Any = None) -> tuple[tuple, tuple]:
-        """Out- then in-edges of ``nodes`` (a StoredGraph reads its rows once for both)."""
-        return self.neighbors(nodes, "out", types), self.neighbors(nodes, "in", types)
+        """Out- then in-edges of ``nodes``: ``(neighbors(nodes, "out", types), neighbors(nodes,
+        "in", types))`` (a StoredGraph reads its rows once for both), the nodes checked once and
+        no direction's arrays copied (the query pipeline asks a few times a search: a third of
+        the numpy calls of the two :meth:`neighbors` calls)."""
+        nodes = self._check_nodes(nodes)
+        e, counts = _ranges_counts(self.indptr, nodes)
+        out = (np.repeat(nodes, counts), self.indices[e].astype(np.int64), self.weights[e], self.etype[e])
+        pos, counts = _ranges_counts(self.rindptr, nodes)
+        e = self.rperm[pos]
+        inn = (np.repeat(nodes, counts), self._in_sources(pos, e), self.weights[e], self.etype[e])
+        if types is not None:
+            types = np.asarray(types)
+            keep_o, keep_i = np.isin(out[3], types), np.isin(inn[3], types)
+            out, inn = tuple(x[keep_o] for x in out), tuple(x[keep_i] for x in inn)
+        return out, inn
 
     def bfs(self, seeds: Any, hops: int, direction: str = "out") -> np.ndarray:
         """Nodes within ``hops`` steps of ``seeds`` (sorted int64, seeds included)."""

@@ -18,7 +18,7 @@ import numpy as np
 
 from .csr import Graph
 
-__all__ = ["proximity", "pull_mean", "unique_inverse", "neighbour_mean", "intent_edges", "hits_adjust", "OUT_FACTOR", "IN_FACTOR",
+__all__ = ["proximity", "proximity_arrays", "pull_mean", "unique_inverse", "neighbour_mean", "intent_edges", "hits_adjust", "OUT_FACTOR", "IN_FACTOR",
            "TWO_HOP_FACTOR"]
 
 OUT_FACTOR = 1.0
@@ -33,8 +33,13 @@ def _weight_of(nodes: np.ndarray, values: np.ndarray):
     of every node (8 MB a call at 1M nodes)."""
     nodes = np.asarray(nodes, dtype=np.int64)
     values = np.broadcast_to(np.asarray(values, dtype=np.float64), nodes.shape)
-    last = len(nodes) - 1 - np.unique(nodes[::-1], return_index=True)[1]
-    keys, vals = nodes[last], values[last]              # (sorted: np.unique's order)
+    order = np.argsort(nodes, kind="stable")
+    keys = nodes[order]
+    if len(keys) > 1 and not (keys[1:] != keys[:-1]).all():     # (a repeated node: its last value)
+        last = len(nodes) - 1 - np.unique(nodes[::-1], return_index=True)[1]
+        keys, vals = nodes[last], values[last]          # (sorted: np.unique's order)
+    else:
+        vals = values[order]
     return lambda x: vals[np.searchsorted(keys, x)] if len(x) else np.zeros(0)
 
 
@@ -47,6 +52,20 @@ def _one_hop(g: Graph, seeds: np.ndarray, sw: np.ndarray, types=None) -> tuple[n
     return nb, contrib
 
 
+def proximity_arrays(g: Graph, seeds, seed_weights=None) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`proximity` (one hop) as arrays: the nodes reached, ascending, and their scores
+    (the query pipeline's graph stage takes arrays; the dict's keys and values, in its order)."""
+    seeds = np.asarray(seeds, dtype=np.int64)
+    if g.n == 0 or len(seeds) == 0 or g.m == 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0)
+    sw = np.ones(len(seeds)) if seed_weights is None else np.asarray(seed_weights, dtype=np.float64)
+    nb, contrib = _one_hop(g, seeds, sw)
+    if not len(nb):
+        return np.zeros(0, dtype=np.int64), np.zeros(0)
+    u, inv = np.unique(nb, return_inverse=True)
+    return u, np.bincount(inv, weights=contrib)
+
+
 def proximity(g: Graph, seeds, seed_weights=None, two_hop: bool = False,
               max_frontier: int = 2000) -> dict[int, float]:
     """Typed-edge proximity of every node reached from ``seeds`` (see the module docstring).
@@ -54,15 +73,9 @@ def proximity(g: Graph, seeds, seed_weights=None, two_hop: bool = False,
     Self-loops and edges between seeds count like any other edge. ``max_frontier`` bounds the
     2-hop expansion to the strongest 1-hop nodes (hubs in code graphs have thousands of edges).
     """
-    seeds = np.asarray(seeds, dtype=np.int64)
-    if g.n == 0 or len(seeds) == 0 or g.m == 0:
-        return {}
-    sw = np.ones(len(seeds)) if seed_weights is None else np.asarray(seed_weights, dtype=np.float64)
-    nb, contrib = _one_hop(g, seeds, sw)
+    u, s1 = proximity_arrays(g, seeds, seed_weights)
     score = {}
-    if len(nb):
-        u, inv = np.unique(nb, return_inverse=True)
-        s1 = np.bincount(inv, weights=contrib)
+    if len(u):
         score = dict(zip(u.tolist(), s1.tolist()))
         if two_hop:
             order = np.argsort(-s1, kind="stable")[:max_frontier]
