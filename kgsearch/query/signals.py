@@ -281,6 +281,10 @@ def top_idx(s: np.ndarray, k: int, positive: bool = True, keys=None) -> np.ndarr
 def _lookup_in(fid: np.ndarray, fsc: np.ndarray, default: float, more, ids: np.ndarray) -> np.ndarray:
     """The whole-index scores ``fsc`` (of the sorted ids ``fid``) of ``ids``: ``default`` for an
     id not there, or ``more(ids)`` when given (dense past the vector cache)."""
+    if len(fid) and len(ids):
+        lo = int(fid[0])
+        if int(fid[-1]) - lo + 1 == len(fid) and int(ids.min()) >= lo and int(ids.max()) - lo < len(fid):
+            return fsc[ids - lo].astype(np.float64)             # (every id there, at its offset)
     out = np.full(len(ids), default, dtype=np.float64)
     hit = np.zeros(len(ids), dtype=bool)
     if len(fid) and len(ids):

@@ -112,3 +112,29 @@ def test_lookup_in_with_and_without_gaps_in_the_ids():
     assert _lookup_in(gaps, fsc, -1.0, None, ids).tolist() == [3.5, 0.5, 2.5, -1.0, 1.5, -1.0, -1.0]
     more = _lookup_in(contiguous, fsc, -1.0, lambda rest: rest * 10.0, ids)        # (past the vector cache)
     assert more.tolist() == [90.0, 0.5, 3.5, 1.5, 2.5, 0.0, 70.0]
+
+
+def test_lookup_in_every_id_there_is_the_general_lookup():
+    """_lookup_in's shortcut (a gap-free range holding every id: one gather) gives what the
+    general lookup gives, float32 scores widened alike; random ranges, ids in and out of them."""
+    from kgsearch.query import signals as S
+
+    def general(fid, fsc, default, more, ids):            # the lookup without the shortcut
+        out = np.full(len(ids), default, dtype=np.float64)
+        pos = np.minimum(np.searchsorted(fid, ids), len(fid) - 1)
+        hit = fid[pos] == ids
+        out[hit] = fsc[pos[hit]]
+        if more is not None and not hit.all():
+            out[~hit] = more(ids[~hit])
+        return out
+
+    rng = np.random.default_rng(3)
+    for _ in range(300):
+        lo, n = int(rng.integers(0, 5)), int(rng.integers(1, 30))
+        fid = np.arange(lo, lo + n, dtype=np.int64)
+        fsc = rng.random(n).astype(np.float32 if rng.random() < 0.5 else np.float64)
+        ids = rng.integers(lo - 2 if rng.random() < 0.3 else lo, lo + n + (2 if rng.random() < 0.3 else 0),
+                           int(rng.integers(1, 20))).astype(np.int64)
+        more = (lambda rest: rest * 10.0) if rng.random() < 0.3 else None
+        got = S._lookup_in(fid, fsc, -1.0, more, ids)
+        assert got.dtype == np.float64 and got.tobytes() == general(fid, fsc, -1.0, more, ids).tobytes()
