@@ -33,6 +33,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
+from ..arrays import unique
 from ..errors import BadIndex
 from ..store.sql import exec_in_chunks, fetch_in
 from .kernel import moments, quantize, sketch_codes
@@ -377,4 +378,4 @@ def sorted_unique(ids) -> np.ndarray:
     a = np.asarray(ids, dtype=np.int64).reshape(-1)
     if len(a) < 2 or bool((a[1:] > a[:-1]).all()):
         return a
-    return np.unique(a)
+    return unique(a)

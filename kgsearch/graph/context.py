@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from ..arrays import unique
 from .entity_keys import ENTITY_KINDS as _ENTITY_KINDS
 from .entity_keys import META as ENTITY_KEYS
 from .kernels.csr import Graph, GraphError
@@ -65,7 +66,7 @@ class SkipTypes:
     def weight_of(self, pos) -> np.ndarray:
         """Each position's walk weight: the summed weights of its edges, both directions."""
         pos = np.asarray(pos, dtype=np.int64)
-        u = np.unique(pos)
+        u = unique(pos)
         node, _, w, _ = self.neighbors(u, "both")
         return np.bincount(np.searchsorted(u, node), weights=w.astype(np.float64), minlength=len(u))[
             np.searchsorted(u, pos)]
@@ -254,7 +255,7 @@ class GraphContext:
         pvec = np.asarray(pvec, dtype=np.float64)
         ok = (pos >= 0) & (pvec > 0)
         order = np.flatnonzero(ok)[np.argsort(-pvec[ok], kind="stable")][:top]
-        nodes = np.unique(np.concatenate([pos[order], np.asarray(seed_pos, dtype=np.int64)]))
+        nodes = unique(np.concatenate([pos[order], np.asarray(seed_pos, dtype=np.int64)]))
         adj = np.zeros(len(pos))
         if len(nodes) < 2:
             return adj

@@ -37,6 +37,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..arrays import unique
 from ..budget import ENV as BUDGET_ENV
 from ..config import EDGE_WEIGHTS, cache_home, edge_weight
 from ..graph.kernels.proximity import IN_FACTOR, OUT_FACTOR, TWO_HOP_FACTOR, TWO_HOP_MAX, unique_inverse
@@ -259,7 +260,7 @@ class AcrossView:
         def value_of(u):
             out = np.zeros(len(u))
             which = ul.index_of(u)
-            for j in np.unique(which).tolist():
+            for j in unique(which).tolist():
                 m = which == j
                 local = u[m] - ul.offsets[j]
                 if j == self.i:
@@ -308,7 +309,7 @@ class AcrossView:
         ul = A = self.a
         ts, nbs, ws = [], [], []
         which = ul.index_of(targets)
-        for j in np.unique(which).tolist():
+        for j in unique(which).tolist():
             gc = ctx(j)
             if gc is None or not gc.graph.m:
                 continue
@@ -377,7 +378,7 @@ def pull_together(pulls: list) -> list[np.ndarray]:
     def value_of(u):
         out = np.zeros(len(u))
         which = A.index_of(u)
-        for j in np.unique(which).tolist():
+        for j in unique(which).tolist():
             m = which == j
             local = u[m] - A.offsets[j]
             if j in mine:

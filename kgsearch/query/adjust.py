@@ -97,7 +97,8 @@ def rank(conn, cand: np.ndarray, fused: np.ndarray, adjustments: dict, *, q, it,
             adjustments["diversity"] = ratio
         order_arr = np.argsort(-fused, kind="stable")
     # every candidate matched some channel; only removed ones (factor 0) drop out
-    order = [i for i in order_arr[:max(opts.k, 10) * 4 + 50] if factor[i] > 0]
+    top = order_arr[:max(opts.k, 10) * 4 + 50]
+    order = top[factor[top] > 0].tolist()
     if not read and opts.collapse:
         return fused, order, {}
     if opts.collapse:       # one hit per note among the first k*4 that exist: fields of as many as that takes

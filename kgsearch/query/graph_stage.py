@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import fuse
+from ..arrays import unique
 from ..graph.context import CODE_KINDS, SkipTypes
 from ..graph.kernels import proximity as prox_mod
 from ..store.sql import in_chunks
@@ -141,7 +142,7 @@ def graph_steps(gctx, q, it, requested, opts, sig: Signals, weights: dict, code_
         return [by_id.get(int(i), "") for i in sig.cand[idx]]
 
     n_text, n_emb = ((seeds or {}).get(s, tuning.seeds_per_signal) for s in ("text", "dense"))
-    seeds_idx = np.unique(np.concatenate([
+    seeds_idx = unique(np.concatenate([
         top_idx(text, n_text, positive=False, keys=keys) if ran_text else np.zeros(0, np.int64),
         top_idx(emb, n_emb, positive=False, keys=keys) if "dense" in sig.raw_scores
         else np.zeros(0, np.int64)]))

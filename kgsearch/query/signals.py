@@ -11,6 +11,7 @@ import math
 
 import numpy as np
 
+from ..arrays import unique
 from .channels import CHANNELS, SIGNAL_OF
 
 __all__ = ["Signals", "candidates", "top_ids", "top_idx", "in_set"]
@@ -23,7 +24,7 @@ _ADDED = frozenset(n for n, c in CHANNELS.items() if c.added)
 def candidates(raw: dict) -> np.ndarray:
     """Sorted unique node ids of the channels' answers."""
     ids_list = [r[0] for r in raw.values() if len(r[0])]
-    return np.unique(np.concatenate(ids_list)) if ids_list else np.zeros(0, dtype=np.int64)
+    return unique(np.concatenate(ids_list)) if ids_list else np.zeros(0, dtype=np.int64)
 
 
 class Signals:
@@ -195,7 +196,10 @@ class Signals:
 
     def extend(self, ids: np.ndarray) -> None:
         """Add candidates (after the existing ones), with every channel's score for them."""
-        add = np.setdiff1d(np.unique(np.asarray(ids, dtype=np.int64)), self.cand, assume_unique=True)   # (cand: unique)
+        add = unique(np.asarray(ids, dtype=np.int64))      # (np.setdiff1d(add, cand): a search in cand sorted)
+        if len(add) and len(self.cand):
+            cs = np.sort(self.cand)
+            add = add[cs[np.minimum(np.searchsorted(cs, add), len(cs) - 1)] != add]
         if self.allowed is not None:           # the filters hold for every candidate
             add = add[self.allows(add)]
         if not len(add):
