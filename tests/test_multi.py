@@ -379,24 +379,6 @@ def test_seeds_are_shared_out_by_the_union_s_best():
     assert pools["a"].seeds == {"text": 2} and pools["b"].seeds == {"text": 3}
 
 
-def test_shares_equal_their_first_version():
-    """multi._shares (one z over the union's statistics, one partition for the cuts) counts
-    what _shares_reference (each index's z, a sort, a count per index and cut) counts: random
-    whole-index scores with ties, empty lists, three indexes, statistics that differ."""
-    from kgsearch.query.multi import _shares, _shares_reference
-
-    rng = np.random.default_rng(5)
-    for trial in range(300):
-        pools = {}
-        for name in "abc"[:int(rng.integers(2, 4))]:
-            n = int(rng.integers(0, 40))
-            sc = (rng.integers(0, 6, n) * 0.5).astype(np.float64)
-            st = (1.0, 2.0) if trial % 5 else (float(rng.random()), 1.0 + float(rng.random()))
-            pools[name] = Pool(fulls={"bm25": (np.arange(n), sc, max(n, 1))}, stats={"bm25": st})
-        cuts = (int(rng.integers(1, 30)), int(rng.integers(1, 12)))
-        assert _shares(pools, "bm25", cuts) == _shares_reference(pools, "bm25", cuts)
-
-
 def test_graph_seeds_over_two_indexes_are_the_one_index_seeds(engines, monkeypatch, tmp_path):
     # the graph stage of each index starts from its share of the union's best seeds, so that
     # over both the seeds are the one index's (not 10 + 10 by each signal from each index)

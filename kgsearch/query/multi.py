@@ -442,51 +442,19 @@ def own_filters(ix, filters) -> tuple:
 def _shares(pools: dict[str, Pool], channel: str, cuts: tuple[int, ...]) -> list[dict[str, int]] | None:
     """For each ``n`` of ``cuts``, how many of the union's best ``n`` nodes by whole-index
     ``channel`` (z over the union) each index holds (ties at the cut count for every index that
-    has them); None when fewer than two indexes have that channel's whole list.
-    (:func:`_shares_reference` is the first version: the same counts, with more numpy calls.)"""
-    most = max(cuts)
-    names, tops, stats = [], [], []
-    for name, p in pools.items():
-        f, st = p.fulls.get(channel), p.stats.get(channel)
-        if f is None or st is None or getattr(f, "stats", None) is not None:
-            continue                                  # (past the vector cache: no whole list to rank)
-        sc = np.asarray(f[1], dtype=np.float64)
-        names.append(name)
-        tops.append(np.partition(sc, len(sc) - most)[len(sc) - most:] if len(sc) > most else sc)  # (any order)
-        stats.append(st)
-    if len(names) < 2:
-        return None
-    if all(st == stats[0] for st in stats):           # (the union's statistics: one z for all)
-        allz = (np.concatenate(tops) - stats[0][0]) / stats[0][1]
-    else:
-        allz = np.concatenate([(t - st[0]) / st[1] for t, st in zip(tops, stats)])
-    if not len(allz):
-        return [{name: 0 for name in names} for _ in cuts]
-    kth = [len(allz) - min(n, len(allz)) for n in cuts]
-    cut = np.partition(allz, sorted(set(kth)))[kth]   # (the n-th best of each cut, as a sort gives it)
-    above = allz[None, :] >= cut[:, None]             # (cuts x nodes)
-    counts, start = {}, 0
-    for name, t in zip(names, tops):
-        counts[name] = above[:, start:start + len(t)].sum(axis=1).tolist()
-        start += len(t)
-    return [{name: c[i] for name, c in counts.items()} for i in range(len(cuts))]
-
-
-def _shares_reference(pools: dict[str, Pool], channel: str, cuts: tuple[int, ...]) -> list[dict[str, int]] | None:
-    """:func:`_shares` as first written (each index's z, a sort of them all, a count per index
-    and cut): the reference it is tested against."""
+    has them); None when fewer than two indexes have that channel's whole list."""
     most = max(cuts)
     zs = []
     for name, p in pools.items():
         f, st = p.fulls.get(channel), p.stats.get(channel)
         if f is None or st is None or getattr(f, "stats", None) is not None:
-            continue
+            continue                                  # (past the vector cache: no whole list to rank)
         sc = np.asarray(f[1], dtype=np.float64)
-        top = np.partition(sc, len(sc) - most)[len(sc) - most:] if len(sc) > most else sc
+        top = np.partition(sc, len(sc) - most)[len(sc) - most:] if len(sc) > most else sc   # (the best, any order)
         zs.append((name, (top - st[0]) / st[1]))
     if len(zs) < 2:
         return None
-    allz = np.sort(np.concatenate([z for _, z in zs]))
+    allz = np.sort(np.concatenate([z for _, z in zs]))          # (ascending: the n-th best is allz[-n])
     out = []
     for n in cuts:
         cut = allz[len(allz) - min(n, len(allz))] if len(allz) else 0.0
