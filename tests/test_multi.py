@@ -754,6 +754,47 @@ def test_unread_hits_are_the_collapsed_top_read_in_any_windows(mixed):
         assert u.hits == want and Unread(conn, cand, order, k, {}).read_all() == want, trial
 
 
+def test_merge_unread_is_its_reference(mixed):
+    """merge.merge_unread (the indexes' positions merged lazily) gives merge_unread_reference's
+    top k and floor and reads the same rows: random scores with ties, lifts above and under the
+    floor, factors that reorder an index (handed to the reference), empty indexes, ids of nodes
+    that do not exist, k from 1 to 14."""
+    from kgsearch.query.adjust import Unread
+    from kgsearch.query.merge import merge_unread, merge_unread_reference
+
+    conns = {name: mixed[name].ix.conn for name in ("a", "b")}
+    ids = {name: [i for (i,) in c.execute("SELECT id FROM nodes")] for name, c in conns.items()}
+    rng = random.Random(7)
+    nrng = np.random.default_rng(7)
+    reordered = 0
+    for trial in range(200):
+        k = rng.randint(1, 14)
+        spec = {}
+        for name in ("a", "b"):
+            cand = np.asarray(ids[name] + [max(ids[name]) + 1 + j for j in range(5)], dtype=np.int64)
+            n = len(cand)
+            fused = np.round(nrng.random(n) * 4, 1 if trial % 3 else 3)
+            shift = np.full(n, float(rng.choice([0.0, 0.5, 1.5])))
+            factor = np.ones(n)
+            if trial % 4 == 0:
+                factor[nrng.random(n) < 0.3] = 0.5
+            order = np.argsort(-(fused * factor), kind="stable")[:rng.randint(0, n)].tolist()
+            spec[name] = (cand, order, fused * factor, shift, factor)
+
+        def fresh():
+            return {name: Unread(conns[name], cand, list(order), k, {}, fused, shift, factor)
+                    for name, (cand, order, fused, shift, factor) in spec.items()}
+
+        reads = {}
+        for fn in (merge_unread, merge_unread_reference):
+            un = fresh()
+            got = fn(un, k)
+            reads[fn] = (got, {name: (u.done, list(u.hits)) for name, u in un.items()})
+        assert reads[merge_unread] == reads[merge_unread_reference], trial
+        reordered += trial % 4 == 0
+    assert reordered
+
+
 def test_an_error_in_the_lockstep_ends_every_index_s_search(engines, tmp_path, monkeypatch):
     # a failure while the indexes wait at their pull ends each index's search (its generator is
     # closed, its generation unpinned): the error reaches the caller, and the next search answers

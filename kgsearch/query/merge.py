@@ -8,12 +8,15 @@ its top ``k`` needs.
 """
 from __future__ import annotations
 
+import heapq
+import itertools
+
 import numpy as np
 
 from .adjust import ADDITIVE, Unread
 from .options import Hit
 
-__all__ = ["merge", "merge_rows", "merge_unread"]
+__all__ = ["merge", "merge_rows", "merge_unread", "merge_unread_reference"]
 
 
 def merge(resps: dict, pools: dict, k: int, hit_class) -> list:
@@ -72,6 +75,69 @@ def merge_rows(ranked: dict, k: int) -> tuple[list, float]:
 
 
 def merge_unread(unread: dict, k: int) -> tuple[list, float] | None:
+    """:func:`merge_unread_reference`, the indexes' positions merged lazily in Python (one
+    list of each index's scores on the floor, no concatenation and sort of every position of
+    every index: the merged top ``k`` takes about ``k`` of them). An index the floor reorders
+    (or a score that is not a number) goes to the reference, which reads its hits first.
+    The same rows are read, in the same windows, and the same top ``k`` is given (tested)."""
+    live = {name: u for name, u in unread.items() if u.order}
+    floor = max((float(u.shift[u.order[0]]) for u in live.values()), default=0.0)
+    streams, adjs, names = [], {}, list(unread)
+    for order, name in enumerate(names):
+        u = unread[name]
+        if not u.order:
+            continue
+        pos = np.asarray(u.order, dtype=np.int64)
+        adj = u.fused[pos] + (floor - float(u.shift[u.order[0]])) * u.factor[pos]
+        if len(adj) > 1 and not bool(np.all(adj[:-1] >= adj[1:])):    # reordered, or a NaN
+            return merge_unread_reference(unread, k)
+        adjs[order] = vals = adj.tolist()
+        streams.append(_stream(vals, order))
+    if not streams:
+        return [], 0.0
+    merged = streams[0] if len(streams) == 1 else heapq.merge(*streams)     # (the lexsort's order)
+    it = iter(merged)
+    top: list = []
+    need = k
+    while len(top) < k:
+        window = list(itertools.islice(it, need))
+        if not window:
+            break
+        reach: dict[int, int] = {}
+        for _, o, j in window:
+            if j + 1 > reach.get(o, 0):
+                reach[o] = j + 1
+        for o, j in reach.items():
+            unread[names[o]].read_to(j)
+        for _, o, j in window:
+            name = names[o]
+            u = unread[name]
+            p = u.order[j]
+            if p not in u.is_hit:
+                continue
+            top.append((adjs[o][j], o, u.hits.index(p), name, p))
+            if len(top) == k:
+                break
+        need = max(k - len(top), 2) * 2
+    seen = {name for _, _, _, name, _ in top}
+    shown = [float(live[n].shift[live[n].order[0]]) for n in live if n in seen or live[n].hits]
+    for name, u in live.items():        # (an index with no hit does not count for the floor)
+        own = float(u.shift[u.order[0]])
+        if name not in seen and not u.hits and own > max(shown, default=0.0):
+            while not u.hits and not u.over:
+                u.read_to(u.done + max(u.k, 2))
+            if not u.hits:
+                return None
+    return top, floor
+
+
+def _stream(vals: list, order: int):
+    """``(-score, index order, position in the index's order)``, best first (a lexsort's keys)."""
+    for j, v in enumerate(vals):
+        yield -v, order, j
+
+
+def merge_unread_reference(unread: dict, k: int) -> tuple[list, float] | None:
     """What :func:`merge_rows` gives over every index's :class:`~kgsearch.query.adjust.Unread`
     hits, reading the display fields of the rows the merged top ``k`` needs (about ``k`` over all
     the indexes, where reading each index's hits first read ``k + 5`` of each).
