@@ -57,6 +57,7 @@ class Signals:
         self.norm_scores: dict[str, np.ndarray] = {}
         self.stats: dict[str, tuple[float, float]] = {}
         self._more: dict[str, object] = {}     # lookup(ids) of a full channel that holds a short list only
+        self._memo: dict = {}                  # text() and first_stage() until the scores change (add, extend)
         for name, (ids, scores) in raw.items():
             if norm == "z" and name in _FULL:
                 f = (fulls or {}).get(name) or engine.full(name, query, kwargs.get(name, {}))
@@ -114,6 +115,14 @@ class Signals:
         return self.norm_scores.get(name, np.zeros(len(self.cand)))
 
     def text(self) -> np.ndarray:
+        """The text signal: the text channels' scores combined (kept until the scores change;
+        callers never write into it)."""
+        t = self._memo.get("text")
+        if t is None:
+            t = self._memo["text"] = self._text()
+        return t
+
+    def _text(self) -> np.ndarray:
         names = [n for n in self.norm_scores if SIGNAL_OF.get(n) == "text"]
         if not names:
             return np.zeros(len(self.cand))
@@ -136,8 +145,11 @@ class Signals:
         """The first-stage score of every candidate: ``(a * embedding + b * text) / (a + b)``
         with the intent's weights (the larger of the two when both weights are 0)."""
         a, b = weights.get("embedding", 0.0), weights.get("text", 0.0)
-        text, emb = self.text(), self.get("dense")
-        return (a * emb + b * text) / (a + b) if a + b > 0 else np.maximum(text, emb)
+        got = self._memo.get(("first", a, b))
+        if got is None:
+            text, emb = self.text(), self.get("dense")
+            got = self._memo[("first", a, b)] = (a * emb + b * text) / (a + b) if a + b > 0 else np.maximum(text, emb)
+        return got
 
     def first_stage_of(self, ids: np.ndarray, a: float, b: float, fulls: dict | None = None) -> np.ndarray:
         """(a * embedding + b * text) / (a + b) for any node ids (full-index channels; others 0).
@@ -193,6 +205,7 @@ class Signals:
     def add(self, name: str, raw: np.ndarray, norm: np.ndarray) -> None:
         self.raw_scores[name] = raw
         self.norm_scores[name] = norm
+        self._memo.clear()
 
     def extend(self, ids: np.ndarray) -> None:
         """Add candidates (after the existing ones), with every channel's score for them."""
@@ -204,6 +217,7 @@ class Signals:
             add = add[self.allows(add)]
         if not len(add):
             return
+        self._memo.clear()
         self.cand = np.concatenate([self.cand, add])
         for name in list(self.raw_scores):
             if name in self.full:

@@ -138,3 +138,26 @@ def test_lookup_in_every_id_there_is_the_general_lookup():
         more = (lambda rest: rest * 10.0) if rng.random() < 0.3 else None
         got = S._lookup_in(fid, fsc, -1.0, more, ids)
         assert got.dtype == np.float64 and got.tobytes() == general(fid, fsc, -1.0, more, ids).tobytes()
+
+
+def test_text_and_first_stage_are_kept_until_the_scores_change():
+    """text() and first_stage() are computed once per state of the table: the same values as a
+    fresh computation (_text) after extend() and add() changed it, and the same arrays between."""
+    eng = FakeEngine(fulls={"bm25": ([1, 2, 3, 4, 5], [2.0, 4.0, 1.0, 0.5, 3.0], 6),
+                            "dense": ([1, 2, 3, 4, 5], [0.1, 0.9, 0.3, 0.2, 0.4], 6)})
+    raw = {"bm25": arrays({1: 2.0, 2: 4.0}), "dense": arrays({2: 0.9, 3: 0.3}), "pattern": arrays({3: 0.5, 2: 1.0})}
+    sig = Signals(eng, Q, candidates(raw), raw, {}, "z")
+    w = {"embedding": 0.25, "text": 0.45}
+
+    def fresh():
+        t, e = sig._text(), sig.get("dense")
+        return t, (0.25 * e + 0.45 * t) / 0.7
+
+    for change in (None, lambda: sig.extend(np.array([4, 5, 2])), lambda: sig.add("graph", np.ones(5), np.ones(5)),
+                   lambda: sig.extend(np.array([], dtype=np.int64))):
+        if change is not None:
+            change()
+        t, f = fresh()
+        assert sig.text().tobytes() == t.tobytes() and sig.first_stage(w).tobytes() == f.tobytes()
+        assert sig.text() is sig.text() and sig.first_stage(w) is sig.first_stage(w)
+        assert len(sig.text()) == len(sig.cand)
