@@ -795,6 +795,29 @@ def test_merge_unread_is_its_reference(mixed):
     assert reordered
 
 
+def test_the_intent_is_resolved_once_for_the_indexes_of_a_search(engines, tmp_path, monkeypatch):
+    """Engine._intent: the indexes of one search sharing the parsed query resolve its intent
+    once (a pure function of the query and options); the answers are those of each index
+    resolving its own."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    import kgsearch.query.engine as E
+
+    multi = MultiEngine({"a": engines["a"], "b": engines["b"]})
+    calls = []
+    real = E.resolve
+    monkeypatch.setattr(E, "resolve", lambda *a: calls.append(a) or real(*a))
+    got = {}
+    for q in QUERIES + [TWO_HOP]:
+        for opts in (SearchOptions(k=10, use_cache=False, explain=True), SearchOptions(k=5, intent="exploratory")):
+            calls.clear()
+            got[q, opts.intent] = [h.as_dict() for h in multi.search(q, opts).hits]
+            assert len(calls) == 1, q
+    monkeypatch.setattr(E.Engine, "_intent", staticmethod(lambda q, opts, pool: real(q, opts.intent, opts.weights)))
+    for q in QUERIES + [TWO_HOP]:
+        for opts in (SearchOptions(k=10, use_cache=False, explain=True), SearchOptions(k=5, intent="exploratory")):
+            assert [h.as_dict() for h in multi.search(q, opts).hits] == got[q, opts.intent]
+
+
 def test_an_error_in_the_lockstep_ends_every_index_s_search(engines, tmp_path, monkeypatch):
     # a failure while the indexes wait at their pull ends each index's search (its generator is
     # closed, its generation unpinned): the error reaches the caller, and the next search answers

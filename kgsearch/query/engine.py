@@ -183,7 +183,7 @@ class Engine:
         clock = _Clock()
         q = query if isinstance(query, Query) else self.parse(query)
         q, allowed = self.allowed(q, opts)
-        it = resolve(q, opts.intent, opts.weights)
+        it = self._intent(q, opts, pool)
         fusion = opts.fusion or "linear"
         requested = opts.channel_list() or list(DEFAULT_CHANNELS)
         clock.lap("intent")
@@ -335,6 +335,19 @@ class Engine:
                            f"checks it and `kgsearch doctor --rebuild` rebuilds it from its sources")
         return [f"channel {c} {why}: this answer is without it; `kgsearch doctor` checks the index"
                 for c, why in failed.items()]
+
+    @staticmethod
+    def _intent(q: Query, opts: SearchOptions, pool):
+        """``resolve(q, opts.intent, opts.weights)``, once for the indexes of one search that
+        share the parsed query (a pure function of them: ``pool.shared`` keeps it)."""
+        shared = pool.shared if pool is not None else None
+        got = shared.get("intent") if shared is not None else None
+        if got is not None and got[0] is q and got[1] == (opts.intent, opts.weights):
+            return got[2]
+        it = resolve(q, opts.intent, opts.weights)
+        if shared is not None:
+            shared["intent"] = (q, (opts.intent, opts.weights), it)
+        return it
 
     def _run_channels(self, q: Query, opts, it, requested, weights, fusion, clock, pool=None, allowed=None):
         """Run the requested first-stage channels: (answers, skipped, kwargs, whole-index scores).

@@ -81,6 +81,7 @@ class Pool:
     ranked: object = None                           # [(position, score, additive shift, factor)] best first, or Unread
     build: object = None                            # build(positions, hit_class) -> [hit_class] of this index
     across: object = None                           # the union's similar_text lists (query/across.py)
+    shared: dict | None = None                      # what the indexes of one search compute once (the intent)
 
 
 @dataclass
@@ -262,7 +263,8 @@ class MultiEngine:
         return next(iter(self.engines.values())).tuning.seeds_per_signal
 
     def _pools(self, query: str, opts: SearchOptions, notices: list[str]) -> dict[str, Pool]:
-        pools = {name: Pool(query=q) for name, q in self._parsed(query).items()}
+        shared: dict = {}
+        pools = {name: Pool(query=q, shared=shared) for name, q in self._parsed(query).items()}
         eq = _equivalences()
         if eq is not None:                      # (the user's file, read once for every index)
             for p in pools.values():
