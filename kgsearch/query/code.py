@@ -27,10 +27,13 @@ TOP = 10            # first-stage candidates whose kinds decide
 _VENDORED = re.compile(r"/(vendor|vendored|_vendor|third_party|node_modules|mocks)/|\.min\.")
 
 
-def is_code_query(conn, cand: np.ndarray, first: np.ndarray) -> bool:
+def is_code_query(conn, cand: np.ndarray, first: np.ndarray, ix=None) -> bool:
     """True when most of the :data:`TOP` best candidates by first-stage score ``first``
-    (aligned with ``cand``, node ids) are code: module, class, function or method."""
-    if not len(cand) or not has_code(conn):
+    (aligned with ``cand``, node ids) are code: module, class, function or method. ``ix`` (the
+    :class:`~kgsearch.store.db.Index` of ``conn``): whether it holds code is looked up once per
+    generation (nodes change only with the generation), not once per search."""
+    if not len(cand) or not (ix.cached("query.has_code", lambda: has_code(conn)) if ix is not None
+                             else has_code(conn)):
         return False
     top = cand[np.argsort(-first, kind="stable")[:TOP]].tolist()
     kinds = dict(in_chunks(conn, "SELECT id, kind FROM nodes WHERE id IN ({})", top))

@@ -206,7 +206,7 @@ class Engine:
         notices = ([q.cut] if q.cut else []) + self._failures(raw, skipped)
         sig = Signals(self, q, candidates(raw), raw, kwargs_of, opts.norm, fulls,
                       pool.stats if pool is not None else None, allowed=allowed)
-        code_query = is_code_query(self.ix.conn, sig.cand, sig.first_stage(weights))
+        code_query = is_code_query(self.ix.conn, sig.cand, sig.first_stage(weights), self.ix)
         text, emb = sig.text(), sig.get("dense")
         clock.lap("candidates")
 

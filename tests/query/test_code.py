@@ -112,3 +112,28 @@ def test_an_index_without_code_is_never_a_code_query_and_reads_no_kinds(tmp_path
         assert not code_mod.is_code_query(ix.conn, cand, np.ones(len(cand)))
         assert len(sql) == 1 and "LIMIT 1" in sql[0]
         ix.conn.set_trace_callback(None)
+
+
+def test_whether_an_index_holds_code_is_read_once_per_generation(tmp_path):
+    """is_code_query(..., ix): the kinds' look-up runs once per index generation (no statement
+    in later searches of it), and a reindex that adds code is seen."""
+    from kgsearch.query import code as code_mod
+
+    (tmp_path / "p").mkdir()
+    for i in range(12):
+        (tmp_path / "p" / f"n{i}.md").write_text(f"# Note {i}\n\nabout {i}\n")
+    db = tmp_path / "i.db"
+    index_paths(db, [str(tmp_path / "p")], IndexOptions(steps=("text",)))
+    with Index.open(db, readonly=True) as ix:
+        cand = np.array([i for (i,) in ix.conn.execute("SELECT id FROM nodes")], np.int64)
+        assert not code_mod.is_code_query(ix.conn, cand, np.ones(len(cand)), ix)
+        sql: list[str] = []
+        with ix.pinned():
+            ix.conn.set_trace_callback(sql.append)
+            assert not code_mod.is_code_query(ix.conn, cand, np.ones(len(cand)), ix)
+            ix.conn.set_trace_callback(None)
+        assert sql == []
+        (tmp_path / "p" / "mod.py").write_text("".join(f"def f{i}(x):\n    return x\n\n" for i in range(12)))
+        index_paths(db, [str(tmp_path / "p")], IndexOptions(steps=("text",)))      # (the same Index: a new generation)
+        cand = np.array([i for (i,) in ix.conn.execute("SELECT id FROM nodes WHERE kind='function'")], np.int64)
+        assert len(cand) and code_mod.is_code_query(ix.conn, cand, np.ones(len(cand)), ix)
