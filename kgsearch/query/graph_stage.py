@@ -212,7 +212,8 @@ def graph_steps(gctx, q, it, requested, opts, sig: Signals, weights: dict, code_
     new_ids = gctx.ids_of(np.concatenate(reached).astype(np.int64, copy=False)) if reached else \
         np.zeros(0, dtype=np.int64)
     sig.extend(np.concatenate([new_ids, np.fromiter(local.keys(), dtype=np.int64, count=len(local)),
-                               np.fromiter(glob.keys(), dtype=np.int64, count=len(glob))]))
+                               np.fromiter(glob.keys(), dtype=np.int64, count=len(glob))]) if local or glob
+               else new_ids)
     pos = gctx.positions(sig.cand)
     n = len(sig.cand)
     unit = sig.unit
@@ -247,4 +248,4 @@ def graph_steps(gctx, q, it, requested, opts, sig: Signals, weights: dict, code_
         iv = np.array([ient.get(p, 0.0) for p in pos.tolist()])
         intent_sig = fuse.normalize(iv) * unit
         sig.add("intent", iv, intent_sig)
-    return GraphStage(graph_sig, intent_sig, hits_adj, tuple(int(i) for i in gctx.ids_of(seed_pos).tolist()))
+    return GraphStage(graph_sig, intent_sig, hits_adj, tuple(gctx.ids_of(seed_pos).tolist()))
