@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import tempfile
 from pathlib import Path
 
 log = logging.getLogger(__name__)
@@ -62,6 +61,8 @@ def lookup(signature: str) -> str | None:
 def remember(signature: str, model_id: str) -> None:
     """Keep ``model_id`` for ``signature`` (moved to the newest place; the oldest entries beyond
     :data:`KEEP` are dropped). Never raises for the file: a cache that cannot be written is skipped."""
+    import tempfile      # (only here: it imports random, 2 ms of a cold search that finds its id)
+
     path = cache_file()
     entries = [e for e in _read(path) if e[0] != signature]
     entries.append([signature, model_id])
