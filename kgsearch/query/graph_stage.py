@@ -23,7 +23,7 @@ from ..graph.context import CODE_KINDS, SkipTypes
 from ..graph.kernels import proximity as prox_mod
 from ..store.sql import in_chunks
 from .channels import SIGNAL_OF
-from .signals import Signals, top_idx
+from .signals import Signals, top_idx, unique_ids
 from .tuning import TUNING, Tuning
 
 __all__ = ["GraphStage", "Pull", "graph_stage", "graph_steps", "net_of_restart", "per_degree", "run", "WALK_RESTART"]
@@ -141,7 +141,7 @@ def graph_steps(gctx, q, it, requested, opts, sig: Signals, weights: dict, code_
         return [by_id.get(int(i), "") for i in sig.cand[idx]]
 
     n_text, n_emb = ((seeds or {}).get(s, tuning.seeds_per_signal) for s in ("text", "dense"))
-    seeds_idx = np.unique(np.concatenate([
+    seeds_idx = unique_ids(np.concatenate([
         top_idx(text, n_text, positive=False, keys=keys) if ran_text else np.zeros(0, np.int64),
         top_idx(emb, n_emb, positive=False, keys=keys) if "dense" in sig.raw_scores
         else np.zeros(0, np.int64)]))
