@@ -38,8 +38,8 @@ def data_home() -> Path:
 
 def cache_home() -> Path:
     """Where derived data that is rebuilt when missing is kept (the lists of several indexes
-    searched as one, :mod:`kgsearch.query.across`): ``$XDG_CACHE_HOME/kgsearch``, else
-    ``~/.cache/kgsearch``."""
+    searched as one, :mod:`kgsearch.query.across`; the ids of model files already hashed,
+    :mod:`kgsearch.embed.model_ids`): ``$XDG_CACHE_HOME/kgsearch``, else ``~/.cache/kgsearch``."""
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(base) / "kgsearch"
 

@@ -15,7 +15,7 @@ def test_unique_is_np_unique():
             a = a[::-1]
         want, got = np.unique(a), arrays.unique(a)
         assert got.dtype == want.dtype and got.tolist() == want.tolist()
-    assert arrays.unique(np.array([[3, 1], [1, 2]])).tolist() == [1, 2, 3]       # (not 1-D: np.unique)
+    assert arrays.unique(np.array([[3, 1], [1, 2]])).tolist() == [1, 2, 3]       # (flattened, as np.unique)
     assert arrays.unique([5, 5, 2]).tolist() == [2, 5]
 
 

@@ -140,6 +140,26 @@ def test_vault_names_and_keys():
     assert field_key("Depends On") == "depends_on"
 
 
+def test_vault_names_fit_every_file_system(tmp_path):
+    """A name of 90 emoji (360 bytes) was written as such: "File name too long" on every Linux
+    file system (255 bytes a name), and the export stopped; CON, nul.txt, Com1 are device names
+    on Windows (a vault synced there)."""
+    from kgsearch.export.vault import MAX_BYTES
+
+    long_cjk = "备份" * 60
+    names = note_names([("a", "😀" * 90, "entity"), ("b", long_cjk, "entity"), ("c", long_cjk + "x", "entity"),
+                        ("d", "CON", "x"), ("e", "nul.txt", "x"), ("f", "Com1", "x"), ("g", "console", "x"),
+                        ("h", "lpt9.md", "x"), ("i", "a\ud800b", "x"), ("j", "x", "k" * 300), ("k", "x", "k" * 300)])
+    assert names["a"] == "😀" * 40 and len(names["a"].encode()) == MAX_BYTES
+    assert names["b"] == long_cjk[:53] and names["c"] == long_cjk[:53] + " (entity)"
+    assert (names["d"], names["e"], names["f"], names["g"], names["h"]) == ("CON_", "nul_.txt", "Com1_", "console", "lpt9 md")
+    assert names["i"] == "a b"
+    assert names["k"] == "x (" + "k" * 40 + ")"
+    for n in names.values():                # each one a file on this file system
+        (tmp_path / f"{n}.md").write_text("x", encoding="utf-8")
+    assert len(list(tmp_path.iterdir())) == len(names)
+
+
 def test_sqlite_export_reads_without_kgsearch(demo, tmp_path):
     from kgsearch.store.textcodec import unpack
 

@@ -147,3 +147,50 @@ def test_walk_skips_dependencies_and_minified_scripts(tmp_path):
     got = sorted(f.rel for f in walk(tmp_path.resolve(), report=rep) if f.loader not in ("text", "kg"))
     assert got == ["main.go", "third_party/z/z.c", "web/app.js"]
     assert rep.counts()["generated"] == 2
+
+
+# ---- fast scans beside the patterns they replace (same matches, in order) ------------------
+def _random_texts(alphabet, n, seed=0, most=40):
+    import random
+
+    rng = random.Random(seed)
+    for _ in range(n):
+        yield "".join(rng.choice(alphabet) for _ in range(rng.randint(0, most))), rng
+
+
+def test_go_short_names_equal_the_forward_pattern():
+    """``short_names`` finds each ``:=`` and reads its names backwards (the forward ``_SHORT``
+    was half of the Go loader's time): the same names, in order, for every window."""
+    from kgsearch.ingest.gocode import _SHORT, short_names
+
+    alphabet = ["a", "b", "x1", "_", "é", "٣", " ", "\t", ",", ":=", ":", "=", "\n", "(", ".", "::=", "  ,  ", "\u00a0"]
+    for text, rng in _random_texts(alphabet, 5000):
+        if rng.random() < 0.05:
+            text += "q" * 300 + " , " + "w" * 600 + " := 1"      # (names longer than the first window)
+        lo = rng.randint(0, len(text))
+        hi = rng.randint(lo, len(text))
+        assert short_names(text, lo, hi) == [m.group(1) for m in _SHORT.finditer(text, lo, hi)], (text, lo, hi)
+    code = "func f() {\n\ta, b := g()\n\tx :=h\n\tfor i := range y {}\n\tz = 1\n}"
+    assert short_names(code, 0, len(code)) == ["a, b", "x", "i"]
+
+
+def test_go_literal_types_equal_the_forward_pattern():
+    from kgsearch.ingest.gocode import _LITERAL, literal_types
+
+    alphabet = ["a", "B", "x1", "_", "é", "1", "٣", " ", ".", "{", "{", "\n", "(", "ab.Cd", "..", "&"]
+    for text, _ in _random_texts(alphabet, 8000, seed=1):
+        assert literal_types(text) == [(m.start(1), m.group(1)) for m in _LITERAL.finditer(text)], text
+    assert literal_types("x := &pkg.T{A: 1}; y := T{}; a.b.C{}; 1x{}; if ok {") == [(6, "pkg.T"), (24, "T")]
+
+
+def test_rust_attribute_scan_equals_the_blank_pattern():
+    """``_attrs_start`` finds the last non-blank before an item with ``rstrip`` (``\\s`` is
+    ``str.isspace``), not by trying ``\\s*$`` at each of 200 characters."""
+    from kgsearch.ingest.rscode import _WS_BEFORE
+
+    alphabet = ["a", "]", " ", "\t", "\n", "\u00a0", "\u2003", "\x1c", "\x85", "x"]
+    for text, rng in _random_texts(alphabet, 5000, seed=2, most=300):
+        at = rng.randint(0, len(text))
+        lo = max(0, at - 200)
+        ws = _WS_BEFORE.search(text, lo, at)
+        assert lo + len(text[lo:at].rstrip()) - 1 == ws.start() - 1, (text, at)

@@ -309,3 +309,27 @@ def test_a_search_imports_no_loader(tmp_path):
             "print(' '.join(sorted(m for m in sys.modules if m.startswith('kgsearch.ingest'))))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert out == ["kgsearch.ingest", "kgsearch.ingest.langspec"]
+
+
+def test_a_search_leaves_numpy_ma_unimported(tmp_path):
+    """``np.unique(a)`` imports ``numpy.ma`` on its first call under numpy 2 (for
+    ``np.ma.is_masked``): 6-20 ms of every cold ``kgsearch search``. The search path takes sorted
+    unique ids by one sort (:func:`kgsearch.query.signals.unique_ids`). Under numpy 1.x ``import
+    numpy`` imports numpy.ma itself, so the check is: the search imports it no more than numpy does."""
+    import subprocess
+    import sys
+
+    vault = tmp_path / "v"
+    vault.mkdir()
+    (vault / "a.md").write_text("# Backup\n\nCopy the notes to another disk every night.\n", encoding="utf-8")
+    (vault / "b.md").write_text("# Garden\n\nTomatoes and mint on the balcony; see [[a]].\n", encoding="utf-8")
+    db = tmp_path / "i.db"
+    from kgsearch.indexer import index_paths
+    index_paths(db, [str(vault)])
+    code = ("import sys, numpy; before = 'numpy.ma' in sys.modules; from kgsearch.query import search; "
+            f"r = search('backup the notes to a disk', db={str(db)!r}); assert r.hits; "
+            "assert {'bm25', 'dense'} <= set(r.channels_run), r.channels_run; "
+            "print(before, 'numpy.ma' in sys.modules)")
+    before, after = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                                   check=True).stdout.split()
+    assert after == before

@@ -102,7 +102,8 @@ def _find(ix):
             log.debug("cannot load model %s: %s", path, exc)
             tried.append(spec)
             continue
-        # same files as when the index was embedded: skip hashing 8+ MB on every cold start
+        # same files as when the index was embedded: skip hashing 8+ MB on every cold start (files
+        # at another path: model_id finds the id kept in the user's cache, embed/model_ids.py)
         if m._model_id is None and want and ix.meta("model_sig") == m.files_signature():
             m._model_id = want
         if m.model_id == want:

@@ -103,13 +103,27 @@ class StaticModel:
 
     @property
     def model_id(self) -> str:
+        """Hashed once per set of files on this machine: the id of a signature (paths, sizes,
+        mtimes) already hashed is kept in the user's cache (:mod:`kgsearch.embed.model_ids`)."""
         if self._model_id is None:
+            from . import model_ids
+
+            try:
+                sig = self.files_signature() if self._files else None
+            except OSError:
+                sig = None                      # a file gone: the hash below says which
+            known = model_ids.lookup(sig) if sig else None
+            if known is not None:
+                self._model_id = known
+                return known
             h = hashlib.sha256()
             for p in self._files:
                 with open(p, "rb") as fh:
                     for block in iter(lambda: fh.read(1 << 20), b""):
                         h.update(block)
             self._model_id = f"{self.name}@{h.hexdigest()[:16]}"
+            if sig:
+                model_ids.remember(sig, self._model_id)
         return self._model_id
 
     def __repr__(self) -> str:

@@ -44,16 +44,24 @@ from .rows import iter_edges, iter_nodes
 __all__ = ["write_vault", "note_names", "field_key"]
 
 CODE_KINDS = ("module", "class", "function", "method")
-_UNSAFE = re.compile(r'[*"\\/<>:|?#^\[\]\x00-\x1f\x7f]+')
+_UNSAFE = re.compile(r'[*"\\/<>:|?#^\[\]\x00-\x1f\x7f\ud800-\udfff]+')     # (lone surrogates: no file name)
 _KEY_BAD = re.compile(r"[^\w/.\- ]+")
-MAX_NAME = 80
+MAX_NAME = 80                       # characters of a note name
+MAX_BYTES = 160                     # its UTF-8 bytes: a file name may have 255, and " (kind n).md" follows
+# names Windows reserves for devices, with any extension (a vault synced to a Windows machine)
+_RESERVED = re.compile(r"(?i)(con|prn|aux|nul|com[0-9\u00b9\u00b2\u00b3]|lpt[0-9\u00b9\u00b2\u00b3])(\..*)?")
 
 
-def _safe(name: str) -> str:
+def _safe(name: str, limit: int = MAX_BYTES) -> str:
     s = " ".join(_UNSAFE.sub(" ", name or "").split()).strip(" .")[:MAX_NAME].rstrip(" .")
+    if len(s.encode("utf-8")) > limit:      # (80 emoji or CJK characters are 240-320 bytes)
+        s = s.encode("utf-8")[:limit].decode("utf-8", "ignore").rstrip(" .")
     stem, dot, ext = s.rpartition(".")
     if dot and stem and ext.lower() in ATTACHMENTS | {"md", "markdown"}:
         s = f"{stem} {ext}"                 # [[x.md]] would name note x, [[x.png]] an attachment
+    m = _RESERVED.fullmatch(s)
+    if m:                                   # CON.md cannot be created on Windows: CON_.md can
+        s = f"{m.group(1)}_{m.group(2) or ''}"
     return s
 
 
@@ -62,11 +70,12 @@ def note_names(nodes) -> dict[str, str]:
     taken: set[str] = set()
     out: dict[str, str] = {}
     for key, name, kind in nodes:
-        base = _safe(name) or f"{_safe(kind) or 'node'} {len(out) + 1}"
+        what = _safe(kind, 40) or "node"
+        base = _safe(name) or f"{what} {len(out) + 1}"
         cand, n = base, 1
         while cand.lower() in taken:
             n += 1
-            cand = f"{base} ({_safe(kind) or 'node'})" if n == 2 else f"{base} ({_safe(kind) or 'node'} {n - 1})"
+            cand = f"{base} ({what})" if n == 2 else f"{base} ({what} {n - 1})"
         taken.add(cand.lower())
         out[key] = cand
     return out

@@ -67,12 +67,13 @@ _BUILTINS = frozenset("append cap clear close complex copy delete imag len make 
                       "defer select case range chan map struct interface type var const package import else".split())
 _GOMOD_CACHE: dict[str, tuple[int, str]] = {}
 # a composite literal's type (gofmt writes ``T{``, ``&pkg.T{``, ``[]T{``; a block's ``{`` follows a space)
-_LITERAL = re.compile(r"(?<![\w.])((?:[A-Za-z_]\w*\.)?[A-Za-z_]\w*)\{")
+_LITERAL = re.compile(r"(?<![\w.])((?:[A-Za-z_]\w*\.)?[A-Za-z_]\w*)\{")    # the reference of literal_types
 # declared types: a named type, through pointers (``*pkg.T``, ``T[K]``); not []T, map, chan, func
 _DECL_TYPE = re.compile(r"\s*\**\s*((?:\w+\.)?\w+)\s*(?:\[|$)")
 _FIELD_LINE = re.compile(r"(?m)^[ \t]*(\w+(?:[ \t]*,[ \t]*\w+)*)[ \t]+([^\s\"][^\n\"]*?)[ \t]*(?:\"[ \t]*\")?[ \t]*$")
 _VAR = re.compile(r"\bvar[ \t]+(\w+)[ \t]*([^=\n;]*)")
-_SHORT = re.compile(r"(\w+(?:[ \t]*,[ \t]*\w+)*)[ \t]*:=")
+_SHORT = re.compile(r"(\w+(?:[ \t]*,[ \t]*\w+)*)[ \t]*:=")   # the reference of short_names
+_SHORT_BACK = re.compile(r"[ \t]*(\w+(?:[ \t]*,[ \t]*\w+)*)")   # _SHORT read backwards from its ":="
 _FUNC_LIT = re.compile(r"\bfunc[ \t]*\(")
 
 
@@ -320,8 +321,8 @@ class _Go(Builder):
             lo, hi = fn.body, fn.end
             for m in _VAR.finditer(code, lo, hi):
                 bind(m.group(1), m.group(2).strip() or None)
-            for m in _SHORT.finditer(code, lo, hi):
-                for name in re.split(r"[ \t]*,[ \t]*", m.group(1)):
+            for names in short_names(code, lo, hi):
+                for name in re.split(r"[ \t]*,[ \t]*", names):
                     bind(name, None)
             for m in _FUNC_LIT.finditer(code, lo, hi):
                 for name, typ in _params(code[m.end():pairs.get(m.end() - 1, m.end())]):
@@ -391,6 +392,49 @@ class _Go(Builder):
         return []
 
 
+_LITERAL_NAME = re.compile(r"(?:[A-Za-z_]\w*\.)?[A-Za-z_]\w*")
+
+
+def literal_types(code: str) -> list[tuple[int, str]]:
+    """``(offset, name)`` of every ``_LITERAL.finditer(code)`` match (a composite literal's
+    type), found from each ``{`` backwards: the forward pattern is tried at every character, and
+    a file has a ``{`` every 150 characters. The lookbehind ``(?<![\\w.])`` makes a match start
+    where the run of word characters and dots before its ``{`` starts, so the match is that
+    whole run or none."""
+    out = []
+    j = code.find("{")
+    while j >= 0:
+        k = j
+        while k and ((c := code[k - 1]).isalnum() or c == "_" or c == "."):   # (\w is isalnum or _)
+            k -= 1
+        if k < j and _LITERAL_NAME.fullmatch(code, k, j):
+            out.append((k, code[k:j]))
+        j = code.find("{", j + 1)
+    return out
+
+
+def short_names(code: str, lo: int, hi: int) -> list[str]:
+    """Group 1 of every ``_SHORT.finditer(code, lo, hi)`` match (the names a ``:=`` binds), in
+    order, found from each ``:=`` backwards: the forward pattern is tried at every character of
+    a body (half of the loader's time on grpc-go), the names end where ``:=`` is. The longest
+    backward match is the forward scan's leftmost one: names, commas and blanks only, so the
+    match can neither reach into an earlier ``:=`` nor start before ``lo``."""
+    out = []
+    i = code.find(":=", lo, hi)
+    while i >= 0:
+        width = 64
+        while True:
+            a = max(lo, i - width)
+            m = _SHORT_BACK.match(code[a:i][::-1])
+            if m is None or m.end() < i - a or a == lo:
+                break
+            width *= 8                      # (the names reach the window's edge: look further)
+        if m is not None:
+            out.append(m.group(1)[::-1])
+        i = code.find(":=", i + 2, hi)
+    return out
+
+
 def load(path, rel: str, opts, spec=GO):
     text, warning = read_source(path)
     lx = lex(text, "go")
@@ -405,6 +449,6 @@ def load(path, rel: str, opts, spec=GO):
     b.scan()
     calls = [(at, split_chain(raw)) for at, raw in call_sites(lx.code, {d.name_at for d in b.defs})]
     # a composite literal builds a value of its type, as a Python class call does: a calls edge
-    calls += [(m.start(1), m.group(1).split(".")) for m in _LITERAL.finditer(lx.code)]
+    calls += [(at, name.split(".")) for at, name in literal_types(lx.code)]
     calls.sort(key=lambda c: c[0])
     return b.build(calls)

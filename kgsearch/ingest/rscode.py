@@ -66,7 +66,7 @@ _USE = re.compile(r"use\s+")
 _BANG = re.compile(r"!\s*[(\[{]")
 _REV_MACRO = re.compile(r"\s*(\w+(?:::\w+)*)")
 _TEST_ATTR = re.compile(r"#\s*\[\s*(?:cfg\s*\(\s*test\s*\)|(?:\w+\s*::\s*)*test\b|rstest\b|test_case\b)")
-_WS_BEFORE = re.compile(r"\s*$")
+_WS_BEFORE = re.compile(r"\s*$")               # (the reference of _attrs_start's rstrip)
 _SELF_CALL = re.compile(r"self\s*\.\s*(\w+)")
 _STD_MACROS = frozenset("println print eprintln eprint format write writeln vec assert assert_eq assert_ne "
                         "debug_assert debug_assert_eq debug_assert_ne panic unreachable unimplemented todo matches "
@@ -292,8 +292,8 @@ class _Rust(Builder):
         code, text, pairs = self.lx.code, self.lx.text, self.lx.pairs
         test = False
         while True:
-            ws = _WS_BEFORE.search(code, max(0, at - 200), at)
-            i = ws.start() - 1 if ws else at - 1
+            lo = max(0, at - 200)              # the last non-blank before at, within 200 characters:
+            i = lo + len(code[lo:at].rstrip()) - 1     # _WS_BEFORE's start - 1 (\s is str.isspace)
             if i < 0 or code[i] != "]" or text[i + 1:at].strip():
                 return at, test
             o = pairs.get(i)

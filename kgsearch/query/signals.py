@@ -14,11 +14,14 @@ import numpy as np
 from ..arrays import unique
 from .channels import CHANNELS, SIGNAL_OF
 
-__all__ = ["Signals", "candidates", "top_ids", "top_idx", "in_set"]
+__all__ = ["Signals", "candidates", "top_ids", "top_idx", "in_set", "unique_ids"]
 
 _FULL = frozenset(n for n, c in CHANNELS.items() if c.score_all is not None)
 _ABSOLUTE = frozenset(n for n, c in CHANNELS.items() if c.absolute)
 _ADDED = frozenset(n for n, c in CHANNELS.items() if c.added)
+
+
+unique_ids = unique     # np.unique of integer ids by one sort (kgsearch.arrays: no numpy.ma import, no hashing)
 
 
 def candidates(raw: dict) -> np.ndarray:

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from kgsearch.query.parse import parse
-from kgsearch.query.signals import Signals, candidates, top_idx, top_ids
+from kgsearch.query.signals import Signals, candidates, top_idx, top_ids, unique_ids
 
 from .conftest import FakeEngine, arrays
 
@@ -19,6 +19,24 @@ def test_candidates_are_the_sorted_union():
     raw = {"bm25": arrays({5: 1.0, 2: 0.5}), "pattern": arrays({9: 1.0, 2: 0.9}), "fts": arrays({})}
     assert candidates(raw).tolist() == [2, 5, 9]
     assert candidates({}).tolist() == []
+
+
+@pytest.mark.parametrize("which", ["query", "embed"])
+def test_unique_ids_are_np_unique(which):
+    """The sort-based unique ids of the search path (np.unique imports numpy.ma on first use)
+    give np.unique's array: values, order, dtype; empty, one, all-equal, negative, 2-D inputs."""
+    from kgsearch.embed.store import sorted_unique
+
+    fn = unique_ids if which == "query" else sorted_unique
+    rng = np.random.default_rng(7)
+    cases = [np.zeros(0, np.int64), np.array([5]), np.full(50, 3), np.arange(10), np.arange(10)[::-1],
+             np.array([[4, 1], [1, 9]]), np.array([-3, 7, -3, 0, 2**40, -2**40])]
+    cases += [rng.integers(-n, n + 1, rng.integers(0, 3 * n + 2)) for n in (1, 3, 10, 100, 5000) for _ in range(4)]
+    if which == "query":
+        cases += [c.astype(np.int32) for c in cases[-6:]] + [np.array([3, 1, 3], np.intp), [4, 2, 4]]
+    for c in cases:
+        got, want = fn(c), np.unique(np.asarray(c, dtype=np.int64) if which == "embed" else c)
+        assert got.dtype == want.dtype and got.tolist() == want.tolist(), c
 
 
 def test_z_scores_over_the_whole_index():
