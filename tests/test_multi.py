@@ -818,6 +818,27 @@ def test_the_intent_is_resolved_once_for_the_indexes_of_a_search(engines, tmp_pa
             assert [h.as_dict() for h in multi.search(q, opts).hits] == got[q, opts.intent]
 
 
+def test_a_search_reads_the_model_id_and_the_kinds_once_per_generation(engines, tmp_path, monkeypatch):
+    """After a first search, a search of the same generation reads neither the model id (the
+    dense channel's whole-index scores) nor whether the index holds code: each is kept per
+    generation; the statements left are the generation, the feedback check, the postings, the
+    candidates' flags and the display fields."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    for eng in (engines["a"], MultiEngine({"a": engines["a"], "b": engines["b"]})):
+        eng.search("graph search rank", SearchOptions(k=5, use_cache=False))
+        sql: list[str] = []
+        ixs = [e.ix for e in eng.engines.values()] if isinstance(eng, MultiEngine) else [eng.ix]
+        for ix in ixs:
+            ix.conn.set_trace_callback(sql.append)
+        try:
+            r = eng.search("battery sync phone", SearchOptions(k=5, use_cache=False))
+        finally:
+            for ix in ixs:
+                ix.conn.set_trace_callback(None)
+        assert r.hits and "dense" in r.channels_run
+        assert not [s for s in sql if "model_id" in s or "LIMIT 1" in s and "kind IN" in s], sql
+
+
 def test_an_error_in_the_lockstep_ends_every_index_s_search(engines, tmp_path, monkeypatch):
     # a failure while the indexes wait at their pull ends each index's search (its generator is
     # closed, its generation unpinned): the error reaches the caller, and the next search answers

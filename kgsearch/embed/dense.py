@@ -379,7 +379,7 @@ def score_ids(ix, query: str, ids) -> np.ndarray:
     """Cosine of ``query`` with each node in ``ids`` (0 where a node has no vector)."""
     ids = np.asarray(ids, dtype=np.int64)
     out = np.zeros(len(ids), dtype=np.float64)
-    if not len(ids) or not ix.meta("model_id"):
+    if not len(ids) or not model_id_of(ix):
         return out
     qr = query_vector(ix, query)
     if qr is None:
@@ -416,7 +416,7 @@ def score_all(ix, query: str) -> tuple[np.ndarray, np.ndarray, int]:
     instead: the cascade's short list with exact scores, the whole-index mean and spread from
     the moments, and a lookup for any other node (no scan)."""
     empty = (np.zeros(0, np.int64), np.zeros(0), 0)
-    if not ix.meta("model_id"):
+    if not model_id_of(ix):             # (once per generation, not a meta read per search)
         return empty
     qr = query_vector(ix, query)
     if qr is None:
