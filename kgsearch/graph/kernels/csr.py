@@ -394,6 +394,17 @@ class Graph:
             out, inn = tuple(x[keep_o] for x in out), tuple(x[keep_i] for x in inn)
         return out, inn
 
+    def out_in_counts(self, nodes: Any) -> tuple[tuple, tuple]:
+        """:meth:`neighbors_out_in` without the queried ends and the types: ``(neighbour,
+        weight, count per node)`` of the out- then the in-edges of ``nodes``, node by node (a
+        node's edges are ``count`` long, in ``nodes`` order: ``np.repeat(nodes, count)`` are
+        the queried ends). For kernels that spread a value per node over its edges."""
+        nodes = self._check_nodes(nodes)
+        e, co = _ranges_counts(self.indptr, nodes)
+        pos, ci = _ranges_counts(self.rindptr, nodes)
+        ei = self.rperm[pos]
+        return (self.indices[e].astype(np.int64), self.weights[e], co), (self._in_sources(pos, ei), self.weights[ei], ci)
+
     def bfs(self, seeds: Any, hops: int, direction: str = "out") -> np.ndarray:
         """Nodes within ``hops`` steps of ``seeds`` (sorted int64, seeds included)."""
         seen = np.zeros(self.n, dtype=bool)
