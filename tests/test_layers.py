@@ -333,3 +333,33 @@ def test_a_search_leaves_numpy_ma_unimported(tmp_path):
     before, after = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                                    check=True).stdout.split()
     assert after == before
+
+
+def test_the_read_commands_leave_numpy_ma_unimported(tmp_path):
+    """The same for the commands an agent or a phone user runs as cold processes over a graph
+    with entities and communities (the demo): search (its entity channels took unique (node,
+    entity) pairs by ``np.unique(axis=1)``), why, path, communities, related, impact, context."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from kgsearch.indexer import index_paths
+
+    db = tmp_path / "demo.db"
+    index_paths(db, [str(Path(__file__).resolve().parent.parent / "data" / "demo")])
+    runs = [["search", "how do I back up my notes"], ["search", "who uses git"],
+            ["why", "sync fails at night", "md:vault/problems/battery-optimisation"],
+            ["path", "kg:syncthing", "kg:bm25"], ["communities"], ["related", "kg:git"],
+            ["impact", "kg:git"], ["context", "the sync fails at night", "--budget", "2000"]]
+    code = ("import sys, io, contextlib, numpy; before = 'numpy.ma' in sys.modules\n"
+            "from kgsearch.cli import main\n"
+            f"for args in {runs!r}:\n"
+            "    out = io.StringIO()\n"
+            "    with contextlib.redirect_stdout(out):\n"
+            f"        rc = main(args + ['--db', {str(db)!r}, '-q'])\n"
+            "    assert rc == 0 and out.getvalue().strip(), (args, rc)\n"
+            "    print(args[0], before, 'numpy.ma' in sys.modules)\n")
+    got = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert got.returncode == 0, got.stderr[-2000:]
+    lines = [ln.split() for ln in got.stdout.splitlines()]
+    assert len(lines) == len(runs) and all(after == before for _, before, after in lines), lines

@@ -183,12 +183,12 @@ def put_vectors(ix, ids, hashes, vecs, model_id: str, generation: int | None = N
 
 def delete_vectors(ix, ids, model_id: str, generation: int | None = None) -> int:
     """Remove the vectors of node ``ids`` (missing ones are ignored); returns how many went."""
-    ids = np.unique(np.asarray(ids, dtype=np.int64))
+    ids = unique(np.asarray(ids, dtype=np.int64))
     if len(ids) == 0:
         return 0
     gen = ix.generation if generation is None else generation
     gone = 0
-    for b in np.unique(ids >> BLOCK_SHIFT):
+    for b in unique(ids >> BLOCK_SHIFT):
         row = ix.conn.execute("SELECT dims FROM vec_blocks WHERE block=?", (int(b),)).fetchone()
         if row is None:
             continue

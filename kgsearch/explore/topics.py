@@ -27,6 +27,7 @@ from collections import Counter, defaultdict
 
 import numpy as np
 
+from ..arrays import unique
 from ..text.idcodec import decode_ids_many, tf_view
 from ..text.postings import stored as stored_postings
 from ..text.tokenize import get_analyzer
@@ -132,7 +133,7 @@ def _piece(rows: list[tuple], first: int, label_by_id: np.ndarray, n_labels: int
     ids, off = decode_ids_many([r[2] for r in rows])
     tf = np.empty(len(ids), dtype=np.float64)
     width = np.array([len(r[3]) // r[1] for r in rows], dtype=np.int64)
-    for wd in np.unique(width).tolist():                          # one read per tf width
+    for wd in unique(width).tolist():                          # one read per tf width
         idx = np.flatnonzero(width == wd)
         counts = off[idx + 1] - off[idx]
         vals = tf_view(b"".join([rows[i][3] for i in idx.tolist()]), int(counts.sum()))

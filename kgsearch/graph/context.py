@@ -370,9 +370,10 @@ class GraphContext:
         if want_local and self.graph.m:
             node, nb, _, _ = self.graph.neighbors(ents, "both")
             keep = not_entity[self.kinds[nb]]
-            pairs = np.unique(np.stack([nb[keep], node[keep]]), axis=1) if keep.any() else np.zeros((2, 0), int)
-            if pairs.shape[1]:
-                u, cnt = np.unique(pairs[0], return_counts=True)
+            if keep.any():          # each (neighbour, entity) pair once, as one int64 key (not np.unique's axis=1)
+                n = max(int(self.graph.n), 1)
+                pairs = unique(nb[keep].astype(np.int64) * n + node[keep]) // n
+                u, cnt = np.unique(pairs, return_counts=True)
                 top = np.argsort(-cnt, kind="stable")[:depth]
                 local = dict(zip(self.ids_of(u[top]).tolist(), cnt[top].astype(float).tolist()))
         if want_global and self.community is not None:

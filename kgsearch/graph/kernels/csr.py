@@ -31,6 +31,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
+from ...arrays import unique
 from ...errors import KgsearchError
 
 __all__ = ["Graph", "GraphError", "scatter_add", "index_dtype", "row_blocks", "BLOB_VERSION", "PARTS", "EDGE_PARTS"]
@@ -62,7 +63,7 @@ def row_blocks(indptr: np.ndarray, chunk: int) -> list[tuple[int, int, int, int]
     hold more); empty nodes are covered too, so the ranges tile ``0..n``."""
     n, m = len(indptr) - 1, int(indptr[-1])
     cuts = np.searchsorted(indptr, np.arange(0, max(m, 1), max(1, chunk)), side="right") - 1
-    bounds = np.unique(np.r_[0, np.clip(cuts, 0, n), n])
+    bounds = unique(np.r_[0, np.clip(cuts, 0, n), n])
     return [(int(a), int(b), int(indptr[a]), int(indptr[b])) for a, b in zip(bounds[:-1], bounds[1:])]
 
 
@@ -408,13 +409,13 @@ class Graph:
     def bfs(self, seeds: Any, hops: int, direction: str = "out") -> np.ndarray:
         """Nodes within ``hops`` steps of ``seeds`` (sorted int64, seeds included)."""
         seen = np.zeros(self.n, dtype=bool)
-        frontier = np.unique(self._check_nodes(seeds))
+        frontier = unique(self._check_nodes(seeds))
         seen[frontier] = True
         for _ in range(int(hops)):
             if not len(frontier):
                 break
             nb = self.neighbors(frontier, direction)[1]
-            nb = np.unique(nb[~seen[nb]])
+            nb = unique(nb[~seen[nb]])
             seen[nb] = True
             frontier = nb
         return np.flatnonzero(seen)

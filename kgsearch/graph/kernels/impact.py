@@ -22,6 +22,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
+from ...arrays import unique
 from .csr import GraphError
 
 __all__ = ["DEPENDENCY_TYPES", "Reach", "dependents", "descendants", "type_sides", "CONTAINS"]
@@ -65,11 +66,11 @@ def type_sides(etype_names: Sequence[str], types: Mapping[str, str] | Sequence[s
 def descendants(g, nodes, contains: int | None) -> np.ndarray:
     """``nodes`` and everything under them by ``contains`` edges (type number; None: none)."""
     seen = np.zeros(g.n, dtype=bool)
-    front = np.unique(np.asarray(nodes, dtype=np.int64))
+    front = unique(np.asarray(nodes, dtype=np.int64))
     seen[front] = True
     while contains is not None and len(front):
         nb = g.neighbors(front, "out", [contains])[1]
-        nb = np.unique(nb[nb >= 0])
+        nb = unique(nb[nb >= 0])
         front = nb[~seen[nb]]
         seen[front] = True
     return np.flatnonzero(seen)
@@ -106,7 +107,7 @@ def dependents(g, starts, back_types, fwd_types, depth: int = 3, limit: int | No
     the smaller type). ``limit`` stops after the layer in which that many nodes are reached."""
     if depth < 0:
         raise GraphError(f"depth must be >= 0, got {depth}")
-    front = np.unique(np.asarray(starts, dtype=np.int64))
+    front = unique(np.asarray(starts, dtype=np.int64))
     if len(front) and (front.min() < 0 or front.max() >= g.n):
         raise GraphError(f"node numbers must be in 0..{g.n - 1}")
     hops = np.full(g.n, -1, dtype=np.int32)

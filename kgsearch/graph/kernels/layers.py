@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ...arrays import unique
 from .csr import Graph, GraphError
 
 __all__ = ["Hop", "Path", "Layers", "LayerSearch", "search_layers", "expand"]
@@ -118,7 +119,7 @@ class LayerSearch:
         self.g, self.out_types, self.in_types = g, out_types, in_types
         self.found = Layers(g.n)
         np.minimum.at(self.found.cost, src, c0)
-        self.front = np.unique(src)
+        self.front = unique(src)
         self.front_cost = self.found.cost[self.front]
         z = np.zeros(len(self.front), dtype=np.int64)
         self.found.layers.append(_layer(self.front, z - 1, z - 1, np.ones(len(self.front), dtype=bool),

@@ -29,6 +29,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ...arrays import unique
 from .csr import GraphError
 from .layers import Hop, Path, search_layers
 from .meet import meet_path
@@ -122,7 +123,7 @@ def nearest_path(g, sources, target: int, max_hops: int = 6, direction: str = "b
     """The cheapest path from any of ``sources`` to ``target`` (None when none is within
     ``max_hops``); a source that is the target gives the empty path."""
     t = _check(g, target, "target")
-    src = np.unique(np.asarray(list(sources), dtype=np.int64))
+    src = unique(np.asarray(list(sources), dtype=np.int64))
     if not len(src):
         return None
     out_t, in_t = _sides(direction, edge_types(g, types))

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...arrays import unique
 from .csr import scatter_add
 from .pagerank import TopCheck, seed_vector
 
@@ -72,7 +73,7 @@ def rwr_rows(g, seeds, restart: float = 0.2, max_iter: int = 20, tol: float = 1e
 
 def _walk_weights(g, nodes: np.ndarray, known: dict) -> tuple[np.ndarray, np.ndarray]:
     """Walk out-weight (out-weight + in-weight, float64) and number of steps of each node."""
-    new = np.unique(np.array([p for p in nodes.tolist() if p not in known], dtype=np.int64))
+    new = unique(np.array([p for p in nodes.tolist() if p not in known], dtype=np.int64))
     if len(new):
         sums = []
         for side in ("out", "in"):

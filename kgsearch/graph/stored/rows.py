@@ -26,6 +26,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from ...arrays import unique
 from ..kernels.csr import Graph, GraphError
 
 __all__ = ["StoredGraph", "sync", "write_all", "update_rows", "clear", "stored_meta", "entry_dtype", "out_edges",
@@ -186,7 +187,7 @@ def out_edges(ix, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray
     meta = stored_meta(ix)
     if meta is None:
         return None
-    got = _read_rows(ix.conn, np.unique(np.asarray(nodes, dtype=np.int64)), entry_dtype(meta["id_dtype"]))
+    got = _read_rows(ix.conn, unique(np.asarray(nodes, dtype=np.int64)), entry_dtype(meta["id_dtype"]))
     parts = [(s, r[:k]) for s, (k, r) in sorted(got.items())]
     if not parts:
         return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.float32)
