@@ -102,3 +102,51 @@ def test_ranks_at_each_equals_ranks_at_per_channel():
         assert list(got) == list(chans)
         for name, s in chans.items():
             assert got[name].tolist() == fuse.ranks_at(s, p).tolist() == fuse.ranks(s)[p].tolist()
+
+
+def test_make_hits_equals_its_reference_on_random_arrays():
+    """make_hits reads the shown values gathered at the hits' positions (tolist); the reference
+    reads a numpy scalar per value: the same hits, field for field, on random candidates (both
+    fusions, float32 and integer channels, zeros, ties, a NaN, a subclass of Hit)."""
+    from dataclasses import dataclass
+
+    from kgsearch.query.options import Hit
+    from kgsearch.query.results import make_hits_reference
+
+    @dataclass
+    class Named(Hit):
+        index: str = ""
+
+    rng = np.random.default_rng(3)
+    for trial in range(40):
+        n = int(rng.integers(1, 60))
+        cand = rng.permutation(np.arange(100, 100 + n)).astype(np.int64)
+        meta = {int(c): {"key": f"k{c}", "kind": "note", "name": f"n{c}", "qualname": None, "parent": None,
+                         "path": None, "line_start": None, "line_end": None, "text": "t"} for c in cand}
+        def vec(kind):
+            v = rng.choice([0.0, 0.5, 1.0, 2.0], n) if kind == "ties" else rng.normal(size=n)
+            if kind == "f32":
+                return v.astype(np.float32)
+            if kind == "int":
+                return rng.integers(-1, 4, n)
+            return v
+        chan = {"bm25": vec("ties"), "dense": vec("f32"), "pattern": vec("int"), "graph": vec("f64")}
+        if trial % 7 == 0:
+            chan["graph"][0] = np.nan
+        norm = {"bm25": vec("f64"), "dense": vec("f32")}
+        signals = {"embedding": vec("f64"), "text": vec("ties"), "graph": vec("f64"), "intent": np.zeros(n)}
+        weights = {"embedding": 0.3, "text": 0.4, "graph": 0.3, "intent": 0.0}
+        fusion = "linear" if trial % 2 else "rrf"
+        parts = ({n_: weights[n_] * s for n_, s in signals.items() if n_ != "intent"} if fusion == "linear"
+                 else {c: np.abs(vec("f64")) * (chan.get(c, np.ones(n)) > 0) for c in ("bm25", "dense", "walk")})
+        fused = vec("f64")
+        adj = {"shift": np.full(n, 0.25 if trial % 3 else 0.0), "test_or_vendored": vec("ties"),
+               "hits": vec("f32")}
+        order = rng.permutation(n)[:int(rng.integers(0, min(n, 12) + 1))].tolist()
+        args = (None, parse("a b"), cand, order, fused, chan, norm, signals, weights, parts, adj)
+        opts = SearchOptions(snippets=False, collapse=True)
+        for full in (frozenset(), {"bm25", "dense"}):
+            new = make_hits(*args, {k: dict(v) for k, v in meta.items()}, fusion, opts, full, Named)
+            ref = make_hits_reference(*args, {k: dict(v) for k, v in meta.items()}, fusion, opts, full, Named)
+            assert repr(new) == repr(ref)
+            assert all(type(h) is Named for h in new) and len(new) == len(order)
