@@ -119,16 +119,7 @@ def merge_unread(unread: dict, k: int) -> tuple[list, float] | None:
             if len(top) == k:
                 break
         need = max(k - len(top), 2) * 2
-    seen = {name for _, _, _, name, _ in top}
-    shown = [float(live[n].shift[live[n].order[0]]) for n in live if n in seen or live[n].hits]
-    for name, u in live.items():        # (an index with no hit does not count for the floor)
-        own = float(u.shift[u.order[0]])
-        if name not in seen and not u.hits and own > max(shown, default=0.0):
-            while not u.hits and not u.over:
-                u.read_to(u.done + max(u.k, 2))
-            if not u.hits:
-                return None
-    return top, floor
+    return (top, floor) if _floor_holds(top, live) else None
 
 
 def _stream(vals: list, order: int):
@@ -205,6 +196,13 @@ def merge_unread_reference(unread: dict, k: int) -> tuple[list, float] | None:
             if len(top) == k:
                 break
         need = max(k - len(top), 2) * 2
+    return (top, floor) if _floor_holds(top, live) else None
+
+
+def _floor_holds(top: list, live: dict) -> bool:
+    """Whether the floor counted only indexes with a hit: one whose lift would raise it and none
+    of whose rows made ``top`` is read until its first hit; False when it has none (its nodes
+    were deleted since its flags were read)."""
     seen = {name for _, _, _, name, _ in top}
     shown = [float(live[n].shift[live[n].order[0]]) for n in live if n in seen or live[n].hits]
     for name, u in live.items():        # (an index with no hit does not count for the floor)
@@ -213,8 +211,8 @@ def merge_unread_reference(unread: dict, k: int) -> tuple[list, float] | None:
             while not u.hits and not u.over:
                 u.read_to(u.done + max(u.k, 2))
             if not u.hits:
-                return None
-    return top, floor
+                return False
+    return True
 
 
 def _factor(h: Hit) -> float:
