@@ -471,12 +471,13 @@ def test_readme_context_block_is_real_output(tmp_path, capsys):
     assert keep(got) == keep(block)
 
 
-@pytest.mark.parametrize("data", [b"a\nb\r\nc\rd\n\ne", b"one line", b"\xef\xbb\xbfx = 1\ny\n", b"\n\n\n",
+@pytest.mark.parametrize("data", [b"a\nb\r\nc\rd\n\ne", b"x\r\ry\r", b"\r\n\r", b"p\rq\r\n\rr", b"one line", b"\xef\xbb\xbfx = 1\ny\n", b"\n\n\n",
                                   "caf\u00e9\n\u00fcber\nz".encode()])
 def test_file_line_spans_equal_splitting_the_whole_file(tmp_path, data):
-    """The newline-offset slicing of load_items gives exactly the lines that splitting the whole
-    file gives (BOM dropped, CR/CRLF normalised), for every span; the CR of a span's last CRLF
-    ends its last line (it made an empty line after a Windows file's function)."""
+    """The line-end slicing of load_items gives exactly the lines that splitting the whole file
+    at LF, CRLF and lone CR gives (as Python numbers a module's lines; BOM dropped), for every
+    span; the CR of a span's last CRLF ends its last line (it made an empty line after a Windows
+    file's function)."""
     from kgsearch.context.items import _read_file
 
     from kgsearch.ingest.readback import content_hash
@@ -486,14 +487,11 @@ def test_file_line_spans_equal_splitting_the_whole_file(tmp_path, data):
     st = os.stat(p)
     lines = _read_file(str(p), str(tmp_path), st.st_size, st.st_mtime_ns, content_hash(data))
     body = data[3:] if data.startswith(b"\xef\xbb\xbf") else data
-    raw = body.split(b"\n")
+    raw = body.decode("utf-8", "replace").replace("\r\n", "\n").replace("\r", "\n").split("\n")
     assert len(lines) == len(raw)
     for a in range(1, len(raw) + 1):
         for b in range(a, len(raw) + 1):
-            last = raw[b - 1][:-1] if raw[b - 1].endswith(b"\r") and b < len(raw) else raw[b - 1]
-            want = b"\n".join(raw[a - 1:b - 1] + [last]).decode("utf-8", "replace")
-            want = want.replace("\r\n", "\n").replace("\r", "\n")
-            assert lines.span(a, b) == want.split("\n")
+            assert lines.span(a, b) == raw[a - 1:b], (a, b)
     assert _read_file(str(p), str(tmp_path), st.st_size + 1, st.st_mtime_ns, content_hash(data)) is None
     assert _read_file(str(tmp_path / "gone.py"), str(tmp_path), st.st_size, st.st_mtime_ns, content_hash(data)) is None
 
@@ -511,3 +509,14 @@ def test_find_terms_equals_the_regex_alternation(text, terms):
     alts = _alternatives(tuple(terms))
     rx = re.compile(r"\b(" + "|".join(re.escape(t) for t in alts) + r")")
     assert find_terms(text, alts) == [(m.start(), m.group(1)) for m in rx.finditer(text)]
+
+
+def test_parse_unified_breaks_lines_at_newlines_only():
+    """A diff's lines end at ``\\n`` (``\\r\\n`` for a CRLF file), as git writes them; a form feed
+    (Emacs page breaks in C and Python sources), ``\\x1c`` or U+2028 inside a line of code split
+    it in two with ``str.splitlines``, and every later line of the hunk was counted one off."""
+    diff = ("--- a/x.py\n+++ b/x.py\n@@ -1,6 +1,6 @@\n a\n \x0c\n s = 'p\u2028q'\n \x1cz\n-old\n+new\n t\n"
+            "--- a/w.c\r\n+++ b/w.c\r\n@@ -2,2 +2,2 @@\r\n-int a;\r\n+int b;\r\n c\x0c\r\n")
+    x, w = parse_unified(diff)
+    assert (x.path, sorted(x.old_lines), sorted(x.new_lines)) == ("x.py", [5], [5])
+    assert (w.path, sorted(w.old_lines), sorted(w.new_lines)) == ("w.c", [2], [2])

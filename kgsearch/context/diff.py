@@ -50,7 +50,12 @@ def parse_unified(text: str, source: str = "<diff>", root: str | None = None) ->
     cur: FileChange | None = None
     minus: str | None = None
     old_no = new_no = left_old = left_new = 0
-    for n, line in enumerate(text.splitlines(), 1):
+    lines = text.split("\n")                 # (not splitlines: a form feed, \x1c or U+2028 in a line
+    if lines and lines[-1] == "":             #  of code is no line break for git)
+        lines.pop()
+    for n, line in enumerate(lines, 1):
+        if line.endswith("\r"):
+            line = line[:-1]
         if cur is not None and (left_old > 0 or left_new > 0):
             if line.startswith("+"):
                 cur.new_lines.add(new_no)

@@ -42,14 +42,23 @@ def _read_file(path: str, root: str | None, size: int | None, mtime_ns: int | No
 
 
 class _Lines:
-    """A file's bytes and the offsets of its newlines (found by numpy in one pass: splitting a
-    large file into line objects took most of ``load`` on the stdlib)."""
+    """A file's bytes and the offsets of its line ends (found by numpy in one pass: splitting a
+    large file into line objects took most of ``load`` on the stdlib). A line ends at ``\n``,
+    ``\r\n`` or a lone ``\r``, as Python's tokenizer counts the lines the loader numbers (a
+    lone-CR file's spans were counted by ``\n`` alone: the code shown was lines further on)."""
 
     __slots__ = ("data", "nl")
 
     def __init__(self, data: bytes):
         self.data = data
-        self.nl = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == 10)
+        b = np.frombuffer(data, dtype=np.uint8)
+        self.nl = np.flatnonzero(b == 10)
+        if b"\r" in data:
+            cr = np.flatnonzero(b == 13)
+            after = cr + 1
+            lone = cr[(after >= len(b)) | (b[np.minimum(after, len(b) - 1)] != 10)]
+            if len(lone):
+                self.nl = np.sort(np.concatenate([self.nl, lone]))
 
     def __len__(self) -> int:
         return len(self.nl) + 1
@@ -59,7 +68,7 @@ class _Lines:
         nl = self.nl
         start = 0 if a <= 1 else int(nl[a - 2]) + 1
         end = int(nl[b - 1]) if b - 1 < len(nl) else len(self.data)
-        if b - 1 < len(nl) and end > start and self.data[end - 1] == 13:   # line b's CRLF: no line after it
+        if b - 1 < len(nl) and end > start and self.data[end] == 10 and self.data[end - 1] == 13:   # line b's CRLF
             end -= 1
         text = self.data[start:end].decode("utf-8", errors="replace")
         return text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
