@@ -51,7 +51,7 @@ from typing import Any, Iterator
 
 from ..errors import DataError
 from ..types import LoadOptions, LoadResult, EdgeRec, NodeRec
-from .common import decode, is_texty, norm_type
+from .common import decode, lines_of, is_texty, norm_type
 
 NAME = "kg"
 EXTENSIONS = (".json", ".jsonl", ".ndjson", ".csv")
@@ -255,7 +255,7 @@ def _graph_lists(data: dict) -> tuple[list, list]:
 def _read_jsonl(text: str, where: str, strict: bool) -> list[Record] | None:
     out: list[Record] = []
     first = True
-    for lineno, line in enumerate(text.splitlines(), 1):
+    for lineno, line in enumerate(lines_of(text), 1):
         if not line.strip():
             continue
         try:

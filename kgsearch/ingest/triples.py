@@ -32,7 +32,7 @@ from pathlib import Path
 
 from ..errors import DataError
 from ..types import EdgeRec, LoadOptions, LoadResult, NodeRec
-from .common import decode, norm_type
+from .common import decode, lines_of, norm_type
 
 NAME = "triples"
 EXTENSIONS = (".tsv",)
@@ -113,7 +113,7 @@ def _triples(text: str, where: str, res: LoadResult) -> None:
 
 def _names(text: str, where: str, res: LoadResult, described: bool) -> None:
     seen: set[str] = set()
-    for lineno, line in enumerate(text.splitlines(), 1):
+    for lineno, line in enumerate(lines_of(text), 1):
         if not line.strip():
             continue
         parts = line.rstrip("\r\n").split("\t", 1)

@@ -227,3 +227,19 @@ def test_record_lines_ignore_braces_and_escaped_quotes_in_strings(tmp_path):
                                    '{"id": "b", "name": "y"}\n]')
     assert [(n.key, n.name, n.line_start) for n in res.nodes] == [
         ("kg:a", 'x "}{" \\', 2), ("kg:b", "y", 4)]
+
+
+def test_jsonl_strings_may_hold_unicode_line_separators(tmp_path):
+    """JSON allows U+2028, U+2029 and NEL raw inside a string (``json.dumps(ensure_ascii=False)``
+    writes them so; web text carries them): the file was split with ``str.splitlines``, which
+    breaks lines there too, and the whole file failed as invalid JSON. Lines end at LF, CRLF or
+    a lone CR."""
+    recs = [{"id": "a", "name": "Alpha", "description": "one\u2028two\u2029three \x85 four \x0c five"},
+            {"id": "b", "name": "B\u2028eta"}, {"source": "a", "target": "b", "type": "knows"}]
+    text = "\r\n".join(json.dumps(r, ensure_ascii=False) for r in recs) + "\r\n"
+    res = load(tmp_path, "g.jsonl", text)
+    assert [(n.key, n.name, n.text, n.line_start) for n in res.nodes] == [
+        ("kg:a", "Alpha", "one\u2028two\u2029three \x85 four \x0c five", 1), ("kg:b", "B\u2028eta", "", 2)]
+    assert edges(res) == [("kg:a", "b", "knows", "kg", 1.0, 3)]
+    mac = load(tmp_path, "mac.jsonl", '{"id": "c", "name": "C"}\r{"id": "d", "name": "D"}\r')
+    assert [(n.key, n.line_start) for n in mac.nodes] == [("kg:c", 1), ("kg:d", 2)]

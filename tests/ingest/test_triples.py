@@ -84,3 +84,16 @@ def test_unknown_extension_named_says_so(tmp_path, capsys):
     assert main(["index", str(f), "--db", str(db), "--no-embed"]) == 0
     err = capsys.readouterr().err
     assert f"{f.resolve()}: kgsearch has no loader for '.xyz' files; read as plain text" in err
+
+
+def test_entity_names_may_hold_unicode_line_separators(tmp_path):
+    """An entity names file split with ``str.splitlines`` broke a name holding U+2028 or NEL
+    into two lines, the second without its tab: "expected id<TAB>name" for the whole folder."""
+    db = tmp_path / "i.db"
+    folder = tmp_path / "kg"
+    write(folder / "train.tsv", "01\t_r\t02\n")
+    write(folder / "entity2text.txt", "01\tfirst\u2028name\n02\tsecond \x85 name\r\n")
+    rep = index_paths(db, [str(folder)], NO_STEPS)
+    assert rep.warnings == []
+    assert rows(db, "SELECT key, name FROM nodes ORDER BY key") == [("kg:01", "first name"),   # (blanks folded)
+                                                                   ("kg:02", "second name")]
