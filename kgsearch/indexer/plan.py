@@ -14,7 +14,7 @@ from pathlib import Path
 
 from ..errors import DataError, UsageError
 from ..ingest.loaders import loader_for
-from ..ingest.walk import Found, WalkReport, found_file, inside, walk
+from ..ingest.walk import Found, WalkReport, found_file, inside, special_file, walk
 from ..store.roots import Root, list_roots, probe, register_roots
 from .load import hash_bytes
 from .state import RunState
@@ -44,6 +44,10 @@ def resolve_roots(ix, paths: list[str]) -> list[Root]:
         full = _abs(p)
         if full not in known and not rp.exists():
             raise DataError("no such file or folder; check the path", str(rp))
+        if full not in known:
+            special = special_file(full)
+            if special:
+                raise DataError(f"not a regular file ({special}); save it to a file and index that", str(rp))
         out.append(full)
     return register_roots(conn, list(dict.fromkeys(out)))
 

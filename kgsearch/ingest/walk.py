@@ -17,7 +17,8 @@ Rules, in order:
   and streamed; ``--max-file-size`` sets one cap for all), files that are not text though
   their name gives them a loader (a NUL byte in the first 8 KB, unless the file starts with a
   UTF-16 byte-order mark: UTF-16 text is decoded like UTF-8) and
-  files with no loader are skipped; skipped files are counted, and each large, unreadable or
+  files with no loader are skipped, and so is anything that is not a regular file (a named
+  pipe or device named ``x.md`` would block the read forever); skipped files are counted, and each large, unreadable or
   not-text one is one warning line (files with no loader are the normal case: counted only).
 * Source code that is not the project's: installed dependencies are skipped (``node_modules``,
   ``bower_components``, ``jspm_packages``; a ``vendor`` folder of Go modules, i.e. with a
@@ -33,6 +34,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
@@ -221,6 +223,26 @@ class IgnoreRules:
         return c
 
 
+def special_kind(mode: int) -> str:
+    """What a file that is not a regular one is, in a word or two (for a warning)."""
+    for test, name in ((stat.S_ISFIFO, "a named pipe"), (stat.S_ISSOCK, "a socket"),
+                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISDIR, "a folder")):
+        if test(mode):
+            return name
+    return "a special file"
+
+
+def special_file(path: "str | Path") -> str | None:
+    """What ``path`` is when it is neither a folder nor a regular file (a named pipe, a device...),
+    else None (also when it cannot be looked at: the walk says so)."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return None
+    return None if stat.S_ISDIR(mode) or stat.S_ISREG(mode) else special_kind(mode)
+
+
 def not_text(path: Path) -> str | None:
     """Why a file its extension gives a loader to is not indexed (one warning each), or None:
     NUL bytes in the first 8 KB (binary data). UTF-16 with its byte-order mark is text (the
@@ -332,6 +354,11 @@ def walk(root: Path, fmt: str | None = None, max_bytes: int | None = None,
             report.unreadable += 1
             problem(path, f"cannot read ({exc.strerror})")
             return None
+        if not stat.S_ISREG(st.st_mode):
+            # a FIFO would block the read forever (nobody writes to it); a device never ends
+            report.skipped_other += 1
+            problem(path, f"not a regular file ({special_kind(st.st_mode)})")
+            return None
         cap = size_cap(path, max_bytes)
         if st.st_size > cap:
             report.skipped_large.append(f"{path} ({st.st_size / 1e6:.1f} MB): larger than --max-file-size "
@@ -430,11 +457,15 @@ def walk(root: Path, fmt: str | None = None, max_bytes: int | None = None,
 
 
 def found_file(path: Path, fmt: str | None = None) -> Found | None:
-    """A file the user named: indexed whatever the ignore rules say (loader by type or --format)."""
+    """A file the user named: indexed whatever the ignore rules say (loader by type or --format).
+    A named pipe, socket or device is refused: reading one may never end."""
+    st = path.stat()
+    if not stat.S_ISREG(st.st_mode):
+        raise DataError(f"not a regular file ({special_kind(st.st_mode)}); save it to a file and index that",
+                        str(path))
     loader = loader_for(path, fmt)
     if loader is None:
         loader = "text" if not is_binary(path) else None
     if loader is None:
         return None
-    st = path.stat()
     return Found(path, path.name, path.parent, loader, st.st_size, st.st_mtime_ns)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+import stat
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -128,13 +129,15 @@ def root_health(conn: sqlite3.Connection) -> list[dict]:
 def probe(path: str) -> str:
     """``ok``, ``missing`` or ``unreadable`` for a root path (a folder is listed, a file opened)."""
     try:
-        os.stat(path)
+        st = os.stat(path)
     except FileNotFoundError:
         return "missing"
     except OSError:
         return "unreadable"
+    if not (stat.S_ISDIR(st.st_mode) or stat.S_ISREG(st.st_mode)):
+        return "unreadable"                  # a named pipe or device: opening it may block forever
     try:
-        if os.path.isdir(path):
+        if stat.S_ISDIR(st.st_mode):
             with os.scandir(path) as it:
                 next(it, None)
         else:
