@@ -128,6 +128,8 @@ SCENARIOS = {
     "2 bad flag": (2, lambda t, m, ix: (["index", ix[0], "--db", ix[1], "--max-file-size", "0"], "--max-file-size")),
     "2 no path": (2, lambda t, m, ix: (["index", "--db", t / "new.db"], "nothing to index")),
     "2 ambiguous name": (2, _ambiguous),
+    "2 empty query": (2, lambda t, m, ix: (["search", "", "--db", ix[1]], "the query is empty")),
+    "2 blank query of why": (2, lambda t, m, ix: (["why", " \t", "md:a", "--db", ix[1]], "the query is empty")),
     "3 bad ignore pattern": (3, _bad_ignore),
     "4 zero-byte index": (4, _zero_bytes),
     "4 damaged blob": (4, _damaged_blob),

@@ -19,6 +19,8 @@ def query_text(given: str | None, path: str | None, what: str = "query") -> str:
     if path is None and given != "-":
         if given is None:
             raise UsageError(f"no {what}: give it as an argument, - for stdin, or --query-file FILE")
+        if not given.strip():
+            raise UsageError(f"the {what} is empty; give some words, e.g. kgsearch search \"sync fails at night\"")
         return given
     where = path if path not in (None, "-") else "stdin"
     try:

@@ -27,6 +27,7 @@ from typing import Callable
 
 import numpy as np
 
+from ..errors import UsageError
 from .parse import Query, index_analyzer, parse
 
 __all__ = ["Session", "Nudges", "nudges_for", "record", "query_signature", "similarity",
@@ -134,7 +135,11 @@ def nudges_for(ix, q: Query, session: Session | None = None, feedback: bool = Tr
 def record(ix, query: str, node: dict, useful: bool) -> dict:
     """Store (or replace) the feedback on ``node`` (a row with ``key``) for ``query``; returns the row.
 
-    Opens its own short write transaction on ``ix`` (an index opened for writing)."""
+    Opens its own short write transaction on ``ix`` (an index opened for writing). An empty
+    query is a usage error: it names no query to nudge (stored, it matched every query whose
+    words are all stop words or filters)."""
+    if not query.strip():
+        raise UsageError("the query is empty; give the query the node was (not) useful for")
     sig = query_signature(query, ix)
     row = ix.conn.execute("SELECT hash FROM nodes WHERE key=?", (node["key"],)).fetchone()
     h = row[0] if row else None

@@ -161,3 +161,13 @@ def test_feedback_command_errors(code, tmp_path, capsys):
     with pytest.raises(SystemExit) as e:
         main(["feedback", "q", "Cart", "--db", str(db)])        # --useful or --not-useful is required
     assert e.value.code == 2
+
+
+def test_feedback_for_an_empty_query_is_a_usage_error(code, capsys):
+    root, db = code
+    for q in ("", "  \t"):
+        assert main(["feedback", q, "Cart", "--useful", "--db", str(db)]) == 2
+        assert capsys.readouterr().err == ("error: the query is empty; give the query the node was (not) useful "
+                                           "for\n")
+    with Index.open(str(db)) as ix:
+        assert ix.conn.execute("SELECT count(*) FROM feedback").fetchone()[0] == 0
