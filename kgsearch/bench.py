@@ -24,6 +24,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from .errors import UsageError
+
 
 @dataclass
 class BenchOptions:
@@ -270,6 +272,9 @@ def run_bench(opts: BenchOptions) -> dict:
     from .indexer import IndexOptions, index_paths
     from .store.db import Index
 
+    for flag, value in (("--queries", opts.queries), ("--cold-runs", opts.cold_runs)):
+        if not isinstance(value, int) or value < 1:
+            raise UsageError(f"{flag} must be a whole number >= 1, got {value!r}")
     result: dict = {"device": device_facts(), "date": time.strftime("%Y-%m-%d %H:%M:%S")}
     tmp = None
     if opts.db:

@@ -72,6 +72,10 @@ def _where(row: dict) -> str:
 
 
 def show_node(ix: Index, ref: str, limit: int = 25) -> dict:
+    """A node with up to ``limit`` edges each way (0: none; SQLite reads a negative LIMIT as
+    no limit at all, so a negative one is a usage error)."""
+    if not isinstance(limit, int) or limit < 0:
+        raise UsageError(f"--edges must be a whole number >= 0, got {limit!r}")
     node = find_node(ix, ref)
     c = ix.conn
     nid = node["id"]

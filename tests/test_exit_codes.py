@@ -183,3 +183,21 @@ def test_text_to_a_pipe_is_raw(tmp_path, capsys):
     assert cli("show", "md:evil", "--db", db) == 0
     shown = capsys.readouterr().out
     assert "\x1b[2J" in shown and "\u202e" in shown
+
+
+@pytest.mark.parametrize("args, says", [
+    (["show", "md:a", "--edges", "-1"], "error: --edges must be a whole number >= 0, got -1\n"),
+    (["show", "md:a", "--lines", "-3"], "error: --lines must be a whole number >= 0, got -3\n"),
+    (["communities", "--limit", "-1"], "error: --limit must be a whole number >= 0 (0: all), got -1\n"),
+    (["communities", "--terms", "-1"], "error: --terms must be a whole number >= 0, got -1\n"),
+    (["bench", "--queries", "0"], "error: --queries must be a whole number >= 1, got 0\n"),
+    (["bench", "--queries", "-1"], "error: --queries must be a whole number >= 1, got -1\n"),
+    (["bench", "--cold-runs", "0"], "error: --cold-runs must be a whole number >= 1, got 0\n"),
+])
+def test_a_count_out_of_range_is_a_usage_error(args, says, indexed, capsys):
+    """Before: `show --edges -1` listed every edge (SQLite's LIMIT -1), `--lines -3` all lines but
+    the last three, `communities --limit -1` printed no community and "53 more", and `bench
+    --queries 0` (or `--cold-runs 0`) ended in an internal error (exit 1) after indexing."""
+    capsys.readouterr()
+    assert cli(*args, "--db", indexed[1]) == 2
+    assert capsys.readouterr().err == says

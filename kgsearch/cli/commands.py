@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 
-from ..errors import EXIT_DATA, EXIT_OK
+from ..errors import EXIT_DATA, EXIT_OK, UsageError
 from .inputs import query_text, read_diff
 from .output import Progress, emit_json, err, out, progress_mode, table, warn_list, write
 
@@ -149,6 +149,8 @@ def cmd_show(args) -> int:
     from ..stats import show_node
     from ..store.db import Index
 
+    if args.lines < 0:
+        raise UsageError(f"--lines must be a whole number >= 0, got {args.lines}")
     with Index.open(args.db, readonly=True) as ix:
         info = show_node(ix, args.node, limit=args.edges)
     if args.json:

@@ -235,7 +235,13 @@ def communities(ix, limit: int | None = None, terms: int = 8, central: int = 3) 
     "communities": [{"id", "size", "label", "central": [{key, name, kind, path, pagerank}],
     "terms", "sentence": {text, key} | None}], "notice", "seconds"}``. ``limit`` summarises
     only the largest ``limit`` (None: all). ``pagerank`` is within the community."""
+    from ..errors import UsageError
     from ..store.rows import node_meta
+
+    if limit is not None and (not isinstance(limit, int) or limit < 0):
+        raise UsageError(f"--limit must be a whole number >= 0 (0: all), got {limit!r}")
+    if not isinstance(terms, int) or terms < 0:
+        raise UsageError(f"--terms must be a whole number >= 0, got {terms!r}")
 
     t0 = time.perf_counter()
     ctx = graph_of(ix)
