@@ -201,3 +201,14 @@ def test_a_count_out_of_range_is_a_usage_error(args, says, indexed, capsys):
     capsys.readouterr()
     assert cli(*args, "--db", indexed[1]) == 2
     assert capsys.readouterr().err == says
+
+
+@pytest.mark.parametrize("args", [["roots", "remove", "x"], ["model", "use", "default"]])
+def test_a_command_that_changes_an_index_needs_one(args, tmp_path, capsys):
+    """Before: `roots remove x` on a missing index said "no root 'x' (its roots: none)" (exit 5)
+    and `model use NAME` "nothing to index: give a PATH" (exit 2); both left a lock file."""
+    db = tmp_path / "none.db"
+    assert cli(*args, "--db", db) == 4
+    assert capsys.readouterr().err == (f"error: no index at {db}; build one with `kgsearch index PATH` "
+                                       f"(or pass --db / set KGSEARCH_DB)\n")
+    assert list(tmp_path.iterdir()) == []

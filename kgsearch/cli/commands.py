@@ -365,7 +365,10 @@ def cmd_model(args) -> int:
     if args.model_cmd == "use":
         from ..indexer import IndexOptions, index_paths
 
+        from ..store.db import Index
+
         embed.load_model(None if args.name == "default" else args.name)   # DataError (exit 3) if it is not usable
+        Index.open(args.db, readonly=True).close()       # no index: exit 4 naming the fix, not "nothing to index"
         progress = Progress(sys.stderr.isatty() and not args.quiet)
         try:
             report = index_paths(args.db, [], IndexOptions(settings={"model": args.name, "embed": True},

@@ -165,15 +165,18 @@ def remove_roots(db: str | os.PathLike | None, refs: list[str], opts: IndexOptio
             remove_root(st.conn, root.path)
         _apply(st, [], [tuple(r) for r in deleted], time.perf_counter())
 
-    return locked_run(db, opts, body)
+    return locked_run(db, opts, body, create=False)
 
 
-def locked_run(db, opts: IndexOptions, body) -> IndexReport:
+def locked_run(db, opts: IndexOptions, body, create: bool = True) -> IndexReport:
     """Run ``body(st)`` in one index transaction under the index lock: open (a health probe
-    first), commit, checkpoint, compact when asked; a damaged file becomes ``BadIndex``."""
+    first), commit, checkpoint, compact when asked; a damaged file becomes ``BadIndex``, and so
+    does a missing one unless ``create``."""
     t_start = time.perf_counter()
     if db is None:
         db = default_db_path()
+    if not create and not os.path.exists(db):
+        Index.open(db, readonly=True)                # BadIndex: "no index at ...", naming the fix
     report = IndexReport(db=str(db))
     with IndexLock(db):
         first = not os.path.exists(db)
