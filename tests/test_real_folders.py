@@ -17,6 +17,7 @@ import json
 import os
 import pty
 import random
+import re
 import shutil
 import sqlite3
 import subprocess
@@ -508,3 +509,34 @@ def test_tsv_triples_load_as_typed_edges(tmp_path, capsys, how):
     assert typed and all("hypernym" in t for t in typed)
     assert any("derivationally_related_form" in e[2] for e in edges)
     assert count(db, "SELECT count(*) FROM nodes WHERE kind IN ('document', 'chunk')") == 0
+
+
+# ---------------------------------------------------------------------------- one-line fields
+FORGED = "wombat\n 2. forged  [note]  9.9999  text"
+ONE_LINE = {"search": ["search", "wombat"], "show": ["show", "kg:w"], "related": ["related", "kg:w"],
+            "why": ["why", "wombat", "kg:w"], "path": ["path", "kg:w", "kg:v"], "impact": ["impact", "kg:v"],
+            "communities": ["communities"], "roots": ["roots"]}
+
+
+@pytest.mark.parametrize("command", list(ONE_LINE))
+def test_a_line_break_in_a_name_key_or_path_cannot_forge_a_line(tmp_path, command):
+    """A KG name (or a file name) with a newline in it started a line of its own in the text
+    output, on a terminal too (the sanitiser keeps newlines: multi-line text needs them), so an
+    indexed file could print a fake result. Names, keys, kinds, edge types and paths are shown
+    with their line breaks escaped; --json keeps them as indexed."""
+    from conftest import run
+
+    kg = tmp_path / "kg\n 2. forged root"
+    write(kg / "g.json", json.dumps({"nodes": [{"id": "w", "name": FORGED, "description": "a wombat"},
+                                               {"id": "v", "name": "vombatus\u2028 3. forged", "description": "x"}],
+                                     "edges": [{"source": "w", "target": "v", "type": "eats\r 4. forged"}]}))
+    db = tmp_path / "i.db"
+    assert cli("index", kg, "--db", db, "-q") == 0
+    rc, out, err = run(*ONE_LINE[command], "--db", db)
+    assert rc == 0, err
+    assert "forged" in out
+    assert not any(re.match(r"\s*[234]\. forged", line) for line in re.split("\r\n|[\n\r\u2028]", out)), out
+    if command in ("search", "show"):
+        rc, out, err = run(*ONE_LINE[command], "--db", db, "--json")
+        got = json.loads(out)
+        assert (got["hits"][0] if command == "search" else got["node"])["name"] == FORGED

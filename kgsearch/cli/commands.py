@@ -7,7 +7,7 @@ import sys
 
 from ..errors import EXIT_DATA, EXIT_OK, UsageError
 from .inputs import query_text, read_diff
-from .output import Progress, emit_json, err, out, progress_mode, table, warn_list, write
+from .output import Progress, emit_json, err, one_line, out, progress_mode, table, warn_list, write
 
 COMPACT_NOTE_BYTES = 1_000_000      # a VACUUM that gave back less is not worth a line
 
@@ -109,7 +109,7 @@ def cmd_roots(args) -> int:
     if not roots:
         out("no roots: index a folder with `kgsearch index PATH`")
         return EXIT_OK
-    out(table([[r["path"], r["label"] or "-", r["status"], r["files"], r["last_indexed_iso"] or "never"]
+    out(table([[one_line(r["path"]), one_line(r["label"] or "-"), r["status"], r["files"], r["last_indexed_iso"] or "never"]
                for r in roots], ["root", "label", "status", "files", "last indexed"]))
     bad = [r for r in roots if r["status"] != "ok"]
     for r in bad:
@@ -145,6 +145,11 @@ def cmd_stats(args) -> int:
     return EXIT_OK
 
 
+def _node_line(n: dict) -> str:
+    """``name  [kind]  key`` of a node, on one line."""
+    return f"{one_line(n['name'])}  [{one_line(n['kind'])}]  {one_line(n['key'])}"
+
+
 def cmd_show(args) -> int:
     from ..stats import show_node
     from ..store.db import Index
@@ -157,12 +162,12 @@ def cmd_show(args) -> int:
         emit_json(info)
         return EXIT_OK
     n = info["node"]
-    loc = f"{n['path']}:{n['line_start']}" if n.get("path") and n.get("line_start") else (n.get("path") or "")
-    out(f"{n['name']}  [{n['kind']}]  {n['key']}")
+    loc = one_line(f"{n['path']}:{n['line_start']}" if n.get("path") and n.get("line_start") else (n.get("path") or ""))
+    out(_node_line(n))
     if loc:
         out(f"  {loc}")
     if n.get("qualname") and n["qualname"] != n["name"]:
-        out(f"  {n['qualname']}")
+        out(f"  {one_line(n['qualname'])}")
     text = (n.get("text") or "").strip()
     if text:
         out("")
@@ -177,7 +182,7 @@ def cmd_show(args) -> int:
             out(f"{title} edges ({info[key + '_total']}):")
             for e in edges:
                 arrow = "->" if key == "out" else "<-"
-                out(f"  {arrow} {e['type']:<14} {e['name']}  [{e['kind']}]  {e['key']}")
+                out(f"  {arrow} {one_line(e['type']):<14} {_node_line(e)}")
     return EXIT_OK
 
 
@@ -453,13 +458,12 @@ def cmd_related(args) -> int:
     if args.json:
         emit_json(info)
         return EXIT_OK
-    n = info["node"]
-    out(f"{n['name']}  [{n['kind']}]  {n['key']}")
+    out(_node_line(info["node"]))
     for etype, edges in info["edges"].items():
         out("")
-        out(f"{etype} ({len(edges)}):")
+        out(f"{one_line(etype)} ({len(edges)}):")
         for e in edges:
-            out(f"  {'->' if e['direction'] == 'out' else '<-'} {e['name']}  [{e['kind']}]  {e['key']}")
+            out(f"  {'->' if e['direction'] == 'out' else '<-'} {_node_line(e)}")
     if info["total"] > info["shown"]:
         out("")
         out(f"... {info['total'] - info['shown']} more (--limit)")

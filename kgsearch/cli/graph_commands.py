@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from ..errors import EXIT_NOT_FOUND, EXIT_OK
-from .output import emit_json, err, out
+from .output import emit_json, err, one_line, out
 
 __all__ = ["add_parsers"]
 
@@ -76,14 +76,15 @@ def add_parsers(sub, common) -> None:
 
 
 def _node(d: dict) -> str:
-    return f"{d['name']}  [{d['kind']}]  {d['key']}"
+    return f"{one_line(d['name'])}  [{one_line(d['kind'])}]  {one_line(d['key'])}"
 
 
 def _chain(p: dict) -> str:
-    names = {n["key"]: n["name"] for n in p["nodes"]}
-    parts = [names[p["steps"][0]["from"]]] if p["steps"] else [p["nodes"][0]["name"]]
+    names = {n["key"]: one_line(n["name"]) for n in p["nodes"]}
+    parts = [names[p["steps"][0]["from"]]] if p["steps"] else [one_line(p["nodes"][0]["name"])]
     for s in p["steps"]:
-        arrow = f"-[{s['type']}]->" if s["direction"] == "out" else f"<-[{s['type']}]-"
+        t = one_line(s["type"])
+        arrow = f"-[{t}]->" if s["direction"] == "out" else f"<-[{t}]-"
         parts += [arrow, names[s["to"]]]
     return " ".join(parts)
 
@@ -102,7 +103,7 @@ def cmd_path(args) -> int:
         out(f"to   {_node(res['to'])}")
         for i, p in enumerate(res["paths"], 1):
             out(f"{i:>2}. {p['hops']} hop{'s' if p['hops'] != 1 else ''}, length {p['length']:.2f}: {_chain(p)}")
-            out(f"    {' > '.join(n['key'] for n in p['nodes'])}")
+            out(f"    {' > '.join(one_line(n['key']) for n in p['nodes'])}")
     if not res["paths"]:
         if not args.quiet:
             err(f"note: no path of at most {args.max_len} hops" + (f" over {','.join(args.types)}" if args.types else "")
@@ -122,14 +123,14 @@ def cmd_impact(args) -> int:
         emit_json(res)
         return EXIT_OK
     of = res["of"]
-    what = _node(of) if "key" in of else f"{of['file']} ({of['nodes']} nodes)"
+    what = _node(of) if "key" in of else f"{one_line(of['file'])} ({of['nodes']} nodes)"
     out(f"what depends on {what}")
     out(f"({res['start']} start node(s), depth {res['depth']}, types {', '.join(f'{t}:{s}' for t, s in res['types'].items())})")
     for i, d in enumerate(res["dependents"], 1):
-        loc = f"  {d['relpath'] or d['path']}:{d['line']}" if d["path"] and d["line"] else ""
-        verb = f"{d['via']['type']} {d['via']['key']}" if d["via"]["direction"] == "out" else \
-            f"{d['via']['type']} from {d['via']['key']}"
-        out(f"{i:>3}. d{d['distance']}  {d['name']}  [{d['kind']}]  {d['key']}{loc}")
+        loc = one_line(f"  {d['relpath'] or d['path']}:{d['line']}" if d["path"] and d["line"] else "")
+        via_type, via_key = one_line(d["via"]["type"]), one_line(d["via"]["key"])
+        verb = f"{via_type} {via_key}" if d["via"]["direction"] == "out" else f"{via_type} from {via_key}"
+        out(f"{i:>3}. d{d['distance']}  {_node(d)}{loc}")
         out(f"          {verb}")
     shown = len(res["dependents"])
     out(f"({res['total']} dependent(s) within {res['depth']} hops" + (f"; {shown} shown, --limit for more)"
@@ -140,13 +141,13 @@ def cmd_impact(args) -> int:
         for i, t in enumerate(res["tests"], 1):
             why = []
             if t["reached"]:
-                near = ", ".join(n["name"] for n in t["nearest"][:3])
+                near = ", ".join(one_line(n["name"]) for n in t["nearest"][:3])
                 why.append(f"reached at d{t['distance']} by {t['reached']} test node(s): {near}")
             if t["names"]:
                 why.append(f"names {t['names']} of its symbols")
             if t.get("rank_path"):
                 why.append(f"its path names the changed files' subjects (rank {t['rank_path']})")
-            out(f"{i:>3}. {t['relpath'] or t['path']}")
+            out(f"{i:>3}. {one_line(t['relpath'] or t['path'])}")
             out(f"          {'; '.join(why)}")
     return EXIT_OK
 
@@ -164,11 +165,11 @@ def cmd_communities(args) -> int:
         err(f"note: {res['notice']}")
         return EXIT_OK
     for i, c in enumerate(res["communities"], 1):
-        out(f"{i:>3}. {c['label']}  ({c['size']:,} nodes)")
+        out(f"{i:>3}. {one_line(c['label'])}  ({c['size']:,} nodes)")
         if c["terms"]:
             out(f"     terms: {', '.join(c['terms'])}")
         if c["sentence"]:
-            out(f"     \"{c['sentence']['text']}\"  ({c['sentence']['key']})")
+            out(f"     \"{one_line(c['sentence']['text'])}\"  ({one_line(c['sentence']['key'])})")
     more = res["total"] - res["shown"]
     out(f"({res['total']:,} communities over {res['nodes']:,} nodes" + (f"; {more:,} more: --limit 0 for all)"
                                                                        if more > 0 else ")"))

@@ -31,6 +31,23 @@ def sanitize(text: str) -> str:
     return _UNSAFE.sub(_escape, text)
 
 
+# Line breaks inside a field printed on one line (a name, key, path, kind or edge type: a KG
+# name "a\nb", a file named with a newline) would start a line of their own and could forge a
+# result line; they are shown escaped on every stream (--json keeps the text as indexed).
+_BREAKS = re.compile("\r\n|[\n\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029]")
+
+
+def one_line(value) -> str:
+    r"""``value`` as text with its line breaks shown escaped, so that it stays on its line.
+
+    >>> one_line("new\nline\r\n 2. fake"), one_line(3)
+    ('new\\nline\\r\\n 2. fake', '3')
+    """
+    text = str(value)
+    return _BREAKS.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text) if _BREAKS.search(text) \
+        else text
+
+
 def _for(stream, text: str) -> str:
     """Text goes to a terminal sanitised; to a pipe or file as it is (JSON never goes here)."""
     try:
@@ -145,10 +162,10 @@ def format_response(resp, explain: bool = False) -> str:
     if not resp.hits:
         return "\n".join(lines + [f"no results for {resp.query!r}", f"({head})"])
     for h in resp.hits:
-        loc = f"{h.path}:{h.line}" if h.path and h.line else (h.path or "")
-        lines.append(f"{h.rank:>2}. {h.name}  [{h.kind}]  {h.score:.4f}  {h.methods}")
-        index = getattr(h, "index", "")              # several indexes searched as one
-        lines.append(f"    {index + ': ' if index else ''}{h.key}" + (f"  {loc}" if loc else ""))
+        loc = one_line(f"{h.path}:{h.line}" if h.path and h.line else (h.path or ""))
+        lines.append(f"{h.rank:>2}. {one_line(h.name)}  [{one_line(h.kind)}]  {h.score:.4f}  {h.methods}")
+        index = one_line(getattr(h, "index", ""))    # several indexes searched as one
+        lines.append(f"    {index + ': ' if index else ''}{one_line(h.key)}" + (f"  {loc}" if loc else ""))
         if h.snippet:
             lines.append(f"    {h.snippet}")
         if explain:
@@ -183,7 +200,7 @@ def _adj_line(name: str, value: float, indent: str) -> str:
 
 
 def format_why(info: dict) -> str:
-    lines = [f"{info['node']['name']} [{info['node']['kind']}] {info['node']['key']}",
+    lines = [f"{one_line(info['node']['name'])} [{one_line(info['node']['kind'])}] {one_line(info['node']['key'])}",
              f"query {info['query']!r}: intent {info['intent']['name']}, fusion {info['fusion']}, "
              f"channels {'+'.join(info['channels_run'])}",
              info["reason"]]
@@ -201,15 +218,16 @@ def format_why(info: dict) -> str:
         lines.append("graph: a seed of the graph stage (one of the best text / embedding matches)")
     elif g and g.get("path"):
         p = g["path"]
-        names = {n["key"]: n["name"] for n in p["nodes"]}
+        names = {n["key"]: one_line(n["name"]) for n in p["nodes"]}
         chain = [names[p["steps"][0]["from"]]] if p["steps"] else []
         for s in p["steps"]:
-            chain += [f"-[{s['type']}]->" if s["direction"] == "out" else f"<-[{s['type']}]-", names[s["to"]]]
+            t = one_line(s["type"])
+            chain += [f"-[{t}]->" if s["direction"] == "out" else f"<-[{t}]-", names[s["to"]]]
         lines.append(f"graph: reached from seed {names[p['steps'][0]['from']] if p['steps'] else '?'} in "
                      f"{p['hops']} hop{'s' if p['hops'] != 1 else ''}: {' '.join(chain)}")
     if info.get("filters"):
         lines.append(f"filters: {' '.join(info['filters'])}")
     lines.append("top results:")
     for t in info["top"]:
-        lines.append(f"  {t['rank']:>2}. {t['score']:.4f} {t['name']} ({t['key']})")
+        lines.append(f"  {t['rank']:>2}. {t['score']:.4f} {one_line(t['name'])} ({one_line(t['key'])})")
     return "\n".join(lines)
