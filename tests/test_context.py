@@ -520,3 +520,22 @@ def test_parse_unified_breaks_lines_at_newlines_only():
     x, w = parse_unified(diff)
     assert (x.path, sorted(x.old_lines), sorted(x.new_lines)) == ("x.py", [5], [5])
     assert (w.path, sorted(w.old_lines), sorted(w.new_lines)) == ("w.c", [2], [2])
+
+
+def test_xml_holds_text_with_characters_xml_forbids():
+    """A note holding an ANSI escape (or a NUL, U+FFFE...) made `context --format xml`
+    unparseable: XML 1.0 allows those characters nowhere, not even in CDATA. They are written
+    as the escapes the terminal shows; the budget still holds."""
+    body = "a\x1b[31mb\x00c ]]> d\ufffe\tend"
+    it = Item(id=1, key="md:k\x01", kind="note", name="n\x07", path="p\x1b.md", line_start=1, line_end=2, score=1.0,
+              reason="r\x0c", forms=[Form("full", body), Form("ref", "")], lang="markdown", source="index")
+    r = renderer("xml", {"query": "q\x1b[2J", "mode": "task", "budget": 500})
+    p = pack([it], 500, r.cost, frame=r.frame(1), shrink=r.shrink)
+    text, used = r.render(p)
+    assert estimate(text) <= used <= 500
+    root = ET.fromstring(text)
+    assert root.get("query") == "q\\x1b[2J"
+    node = root.find("node")
+    assert (node.get("key"), node.get("name"), node.get("path"), node.get("reason")) == \
+        ("md:k\\x01", "n\\x07", "p\\x1b.md", "r\\x0c")
+    assert node.text == "\na\\x1b[31mb\\x00c ]]> d\\ufffe\tend\n"

@@ -15,7 +15,8 @@ CDATA) and ``<cut>`` elements.
 from __future__ import annotations
 
 import json
-from xml.sax.saxutils import quoteattr
+import re
+from xml.sax.saxutils import quoteattr as _quoteattr
 
 from .pack import Cut, Form, Item, Packed
 from .tokens import chars_for, estimate
@@ -23,6 +24,26 @@ from .tokens import chars_for, estimate
 __all__ = ["FORMATS", "Renderer", "renderer", "ESTIMATE_RULE"]
 
 FORMATS = ("markdown", "json", "xml")
+# Characters XML 1.0 allows nowhere, not even in CDATA or as &#..; references: C0 controls
+# but tab, LF and CR, lone surrogates, U+FFFE and U+FFFF. Indexed text holding one (an ANSI
+# escape in a note) made the whole XML output unparseable; each is written as a \xNN or
+# \uNNNN escape instead, as the terminal shows it.
+_XML_ILLEGAL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def xml_text(text: str) -> str:
+    r"""``text`` with the characters XML cannot hold shown as escapes.
+
+    >>> xml_text("a\x1b[31mb\tc\ufffe")
+    'a\\x1b[31mb\tc\\ufffe'
+    """
+    return _XML_ILLEGAL.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100
+                            else f"\\u{ord(m.group()):04x}", text)
+
+
+def quoteattr(value: str) -> str:
+    return _quoteattr(xml_text(value))
+
 ESTIMATE_RULE = "tokens = ceil(characters / 4)"
 
 
@@ -179,7 +200,7 @@ class Xml(Renderer):
                  + (f" index={quoteattr(it.index)}" if getattr(it, "index", None) else ""))
         if f.level == "ref":
             return f"<node {attrs}/>\n"
-        body = f.body.replace("]]>", "]]]]><![CDATA[>")
+        body = xml_text(f.body).replace("]]>", "]]]]><![CDATA[>")
         return f"<node {attrs}><![CDATA[\n{body}\n]]></node>\n"
 
     def cut_piece(self, c: Cut, first: bool) -> str:
