@@ -883,3 +883,29 @@ def test_pulls_together_are_each_index_s_pull_to_the_last_bit(mixed, engines, tm
         for p, g in zip(pulls, got):
             want = p.answer()
             assert g.dtype == want.dtype and np.array_equal(g, want) and len(g) == len(p.ids)
+
+
+def test_mcp_over_two_indexes_every_tool_answers_from_the_index_that_has_the_node(split):
+    """Before: `path` and `impact` looked in the first index only ("no node ... in the index" for
+    a node of the second), and `stats` answered without the nodes and edges its outputSchema
+    requires, so a client validating structuredContent rejected it."""
+    from kgsearch.mcp.multi import MultiServer
+    from kgsearch.mcp.shapes import OUTPUT_SCHEMAS
+
+    _, dbs = split
+    srv = MultiServer([str(dbs["a"]), str(dbs["b"])])
+    res = srv.call("stats", {})["structuredContent"]
+    parts = res["indexes"]
+    assert [p["index"] for p in parts] == ["a", "b"]
+    assert (res["nodes"], res["edges"], res["files"]) == tuple(sum(p[k] for p in parts) for k in ("nodes", "edges", "files"))
+    assert set(OUTPUT_SCHEMAS["stats"]["required"]) <= set(res)
+    with Index.open(dbs["a"], readonly=True) as a, Index.open(dbs["b"], readonly=True) as b:
+        in_a = {k for k, in a.conn.execute("SELECT key FROM nodes")}
+        only_b = [k for k, in b.conn.execute("SELECT key FROM nodes ORDER BY id") if k not in in_a][:2]
+    res = srv.call("impact", {"node": only_b[0]})
+    assert not res["isError"] and res["structuredContent"]["index"] == "b"
+    res = srv.call("path", {"source": only_b[0], "target": only_b[1]})
+    assert not res["isError"] and res["structuredContent"]["index"] == "b"
+    assert res["structuredContent"]["from"]["key"] == only_b[0]
+    res = srv.call("path", {"source": only_b[0], "target": sorted(in_a)[0]})        # one end in each index
+    assert res["isError"] and "both in one index (a path runs inside one index)" in res["content"][0]["text"]

@@ -1,9 +1,10 @@
 """``kgsearch mcp --db A --db B``: the same tools over several indexes searched as one.
 
 ``search`` and ``context`` (a task) rank over every index (:mod:`kgsearch.query.multi`), each hit
-and packed item naming its index; ``show``, ``related``, ``why`` and ``feedback`` answer from the
-first index (in ``--db`` order) that has the node, and say which (``"index"``); ``stats`` lists
-every index. Each index is opened read-only and reopened when replaced, as with one index, and a
+and packed item naming its index; ``show``, ``related``, ``why``, ``impact`` and ``feedback``
+answer from the first index (in ``--db`` order) that has the node, ``path`` from the first that
+has both ends, and say which (``"index"``); ``stats`` gives the totals and lists every index;
+``communities`` are the first index's. Each index is opened read-only and reopened when replaced, as with one index, and a
 session remembers the nodes opened in each index apart (node ids are per index).
 """
 from __future__ import annotations
@@ -62,7 +63,7 @@ class MultiServer(Server):
         s.last_used = now
         return s
 
-    def _first(self, fn, node: str):
+    def _first(self, fn, node: str, where: str = "in any of the indexes"):
         """``fn(part)`` on the first index that has ``node``, with ``"index"`` added; NotFound
         naming every index otherwise."""
         misses = []
@@ -74,8 +75,7 @@ class MultiServer(Server):
                 continue
             d["index"] = name
             return d
-        raise NotFound(f"no node {node!r} in any of the indexes ({', '.join(self.parts)}); "
-                       f"search for it to find its key")
+        raise NotFound(f"no node {node} {where} ({', '.join(self.parts)}); search for it to find its key")
 
     # ------------------------------------------------------------------ tools over all indexes
     def tool_search(self, a: dict, session):
@@ -109,7 +109,11 @@ class MultiServer(Server):
     def tool_stats(self, a: dict, session):
         from ..stats import index_stats
 
-        d = {"indexes": [dict(index_stats(part._engine().ix), index=name) for name, part in self.parts.items()]}
+        parts = [dict(index_stats(part._engine().ix), index=name) for name, part in self.parts.items()]
+        # the totals first: the tool's outputSchema requires nodes and edges (an MCP client that
+        # validates structuredContent rejected the answer that listed the indexes only)
+        d = {k: sum(p[k] for p in parts) for k in ("nodes", "edges", "files")}
+        d["indexes"] = parts
         return dumps(d), d
 
     # ------------------------------------------------------------------ tools on the index that has the node
@@ -117,17 +121,26 @@ class MultiServer(Server):
         def one(name, part):
             text, d = part.tool_show(a, session.part(name) if session is not None else None)
             return d
-        d = self._first(one, a["node"])
+        d = self._first(one, repr(a["node"]))
         return dumps(d), d
 
     def tool_related(self, a: dict, session):
-        d = self._first(lambda name, part: part.tool_related(a, None)[1], a["node"])
+        d = self._first(lambda name, part: part.tool_related(a, None)[1], repr(a["node"]))
         return dumps(d), d
 
     def tool_why(self, a: dict, session):
-        d = self._first(lambda name, part: part.tool_why(a, None)[1], a["node"])
+        d = self._first(lambda name, part: part.tool_why(a, None)[1], repr(a["node"]))
+        return dumps(d), d
+
+    def tool_path(self, a: dict, session):
+        d = self._first(lambda name, part: part.tool_path(a, None)[1], f"{a['source']!r} and {a['target']!r}",
+                        "both in one index (a path runs inside one index)")
+        return dumps(d), d
+
+    def tool_impact(self, a: dict, session):
+        d = self._first(lambda name, part: part.tool_impact(a, None)[1], repr(a["node"]))
         return dumps(d), d
 
     def tool_feedback(self, a: dict, session):
-        d = self._first(lambda name, part: part.tool_feedback(a, None)[1], a["node"])
+        d = self._first(lambda name, part: part.tool_feedback(a, None)[1], repr(a["node"]))
         return dumps(d), d
