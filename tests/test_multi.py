@@ -270,6 +270,23 @@ def test_context_over_two_indexes(split, capsys, monkeypatch):
     assert d["used"] <= 4000
 
 
+def test_context_over_two_indexes_holding_the_same_key(tmp_path, capsys, monkeypatch):
+    """Two vaults each with a README.md (key md:README in both): the context packs both notes,
+    each naming its index (it raised TypeError comparing two items of one key)."""
+    dbs = []
+    for tag in ("notes", "work"):
+        root = tmp_path / tag
+        root.mkdir()
+        (root / "README.md").write_text(f"# Backup\n\nthe {tag} backup runs at night and syncs the phone\n",
+                                        encoding="utf-8")
+        dbs.append(tmp_path / f"{tag}.db")
+        index_paths(dbs[-1], [str(root)], IndexOptions())
+    code, d, _ = cli_json(capsys, monkeypatch, "context", "backup phone", "--db", str(dbs[0]), "--db", str(dbs[1]),
+                          "--json")
+    assert code == 0
+    assert sorted((it["index"], it["key"]) for it in d["items"]) == [("notes", "md:README"), ("work", "md:README")]
+
+
 def test_http_api_over_two_indexes(split, capsys, monkeypatch):
     from kgsearch.serve import App, Holder
 
