@@ -326,6 +326,66 @@ def test_mcp_over_two_indexes(split):
     assert res["isError"] and "any of the indexes" in res["content"][0]["text"]
 
 
+@pytest.fixture(scope="module")
+def twin_vaults(tmp_path_factory):
+    """Two vaults that each hold README.md (the key md:README in both); only work's is linked to."""
+    tmp = tmp_path_factory.mktemp("twins")
+    dbs = []
+    for tag in ("notes", "work"):
+        root = tmp / tag
+        root.mkdir()
+        (root / "README.md").write_text(f"# Backup\n\nthe {tag} backup runs at night\n", encoding="utf-8")
+        (root / f"{tag}-plan.md").write_text(f"# Plan\n\nthe {tag} plan, see [[README]]\n" if tag == "work"
+                                             else "# Plan\n\nthe notes plan stands alone\n", encoding="utf-8")
+        dbs.append(tmp / f"{tag}.db")
+        index_paths(dbs[-1], [str(root)], IndexOptions())
+    return dbs
+
+
+def test_mcp_node_tools_over_two_indexes_take_the_index_a_hit_names(twin_vaults):
+    """show/related/why/feedback/path/impact over several indexes answer from the index their
+    ``index`` argument names; path and impact looked only at the first index before (silently:
+    a node of the second was "not found"), and a hit of the second index whose key the first
+    also holds could not be opened."""
+    from kgsearch.mcp import Server
+    from kgsearch.mcp.multi import MultiServer
+
+    srv = MultiServer([str(p) for p in twin_vaults])
+    listed = {t["name"]: t for t in srv.handle({"jsonrpc": "2.0", "id": 1, "method": "tools/list",
+                                                "params": {"_meta": {"io.modelcontextprotocol/protocolVersion":
+                                                                     "2026-07-28"}}})["result"]["tools"]}
+    for name in ("why", "show", "related", "feedback", "path", "impact", "communities"):
+        assert listed[name]["inputSchema"]["properties"]["index"]["enum"] == ["notes", "work"], name
+    assert "index" not in listed["search"]["inputSchema"]["properties"]
+    assert all("index" not in t["inputSchema"].get("properties", {}) for t in Server(str(twin_vaults[0])).tools)
+
+    def call(name, args):
+        res = srv.call(name, args)
+        return res["isError"], res.get("structuredContent"), res["content"][0]["text"]
+
+    err, d, _ = call("show", {"node": "md:README", "index": "work", "detail": "full"})
+    assert not err and d["index"] == "work" and "work backup" in d["node"]["text"]
+    err, d, _ = call("show", {"node": "md:README", "detail": "full"})
+    assert not err and d["index"] == "notes" and "notes backup" in d["node"]["text"]     # the first that has it
+    err, d, _ = call("impact", {"node": "md:README", "index": "work"})
+    assert not err and d["index"] == "work" and [x["key"] for x in d["dependents"]] == ["md:work-plan"]
+    err, d, _ = call("impact", {"node": "md:work-plan"})                                   # only work has it
+    assert not err and d["index"] == "work"
+    err, d, _ = call("path", {"source": "md:work-plan", "target": "md:README"})
+    assert not err and d["index"] == "work" and d["paths"][0]["hops"] == 1
+    err, d, text = call("impact", {"node": "md:work-plan", "index": "notes"})
+    assert err and "no node 'md:work-plan' in index notes" in text
+    err, d, text = call("show", {"node": "md:README", "index": "elsewhere"})
+    assert err and "one of notes, work" in text
+    err, d, _ = call("communities", {})
+    one = {n: Server(str(p)).call("communities", {})["structuredContent"] for n, p in zip(("notes", "work"),
+                                                                                          twin_vaults)}
+    assert d["total"] == one["notes"]["total"] + one["work"]["total"]
+    assert sorted((c["index"], c["id"]) for c in d["communities"]) == sorted(
+        (n, c["id"]) for n, o in one.items() for c in o["communities"])
+    assert [c["size"] for c in d["communities"]] == sorted((c["size"] for c in d["communities"]), reverse=True)
+
+
 # --------------------------------------------------------------------------- similar_text lists across the indexes
 TWO_HOP = "tell me about graph walk"            # the exploratory intent: the graph signal pulls two hops
 

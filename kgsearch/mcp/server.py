@@ -65,6 +65,7 @@ class Server:
         self._ident = None
         self.legacy_version: str | None = None
         self.sessions: dict[str, object] = {}
+        self.tools = TOOLS                              # the schemas it advertises and checks against
 
     # ------------------------------------------------------------------ the index
     def _engine(self):
@@ -151,7 +152,7 @@ class Server:
         elif method == "ping":
             res = {}
         elif method == "tools/list":
-            res = {"tools": TOOLS}
+            res = {"tools": self.tools}
             if era == "modern":
                 res.update(ttlMs=3600000, cacheScope="public")
         elif method == "tools/call":
@@ -169,7 +170,7 @@ class Server:
     def call(self, name: str, arguments, legacy: bool = False) -> dict:
         """A ``tools/call`` result: content + structuredContent, or ``isError`` with the reason."""
         try:
-            args = check_args(name, arguments)
+            args = check_args(name, arguments, self.tools)
             handle = args.get("session", "" if legacy else None)
             text, structured = getattr(self, "tool_" + name)(args, self._session(handle))
         except (ToolError, KgsearchError) as e:
