@@ -386,6 +386,26 @@ def test_mcp_node_tools_over_two_indexes_take_the_index_a_hit_names(twin_vaults)
     assert [c["size"] for c in d["communities"]] == sorted((c["size"] for c in d["communities"]), reverse=True)
 
 
+@pytest.mark.parametrize("name, args", [
+    ("search", {"query": "backup plan"}), ("context", {"task": "backup plan", "budget": 800}),
+    ("why", {"query": "backup", "node": "md:README", "index": "work"}), ("show", {"node": "md:README"}),
+    ("related", {"node": "md:work-plan"}), ("stats", {}), ("impact", {"node": "md:README", "index": "work"}),
+    ("path", {"source": "md:work-plan", "target": "md:README"}), ("communities", {}),
+])
+def test_mcp_results_over_two_indexes_validate_against_the_advertised_schemas(twin_vaults, name, args):
+    """What ``tools/list`` advertises over several indexes is what the tools answer (an SDK
+    client validates structuredContent against outputSchema): ``stats`` answered
+    ``{"indexes": [...]}`` under the one-index schema, which requires ``nodes``."""
+    from conftest import need
+    from kgsearch.mcp.multi import MultiServer
+
+    jsonschema = need("jsonschema")
+    srv = MultiServer([str(p) for p in twin_vaults])
+    res = srv.call(name, args)
+    assert not res["isError"], res
+    jsonschema.validate(res["structuredContent"], next(t["outputSchema"] for t in srv.tools if t["name"] == name))
+
+
 # --------------------------------------------------------------------------- similar_text lists across the indexes
 TWO_HOP = "tell me about graph walk"            # the exploratory intent: the graph signal pulls two hops
 

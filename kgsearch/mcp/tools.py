@@ -187,7 +187,8 @@ NODE_TOOLS = ("why", "show", "related", "feedback", "path", "impact", "communiti
 
 def tools_over(names: list[str]) -> list[dict]:
     """:data:`TOOLS` for several indexes searched as one (``kgsearch mcp --db A --db B``): each of
-    :data:`NODE_TOOLS` takes an optional ``index`` naming the index to answer from."""
+    :data:`NODE_TOOLS` takes an optional ``index`` naming the index to answer from, and ``stats``
+    answers ``{"indexes": [one index's stats with its "index"]}``."""
     out = []
     for t in TOOLS:
         if t["name"] in NODE_TOOLS:
@@ -198,6 +199,12 @@ def tools_over(names: list[str]) -> list[dict]:
                 "description": f"the index to answer from (each search hit and context item names its index); "
                                f"default: {what}"})
             t = dict(t, inputSchema=dict(t["inputSchema"], properties=props))
+        elif t["name"] == "stats":                  # one entry per index
+            one = t["outputSchema"]
+            each = dict(one, properties=dict(one["properties"], index={"type": "string"}),
+                        required=list(one["required"]) + ["index"])
+            t = dict(t, outputSchema={"type": "object", "properties": {"indexes": {"type": "array", "items": each}},
+                                      "required": ["indexes"]})
         out.append(t)
     return out
 
