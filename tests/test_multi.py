@@ -386,6 +386,45 @@ def test_mcp_node_tools_over_two_indexes_take_the_index_a_hit_names(twin_vaults)
     assert [c["size"] for c in d["communities"]] == sorted((c["size"] for c in d["communities"]), reverse=True)
 
 
+def test_why_over_two_indexes_is_the_rank_in_the_one_ranking(twin_vaults, capsys, monkeypatch):
+    """`why` over several indexes: the node's rank in the ranking `search` gave over all of them
+    (it gave its rank in its own index alone, and a `top` the agent never saw)."""
+    from kgsearch.mcp.multi import MultiServer
+    from kgsearch.query.api import why_over
+    from kgsearch.query.multi import multi_engine_for
+
+    multi = multi_engine_for([str(p) for p in twin_vaults])
+    hits = multi.search("backup plan night", SearchOptions(k=10, use_cache=False)).hits
+    assert {h.index for h in hits} == {"notes", "work"}
+    for h in hits:
+        d = why_over(multi, "backup plan night", h.key, h.index, SearchOptions(k=10))
+        assert (d["index"], d["rank"], d["node"]["key"]) == (h.index, h.rank, h.key)
+        assert [(t["index"], t["key"], t["rank"]) for t in d["top"]] == [(x.index, x.key, x.rank) for x in hits]
+    last = hits[-1]
+    code, d, _ = cli_json(capsys, monkeypatch, "why", "backup plan night", last.key, "--index", last.index,
+                          "--db", str(twin_vaults[0]), "--db", str(twin_vaults[1]), "--json")
+    assert code == 0 and (d["index"], d["rank"]) == (last.index, last.rank)
+    capsys.readouterr()
+    assert main(["why", "backup plan night", "md:README", "--db", str(twin_vaults[0]), "--db", str(twin_vaults[1])]) == 0
+    text = capsys.readouterr().out
+    assert text.startswith("notes: README [note] md:README") and "work: " in text
+    assert main(["why", "backup", "md:README", "--index", "elsewhere", "--db", str(twin_vaults[0]), "--db",
+                 str(twin_vaults[1])]) == 2
+    assert "no index named 'elsewhere'; the indexes are notes, work" in capsys.readouterr().err
+    assert main(["why", "backup", "md:README", "--index", "notes", "--db", str(twin_vaults[0])]) == 2
+    from kgsearch.serve import App, Holder
+
+    app = App({"notes": Holder(str(twin_vaults[0])), "work": Holder(str(twin_vaults[1]))})
+    st, _, body = app.handle("GET", f"/api/why?q=backup+plan+night&node={last.key}&db={last.index}", {})
+    assert st == 200 and no_timings(json.loads(body)) == no_timings(d)          # = the CLI's --json
+    st, _, body = app.handle("GET", "/api/why?q=backup&node=md:README&db=elsewhere", {})
+    assert st == 400 and "no index named 'elsewhere'" in json.loads(body)["error"]
+    srv = MultiServer([str(p) for p in twin_vaults])
+    res = srv.call("why", {"query": "backup plan night", "node": last.key, "index": last.index})
+    assert not res["isError"] and res["structuredContent"]["rank"] == last.rank
+    assert res["structuredContent"]["index"] == last.index
+
+
 @pytest.mark.parametrize("name, args", [
     ("search", {"query": "backup plan"}), ("context", {"task": "backup plan", "budget": 800}),
     ("why", {"query": "backup", "node": "md:README", "index": "work"}), ("show", {"node": "md:README"}),

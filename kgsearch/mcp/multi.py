@@ -11,7 +11,7 @@ session remembers the nodes opened in each index apart (node ids are per index).
 from __future__ import annotations
 
 from ..errors import NotFound
-from .server import Server, dumps
+from .server import Server, answer, dumps
 from .tools import filters_of, tools_over
 
 __all__ = ["MultiServer"]
@@ -127,8 +127,14 @@ class MultiServer(Server):
         return dumps(d), d
 
     def tool_why(self, a: dict, session):
-        d = self._first(lambda name, part: part.tool_why(a, None)[1], a["node"], a.get("index"))
-        return dumps(d), d
+        """The node's rank in the one ranking over every index (what ``search`` answered), and
+        what beat it there."""
+        from ..query import SearchOptions
+        from ..query.api import why_over
+
+        d = why_over(self._multi(), a["query"], a["node"], a.get("index"),
+                     SearchOptions(k=a["k"], use_cache=False, filters=filters_of(a)))
+        return answer("why", a, d)
 
     def tool_feedback(self, a: dict, session):
         d = self._first(lambda name, part: part.tool_feedback(a, None)[1], a["node"], a.get("index"))
