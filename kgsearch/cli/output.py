@@ -200,7 +200,8 @@ def _adj_line(name: str, value: float, indent: str) -> str:
 
 
 def format_why(info: dict) -> str:
-    lines = [f"{one_line(info['node']['name'])} [{one_line(info['node']['kind'])}] {one_line(info['node']['key'])}",
+    at = f"{one_line(info['index'])}: " if info.get("index") else ""      # several indexes searched as one
+    lines = [f"{at}{one_line(info['node']['name'])} [{one_line(info['node']['kind'])}] {one_line(info['node']['key'])}",
              f"query {info['query']!r}: intent {info['intent']['name']}, fusion {info['fusion']}, "
              f"channels {'+'.join(info['channels_run'])}",
              info["reason"]]
@@ -229,5 +230,6 @@ def format_why(info: dict) -> str:
         lines.append(f"filters: {' '.join(info['filters'])}")
     lines.append("top results:")
     for t in info["top"]:
-        lines.append(f"  {t['rank']:>2}. {t['score']:.4f} {one_line(t['name'])} ({one_line(t['key'])})")
+        lines.append(f"  {t['rank']:>2}. {t['score']:.4f} {one_line(t['index']) + ': ' if t.get('index') else ''}"
+                     f"{one_line(t['name'])} ({one_line(t['key'])})")
     return "\n".join(lines)
