@@ -48,7 +48,7 @@ import re
 
 from .clex import lex
 from .codemodel import Builder, Def
-from .codescan import call_sites, find_end, free, read_source, skip_angles, split_chain
+from .codescan import Angles, call_sites, find_end, free, read_source, split_chain
 from .langspec import RUST
 from .rspaths import crate_of, expand_use, path_of, type_name
 
@@ -308,6 +308,12 @@ class _Rust(Builder):
                 test = True
             at = h
 
+    def _angles(self) -> Angles:
+        """Generic argument lists of this file, read once (kgsearch.ingest.codescan.Angles)."""
+        if getattr(self, "_angle_index", None) is None:
+            self._angle_index = Angles(self.lx.code)
+        return self._angle_index
+
     def scan(self) -> None:
         code, pairs = self.lx.code, self.lx.pairs
         n = len(code)
@@ -339,7 +345,7 @@ class _Rust(Builder):
                     continue
                 at = m.end()
                 if code.startswith("<", at) or code[at:at + 3].lstrip().startswith("<"):
-                    at = skip_angles(code, code.index("<", at))
+                    at = self._angles().skip(code.index("<", at))
                 body = find_end(code, pairs, at, ";{")
                 if body >= n or code[body] != "{":
                     continue
@@ -361,7 +367,7 @@ class _Rust(Builder):
                     continue
                 at = nm.end()
                 if code.startswith("<", at) or code[at:at + 4].lstrip().startswith("<"):
-                    at = skip_angles(code, code.index("<", at))
+                    at = self._angles().skip(code.index("<", at))
                 if kw == "mod":
                     e = find_end(code, pairs, at, ";{")
                     if e < n and code[e] == ";":
