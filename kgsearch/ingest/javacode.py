@@ -39,6 +39,8 @@ __all__ = ["NAME", "EXTENSIONS", "load"]
 
 _PACKAGE = re.compile(r"\bpackage\s+([\w.\s]+?)\s*;")
 _IMPORT = re.compile(r"\bimport\s+(static\s+)?([\w.\s]+?)(\.\s*\*)?\s*;")
+_IMPORT_HEAD = re.compile(r"\bimport\s+")
+_NOT_NAME = re.compile(r"[^\w.\s]")
 _TYPE = re.compile(r"(?<![\w.$])(class|interface|enum|record|@\s*interface)\s+([A-Za-z_$][\w$]*)")
 _ANON = re.compile(r"(?<![\w$.])new\s+[\w$.]+\s*(?:<(?:[^<>;{}()]|<(?:[^<>;{}()]|<[^<>;{}()]*>)*>)*>)?\s*\(")
 _MEMBER = re.compile(r"([A-Za-z_$][\w$]*)\s*\(")
@@ -48,6 +50,29 @@ _NOT_BEFORE = frozenset("new return throw else case yield assert".split())
 _KEYWORDS = frozenset("if for while switch catch synchronized return new throw try do else case assert yield "
                       "instanceof".split())
 _CLOSERS = re.compile(r"[)\]]")
+
+
+def import_matches(code: str) -> list[re.Match]:
+    """``_IMPORT.finditer(code)``, in linear time. The regex's name is a lazy run of ``[\\w.\\s]``
+    that ends at ``;`` (or ``.*;``): from every ``import`` it ran to the end of that run, so a
+    file of ``import import ...`` with no ``;`` cost n^2 (60 KB: 8.9 s). Once an attempt whose
+    head matched fails, every later ``import`` of the same run fails at the same place, so the
+    run is skipped; every match is still the regex's own (tested against finditer)."""
+    out: list[re.Match] = []
+    pos = 0
+    skip = -1
+    for k in _IMPORT_HEAD.finditer(code):
+        at = k.start()
+        if at < pos or at < skip:
+            continue
+        m = _IMPORT.match(code, at)
+        if m:
+            out.append(m)
+            pos = m.end()
+        else:
+            stop = _NOT_NAME.search(code, k.end())
+            skip = stop.start() if stop else len(code)
+    return out
 _GROUP = re.compile(r"\([^()]*\)")
 _HEADS = re.compile(r"\b(extends|implements|permits)\b")
 _GENERIC = re.compile(r"<[^<>]*>")
@@ -111,7 +136,7 @@ class _Java(Builder):
         return [(self.q(d.qual), 0)]
 
     def scan_imports(self) -> None:
-        for m in _IMPORT.finditer(self.lx.code):
+        for m in import_matches(self.lx.code):
             name = re.sub(r"\s+", "", m.group(2))
             if m.group(1):
                 if m.group(3):
