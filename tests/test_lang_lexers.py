@@ -247,3 +247,25 @@ def test_java_import_matches_are_the_regex_finditer():
     texts += ["import java.util.*;\nimport static a.B.c;\nimport  a . b ;", "import import a;", "import " * 300]
     for t in texts:
         assert [(m.span(), m.groups()) for m in import_matches(t)] == [(m.span(), m.groups()) for m in _IMPORT.finditer(t)]
+
+
+def test_js_import_from_is_the_plain_match():
+    """import_from answers _IMPORT_FROM.match at every keyword, skipping the keywords of a run
+    that cannot match (trying each ran to the end of the run: `import import ...` cost n^2,
+    6.8 s for 60 KB)."""
+    import random
+    import re
+
+    from kgsearch.ingest.jsnames import _IMPORT_FROM, import_from
+
+    rng = random.Random(6)
+    pieces = ["import", "export", " ", "\n", "type ", "{", "}", ",", "*", "$", "a", "from", "from ", '"x"', '"', ";",
+              "(", "ximport", "as "]
+    texts = ["".join(rng.choice(pieces) for _ in range(rng.randint(0, 25))) for _ in range(5000)]
+    texts += ['import a, { b as c } from "./x";\nexport * from "./y";', "import " * 300 + 'from "z"']
+    for t in texts:
+        skip = -1
+        for k in re.finditer(r"import|export|require|module", t):
+            m, skip = import_from(t, k.start(), skip)
+            r = _IMPORT_FROM.match(t, k.start())
+            assert (m and (m.span(), m.groups())) == (r and (r.span(), r.groups())), (t, k.start())

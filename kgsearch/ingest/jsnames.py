@@ -39,6 +39,8 @@ RESOLVE_EXT = (".js", ".ts", ".tsx", ".jsx", ".mjs", ".cjs")
 KNOWN_EXT = RESOLVE_EXT + (".mts", ".cts", ".json")
 _KEYWORD = re.compile(r"import|export|require|module")
 _IMPORT_FROM = re.compile(r"(import|export)\s+(?:type\s+)?([\w\s,{}*$]*?)\s*\bfrom\s*\"")
+_FROM_HEAD = re.compile(r"(?:import|export)\s+")
+_NOT_CLAUSE = re.compile(r"[^\w\s,{}*$]")
 _IMPORT_BARE = re.compile(r"import\s*\"")
 _IMPORT_CALL = re.compile(r"(?:import|require)\s*\(\s*\"")
 _IMPORT_EQ = re.compile(r"import\s+([\w$]+)\s*=\s*require\s*\(\s*\"")
@@ -50,6 +52,24 @@ _GLOBALS = frozenset("console Math JSON Object Array Promise String Number Boole
                      "globalThis setTimeout setInterval clearTimeout clearInterval parseInt parseFloat isNaN "
                      "isFinite Buffer super if for while switch catch function return typeof import await new "
                      "Intl encodeURIComponent decodeURIComponent structuredClone queueMicrotask async".split())
+
+
+def import_from(code: str, at: int, skip: int) -> tuple[re.Match | None, int]:
+    """``_IMPORT_FROM.match(code, at)`` and the offset before which it fails from any start.
+
+    Its clause is a lazy run of ``[\\w\\s,{}*$]`` that must end in ``from "``: the ``"`` is the
+    first character past the run, so once an attempt whose head matched fails, every later
+    keyword of the same run fails at the same place. Trying each one ran to the end of the run
+    again: ``import import ...`` cost n^2 (60 KB: 6.8 s). Tested against the plain match."""
+    if at < skip:
+        return None, skip
+    m = _IMPORT_FROM.match(code, at)
+    if m is None:
+        h = _FROM_HEAD.match(code, at)
+        if h:
+            stop = _NOT_CLAUSE.search(code, h.end())
+            skip = stop.start() if stop else len(code)
+    return m, skip
 
 
 def module_candidates(rel_dir: str, spec: str) -> list[str]:
@@ -123,11 +143,12 @@ class _JS(Builder):
 
     def scan_imports(self) -> None:
         code = self.lx.code
+        skip = -1
         for k in _KEYWORD.finditer(code):
             at = k.start()
             if not free(code, at):
                 continue
-            m = _IMPORT_FROM.match(code, at)
+            m, skip = import_from(code, at, skip)
             if m:
                 files = module_candidates(self.dir, self._string_at(m.end() - 1))
                 self.imports(files, at)
