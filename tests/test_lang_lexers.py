@@ -269,3 +269,21 @@ def test_js_import_from_is_the_plain_match():
             m, skip = import_from(t, k.start(), skip)
             r = _IMPORT_FROM.match(t, k.start())
             assert (m and (m.span(), m.groups())) == (r and (r.span(), r.groups())), (t, k.start())
+
+
+def test_rust_use_inside_another_use_is_not_read_again(monkeypatch, tmp_path):
+    """`use use use ...` with no `;` (60 KB: 19 s): each `use` read the rest of the file again.
+    A `use` inside another's tree is no declaration: read once; the statement ends are counted
+    (deterministic, unlike a time), and the file's real items are still there."""
+    from kgsearch.ingest import rscode
+    from kgsearch.ingest.loaders import get_loader
+    from kgsearch.types import LoadOptions
+
+    calls = []
+    real = rscode.find_end
+    monkeypatch.setattr(rscode, "find_end", lambda *a, **k: calls.append(a[2]) or real(*a, **k))
+    f = tmp_path / "f.rs"
+    f.write_text("use crate::a::B;\nfn f() {}\n" + "use " * 2000 + "\n")
+    res = get_loader("rust").load(f, "f.rs", LoadOptions())
+    assert len(calls) < 20
+    assert [n.name for n in res.nodes if n.kind == "function"] == ["f"]

@@ -251,10 +251,14 @@ class _Rust(Builder):
     # ---- use / mod ---------------------------------------------------------------------
     def scan_uses(self) -> None:
         code = self.lx.code
+        inside = -1                                  # the end of the last use declaration read
         for m in _USE.finditer(code):
-            if not free(code, m.start(), "$.:"):
+            if m.start() < inside or not free(code, m.start(), "$.:"):
+                # a `use` inside another's tree is no declaration (Rust has none there); read
+                # again, each cost the rest of a file with no `;`: `use use ...` was n^2 (60 KB: 19 s)
                 continue
             end = find_end(code, self.lx.pairs, m.end(), ";")
+            inside = end
             tree = re.sub(r"\s+", " ", code[m.end():end]).replace(" :: ", "::").replace(":: ", "::").strip()
             tree = re.sub(r"\s*([{},])\s*", r"\1", tree)
             for path, bound in expand_use(tree):
