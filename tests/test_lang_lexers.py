@@ -247,6 +247,12 @@ def test_java_import_matches_are_the_regex_finditer():
     texts += ["import java.util.*;\nimport static a.B.c;\nimport  a . b ;", "import import a;", "import " * 300]
     for t in texts:
         assert [(m.span(), m.groups()) for m in import_matches(t)] == [(m.span(), m.groups()) for m in _IMPORT.finditer(t)]
+    from kgsearch.ingest.javacode import _PACKAGE, _PACKAGE_HEAD
+
+    for t in [x.replace("import", "package") for x in texts]:
+        got = import_matches(t, _PACKAGE, _PACKAGE_HEAD, first=True)
+        want = _PACKAGE.search(t)
+        assert [(m.span(), m.groups()) for m in got] == ([(want.span(), want.groups())] if want else [])
 
 
 def test_js_import_from_is_the_plain_match():

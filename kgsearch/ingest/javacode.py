@@ -40,6 +40,7 @@ __all__ = ["NAME", "EXTENSIONS", "load"]
 _PACKAGE = re.compile(r"\bpackage\s+([\w.\s]+?)\s*;")
 _IMPORT = re.compile(r"\bimport\s+(static\s+)?([\w.\s]+?)(\.\s*\*)?\s*;")
 _IMPORT_HEAD = re.compile(r"\bimport\s+")
+_PACKAGE_HEAD = re.compile(r"\bpackage\s+")
 _NOT_NAME = re.compile(r"[^\w.\s]")
 _TYPE = re.compile(r"(?<![\w.$])(class|interface|enum|record|@\s*interface)\s+([A-Za-z_$][\w$]*)")
 _ANON = re.compile(r"(?<![\w$.])new\s+[\w$.]+\s*(?:<(?:[^<>;{}()]|<(?:[^<>;{}()]|<[^<>;{}()]*>)*>)*>)?\s*\(")
@@ -52,22 +53,26 @@ _KEYWORDS = frozenset("if for while switch catch synchronized return new throw t
 _CLOSERS = re.compile(r"[)\]]")
 
 
-def import_matches(code: str) -> list[re.Match]:
-    """``_IMPORT.finditer(code)``, in linear time. The regex's name is a lazy run of ``[\\w.\\s]``
-    that ends at ``;`` (or ``.*;``): from every ``import`` it ran to the end of that run, so a
-    file of ``import import ...`` with no ``;`` cost n^2 (60 KB: 8.9 s). Once an attempt whose
-    head matched fails, every later ``import`` of the same run fails at the same place, so the
-    run is skipped; every match is still the regex's own (tested against finditer)."""
+def import_matches(code: str, pattern: re.Pattern = _IMPORT, head: re.Pattern = _IMPORT_HEAD,
+                   first: bool = False) -> list[re.Match]:
+    """``_IMPORT.finditer(code)`` (or the first match of ``_PACKAGE``), in linear time. The
+    name is a lazy run of ``[\\w.\\s]`` that ends at ``;`` (or ``.*;``): from every keyword the
+    regex ran to the end of that run, so a file of ``import import ...`` with no ``;`` cost n^2
+    (60 KB: 8.9 s; ``package package ...`` 3.3 s). Once an attempt whose head matched fails,
+    every later keyword of the same run fails at the same place, so the run is skipped; every
+    match is still the regex's own (tested against finditer and search)."""
     out: list[re.Match] = []
     pos = 0
     skip = -1
-    for k in _IMPORT_HEAD.finditer(code):
+    for k in head.finditer(code):
         at = k.start()
         if at < pos or at < skip:
             continue
-        m = _IMPORT.match(code, at)
+        m = pattern.match(code, at)
         if m:
             out.append(m)
+            if first:
+                break
             pos = m.end()
         else:
             stop = _NOT_NAME.search(code, k.end())
@@ -115,7 +120,7 @@ class _Java(Builder):
 
     def __init__(self, lx, rel, spec, warning):
         super().__init__(lx, rel, spec, warning)
-        m = _PACKAGE.search(lx.code)
+        m = next(iter(import_matches(lx.code, _PACKAGE, _PACKAGE_HEAD, first=True)), None)   # _PACKAGE.search
         self.pkg = re.sub(r"\s+", "", m.group(1)) if m else ""
         self.types: dict[str, str] = {}       # simple name -> imported qualified name
         self.stars: list[str] = []            # on-demand imports (packages or types)
