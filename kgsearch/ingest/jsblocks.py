@@ -50,9 +50,9 @@ class Blocks:
             if up >= 0 and code[up] == "(":
                 return "type"
             return "type" if self._annotation(m.at) else "object"
-        if t == "<" or t == ">" and code[m.at - 1:m.at] != "=":
-            return "type"
-        return "code"
+        if t == "<":
+            return "type"                          # Map<{..}>
+        return "code"                              # also after `>`: `f(): Promise<T> {`, JSX `<p>{..}`
 
     def _annotation(self, colon: int) -> bool:
         """``x: {`` in a declaration or a parameter list (a type), not ``case x: {`` or a label."""

@@ -1,0 +1,116 @@
+"""Definition headers the source scanners misread on real trees they had not been tuned on
+(tRPC, TanStack Query, yup, javac, nlohmann/json, darkreader): each case is the shape cut
+down from the file it came from, with the spans, kinds and edges worked out by hand."""
+from __future__ import annotations
+
+import textwrap
+
+from kgsearch.ingest.loaders import get_loader, loader_for
+from kgsearch.types import LoadOptions
+
+
+def load(tmp_path, rel: str, text: str):
+    path = tmp_path / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(text))
+    res = get_loader(loader_for(path)).load(path, rel, LoadOptions(root=str(tmp_path)))
+    nodes = {n.qualname.split(":", 1)[1]: (n.kind, n.line_start, n.line_end, n.props.get("decl"))
+             for n in res.nodes if n.kind != "module"}
+    calls = {(e.src.split(":", 2)[2], e.dst.split("\n")[-1].rsplit(":", 1)[-1]) for e in res.edges
+             if e.type == "calls"}
+    return nodes, calls
+
+
+def test_typescript_return_types_over_several_lines(tmp_path):
+    # the return type's brackets span lines (a generic, a tuple, a conditional type); a `{`
+    # after `:` opens a type literal, the next one the body
+    nodes, calls = load(tmp_path, "src/observer.ts", """\
+        export class Observer {
+          current(): Result<
+            TData,
+            TError
+          > {
+            return this.result
+          }
+
+          optimistic(
+            queries: Array<Options>,
+          ): [
+            raw: Array<Result>,
+            combine: () => Combined,
+          ] {
+            return [queries, combine]
+          }
+
+          query<$Output>(
+            resolver: Resolver<$Output>,
+          ): TCaller extends true
+            ? (input: In) => Promise<$Output>
+            : Procedure<{
+                input: In;
+              }>;
+
+          get(id: string): Map<string, number> {
+            helper(id)
+            return new Map()
+          }
+        }
+
+        export function signal<T extends object>(
+          object: T,
+        ): T & { signal: AbortSignal } {
+          return object
+        }
+
+        declare function fake(): {
+          now: number;
+        };
+        """)
+    assert nodes == {
+        "Observer": ("class", 1, 30, None),
+        "Observer.current": ("method", 2, 7, "method"),
+        "Observer.optimistic": ("method", 9, 16, "method"),
+        "Observer.query": ("method", 18, 24, "signature"),
+        "Observer.get": ("method", 26, 29, "method"),
+        "signal": ("function", 32, 36, None),
+        "fake": ("function", 38, 40, None),
+    }
+    assert ("Observer.get", "helper") in calls
+
+
+def test_typescript_heads_whose_bases_hold_type_literals(tmp_path):
+    nodes, _ = load(tmp_path, "src/envelopes.ts", """\
+        export interface Options<
+          TMeta extends object,
+        > extends Partial<
+          RootConfig<{
+            meta: TMeta;
+          }>
+        > {
+          transformer?: Transformer;
+        }
+
+        export interface ResultMessage<TData> extends Response<
+          | { type: 'started' }
+          | Result<TData>
+        > {}
+        """)
+    assert nodes == {"Options": ("class", 1, 9, "interface"), "ResultMessage": ("class", 11, 14, "interface")}
+
+
+def test_jsx_children_and_class_attributes_are_not_members(tmp_path):
+    # `class="x"` is no class expression and `<p>{label('x')}` no type literal: label() is a call
+    nodes, calls = load(tmp_path, "src/page.jsx", """\
+        export function Page(props) {
+          return (
+            <section class="page">
+              <p>
+                {label('x')}
+              </p>
+              <button onClick={() => setCount(1)}>{count()}</button>
+            </section>
+          );
+        }
+        """)
+    assert nodes == {"Page": ("function", 1, 10, None)}
+    assert {("Page", "label"), ("Page", "count")} <= calls
