@@ -114,3 +114,18 @@ def test_jsx_children_and_class_attributes_are_not_members(tmp_path):
         """)
     assert nodes == {"Page": ("function", 1, 10, None)}
     assert {("Page", "label"), ("Page", "count")} <= calls
+
+
+def test_javascript_regex_literal_after_a_comment(tmp_path):
+    # the slash follows a comment, not the name before it: a regular expression, whose ' and {
+    # must not open a string or a block that hides the definitions after it
+    nodes, _ = load(tmp_path, "index.js", """\
+        let rEmail =
+        // eslint-disable-next-line
+        /^[a-z0-9.!#$%&'*+\\/=?^_`{|}~-]+@[a-z]+$/;
+        let isTrimmed = value => isAbsent(value) || value === value.trim();
+        function isDate(obj) {
+          return Object.prototype.toString.call(obj) === '[object Date]';
+        }
+        """)
+    assert nodes == {"isTrimmed": ("function", 4, 4, None), "isDate": ("function", 5, 7, None)}
