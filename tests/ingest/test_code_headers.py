@@ -129,3 +129,20 @@ def test_javascript_regex_literal_after_a_comment(tmp_path):
         }
         """)
     assert nodes == {"isTrimmed": ("function", 4, 4, None), "isDate": ("function", 5, 7, None)}
+
+
+def test_java_anonymous_class_of_a_qualified_instance_creation(tmp_path):
+    nodes, _ = load(tmp_path, "src/main/java/p/Context.java", """\
+        package p;
+
+        class Context {
+            void solve(Infer infer) {
+                solve(infer.new LeafSolver() {
+                    public boolean done() {
+                        return true;
+                    }
+                });
+            }
+        }
+        """)
+    assert nodes["Context.solve.done"] == ("method", 6, 8, "method")
