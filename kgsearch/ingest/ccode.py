@@ -58,12 +58,11 @@ _TRAILING = re.compile(
     r"(?:\s*(?:const|volatile|override|final|mutable|try|&&?|noexcept|throw\s*\([^()]*\)"
     r"|noexcept\s*\((?:[^()]|\((?:[^()]|\([^()]*\))*\))*\)|requires\b[^{]*"
     r"|__attribute__\s*\(\((?:[^()]|\([^()]*\))*\)\)|\[\[.*?\]\]|[A-Z_][A-Z0-9_]{2,}(?:\s*\([^()]*\))?))*\s*$", re.S)
-_ARROW = re.compile(r"\)\s*(?:(?:const|volatile|noexcept|&&?|mutable|override|final)\s*)*->")
+_QUALIFIER = re.compile(r"\s*(const|volatile|noexcept|throw|mutable|override|final|&&|&|[A-Z_][A-Z0-9_]{2,})(?![\w])")
 _DECLARATOR = re.compile(
     r"((?:[A-Za-z_]\w*\s*(?:<(?:[^<>;{}]|<(?:[^<>;{}]|<[^<>;{}]*>)*>)*>)?\s*::\s*)*)"
     r"(operator\s*(?:\(\s*\)|\[\s*\]|(?:new|delete)(?:\s*\[\s*\])?|\"\s*\"\s*\w+|[^\w\s(]+|[\w\s:*&<>,]+?)|~?[A-Za-z_]\w*)"
     r"\s*(?:<(?:[^<>;{}]|<[^<>;{}]*>)*>)?\s*$")
-_INIT_COLON = re.compile(r"\s*(?:(?:const|noexcept(?:\s*\([^()]*\))?|[A-Z_][A-Z0-9_]{2,})\s*)*:(?!:)")
 _INIT_ITEM = re.compile(r"\s*(?:[\w:~<>,\s]*?[\w>])\s*(?=[({])")
 _GROUPS = re.compile(r"\([^()]*\)|<[^<>;{}()]*>")
 _OPENERS = re.compile(r"[(\[]")
@@ -104,6 +103,28 @@ def _params_open(head: str) -> int | None:
     if last_open is None or last_close is None or depth != 0 or not _TRAILING.fullmatch(head[last_close + 1:]):
         return None
     return last_open
+
+
+def _after_qualifiers(code: str, pairs: dict, at: int, stop: int) -> int:
+    """Where the qualifiers after a parameter list end (``const``, ``&&``, ``noexcept(..)`` and
+    ``throw(..)`` with any nesting, ``override``, an upper-case macro), blanks after them
+    skipped: an initialiser list's ``:``, a trailing return type's ``->`` or the body is there."""
+    n = len(code)
+    p = at
+    while True:
+        m = _QUALIFIER.match(code, p, stop)
+        if m is None:
+            break
+        p = m.end()
+        if m.group(1) in ("noexcept", "throw"):
+            q = p
+            while q < stop and code[q] in " \t\n":
+                q += 1
+            if q < stop and code[q] == "(":
+                p = pairs.get(q, n) + 1
+    while p < stop and code[p] in " \t\n":
+        p += 1
+    return p
 
 
 def norm_name(name: str) -> str:
@@ -299,21 +320,18 @@ class _C(Builder):
             return None
         body = o
         params = None
-        for q, e in groups:
-            if _INIT_COLON.match(code, e + 1) and not code.startswith("::", _INIT_COLON.match(code, e + 1).end() - 1):
+        after = [_after_qualifiers(code, pairs, e + 1, o) for q, e in groups]
+        for (q, e), a in zip(groups, after):
+            if code.startswith(":", a) and not code.startswith("::", a):
                 params = (q, e)
-                body = self._init_list_body(_INIT_COLON.match(code, e + 1).end(), o)
+                body = self._init_list_body(a + 1, o)
                 if body is None:
                     return None
                 break
         if params is None:
-            tail = code[groups[-1][1] + 1:o]
-            a = _ARROW.search(code, hs, o)
-            if a is not None:
-                close = a.start()
-                params = next(((q, e) for q, e in groups if e == close), None)
-            elif _TRAILING.fullmatch(tail):
-                params = groups[-1]
+            params = next(((q, e) for (q, e), a in zip(groups, after) if code.startswith("->", a)), None)
+        if params is None:
+            params = next(((q, e) for (q, e), a in zip(groups, after) if _TRAILING.fullmatch(code, a, o)), None)
             if params is None:
                 return None
             if _TOP_EQ.search(_OPERATOR.sub("", _strip_groups(code[hs:params[0]]))):

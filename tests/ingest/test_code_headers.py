@@ -146,3 +146,29 @@ def test_java_anonymous_class_of_a_qualified_instance_creation(tmp_path):
         }
         """)
     assert nodes["Context.solve.done"] == ("method", 6, 8, "method")
+
+
+def test_cpp_noexcept_with_nested_parentheses(tmp_path):
+    nodes, _ = load(tmp_path, "include/m.hpp", """\
+        struct ordered_map {
+            ordered_map() noexcept(noexcept(Container())) : Container{} {}
+
+            template<typename J>
+            static auto from_json(J&& j) noexcept(
+                noexcept(::ns::from_json(std::forward<J>(j), std::declval<T&>())))
+            -> decltype(::ns::from_json(std::forward<J>(j)))
+            {
+                return ::ns::from_json(std::forward<J>(j));
+            }
+
+            void swap(ordered_map& other) noexcept(noexcept(a(b(c())))) {
+                other.clear();
+            }
+        };
+        """)
+    assert {k: v[:3] for k, v in nodes.items()} == {
+        "ordered_map": ("class", 1, 15),
+        "ordered_map.ordered_map": ("method", 2, 2),
+        "ordered_map.from_json": ("method", 4, 10),
+        "ordered_map.swap": ("method", 12, 14),
+    }
