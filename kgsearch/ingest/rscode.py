@@ -10,8 +10,8 @@ statics are not nodes (they stay in their parent's text). Spans start at the ite
 attributes (``#[derive(..)]``, ``#[cfg(..)]``) and visibility. Doc comments (``///``, ``//!``,
 ``/** */``, plain ones) are the comments right above.
 
-Tests: files under ``tests/``, items under ``#[cfg(test)]`` and functions marked ``#[test]``
-(or ``#[tokio::test]``, ``#[rstest]`` ...).
+Tests: files under ``tests/``, items under ``#[cfg(test)]`` (or ``#[cfg(all(test, ..))]``, built
+only for tests too) and functions marked ``#[test]`` (or ``#[tokio::test]``, ``#[rstest]`` ...).
 
 Names (``ns='rs'``): the crate is the nearest ``Cargo.toml``'s package name (``-`` -> ``_``;
 the root folder's name without one), a file's module path comes from its path under the
@@ -65,7 +65,8 @@ _NAME = re.compile(r"\s*(?:r#)?(\w+)")
 _USE = re.compile(r"use\s+")
 _BANG = re.compile(r"!\s*[(\[{]")
 _REV_MACRO = re.compile(r"\s*(\w+(?:::\w+)*)")
-_TEST_ATTR = re.compile(r"#\s*\[\s*(?:cfg\s*\(\s*test\s*\)|(?:\w+\s*::\s*)*test\b|rstest\b|test_case\b)")
+_TEST_ATTR = re.compile(r"#\s*\[\s*(?:cfg\s*\(\s*(?:test|all\s*\(\s*(?:(?:[^(),]|\([^()]*\))*,\s*)*test\s*[,)][^\]]*)\s*\)"
+                        r"|(?:\w+\s*::\s*)*test\b|rstest\b|test_case\b)")
 _WS_BEFORE = re.compile(r"\s*$")               # (the reference of _attrs_start's rstrip)
 _SELF_CALL = re.compile(r"self\s*\.\s*(\w+)")
 _STD_MACROS = frozenset("println print eprintln eprint format write writeln vec assert assert_eq assert_ne "

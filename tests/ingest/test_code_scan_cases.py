@@ -1,12 +1,13 @@
-"""Definition headers the source scanners misread on real trees they had not been tuned on
-(tRPC, TanStack Query, yup, javac, nlohmann/json, darkreader): each case is the shape cut
-down from the file it came from, with the spans, kinds and edges worked out by hand."""
+"""What the source scanners misread on real trees they had not been tuned on (tRPC, TanStack
+Query, yup, javac, nlohmann/json, memchr, darkreader): definition headers and test flags. Each
+case is the shape cut down from the file it came from, with the spans, kinds, flags and edges
+worked out by hand."""
 from __future__ import annotations
 
 import textwrap
 
 from kgsearch.ingest.loaders import get_loader, loader_for
-from kgsearch.types import LoadOptions
+from kgsearch.types import FLAG_TEST, LoadOptions
 
 
 def load(tmp_path, rel: str, text: str):
@@ -172,3 +173,28 @@ def test_cpp_noexcept_with_nested_parentheses(tmp_path):
         "ordered_map.from_json": ("method", 4, 10),
         "ordered_map.swap": ("method", 12, 14),
     }
+
+
+def test_rust_items_built_only_for_tests(tmp_path):
+    # cfg(all(test, ..)) builds the item only for tests, as cfg(test) does; any(test, ..) and
+    # not(test) do not
+    path = tmp_path / "src/lib.rs"
+    path.parent.mkdir(parents=True)
+    path.write_text(textwrap.dedent("""\
+        #[cfg(all(test, feature = "std", not(miri)))]
+        mod tests {
+            fn check() {}
+        }
+
+        #[cfg(all(loom, test))]
+        pub fn from_static() {}
+
+        #[cfg(any(test, feature = "x"))]
+        pub fn helper() {}
+
+        #[cfg(all(not(test), unix))]
+        pub fn real() {}
+        """))
+    res = get_loader("rust").load(path, "src/lib.rs", LoadOptions(root=str(tmp_path)))
+    flagged = {n.qualname.split(":", 1)[1]: bool(n.flags & FLAG_TEST) for n in res.nodes if n.kind != "module"}
+    assert flagged == {"tests": True, "tests.check": True, "from_static": True, "helper": False, "real": False}
