@@ -111,7 +111,8 @@ JAVA = LangSpec(
     generated_names=(),
     frames=_frames(
         # at com.x.Cls.method(Cls.java:42)   at com.x.Cls$Inner.lambda$run$0(Cls.java:42)
-        r"\bat (?P<func>[\w$.<>/]+)\((?P<path>[\w$-]+\.(?:java|kt)):(?P<line>\d+)\)",
+        # Java 9+: at java.base/java.util.X.m(X.java:1)   at app//x.Y.m(..)   at com.a@1.2/com.a.B.m(..)
+        r"\bat (?P<func>[\w$.<>/@]+)\((?P<path>[\w$-]+\.(?:java|kt)):(?P<line>\d+)\)",
         # javac:  src/main/java/x/Y.java:12: error: cannot find symbol
         _P + r"\.java):(?P<line>\d+): (?:error|warning)"))
 
