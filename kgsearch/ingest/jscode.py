@@ -34,6 +34,7 @@ _FUNCTION = re.compile(r"(?:async\s+)?function\b\s*(\*\s*)?([\w$]+)?\s*")       
 _FUNCTION_KW = re.compile(r"function\b\s*(\*\s*)?([\w$]+)?\s*")
 _ASYNC_BEFORE = re.compile(r"async\s+$")
 _CLASS = re.compile(r"class\b\s*([A-Za-z_$][\w$]*)?")
+_TYPE_ALIAS_BEFORE = re.compile(r"(?<![\w$.])type\s+$")
 _ANONYMOUS_CLASS = re.compile(r"\{|extends\b")
 _ABSTRACT_BEFORE = re.compile(r"abstract\s+$")
 _TS_TYPE = re.compile(r"(interface|enum)\s+([\w$]+)")
@@ -334,8 +335,8 @@ def scan(lx) -> list[Def]:
                     f"{owner}.{name}" if owner else name)
         else:
             lhs = _LHS.search(code, max(0, m.start() - 200), m.start())
-            if not lhs:
-                continue
+            if not lhs or _TYPE_ALIAS_BEFORE.search(code, max(0, lhs.start(1) - 12), lhs.start(1)):
+                continue                           # `type Handler = (req: Req) => void`: a type
             raw = re.sub(r"\s+", "", lhs.group(1))
             local = local_of(raw)
             name = local.rsplit(".", 1)[-1]

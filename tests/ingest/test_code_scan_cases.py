@@ -117,6 +117,15 @@ def test_jsx_children_and_class_attributes_are_not_members(tmp_path):
     assert {("Page", "label"), ("Page", "count")} <= calls
 
 
+def test_typescript_function_type_aliases_are_no_functions(tmp_path):
+    nodes, _ = load(tmp_path, "src/types.ts", """\
+        export type ContextCallback = (...args: any[]) => object | Promise<object>;
+        type Handler<T> = (req: T) => void
+        const type = (x) => x
+        """)
+    assert nodes == {"type": ("function", 3, 3, None)}
+
+
 def test_javascript_regex_literal_after_a_comment(tmp_path):
     # the slash follows a comment, not the name before it: a regular expression, whose ' and {
     # must not open a string or a block that hides the definitions after it
