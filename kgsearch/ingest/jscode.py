@@ -43,7 +43,8 @@ _VALUE = re.compile(r"[=:]")
 _VALUE_AFTER = re.compile(r"\s*(?=(?:async\b\s*)?(?:function\b|\(|<|[A-Za-z_$][\w$]*\s*=>))")
 _ARROW_AFTER = re.compile(r"\s*(?::(?:[^=;{}]|\{[^{}]*\}|=>(?=[^{]*=>))*?)?=>")
 _SIMPLE_ARROW = re.compile(r"(?:async\s+)?([A-Za-z_$][\w$]*)\s*=>")
-_LHS = re.compile(r"((?:this|[A-Za-z_$][\w$]*)(?:\s*\??\.\s*#?[\w$]+)*)\s*(?:[!?]\s*)?(?::(?:[^;{}=()\n]|\([^()\n]*\)|=>|<[^<>\n]*>)*?)?\s*$")
+_LHS = re.compile(r"((?:this|[A-Za-z_$][\w$]*)(?:\s*\??\.\s*#?[\w$]+)*)\s*(?:[!?]\s*)?"
+                  r"(?::(?:[^;{}=()\n]|\([^()\n]*\)|=>|<(?:[^<>;{}]|<[^<>;{}]*>)*>)*?)?\s*$")
 _KEY = re.compile(r"([A-Za-z_$][\w$]*)\s*\??\s*$")
 _MEMBER = re.compile(r"(?<![\w$.#])(#?[A-Za-z_$][\w$]*|\[[^\[\]\n]*\])\s*\??\s*(?=[(<])")
 _MODIFIERS = re.compile(r"((?:@[\w$.]+(?:\s*\((?:[^()]|\([^()]*\))*\))?\s*|(?:static|async|get|set|public|private|protected"
@@ -52,6 +53,9 @@ _EXPR_BEFORE = re.compile(r"[=(,:\[?!&|+\-*/%<>~^]\s*$|\b(?:return|yield|await|n
 _PREV = re.compile(r"([\w$]+|\S)\s*$")
 _NOT_METHODS = frozenset("if for while switch catch with function return typeof new await yield super import "
                          "constructor_".split())
+# keywords a class or interface may name a method with (Promise-likes' catch(), iterators' return());
+# `new (..)` in an interface is a construct signature, `super(..)` a call
+_MEMBER_KEYWORDS = _NOT_METHODS - {"new", "super", "constructor_"}
 _TYPE_TOKEN = re.compile(r"[\w$.]+|=>|\S|\n")
 _TYPE_OPERAND_WORDS = frozenset("extends keyof typeof infer is asserts readonly unique new".split())
 _BRACE = re.compile(r"\{")
@@ -418,8 +422,10 @@ def _members(lx, blocks: Blocks, memo: dict) -> list[Def]:
     header_end: dict[int, int] = {}               # per block: where the last member found ends
     for m, up, kind in _member_sites(lx, blocks):
         name = m.group(1)
-        if name in _NOT_METHODS or m.start() < header_end.get(up, 0):
-            continue                               # a keyword; a name inside a signature's type
+        if name in _NOT_METHODS and (kind not in ("class", "interface") or name not in _MEMBER_KEYWORDS) \
+                or m.start() < header_end.get(up, 0):
+            continue                               # a keyword (a class may name a method catch(),
+            #                                        return()); a name inside a signature's type
         if lx.enclosing(m.start()) != up:
             continue                               # inside (...) or [...]
         p = m.end()

@@ -126,6 +126,36 @@ def test_typescript_function_type_aliases_are_no_functions(tmp_path):
     assert nodes == {"type": ("function", 3, 3, None)}
 
 
+def test_typescript_keyword_named_methods_and_multiline_annotations(tmp_path):
+    # a Promise-like's catch() and finally() are methods; an interface's `new (..)` is a
+    # construct signature, not a method; a const typed over several lines names its arrow
+    nodes, _ = load(tmp_path, "src/unpromise.ts", """\
+        export class Unpromise<T> {
+          catch<R>(onrejected?: (reason: any) => R): Promise<T | R> {
+            return this.promise.catch(onrejected);
+          }
+          finally(onfinally?: () => void): Promise<T> {
+            return this.promise.finally(onfinally);
+          }
+        }
+        export interface CancelStatic {
+          new (message?: string): Cancel;
+        }
+        const createContext: ResolveContextFn<
+          TRouter
+        > = async (innerOpts) => {
+          return innerOpts;
+        };
+        """)
+    assert nodes == {
+        "Unpromise": ("class", 1, 8, None),
+        "Unpromise.catch": ("method", 2, 4, "method"),
+        "Unpromise.finally": ("method", 5, 7, "method"),
+        "CancelStatic": ("class", 9, 11, "interface"),
+        "createContext": ("function", 12, 16, None),
+    }
+
+
 def test_javascript_regex_literal_after_a_comment(tmp_path):
     # the slash follows a comment, not the name before it: a regular expression, whose ' and {
     # must not open a string or a block that hides the definitions after it
