@@ -49,7 +49,8 @@ __all__ = ["NAME", "EXTENSIONS", "load", "norm_name"]
 _CLASS_KW = re.compile(r"(?<![\w.])(class|struct|union|enum(?:\s+(?:class|struct))?)\b(?!\s*[=,>)])")
 _ATTRS = re.compile(r"\[\[.*?\]\]|__attribute__\s*\(\((?:[^()]|\([^()]*\))*\)\)|__declspec\s*\([^()]*\)"
                     r"|alignas\s*\((?:[^()]|\([^()]*\))*\)", re.S)
-_CLASS_HEAD = re.compile(r"\s*(?:[A-Z_][A-Z0-9_]*(?:\s*\([^()]*\))?\s+(?=[A-Za-z_]))*((?:\w+\s*(?:<[^{;]*?>)?\s*::\s*)*\w+)?\s*(?P<targs><[^{;]*>)?"
+_CLASS_HEAD = re.compile(r"\s*(?:[A-Z_][A-Z0-9_]*(?:\s*\([^()]*\))?\s+(?=[A-Za-z_]))*"
+                         r"((?:\w+\s*(?:<(?:[^{;:]|::)*?>)?\s*::\s*)*\w+)?\s*(?P<targs><(?:[^{;:]|::)*>)?"
                          r"\s*(?:final\s*)?(?::(?!:)(?P<bases>[^{;]*))?$", re.S)
 _NAMESPACE = re.compile(r"(?<![\w])(?:inline\s+)?namespace\b\s*((?:\w+\s*::\s*)*\w+)?\s*(?:\[\[[^\]]*\]\]\s*)?$")
 _EXTERN = re.compile(r"(?<![\w])extern\s*\"\s*\"\s*$")

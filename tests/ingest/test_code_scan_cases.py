@@ -237,3 +237,27 @@ def test_rust_items_built_only_for_tests(tmp_path):
     res = get_loader("rust").load(path, "src/lib.rs", LoadOptions(root=str(tmp_path)))
     flagged = {n.qualname.split(":", 1)[1]: bool(n.flags & FLAG_TEST) for n in res.nodes if n.kind != "module"}
     assert flagged == {"tests": True, "tests.check": True, "from_static": True, "helper": False, "real": False}
+
+
+def test_cpp_specialisations_with_bases(tmp_path):
+    # a specialisation's template arguments end where its base clause's single `:` starts
+    path = tmp_path / "include/traits.hpp"
+    path.parent.mkdir(parents=True)
+    path.write_text(textwrap.dedent("""\
+        namespace detail {
+        template<class...> struct conjunction : std::true_type { };
+        template<class B, class... Bn>
+        struct conjunction<B, Bn...>
+        : std::conditional<static_cast<bool>(B::value), conjunction<Bn...>, B>::type {};
+
+        template <typename T>
+        class iterator_buffer<T*, T, fixed_buffer_traits> final : public fixed_buffer_traits,
+                                                                  public buffer<T> {
+        };
+        }
+        """))
+    res = get_loader("cpp").load(path, "include/traits.hpp", LoadOptions(root=str(tmp_path)))
+    nodes = {n.key.split(":", 2)[2]: (n.line_start, n.line_end) for n in res.nodes if n.kind != "module"}
+    assert nodes == {"detail.conjunction": (2, 2), "detail.conjunction#2": (3, 5), "detail.iterator_buffer": (7, 10)}
+    bases = {e.dst.split("\n")[-1] for e in res.edges if e.type == "inherits" and e.src.endswith("iterator_buffer")}
+    assert bases == {"fixed_buffer_traits", "buffer"}
