@@ -52,6 +52,8 @@ _ATTRS = re.compile(r"\[\[.*?\]\]|__attribute__\s*\(\((?:[^()]|\([^()]*\))*\)\)|
 _CLASS_HEAD = re.compile(r"\s*(?:[A-Z_][A-Z0-9_]*(?:\s*\([^()]*\))?\s+(?=[A-Za-z_]))*"
                          r"((?:\w+\s*(?:<(?:[^{;:]|::)*?>)?\s*::\s*)*\w+)?\s*(?P<targs><(?:[^{;:]|::)*>)?"
                          r"\s*(?:final\s*)?(?::(?!:)(?P<bases>[^{;]*))?$", re.S)
+# the name after a typedef'd anonymous body: `} name;`, `} __attribute__((packed)) name;`
+_TYPEDEF_NAME = re.compile(r"\s*(?:__attribute__\s*\(\((?:[^()]|\([^()]*\))*\)\)\s*)*(\w+)\s*[;,\[]")
 _NAMESPACE = re.compile(r"(?<![\w])(?:inline\s+)?namespace\b\s*((?:\w+\s*::\s*)*\w+)?\s*(?:\[\[[^\]]*\]\]\s*)?$")
 _EXTERN = re.compile(r"(?<![\w])extern\s*\"\s*\"\s*$")
 _ACCESS = re.compile(r"(?:(?:public|protected|private|signals|slots|Q_SLOTS|Q_SIGNALS)\s*(?:slots\s*)?:\s*)+")
@@ -204,7 +206,7 @@ class _C(Builder):
             name = h.group(1)
             start = boundary(code, pairs, 0, m.start())
             if name is None:                         # typedef struct { ... } name;
-                t = re.compile(r"\s*(\w+)\s*[;,\[]").match(code, close + 1)
+                t = _TYPEDEF_NAME.match(code, close + 1)
                 if not t or not re.match(r"typedef\b", code[start:m.start()].strip()):
                     self.anon_bodies.add(body)       # its methods are still read
                     continue

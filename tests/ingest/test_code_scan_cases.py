@@ -261,3 +261,18 @@ def test_cpp_specialisations_with_bases(tmp_path):
     assert nodes == {"detail.conjunction": (2, 2), "detail.conjunction#2": (3, 5), "detail.iterator_buffer": (7, 10)}
     bases = {e.dst.split("\n")[-1] for e in res.edges if e.type == "inherits" and e.src.endswith("iterator_buffer")}
     assert bases == {"fixed_buffer_traits", "buffer"}
+
+
+def test_c_typedef_name_after_an_attribute(tmp_path):
+    path = tmp_path / "xxhash.h"
+    path.write_text(textwrap.dedent("""\
+        typedef union { unsigned u32; } __attribute__((packed)) unalign;
+        static unsigned read32(const void* ptr)
+        {
+            typedef union { unsigned u32; } __attribute__((packed)) xxh_unalign;
+            return ((const xxh_unalign*)ptr)->u32;
+        }
+        """))
+    res = get_loader("c").load(path, "xxhash.h", LoadOptions(root=str(tmp_path)))
+    nodes = {n.key.split(":", 2)[2]: (n.kind, n.line_start, n.line_end) for n in res.nodes if n.kind != "module"}
+    assert nodes == {"unalign": ("class", 1, 1), "read32": ("function", 2, 6), "read32.xxh_unalign": ("class", 4, 4)}
