@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import textwrap
 
+from kgsearch.indexer import IndexOptions, index_paths
 from kgsearch.ingest.loaders import get_loader, loader_for
+from kgsearch.store.db import Index
 from kgsearch.types import FLAG_TEST, LoadOptions
 
 
@@ -276,3 +278,23 @@ def test_c_typedef_name_after_an_attribute(tmp_path):
     res = get_loader("c").load(path, "xxhash.h", LoadOptions(root=str(tmp_path)))
     nodes = {n.key.split(":", 2)[2]: (n.kind, n.line_start, n.line_end) for n in res.nodes if n.kind != "module"}
     assert nodes == {"unalign": ("class", 1, 1), "read32": ("function", 2, 6), "read32.xxh_unalign": ("class", 4, 4)}
+
+
+def test_go_import_of_the_module_root_package_below_the_indexed_root(tmp_path):
+    # go.mod in a sub-folder (a Debian gocode tree, a monorepo): importing the module's root
+    # package named the folder with a trailing slash, so neither the import nor log.New resolved
+    root = tmp_path / "proj"
+    for rel, text in {"svc/go.mod": "module example.com/log\n",
+                      "svc/log.go": "package log\n\nfunc New() int { return 1 }\n",
+                      "svc/hooks/w/w.go": 'package w\n\nimport "example.com/log"\n\nfunc Make() int { return log.New() }\n',
+                      }.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    db = tmp_path / "i.db"
+    index_paths(db, [str(root)], IndexOptions(steps=()))
+    with Index.open(db, readonly=True) as ix:
+        edges = set(ix.conn.execute(
+            "SELECT s.key, e.type, d.key FROM edges e JOIN nodes s ON s.id = e.src JOIN nodes d ON d.id = e.dst "
+            "WHERE e.type IN ('imports', 'calls')").fetchall())
+    assert edges == {("go:svc/hooks/w/w.go", "imports", "go:svc/log.go"),
+                     ("go:svc/hooks/w/w.go:Make", "calls", "go:svc/log.go:New")}
