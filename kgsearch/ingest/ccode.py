@@ -56,7 +56,8 @@ _CLASS_HEAD = re.compile(r"\s*(?:[A-Z_][A-Z0-9_]*(?:\s*\([^()]*\))?\s+(?=[A-Za-z
 _TYPEDEF_NAME = re.compile(r"\s*(?:__attribute__\s*\(\((?:[^()]|\([^()]*\))*\)\)\s*)*(\w+)\s*[;,\[]")
 _NAMESPACE = re.compile(r"(?<![\w])(?:inline\s+)?namespace\b\s*((?:\w+\s*::\s*)*\w+)?\s*(?:\[\[[^\]]*\]\]\s*)?$")
 _EXTERN = re.compile(r"(?<![\w])extern\s*\"\s*\"\s*$")
-_ACCESS = re.compile(r"(?:(?:public|protected|private|signals|slots|Q_SLOTS|Q_SIGNALS)\s*(?:slots\s*)?:\s*)+")
+# access labels, also macros standing for one (JSON_PRIVATE_UNLESS_TESTED:, Q_SLOTS:)
+_ACCESS = re.compile(r"(?:(?:public|protected|private|signals|slots|[A-Z_][A-Z0-9_]{2,})\s*(?:slots\s*)?:(?!:)\s*)+")
 _TRAILING = re.compile(
     r"(?:\s*(?:const|volatile|override|final|mutable|try|&&?|noexcept|throw\s*\([^()]*\)"
     r"|noexcept\s*\((?:[^()]|\((?:[^()]|\([^()]*\))*\))*\)|requires\b[^{]*"
@@ -66,7 +67,7 @@ _DECLARATOR = re.compile(
     r"((?:[A-Za-z_]\w*\s*(?:<(?:[^<>;{}]|<(?:[^<>;{}]|<[^<>;{}]*>)*>)*>)?\s*::\s*)*)"
     r"(operator\s*(?:\(\s*\)|\[\s*\]|(?:new|delete)(?:\s*\[\s*\])?|\"\s*\"\s*\w+|[^\w\s(]+|[\w\s:*&<>,]+?)|~?[A-Za-z_]\w*)"
     r"\s*(?:<(?:[^<>;{}]|<[^<>;{}]*>)*>)?\s*$")
-_INIT_ITEM = re.compile(r"\s*(?:[\w:~<>,\s]*?[\w>])\s*(?=[({])")
+_INIT_ITEM = re.compile(r"\s*(?:[\w:~<>,\s&*]*?[\w>])\s*(?=[({])")      # Base<To&>(x), m_(x)
 _GROUPS = re.compile(r"\([^()]*\)|<[^<>;{}()]*>")
 _OPENERS = re.compile(r"[(\[]")
 _OPERATOR = re.compile(r"operator\s*(?:\(\s*\)|[^\w\s(]+)")

@@ -298,3 +298,26 @@ def test_go_import_of_the_module_root_package_below_the_indexed_root(tmp_path):
             "WHERE e.type IN ('imports', 'calls')").fetchall())
     assert edges == {("go:svc/hooks/w/w.go", "imports", "go:svc/log.go"),
                      ("go:svc/hooks/w/w.go:Make", "calls", "go:svc/log.go:New")}
+
+
+def test_cpp_macro_access_labels_and_initialisers_of_reference_bases(tmp_path):
+    path = tmp_path / "include/json.hpp"
+    path.parent.mkdir(parents=True)
+    path.write_text(textwrap.dedent("""\
+        class basic_json {
+          JSON_PRIVATE_UNLESS_TESTED:
+            /// a JSON value
+            union json_value {
+                int number;
+            };
+        };
+        template <typename To>
+        class Cast<To&> : public CastBase<To&> {
+         public:
+          explicit Cast(const Matcher<To&>& matcher)
+              : CastBase<To&>(matcher) {}
+        };
+        """))
+    res = get_loader("cpp").load(path, "include/json.hpp", LoadOptions(root=str(tmp_path)))
+    nodes = {n.key.split(":", 2)[2]: (n.line_start, n.line_end) for n in res.nodes if n.kind != "module"}
+    assert nodes == {"basic_json": (1, 7), "basic_json.json_value": (4, 6), "Cast": (8, 13), "Cast.Cast": (11, 12)}
