@@ -79,6 +79,9 @@ _NOT_NAMES = frozenset("if for while switch return sizeof alignof decltype typei
                        "dynamic_cast reinterpret_cast const_cast noexcept throw new delete co_await co_return "
                        "co_yield __attribute__ __declspec __typeof__ typeof alignas static_assert do else case "
                        "using typedef template".split())
+# type keywords: `void (*fn)(int)`, `decltype(void())`, `int(x)` are no calls
+_NOT_CALLED = _NOT_NAMES | frozenset("void bool char wchar_t char8_t char16_t char32_t short int long float double "
+                                     "signed unsigned auto".split())
 
 
 def _last_open(seg: str) -> int | None:
@@ -430,7 +433,7 @@ class _C(Builder):
 
     def call_candidates(self, scope: Def, parts: list[str]) -> list[str]:
         head, last = parts[0], parts[-1]
-        if head in _NOT_NAMES:
+        if head in _NOT_CALLED:
             return []
         classes = [c.name for c in self._classes_around(scope)]
         if scope.kind == "method" and "cls" in scope.data and not classes:

@@ -321,3 +321,10 @@ def test_cpp_macro_access_labels_and_initialisers_of_reference_bases(tmp_path):
     res = get_loader("cpp").load(path, "include/json.hpp", LoadOptions(root=str(tmp_path)))
     nodes = {n.key.split(":", 2)[2]: (n.line_start, n.line_end) for n in res.nodes if n.kind != "module"}
     assert nodes == {"basic_json": (1, 7), "basic_json.json_value": (4, 6), "Cast": (8, 13), "Cast.Cast": (11, 12)}
+
+
+def test_c_type_keywords_are_no_calls(tmp_path):
+    path = tmp_path / "m.c"
+    path.write_text("void apply(void (*fn)(int), int v) { fn(v); (void)v; long w = long(v); }\n")
+    res = get_loader("c").load(path, "m.c", LoadOptions(root=str(tmp_path)))
+    assert {e.dst.split("\n")[-1] for e in res.edges if e.type == "calls"} == {"fn"}
