@@ -65,8 +65,9 @@ _NAME = re.compile(r"\s*(?:r#)?(\w+)")
 _USE = re.compile(r"use\s+")
 _BANG = re.compile(r"!\s*[(\[{]")
 _REV_MACRO = re.compile(r"\s*(\w+(?:::\w+)*)")
-_TEST_ATTR = re.compile(r"#\s*\[\s*(?:cfg\s*\(\s*(?:test|all\s*\(\s*(?:(?:[^(),]|\([^()]*\))*,\s*)*test\s*[,)][^\]]*)\s*\)"
-                        r"|(?:\w+\s*::\s*)*test\b|rstest\b|test_case\b)")
+_TEST_ATTR = re.compile(r"#\s*\[\s*(?:cfg\s*\(\s*test\s*\)|(?:\w+\s*::\s*)*test\b|rstest\b|test_case\b)")
+_CFG_ALL = re.compile(r"#\s*\[\s*cfg\s*\(\s*all\s*\(")
+_GROUP = re.compile(r"\([^()]*\)")
 _WS_BEFORE = re.compile(r"\s*$")               # (the reference of _attrs_start's rstrip)
 _SELF_CALL = re.compile(r"self\s*\.\s*(\w+)")
 _STD_MACROS = frozenset("println print eprintln eprint format write writeln vec assert assert_eq assert_ne "
@@ -166,6 +167,22 @@ def type_spine(t: str) -> list[list[str]]:
         t = args[0]
     return out
 
+
+
+def _cfg_all_test(code: str, pairs: dict, at: int, end: int) -> bool:
+    """``#[cfg(all(.., test, ..))]`` at ``at``: built only for tests (``test`` one of the
+    arguments of ``all``; not inside ``not(..)`` or ``any(..)``)."""
+    m = _CFG_ALL.match(code, at, end)
+    if m is None:
+        return False
+    args = code[m.end():pairs.get(m.end() - 1, end)]
+    if "test" not in args:
+        return False
+    for _ in range(8):                         # nested groups (not(..), any(..)) taken out
+        args, k = _GROUP.subn("", args)
+        if not k:
+            break
+    return any(a.strip() == "test" for a in args.split(","))
 
 class _Rust(Builder):
     def __init__(self, lx, rel, spec, warning, opts, path):
@@ -305,7 +322,7 @@ class _Rust(Builder):
                 h -= 1
             if h < 0 or code[h] != "#":
                 return at, test
-            if _TEST_ATTR.match(code, h, i + 1):
+            if _TEST_ATTR.match(code, h, i + 1) or _cfg_all_test(code, pairs, h, i + 1):
                 test = True
             at = h
 
