@@ -64,11 +64,14 @@ JS_EXT = (".js", ".mjs", ".cjs", ".jsx")
 TS_EXT = (".ts", ".mts", ".cts", ".tsx")
 _JS_TESTS = dict(test_dirs=frozenset({"test", "tests", "__tests__", "__mocks__", "spec", "e2e"}),
                  test_names=("*.test.*", "*.spec.*", "*-test.js", "*_test.js"))
+# a browser's script URL before the path: the scheme and host are no folders (http://localhost:3000/
+# src/x.ts, chrome-extension://<id>/background/index.js, webpack-internal:///./src/App.jsx)
+_URL = r"(?:file://|[A-Za-z][\w+.-]*://[^/\s()]*/(?:\./)?)?"
 _JS_FRAMES = _frames(
     # V8 / Node:  at fn (src/x.js:10:5)   at src/x.js:10:5   at async fn (file:///x.mjs:3:1)
-    r"\bat (?:(?:async |new )?(?P<func>[^\s()]+) \()?(?:file://)?" + _P + r"\.(?:[cm]?[jt]sx?)):(?P<line>\d+):(?P<col>\d+)",
-    # Firefox / Safari:  fn@src/x.js:10:5
-    r"(?P<func>[\w$.<>/]*)@(?:file://)?" + _P + r"\.(?:[cm]?[jt]sx?)):(?P<line>\d+):(?P<col>\d+)",
+    r"\bat (?:(?:async |new )?(?P<func>[^\s()]+) \()?" + _URL + _P + r"\.(?:[cm]?[jt]sx?)):(?P<line>\d+):(?P<col>\d+)",
+    # Firefox / Safari:  fn@src/x.js:10:5   fn@http://localhost:3000/src/x.js:10:5
+    r"(?P<func>[\w$.<>/]*)@" + _URL + _P + r"\.(?:[cm]?[jt]sx?)):(?P<line>\d+):(?P<col>\d+)",
     # tsc:  src/x.ts(12,5): error TS2345   or   src/x.ts:12:5 - error TS2345
     _P + r"\.(?:[cm]?tsx?))\((?P<line>\d+),(?P<col>\d+)\)",
     _P + r"\.(?:[cm]?[jt]sx?)):(?P<line>\d+):(?P<col>\d+) - (?:error|warning)",

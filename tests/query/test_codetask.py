@@ -75,6 +75,11 @@ created by myapp/vendor/google.golang.org/grpc.(*ccResolverWrapper).start
      "\tat app//org.junit.Assert.fail(Assert.java:89)\n\tat com.x.app@1.2/com.x.app.Main.run(Main.java:7)",
      [("java/time/LocalDate.java", 1650, "until"), ("org/junit/Assert.java", 89, "fail"),
       ("com/x/app/Main.java", 7, "run")]),
+    # a browser's script URL: its scheme and host are no folders
+    ("TypeError: x is undefined\nfetchQuery@http://localhost:3000/src/queryClient.ts:372:15\n"
+     "    at Module.render (webpack-internal:///./src/App.jsx:12:9)\n"
+     "    at Object.create (chrome-extension://eimadpbcbfnmbkop/inject/index.js:4513:17)",
+     [("src/queryClient.ts", 372, "fetchQuery"), ("src/App.jsx", 12, "render"), ("inject/index.js", 4513, "create")]),
     ("no frames here: src/a.rs:12:5 and at foo (bar) and #1 in the list", []),
     ("a log without a source file and line: a/b.sql:3:1: L001\n    at thing (x.sql:1:2)", []),
 ])
