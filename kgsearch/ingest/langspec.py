@@ -62,8 +62,8 @@ def _frames(*patterns: str) -> tuple[re.Pattern, ...]:
 
 JS_EXT = (".js", ".mjs", ".cjs", ".jsx")
 TS_EXT = (".ts", ".mts", ".cts", ".tsx")
-_JS_TESTS = dict(test_dirs=frozenset({"test", "tests", "__tests__", "__mocks__", "spec", "e2e"}),
-                 test_names=("*.test.*", "*.spec.*", "*-test.js", "*_test.js"))
+_JS_TESTS = dict(test_dirs=frozenset({"test", "tests", "__tests__", "__mocks__", "spec", "e2e", "cypress"}),
+                 test_names=("*.test.*", "*.spec.*", "*.cy.*", "*-test.js", "*_test.js"))
 # a browser's script URL before the path: the scheme and host are no folders (http://localhost:3000/
 # src/x.ts, chrome-extension://<id>/background/index.js, webpack-internal:///./src/App.jsx)
 _URL = r"(?:file://|[A-Za-z][\w+.-]*://[^/\s()]*/(?:\./)?)?"
@@ -128,8 +128,9 @@ _C_FRAMES = _frames(
     # sanitizers / gdb / lldb:  #0 0x4005d4 in func /src/x.c:12:5   or   func (...) at x.c:12
     r"\bin (?P<func>[\w:~<>]+)(?:\([^)]*\))? " + _P + r"\.(?:c|h|cc|cpp|cxx|hh|hpp|hxx|inl)):(?P<line>\d+)",
     r"\b(?P<func>[\w:~<>]+) \([^)]*\) at " + _P + r"\.(?:c|h|cc|cpp|cxx|hh|hpp|hxx|inl)):(?P<line>\d+)")
-_C_TESTS = dict(test_names=("*_test.c", "*_test.cc", "*_test.cpp", "*_unittest.cc", "*_unittest.cpp", "test_*.c",
-                            "test_*.cc", "test_*.cpp", "*.tests.cpp", "*_tests.cpp", "*_tests.c"))
+_C_TESTS = dict(test_dirs=frozenset({"test", "tests", "testing", "unittest", "unittests"}),  # LLVM's unittests/
+               test_names=("*_test.c", "*_test.cc", "*_test.cpp", "*_unittest.cc", "*_unittest.cpp", "test_*.c",
+                           "test_*.cc", "test_*.cpp", "*.tests.cpp", "*_tests.cpp", "*_tests.c"))
 C = LangSpec("c", "c", (".c", ".h"), **_C_TESTS, frames=_C_FRAMES)
 CPP = LangSpec("cpp", "c", (".cc", ".cpp", ".cxx", ".c++", ".hh", ".hpp", ".hxx", ".h++", ".inl", ".ipp", ".tpp"),
                **_C_TESTS, frames=_C_FRAMES)
