@@ -158,6 +158,21 @@ def test_typescript_keyword_named_methods_and_multiline_annotations(tmp_path):
     }
 
 
+def test_anonymous_class_expressions_still_read(tmp_path):
+    # (the JSX `class=` check must keep `class<T> {`, `class implements X {` and `class {`)
+    nodes, _ = load(tmp_path, "src/store.ts", """\
+        export const Store = class<T> implements Disposable {
+          get(id: string): T {
+            return lookup(id);
+          }
+        };
+        const Plain = class {
+          run() { return 1; }
+        };
+        """)
+    assert nodes == {"get": ("method", 2, 4, "method"), "run": ("method", 7, 7, "method")}
+
+
 def test_javascript_regex_literal_after_a_comment(tmp_path):
     # the slash follows a comment, not the name before it: a regular expression, whose ' and {
     # must not open a string or a block that hides the definitions after it
