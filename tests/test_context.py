@@ -275,6 +275,33 @@ def test_an_item_holding_packed_items_goes_in_trimmed_at_most():
     assert [(c.key, c.reason) for c in p.cut] == [("k3", "holds nodes already packed and has no trimmed form")]
 
 
+def test_items_of_the_same_key_and_path_from_two_indexes_are_packed_apart():
+    """Several indexes packed as one: each may have a node ``md:README`` at ``README.md`` (and a
+    Python function at the same relative path). They are two items: both go in, neither is
+    "inside" the other, and a cut one names its index. Before, the knapsack's heap compared two
+    such items (TypeError: '<' not supported between instances of 'Item'), and keys were its
+    slots, so one index's item took the other's place."""
+    r = renderer("json", {"mode": "task", "budget": 0})
+
+    def two(index, score, body):
+        return Item(0, "md:README", "note", "README", "README.md", 1, 9, score, "r",
+                    [Form("full", body), Form("ref", "")], "markdown", index=index)
+
+    top = Item(0, "py:a.py:f", "function", "f", "a.py", 1, 40, 9.0, "r", [Form("full", "x" * 400), Form("ref", "")],
+               "python", source="file", index="a")
+    inner = Item(1, "py:a.py:g", "function", "g", "a.py", 5, 9, 8.0, "r", [Form("full", "y" * 40), Form("ref", "")],
+                 "python", source="file", index="b")
+    a, b = two("a", 1.0, "same text"), two("b", 1.0, "same text")
+    p = pack([top, a, b, inner], 10_000, r.cost)
+    assert [(it.index, it.key) for it, _, _ in p.chosen] == [("a", "py:a.py:f"), ("a", "md:README"),
+                                                              ("b", "md:README"), ("b", "py:a.py:g")]
+    assert not p.cut
+    tight = r.cost(top, top.forms[0]) + r.cost(a, a.forms[0])
+    p = pack([top, a, b], tight, r.cost)
+    assert [(it.index, it.key) for it, _, _ in p.chosen] == [("a", "py:a.py:f"), ("a", "md:README")]
+    assert [(c.index, c.key) for c in p.cut] == [("b", "md:README")]
+
+
 def test_trim_code_keeps_signature_docstring_and_matched_lines():
     src = textwrap.dedent('''\
         @decorator

@@ -270,6 +270,23 @@ def test_context_over_two_indexes(split, capsys, monkeypatch):
     assert d["used"] <= 4000
 
 
+def test_context_over_two_indexes_holding_the_same_key(tmp_path, capsys, monkeypatch):
+    """Two vaults each with a README.md (key md:README in both): the context packs both notes,
+    each naming its index (it raised TypeError comparing two items of one key)."""
+    dbs = []
+    for tag in ("notes", "work"):
+        root = tmp_path / tag
+        root.mkdir()
+        (root / "README.md").write_text(f"# Backup\n\nthe {tag} backup runs at night and syncs the phone\n",
+                                        encoding="utf-8")
+        dbs.append(tmp_path / f"{tag}.db")
+        index_paths(dbs[-1], [str(root)], IndexOptions())
+    code, d, _ = cli_json(capsys, monkeypatch, "context", "backup phone", "--db", str(dbs[0]), "--db", str(dbs[1]),
+                          "--json")
+    assert code == 0
+    assert sorted((it["index"], it["key"]) for it in d["items"]) == [("notes", "md:README"), ("work", "md:README")]
+
+
 def test_http_api_over_two_indexes(split, capsys, monkeypatch):
     from kgsearch.serve import App, Holder
 
@@ -307,6 +324,125 @@ def test_mcp_over_two_indexes(split):
     assert [i["index"] for i in res["structuredContent"]["indexes"]] == ["a", "b"]
     res = srv.call("show", {"node": "no-such-node-anywhere"})
     assert res["isError"] and "any of the indexes" in res["content"][0]["text"]
+
+
+@pytest.fixture(scope="module")
+def twin_vaults(tmp_path_factory):
+    """Two vaults that each hold README.md (the key md:README in both); only work's is linked to."""
+    tmp = tmp_path_factory.mktemp("twins")
+    dbs = []
+    for tag in ("notes", "work"):
+        root = tmp / tag
+        root.mkdir()
+        (root / "README.md").write_text(f"# Backup\n\nthe {tag} backup runs at night\n", encoding="utf-8")
+        (root / f"{tag}-plan.md").write_text(f"# Plan\n\nthe {tag} plan, see [[README]]\n" if tag == "work"
+                                             else "# Plan\n\nthe notes plan stands alone\n", encoding="utf-8")
+        dbs.append(tmp / f"{tag}.db")
+        index_paths(dbs[-1], [str(root)], IndexOptions())
+    return dbs
+
+
+def test_mcp_node_tools_over_two_indexes_take_the_index_a_hit_names(twin_vaults):
+    """show/related/why/feedback/path/impact over several indexes answer from the index their
+    ``index`` argument names; path and impact looked only at the first index before (silently:
+    a node of the second was "not found"), and a hit of the second index whose key the first
+    also holds could not be opened."""
+    from kgsearch.mcp import Server
+    from kgsearch.mcp.multi import MultiServer
+
+    srv = MultiServer([str(p) for p in twin_vaults])
+    listed = {t["name"]: t for t in srv.handle({"jsonrpc": "2.0", "id": 1, "method": "tools/list",
+                                                "params": {"_meta": {"io.modelcontextprotocol/protocolVersion":
+                                                                     "2026-07-28"}}})["result"]["tools"]}
+    for name in ("why", "show", "related", "feedback", "path", "impact", "communities"):
+        assert listed[name]["inputSchema"]["properties"]["index"]["enum"] == ["notes", "work"], name
+    assert "index" not in listed["search"]["inputSchema"]["properties"]
+    assert all("index" not in t["inputSchema"].get("properties", {}) for t in Server(str(twin_vaults[0])).tools)
+
+    def call(name, args):
+        res = srv.call(name, args)
+        return res["isError"], res.get("structuredContent"), res["content"][0]["text"]
+
+    err, d, _ = call("show", {"node": "md:README", "index": "work", "detail": "full"})
+    assert not err and d["index"] == "work" and "work backup" in d["node"]["text"]
+    err, d, _ = call("show", {"node": "md:README", "detail": "full"})
+    assert not err and d["index"] == "notes" and "notes backup" in d["node"]["text"]     # the first that has it
+    err, d, _ = call("impact", {"node": "md:README", "index": "work"})
+    assert not err and d["index"] == "work" and [x["key"] for x in d["dependents"]] == ["md:work-plan"]
+    err, d, _ = call("impact", {"node": "md:work-plan"})                                   # only work has it
+    assert not err and d["index"] == "work"
+    err, d, _ = call("path", {"source": "md:work-plan", "target": "md:README"})
+    assert not err and d["index"] == "work" and d["paths"][0]["hops"] == 1
+    err, d, text = call("impact", {"node": "md:work-plan", "index": "notes"})
+    assert err and "no node 'md:work-plan' in index notes" in text
+    err, d, text = call("show", {"node": "md:README", "index": "elsewhere"})
+    assert err and "one of notes, work" in text
+    err, d, _ = call("communities", {})
+    one = {n: Server(str(p)).call("communities", {})["structuredContent"] for n, p in zip(("notes", "work"),
+                                                                                          twin_vaults)}
+    assert d["total"] == one["notes"]["total"] + one["work"]["total"]
+    assert sorted((c["index"], c["id"]) for c in d["communities"]) == sorted(
+        (n, c["id"]) for n, o in one.items() for c in o["communities"])
+    assert [c["size"] for c in d["communities"]] == sorted((c["size"] for c in d["communities"]), reverse=True)
+
+
+def test_why_over_two_indexes_is_the_rank_in_the_one_ranking(twin_vaults, capsys, monkeypatch):
+    """`why` over several indexes: the node's rank in the ranking `search` gave over all of them
+    (it gave its rank in its own index alone, and a `top` the agent never saw)."""
+    from kgsearch.mcp.multi import MultiServer
+    from kgsearch.query.api import why_over
+    from kgsearch.query.multi import multi_engine_for
+
+    multi = multi_engine_for([str(p) for p in twin_vaults])
+    hits = multi.search("backup plan night", SearchOptions(k=10, use_cache=False)).hits
+    assert {h.index for h in hits} == {"notes", "work"}
+    for h in hits:
+        d = why_over(multi, "backup plan night", h.key, h.index, SearchOptions(k=10))
+        assert (d["index"], d["rank"], d["node"]["key"]) == (h.index, h.rank, h.key)
+        assert [(t["index"], t["key"], t["rank"]) for t in d["top"]] == [(x.index, x.key, x.rank) for x in hits]
+    last = hits[-1]
+    code, d, _ = cli_json(capsys, monkeypatch, "why", "backup plan night", last.key, "--index", last.index,
+                          "--db", str(twin_vaults[0]), "--db", str(twin_vaults[1]), "--json")
+    assert code == 0 and (d["index"], d["rank"]) == (last.index, last.rank)
+    capsys.readouterr()
+    assert main(["why", "backup plan night", "md:README", "--db", str(twin_vaults[0]), "--db", str(twin_vaults[1])]) == 0
+    text = capsys.readouterr().out
+    assert text.startswith("notes: README [note] md:README") and "work: " in text
+    assert main(["why", "backup", "md:README", "--index", "elsewhere", "--db", str(twin_vaults[0]), "--db",
+                 str(twin_vaults[1])]) == 2
+    assert "no index named 'elsewhere'; the indexes are notes, work" in capsys.readouterr().err
+    assert main(["why", "backup", "md:README", "--index", "notes", "--db", str(twin_vaults[0])]) == 2
+    from kgsearch.serve import App, Holder
+
+    app = App({"notes": Holder(str(twin_vaults[0])), "work": Holder(str(twin_vaults[1]))})
+    st, _, body = app.handle("GET", f"/api/why?q=backup+plan+night&node={last.key}&db={last.index}", {})
+    assert st == 200 and no_timings(json.loads(body)) == no_timings(d)          # = the CLI's --json
+    st, _, body = app.handle("GET", "/api/why?q=backup&node=md:README&db=elsewhere", {})
+    assert st == 400 and "no index named 'elsewhere'" in json.loads(body)["error"]
+    srv = MultiServer([str(p) for p in twin_vaults])
+    res = srv.call("why", {"query": "backup plan night", "node": last.key, "index": last.index})
+    assert not res["isError"] and res["structuredContent"]["rank"] == last.rank
+    assert res["structuredContent"]["index"] == last.index
+
+
+@pytest.mark.parametrize("name, args", [
+    ("search", {"query": "backup plan"}), ("context", {"task": "backup plan", "budget": 800}),
+    ("why", {"query": "backup", "node": "md:README", "index": "work"}), ("show", {"node": "md:README"}),
+    ("related", {"node": "md:work-plan"}), ("stats", {}), ("impact", {"node": "md:README", "index": "work"}),
+    ("path", {"source": "md:work-plan", "target": "md:README"}), ("communities", {}),
+])
+def test_mcp_results_over_two_indexes_validate_against_the_advertised_schemas(twin_vaults, name, args):
+    """What ``tools/list`` advertises over several indexes is what the tools answer (an SDK
+    client validates structuredContent against outputSchema): ``stats`` answered
+    ``{"indexes": [...]}`` under the one-index schema, which requires ``nodes``."""
+    from conftest import need
+    from kgsearch.mcp.multi import MultiServer
+
+    jsonschema = need("jsonschema")
+    srv = MultiServer([str(p) for p in twin_vaults])
+    res = srv.call(name, args)
+    assert not res["isError"], res
+    jsonschema.validate(res["structuredContent"], next(t["outputSchema"] for t in srv.tools if t["name"] == name))
 
 
 # --------------------------------------------------------------------------- similar_text lists across the indexes

@@ -45,7 +45,7 @@ EXIT_CODES = """exit codes:
 
 
 # ---------------------------------------------------------------------------- parser
-MULTI_COMMANDS = ("search", "context", "serve", "mcp", "link")     # take several indexes, searched as one
+MULTI_COMMANDS = ("search", "why", "context", "serve", "mcp", "link")     # take several indexes, searched as one
 
 
 def _common(multi: bool = False) -> argparse.ArgumentParser:
@@ -197,10 +197,13 @@ def build_parser() -> argparse.ArgumentParser:
                                    "any number. The indexes are only read. Run it again after reindexing one of them.")
     p.set_defaults(func=commands.cmd_link)
 
-    p = sub.add_parser("why", parents=[common], help="why a node ranked where it did for a query",
+    p = sub.add_parser("why", parents=[multi], help="why a node ranked where it did for a query",
                        epilog=registry_epilog(), formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("query", nargs="?", help="the query; - reads it from stdin (with --query-file: leave it out)")
     p.add_argument("node", nargs="?", help="node key, qualified name or name")
+    p.add_argument("--index", metavar="NAME", default=None,
+                   help="with several --db: the index the node is in, as a hit names it (default: the first that "
+                        "has it); the rank is in the one ranking over every index")
     _query_file(p)
     _query_options(p)
     _filter_options(p)

@@ -297,10 +297,19 @@ def cmd_why(args) -> int:
     query, node = args.query, args.node
     if args.query_file is not None and node is None:          # why --query-file FILE NODE
         query, node = None, query
+    from ..errors import UsageError
+
     if node is None:
-        from ..errors import UsageError
         raise UsageError("why needs a query and a node: kgsearch why QUERY NODE (or --query-file FILE NODE)")
-    info = why(query_text(query, args.query_file), node, db=args.db, options=opts)
+    if len(args.dbs) > 1:
+        from ..query.api import why_over
+        from ..query.multi import multi_engine_for
+
+        info = why_over(multi_engine_for(args.dbs), query_text(query, args.query_file), node, args.index, opts)
+    elif args.index is not None:
+        raise UsageError("--index picks one of several indexes: give them with --db A --db B")
+    else:
+        info = why(query_text(query, args.query_file), node, db=args.db, options=opts)
     for notice in info.get("notices", []) if not args.quiet else []:
         err(f"note: {notice}")
     if args.json:

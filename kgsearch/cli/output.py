@@ -183,7 +183,8 @@ def _adj_line(name: str, value: float, indent: str) -> str:
 
 
 def format_why(info: dict) -> str:
-    lines = [f"{info['node']['name']} [{info['node']['kind']}] {info['node']['key']}",
+    at = f"{info['index']}: " if info.get("index") else ""      # several indexes searched as one
+    lines = [f"{at}{info['node']['name']} [{info['node']['kind']}] {info['node']['key']}",
              f"query {info['query']!r}: intent {info['intent']['name']}, fusion {info['fusion']}, "
              f"channels {'+'.join(info['channels_run'])}",
              info["reason"]]
@@ -211,5 +212,6 @@ def format_why(info: dict) -> str:
         lines.append(f"filters: {' '.join(info['filters'])}")
     lines.append("top results:")
     for t in info["top"]:
-        lines.append(f"  {t['rank']:>2}. {t['score']:.4f} {t['name']} ({t['key']})")
+        lines.append(f"  {t['rank']:>2}. {t['score']:.4f} {t['index'] + ': ' if t.get('index') else ''}{t['name']} "
+                     f"({t['key']})")
     return "\n".join(lines)

@@ -74,10 +74,7 @@ def build_context_multi(multi, *, task: str | None = None, files: list[str] | No
                "line_end": it.line_end, "form": f.level, "note": f.note, "tokens": toks, "score": round(it.score, 6),
                "reason": it.reason, "source": it.source, "index": it.index}
               for it, f, toks in packed.chosen]
-    index_of = {}
-    for it in items:
-        index_of.setdefault(it.key, it.index)
-    cut = [{"key": c.key, "reason": c.reason, "tokens": c.tokens, "index": index_of.get(c.key)} for c in packed.cut]
+    cut = [{"key": c.key, "reason": c.reason, "tokens": c.tokens, "index": c.index} for c in packed.cut]
     return ContextResult(mode="task", query=task, budget=opts.budget, format=opts.fmt, text=text, used=used,
                          items=chosen, cut=cut, candidates=len(items), notices=list(resp.notices), timings_ms=ms)
 

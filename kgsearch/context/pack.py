@@ -27,7 +27,7 @@ from __future__ import annotations
 import functools
 import heapq
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 __all__ = ["Form", "Item", "Cut", "Packed", "pack", "trim_code", "trim_prose", "code_header", "matched_lines", "find_terms", "MAX_MATCHED"]
@@ -62,6 +62,7 @@ class Item:
     forms: list[Form]        # largest first; the last is always the "ref" form
     lang: str = ""           # code fence language
     source: str = "index"    # "file" (read from disk, unchanged since indexing) or "index"
+    index: str | None = None  # the index it comes from, when several are packed as one
     trimmer: Callable[[], "Form | None"] | None = field(default=None, repr=False, compare=False)
 
     def expanded(self) -> list[Form]:
@@ -74,7 +75,8 @@ class Item:
 
     def contains(self, other: "Item") -> bool:
         """True when this item's full form shows every line of ``other`` (source read from the file)."""
-        return (self.source == "file" and self.path is not None and self.path == other.path and None not in
+        return (self.source == "file" and self.path is not None and (self.index, self.path) == (other.index, other.path)
+                and None not in
                 (self.line_start, self.line_end, other.line_start, other.line_end)
                 and self.line_start <= other.line_start and other.line_end <= self.line_end
                 and (self.line_start, self.line_end) != (other.line_start, other.line_end))
@@ -85,6 +87,7 @@ class Cut:
     key: str
     reason: str
     tokens: int              # tokens its smallest useful form needed
+    index: str | None = None  # the index of the item, when several are packed as one
 
 
 @dataclass
@@ -120,14 +123,15 @@ def pack(items: list[Item], budget: int, cost: Callable[[Item, Form], int], fram
     if not items:
         return out
     left = budget - frame
-    rank_of = {it.key: r for r, it in enumerate(items)}
-    chosen: dict[str, tuple[Item, Form, int]] = {}
-    by_path: dict[str, list[str]] = {}          # keys of the chosen, per path (no scan per item)
+    # items are told apart by their rank (position), not their key: several indexes packed as one
+    # may each have a node of the same key (md:README), two items that must not share a slot
+    chosen: dict[int, tuple[Item, Form, int]] = {}
+    by_path: dict[tuple, list[int]] = {}        # ranks of the chosen, per (index, path) (no scan per item)
 
-    def take(it: Item, f: Form, c: int) -> None:
-        chosen[it.key] = (it, f, c)
-        if it.path and it.key not in by_path.setdefault(it.path, []):
-            by_path[it.path].append(it.key)
+    def take(r: int, it: Item, f: Form, c: int) -> None:
+        chosen[r] = (it, f, c)
+        if it.path and r not in by_path.setdefault((it.index, it.path), []):
+            by_path[(it.index, it.path)].append(r)
 
     top = items[0]
     tries = top.forms[:1] if cost(top, top.forms[0]) <= left else top.expanded()
@@ -135,7 +139,7 @@ def pack(items: list[Item], budget: int, cost: Callable[[Item, Form], int], fram
     if pick is None:
         f = shrink(top, max(0, left)) if shrink is not None else top.forms[-1]
         pick = (f, min(cost(top, f), max(0, left)))
-    take(top, pick[0], pick[1])
+    take(0, top, pick[0], pick[1])
     left -= pick[1]
 
     # the increments of a multiple-choice knapsack: an item's trimmed form (worth TRIMMED_VALUE of
@@ -148,57 +152,58 @@ def pack(items: list[Item], budget: int, cost: Callable[[Item, Form], int], fram
     # is dropped without trimming it.
     th = TRIMMED_VALUE
     heap: list[tuple] = []
-    for it in items[1:]:
+    for r, it in enumerate(items[1:], 1):
         v = max(it.score, 0.0)
         full = cost(it, it.forms[0])
         may = it.trimmer is not None or any(f.level == "trimmed" for f in it.forms)
         lb = max(1, raw_cost(it, Form("trimmed", "", ""))) if may and full > TRIM_FROM else None
         if lb is not None and lb < th * full:
-            heap.append((-(th * v / lb), -it.score, it.key, 0, 0, it, lb))
+            heap.append((-(th * v / lb), -it.score, it.key, r, 0, 0, it, lb))
         else:
-            heap.append((-(v / full), -it.score, it.key, 1, 1, it, it.forms[0]))
+            heap.append((-(v / full), -it.score, it.key, r, 1, 1, it, it.forms[0]))
     heapq.heapify(heap)
 
-    why: dict[str, Cut] = {}
+    why: dict[int, Cut] = {}
     while heap:
-        _, negs, key, _, step, it, f = heapq.heappop(heap)
-        if key in why:                          # dropped already (its trimmed form did not fit)
+        _, negs, key, r, _, step, it, f = heapq.heappop(heap)
+        if r in why:                            # dropped already (its trimmed form did not fit)
             continue
-        holder = next((k for k in by_path.get(it.path, ()) if k != key and chosen[k][1].level == "full"
+        holder = next((k for k in by_path.get((it.index, it.path), ()) if k != r and chosen[k][1].level == "full"
                        and chosen[k][0].contains(it)), None) if it.path else None
         if holder is not None:
-            if key not in chosen:
-                why[key] = Cut(key, f"inside {holder}, already packed in full", 0)
+            if r not in chosen:
+                why[r] = Cut(key, f"inside {items[holder].key}, already packed in full", 0)
             continue
         if step == 0:                           # optimistic entry: trim now, push the true steps
             v, full = max(it.score, 0.0), cost(it, it.forms[0])
             if f > left:                        # not even an empty trimmed block fits, nor will
-                why[key] = Cut(key, f"over budget: body needs {full} tokens, {max(left, 0)} left", full)
+                why[r] = Cut(key, f"over budget: body needs {full} tokens, {max(left, 0)} left", full)
                 continue                        # (``left`` never grows)
             trimmed = next((g for g in it.expanded() if g.level == "trimmed"), None)
             ct = cost(it, trimmed) if trimmed is not None else None
             if ct is not None and ct < full and th * v / ct > v / full:
-                heapq.heappush(heap, (-(th * v / ct), negs, key, 0, 1, it, trimmed))
-                heapq.heappush(heap, (-((1 - th) * v / (full - ct)), negs, key, 1, 1, it, it.forms[0]))
+                heapq.heappush(heap, (-(th * v / ct), negs, key, r, 0, 1, it, trimmed))
+                heapq.heappush(heap, (-((1 - th) * v / (full - ct)), negs, key, r, 1, 1, it, it.forms[0]))
             else:
-                heapq.heappush(heap, (-(v / full), negs, key, 1, 1, it, it.forms[0]))
+                heapq.heappush(heap, (-(v / full), negs, key, r, 1, 1, it, it.forms[0]))
             continue
-        have = chosen.get(key)
-        if f.level == "full" and it.path and any(k != key and it.contains(chosen[k][0]) for k in by_path.get(it.path, ())):
+        have = chosen.get(r)
+        if f.level == "full" and it.path and any(k != r and it.contains(chosen[k][0]) for k in by_path.get((it.index, it.path), ())):
             if have is None:                    # its full body would repeat packed nodes: trimmed at most
-                why[key] = Cut(key, "holds nodes already packed and has no trimmed form", 0)
+                why[r] = Cut(key, "holds nodes already packed and has no trimmed form", 0)
             continue
         need = cost(it, f) - (have[2] if have else 0)
         if need > left:
             if have is None:
                 what = "trimmed form" if f.level == "trimmed" else "body"
-                why[key] = Cut(key, f"over budget: {what} needs {cost(it, f)} tokens, {max(left, 0)} left",
+                why[r] = Cut(key, f"over budget: {what} needs {cost(it, f)} tokens, {max(left, 0)} left",
                                cost(it, f))
             continue
-        take(it, f, cost(it, f))
+        take(r, it, f, cost(it, f))
         left -= need
-    out.cut = sorted((c for k, c in why.items() if k not in chosen), key=lambda c: rank_of[c.key])
-    out.chosen = sorted(chosen.values(), key=lambda c: rank_of[c[0].key])
+    out.cut = [replace(why[r], index=items[r].index) if items[r].index is not None else why[r]
+               for r in sorted(why) if r not in chosen]
+    out.chosen = [chosen[r] for r in sorted(chosen)]
     out.used = budget - left
     return out
 

@@ -110,7 +110,7 @@ class Markdown(Renderer):
     name = "markdown"
 
     def block(self, it: Item, f: Form, first: bool = False) -> str:
-        index = getattr(it, "index", None)          # several indexes packed as one
+        index = it.index                            # several indexes packed as one
         head = f"### {_where(it)} · {it.kind} {it.name}" + (f" · index {index}" if index else "")
         if f.level == "ref":
             return head + "\n(body cut: over budget)\n\n"
@@ -146,12 +146,14 @@ class Json(Renderer):
         d = {"key": it.key, "kind": it.kind, "name": it.name, "path": it.path, "line_start": it.line_start,
              "line_end": it.line_end, "score": round(it.score, 6), "reason": it.reason, "form": f.level,
              "note": f.note, "text": f.body}
-        if getattr(it, "index", None):
+        if it.index:
             d["index"] = it.index
         return ("" if first else ",\n") + json.dumps(d, ensure_ascii=False)
 
     def cut_piece(self, c: Cut, first: bool) -> str:
         d = {"key": c.key, "reason": c.reason, "tokens": c.tokens}
+        if c.index:
+            d["index"] = c.index
         return ("" if first else ", ") + json.dumps(d, ensure_ascii=False)
 
     def cut_more(self, n: int, first: bool) -> str:
@@ -176,7 +178,7 @@ class Xml(Renderer):
                  + (f" lines=\"{_lines(it)[1:]}\"" if it.line_start is not None else "")
                  + f" score=\"{it.score:.6f}\" reason={quoteattr(it.reason)} form=\"{f.level}\""
                  + (f" note={quoteattr(f.note)}" if f.note else "")
-                 + (f" index={quoteattr(it.index)}" if getattr(it, "index", None) else ""))
+                 + (f" index={quoteattr(it.index)}" if it.index else ""))
         if f.level == "ref":
             return f"<node {attrs}/>\n"
         body = f.body.replace("]]>", "]]]]><![CDATA[>")

@@ -1,16 +1,18 @@
 """``kgsearch mcp --db A --db B``: the same tools over several indexes searched as one.
 
 ``search`` and ``context`` (a task) rank over every index (:mod:`kgsearch.query.multi`), each hit
-and packed item naming its index; ``show``, ``related``, ``why`` and ``feedback`` answer from the
-first index (in ``--db`` order) that has the node, and say which (``"index"``); ``stats`` lists
-every index. Each index is opened read-only and reopened when replaced, as with one index, and a
+and packed item naming its index; ``show``, ``related``, ``why``, ``feedback``, ``path`` and
+``impact`` answer from the index their ``index`` argument names (a hit's ``"index"``: two indexes
+may each hold a node of the same key, ``md:README``), else from the first index (in ``--db``
+order) that has the node(s), and say which (``"index"``); ``communities`` lists every index's,
+largest first, each naming its index (or one index's, with ``index``); ``stats`` lists every index. Each index is opened read-only and reopened when replaced, as with one index, and a
 session remembers the nodes opened in each index apart (node ids are per index).
 """
 from __future__ import annotations
 
 from ..errors import NotFound
-from .server import Server, dumps
-from .tools import filters_of
+from .server import Server, answer, dumps
+from .tools import filters_of, tools_over
 
 __all__ = ["MultiServer"]
 
@@ -42,6 +44,7 @@ class MultiServer(Server):
         super().__init__(dbs[0], **({"clock": clock} if clock is not None else {}))
         self.clock = clock or time.monotonic
         self.parts = {name: Server(db, clock=self.clock) for name, db in zip(index_names([str(d) for d in dbs]), dbs)}
+        self.tools = tools_over(list(self.parts))
 
     def _multi(self):
         from ..query.multi import MultiEngine
@@ -62,20 +65,19 @@ class MultiServer(Server):
         s.last_used = now
         return s
 
-    def _first(self, fn, node: str):
-        """``fn(part)`` on the first index that has ``node``, with ``"index"`` added; NotFound
-        naming every index otherwise."""
-        misses = []
-        for name, part in self.parts.items():
+    def _first(self, fn, node: str, index: str | None = None):
+        """``fn(name, part)`` on index ``index``, or on the first index that has ``node``, with
+        ``"index"`` added; NotFound naming the index or every index otherwise."""
+        parts = {index: self.parts[index]} if index is not None else self.parts
+        for name, part in parts.items():
             try:
                 d = fn(name, part)
-            except NotFound as exc:
-                misses.append(str(exc))
+            except NotFound:
                 continue
             d["index"] = name
             return d
-        raise NotFound(f"no node {node!r} in any of the indexes ({', '.join(self.parts)}); "
-                       f"search for it to find its key")
+        where = f"index {index}" if index is not None else f"any of the indexes ({', '.join(self.parts)})"
+        raise NotFound(f"no node {node!r} in {where}; search for it to find its key")
 
     # ------------------------------------------------------------------ tools over all indexes
     def tool_search(self, a: dict, session):
@@ -117,17 +119,47 @@ class MultiServer(Server):
         def one(name, part):
             text, d = part.tool_show(a, session.part(name) if session is not None else None)
             return d
-        d = self._first(one, a["node"])
+        d = self._first(one, a["node"], a.get("index"))
         return dumps(d), d
 
     def tool_related(self, a: dict, session):
-        d = self._first(lambda name, part: part.tool_related(a, None)[1], a["node"])
+        d = self._first(lambda name, part: part.tool_related(a, None)[1], a["node"], a.get("index"))
         return dumps(d), d
 
     def tool_why(self, a: dict, session):
-        d = self._first(lambda name, part: part.tool_why(a, None)[1], a["node"])
-        return dumps(d), d
+        """The node's rank in the one ranking over every index (what ``search`` answered), and
+        what beat it there."""
+        from ..query import SearchOptions
+        from ..query.api import why_over
+
+        d = why_over(self._multi(), a["query"], a["node"], a.get("index"),
+                     SearchOptions(k=a["k"], use_cache=False, filters=filters_of(a)))
+        return answer("why", a, d)
 
     def tool_feedback(self, a: dict, session):
-        d = self._first(lambda name, part: part.tool_feedback(a, None)[1], a["node"])
+        d = self._first(lambda name, part: part.tool_feedback(a, None)[1], a["node"], a.get("index"))
+        return dumps(d), d
+
+    def tool_path(self, a: dict, session):
+        d = self._first(lambda name, part: part.tool_path(a, None)[1], f"{a['source']}' and '{a['target']}",
+                        a.get("index"))
+        return dumps(d), d
+
+    def tool_impact(self, a: dict, session):
+        d = self._first(lambda name, part: part.tool_impact(a, None)[1], a["node"], a.get("index"))
+        return dumps(d), d
+
+    def tool_communities(self, a: dict, session):
+        """Each index's largest communities, merged largest first (ties: ``--db`` order), at most
+        ``limit``; ``total`` and ``nodes`` summed; notices prefixed by their index."""
+        names = [a["index"]] if a.get("index") is not None else list(self.parts)
+        got = {name: self.parts[name].tool_communities(a, None)[1] for name in names}
+        merged = sorted(((-c["size"], i, j, name, c) for i, (name, d) in enumerate(got.items())
+                         for j, c in enumerate(d["communities"])), key=lambda x: x[:3])
+        comms = [dict(c, index=name) for *_, name, c in merged[:a["limit"]]]
+        notes = [f"{name}: {d['notice']}" for name, d in got.items() if d.get("notice")]
+        d = {"total": sum(x["total"] for x in got.values()), "nodes": sum(x["nodes"] for x in got.values()),
+             "shown": len(comms), "communities": comms, "notice": "; ".join(notes) or None}
+        if len(names) == 1:
+            d["index"] = names[0]
         return dumps(d), d

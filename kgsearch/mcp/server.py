@@ -65,6 +65,7 @@ class Server:
         self._ident = None
         self.legacy_version: str | None = None
         self.sessions: dict[str, object] = {}
+        self.tools = TOOLS                              # the schemas it advertises and checks against
 
     # ------------------------------------------------------------------ the index
     def _engine(self):
@@ -151,7 +152,7 @@ class Server:
         elif method == "ping":
             res = {}
         elif method == "tools/list":
-            res = {"tools": TOOLS}
+            res = {"tools": self.tools}
             if era == "modern":
                 res.update(ttlMs=3600000, cacheScope="public")
         elif method == "tools/call":
@@ -169,7 +170,7 @@ class Server:
     def call(self, name: str, arguments, legacy: bool = False) -> dict:
         """A ``tools/call`` result: content + structuredContent, or ``isError`` with the reason."""
         try:
-            args = check_args(name, arguments)
+            args = check_args(name, arguments, self.tools)
             handle = args.get("session", "" if legacy else None)
             text, structured = getattr(self, "tool_" + name)(args, self._session(handle))
         except (ToolError, KgsearchError) as e:
@@ -190,7 +191,7 @@ class Server:
         opts = SearchOptions(k=a["k"], intent=a.get("intent"), fusion=a.get("fusion"), channels=a.get("channels"),
                              use_cache=False, filters=filters_of(a))
         d = self._engine().search(a["query"], opts, session=session).as_dict()
-        return _answer("search", a, d)
+        return answer("search", a, d)
 
     def tool_context(self, a: dict, session):
         from ..context import ContextOptions, build_context
@@ -214,7 +215,7 @@ class Server:
 
         d = why(a["query"], a["node"], options=SearchOptions(k=a["k"], use_cache=False, filters=filters_of(a)),
                 engine=self._engine())
-        return _answer("why", a, d)
+        return answer("why", a, d)
 
     def tool_show(self, a: dict, session):
         from ..stats import show_node
@@ -223,13 +224,13 @@ class Server:
         d["node"] = {k: (v.hex() if isinstance(v, bytes) else v) for k, v in d["node"].items()}
         if session is not None:
             session.open(d["node"]["id"])
-        return _answer("show", a, d)
+        return answer("show", a, d)
 
     def tool_related(self, a: dict, session):
         from ..stats import related_nodes
 
         d = related_nodes(self._engine().ix, a["node"], a.get("types"), a["direction"], a["limit"])
-        return _answer("related", a, d)
+        return answer("related", a, d)
 
     def tool_stats(self, a: dict, session):
         from ..stats import index_stats
@@ -273,7 +274,7 @@ def dumps(d) -> str:
     return json.dumps(d, ensure_ascii=False, separators=(",", ":"), default=str)
 
 
-def _answer(tool: str, a: dict, d: dict):
+def answer(tool: str, a: dict, d: dict):
     """(text, structured) of a tool's answer in the detail asked for (``brief`` by default)."""
     if a.get("detail", "brief") != "full":
         d = brief(tool, d)

@@ -39,12 +39,13 @@ def _brief_search(d: dict) -> dict:
 
 
 def _brief_why(d: dict) -> dict:
-    out = _pick(d, ("query", "node", "intent", "k", "rank", "hit", "represented_by", "top", "notices", "reason"))
+    out = _pick(d, ("query", "node", "index", "intent", "k", "rank", "hit", "represented_by", "top", "notices",
+                    "reason"))
     out = {k: d[k] for k in d if k in out}                      # full's order
     out["intent"] = _pick(d.get("intent") or {}, ("name",))
     if d.get("hit"):
         out["hit"] = _pick(d["hit"], ("key", "score", "rank", "signals", "adjustments"))
-    out["top"] = [_pick(t, ("rank", "key", "score")) for t in d.get("top", [])[:5]]
+    out["top"] = [_pick(t, ("rank", "key", "score", "index")) for t in d.get("top", [])[:5]]
     return out
 
 

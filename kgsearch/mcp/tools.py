@@ -20,7 +20,7 @@ from ..query.filters import FIELDS
 from ..query.intent import INTENTS
 from .shapes import DETAILS, OUTPUT_SCHEMAS
 
-__all__ = ["TOOLS", "ToolError", "check_args", "INTENT_NAMES"]
+__all__ = ["TOOLS", "NODE_TOOLS", "ToolError", "check_args", "tools_over", "INTENT_NAMES"]
 
 # The intent names a search may force: the one list every schema uses (from the intent registry;
 # the CLI's --intent choices are the same).
@@ -181,6 +181,33 @@ for _t in TOOLS:
 TOOL_NAMES = [t["name"] for t in TOOLS]
 _BY_NAME = {t["name"]: t for t in TOOLS}
 
+# the tools that answer about given nodes, or one graph: over several indexes they take ``index``
+NODE_TOOLS = ("why", "show", "related", "feedback", "path", "impact", "communities")
+
+
+def tools_over(names: list[str]) -> list[dict]:
+    """:data:`TOOLS` for several indexes searched as one (``kgsearch mcp --db A --db B``): each of
+    :data:`NODE_TOOLS` takes an optional ``index`` naming the index to answer from, and ``stats``
+    answers ``{"indexes": [one index's stats with its "index"]}``."""
+    out = []
+    for t in TOOLS:
+        if t["name"] in NODE_TOOLS:
+            what = ("every index's, largest first, each naming its index" if t["name"] == "communities" else
+                    "the first index, in --db order, that has the node" + ("s" if t["name"] == "path" else ""))
+            props = dict(t["inputSchema"]["properties"], index={
+                "type": "string", "enum": list(names),
+                "description": f"the index to answer from (each search hit and context item names its index); "
+                               f"default: {what}"})
+            t = dict(t, inputSchema=dict(t["inputSchema"], properties=props))
+        elif t["name"] == "stats":                  # one entry per index
+            one = t["outputSchema"]
+            each = dict(one, properties=dict(one["properties"], index={"type": "string"}),
+                        required=list(one["required"]) + ["index"])
+            t = dict(t, outputSchema={"type": "object", "properties": {"indexes": {"type": "array", "items": each}},
+                                      "required": ["indexes"]})
+        out.append(t)
+    return out
+
 
 class ToolError(Exception):
     """A tool execution error: the message goes back as a result with ``isError: true``."""
@@ -212,9 +239,10 @@ def _accepts(spec: dict) -> str:
     return f"a {t}"
 
 
-def check_args(name: str, args) -> dict:
-    """The arguments with defaults filled in; ToolError naming the first bad one."""
-    schema = _BY_NAME[name]["inputSchema"]
+def check_args(name: str, args, tools: list[dict] | None = None) -> dict:
+    """The arguments with defaults filled in; ToolError naming the first bad one. ``tools``: the
+    schemas a server advertises (default :data:`TOOLS`; several indexes add ``index``)."""
+    schema = (_BY_NAME[name] if tools is None else next(t for t in tools if t["name"] == name))["inputSchema"]
     if args is None:
         args = {}
     if not isinstance(args, dict):

@@ -13,7 +13,7 @@ from ..stats import find_node
 from .engine import Engine
 from .options import Response, SearchOptions
 
-__all__ = ["engine_for", "search", "why", "find_node"]
+__all__ = ["engine_for", "search", "why", "why_over", "find_node"]
 
 _ENGINES: dict[str, tuple[tuple[int, int] | None, Engine]] = {}
 
@@ -77,7 +77,41 @@ def _why(query: str, node: str, db, options: SearchOptions | None, engine: Engin
     target = find_node(eng.ix, node)
     opts = replace(options or SearchOptions(), use_cache=False, explain=True)
     wide = eng.search(query, replace(opts, k=max(1000, opts.k)))
-    pos = next((h for h in wide.hits if h.id == target["id"]), None)
+    return _explain(query, eng, target, wide, wide.hits, wide.seeds, opts)
+
+
+def why_over(multi, query: str, node: str, index: str | None = None, options: SearchOptions | None = None) -> dict:
+    """:func:`why` over several indexes searched as one (a :class:`~kgsearch.query.multi.MultiEngine`):
+    ``node`` in index ``index``, or in the first index that has it; its rank in the one ranking
+    over every index, and what beat it there (``top`` names each hit's index)."""
+    from ..errors import NotFound, UsageError
+
+    if index is not None and index not in multi.engines:
+        raise UsageError(f"no index named {index[:80]!r}; the indexes are {', '.join(multi.engines)}")
+    names = [index] if index is not None else list(multi.engines)
+    for name in names:
+        try:
+            target = find_node(multi.engines[name].ix, node)
+            break
+        except NotFound:
+            continue
+    else:
+        where = f"index {index}" if index is not None else f"any of the indexes ({', '.join(multi.engines)})"
+        raise NotFound(f"no node {node!r} in {where}; search for it to find its key")
+    opts = replace(options or SearchOptions(), use_cache=False, explain=True)
+    wide = multi.search(query, replace(opts, k=max(1000, opts.k)))
+    out = _explain(query, multi.engines[name], target, wide, [h for h in wide.hits if h.index == name],
+                   wide.seeds_of.get(name, []), opts)
+    for t, h in zip(out["top"], wide.hits):
+        t["index"] = h.index
+    out["index"] = name
+    return out
+
+
+def _explain(query: str, eng: Engine, target: dict, wide: Response, mine: list, seeds: list, opts) -> dict:
+    """The answer of :func:`why` for ``target`` of ``eng``'s index, from the wide search ``wide``
+    (``mine``: its hits of that index; ``seeds``: that index's graph seeds)."""
+    pos = next((h for h in mine if h.id == target["id"]), None)
     top = wide.hits[:opts.k]
     out = {"query": query, "node": {k: target[k] for k in ("id", "key", "kind", "name", "path")},
            "intent": wide.intent, "fusion": wide.fusion, "channels_run": wide.channels_run,
@@ -91,8 +125,8 @@ def _why(query: str, node: str, db, options: SearchOptions | None, engine: Engin
         out["graph"] = None
         out["reason"] = f"left out by the filters {' '.join(out['filters'])} (applied before ranking)"
         return out
-    out["graph"] = _graph_route(eng, target["id"], wide)
-    stand_in = _stand_in(eng, target, wide.hits) if pos is None and opts.collapse else None
+    out["graph"] = _graph_route(eng, target["id"], seeds)
+    stand_in = _stand_in(eng, target, mine) if pos is None and opts.collapse else None
     if stand_in is not None:
         out["represented_by"] = {"key": stand_in.key, "kind": stand_in.kind, "name": stand_in.name,
                                  "rank": stand_in.rank, "score": stand_in.score}
@@ -108,18 +142,18 @@ def _why(query: str, node: str, db, options: SearchOptions | None, engine: Engin
     return out
 
 
-def _graph_route(eng: Engine, node_id: int, resp: Response) -> dict | None:
-    """How the graph stage reached ``node_id``: ``{"seed": True}`` when it was one of the seeds
-    (a best text or embedding match), else the cheapest path from a seed (:func:`seed_path`:
-    hops with edge types), or None (no graph stage, or no path of at most 4 hops)."""
-    if not resp.seeds:
+def _graph_route(eng: Engine, node_id: int, seeds: list) -> dict | None:
+    """How the graph stage reached ``node_id``: ``{"seed": True}`` when it was one of the
+    ``seeds`` (a best text or embedding match), else the cheapest path from a seed
+    (:func:`seed_path`: hops with edge types), or None (no graph stage, or no path of at most 4 hops)."""
+    if not seeds:
         return None
-    if node_id in resp.seeds:
+    if node_id in seeds:
         return {"seed": True}
     from ..explore.paths import seed_path
 
     try:
-        p = seed_path(eng.ix, resp.seeds, node_id)
+        p = seed_path(eng.ix, seeds, node_id)
     except Exception:            # the graph is an explanation here, never a reason to fail
         return None
     return None if p is None else {"seed": False, "path": p}

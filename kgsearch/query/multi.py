@@ -92,9 +92,11 @@ class MultiHit(Hit):
 @dataclass
 class MultiResponse(Response):
     indexes: list = field(default_factory=list)     # [{"name", "db", "generation", "nodes"}]
+    seeds_of: dict = field(default_factory=dict, repr=False)   # index name -> its graph seeds (why), not shown
 
     def as_dict(self) -> dict:
         d = asdict(self)
+        d.pop("seeds_of")
         d["hits"] = [h.as_dict() for h in self.hits]
         return d
 
@@ -406,7 +408,8 @@ class MultiEngine:
             generation=sum(r.generation for r in resps.values()), candidates=sum(r.candidates for r in resps.values()),
             code_query=any(r.code_query for r in resps.values()), answer=answer,
             indexes=[{"name": name, "db": str(eng.ix.path), "generation": resps[name].generation}
-                     for name, eng in self.engines.items()])
+                     for name, eng in self.engines.items()],
+            seeds_of={name: r.seeds for name, r in resps.items()})
 
 
 def _equivalences() -> dict | None:

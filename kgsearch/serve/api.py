@@ -86,8 +86,15 @@ def api_search(engine, params: dict) -> dict:
 
 
 def api_why(engine, params: dict) -> dict:
+    """``kgsearch why``; over several indexes (``engine`` a MultiEngine) the node's rank in the one
+    ranking, ``db`` naming its index (``why --index``)."""
     from ..query import why
 
+    if getattr(engine, "engines", None) is not None:
+        from ..query.api import why_over
+
+        return why_over(engine, param(params, "q", required=True), param(params, "node", required=True),
+                        param(params, "db"), search_options(params, explain=True))
     return why(param(params, "q", required=True), param(params, "node", required=True),
                options=search_options(params, explain=True), engine=engine)
 

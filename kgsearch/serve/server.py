@@ -104,7 +104,10 @@ class App:
         try:
             if path in api.ENDPOINTS:
                 fn = api.ENDPOINTS[path]
-                with self.engine(params, every=path in ("/api/search", "/api/context")) as eng:
+                # why over several indexes ranks over all of them; its db names the node's index
+                every = path in ("/api/search", "/api/context", "/api/why")
+                with self.engine({k: v for k, v in params.items() if k != "db"} if path == "/api/why" else params,
+                                 every=every) as eng:
                     return 200, {"Content-Type": "application/json; charset=utf-8"}, api.dumps(fn(eng, params))
             if path == "/":
                 return self._search(params)
