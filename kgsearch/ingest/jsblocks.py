@@ -34,6 +34,8 @@ class Blocks:
         t = m.text
         if t in (",", "<") and _IN_ANGLES.search(code, max(0, o - 120), o):
             return "type"                          # Map<K, {..}>
+        if t in ("&", "|") and code[m.at - 1:m.at] != t:
+            return "type"                          # A & {..}, A | {..}: TypeScript (a && {..} is an object)
         if t in ("=", "(", ",", "[", "?", "!", "&", "|", "return", "yield", "await", "default", "...", "in", "of"):
             if t == "=" and _TYPE_ALIAS.search(code, max(0, o - 200), o):
                 return "type"

@@ -173,6 +173,22 @@ def test_anonymous_class_expressions_still_read(tmp_path):
     assert nodes == {"get": ("method", 2, 4, "method"), "run": ("method", 7, 7, "method")}
 
 
+def test_typescript_intersection_type_literals_hold_no_functions(tmp_path):
+    # `A & { f: () => void }` is a type: its members are no function definitions; `a && {..}`
+    # is still an object literal
+    nodes, _ = load(tmp_path, "src/page.tsx", """\
+        type SettingsPageProps = ViewProps & {
+            onNavClick: () => void;
+            flush?(): void;
+        };
+        export function Group(props: ViewProps & {onThemeNavClick: () => void}) {
+            return ready && {render: () => props};
+        }
+        """)
+    assert nodes == {"flush": ("method", 3, 3, "signature"), "Group": ("function", 5, 7, None),
+                     "Group.render": ("function", 6, 6, None)}
+
+
 def test_javascript_regex_literal_after_a_comment(tmp_path):
     # the slash follows a comment, not the name before it: a regular expression, whose ' and {
     # must not open a string or a block that hides the definitions after it
