@@ -10,7 +10,7 @@ __all__ = ["Blocks", "owner_prefix", "local_of", "prev_token"]
 
 _PREV = re.compile(r"([\w$]+|\S)\s*$")
 _IN_ANGLES = re.compile(r"<[^<>()=;{}]*$")
-_TYPE_ALIAS = re.compile(r"\btype\s+[\w$]+\s*(?:<[^=]*>)?\s*=\s*$")
+_TYPE_ALIAS = re.compile(r"\btype\s+[\w$]+\s*(?:<[^;{}]*>)?\s*=\s*$")     # also <T extends U = U>
 
 
 class Blocks:

@@ -174,19 +174,23 @@ def test_anonymous_class_expressions_still_read(tmp_path):
 
 
 def test_typescript_intersection_type_literals_hold_no_functions(tmp_path):
-    # `A & { f: () => void }` is a type: its members are no function definitions; `a && {..}`
-    # is still an object literal
+    # `A & { f: () => void }` is a type: its members are no function definitions (nor those of
+    # a type alias with a default type argument); `a && {..}` is still an object literal
     nodes, _ = load(tmp_path, "src/page.tsx", """\
         type SettingsPageProps = ViewProps & {
             onNavClick: () => void;
             flush?(): void;
         };
+        export type TimeoutProvider<TTimerId extends TimerId = TimerId> =
+          {
+            readonly setTimeout: (callback: Callback, delay: number) => TTimerId
+          }
         export function Group(props: ViewProps & {onThemeNavClick: () => void}) {
             return ready && {render: () => props};
         }
         """)
-    assert nodes == {"flush": ("method", 3, 3, "signature"), "Group": ("function", 5, 7, None),
-                     "Group.render": ("function", 6, 6, None)}
+    assert nodes == {"flush": ("method", 3, 3, "signature"), "Group": ("function", 9, 11, None),
+                     "Group.render": ("function", 10, 10, None)}
 
 
 def test_javascript_regex_literal_after_a_comment(tmp_path):
