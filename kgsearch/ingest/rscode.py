@@ -192,7 +192,12 @@ class _Rust(Builder):
         parts = sub[:-3].split("/")
         if parts[0] == "src":
             parts = parts[1:]
-        self.is_root = parts in (["lib"], ["main"]) or parts[-1] == "mod" or len(parts) == 1 and sub.startswith("src/")
+        # a file whose `mod x;` children sit beside it: a crate root (lib.rs, main.rs, src/bin/*.rs,
+        # tests/*.rs, examples/*.rs, benches/*.rs) or a mod.rs; src/a.rs keeps its children in src/a/
+        segs = sub[:-3].split("/")
+        crate_file = (len(segs) == 2 and segs[0] in ("tests", "examples", "benches")
+                      or len(segs) == 3 and segs[:2] == ["src", "bin"])
+        self.is_root = parts in (["lib"], ["main"]) or parts[-1] == "mod" or crate_file
         if parts and parts[-1] in ("mod", "lib", "main"):
             parts = parts[:-1]
         self.modpath = [re.sub(r"\W", "_", p) for p in parts]

@@ -363,3 +363,31 @@ def test_c_type_keywords_are_no_calls(tmp_path):
     path.write_text("void apply(void (*fn)(int), int v) { fn(v); (void)v; long w = long(v); }\n")
     res = get_loader("c").load(path, "m.c", LoadOptions(root=str(tmp_path)))
     assert {e.dst.split("\n")[-1] for e in res.edges if e.type == "calls"} == {"fn"}
+
+
+def test_rust_mod_declarations_find_their_files_where_cargo_does(tmp_path):
+    # src/a.rs keeps its `mod b;` in src/a/b.rs (2018 edition); a crate root (lib.rs,
+    # tests/*.rs, src/bin/*.rs) and a mod.rs keep theirs beside them
+    root = tmp_path / "proj"
+    files = {"Cargo.toml": '[package]\nname = "t3"\n',
+             "src/lib.rs": "pub mod assets;\n",
+             "src/assets.rs": "mod build;\npub fn load() -> i32 { build::make() }\n\n#[cfg(test)]\nmod tests;\n",
+             "src/assets/build.rs": "pub fn make() -> i32 { 1 }\n",
+             "src/assets/tests.rs": "#[test]\nfn it() {}\n",
+             "src/build.rs": "pub fn make() -> i32 { 2 }\n",
+             "tests/integration.rs": "mod utils;\n",
+             "tests/utils/mod.rs": "pub fn setup() {}\n",
+             "src/bin/tool.rs": "mod cli;\nfn main() {}\n",
+             "src/bin/cli.rs": "pub fn run() {}\n"}
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    db = tmp_path / "i.db"
+    index_paths(db, [str(root)], IndexOptions(steps=()))
+    with Index.open(db, readonly=True) as ix:
+        edges = set(ix.conn.execute(
+            "SELECT s.key, d.key FROM edges e JOIN nodes s ON s.id = e.src JOIN nodes d ON d.id = e.dst "
+            "WHERE e.type = 'imports'").fetchall())
+    assert edges == {("rs:src/lib.rs", "rs:src/assets.rs"), ("rs:src/assets.rs", "rs:src/assets/build.rs"),
+                     ("rs:src/assets.rs", "rs:src/assets/tests.rs"), ("rs:tests/integration.rs", "rs:tests/utils/mod.rs"),
+                     ("rs:src/bin/tool.rs", "rs:src/bin/cli.rs")}
