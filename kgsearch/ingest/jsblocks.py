@@ -17,8 +17,8 @@ class Blocks:
     """What each ``{`` opens: ``class``, ``interface``, ``enum``, ``object`` (an object
     literal), ``type`` (a type literal) or ``code`` (a function body, a statement block)."""
 
-    def __init__(self, lx, fixed: dict[int, str]):
-        self.lx, self.kinds = lx, dict(fixed)
+    def __init__(self, lx, fixed: dict[int, str], typescript: bool = True):
+        self.lx, self.kinds, self.typescript = lx, dict(fixed), typescript
 
     def kind(self, o: int) -> str:
         k = self.kinds.get(o)
@@ -34,7 +34,7 @@ class Blocks:
         t = m.text
         if t in (",", "<") and _IN_ANGLES.search(code, max(0, o - 120), o):
             return "type"                          # Map<K, {..}>
-        if t in ("&", "|") and code[m.at - 1:m.at] != t:
+        if t in ("&", "|") and self.typescript and code[m.at - 1:m.at] != t:
             return "type"                          # A & {..}, A | {..}: TypeScript (a && {..} is an object)
         if t in ("=", "(", ",", "[", "?", "!", "&", "|", "return", "yield", "await", "default", "...", "in", "of"):
             if t == "=" and _TYPE_ALIAS.search(code, max(0, o - 200), o):

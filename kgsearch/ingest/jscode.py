@@ -249,8 +249,10 @@ def _start_with_modifiers(code: str, at: int, lo: int) -> int:
     return at
 
 
-def scan(lx) -> list[Def]:
-    """Every definition of a lexed JavaScript/TypeScript file (see the module docstring)."""
+def scan(lx, typescript: bool = True) -> list[Def]:
+    """Every definition of a lexed JavaScript/TypeScript file (see the module docstring);
+    ``typescript``: the file may hold type literals (``A & {..}``), which JavaScript's JSX text
+    (``Terms & {link()}``) would be taken for."""
     code, pairs = lx.code, lx.pairs
     n = len(code)
     defs: list[Def] = []
@@ -283,7 +285,7 @@ def scan(lx) -> list[Def]:
         d = Def("class", m.group(2), start, pairs.get(body, n) + 1, body, m.start(2), m.group(1))
         _heritage(d, code[m.end():body])
         defs.append(d)
-    blocks = Blocks(lx, fixed)
+    blocks = Blocks(lx, fixed, typescript)
     callbacks: list[Def] = []                     # named function expressions passed as arguments
     for m in _FUNCTION_KW.finditer(code):
         if not m.group(2) or not free(code, m.start()):

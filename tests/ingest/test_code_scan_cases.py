@@ -103,6 +103,7 @@ def test_typescript_heads_whose_bases_hold_type_literals(tmp_path):
 
 def test_jsx_children_and_class_attributes_are_not_members(tmp_path):
     # `class="x"` is no class expression and `<p>{label('x')}` no type literal: label() is a call
+    # (nor, in JavaScript, `Terms & {renderLink()}`, which TypeScript would read as A & {..})
     nodes, calls = load(tmp_path, "src/page.jsx", """\
         export function Page(props) {
           return (
@@ -111,12 +112,13 @@ def test_jsx_children_and_class_attributes_are_not_members(tmp_path):
                 {label('x')}
               </p>
               <button onClick={() => setCount(1)}>{count()}</button>
+              <p>Terms & {renderLink()} | {year()}</p>
             </section>
           );
         }
         """)
-    assert nodes == {"Page": ("function", 1, 10, None)}
-    assert {("Page", "label"), ("Page", "count")} <= calls
+    assert nodes == {"Page": ("function", 1, 11, None)}
+    assert {("Page", "label"), ("Page", "count"), ("Page", "renderLink"), ("Page", "year")} <= calls
 
 
 def test_typescript_function_type_aliases_are_no_functions(tmp_path):
