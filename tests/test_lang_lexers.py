@@ -93,7 +93,10 @@ def test_call_sites_and_generic_arguments():
     ("src/test/java/a/B.java", True), ("src/main/java/a/BTest.java", True), ("src/main/java/a/Contest.java", False),
     ("src/__tests__/a.ts", True), ("src/a.spec.tsx", True), ("src/a.test.mjs", True), ("src/contest.js", False),
     ("tests/it.rs", True), ("src/lib.rs", False), ("test/a_unittest.cc", True), ("src/x_test.cc", True),
-    ("src/latest.c", False)])
+    ("src/latest.c", False),
+    # Cypress specs and support code; LLVM-style unittests/ folders
+    ("cypress/e2e/login.cy.ts", True), ("cypress/support/commands.js", True), ("src/policy.ts", False),
+    ("unittests/Support/PathTest.cpp", True), ("lib/unittest_helpers/x.c", False)])
 def test_test_paths_by_language(rel, test):
     assert is_test_path(rel) is test
 

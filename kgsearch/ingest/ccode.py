@@ -49,22 +49,25 @@ __all__ = ["NAME", "EXTENSIONS", "load", "norm_name"]
 _CLASS_KW = re.compile(r"(?<![\w.])(class|struct|union|enum(?:\s+(?:class|struct))?)\b(?!\s*[=,>)])")
 _ATTRS = re.compile(r"\[\[.*?\]\]|__attribute__\s*\(\((?:[^()]|\([^()]*\))*\)\)|__declspec\s*\([^()]*\)"
                     r"|alignas\s*\((?:[^()]|\([^()]*\))*\)", re.S)
-_CLASS_HEAD = re.compile(r"\s*(?:[A-Z_][A-Z0-9_]*(?:\s*\([^()]*\))?\s+(?=[A-Za-z_]))*((?:\w+\s*(?:<[^{;]*?>)?\s*::\s*)*\w+)?\s*(?P<targs><[^{;]*>)?"
+_CLASS_HEAD = re.compile(r"\s*(?:[A-Z_][A-Z0-9_]*(?:\s*\([^()]*\))?\s+(?=[A-Za-z_]))*"
+                         r"((?:\w+\s*(?:<(?:[^{;:]|::)*?>)?\s*::\s*)*\w+)?\s*(?P<targs><(?:[^{;:]|::)*>)?"
                          r"\s*(?:final\s*)?(?::(?!:)(?P<bases>[^{;]*))?$", re.S)
+# the name after a typedef'd anonymous body: `} name;`, `} __attribute__((packed)) name;`
+_TYPEDEF_NAME = re.compile(r"\s*(?:__attribute__\s*\(\((?:[^()]|\([^()]*\))*\)\)\s*)*(\w+)\s*[;,\[]")
 _NAMESPACE = re.compile(r"(?<![\w])(?:inline\s+)?namespace\b\s*((?:\w+\s*::\s*)*\w+)?\s*(?:\[\[[^\]]*\]\]\s*)?$")
 _EXTERN = re.compile(r"(?<![\w])extern\s*\"\s*\"\s*$")
-_ACCESS = re.compile(r"(?:(?:public|protected|private|signals|slots|Q_SLOTS|Q_SIGNALS)\s*(?:slots\s*)?:\s*)+")
+# access labels, also macros standing for one (JSON_PRIVATE_UNLESS_TESTED:, Q_SLOTS:)
+_ACCESS = re.compile(r"(?:(?:public|protected|private|signals|slots|[A-Z_][A-Z0-9_]{2,})\s*(?:slots\s*)?:(?!:)\s*)+")
 _TRAILING = re.compile(
     r"(?:\s*(?:const|volatile|override|final|mutable|try|&&?|noexcept|throw\s*\([^()]*\)"
     r"|noexcept\s*\((?:[^()]|\((?:[^()]|\([^()]*\))*\))*\)|requires\b[^{]*"
     r"|__attribute__\s*\(\((?:[^()]|\([^()]*\))*\)\)|\[\[.*?\]\]|[A-Z_][A-Z0-9_]{2,}(?:\s*\([^()]*\))?))*\s*$", re.S)
-_ARROW = re.compile(r"\)\s*(?:(?:const|volatile|noexcept|&&?|mutable|override|final)\s*)*->")
+_QUALIFIER = re.compile(r"\s*(const|volatile|noexcept|throw|mutable|override|final|&&|&|[A-Z_][A-Z0-9_]{2,})(?![\w])")
 _DECLARATOR = re.compile(
     r"((?:[A-Za-z_]\w*\s*(?:<(?:[^<>;{}]|<(?:[^<>;{}]|<[^<>;{}]*>)*>)*>)?\s*::\s*)*)"
     r"(operator\s*(?:\(\s*\)|\[\s*\]|(?:new|delete)(?:\s*\[\s*\])?|\"\s*\"\s*\w+|[^\w\s(]+|[\w\s:*&<>,]+?)|~?[A-Za-z_]\w*)"
     r"\s*(?:<(?:[^<>;{}]|<[^<>;{}]*>)*>)?\s*$")
-_INIT_COLON = re.compile(r"\s*(?:(?:const|noexcept(?:\s*\([^()]*\))?|[A-Z_][A-Z0-9_]{2,})\s*)*:(?!:)")
-_INIT_ITEM = re.compile(r"\s*(?:[\w:~<>,\s]*?[\w>])\s*(?=[({])")
+_INIT_ITEM = re.compile(r"\s*(?:[\w:~<>,\s&*]*?[\w>])\s*(?=[({])")      # Base<To&>(x), m_(x)
 _GROUPS = re.compile(r"\([^()]*\)|<[^<>;{}()]*>")
 _OPENERS = re.compile(r"[(\[]")
 _OPERATOR = re.compile(r"operator\s*(?:\(\s*\)|[^\w\s(]+)")
@@ -76,6 +79,9 @@ _NOT_NAMES = frozenset("if for while switch return sizeof alignof decltype typei
                        "dynamic_cast reinterpret_cast const_cast noexcept throw new delete co_await co_return "
                        "co_yield __attribute__ __declspec __typeof__ typeof alignas static_assert do else case "
                        "using typedef template".split())
+# type keywords: `void (*fn)(int)`, `decltype(void())`, `int(x)` are no calls
+_NOT_CALLED = _NOT_NAMES | frozenset("void bool char wchar_t char8_t char16_t char32_t short int long float double "
+                                     "signed unsigned auto".split())
 
 
 def _last_open(seg: str) -> int | None:
@@ -104,6 +110,28 @@ def _params_open(head: str) -> int | None:
     if last_open is None or last_close is None or depth != 0 or not _TRAILING.fullmatch(head[last_close + 1:]):
         return None
     return last_open
+
+
+def _after_qualifiers(code: str, pairs: dict, at: int, stop: int) -> int:
+    """Where the qualifiers after a parameter list end (``const``, ``&&``, ``noexcept(..)`` and
+    ``throw(..)`` with any nesting, ``override``, an upper-case macro), blanks after them
+    skipped: an initialiser list's ``:``, a trailing return type's ``->`` or the body is there."""
+    n = len(code)
+    p = at
+    while True:
+        m = _QUALIFIER.match(code, p, stop)
+        if m is None:
+            break
+        p = m.end()
+        if m.group(1) in ("noexcept", "throw"):
+            q = p
+            while q < stop and code[q] in " \t\n":
+                q += 1
+            if q < stop and code[q] == "(":
+                p = pairs.get(q, n) + 1
+    while p < stop and code[p] in " \t\n":
+        p += 1
+    return p
 
 
 def norm_name(name: str) -> str:
@@ -182,7 +210,7 @@ class _C(Builder):
             name = h.group(1)
             start = boundary(code, pairs, 0, m.start())
             if name is None:                         # typedef struct { ... } name;
-                t = re.compile(r"\s*(\w+)\s*[;,\[]").match(code, close + 1)
+                t = _TYPEDEF_NAME.match(code, close + 1)
                 if not t or not re.match(r"typedef\b", code[start:m.start()].strip()):
                     self.anon_bodies.add(body)       # its methods are still read
                     continue
@@ -299,21 +327,18 @@ class _C(Builder):
             return None
         body = o
         params = None
-        for q, e in groups:
-            if _INIT_COLON.match(code, e + 1) and not code.startswith("::", _INIT_COLON.match(code, e + 1).end() - 1):
+        after = [_after_qualifiers(code, pairs, e + 1, o) for q, e in groups]
+        for (q, e), a in zip(groups, after):
+            if code.startswith(":", a) and not code.startswith("::", a):
                 params = (q, e)
-                body = self._init_list_body(_INIT_COLON.match(code, e + 1).end(), o)
+                body = self._init_list_body(a + 1, o)
                 if body is None:
                     return None
                 break
         if params is None:
-            tail = code[groups[-1][1] + 1:o]
-            a = _ARROW.search(code, hs, o)
-            if a is not None:
-                close = a.start()
-                params = next(((q, e) for q, e in groups if e == close), None)
-            elif _TRAILING.fullmatch(tail):
-                params = groups[-1]
+            params = next(((q, e) for (q, e), a in zip(groups, after) if code.startswith("->", a)), None)
+        if params is None:
+            params = next(((q, e) for (q, e), a in zip(groups, after) if _TRAILING.fullmatch(code, a, o)), None)
             if params is None:
                 return None
             if _TOP_EQ.search(_OPERATOR.sub("", _strip_groups(code[hs:params[0]]))):
@@ -408,7 +433,7 @@ class _C(Builder):
 
     def call_candidates(self, scope: Def, parts: list[str]) -> list[str]:
         head, last = parts[0], parts[-1]
-        if head in _NOT_NAMES:
+        if head in _NOT_CALLED:
             return []
         classes = [c.name for c in self._classes_around(scope)]
         if scope.kind == "method" and "cls" in scope.data and not classes:

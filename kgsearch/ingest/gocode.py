@@ -164,7 +164,7 @@ class _Go(Builder):
             mpath, mdir = self.gomod
             if ipath == mpath or ipath.startswith(mpath + "/"):
                 rest = ipath[len(mpath):].strip("/")
-                return [posixpath.join(mdir, rest) if mdir else (rest or ".")]
+                return [posixpath.join(mdir, rest) if mdir and rest else (mdir or rest or ".")]
             return [ipath]
         parts = ipath.split("/")
         if "." not in parts[0]:                  # the standard library ("net/http"): never a folder here

@@ -10,15 +10,15 @@ __all__ = ["Blocks", "owner_prefix", "local_of", "prev_token"]
 
 _PREV = re.compile(r"([\w$]+|\S)\s*$")
 _IN_ANGLES = re.compile(r"<[^<>()=;{}]*$")
-_TYPE_ALIAS = re.compile(r"\btype\s+[\w$]+\s*(?:<[^=]*>)?\s*=\s*$")
+_TYPE_ALIAS = re.compile(r"\btype\s+[\w$]+\s*(?:<[^;{}]*>)?\s*=\s*$")     # also <T extends U = U>
 
 
 class Blocks:
     """What each ``{`` opens: ``class``, ``interface``, ``enum``, ``object`` (an object
     literal), ``type`` (a type literal) or ``code`` (a function body, a statement block)."""
 
-    def __init__(self, lx, fixed: dict[int, str]):
-        self.lx, self.kinds = lx, dict(fixed)
+    def __init__(self, lx, fixed: dict[int, str], typescript: bool = True):
+        self.lx, self.kinds, self.typescript = lx, dict(fixed), typescript
 
     def kind(self, o: int) -> str:
         k = self.kinds.get(o)
@@ -34,6 +34,8 @@ class Blocks:
         t = m.text
         if t in (",", "<") and _IN_ANGLES.search(code, max(0, o - 120), o):
             return "type"                          # Map<K, {..}>
+        if t in ("&", "|") and self.typescript and code[m.at - 1:m.at] != t:
+            return "type"                          # A & {..}, A | {..}: TypeScript (a && {..} is an object)
         if t in ("=", "(", ",", "[", "?", "!", "&", "|", "return", "yield", "await", "default", "...", "in", "of"):
             if t == "=" and _TYPE_ALIAS.search(code, max(0, o - 200), o):
                 return "type"
@@ -50,9 +52,9 @@ class Blocks:
             if up >= 0 and code[up] == "(":
                 return "type"
             return "type" if self._annotation(m.at) else "object"
-        if t == "<" or t == ">" and code[m.at - 1:m.at] != "=":
-            return "type"
-        return "code"
+        if t == "<":
+            return "type"                          # Map<{..}>
+        return "code"                              # also after `>`: `f(): Promise<T> {`, JSX `<p>{..}`
 
     def _annotation(self, colon: int) -> bool:
         """``x: {`` in a declaration or a parameter list (a type), not ``case x: {`` or a label."""

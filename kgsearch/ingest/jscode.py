@@ -25,7 +25,7 @@ from __future__ import annotations
 import re
 
 from .codemodel import Def
-from .codescan import find_end, free, skip_angles
+from .codescan import free, skip_angles
 from .jsblocks import Blocks, local_of, owner_prefix
 
 __all__ = ["scan", "owner_prefix"]
@@ -34,6 +34,8 @@ _FUNCTION = re.compile(r"(?:async\s+)?function\b\s*(\*\s*)?([\w$]+)?\s*")       
 _FUNCTION_KW = re.compile(r"function\b\s*(\*\s*)?([\w$]+)?\s*")
 _ASYNC_BEFORE = re.compile(r"async\s+$")
 _CLASS = re.compile(r"class\b\s*([A-Za-z_$][\w$]*)?")
+_TYPE_ALIAS_BEFORE = re.compile(r"(?<![\w$.])type\s+$")
+_ANONYMOUS_CLASS = re.compile(r"\{|<|extends\b|implements\b")
 _ABSTRACT_BEFORE = re.compile(r"abstract\s+$")
 _TS_TYPE = re.compile(r"(interface|enum)\s+([\w$]+)")
 _CONST_BEFORE = re.compile(r"const\s+$")
@@ -41,7 +43,8 @@ _VALUE = re.compile(r"[=:]")
 _VALUE_AFTER = re.compile(r"\s*(?=(?:async\b\s*)?(?:function\b|\(|<|[A-Za-z_$][\w$]*\s*=>))")
 _ARROW_AFTER = re.compile(r"\s*(?::(?:[^=;{}]|\{[^{}]*\}|=>(?=[^{]*=>))*?)?=>")
 _SIMPLE_ARROW = re.compile(r"(?:async\s+)?([A-Za-z_$][\w$]*)\s*=>")
-_LHS = re.compile(r"((?:this|[A-Za-z_$][\w$]*)(?:\s*\??\.\s*#?[\w$]+)*)\s*(?:[!?]\s*)?(?::(?:[^;{}=()\n]|\([^()\n]*\)|=>|<[^<>\n]*>)*?)?\s*$")
+_LHS = re.compile(r"((?:this|[A-Za-z_$][\w$]*)(?:\s*\??\.\s*#?[\w$]+)*)\s*(?:[!?]\s*)?"
+                  r"(?::(?:[^;{}=()\n]|\([^()\n]*\)|=>|<(?:[^<>;{}]|<[^<>;{}]*>)*>)*?)?\s*$")
 _KEY = re.compile(r"([A-Za-z_$][\w$]*)\s*\??\s*$")
 _MEMBER = re.compile(r"(?<![\w$.#])(#?[A-Za-z_$][\w$]*|\[[^\[\]\n]*\])\s*\??\s*(?=[(<])")
 _MODIFIERS = re.compile(r"((?:@[\w$.]+(?:\s*\((?:[^()]|\([^()]*\))*\))?\s*|(?:static|async|get|set|public|private|protected"
@@ -50,9 +53,82 @@ _EXPR_BEFORE = re.compile(r"[=(,:\[?!&|+\-*/%<>~^]\s*$|\b(?:return|yield|await|n
 _PREV = re.compile(r"([\w$]+|\S)\s*$")
 _NOT_METHODS = frozenset("if for while switch catch with function return typeof new await yield super import "
                          "constructor_".split())
-_BODY_AFTER = re.compile(r"\s*(?::\s*[^;{}\n]*?(?:\{[^{}]*\}[^;{}\n]*?)?)?\s*\{")
-_SIG_END = re.compile(r"[;,}\n]")
+# keywords a class or interface may name a method with (Promise-likes' catch(), iterators' return());
+# `new (..)` in an interface is a construct signature, `super(..)` a call
+_MEMBER_KEYWORDS = _NOT_METHODS - {"new", "super", "constructor_"}
+_TYPE_TOKEN = re.compile(r"[\w$.]+|=>|\S|\n")
+_TYPE_OPERAND_WORDS = frozenset("extends keyof typeof infer is asserts readonly unique new".split())
 _BRACE = re.compile(r"\{")
+
+
+def return_type_end(code: str, pairs: dict, at: int) -> tuple[int, bool]:
+    """After the parameter list that closes right before ``at``: ``(offset of the body's {,
+    True)``, or ``(offset where the header ends, False)`` for an overload or abstract signature
+    (its ``;``, ``,``, closing bracket or line break), past a TypeScript return type. The type
+    may span lines inside its brackets (``Promise<\n A,\n B\n>``, a tuple, a type literal
+    ``{ a: T }``) and after an operator that leaves it open (``A |``, ``=>``); elsewhere a line
+    break ends it, unless the next line opens the body or goes on with ``|``, ``&`` or a
+    conditional type's ``?``/``:``."""
+    n = len(code)
+    p = at
+    while p < n and code[p] in " \t\n":
+        p += 1
+    if p >= n:
+        return n, False
+    if code[p] == "{":
+        return p, True
+    if code[p] != ":":
+        return p, False
+    p += 1
+    operand = True                                 # a type is expected: a `{` opens a type literal
+    while True:
+        m = _TYPE_TOKEN.search(code, p)
+        if m is None:
+            return n, False
+        t, p = m.group(), m.end()
+        if t == "\n":
+            if operand:
+                continue
+            q = p
+            while q < n and code[q] in " \t\n":
+                q += 1
+            if q < n and code[q] in "{|&?:":
+                continue
+            return m.start(), False
+        c = t[0]
+        if c == "{":
+            if not operand:
+                return m.start(), True
+            p = pairs.get(m.start(), n) + 1
+            operand = False
+        elif c == "<":
+            p = skip_angles(code, m.start(), pairs)
+            if p <= m.start() or code[p - 1] != ">":
+                return p, False
+            operand = False
+        elif c in "([":
+            p = pairs.get(m.start(), n) + 1
+            operand = False
+        elif t == "=>" or c in "|&?:":
+            operand = True
+        elif c in ";,})]=>":
+            return m.start(), False
+        elif c == '"':
+            p = code.find('"', p) + 1 or n
+            operand = False
+        elif c.isalnum() or c in "_$":
+            operand = t in _TYPE_OPERAND_WORDS
+        else:
+            operand = False
+
+
+def _signature_end(code: str, stop: int, close: int) -> int:
+    """One past a signature whose header stops at ``stop`` (its ``;`` included)."""
+    if code.startswith(";", stop):
+        return stop + 1
+    while stop > close and code[stop - 1] in " \t\n":
+        stop -= 1
+    return stop
 
 
 def _function_value(lx, at: int) -> tuple[int, int, int | None] | None:
@@ -68,10 +144,9 @@ def _function_value(lx, at: int) -> tuple[int, int, int | None] | None:
                 p += 1
         if not code.startswith("(", p):
             return None
-        b = _BODY_AFTER.match(code, pairs.get(p, n) + 1)
-        if not b:
+        body, has_body = return_type_end(code, pairs, pairs.get(p, n) + 1)
+        if not has_body:
             return None
-        body = b.end() - 1
         return at, pairs.get(body, n) + 1, body
     a = re.compile(r"(?:async\s+)?").match(code, at).end()
     if code.startswith("<", a):
@@ -139,6 +214,31 @@ def _after_type_params(code: str, pairs: dict, at: int) -> int:
     return skip_angles(code, p, pairs) if code.startswith("<", p) else at
 
 
+_HEAD_END = re.compile(r"[;{}(\[<=]")
+
+
+def _head_end(code: str, pairs: dict, at: int, stop: str) -> int:
+    """:func:`~.codescan.find_end` for a class or interface head: also past the generic arguments of its
+    bases, which may hold type literals (``extends Partial<{ a: T }> {``)."""
+    n = len(code)
+    while True:
+        m = _HEAD_END.search(code, at)
+        if m is None:
+            return n
+        c, s = m.group(), m.start()
+        if c == "<":
+            at = skip_angles(code, s, pairs)
+            if at <= s:
+                return s
+            continue
+        if c in stop or c in "};":
+            return s
+        if c == "=":
+            at = s + 1
+            continue
+        at = pairs.get(s, n) + 1
+
+
 def _start_with_modifiers(code: str, at: int, lo: int) -> int:
     m = _MODIFIERS.search(code, max(lo, at - 120), at) if at > lo else None
     if m and m.group(1):
@@ -149,17 +249,19 @@ def _start_with_modifiers(code: str, at: int, lo: int) -> int:
     return at
 
 
-def scan(lx) -> list[Def]:
-    """Every definition of a lexed JavaScript/TypeScript file (see the module docstring)."""
+def scan(lx, typescript: bool = True) -> list[Def]:
+    """Every definition of a lexed JavaScript/TypeScript file (see the module docstring);
+    ``typescript``: the file may hold type literals (``A & {..}``), which JavaScript's JSX text
+    (``Terms & {link()}``) would be taken for."""
     code, pairs = lx.code, lx.pairs
     n = len(code)
     defs: list[Def] = []
     fixed: dict[int, str] = {}
     taken: set[int] = set()                       # offsets of function values already named
     for m in _CLASS.finditer(code):
-        if not free(code, m.start()):
-            continue
-        body = find_end(code, pairs, _after_type_params(code, pairs, m.end()), "{;")
+        if not free(code, m.start()) or not m.group(1) and not _ANONYMOUS_CLASS.match(code, m.end()):
+            continue                               # `class="x"` in JSX is no class expression
+        body = _head_end(code, pairs, _after_type_params(code, pairs, m.end()), "{;")
         if body >= n or code[body] != "{":
             continue
         fixed[body] = "class"
@@ -174,7 +276,7 @@ def scan(lx) -> list[Def]:
     for m in _TS_TYPE.finditer(code):
         if not free(code, m.start()):
             continue
-        body = find_end(code, pairs, _after_type_params(code, pairs, m.end()), "{;=")
+        body = _head_end(code, pairs, _after_type_params(code, pairs, m.end()), "{;=")
         if body >= n or code[body] != "{":
             continue
         fixed[body] = "interface" if m.group(1) == "interface" else "enum"
@@ -183,7 +285,7 @@ def scan(lx) -> list[Def]:
         d = Def("class", m.group(2), start, pairs.get(body, n) + 1, body, m.start(2), m.group(1))
         _heritage(d, code[m.end():body])
         defs.append(d)
-    blocks = Blocks(lx, fixed)
+    blocks = Blocks(lx, fixed, typescript)
     callbacks: list[Def] = []                     # named function expressions passed as arguments
     for m in _FUNCTION_KW.finditer(code):
         if not m.group(2) or not free(code, m.start()):
@@ -205,9 +307,8 @@ def scan(lx) -> list[Def]:
             p = code.find("(", p, p + 5)
             if p < 0:
                 continue
-            e = find_end(code, pairs, pairs.get(p, n) + 1, ";{")
-            nl = code.find("\n", pairs.get(p, n) + 1, e)
-            end = e + 1 if code[e:e + 1] == ";" and nl < 0 else (nl if nl >= 0 else e)
+            close = pairs.get(p, n)
+            end = _signature_end(code, return_type_end(code, pairs, close + 1)[0], close)
             defs.append(Def("function", m.group(2), start, end, None, m.start(2), "function"))
             continue
         taken.add(start)
@@ -240,8 +341,8 @@ def scan(lx) -> list[Def]:
                     f"{owner}.{name}" if owner else name)
         else:
             lhs = _LHS.search(code, max(0, m.start() - 200), m.start())
-            if not lhs:
-                continue
+            if not lhs or _TYPE_ALIAS_BEFORE.search(code, max(0, lhs.start(1) - 12), lhs.start(1)):
+                continue                           # `type Handler = (req: Req) => void`: a type
             raw = re.sub(r"\s+", "", lhs.group(1))
             local = local_of(raw)
             name = local.rsplit(".", 1)[-1]
@@ -320,10 +421,13 @@ def _members(lx, blocks: Blocks, memo: dict) -> list[Def]:
     code, pairs = lx.code, lx.pairs
     n = len(code)
     out = []
+    header_end: dict[int, int] = {}               # per block: where the last member found ends
     for m, up, kind in _member_sites(lx, blocks):
         name = m.group(1)
-        if name in _NOT_METHODS:
-            continue
+        if name in _NOT_METHODS and (kind not in ("class", "interface") or name not in _MEMBER_KEYWORDS) \
+                or m.start() < header_end.get(up, 0):
+            continue                               # a keyword (a class may name a method catch(),
+            #                                        return()); a name inside a signature's type
         if lx.enclosing(m.start()) != up:
             continue                               # inside (...) or [...]
         p = m.end()
@@ -338,22 +442,16 @@ def _members(lx, blocks: Blocks, memo: dict) -> list[Def]:
         if prev and prev.group(1) in (".", "=", "new", "await", "return", "(", ",", ":", "?", "!", "&", "|"):
             if not (prev.group(1) == "," and kind in ("object", "interface", "type")):
                 continue
-        b = _BODY_AFTER.match(code, close + 1)
+        stop, has_body = return_type_end(code, pairs, close + 1)
         name_txt = lx.text[m.start(1):m.end(1)] if name.startswith("[") else name
-        if b and b.end() - 1 < pairs.get(up, n):
-            body = b.end() - 1
+        body = stop if has_body else None
+        if has_body and stop < pairs.get(up, n):
             end = pairs.get(body, n) + 1
         elif kind in ("interface", "type", "class"):
             body = None
-            s = _SIG_END.search(code, close + 1, pairs.get(up, n) + 1)
-            if s is None:
+            if stop > pairs.get(up, n):
                 continue
-            if s.group() == ";" and kind == "class" or s.group() == ";":
-                end = s.end()
-            else:
-                end = s.start()
-                while end > close and code[end - 1] in " \t\n":
-                    end -= 1
+            end = _signature_end(code, stop, close)
             if kind == "class" and re.compile(r"\s*:?[^;{}\n]*=>").match(code, close + 1):
                 continue
         else:
@@ -362,5 +460,6 @@ def _members(lx, blocks: Blocks, memo: dict) -> list[Def]:
         owner = owner_prefix(lx, blocks, up, memo) if kind == "object" else ""
         d = Def("method" if kind != "object" else "function", name_txt, start, end, body, m.start(1),
                 "method" if body is not None else "signature", f"{owner}.{name_txt}" if owner else name_txt)
+        header_end[up] = end
         out.append(d)
     return out

@@ -6,8 +6,9 @@ as the C-family lexer, with what only JavaScript has:
 * regular-expression literals (``/[{"]/g``), told from a division by what precedes the
   slash: after an operator, an opening bracket, ``,``, ``;``, ``}``, a keyword such as
   ``return`` or ``typeof``, or at the start, a slash starts a literal, and after the ``)`` of an
-  ``if``/``while``/``for`` head; after a name, a number, another ``)`` or ``]`` it divides. A
-  literal cannot span lines, so a wrong guess costs one line.
+  ``if``/``while``/``for`` head; after a name, a number, another ``)`` or ``]`` it divides
+  (comments between are skipped: ``x =\n// note\n/re/``). A literal cannot span lines, so a
+  wrong guess costs one line.
 
 One compiled pattern finds the next comment, string, template or slash (and, inside a
 template hole, brace); Python only visits those.
@@ -34,10 +35,16 @@ _BEFORE_REGEX_WORDS = frozenset({"return", "typeof", "instanceof", "in", "of", "
 _WS = " \t\n\r"
 
 
-def _regex_here(text: str, pos: int) -> bool:
+def _regex_here(text: str, pos: int, comments: list[tuple[int, int]]) -> bool:
     i = pos - 1
-    while i >= 0 and text[i] in _WS:
-        i -= 1
+    k = len(comments) - 1
+    while True:                                       # blanks and comments before the slash
+        while i >= 0 and text[i] in _WS:
+            i -= 1
+        if k < 0 or i < 0 or comments[k][1] <= i:
+            break
+        i = comments[k][0] - 1                        # a comment ends here: look before it
+        k -= 1
     if i < 0:
         return True
     c = text[i]
@@ -84,7 +91,7 @@ def lex(text: str) -> Lexed:
             parts += [text[at:s], '"', blank(text[s + 1:e - 1]), '"']
             at = pos = e
         elif kind == "slash":
-            r = _REGEX.match(text, s) if _regex_here(text, s) else None
+            r = _REGEX.match(text, s) if _regex_here(text, s, comments) else None
             if r is None:
                 pos = e
             else:

@@ -244,7 +244,7 @@ def load(path, rel: str, opts, spec=JAVASCRIPT):
     lx = lex(text)
     b = _JS(lx, rel, spec, warning)
     b.scan_imports()
-    defs = scan(lx)
+    defs = scan(lx, spec.name == "typescript")
     b.nest(defs)
     b.local_heads = {d.local.split(".", 1)[0] for d in b.defs}
     for d in b.defs:

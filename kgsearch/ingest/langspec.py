@@ -62,13 +62,16 @@ def _frames(*patterns: str) -> tuple[re.Pattern, ...]:
 
 JS_EXT = (".js", ".mjs", ".cjs", ".jsx")
 TS_EXT = (".ts", ".mts", ".cts", ".tsx")
-_JS_TESTS = dict(test_dirs=frozenset({"test", "tests", "__tests__", "__mocks__", "spec", "e2e"}),
-                 test_names=("*.test.*", "*.spec.*", "*-test.js", "*_test.js"))
+_JS_TESTS = dict(test_dirs=frozenset({"test", "tests", "__tests__", "__mocks__", "spec", "e2e", "cypress"}),
+                 test_names=("*.test.*", "*.spec.*", "*.cy.*", "*-test.js", "*_test.js"))
+# a browser's script URL before the path: the scheme and host are no folders (http://localhost:3000/
+# src/x.ts, chrome-extension://<id>/background/index.js, webpack-internal:///./src/App.jsx)
+_URL = r"(?:file://|[A-Za-z][\w+.-]*://[^/\s()]*/(?:\./)?)?"
 _JS_FRAMES = _frames(
     # V8 / Node:  at fn (src/x.js:10:5)   at src/x.js:10:5   at async fn (file:///x.mjs:3:1)
-    r"\bat (?:(?:async |new )?(?P<func>[^\s()]+) \()?(?:file://)?" + _P + r"\.(?:[cm]?[jt]sx?)):(?P<line>\d+):(?P<col>\d+)",
-    # Firefox / Safari:  fn@src/x.js:10:5
-    r"(?P<func>[\w$.<>/]*)@(?:file://)?" + _P + r"\.(?:[cm]?[jt]sx?)):(?P<line>\d+):(?P<col>\d+)",
+    r"\bat (?:(?:async |new )?(?P<func>[^\s()]+) \()?" + _URL + _P + r"\.(?:[cm]?[jt]sx?)):(?P<line>\d+):(?P<col>\d+)",
+    # Firefox / Safari:  fn@src/x.js:10:5   fn@http://localhost:3000/src/x.js:10:5
+    r"(?P<func>[\w$.<>/]*)@" + _URL + _P + r"\.(?:[cm]?[jt]sx?)):(?P<line>\d+):(?P<col>\d+)",
     # tsc:  src/x.ts(12,5): error TS2345   or   src/x.ts:12:5 - error TS2345
     _P + r"\.(?:[cm]?tsx?))\((?P<line>\d+),(?P<col>\d+)\)",
     _P + r"\.(?:[cm]?[jt]sx?)):(?P<line>\d+):(?P<col>\d+) - (?:error|warning)",
@@ -111,7 +114,8 @@ JAVA = LangSpec(
     generated_names=(),
     frames=_frames(
         # at com.x.Cls.method(Cls.java:42)   at com.x.Cls$Inner.lambda$run$0(Cls.java:42)
-        r"\bat (?P<func>[\w$.<>/]+)\((?P<path>[\w$-]+\.(?:java|kt)):(?P<line>\d+)\)",
+        # Java 9+: at java.base/java.util.X.m(X.java:1)   at app//x.Y.m(..)   at com.a@1.2/com.a.B.m(..)
+        r"\bat (?P<func>[\w$.<>/@]+)\((?P<path>[\w$-]+\.(?:java|kt)):(?P<line>\d+)\)",
         # javac:  src/main/java/x/Y.java:12: error: cannot find symbol
         _P + r"\.java):(?P<line>\d+): (?:error|warning)"))
 
@@ -124,8 +128,9 @@ _C_FRAMES = _frames(
     # sanitizers / gdb / lldb:  #0 0x4005d4 in func /src/x.c:12:5   or   func (...) at x.c:12
     r"\bin (?P<func>[\w:~<>]+)(?:\([^)]*\))? " + _P + r"\.(?:c|h|cc|cpp|cxx|hh|hpp|hxx|inl)):(?P<line>\d+)",
     r"\b(?P<func>[\w:~<>]+) \([^)]*\) at " + _P + r"\.(?:c|h|cc|cpp|cxx|hh|hpp|hxx|inl)):(?P<line>\d+)")
-_C_TESTS = dict(test_names=("*_test.c", "*_test.cc", "*_test.cpp", "*_unittest.cc", "*_unittest.cpp", "test_*.c",
-                            "test_*.cc", "test_*.cpp", "*.tests.cpp", "*_tests.cpp", "*_tests.c"))
+_C_TESTS = dict(test_dirs=frozenset({"test", "tests", "testing", "unittest", "unittests"}),  # LLVM's unittests/
+               test_names=("*_test.c", "*_test.cc", "*_test.cpp", "*_unittest.cc", "*_unittest.cpp", "test_*.c",
+                           "test_*.cc", "test_*.cpp", "*.tests.cpp", "*_tests.cpp", "*_tests.c"))
 C = LangSpec("c", "c", (".c", ".h"), **_C_TESTS, frames=_C_FRAMES)
 CPP = LangSpec("cpp", "c", (".cc", ".cpp", ".cxx", ".c++", ".hh", ".hpp", ".hxx", ".h++", ".inl", ".ipp", ".tpp"),
                **_C_TESTS, frames=_C_FRAMES)

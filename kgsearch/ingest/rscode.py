@@ -10,8 +10,8 @@ statics are not nodes (they stay in their parent's text). Spans start at the ite
 attributes (``#[derive(..)]``, ``#[cfg(..)]``) and visibility. Doc comments (``///``, ``//!``,
 ``/** */``, plain ones) are the comments right above.
 
-Tests: files under ``tests/``, items under ``#[cfg(test)]`` and functions marked ``#[test]``
-(or ``#[tokio::test]``, ``#[rstest]`` ...).
+Tests: files under ``tests/``, items under ``#[cfg(test)]`` (or ``#[cfg(all(test, ..))]``, built
+only for tests too) and functions marked ``#[test]`` (or ``#[tokio::test]``, ``#[rstest]`` ...).
 
 Names (``ns='rs'``): the crate is the nearest ``Cargo.toml``'s package name (``-`` -> ``_``;
 the root folder's name without one), a file's module path comes from its path under the
@@ -66,6 +66,8 @@ _USE = re.compile(r"use\s+")
 _BANG = re.compile(r"!\s*[(\[{]")
 _REV_MACRO = re.compile(r"\s*(\w+(?:::\w+)*)")
 _TEST_ATTR = re.compile(r"#\s*\[\s*(?:cfg\s*\(\s*test\s*\)|(?:\w+\s*::\s*)*test\b|rstest\b|test_case\b)")
+_CFG_ALL = re.compile(r"#\s*\[\s*cfg\s*\(\s*all\s*\(")
+_GROUP = re.compile(r"\([^()]*\)")
 _WS_BEFORE = re.compile(r"\s*$")               # (the reference of _attrs_start's rstrip)
 _SELF_CALL = re.compile(r"self\s*\.\s*(\w+)")
 _STD_MACROS = frozenset("println print eprintln eprint format write writeln vec assert assert_eq assert_ne "
@@ -166,6 +168,22 @@ def type_spine(t: str) -> list[list[str]]:
     return out
 
 
+
+def _cfg_all_test(code: str, pairs: dict, at: int, end: int) -> bool:
+    """``#[cfg(all(.., test, ..))]`` at ``at``: built only for tests (``test`` one of the
+    arguments of ``all``; not inside ``not(..)`` or ``any(..)``)."""
+    m = _CFG_ALL.match(code, at, end)
+    if m is None:
+        return False
+    args = code[m.end():pairs.get(m.end() - 1, end)]
+    if "test" not in args:
+        return False
+    for _ in range(8):                         # nested groups (not(..), any(..)) taken out
+        args, k = _GROUP.subn("", args)
+        if not k:
+            break
+    return any(a.strip() == "test" for a in args.split(","))
+
 class _Rust(Builder):
     def __init__(self, lx, rel, spec, warning, opts, path):
         super().__init__(lx, rel, spec, warning)
@@ -174,7 +192,12 @@ class _Rust(Builder):
         parts = sub[:-3].split("/")
         if parts[0] == "src":
             parts = parts[1:]
-        self.is_root = parts in (["lib"], ["main"]) or parts[-1] == "mod" or len(parts) == 1 and sub.startswith("src/")
+        # a file whose `mod x;` children sit beside it: a crate root (lib.rs, main.rs, src/bin/*.rs,
+        # tests/*.rs, examples/*.rs, benches/*.rs) or a mod.rs; src/a.rs keeps its children in src/a/
+        segs = sub[:-3].split("/")
+        crate_file = (len(segs) == 2 and segs[0] in ("tests", "examples", "benches")
+                      or len(segs) == 3 and segs[:2] == ["src", "bin"])
+        self.is_root = parts in (["lib"], ["main"]) or parts[-1] == "mod" or crate_file
         if parts and parts[-1] in ("mod", "lib", "main"):
             parts = parts[:-1]
         self.modpath = [re.sub(r"\W", "_", p) for p in parts]
@@ -308,7 +331,7 @@ class _Rust(Builder):
                 h -= 1
             if h < 0 or code[h] != "#":
                 return at, test
-            if _TEST_ATTR.match(code, h, i + 1):
+            if _TEST_ATTR.match(code, h, i + 1) or _cfg_all_test(code, pairs, h, i + 1):
                 test = True
             at = h
 

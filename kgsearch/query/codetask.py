@@ -93,7 +93,8 @@ def stack_frames(query: str) -> list[tuple[str, int, str]]:
     as ``(path, line, function)``: :func:`kgsearch.ingest.langspec.find_frames`, a function line
     joined with the path line right under it (Go panics, Rust backtraces), a function as the
     index names it (:func:`_frame_func`), and a Java frame's file placed in its package's folders
-    (``at com.x.Cls.m(Cls.java:42)`` -> ``com/x/Cls.java``). Frames without a function (a panic's
+    (``at com.x.Cls.m(Cls.java:42)`` -> ``com/x/Cls.java``; the module or class loader that Java 9
+    and later print before it, ``java.base/`` or ``app//``, is no folder). Frames without a function (a panic's
     location, a compiler diagnostic) are left to the path anchors.
 
     >>> go = "goroutine 7 [running]:\\nexample.com/m/pkg.(*Conn).Close(0x0)\\n\\t/go/pkg/conn.go:41 +0x1d"
@@ -116,6 +117,7 @@ def stack_frames(query: str) -> list[tuple[str, int, str]]:
         elif func and path:
             line = f.get("line")
             if "/" not in path and "\\" not in path and path.endswith((".java", ".kt")):
+                func = func.rsplit("/", 1)[-1]   # java.base/java.util.X.m, app//com.x.Y.m: module, loader
                 pkg = [p for p in func.split(".")[:-2] if p]
                 path = "/".join(pkg + [path])
         else:

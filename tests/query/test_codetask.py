@@ -70,6 +70,16 @@ created by myapp/vendor/google.golang.org/grpc.(*ccResolverWrapper).start
     ("#0  0x00005555 in fmt::v10::detail::write_int (out=..., x=1) at include/fmt/format.h:2123\n"
      "#1 0x4f5e in jv_free /src/jq/src/jv.c:123:5\n#2 0x4f5e in main src/main.c:12",
      [("include/fmt/format.h", 2123, "write_int"), ("/src/jq/src/jv.c", 123, "jv_free"), ("src/main.c", 12, "main")]),
+    # Java 9+ prints the frame's module or class loader first: it is no package folder
+    ("java.lang.ArithmeticException: long overflow\n\tat java.base/java.time.LocalDate.until(LocalDate.java:1650)\n"
+     "\tat app//org.junit.Assert.fail(Assert.java:89)\n\tat com.x.app@1.2/com.x.app.Main.run(Main.java:7)",
+     [("java/time/LocalDate.java", 1650, "until"), ("org/junit/Assert.java", 89, "fail"),
+      ("com/x/app/Main.java", 7, "run")]),
+    # a browser's script URL: its scheme and host are no folders
+    ("TypeError: x is undefined\nfetchQuery@http://localhost:3000/src/queryClient.ts:372:15\n"
+     "    at Module.render (webpack-internal:///./src/App.jsx:12:9)\n"
+     "    at Object.create (chrome-extension://eimadpbcbfnmbkop/inject/index.js:4513:17)",
+     [("src/queryClient.ts", 372, "fetchQuery"), ("src/App.jsx", 12, "render"), ("inject/index.js", 4513, "create")]),
     ("no frames here: src/a.rs:12:5 and at foo (bar) and #1 in the list", []),
     ("a log without a source file and line: a/b.sql:3:1: L001\n    at thing (x.sql:1:2)", []),
 ])
