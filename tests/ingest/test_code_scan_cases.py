@@ -24,6 +24,20 @@ def load(tmp_path, rel: str, text: str):
     return nodes, calls
 
 
+def indexed_edges(tmp_path, root, files: dict, types: tuple[str, ...]) -> set:
+    """Write ``files`` under ``root``, index it, and return its (source key, type, target key) edges
+    of ``types``."""
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    db = tmp_path / "i.db"
+    index_paths(db, [str(root)], IndexOptions(steps=()))
+    with Index.open(db, readonly=True) as ix:
+        return set(ix.conn.execute(
+            "SELECT s.key, e.type, d.key FROM edges e JOIN nodes s ON s.id = e.src JOIN nodes d ON d.id = e.dst "
+            f"WHERE e.type IN ({','.join('?' * len(types))})", types).fetchall())
+
+
 def test_typescript_return_types_over_several_lines(tmp_path):
     # the return type's brackets span lines (a generic, a tuple, a conditional type); a `{`
     # after `:` opens a type literal, the next one the body
@@ -321,18 +335,11 @@ def test_go_import_of_the_module_root_package_below_the_indexed_root(tmp_path):
     # go.mod in a sub-folder (a Debian gocode tree, a monorepo): importing the module's root
     # package named the folder with a trailing slash, so neither the import nor log.New resolved
     root = tmp_path / "proj"
-    for rel, text in {"svc/go.mod": "module example.com/log\n",
-                      "svc/log.go": "package log\n\nfunc New() int { return 1 }\n",
-                      "svc/hooks/w/w.go": 'package w\n\nimport "example.com/log"\n\nfunc Make() int { return log.New() }\n',
-                      }.items():
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_text(text)
-    db = tmp_path / "i.db"
-    index_paths(db, [str(root)], IndexOptions(steps=()))
-    with Index.open(db, readonly=True) as ix:
-        edges = set(ix.conn.execute(
-            "SELECT s.key, e.type, d.key FROM edges e JOIN nodes s ON s.id = e.src JOIN nodes d ON d.id = e.dst "
-            "WHERE e.type IN ('imports', 'calls')").fetchall())
+    edges = indexed_edges(tmp_path, root, {
+        "svc/go.mod": "module example.com/log\n",
+        "svc/log.go": "package log\n\nfunc New() int { return 1 }\n",
+        "svc/hooks/w/w.go": 'package w\n\nimport "example.com/log"\n\nfunc Make() int { return log.New() }\n'},
+        ("imports", "calls"))
     assert edges == {("go:svc/hooks/w/w.go", "imports", "go:svc/log.go"),
                      ("go:svc/hooks/w/w.go:Make", "calls", "go:svc/log.go:New")}
 
@@ -381,15 +388,7 @@ def test_rust_mod_declarations_find_their_files_where_cargo_does(tmp_path):
              "tests/utils/mod.rs": "pub fn setup() {}\n",
              "src/bin/tool.rs": "mod cli;\nfn main() {}\n",
              "src/bin/cli.rs": "pub fn run() {}\n"}
-    for rel, text in files.items():
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_text(text)
-    db = tmp_path / "i.db"
-    index_paths(db, [str(root)], IndexOptions(steps=()))
-    with Index.open(db, readonly=True) as ix:
-        edges = set(ix.conn.execute(
-            "SELECT s.key, d.key FROM edges e JOIN nodes s ON s.id = e.src JOIN nodes d ON d.id = e.dst "
-            "WHERE e.type = 'imports'").fetchall())
+    edges = {(s, d) for s, _, d in indexed_edges(tmp_path, root, files, ("imports",))}
     assert edges == {("rs:src/lib.rs", "rs:src/assets.rs"), ("rs:src/assets.rs", "rs:src/assets/build.rs"),
                      ("rs:src/assets.rs", "rs:src/assets/tests.rs"), ("rs:tests/integration.rs", "rs:tests/utils/mod.rs"),
                      ("rs:src/bin/tool.rs", "rs:src/bin/cli.rs")}
