@@ -36,7 +36,7 @@ EXIT_CODES = """exit codes:
   4   index missing, empty (0 bytes, or no run finished), read-only (index), unreadable,
       damaged (the message names `kgsearch doctor --rebuild`), found stale by `kgsearch
       doctor`, or made by a newer kgsearch
-  5   nothing found (show, why, roots remove)
+  5   nothing found (show, why, feedback, roots remove), or a context --files path not in the index
   6   over the memory budget (KGSEARCH_MEMORY_MB, or the memory the system gave): nothing was
       changed; raise KGSEARCH_MEMORY_MB or index fewer files at a time
   75  another `kgsearch index` holds the lock: nothing was changed, try again later
