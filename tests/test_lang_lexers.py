@@ -236,6 +236,54 @@ def test_angles_answers_what_skip_angles_answers():
     assert {n.name for n in fast.nodes} >= {"ok", "m"}
 
 
+def test_find_end_answers_what_the_plain_scan_answers():
+    """find_end keeps its last search: a file of item keywords with no terminator (`mod mod ...`)
+    searched to its end once per keyword (n^2: 60 KB of `mod ` 2.2 s in the Rust loader). Its
+    answers are the plain scan's for every offset of random text, in order and at random, and
+    the Rust loader counts the searches: one for such a file, not one per keyword."""
+    import random
+
+    from kgsearch.ingest import codescan
+    from kgsearch.ingest.codescan import find_end, find_end_reference
+
+    rng = random.Random(5)
+    for _ in range(2000):
+        text = "".join(rng.choice(";{}()[] ab\n") for _ in range(rng.randint(0, 40)))
+        pairs, stack = {}, []
+        for i, c in enumerate(text):
+            if c in "({[":
+                stack.append(i)
+            elif c in ")}]" and stack:
+                pairs[stack.pop()] = i
+        stop = rng.choice([";{", "{;", ";"])
+        offsets = list(range(len(text) + 1))
+        for at in offsets + rng.sample(offsets, len(offsets)):
+            assert find_end(text, pairs, at, stop) == find_end_reference(text, pairs, at, stop), (text, at, stop)
+    searches = []
+    real = codescan._END
+
+    class Counting:
+        def search(self, code, at):
+            searches.append(at)
+            return real.search(code, at)
+
+    codescan._END = Counting()
+    try:
+        import tempfile
+        from pathlib import Path
+
+        from kgsearch.ingest.loaders import get_loader
+        from kgsearch.types import LoadOptions
+
+        with tempfile.TemporaryDirectory() as d:
+            f = Path(d) / "f.rs"
+            f.write_text("mod " * 500)
+            get_loader("rust").load(f, "f.rs", LoadOptions())
+    finally:
+        codescan._END = real
+    assert len(searches) <= 2
+
+
 def test_java_import_matches_are_the_regex_finditer():
     """import_matches skips a run of name characters once an `import` in it failed (the regex
     ran from every `import` to the end of the run: `import import ...` without `;` cost n^2,
