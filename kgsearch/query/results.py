@@ -61,15 +61,19 @@ def make_hits(conn, q, cand, order, fused, chan_sig, norm_sig, signals, weights,
                                "weight": weights.get(signal_of[n], 0.0),
                                "part": round(float(p[j]), 6)}
         adj = {k: round(float(v[j]), 6) for k, v in adj_v.items() if v[j] not in (0.0, 1.0)}
-        methods = "+".join(sorted({SIGNAL_OF[n] if SIGNAL_OF[n] != "embedding" else "embedding"
-                                   for n in chans}, key=["text", "embedding", "graph", "intent"].index))
-        text = m.get("text", "")
-        snip = pack.snippet(text or m["name"], terms) if opts.snippets else ""
-        hits.append(hit_class(id=nid, key=m["key"], kind=m["kind"], name=m["name"], qualname=m["qualname"] or "",
-                        parent=m["parent"], path=m["path"], line=m["line_start"], line_end=m["line_end"], snippet=snip,
-                        score=round(float(scores[j]), 6),
-                        rank=j + 1, methods=methods, channels=chans, signals=sigs, adjustments=adj))
+        hits.append(_hit(hit_class, nid, m, terms, opts, scores[j], j + 1, chans, sigs, adj))
     return hits
+
+
+def _hit(hit_class, nid: int, m: dict, terms: list, opts, score, rank: int, chans: dict, sigs: dict, adj: dict):
+    """One hit from its display fields ``m`` and score parts (its methods from its channels)."""
+    methods = "+".join(sorted({SIGNAL_OF[n] if SIGNAL_OF[n] != "embedding" else "embedding"
+                               for n in chans}, key=["text", "embedding", "graph", "intent"].index))
+    snip = pack.snippet(m.get("text", "") or m["name"], terms) if opts.snippets else ""
+    return hit_class(id=nid, key=m["key"], kind=m["kind"], name=m["name"], qualname=m["qualname"] or "",
+                     parent=m["parent"], path=m["path"], line=m["line_start"], line_end=m["line_end"], snippet=snip,
+                     score=round(float(score), 6), rank=rank, methods=methods, channels=chans, signals=sigs,
+                     adjustments=adj)
 
 
 def make_hits_reference(conn, q, cand, order, fused, chan_sig, norm_sig, signals, weights, parts, adjustments,
@@ -104,12 +108,5 @@ def make_hits_reference(conn, q, cand, order, fused, chan_sig, norm_sig, signals
                                "weight": weights.get(SIGNAL_OF.get(n, "graph"), 0.0),
                                "part": round(float(p[i]), 6)}
         adj = {k: round(float(v[i]), 6) for k, v in adjustments.items() if v[i] not in (0.0, 1.0)}
-        methods = "+".join(sorted({SIGNAL_OF[n] if SIGNAL_OF[n] != "embedding" else "embedding"
-                                   for n in chans}, key=["text", "embedding", "graph", "intent"].index))
-        text = m.get("text", "")
-        snip = pack.snippet(text or m["name"], terms) if opts.snippets else ""
-        hits.append(hit_class(id=nid, key=m["key"], kind=m["kind"], name=m["name"], qualname=m["qualname"] or "",
-                        parent=m["parent"], path=m["path"], line=m["line_start"], line_end=m["line_end"], snippet=snip,
-                        score=round(float(fused[i]), 6),
-                        rank=r, methods=methods, channels=chans, signals=sigs, adjustments=adj))
+        hits.append(_hit(hit_class, nid, m, terms, opts, fused[i], r, chans, sigs, adj))
     return hits
