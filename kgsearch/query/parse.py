@@ -8,9 +8,10 @@ the parser computes, and who reads it:
 ``text``                      the cleaned string (:func:`~kgsearch.text.tokenize.clean_query`):
                               what the dense channel embeds and the response echoes; a code
                               task's without its HTML comments (an issue template's hidden
-                              instructions, :func:`~kgsearch.query.paste.drop_comments`) and
-                              with its links' schemes and hosts left out
-                              (:func:`~kgsearch.query.paste.drop_links`)
+                              instructions, :func:`~kgsearch.query.paste.drop_comments`); a
+                              code task's, or any query with links amid its words
+                              (:func:`~kgsearch.query.paste.links_in_prose`), with its links'
+                              schemes and hosts left out (:func:`~kgsearch.query.paste.drop_links`)
 ``terms``                     the index's analyser over ``text`` (its stemmer, stop words,
                               identifier splitting): BM25 and PRF weights, the feedback signature
 ``words``                     the words as written (``[\\w'-]+``): the intent rules count them and
@@ -53,7 +54,7 @@ from ..text.tokenize import Analyzer, clean_query, get_analyzer
 from .codetask import WORD, Anchor, asks_for_prose, asks_for_tests, code_task_reason, extract, relation
 from .cut import cut_query
 from .filters import FILTER_FIELDS, FieldFilter
-from .paste import drop_comments, drop_links, quiet_paste
+from .paste import drop_comments, drop_links, links_in_prose, quiet_paste
 
 __all__ = ["Query", "FieldFilter", "parse", "index_analyzer", "identifier_kind", "split_filters", "FILTER_FIELDS"]
 
@@ -187,7 +188,7 @@ def parse(text, analyzer: Analyzer | None = None, *, filters: bool = False, past
     anchors = tuple(extract(text))
     reason = code_task_reason(text, anchors, len(words))
     set_aside = 0
-    if reason:                    # links are addresses, not the reporter's words (anchors read them)
+    if reason or links_in_prose(text):   # links are addresses, not the writer's words (anchors read them)
         text, links = drop_links(text)
         words = tuple(WORD.findall(text)) if links else words
     if paste and reason:          # the words of a code task without pasted banners, logs, dumps

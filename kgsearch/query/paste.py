@@ -28,7 +28,8 @@ issue they are the same words. :func:`drop_comments` takes them out of a code ta
 and anchors alike), except inside fenced code blocks, where ``<!--`` is code.
 
 Links are addresses: :func:`drop_links` keeps a Markdown link's label and a URL's path words and
-drops schemes, hosts, hashes and numbers from a code task's words (its anchors read the links).
+drops schemes, hosts, hashes and numbers from a code task's words, and from any query whose
+links sit amid words of its own (:func:`links_in_prose`; its anchors read the links).
 
 >>> quiet_paste('Python 3.8.5 (default, Jul 28 2020)\\n[GCC 9.3.0] on linux\\nfoo() fails\\n1.0 2.0 3.0 4.0 5.0')
 ('foo() fails', 3)
@@ -37,9 +38,10 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["quiet_paste", "drop_comments", "drop_links", "REPEAT"]
+__all__ = ["quiet_paste", "drop_comments", "drop_links", "links_in_prose", "PROSE_WORDS", "REPEAT"]
 
 REPEAT = 2          # lines of one shape kept (the first ones)
+PROSE_WORDS = 3     # words outside its links that make a query prose with links (links_in_prose)
 
 _EVIDENCE = re.compile(
     r'File "[^"]+", line \d+'                        # Python frame
@@ -56,6 +58,7 @@ _BANNER = re.compile(
 _SHAPE_SUBS = ((re.compile(r"\"[^\"]*\"|'[^']*'"), "S"), (re.compile(r"[\w.~-]*[/\\][\w./\\~-]*"), "P"),
                (re.compile(r"\d+"), "0"), (re.compile(r"\s+"), " "))
 _LETTER = re.compile(r"[A-Za-z]")
+_WORDS = re.compile(r"\w+")
 
 
 _FENCE_OR_COMMENT = re.compile(r"^[ \t]*(```|~~~)[^\n]*\n.*?(?:^[ \t]*\1[ \t]*$|\Z)|<!--.*?-->", re.S | re.M)
@@ -133,6 +136,23 @@ def drop_links(text: str) -> tuple[str, int]:
 
     out = _URL.sub(bare, _MD_LINK.sub(md, text))
     return (out, n) if n else (text, 0)
+
+
+def links_in_prose(text: str) -> bool:
+    """Whether ``text`` holds a link amid at least :data:`PROSE_WORDS` words of its own: then
+    the link's scheme and host are an address in a sentence (:func:`drop_links` applies to any
+    query, not only a code task's). A query that is a link, or a link and a word or two, is a
+    search for that link and keeps it whole.
+
+    >>> links_in_prose("Support explicit fallback, see https://github.com/grpc/grpc-proto/pull/69")
+    True
+    >>> links_in_prose("https://github.com/grpc/grpc-go notes"), links_in_prose("no link here at all")
+    (False, False)
+    """
+    if "://" not in text:
+        return False
+    rest = _URL.sub(" ", _MD_LINK.sub(lambda m: " " if m.group(1) else m.group(2), text))
+    return rest != text and len(_WORDS.findall(rest)) >= PROSE_WORDS
 
 
 def _shape(line: str) -> str:

@@ -209,8 +209,38 @@ def test_parse_reads_a_code_tasks_links_for_anchors_not_for_words():
     assert not {"https", "github", "com", "pkg", "dev", "googl"} & set(q.terms), q.terms
     assert "grpc grpc-go stats/stats.go and the docs" in q.text
     assert "InPayload.WireLength" in {a.text for a in q.anchors}                # anchors as before
-    short = "how do I link https://github.com/x in markdown"          # not a code task: as written
-    assert parse(short).text == short
+    prose = "how do I link https://github.com/x in markdown"         # links amid words: addresses too
+    assert parse(prose).text == "how do I link x in markdown"
+    for link in ("https://github.com/grpc/grpc-go", "https://github.com/grpc/grpc-go notes",
+                 "[grpc-go](https://github.com/grpc/grpc-go)"):             # a link searched for: as written
+        assert parse(link).text == link and not parse(link).code_task
+
+
+def test_links_amid_a_short_querys_words_lose_scheme_and_host(tmp_path):
+    """A short issue with a link, not read as a code task: `https`, `github` and `com` matched
+    every Markdown page full of GitHub links (grpc-go's CONTRIBUTING.md, README.md and tutorials
+    ranked above its grpclb code, code-tasks-multi grpc__grpc-go-3351). Failed before
+    links_in_prose: the docs ranked first."""
+    from kgsearch.indexer import IndexOptions, index_paths
+    from kgsearch.query import Engine, SearchOptions
+    from kgsearch.query.parse import parse
+    from kgsearch.store.db import Index
+
+    root = tmp_path / "proj"
+    (root / "balancer").mkdir(parents=True)
+    (root / "balancer" / "lb.py").write_text(
+        'def use_fallback(backends):\n    """Explicit fallback of the load balancer when no backend answers."""\n'
+        "    return backends[0]\n")
+    links = " ".join(f"[page {i}](https://github.com/grpc/grpc/blob/master/doc/p{i}.md)" for i in range(12))
+    for name in ("CONTRIBUTING", "README", "tutorial"):
+        (root / f"{name}.md").write_text(f"# {name}\n\nSupport: see {links} and https://github.com/grpc/grpc-go.\n")
+    db = tmp_path / "i.db"
+    index_paths(db, [str(root)], IndexOptions(settings={"embed": False}))
+    q = "Support explicit fallback in the balancer, field from https://github.com/grpc/grpc-proto/pull/69"
+    assert not parse(q).code_task and not {"https", "github", "com"} & set(parse(q).terms)
+    with Index.open(db, readonly=True) as ix:
+        files = Engine(ix).search(q, SearchOptions(k=4, group="file"))
+    assert [h.name for h in files.hits][0] == "balancer/lb.py", [h.name for h in files.hits]
 
 
 def test_code_paths_of_every_language_are_anchors():
