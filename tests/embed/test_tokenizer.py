@@ -239,3 +239,121 @@ def test_unigram_metaspace_match(byte_fallback, scheme, split, lower):
     bad = [t for t in texts if ht.encode(t, add_special_tokens=False).ids != kt.encode(t)]
     assert bad == []
     assert kt.unk_id == 0
+
+
+# ---------------------------------------------------------------------------- BPE (Llama 2's)
+def _bpe_spec(byte_fallback: bool, fuse_unk: bool, spaced: bool) -> dict:
+    """A Llama-2-like tokenizer.json: Prepend + Replace normalizer, no pre-tokenizer, BPE whose
+    merges build some words, their ``\u2581`` forms and runs of ``\u2581``; with ``spaced=False``
+    one token (``e\u2581t``) crosses a word start, so the text cannot be cut into words."""
+    words = "the then search index indexing graph node nodes query edge rank ranking ab abc aaa".split()
+    vocab: dict[str, int] = {"<unk>": 0, "<s>": 1, "</s>": 2}
+    if byte_fallback:
+        for b in range(256):
+            vocab[f"<0x{b:02X}>"] = len(vocab)
+    for c in "\u2581abcdefghijklmnopqrstuvwxyzé":
+        vocab.setdefault(c, len(vocab))
+    merges: list[str] = []
+
+    def build(w: str) -> None:
+        for i in range(2, len(w) + 1):
+            if w[:i] not in vocab:
+                merges.append(f"{w[:i - 1]} {w[i - 1]}")
+                vocab[w[:i]] = len(vocab)
+
+    for w in words:
+        build("\u2581" + w)
+        build(w)
+    build("\u2581\u2581\u2581")
+    merges.append("a a")                      # a tie between overlapping pairs: leftmost first
+    vocab.setdefault("aa", len(vocab))
+    if not spaced:
+        build("e\u2581t")
+    return {
+        "version": "1.0", "truncation": None, "padding": None, "post_processor": None, "decoder": None,
+        "added_tokens": [{"id": i, "content": t, "single_word": False, "lstrip": False, "rstrip": False,
+                          "normalized": False, "special": True} for i, t in enumerate(("<unk>", "<s>", "</s>"))],
+        "normalizer": {"type": "Sequence", "normalizers": [
+            {"type": "Prepend", "prepend": "\u2581"},
+            {"type": "Replace", "pattern": {"String": " "}, "content": "\u2581"}]},
+        "pre_tokenizer": None,
+        "model": {"type": "BPE", "dropout": None, "unk_token": "<unk>", "continuing_subword_prefix": None,
+                  "end_of_word_suffix": None, "fuse_unk": fuse_unk, "byte_fallback": byte_fallback,
+                  "ignore_merges": False, "vocab": vocab, "merges": merges},
+    }
+
+
+def test_bpe_by_hand():
+    """Merges by rank, the leftmost of equal ranks, byte fallback and fused unknowns, worked out
+    by hand on the vocabulary of ``_bpe_spec`` (no oracle needed)."""
+    kt = Tokenizer(_bpe_spec(byte_fallback=True, fuse_unk=True, spaced=True))
+    v = kt.vocab
+    assert kt.model.spaced
+    assert kt.tokens("the index") == ["\u2581the", "\u2581index"]
+    assert kt.tokens("aaa") == ["\u2581aaa"] and kt.tokens("xaaa") == ["\u2581", "x", "aaa"]
+    assert kt.tokens("xaaaa") == ["\u2581", "x", "aaa", "a"]   # aaa is built first (its merges rank below a a)
+    assert kt.encode("é") == [v["\u2581"], v["é"]]
+    assert kt.encode("ü") == [v["\u2581"], v["<0xC3>"], v["<0xBC>"]]          # byte fallback
+    assert kt.encode("") == [] and kt.encode(" ") == [v["\u2581\u2581"]]
+    assert kt.encode("   the") == [v["\u2581\u2581\u2581"], v["\u2581the"]]
+    assert kt.encode("<s>the") == [1, v["\u2581the"]]        # an added token cut out of the raw text
+    plain = Tokenizer(_bpe_spec(byte_fallback=False, fuse_unk=True, spaced=True))
+    assert plain.encode("üü the") == [plain.vocab["\u2581"], 0, plain.vocab["\u2581the"]]   # one fused unknown
+    unfused = Tokenizer(_bpe_spec(byte_fallback=False, fuse_unk=False, spaced=True))
+    assert unfused.encode("üü") == [unfused.vocab["\u2581"], 0, 0]
+    assert not Tokenizer(_bpe_spec(True, True, spaced=False)).model.spaced
+
+
+@pytest.mark.parametrize("byte_fallback,fuse_unk,spaced", [
+    (True, True, True), (False, True, True), (False, False, True), (True, True, False), (False, False, False)])
+def test_bpe_matches_tokenizers(byte_fallback, fuse_unk, spaced):
+    spec = _bpe_spec(byte_fallback, fuse_unk, spaced)
+    ht = need("tokenizers").Tokenizer.from_str(json.dumps(spec))
+    kt = Tokenizer(spec)
+    rng = random.Random(23)
+    words = "the then search indexing graph nodes query edge ranking aaaa abc ab xyz é ü 日本 😀".split()
+    texts = ["", " ", "  ", "\n", "<s>", "a<s>b</s>", "<unk>", "\u2581", "x\u2581y", "the\u2581\u2581then"]
+    for _ in range(1500):
+        texts.append(rng.choice([" ", "  ", "   ", "", "\n"]).join(
+            rng.choice(words) for _ in range(rng.randrange(0, 7))))
+        texts.append(_rand_text(rng, rng.randrange(0, 30)))
+    bad = [t for t in texts if ht.encode(t, add_special_tokens=False).ids != kt.encode(t)]
+    assert bad == []
+    ids, counts = kt.encode_batch(texts)
+    assert ids.tolist() == [i for t in texts for i in kt.encode(t)] and sum(counts) == len(ids)
+
+
+def test_bpe_heap_equals_its_reference():
+    kt = Tokenizer(_bpe_spec(byte_fallback=True, fuse_unk=True, spaced=False))
+    rng = random.Random(3)
+    alphabet = "\u2581\u2581aabcdeghinrstxé日"
+    for _ in range(3000):
+        w = "".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 40)))
+        assert kt.model._split(w) == kt.model._split_reference(w), w
+    long = "".join(rng.choice(alphabet) for _ in range(600))    # one long word (a URL, a dump)
+    assert kt.model._split(long) == kt.model._split_reference(long)
+
+
+def test_prepend_and_replace_normalizers():
+    n = Normalizer.from_spec({"type": "Sequence", "normalizers": [
+        {"type": "Lowercase"}, {"type": "Prepend", "prepend": "\u2581"},
+        {"type": "Replace", "pattern": {"String": " "}, "content": "\u2581"}]})
+    assert n("A b") == "\u2581a\u2581b" and n("") == "" and not n.identity
+    with pytest.raises(DataError, match="order"):
+        Normalizer.from_spec({"type": "Sequence", "normalizers": [
+            {"type": "Prepend", "prepend": "x"}, {"type": "Lowercase"}]})
+    with pytest.raises(DataError, match="Replace pattern"):
+        Normalizer.from_spec({"type": "Replace", "pattern": {"Regex": " +"}, "content": " "})
+    spec = _bpe_spec(True, True, True)
+    for key, value, word in [("dropout", 0.1, "dropout"), ("continuing_subword_prefix", "##", "subword"),
+                             ("ignore_merges", True, "ignore_merges")]:
+        with pytest.raises(DataError, match=word):
+            Tokenizer(dict(spec, model=dict(spec["model"], **{key: value})))
+    with pytest.raises(DataError, match="pre-tokenizer"):
+        Tokenizer(dict(spec, pre_tokenizer={"type": "Metaspace"}))
+    broken = Tokenizer(dict(spec, model=dict(spec["model"], merges=["t h", "th e", "z q"])))
+    with pytest.raises(DataError, match="merge makes 'zq'"):
+        broken.encode("zq")                       # a merge whose result the vocabulary lacks
+    assert broken.tokens("the") == ["\u2581", "the"]
+    listed = dict(spec, model=dict(spec["model"], merges=[m.split(" ") for m in spec["model"]["merges"]]))
+    assert Tokenizer(listed).encode("the then aaaa") == Tokenizer(spec).encode("the then aaaa")

@@ -143,8 +143,12 @@ class Normalizer:
     musical symbols and Adlam/Glagolitic marks); such texts take the exact slow path.
     """
 
-    def __init__(self, steps: list[str]):
+    def __init__(self, steps: list[str], edits: Iterable[tuple[str, str, str]] = ()):
         self.steps = list(steps)
+        # whole-string edits after the per-character steps: ("prepend", s, "") puts s before a
+        # non-empty text (``Prepend``), ("replace", a, b) replaces every a by b (``Replace`` with
+        # a String pattern): the Llama / SentencePiece-BPE normalizer
+        self.edits = tuple(edits)
         self.t = Tables.get() if self.steps else None
         self._memo = _CharMemo(self._char)
         self._ascii = {cp: self._char(chr(cp)) for cp in range(128)}
@@ -162,7 +166,7 @@ class Normalizer:
 
     @property
     def identity(self) -> bool:
-        return not self.steps
+        return not self.steps and not self.edits
 
     def _apply(self, chars: list[str], steps: Iterable[str]) -> list[str]:
         t = self.t
@@ -262,6 +266,15 @@ class Normalizer:
         return re.compile(f"[{_regex_class(ranges)}]")
 
     def __call__(self, text: str) -> str:
+        out = self._chars(text)
+        for kind, a, b in self.edits:
+            if kind == "prepend":
+                out = a + out if out else out
+            else:
+                out = out.replace(a, b)
+        return out
+
+    def _chars(self, text: str) -> str:
         if not self.steps:
             return text
         if text.isascii():
@@ -289,13 +302,29 @@ class Normalizer:
 
     @classmethod
     def from_spec(cls, spec: dict | None, where: str = "tokenizer.json") -> "Normalizer":
-        return cls(_normalizer_steps(spec, where))
+        steps, edits = [], []
+        for step in _normalizer_steps(spec, where):
+            if isinstance(step, tuple):
+                edits.append(step)
+            elif edits:
+                raise DataError("unsupported normalizer order: a per-character step after Prepend/Replace",
+                                where)
+            else:
+                steps.append(step)
+        return cls(steps, edits)
 
 
-def _normalizer_steps(spec: dict | None, where: str) -> list[str]:
+def _normalizer_steps(spec: dict | None, where: str) -> list:
     if spec is None:
         return []
     kind = spec.get("type")
+    if kind == "Prepend":
+        return [("prepend", str(spec.get("prepend", "")), "")]
+    if kind == "Replace":
+        pattern = spec.get("pattern") or {}
+        if "String" not in pattern:
+            raise DataError(f"unsupported Replace pattern {pattern!r} (kgsearch reads a String pattern)", where)
+        return [("replace", str(pattern["String"]), str(spec.get("content", "")))]
     if kind == "BertNormalizer":
         steps = []
         if spec.get("clean_text", True):
@@ -323,7 +352,7 @@ def _normalizer_steps(spec: dict | None, where: str) -> list[str]:
             out += _normalizer_steps(sub, where)
         return out
     raise DataError(f"unsupported normalizer {kind!r} (kgsearch reads BertNormalizer, Lowercase, NFD, "
-                    f"StripAccents and Sequence); use a BERT-style model2vec model", where)
+                    f"StripAccents, Prepend, Replace and Sequence); use a BERT-style model2vec model", where)
 
 
 # ---------------------------------------------------------------------------- pre-tokenizer
