@@ -371,11 +371,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=commands.cmd_demo)
 
     p = sub.add_parser("model", parents=[common],
-                       help="embedding models: list, use NAME (re-embed the index with it), pull (needs model2vec + network)")
+                       help="embedding models: list, use NAME (re-embed the index with it), import WHEEL (offline), "
+                            "pull (needs model2vec + network)")
     msub = p.add_subparsers(dest="model_cmd", metavar="ACTION")
     pp = msub.add_parser("pull", parents=[common], help="download a model2vec model from the Hugging Face Hub")
     pp.add_argument("name", help="e.g. minishlab/potion-base-8M")
     pp.add_argument("--dest", default=None, help="folder to save into (default: data dir/models)")
+    ip = msub.add_parser("import", parents=[common],
+                         help="make a model folder from a package file: a wordllama wheel (pip download --no-deps "
+                              "wordllama) gives wordllama-l2-256 (offline; see docs/models.md for its licences)")
+    ip.add_argument("wheel", help="the .whl file, e.g. wordllama-0.4.0.post1-cp311-...whl")
+    ip.add_argument("--dest", default=None, help="folder to write (default: data dir/models/wordllama-l2-256)")
     msub.add_parser("list", parents=[common], help="models kgsearch can use here")
     up = msub.add_parser("use", parents=[common],
                          help="embed the index with this model from now on (e.g. e5-small-multi-192 for notes in "

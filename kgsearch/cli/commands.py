@@ -376,6 +376,12 @@ def cmd_model(args) -> int:
         path = embed.pull_model(args.name, dest=args.dest)
         out(str(path))
         return EXIT_OK
+    if args.model_cmd == "import":
+        from ..embed.wordllama import import_wheel
+
+        path = import_wheel(args.wheel, dest=args.dest)
+        out(str(path))
+        return EXIT_OK
     if args.model_cmd == "use":
         from ..indexer import IndexOptions, index_paths
 
