@@ -114,11 +114,16 @@ def test_real_wordllama_vectors(tmp_path):
     """The package's own files, imported: kgsearch's tokenizer gives the ids of Hugging Face
     tokenizers on its tokenizer file, and the vectors are WordLlama's embed(norm=True) up to
     int8 quantisation."""
-    need("wordllama")
+    import logging
+
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    need("wordllama")          # its import calls logging.basicConfig(INFO): the root logger is put back
     tokenizers = need("tokenizers")
     from importlib.util import find_spec
 
     from wordllama.inference import WordLlamaInference
+    root.handlers[:], root.level = handlers, level
 
     pkg = Path(find_spec("wordllama").origin).parent
     wheel = tmp_path / "wordllama-real.whl"
