@@ -343,7 +343,8 @@ def _sub_cs(text: str, fill) -> str:
         parts.append(text[pos:m.start()])
         if m.lastgroup == "q":
             e = cs_string_end(text, m.start())
-            parts.append(_quoted(text[m.start():e]))
+            s = text[m.start():e]
+            parts.append(_quoted(s) if s.endswith('"') else '"' + blank(s[1:]))   # unterminated: no closing quote
             pos = e
         else:
             parts.append(fill(m))
