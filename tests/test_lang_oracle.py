@@ -78,6 +78,29 @@ SAMPLES = {
             public void run() { new Thread() { public void run() {} }; }
         }
         """,
+    "A.cs": """\
+        using System;
+        namespace P.Q
+        {
+            [Serializable]
+            public partial class A<T> : B, IC where T : class
+            {
+                public A() : base(1) { }
+                ~A() { }
+                public int X { get { int Two() => 2; return Two(); } set { } }
+                public int Y { get; set; }
+                public string this[int i] => $"{i}";
+                public static A<T> operator +(A<T> a, A<T> b) => a;
+                public static explicit operator int(A<T> a) => 0;
+                [Obsolete("x")]
+                public U Map<U>(Func<T, U> f) where U : new() { return f(default); }
+                event EventHandler E { add { } remove { } }
+                record struct R(int A) { public int B() => A; }
+            }
+            interface IC { void M(); }
+            enum E { X }
+        }
+        """,
     "a.cc": """\
         #include "a.h"
         namespace n {
