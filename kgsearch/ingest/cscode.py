@@ -40,10 +40,9 @@ from __future__ import annotations
 import re
 from bisect import bisect_right
 
-from .clex import lex
 from .codemodel import Builder, Def
-from .codescan import call_sites, find_end, read_source, split_chain
-from .javacode import JavaBuilder, type_names, boundary, import_matches
+from .codescan import find_end
+from .javacode import JavaBuilder, boundary, import_matches, read_and_build, type_names
 from .langspec import CSHARP
 
 NAME = "csharp"
@@ -114,6 +113,7 @@ class _CSharp(JavaBuilder):
         self._starts: list[int] = []
         self.type_ends: set[int] = set()      # the "{" or ";" of every type declaration found
         self.named: set[int] = set()          # where delegates' names are (no calls)
+        self._name_ends: set[int] | None = None
 
     # ---- namespaces ------------------------------------------------------------------------
     def scan_namespaces(self) -> None:
@@ -185,7 +185,16 @@ class _CSharp(JavaBuilder):
             out = local + out
         return out
 
+    def not_calls(self) -> set[int]:
+        return self.named
+
+    def is_call(self, at: int, raw: str) -> bool:
+        if self._name_ends is None:
+            self._name_ends = {d.name_at + len(d.name) for d in self.defs}
+        return at + len(raw) not in self._name_ends             # void IDisposable.Dispose() is no call
+
     def scan_imports(self) -> None:
+        self.scan_namespaces()
         code, lx = self.lx.code, self.lx
         opens = {lx.pairs.get(e) for s, e, _ in self.spaces}
         for m in import_matches(code, _USING, _USING_HEAD):
@@ -281,6 +290,27 @@ class _CSharp(JavaBuilder):
             else:
                 return p
 
+    def _next_head(self, pos: int, hi: int) -> tuple[int, int] | None:
+        """(start, terminator) of the next member or statement in ``code[pos:hi]`` that may
+        declare something, blanks, empty statements, nested types (found on their own) and
+        fields' initialisers or assignments passed over; None at the end."""
+        code, pairs = self.lx.code, self.lx.pairs
+        while True:
+            while pos < hi and code[pos] in " \t\n":
+                pos += 1
+            t = self._terminator(pos, hi)
+            if t >= hi:
+                return None
+            c = code[t]
+            if t == pos or c == "}":
+                pos = t + 1
+            elif t in self.type_ends:
+                pos = pairs.get(t, hi) + 1 if c == "{" else t + 1
+            elif c == "=" and not code.startswith("=>", t):
+                pos = find_end(code, pairs, t, ";") + 1
+            else:
+                return pos, t
+
     def _signature(self, seg: int, t: int) -> tuple[int, str, str] | None:
         """(offset, name, decl) of the method, constructor, finalizer or operator whose header is
         ``code[seg:t]``, else None: the first parameter list there that follows a name that is no
@@ -306,6 +336,16 @@ class _CSharp(JavaBuilder):
             if nm and nm.group(2) not in _KEYWORDS:
                 return lo + nm.start(2), nm.group(2).lstrip("@"), "finalizer" if nm.group(1) else ""
 
+    def _delegate(self, pos: int, t: int, words: list[str]) -> bool:
+        """The header ``code[pos:t]`` (its ``words`` outside brackets) declares a delegate type
+        (``delegate void D(int x);``): its name is recorded, no call."""
+        if "delegate" not in words:
+            return False
+        sig = self._signature(pos, t)
+        if sig is not None:
+            self.named.add(sig[0])
+        return True
+
     def _members(self, body: int, owner: Def) -> list[Def]:
         """Methods, constructors, finalizers, operators and properties declared directly in the
         type body at ``body`` (and the local functions in their bodies)."""
@@ -313,28 +353,12 @@ class _CSharp(JavaBuilder):
         close = pairs.get(body, len(code))
         out: list[Def] = []
         pos = body + 1
-        while pos < close:
-            while pos < close and code[pos] in " \t\n":
-                pos += 1
-            t = self._terminator(pos, close)
-            if t >= close:
-                break
+        while (head := self._next_head(pos, close)) is not None:
+            pos, t = head
             c = code[t]
             arrow = code.startswith("=>", t)
-            if t == pos or c == "}":
-                pos = t + 1
-                continue
-            if t in self.type_ends:                   # a nested type: found on its own
-                pos = pairs.get(t, close) + 1 if c == "{" else t + 1
-                continue
-            if c == "=" and not arrow:                # a field's initialiser
-                pos = find_end(code, pairs, t, ";") + 1
-                continue
             words = _outside(code, pairs, pos, t).split()
-            if "delegate" in words:                   # delegate void D(int x);  its name is no call
-                sig = self._signature(pos, t)
-                if sig is not None:
-                    self.named.add(sig[0])
+            if self._delegate(pos, t, words):
                 pos = find_end(code, pairs, t, ";") + 1
                 continue
             sig = self._signature(pos, t)
@@ -399,26 +423,13 @@ class _CSharp(JavaBuilder):
         todo = [(lo, hi)]
         while todo:
             pos, hi = todo.pop()
-            while pos < hi:
-                while pos < hi and code[pos] in " \t\n":
-                    pos += 1
-                t = self._terminator(pos, hi)
-                if t >= hi:
-                    break
+            while (head := self._next_head(pos, hi)) is not None:
+                pos, t = head
                 c = code[t]
-                arrow = code.startswith("=>", t)
-                if c == ";" and owner is None and "delegate" in code[pos:t]:
-                    sig = self._signature(pos, t)        # a namespace's delegate type: its name is no call
-                    if sig is not None:
-                        self.named.add(sig[0])
-                if t == pos or c in ";}":
+                if c == ";":
+                    if owner is None and "delegate" in code[pos:t]:
+                        self._delegate(pos, t, _outside(code, pairs, pos, t).split())
                     pos = t + 1
-                    continue
-                if t in self.type_ends:
-                    pos = pairs.get(t, hi) + 1 if c == "{" else t + 1
-                    continue
-                if c == "=" and not arrow:
-                    pos = find_end(code, pairs, t, ";") + 1
                     continue
                 sig = self._local(pos, t)
                 if sig is None:
@@ -441,12 +452,4 @@ class _CSharp(JavaBuilder):
 
 
 def load(path, rel: str, opts, spec=CSHARP):
-    text, warning = read_source(path)
-    lx = lex(text, "cs")
-    b = _CSharp(lx, rel, spec, warning)
-    b.scan_namespaces()
-    b.scan_imports()
-    b.scan()
-    ends = {d.name_at + len(d.name) for d in b.defs}       # void IDisposable.Dispose() is no call
-    return b.build([(at, split_chain(raw)) for at, raw in call_sites(lx.code, {d.name_at for d in b.defs} | b.named)
-                    if at + len(raw) not in ends])
+    return read_and_build(_CSharp, "cs", path, rel, spec)

@@ -35,7 +35,7 @@ from .langspec import JAVA
 NAME = "java"
 EXTENSIONS = JAVA.extensions
 
-__all__ = ["NAME", "EXTENSIONS", "load", "JavaBuilder", "type_names", "boundary", "import_matches"]
+__all__ = ["NAME", "EXTENSIONS", "load", "JavaBuilder", "type_names", "boundary", "import_matches", "read_and_build"]
 
 _PACKAGE = re.compile(r"\bpackage\s+([\w.\s]+?)\s*;")
 _IMPORT = re.compile(r"\bimport\s+(static\s+)?([\w.\s]+?)(\.\s*\*)?\s*;")
@@ -129,6 +129,14 @@ class JavaBuilder(Builder):
 
     def q(self, name: str) -> str:
         return f"{self.pkg}.{name}" if self.pkg else name
+
+    def not_calls(self) -> set[int]:
+        """Offsets of names that look like calls but are none (besides the definitions' own)."""
+        return set()
+
+    def is_call(self, at: int, raw: str) -> bool:
+        """The call site ``raw`` at ``at`` is a call (not a part of a definition's header)."""
+        return True
 
     def aliases(self, d: Def) -> list[tuple]:
         if d is self.mod:
@@ -330,10 +338,17 @@ class JavaBuilder(Builder):
         return []
 
 
-def load(path, rel: str, opts, spec=JAVA):
+def read_and_build(builder, dialect: str, path, rel: str, spec):
+    """Read ``path``, lex it in ``dialect`` and build its nodes and edges with ``builder`` (a
+    :class:`JavaBuilder`: Java's, C#'s)."""
     text, warning = read_source(path)
-    lx = lex(text, "java")
-    b = JavaBuilder(lx, rel, spec, warning)
+    lx = lex(text, dialect)
+    b = builder(lx, rel, spec, warning)
     b.scan_imports()
     b.scan()
-    return b.build([(at, split_chain(raw)) for at, raw in call_sites(lx.code, {d.name_at for d in b.defs})])
+    skip = {d.name_at for d in b.defs} | b.not_calls()
+    return b.build([(at, split_chain(raw)) for at, raw in call_sites(lx.code, skip) if b.is_call(at, raw)])
+
+
+def load(path, rel: str, opts, spec=JAVA):
+    return read_and_build(JavaBuilder, "java", path, rel, spec)

@@ -9,6 +9,7 @@ import textwrap
 import time
 
 from conftest import run, write
+from test_lang_lexers import same_shape
 from kgsearch.indexer import IndexOptions, index_paths
 from kgsearch.ingest import clex, cscode
 from kgsearch.ingest.langspec import CSHARP, find_frames, is_generated_path, is_generated_text, is_test_path
@@ -16,11 +17,6 @@ from kgsearch.ingest.loaders import loader_for
 from kgsearch.query.codetask import stack_frames
 from kgsearch.store.db import Index
 from kgsearch.types import FLAG_TEST, FLAG_VENDORED, LoadOptions
-
-
-def same_shape(text: str, code: str) -> None:
-    assert len(code) == len(text)
-    assert [i for i, c in enumerate(code) if c == "\n"] == [i for i, c in enumerate(text) if c == "\n"]
 
 
 # ------------------------------------------------------------------------------------ lexer
