@@ -75,7 +75,7 @@ _INIT = re.compile(r"\s*=(?!>)")
 _STATEMENT_WORDS = _KEYWORDS - _TYPE_WORDS
 _ACCESSOR = re.compile(r"\b(?:get|set|init|add|remove)\s*(?:\{|=>)")
 _LOCAL_HEAD = re.compile(
-    r"^(?:(?:static|async|unsafe|extern)\s+)*"
+    r"^\s*(?:(?:static|async|unsafe|extern)\s+)*"
     r"(?:(?:[\w.:]+|\([^()]*\))\s*(?:" + _ANG + r")?\s*\??(?:\s*\[[\s,]*\])*\s*\??\s*\**)\s+$")
 _IFACE = re.compile(r"I[A-Z]")
 _WS = re.compile(r"\s+")
@@ -411,6 +411,8 @@ class _CSharp(JavaBuilder):
         if sig is None or sig[2] == "operator":
             return None
         head = _outside(self.lx.code, self.lx.pairs, pos, sig[0])
+        if not head.strip() and self.lx.code[pos] == "(":
+            return sig                                # a tuple return type: (int, int) F() => ..
         if not _LOCAL_HEAD.match(head) or head.split()[-1] in _STATEMENT_WORDS:
             return None
         return sig
