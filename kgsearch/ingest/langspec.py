@@ -123,7 +123,7 @@ JAVA = LangSpec(
         _P + r"\.java):(?P<line>\d+): (?:error|warning)"))
 
 CSHARP = LangSpec(
-    "csharp", "cs", (".cs",),
+    "csharp", "cs", (".cs", ".csx"),
     test_names=("*Tests.cs", "*Test.cs"), test_dir_names=("*.Tests", "*.Test", "*.UnitTests", "*.IntegrationTests"),
     generated_names=("*.Designer.cs", "*.designer.cs", "*.g.cs", "*.g.i.cs", "*.generated.cs", "*.AssemblyInfo.cs"),
     generated_dirs=frozenset({"obj", "bin"}),
