@@ -54,11 +54,12 @@ def test_unterminated_strings_end_where_the_language_ends_them():
 
 
 def _lex_ratio(text: str) -> float:
-    """Time of lexing 60 KB of ``text`` over 6 KB of it (best of three each, one run)."""
+    """Time of lexing 60 KB of ``text`` over 6 KB of it (best of five each, one run: the best of
+    several runs is the one the machine's other load disturbed least)."""
     times = []
     for n in (6_000, 60_000):
         t = (text * (n // len(text) + 1))[:n]
-        best = min(_timed(lambda: clex.lex(t, "cs")) for _ in range(3))
+        best = min(_timed(lambda: clex.lex(t, "cs")) for _ in range(5))
         times.append(best)
     return times[1] / times[0]
 
@@ -73,7 +74,7 @@ def test_hostile_openers_lex_in_linear_time():
     # each opening read to the end of the text by a pattern, once per opening, is n^2: 60 KB
     # would cost 100 times 6 KB; one forward pass costs about 10 times
     for opener in ('@"', '$"', '$@"', '"""', '$"""', '$"{', '@$"{\n', '$"{(', '$$"""{{', "'", "/*", '$"{"\n'):
-        assert _lex_ratio(opener) < 35, opener
+        assert _lex_ratio(opener) < 40, opener
 
 
 # ------------------------------------------------------------------------------- definitions
@@ -328,7 +329,7 @@ def test_the_command_line_indexes_cs_files_and_finds_a_method(tmp_path):
     for rel, text in PROJECT.items():
         write(root / rel, textwrap.dedent(text))
     db = tmp_path / "i.db"
-    rc, out, err = run("index", root, "--db", db, "--no-embed")
+    rc, out, err = run("index", root, "--db", db)                   # default settings
     assert rc == 0, err
     rc, out, err = run("search", "Discount", "--db", db, "-k", "3")
     assert rc == 0, err
@@ -365,5 +366,5 @@ def test_hostile_files_load_in_linear_time(tmp_path):
         for n in (6_000, 60_000):
             p = write(tmp_path / "h.cs", (piece * (n // len(piece) + 1))[:n])
             times.append(min(_timed(lambda: cscode.load(p, "h.cs", LoadOptions(root=str(tmp_path))))
-                             for _ in range(2)))
-        assert times[1] / times[0] < 35, piece
+                             for _ in range(3)))
+        assert times[1] / times[0] < 40, piece
