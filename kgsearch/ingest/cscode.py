@@ -78,6 +78,7 @@ _LOCAL_HEAD = re.compile(
     r"^\s*(?:(?:static|async|unsafe|extern)\s+)*"
     r"(?:(?:[\w.:]+|\([^()]*\))\s*(?:" + _ANG + r")?\s*\??(?:\s*\[[\s,]*\])*\s*\??\s*\**)\s+$")
 _IFACE = re.compile(r"I[A-Z]")
+_MAX_NEST = 32                                   # types (local functions) nested deeper are no nodes
 _WS = re.compile(r"\s+")
 
 
@@ -153,7 +154,7 @@ class _CSharp(JavaBuilder):
     def aliases(self, d: Def) -> list[tuple]:
         if d is self.mod:
             names = list(dict.fromkeys(name for _, _, name in self.spaces))
-            out = [(f"{names[0]}.{self.mod.name}", 1)] if names else []
+            out = [(f"{names[0]}.{self.mod.name}" if names else self.mod.name, 1)]
             return out + [(ns, 2) for ns in names]
         self.pkg = self._scope_ns(d)
         return super().aliases(d)
@@ -232,6 +233,7 @@ class _CSharp(JavaBuilder):
             found.append((m, body))
         defs: list[Def] = []
         bodies: list[tuple[int, Def]] = []
+        open_types: list[int] = []                   # ends of the types around the next one
         for m, body in found:
             kw = m.group(1).split()[0]
             at = m.end()
@@ -242,6 +244,12 @@ class _CSharp(JavaBuilder):
                                       or not re.match(r"\s*(?:" + _ANG + r")?\s*\(", code[at:body])):
                 continue                              # only a positional record (or class) ends at ";"
             end = pairs.get(body, n) + 1 if code[body] == "{" else body + 1
+            while open_types and open_types[-1] <= m.start():
+                open_types.pop()
+            if len(open_types) >= _MAX_NEST:          # `class A { ` x 5,000: keys and call candidates
+                self.type_ends.add(body)              # would grow with the depth, n^2 in all
+                continue
+            open_types.append(end)
             d = Def("class", m.group(2).lstrip("@"), boundary(code, pairs, 0, m.start()), end,
                     body if code[body] == "{" else None, m.start(2), kw)
             self._bases(d, kw, head, m.start(2))
@@ -336,6 +344,18 @@ class _CSharp(JavaBuilder):
             if nm and nm.group(2) not in _KEYWORDS:
                 return lo + nm.start(2), nm.group(2).lstrip("@"), "finalizer" if nm.group(1) else ""
 
+    def _accessor_body(self, lo: int, hi: int) -> bool:
+        """An accessor in the list ``code[lo:hi]`` has a body (``get { .. }``, ``set => ..``):
+        its top level read once, the accessors' bodies jumped over."""
+        code, pairs = self.lx.code, self.lx.pairs
+        pos = lo
+        while pos < hi:
+            e = min(find_end(code, pairs, pos, ";{"), hi)
+            if _ACCESSOR.search(_outside(code, pairs, pos, e) + code[e:e + 1]):
+                return True
+            pos = pairs.get(e, hi) + 1 if e < hi and code[e] == "{" else e + 1
+        return False
+
     def _delegate(self, pos: int, t: int, words: list[str]) -> bool:
         """The header ``code[pos:t]`` (its ``words`` outside brackets) declares a delegate type
         (``delegate void D(int x);``): its name is recorded, no call."""
@@ -392,7 +412,7 @@ class _CSharp(JavaBuilder):
             decl = "event" if "event" in words else "indexer" if name == "this" else "property"
             if c == "{":
                 end = pairs.get(t, close) + 1
-                if _ACCESSOR.search(code, t + 1, end - 1):
+                if self._accessor_body(t + 1, end - 1):
                     d = Def("method", name, pos, end, t, nm.start(1), decl)
                     out.append(d)
                     out += self._block(t + 1, end - 1, d)
@@ -422,9 +442,9 @@ class _CSharp(JavaBuilder):
         top level, where namespaces are looked into and types skipped), nested blocks too."""
         code, pairs = self.lx.code, self.lx.pairs
         out: list[Def] = []
-        todo = [(lo, hi)]
+        todo = [(lo, hi, 0)]                          # (from, to, local functions around)
         while todo:
-            pos, hi = todo.pop()
+            pos, hi, depth = todo.pop()
             while (head := self._next_head(pos, hi)) is not None:
                 pos, t = head
                 c = code[t]
@@ -433,11 +453,11 @@ class _CSharp(JavaBuilder):
                         self._delegate(pos, t, _outside(code, pairs, pos, t).split())
                     pos = t + 1
                     continue
-                sig = self._local(pos, t)
+                sig = self._local(pos, t) if depth < _MAX_NEST else None
                 if sig is None:
                     if c == "{":
                         end = pairs.get(t, hi)
-                        todo.append((t + 1, end))
+                        todo.append((t + 1, end, depth))
                         pos = end + 1
                     else:
                         pos = find_end(code, pairs, t + 2, ";") + 1
@@ -445,7 +465,7 @@ class _CSharp(JavaBuilder):
                 nat, name, _ = sig
                 if c == "{":
                     b, end = t, pairs.get(t, hi) + 1
-                    todo.append((t + 1, end - 1))
+                    todo.append((t + 1, end - 1, depth + 1))
                 else:
                     b, end = None, find_end(code, pairs, t + 2, ";") + 1
                 out.append(Def("function", name, pos, min(end, hi), b, nat, "function"))

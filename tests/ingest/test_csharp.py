@@ -360,11 +360,26 @@ def test_test_paths_generated_files_and_frames():
 
 # ----------------------------------------------------------------------------- hostile input
 def test_hostile_files_load_in_linear_time(tmp_path):
+    # `class A { [X(` (classes 5,000 deep, a call in each) built call candidates as long as the
+    # nesting for each call: 60 KB ran out of 4 GB; `class A { int X { ` read every property's
+    # whole body for accessors (60 KB: 7.5 s); the same 60 KB of `static void F() => F(); `
+    # numbered 5,000 overloads from #2 up each time
     for piece in ("class A { ", "namespace N ", "using X ", "void F() { ", "int F(", "if(x) ", "int X { get { ",
-                  "static void F() => F(); ", "record R(", "this[ ", "[A] ", "int F() { int G() { "):
+                  "static void F() => F(); ", "record R(", "this[ ", "[A] ", "int F() { int G() { ", "class A { [X(",
+                  "class A { int X { ", "class A { get { ", "void F() { (a) F() { ", "delegate void D("):
         times = []
         for n in (6_000, 60_000):
             p = write(tmp_path / "h.cs", (piece * (n // len(piece) + 1))[:n])
             times.append(min(_timed(lambda: cscode.load(p, "h.cs", LoadOptions(root=str(tmp_path))))
                              for _ in range(3)))
         assert times[1] / times[0] < 40, piece
+
+
+def test_types_and_local_functions_nest_32_deep_at_most(tmp_path):
+    # (what is deeper is read as part of the innermost node: hostile input, not code)
+    res = load(tmp_path, "Deep.cs", "class A { " * 40 + "void F() { }")
+    assert [n.kind for n in res.nodes] == ["module"] + ["class"] * 32
+    assert res.nodes[-1].key == "cs:Deep.cs:" + ".".join(["A"] * 32)
+    res = load(tmp_path, "Deep.cs", "class A { void F() { " + "int G() { " * 40)
+    assert [n.kind for n in res.nodes] == ["module", "class", "method"] + ["function"] * 32
+    assert res.nodes[-1].key == "cs:Deep.cs:A.F." + ".".join(["G"] * 32)
