@@ -383,3 +383,18 @@ def test_types_and_local_functions_nest_32_deep_at_most(tmp_path):
     res = load(tmp_path, "Deep.cs", "class A { void F() { " + "int G() { " * 40)
     assert [n.kind for n in res.nodes] == ["module", "class", "method"] + ["function"] * 32
     assert res.nodes[-1].key == "cs:Deep.cs:A.F." + ".".join(["G"] * 32)
+
+
+def test_a_second_root_resolves_inside_itself(tmp_path):
+    """Two copies of one project as two roots: each copy's calls and imports stay in it."""
+    for name in ("a", "b"):
+        for rel, text in PROJECT.items():
+            write(tmp_path / name / rel, textwrap.dedent(text))
+    db = tmp_path / "i.db"
+    index_paths(db, [str(tmp_path / "a"), str(tmp_path / "b")], IndexOptions(steps=()))
+    with Index.open(db, readonly=True) as ix:
+        rows = ix.conn.execute(
+            "SELECT s.key, d.key FROM edges e JOIN nodes s ON s.id = e.src JOIN nodes d ON d.id = e.dst "
+            "WHERE e.type IN ('calls', 'imports', 'inherits', 'implements')").fetchall()
+    crossed = [(s, d) for s, d in rows if s.partition(":")[2].startswith("//b/") != d.partition(":")[2].startswith("//b/")]
+    assert len(rows) > 20 and not crossed, crossed[:3]
