@@ -30,6 +30,9 @@ Conventions the comparison fixes (the loaders document the same):
 
     python bench/lang_oracle.py [--trees DIR ...] [--misses 20] [--out-dir bench/results]
 
+C# has no repository in code-tasks-multi: its trees are given with ``--trees`` (the six of
+bench/results/lang_csharp.md, fetched with pip, npm and apt-get source).
+
 Writes ``lang_oracle.json`` and ``lang_oracle.md``.
 """
 from __future__ import annotations
