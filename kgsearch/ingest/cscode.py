@@ -180,7 +180,9 @@ class _CSharp(JavaBuilder):
         if len(parts) == 1:                           # local functions: the scope's own, then its parents'
             d, local = scope, []
             while d is not None and d.kind != "class":
-                if any(c.name == parts[0] and c.kind == "function" for c in d.children):
+                if "locals" not in d.data:
+                    d.data["locals"] = {c.name for c in d.children if c.kind == "function"}
+                if parts[0] in d.data["locals"]:
                     local.append(self.q(f"{d.qual}.{parts[0]}") if d is not self.mod else self.q(parts[0]))
                 d = d.parent
             out = local + out
