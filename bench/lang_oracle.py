@@ -2,7 +2,8 @@
 
 For every source file of the trees (default: each repository of
 ``../shared/bench/code-tasks-multi/repos``) the file is parsed with tree-sitter (the grammar
-wheels of the ``test`` extra: tree-sitter-javascript, -typescript, -go, -rust, -java, -c, -cpp)
+wheels of the ``test`` extra: tree-sitter-javascript, -typescript, -go, -rust, -java, -c-sharp, -c,
+-cpp)
 and loaded with kgsearch's loader. Each definition tree-sitter finds (the node types of
 :data:`ORACLE`: functions, methods, classes and the other types a loader makes a node for) is
 looked for among the loader's nodes with the same name and start line, then also the same end
@@ -19,13 +20,18 @@ Conventions the comparison fixes (the loaders document the same):
   Rust: function_item, function_signature_item, struct_item, enum_item, union_item,
   trait_item, impl_item, macro_definition, mod_item with a body; Java: class, interface,
   enum, record and annotation type declarations, method and constructor declarations
-  (compact ones too); C/C++: function_definition, named struct/union/enum/class specifiers
+  (compact ones too); C#: class, struct, interface, enum and record declarations, methods,
+  constructors, destructors, operators (``operator+``) and conversions (``operator int``),
+  properties, indexers (``this``) and events with an accessor body or ``=>``, local functions; C/C++: function_definition, named struct/union/enum/class specifiers
   with a body (typedef'd anonymous ones by the typedef's name); JavaScript/TypeScript: function
   and generator declarations, classes, methods (class bodies and object literals), variables,
   assignments and object properties whose value is a function or an arrow function; TS also
   interfaces, enums, abstract classes, method and function signatures.
 
     python bench/lang_oracle.py [--trees DIR ...] [--misses 20] [--out-dir bench/results]
+
+C# has no repository in code-tasks-multi: its trees are given with ``--trees`` (the six of
+bench/results/lang_csharp.md, fetched with pip, npm and apt-get source).
 
 Writes ``lang_oracle.json`` and ``lang_oracle.md``.
 """
@@ -66,6 +72,13 @@ ORACLE = {
                    "abstract_class_declaration": "class", "method_signature": "method",
                    "abstract_method_signature": "method", "function_signature": "function"},
 }
+ORACLE["csharp"] = {
+    "class_declaration": "class", "struct_declaration": "class", "interface_declaration": "class",
+    "enum_declaration": "class", "record_declaration": "class", "record_struct_declaration": "class",
+    "method_declaration": "method", "constructor_declaration": "method", "destructor_declaration": "method",
+    "operator_declaration": "method", "conversion_operator_declaration": "method",
+    "property_declaration": "method", "indexer_declaration": "method", "event_declaration": "method",
+    "local_function_statement": "function"}
 ORACLE["cpp"] = ORACLE["c"]
 ORACLE["typescript"] = ORACLE["javascript"]
 C_KEYWORDS = frozenset("if else for while do switch case return sizeof catch try throw".split())
@@ -74,7 +87,7 @@ FUNCTION_VALUES = {"arrow_function", "function_expression", "function", "generat
 
 
 GRAMMARS = ("tree_sitter", "tree_sitter_javascript", "tree_sitter_typescript", "tree_sitter_go",
-            "tree_sitter_rust", "tree_sitter_java", "tree_sitter_c", "tree_sitter_cpp")
+            "tree_sitter_rust", "tree_sitter_java", "tree_sitter_c_sharp", "tree_sitter_c", "tree_sitter_cpp")
 
 
 def oracle_missing() -> str | None:
@@ -101,6 +114,9 @@ def grammar(lang: str, rel: str):
         return ts.Language(m.language())
     if lang == "java":
         import tree_sitter_java as m
+        return ts.Language(m.language())
+    if lang == "csharp":
+        import tree_sitter_c_sharp as m
         return ts.Language(m.language())
     if lang == "c":
         import tree_sitter_c as m
@@ -183,6 +199,8 @@ def _name(node, lang: str) -> str | None:
         if n.type == "qualified_identifier":
             n = n.child_by_field_name("name") or n
         return _text(n)
+    if lang == "csharp":
+        return _cs_name(node)
     if lang == "go" and t == "method_elem":          # methods of named interfaces only
         p = node.parent
         if p is None or p.parent is None or p.parent.type != "type_spec":
@@ -199,8 +217,49 @@ def _name(node, lang: str) -> str | None:
     return _text(n) if n is not None else None
 
 
+def _cs_name(node) -> str | None:
+    """C#: operators are ``operator+``, conversions ``operator int``; properties, indexers
+    (``this``) and events only with an accessor body or ``=>`` (an auto-property is no node)."""
+    t = node.type
+    if t == "operator_declaration":
+        op = node.child_by_field_name("operator")
+        return "operator" + "".join(_text(op).split()) if op is not None else None
+    if t == "conversion_operator_declaration":
+        ty = node.child_by_field_name("type")
+        return "operator " + "".join(_text(ty).split()) if ty is not None else None
+    if t in ("property_declaration", "indexer_declaration", "event_declaration"):
+        value = node.child_by_field_name("value")
+        acc = node.child_by_field_name("accessors")
+        bodied = value is not None and value.type == "arrow_expression_clause" or acc is not None and any(
+            c.type == "accessor_declaration" and c.child_by_field_name("body") is not None for c in acc.children)
+        if not bodied:
+            return None
+        if t == "indexer_declaration":
+            return "this"
+    n = node.child_by_field_name("name")
+    return _text(n) if n is not None else None
+
+
+def _cs_start(node) -> int:
+    """C#: the row of the first attribute or modifier; tree-sitter starts a declaration at a
+    ``#if`` line before its attributes (``#if X`` ``[Serializable]`` ``#endif``), and at a
+    directive line that holds none."""
+    for c in node.children:
+        if not c.type.startswith("preproc"):
+            return c.start_point[0]
+        stack = [c]
+        while stack:
+            x = stack.pop()
+            if x.type == "attribute_list":
+                return x.start_point[0]
+            stack.extend(reversed(x.children))
+    return node.start_point[0]
+
+
 def _start_line(node, lang: str) -> int:
     row = node.start_point[0]
+    if lang == "csharp":
+        row = _cs_start(node)
     if lang == "rust":                        # attributes are siblings before the item
         prev = node.prev_named_sibling
         while prev is not None and prev.type == "attribute_item" and prev.end_point[0] >= row - 1:

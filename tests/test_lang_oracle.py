@@ -78,6 +78,116 @@ SAMPLES = {
             public void run() { new Thread() { public void run() {} }; }
         }
         """,
+    "A.cs": """\
+        using System;
+        namespace P.Q
+        {
+            [Serializable]
+            public partial class A<T> : B, IC where T : class
+            {
+                public A() : base(1) { }
+                ~A() { }
+                public int X { get { int Two() => 2; return Two(); } set { } }
+                public int Y { get; set; }
+                public string this[int i] => $"{i}";
+                public static A<T> operator +(A<T> a, A<T> b) => a;
+                public static explicit operator int(A<T> a) => 0;
+                [Obsolete("x")]
+                public U Map<U>(Func<T, U> f) where U : new() { return f(default); }
+                event EventHandler E { add { } remove { } }
+                record struct R(int A) { public int B() => A; }
+            }
+            interface IC { void M(); }
+            enum E { X }
+        }
+        """,
+    "Modern.cs": """\
+        global using System.Text;
+        using System.Runtime.CompilerServices;
+        namespace Acme.Modern;
+
+        file class Hidden { }
+
+        public sealed class Point3(int x, int y, int z) : Shape(x), IEquatable<Point3>
+        {
+            public required int X { get; init; } = x;
+            public int Y { get => y; init => y = value; }
+            public (int, int) Pair() => (x, y);
+            public (int A, int B) Named(int k) { return (k, k); }
+            public ref readonly int Ref(in int v) => ref v;
+            unsafe int* Ptr(int* p) => p;
+            public int[] Arr() => [1, 2, 3];
+            public string Describe(object o) => o switch
+            {
+                Point3 { X: > 0 } p => $\"\"\"positive {p.X} {{not a hole}}\"\"\",
+                null => "none",
+                _ => throw new ArgumentException(nameof(o)),
+            };
+            public bool Equals(Point3? other) => other is not null && other.X == X;
+            IEnumerator<int> IEnumerable<int>.GetEnumerator() { yield return 1; }
+            public static bool operator true(Point3 p) => true;
+            public static bool operator false(Point3 p) => false;
+            public static implicit operator int?(Point3 p) => null;
+            public static Point3 operator checked +(Point3 a, Point3 b) => a;
+            public event EventHandler? Moved;
+            public string this[string key] { get { return key; } set { } }
+            public void Run()
+            {
+                static int Sq(int v) => v * v;
+                async Task<T> Later<T>(T v) where T : notnull { await Task.Delay(1); return v; }
+                [MethodImpl(MethodImplOptions.AggressiveInlining)]
+                int Inline(int q) { return q; }
+                var f = [Obsolete] (int a) => a + 1;
+                Point3 c = new(1, 2, 3);
+                var d = c with { X = 5 };
+                Moved?.Invoke(this, EventArgs.Empty);
+                if (c is { X: 1 } and not null) { Sq(1); }
+                switch (c) { case { X: 1 }: Inline(1); break; default: break; }
+                foreach (var (a, b) in new[] { (1, 2) }) { }
+                using var s = new MemoryStream();
+                lock (this) { }
+                checked { Sq(2); }
+                try { } catch (Exception e) when (e.Message.Length > 0) { } finally { }
+                (int, int) Tup() => (1, 2);
+                Tup();
+            }
+        }
+
+        public interface IShape<TSelf> where TSelf : IShape<TSelf>
+        {
+            static abstract TSelf Zero { get; }
+            static abstract TSelf operator +(TSelf a, TSelf b);
+            double Area() => 0;
+            double Perimeter { get { return 0; } }
+        }
+
+        public abstract record Shape(int Id)
+        {
+            public virtual string Name => GetType().Name;
+            protected Shape(Shape original) { Id = original.Id; }
+        }
+
+        public readonly record struct Money(decimal Amount, string Currency = "EUR")
+        {
+            public static Money operator *(Money m, decimal k) => m with { Amount = m.Amount * k };
+        }
+
+        internal enum Flags : ulong { None = 0, A = 1 << 0, B = 1 << 1 }
+
+        public static partial class Log
+        {
+            [LoggerMessage(Level = LogLevel.Info, Message = "x {Y}")]
+            public static partial void Info(ILogger l, int y);
+            public delegate T Maker<out T>();
+        }
+
+        public struct Vec<T> where T : unmanaged
+        {
+            public T this[int i] { readonly get => default; set { } }
+            public Vec() { }
+            public override readonly string ToString() => "";
+        }
+        """,
     "a.cc": """\
         #include "a.h"
         namespace n {

@@ -20,7 +20,7 @@ from ..types import EdgeRec, LoadResult, NodeRec
 __all__ = ["qualify_key", "qualify_result", "plain_name", "OTHER_ROOT_RANK", "QUALIFIED_NS"]
 
 OTHER_ROOT_RANK = 100          # added to the rank of a plain name answered by a labelled root's node
-QUALIFIED_NS = ("note", "py", "js", "go", "rs", "java", "c")  # names resolved inside the edge's own root first
+QUALIFIED_NS = ("note", "py", "js", "go", "rs", "java", "cs", "c")  # names resolved inside the edge's own root first
 SHARED_KEY_PREFIXES = ("kg:",)
 
 

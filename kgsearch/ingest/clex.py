@@ -1,4 +1,4 @@
-"""The lexer of the C-like languages (C, C++, Java, Go, Rust; JavaScript and TypeScript in
+"""The lexer of the C-like languages (C, C++, Java, C#, Go, Rust; JavaScript and TypeScript in
 :mod:`kgsearch.ingest.jslex`): the source with every comment, string, character literal and
 preprocessor line blanked out, so that a structural scanner can match braces and find
 definitions with plain regular expressions.
@@ -7,8 +7,9 @@ definitions with plain regular expressions.
 
 * ``code``: the text with the same length and the same line breaks, in which comments and
   preprocessor lines are spaces and every string or character literal is ``"`` + spaces +
-  ``"`` (raw strings ``R"x(...)x"``, ``r#"..."#``, Go back-quoted strings, Java text blocks and
-  Rust's nested block comments included). Braces, parentheses and brackets left in ``code``
+  ``"`` (raw strings ``R"x(...)x"``, ``r#"..."#``, Go back-quoted strings, Java text blocks,
+  C# verbatim ``@"..."``, interpolated ``$"..{x}.."`` and raw (three quotes or more) strings, and Rust's
+  nested block comments included). Braces, parentheses and brackets left in ``code``
   are the program's own.
 * ``comments``: (start, end) offsets of the comments, in order (for doc comments);
   ``directives``: (start, end) of the preprocessor lines (C, C++);
@@ -20,14 +21,16 @@ branch only: the others are blanked, so one body is matched as the compiler woul
 (``Lexed.branches`` keeps their lexed code: a loader reads the other headers of that body there).
 
 Each dialect is one compiled master pattern; the regular expression engine does the
-scanning, Python only visits the literals and comments it found.
+scanning, Python only visits the literals and comments it found. C# strings are found by their
+opening quote and read to their end in Python (:func:`cs_string_end`): an interpolated string's
+holes hold expressions, with strings and braces of their own, which no single pattern matches.
 """
 from __future__ import annotations
 
 import re
 from bisect import bisect_left, bisect_right
 
-__all__ = ["Lexed", "lex", "pair_up", "blank", "clean_comment", "DIALECTS"]
+__all__ = ["Lexed", "lex", "pair_up", "blank", "clean_comment", "cs_string_end", "DIALECTS"]
 
 _LC = r"//[^\n]*"
 _BC = r"/\*[^*]*\*+(?:[^/*][^*]*\*+)*/|/\*[\s\S]*"          # (an unterminated one runs to the end)
@@ -40,6 +43,8 @@ _JAVA_BLOCK = r'"""[\s\S]*?"""'
 _RS_STR = r'"[^"\\]*(?:\\[\s\S][^"\\]*)*"'
 _RS_RAW = r'b?r(?P<h>#*)"[\s\S]*?"(?P=h)'
 _RS_CHR = r"'(?:[^'\\\n]|\\(?:x[0-9a-fA-F]{2}|u\{[0-9a-fA-F]{1,6}\}|[^\n]))'"
+_CS_PP = r"#[^\n]*"                              # C#: a directive is its line (no continuation)
+_CS_QUOTE = r'[$@]*"'                            # C#: a string's opening, read on by cs_string_end
 
 
 def _nested_comment(depth: int) -> str:
@@ -59,6 +64,7 @@ DIALECTS: dict[str, re.Pattern] = {
     "java": _master(("lc", _LC), ("bc", _BC), ("s", _JAVA_BLOCK), ("s2", _STR), ("s3", _CHR)),
     "go": _master(("lc", _LC), ("bc", _BC), ("s", _GO_RAW), ("s2", _STR), ("s3", _CHR)),
     "rust": _master(("lc", _LC), ("bc", _nested_comment(3)), ("s", _RS_RAW), ("s2", _RS_STR), ("s3", _RS_CHR)),
+    "cs": _master(("pp", _CS_PP), ("lc", _LC), ("bc", _BC), ("q", _CS_QUOTE), ("s3", _CHR)),
 }
 
 _NOT_NL = re.compile(r"[^\n]+")
@@ -220,6 +226,133 @@ def _if_groups(text: str, code: str, directives: list) -> list[tuple[int, int]]:
     return out
 
 
+_CS_OPEN = re.compile(_CS_QUOTE)
+_CS_CHR = re.compile(_CHR)
+_CS_HOLE = re.compile(r"[^{}\"'$@]*")
+_CS_TEXT = {False: re.compile(r'[^"{}\\\n]*'), True: re.compile(r'[^"{}]*')}      # verbatim: no escapes
+_CS_RAW_TEXT = re.compile(r'[^"{]*')
+_CS_DEPTH = 8                                  # strings inside holes inside strings ... read this deep
+
+
+def _run(text: str, pos: int, c: str) -> int:
+    """Length of the run of ``c`` at ``pos``."""
+    e = pos
+    while e < len(text) and text[e] == c:
+        e += 1
+    return e - pos
+
+
+def cs_string_end(text: str, at: int, depth: int = 0) -> int:
+    """Offset just past the C# string whose opening (a quote after any of ``@``, ``$``, ``$@``,
+    ``@$``; three quotes or more for a raw string, after dollar signs or not) starts at ``at``.
+    Regular strings end at an unescaped quote (unterminated: at the end of their line),
+    verbatim ones at a quote not doubled, raw ones at as many quotes as opened them; an
+    interpolated string's holes (``{x}``; ``{{`` is a brace; with ``$$`` a hole opens with
+    ``{{``) are expressions, read with their own braces, character literals and strings (nested
+    ones too, :data:`_CS_DEPTH` deep). Every step moves forward and the answer is where the
+    reading stopped, so a file of unterminated openings is read in one pass (an unterminated
+    raw or verbatim string, or hole, runs to the end of the text)."""
+    n = len(text)
+    j = text.index('"', at)
+    prefix = text[at:j]
+    dollars, verbatim = prefix.count("$"), "@" in prefix
+    q = _run(text, j, '"')
+    if q >= 3 and not verbatim:                        # raw string literal
+        if not dollars:
+            e = text.find('"' * q, j + q)
+            return n if e < 0 else e + q
+        pos = j + q
+        while True:
+            pos = _CS_RAW_TEXT.match(text, pos).end()
+            if pos >= n:
+                return n
+            if text[pos] == '"':
+                r = _run(text, pos, '"')
+                if r >= q:
+                    return pos + q
+                pos += r
+                continue
+            r = _run(text, pos, "{")
+            if r < dollars:
+                pos += r
+                continue
+            pos = _hole_end(text, pos + r, depth)
+            pos += min(_run(text, pos, "}"), dollars - 1)
+    chunk = _CS_TEXT[verbatim]
+    pos = j + 1
+    while True:
+        pos = chunk.match(text, pos).end()
+        if pos >= n:
+            return n
+        c = text[pos]
+        if c == '"':
+            if verbatim and text.startswith('""', pos):
+                pos += 2
+                continue
+            return pos + 1
+        if c == "\\":
+            pos += 2
+        elif c == "\n":
+            return pos                                 # an unterminated regular string: its line
+        elif c == "{" and dollars:
+            if text.startswith("{{", pos):
+                pos += 2
+            else:
+                pos = _hole_end(text, pos + 1, depth)
+        else:
+            pos += 1                                   # a brace in a plain string, or "}}"
+
+
+def _hole_end(text: str, pos: int, depth: int) -> int:
+    """Offset just past the ``}`` that closes the interpolation hole whose expression starts at
+    ``pos`` (the end of the text when none does)."""
+    n = len(text)
+    braces = 0
+    while True:
+        pos = _CS_HOLE.match(text, pos).end()
+        if pos >= n:
+            return n
+        c = text[pos]
+        if c == "{":
+            braces += 1
+            pos += 1
+        elif c == "}":
+            if not braces:
+                return pos + 1
+            braces -= 1
+            pos += 1
+        elif c == "'":
+            m = _CS_CHR.match(text, pos)
+            pos = m.end() if m else pos + 1
+        else:
+            m = _CS_OPEN.match(text, pos)
+            if m is None or depth >= _CS_DEPTH:
+                pos += 1
+            else:
+                pos = cs_string_end(text, pos, depth + 1)
+
+
+def _sub_cs(text: str, fill) -> str:
+    """``DIALECTS["cs"].sub(fill, text)``, each string read to its end by :func:`cs_string_end`."""
+    pat = DIALECTS["cs"]
+    parts, pos = [], 0
+    while True:
+        m = pat.search(text, pos)
+        if m is None:
+            break
+        parts.append(text[pos:m.start()])
+        if m.lastgroup == "q":
+            e = cs_string_end(text, m.start())
+            s = text[m.start():e]
+            parts.append(_quoted(s) if s.endswith('"') else '"' + blank(s[1:]))   # unterminated: no closing quote
+            pos = e
+        else:
+            parts.append(fill(m))
+            pos = m.end()
+    parts.append(text[pos:])
+    return "".join(parts)
+
+
 def lex(text: str, dialect: str) -> Lexed:
     """Lex ``text`` (line breaks already ``\\n``) in one of :data:`DIALECTS`."""
     comments: list[tuple[int, int]] = []
@@ -239,7 +372,7 @@ def lex(text: str, dialect: str) -> Lexed:
             return blank(s)
         return _quoted(s)
 
-    code = DIALECTS[dialect].sub(fill, text)
+    code = _sub_cs(text, fill) if dialect == "cs" else DIALECTS[dialect].sub(fill, text)
     branches = []
     if directives:
         spans = _if_groups(text, code, directives)

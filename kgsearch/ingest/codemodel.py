@@ -99,6 +99,7 @@ class Builder:
         self.mod.key = f"{self.ns}:{self.rel}"
         self.mod.qual = self.rel
         self._imports: dict[str, int] = {}
+        self._next_dup: dict[str, int] = {}   # key -> the next "#n" to try (n keys of one name: n steps, not n^2)
         self._fields: dict[str, dict[str, set[str]]] | None = None    # struct -> field -> types (field_type)
 
     # ---- per language ------------------------------------------------------------------
@@ -183,9 +184,10 @@ class Builder:
         key = f"{self.ns}:{self.rel}:{d.qual}"
         first = key not in self.keys
         if not first:
-            n = 2
+            n = self._next_dup.get(key, 2)
             while f"{key}#{n}" in self.keys:
                 n += 1
+            self._next_dup[key] = n + 1
             key = f"{key}#{n}"
         self.keys.add(key)
         d.key = key

@@ -35,7 +35,7 @@ from .langspec import JAVA
 NAME = "java"
 EXTENSIONS = JAVA.extensions
 
-__all__ = ["NAME", "EXTENSIONS", "load"]
+__all__ = ["NAME", "EXTENSIONS", "load", "JavaBuilder", "type_names", "boundary", "import_matches", "read_and_build"]
 
 _PACKAGE = re.compile(r"\bpackage\s+([\w.\s]+?)\s*;")
 _IMPORT = re.compile(r"\bimport\s+(static\s+)?([\w.\s]+?)(\.\s*\*)?\s*;")
@@ -83,7 +83,7 @@ _HEADS = re.compile(r"\b(extends|implements|permits)\b")
 _GENERIC = re.compile(r"<[^<>]*>")
 
 
-def _type_names(s: str) -> list[str]:
+def type_names(s: str) -> list[str]:
     """``A<B<C>>, d.E`` -> ``['A', 'd.E']``."""
     prev = None
     while prev != s:
@@ -115,7 +115,7 @@ def boundary(code: str, pairs: dict, lo: int, at: int) -> int:
     return j
 
 
-class _Java(Builder):
+class JavaBuilder(Builder):
     CALLS_IN_TYPES = True
 
     def __init__(self, lx, rel, spec, warning):
@@ -129,6 +129,14 @@ class _Java(Builder):
 
     def q(self, name: str) -> str:
         return f"{self.pkg}.{name}" if self.pkg else name
+
+    def not_calls(self) -> set[int]:
+        """Offsets of names that look like calls but are none (besides the definitions' own)."""
+        return set()
+
+    def is_call(self, at: int, raw: str) -> bool:
+        """The call site ``raw`` at ``at`` is a call (not a part of a definition's header)."""
+        return True
 
     def aliases(self, d: Def) -> list[tuple]:
         if d is self.mod:
@@ -177,7 +185,7 @@ class _Java(Builder):
             head = code[at:body]
             parts = _HEADS.split(head)
             for i in range(1, len(parts) - 1, 2):
-                names = _type_names(parts[i + 1])
+                names = type_names(parts[i + 1])
                 if parts[i] == "extends" and kw != "interface":
                     d.bases += [(self.type_candidates(t, None), m.start(2)) for t in names]
                 elif parts[i] == "extends" or parts[i] == "implements":
@@ -330,10 +338,17 @@ class _Java(Builder):
         return []
 
 
-def load(path, rel: str, opts, spec=JAVA):
+def read_and_build(builder, dialect: str, path, rel: str, spec):
+    """Read ``path``, lex it in ``dialect`` and build its nodes and edges with ``builder`` (a
+    :class:`JavaBuilder`: Java's, C#'s)."""
     text, warning = read_source(path)
-    lx = lex(text, "java")
-    b = _Java(lx, rel, spec, warning)
+    lx = lex(text, dialect)
+    b = builder(lx, rel, spec, warning)
     b.scan_imports()
     b.scan()
-    return b.build([(at, split_chain(raw)) for at, raw in call_sites(lx.code, {d.name_at for d in b.defs})])
+    skip = {d.name_at for d in b.defs} | b.not_calls()
+    return b.build([(at, split_chain(raw)) for at, raw in call_sites(lx.code, skip) if b.is_call(at, raw)])
+
+
+def load(path, rel: str, opts, spec=JAVA):
+    return read_and_build(JavaBuilder, "java", path, rel, spec)

@@ -46,7 +46,8 @@ PROSE_WORDS = 3     # words outside its links that make a query prose with links
 _EVIDENCE = re.compile(
     r'File "[^"]+", line \d+'                        # Python frame
     r"|^\s*at [\w$.<>/-]+\(.*:\d+"                   # Java / JS frame
-    r"|\b[\w/.-]+\.(?:rs|go|c|cc|cpp|h|hpp|js|ts|java|py):\d+"   # path:line
+    r"|\b[\w/.-]+\.(?:rs|go|c|cc|cpp|h|hpp|js|ts|java|cs|py):\d+"   # path:line
+    r"|\.cs:line \d+"                               # .NET frame
     r"|\b[A-Z]\w*(?:Error|Exception|Warning)\b"     # error classes
     r"|panicked at|^\s*error(?:\[\w+\])?:|^\s*(?:fatal )?error:")
 _BANNER = re.compile(
