@@ -483,3 +483,29 @@ def test_c_knr_definitions_and_functions_returning_function_pointers(tmp_path):
                      "g": ("function", 30, 30, None)}
     assert calls == {("g", "f"), ("g", "max")}
 
+
+def test_rust_path_attributes_name_the_module_file(tmp_path):
+    # #[path = "p"] is relative to the declaring file's folder; inside inline modules, to the
+    # folder their `mod x;` would use (src/a/b.rs: src/a/b/inline/); #[cfg_attr(.., path = "p")]
+    # gives each file and the usual one; `mod x;` in an inline module looks in its folder
+    root = tmp_path / "proj"
+    files = {"Cargo.toml": '[package]\nname = "t4"\n',
+             "src/lib.rs": '#[path = "sys/linux.rs"]\nmod platform;\npub mod a;\nmod inline { mod deep; #[path = "o.rs"] mod o; }\n',
+             "src/sys/linux.rs": "pub fn os() {}\n",
+             "src/inline/deep.rs": "pub fn d() {}\n",
+             "src/inline/o.rs": "pub fn o() {}\n",
+             "src/a.rs": 'pub mod b;\n',
+             "src/a/b.rs": ('#[path = "foo.rs"]\nmod c;\n#[path = "../util/x.rs"] pub mod x;\n'
+                            '#[cfg_attr(unix, path = "imp/unix.rs")]\nmod imp;\n'
+                            'mod inline {\n    #[path = "other.rs"]\n    mod inner;\n}\n'),
+             "src/a/foo.rs": "pub fn c() {}\n",
+             "src/util/x.rs": "pub fn x() {}\n",
+             "src/a/imp/unix.rs": "pub fn u() {}\n",
+             "src/a/b/imp.rs": "pub fn i() {}\n",
+             "src/a/b/inline/other.rs": "pub fn other() {}\n"}
+    edges = {(s, d) for s, _, d in indexed_edges(tmp_path, root, files, ("imports",))}
+    assert edges == {("rs:src/lib.rs", "rs:src/sys/linux.rs"), ("rs:src/lib.rs", "rs:src/a.rs"),
+                     ("rs:src/lib.rs", "rs:src/inline/deep.rs"), ("rs:src/lib.rs", "rs:src/inline/o.rs"),
+                     ("rs:src/a.rs", "rs:src/a/b.rs"), ("rs:src/a/b.rs", "rs:src/a/foo.rs"),
+                     ("rs:src/a/b.rs", "rs:src/util/x.rs"), ("rs:src/a/b.rs", "rs:src/a/imp/unix.rs"),
+                     ("rs:src/a/b.rs", "rs:src/a/b/imp.rs"), ("rs:src/a/b.rs", "rs:src/a/b/inline/other.rs")}
