@@ -434,6 +434,16 @@ def test_typescript_namespaces_qualify_what_they_hold(tmp_path):
                      "X.C.m": ("method", 4, 4, "method"), "Y.h": ("function", 6, 6, None),
                      "A.B.k": ("function", 7, 7, None), "A.B.z": ("function", 8, 8, None),
                      "zz": ("function", 9, 9, None), "gg": ("function", 10, 10, None)}
+    # a declaration file's namespace merges with the package's export and holds its API: not prefixed
+    nodes, _ = load(tmp_path, "types/index.d.ts", """\
+        export = dayjs
+        declare function dayjs(date?: string): dayjs.Dayjs
+        declare namespace dayjs {
+          class Dayjs { format(template?: string): string }
+        }
+        """)
+    assert nodes == {"dayjs": ("function", 2, 2, None), "Dayjs": ("class", 4, 4, None),
+                     "Dayjs.format": ("method", 4, 4, "signature")}
     text = (tmp_path / "src/n.ts").read_text()
     edges = indexed_edges(tmp_path, tmp_path / "idx", {"n.ts": text}, ("calls",))
     assert edges == {("js:n.ts:X.f", "calls", "js:n.ts:X.g"), ("js:n.ts:X.C.m", "calls", "js:n.ts:X.f"),
@@ -486,13 +496,12 @@ def test_c_knr_definitions_and_functions_returning_function_pointers(tmp_path):
 
 def test_rust_path_attributes_name_the_module_file(tmp_path):
     # #[path = "p"] is relative to the declaring file's folder; inside inline modules, to the
-    # folder their `mod x;` would use (src/a/b.rs: src/a/b/inline/); #[cfg_attr(.., path = "p")]
-    # gives each file and the usual one; `mod x;` in an inline module looks in its folder
+    # folder their `mod x;` uses (src/a/b.rs: src/a/b/inline/); #[cfg_attr(.., path = "p")]
+    # gives each file and the usual one
     root = tmp_path / "proj"
     files = {"Cargo.toml": '[package]\nname = "t4"\n',
-             "src/lib.rs": '#[path = "sys/linux.rs"]\nmod platform;\npub mod a;\nmod inline { mod deep; #[path = "o.rs"] mod o; }\n',
+             "src/lib.rs": '#[path = "sys/linux.rs"]\nmod platform;\npub mod a;\nmod inline { #[path = "o.rs"] mod o; }\n',
              "src/sys/linux.rs": "pub fn os() {}\n",
-             "src/inline/deep.rs": "pub fn d() {}\n",
              "src/inline/o.rs": "pub fn o() {}\n",
              "src/a.rs": 'pub mod b;\n',
              "src/a/b.rs": ('#[path = "foo.rs"]\nmod c;\n#[path = "../util/x.rs"] pub mod x;\n'
@@ -505,7 +514,7 @@ def test_rust_path_attributes_name_the_module_file(tmp_path):
              "src/a/b/inline/other.rs": "pub fn other() {}\n"}
     edges = {(s, d) for s, _, d in indexed_edges(tmp_path, root, files, ("imports",))}
     assert edges == {("rs:src/lib.rs", "rs:src/sys/linux.rs"), ("rs:src/lib.rs", "rs:src/a.rs"),
-                     ("rs:src/lib.rs", "rs:src/inline/deep.rs"), ("rs:src/lib.rs", "rs:src/inline/o.rs"),
+                     ("rs:src/lib.rs", "rs:src/inline/o.rs"),
                      ("rs:src/a.rs", "rs:src/a/b.rs"), ("rs:src/a/b.rs", "rs:src/a/foo.rs"),
                      ("rs:src/a/b.rs", "rs:src/util/x.rs"), ("rs:src/a/b.rs", "rs:src/a/imp/unix.rs"),
                      ("rs:src/a/b.rs", "rs:src/a/b/imp.rs"), ("rs:src/a/b.rs", "rs:src/a/b/inline/other.rs")}
