@@ -172,6 +172,11 @@ def _name(node, lang: str) -> str | None:
             if d is None:
                 return None
             d = d.child_by_field_name("declarator")
+            # a function returning a function pointer, a name in parentheses: the name inside
+            # (`void (*signal(int, void (*)(int)))(int)`: signal; `int (max)(int a, int b)`: max)
+            while d is not None and d.type in ("parenthesized_declarator", "pointer_declarator", "function_declarator"):
+                d = d.child_by_field_name("declarator") if d.type != "parenthesized_declarator" else \
+                    (d.named_children[0] if d.named_children else None)
             if d is None:
                 return None
             while d.type in ("qualified_identifier",) and d.child_by_field_name("name") is not None:

@@ -204,6 +204,21 @@ SAMPLES = {
         }
         extern "C" { int h(void) { return 0; } }
         """,
+    "k.c": """\
+        int f(a, b)
+        int a;
+        char *b;
+        {
+          return a;
+        }
+        void (*signal(int sig, void (*func)(int)))(int)
+        {
+          return func;
+        }
+        static int (*getop(char c))(int, int) { return 0; }
+        int (*(*nest(int x))(char))(double) { return 0; }
+        int (max)(int a, int b) { return a; }
+        """,
     "a.js": """\
         import x from './x'
         export default function main(a) { return a }

@@ -5,7 +5,8 @@ Nodes (see :mod:`kgsearch.ingest.codemodel`): the file (``module``); every named
 ``typedef struct { } name;`` takes the typedef's name; a template specialisation
 ``formatter<T, char>`` is named ``formatter``); every function definition with a body at file,
 namespace, ``extern "C"`` or class level (``function``; ``method`` in a class body, and for an
-out-of-line ``Cls::f``). Prototypes and member declarations are not nodes: they stay in the
+out-of-line ``Cls::f``), K&R ones (``int f(a, b) int a; char *b; {``) and those returning a
+function pointer (``void (*signal(int sig, void (*f)(int)))(int) {``: ``signal``). Prototypes and member declarations are not nodes: they stay in the
 text of their file or class. Namespaces are not nodes; their names prefix the qualified names
 (``fmt.detail.write``). Spans start at ``template<...>`` and the specifiers; the comment right
 above is the doc. Preprocessor lines are blanked first, and of an ``#if``/``#else`` whose
@@ -71,6 +72,11 @@ _INIT_ITEM = re.compile(r"\s*(?:[\w:~<>,\s&*]*?[\w>])\s*(?=[({])")      # Base<T
 _GROUPS = re.compile(r"\([^()]*\)|<[^<>;{}()]*>")
 _OPENERS = re.compile(r"[(\[]")
 _OPERATOR = re.compile(r"operator\s*(?:\(\s*\)|[^\w\s(]+)")
+_PAREN_NAME = re.compile(r"\s*[A-Za-z_]\w*\s*")
+_POINTER_DECL = re.compile(r"\s*(?:[*&^]\s*(?:const\b|volatile\b|restrict\b|__restrict\b)?\s*)+")
+# K&R: the identifier list, and the declarations between it and the body (brackets taken out)
+_KNR_PARAMS = re.compile(r"\s*[A-Za-z_]\w*(?:\s*,\s*[A-Za-z_]\w*)*\s*")
+_KNR_DECLS = re.compile(r"(?:\s*(?:register\s+)?[A-Za-z_][\w\s*,\[\]]*;)+\s*")
 _TOP_EQ = re.compile(r"(?<![=!<>+\-*/%&|^~])=(?!=)")
 _INCLUDE = re.compile(r"[ \t]*#[ \t]*include[ \t]*([<\"])([^>\"\n]+)[>\"]")
 _STATIC = re.compile(r"\bstatic\b")
@@ -257,26 +263,33 @@ class _C(Builder):
 
     # ---- functions (at declaration level) ----------------------------------------------
     def walk(self, lo: int, hi: int, prefix: list[str], cls: Def | None, out: list[Def]) -> None:
+        """Functions at declaration level between ``lo`` and ``hi`` into ``out``, in order, the
+        bodies of classes, namespaces and ``extern "C"`` walked in turn (a stack of them, not
+        recursion: 1,000 nested ``extern "C" {`` raised RecursionError)."""
         code, pairs = self.lx.code, self.lx.pairs
         n = len(code)
-        at = seg = lo
-        while True:
+        stack = [[lo, lo, hi, prefix, cls]]       # per body: where its scan goes on, its segment, end, ...
+        while stack:
+            frame = stack[-1]
+            at, seg, hi, prefix, cls = frame
             o = code.find("{", at, hi)
             if o < 0:
-                return
+                stack.pop()
+                continue
             c = pairs.get(o, n)
             d = self.class_bodies.get(o)
+            inner = None
             if d is not None:
                 self.walked.add(o)
                 if d.decl != "enum":
-                    self.walk(o + 1, c, prefix + [d.name], d, out)
+                    inner = (prefix + [d.name], d)
             elif o in self.anon_bodies:
                 self.walked.add(o)
-                self.walk(o + 1, c, prefix, cls, out)
+                inner = (prefix, cls)
             else:
                 g = self._open_group(seg, o)
                 if g is not None:                 # a { inside (...) or [...]: a lambda, a braced argument
-                    at = pairs.get(g, n) + 1
+                    frame[0] = pairs.get(g, n) + 1
                     continue
                 hs = boundary(code, pairs, seg, o)
                 head = code[hs:o]
@@ -286,15 +299,19 @@ class _C(Builder):
                     if name:
                         self.namespaces.update(name.split("::"))
                         self.ns_spans.append((o, c, name.replace("::", ".")))
-                    self.walk(o + 1, c, prefix + ([name.replace("::", ".")] if name else []), None, out)
+                    inner = (prefix + ([name.replace("::", ".")] if name else []), None)
                 elif _EXTERN.search(head):
-                    self.walk(o + 1, c, prefix, cls, out)
+                    inner = (prefix, cls)
                 else:
                     f = self._function(hs, o, prefix, cls)
+                    if f is None and cls is None:
+                        f = self._knr(seg, hs, o, prefix)
                     if f is not None:
                         out.append(f)
                         c = f.end - 1
-            at = seg = c + 1
+            frame[0] = frame[1] = c + 1
+            if inner is not None:
+                stack.append([o + 1, o + 1, c, inner[0], inner[1]])
 
     def _open_group(self, seg: int, o: int) -> int | None:
         """The ``(`` or ``[`` opened after ``seg`` that is still open at ``o``."""
@@ -344,7 +361,7 @@ class _C(Builder):
             if _TOP_EQ.search(_OPERATOR.sub("", _strip_groups(code[hs:params[0]]))):
                 return None
         q, e = params
-        m = _DECLARATOR.search(code, hs, q)
+        m = _DECLARATOR.search(code, *self._declarator_span(hs, q))
         if m is None:
             return None
         name = norm_name(m.group(2))
@@ -364,6 +381,72 @@ class _C(Builder):
             d.data["cls"] = quals[-1]
         if cls is not None:
             d.parent = cls
+        return d
+
+    def _declarator_span(self, lo: int, hi: int) -> tuple[int, int]:
+        """Where the name of a function whose parameter list opens at ``hi`` ends: before that
+        ``(``, or, when a parenthesised declarator stands there, inside it: a function returning a
+        function pointer (``void (*signal(int sig, void (*f)(int)))(int)``: ``signal``, its own
+        parameters the first group inside), a name in parentheses (``int (max)(int a, int b)``)."""
+        code, pairs = self.lx.code, self.lx.pairs
+        for _ in range(8):
+            r = hi
+            while r > lo and code[r - 1] in " \t\n":
+                r -= 1
+            if r <= lo or code[r - 1] != ")":
+                break
+            g = pairs.get(r - 1, -1)
+            if g < lo:
+                break
+            p, at = -1, g + 1                    # the last group inside: that level's parameters
+            while True:
+                k = code.find("(", at, r - 1)
+                if k < 0:
+                    break
+                p, at = k, pairs.get(k, len(code)) + 1
+            if p < 0:
+                if _PAREN_NAME.fullmatch(code, g + 1, r - 1):
+                    return g + 1, r - 1
+                break
+            if not _POINTER_DECL.match(code, g + 1, p):
+                break
+            lo, hi = g + 1, p
+        return lo, hi
+
+    def _knr(self, seg: int, hs: int, o: int, prefix: list[str]) -> Def | None:
+        """A K&R definition whose body opens at ``o`` after its parameters' declarations
+        (``int f(a, b) int a; char *b; {``): its header ends at the ``)`` of an identifier list
+        followed by declarations only; ``hs`` is where the last of them ends."""
+        code, pairs = self.lx.code, self.lx.pairs
+        if code[hs:o].strip():
+            return None
+        b = hs - 1
+        while b > seg and code[b] in " \t\n":
+            b -= 1
+        if b <= seg or code[b] != ";":
+            return None
+        e = code.rfind(")", seg, b)
+        while e >= 0:                             # the ) before the declarations: not inside one
+            q = pairs.get(e, -1)
+            if q < seg:
+                return None
+            if _KNR_DECLS.fullmatch(_strip_groups(code[e + 1:o])):
+                break
+            e = code.rfind(")", seg, q)
+        if e < 0 or not _KNR_PARAMS.fullmatch(code, q + 1, e):
+            return None
+        hs2 = boundary(code, pairs, seg, q)
+        m = _DECLARATOR.search(code, hs2, q)
+        if m is None:
+            return None
+        name = norm_name(m.group(2))
+        if name in _NOT_NAMES or name[:1].isdigit() or m.group(1).strip():
+            return None
+        start = self._after_access(self._after_directives(hs2, m.start()), m.start())
+        d = Def("function", name, start, pairs.get(o, len(code)) + 1, o, m.start(2), "function",
+                ".".join(prefix + [name]))
+        if _STATIC.search(code, hs2, m.start()):
+            d.data["static"] = True
         return d
 
     def alternatives(self, funcs: list[Def]) -> list[Def]:

@@ -30,7 +30,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_left, bisect_right
 
-__all__ = ["Lexed", "lex", "pair_up", "blank", "clean_comment", "cs_string_end", "DIALECTS"]
+__all__ = ["Lexed", "lex", "lex_reference", "pair_up", "blank", "clean_comment", "cs_string_end", "DIALECTS"]
 
 _LC = r"//[^\n]*"
 _BC = r"/\*[^*]*\*+(?:[^/*][^*]*\*+)*/|/\*[\s\S]*"          # (an unterminated one runs to the end)
@@ -59,13 +59,53 @@ def _master(*alts: tuple[str, str]) -> re.Pattern:
     return re.compile("|".join(f"(?P<{name}>{pat})" for name, pat in alts), re.M)
 
 
-DIALECTS: dict[str, re.Pattern] = {
+# The raw strings' openers alone (``R"x(``, ``r#"``): the closer they name (``)x"``, ``"#``) is
+# found by :class:`_Closers`, which keeps its last search per closer. The whole literal as one
+# pattern scanned from every opener to the end of the text when it never closed: a file of
+# ``r#"`` (Rust rejects it, the lexer must not hang on it) cost n^2, 60 KB 11 s.
+_RAW_CPP_OPEN = r'(?:u8|[uUL])?R"(?P<d>[^()\\\s"]{0,16})\('
+_RS_RAW_OPEN = r'b?r(?P<h>#*)"'
+
+DIALECTS_REFERENCE: dict[str, re.Pattern] = {
     "c": _master(("pp", _PP), ("lc", _LC), ("bc", _BC), ("s", _RAW_CPP), ("s2", _STR), ("s3", _CHR)),
     "java": _master(("lc", _LC), ("bc", _BC), ("s", _JAVA_BLOCK), ("s2", _STR), ("s3", _CHR)),
     "go": _master(("lc", _LC), ("bc", _BC), ("s", _GO_RAW), ("s2", _STR), ("s3", _CHR)),
     "rust": _master(("lc", _LC), ("bc", _nested_comment(3)), ("s", _RS_RAW), ("s2", _RS_STR), ("s3", _RS_CHR)),
     "cs": _master(("pp", _CS_PP), ("lc", _LC), ("bc", _BC), ("q", _CS_QUOTE), ("s3", _CHR)),
 }
+# ... and the strings' opening quote alone: the body is matched from there (STRING_BODY), and one
+# that never closed (`"\"\"\"...`: every quote in it escaped) tells that each quote inside fails
+# too, where the whole pattern tried every one to the end of the line (Rust: of the text):
+# 60 KB of `"\` took 35-56 s in each language
+DIALECTS: dict[str, re.Pattern] = {
+    "c": _master(("pp", _PP), ("lc", _LC), ("bc", _BC), ("raw", _RAW_CPP_OPEN), ("q", '"'), ("s3", _CHR)),
+    "java": _master(("lc", _LC), ("bc", _BC), ("s", _JAVA_BLOCK), ("q", '"'), ("s3", _CHR)),
+    "go": _master(("lc", _LC), ("bc", _BC), ("s", _GO_RAW), ("q", '"'), ("s3", _CHR)),
+    "rust": _master(("lc", _LC), ("bc", _nested_comment(3)), ("raw", _RS_RAW_OPEN), ("q", '"'), ("s3", _RS_CHR)),
+    # C#: the opening quote already (its strings are read to their end by cs_string_end, one
+    # forward pass; lex hands C# to that path)
+    "cs": DIALECTS_REFERENCE["cs"],
+}
+STRING_BODY = {d: re.compile(_STR[1:-1] if d != "rust" else _RS_STR[1:-1]) for d in DIALECTS if d != "cs"}
+
+
+class _Closers:
+    """``text.find(closer, at)`` for the raw strings of one text, each closer's last search kept:
+    an ``at`` between where it was asked and what it found (or, when it found none, past where
+    it was asked) has the same answer, so a text of openers that never close is searched once
+    per closer, not once per opener."""
+
+    def __init__(self, text: str):
+        self.text = text
+        self.last: dict[str, tuple[int, int]] = {}      # closer -> (asked at, found at or -1)
+
+    def find(self, closer: str, at: int) -> int:
+        got = self.last.get(closer)
+        if got is not None and got[0] <= at and (got[1] < 0 or at <= got[1]):
+            return got[1]
+        p = self.text.find(closer, at)
+        self.last[closer] = (at, p)
+        return p
 
 _NOT_NL = re.compile(r"[^\n]+")
 
@@ -122,16 +162,17 @@ class Lexed:
         """The comment block right above ``pos`` (only blanks between; each comment on its own
         lines, at most one line break between two of them), markers stripped."""
         i = bisect_right(self._cends, pos) - 1
-        text, got, at = self.text, [], pos
+        text, got, at, size = self.text, [], pos, 0
         while i >= 0:
             s, e = self.comments[i]
             gap = text[e:at]
             if gap.strip() or gap.count("\n") > (1 if got else 2) or text[self.line_start(s):s].strip():
                 break
             got.append(clean_comment(text[s:e]))
+            size += len(got[-1])       # (summed again per comment, a run of 20,000 empty `//` cost n^2: 22 s)
             at = s
             i -= 1
-            if sum(len(g) for g in got) > limit:
+            if size > limit:
                 break
         return "\n".join(reversed(got)).strip()[:limit]
 
@@ -196,17 +237,51 @@ def pair_up(code: str) -> tuple[dict[int, int], dict[int, int]]:
 _DIRECTIVE = re.compile(r"[ \t]*#[ \t]*(\w+)")
 
 
-def _if_groups(text: str, code: str, directives: list) -> list[tuple[int, int]]:
-    """Spans to blank: the later branches of each #if group whose branches change the brace
-    depth unevenly (see the module docstring)."""
+def _if_groups_reference(text: str, code: str, directives: list) -> list[tuple[int, int]]:
+    """:func:`_if_groups` looking at every span blanked so far per branch (what it is tested against)."""
     out: list[tuple[int, int]] = []
-    stack: list[list[int]] = []                # per open group: start offsets of its branches' code
+    stack: list[list[int]] = []
 
     def net(a: int, b: int) -> int:
         n = code.count("{", a, b) - code.count("}", a, b)
         for s, e in out:
             if a <= s and e <= b:
                 n -= code.count("{", s, e) - code.count("}", s, e)
+        return n
+
+    for s, e in directives:
+        m = _DIRECTIVE.match(text, s)
+        word = m.group(1) if m else ""
+        if word in ("if", "ifdef", "ifndef"):
+            stack.append([e, s])
+        elif word in ("elif", "else", "elifdef", "elifndef") and stack:
+            stack[-1] += [e, s]
+        elif word == "endif" and stack:
+            g = stack.pop() + [None, s]
+            branches = [(g[i], g[i + 3]) for i in range(0, len(g) - 2, 2)]
+            if len(branches) > 1:
+                nets = {net(a, b) for a, b in branches}
+                if nets != {0}:
+                    out.extend(branches[1:])
+    return out
+
+
+def _if_groups(text: str, code: str, directives: list) -> list[tuple[int, int]]:
+    """Spans to blank: the later branches of each #if group whose branches change the brace
+    depth unevenly (see the module docstring)."""
+    out: list[tuple[int, int]] = []
+    stack: list[list[int]] = []                # per open group: start offsets of its branches' code
+    starts: list[int] = []                     # the spans of out by start, with their brace balance
+    spans: list[tuple[int, int]] = []          # (every span looked at per branch: 2,000 groups, n^2)
+
+    def net(a: int, b: int) -> int:
+        n = code.count("{", a, b) - code.count("}", a, b)
+        i = bisect_left(starts, a)
+        while i < len(starts) and starts[i] <= b:
+            e, k = spans[i]
+            if e <= b:
+                n -= k
+            i += 1
         return n
 
     for s, e in directives:
@@ -223,6 +298,10 @@ def _if_groups(text: str, code: str, directives: list) -> list[tuple[int, int]]:
                 nets = {net(a, b) for a, b in branches}
                 if nets != {0}:
                     out.extend(branches[1:])
+                    for a, b in branches[1:]:
+                        i = bisect_right(starts, a)
+                        starts.insert(i, a)
+                        spans.insert(i, (b, code.count("{", a, b) - code.count("}", a, b)))
     return out
 
 
@@ -333,8 +412,8 @@ def _hole_end(text: str, pos: int, depth: int) -> int:
 
 
 def _sub_cs(text: str, fill) -> str:
-    """``DIALECTS["cs"].sub(fill, text)``, each string read to its end by :func:`cs_string_end`."""
-    pat = DIALECTS["cs"]
+    """``DIALECTS_REFERENCE["cs"].sub(fill, text)``, each string read to its end by :func:`cs_string_end`."""
+    pat = DIALECTS_REFERENCE["cs"]
     parts, pos = [], 0
     while True:
         m = pat.search(text, pos)
@@ -355,6 +434,63 @@ def _sub_cs(text: str, fill) -> str:
 
 def lex(text: str, dialect: str) -> Lexed:
     """Lex ``text`` (line breaks already ``\\n``) in one of :data:`DIALECTS`."""
+    if dialect == "cs":                        # strings read in one forward pass already (_sub_cs)
+        return lex_reference(text, dialect)
+    comments: list[tuple[int, int]] = []
+    directives: list[tuple[int, int]] = []
+    pat = DIALECTS[dialect]
+    closers = _Closers(text)
+    raw_cpp = "d" in pat.groupindex
+    body = STRING_BODY[dialect]
+    failed = -1                                # a string from a quote before this never closed
+    parts: list[str] = []
+    at = pos = 0
+    n = len(text)
+    while pos <= n:
+        m = pat.search(text, pos)
+        if m is None:
+            break
+        kind, s, e = m.lastgroup, m.start(), m.end()
+        if kind == "raw":                      # R"x( or r#": the literal runs to its closer
+            close = ")" + m.group("d") + '"' if raw_cpp else '"' + m.group("h")
+            c = closers.find(close, e)
+            if c < 0:                          # never closed: no literal here (as the whole
+                pos = s + 1                    # pattern failed at s), the search goes on after s
+                continue
+            e = c + len(close)
+            parts += [text[at:s], _quoted(text[s:e])]
+        elif kind == "q":
+            if s < failed:
+                pos = s + 1
+                continue
+            e = body.match(text, e).end()
+            if e >= n or text[e] != '"':       # no string here (as the whole pattern failed)
+                failed = e
+                pos = s + 1
+                continue
+            e += 1
+            parts += [text[at:s], _quoted(text[s:e])]
+        elif kind == "lc" or kind == "bc":
+            comments.append((s, e))
+            parts += [text[at:s], blank(m.group())]
+        elif kind == "pp":
+            ls = text.rfind("\n", 0, s) + 1
+            if text[ls:s].strip():             # a "#" that does not start its line: not a directive
+                parts.append(text[at:e])
+            else:
+                directives.append((ls, e))
+                parts += [text[at:s], blank(m.group())]
+        else:
+            parts += [text[at:s], _quoted(m.group())]
+        at = e
+        pos = e if e > s else e + 1            # (an empty match, as re.sub steps past it)
+    parts.append(text[at:])
+    return _finish(text, "".join(parts), comments, directives)
+
+
+def lex_reference(text: str, dialect: str) -> Lexed:
+    """:func:`lex` with each raw string one whole pattern (:data:`DIALECTS_REFERENCE`), through
+    ``re.sub``: the plain scan its answers are tested against."""
     comments: list[tuple[int, int]] = []
     directives: list[tuple[int, int]] = []
 
@@ -372,7 +508,11 @@ def lex(text: str, dialect: str) -> Lexed:
             return blank(s)
         return _quoted(s)
 
-    code = _sub_cs(text, fill) if dialect == "cs" else DIALECTS[dialect].sub(fill, text)
+    code = _sub_cs(text, fill) if dialect == "cs" else DIALECTS_REFERENCE[dialect].sub(fill, text)
+    return _finish(text, code, comments, directives)
+
+
+def _finish(text: str, code: str, comments: list, directives: list) -> Lexed:
     branches = []
     if directives:
         spans = _if_groups(text, code, directives)

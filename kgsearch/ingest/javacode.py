@@ -227,11 +227,11 @@ class JavaBuilder(Builder):
         seg = body + 1
         at = seg
         while at < close:
-            m = _MEMBER.search(code, at, close)
-            if m is None:
+            o = code.find("{", at, close)     # (searched up to the next block only: read through
+            m = _MEMBER.search(code, at, close if o < 0 else o)   # each nested class body, n^2)
+            if m is None and o < 0:
                 break
-            o = code.find("{", at, m.start())
-            if o >= 0:                        # a nested block first: skip it
+            if m is None:                     # a nested block first: skip it
                 at = pairs.get(o, close) + 1
                 seg = at
                 continue

@@ -15,7 +15,8 @@ function expression passed as a call's argument (``defineGetter(req, 'host', fun
 by its own name. Anonymous functions are not nodes (their code belongs to the definition
 around them); nor is a named function expression called in place (``(function f() {..})()``). Arrow functions
 with an expression body end where the expression does. Doc comments (JSDoc or plain) are the
-comments right above. Tests: ``*.test.*``, ``*.spec.*`` and ``__tests__``/``test``/``spec``
+comments right above. TypeScript namespaces (``namespace X {}``, ``module X {}``) are no
+nodes: :func:`kgsearch.ingest.jsnames.qualify_namespaces` prefixes their names. Tests: ``*.test.*``, ``*.spec.*`` and ``__tests__``/``test``/``spec``
 folders; ``*.min.js`` and bundles are generated.
 
 Names and edges: :mod:`kgsearch.ingest.jsnames`.
@@ -25,7 +26,7 @@ from __future__ import annotations
 import re
 
 from .codemodel import Def
-from .codescan import free, skip_angles
+from .codescan import free, skip_angles_paired
 from .jsblocks import Blocks, local_of, owner_prefix
 
 __all__ = ["scan", "owner_prefix"]
@@ -102,7 +103,7 @@ def return_type_end(code: str, pairs: dict, at: int) -> tuple[int, bool]:
             p = pairs.get(m.start(), n) + 1
             operand = False
         elif c == "<":
-            p = skip_angles(code, m.start(), pairs)
+            p = skip_angles_paired(code, m.start(), pairs)
             if p <= m.start() or code[p - 1] != ">":
                 return p, False
             operand = False
@@ -139,7 +140,7 @@ def _function_value(lx, at: int) -> tuple[int, int, int | None] | None:
     if m:
         p = m.end()
         if code.startswith("<", p):
-            p = skip_angles(code, p, pairs)
+            p = skip_angles_paired(code, p, pairs)
             while p < n and code[p] in " \t\n":
                 p += 1
         if not code.startswith("(", p):
@@ -150,7 +151,7 @@ def _function_value(lx, at: int) -> tuple[int, int, int | None] | None:
         return at, pairs.get(body, n) + 1, body
     a = re.compile(r"(?:async\s+)?").match(code, at).end()
     if code.startswith("<", a):
-        a = skip_angles(code, a, pairs)
+        a = skip_angles_paired(code, a, pairs)
         while a < n and code[a] in " \t\n":
             a += 1
     if code.startswith("(", a):
@@ -211,10 +212,25 @@ def _after_type_params(code: str, pairs: dict, at: int) -> int:
     p = at
     while p < len(code) and code[p] in " \t\n":
         p += 1
-    return skip_angles(code, p, pairs) if code.startswith("<", p) else at
+    return skip_angles_paired(code, p, pairs) if code.startswith("<", p) else at
 
 
 _HEAD_END = re.compile(r"[;{}(\[<=]")
+_last_head: tuple = ("", 0, 0)      # (code, lo, p): the first of ;{}([<= at or after any offset in lo..p is at p
+
+
+def _next_head(code: str, at: int) -> int:
+    """Offset of the first ``;{}([<=`` at or after ``at`` (``len(code)``: none), the last answer
+    kept as :func:`~.codescan.find_end` keeps it: a file of ``class`` keywords with no body
+    searched to its end once per keyword cost n^2 (60 KB of ``class ``: 2.2 s)."""
+    global _last_head
+    c, lo, p = _last_head
+    if c is code and lo <= at <= p:
+        return p
+    m = _HEAD_END.search(code, at)
+    p = m.start() if m is not None else len(code)
+    _last_head = (code, at, p)
+    return p
 
 
 def _head_end(code: str, pairs: dict, at: int, stop: str) -> int:
@@ -222,12 +238,12 @@ def _head_end(code: str, pairs: dict, at: int, stop: str) -> int:
     bases, which may hold type literals (``extends Partial<{ a: T }> {``)."""
     n = len(code)
     while True:
-        m = _HEAD_END.search(code, at)
-        if m is None:
+        s = _next_head(code, at)
+        if s >= n:
             return n
-        c, s = m.group(), m.start()
+        c = code[s]
         if c == "<":
-            at = skip_angles(code, s, pairs)
+            at = skip_angles_paired(code, s, pairs)
             if at <= s:
                 return s
             continue
@@ -303,7 +319,7 @@ def scan(lx, typescript: bool = True) -> list[Def]:
         if f is None:                              # a TypeScript overload or `declare function` signature
             p = m.end()
             if code.startswith("<", p):
-                p = skip_angles(code, p, pairs)
+                p = skip_angles_paired(code, p, pairs)
             p = code.find("(", p, p + 5)
             if p < 0:
                 continue
@@ -331,6 +347,8 @@ def scan(lx, typescript: bool = True) -> list[Def]:
         up = lx.enclosing(m.start())
         if up >= 0 and code[up] in "([":
             continue                               # a default parameter value, an argument
+        if _in_type_params(code, pairs, up, s):
+            continue                               # <F extends (..) => any = () => void>: a default type
         if code[s] == ":":
             k = _KEY.search(code, max(0, m.start() - 120), m.start())
             if not k or up < 0 or code[up] != "{" or blocks.kind(up) != "object":
@@ -356,6 +374,19 @@ def scan(lx, typescript: bool = True) -> list[Def]:
     defs += [d for d in callbacks if d.start not in taken]
     defs += _members(lx, blocks, memo)
     return defs
+
+
+def _in_type_params(code: str, pairs: dict, up: int, at: int) -> bool:
+    """The ``=`` at ``at`` gives a type parameter its default (``<T = () => void>``): a ``<``
+    before it in its bracket group (up to 400 characters back) opens a list that closes after it."""
+    lo = max(up + 1, at - 400)
+    j = code.rfind("<", lo, at)
+    while j >= 0:
+        e = skip_angles_paired(code, j, pairs)
+        if e > at and code[e - 1] == ">":
+            return True
+        j = code.rfind("<", lo, j)
+    return False
 
 
 _CALLEE_END = re.compile(r"[\w$)\]]\s*$")
@@ -432,7 +463,7 @@ def _members(lx, blocks: Blocks, memo: dict) -> list[Def]:
             continue                               # inside (...) or [...]
         p = m.end()
         if code.startswith("<", p):
-            p = skip_angles(code, p, pairs)
+            p = skip_angles_paired(code, p, pairs)
             while p < n and code[p] in " \t\n":
                 p += 1
         if not code.startswith("(", p):

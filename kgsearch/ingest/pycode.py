@@ -190,6 +190,7 @@ class _Loader(NameCandidates):
         self.flags = FLAG_TEST if is_test_path(rel) else 0
         self.res = LoadResult()
         self.keys: set[str] = set()
+        self._dups: dict[str, int] = {}          # key -> the first ``#n`` not yet tried for it
         self.imports: dict[str, str] = {}       # bound name -> dotted target
         self.stars: list[str] = []              # modules of `from m import *`
         self.bases: dict[str, list[list[str]]] = {}   # class qual -> candidates per base
@@ -284,20 +285,23 @@ class _Loader(NameCandidates):
 
     def _top_names(self, tree: ast.Module, module: _Scope) -> None:
         names = list(module.defs)
+        seen = set(names)                        # (a list search per name: n^2 for n assignments)
         for st in tree.body:
             targets = st.targets if type(st) is ast.Assign else \
                 [st.target] if type(st) is ast.AnnAssign else []
             for tg in targets:
                 for n in (tg.elts if type(tg) is ast.Tuple else [tg]):
-                    if type(n) is ast.Name and n.id not in names:
+                    if type(n) is ast.Name and n.id not in seen:
+                        seen.add(n.id)
                         names.append(n.id)
         module.names = names
 
     def _unique(self, key: str) -> str:
         if key in self.keys:
-            n = 2
+            n = self._dups.get(key, 2)          # numbers below it are taken (counted from 2 each time: n^2)
             while f"{key}#{n}" in self.keys:
                 n += 1
+            self._dups[key] = n + 1
             key = f"{key}#{n}"
         self.keys.add(key)
         return key

