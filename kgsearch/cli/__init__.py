@@ -28,7 +28,8 @@ EXIT_CODES = """exit codes:
   0   success
   1   internal error (a bug: please report it with the command you ran)
   2   usage error (bad flags or arguments; a node name several nodes answer to: the message
-      lists their keys; an empty query)
+      lists their keys; an empty query; a --types edge type the index does not have: the
+      message lists its types)
   3   bad input data (the message names file:line); an index run that hit it changed nothing,
       or, with --keep-going, skipped the named files; or a root is missing or cannot be listed:
       its files are kept, the other roots were indexed (also `roots` when a root is unhealthy);
@@ -217,7 +218,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("related", parents=[common], help="a node's neighbours grouped by edge type")
     p.add_argument("node", help="node key, qualified name or name")
-    p.add_argument("--types", default=None, metavar="T1,T2", help="only these edge types (default: all)")
+    p.add_argument("--types", default=None, metavar="T1,T2",
+                   help="only these edge types (default: all; one the index does not have is a usage error "
+                        "listing those it has, as `kgsearch stats` does)")
     p.add_argument("--direction", choices=["out", "in", "both"], default="both",
                    help="out: node -> neighbour, in: neighbour -> node (default both)")
     p.add_argument("--limit", type=int, default=50, help="neighbours to list (default 50)")
