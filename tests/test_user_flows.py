@@ -66,3 +66,64 @@ def test_an_unknown_edge_type_is_a_bad_request_over_http_and_a_tool_error_over_m
                         "params": {"_meta": MODERN, "name": name, "arguments": args}})
         assert r["result"]["isError"] is True
         assert r["result"]["content"] == [{"type": "text", "text": UNKNOWN_TYPE[:-1]}]
+
+
+# ---------------------------------------------------------------- 2-4. eval
+KNOWN_SETTINGS = ("avgdl_drift, b, edge_weights, embed, embed_max_chars, graph_adjacency_rows, graph_communities_drift, "
+                  "graph_communities_max_pairs, graph_communities_seconds, idf, k1, model, name_weight, neighbors, "
+                  "split_code, stemmer")
+
+
+def _probes(tmp_path, n=3) -> Path:
+    lines = [{"query": "alpha", "expected": ["md:a"]}, {"query": "bravo", "expected": ["md:b"]},
+             {"query": "charlie", "expected": ["md:nowhere"]}]
+    return write(tmp_path / "p.jsonl", "".join(json.dumps(x) + "\n" for x in lines[:n]))
+
+
+def _beir(tmp_path) -> Path:
+    folder = tmp_path / "beir"
+    write(folder / "corpus.jsonl", '{"_id": "d1", "title": "t", "text": "alpha"}\n')
+    write(folder / "queries.jsonl", '{"_id": "q1", "text": "alpha"}\n')
+    write(folder / "qrels.tsv", "query-id\tcorpus-id\tscore\nq1\td1\t1\n")
+    return folder
+
+
+@pytest.mark.parametrize("target", ["probes", "beir"])
+def test_eval_set_with_an_unknown_key_names_it_and_the_valid_keys(target, indexed, tmp_path, capsys):
+    """Before: with a probe file `--set nope=1` was silently ignored (exit 0)."""
+    path = _probes(tmp_path) if target == "probes" else _beir(tmp_path)
+    capsys.readouterr()
+    assert cli("eval", path, "--db", indexed[1], "--set", "nope=1", "--index-dir", tmp_path / "ev") == 2
+    assert capsys.readouterr().err == f"error: --set: unknown setting 'nope'; known settings: {KNOWN_SETTINGS}\n"
+    assert not (tmp_path / "ev").exists()
+
+
+def test_eval_set_with_a_probe_file_is_not_silently_ignored(indexed, tmp_path, capsys):
+    """A probe file runs against --db's index as it is: a (valid) --set changed nothing, silently."""
+    capsys.readouterr()
+    assert cli("eval", _probes(tmp_path), "--db", indexed[1], "--set", "stemmer=light") == 2
+    assert capsys.readouterr().err.startswith("error: --set stemmer=...: a probe file runs against the index of --db")
+
+
+def test_eval_max_queries_applies_to_probe_files(indexed, tmp_path, capsys):
+    """Before: --max-queries 2 ran all three probes."""
+    capsys.readouterr()
+    assert cli("eval", _probes(tmp_path), "--db", indexed[1], "--max-queries", "2", "--json") == 0
+    res = json.loads(capsys.readouterr().out)
+    assert res["queries"] == 2
+    assert res["misses"] == []                     # the third probe (a miss: no such node) was not run
+    for bad in ("0", "-1"):
+        assert cli("eval", _probes(tmp_path), "--db", indexed[1], "--max-queries", bad) == 2
+        assert capsys.readouterr().err == f"error: --max-queries must be a whole number >= 1, got {bad}\n"
+
+
+@pytest.mark.parametrize("text", ["", "\n\n  \n"])
+def test_eval_on_an_empty_probe_file_is_bad_input(text, indexed, tmp_path, capsys):
+    """Before: an empty probe file printed zeros and exited 0."""
+    path = write(tmp_path / "empty.jsonl", text)
+    capsys.readouterr()
+    assert cli("eval", path, "--db", indexed[1]) == 3
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == (f'error: {path}: no probe in the file; each line needs {{"query": "...", "expected": '
+                            f'["node key or name", ...]}}\n')

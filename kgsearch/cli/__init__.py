@@ -33,7 +33,8 @@ EXIT_CODES = """exit codes:
   3   bad input data (the message names file:line); an index run that hit it changed nothing,
       or, with --keep-going, skipped the named files; or a root is missing or cannot be listed:
       its files are kept, the other roots were indexed (also `roots` when a root is unhealthy);
-      also a bad .kgsearchignore pattern, a --diff that is no diff, an unreadable --query-file
+      also a bad .kgsearchignore pattern, a --diff that is no diff, an unreadable --query-file,
+      an eval probe file with no probe
   4   index missing, empty (0 bytes, or no run finished), read-only (index), unreadable,
       damaged (the message names `kgsearch doctor --rebuild`), found stale by `kgsearch
       doctor`, or made by a newer kgsearch
@@ -345,12 +346,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--channels", default=None, metavar="LIST", help=CHANNELS_HELP)
     p.add_argument("--ablate", action="store_true", help="also run with each channel removed and each alone")
     p.add_argument("-k", type=int, default=100, help="results per query (default 100)")
-    p.add_argument("--max-queries", type=int, default=None, help="use only the first N queries")
+    p.add_argument("--max-queries", type=int, default=None, metavar="N",
+                   help="use only the first N queries (of a BEIR folder, or probes of a probe file)")
     p.add_argument("--split", default=None, help="qrels split (default: qrels.tsv, else qrels.test.tsv)")
     p.add_argument("--index-dir", default=None, help="where evaluation indexes are kept (default: data dir/eval; "
                                                         "one per corpus file, settings and kgsearch version)")
     p.add_argument("--rebuild", action="store_true", help="rebuild the evaluation index")
-    p.add_argument("--set", action="append", metavar="KEY=VALUE", help="index setting, e.g. stemmer=light")
+    p.add_argument("--set", action="append", metavar="KEY=VALUE",
+                   help="a BEIR folder: setting of its evaluation index, e.g. stemmer=light (an unknown key is a "
+                        "usage error listing the keys; a probe file runs against --db's index as it is, so "
+                        "--set with one is a usage error too)")
     p.add_argument("--fusion", choices=["linear", "rrf"], default=None)
     p.add_argument("--intent", default=None, choices=list(INTENTS), metavar="INTENT", help=INTENT_HELP)
     p.add_argument("--weights", default=None)
