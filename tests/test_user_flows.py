@@ -127,3 +127,46 @@ def test_eval_on_an_empty_probe_file_is_bad_input(text, indexed, tmp_path, capsy
     assert captured.out == ""
     assert captured.err == (f'error: {path}: no probe in the file; each line needs {{"query": "...", "expected": '
                             f'["node key or name", ...]}}\n')
+
+
+# ---------------------------------------------------------------- 5. watch warns once per file
+def test_watch_warns_once_per_skipped_file_until_it_changes(tmp_path):
+    """Before: every run walks every file, so the same skip warnings (a binary note, a malformed
+    KG file) came again with each reindex, however unrelated the change."""
+    import time as _time
+
+    from tests.test_watch import NO_EMBED, Run, wait_for
+    from kgsearch.indexer import index_paths
+
+    root = tmp_path / "notes"
+    write(root / "a.md", "# A\nalpha\n")
+    (root / "bin.md").write_bytes(b"# B\x00\x00binary\n")
+    write(root / "bad.json", "{oops")
+    db = tmp_path / "i.db"
+    index_paths(db, [str(root)], NO_EMBED)
+
+    def warned(run):
+        return [w for e in run.runs() for w in e["result"].report["warnings"]]
+
+    with Run(db, [root], backend="poll") as run:
+        wait_for(lambda: len(run.runs()) >= 1, "the catch-up run")
+        first = warned(run)
+        assert sorted(w.split(":")[0] for w in first) == [str(root / "bad.json"), str(root / "bin.md")]
+        for i in range(2):                                     # unrelated edits: no warning again
+            n = len(run.runs())
+            write(root / "a.md", f"# A\nalpha edit{i}\n")
+            wait_for(lambda: len(run.runs()) > n, "the run after an edit")
+        assert warned(run) == first
+        assert run.runs()[-1]["result"].report["warnings_repeated"] == 2
+        n = len(run.runs())
+        _time.sleep(0.01)
+        (root / "bin.md").write_bytes(b"# B\x00\x00still binary, longer\n")   # changed, still skipped
+        wait_for(lambda: len(run.runs()) > n, "the run after the binary file changed")
+        assert warned(run)[len(first):] == [w for w in first if w.startswith(str(root / "bin.md"))]
+        n = len(run.runs())
+        write(root / "bad.json", '{"nodes": []}')              # fixed: its warning is forgotten ...
+        wait_for(lambda: len(run.runs()) > n, "the run after the fix")
+        n, before = len(run.runs()), len(warned(run))
+        write(root / "bad.json", "{oops")                      # ... so breaking it again warns again
+        wait_for(lambda: len(run.runs()) > n, "the run after breaking it again")
+        assert [w.split(":")[0] for w in warned(run)[before:]] == [str(root / "bad.json")]

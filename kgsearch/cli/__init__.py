@@ -278,7 +278,8 @@ def build_parser() -> argparse.ArgumentParser:
                                    "has it (polling on network and shared-storage file systems, or with --backend poll). "
                                    "A scheduled `kgsearch index` and the watcher never index at once: while another "
                                    "run holds the lock, the watcher waits and retries. Ctrl-C or SIGTERM stops it; "
-                                   "a run cut short changes nothing and the next start catches up. --json: one JSON "
+                                   "a run cut short changes nothing and the next start catches up. A skipped file's "
+                                   "warning is shown once, and again only when the file changes. --json: one JSON "
                                    "line per event on stdout.")
     p.add_argument("paths", nargs="*", metavar="PATH", help="folders or files to watch and index (default: the index's roots)")
     p.add_argument("--backend", choices=["auto", "inotify", "poll"], default="auto",
