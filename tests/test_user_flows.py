@@ -170,3 +170,45 @@ def test_watch_warns_once_per_skipped_file_until_it_changes(tmp_path):
         write(root / "bad.json", "{oops")                      # ... so breaking it again warns again
         wait_for(lambda: len(run.runs()) > n, "the run after breaking it again")
         assert [w.split(":")[0] for w in warned(run)[before:]] == [str(root / "bad.json")]
+
+
+# ---------------------------------------------------------------- 6. stats table alignment
+def _aligned(lines: list[str]) -> None:
+    """Every row's last column starts where the header's does, in terminal columns."""
+    from kgsearch.cli.output import display_width
+
+    col = display_width(lines[0]) - len(lines[0].split()[-1])
+    for ln in lines[2:]:
+        assert display_width(ln) - len(ln.split()[-1]) == col, (ln, lines)
+
+
+def test_stats_columns_stay_aligned_with_escaped_and_wide_types(tmp_path, capsys):
+    """Before: an ESC in an edge type (shown as \\x1b on a terminal, raw on a pipe: a colour
+    code inside the table), a combining accent (no column) and CJK types (two columns a
+    character) pushed the count column out of line. The KG loader turns whitespace in a type
+    into '_', so newlines and tabs are checked on the table itself below."""
+    kg = tmp_path / "kg" / "g.jsonl"
+    rows = [{"id": "a", "name": "A", "type": "概念"}, {"id": "b", "name": "B", "type": "thing\x1b"},
+            {"source": "a", "target": "b", "type": "new\nline"}, {"source": "a", "target": "b", "type": "esc\x1b[31m"},
+            {"source": "b", "target": "a", "type": "依存"}, {"source": "b", "target": "a", "type": "cafe\u0301"}]
+    write(kg, "".join(json.dumps(r) + "\n" for r in rows))
+    db = tmp_path / "i.db"
+    assert cli("index", kg, "--db", db, "-q", "--no-embed") == 0
+    capsys.readouterr()
+    assert cli("stats", "--db", db) == 0
+    text = capsys.readouterr().out
+    assert "\x1b" not in text
+    tables = {t.split("  ")[0]: t.splitlines() for t in text.split("\n\n") if t.startswith(("node kind", "edge type"))}
+    assert sorted(r.split("  ")[0] for r in tables["edge type"][2:]) == ["cafe\u0301", "esc\\x1b[31m", "new_line", "依存"]
+    assert sorted(r.split("  ")[0] for r in tables["node kind"][2:]) == ["thing\\x1b", "概念"]
+    for lines in tables.values():
+        _aligned(lines)
+
+
+def test_a_table_escapes_and_aligns_breaks_tabs_and_wide_cells():
+    from kgsearch.cli.output import table
+
+    got = table([["new\nline", 1], ["tab\there", 22], ["依存", 3], ["\u202eevil", 4]], ["edge type", "count"])
+    assert got.splitlines() == ["edge type   count", "----------  -----", "new\\nline   1", "tab\\there   22",
+                                "依存        3", "\\u202eevil  4"]
+    _aligned(got.splitlines())

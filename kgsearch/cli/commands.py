@@ -127,11 +127,11 @@ def cmd_stats(args) -> int:
     if args.json:
         emit_json(st)
         return EXIT_OK
-    out(f"index       {st['db']}")
+    out(f"index       {one_line(st['db'])}")
     out(f"size        {st['db_bytes'] / 1e6:.1f} MB   generation {st['generation']}   "
          f"schema {st['schema_version']}   made by kgsearch {st['created_with']}")
     out(f"last index  {st['last_index_time_iso'] or 'never'}")
-    out(f"roots       {', '.join(st['roots']) or '-'}")
+    out(f"roots       {', '.join(one_line(r) for r in st['roots']) or '-'}")
     out(f"files       {st['files']}   nodes {st['nodes']}   edges {st['edges']} "
          f"({st['edges_unresolved']} unresolved)")
     out("")
