@@ -108,8 +108,8 @@ def related_nodes(ix: Index, ref: str, types: list[str] | None = None, direction
     if types:
         bad = [t for t in types if t not in known]
         if bad:
-            raise UsageError(f"--types: no edge type {bad[0]!r} in this index; it has: "
-                             f"{', '.join(known) or 'no edges'}")
+            says = f"no edge type {bad[0]!r} in this index; it has: {', '.join(known) or 'no edges'}"
+            raise UsageError(f"--types: {says}", agent=f"types: {says}")
     want = types or known
     cols = (f"e.type, e.weight, n.id, n.key, n.name, n.kind, {PATH_SQL.format(a='n')}, n.line_start")
     parts = []

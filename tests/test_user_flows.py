@@ -52,7 +52,8 @@ MODERN = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcont
 
 def test_an_unknown_edge_type_is_a_bad_request_over_http_and_a_tool_error_over_mcp(indexed):
     """Before: /api/related answered 404 "no edge type 'nope' in PATH; the index has: ..."; a bad
-    parameter is a 400, in the CLI's words. The MCP related tool says the same as path does."""
+    parameter is a 400, in the CLI's words. The MCP related tool says what path says (naming the
+    argument, not the CLI flag)."""
     from kgsearch.mcp.server import Server
     from kgsearch.serve import App, Holder
 
@@ -65,7 +66,8 @@ def test_an_unknown_edge_type_is_a_bad_request_over_http_and_a_tool_error_over_m
         r = srv.handle({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
                         "params": {"_meta": MODERN, "name": name, "arguments": args}})
         assert r["result"]["isError"] is True
-        assert r["result"]["content"] == [{"type": "text", "text": UNKNOWN_TYPE[:-1]}]
+        assert r["result"]["content"] == [{"type": "text", "text": "error: types: no edge type 'nope' in this index; "
+                                                                   "it has: links_to"}]
 
 
 # ---------------------------------------------------------------- 2-4. eval
@@ -212,3 +214,56 @@ def test_a_table_escapes_and_aligns_breaks_tabs_and_wide_cells():
     assert got.splitlines() == ["edge type   count", "----------  -----", "new\\nline   1", "tab\\there   22",
                                 "依存        3", "\\u202eevil  4"]
     _aligned(got.splitlines())
+
+
+# ---------------------------------------------------------------- 7. MCP params
+TOOLS_LISTED = "search, context, why, show, related, stats, feedback, path, impact, communities"
+
+
+def _rpc(srv, method, **fields):
+    return srv.handle({"jsonrpc": "2.0", "id": 7, "method": method, **fields})
+
+
+@pytest.mark.parametrize("method", ["initialize", "ping", "tools/list", "server/discover", "tools/call", "nope/x"])
+@pytest.mark.parametrize("params, what", [(None, "null"), ([], "an array"), ([{"name": "search"}], "an array"),
+                                          ("search", "a string"), (3, "a number"), (False, "a boolean")])
+def test_mcp_params_that_are_not_an_object_are_invalid_params(method, params, what, indexed):
+    """Before: `"params": null` (or [], false) counted as no params: tools/call answered
+    "Unknown tool: None"; a list of one object "params must be an object"."""
+    from kgsearch.mcp.server import Server
+
+    r = _rpc(Server(indexed[1]), method, params=params)
+    assert r == {"jsonrpc": "2.0", "id": 7, "error": {"code": -32602, "message":
+                 f"Invalid params: params of {method} must be an object (or left out), got {what}"}}
+
+
+@pytest.mark.parametrize("params, message", [
+    ({}, f"Invalid params: tools/call needs params.name, a tool name (one of {TOOLS_LISTED}); got nothing"),
+    ({"name": None}, f"Invalid params: tools/call needs params.name, a tool name (one of {TOOLS_LISTED}); got null"),
+    ({"name": ["search"]}, f"Invalid params: tools/call needs params.name, a tool name (one of {TOOLS_LISTED}); "
+                           f"got an array"),
+    ({"name": 5, "arguments": {}}, f"Invalid params: tools/call needs params.name, a tool name (one of "
+                                   f"{TOOLS_LISTED}); got a number"),
+    ({"name": "nope"}, f"Unknown tool: nope; the tools are {TOOLS_LISTED}"),
+    ({"name": "stats", "arguments": None}, "Invalid params: params.arguments of tools/call must be an object (the "
+                                           "tool's arguments, or left out), got null"),
+    ({"name": "stats", "arguments": ["x"]}, "Invalid params: params.arguments of tools/call must be an object (the "
+                                            "tool's arguments, or left out), got an array"),
+    ({"name": "search", "arguments": "q"}, "Invalid params: params.arguments of tools/call must be an object (the "
+                                           "tool's arguments, or left out), got a string"),
+])
+def test_mcp_tools_call_with_a_bad_name_or_arguments_is_invalid_params(params, message, indexed):
+    from kgsearch.mcp.server import Server
+
+    r = _rpc(Server(indexed[1]), "tools/call", params={"_meta": MODERN, **params})
+    assert r == {"jsonrpc": "2.0", "id": 7, "error": {"code": -32602, "message": message}}
+
+
+def test_mcp_params_left_out_still_work_where_a_method_needs_none(indexed):
+    from kgsearch.mcp.server import Server
+
+    srv = Server(indexed[1])
+    assert _rpc(srv, "ping") == {"jsonrpc": "2.0", "id": 7, "result": {}}
+    assert _rpc(srv, "server/discover")["result"]["supportedVersions"] == ["2026-07-28"]
+    r = _rpc(srv, "tools/call", params={"_meta": MODERN, "name": "stats"})       # arguments left out
+    assert r["result"]["isError"] is False

@@ -81,8 +81,8 @@ def check_types(ctx: GraphContext, types, what: str = "--types") -> list[str] | 
     known = sorted(ctx.etype_names)
     bad = [t for t in types if t not in known]
     if bad or not types:
-        raise UsageError(f"{what}: no edge type {bad[0] if bad else ''!r} in this index; it has: "
-                         f"{', '.join(known) or 'no edges'}")
+        says = f"no edge type {bad[0] if bad else ''!r} in this index; it has: {', '.join(known) or 'no edges'}"
+        raise UsageError(f"{what}: {says}", agent=f"{what.lstrip('-')}: {says}")
     return types
 
 
