@@ -267,3 +267,63 @@ def test_mcp_params_left_out_still_work_where_a_method_needs_none(indexed):
     assert _rpc(srv, "server/discover")["result"]["supportedVersions"] == ["2026-07-28"]
     r = _rpc(srv, "tools/call", params={"_meta": MODERN, "name": "stats"})       # arguments left out
     assert r["result"]["isError"] is False
+
+
+# ---------------------------------------------------------------- 8. a file that cannot be opened
+@pytest.fixture
+def locked(monkeypatch):
+    """Opening a file named ``secret.*`` to read raises PermissionError, as chmod 000 would for a user
+    other than root (the tests run as root, where chmod does not stop a read)."""
+    import builtins
+    import io
+
+    real = io.open
+
+    def guarded(file, *a, **k):
+        mode = a[0] if a else k.get("mode", "r")
+        if Path(str(file)).name.startswith("secret.") and not set(mode) & set("wax+"):       # reading it
+            raise PermissionError(13, "Permission denied", str(file))
+        return real(file, *a, **k)
+
+    monkeypatch.setattr(io, "open", guarded)
+    monkeypatch.setattr(builtins, "open", guarded)
+
+
+def _tree(tmp_path) -> Path:
+    root = tmp_path / "v"
+    write(root / "a.md", "# A\nalpha\n")
+    write(root / "c.py", "def charlie():\n    pass\n")
+    write(root / "secret.json", '{"nodes": [{"id": "x", "name": "Xray"}]}')
+    return root
+
+
+def _files(db) -> list[str]:
+    from kgsearch.store.db import Index
+
+    with Index.open(db, readonly=True) as ix:
+        return sorted(Path(r[0]).name for r in ix.conn.execute("SELECT path FROM files"))
+
+
+def test_an_unreadable_file_in_a_folder_is_one_warning_and_the_others_index(tmp_path, locked, capsys):
+    root = _tree(tmp_path)
+    db = tmp_path / "i.db"
+    capsys.readouterr()
+    assert cli("index", root, "--db", db, "--no-embed") == 0
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[0] == (f"warning: {root / 'secret.json'}: cannot read (Permission denied); check its permissions "
+                        f"(skipped; what was indexed from it before is kept)")
+    assert sum(str(root / "secret.json") in ln for ln in lines) == 1
+    assert "skipped: 1 unreadable folder(s)/file(s)" in lines
+    assert _files(db) == ["a.md", "c.py"]
+
+
+def test_an_unreadable_file_named_as_a_root_exits_3_and_says_read_not_listed(tmp_path, locked, capsys):
+    """Before: "root .../secret.json cannot be listed (permissions?)": folder words for a file."""
+    root = _tree(tmp_path)
+    db = tmp_path / "i.db"
+    capsys.readouterr()
+    assert cli("index", root / "a.md", root / "secret.json", "--db", db, "--no-embed", "-q") == 3
+    assert capsys.readouterr().err == (
+        f"error: root {root / 'secret.json'} cannot be read (permissions?); its files are kept and the other roots "
+        f"were indexed. Fix its permissions, or `kgsearch roots remove {root / 'secret.json'}`\n")
+    assert _files(db) == ["a.md"]

@@ -31,8 +31,9 @@ EXIT_CODES = """exit codes:
       lists their keys; an empty query; a --types edge type the index does not have: the
       message lists its types)
   3   bad input data (the message names file:line); an index run that hit it changed nothing,
-      or, with --keep-going, skipped the named files; or a root is missing or cannot be listed:
-      its files are kept, the other roots were indexed (also `roots` when a root is unhealthy);
+      or, with --keep-going, skipped the named files; or a root is missing or cannot be listed
+      (a file root: read): its files are kept, the other roots were indexed (also `roots` when
+      a root is unhealthy);
       also a bad .kgsearchignore pattern, a --diff that is no diff, an unreadable --query-file,
       an eval probe file with no probe
   4   index missing, empty (0 bytes, or no run finished), read-only (index), unreadable,

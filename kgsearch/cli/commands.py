@@ -3,6 +3,7 @@ Every command imports what it needs when it runs, so ``kgsearch --help`` stays f
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 from ..errors import EXIT_DATA, EXIT_OK, UsageError
@@ -64,7 +65,8 @@ def _report_run(args, report) -> int:
         err(f"error: root {path} is missing (moved, deleted, or a card not mounted?); its files are kept "
             f"and the other roots were indexed. If it is gone for good: `kgsearch roots remove {path}`")
     for path in report.roots_unreadable:
-        err(f"error: root {path} cannot be listed (permissions?); its files are kept and the other roots "
+        what = "listed" if os.path.isdir(path) else "read"             # a folder, or a file named as a root
+        err(f"error: root {path} cannot be {what} (permissions?); its files are kept and the other roots "
             f"were indexed. Fix its permissions, or `kgsearch roots remove {path}`")
     if report.files_failed:
         err(f"error: {report.files_failed} file(s) could not be indexed (see warnings); the rest was committed")
