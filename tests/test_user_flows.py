@@ -327,3 +327,41 @@ def test_an_unreadable_file_named_as_a_root_exits_3_and_says_read_not_listed(tmp
         f"error: root {root / 'secret.json'} cannot be read (permissions?); its files are kept and the other roots "
         f"were indexed. Fix its permissions, or `kgsearch roots remove {root / 'secret.json'}`\n")
     assert _files(db) == ["a.md"]
+
+
+# ---------------------------------------------------------------- fuzzer findings
+def test_deleting_the_last_file_of_an_index_empties_it(tmp_path, capsys):
+    """Found by a CLI fuzzer: an index of one note whose note was deleted (or whose only root was
+    removed) ended every later run in "internal error IndexError: index 0 is out of bounds"
+    (the graph splice looked up a position in an empty node list); nothing could be indexed."""
+    root = tmp_path / "v"
+    write(root / "only.md", "# Only\nalone\n")
+    db = tmp_path / "i.db"
+    assert cli("index", root, "--db", db, "-q") == 0
+    (root / "only.md").unlink()
+    assert cli("index", "--db", db, "-q") == 0
+    assert cli("doctor", "--db", db, "-q") == 0
+    write(root / "again.md", "# Again\nback\n")
+    assert cli("index", "--db", db, "-q") == 0
+    assert cli("doctor", "--db", db, "-q") == 0
+    assert cli("roots", "remove", root, "--db", db, "-q") == 0       # the only root: empty again
+    assert cli("doctor", "--db", db, "-q") == 0
+    capsys.readouterr()
+    assert cli("stats", "--db", db, "--json") == 0
+    st = json.loads(capsys.readouterr().out)
+    assert (st["files"], st["nodes"], st["edges"]) == (0, 0, 0)
+
+
+def test_splice_to_no_node_at_all_equals_a_rebuild():
+    import numpy as np
+
+    from kgsearch.graph.kernels import splice
+    from kgsearch.graph.kernels.csr import Graph
+
+    g = Graph.from_edges([0, 1], [1, 0], num_nodes=3)
+    got = splice.splice(g, np.array([10, 20, 30]), np.array([], dtype=np.int64), np.array([10, 20, 30]),
+                        np.array([], dtype=np.int64), np.array([], dtype=np.int64), np.ones(0), np.zeros(0))
+    want = Graph.from_edges([], [], num_nodes=0)
+    assert (got.n, got.m) == (want.n, want.m) == (0, 0)
+    for part in ("indptr", "indices", "rindptr", "rperm"):
+        assert np.array_equal(getattr(got, part), getattr(want, part)), part
