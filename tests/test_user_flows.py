@@ -365,3 +365,17 @@ def test_splice_to_no_node_at_all_equals_a_rebuild():
     assert (got.n, got.m) == (want.n, want.m) == (0, 0)
     for part in ("indptr", "indices", "rindptr", "rperm"):
         assert np.array_equal(getattr(got, part), getattr(want, part)), part
+
+
+@pytest.mark.parametrize("command", [["stats"], ["search", "x"], ["show", "x"], ["export", "jsonl", "-"]])
+def test_an_index_path_that_cannot_exist_is_exit_4(command, tmp_path, capsys):
+    """Found by the fuzzer: `--db` with a name longer than the file system allows (or a path
+    through a file) was "internal error OSError: [Errno 36] File name too long" (exit 1)."""
+    long = "x" * 5000
+    capsys.readouterr()
+    assert cli(*command, "--db", long) == 4
+    assert capsys.readouterr().err == (f"error: no index can be at {long[:200]!r} (File name too long); pass --db "
+                                       f"with another path\n")
+    through = write(tmp_path / "afile", "x") / "i.db"
+    assert cli(*command, "--db", through) == 4
+    assert capsys.readouterr().err.startswith("error: no index")
