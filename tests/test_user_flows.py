@@ -379,3 +379,27 @@ def test_an_index_path_that_cannot_exist_is_exit_4(command, tmp_path, capsys):
     through = write(tmp_path / "afile", "x") / "i.db"
     assert cli(*command, "--db", through) == 4
     assert capsys.readouterr().err.startswith("error: no index")
+
+
+@pytest.mark.parametrize("command, example", [
+    (["index", ""], "kgsearch index ~/notes"), (["index", "{root}", ""], "kgsearch index ~/notes"),
+    (["roots", "remove", ""], "kgsearch roots remove ~/notes"), (["watch", ""], "kgsearch watch ~/notes"),
+    (["doctor", "--rebuild", ""], "kgsearch doctor --rebuild ~/notes")])
+def test_an_empty_path_is_a_usage_error_not_the_current_folder(command, example, indexed, tmp_path, monkeypatch,
+                                                               capsys):
+    """Found by the fuzzer: `kgsearch index ""` (an unset `$NOTES`) indexed the folder it ran in,
+    `roots remove ""` removed the root that folder is, `watch ""` watched it."""
+    from kgsearch.store.db import Index
+
+    root, db = indexed
+    here = tmp_path / "here"
+    write(here / "stray.md", "# Stray\nnot meant to be indexed\n")
+    monkeypatch.chdir(here)
+    with Index.open(db, readonly=True) as ix:
+        before = (ix.generation, ix.meta_json("roots"))
+    capsys.readouterr()
+    assert cli(*[a.format(root=root) for a in command], "--db", db) == 2
+    assert capsys.readouterr().err == (f"error: an empty PATH ('') names no folder or file (an unset shell variable?); "
+                                       f"give one, e.g. `{example}`, or . for the current folder\n")
+    with Index.open(db, readonly=True) as ix:
+        assert (ix.generation, ix.meta_json("roots")) == before

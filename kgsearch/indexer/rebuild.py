@@ -52,6 +52,9 @@ def rebuild_index(db, paths: list[str] | None = None, opts: IndexOptions | None 
 
     db = Path(os.path.realpath(os.path.expanduser(str(db))))   # through a symlink: the file it names
     opts = opts or IndexOptions()
+    from ..store.roots import check_paths
+
+    check_paths(paths or [], "kgsearch doctor --rebuild ~/notes")
     with IndexLock(db):
         roots: list[Root] = []
         settings: dict = {}

@@ -86,6 +86,9 @@ class Watcher:
     # ------------------------------------------------------------------ roots and sources
     def _roots(self) -> list[Root]:
         if self.paths:
+            from ..store.roots import check_paths
+
+            check_paths(self.paths, "kgsearch watch ~/notes")
             out = []
             for p in self.paths:
                 full = os.path.realpath(os.path.expanduser(p))
