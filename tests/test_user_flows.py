@@ -403,3 +403,18 @@ def test_an_empty_path_is_a_usage_error_not_the_current_folder(command, example,
                                        f"give one, e.g. `{example}`, or . for the current folder\n")
     with Index.open(db, readonly=True) as ix:
         assert (ix.generation, ix.meta_json("roots")) == before
+
+
+def test_bench_out_that_cannot_be_written(indexed, tmp_path, capsys):
+    """Found by the fuzzer: `bench --out FOLDER` ran the whole bench, then ended in "internal
+    error IsADirectoryError" (exit 1), its result lost."""
+    folder = tmp_path / "results"
+    folder.mkdir()
+    capsys.readouterr()
+    assert cli("bench", "--db", indexed[1], "--out", folder, "--queries", "1", "--cold-runs", "1") == 2
+    assert capsys.readouterr().err == (f"error: --out {folder} is a folder; give a file to write, e.g. "
+                                       f"{folder / 'bench.json'}\n")
+    through = write(tmp_path / "afile", "x") / "bench.json"
+    assert cli("bench", "--db", indexed[1], "--out", through, "--queries", "1", "--cold-runs", "1", "-q") == 3
+    assert capsys.readouterr().err == (f"error: {through}: cannot write the result (File exists); choose a "
+                                       f"file you can write to\n")          # (mkdir of its folder, a file)
