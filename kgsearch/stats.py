@@ -46,7 +46,7 @@ def find_node(ix: Index, ref: str) -> dict:
     section of the same name are one candidate (the note), and structural nodes (tags,
     entities, placeholders) only count when nothing else has the name."""
     rows = find_node_rows(ix.conn, ref)
-    if not rows and ref.isdigit():
+    if not rows and ref.isascii() and ref.isdigit() and len(ref) < 19:     # a row id (SQLite's: 64-bit)
         row = node_row_by_id(ix.conn, int(ref))
         rows = [row] if row is not None else []
     if not rows:

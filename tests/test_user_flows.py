@@ -418,3 +418,24 @@ def test_bench_out_that_cannot_be_written(indexed, tmp_path, capsys):
     assert cli("bench", "--db", indexed[1], "--out", through, "--queries", "1", "--cold-runs", "1", "-q") == 3
     assert capsys.readouterr().err == (f"error: {through}: cannot write the result (File exists); choose a "
                                        f"file you can write to\n")          # (mkdir of its folder, a file)
+
+
+@pytest.mark.parametrize("ref", ["99999999999999999999", "\u00b2", "\u0663"])
+def test_a_number_no_row_id_can_be_is_no_node(ref, indexed, capsys):
+    """Found by the fuzzer: a node reference of digits past SQLite's 64-bit row ids was "internal
+    error OverflowError" (CLI exit 1, HTTP 500, MCP -32603), and a superscript or Arabic-Indic
+    digit (str.isdigit, but not int()) "internal error ValueError"."""
+    from kgsearch.mcp.server import Server
+    from kgsearch.serve import App, Holder
+
+    capsys.readouterr()
+    for command in (["show", ref], ["related", ref], ["path", ref, "md:a"], ["impact", ref]):
+        assert cli(*command, "--db", indexed[1]) == 5
+        assert capsys.readouterr().err.startswith(f"error: no node {'or indexed file ' if command[0] == 'impact' else ''}"
+                                                  f"{ref!r} in {indexed[1]}")
+    from urllib.parse import quote
+
+    st, _, body = App({"i": Holder(indexed[1])}).handle("GET", f"/api/show?node={quote(ref)}", {})
+    assert st == 404 and json.loads(body)["error"].startswith(f"no node {ref!r}")
+    r = _rpc(Server(indexed[1]), "tools/call", params={"_meta": MODERN, "name": "show", "arguments": {"node": ref}})
+    assert r["result"]["isError"] is True and r["result"]["content"][0]["text"].startswith(f"error: no node {ref!r}")
