@@ -439,3 +439,16 @@ def test_a_number_no_row_id_can_be_is_no_node(ref, indexed, capsys):
     assert st == 404 and json.loads(body)["error"].startswith(f"no node {ref!r}")
     r = _rpc(Server(indexed[1]), "tools/call", params={"_meta": MODERN, "name": "show", "arguments": {"node": ref}})
     assert r["result"]["isError"] is True and r["result"]["content"][0]["text"].startswith(f"error: no node {ref!r}")
+
+
+def test_a_files_path_with_a_nul_byte_is_not_in_the_index(indexed):
+    """Found by fuzzing the HTTP API: /api/context?files=%00 was "internal error ValueError:
+    embedded null byte" (HTTP 500), and the MCP context tool an internal error (-32603)."""
+    from kgsearch.mcp.server import Server
+    from kgsearch.serve import App, Holder
+
+    st, _, body = App({"i": Holder(indexed[1])}).handle("GET", "/api/context?files=a%00b", {})
+    assert st == 404 and json.loads(body)["error"].startswith("a\0b: this file is not in the index")
+    r = _rpc(Server(indexed[1]), "tools/call", params={"_meta": MODERN, "name": "context",
+                                                       "arguments": {"files": ["a\0b"]}})
+    assert r["result"]["isError"] is True and r["result"]["content"][0]["text"].startswith("error: a\0b is not in")
