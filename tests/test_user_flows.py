@@ -452,3 +452,7 @@ def test_a_files_path_with_a_nul_byte_is_not_in_the_index(indexed):
     r = _rpc(Server(indexed[1]), "tools/call", params={"_meta": MODERN, "name": "context",
                                                        "arguments": {"files": ["a\0b"]}})
     assert r["result"]["isError"] is True and r["result"]["content"][0]["text"].startswith("error: a\0b is not in")
+    r = _rpc(Server(indexed[1]), "tools/call", params={"_meta": MODERN, "name": "impact",       # (impact: the same)
+                                                       "arguments": {"node": "a\0b"}})
+    assert r["result"]["isError"] is True
+    assert r["result"]["content"][0]["text"].startswith("error: no node or indexed file 'a\\x00b'")

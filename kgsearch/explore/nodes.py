@@ -38,6 +38,8 @@ def resolve(ix, ctx: GraphContext, ref: str) -> tuple[dict, int]:
 def _file_ids(ix, ref: str) -> list[int]:
     """Ids of the indexed files a path names (absolute, relative to the current folder, or
     relative to a root)."""
+    if "\0" in ref:                                  # no file has a NUL byte (realpath raises)
+        return []
     roots = [Path(r) for r in ix.meta_json("roots", [])]
     p = Path(ref).expanduser()
     tries = [p] if p.is_absolute() else [Path.cwd() / p] + [r / p for r in roots]
