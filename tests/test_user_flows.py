@@ -456,3 +456,13 @@ def test_a_files_path_with_a_nul_byte_is_not_in_the_index(indexed):
                                                        "arguments": {"node": "a\0b"}})
     assert r["result"]["isError"] is True
     assert r["result"]["content"][0]["text"].startswith("error: no node or indexed file 'a\\x00b'")
+
+
+def test_doctor_rebuild_with_a_path_given_twice(indexed, capsys):
+    """Found by the fuzzer: `doctor --rebuild P P` was "internal error IntegrityError: UNIQUE
+    constraint failed: roots.path" (`index P P` takes P once)."""
+    root, db = indexed
+    capsys.readouterr()
+    assert cli("doctor", "--rebuild", root, root, "--db", db, "-q") == 0
+    assert cli("roots", "--db", db, "--json") == 0
+    assert [r["path"] for r in json.loads(capsys.readouterr().out)] == [str(root)]

@@ -69,7 +69,7 @@ def rebuild_index(db, paths: list[str] | None = None, opts: IndexOptions | None 
         if paths:
             from ..store.roots import new_label
 
-            given = [str(Path(p).expanduser().resolve()) for p in paths]
+            given = list(dict.fromkeys(str(Path(p).expanduser().resolve()) for p in paths))   # (a path given twice: once)
             old = {r.path: r for r in roots}
             taken = {r.label for r in roots if r.path in given}
             fresh = []
