@@ -275,6 +275,9 @@ def run_bench(opts: BenchOptions) -> dict:
     for flag, value in (("--queries", opts.queries), ("--cold-runs", opts.cold_runs)):
         if not isinstance(value, int) or value < 1:
             raise UsageError(f"{flag} must be a whole number >= 1, got {value!r}")
+    if opts.out and os.path.isdir(os.path.expanduser(opts.out)):      # known now, not after the whole run
+        raise UsageError(f"--out {opts.out} is a folder; give a file to write, e.g. "
+                         f"{os.path.join(opts.out, 'bench.json')}")
     result: dict = {"device": device_facts(), "date": time.strftime("%Y-%m-%d %H:%M:%S")}
     tmp = None
     if opts.db:
@@ -334,12 +337,19 @@ def run_bench(opts: BenchOptions) -> dict:
     result["cold_start_ms"] = cold["search_ms"]
     result["help_start_ms"] = cold["help_ms"]
     result["cold_runs"] = cold["runs"]
-    if opts.out:
-        Path(opts.out).expanduser().parent.mkdir(parents=True, exist_ok=True)
-        Path(opts.out).expanduser().write_text(json.dumps(result, indent=2))
-    if tmp:
-        import shutil
-        shutil.rmtree(tmp, ignore_errors=True)
+    try:
+        if opts.out:
+            Path(opts.out).expanduser().parent.mkdir(parents=True, exist_ok=True)
+            Path(opts.out).expanduser().write_text(json.dumps(result, indent=2))
+    except OSError as exc:
+        from .errors import DataError
+
+        raise DataError(f"cannot write the result ({exc.strerror or exc}); choose a file you can write to",
+                        opts.out) from None
+    finally:
+        if tmp:
+            import shutil
+            shutil.rmtree(tmp, ignore_errors=True)
     return result
 
 

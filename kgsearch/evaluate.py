@@ -13,7 +13,9 @@ MRR@10, P@10, their means over queries with at least one relevant document, and 
 intent. ``--ablate`` reruns with each channel removed and each channel alone.
 
 Probe file (JSONL lines ``{"query": ..., "expected": [node keys or names]}``): runs against the
-index given by ``--db`` and reports recall@5, recall@10 and MRR@10, with the misses listed.
+index given by ``--db`` as it is and reports recall@5, recall@10 and MRR@10, with the misses
+listed; ``--max-queries`` keeps the first probes, ``--set`` is for a BEIR folder's index (with a
+probe file a usage error), and a file with no probe is bad input (exit 3).
 """
 from __future__ import annotations
 
@@ -255,11 +257,20 @@ def evaluate_probes(path: Path, opts: EvalOptions) -> dict:
     from .store.db import Index
 
     t_start = time.perf_counter()
+    if opts.settings:
+        raise UsageError(f"--set {next(iter(opts.settings))}=...: a probe file runs against the index of --db as "
+                         f"it is; --set builds a BEIR folder's evaluation index (to try a setting on your index, "
+                         f"reindex a copy of it, e.g. `kgsearch index --stemmer light --db COPY`)")
     probes = _read_jsonl(path)
     for i, p in enumerate(probes, 1):
         if not isinstance(p, dict) or "query" not in p or not isinstance(p.get("expected"), list):
             raise DataError('each probe line needs {"query": "...", "expected": ["node key or name", ...]}',
                             str(path), i)
+    if not probes:
+        raise DataError('no probe in the file; each line needs {"query": "...", "expected": ["node key or name", '
+                        '...]}', str(path))
+    if opts.max_queries:
+        probes = probes[:opts.max_queries]
     with Index.open(opts.db, readonly=True) as ix:
         engine = Engine(ix)
         sopts = SearchOptions(k=10, channels=_channels_list(opts.channels), fusion=opts.fusion,
@@ -304,6 +315,14 @@ def evaluate_probes(path: Path, opts: EvalOptions) -> dict:
 
 def evaluate(target: str, opts: EvalOptions | None = None) -> dict:
     opts = opts or EvalOptions()
+    if opts.max_queries is not None and opts.max_queries < 1:
+        raise UsageError(f"--max-queries must be a whole number >= 1, got {opts.max_queries}")
+    from .settings import IndexSettings
+
+    try:
+        IndexSettings.from_dict(opts.settings)           # an unknown key or a bad value, before any work
+    except UsageError as exc:
+        raise UsageError(f"--set: {exc}") from None
     p = Path(target).expanduser()
     if p.is_dir():
         return evaluate_beir(p, opts)

@@ -46,7 +46,7 @@ def find_node(ix: Index, ref: str) -> dict:
     section of the same name are one candidate (the note), and structural nodes (tags,
     entities, placeholders) only count when nothing else has the name."""
     rows = find_node_rows(ix.conn, ref)
-    if not rows and ref.isdigit():
+    if not rows and ref.isascii() and ref.isdigit() and len(ref) < 19:     # a row id (SQLite's: 64-bit)
         row = node_row_by_id(ix.conn, int(ref))
         rows = [row] if row is not None else []
     if not rows:
@@ -98,7 +98,8 @@ def related_nodes(ix: Index, ref: str, types: list[str] | None = None, direction
                   limit: int = 50) -> dict:
     """The neighbours of a node grouped by edge type: ``{"node", "edges": {type: [...]}, "total",
     "types"}``; each neighbour with its direction (``out``: node -> it, ``in``: it -> node).
-    ``types`` (None: all) must name edge types of the index; NotFound lists them otherwise."""
+    ``types`` (None: all) must name edge types of the index: an unknown one is a
+    :class:`UsageError` listing them, as ``path``, ``impact`` and ``export`` answer."""
     from .store.rows import PATH_SQL
 
     node = find_node(ix, ref)
@@ -107,7 +108,8 @@ def related_nodes(ix: Index, ref: str, types: list[str] | None = None, direction
     if types:
         bad = [t for t in types if t not in known]
         if bad:
-            raise NotFound(f"no edge type {bad[0]!r} in {ix.path}; the index has: {', '.join(known)}")
+            says = f"no edge type {bad[0]!r} in this index; it has: {', '.join(known) or 'no edges'}"
+            raise UsageError(f"--types: {says}", agent=f"types: {says}")
     want = types or known
     cols = (f"e.type, e.weight, n.id, n.key, n.name, n.kind, {PATH_SQL.format(a='n')}, n.line_start")
     parts = []

@@ -147,7 +147,7 @@ def test_api_context_from_files_and_post(app, proj, capsys):
     ("/api/search?q=x&k=ten", 400, "'k' must be a whole number"),
     ("/api/search?q=x&fusion=magic", 400, "unknown fusion"),
     ("/api/show?node=no-such-node", 404, "no node"),
-    ("/api/related?node=Cart&types=nope", 404, "no edge type"),
+    ("/api/related?node=Cart&types=nope", 400, "--types: no edge type 'nope' in this index; it has: "),
     ("/api/related?node=Cart&direction=sideways", 400, "direction"),
     ("/api/search?q=x&db=other", 404, "no index named"),
 ])

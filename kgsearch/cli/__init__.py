@@ -28,11 +28,14 @@ EXIT_CODES = """exit codes:
   0   success
   1   internal error (a bug: please report it with the command you ran)
   2   usage error (bad flags or arguments; a node name several nodes answer to: the message
-      lists their keys; an empty query)
+      lists their keys; an empty query; a --types edge type the index does not have: the
+      message lists its types)
   3   bad input data (the message names file:line); an index run that hit it changed nothing,
-      or, with --keep-going, skipped the named files; or a root is missing or cannot be listed:
-      its files are kept, the other roots were indexed (also `roots` when a root is unhealthy);
-      also a bad .kgsearchignore pattern, a --diff that is no diff, an unreadable --query-file
+      or, with --keep-going, skipped the named files; or a root is missing or cannot be listed
+      (a file root: read): its files are kept, the other roots were indexed (also `roots` when
+      a root is unhealthy);
+      also a bad .kgsearchignore pattern, a --diff that is no diff, an unreadable --query-file,
+      an eval probe file with no probe
   4   index missing, empty (0 bytes, or no run finished), read-only (index), unreadable,
       damaged (the message names `kgsearch doctor --rebuild`), found stale by `kgsearch
       doctor`, or made by a newer kgsearch
@@ -217,7 +220,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("related", parents=[common], help="a node's neighbours grouped by edge type")
     p.add_argument("node", help="node key, qualified name or name")
-    p.add_argument("--types", default=None, metavar="T1,T2", help="only these edge types (default: all)")
+    p.add_argument("--types", default=None, metavar="T1,T2",
+                   help="only these edge types (default: all; one the index does not have is a usage error "
+                        "listing those it has, as `kgsearch stats` does)")
     p.add_argument("--direction", choices=["out", "in", "both"], default="both",
                    help="out: node -> neighbour, in: neighbour -> node (default both)")
     p.add_argument("--limit", type=int, default=50, help="neighbours to list (default 50)")
@@ -274,7 +279,8 @@ def build_parser() -> argparse.ArgumentParser:
                                    "has it (polling on network and shared-storage file systems, or with --backend poll). "
                                    "A scheduled `kgsearch index` and the watcher never index at once: while another "
                                    "run holds the lock, the watcher waits and retries. Ctrl-C or SIGTERM stops it; "
-                                   "a run cut short changes nothing and the next start catches up. --json: one JSON "
+                                   "a run cut short changes nothing and the next start catches up. A skipped file's "
+                                   "warning is shown once, and again only when the file changes. --json: one JSON "
                                    "line per event on stdout.")
     p.add_argument("paths", nargs="*", metavar="PATH", help="folders or files to watch and index (default: the index's roots)")
     p.add_argument("--backend", choices=["auto", "inotify", "poll"], default="auto",
@@ -342,12 +348,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--channels", default=None, metavar="LIST", help=CHANNELS_HELP)
     p.add_argument("--ablate", action="store_true", help="also run with each channel removed and each alone")
     p.add_argument("-k", type=int, default=100, help="results per query (default 100)")
-    p.add_argument("--max-queries", type=int, default=None, help="use only the first N queries")
+    p.add_argument("--max-queries", type=int, default=None, metavar="N",
+                   help="use only the first N queries (of a BEIR folder, or probes of a probe file)")
     p.add_argument("--split", default=None, help="qrels split (default: qrels.tsv, else qrels.test.tsv)")
     p.add_argument("--index-dir", default=None, help="where evaluation indexes are kept (default: data dir/eval; "
                                                         "one per corpus file, settings and kgsearch version)")
     p.add_argument("--rebuild", action="store_true", help="rebuild the evaluation index")
-    p.add_argument("--set", action="append", metavar="KEY=VALUE", help="index setting, e.g. stemmer=light")
+    p.add_argument("--set", action="append", metavar="KEY=VALUE",
+                   help="a BEIR folder: setting of its evaluation index, e.g. stemmer=light (an unknown key is a "
+                        "usage error listing the keys; a probe file runs against --db's index as it is, so "
+                        "--set with one is a usage error too)")
     p.add_argument("--fusion", choices=["linear", "rrf"], default=None)
     p.add_argument("--intent", default=None, choices=list(INTENTS), metavar="INTENT", help=INTENT_HELP)
     p.add_argument("--weights", default=None)

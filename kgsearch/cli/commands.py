@@ -3,6 +3,7 @@ Every command imports what it needs when it runs, so ``kgsearch --help`` stays f
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 from ..errors import EXIT_DATA, EXIT_OK, UsageError
@@ -64,7 +65,8 @@ def _report_run(args, report) -> int:
         err(f"error: root {path} is missing (moved, deleted, or a card not mounted?); its files are kept "
             f"and the other roots were indexed. If it is gone for good: `kgsearch roots remove {path}`")
     for path in report.roots_unreadable:
-        err(f"error: root {path} cannot be listed (permissions?); its files are kept and the other roots "
+        what = "listed" if os.path.isdir(path) else "read"             # a folder, or a file named as a root
+        err(f"error: root {path} cannot be {what} (permissions?); its files are kept and the other roots "
             f"were indexed. Fix its permissions, or `kgsearch roots remove {path}`")
     if report.files_failed:
         err(f"error: {report.files_failed} file(s) could not be indexed (see warnings); the rest was committed")
@@ -127,11 +129,11 @@ def cmd_stats(args) -> int:
     if args.json:
         emit_json(st)
         return EXIT_OK
-    out(f"index       {st['db']}")
+    out(f"index       {one_line(st['db'])}")
     out(f"size        {st['db_bytes'] / 1e6:.1f} MB   generation {st['generation']}   "
          f"schema {st['schema_version']}   made by kgsearch {st['created_with']}")
     out(f"last index  {st['last_index_time_iso'] or 'never'}")
-    out(f"roots       {', '.join(st['roots']) or '-'}")
+    out(f"roots       {', '.join(one_line(r) for r in st['roots']) or '-'}")
     out(f"files       {st['files']}   nodes {st['nodes']}   edges {st['edges']} "
          f"({st['edges_unresolved']} unresolved)")
     out("")

@@ -141,6 +141,8 @@ class WatchLog:
                     f"(generation {r['generation']}{'' if changed or r['edges_changed'] else ', no change'})")
             for w in r.get("warnings", [])[:5]:
                 line += f"\n  warning: {w}"
+            if len(r.get("warnings", [])) > 5:
+                line += f"\n  ... {len(r['warnings']) - 5} more warning(s)"
             for path in r.get("roots_missing", []):
                 line += f"\n  root {path} is missing; its files are kept"
             return line

@@ -76,10 +76,37 @@ def emit_json(obj) -> None:
 
 
 
+def cell(value) -> str:
+    r"""``value`` as a table cell shows it on every stream: control, bidi and line-break
+    characters escaped, and a tab too (a terminal moves it to its next stop), so that the cell
+    is one line whose width :func:`display_width` knows.
+
+    >>> cell("a\tb\nc\x1b[0m")
+    'a\\tb\\nc\\x1b[0m'
+    """
+    return one_line(sanitize(str(value)).replace("\t", "\\t"))
+
+
+def display_width(text: str) -> int:
+    """Columns ``text`` takes on a terminal: East Asian wide and full-width characters two,
+    combining marks and format characters none, the rest one."""
+    if text.isascii():
+        return len(text)
+    import unicodedata
+
+    n = 0
+    for ch in text:
+        if unicodedata.combining(ch) or unicodedata.category(ch) in ("Mn", "Me", "Cf"):
+            continue
+        n += 2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1
+    return n
+
+
 def table(rows: list[list], header: list[str]) -> str:
-    cells = [[str(c) for c in header]] + [[str(c) for c in r] for r in rows]
-    widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in cells]
+    """Columns aligned on the width each cell takes on a terminal once escaped (:func:`cell`)."""
+    cells = [[cell(c) for c in header]] + [[cell(c) for c in r] for r in rows]
+    widths = [max(display_width(r[i]) for r in cells) for i in range(len(header))]
+    lines = ["  ".join(c + " " * (w - display_width(c)) for c, w in zip(r, widths)).rstrip() for r in cells]
     lines.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join(lines)
 

@@ -58,7 +58,7 @@ def resolve_files(ix, paths: list[str]) -> dict[int, str]:
         if not tries[0].is_absolute():
             tries = [Path.cwd() / p] + [r / p for r in roots]
         fid = None
-        for t in tries:
+        for t in tries if "\0" not in p else ():         # (a NUL byte: no file has it; realpath raises)
             for cand in dict.fromkeys([str(t), os.path.realpath(t), os.path.abspath(t)]):
                 row = ix.conn.execute("SELECT id FROM files WHERE path=?", (cand,)).fetchone()
                 if row is not None:

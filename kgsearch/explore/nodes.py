@@ -38,6 +38,8 @@ def resolve(ix, ctx: GraphContext, ref: str) -> tuple[dict, int]:
 def _file_ids(ix, ref: str) -> list[int]:
     """Ids of the indexed files a path names (absolute, relative to the current folder, or
     relative to a root)."""
+    if "\0" in ref:                                  # no file has a NUL byte (realpath raises)
+        return []
     roots = [Path(r) for r in ix.meta_json("roots", [])]
     p = Path(ref).expanduser()
     tries = [p] if p.is_absolute() else [Path.cwd() / p] + [r / p for r in roots]
@@ -81,8 +83,8 @@ def check_types(ctx: GraphContext, types, what: str = "--types") -> list[str] | 
     known = sorted(ctx.etype_names)
     bad = [t for t in types if t not in known]
     if bad or not types:
-        raise UsageError(f"{what}: no edge type {bad[0] if bad else ''!r} in this index; it has: "
-                         f"{', '.join(known) or 'no edges'}")
+        says = f"no edge type {bad[0] if bad else ''!r} in this index; it has: {', '.join(known) or 'no edges'}"
+        raise UsageError(f"{what}: {says}", agent=f"{what.lstrip('-')}: {says}")
     return types
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from ..errors import DataError, UsageError
 from ..ingest.loaders import loader_for
 from ..ingest.walk import Found, WalkReport, found_file, inside, special_file, walk
-from ..store.roots import Root, list_roots, probe, register_roots
+from ..store.roots import Root, check_paths, list_roots, probe, register_roots
 from .load import hash_bytes
 from .state import RunState
 
@@ -32,6 +32,7 @@ def resolve_roots(ix, paths: list[str]) -> list[Root]:
     is neither registered nor on disk is an error (exit 3, nothing changes); a registered root
     that is missing is planned, reported and kept (:func:`plan`)."""
     conn = ix.conn
+    check_paths(paths)
     if not paths:
         roots = list_roots(conn)
         if not roots:

@@ -52,6 +52,9 @@ def rebuild_index(db, paths: list[str] | None = None, opts: IndexOptions | None 
 
     db = Path(os.path.realpath(os.path.expanduser(str(db))))   # through a symlink: the file it names
     opts = opts or IndexOptions()
+    from ..store.roots import check_paths
+
+    check_paths(paths or [], "kgsearch doctor --rebuild ~/notes")
     with IndexLock(db):
         roots: list[Root] = []
         settings: dict = {}
@@ -66,7 +69,7 @@ def rebuild_index(db, paths: list[str] | None = None, opts: IndexOptions | None 
         if paths:
             from ..store.roots import new_label
 
-            given = [str(Path(p).expanduser().resolve()) for p in paths]
+            given = list(dict.fromkeys(str(Path(p).expanduser().resolve()) for p in paths))   # (a path given twice: once)
             old = {r.path: r for r in roots}
             taken = {r.label for r in roots if r.path in given}
             fresh = []

@@ -141,6 +141,9 @@ def index_paths(db: str | os.PathLike | None, paths: list[str], opts: IndexOptio
     """Index (or incrementally reindex) ``paths`` into the index at ``db``. See the module docstring."""
     opts = opts or IndexOptions()
     check_options(opts)                              # a bad option fails before the lock is taken
+    from ..store.roots import check_paths
+
+    check_paths(paths)                               # (and an empty PATH)
     return locked_run(db, opts, lambda st: index_roots(st, resolve_roots(st.ix, list(paths))))
 
 
@@ -149,6 +152,9 @@ def remove_roots(db: str | os.PathLike | None, refs: list[str], opts: IndexOptio
     derived data is updated as for deleted files. An unknown root: :class:`NotFound`."""
     opts = opts or IndexOptions()
     check_options(opts)
+    from ..store.roots import check_paths
+
+    check_paths(refs, "kgsearch roots remove ~/notes")
 
     def body(st: RunState) -> None:
         gone = []

@@ -114,7 +114,8 @@ class Server:
             return None                         # notifications: initialized, cancelled, ... need no answer
         rid = msg["id"]
         try:
-            return {"jsonrpc": "2.0", "id": rid, "result": self._dispatch(msg["method"], msg.get("params") or {})}
+            params = msg.get("params", {})              # absent: no parameters; null or a list: invalid
+            return {"jsonrpc": "2.0", "id": rid, "result": self._dispatch(msg["method"], params)}
         except _RpcError as e:
             return error_response(rid, e.code, e.message, e.data)
         except Exception as e:                  # a bug: answer, keep serving
@@ -123,7 +124,8 @@ class Server:
 
     def _dispatch(self, method: str, params) -> dict:
         if not isinstance(params, dict):
-            raise _RpcError(INVALID_PARAMS, "params must be an object")
+            raise _RpcError(INVALID_PARAMS, f"Invalid params: params of {method[:80]} must be an object (or left out), "
+                                            f"got {_json_type(params)}")
         meta = params.get("_meta") if isinstance(params.get("_meta"), dict) else {}
         version = meta.get(META_VERSION)
         if method == "initialize":
@@ -157,8 +159,16 @@ class Server:
                 res.update(ttlMs=3600000, cacheScope="public")
         elif method == "tools/call":
             name = params.get("name")
+            if not isinstance(name, str):
+                raise _RpcError(INVALID_PARAMS, f"Invalid params: tools/call needs params.name, a tool name (one of "
+                                                f"{', '.join(TOOL_NAMES)}); got "
+                                                f"{_json_type(name, 'null' if 'name' in params else 'nothing')}")
             if name not in TOOL_NAMES:
-                raise _RpcError(INVALID_PARAMS, f"Unknown tool: {name}; the tools are {', '.join(TOOL_NAMES)}")
+                raise _RpcError(INVALID_PARAMS, f"Unknown tool: {name[:80]}; the tools are {', '.join(TOOL_NAMES)}")
+            if "arguments" in params and not isinstance(params["arguments"], dict):
+                raise _RpcError(INVALID_PARAMS, f"Invalid params: params.arguments of tools/call must be an object "
+                                                f"(the tool's arguments, or left out), got "
+                                                f"{_json_type(params['arguments'])}")
             res = self.call(name, params.get("arguments"), legacy=era == "legacy")
         else:
             raise _RpcError(METHOD_NOT_FOUND, f"Method not found: {method}")
@@ -267,6 +277,17 @@ class Server:
         with Index.open(self.db, create=False) as ix:
             d = record(ix, a["query"], find_node(ix, a["node"]), a["useful"])
         return dumps(d), d
+
+
+def _json_type(value, missing: str = "null") -> str:
+    """What a JSON value is, for an error message: ``null``, ``an array``, ``a string``, ..."""
+    if value is None:
+        return missing
+    for t, name in ((bool, "a boolean"), (dict, "an object"), (list, "an array"), (str, "a string"),
+                    ((int, float), "a number")):
+        if isinstance(value, t):
+            return name
+    return type(value).__name__
 
 
 def dumps(d) -> str:

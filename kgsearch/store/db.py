@@ -52,7 +52,12 @@ class Index:
         p = Path(path).expanduser()
         if create is None:
             create = not readonly
-        if not p.exists():
+        try:
+            exists = p.exists()
+        except OSError as exc:            # a name too long, a path through a file: no index can be there
+            raise BadIndex(f"no index can be at {str(p)[:200]!r} ({exc.strerror}); pass --db with another "
+                           f"path") from None
+        if not exists:
             if not create:
                 raise BadIndex(f"no index at {p}; build one with `kgsearch index PATH` "
                                f"(or pass --db / set KGSEARCH_DB)")

@@ -40,6 +40,16 @@ class Root:
 _COLS = "path, label, position, added_at, last_indexed, last_files"
 
 
+def check_paths(paths, example: str = "kgsearch index ~/notes") -> None:
+    """An empty PATH is a usage error: ``Path("")`` is the current folder, so ``kgsearch index
+    "$NOTES"`` with the variable unset would index (or watch, or remove) wherever it ran."""
+    from ..errors import UsageError
+
+    if any(str(p) == "" for p in paths):
+        raise UsageError(f"an empty PATH ('') names no folder or file (an unset shell variable?); give one, "
+                         f"e.g. `{example}`, or . for the current folder")
+
+
 def list_roots(conn: sqlite3.Connection) -> list[Root]:
     return [Root(*r) for r in conn.execute(f"SELECT {_COLS} FROM roots ORDER BY position")]
 

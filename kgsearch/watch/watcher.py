@@ -77,6 +77,7 @@ class Watcher:
         self.sources: list = []
         self.roots: list[Root] = []
         self.runs = 0
+        self._warned: dict[tuple, None] = {}     # the last run's warnings, with their files' signatures
         self._wake_r, self._wake_w = os.pipe()
         os.set_blocking(self._wake_r, False)
         os.set_blocking(self._wake_w, False)
@@ -85,6 +86,9 @@ class Watcher:
     # ------------------------------------------------------------------ roots and sources
     def _roots(self) -> list[Root]:
         if self.paths:
+            from ..store.roots import check_paths
+
+            check_paths(self.paths, "kgsearch watch ~/notes")
             out = []
             for p in self.paths:
                 full = os.path.realpath(os.path.expanduser(p))
@@ -156,9 +160,27 @@ class Watcher:
         t0 = time.monotonic()
         res = self.runner.run(self.paths, should_stop=lambda: self.stopping)
         self.runs += 1
+        if res.status == "ok":
+            self._once(res.report)
         self.on_event({"event": "run", "changes": changes, "seconds": round(time.monotonic() - t0, 3),
                        "result": res})
         return res
+
+    def _once(self, report: dict) -> None:
+        """Every run walks every file again, so a file it skips (too large, binary, malformed,
+        unreadable) is warned about in every run: each warning is passed on once, until the file
+        it names changes (size, mtime) or the warning stops coming (the file was fixed, or
+        removed); ``warnings_repeated`` counts the ones held back."""
+        warned: dict[tuple, None] = {}
+        new = []
+        for w in report.get("warnings", []):
+            key = (w, _signature(w))
+            if key not in self._warned:
+                new.append(w)
+            warned[key] = None
+        report["warnings_repeated"] = len(report.get("warnings", [])) - len(new)
+        report["warnings"] = new
+        self._warned = warned
 
     # ------------------------------------------------------------------ the loop
     def run(self) -> None:
@@ -249,3 +271,18 @@ class Watcher:
         self._notice(f"the index's roots changed; now watching {', '.join(now)}")
         self._plan()
         return True
+
+
+def _signature(warning: str) -> tuple | None:
+    """(size, mtime, inode) of the file a warning begins with (``PATH: ...``, ``PATH:LINE: ...``,
+    ``PATH (12.0 MB): ...``), None when it names none that exists."""
+    if not os.path.isabs(warning):
+        return None
+    for i, ch in enumerate(warning[:4096]):
+        if ch in ":(" and i:
+            try:
+                st = os.stat(warning[:i].rstrip())
+            except (OSError, ValueError):
+                continue
+            return st.st_size, st.st_mtime_ns, st.st_ino
+    return None

@@ -33,9 +33,13 @@ def splice_plan(old_indptr: np.ndarray, old_ids: np.ndarray, new_ids: np.ndarray
     new_ids = np.asarray(new_ids, dtype=np.int64)
     # old position -> new position (-1: node removed)
     at = np.searchsorted(new_ids, old_ids)
-    at_c = np.minimum(at, max(n_new - 1, 0))
-    remap = np.where((at < n_new) & (new_ids[at_c] == old_ids), at, -1).astype(np.int64)
-    del at, at_c
+    if n_new:
+        at_c = np.minimum(at, n_new - 1)
+        remap = np.where((at < n_new) & (new_ids[at_c] == old_ids), at, -1).astype(np.int64)
+        del at_c
+    else:                         # every node removed (the last file of an index deleted)
+        remap = np.full(len(old_ids), -1, dtype=np.int64)
+    del at
     # old nodes keep their positions (nothing removed, new ids only after the old ones)
     same_layout = bool((remap == np.arange(len(old_ids))).all())
     ch_old = np.searchsorted(old_ids, changed)

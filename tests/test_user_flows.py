@@ -1,0 +1,468 @@
+"""User-flow defects found by an audit (fix10): each test failed before its fix."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from kgsearch.cli import main
+
+
+def cli(*args) -> int:
+    try:
+        return main([str(a) for a in args])
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else 1
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def indexed(tmp_path):
+    root = tmp_path / "vault"
+    write(root / "a.md", "# A\nalpha [[b]]\n")
+    write(root / "b.md", "# B\nbravo\n")
+    db = tmp_path / "i.db"
+    assert cli("index", root, "--db", db, "-q") == 0
+    return root, db
+
+
+# ---------------------------------------------------------------- 1. related --types unknown
+UNKNOWN_TYPE = "error: --types: no edge type 'nope' in this index; it has: links_to\n"
+
+
+@pytest.mark.parametrize("command", [["related", "md:a"], ["path", "md:a", "md:b"], ["impact", "md:a"],
+                                     ["export", "jsonl", "-"]])
+def test_an_unknown_edge_type_is_a_usage_error_everywhere(command, indexed, capsys):
+    """Before: `related --types nope` exited 5 (not found) with its own wording, while path,
+    impact and export exit 2 with this one line."""
+    capsys.readouterr()
+    assert cli(*command, "--types", "nope", "--db", indexed[1]) == 2
+    captured = capsys.readouterr()
+    assert captured.err == UNKNOWN_TYPE and captured.out == ""
+
+
+MODERN = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}
+
+
+def test_an_unknown_edge_type_is_a_bad_request_over_http_and_a_tool_error_over_mcp(indexed):
+    """Before: /api/related answered 404 "no edge type 'nope' in PATH; the index has: ..."; a bad
+    parameter is a 400, in the CLI's words. The MCP related tool says what path says (naming the
+    argument, not the CLI flag)."""
+    from kgsearch.mcp.server import Server
+    from kgsearch.serve import App, Holder
+
+    app = App({"i": Holder(indexed[1])})
+    st, _, body = app.handle("GET", "/api/related?node=md:a&types=nope", {})
+    assert (st, json.loads(body)) == (400, {"error": UNKNOWN_TYPE[len("error: "):-1], "status": 400})
+    srv = Server(indexed[1])
+    for name, args in (("related", {"node": "md:a", "types": ["nope"]}),
+                       ("path", {"source": "md:a", "target": "md:b", "types": ["nope"]})):
+        r = srv.handle({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                        "params": {"_meta": MODERN, "name": name, "arguments": args}})
+        assert r["result"]["isError"] is True
+        assert r["result"]["content"] == [{"type": "text", "text": "error: types: no edge type 'nope' in this index; "
+                                                                   "it has: links_to"}]
+
+
+# ---------------------------------------------------------------- 2-4. eval
+KNOWN_SETTINGS = ("avgdl_drift, b, edge_weights, embed, embed_max_chars, graph_adjacency_rows, graph_communities_drift, "
+                  "graph_communities_max_pairs, graph_communities_seconds, idf, k1, model, name_weight, neighbors, "
+                  "split_code, stemmer")
+
+
+def _probes(tmp_path, n=3) -> Path:
+    lines = [{"query": "alpha", "expected": ["md:a"]}, {"query": "bravo", "expected": ["md:b"]},
+             {"query": "charlie", "expected": ["md:nowhere"]}]
+    return write(tmp_path / "p.jsonl", "".join(json.dumps(x) + "\n" for x in lines[:n]))
+
+
+def _beir(tmp_path) -> Path:
+    folder = tmp_path / "beir"
+    write(folder / "corpus.jsonl", '{"_id": "d1", "title": "t", "text": "alpha"}\n')
+    write(folder / "queries.jsonl", '{"_id": "q1", "text": "alpha"}\n')
+    write(folder / "qrels.tsv", "query-id\tcorpus-id\tscore\nq1\td1\t1\n")
+    return folder
+
+
+@pytest.mark.parametrize("target", ["probes", "beir"])
+def test_eval_set_with_an_unknown_key_names_it_and_the_valid_keys(target, indexed, tmp_path, capsys):
+    """Before: with a probe file `--set nope=1` was silently ignored (exit 0)."""
+    path = _probes(tmp_path) if target == "probes" else _beir(tmp_path)
+    capsys.readouterr()
+    assert cli("eval", path, "--db", indexed[1], "--set", "nope=1", "--index-dir", tmp_path / "ev") == 2
+    assert capsys.readouterr().err == f"error: --set: unknown setting 'nope'; known settings: {KNOWN_SETTINGS}\n"
+    assert not (tmp_path / "ev").exists()
+
+
+def test_eval_set_with_a_probe_file_is_not_silently_ignored(indexed, tmp_path, capsys):
+    """A probe file runs against --db's index as it is: a (valid) --set changed nothing, silently."""
+    capsys.readouterr()
+    assert cli("eval", _probes(tmp_path), "--db", indexed[1], "--set", "stemmer=light") == 2
+    assert capsys.readouterr().err.startswith("error: --set stemmer=...: a probe file runs against the index of --db")
+
+
+def test_eval_max_queries_applies_to_probe_files(indexed, tmp_path, capsys):
+    """Before: --max-queries 2 ran all three probes."""
+    capsys.readouterr()
+    assert cli("eval", _probes(tmp_path), "--db", indexed[1], "--max-queries", "2", "--json") == 0
+    res = json.loads(capsys.readouterr().out)
+    assert res["queries"] == 2
+    assert res["misses"] == []                     # the third probe (a miss: no such node) was not run
+    for bad in ("0", "-1"):
+        assert cli("eval", _probes(tmp_path), "--db", indexed[1], "--max-queries", bad) == 2
+        assert capsys.readouterr().err == f"error: --max-queries must be a whole number >= 1, got {bad}\n"
+
+
+@pytest.mark.parametrize("text", ["", "\n\n  \n"])
+def test_eval_on_an_empty_probe_file_is_bad_input(text, indexed, tmp_path, capsys):
+    """Before: an empty probe file printed zeros and exited 0."""
+    path = write(tmp_path / "empty.jsonl", text)
+    capsys.readouterr()
+    assert cli("eval", path, "--db", indexed[1]) == 3
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == (f'error: {path}: no probe in the file; each line needs {{"query": "...", "expected": '
+                            f'["node key or name", ...]}}\n')
+
+
+# ---------------------------------------------------------------- 5. watch warns once per file
+def test_watch_warns_once_per_skipped_file_until_it_changes(tmp_path):
+    """Before: every run walks every file, so the same skip warnings (a binary note, a malformed
+    KG file) came again with each reindex, however unrelated the change."""
+    import time as _time
+
+    from tests.test_watch import NO_EMBED, Run, wait_for
+    from kgsearch.indexer import index_paths
+
+    root = tmp_path / "notes"
+    write(root / "a.md", "# A\nalpha\n")
+    (root / "bin.md").write_bytes(b"# B\x00\x00binary\n")
+    write(root / "bad.json", "{oops")
+    db = tmp_path / "i.db"
+    index_paths(db, [str(root)], NO_EMBED)
+
+    def warned(run):
+        return [w for e in run.runs() for w in e["result"].report["warnings"]]
+
+    with Run(db, [root], backend="poll") as run:
+        wait_for(lambda: len(run.runs()) >= 1, "the catch-up run")
+        first = warned(run)
+        assert sorted(w.split(":")[0] for w in first) == [str(root / "bad.json"), str(root / "bin.md")]
+        for i in range(2):                                     # unrelated edits: no warning again
+            n = len(run.runs())
+            write(root / "a.md", f"# A\nalpha edit{i}\n")
+            wait_for(lambda: len(run.runs()) > n, "the run after an edit")
+        assert warned(run) == first
+        assert run.runs()[-1]["result"].report["warnings_repeated"] == 2
+        n = len(run.runs())
+        _time.sleep(0.01)
+        (root / "bin.md").write_bytes(b"# B\x00\x00still binary, longer\n")   # changed, still skipped
+        wait_for(lambda: len(run.runs()) > n, "the run after the binary file changed")
+        assert warned(run)[len(first):] == [w for w in first if w.startswith(str(root / "bin.md"))]
+        n = len(run.runs())
+        write(root / "bad.json", '{"nodes": []}')              # fixed: its warning is forgotten ...
+        wait_for(lambda: len(run.runs()) > n, "the run after the fix")
+        n, before = len(run.runs()), len(warned(run))
+        write(root / "bad.json", "{oops")                      # ... so breaking it again warns again
+        wait_for(lambda: len(run.runs()) > n, "the run after breaking it again")
+        assert [w.split(":")[0] for w in warned(run)[before:]] == [str(root / "bad.json")]
+
+
+# ---------------------------------------------------------------- 6. stats table alignment
+def _aligned(lines: list[str]) -> None:
+    """Every row's last column starts where the header's does, in terminal columns."""
+    from kgsearch.cli.output import display_width
+
+    col = display_width(lines[0]) - len(lines[0].split()[-1])
+    for ln in lines[2:]:
+        assert display_width(ln) - len(ln.split()[-1]) == col, (ln, lines)
+
+
+def test_stats_columns_stay_aligned_with_escaped_and_wide_types(tmp_path, capsys):
+    """Before: an ESC in an edge type (shown as \\x1b on a terminal, raw on a pipe: a colour
+    code inside the table), a combining accent (no column) and CJK types (two columns a
+    character) pushed the count column out of line. The KG loader turns whitespace in a type
+    into '_', so newlines and tabs are checked on the table itself below."""
+    kg = tmp_path / "kg" / "g.jsonl"
+    rows = [{"id": "a", "name": "A", "type": "概念"}, {"id": "b", "name": "B", "type": "thing\x1b"},
+            {"source": "a", "target": "b", "type": "new\nline"}, {"source": "a", "target": "b", "type": "esc\x1b[31m"},
+            {"source": "b", "target": "a", "type": "依存"}, {"source": "b", "target": "a", "type": "cafe\u0301"}]
+    write(kg, "".join(json.dumps(r) + "\n" for r in rows))
+    db = tmp_path / "i.db"
+    assert cli("index", kg, "--db", db, "-q", "--no-embed") == 0
+    capsys.readouterr()
+    assert cli("stats", "--db", db) == 0
+    text = capsys.readouterr().out
+    assert "\x1b" not in text
+    tables = {t.split("  ")[0]: t.splitlines() for t in text.split("\n\n") if t.startswith(("node kind", "edge type"))}
+    assert sorted(r.split("  ")[0] for r in tables["edge type"][2:]) == ["cafe\u0301", "esc\\x1b[31m", "new_line", "依存"]
+    assert sorted(r.split("  ")[0] for r in tables["node kind"][2:]) == ["thing\\x1b", "概念"]
+    for lines in tables.values():
+        _aligned(lines)
+
+
+def test_a_table_escapes_and_aligns_breaks_tabs_and_wide_cells():
+    from kgsearch.cli.output import table
+
+    got = table([["new\nline", 1], ["tab\there", 22], ["依存", 3], ["\u202eevil", 4]], ["edge type", "count"])
+    assert got.splitlines() == ["edge type   count", "----------  -----", "new\\nline   1", "tab\\there   22",
+                                "依存        3", "\\u202eevil  4"]
+    _aligned(got.splitlines())
+
+
+# ---------------------------------------------------------------- 7. MCP params
+TOOLS_LISTED = "search, context, why, show, related, stats, feedback, path, impact, communities"
+
+
+def _rpc(srv, method, **fields):
+    return srv.handle({"jsonrpc": "2.0", "id": 7, "method": method, **fields})
+
+
+@pytest.mark.parametrize("method", ["initialize", "ping", "tools/list", "server/discover", "tools/call", "nope/x"])
+@pytest.mark.parametrize("params, what", [(None, "null"), ([], "an array"), ([{"name": "search"}], "an array"),
+                                          ("search", "a string"), (3, "a number"), (False, "a boolean")])
+def test_mcp_params_that_are_not_an_object_are_invalid_params(method, params, what, indexed):
+    """Before: `"params": null` (or [], false) counted as no params: tools/call answered
+    "Unknown tool: None"; a list of one object "params must be an object"."""
+    from kgsearch.mcp.server import Server
+
+    r = _rpc(Server(indexed[1]), method, params=params)
+    assert r == {"jsonrpc": "2.0", "id": 7, "error": {"code": -32602, "message":
+                 f"Invalid params: params of {method} must be an object (or left out), got {what}"}}
+
+
+@pytest.mark.parametrize("params, message", [
+    ({}, f"Invalid params: tools/call needs params.name, a tool name (one of {TOOLS_LISTED}); got nothing"),
+    ({"name": None}, f"Invalid params: tools/call needs params.name, a tool name (one of {TOOLS_LISTED}); got null"),
+    ({"name": ["search"]}, f"Invalid params: tools/call needs params.name, a tool name (one of {TOOLS_LISTED}); "
+                           f"got an array"),
+    ({"name": 5, "arguments": {}}, f"Invalid params: tools/call needs params.name, a tool name (one of "
+                                   f"{TOOLS_LISTED}); got a number"),
+    ({"name": "nope"}, f"Unknown tool: nope; the tools are {TOOLS_LISTED}"),
+    ({"name": "stats", "arguments": None}, "Invalid params: params.arguments of tools/call must be an object (the "
+                                           "tool's arguments, or left out), got null"),
+    ({"name": "stats", "arguments": ["x"]}, "Invalid params: params.arguments of tools/call must be an object (the "
+                                            "tool's arguments, or left out), got an array"),
+    ({"name": "search", "arguments": "q"}, "Invalid params: params.arguments of tools/call must be an object (the "
+                                           "tool's arguments, or left out), got a string"),
+])
+def test_mcp_tools_call_with_a_bad_name_or_arguments_is_invalid_params(params, message, indexed):
+    from kgsearch.mcp.server import Server
+
+    r = _rpc(Server(indexed[1]), "tools/call", params={"_meta": MODERN, **params})
+    assert r == {"jsonrpc": "2.0", "id": 7, "error": {"code": -32602, "message": message}}
+
+
+def test_mcp_params_left_out_still_work_where_a_method_needs_none(indexed):
+    from kgsearch.mcp.server import Server
+
+    srv = Server(indexed[1])
+    assert _rpc(srv, "ping") == {"jsonrpc": "2.0", "id": 7, "result": {}}
+    assert _rpc(srv, "server/discover")["result"]["supportedVersions"] == ["2026-07-28"]
+    r = _rpc(srv, "tools/call", params={"_meta": MODERN, "name": "stats"})       # arguments left out
+    assert r["result"]["isError"] is False
+
+
+# ---------------------------------------------------------------- 8. a file that cannot be opened
+@pytest.fixture
+def locked(monkeypatch):
+    """Opening a file named ``secret.*`` to read raises PermissionError, as chmod 000 would for a user
+    other than root (the tests run as root, where chmod does not stop a read)."""
+    import builtins
+    import io
+
+    real = io.open
+
+    def guarded(file, *a, **k):
+        mode = a[0] if a else k.get("mode", "r")
+        if Path(str(file)).name.startswith("secret.") and not set(mode) & set("wax+"):       # reading it
+            raise PermissionError(13, "Permission denied", str(file))
+        return real(file, *a, **k)
+
+    monkeypatch.setattr(io, "open", guarded)
+    monkeypatch.setattr(builtins, "open", guarded)
+
+
+def _tree(tmp_path) -> Path:
+    root = tmp_path / "v"
+    write(root / "a.md", "# A\nalpha\n")
+    write(root / "c.py", "def charlie():\n    pass\n")
+    write(root / "secret.json", '{"nodes": [{"id": "x", "name": "Xray"}]}')
+    return root
+
+
+def _files(db) -> list[str]:
+    from kgsearch.store.db import Index
+
+    with Index.open(db, readonly=True) as ix:
+        return sorted(Path(r[0]).name for r in ix.conn.execute("SELECT path FROM files"))
+
+
+def test_an_unreadable_file_in_a_folder_is_one_warning_and_the_others_index(tmp_path, locked, capsys):
+    root = _tree(tmp_path)
+    db = tmp_path / "i.db"
+    capsys.readouterr()
+    assert cli("index", root, "--db", db, "--no-embed") == 0
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[0] == (f"warning: {root / 'secret.json'}: cannot read (Permission denied); check its permissions "
+                        f"(skipped; what was indexed from it before is kept)")
+    assert sum(str(root / "secret.json") in ln for ln in lines) == 1
+    assert "skipped: 1 unreadable folder(s)/file(s)" in lines
+    assert _files(db) == ["a.md", "c.py"]
+
+
+def test_an_unreadable_file_named_as_a_root_exits_3_and_says_read_not_listed(tmp_path, locked, capsys):
+    """Before: "root .../secret.json cannot be listed (permissions?)": folder words for a file."""
+    root = _tree(tmp_path)
+    db = tmp_path / "i.db"
+    capsys.readouterr()
+    assert cli("index", root / "a.md", root / "secret.json", "--db", db, "--no-embed", "-q") == 3
+    assert capsys.readouterr().err == (
+        f"error: root {root / 'secret.json'} cannot be read (permissions?); its files are kept and the other roots "
+        f"were indexed. Fix its permissions, or `kgsearch roots remove {root / 'secret.json'}`\n")
+    assert _files(db) == ["a.md"]
+
+
+# ---------------------------------------------------------------- fuzzer findings
+def test_deleting_the_last_file_of_an_index_empties_it(tmp_path, capsys):
+    """Found by a CLI fuzzer: an index of one note whose note was deleted (or whose only root was
+    removed) ended every later run in "internal error IndexError: index 0 is out of bounds"
+    (the graph splice looked up a position in an empty node list); nothing could be indexed."""
+    root = tmp_path / "v"
+    write(root / "only.md", "# Only\nalone\n")
+    db = tmp_path / "i.db"
+    assert cli("index", root, "--db", db, "-q") == 0
+    (root / "only.md").unlink()
+    assert cli("index", "--db", db, "-q") == 0
+    assert cli("doctor", "--db", db, "-q") == 0
+    write(root / "again.md", "# Again\nback\n")
+    assert cli("index", "--db", db, "-q") == 0
+    assert cli("doctor", "--db", db, "-q") == 0
+    assert cli("roots", "remove", root, "--db", db, "-q") == 0       # the only root: empty again
+    assert cli("doctor", "--db", db, "-q") == 0
+    capsys.readouterr()
+    assert cli("stats", "--db", db, "--json") == 0
+    st = json.loads(capsys.readouterr().out)
+    assert (st["files"], st["nodes"], st["edges"]) == (0, 0, 0)
+
+
+def test_splice_to_no_node_at_all_equals_a_rebuild():
+    import numpy as np
+
+    from kgsearch.graph.kernels import splice
+    from kgsearch.graph.kernels.csr import Graph
+
+    g = Graph.from_edges([0, 1], [1, 0], num_nodes=3)
+    got = splice.splice(g, np.array([10, 20, 30]), np.array([], dtype=np.int64), np.array([10, 20, 30]),
+                        np.array([], dtype=np.int64), np.array([], dtype=np.int64), np.ones(0), np.zeros(0))
+    want = Graph.from_edges([], [], num_nodes=0)
+    assert (got.n, got.m) == (want.n, want.m) == (0, 0)
+    for part in ("indptr", "indices", "rindptr", "rperm"):
+        assert np.array_equal(getattr(got, part), getattr(want, part)), part
+
+
+@pytest.mark.parametrize("command", [["stats"], ["search", "x"], ["show", "x"], ["export", "jsonl", "-"]])
+def test_an_index_path_that_cannot_exist_is_exit_4(command, tmp_path, capsys):
+    """Found by the fuzzer: `--db` with a name longer than the file system allows (or a path
+    through a file) was "internal error OSError: [Errno 36] File name too long" (exit 1)."""
+    long = "x" * 5000
+    capsys.readouterr()
+    assert cli(*command, "--db", long) == 4
+    assert capsys.readouterr().err == (f"error: no index can be at {long[:200]!r} (File name too long); pass --db "
+                                       f"with another path\n")
+    through = write(tmp_path / "afile", "x") / "i.db"
+    assert cli(*command, "--db", through) == 4
+    assert capsys.readouterr().err.startswith("error: no index")
+
+
+@pytest.mark.parametrize("command, example", [
+    (["index", ""], "kgsearch index ~/notes"), (["index", "{root}", ""], "kgsearch index ~/notes"),
+    (["roots", "remove", ""], "kgsearch roots remove ~/notes"), (["watch", ""], "kgsearch watch ~/notes"),
+    (["doctor", "--rebuild", ""], "kgsearch doctor --rebuild ~/notes")])
+def test_an_empty_path_is_a_usage_error_not_the_current_folder(command, example, indexed, tmp_path, monkeypatch,
+                                                               capsys):
+    """Found by the fuzzer: `kgsearch index ""` (an unset `$NOTES`) indexed the folder it ran in,
+    `roots remove ""` removed the root that folder is, `watch ""` watched it."""
+    from kgsearch.store.db import Index
+
+    root, db = indexed
+    here = tmp_path / "here"
+    write(here / "stray.md", "# Stray\nnot meant to be indexed\n")
+    monkeypatch.chdir(here)
+    with Index.open(db, readonly=True) as ix:
+        before = (ix.generation, ix.meta_json("roots"))
+    capsys.readouterr()
+    assert cli(*[a.format(root=root) for a in command], "--db", db) == 2
+    assert capsys.readouterr().err == (f"error: an empty PATH ('') names no folder or file (an unset shell variable?); "
+                                       f"give one, e.g. `{example}`, or . for the current folder\n")
+    with Index.open(db, readonly=True) as ix:
+        assert (ix.generation, ix.meta_json("roots")) == before
+
+
+def test_bench_out_that_cannot_be_written(indexed, tmp_path, capsys):
+    """Found by the fuzzer: `bench --out FOLDER` ran the whole bench, then ended in "internal
+    error IsADirectoryError" (exit 1), its result lost."""
+    folder = tmp_path / "results"
+    folder.mkdir()
+    capsys.readouterr()
+    assert cli("bench", "--db", indexed[1], "--out", folder, "--queries", "1", "--cold-runs", "1") == 2
+    assert capsys.readouterr().err == (f"error: --out {folder} is a folder; give a file to write, e.g. "
+                                       f"{folder / 'bench.json'}\n")
+    through = write(tmp_path / "afile", "x") / "bench.json"
+    assert cli("bench", "--db", indexed[1], "--out", through, "--queries", "1", "--cold-runs", "1", "-q") == 3
+    assert capsys.readouterr().err == (f"error: {through}: cannot write the result (File exists); choose a "
+                                       f"file you can write to\n")          # (mkdir of its folder, a file)
+
+
+@pytest.mark.parametrize("ref", ["99999999999999999999", "\u00b2", "\u0663"])
+def test_a_number_no_row_id_can_be_is_no_node(ref, indexed, capsys):
+    """Found by the fuzzer: a node reference of digits past SQLite's 64-bit row ids was "internal
+    error OverflowError" (CLI exit 1, HTTP 500, MCP -32603), and a superscript or Arabic-Indic
+    digit (str.isdigit, but not int()) "internal error ValueError"."""
+    from kgsearch.mcp.server import Server
+    from kgsearch.serve import App, Holder
+
+    capsys.readouterr()
+    for command in (["show", ref], ["related", ref], ["path", ref, "md:a"], ["impact", ref]):
+        assert cli(*command, "--db", indexed[1]) == 5
+        assert capsys.readouterr().err.startswith(f"error: no node {'or indexed file ' if command[0] == 'impact' else ''}"
+                                                  f"{ref!r} in {indexed[1]}")
+    from urllib.parse import quote
+
+    st, _, body = App({"i": Holder(indexed[1])}).handle("GET", f"/api/show?node={quote(ref)}", {})
+    assert st == 404 and json.loads(body)["error"].startswith(f"no node {ref!r}")
+    r = _rpc(Server(indexed[1]), "tools/call", params={"_meta": MODERN, "name": "show", "arguments": {"node": ref}})
+    assert r["result"]["isError"] is True and r["result"]["content"][0]["text"].startswith(f"error: no node {ref!r}")
+
+
+def test_a_files_path_with_a_nul_byte_is_not_in_the_index(indexed):
+    """Found by fuzzing the HTTP API: /api/context?files=%00 was "internal error ValueError:
+    embedded null byte" (HTTP 500), and the MCP context tool an internal error (-32603)."""
+    from kgsearch.mcp.server import Server
+    from kgsearch.serve import App, Holder
+
+    st, _, body = App({"i": Holder(indexed[1])}).handle("GET", "/api/context?files=a%00b", {})
+    assert st == 404 and json.loads(body)["error"].startswith("a\0b: this file is not in the index")
+    r = _rpc(Server(indexed[1]), "tools/call", params={"_meta": MODERN, "name": "context",
+                                                       "arguments": {"files": ["a\0b"]}})
+    assert r["result"]["isError"] is True and r["result"]["content"][0]["text"].startswith("error: a\0b is not in")
+    r = _rpc(Server(indexed[1]), "tools/call", params={"_meta": MODERN, "name": "impact",       # (impact: the same)
+                                                       "arguments": {"node": "a\0b"}})
+    assert r["result"]["isError"] is True
+    assert r["result"]["content"][0]["text"].startswith("error: no node or indexed file 'a\\x00b'")
+
+
+def test_doctor_rebuild_with_a_path_given_twice(indexed, capsys):
+    """Found by the fuzzer: `doctor --rebuild P P` was "internal error IntegrityError: UNIQUE
+    constraint failed: roots.path" (`index P P` takes P once)."""
+    root, db = indexed
+    capsys.readouterr()
+    assert cli("doctor", "--rebuild", root, root, "--db", db, "-q") == 0
+    assert cli("roots", "--db", db, "--json") == 0
+    assert [r["path"] for r in json.loads(capsys.readouterr().out)] == [str(root)]
