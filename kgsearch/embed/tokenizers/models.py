@@ -12,7 +12,24 @@ from .normalizer import MEMO_CAP
 __all__ = ["WordPiece", "Unigram", "BPE"]
 
 
-class WordPiece:
+class _Memoised:
+    """A subword model's :meth:`word`: ``_split`` memoised per word (reset past ``MEMO_CAP``)."""
+
+    memo: dict[str, tuple[int, ...]]
+
+    def _split(self, word: str) -> tuple[int, ...]:
+        raise NotImplementedError
+
+    def word(self, w: str) -> tuple[int, ...]:
+        t = self.memo.get(w)
+        if t is None:
+            if len(self.memo) > MEMO_CAP:
+                self.memo.clear()
+            t = self.memo[w] = self._split(w)
+        return t
+
+
+class WordPiece(_Memoised):
     """Greedy longest-match-first subword split, memoised per word.
 
     :meth:`_split_reference` is the algorithm as ``tokenizers`` states it: for each piece, try
@@ -109,13 +126,6 @@ class WordPiece:
                             f"(needed for {word[:20]!r})", "tokenizer.json")
         return (self.unk_id,)
 
-    def word(self, w: str) -> tuple[int, ...]:
-        t = self.memo.get(w)
-        if t is None:
-            if len(self.memo) > MEMO_CAP:
-                self.memo.clear()
-            t = self.memo[w] = self._split(w)
-        return t
 
     def ids(self, words: list[str]) -> list[int]:
         memo = self.memo
@@ -131,7 +141,7 @@ class WordPiece:
 
 
 # ---------------------------------------------------------------------------- Unigram
-class Unigram:
+class Unigram(_Memoised):
     """SentencePiece-style Unigram model: Viterbi best segmentation by piece scores, as
     ``tokenizers`` (``encode_optimized``: pieces tried shortest first, strict improvement only,
     one unknown character at ``min_score - 10``, consecutive unknowns fused, optional byte
@@ -213,17 +223,10 @@ class Unigram:
             ids.append(tid)
         return tuple(ids)
 
-    def word(self, w: str) -> tuple[int, ...]:
-        t = self.memo.get(w)
-        if t is None:
-            if len(self.memo) > MEMO_CAP:
-                self.memo.clear()
-            t = self.memo[w] = self._split(w)
-        return t
 
 
 # ---------------------------------------------------------------------------- BPE
-class BPE:
+class BPE(_Memoised):
     """Byte-pair encoding as ``tokenizers`` runs it (no dropout, no continuing-subword prefix or
     end-of-word suffix): a word starts as its characters (a character not in the vocabulary as
     its UTF-8 bytes ``<0xXX>`` with ``byte_fallback``, else the unknown token, consecutive
@@ -348,10 +351,3 @@ class BPE:
             sym[i:i + 2] = [sym[i] + sym[i + 1]]
         return self._ids(sym)
 
-    def word(self, w: str) -> tuple[int, ...]:
-        t = self.memo.get(w)
-        if t is None:
-            if len(self.memo) > MEMO_CAP:
-                self.memo.clear()
-            t = self.memo[w] = self._split(w)
-        return t
