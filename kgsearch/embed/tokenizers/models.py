@@ -126,7 +126,6 @@ class WordPiece(_Memoised):
                             f"(needed for {word[:20]!r})", "tokenizer.json")
         return (self.unk_id,)
 
-
     def ids(self, words: list[str]) -> list[int]:
         memo = self.memo
         out: list[int] = []
@@ -222,7 +221,6 @@ class Unigram(_Memoised):
                     raise DataError("Unigram model has no unk_id", "tokenizer.json")
             ids.append(tid)
         return tuple(ids)
-
 
 
 # ---------------------------------------------------------------------------- BPE
