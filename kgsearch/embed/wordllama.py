@@ -102,7 +102,8 @@ def import_wheel(wheel: str | os.PathLike, dest: str | os.PathLike | None = None
             missing = [n for n in (WEIGHTS, TOKENIZER) if n not in names]
             if missing:
                 raise DataError(f"not a wordllama wheel with the l2_supercat 256-d model (no {missing[0]}); "
-                                f"get one with: pip download --no-deps wordllama==0.4.0.post1", src)
+                                f"get one with: pip download --no-deps --only-binary :all: --platform manylinux2014_x86_64 "
+                                f"--python-version 3.11 wordllama==0.4.0.post1", src)
             files = {n: z.read(n) for n in (WEIGHTS, TOKENIZER)}
             licence = z.read(lic) if lic else b""
     except (OSError, zipfile.BadZipFile) as exc:
