@@ -14,7 +14,7 @@ from pathlib import Path
 from .common import decode
 
 __all__ = ["free", "split_chain", "read_source", "find_up", "call_sites", "skip_angles", "skip_angles_paired", "Angles",
-           "PairedAngles", "find_end", "find_end_reference"]
+           "PairedAngles", "KeptSearch", "find_end", "find_end_reference"]
 
 _CHAIN_SEP = re.compile(r"\s*(?:\.|::|->|\?\.)\s*")
 
@@ -241,22 +241,29 @@ def skip_angles_paired(code: str, at: int, pairs: dict) -> int:
 
 
 _END = re.compile(r"[;{}(\[]")
-_last_end: tuple = ("", 0, 0)       # (code, lo, p): the first of ;{}([ at or after any offset in lo..p is at p
 
 
-def _next_end(code: str, at: int) -> int:
-    """Offset of the first ``;{}([`` at or after ``at`` (``len(code)`` when none). The last answer
-    is kept: an offset between where it was asked and what it found has the same answer, so a
-    file of item keywords with no terminator (``mod mod mod ...``) is searched once, not once
-    per keyword (n^2: 60 KB of ``mod `` took 2.2 s)."""
-    global _last_end
-    c, lo, p = _last_end
-    if c is code and lo <= at <= p:
+class KeptSearch:
+    """``pattern.search(code, at).start()``, ``len(code)`` when there is no match, with the last
+    answer kept: an offset between where it was asked and what it found has the same answer, so
+    a file of keywords with nothing after them (``mod mod mod ...``, ``class class ...``) is
+    searched once, not once per keyword (n^2: 60 KB of ``mod `` took 2.2 s)."""
+
+    def __init__(self, pattern: re.Pattern):
+        self.pattern = pattern
+        self.last: tuple = ("", 0, -1)      # (code, lo, p): the first match at or after any of lo..p is at p
+
+    def __call__(self, code: str, at: int) -> int:
+        c, lo, p = self.last
+        if c is code and lo <= at <= p:
+            return p
+        m = self.pattern.search(code, at)
+        p = m.start() if m is not None else len(code)
+        self.last = (code, at, p)
         return p
-    m = _END.search(code, at)
-    p = m.start() if m is not None else len(code)
-    _last_end = (code, at, p)
-    return p
+
+
+_next_end = KeptSearch(_END)          # the first ``;{}([`` at or after an offset
 
 
 def find_end(code: str, pairs: dict, at: int, stop: str = ";{") -> int:

@@ -26,7 +26,7 @@ from __future__ import annotations
 import re
 
 from .codemodel import Def
-from .codescan import free, skip_angles_paired
+from .codescan import KeptSearch, free, skip_angles_paired
 from .jsblocks import Blocks, local_of, owner_prefix
 
 __all__ = ["scan", "owner_prefix"]
@@ -216,21 +216,7 @@ def _after_type_params(code: str, pairs: dict, at: int) -> int:
 
 
 _HEAD_END = re.compile(r"[;{}(\[<=]")
-_last_head: tuple = ("", 0, 0)      # (code, lo, p): the first of ;{}([<= at or after any offset in lo..p is at p
-
-
-def _next_head(code: str, at: int) -> int:
-    """Offset of the first ``;{}([<=`` at or after ``at`` (``len(code)``: none), the last answer
-    kept as :func:`~.codescan.find_end` keeps it: a file of ``class`` keywords with no body
-    searched to its end once per keyword cost n^2 (60 KB of ``class ``: 2.2 s)."""
-    global _last_head
-    c, lo, p = _last_head
-    if c is code and lo <= at <= p:
-        return p
-    m = _HEAD_END.search(code, at)
-    p = m.start() if m is not None else len(code)
-    _last_head = (code, at, p)
-    return p
+_next_head = KeptSearch(_HEAD_END)    # the first ``;{}([<=`` at or after an offset (class heads with no body)
 
 
 def _head_end(code: str, pairs: dict, at: int, stop: str) -> int:
