@@ -100,3 +100,37 @@ def test_highlight_terms_do_not_depend_on_the_hash_seed():
             for seed in range(4)}
     assert len(seen) == 1
     assert pack.query_terms("beta alpha gamma delta") == ["alpha", "delta", "gamma", "beta"]
+
+
+def test_snippet_equals_its_reference_on_random_texts():
+    """pack.snippet (matches of an ASCII text by str.find) == pack.snippet_reference (the terms'
+    expression over the whole text): hand cases at the edges of a word, then random texts of
+    words, punctuation, underscores, digits, runs of whitespace and non-ASCII letters, with
+    terms as the query gives them and as a caller might (upper case, punctuation, empty)."""
+    cases = [("index indexing reindex _index index_ x.index", ["index"]),
+             ("Über uber UBER über", ["uber", "über"]),
+             ("a_b ab a-b", ["a_b", "ab"]),
+             ("Foo foo FOO", ["Foo"]),              # a caller's upper-case term: the expression
+             ("foo.bar foo bar", ["foo.bar"]),      # punctuation in a term: the expression
+             ("", ["x"]), ("   \n\t ", ["x"]), ("no terms here", [])]
+    for text, terms in cases:
+        assert pack.snippet(text, terms) == pack.snippet_reference(text, terms), (text, terms)
+    assert pack.snippet("index indexing reindex _index", ["index"]) == "[index] [indexing] reindex _index"
+    assert pack._word_starts("index indexing reindex _index x.index", ("index",)) == [0, 6, 32]
+    rng = np.random.default_rng(0)
+    vocab = ["index", "indexing", "Index", "INDEXED", "note", "notes", "_note", "note_", "x1", "42", "a",
+             "graph", "über", "naïve", "東京", "ſtate", "K", "kelvin"]
+    seps = [" ", "  ", "\n", "\t", ". ", ", ", "-", "(", ")", "'", "\u00a0", "_"]
+    for _ in range(400):
+        n = int(rng.integers(0, 120))
+        text = "".join(str(rng.choice(vocab)) + str(rng.choice(seps)) for _ in range(n))
+        terms = pack.query_terms(" ".join(str(w) for w in rng.choice(vocab, size=int(rng.integers(0, 6)))))
+        if rng.random() < 0.2:
+            terms = terms + [str(rng.choice(["Note", "in", "x", "graph!", ""]))]
+        width = int(rng.choice([40, 80, 180]))
+        assert pack.snippet(text, terms, width) == pack.snippet_reference(text, terms, width), (text, terms)
+        flat = " ".join(text.split())
+        if terms and flat.isascii() and all(pack._plain(t) for t in terms[:20]):   # the matches themselves
+            rx = pack._terms_pattern(tuple(terms[:20]))
+            assert pack._word_starts(flat.lower(), tuple(terms[:20])) == [m.start() for m in rx.finditer(flat)]
+        assert pack.snippet(text, terms, width, ("", "")) == pack.snippet_reference(text, terms, width, ("", ""))
