@@ -116,10 +116,13 @@ def test_snippet_equals_its_reference_on_random_texts():
     for text, terms in cases:
         assert pack.snippet(text, terms) == pack.snippet_reference(text, terms), (text, terms)
     assert pack.snippet("index indexing reindex _index", ["index"]) == "[index] [indexing] reindex _index"
-    assert pack._word_starts("index indexing reindex _index x.index", ("index",)) == [0, 6, 32]
+    text = "index indexing reindex _index x.index"
+    assert pack._word_starts(text, text, ("index",)) == [0, 6, 32]
+    assert pack.snippet("Ünder indexing, Über-index", ["index", "ber"]) == "Ünder [indexing], Über-[index]"
     rng = np.random.default_rng(0)
     vocab = ["index", "indexing", "Index", "INDEXED", "note", "notes", "_note", "note_", "x1", "42", "a",
-             "graph", "über", "naïve", "東京", "ſtate", "K", "kelvin"]
+             "graph", "über", "naïve", "東京", "ſtate", "K", "kelvin", "\u212aelvin", "İndex", "ındex", "Σίσυφος",
+             "ǅemal", "ﬁndex", "²index", "٣index"]
     seps = [" ", "  ", "\n", "\t", ". ", ", ", "-", "(", ")", "'", "\u00a0", "_"]
     for _ in range(400):
         n = int(rng.integers(0, 120))
@@ -131,6 +134,36 @@ def test_snippet_equals_its_reference_on_random_texts():
         assert pack.snippet(text, terms, width) == pack.snippet_reference(text, terms, width), (text, terms)
         flat = " ".join(text.split())
         if terms and flat.isascii() and all(pack._plain(t) for t in terms[:20]):   # the matches themselves
-            rx = pack._terms_pattern(tuple(terms[:20]))
-            assert pack._word_starts(flat.lower(), tuple(terms[:20])) == [m.start() for m in rx.finditer(flat)]
+            rx = pack._terms_pattern(tuple(terms[:20]))[0]
+            assert pack._word_starts(flat, flat.lower(), tuple(terms[:20])) == [m.start() for m in rx.finditer(flat)]
         assert pack.snippet(text, terms, width, ("", "")) == pack.snippet_reference(text, terms, width, ("", ""))
+
+
+def test_snippets_fast_matches_hold_for_every_character():
+    """What pack.snippet's str.find path assumes, checked for every Unicode character: ``\\w``
+    is ``isalnum() or "_"``; a character matches an ASCII word character ignoring case exactly
+    when its ``lower()`` is that character, but for the three in ``pack._FOLDS``; and a
+    character whose lower case is longer than one is among them."""
+    import re
+    import string
+    import sys
+
+    word, ascii_word = re.compile(r"\w"), re.compile(r"[0-9a-z_]", re.IGNORECASE)
+    ascii_chars = set(string.ascii_lowercase + string.digits + "_")
+    folds, odd_word = [], []
+    for cp in range(sys.maxunicode + 1):
+        if 0xD800 <= cp <= 0xDFFF:
+            continue
+        c = chr(cp)
+        if (word.match(c) is not None) != pack._is_word(c):
+            odd_word.append(c)
+        low = c.lower()
+        if len(low) != 1:
+            folds.append(c)
+        elif (ascii_word.fullmatch(c) is not None) != (low in ascii_chars):
+            folds.append(c)
+        elif low in ascii_chars and re.fullmatch(re.escape(low), c, re.IGNORECASE) is None:
+            folds.append(c)
+    assert odd_word == []
+    assert sorted(set(folds)) == ["\u0130", "\u0131", "\u017f"]
+    assert all(pack._FOLDS.search(c) for c in folds)
