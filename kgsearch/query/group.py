@@ -35,7 +35,8 @@ def declaring_modules(path: str, root: str = "") -> list[str]:
     the crate root: a module ``f/x.rs`` (or ``f/x/mod.rs``) is declared by folder ``f``'s module
     file, ``f/mod.rs``, ``f.rs`` or, for a crate's top folder, ``f/lib.rs`` / ``f/main.rs``; that
     file by its folder's parent's, and so on. The climb stops at a ``src`` folder (Cargo's crate
-    root) and at the indexed ``root``. Empty for a crate root and for other languages.
+    root) and at the indexed ``root`` (a crate's ``src/`` indexed alone). Empty for a crate root
+    and for other languages.
 
     >>> declaring_modules("/r/src/sync/mpsc/chan.rs", "/r")[:4]
     ['/r/src/sync/mpsc/mod.rs', '/r/src/sync/mpsc.rs', '/r/src/sync/mpsc/lib.rs', '/r/src/sync/mpsc/main.rs']
@@ -49,9 +50,9 @@ def declaring_modules(path: str, root: str = "") -> list[str]:
     if base == "mod.rs":                 # f/x/mod.rs is the module x of folder f
         folder = posixpath.dirname(folder)
     out = []
-    while folder and (not root or folder.startswith(root + "/")):
+    while folder and (not root or folder == root or folder.startswith(root + "/")):
         out += [folder + "/mod.rs", folder + ".rs", folder + "/lib.rs", folder + "/main.rs"]
-        if posixpath.basename(folder) == "src":
+        if posixpath.basename(folder) == "src" or folder == root:
             break
         folder = posixpath.dirname(folder)
     return out

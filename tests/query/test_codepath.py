@@ -273,6 +273,9 @@ def test_a_rust_files_declaring_module_ranks_fifth_beside_it():
     assert declaring_modules("/r/src/io/mod.rs", "/r") == [
         "/r/src/mod.rs", "/r/src.rs", "/r/src/lib.rs", "/r/src/main.rs"]
     assert declaring_modules("/r/src/main.rs", "/r") == [] == declaring_modules("/r/pkg/__init__.py", "/r")
+    assert declaring_modules("/src/io/x.rs", "/src")[4:] == [      # a crate's src/ indexed alone
+        "/src/mod.rs", "/src.rs", "/src/lib.rs", "/src/main.rs"]
+    assert declaring_modules("/w/x.rs", "/w/") == ["/w/mod.rs", "/w.rs", "/w/lib.rs", "/w/main.rs"]
     # files by score: chan.rs 8, a.rs 7 ... e.rs 3, sync/mod.rs 2, lib.rs 1: sync/mod.rs (the
     # nearer declaring module and the better ranked) moves to 5th, scored as the file it passes
     paths = ["src/sync/mpsc/chan.rs", "src/a.rs", "src/b.rs", "src/c.rs", "src/d.rs", "src/e.rs",
