@@ -744,3 +744,17 @@ def test_declared_field_types_are_read_once_per_file(tmp_path, monkeypatch, lang
     calls = [e for e in res.edges if e.type == "calls" and re_mod.search(r"T\d\.(Run|run)$", str(e.dst))]
     assert len(calls) == 7                                  # every field's type's method, once per target
     assert len(used) <= (8 if lang == "go" else n + 7)      # one read per struct (was one per call site)
+
+
+def test_rust_bench_targets_are_tests(tmp_path):
+    # Cargo builds benches/*.rs as bench targets with the dev-dependencies, as tests/*.rs: not the
+    # library a fix changes (bytes' benches/bytes_mut.rs ranked 3rd for two bytes issues)
+    nodes, _ = build(tmp_path, {
+        "Cargo.toml": "[package]\nname = \"shop\"\n",
+        "src/lib.rs": "pub fn total() -> u32 { 1 }\n",
+        "benches/total.rs": "fn bench_total() { shop::total(); }\n",
+        "src/benches.rs": "pub fn speed() -> u32 { 2 }\n",
+    })
+    assert nodes["rs:benches/total.rs:bench_total"][4] & FLAG_TEST
+    assert not nodes["rs:src/lib.rs:total"][4] & FLAG_TEST
+    assert not nodes["rs:src/benches.rs:speed"][4] & FLAG_TEST            # a module named benches

@@ -102,7 +102,9 @@ GO = LangSpec(
 
 RUST = LangSpec(
     "rust", "rs", (".rs",), nested_comments=True, doc_comments=("///", "//!", "/**", "/*!"),
-    test_dirs=frozenset({"tests"}),
+    # Cargo's test and bench targets: benches/ holds benchmarks built with the dev-dependencies
+    # (as Java's src/jmh/), never the library a fix changes
+    test_dirs=frozenset({"tests", "benches"}),
     frames=_frames(
         # panics:  thread 'main' panicked at src/x.rs:12:5   (older: panicked at 'msg', src/x.rs:12:5)
         # backtraces:  at ./src/x.rs:12:5   compiler:  --> src/x.rs:12:5

@@ -250,8 +250,9 @@ class Engine:
                                   opts=deep, tuning=self.tuning, nudges=nudges, read=not unread)
         unit_of = (implemented_stubs(self.ix.conn, [m["path"] for m in meta.values() if m.get("path")])
                    if opts.group == "file" else {})
+        lifted: dict[str, float] = {}
         groups = (group_by_file(cand, fused, order, meta, opts.k, self.tuning.file_decay, self.tuning.file_members,
-                                unit_of) if opts.group == "file" else None)
+                                unit_of, self.tuning.declaring_module_rank, lifted) if opts.group == "file" else None)
         clock.lap("rank")
 
         shown = order if groups is None else list(dict.fromkeys(i for _, pos in groups
@@ -279,8 +280,9 @@ class Engine:
             hits = build(shown)
         if groups is not None:
             by_pos = dict(zip(shown, hits))
-            hits = [file_hit(by_pos[pos[0]], score, [by_pos[i] for i in pos[:self.tuning.file_members]],
-                             _as_unit(meta[int(cand[pos[0]])], unit_of)) for score, pos in groups]
+            units = [_as_unit(meta[int(cand[pos[0]])], unit_of) for _, pos in groups]
+            hits = [file_hit(by_pos[pos[0]], score, [by_pos[i] for i in pos[:self.tuning.file_members]], m,
+                             lifted.get(m.get("path"), 0.0)) for (score, pos), m in zip(groups, units)]
             for r, h in enumerate(hits, 1):
                 h.rank = r
         clock.lap("output")

@@ -13,7 +13,7 @@ import pytest
 from kgsearch.query.anchors import follow_calls, resolve, use_specificity
 from kgsearch.query.code import implemented_stubs, is_vendored, stub_implementations
 from kgsearch.query.codetask import Anchor, extract
-from kgsearch.query.group import group_by_file
+from kgsearch.query.group import declaring_modules, group_by_file
 from kgsearch.query.paste import drop_comments, drop_links, quiet_paste
 from kgsearch.types import FLAG_VENDORED
 
@@ -261,6 +261,40 @@ def test_stubs_group_under_their_indexed_implementation(conn):
     assert group_by_file(cand, fused, [0, 1, 2], meta, 5, 0.5, 3) == [(3.0, [0]), (2.0, [1]), (1.0, [2])]
     grouped = group_by_file(cand, fused, [0, 1, 2], meta, 5, 0.5, 3, {"/r/mod.pyi": "/r/mod.py"})
     assert grouped == [(3.0 + 0.5 * 1.0, [0, 2]), (2.0, [1])]
+
+
+def test_a_rust_files_declaring_module_ranks_fifth_beside_it():
+    # `mod chan;` in sync/mpsc/mod.rs declares sync/mpsc/chan.rs, `mod mpsc;` in sync/mod.rs (or
+    # sync.rs) declares that, up to the crate root src/lib.rs; a mod.rs is declared a folder up
+    assert declaring_modules("/r/t/src/sync/mpsc/chan.rs", "/r") == [
+        "/r/t/src/sync/mpsc/mod.rs", "/r/t/src/sync/mpsc.rs", "/r/t/src/sync/mpsc/lib.rs", "/r/t/src/sync/mpsc/main.rs",
+        "/r/t/src/sync/mod.rs", "/r/t/src/sync.rs", "/r/t/src/sync/lib.rs", "/r/t/src/sync/main.rs",
+        "/r/t/src/mod.rs", "/r/t/src.rs", "/r/t/src/lib.rs", "/r/t/src/main.rs"]
+    assert declaring_modules("/r/src/io/mod.rs", "/r") == [
+        "/r/src/mod.rs", "/r/src.rs", "/r/src/lib.rs", "/r/src/main.rs"]
+    assert declaring_modules("/r/src/main.rs", "/r") == [] == declaring_modules("/r/pkg/__init__.py", "/r")
+    assert declaring_modules("/src/io/x.rs", "/src")[4:] == [      # a crate's src/ indexed alone
+        "/src/mod.rs", "/src.rs", "/src/lib.rs", "/src/main.rs"]
+    assert declaring_modules("/w/x.rs", "/w/") == ["/w/mod.rs", "/w.rs", "/w/lib.rs", "/w/main.rs"]
+    # files by score: chan.rs 8, a.rs 7 ... e.rs 3, sync/mod.rs 2, lib.rs 1: sync/mod.rs (the
+    # nearer declaring module and the better ranked) moves to 5th, scored as the file it passes
+    paths = ["src/sync/mpsc/chan.rs", "src/a.rs", "src/b.rs", "src/c.rs", "src/d.rs", "src/e.rs",
+             "src/sync/mod.rs", "src/lib.rs"]
+    cand = np.arange(len(paths))
+    fused = np.array([8.0, 7.0, 6.0, 5.0, 4.0, 3.0, 2.0, 1.0])
+    meta = {i: {"path": "/r/" + p, "root": "/r"} for i, p in enumerate(paths)}
+    order = list(range(len(paths)))
+    lifted = {}
+    got = group_by_file(cand, fused, order, meta, 10, 0.5, 3, None, 5, lifted)
+    assert got == [(8.0, [0]), (7.0, [1]), (6.0, [2]), (5.0, [3]), (4.0, [6]), (4.0, [4]), (3.0, [5]), (1.0, [7])]
+    assert lifted == {"/r/src/sync/mod.rs": 2.0}
+    assert group_by_file(cand, fused, order, meta, 10, 0.5, 3) == [(float(8 - i), [i]) for i in range(8)]   # off
+    # ranked 5th or better already, or a first file that is no Rust module: nothing moves
+    fused2 = np.array([8.0, 7.0, 6.0, 5.0, 1.0, 0.5, 4.5, 0.1])
+    assert [pos for _, pos in group_by_file(cand, fused2, [0, 1, 2, 3, 6, 4, 5, 7], meta, 10, 0.5, 3, None, 5)] == [
+        [0], [1], [2], [3], [6], [4], [5], [7]]
+    meta_py = {i: {"path": "/r/" + p.replace(".rs", ".py"), "root": "/r"} for i, p in enumerate(paths)}
+    assert group_by_file(cand, fused, order, meta_py, 10, 0.5, 3, None, 5) == [(float(8 - i), [i]) for i in range(8)]
 
 
 def test_vendored_by_flag_or_path():
