@@ -20,9 +20,9 @@ folder's root file.
 """
 from __future__ import annotations
 
-import numpy as np
-
 import posixpath
+
+import numpy as np
 
 from ..store.rows import rel_path
 from .options import Hit
