@@ -335,7 +335,7 @@ class MultiEngine:
         for w, f in roots:
             if f.value in self.engines:
                 keep = {n: e for n, e in keep.items() if (n == f.value) != f.negated}
-                (drop_words.add(w) if w is not None else drop_opts.add(str(f)))
+                (drop_words.add(w) if w is not None else drop_opts.add(f))
                 continue
             knows = {n for n, e in self.engines.items() if fmod.root_paths(e.ix, f.value)}
             if not knows:
@@ -350,7 +350,7 @@ class MultiEngine:
         if drop_words:
             query = " ".join(w for w in query.split() if w not in drop_words)
         if drop_opts:
-            opts = opts.but(filters=tuple(f for f in (opts.filters or ()) if f not in drop_opts))
+            opts = opts.but(filters=tuple(f for f in fmod.parse_filters(opts.filters) if f not in drop_opts))
         return keep, query, opts
 
     def search(self, query: str, opts: SearchOptions | None = None, sessions: dict | None = None) -> MultiResponse:
