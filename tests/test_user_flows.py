@@ -119,6 +119,55 @@ def test_eval_max_queries_applies_to_probe_files(indexed, tmp_path, capsys):
         assert capsys.readouterr().err == f"error: --max-queries must be a whole number >= 1, got {bad}\n"
 
 
+def test_eval_ablate_runs_on_a_probe_file(indexed, tmp_path, capsys):
+    """Before: `eval PROBES --ablate` printed the one run, the flag silently ignored."""
+    capsys.readouterr()
+    assert cli("eval", _probes(tmp_path), "--db", indexed[1], "--channels", "bm25,dense", "--ablate",
+               "--json") == 0
+    res = json.loads(capsys.readouterr().out)
+    assert res["channels"] == ["bm25", "dense"]
+    assert [r["run"] for r in res["ablation"]] == ["all", "-bm25", "-dense", "bm25 only", "dense only"]
+    assert res["ablation"][0] == {"run": "all", "channels": ["bm25", "dense"], **res["metrics"]}
+    assert res["ablation"][3]["channels"] == ["bm25"] and set(res["ablation"][3]) == {
+        "run", "channels", "recall@5", "recall@10", "mrr@10"}
+    assert [(m["query"], m["found"]) for m in res["misses"]] == [("charlie", {})]
+    assert cli("eval", _probes(tmp_path), "--db", indexed[1], "--channels", "bm25", "--ablate") == 0
+    assert "| bm25 only | 0.6667 | 0.6667 | 0.6667 |" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--split", "test"], "--split: a probe file runs against the index of --db as it is; --split is about a BEIR "
+                          "folder's qrels and evaluation index (leave it out)"),
+    (["--index-dir", "ev"], "--index-dir: a probe file runs against the index of --db as it is; --index-dir is about "
+                            "a BEIR folder's qrels and evaluation index (leave it out)"),
+    (["--rebuild"], "--rebuild: a probe file runs against the index of --db as it is; --rebuild is about a BEIR "
+                    "folder's qrels and evaluation index (leave it out)"),
+    (["-k", "5"], "-k 5: a probe file is scored on 10 hits per probe (recall@10, MRR@10); leave -k out or give 10 "
+                  "or more"),
+])
+def test_eval_flags_a_probe_file_cannot_use_are_usage_errors(flags, message, indexed, tmp_path, capsys):
+    """Before: a probe file ran with --split/--index-dir/--rebuild/-k silently ignored (exit 0)."""
+    capsys.readouterr()
+    assert cli("eval", _probes(tmp_path), "--db", indexed[1], *flags) == 2
+    assert capsys.readouterr() == ("", f"error: {message}\n")
+
+
+def test_eval_k_and_db_with_a_beir_folder(indexed, tmp_path, capsys):
+    """Before: a BEIR folder ignored --db (it has its own evaluation index) and raised -k 5 to 100,
+    silently; -k beyond 10 for a probe file now says where a missed node ranked."""
+    capsys.readouterr()
+    assert cli("eval", _beir(tmp_path), "--db", indexed[1], "--index-dir", tmp_path / "ev") == 2
+    assert capsys.readouterr().err == (f"error: --db {indexed[1]}: a BEIR folder is indexed into its own evaluation "
+                                       f"index (--index-dir, --rebuild); --db names the index a probe file runs "
+                                       f"against\n")
+    assert cli("eval", _beir(tmp_path), "-k", "5", "--index-dir", tmp_path / "ev") == 2
+    assert capsys.readouterr().err == ("error: -k 5: a BEIR folder is scored on 100 results per query (recall@100); "
+                                       "leave -k out or give 100 or more\n")
+    assert not (tmp_path / "ev").exists()
+    assert cli("eval", _beir(tmp_path), "-k", "100", "--index-dir", tmp_path / "ev", "--json") == 0
+    assert json.loads(capsys.readouterr().out)["metrics"]["ndcg@10"] == 1.0
+
+
 @pytest.mark.parametrize("text", ["", "\n\n  \n"])
 def test_eval_on_an_empty_probe_file_is_bad_input(text, indexed, tmp_path, capsys):
     """Before: an empty probe file printed zeros and exited 0."""
