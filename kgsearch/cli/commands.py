@@ -403,7 +403,9 @@ def cmd_model(args) -> int:
     if args.json:
         emit_json(models)
     else:
-        rows = [[m.get("name", ""), m.get("dims", ""), m.get("path", ""), m.get("source", "")] for m in models]
+        rows = [[m.get("name", ""), m.get("dims", ""), m.get("path", ""),
+                 f"imported from {m['imported_from']}" if m.get("imported_from") else m.get("source", "")]
+                for m in models]
         out(table(rows, ["model", "dims", "path", "source"]) if rows else "no models found")
     return EXIT_OK
 

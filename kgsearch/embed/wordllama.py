@@ -22,13 +22,14 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import struct
 import zipfile
 from pathlib import Path
 
 from ..errors import DataError
 
-__all__ = ["import_wheel", "NAME"]
+__all__ = ["import_wheel", "imported_from", "NAME"]
 
 NAME = "wordllama-l2-256"
 WEIGHTS = "wordllama/weights/l2_supercat_256.safetensors"
@@ -86,6 +87,22 @@ def _table(raw: bytes, where: str) -> tuple[bytes, list[int]]:
                       separators=(",", ":")).encode()
     head += b" " * (-len(head) % 8)
     return struct.pack("<Q", len(head)) + head + q.tobytes(), shape
+
+
+_FROM = re.compile(r"copied\s+by `kgsearch model import`.*?\sfrom\s+(.+?) \(https://github\.com/dleemiller/WordLlama",
+                   re.S)
+
+
+def imported_from(folder: str | os.PathLike) -> str | None:
+    """The wheel file name a model folder was made from by :func:`import_wheel` (its ``NOTICE``
+    says), or None for any other folder (``kgsearch model list`` says "imported from WHEEL")."""
+    try:
+        with open(Path(folder) / "NOTICE", encoding="utf-8") as f:
+            head = f.read(2000)
+    except (OSError, UnicodeDecodeError):
+        return None
+    m = _FROM.search(head)
+    return m.group(1) if m else None
 
 
 def import_wheel(wheel: str | os.PathLike, dest: str | os.PathLike | None = None) -> Path:
