@@ -197,3 +197,27 @@ def test_export_command_and_errors(demo, tmp_path, capsys):
     assert "cannot write the export" in capsys.readouterr().err
     with pytest.raises(UsageError, match="no edge type 'nope'"):
         export(ix, "jsonl", str(tmp_path / "x.jsonl"), types=["nope"])
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "graphml"])
+def test_export_to_a_closed_pipe_is_no_error(fmt, demo, monkeypatch, capsys):
+    """`kgsearch export jsonl - | head -1`: the reader closing the pipe once it has what it wanted
+    is how such a pipeline ends (exit 0, nothing said), as for search. Before: exit 3, "cannot write
+    the export (Broken pipe); choose a folder you can write to"."""
+    import io
+    import sys
+
+    from kgsearch.cli import main
+
+    class Head(io.StringIO):
+        def write(self, s):
+            if self.tell() > 100:
+                raise BrokenPipeError(32, "Broken pipe")
+            return super().write(s)
+
+    ix, _ = demo
+    capsys.readouterr()
+    head = Head()
+    monkeypatch.setattr(sys, "stdout", head)
+    assert main(["export", fmt, "-", "--db", str(ix.path)]) == 0
+    assert capsys.readouterr().err == "" and head.tell() > 100

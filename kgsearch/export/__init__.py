@@ -38,6 +38,8 @@ def export(ix, fmt: str, out: str, text: bool | None = None, types=None, derived
             raise UsageError(f"--types: no edge type {bad[0]!r} in this index; it has: {', '.join(sorted(known))}")
     try:
         return _export(ix, fmt, out, text, types, derived)
+    except BrokenPipeError:
+        raise                         # `export jsonl - | head`: the reader has what it wanted (the CLI exits 0)
     except OSError as exc:
         from ..errors import DataError
 
