@@ -58,7 +58,8 @@ def _common(multi: bool = False) -> argparse.ArgumentParser:
                        help="index file; repeat it to search several indexes as one (default: $KGSEARCH_DB, "
                             f"several separated by '{os.pathsep}', else $XDG_DATA_HOME/kgsearch/index.db)")
     else:
-        p.add_argument("--db", metavar="PATH", default=argparse.SUPPRESS,
+        # (append too: `stats --db A --db B` is the usage error _resolve_dbs names, not B silently)
+        p.add_argument("--db", metavar="PATH", action="append", default=argparse.SUPPRESS,
                        help="index file (default: $KGSEARCH_DB, else $XDG_DATA_HOME/kgsearch/index.db)")
     p.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="machine-readable output on stdout")
     p.add_argument("-q", "--quiet", action="store_true", default=argparse.SUPPRESS, help="no notes or progress on stderr")
