@@ -515,3 +515,20 @@ def test_doctor_rebuild_with_a_path_given_twice(indexed, capsys):
     assert cli("doctor", "--rebuild", root, root, "--db", db, "-q") == 0
     assert cli("roots", "--db", db, "--json") == 0
     assert [r["path"] for r in json.loads(capsys.readouterr().out)] == [str(root)]
+
+
+def test_a_name_means_the_code_not_the_tag_or_entity_of_that_word(tmp_path, capsys):
+    """`kgsearch show send` (impact, path, feedback...) answered the tag #send, or the entity
+    `send`, whose qualified name is the bare word, over the function `send`: the qualified-name
+    lookup came before the name one. Structural nodes answer only when nothing else has the name."""
+    root = tmp_path / "proj"
+    write(root / "m.py", "def send(x):\n    return x\n\n\ndef recv(y):\n    return send(y)\n")
+    write(root / "notes.md", "# Notes\nabout #send and #only\n")
+    db = tmp_path / "i.db"
+    assert cli("index", root, "--db", db, "-q") == 0
+    capsys.readouterr()
+    for ref, key in (("send", "py:m.send"), ("tag:send", "tag:send"), ("only", "tag:only"), ("m.send", "py:m.send")):
+        assert cli("show", ref, "--db", db, "--json") == 0
+        assert json.loads(capsys.readouterr().out)["node"]["key"] == key, ref
+    assert cli("impact", "send", "--db", db, "--json") == 0
+    assert [d["key"] for d in json.loads(capsys.readouterr().out)["dependents"]][:1] == ["py:m.recv"]
