@@ -532,3 +532,18 @@ def test_a_name_means_the_code_not_the_tag_or_entity_of_that_word(tmp_path, caps
         assert json.loads(capsys.readouterr().out)["node"]["key"] == key, ref
     assert cli("impact", "send", "--db", db, "--json") == 0
     assert [d["key"] for d in json.loads(capsys.readouterr().out)["dependents"]][:1] == ["py:m.recv"]
+
+
+def test_demo_never_mixes_into_an_index_of_other_folders(indexed, tmp_path, capsys):
+    """`kgsearch demo --db ~/notes.db` indexed the demo's 42 files into the user's index (a root
+    every later bare `kgsearch index` reindexes), though the demo "keeps its own index"."""
+    root, db = indexed
+    capsys.readouterr()
+    assert cli("demo", "--db", db, "-k", "1") == 2
+    assert capsys.readouterr() == ("", f"error: {db} is an index of other folders ({root}); the demo keeps its own "
+                                       f"index: leave --db out, or give a new file\n")
+    assert cli("roots", "--db", db, "--json") == 0
+    assert [r["path"] for r in json.loads(capsys.readouterr().out)] == [str(root)]
+    for _ in range(2):                                   # a new file, then the demo's own again
+        assert cli("demo", "--db", tmp_path / "d.db", "-k", "1", "-q", "--json") == 0
+        assert len(json.loads(capsys.readouterr().out)["hits"]) == 1
