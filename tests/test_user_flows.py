@@ -547,3 +547,29 @@ def test_demo_never_mixes_into_an_index_of_other_folders(indexed, tmp_path, caps
     for _ in range(2):                                   # a new file, then the demo's own again
         assert cli("demo", "--db", tmp_path / "d.db", "-k", "1", "-q", "--json") == 0
         assert len(json.loads(capsys.readouterr().out)["hits"]) == 1
+
+
+@pytest.mark.parametrize("start", ["empty folder", "root removed"])
+def test_the_first_notes_after_an_empty_graph_are_indexed(start, tmp_path, capsys):
+    """An empty vault indexed, then its first note written with five links (or every root removed,
+    then one file indexed): the stored graph had no node, and its incremental splice indexed the
+    old rows: exit 1, "internal error IndexError", on every later run too."""
+    root = tmp_path / "vault"
+    root.mkdir()
+    db = tmp_path / "i.db"
+    if start == "root removed":
+        write(root / "old.md", "# Old\nold text\n")
+        assert cli("index", root, "--db", db, "-q") == 0
+        assert cli("roots", "remove", root, "--db", db, "-q") == 0
+        write(root / "plan.md", "# Plan\n\n[[a]] [[b]] [[c]] [[d]] [[e]] #x #y\n")
+        assert cli("index", root / "plan.md", "--db", db, "-q") == 0
+    else:
+        assert cli("index", root, "--db", db, "-q") == 0
+        write(root / "plan.md", "# Plan\n\n[[a]] [[b]] [[c]] [[d]] [[e]] #x #y\n")
+        assert cli("index", "--db", db, "-q") == 0
+    capsys.readouterr()
+    assert cli("related", "md:plan", "--db", db, "--json") == 0
+    edges = json.loads(capsys.readouterr().out)["edges"]
+    assert sorted(e["key"] for e in edges["links_to"]) == ["md:a", "md:b", "md:c", "md:d", "md:e"]
+    assert cli("doctor", "--db", db) == 0                  # the stored graph equals one built in full
+    assert cli("path", "md:a", "md:e", "--db", db, "--json") == 0
