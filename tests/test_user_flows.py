@@ -573,3 +573,22 @@ def test_the_first_notes_after_an_empty_graph_are_indexed(start, tmp_path, capsy
     assert sorted(e["key"] for e in edges["links_to"]) == ["md:a", "md:b", "md:c", "md:d", "md:e"]
     assert cli("doctor", "--db", db) == 0                  # the stored graph equals one built in full
     assert cli("path", "md:a", "md:e", "--db", db, "--json") == 0
+
+
+def test_impact_on_a_kg_of_its_own_edge_types_says_to_pass_types(tmp_path, capsys):
+    """WN18RR-style triples (`_hypernym`, `_has_part`): no edge type is a default dependency type,
+    so `impact X` answered "0 dependent(s)" and "types " (empty), read as a fact about X."""
+    kg = write(tmp_path / "kg" / "wn.tsv", "dog\t_hypernym\tcanine\ncat\t_hypernym\tfeline\ntail\t_has_part\tdog\n")
+    db = tmp_path / "kg.db"
+    assert cli("index", kg.parent, "--db", db, "-q") == 0
+    capsys.readouterr()
+    assert cli("impact", "canine", "--db", db, "--json") == 0
+    out, err = capsys.readouterr()
+    note = ("no edge type of this index is a default dependency type (calls, imports, links_to, depends_on, ...); "
+            "it has _has_part, _hypernym: pass --types TYPE[:in|out] (e.g. --types _has_part:in)")
+    assert json.loads(out)["notice"] == note and err == f"note: {note}\n"
+    assert cli("impact", "canine", "--db", db, "--types", "_hypernym:in", "--json") == 0
+    res = json.loads(capsys.readouterr().out)
+    assert [d["key"] for d in res["dependents"]] == ["kg:dog"] and "notice" not in res
+    assert cli("impact", "canine", "--db", db, "-q") == 0
+    assert capsys.readouterr().err == ""
