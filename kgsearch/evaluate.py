@@ -299,6 +299,7 @@ def evaluate_probes(path: Path, opts: EvalOptions) -> dict:
     if opts.max_queries:
         probes = probes[:opts.max_queries]
     with Index.open(opts.db, readonly=True) as ix:
+        used = str(ix.path)                  # (--db, else $KGSEARCH_DB or the default index: the one read)
         engine = Engine(ix)
         sopts = SearchOptions(k=k, channels=_channels_list(opts.channels), fusion=opts.fusion,
                               intent=opts.intent, weights=opts.weights, snippets=False, feedback=opts.feedback)
@@ -312,7 +313,7 @@ def evaluate_probes(path: Path, opts: EvalOptions) -> dict:
     for r in rows:
         by_intent.setdefault(r["intent"], []).append(r)
     out = {
-        "dataset": path.name, "queries": len(rows), "index": str(opts.db or ""),
+        "dataset": path.name, "queries": len(rows), "index": used,
         "metrics": _probe_means(rows),
         "per_intent": {k: {"queries": len(v), **_probe_means(v)} for k, v in sorted(by_intent.items())},
         "misses": [{"query": r["query"], "expected": r["expected"], "top": r["top"], "found": r["found"]}

@@ -592,3 +592,10 @@ def test_impact_on_a_kg_of_its_own_edge_types_says_to_pass_types(tmp_path, capsy
     assert [d["key"] for d in res["dependents"]] == ["kg:dog"] and "notice" not in res
     assert cli("impact", "canine", "--db", db, "-q") == 0
     assert capsys.readouterr().err == ""
+
+
+def test_eval_of_a_probe_file_names_the_index_it_read(indexed, tmp_path, capsys):
+    """Without --db (the index of $KGSEARCH_DB, or the default one) the result said "index": ""."""
+    capsys.readouterr()
+    assert main(["eval", str(_probes(tmp_path)), "--json"], environ={"KGSEARCH_DB": str(indexed[1])}) == 0
+    assert json.loads(capsys.readouterr().out)["index"] == str(indexed[1])
