@@ -261,3 +261,22 @@ def test_a_flag_value_means_exactly_that_value_on_every_surface(tmp_path):
         assert st == 200 and [x["key"] for x in json.loads(payload)["hits"]] == ["md:<odd/a"]
     finally:
         h.close()
+
+
+def test_over_several_indexes_a_notice_names_the_index_it_is_about(demo, tmp_path):
+    """`search --db demo.db --db notes.db --path vault/howto/`: hits from the demo, and the note "no
+    node matches the filters path:vault/howto/" (true of notes.db only) said without naming it."""
+    from conftest import run
+    from kgsearch.indexer import index_paths
+
+    _, db = demo
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "a.md").write_text("# Termux\n\nbackup on the phone\n", encoding="utf-8")
+    notes = tmp_path / "notes.db"
+    index_paths(notes, [str(tmp_path / "notes")])
+    rc, out, err = run("search", "termux backup", "--db", db, "--db", notes, "--path", "vault/howto/", "--json")
+    res = json.loads(out)
+    assert rc == 0 and res["hits"] and {h["index"] for h in res["hits"]} == {"demo"}
+    own = [n for n in res["notices"] if "similar_text" not in n]      # (the first search links the two)
+    assert own == ["notes: no node matches the filters path:vault/howto/"]
+    assert "note: notes: no node matches the filters path:vault/howto/\n" in err

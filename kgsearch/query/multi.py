@@ -394,8 +394,9 @@ class MultiEngine:
         timings = {f"{name}": r.timings_ms.get("total", 0.0) for name, r in resps.items()}
         timings["pool"] = round((t_pool - t0) * 1000, 3)
         timings["total"] = round((time.perf_counter() - t0) * 1000, 3)
-        for r in resps.values():
-            notices += [n for n in r.notices if n not in notices]
+        every = set.intersection(*(set(r.notices) for r in resps.values())) if resps else set()
+        for name, r in resps.items():       # one index's own notice says which index it is about
+            notices += [m for n in r.notices if (m := n if n in every else f"{name}: {n}") not in notices]
         answer = None
         if any(r.answer is not None for r in resps.values()):   # the summary intent: every index's topics
             from ..explore.topics import merged_answer
