@@ -599,3 +599,25 @@ def test_eval_of_a_probe_file_names_the_index_it_read(indexed, tmp_path, capsys)
     capsys.readouterr()
     assert main(["eval", str(_probes(tmp_path)), "--json"], environ={"KGSEARCH_DB": str(indexed[1])}) == 0
     assert json.loads(capsys.readouterr().out)["index"] == str(indexed[1])
+
+
+def test_a_root_that_is_a_file_is_counted_kept_filtered_and_removed(tmp_path, capsys):
+    """`kgsearch index notes/todo.md`: the file's row names its folder as root, and four places
+    looked for the root's own path: every run reloaded it ("1 changed file(s)"), `roots` said 0
+    files (and "its 0 file(s) are kept" when missing), `--root todo.md` matched nothing and
+    `roots remove todo.md` removed nothing (its nodes stayed)."""
+    todo = write(tmp_path / "notes" / "todo.md", "# Todo\nbuy zebra food\n")
+    write(tmp_path / "vault" / "a.md", "# A\nalpha zebra\n")
+    db = tmp_path / "i.db"
+    assert cli("index", todo, tmp_path / "vault", "--db", db, "-q") == 0
+    capsys.readouterr()
+    assert cli("index", "--db", db) == 0
+    assert capsys.readouterr().err.startswith("indexed 0 changed file(s), 2 unchanged, 0 deleted")
+    assert cli("roots", "--db", db, "--json") == 0
+    assert {r["path"]: r["files"] for r in json.loads(capsys.readouterr().out)} == {str(todo): 1,
+                                                                                   str(tmp_path / "vault"): 1}
+    assert cli("search", "zebra", "--db", db, "--root", "todo.md", "--json") == 0
+    assert [h["key"] for h in json.loads(capsys.readouterr().out)["hits"]] == ["md:todo"]
+    assert cli("roots", "remove", todo, "--db", db) == 0
+    assert capsys.readouterr().err.startswith(f"removed root {todo}: 1 file(s), 1 node(s)")
+    assert cli("show", "md:todo", "--db", db) == 5

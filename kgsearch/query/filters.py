@@ -257,7 +257,8 @@ def _condition(ix, f: FieldFilter) -> tuple[str, list]:
         if paths is None:
             raise UsageError(f"unknown root {v!r} in {str(f)!r}; the roots are {', '.join(root_labels(ix)) or '(none)'}"
                              f" (`kgsearch roots` lists them)")
-        return f"f.root IN ({','.join('?' * len(paths))})", paths
+        marks = ",".join("?" * len(paths))        # (a root that is a file: its row's root is its folder)
+        return f"(f.root IN ({marks}) OR f.path IN ({marks}))", paths * 2
     raise UsageError(f"unknown filter field {f.field!r}; the fields are {', '.join(FILTER_FIELDS)}")
 
 
@@ -433,7 +434,8 @@ def _keeps(ix, f: FieldFilter, row: dict) -> bool:
         t = row["mtime_ns"]
         return (lo is None or t >= int(lo * 1e9)) and (hi is None or t < int(hi * 1e9))
     if f.field == "root":
-        return row["root"] is not None and row["root"] in (root_paths(ix, v) or [])
+        paths = root_paths(ix, v) or []
+        return row["root"] is not None and (row["root"] in paths or row["path"] in paths)
     raise AssertionError(f.field)
 
 
