@@ -189,7 +189,10 @@ def day_start(value: str) -> float:
         t = _dt.datetime.fromisoformat(value.replace(" ", "T"))
     except ValueError:
         raise UsageError(f"bad date {value!r} in modified:; write a real day as YYYY-MM-DD") from None
-    return t.timestamp()
+    try:
+        return t.timestamp()
+    except (ValueError, OverflowError, OSError):    # a day local time cannot place (0001-01-01: "year 0")
+        return (t - _dt.datetime(1970, 1, 1)).total_seconds()
 
 
 def _bounds(f: FieldFilter) -> tuple[float | None, float | None]:
