@@ -55,7 +55,7 @@ class SearchOptions:
             from .filters import parse_filters      # (imports the parser: only when filters are given)
             self.filters = parse_filters(self.filters)   # FieldFilter objects: never re-read from text
                                                          # (a flag's value '<x>' or 'a b' is that value)
-        if self.diversity is not None and not (self.diversity > 0):
+        if self.diversity is not None and not (0 < self.diversity < float("inf")):
             raise UsageError(f"--diversity must be a factor > 0 (e.g. 1.05), got {self.diversity!r}")
         return self
 
