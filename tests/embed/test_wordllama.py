@@ -166,3 +166,22 @@ def test_real_wordllama_vectors(tmp_path):
     a = wl.embed(texts, norm=True)
     b = np.asarray(m.encode(texts), dtype=np.float32)
     assert float((a * b).sum(axis=1).min()) > 0.995
+
+
+def test_import_never_writes_into_a_folder_of_other_files(tmp_path, capsys):
+    """`kgsearch model import W --dest ~/src/project` replaced the project's LICENSE and
+    config.json with the model's (exit 0); a folder the import made before is replaced, as before."""
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "LICENSE").write_text("my licence\n")
+    (project / "config.json").write_text("{}\n")
+    wheel = _wheel(tmp_path / "w.whl")
+    assert cli_main(["model", "import", str(wheel), "--dest", str(project)]) == 2
+    assert capsys.readouterr().err == (f"error: --dest {project} already holds other files (LICENSE, config.json); "
+                                       f"the model's files (config.json, LICENSE, ...) would replace theirs: give a "
+                                       f"new or empty folder\n")
+    assert (project / "LICENSE").read_text() == "my licence\n" and (project / "config.json").read_text() == "{}\n"
+    (tmp_path / "empty").mkdir()
+    for _ in range(2):                                       # an empty folder, then the import's own again
+        assert cli_main(["model", "import", str(wheel), "--dest", str(tmp_path / "empty")]) == 0
+    assert load_model(tmp_path / "empty").dims == 4
