@@ -621,3 +621,17 @@ def test_a_root_that_is_a_file_is_counted_kept_filtered_and_removed(tmp_path, ca
     assert cli("roots", "remove", todo, "--db", db) == 0
     assert capsys.readouterr().err.startswith(f"removed root {todo}: 1 file(s), 1 node(s)")
     assert cli("show", "md:todo", "--db", db) == 5
+
+
+def test_root_label_names_one_root_even_when_two_folders_share_its_name(tmp_path, capsys):
+    """Two folders called notes are the roots labelled notes and notes-2 (`roots` shows them);
+    `--root notes` kept both (a folder-name match), so the label shown could not pick the first."""
+    for sub, name in (("r0", "zero"), ("r1/notes", "one"), ("r2/notes", "two")):
+        write(tmp_path / sub / f"{name}.md", f"# {name}\nzebra {name}\n")
+    db = tmp_path / "i.db"
+    assert cli("index", tmp_path / "r0", tmp_path / "r1" / "notes", tmp_path / "r2" / "notes", "--db", db, "-q") == 0
+    capsys.readouterr()
+    for value, keys in (("notes", ["md://notes/one"]), ("notes-2", ["md://notes-2/two"]), ("r0", ["md:zero"]),
+                        (str(tmp_path / "r2" / "notes"), ["md://notes-2/two"])):
+        assert cli("search", "zebra", "--db", db, "--root", value, "--json", "--no-cache") == 0
+        assert [h["key"] for h in json.loads(capsys.readouterr().out)["hits"]] == keys, value

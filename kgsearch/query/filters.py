@@ -211,7 +211,10 @@ def root_paths(ix, value: str) -> list[str] | None:
     if value not in memo:
         rows = ix.conn.execute("SELECT path, label FROM roots ORDER BY position").fetchall()
         v = value.rstrip("/")
-        memo[value] = [p for p, label in rows if v in (label, os.path.basename(p.rstrip("/")), p.rstrip("/"))] or None
+        # a label names its one root (`roots` shows notes and notes-2: root:notes is the first, not
+        # both folders called notes); a folder name or path when no label is the value
+        memo[value] = ([p for p, label in rows if label and label == v]
+                       or [p for p, label in rows if v in (os.path.basename(p.rstrip("/")), p.rstrip("/"))] or None)
     return memo[value]
 
 
