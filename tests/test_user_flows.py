@@ -635,3 +635,14 @@ def test_root_label_names_one_root_even_when_two_folders_share_its_name(tmp_path
                         (str(tmp_path / "r2" / "notes"), ["md://notes-2/two"])):
         assert cli("search", "zebra", "--db", db, "--root", value, "--json", "--no-cache") == 0
         assert [h["key"] for h in json.loads(capsys.readouterr().out)["hits"]] == keys, value
+
+
+def test_a_db_path_through_a_file_says_the_file_is_no_folder(indexed, tmp_path, capsys):
+    """`--db notes/plan.md/x.db` (a file on the way) said "(File exists): .../x.db.lock is
+    read-only", sending the user to fix permissions that were fine."""
+    root, _ = indexed
+    capsys.readouterr()
+    for db in (root / "a.md" / "x.db", root / "a.md" / "deeper" / "x.db"):
+        assert cli("index", root, "--db", db) == 4
+        assert capsys.readouterr().err == (f"error: cannot create the lock file {db}.lock: {root / 'a.md'} is a file, "
+                                           f"not a folder; pass --db with a path in a folder; nothing was changed\n")
