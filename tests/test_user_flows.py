@@ -646,3 +646,16 @@ def test_a_db_path_through_a_file_says_the_file_is_no_folder(indexed, tmp_path, 
         assert cli("index", root, "--db", db) == 4
         assert capsys.readouterr().err == (f"error: cannot create the lock file {db}.lock: {root / 'a.md'} is a file, "
                                            f"not a folder; pass --db with a path in a folder; nothing was changed\n")
+
+
+def test_graph_questions_on_an_index_of_no_node_say_so(tmp_path, capsys):
+    """An empty folder indexed: `communities` said "has no graph yet (nothing indexed, or the graph
+    step never finished); run `kgsearch index PATH`", though the index run had finished."""
+    (tmp_path / "empty").mkdir()
+    db = tmp_path / "i.db"
+    assert cli("index", tmp_path / "empty", "--db", db, "-q") == 0
+    capsys.readouterr()
+    assert cli("communities", "--db", db) == 4
+    assert capsys.readouterr().err == (f"error: {db} holds no nodes: its roots ({tmp_path / 'empty'}) have no file "
+                                       f"kgsearch can index; index a folder of notes or code with `kgsearch index "
+                                       f"PATH`\n")
