@@ -10,12 +10,16 @@ is ignored unless ``EvalOptions.feedback`` (``--with-feedback``) asks for it, an
 applies. Metrics: nDCG@10
 (gains 2^rel - 1; ``ndcg@10_lin`` uses linear gains as trec_eval), recall@10, recall@100,
 MRR@10, P@10, their means over queries with at least one relevant document, and the same per
-intent. ``--ablate`` reruns with each channel removed and each channel alone.
+intent. ``--ablate`` reruns with each channel removed and each channel alone. ``-k`` (default
+100) is the results per query; fewer than 100 is a usage error (recall@100 reads 100).
 
 Probe file (JSONL lines ``{"query": ..., "expected": [node keys or names]}``): runs against the
 index given by ``--db`` as it is and reports recall@5, recall@10 and MRR@10, with the misses
-listed; ``--max-queries`` keeps the first probes, ``--set`` is for a BEIR folder's index (with a
-probe file a usage error), and a file with no probe is bad input (exit 3).
+listed; ``--max-queries`` keeps the first probes, ``--ablate`` reruns them with each channel
+removed and each alone, ``-k`` (default 10, at least 10) ranks more hits for the ranks reported in
+each miss's ``found`` (expected node: rank); ``--set``, ``--split``, ``--index-dir`` and ``--rebuild`` are about a BEIR folder's
+evaluation index (with a probe file a usage error, as ``--db`` is with a BEIR folder), and a file
+with no probe is bad input (exit 3).
 """
 from __future__ import annotations
 
@@ -29,13 +33,16 @@ from pathlib import Path
 from .errors import DataError, UsageError
 
 METRICS = ("ndcg@10", "ndcg@10_lin", "recall@10", "recall@100", "mrr@10", "p@10")
+PROBE_METRICS = ("recall@5", "recall@10", "mrr@10")
+BEIR_K = 100                       # results per query a BEIR folder is scored on (recall@100)
+PROBE_K = 10                       # a probe file's (recall@10, MRR@10)
 
 
 @dataclass
 class EvalOptions:
     channels: str | list[str] | None = None
     ablate: bool = False
-    k: int = 100
+    k: int | None = None               # results per query (None: 100 for a BEIR folder, 10 for probes)
     max_queries: int | None = None
     split: str | None = None
     index_dir: str | None = None
@@ -199,6 +206,13 @@ def evaluate_beir(folder: Path, opts: EvalOptions) -> dict:
     from .store.db import Index
 
     t_start = time.perf_counter()
+    if opts.db:
+        raise UsageError(f"--db {opts.db}: a BEIR folder is indexed into its own evaluation index (--index-dir, "
+                         f"--rebuild); --db names the index a probe file runs against")
+    k = BEIR_K if opts.k is None else opts.k
+    if k < BEIR_K:
+        raise UsageError(f"-k {k}: a BEIR folder is scored on {BEIR_K} results per query (recall@100); "
+                         f"leave -k out or give {BEIR_K} or more")
     for name in ("corpus.jsonl", "queries.jsonl"):
         if not (folder / name).is_file():
             raise DataError(f"missing {name}; a BEIR folder needs corpus.jsonl, queries.jsonl and qrels.tsv",
@@ -218,7 +232,7 @@ def evaluate_beir(folder: Path, opts: EvalOptions) -> dict:
                     "index": str(db), "index_seconds": index_seconds, "settings": opts.settings}
     with Index.open(db, readonly=True) as ix:
         engine = Engine(ix)
-        sopts = SearchOptions(k=max(opts.k, 100), channels=channels, fusion=opts.fusion, intent=opts.intent,
+        sopts = SearchOptions(k=k, channels=channels, fusion=opts.fusion, intent=opts.intent,
                               weights=opts.weights, snippets=False, feedback=opts.feedback)
         main = run_queries(engine, queries, sopts, qrels)
         result["channels"] = main["channels_run"]
@@ -228,21 +242,26 @@ def evaluate_beir(folder: Path, opts: EvalOptions) -> dict:
         result["query_ms"] = main["query_ms"]
         result["notices"] = engine.notices()
         if opts.ablate:
-            base = main["channels_run"]
-            rows = [{"run": "all", "channels": base, **main["metrics"]}]
-            for c in base:
-                rest = [x for x in base if x != c]
-                if rest:
-                    r = run_queries(engine, queries, _with_channels(sopts, rest), qrels)
-                    rows.append({"run": f"-{c}", "channels": rest, **r["metrics"]})
-            for c in base:
-                r = run_queries(engine, queries, _with_channels(sopts, [c]), qrels)
-                rows.append({"run": f"{c} only", "channels": [c], **r["metrics"]})
-            result["ablation"] = rows
+            result["ablation"] = _ablation(main["channels_run"], main["metrics"],
+                                           lambda chans: run_queries(engine, queries, _with_channels(sopts, chans),
+                                                                     qrels)["metrics"])
         result["per_query"] = [{"qid": q["qid"], "intent": q["intent"], "ndcg@10": round(q["ndcg@10"], 4)}
                                for q in main["per_query"]]
     result["seconds"] = round(time.perf_counter() - t_start, 2)
     return result
+
+
+def _ablation(base: list[str], metrics: dict, run) -> list[dict]:
+    """``--ablate``: the rows ``all``, ``-CHANNEL`` (each removed) and ``CHANNEL only``;
+    ``run(channels)`` gives the metrics of one run."""
+    rows = [{"run": "all", "channels": base, **metrics}]
+    for c in base:
+        rest = [x for x in base if x != c]
+        if rest:
+            rows.append({"run": f"-{c}", "channels": rest, **run(rest)})
+    for c in base:
+        rows.append({"run": f"{c} only", "channels": [c], **run([c])})
+    return rows
 
 
 def _with_channels(sopts, channels):
@@ -261,6 +280,14 @@ def evaluate_probes(path: Path, opts: EvalOptions) -> dict:
         raise UsageError(f"--set {next(iter(opts.settings))}=...: a probe file runs against the index of --db as "
                          f"it is; --set builds a BEIR folder's evaluation index (to try a setting on your index, "
                          f"reindex a copy of it, e.g. `kgsearch index --stemmer light --db COPY`)")
+    for flag, given in (("--split", opts.split), ("--index-dir", opts.index_dir), ("--rebuild", opts.rebuild)):
+        if given:
+            raise UsageError(f"{flag}: a probe file runs against the index of --db as it is; {flag} is about a "
+                             f"BEIR folder's qrels and evaluation index (leave it out)")
+    k = PROBE_K if opts.k is None else opts.k
+    if k < PROBE_K:
+        raise UsageError(f"-k {k}: a probe file is scored on {PROBE_K} hits per probe (recall@10, MRR@10); leave -k "
+                         f"out or give {PROBE_K} or more")
     probes = _read_jsonl(path)
     for i, p in enumerate(probes, 1):
         if not isinstance(p, dict) or "query" not in p or not isinstance(p.get("expected"), list):
@@ -272,45 +299,62 @@ def evaluate_probes(path: Path, opts: EvalOptions) -> dict:
     if opts.max_queries:
         probes = probes[:opts.max_queries]
     with Index.open(opts.db, readonly=True) as ix:
+        used = str(ix.path)                  # (--db, else $KGSEARCH_DB or the default index: the one read)
         engine = Engine(ix)
-        sopts = SearchOptions(k=10, channels=_channels_list(opts.channels), fusion=opts.fusion,
+        sopts = SearchOptions(k=k, channels=_channels_list(opts.channels), fusion=opts.fusion,
                               intent=opts.intent, weights=opts.weights, snippets=False, feedback=opts.feedback)
-        rows = []
-        for p in probes:
-            resp = engine.search(p["query"], sopts)
-            expected = [str(e) for e in p["expected"]]
-            found_at = {}
-            for rank, h in enumerate(resp.hits, 1):
-                # a section of a long note counts as its note
-                names = {h.key, h.name.lower(), (h.qualname or "").lower()} | ({h.parent} if h.parent else set())
-                for e in expected:
-                    if e not in found_at and (e in names or e.lower() in names):
-                        found_at[e] = rank
-            first = min(found_at.values()) if found_at else None
-            n = len(expected) or 1
-            rows.append({
-                "query": p["query"], "intent": resp.intent["name"], "expected": expected,
-                "found": found_at,
-                "recall@5": sum(1 for r in found_at.values() if r <= 5) / n,
-                "recall@10": sum(1 for r in found_at.values() if r <= 10) / n,
-                "mrr@10": 1.0 / first if first else 0.0,
-                "top": [h.key for h in resp.hits[:5]],
-            })
-    agg = {m: round(sum(r[m] for r in rows) / len(rows), 4) if rows else 0.0
-           for m in ("recall@5", "recall@10", "mrr@10")}
+        rows, channels_run = _run_probes(engine, probes, sopts)
+        ablation = None
+        if opts.ablate:
+            base = sorted(channels_run)
+            ablation = _ablation(base, _probe_means(rows), lambda chans: _probe_means(
+                _run_probes(engine, probes, _with_channels(sopts, chans))[0]))
     by_intent: dict[str, list] = {}
     for r in rows:
         by_intent.setdefault(r["intent"], []).append(r)
-    return {
-        "dataset": path.name, "queries": len(rows), "index": str(opts.db or ""),
-        "metrics": agg,
-        "per_intent": {k: {"queries": len(v), **{m: round(sum(r[m] for r in v) / len(v), 4)
-                                                 for m in ("recall@5", "recall@10", "mrr@10")}}
-                       for k, v in sorted(by_intent.items())},
-        "misses": [{"query": r["query"], "expected": r["expected"], "top": r["top"]}
+    out = {
+        "dataset": path.name, "queries": len(rows), "index": used,
+        "metrics": _probe_means(rows),
+        "per_intent": {k: {"queries": len(v), **_probe_means(v)} for k, v in sorted(by_intent.items())},
+        "misses": [{"query": r["query"], "expected": r["expected"], "top": r["top"], "found": r["found"]}
                    for r in rows if r["recall@10"] < 1.0],
-        "seconds": round(time.perf_counter() - t_start, 2),
     }
+    if ablation is not None:
+        out["channels"] = sorted(channels_run)
+        out["ablation"] = ablation
+    out["seconds"] = round(time.perf_counter() - t_start, 2)
+    return out
+
+
+def _probe_means(rows: list[dict]) -> dict:
+    return {m: round(sum(r[m] for r in rows) / len(rows), 4) if rows else 0.0 for m in PROBE_METRICS}
+
+
+def _run_probes(engine, probes: list[dict], sopts) -> tuple[list[dict], set[str]]:
+    """Each probe's row (where its expected nodes ranked, recall@5/@10, MRR@10) and the channels run."""
+    rows, channels_run = [], set()
+    for p in probes:
+        resp = engine.search(p["query"], sopts)
+        channels_run.update(resp.channels_run)
+        expected = [str(e) for e in p["expected"]]
+        found_at = {}
+        for rank, h in enumerate(resp.hits, 1):
+            # a section of a long note counts as its note
+            names = {h.key, h.name.lower(), (h.qualname or "").lower()} | ({h.parent} if h.parent else set())
+            for e in expected:
+                if e not in found_at and (e in names or e.lower() in names):
+                    found_at[e] = rank
+        first = min(found_at.values()) if found_at else None
+        n = len(expected) or 1
+        rows.append({
+            "query": p["query"], "intent": resp.intent["name"], "expected": expected,
+            "found": found_at,
+            "recall@5": sum(1 for r in found_at.values() if r <= 5) / n,
+            "recall@10": sum(1 for r in found_at.values() if r <= 10) / n,
+            "mrr@10": 1.0 / first if first and first <= 10 else 0.0,
+            "top": [h.key for h in resp.hits[:5]],
+        })
+    return rows, channels_run
 
 
 def evaluate(target: str, opts: EvalOptions | None = None) -> dict:
@@ -363,6 +407,12 @@ def format_eval(result: dict) -> str:
         lines.append("|---|---|")
         for m, v in result["metrics"].items():
             lines.append(f"| {m} | {v:.4f} |")
+        if result.get("ablation"):
+            lines.append("")
+            lines.append("| run | recall@5 | recall@10 | MRR@10 |")
+            lines.append("|---|---|---|---|")
+            for r in result["ablation"]:
+                lines.append(f"| {r['run']} | {r['recall@5']:.4f} | {r['recall@10']:.4f} | {r['mrr@10']:.4f} |")
         for miss in result.get("misses", []):
             lines.append(f"- missed: {miss['query']!r} expected {miss['expected']} got {miss['top']}")
     return "\n".join(lines)

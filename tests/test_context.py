@@ -566,3 +566,18 @@ def test_xml_holds_text_with_characters_xml_forbids():
     assert (node.get("key"), node.get("name"), node.get("path"), node.get("reason")) == \
         ("md:k\\x01", "n\\x07", "p\\x1b.md", "r\\x0c")
     assert node.text == "\na\\x1b[31mb\\x00c ]]> d\\ufffe\tend\n"
+
+
+def test_a_python_file_with_a_coding_cookie_is_shown_as_indexed(tmp_path, capsys):
+    """A latin-1 file declaring `# -*- coding: latin-1 -*-` is indexed with its characters (the
+    loader decodes as Python does); context read its lines back as UTF-8: "caf\ufffd" in the packed
+    code while the index (and show) had "café"."""
+    root = tmp_path / "src"
+    root.mkdir()
+    (root / "lat.py").write_bytes(b'# -*- coding: latin-1 -*-\ndef d():\n    return "caf\xe9"\n')
+    db = tmp_path / "i.db"
+    index_paths(db, [str(root)], IndexOptions(steps=("text",)))
+    capsys.readouterr()
+    assert main(["context", "--files", "lat.py", "--db", str(db), "--json"]) == 0
+    items = {it["key"]: it for it in json.loads(capsys.readouterr().out)["items"]}
+    assert items["py:lat.d"]["text"] == 'def d():\n    return "café"'

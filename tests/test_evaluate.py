@@ -127,13 +127,17 @@ def test_default_demo_index_follows_the_demo_folder(tmp_path, monkeypatch, kg_en
     assert [(h.key, round(h.score, 4)) for h in resp_b.hits] == [(h.key, round(h.score, 4)) for h in resp_a.hits]
     _, rep_again = run_demo("how do I back up my notes", quiet=True)
     assert rep_again.files_loaded == 0                       # same folder: reused, not rebuilt
-    # an index given with --db is the user's: never removed
+    # an index given with --db is the user's: never removed, and never mixed with another folder
+    # (here the other copy's demo: the same keys twice in one index)
+    from kgsearch.errors import UsageError
+
     other = tmp_path / "mine.db"
     run_demo("backup", db=str(other), quiet=True)
     kg_env(data=str(copies[0]))
-    _, rep_mine = run_demo("backup", db=str(other), quiet=True)
+    with pytest.raises(UsageError, match="is an index of other folders"):
+        run_demo("backup", db=str(other), quiet=True)
     with Index.open(other, readonly=True) as ix:
-        assert len(ix.meta_json("roots")) == 2
+        assert ix.meta_json("roots") == [str((copies[1] / "demo").resolve())]
 
 
 def test_eval_ignores_stored_feedback_unless_asked(tmp_path, capsys):

@@ -197,3 +197,52 @@ def test_export_command_and_errors(demo, tmp_path, capsys):
     assert "cannot write the export" in capsys.readouterr().err
     with pytest.raises(UsageError, match="no edge type 'nope'"):
         export(ix, "jsonl", str(tmp_path / "x.jsonl"), types=["nope"])
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "graphml"])
+def test_export_to_a_closed_pipe_is_no_error(fmt, demo, monkeypatch, capsys):
+    """`kgsearch export jsonl - | head -1`: the reader closing the pipe once it has what it wanted
+    is how such a pipeline ends (exit 0, nothing said), as for search. Before: exit 3, "cannot write
+    the export (Broken pipe); choose a folder you can write to"."""
+    import io
+    import sys
+
+    from kgsearch.cli import main
+
+    class Head(io.StringIO):
+        def write(self, s):
+            if self.tell() > 100:
+                raise BrokenPipeError(32, "Broken pipe")
+            return super().write(s)
+
+    ix, _ = demo
+    capsys.readouterr()
+    head = Head()
+    monkeypatch.setattr(sys, "stdout", head)
+    assert main(["export", fmt, "-", "--db", str(ix.path)]) == 0
+    assert capsys.readouterr().err == "" and head.tell() > 100
+
+
+def test_export_never_replaces_the_index_or_a_file_it_was_made_from(tmp_path, capsys):
+    """`kgsearch export jsonl notes/plan.md` replaced the user's note with the export, and
+    `export sqlite INDEX.db --db INDEX.db` the index itself (exit 0 both, "wrote ... nodes")."""
+    from kgsearch.cli import main
+    from kgsearch.indexer import index_paths
+
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    plan = notes / "plan.md"
+    plan.write_text("# Plan\n\nthe real note\n", encoding="utf-8")
+    db = tmp_path / "i.db"
+    index_paths(db, [str(notes)])
+    before = db.read_bytes()
+    capsys.readouterr()
+    for fmt, out, why in (("jsonl", plan, "is a file this index was made from; writing the export there would replace "
+                                          "it: choose another path"),
+                          ("graphml", notes / ".." / "notes" / "plan.md", "is a file this index was made from; "
+                           "writing the export there would replace it: choose another path"),
+                          ("sqlite", db, "is the index being exported; write the export to another file")):
+        assert main(["export", fmt, str(out), "--db", str(db)]) == 2
+        assert capsys.readouterr() == ("", f"error: {out} {why}\n")
+    assert plan.read_text(encoding="utf-8") == "# Plan\n\nthe real note\n" and db.read_bytes() == before
+    assert main(["export", "jsonl", str(tmp_path / "out.jsonl"), "--db", str(db)]) == 0

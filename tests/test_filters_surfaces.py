@@ -225,3 +225,58 @@ def test_summary_intent_over_several_indexes_web_and_mcp(demo, capsys):
     res = Server(db).call("search", {"query": "what are the main topics in my notes", "k": 2})
     assert res["structuredContent"]["answer"]["topics"][0]["label"] == own[0]["label"]
     assert "answer" not in Server(db).call("search", {"query": "termux backup", "k": 2})["structuredContent"]
+
+
+def test_a_flag_value_means_exactly_that_value_on_every_surface(tmp_path):
+    """A filter value given through a flag (or an MCP / HTTP argument) is that value: a folder
+    named ``<odd`` is a path prefix, ``--kind '>=a'`` a kind no node has. They were once turned
+    into words (``path:<odd/``) and read again, as a comparison: exit 2, "takes no comparison"."""
+    from conftest import run
+    from kgsearch.indexer import index_paths
+    from kgsearch.serve.holder import Holder
+    from kgsearch.serve.server import App
+
+    notes = tmp_path / "notes"
+    (notes / "<odd").mkdir(parents=True)
+    (notes / "sub").mkdir()
+    (notes / "<odd" / "a.md").write_text("# Alpha\n\nretry loop\n", encoding="utf-8")
+    (notes / "sub" / "b.md").write_text("# Beta\n\nretry loop again\n", encoding="utf-8")
+    db = tmp_path / "x.db"
+    index_paths(db, [str(notes)])
+    rc, out, err = run("search", "--db", db, "retry", "--path", "<odd/", "--json")
+    assert (rc, err) == (0, "")
+    assert [h["key"] for h in json.loads(out)["hits"]] == ["md:<odd/a"]
+    rc, out, err = run("search", "--db", db, "retry", "--kind", ">=a", "-q", "--json")
+    assert rc == 0 and json.loads(out)["hits"] == []
+    rc, out, err = run("search", "--db", db, "retry", "--kind", ">=a")
+    assert rc == 0 and "note: no node matches the filters kind:>=a" in err
+    rc, out, err = run("context", "--db", db, "retry", "--path", "<odd/", "--format", "json")
+    assert rc == 0 and [it["path"] for it in json.loads(out)["items"]] == ["<odd/a.md"]
+    res = Server(db).call("search", {"query": "retry", "path": ["<odd/"], "detail": "full"})
+    assert not res["isError"] and [h["key"] for h in res["structuredContent"]["hits"]] == ["md:<odd/a"]
+    h = Holder(str(db))
+    try:
+        app = App({"index": h}, {"127.0.0.1", "localhost", "::1", ""})
+        st, _, payload = app.handle("GET", "/api/search?q=retry&path=%3Codd%2F", {"host": "127.0.0.1:8765"}, b"")
+        assert st == 200 and [x["key"] for x in json.loads(payload)["hits"]] == ["md:<odd/a"]
+    finally:
+        h.close()
+
+
+def test_over_several_indexes_a_notice_names_the_index_it_is_about(demo, tmp_path):
+    """`search --db demo.db --db notes.db --path vault/howto/`: hits from the demo, and the note "no
+    node matches the filters path:vault/howto/" (true of notes.db only) said without naming it."""
+    from conftest import run
+    from kgsearch.indexer import index_paths
+
+    _, db = demo
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "a.md").write_text("# Termux\n\nbackup on the phone\n", encoding="utf-8")
+    notes = tmp_path / "notes.db"
+    index_paths(notes, [str(tmp_path / "notes")])
+    rc, out, err = run("search", "termux backup", "--db", db, "--db", notes, "--path", "vault/howto/", "--json")
+    res = json.loads(out)
+    assert rc == 0 and res["hits"] and {h["index"] for h in res["hits"]} == {"demo"}
+    own = [n for n in res["notices"] if "similar_text" not in n]      # (the first search links the two)
+    assert own == ["notes: no node matches the filters path:vault/howto/"]
+    assert "note: notes: no node matches the filters path:vault/howto/\n" in err

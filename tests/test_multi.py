@@ -240,6 +240,22 @@ def no_timings(d):
     return d
 
 
+@pytest.mark.parametrize("command", [["stats"], ["communities"], ["export", "jsonl", "-"], ["show", "md:x"],
+                                     ["impact", "md:x"], ["roots"], ["index"]])
+def test_a_one_index_command_given_two_dbs_says_so(command, split, capsys):
+    """`kgsearch stats --db A --db B` used B alone, silently (its --db was a plain option: the
+    last one won); docs/multi-index.md says such a command exits 2 naming them."""
+    from conftest import run
+
+    _, dbs = split
+    rc, out, err = run(*command, "--db", dbs["a"], "--db", dbs["b"])
+    assert (rc, out) == (2, "")
+    assert err == (f"error: `kgsearch {command[0]}` works on one index, and --db names 2 ({dbs['a']}, {dbs['b']}); "
+                   f"pass the one with --db PATH (several indexes are for search, why, context, serve, mcp, link)\n")
+    rc, out, _ = run("stats", "--db", dbs["a"], "--db", dbs["a"], "--json")     # the same one twice is one
+    assert rc == 0 and json.loads(out)["nodes"] > 0
+
+
 def test_cli_search_over_two_indexes(split, capsys, monkeypatch):
     import os
 

@@ -379,3 +379,26 @@ def test_cli_serve_on_a_missing_index_is_one_line_exit_4(tmp_path):
     r = subprocess.run([sys.executable, "-m", "kgsearch", "--db", str(tmp_path / "none.db"), "serve", "--port", "0"],
                        capture_output=True, text=True, env=env, timeout=60)
     assert r.returncode == 4 and r.stderr.count("\n") == 1
+
+
+def test_a_json_null_parameter_is_not_given(tmp_path):
+    """POST {"q": ..., "kind": null, "k": null} (a client's "not set"): before, null became the
+    text "None": no hits and "no node matches the filters kind:None", or a 400 for k."""
+    from kgsearch.indexer import index_paths
+    from kgsearch.serve.holder import Holder
+    from kgsearch.serve.server import App
+
+    (tmp_path / "v").mkdir()
+    (tmp_path / "v" / "a.md").write_text("# A\n\nnightly rsync backup\n", encoding="utf-8")
+    db = tmp_path / "v.db"
+    index_paths(db, [str(tmp_path / "v")])
+    h = Holder(str(db))
+    try:
+        app = App({"index": h}, {"127.0.0.1", "localhost", "::1", ""})
+        head = {"host": "127.0.0.1:8765", "content-type": "application/json"}
+        for body in ({"q": "rsync", "kind": None, "k": None, "intent": None}, {"q": "rsync", "kind": [None, "note"]}):
+            st, _, payload = app.handle("POST", "/api/search", head, json.dumps(body).encode())
+            d = json.loads(payload)
+            assert st == 200 and [x["key"] for x in d["hits"]] == ["md:a"] and d["notices"] == [], body
+    finally:
+        h.close()

@@ -119,6 +119,55 @@ def test_eval_max_queries_applies_to_probe_files(indexed, tmp_path, capsys):
         assert capsys.readouterr().err == f"error: --max-queries must be a whole number >= 1, got {bad}\n"
 
 
+def test_eval_ablate_runs_on_a_probe_file(indexed, tmp_path, capsys):
+    """Before: `eval PROBES --ablate` printed the one run, the flag silently ignored."""
+    capsys.readouterr()
+    assert cli("eval", _probes(tmp_path), "--db", indexed[1], "--channels", "bm25,dense", "--ablate",
+               "--json") == 0
+    res = json.loads(capsys.readouterr().out)
+    assert res["channels"] == ["bm25", "dense"]
+    assert [r["run"] for r in res["ablation"]] == ["all", "-bm25", "-dense", "bm25 only", "dense only"]
+    assert res["ablation"][0] == {"run": "all", "channels": ["bm25", "dense"], **res["metrics"]}
+    assert res["ablation"][3]["channels"] == ["bm25"] and set(res["ablation"][3]) == {
+        "run", "channels", "recall@5", "recall@10", "mrr@10"}
+    assert [(m["query"], m["found"]) for m in res["misses"]] == [("charlie", {})]
+    assert cli("eval", _probes(tmp_path), "--db", indexed[1], "--channels", "bm25", "--ablate") == 0
+    assert "| bm25 only | 0.6667 | 0.6667 | 0.6667 |" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--split", "test"], "--split: a probe file runs against the index of --db as it is; --split is about a BEIR "
+                          "folder's qrels and evaluation index (leave it out)"),
+    (["--index-dir", "ev"], "--index-dir: a probe file runs against the index of --db as it is; --index-dir is about "
+                            "a BEIR folder's qrels and evaluation index (leave it out)"),
+    (["--rebuild"], "--rebuild: a probe file runs against the index of --db as it is; --rebuild is about a BEIR "
+                    "folder's qrels and evaluation index (leave it out)"),
+    (["-k", "5"], "-k 5: a probe file is scored on 10 hits per probe (recall@10, MRR@10); leave -k out or give 10 "
+                  "or more"),
+])
+def test_eval_flags_a_probe_file_cannot_use_are_usage_errors(flags, message, indexed, tmp_path, capsys):
+    """Before: a probe file ran with --split/--index-dir/--rebuild/-k silently ignored (exit 0)."""
+    capsys.readouterr()
+    assert cli("eval", _probes(tmp_path), "--db", indexed[1], *flags) == 2
+    assert capsys.readouterr() == ("", f"error: {message}\n")
+
+
+def test_eval_k_and_db_with_a_beir_folder(indexed, tmp_path, capsys):
+    """Before: a BEIR folder ignored --db (it has its own evaluation index) and raised -k 5 to 100,
+    silently; -k beyond 10 for a probe file now says where a missed node ranked."""
+    capsys.readouterr()
+    assert cli("eval", _beir(tmp_path), "--db", indexed[1], "--index-dir", tmp_path / "ev") == 2
+    assert capsys.readouterr().err == (f"error: --db {indexed[1]}: a BEIR folder is indexed into its own evaluation "
+                                       f"index (--index-dir, --rebuild); --db names the index a probe file runs "
+                                       f"against\n")
+    assert cli("eval", _beir(tmp_path), "-k", "5", "--index-dir", tmp_path / "ev") == 2
+    assert capsys.readouterr().err == ("error: -k 5: a BEIR folder is scored on 100 results per query (recall@100); "
+                                       "leave -k out or give 100 or more\n")
+    assert not (tmp_path / "ev").exists()
+    assert cli("eval", _beir(tmp_path), "-k", "100", "--index-dir", tmp_path / "ev", "--json") == 0
+    assert json.loads(capsys.readouterr().out)["metrics"]["ndcg@10"] == 1.0
+
+
 @pytest.mark.parametrize("text", ["", "\n\n  \n"])
 def test_eval_on_an_empty_probe_file_is_bad_input(text, indexed, tmp_path, capsys):
     """Before: an empty probe file printed zeros and exited 0."""
@@ -466,3 +515,147 @@ def test_doctor_rebuild_with_a_path_given_twice(indexed, capsys):
     assert cli("doctor", "--rebuild", root, root, "--db", db, "-q") == 0
     assert cli("roots", "--db", db, "--json") == 0
     assert [r["path"] for r in json.loads(capsys.readouterr().out)] == [str(root)]
+
+
+def test_a_name_means_the_code_not_the_tag_or_entity_of_that_word(tmp_path, capsys):
+    """`kgsearch show send` (impact, path, feedback...) answered the tag #send, or the entity
+    `send`, whose qualified name is the bare word, over the function `send`: the qualified-name
+    lookup came before the name one. Structural nodes answer only when nothing else has the name."""
+    root = tmp_path / "proj"
+    write(root / "m.py", "def send(x):\n    return x\n\n\ndef recv(y):\n    return send(y)\n")
+    write(root / "notes.md", "# Notes\nabout #send and #only\n")
+    db = tmp_path / "i.db"
+    assert cli("index", root, "--db", db, "-q") == 0
+    capsys.readouterr()
+    for ref, key in (("send", "py:m.send"), ("tag:send", "tag:send"), ("only", "tag:only"), ("m.send", "py:m.send")):
+        assert cli("show", ref, "--db", db, "--json") == 0
+        assert json.loads(capsys.readouterr().out)["node"]["key"] == key, ref
+    assert cli("impact", "send", "--db", db, "--json") == 0
+    assert [d["key"] for d in json.loads(capsys.readouterr().out)["dependents"]][:1] == ["py:m.recv"]
+
+
+def test_demo_never_mixes_into_an_index_of_other_folders(indexed, tmp_path, capsys):
+    """`kgsearch demo --db ~/notes.db` indexed the demo's 42 files into the user's index (a root
+    every later bare `kgsearch index` reindexes), though the demo "keeps its own index"."""
+    root, db = indexed
+    capsys.readouterr()
+    assert cli("demo", "--db", db, "-k", "1") == 2
+    assert capsys.readouterr() == ("", f"error: {db} is an index of other folders ({root}); the demo keeps its own "
+                                       f"index: leave --db out, or give a new file\n")
+    assert cli("roots", "--db", db, "--json") == 0
+    assert [r["path"] for r in json.loads(capsys.readouterr().out)] == [str(root)]
+    for _ in range(2):                                   # a new file, then the demo's own again
+        assert cli("demo", "--db", tmp_path / "d.db", "-k", "1", "-q", "--json") == 0
+        assert len(json.loads(capsys.readouterr().out)["hits"]) == 1
+
+
+@pytest.mark.parametrize("start", ["empty folder", "root removed"])
+def test_the_first_notes_after_an_empty_graph_are_indexed(start, tmp_path, capsys):
+    """An empty vault indexed, then its first note written with five links (or every root removed,
+    then one file indexed): the stored graph had no node, and its incremental splice indexed the
+    old rows: exit 1, "internal error IndexError", on every later run too."""
+    root = tmp_path / "vault"
+    root.mkdir()
+    db = tmp_path / "i.db"
+    if start == "root removed":
+        write(root / "old.md", "# Old\nold text\n")
+        assert cli("index", root, "--db", db, "-q") == 0
+        assert cli("roots", "remove", root, "--db", db, "-q") == 0
+        write(root / "plan.md", "# Plan\n\n[[a]] [[b]] [[c]] [[d]] [[e]] #x #y\n")
+        assert cli("index", root / "plan.md", "--db", db, "-q") == 0
+    else:
+        assert cli("index", root, "--db", db, "-q") == 0
+        write(root / "plan.md", "# Plan\n\n[[a]] [[b]] [[c]] [[d]] [[e]] #x #y\n")
+        assert cli("index", "--db", db, "-q") == 0
+    capsys.readouterr()
+    assert cli("related", "md:plan", "--db", db, "--json") == 0
+    edges = json.loads(capsys.readouterr().out)["edges"]
+    assert sorted(e["key"] for e in edges["links_to"]) == ["md:a", "md:b", "md:c", "md:d", "md:e"]
+    assert cli("doctor", "--db", db) == 0                  # the stored graph equals one built in full
+    assert cli("path", "md:a", "md:e", "--db", db, "--json") == 0
+
+
+def test_impact_on_a_kg_of_its_own_edge_types_says_to_pass_types(tmp_path, capsys):
+    """WN18RR-style triples (`_hypernym`, `_has_part`): no edge type is a default dependency type,
+    so `impact X` answered "0 dependent(s)" and "types " (empty), read as a fact about X."""
+    kg = write(tmp_path / "kg" / "wn.tsv", "dog\t_hypernym\tcanine\ncat\t_hypernym\tfeline\ntail\t_has_part\tdog\n")
+    db = tmp_path / "kg.db"
+    assert cli("index", kg.parent, "--db", db, "-q") == 0
+    capsys.readouterr()
+    assert cli("impact", "canine", "--db", db, "--json") == 0
+    out, err = capsys.readouterr()
+    note = ("no edge type of this index is a default dependency type (calls, imports, links_to, depends_on, ...); "
+            "it has _has_part, _hypernym: pass --types TYPE[:in|out] (e.g. --types _has_part:in)")
+    assert json.loads(out)["notice"] == note and err == f"note: {note}\n"
+    assert cli("impact", "canine", "--db", db, "--types", "_hypernym:in", "--json") == 0
+    res = json.loads(capsys.readouterr().out)
+    assert [d["key"] for d in res["dependents"]] == ["kg:dog"] and "notice" not in res
+    assert cli("impact", "canine", "--db", db, "-q") == 0
+    assert capsys.readouterr().err == ""
+
+
+def test_eval_of_a_probe_file_names_the_index_it_read(indexed, tmp_path, capsys):
+    """Without --db (the index of $KGSEARCH_DB, or the default one) the result said "index": ""."""
+    capsys.readouterr()
+    assert main(["eval", str(_probes(tmp_path)), "--json"], environ={"KGSEARCH_DB": str(indexed[1])}) == 0
+    assert json.loads(capsys.readouterr().out)["index"] == str(indexed[1])
+
+
+def test_a_root_that_is_a_file_is_counted_kept_filtered_and_removed(tmp_path, capsys):
+    """`kgsearch index notes/todo.md`: the file's row names its folder as root, and four places
+    looked for the root's own path: every run reloaded it ("1 changed file(s)"), `roots` said 0
+    files (and "its 0 file(s) are kept" when missing), `--root todo.md` matched nothing and
+    `roots remove todo.md` removed nothing (its nodes stayed)."""
+    todo = write(tmp_path / "notes" / "todo.md", "# Todo\nbuy zebra food\n")
+    write(tmp_path / "vault" / "a.md", "# A\nalpha zebra\n")
+    db = tmp_path / "i.db"
+    assert cli("index", todo, tmp_path / "vault", "--db", db, "-q") == 0
+    capsys.readouterr()
+    assert cli("index", "--db", db) == 0
+    assert capsys.readouterr().err.startswith("indexed 0 changed file(s), 2 unchanged, 0 deleted")
+    assert cli("roots", "--db", db, "--json") == 0
+    assert {r["path"]: r["files"] for r in json.loads(capsys.readouterr().out)} == {str(todo): 1,
+                                                                                   str(tmp_path / "vault"): 1}
+    assert cli("search", "zebra", "--db", db, "--root", "todo.md", "--json") == 0
+    assert [h["key"] for h in json.loads(capsys.readouterr().out)["hits"]] == ["md:todo"]
+    assert cli("roots", "remove", todo, "--db", db) == 0
+    assert capsys.readouterr().err.startswith(f"removed root {todo}: 1 file(s), 1 node(s)")
+    assert cli("show", "md:todo", "--db", db) == 5
+
+
+def test_root_label_names_one_root_even_when_two_folders_share_its_name(tmp_path, capsys):
+    """Two folders called notes are the roots labelled notes and notes-2 (`roots` shows them);
+    `--root notes` kept both (a folder-name match), so the label shown could not pick the first."""
+    for sub, name in (("r0", "zero"), ("r1/notes", "one"), ("r2/notes", "two")):
+        write(tmp_path / sub / f"{name}.md", f"# {name}\nzebra {name}\n")
+    db = tmp_path / "i.db"
+    assert cli("index", tmp_path / "r0", tmp_path / "r1" / "notes", tmp_path / "r2" / "notes", "--db", db, "-q") == 0
+    capsys.readouterr()
+    for value, keys in (("notes", ["md://notes/one"]), ("notes-2", ["md://notes-2/two"]), ("r0", ["md:zero"]),
+                        (str(tmp_path / "r2" / "notes"), ["md://notes-2/two"])):
+        assert cli("search", "zebra", "--db", db, "--root", value, "--json", "--no-cache") == 0
+        assert [h["key"] for h in json.loads(capsys.readouterr().out)["hits"]] == keys, value
+
+
+def test_a_db_path_through_a_file_says_the_file_is_no_folder(indexed, tmp_path, capsys):
+    """`--db notes/plan.md/x.db` (a file on the way) said "(File exists): .../x.db.lock is
+    read-only", sending the user to fix permissions that were fine."""
+    root, _ = indexed
+    capsys.readouterr()
+    for db in (root / "a.md" / "x.db", root / "a.md" / "deeper" / "x.db"):
+        assert cli("index", root, "--db", db) == 4
+        assert capsys.readouterr().err == (f"error: cannot create the lock file {db}.lock: {root / 'a.md'} is a file, "
+                                           f"not a folder; pass --db with a path in a folder; nothing was changed\n")
+
+
+def test_graph_questions_on_an_index_of_no_node_say_so(tmp_path, capsys):
+    """An empty folder indexed: `communities` said "has no graph yet (nothing indexed, or the graph
+    step never finished); run `kgsearch index PATH`", though the index run had finished."""
+    (tmp_path / "empty").mkdir()
+    db = tmp_path / "i.db"
+    assert cli("index", tmp_path / "empty", "--db", db, "-q") == 0
+    capsys.readouterr()
+    assert cli("communities", "--db", db) == 4
+    assert capsys.readouterr().err == (f"error: {db} holds no nodes: its roots ({tmp_path / 'empty'}) have no file "
+                                       f"kgsearch can index; index a folder of notes or code with `kgsearch index "
+                                       f"PATH`\n")

@@ -58,7 +58,8 @@ def _common(multi: bool = False) -> argparse.ArgumentParser:
                        help="index file; repeat it to search several indexes as one (default: $KGSEARCH_DB, "
                             f"several separated by '{os.pathsep}', else $XDG_DATA_HOME/kgsearch/index.db)")
     else:
-        p.add_argument("--db", metavar="PATH", default=argparse.SUPPRESS,
+        # (append too: `stats --db A --db B` is the usage error _resolve_dbs names, not B silently)
+        p.add_argument("--db", metavar="PATH", action="append", default=argparse.SUPPRESS,
                        help="index file (default: $KGSEARCH_DB, else $XDG_DATA_HOME/kgsearch/index.db)")
     p.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="machine-readable output on stdout")
     p.add_argument("-q", "--quiet", action="store_true", default=argparse.SUPPRESS, help="no notes or progress on stderr")
@@ -347,13 +348,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("target", metavar="DIR|PROBES.jsonl")
     p.add_argument("--channels", default=None, metavar="LIST", help=CHANNELS_HELP)
     p.add_argument("--ablate", action="store_true", help="also run with each channel removed and each alone")
-    p.add_argument("-k", type=int, default=100, help="results per query (default 100)")
+    p.add_argument("-k", type=int, default=None, help="results per query (default and least: 100 for a BEIR folder, "
+                                                      "10 for a probe file)")
     p.add_argument("--max-queries", type=int, default=None, metavar="N",
                    help="use only the first N queries (of a BEIR folder, or probes of a probe file)")
-    p.add_argument("--split", default=None, help="qrels split (default: qrels.tsv, else qrels.test.tsv)")
-    p.add_argument("--index-dir", default=None, help="where evaluation indexes are kept (default: data dir/eval; "
-                                                        "one per corpus file, settings and kgsearch version)")
-    p.add_argument("--rebuild", action="store_true", help="rebuild the evaluation index")
+    p.add_argument("--split", default=None, help="a BEIR folder: qrels split (default: qrels.tsv, else "
+                                                    "qrels.test.tsv)")
+    p.add_argument("--index-dir", default=None, help="a BEIR folder: where evaluation indexes are kept (default: data "
+                                                        "dir/eval; one per corpus file, settings and kgsearch version)")
+    p.add_argument("--rebuild", action="store_true", help="a BEIR folder: rebuild the evaluation index (with a probe "
+                                                            "file these three are a usage error, as --db is with a BEIR "
+                                                            "folder)")
     p.add_argument("--set", action="append", metavar="KEY=VALUE",
                    help="a BEIR folder: setting of its evaluation index, e.g. stemmer=light (an unknown key is a "
                         "usage error listing the keys; a probe file runs against --db's index as it is, so "

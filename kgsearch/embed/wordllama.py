@@ -22,13 +22,14 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import struct
 import zipfile
 from pathlib import Path
 
 from ..errors import DataError
 
-__all__ = ["import_wheel", "NAME"]
+__all__ = ["import_wheel", "imported_from", "NAME"]
 
 NAME = "wordllama-l2-256"
 WEIGHTS = "wordllama/weights/l2_supercat_256.safetensors"
@@ -88,6 +89,22 @@ def _table(raw: bytes, where: str) -> tuple[bytes, list[int]]:
     return struct.pack("<Q", len(head)) + head + q.tobytes(), shape
 
 
+_FROM = re.compile(r"copied\s+by `kgsearch model import`.*?\sfrom\s+(.+?) \(https://github\.com/dleemiller/WordLlama",
+                   re.S)
+
+
+def imported_from(folder: str | os.PathLike) -> str | None:
+    """The wheel file name a model folder was made from by :func:`import_wheel` (its ``NOTICE``
+    says), or None for any other folder (``kgsearch model list`` says "imported from WHEEL")."""
+    try:
+        with open(Path(folder) / "NOTICE", encoding="utf-8") as f:
+            head = f.read(2000)
+    except (OSError, UnicodeDecodeError):
+        return None
+    m = _FROM.search(head)
+    return m.group(1) if m else None
+
+
 def import_wheel(wheel: str | os.PathLike, dest: str | os.PathLike | None = None) -> Path:
     """Write the model folder of a ``wordllama`` wheel into ``dest`` (default: the data dir's
     ``models/wordllama-l2-256``, where ``kgsearch model use wordllama-l2-256`` finds it); returns
@@ -120,6 +137,11 @@ def import_wheel(wheel: str | os.PathLike, dest: str | os.PathLike | None = None
         from ..config import data_home
         dest = data_home() / "models" / NAME
     out = Path(dest).expanduser()
+    if out.is_dir() and imported_from(out) is None and (held := sorted(p.name for p in out.iterdir())):
+        from ..errors import UsageError       # (--dest ~/src/project: its LICENSE and config.json replaced)
+        raise UsageError(f"--dest {out} already holds other files ({', '.join(held[:3])}"
+                         f"{', ...' if len(held) > 3 else ''}); the model's files (config.json, LICENSE, ...) would "
+                         f"replace theirs: give a new or empty folder")
     config = {"architectures": ["StaticModel"], "model_type": "model2vec", "model_name": NAME,
               "hidden_dim": shape[1], "normalize": True, "max_length": None,
               "base_model": "WordLlama l2_supercat (wordllama on PyPI)", "tokenizer_name": "llama-2"}

@@ -89,6 +89,13 @@ def impact_of_nodes(ix, ids, depth: int = 3, types=None, tests: bool = False, li
                               "key": rows[parent]["key"]}))
     used = {t: s for t, s in (spec or DEPENDENCY_TYPES).items() if t in names}
     out = {"depth": depth, "types": used, "start": int(len(start)), "total": int(len(order)), "dependents": deps}
+    has = sorted(n for n in names if n not in DEPENDENCY_TYPES and n != "similar_text")
+    if spec is None and not any(t != CONTAINS for t in used) and has:
+        # (a KG of its own edge types, `_hypernym`: none is a default dependency, so no dependent
+        # would ever be found, and the answer "0 dependents" would read as a fact about the node)
+        out["notice"] = (f"no edge type of this index is a default dependency type (calls, imports, links_to, "
+                         f"depends_on, ...); it has {', '.join(has[:8])}{', ...' if len(has) > 8 else ''}: pass "
+                         f"--types TYPE[:in|out] (e.g. --types {has[0]}:in)")
     if tests:
         out["tests"] = test_files(ix, ctx, reach, start, limit)
     return out

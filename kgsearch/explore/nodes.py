@@ -20,6 +20,10 @@ TEST_FLAG = 2                 # nodes.flags bit 1: test code (see docs/DESIGN.md
 def graph_of(ix) -> GraphContext:
     """The index's graph; BadIndex (exit 4) when no index run has stored one."""
     ctx = load_context(ix)
+    if ctx is not None and ctx.graph.n == 0 and not ix.conn.execute("SELECT 1 FROM nodes LIMIT 1").fetchone():
+        roots = [r[0] for r in ix.conn.execute("SELECT path FROM roots ORDER BY position")]
+        raise BadIndex(f"{ix.path} holds no nodes: " + (f"its roots ({', '.join(roots[:3])}) have no file kgsearch "
+                       f"can index; " if roots else "") + "index a folder of notes or code with `kgsearch index PATH`")
     if ctx is None or ctx.graph.n == 0:
         raise BadIndex(f"{ix.path} has no graph yet (nothing indexed, or the graph step never finished); "
                        f"run `kgsearch index PATH`")

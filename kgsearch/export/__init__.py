@@ -36,13 +36,29 @@ def export(ix, fmt: str, out: str, text: bool | None = None, types=None, derived
         bad = [t for t in types if t not in known]
         if bad:
             raise UsageError(f"--types: no edge type {bad[0]!r} in this index; it has: {', '.join(sorted(known))}")
+    if out != "-":
+        _check_out(ix, out)
     try:
         return _export(ix, fmt, out, text, types, derived)
+    except BrokenPipeError:
+        raise                         # `export jsonl - | head`: the reader has what it wanted (the CLI exits 0)
     except OSError as exc:
         from ..errors import DataError
 
         raise DataError(f"cannot write the export ({exc.strerror or exc}); choose a folder you can write to",
                         out) from None
+
+
+def _check_out(ix, out: str) -> None:
+    """The export never replaces the index itself or a file the index was made from (a typo such
+    as ``export jsonl notes/plan.md`` replaced the note; ``export sqlite INDEX.db`` the index)."""
+    real = os.path.realpath(os.path.expanduser(out))
+    index = os.path.realpath(str(ix.path))
+    if real in (index, index + "-wal", index + "-shm"):
+        raise UsageError(f"{out} is the index being exported; write the export to another file")
+    if os.path.isfile(real) and ix.conn.execute("SELECT 1 FROM files WHERE path = ?", (real,)).fetchone():
+        raise UsageError(f"{out} is a file this index was made from; writing the export there would replace it: "
+                         f"choose another path")
 
 
 def _export(ix, fmt: str, out: str, text, types, derived) -> dict:

@@ -126,7 +126,8 @@ def plan(st: RunState, roots: list[Root]) -> tuple[list[Found], list[tuple[int, 
     to_load: list[Found] = []
     for f in found:
         row = known.get(str(f.path))
-        same = row is not None and not opts.full and row[5] == f.loader and row[6] == f.origin
+        # (files.root is the root, or for a root that is a file its folder: the row the writer wrote)
+        same = row is not None and not opts.full and row[5] == f.loader and row[6] in (f.origin, str(f.root))
         if same and row[2] == f.size and row[3] == f.mtime_ns:
             report.files_unchanged += 1
             continue

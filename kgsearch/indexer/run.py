@@ -26,7 +26,7 @@ from ..ingest.walk import Found
 from ..settings import IndexSettings
 from ..store.db import Index, ensure_error
 from ..store.lock import IndexLock
-from ..store.roots import find_root, list_roots, mark_indexed, remove_root
+from ..store.roots import file_counts, find_root, list_roots, mark_indexed, remove_root
 from ..types import ChangeSet, LoadOptions
 from .edges import EdgeResolver
 from .load import load_job, pack_outcome, unpack_outcome
@@ -167,7 +167,8 @@ def remove_roots(db: str | os.PathLike | None, refs: list[str], opts: IndexOptio
         st.report.roots_removed = [r.path for r in gone]
         deleted = []
         for root in gone:
-            deleted += st.conn.execute("SELECT id, path FROM files WHERE root = ?", (root.path,)).fetchall()
+            deleted += st.conn.execute("SELECT id, path FROM files WHERE root = ? OR path = ?",   # (a file root)
+                                       (root.path, root.path)).fetchall()
             remove_root(st.conn, root.path)
         _apply(st, [], [tuple(r) for r in deleted], time.perf_counter())
 
@@ -230,7 +231,7 @@ def index_roots(st: RunState, roots) -> None:
     to_load, deleted = plan(st, roots)
     _apply(st, to_load, deleted, t0)
     now = time.time()
-    counts = dict(ix.conn.execute("SELECT root, count(*) FROM files GROUP BY root"))
+    counts = file_counts(ix.conn)
     for path in st.walked_roots:
         mark_indexed(ix.conn, path, now, counts.get(path, 0))
 

@@ -76,7 +76,7 @@ NAME = "python"
 EXTENSIONS = (".py", ".pyi")
 MAX_TEXT = 4000          # characters of text kept for a function (signature + doc + body)
 
-__all__ = ["NAME", "EXTENSIONS", "load", "module_name", "is_test_path"]
+__all__ = ["NAME", "EXTENSIONS", "load", "module_name", "is_test_path", "source_text"]
 
 # Node types that never contain a call, an import or a definition: not worth a visit.
 _LEAVES = frozenset(
@@ -123,7 +123,7 @@ def _indent_re(indent: int) -> "re.Pattern[str]":
     return re.compile(r"^[ \t]{1,%d}" % indent, re.M)
 
 
-def _source(data: bytes, where: str) -> tuple[str, str | None]:
+def source_text(data: bytes, where: str) -> tuple[str, str | None]:
     """Decode as Python does: UTF-8 unless a coding cookie says otherwise; UTF-16 with its
     byte-order mark as :func:`decode` does (a file saved by a Windows editor)."""
     if utf16_codec(data[:4]):
@@ -160,7 +160,7 @@ class _Scope:
 
 def load(path: Path, rel: str, opts: LoadOptions) -> LoadResult:
     where = str(path)
-    text, warning = _source(Path(path).read_bytes(), where)
+    text, warning = source_text(Path(path).read_bytes(), where)
     # The tree is acyclic and dropped on return: cyclic GC passes over its hundreds of
     # thousands of fresh objects only cost time (about a fifth of the parse).
     enabled = gc.isenabled()

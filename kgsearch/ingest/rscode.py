@@ -313,15 +313,14 @@ class _Rust(Builder):
 
     def mod_decl(self, name: str, at: int, path: str | None = None) -> None:
         """``mod name;`` at ``at`` -> its file where Rust looks for it: beside a crate root or a
-        mod.rs, under ``src/a/`` for ``src/a.rs``. ``#[path = "p"]`` names the file: relative to
-        the declaring file's folder, or, inside inline modules, to the folder a ``mod x;`` there
-        uses (``src/a/b.rs``: ``mod m { #[path = "o.rs"] mod o; }`` -> ``src/a/b/m/o.rs``; the Rust
-        reference's rules)."""
+        mod.rs, under ``src/a/`` for ``src/a.rs``; inside inline modules, under their folders
+        (``tests/t.rs``: ``mod support { mod panic; }`` -> ``tests/support/panic.rs``, as rustc
+        reads it). ``#[path = "p"]`` names the file: relative to the declaring file's folder, or,
+        inside inline modules, to the folder a ``mod x;`` there uses (``src/a/b.rs``: ``mod m {
+        #[path = "o.rs"] mod o; }`` -> ``src/a/b/m/o.rs``; the Rust reference's rules)."""
         d = posixpath.dirname(self.rel)
         base = self.rel.rsplit("/", 1)[-1][:-3]
-        # (a plain `mod x;` inside inline modules would be under their folders too, but read so it
-        # cost tokio-6205 file R@10 .8 -> .6 in code_tasks_multi: left as it was, beside the file)
-        inline = self._mods_of(self._scope_at(at)) if path is not None else []
+        inline = self._mods_of(self._scope_at(at))
         if path is not None and not inline:
             self.imports([posixpath.normpath(posixpath.join(d, path))], at)
             return

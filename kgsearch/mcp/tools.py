@@ -58,12 +58,12 @@ def _filter_props() -> dict:
 FILTER_PROPS = _filter_props()
 
 
-def filters_of(args: dict) -> tuple[str, ...]:
-    """The filter arguments of a search/context/why call as filter words (checked; a bad value is
-    a usage error the agent is told)."""
+def filters_of(args: dict) -> tuple:
+    """The filter arguments of a search/context/why call as FieldFilter objects (checked; a bad
+    value is a usage error the agent is told): each value is taken as given, never re-read as a word."""
     from ..query.filters import from_flags
 
-    return tuple(str(f) for f in from_flags({k: args.get(k) for k in FILTER_PROPS}))
+    return from_flags({k: args.get(k) for k in FILTER_PROPS})
 
 
 def _schema(props: dict, required: list[str] = ()) -> dict:

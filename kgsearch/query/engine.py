@@ -524,7 +524,7 @@ class Engine:
         for k in ("explain", "use_cache"):
             d.pop(k, None)
         d["channels"] = channels
-        d["filters"] = [str(f) for f in q.filters]
+        d["filters"] = [[f.field, f.op, f.value, f.negated] for f in q.filters]   # (not str: 'a b', '<x>')
         return json.dumps({"q": q.text, "o": d, "version": __version__, "tuning": asdict(self.tuning),
                            "intents": {n: s.weights for n, s in INTENTS.items()}}, sort_keys=True, default=str)
 

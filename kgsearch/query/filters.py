@@ -189,7 +189,10 @@ def day_start(value: str) -> float:
         t = _dt.datetime.fromisoformat(value.replace(" ", "T"))
     except ValueError:
         raise UsageError(f"bad date {value!r} in modified:; write a real day as YYYY-MM-DD") from None
-    return t.timestamp()
+    try:
+        return t.timestamp()
+    except (ValueError, OverflowError, OSError):    # a day local time cannot place (0001-01-01: "year 0")
+        return (t - _dt.datetime(1970, 1, 1)).total_seconds()
 
 
 def _bounds(f: FieldFilter) -> tuple[float | None, float | None]:
@@ -208,7 +211,10 @@ def root_paths(ix, value: str) -> list[str] | None:
     if value not in memo:
         rows = ix.conn.execute("SELECT path, label FROM roots ORDER BY position").fetchall()
         v = value.rstrip("/")
-        memo[value] = [p for p, label in rows if v in (label, os.path.basename(p.rstrip("/")), p.rstrip("/"))] or None
+        # a label names its one root (`roots` shows notes and notes-2: root:notes is the first, not
+        # both folders called notes); a folder name or path when no label is the value
+        memo[value] = ([p for p, label in rows if label and label == v]
+                       or [p for p, label in rows if v in (os.path.basename(p.rstrip("/")), p.rstrip("/"))] or None)
     return memo[value]
 
 
@@ -257,7 +263,8 @@ def _condition(ix, f: FieldFilter) -> tuple[str, list]:
         if paths is None:
             raise UsageError(f"unknown root {v!r} in {str(f)!r}; the roots are {', '.join(root_labels(ix)) or '(none)'}"
                              f" (`kgsearch roots` lists them)")
-        return f"f.root IN ({','.join('?' * len(paths))})", paths
+        marks = ",".join("?" * len(paths))        # (a root that is a file: its row's root is its folder)
+        return f"(f.root IN ({marks}) OR f.path IN ({marks}))", paths * 2
     raise UsageError(f"unknown filter field {f.field!r}; the fields are {', '.join(FILTER_FIELDS)}")
 
 
@@ -433,7 +440,8 @@ def _keeps(ix, f: FieldFilter, row: dict) -> bool:
         t = row["mtime_ns"]
         return (lo is None or t >= int(lo * 1e9)) and (hi is None or t < int(hi * 1e9))
     if f.field == "root":
-        return row["root"] is not None and row["root"] in (root_paths(ix, v) or [])
+        paths = root_paths(ix, v) or []
+        return row["root"] is not None and (row["root"] in paths or row["path"] in paths)
     raise AssertionError(f.field)
 
 

@@ -24,6 +24,7 @@ stages read instead of the intent's name:
 """
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Callable
@@ -210,7 +211,7 @@ def parse_weights(text: str) -> tuple[float, float, float, float]:
         vals = tuple(float(p) for p in parts)
     except ValueError:
         vals = ()
-    if len(vals) != 4 or any(v < 0 for v in vals):
+    if len(vals) != 4 or not all(0 <= v < math.inf for v in vals):      # (nan and inf are no weight)
         raise UsageError(f"--weights needs 4 non-negative numbers embedding,text,graph,intent; got {text!r}")
     return vals  # type: ignore[return-value]
 

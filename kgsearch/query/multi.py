@@ -335,7 +335,7 @@ class MultiEngine:
         for w, f in roots:
             if f.value in self.engines:
                 keep = {n: e for n, e in keep.items() if (n == f.value) != f.negated}
-                (drop_words.add(w) if w is not None else drop_opts.add(str(f)))
+                (drop_words.add(w) if w is not None else drop_opts.add(f))
                 continue
             knows = {n for n, e in self.engines.items() if fmod.root_paths(e.ix, f.value)}
             if not knows:
@@ -350,7 +350,7 @@ class MultiEngine:
         if drop_words:
             query = " ".join(w for w in query.split() if w not in drop_words)
         if drop_opts:
-            opts = opts.but(filters=tuple(f for f in (opts.filters or ()) if f not in drop_opts))
+            opts = opts.but(filters=tuple(f for f in fmod.parse_filters(opts.filters) if f not in drop_opts))
         return keep, query, opts
 
     def search(self, query: str, opts: SearchOptions | None = None, sessions: dict | None = None) -> MultiResponse:
@@ -394,8 +394,9 @@ class MultiEngine:
         timings = {f"{name}": r.timings_ms.get("total", 0.0) for name, r in resps.items()}
         timings["pool"] = round((t_pool - t0) * 1000, 3)
         timings["total"] = round((time.perf_counter() - t0) * 1000, 3)
-        for r in resps.values():
-            notices += [n for n in r.notices if n not in notices]
+        every = set.intersection(*(set(r.notices) for r in resps.values())) if resps else set()
+        for name, r in resps.items():       # one index's own notice says which index it is about
+            notices += [m for n in r.notices if (m := n if n in every else f"{name}: {n}") not in notices]
         answer = None
         if any(r.answer is not None for r in resps.values()):   # the summary intent: every index's topics
             from ..explore.topics import merged_answer

@@ -53,8 +53,9 @@ class SearchOptions:
             raise UsageError(f"unknown --group {self.group!r}; choose 'file'")
         if self.filters:
             from .filters import parse_filters      # (imports the parser: only when filters are given)
-            self.filters = tuple(str(f) for f in parse_filters(self.filters))
-        if self.diversity is not None and not (self.diversity > 0):
+            self.filters = parse_filters(self.filters)   # FieldFilter objects: never re-read from text
+                                                         # (a flag's value '<x>' or 'a b' is that value)
+        if self.diversity is not None and not (0 < self.diversity < float("inf")):
             raise UsageError(f"--diversity must be a factor > 0 (e.g. 1.05), got {self.diversity!r}")
         return self
 

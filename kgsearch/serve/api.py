@@ -56,16 +56,16 @@ def _flag(params: dict, name: str) -> bool:
     return (param(params, name) or "").lower() in ("1", "true", "yes", "on")
 
 
-def filter_params(params: dict) -> tuple[str, ...]:
+def filter_params(params: dict) -> tuple:
     """The filter parameters (``kind``, ``path``, ``exclude_path``, ``tag``, ``lang``,
-    ``modified_since``, ``root``: the CLI's filter flags; repeat one for alternatives) as filter
-    words, checked (a bad value is a UsageError: HTTP 400)."""
+    ``modified_since``, ``root``: the CLI's filter flags; repeat one for alternatives) as
+    FieldFilter objects, each value as given, checked (a bad value is a UsageError: HTTP 400)."""
     from ..query.filters import FIELDS, from_flags
 
     names = [fl[2:].replace("-", "_") for f in FIELDS.values() for fl in (f.flag, f.exclude_flag) if fl]
     vals = {n: [v for v in params.get(n, []) if v.strip()] or None for n in names}
     vals = {n: (v[-1] if n == "modified_since" and v else v) for n, v in vals.items()}
-    return tuple(str(f) for f in from_flags(vals))
+    return from_flags(vals)
 
 
 def search_options(params: dict, explain: bool | None = None):

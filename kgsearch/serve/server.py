@@ -186,7 +186,9 @@ def _form(headers: dict, body: bytes) -> dict:
             raise UsageError("the request body is not valid JSON") from None
         if not isinstance(obj, dict):
             raise UsageError("the request body must be a JSON object of parameters")
-        return {k: [str(x) for x in v] if isinstance(v, list) else [str(v)] for k, v in obj.items()}
+        # null (a client's "not set") is a parameter not given, never the text "None"
+        return {k: [str(x) for x in v if x is not None] if isinstance(v, list) else [str(v)]
+                for k, v in obj.items() if v is not None}
     return parse_qs(text, keep_blank_values=True)
 
 

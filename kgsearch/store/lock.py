@@ -56,7 +56,13 @@ class IndexLock:
         except OSError as exc:
             if not self.required:       # a reader in a read-only folder: no writer can run there either
                 return self
-            where = self.path.parent if not os.access(self.path.parent, os.W_OK) else self.path
+            # the nearest folder that exists is the one that said no (a missing one was to be made
+            # there); a file on the way (--db notes/plan.md/x.db) is no read-only folder
+            near = next((a for a in (self.path.parent, *self.path.parent.parents) if os.path.lexists(a)), None)
+            if near is not None and not near.is_dir():
+                raise BadIndex(f"cannot create the lock file {self.path}: {near} is a file, not a folder; pass --db "
+                               f"with a path in a folder; nothing was changed") from None
+            where = (self.path if near == self.path.parent and os.access(near, os.W_OK) else near or self.path.parent)
             raise BadIndex(f"cannot create the lock file {self.path} ({exc.strerror}): {where} is read-only; "
                            f"kgsearch index writes the index, its journal and this lock there: make it writable "
                            f"or pass --db with a writable path; nothing was changed") from None

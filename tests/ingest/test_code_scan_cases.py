@@ -394,6 +394,30 @@ def test_rust_mod_declarations_find_their_files_where_cargo_does(tmp_path):
                      ("rs:src/bin/tool.rs", "rs:src/bin/cli.rs")}
 
 
+def test_rust_mod_declarations_inside_inline_modules_are_under_their_folders(tmp_path):
+    # rustc reads `mod a { mod x; }` in src/lib.rs from src/a/x.rs (or src/a/x/mod.rs), in
+    # src/m.rs from src/m/a/x.rs, in tests/t.rs from tests/a/x.rs. Before: beside the file, so
+    # src/x.rs and tests/panic.rs (decoys here) were linked and the real files were not
+    root = tmp_path / "proj"
+    files = {"Cargo.toml": '[package]\nname = "t5"\n',
+             "src/lib.rs": "pub mod m;\nmod outer {\n    mod x;\n    pub mod deep { mod y; }\n}\n",
+             "src/outer/x.rs": "pub fn x() {}\n",
+             "src/outer/deep/y/mod.rs": "pub fn y() {}\n",
+             "src/x.rs": "pub fn decoy() {}\n",
+             "src/y.rs": "pub fn decoy() {}\n",
+             "src/m.rs": "mod inl { mod z; }\nmod w;\n",
+             "src/m/inl/z.rs": "pub fn z() {}\n",
+             "src/m/w.rs": "pub fn w() {}\n",
+             "src/m/z.rs": "pub fn decoy() {}\n",
+             "tests/t.rs": "mod support {\n    pub mod panic;\n}\nuse support::panic::p;\n",
+             "tests/support/panic.rs": "pub fn p() {}\n",
+             "tests/panic.rs": "#[test]\nfn decoy() {}\n"}
+    edges = {(s, d) for s, _, d in indexed_edges(tmp_path, root, files, ("imports",))}
+    assert edges == {("rs:src/lib.rs", "rs:src/m.rs"), ("rs:src/lib.rs", "rs:src/outer/x.rs"),
+                     ("rs:src/lib.rs", "rs:src/outer/deep/y/mod.rs"), ("rs:src/m.rs", "rs:src/m/inl/z.rs"),
+                     ("rs:src/m.rs", "rs:src/m/w.rs"), ("rs:tests/t.rs", "rs:tests/support/panic.rs")}
+
+
 def test_typescript_generic_defaults_holding_arrows_are_no_definitions(tmp_path):
     # `= () => void` inside a type parameter list is a default type, not a function named after
     # the word before it (`any`, `T`); `extends (` is no call

@@ -244,3 +244,15 @@ def test_in_set_both_ways_equal_isin():
         allowed = np.unique(rng.integers(0, top, n_allowed)).astype(np.int64)
         ids = np.concatenate([rng.integers(-2, top + 5, n_ids), allowed[:3]]).astype(np.int64)
         assert in_set(ids, allowed).tolist() == np.isin(ids, allowed).tolist()
+
+
+@pytest.mark.parametrize("words, n", [(["modified:>=0001-01-01"], None), (["modified:<0001-01-01"], 0),
+                                      (["modified:0001-01-01T00:00"], 0)])
+def test_the_first_day_is_a_day_not_an_internal_error(fx, words, n):
+    """`--modified-since 0001-01-01`: the day's local-time timestamp raised ValueError("year 0 is
+    out of range"): exit 1, "internal error". Every node is modified after it, none before."""
+    ix, _ = fx
+    flt = parse_filters(words)
+    want = [r["id"] for r in node_rows(ix) if matches(ix, flt, r)]
+    total = ix.conn.execute("SELECT count(*) FROM files f JOIN nodes n ON n.file_id = f.id").fetchone()[0]
+    assert allowed_ids(ix, flt).tolist() == want and len(want) == (total if n is None else n)

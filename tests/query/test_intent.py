@@ -63,3 +63,23 @@ def test_weights_table():
     assert all(s.help and s.rule is not None for s in intent.INTENTS.values())
 
 
+
+
+@pytest.mark.parametrize("flags", [["--weights", "nan,1,1,1"], ["--weights", "inf,1,1,1"], ["--weights", "1e400,1,1,1"],
+                                   ["--diversity", "inf"]])
+def test_nan_and_inf_are_no_weight_nor_factor(flags, tmp_path, capsys):
+    """`--weights inf,1,1,1` ran (exit 0) and numpy printed "RuntimeWarning: invalid value
+    encountered in divide" among the scores; `--weights nan,...` and `--diversity inf` ran too."""
+    from kgsearch.cli import main
+    from kgsearch.indexer import index_paths
+
+    (tmp_path / "v").mkdir()
+    (tmp_path / "v" / "a.md").write_text("# A\n\nalpha\n", encoding="utf-8")
+    db = tmp_path / "i.db"
+    index_paths(db, [str(tmp_path / "v")])
+    capsys.readouterr()
+    assert main(["search", "alpha", "--db", str(db), *flags]) == 2
+    out, err = capsys.readouterr()
+    want = (f"error: --weights needs 4 non-negative numbers embedding,text,graph,intent; got {flags[1]!r}\n"
+            if flags[0] == "--weights" else "error: --diversity must be a factor > 0 (e.g. 1.05), got inf\n")
+    assert (out, err) == ("", want)

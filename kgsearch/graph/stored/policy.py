@@ -139,6 +139,8 @@ def _incremental(ix, changes, table: dict, gs: GraphSettings, ids: np.ndarray, k
     etypes = ix.meta_json(PREFIX + "etypes")
     if prev_ids is None or etypes is None:
         return "no stored graph"
+    if not len(prev_ids):       # (an empty folder indexed first, or every root removed: no row to patch or
+        return "the stored graph has no node"   # splice around; the kernels index the old rows)
     tracked = dirty_sources(conn)
     if len(tracked) > MAX_CHANGED_FRACTION * max(len(ids), 1):
         return f"{len(tracked)} changed rows > {MAX_CHANGED_FRACTION:g} of the nodes"
