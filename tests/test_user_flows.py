@@ -659,3 +659,25 @@ def test_graph_questions_on_an_index_of_no_node_say_so(tmp_path, capsys):
     assert capsys.readouterr().err == (f"error: {db} holds no nodes: its roots ({tmp_path / 'empty'}) have no file "
                                        f"kgsearch can index; index a folder of notes or code with `kgsearch index "
                                        f"PATH`\n")
+
+
+def test_a_note_answers_to_its_front_matter_aliases(tmp_path, capsys):
+    """`kgsearch show "backup plan"` (show, why, related, impact, path, feedback) on a note whose
+    front matter says `aliases: [Backup Plan]` answered the entity made of that alias, or
+    nothing for an alias no entity was made of: the names the note answers to in links
+    (`[[Backup Plan]]`) were never looked up. A stored alias answers in any case and spacing,
+    after keys, qualified names and names, and before structural nodes."""
+    root = tmp_path / "vault"
+    write(root / "plan.md", "---\ntitle: Disaster recovery\naliases: [Backup Plan, \"offsite copy\"]\n---\n"
+                            "# Disaster recovery\n\nWe copy the notes to a second disk every night. See [[Missing Note]].\n")
+    write(root / "other.md", "# Other\nThe [[offsite copy]] is in the garage.\n")
+    db = tmp_path / "i.db"
+    assert cli("index", root, "--db", db, "-q") == 0
+    capsys.readouterr()
+    for ref, key in (("backup plan", "md:plan"), ("Backup  Plan", "md:plan"), ("OFFSITE COPY", "md:plan"),
+                     ("Disaster recovery", "md:plan"), ("plan", "md:plan"), ("Other", "md:other")):
+        assert cli("show", ref, "--db", db, "--json") == 0
+        assert json.loads(capsys.readouterr().out)["node"]["key"] == key, ref
+    assert cli("related", "offsite copy", "--db", db, "--json") == 0
+    assert "md:other" in capsys.readouterr().out                 # the link to the alias, seen from the note
+    assert cli("show", "nothing like it", "--db", db) == 5

@@ -123,20 +123,27 @@ def _node_dict(row) -> dict:
 
 def find_node_rows(conn, ref: str, limit: int = 20) -> list[dict]:
     """The nodes ``ref`` names, from the first way that names any: key, ``py:`` + ref (a
-    qualified name), qualified name, name, name in any case (structural nodes last, then by
-    id); at most ``limit``. Several rows mean several candidates (see ``stats.find_node``).
+    qualified name), qualified name, name, name in any case, a stored alias (a note's
+    front-matter alias, title, file name or path, in any case and spacing) (structural nodes
+    last, then by id); at most ``limit``. Several rows mean several candidates (see ``stats.find_node``).
     Structural nodes (tags, entities: their qualified name is the bare word) named by a
     qualified name give way to the nodes of that name (``send``: the functions ``send``, not
     the entity ``ent:send``); they answer when nothing else does."""
     cols = node_cols()
     structural = None
-    for i, (sql, arg) in enumerate((
-            (f"SELECT {cols} FROM nodes WHERE key=?", ref),
-            (f"SELECT {cols} FROM nodes WHERE key=?", "py:" + ref),
-            (f"SELECT {cols} FROM nodes WHERE {qualname_sql()}=? ORDER BY flags, id LIMIT ?", ref),
-            (f"SELECT {cols} FROM nodes WHERE name=? ORDER BY flags, id LIMIT ?", ref),
-            (f"SELECT {cols} FROM nodes WHERE lower(name)=lower(?) ORDER BY flags, id LIMIT ?", ref))):
-        rows = conn.execute(sql, (arg, limit) if sql.endswith("LIMIT ?") else (arg,)).fetchall()
+    said = " ".join(ref.split()).lower()         # (how names are kept in ``aliases``)
+    for i, (sql, args) in enumerate((
+            (f"SELECT {cols} FROM nodes WHERE key=?", (ref,)),
+            (f"SELECT {cols} FROM nodes WHERE key=?", ("py:" + ref,)),
+            (f"SELECT {cols} FROM nodes WHERE {qualname_sql()}=? ORDER BY flags, id LIMIT ?", (ref, limit)),
+            (f"SELECT {cols} FROM nodes WHERE name=? ORDER BY flags, id LIMIT ?", (ref, limit)),
+            (f"SELECT {cols} FROM nodes WHERE lower(name)=lower(?) ORDER BY flags, id LIMIT ?", (ref, limit)),
+            # a note's front-matter alias, file name or path (the best-ranked holders: a note
+            # before the placeholder of a dangling link to that name)
+            (f"SELECT {cols} FROM nodes WHERE id IN (SELECT node_id FROM aliases WHERE ns != 'key' AND name = ? "
+             f"AND rank = (SELECT min(rank) FROM aliases WHERE ns != 'key' AND name = ?)) ORDER BY flags, id LIMIT ?",
+             (said, said, limit)))):
+        rows = conn.execute(sql, args).fetchall()
         if rows:
             found = [_node_dict(r) for r in rows]
             if i >= 2 and all(d["flags"] & FLAG_AUTO for d in found):
