@@ -140,8 +140,9 @@ def find_node_rows(conn, ref: str, limit: int = 20) -> list[dict]:
             (f"SELECT {cols} FROM nodes WHERE lower(name)=lower(?) ORDER BY flags, id LIMIT ?", (ref, limit)),
             # a note's front-matter alias, file name or path (the best-ranked holders: a note
             # before the placeholder of a dangling link to that name)
-            (f"SELECT {cols} FROM nodes WHERE id IN (SELECT node_id FROM aliases WHERE ns != 'key' AND name = ? "
-             f"AND rank = (SELECT min(rank) FROM aliases WHERE ns != 'key' AND name = ?)) ORDER BY flags, id LIMIT ?",
+            # (the (ns, name) index answers it: one look-up, at any size)
+            (f"SELECT {cols} FROM nodes WHERE id IN (SELECT node_id FROM aliases WHERE ns = 'note' AND name = ? "
+             f"AND rank = (SELECT min(rank) FROM aliases WHERE ns = 'note' AND name = ?)) ORDER BY flags, id LIMIT ?",
              (said, said, limit)))):
         rows = conn.execute(sql, args).fetchall()
         if rows:
