@@ -201,6 +201,16 @@ def run_queries(engine, queries: list[tuple[str, str]], sopts, qrels: dict) -> d
     }
 
 
+def _depth(k: int | None, least: int, scored: str) -> int:
+    """``-k``: ``least`` when not given; below it a usage error saying what the run is scored on
+    (``scored``, with ``{}`` for ``least``)."""
+    if k is None:
+        return least
+    if k < least:
+        raise UsageError(f"-k {k}: {scored.format(least)}; leave -k out or give {least} or more")
+    return k
+
+
 def evaluate_beir(folder: Path, opts: EvalOptions) -> dict:
     from .query import DEFAULT_CHANNELS, Engine, SearchOptions
     from .store.db import Index
@@ -209,10 +219,7 @@ def evaluate_beir(folder: Path, opts: EvalOptions) -> dict:
     if opts.db:
         raise UsageError(f"--db {opts.db}: a BEIR folder is indexed into its own evaluation index (--index-dir, "
                          f"--rebuild); --db names the index a probe file runs against")
-    k = BEIR_K if opts.k is None else opts.k
-    if k < BEIR_K:
-        raise UsageError(f"-k {k}: a BEIR folder is scored on {BEIR_K} results per query (recall@100); "
-                         f"leave -k out or give {BEIR_K} or more")
+    k = _depth(opts.k, BEIR_K, "a BEIR folder is scored on {} results per query (recall@100)")
     for name in ("corpus.jsonl", "queries.jsonl"):
         if not (folder / name).is_file():
             raise DataError(f"missing {name}; a BEIR folder needs corpus.jsonl, queries.jsonl and qrels.tsv",
@@ -284,10 +291,7 @@ def evaluate_probes(path: Path, opts: EvalOptions) -> dict:
         if given:
             raise UsageError(f"{flag}: a probe file runs against the index of --db as it is; {flag} is about a "
                              f"BEIR folder's qrels and evaluation index (leave it out)")
-    k = PROBE_K if opts.k is None else opts.k
-    if k < PROBE_K:
-        raise UsageError(f"-k {k}: a probe file is scored on {PROBE_K} hits per probe (recall@10, MRR@10); leave -k "
-                         f"out or give {PROBE_K} or more")
+    k = _depth(opts.k, PROBE_K, "a probe file is scored on {} hits per probe (recall@10, MRR@10)")
     probes = _read_jsonl(path)
     for i, p in enumerate(probes, 1):
         if not isinstance(p, dict) or "query" not in p or not isinstance(p.get("expected"), list):

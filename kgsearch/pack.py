@@ -125,11 +125,6 @@ def _plain(term: str) -> bool:
     return bool(term) and term.isascii() and term == term.lower() and term.replace("_", "a").isalnum()
 
 
-def _is_word(ch: str) -> bool:
-    """A word character as the expression's ``\\w`` reads it (every character checked)."""
-    return ch.isalnum() or ch == "_"
-
-
 def _word_starts(text: str, low: str, terms: tuple[str, ...]) -> list[int]:
     """Sorted starts of the words of ``text`` (``low``: it lower-cased, of the same length) that
     one of ``terms`` (:func:`_plain`) begins."""
@@ -140,7 +135,7 @@ def _word_starts(text: str, low: str, terms: tuple[str, ...]) -> list[int]:
             if p == 0:
                 found.add(p)
             else:
-                c = text[p - 1]                         # (_is_word, inline: called per occurrence)
+                c = text[p - 1]       # (the expression's \w: isalnum or _, for every character: tests)
                 if not (c.isalnum() or c == "_"):
                     found.add(p)
             p = low.find(t, p + 1)
