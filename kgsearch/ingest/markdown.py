@@ -157,7 +157,8 @@ def load(path: Path, rel: str, opts: LoadOptions) -> LoadResult:
         edges.append(e)
 
     # entities: front-matter values count for the note (no line); body text for its part
-    fm_ents = fm_text.replace("\n", "\n\n") + "\n" if fm_text else ""   # one value, one phrase
+    # one value, one phrase: a blank line (which no phrase spans) after each, the last included
+    fm_ents = fm_text.replace("\n", "\n\n") + "\n\n" if fm_text else ""
     parts = [(key, body_start + 1, fm_ents, sec_scan[key])]
     parts += [(k, spans[k][0], "", sec_scan[k]) for k in sec_scan if k != key]
     edges += _entity_edges(note, parts, kept)

@@ -245,3 +245,12 @@ def test_md_links_finds_what_the_regex_finds():
     assert md_links("see [the docs](a/b.md \"T\") and ![img](<p q.png>)") == [
         (4, 26, "", "the docs", "a/b.md"), (31, 48, "!", "img", "<p q.png>")]
     assert display_text("see [the docs](a/b.md) and [[N|shown]] [x](y") == "see the docs and shown [x](y"
+
+
+def test_a_front_matter_value_and_the_body_s_first_words_are_two_phrases(tmp_path):
+    # the last front-matter value ("Bob Jones") was followed by one newline, which a phrase may
+    # span, so it and the body's first capitalised words made an entity "Bob Jones Alice"
+    res = load(tmp_path, "Alice.md", '---\nrole: engineer\nmanager: "[[Bob Jones]]"\n---\n'
+                                     "Alice Smith works on Project Phoenix with Bob Jones.\n")
+    ents = sorted(e.dst for e in res.edges if e.type == "mentions")
+    assert ents == ["alice smith", "bob jones", "project phoenix"]
