@@ -38,8 +38,11 @@ note, which reaches them through ``contains``, so link counts stay honest for gr
 * Entities as in :mod:`plaintext` (``mentions``, ``ns='ent'``), from the section (or note) that
   mentions them, so notes and text files meet at shared entity nodes.
 
+Comments (Obsidian's ``%%...%%``, HTML's ``<!--...-->``) give no link, tag, heading, field or
+entity; their text stays in the note's text. ``[^1]: ...`` is a footnote, not a link definition.
+
 Not handled: setext headings (underlined), indented code blocks (only fenced code is skipped),
-reference-style links ``[x][ref]``, HTML.
+reference-style links ``[x][ref]``, HTML other than comments.
 
 The front matter is read by a small YAML subset parser (:mod:`kgsearch.ingest.frontmatter`):
 ``key: value``, quoted strings, ``[a, b]``, ``- a`` block lists, ``|``/``>`` blocks and one
@@ -66,6 +69,8 @@ __all__ = ["NAME", "EXTENSIONS", "load", "parse_front_matter", "link_target"]
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$")
 _INLINE_CODE = re.compile(r"(`+)(?!`).*?(?<!`)\1(?!`)")
+_COMMENT_OPEN = re.compile(r"%%|<!--")
+_COMMENT_CLOSE = {"%%": "%%", "<!--": "-->"}
 _FM_SPECIAL = {"title", "aliases", "alias", "tags", "tag", "cssclass", "cssclasses"}
 
 
@@ -207,12 +212,16 @@ def _heading_name(raw: str) -> str:
 
 
 def _body_lines(lines: list[str], start: int) -> list[tuple[int, str, str | None]]:
-    """(line number, raw, text with inline code blanked; None inside a fenced code block)."""
+    """(line number, raw, text with inline code and comments blanked; None inside a fenced code
+    block). Comments, Obsidian's ``%%...%%`` and HTML's ``<!--...-->``, on one line or over several,
+    are hidden in a rendered note: their text stays in the note's text (searchable, as Obsidian's
+    search finds it) but gives no link, tag, heading, field or entity."""
     body: list[tuple[int, str, str | None]] = []
     fence = ""
+    closer = ""                                 # inside a comment: the marker that ends it
     for i in range(start, len(lines)):
         raw = lines[i]
-        m = _FENCE.match(raw)
+        m = _FENCE.match(raw) if not closer else None
         if fence:
             if m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence) \
                     and not raw.strip().strip(fence[0]):
@@ -222,8 +231,30 @@ def _body_lines(lines: list[str], start: int) -> list[tuple[int, str, str | None
             fence = m.group(1)
             body.append((i + 1, raw, None))
         else:
-            body.append((i + 1, raw, _INLINE_CODE.sub(lambda c: " " * len(c.group()), raw)))
+            scan, closer = _blank_comments(_INLINE_CODE.sub(lambda c: " " * len(c.group()), raw), closer)
+            body.append((i + 1, raw, scan))
     return body
+
+
+def _blank_comments(scan: str, closer: str) -> tuple[str, str]:
+    """``scan`` with its comments' characters made spaces (the same length), and the marker that
+    closes a comment still open at its end ('' when none); ``closer``: the one open before it."""
+    out, at = [], 0
+    while True:
+        if closer:
+            end = scan.find(closer, at)
+            if end < 0:
+                out.append(" " * (len(scan) - at))
+                return "".join(out), closer
+            out.append(" " * (end + len(closer) - at))
+            at, closer = end + len(closer), ""
+        m = _COMMENT_OPEN.search(scan, at)
+        if m is None:
+            out.append(scan[at:])
+            return "".join(out), ""
+        out.append(scan[at:m.start()])
+        out.append(" " * len(m.group()))
+        at, closer = m.end(), _COMMENT_CLOSE[m.group()]
 
 
 def _plan_sections(heads: list[tuple[int, int, str]], key: str, title: str

@@ -254,3 +254,36 @@ def test_a_front_matter_value_and_the_body_s_first_words_are_two_phrases(tmp_pat
                                      "Alice Smith works on Project Phoenix with Bob Jones.\n")
     ents = sorted(e.dst for e in res.edges if e.type == "mentions")
     assert ents == ["alice smith", "bob jones", "project phoenix"]
+
+
+COMMENTED = """\
+# Hub
+Seen [[Alpha]]. Hidden <!-- [[InHtml]] #htmltag --> and %%[[InObsidian]] #obstag%% then [[Beta]].
+%%
+# Not A Heading
+[[InBlock]] #blocktag
+%% after the block [[Gamma]]
+<!-- a comment
+over lines [[InHtmlBlock]] -->
+`%% code, not a comment` [[Delta]]
+```
+%% in a fence
+```
+[[Epsilon]]
+"""
+
+
+def test_comments_give_no_link_tag_or_heading_but_stay_searchable(tmp_path):
+    # links and tags inside Obsidian %% comments and HTML comments were edges (placeholders
+    # named after commented-out links); Obsidian shows neither
+    res = load(tmp_path, "Hub.md", COMMENTED, cap=20)
+    assert sorted({e[1] for e in links(res)}) == ["alpha", "beta", "delta", "epsilon", "gamma"]
+    assert [n.name for n in res.nodes] == ["Hub", "Hub"]   # the note and its one section (20 chars)
+    assert "[[InBlock]] #blocktag" in res.nodes[1].text and "[[InHtmlBlock]]" in res.nodes[1].text
+
+
+def test_a_footnote_is_not_a_link_reference_definition(tmp_path):
+    # "[^1]: See [[Footnoted]]." was read as a reference definition: a link to a note "See",
+    # and the wikilink on the line was lost
+    res = load(tmp_path, "N.md", "Text[^1] and [ref]: target.md\n\n[^1]: See [[Footnoted]].\n[x]: Other.md\n")
+    assert sorted(e[1] for e in links(res)) == ["footnoted", "other"]
