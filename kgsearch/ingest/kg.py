@@ -72,6 +72,12 @@ EDGE_LIST_KEYS = ("edges", "links", "relationships")
 Record = tuple[dict, int | None, int | None]     # (record, first line, last line)
 
 
+
+def _json_error(exc: json.JSONDecodeError) -> str:
+    """``Expecting value at column 3``: json's message with the column (its messages that end
+    in "at", "Unterminated string starting at", read once)."""
+    return f"{exc.msg.removesuffix(' at')} at column {exc.colno}"
+
 def load(path: Path, rel: str, opts: LoadOptions) -> LoadResult:
     where = str(path)
     text, warning = decode(Path(path).read_bytes(), where)
@@ -178,7 +184,7 @@ def _parse_json(text: str, where: str, strict: bool) -> tuple[Any, dict[int, tup
     except json.JSONDecodeError as exc:
         fix = "fix the JSON syntax" if strict else \
             "fix the JSON syntax, or list the file in .kgsearchignore if it is not a knowledge graph"
-        raise DataError(f"invalid JSON: {exc.msg} at column {exc.colno}; {fix}",
+        raise DataError(f"invalid JSON: {_json_error(exc)}; {fix}",
                         where, exc.lineno) from None
     spans = _object_lines(text)
     lines = {}
@@ -261,7 +267,7 @@ def _read_jsonl(text: str, where: str, strict: bool) -> list[Record] | None:
         try:
             item = json.loads(line)
         except json.JSONDecodeError as exc:
-            raise DataError(f"invalid JSON: {exc.msg} at column {exc.colno}; each line must be "
+            raise DataError(f"invalid JSON: {_json_error(exc)}; each line must be "
                             "one JSON object", where, lineno) from None
         if first:
             first = False

@@ -133,6 +133,18 @@ def test_malformed_json_names_file_and_line(tmp_path):
     assert str(ei.value) == f"{p}:3: invalid JSON: Expecting value at column 1; fix the JSON syntax"
 
 
+def test_json_errors_that_end_in_at_read_once(tmp_path):
+    # json's "Unterminated string starting at" and "Invalid control character at" read
+    # "... starting at at column 2"
+    with pytest.raises(DataError) as ei:
+        load(tmp_path, "x.jsonl", '{"id": "a", "name": "A"}\n{"bad json\n')
+    assert str(ei.value) == (f"{tmp_path / 'x.jsonl'}:2: invalid JSON: Unterminated string starting at column 2; "
+                             "each line must be one JSON object")
+    with pytest.raises(DataError) as ei:
+        load(tmp_path, "x.json", '{"nodes": [{"id": "a\tb"}]}', EXPLICIT)
+    assert str(ei.value) == f"{tmp_path / 'x.json'}:1: invalid JSON: Invalid control character at column 21; fix the JSON syntax"
+
+
 def test_malformed_jsonl_and_csv(tmp_path):
     with pytest.raises(DataError) as ei:
         load(tmp_path, "x.jsonl", '{"id": "a", "name": "A"}\n{"id": "b"\n')
