@@ -244,6 +244,16 @@ def test_dense_channel_with_shipped_model(tmp_path):
     # every candidate has a dense score (fill-in), not only the dense channel's own top k
     assert all("dense" in h.channels for h in r.hits)
 
+    # a query with no letter or digit in any script gave noise ranked as matches: '***' put a
+    # node first by the punctuation's vector alone; accents, CJK and digits are words
+    for q in ("***", "(((", "-> ::", "?!"):
+        r = engine(db).search(q, SearchOptions(use_cache=False))
+        assert (r.hits, r.channels_skipped["dense"]) == ([], "no letter or digit in the query"), q
+    for q in ("café", "备份", "42"):
+        assert "dense" in engine(db).search(q, SearchOptions(use_cache=False)).channels_run, q
+    # asked for alone, the channel runs as it is told
+    assert engine(db).search("***", SearchOptions(use_cache=False, channels="dense")).hits
+
 
 from conftest import hypothesis_api  # noqa: E402
 

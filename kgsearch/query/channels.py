@@ -75,6 +75,13 @@ def _relation_gate(q: "Query", it: "Intent") -> str | None:
     return None if it.spec.relation else "not a relation question (who calls X, where is X used)"
 
 
+def _dense_gate(q: "Query", it: "Intent") -> str | None:
+    """A text with no letter or digit in any script (``***``, ``(((``, ``->``) holds no word the
+    model knows: its vector is the punctuation's, and its nearest nodes are noise ranked as if
+    they matched (``***`` put a note at cosine 0.74). CJK, accents and digits count as words."""
+    return None if any(c.isalnum() for c in q.text) else "no letter or digit in the query"
+
+
 # ---------------------------------------------------------------------------- what each runs
 def _weights(q: "Query", kw: dict) -> dict[str, float]:
     """BM25/PRF term weights: the query's terms, plus the intent keywords x boost when asked."""
@@ -174,7 +181,7 @@ CHANNELS: dict[str, Channel] = {c.name: c for c in (
     Channel("relation", "intent", "relation questions (who calls X, where is X used): the edges into X",
             _relation_search, gate=_relation_gate),
     Channel("dense", "embedding", "embedding similarity (static model; off without vectors)",
-            _dense_search, _dense_all, _dense_ids),
+            _dense_search, _dense_all, _dense_ids, gate=_dense_gate),
     Channel("graph", "graph", "neighbours of the best candidates (a random walk for code queries)"),
     Channel("intent", "intent", "nodes along the intent's edge types from the best candidates"),
     Channel("local", "graph", "nodes linked to the entities and tags the query names"),
