@@ -180,7 +180,7 @@ CHANNELS: dict[str, Channel] = {c.name: c for c in (
             _anchors_search, gate=_anchors_gate, absolute=True, added=True),
     Channel("relation", "intent", "relation questions (who calls X, where is X used): the edges into X",
             _relation_search, gate=_relation_gate),
-    Channel("dense", "embedding", "embedding similarity (static model; off without vectors)",
+    Channel("dense", "embedding", "embedding similarity (static model; off without vectors, or when the query has no letter or digit)",
             _dense_search, _dense_all, _dense_ids, gate=_dense_gate),
     Channel("graph", "graph", "neighbours of the best candidates (a random walk for code queries)"),
     Channel("intent", "intent", "nodes along the intent's edge types from the best candidates"),
