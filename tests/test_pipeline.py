@@ -378,3 +378,24 @@ def test_walk_seeds_come_only_from_signals_that_ran(code_db, monkeypatch):
     r = engine(code_db).search("apply_discount", SearchOptions(use_cache=False))
     assert "dense" not in r.channels_run and r.code_query
     assert len(calls) == 1 and calls[0].any()
+
+
+def test_a_query_of_filters_alone_lists_what_they_keep(kg_db, code_db):
+    # 'kind:tool' or 'tag:journal' alone matched no word and answered "no results"
+    from kgsearch.graph.context import pagerank_scores
+
+    eng = engine(kg_db)
+    pr = pagerank_scores(eng.ix)
+    rows = eng.ix.conn.execute("SELECT id, key FROM nodes WHERE kind='tool'").fetchall()
+    want = [key for nid, key in sorted(rows, key=lambda r: (-float(pr[r[0]]), r[0]))]
+    alone = eng.search("kind:tool", SearchOptions(use_cache=False, channels="browse"))
+    assert [h.key for h in alone.hits] == want          # the channel alone: PageRank order, ties by id
+    r = eng.search("kind:tool", SearchOptions(use_cache=False))
+    assert "browse" in r.channels_run and sorted(h.key for h in r.hits) == sorted(want)
+    r = eng.search("", SearchOptions(use_cache=False, filters=("kind:tool",), k=2))
+    assert len(r.hits) == 2 and {h.kind for h in r.hits} == {"tool"}
+    # words: the other channels answer; no filter: nothing to list
+    assert eng.search("kind:tool database", SearchOptions(use_cache=False)).channels_skipped["browse"] \
+        == "the query has words"
+    assert engine(code_db).search("path:shop/ kind:function", SearchOptions(use_cache=False)).hits[0].key \
+        == "py:shop.pricing.apply_discount"

@@ -127,7 +127,8 @@ def _filter_options(p: argparse.ArgumentParser, what: str = "narrow the search b
     g = p.add_argument_group("filters", f"{what}; "
                                         "also as words of the query: kind:function path:src/ -path:tests/ tag:x "
                                         "lang:rust modified:>=2026-10-01 root:work. Values of one filter are "
-                                        "alternatives; different filters all hold")
+                                        "alternatives; different filters all hold. A query of filters alone "
+                                        "lists what they keep, most linked first (PageRank)")
     for f in FIELDS.values():
         if f.op == ":":
             g.add_argument(f.flag, action="append", default=None, metavar=f.metavar, help=f.help)

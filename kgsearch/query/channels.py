@@ -23,6 +23,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable
 
+import numpy as np
+
 if TYPE_CHECKING:
     from .intent import Intent
     from .parse import Query
@@ -80,6 +82,14 @@ def _dense_gate(q: "Query", it: "Intent") -> str | None:
     model knows: its vector is the punctuation's, and its nearest nodes are noise ranked as if
     they matched (``***`` put a note at cosine 0.74). CJK, accents and digits count as words."""
     return None if any(c.isalnum() for c in q.text) else "no letter or digit in the query"
+
+
+def _browse_gate(q: "Query", it: "Intent") -> str | None:
+    """A query of filters alone (``tag:journal``, ``kind:function path:src/net/``) has no word
+    for the other channels to match: this one lists what the filters keep."""
+    if any(c.isalnum() for c in q.text):
+        return "the query has words"
+    return None if q.filters else "no filter"
 
 
 # ---------------------------------------------------------------------------- what each runs
@@ -164,6 +174,23 @@ def _dense_ids(ix, q, ids, **kw):
     return dense.score_ids(ix, q.text, ids, **kw)
 
 
+def _browse_all(ix, q, **kw):
+    """Every node of the graph by PageRank x the graph's node count (mean 1 in any index, so
+    that several indexes' lists compare); None without graph scores."""
+    from ..graph.context import pagerank_scores
+    pr = pagerank_scores(ix)
+    if pr is None:
+        return None
+    ids = np.flatnonzero(pr > 0)
+    return ids.astype(np.int64), pr[ids].astype(np.float64) * len(ids), len(ids)
+
+
+def _browse_search(ix, q, k, **kw):
+    from .signals import top_ids
+    f = _browse_all(ix, q)
+    return "no graph scores in this index (`kgsearch index` computes them)" if f is None else top_ids(f[0], f[1], k)
+
+
 # Order matters: channels run, and are listed in responses and --help, in this order.
 CHANNELS: dict[str, Channel] = {c.name: c for c in (
     Channel("bm25", "text", "BM25 over the stored postings (the index's stemmer)",
@@ -182,6 +209,8 @@ CHANNELS: dict[str, Channel] = {c.name: c for c in (
             _relation_search, gate=_relation_gate),
     Channel("dense", "embedding", "embedding similarity (static model; off without vectors, or when the query has no letter or digit)",
             _dense_search, _dense_all, _dense_ids, gate=_dense_gate),
+    Channel("browse", "text", "a query of filters alone (tag:journal, kind:function path:src/): what they keep, "
+            "most linked first (PageRank)", _browse_search, _browse_all, gate=_browse_gate),
     Channel("graph", "graph", "neighbours of the best candidates (a random walk for code queries)"),
     Channel("intent", "intent", "nodes along the intent's edge types from the best candidates"),
     Channel("local", "graph", "nodes linked to the entities and tags the query names"),

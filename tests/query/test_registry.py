@@ -15,7 +15,7 @@ from kgsearch.query.intent import INTENTS
 
 INTENT_NAMES = ["relation", "exact_match", "code_task", "debugging", "capability_check", "workflow", "comparison",
                 "goal_based", "summary", "exploratory", "semantic", "default"]
-CHANNEL_NAMES = ["bm25", "prf", "fts", "pattern", "equiv", "anchors", "relation", "dense", "graph", "intent",
+CHANNEL_NAMES = ["bm25", "prf", "fts", "pattern", "equiv", "anchors", "relation", "dense", "browse", "graph", "intent",
                  "local", "global"]
 
 
