@@ -225,6 +225,12 @@ def test_cli_search_json_and_errors(kg_db, capsys):
     assert main(["search", "sqlite", "--db", str(kg_db)]) == 0
     text = capsys.readouterr().out
     assert "1. SQLite  [tool]" in text and "fusion linear" in text
+    # no hit: the query named when it has text ("no results for ''" for filters alone)
+    assert main(["search", "zzzq", "--db", str(kg_db), "--channels", "bm25", "--no-cache"]) == 0
+    assert capsys.readouterr().out.startswith("no results for 'zzzq'\n(intent ")
+    assert main(["search", "kind:bogus", "--db", str(kg_db), "--no-cache"]) == 0
+    got = capsys.readouterr()
+    assert got.out.startswith("no results\n(intent ") and "no node matches the filters kind:bogus" in got.err
 
 
 def test_dense_channel_with_shipped_model(tmp_path):

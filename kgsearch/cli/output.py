@@ -187,7 +187,9 @@ def format_response(resp, explain: bool = False) -> str:
     if answer and answer.get("answer"):            # the summary intent: the main topics first
         lines += [answer["answer"], "", "matching nodes:"]
     if not resp.hits:
-        return "\n".join(lines + [f"no results for {resp.query!r}", f"({head})"])
+        # (a query of filters alone has no text left: "no results for ''" named nothing; the
+        # notes above say which filters kept nothing)
+        return "\n".join(lines + [f"no results for {resp.query!r}" if resp.query else "no results", f"({head})"])
     for h in resp.hits:
         loc = one_line(f"{h.path}:{h.line}" if h.path and h.line else (h.path or ""))
         lines.append(f"{h.rank:>2}. {one_line(h.name)}  [{one_line(h.kind)}]  {h.score:.4f}  {h.methods}")
