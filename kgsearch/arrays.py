@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["unique"]
+__all__ = ["unique", "top_ids"]
 
 
 def unique(a) -> np.ndarray:
@@ -26,3 +26,15 @@ def unique(a) -> np.ndarray:
     keep[0] = True
     np.not_equal(s[1:], s[:-1], out=keep[1:])
     return s[keep]
+
+
+def top_ids(ids: np.ndarray, scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Best ``k`` (ids, scores) by score, ties by smaller id; scores <= 0 kept only for dense."""
+    if not len(ids) or k <= 0:
+        return np.zeros(0, np.int64), np.zeros(0)
+    if len(ids) > k:
+        part = np.argpartition(-scores, k - 1)[:k]
+    else:
+        part = np.arange(len(ids))
+    order = part[np.lexsort((ids[part], -scores[part]))]
+    return ids[order].astype(np.int64), scores[order].astype(np.float64)

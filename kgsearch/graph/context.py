@@ -452,6 +452,16 @@ def pagerank_scores(ix) -> np.ndarray | None:
     return ix.cached(PREFIX + "pr_by_id", lambda: _by_id(ctx, ctx.pagerank, 0.0, np.float32))
 
 
+def browse_scores(ix) -> tuple[np.ndarray, np.ndarray, int] | None:
+    """Every node with a PageRank, as (ids ascending, PageRank x their count, count): the mean
+    is 1 in any index, so that several indexes' lists compare. ``None`` without graph scores."""
+    pr = pagerank_scores(ix)
+    if pr is None:
+        return None
+    ids = np.flatnonzero(pr > 0)
+    return ids.astype(np.int64), pr[ids].astype(np.float64) * len(ids), len(ids)
+
+
 def community_labels(ix) -> np.ndarray | None:
     """Community label indexed by node id (-1 for unknown ids), or ``None`` when not computed."""
     ctx = load_context(ix)

@@ -23,8 +23,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable
 
-import numpy as np
-
 if TYPE_CHECKING:
     from .intent import Intent
     from .parse import Query
@@ -177,16 +175,12 @@ def _dense_ids(ix, q, ids, **kw):
 def _browse_all(ix, q, **kw):
     """Every node of the graph by PageRank x the graph's node count (mean 1 in any index, so
     that several indexes' lists compare); None without graph scores."""
-    from ..graph.context import pagerank_scores
-    pr = pagerank_scores(ix)
-    if pr is None:
-        return None
-    ids = np.flatnonzero(pr > 0)
-    return ids.astype(np.int64), pr[ids].astype(np.float64) * len(ids), len(ids)
+    from ..graph import context
+    return context.browse_scores(ix)
 
 
 def _browse_search(ix, q, k, **kw):
-    from .signals import top_ids
+    from ..arrays import top_ids
     f = _browse_all(ix, q)
     return "no graph scores in this index (`kgsearch index` computes them)" if f is None else top_ids(f[0], f[1], k)
 

@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from ..arrays import unique
+from ..arrays import top_ids, unique
 from .channels import CHANNELS, SIGNAL_OF
 
 __all__ = ["Signals", "candidates", "top_ids", "top_idx", "in_set", "unique_ids"]
@@ -266,18 +266,6 @@ def _align(cand: np.ndarray, ids: np.ndarray, scores: np.ndarray) -> np.ndarray:
         pos = np.searchsorted(cand, ids)
         out[pos] = np.maximum(out[pos], scores)
     return out
-
-
-def top_ids(ids: np.ndarray, scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """Best ``k`` (ids, scores) by score, ties by smaller id; scores <= 0 kept only for dense."""
-    if not len(ids) or k <= 0:
-        return np.zeros(0, np.int64), np.zeros(0)
-    if len(ids) > k:
-        part = np.argpartition(-scores, k - 1)[:k]
-    else:
-        part = np.arange(len(ids))
-    order = part[np.lexsort((ids[part], -scores[part]))]
-    return ids[order].astype(np.int64), scores[order].astype(np.float64)
 
 
 def top_idx(s: np.ndarray, k: int, positive: bool = True, keys=None) -> np.ndarray:
