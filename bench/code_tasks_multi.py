@@ -165,14 +165,17 @@ def index_repo(repo: Repo, rebuild: bool, fingerprint: str) -> dict:
     for suffix in ("", "-wal", "-shm", ".lock"):
         Path(str(db) + suffix).unlink(missing_ok=True)
     db.parent.mkdir(parents=True, exist_ok=True)
-    exe = str(Path(sys.executable).with_name("kgsearch"))
+    # this checkout's kgsearch (python -m with the checkout first on the path), not whichever
+    # one the environment's `kgsearch` script was installed from
+    exe, root = sys.executable, str(Path(__file__).resolve().parents[1])
     t0 = time.time()
     pid = os.fork()
     if pid == 0:
         with open(str(db) + ".log", "wb") as out:
             os.dup2(out.fileno(), 1)
             os.dup2(out.fileno(), 2)
-            os.execv(exe, [exe, "index", str(repo.tree.resolve()), "--db", str(db)])
+            os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, (root, os.environ.get("PYTHONPATH"))))
+            os.execv(exe, [exe, "-m", "kgsearch", "index", str(repo.tree.resolve()), "--db", str(db)])
     _, status, ru = os.wait4(pid, 0)
     rec = {"fingerprint": fingerprint, "exit": os.waitstatus_to_exitcode(status), "index_s": round(time.time() - t0, 1),
            "rss_mb": round(ru.ru_maxrss / 1024, 1), "load": round(os.getloadavg()[0], 2)}
