@@ -9,7 +9,7 @@ a rebuild that changes nothing:
 >>> IndexSettings.from_dict({"stemer": "light"})
 Traceback (most recent call last):
 ...
-kgsearch.errors.UsageError: unknown setting 'stemer' (did you mean 'stemmer'?); known settings: avgdl_drift, b, edge_weights, embed, embed_max_chars, graph_adjacency_rows, graph_communities_drift, graph_communities_max_pairs, graph_communities_seconds, idf, k1, model, name_weight, neighbors, split_code, stemmer
+kgsearch.errors.UsageError: unknown setting 'stemer' (did you mean 'stemmer'?); known settings: avgdl_drift, b, edge_weights, embed, embed_max_chars, fold_accents, graph_adjacency_rows, graph_communities_drift, graph_communities_max_pairs, graph_communities_seconds, idf, k1, model, name_weight, neighbors, split_code, stemmer
 >>> IndexSettings.from_dict({"stemmer": "light"}).text.stemmer
 'light'
 
@@ -41,6 +41,7 @@ class TextSettings:
     name_weight: float = 3.0        # BM25F-style: a name/title term counts this many times
     idf: str = "lucene"             # lucene: log(1 + (N-df+.5)/(df+.5)); robertson: without the 1 +
     split_code: bool = True         # CamelCase / snake_case identifiers also give their parts
+    fold_accents: bool = True       # Latin letters lose their accents (café = cafe, straße = strasse)
     avgdl_drift: float = 0.10       # unused: scores always use the live avgdl (kept: stored settings stay valid)
 
 

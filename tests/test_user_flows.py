@@ -71,7 +71,7 @@ def test_an_unknown_edge_type_is_a_bad_request_over_http_and_a_tool_error_over_m
 
 
 # ---------------------------------------------------------------- 2-4. eval
-KNOWN_SETTINGS = ("avgdl_drift, b, edge_weights, embed, embed_max_chars, graph_adjacency_rows, graph_communities_drift, "
+KNOWN_SETTINGS = ("avgdl_drift, b, edge_weights, embed, embed_max_chars, fold_accents, graph_adjacency_rows, graph_communities_drift, "
                   "graph_communities_max_pairs, graph_communities_seconds, idf, k1, model, name_weight, neighbors, "
                   "split_code, stemmer")
 
@@ -681,3 +681,54 @@ def test_a_note_answers_to_its_front_matter_aliases(tmp_path, capsys):
     assert cli("related", "offsite copy", "--db", db, "--json") == 0
     assert "md:other" in capsys.readouterr().out                 # the link to the alias, seen from the note
     assert cli("show", "nothing like it", "--db", db) == 5
+
+
+def test_words_typed_without_accents_find_notes_written_with_them(tmp_path):
+    # a French, German or Hindi note: "creme brulee" found nothing in "Crème brûlée" (the terms
+    # kept their accents), and a Hindi word matched any note sharing one of its letters (each
+    # vowel sign split the word). An index made before keeps its own analysis until reindexed.
+    import sqlite3
+
+    from kgsearch.indexer import IndexOptions, index_paths
+    from kgsearch.query import Engine, SearchOptions
+    from kgsearch.store.db import Index
+
+    vault = tmp_path / "v"
+    write(vault / "dessert.md", "# Crème brûlée\nLa crème se prépare la veille.\n")
+    write(vault / "strasse.md", "# Hauptstraße\nDie Straße am Rathaus.\n")
+    write(vault / "hindi.md", "# हिन्दी\nहिन्दी भाषा के नोट्स\n")
+    write(vault / "hindi2.md", "# नदी\nनदी के किनारे\n")          # shares the letters न and द
+    write(vault / "other.md", "# Other\nnothing here about desserts\n")
+    db = tmp_path / "i.db"
+    index_paths(db, [str(vault)], IndexOptions(steps=("text",)))
+
+    def top(q):
+        with Index.open(db, readonly=True) as ix:
+            hits = Engine(ix).search(q, SearchOptions(use_cache=False, channels="bm25")).hits
+        return [h.key for h in hits]
+
+    assert top("creme brulee")[:1] == top("crème brûlée")[:1] == ["md:dessert"]
+    assert top("strasse") == ["md:strasse"]
+    assert top("हिन्दी") == ["md:hindi"]
+    # an index made before: its stored analysis is read (no fold, no marks) until it is rebuilt
+    con = sqlite3.connect(db)
+    key, state = con.execute("SELECT key, value FROM meta WHERE value LIKE '%\"analysis\": 3%' "
+                             "AND key LIKE 'text.%'").fetchone()
+    st = json.loads(state)
+    del st["params"]["fold"], st["params"]["analysis"]
+    con.execute("UPDATE meta SET value=? WHERE key=?", (json.dumps(st), key))
+    ts = json.loads(con.execute("SELECT value FROM meta WHERE key='text.settings'").fetchone()[0])
+    del ts["bm25"]["fold"], ts["bm25"]["analysis"], ts["analyzer"]["fold"]
+    ts["analyzer"]["version"] = 2
+    con.execute("UPDATE meta SET value=? WHERE key='text.settings'", (json.dumps(ts),))
+    con.commit()
+    con.close()
+    with Index.open(db, readonly=True) as ix:
+        from kgsearch.text.postings import stored_params
+        params = stored_params(ix)[1]
+    assert (params.fold, params.analysis) == (False, 2)
+    # the next run that changes something rebuilds the text tables with today's analysis
+    write(vault / "other.md", "# Other\nstill nothing about desserts\n")
+    rep = index_paths(db, [str(vault)], IndexOptions(steps=("text",)))
+    assert rep.steps["text"]["full"]
+    assert top("creme brulee")[:1] == ["md:dessert"] and top("हिन्दी") == ["md:hindi"]

@@ -63,7 +63,7 @@ from .options import Hit, Response, SearchOptions
 
 __all__ = ["MultiEngine", "MultiHit", "MultiResponse", "Pool", "index_names", "multi_engine_for"]
 
-POOLED_BM25 = ("stemmer", "split_code", "k1", "b", "name_weight")
+POOLED_BM25 = ("stemmer", "split_code", "k1", "b", "name_weight", "fold", "analysis")
 
 
 @dataclass
@@ -223,7 +223,7 @@ class MultiEngine:
         out, by_analyser = {}, {}
         for name, eng in self.engines.items():
             _, params = stored_params(eng.ix)
-            key = (params.stemmer, params.split_code) if params is not None else None
+            key = (params.stemmer, params.split_code, params.fold, params.analysis) if params is not None else None
             if key not in by_analyser:
                 by_analyser[key] = eng.parse(query)
             out[name] = by_analyser[key]

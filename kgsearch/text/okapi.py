@@ -22,7 +22,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from .tokenize import Analyzer, get_analyzer
+from .tokenize import ANALYSIS, Analyzer, get_analyzer
 
 __all__ = ["BM25Params", "MemoryBM25", "Pairs", "Runs", "build_pairs", "build_runs", "idf", "impacts", "doc_norms", "tf_impacts",
            "top_k", "math_idf", "EMPTY"]
@@ -38,6 +38,8 @@ class BM25Params:
     stemmer: str = "porter2"
     split_code: bool = True
     avgdl_drift: float = 0.10       # unused: scores always use the live avgdl (kept: stored settings stay valid)
+    fold: bool = True               # Latin letters' accents folded (tokenize.fold_latin); False: an older index
+    analysis: int = ANALYSIS        # the tokenizer's rules (tokenize.ANALYSIS); 2: an index made before marks
 
     @classmethod
     def from_settings(cls, settings) -> "BM25Params":
@@ -47,15 +49,15 @@ class BM25Params:
 
         t = IndexSettings.coerce(settings).text
         return cls(k1=t.k1, b=t.b, name_weight=t.name_weight, idf=t.idf, stemmer=t.stemmer,
-                   split_code=t.split_code, avgdl_drift=t.avgdl_drift)
+                   split_code=t.split_code, avgdl_drift=t.avgdl_drift, fold=t.fold_accents)
 
     def index_key(self) -> dict:
         """The settings that change stored postings (a change forces a rebuild)."""
         return {"k1": self.k1, "b": self.b, "name_weight": self.name_weight,
-                "stemmer": self.stemmer, "split_code": self.split_code}
+                "stemmer": self.stemmer, "split_code": self.split_code, "fold": self.fold, "analysis": self.analysis}
 
     def analyzer(self) -> Analyzer:
-        return get_analyzer(self.stemmer, self.split_code)
+        return get_analyzer(self.stemmer, self.split_code, self.fold, self.analysis)
 
 
 # ---------------------------------------------------------------------------- formulas

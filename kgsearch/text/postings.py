@@ -248,7 +248,9 @@ def stored(ix) -> tuple[dict | None, BM25Params | None, dict]:
         return (st, BM25Params(k1=p.get("k1", 1.5), b=p.get("b", 0.75),
                                name_weight=p.get("name_weight", 1.0),
                                stemmer=p.get("stemmer", "porter2"),
-                               split_code=p.get("split_code", True)), {})
+                               split_code=p.get("split_code", True),
+                               fold=p.get("fold", False), analysis=p.get("analysis", 2)), {})
+                                                 # (postings made before folding and marks: read as made)
     return ix.cached("text.bm25.state", load)
 
 

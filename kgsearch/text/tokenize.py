@@ -10,10 +10,14 @@
    separators (and stop-word parts such as ``self``) removed plus each part: ``StreamingTextResponse`` -> ``streamingtextresponse``,
    ``streaming``, ``text``, ``response``; ``blast_radius`` -> ``blastradius``, ``blast``,
    ``radius``. Joining without separators lets ``BlastRadius`` and ``blast_radius`` meet.
-3. Lower-casing (``str.lower``; NFKC first for non-ASCII), stop words (English plus code noise
-   words), then the stemmer, which is English: it is applied to words written in ASCII letters
-   only; a word with any other letter (accents, Cyrillic, Greek, Arabic...) is kept as written
-   (lower-cased, NFKC). Terms longer than 64 characters are dropped (minified data, hashes).
+3. Lower-casing (``str.lower``; NFKC first for non-ASCII), Latin letters folded to ASCII
+   (:func:`fold_latin`: ``café`` -> ``cafe``, ``Straße`` -> ``strasse``, as Lucene's ASCII folding;
+   ``fold=False`` for an index made before it), stop words (English plus code noise words), then
+   the stemmer, which is English: it is applied to words written in ASCII letters only; a word
+   with any other letter (Cyrillic, Greek, Arabic...) is kept as written (lower-cased, NFKC).
+   Terms longer than 64 characters are dropped (minified data, hashes). Combining marks are
+   word characters (:mod:`kgsearch.text.marks`: Hindi's vowel signs, a decomposed ``é``); an
+   index made before (``analysis=2``) is read with the analysis it was made with.
 4. Chinese, Japanese and Korean: a run of Han, Kana or Hangul characters inside a raw token
    becomes overlapping character bigrams (a one-character run stays a unigram), so a word
    taken from inside a sentence finds it (:mod:`kgsearch.cjk`); the rest of the token (Latin
@@ -30,10 +34,11 @@ from typing import Callable, Iterable
 
 from ..cjk import bigrams as cjk_bigrams
 from ..cjk import has_cjk, split_runs
+from .marks import MARKS
 from .stem import Memo, get_stemmer
 
 __all__ = ["Analyzer", "get_analyzer", "clean_query", "split_identifier", "raw_tokens", "ENGLISH_STOP",
-           "CODE_STOP", "STOP_WORDS", "MAX_TERM_LEN"]
+           "CODE_STOP", "STOP_WORDS", "MAX_TERM_LEN", "fold_latin", "ANALYSIS"]
 
 MAX_TERM_LEN = 64
 
@@ -58,11 +63,49 @@ self cls def elif kwargs args lambda none true false return returns import param
 
 STOP_WORDS = ENGLISH_STOP | CODE_STOP
 
-# A word: runs of \w joined by '_' or '.' when a word character follows.
-_RAW = re.compile(r"\w+(?:[.](?=[^\W\d])\w+)*")
+# A word: runs of \w and combining marks joined by '_' or '.' when a word character follows
+# (analysis 3; _RAW_2, without the marks, split हिन्दी at each vowel sign: an index made before).
+_RAW = re.compile(rf"[\w{MARKS}]+(?:[.](?=[^\W\d])[\w{MARKS}]+)*")
+_RAW_2 = re.compile(r"\w+(?:[.](?=[^\W\d])\w+)*")
+ANALYSIS = 3            # the analysis new indexes are made with (BM25Params.analysis; 2: before 2026-11-28)
 # Parts of a compound: upper-case runs before a capitalised word, capitalised/lower words,
 # upper-case runs, digit runs, other letters (scripts without case).
 _PART = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
+
+
+# Latin letters with no decomposition into a letter and marks (Lucene's ASCIIFoldingFilter)
+_LATIN_FOLD = str.maketrans({"ß": "ss", "ẞ": "SS", "æ": "ae", "Æ": "AE", "œ": "oe", "Œ": "OE", "ø": "o", "Ø": "O",
+                             "ł": "l", "Ł": "L", "đ": "d", "Đ": "D", "ð": "d", "Ð": "D", "þ": "th", "Þ": "TH",
+                             "ı": "i", "ŀ": "l", "Ŀ": "L", "ŧ": "t", "Ŧ": "T", "ħ": "h", "Ħ": "H"})
+
+
+_CAP_LIGATURES = {"Æ": ("Ae", "AE"), "Œ": ("Oe", "OE"), "Þ": ("Th", "TH"), "ẞ": ("Ss", "SS")}
+
+
+def fold_latin(word: str) -> str:
+    """``word`` with the accents of its Latin letters removed and Latin ligatures spelled out
+    (``Crème`` -> ``Creme``, ``Straße`` -> ``Strasse``, ``Łódź`` -> ``Lodz``, ``Việt`` -> ``Viet``), as
+    Lucene's ASCII folding, and without the optional vowel marks of Hebrew (niqqud) and Arabic
+    (harakat), as their normalisers; other scripts' marks stay (``й``, ``ά``, Devanagari vowel
+    signs), and so do other characters.
+
+    >>> fold_latin("Crème brûlée"), fold_latin("Straße"), fold_latin("йод"), fold_latin("naïve")
+    ('Creme brulee', 'Strasse', 'йод', 'naive')
+    """
+    if word.isascii():
+        return word
+    if any(c in _CAP_LIGATURES for c in word):     # Ærø -> Aero, ÆRØ -> AERO (AEro would split as CamelCase)
+        word = "".join(_CAP_LIGATURES[c][0 if word[i + 1:i + 2].islower() else 1] if c in _CAP_LIGATURES else c
+                       for i, c in enumerate(word))
+    out, drop = [], False
+    for c in unicodedata.normalize("NFD", word.translate(_LATIN_FOLD)):
+        if unicodedata.combining(c):
+            if not drop:                     # a mark on a letter of another script
+                out.append(c)
+        else:
+            out.append(c)
+            drop = c.isascii() or "\u0590" <= c <= "\u06ff"   # Latin; Hebrew and Arabic: optional vowel marks
+    return unicodedata.normalize("NFC", "".join(out))
 
 
 def raw_tokens(text: str) -> list[str]:
@@ -106,11 +149,14 @@ class Analyzer:
 
     def __init__(self, stemmer: str | Callable[[str], str] | None = "porter2",
                  stopwords: Iterable[str] | None = None, split_code: bool = True,
-                 memo_limit: int = 500_000):
+                 memo_limit: int = 500_000, fold: bool = True, analysis: int = ANALYSIS):
         self.stem = get_stemmer(stemmer) if not callable(stemmer) else stemmer
         self.stemmer_name = stemmer if isinstance(stemmer, str) else getattr(stemmer, "__name__", "custom")
         self.stopwords = frozenset(STOP_WORDS if stopwords is None else stopwords)
         self.split_code = split_code
+        self.fold = fold and analysis >= 3
+        self.analysis = analysis
+        self._raw = _RAW if analysis >= 3 else _RAW_2
         self._memo = Memo(self._analyze_raw, memo_limit)
 
     # one raw token -> tuple of terms (memoised)
@@ -119,6 +165,8 @@ class Analyzer:
             raw = unicodedata.normalize("NFKC", raw)
             if has_cjk(raw):
                 return self._analyze_cjk(raw)
+            if self.fold:
+                raw = fold_latin(raw)
         low = raw.lower()
         if low == raw and low.isalpha() or not self.split_code:
             # plain word (fast path), or splitting disabled: dots/underscores still separate
@@ -156,25 +204,26 @@ class Analyzer:
     def __call__(self, text: str) -> list[str]:
         """Terms of ``text`` in order (a compound's whole form comes before its parts)."""
         memo = self._memo
-        return [t for raw in _RAW.findall(text) for t in memo[raw]]
+        return [t for raw in self._raw.findall(text) for t in memo[raw]]
 
     def analyze_word(self, raw: str) -> tuple[str, ...]:
         return self._memo[raw]
 
     def settings(self) -> dict:
-        return {"stemmer": self.stemmer_name, "split_code": self.split_code,
-                "stopwords": len(self.stopwords), "max_term_len": MAX_TERM_LEN, "version": 2}
+        return {"stemmer": self.stemmer_name, "split_code": self.split_code, "fold": self.fold,
+                "stopwords": len(self.stopwords), "max_term_len": MAX_TERM_LEN, "version": self.analysis}
 
 
 _ANALYZERS: dict[tuple, Analyzer] = {}
 
 
-def get_analyzer(stemmer: str = "porter2", split_code: bool = True) -> Analyzer:
-    """A shared analyzer per (stemmer, split_code) so memos are reused across calls."""
-    key = (stemmer, split_code)
+def get_analyzer(stemmer: str = "porter2", split_code: bool = True, fold: bool = True,
+                 analysis: int = ANALYSIS) -> Analyzer:
+    """A shared analyzer per (stemmer, split_code, fold, analysis) so memos are reused across calls."""
+    key = (stemmer, split_code, fold, analysis)
     a = _ANALYZERS.get(key)
     if a is None:
-        a = _ANALYZERS[key] = Analyzer(stemmer, split_code=split_code)
+        a = _ANALYZERS[key] = Analyzer(stemmer, split_code=split_code, fold=fold, analysis=analysis)
     return a
 
 

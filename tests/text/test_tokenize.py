@@ -10,7 +10,7 @@ import pytest
 from conftest import need
 
 from kgsearch.text.stem import LIGHT_SUFFIXES, get_stemmer, light_stem, porter2_stem
-from kgsearch.text.tokenize import Analyzer, split_identifier
+from kgsearch.text.tokenize import Analyzer, fold_latin, get_analyzer, raw_tokens, split_identifier
 
 # word:stem pairs produced by snowballstemmer 3.1.1 (english): every rule branch and the
 # exception list, plus a random sample of corpus words. Runs without snowballstemmer.
@@ -206,12 +206,53 @@ def test_plain_words_lowercase_stopwords_and_punctuation():
 
 
 def test_unicode():
-    a = Analyzer("none")
+    a = Analyzer("none", fold=False)        # (an index made before accents were folded)
     assert a("Café ÜBER straße") == ["café", "über", "straße"]
     assert a("ÜberKlasse") == ["überklasse", "über", "klasse"]
     assert a("ﬁle") == ["file"]                                 # NFKC folds the ligature
     assert a("日本語") == ["日本", "本語"]                       # CJK runs: character bigrams (kgsearch.cjk)
     assert split_identifier("naïveBayes") == ["naïve", "Bayes"]
+
+
+def test_latin_accents_fold_and_other_scripts_stay():
+    # a note in French, German or Polish was not found by its words typed without accents
+    # ("creme brulee", "strasse"): the terms kept them
+    a = Analyzer("porter2")
+    assert a("Café crème brûlée Résumé naïve Straße Łódź Việt Ærø") == [
+        "cafe", "creme", "brule", "resum", "naiv", "strass", "lodz", "viet", "aero"]
+    assert a("creme brulee resume strasse") == ["creme", "brule", "resum", "strass"]
+    assert a("CaféBar") == ["cafebar", "cafe", "bar"]
+    # marks on letters of other scripts, and other characters, stay
+    assert a("йод Ελλάδα हिन्दी 备份") == ["йод", "ελλάδα", "हिन्दी", "备份"]
+    assert fold_latin("Crème ŁÓDŹ й ά ﬁ") == "Creme LODZ й ά ﬁ"
+    assert fold_latin("Ærø ÆRØ Œuvre STRAẞE") == "Aero AERO Oeuvre STRASSE"     # (AEro would split as CamelCase)
+    assert get_analyzer()("Été") == ["ete"] and get_analyzer(fold=False)("Été") == ["été"]
+    # Hebrew niqqud and Arabic harakat are optional: a word with them is the word without
+    assert a("עִבְרִית עברית العَرَبِيَّة العربية") == ["עברית", "עברית", "العربية", "العربية"]
+
+
+def test_combining_marks_are_part_of_words():
+    # Python's \w leaves combining marks out: Hindi, Tamil, Bengali fell apart at every vowel
+    # sign into single letters ('हिन्दी' -> 'ह', 'न', 'द'), and so did a Latin word in decomposed
+    # form (macOS file names: 'e' + U+0301)
+    a = Analyzer("porter2")
+    assert a("हिन्दी भाषा தமிழ் মোড বাংলা") == ["हिन्दी", "भाषा", "தமிழ்", "মোড", "বাংলা"]
+    assert a("e\u0301te\u0301 cafe\u0301s") == ["ete", "cafe"]
+    assert raw_tokens("हिन्दी x.y") == ["हिन्दी", "x.y"]
+    # an index made before (analysis 2) keeps its rules: its postings were made with them
+    assert get_analyzer(fold=False, analysis=2)("हिन्दी") == ["ह", "न", "द"]
+
+
+def test_the_marks_table_is_the_running_python_s():
+    import unicodedata
+    from kgsearch.text.marks import MARKS
+
+    rx = re.compile(f"[{MARKS}]")
+    same = unicodedata.unidata_version == "14.0.0"     # (made from Python 3.11's; a newer one adds marks)
+    for cp in range(0x110000):
+        c = chr(cp)
+        mark = unicodedata.category(c) in ("Mn", "Mc", "Me")
+        assert (bool(rx.match(c)) == mark) if same else (mark or not rx.match(c)), hex(cp)
 
 
 def test_stemmed_analyzer_and_memo():
