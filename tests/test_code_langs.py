@@ -1,0 +1,142 @@
+"""The code-task path the same in every language the loaders read: ``context`` shows source
+lines, diagnostics anchor a task, diffs with quoted and renamed paths, MCP over one index or
+several, names kept to one line in Markdown, qualified names and file paths naming nodes,
+folders for ``--files``, ``why`` and path anchors written from the root."""
+from __future__ import annotations
+
+import json
+import textwrap
+
+import pytest
+
+from kgsearch.cli import main
+from kgsearch.context import ContextOptions, build_context
+from kgsearch.indexer import IndexOptions, index_paths
+from kgsearch.query import Engine
+from kgsearch.store.db import Index
+
+FILES = {
+    "src/net/sock.c": """\
+        #include <stdio.h>
+
+        /* open a socket connection */
+        int sock_open(int port) {
+            int fd = port + 1;
+            return fd;
+        }
+
+        int sock_close(int fd) {
+            return sock_open(fd) - 1;
+        }
+        """,
+    "src/app/sock.c": """\
+        int other_sock(void) {
+            return 3;
+        }
+        """,
+    "web/util.js": """\
+        // utilities
+        class Cache {
+          lookup(key) {
+            return this.map.get(key);
+          }
+        }
+
+        function makeCache() {
+          return new Cache();
+        }
+        module.exports = { Cache, makeCache };
+        """,
+    "rs/src/lib.rs": """\
+        pub struct Parser {
+            pos: usize,
+        }
+
+        impl Parser {
+            pub fn advance(&mut self) -> usize {
+                self.pos += 1;
+                self.pos
+            }
+        }
+
+        pub fn parse_all(p: &mut Parser) -> usize {
+            p.advance()
+        }
+        """,
+    "java/com/ex/Foo.java": """\
+        package com.ex;
+
+        public class Foo {
+            public int bar(int x) {
+                return x + 1;
+            }
+
+            public int baz() {
+                return bar(2);
+            }
+        }
+        """,
+    "go/pkg/server.go": """\
+        package pkg
+
+        type Server struct {
+        \tport int
+        }
+
+        func (s *Server) Start() int {
+        \treturn s.port
+        }
+
+        func NewServer() *Server {
+        \treturn &Server{port: 80}
+        }
+        """,
+    "py/app/mod.py": """\
+        class Store:
+            def fetch(self, key):
+                return key
+
+        def helper():
+            return Store().fetch(1)
+        """,
+}
+
+
+def _write(root, files):
+    for rel, src in files.items():
+        p = root / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(textwrap.dedent(src))
+
+
+@pytest.fixture(scope="module")
+def poly(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("poly")
+    root = tmp / "proj"
+    _write(root, FILES)
+    db = tmp / "proj.db"
+    index_paths(db, [str(root)], IndexOptions(steps=("text", "graph")))
+    return root, db
+
+
+def _engine(db):
+    return Engine(Index.open(db, readonly=True))
+
+
+# ---------------------------------------------------------------------------- 1. source lines
+@pytest.mark.parametrize("rel, key, line, lang", [
+    ("web/util.js", "js:web/util.js:makeCache", "  return new Cache();", "javascript"),
+    ("go/pkg/server.go", "go:go/pkg/server.go:NewServer", "\treturn &Server{port: 80}", "go"),
+    ("rs/src/lib.rs", "rs:rs/src/lib.rs:parse_all", "    p.advance()", "rust"),
+    ("java/com/ex/Foo.java", "java:java/com/ex/Foo.java:Foo", "    public int bar(int x) {", "java"),
+    ("src/net/sock.c", "c:src/net/sock.c:sock_open", "    int fd = port + 1;", "c"),
+    ("py/app/mod.py", "py:py.app.mod.helper", "    return Store().fetch(1)", "python")])
+def test_context_shows_source_lines_of_code_in_every_language(poly, rel, key, line, lang):
+    root, db = poly
+    res = build_context(_engine(db), files=[str(root / rel)], opts=ContextOptions(budget=4000, fmt="json"))
+    item = next(i for i in json.loads(res.text)["items"] if i["key"] == key)
+    assert item["text"].split("\n")[1] == line          # the file's line, its indentation kept
+    mine = next(i for i in res.items if i["key"] == key)
+    assert mine["source"] == "file"
+    md = build_context(_engine(db), files=[str(root / rel)], opts=ContextOptions(budget=4000)).text
+    assert f"```{lang}\n" in md
