@@ -140,3 +140,21 @@ def test_context_shows_source_lines_of_code_in_every_language(poly, rel, key, li
     assert mine["source"] == "file"
     md = build_context(_engine(db), files=[str(root / rel)], opts=ContextOptions(budget=4000)).text
     assert f"```{lang}\n" in md
+
+
+# ---------------------------------------------------------------------------- 2. diagnostics
+@pytest.mark.parametrize("query, key", [
+    ("src/net/sock.c:5:5: error: 'x' undeclared", "c:src/net/sock.c:sock_open"),
+    ("error[E0425]: cannot find value `y` in this scope\n  --> rs/src/lib.rs:7:9", "rs:rs/src/lib.rs:Parser.advance"),
+    ("  --> rs/src/lib.rs:13:5", "rs:rs/src/lib.rs:parse_all"),
+    ("Foo.java:9: error: cannot find symbol", "java:java/com/ex/Foo.java:Foo.baz"),
+    ("./go/pkg/server.go:8:2: undefined: port", "go:go/pkg/server.go:Server.Start"),
+    ("web/util.js(9,3): error TS2304: Cannot find name", "js:web/util.js:makeCache")])
+def test_a_compiler_diagnostic_alone_is_a_code_task_anchored_to_its_line(poly, query, key):
+    _, db = poly
+    eng = _engine(db)
+    q = eng.parse(query)
+    assert q.code_task == "diagnostic"
+    assert [a.line for a in q.anchors if a.kind == "frame"] and not [a for a in q.anchors if a.kind == "path"]
+    res = build_context(eng, task=query, opts=ContextOptions(budget=2000))
+    assert key in [i["key"] for i in res.items][:3]          # the definition holding the line, with its file

@@ -108,6 +108,18 @@ def _files_by_suffix(conn, path: str) -> list[int]:
     return []
 
 
+def _innermost(conn, files: list[int], line: int) -> list[int]:
+    """Per file, the innermost code definition (class, function, method) whose lines hold ``line``."""
+    out = []
+    for fid in files:
+        row = conn.execute(f"SELECT id FROM nodes WHERE file_id = ? AND kind IN ({_KINDS_SQL}) AND kind != 'module' "
+                           f"AND line_start <= ? AND line_end >= ? ORDER BY line_end - line_start, line_start DESC, id "
+                           f"LIMIT 1", (fid, line, line)).fetchone()
+        if row is not None:
+            out.append(row[0])
+    return out
+
+
 def use_specificity(uses: int) -> float:
     """``1 / (1 + log10(1 + uses))``: 1 for a node nothing calls, 0.5 for 9 callers.
 
@@ -161,6 +173,8 @@ def resolve(conn, anchors: list[Anchor]) -> dict[int, float]:
         if a.func:
             fset = set(files)
             credit([nid for nid, _, fid, _ in by_name.get(a.func, []) if fid in fset], a.weight)
+        elif a.kind == "frame" and a.line is not None:    # a diagnostic: the definition holding its line
+            credit(_innermost(conn, files, a.line), a.weight)
     return scores
 
 
