@@ -158,3 +158,59 @@ def test_a_compiler_diagnostic_alone_is_a_code_task_anchored_to_its_line(poly, q
     assert [a.line for a in q.anchors if a.kind == "frame"] and not [a for a in q.anchors if a.kind == "path"]
     res = build_context(eng, task=query, opts=ContextOptions(budget=2000))
     assert key in [i["key"] for i in res.items][:3]          # the definition holding the line, with its file
+
+
+# ---------------------------------------------------------------------------- 3. diffs
+DIFF = r'''diff --git "a/dir/na\303\257ve file.c" "b/dir/na\303\257ve file.c"
+index 7e9762a..c41a3a9 100644
+--- "a/dir/na\303\257ve file.c"	
++++ "b/dir/na\303\257ve file.c"	
+@@ -1,5 +1,5 @@
+ int naive_fn(int a) {
+-    return a;
++    return a * 2;
+ }
+ 
+ int other(int b) {
+diff --git a/dir/old.c b/dir/new.c
+similarity index 88%
+rename from dir/old.c
+rename to dir/new.c
+index 92aef07..2fe9499 100644
+--- a/dir/old.c
++++ b/dir/new.c
+@@ -7,5 +7,5 @@ int moved_two(void) {
+ }
+ 
+ int moved_three(void) {
+-    return 3;
++    return 4;
+ }
+'''
+
+
+def test_diff_quoted_paths_are_decoded_and_renamed_files_found(tmp_path):
+    from kgsearch.context.diff import changed_nodes, parse_unified
+
+    root = tmp_path / "r"
+    _write(root, {"dir/na\u00efve file.c": "int naive_fn(int a) {\n    return a;\n}\n\nint other(int b) {\n    return b;\n}\n",
+                  "dir/old.c": "int moved_fn(int a) {\n    return a + 1;\n}\n\nint moved_two(void) {\n    return 2;\n"
+                               "}\n\nint moved_three(void) {\n    return 3;\n}\n"})
+    db = tmp_path / "r.db"
+    index_paths(db, [str(root)], IndexOptions(steps=("text",)))
+    changes = parse_unified(DIFF)
+    assert [(c.path, c.old_path) for c in changes] == [("dir/na\u00efve file.c", "dir/na\u00efve file.c"),
+                                                      ("dir/new.c", "dir/old.c")]
+    ix = Index.open(db, readonly=True)
+    keys = lambda ids: sorted(ix.conn.execute(f"SELECT key FROM nodes WHERE id IN ({','.join(map(str, ids))})")
+                              .fetchall())
+    got, notes = changed_nodes(ix, changes)         # the index predates the change: the old names and lines
+    assert keys(got) == [("c:dir/na\u00efve file.c:naive_fn",), ("c:dir/old.c:moved_three",)]
+    assert any("renamed from dir/old.c" in n for n in notes)
+    (root / "dir/old.c").rename(root / "dir/new.c")                   # reindexed after the rename: the new name
+    (root / "dir/new.c").write_text((root / "dir/new.c").read_text().replace("return 3;", "return 4;"))
+    ix.close()
+    index_paths(db, [str(root)], IndexOptions(steps=("text",)))
+    ix = Index.open(db, readonly=True)
+    got, notes = changed_nodes(ix, changes)
+    assert ("c:dir/new.c:moved_three",) in keys(got) and not any("not in the index" in n for n in notes)
