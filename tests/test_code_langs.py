@@ -214,3 +214,54 @@ def test_diff_quoted_paths_are_decoded_and_renamed_files_found(tmp_path):
     ix = Index.open(db, readonly=True)
     got, notes = changed_nodes(ix, changes)
     assert ("c:dir/new.c:moved_three",) in keys(got) and not any("not in the index" in n for n in notes)
+
+
+# ---------------------------------------------------------------------------- 4. MCP
+def _rpc(server, name, args):
+    msg = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": name, "arguments": args}}
+    server.handle({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-06-18"}})
+    out = server.handle(msg)
+    json.dumps(out, ensure_ascii=False).encode("utf-8")          # what stdio writes: it must encode
+    return out
+
+
+@pytest.fixture(scope="module")
+def second(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("second")
+    _write(tmp / "other", {"lib/calc.go": "package lib\n\nfunc Add(a, b int) int {\n\treturn a + b\n}\n\n"
+                                          "func Twice(a int) int {\n\treturn Add(a, a)\n}\n"})
+    db = tmp / "other.db"
+    index_paths(db, [str(tmp / "other")], IndexOptions(steps=("text", "graph")))
+    return tmp / "other", db
+
+
+@pytest.mark.parametrize("name, args", [
+    ("search", {"query": "sock \ud800"}), ("show", {"node": "\udc00x"}), ("context", {"task": "open \ud800 socket"}),
+    ("why", {"query": "\ud800", "node": "sock_open"}), ("impact", {"node": "sock_open\ud800"}),
+    ("context", {"files": ["src/net/\ud800.c"]})])
+def test_mcp_a_lone_surrogate_in_an_argument_is_an_answer_not_an_internal_error(poly, second, name, args):
+    from kgsearch.mcp.multi import MultiServer
+    from kgsearch.mcp.server import Server
+
+    for server in (Server(poly[1]), MultiServer([poly[1], second[1]])):
+        out = _rpc(server, name, args)
+        assert "result" in out, out
+
+
+def test_mcp_context_notices_reach_the_text_and_several_indexes_take_impact(poly, second):
+    from kgsearch.mcp.multi import MultiServer
+    from kgsearch.mcp.server import Server
+
+    diff = "--- a/nope.c\n+++ b/nope.c\n@@ -1 +1 @@\n-a\n+b\n"
+    for server in (Server(poly[1]), MultiServer([poly[1], second[1]])):
+        for fmt in ("markdown", "json", "xml"):
+            text = _rpc(server, "context", {"diff": diff, "format": fmt})["result"]["content"][0]["text"]
+            assert "nope.c: not in the index" in text, (fmt, text)
+    multi = MultiServer([poly[1], second[1]])
+    plain = _rpc(multi, "context", {"files": [str(second[0] / "lib/calc.go")], "format": "json"})["result"]
+    wide = _rpc(multi, "context", {"files": [str(second[0] / "lib/calc.go")], "format": "json", "impact": 2})["result"]
+    assert not plain["isError"] and not wide["isError"]
+    task = _rpc(multi, "context", {"task": "Add", "impact": 2})["result"]
+    assert task["isError"] and "impact" in task["content"][0]["text"]        # as with one index, not ignored
+    got = _rpc(multi, "impact", {"node": "Add"})["result"]["structuredContent"]
+    assert got["index"] == "other" and [d["key"] for d in got["dependents"]][:1] == ["go:lib/calc.go:Twice"]
