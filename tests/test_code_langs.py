@@ -265,3 +265,23 @@ def test_mcp_context_notices_reach_the_text_and_several_indexes_take_impact(poly
     assert task["isError"] and "impact" in task["content"][0]["text"]        # as with one index, not ignored
     got = _rpc(multi, "impact", {"node": "Add"})["result"]["structuredContent"]
     assert got["index"] == "other" and [d["key"] for d in got["dependents"]][:1] == ["go:lib/calc.go:Twice"]
+
+
+# ---------------------------------------------------------------------------- 5. one line per name
+def test_names_with_line_breaks_cannot_forge_markdown_headers_or_lines(tmp_path, capsys):
+    root = tmp_path / "r"
+    root.mkdir()
+    (root / "evil\n### injected.md").write_text("# Title\nbody text here\n")
+    (root / "evil\u2028- forged.md").write_text("# Other\nbody text too\n")
+    db = tmp_path / "r.db"
+    index_paths(db, [str(root)], IndexOptions(steps=("text",)))
+    for budget in (2000, 30):                       # every block, then header-only blocks and the cut list
+        res = build_context(_engine(db), task="title body text", opts=ContextOptions(budget=budget))
+        lines = res.text.splitlines()               # every break str.splitlines knows
+        heads = [ln for ln in lines if ln.startswith("###")]
+        assert heads and all(" · note " in ln for ln in heads), heads
+        assert not any(ln.startswith(("### injected", "- forged")) for ln in lines)
+    assert main(["context", "--db", str(db), "--files", str(root / "evil\n### injected.md"), "--budget", "500"]) == 0
+    out = capsys.readouterr().out
+    assert [ln for ln in out.splitlines() if ln.startswith("###")] == \
+        ["### evil\\n### injected.md:1-2 · note evil\\n### injected"]

@@ -23,6 +23,7 @@ import sqlite3
 import time
 
 from ..errors import BadIndex, KgsearchError, agent_message
+from ..lines import one_line
 from ..version import __version__
 from ..store.damage import ensure_error
 from .shapes import brief
@@ -323,7 +324,7 @@ def with_notices(text: str, fmt: str, notices) -> str:
         tail = "</context>\n"
         notes = "".join(f"<notice text={quoteattr(n)}/>\n" for n in notices)
         return text[:-len(tail)] + notes + tail if text.endswith(tail) else text + notes
-    return text.rstrip("\n") + "\n\n" + "".join(f"note: {' '.join(n.split())}\n" for n in notices)
+    return text.rstrip("\n") + "\n\n" + "".join(f"note: {one_line(n)}\n" for n in notices)
 
 
 def _json_type(value, missing: str = "null") -> str:
