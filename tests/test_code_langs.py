@@ -285,3 +285,25 @@ def test_names_with_line_breaks_cannot_forge_markdown_headers_or_lines(tmp_path,
     out = capsys.readouterr().out
     assert [ln for ln in out.splitlines() if ln.startswith("###")] == \
         ["### evil\\n### injected.md:1-2 · note evil\\n### injected"]
+
+
+# ---------------------------------------------------------------------------- 6. qualified names
+@pytest.mark.parametrize("ref, key", [
+    ("Foo.bar", "java:java/com/ex/Foo.java:Foo.bar"), ("com.ex.Foo.bar", "java:java/com/ex/Foo.java:Foo.bar"),
+    ("Parser::advance", "rs:rs/src/lib.rs:Parser.advance"), ("Parser.advance", "rs:rs/src/lib.rs:Parser.advance"),
+    ("Server.Start", "go:go/pkg/server.go:Server.Start"), ("pkg.Server.Start", "go:go/pkg/server.go:Server.Start"),
+    ("Cache.lookup", "js:web/util.js:Cache.lookup"), ("Store.fetch", "py:py.app.mod.Store.fetch"),
+    ("app.mod.Store.fetch", "py:py.app.mod.Store.fetch")])
+def test_a_qualified_name_suffix_names_the_method_in_every_language(poly, capsys, ref, key):
+    _, db = poly
+    assert main(["show", "--db", str(db), "--json", ref]) == 0
+    assert json.loads(capsys.readouterr().out)["node"]["key"] == key
+    assert main(["impact", "--db", str(db), "--json", ref]) == 0
+    assert json.loads(capsys.readouterr().out)["of"]["key"] == key
+    assert main(["why", "--db", str(db), "--json", "the code", ref]) == 0
+    assert json.loads(capsys.readouterr().out)["node"]["key"] == key
+
+
+def test_a_suffix_that_ends_no_qualified_name_is_not_found(poly, capsys):
+    _, db = poly
+    assert main(["show", "--db", str(db), "Other.lookup"]) != 0
