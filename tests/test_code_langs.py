@@ -307,3 +307,17 @@ def test_a_qualified_name_suffix_names_the_method_in_every_language(poly, capsys
 def test_a_suffix_that_ends_no_qualified_name_is_not_found(poly, capsys):
     _, db = poly
     assert main(["show", "--db", str(db), "Other.lookup"]) != 0
+
+
+# ---------------------------------------------------------------------------- 7. a file path names its node
+@pytest.mark.parametrize("rel, key", [
+    ("py/app/mod.py", "py:py.app.mod"), ("web/util.js", "js:web/util.js"), ("go/pkg/server.go", "go:go/pkg/server.go"),
+    ("rs/src/lib.rs", "rs:rs/src/lib.rs"), ("java/com/ex/Foo.java", "java:java/com/ex/Foo.java"),
+    ("src/net/sock.c", "c:src/net/sock.c")])
+def test_a_file_path_names_that_files_node_in_every_language(poly, capsys, rel, key):
+    root, db = poly
+    for ref in (rel, str(root / rel)):
+        assert main(["show", "--db", str(db), "--json", ref]) == 0, ref
+        assert json.loads(capsys.readouterr().out)["node"]["key"] == key
+    assert main(["why", "--db", str(db), "--json", "the code", str(root / rel)]) == 0
+    assert json.loads(capsys.readouterr().out)["node"]["key"] == key
