@@ -321,3 +321,18 @@ def test_a_file_path_names_that_files_node_in_every_language(poly, capsys, rel, 
         assert json.loads(capsys.readouterr().out)["node"]["key"] == key
     assert main(["why", "--db", str(db), "--json", "the code", str(root / rel)]) == 0
     assert json.loads(capsys.readouterr().out)["node"]["key"] == key
+
+
+# ---------------------------------------------------------------------------- 8. --files DIR/
+def test_files_accepts_a_folder_for_every_indexed_file_under_it(poly, capsys, monkeypatch):
+    root, db = poly
+    monkeypatch.chdir(root)
+    for given in ("src/net/", "src/net", str(root / "src" / "net") + "/"):
+        assert main(["context", "--db", str(db), "--files", given, "--format", "json", "--budget", "4000"]) == 0
+        keys = {i["key"] for i in json.loads(capsys.readouterr().out)["items"]}
+        assert {"c:src/net/sock.c:sock_open", "c:src/net/sock.c:sock_close"} <= keys
+        assert not any(k.startswith("c:src/app/") for k in keys)        # not in the folder, not linked
+    assert main(["context", "--db", str(db), "--files", "src/", "--format", "json", "--budget", "4000"]) == 0
+    keys = {i["key"] for i in json.loads(capsys.readouterr().out)["items"]}
+    assert {"c:src/net/sock.c:sock_open", "c:src/app/sock.c:other_sock"} <= keys
+    assert main(["context", "--db", str(db), "--files", "nope/", "--budget", "4000"]) != 0
