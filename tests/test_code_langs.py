@@ -336,3 +336,12 @@ def test_files_accepts_a_folder_for_every_indexed_file_under_it(poly, capsys, mo
     keys = {i["key"] for i in json.loads(capsys.readouterr().out)["items"]}
     assert {"c:src/net/sock.c:sock_open", "c:src/app/sock.c:other_sock"} <= keys
     assert main(["context", "--db", str(db), "--files", "nope/", "--budget", "4000"]) != 0
+
+
+# ---------------------------------------------------------------------------- 9. why's stand-in
+def test_why_names_no_stand_in_for_code_only_for_notes(poly, capsys):
+    _, db = poly
+    assert main(["why", "--db", str(db), "--json", "--channels", "bm25", "map get", "js:web/util.js:Cache"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["rank"] is None and "represented_by" not in d and "one hit per note" not in d["reason"]
+    # (a note's section standing for it: tests/test_reliability_query.py)
