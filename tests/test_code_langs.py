@@ -345,3 +345,21 @@ def test_why_names_no_stand_in_for_code_only_for_notes(poly, capsys):
     d = json.loads(capsys.readouterr().out)
     assert d["rank"] is None and "represented_by" not in d and "one hit per note" not in d["reason"]
     # (a note's section standing for it: tests/test_reliability_query.py)
+
+
+# ---------------------------------------------------------------------------- 10. paths from the root
+def test_a_path_written_from_the_root_anchors_that_file_not_its_copies(tmp_path):
+    from kgsearch.query.anchors import resolve
+    from kgsearch.query.codetask import extract
+
+    go = "package a\n\nfunc Run() int {\n\treturn 1\n}\n"
+    _write(tmp_path / "r", {"src/a/b.go": go, "vendor/x/src/a/b.go": go, "other/b.go": go})
+    db = tmp_path / "r.db"
+    index_paths(db, [str(tmp_path / "r")], IndexOptions(steps=("text",)))
+    with Index.open(db, readonly=True) as ix:
+        keys = dict(ix.conn.execute("SELECT id, key FROM nodes"))
+        for q in ("src/a/b.go:4:2: undefined: x", "it panics at src/a/b.go:12 on start", "./src/a/b.go:4:2: x"):
+            got = {keys[i] for i in resolve(ix.conn, extract(q))}
+            assert got and all(k.startswith("go:src/a/b.go") for k in got), (q, got)
+        got = {keys[i] for i in resolve(ix.conn, extract("a/b.go:4:2: undefined: x"))}    # a suffix: every copy
+        assert {"go:src/a/b.go", "go:vendor/x/src/a/b.go"} <= got
