@@ -363,3 +363,14 @@ def test_a_path_written_from_the_root_anchors_that_file_not_its_copies(tmp_path)
             assert got and all(k.startswith("go:src/a/b.go") for k in got), (q, got)
         got = {keys[i] for i in resolve(ix.conn, extract("a/b.go:4:2: undefined: x"))}    # a suffix: every copy
         assert {"go:src/a/b.go", "go:vendor/x/src/a/b.go"} <= got
+
+
+def test_a_compilers_note_is_no_diagnostic_anchor():
+    from kgsearch.query.codetask import diagnostics
+
+    # gcc's notes name the candidates of an overload, not where it failed (fmtlib__fmt-3158:
+    # three notes in format.h outweighed the error in ranges.h)
+    log = ("include/fmt/ranges.h:526:21: error: call of overloaded 'write<char>' is ambiguous\n"
+           "include/fmt/format.h:2174:20: note: candidate: 'write(OutputIt, const T&)'\n"
+           "include/fmt/format.h:2185:20: note: candidate: 'write(OutputIt, const T&)'\n")
+    assert diagnostics(log) == [("include/fmt/ranges.h", 526)]

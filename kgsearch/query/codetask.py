@@ -129,7 +129,7 @@ def stack_frames(query: str) -> list[tuple[str, int, str]]:
 
 _DPATH = (r"(?<![\w.~+-])(?P<path>(?:[A-Za-z]:)?[\w.@~+/\\-]*?\.(?:"
           + "|".join(sorted(CODE_EXTENSIONS + ("c++", "h++", "inl", "ipp", "tpp", "kt"), key=len, reverse=True)) + "))")
-_SEVERITY = r"(?:fatal error|error|warning|note)\b"
+_SEVERITY = r"(?:fatal error|error|warning)\b"    # (a note names a candidate or a declaration, not the failure)
 # compiler and checker diagnostics (a place, no function): rustc's `--> src/lib.rs:12:5`;
 # gcc/clang/javac/mypy `x.c:12:5: error:`; MSVC/csc/tsc `x.cs(12,5): error`; tsc's pretty
 # `x.ts:12:5 - error`; go build/vet `x.go:12:5: undefined`
