@@ -50,6 +50,8 @@ def find_node(ix: Index, ref: str) -> dict:
         row = node_row_by_id(ix.conn, int(ref))
         rows = [row] if row is not None else []
     if not rows:
+        rows = file_node_rows(ix, ref)
+    if not rows:
         raise NotFound(f"no node {ref!r} in {ix.path}; try `kgsearch search {ref!r}` to find its key",
                        agent=f"no node {ref!r} in the index; call `search` with words from it to find its key")
     best = [r for r in rows if r["flags"] == rows[0]["flags"]]
@@ -64,6 +66,42 @@ def find_node(ix: Index, ref: str) -> dict:
                          f"pass one of these keys",
                          agent=f"{ref!r} names several nodes: {names}{more}; call again with one of these keys")
     return best[0]
+
+
+def file_ids(ix: Index, ref: str) -> list[int]:
+    """Ids of the indexed files a path names: absolute, relative to the current folder or to an
+    indexed root; else the one indexed file whose path ends with it (``[]``: none, or several)."""
+    import os
+    from pathlib import Path
+
+    if "\0" in ref or not ref.strip() or ("/" not in ref and "." not in ref):
+        return []                                # (a NUL byte: no file has it; realpath raises)
+    roots = [Path(r) for r in ix.meta_json("roots", [])]
+    p = Path(ref).expanduser()
+    tries = [p] if p.is_absolute() else [Path.cwd() / p] + [r / p for r in roots]
+    for t in tries:
+        for cand in dict.fromkeys([str(t), os.path.abspath(t), os.path.realpath(t)]):
+            row = ix.conn.execute("SELECT id FROM files WHERE path=?", (cand,)).fetchone()
+            if row is not None:
+                return [row[0]]
+    if p.is_absolute() or "/" not in ref.strip("/"):
+        return []
+    tail = "/" + ref.strip().lstrip("./").replace("\\", "/")
+    rows = ix.conn.execute("SELECT id FROM files WHERE path LIKE ? ESCAPE '\\' LIMIT 2",
+                           ("%" + tail.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_"),)).fetchall()
+    return [rows[0][0]] if len(rows) == 1 else []
+
+
+def file_node_rows(ix: Index, ref: str) -> list[dict]:
+    """The node of the file a path names (its module or note: the file's first top-level node),
+    in every language (``src/x.py`` names ``py:src.x``, ``src/a.rs`` names ``rs:src/a.rs``)."""
+    rows = []
+    for fid in file_ids(ix, ref):
+        row = ix.conn.execute("SELECT id FROM nodes WHERE file_id = ? AND parent_id IS NULL "
+                              "ORDER BY kind NOT IN ('module', 'note'), id LIMIT 1", (fid,)).fetchone()
+        if row is not None:
+            rows.append(node_row_by_id(ix.conn, row[0]))
+    return rows
 
 
 def _where(row: dict) -> str:

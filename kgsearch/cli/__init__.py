@@ -241,7 +241,7 @@ def build_parser() -> argparse.ArgumentParser:
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("task", nargs="?", default=None, help="the task, in words (e.g. an issue text); - reads it from stdin")
     _query_file(p)
-    p.add_argument("--files", nargs="+", default=None, metavar="PATH", help="indexed files to start from")
+    p.add_argument("--files", nargs="+", default=None, metavar="PATH", help="indexed files (or folders: every indexed file under them) to start from")
     p.add_argument("--diff", nargs="?", const="git", default=None, metavar="FILE|-",
                    help="start from a diff: `git diff HEAD` of the indexed roots (no value), a unified diff "
                         "file, or - for stdin")

@@ -211,7 +211,7 @@ def cmd_search(args) -> int:
         resp = search(query, db=args.db, options=opts)
     for notice in resp.notices:
         if not args.quiet:
-            err(f"note: {notice}")
+            err(f"note: {one_line(notice)}")
     if args.json:
         emit_json(resp.as_dict())
         return EXIT_OK
@@ -268,7 +268,7 @@ def cmd_context(args) -> int:
         write(res.text)                     # indexed text: escaped on a terminal, as search and show do
     if not args.quiet:
         for n in res.notices:
-            err(f"note: {n}")
+            err(f"note: {one_line(n)}")
         trimmed = sum(1 for it in res.items if it["form"] != "full")
         err(f"note: packed {len(res.items)} of {res.candidates} nodes ({trimmed} trimmed) in {res.used:,} of "
             f"{res.budget:,} tokens (estimate: ceil(characters / 4)); cut {len(res.cut)}")
@@ -321,7 +321,7 @@ def cmd_why(args) -> int:
     else:
         info = why(query_text(query, args.query_file), node, db=args.db, options=opts)
     for notice in info.get("notices", []) if not args.quiet else []:
-        err(f"note: {notice}")
+        err(f"note: {one_line(notice)}")
     if args.json:
         emit_json(info)
     else:

@@ -8,6 +8,7 @@ import sys
 import time
 
 from ..jsonable import jsonable
+from ..lines import one_line  # (the one helper: context and the MCP server print names with it too)
 
 # ---------------------------------------------------------------------------- terminal safety
 # What indexed text must not do to a terminal: C0 controls but tab and newline (ESC starts
@@ -29,23 +30,6 @@ def sanitize(text: str) -> str:
     'ok\tnext\nline \\x1b[2J \\u202etxt.exe'
     """
     return _UNSAFE.sub(_escape, text)
-
-
-# Line breaks inside a field printed on one line (a name, key, path, kind or edge type: a KG
-# name "a\nb", a file named with a newline) would start a line of their own and could forge a
-# result line; they are shown escaped on every stream (--json keeps the text as indexed).
-_BREAKS = re.compile("\r\n|[\n\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029]")
-
-
-def one_line(value) -> str:
-    r"""``value`` as text with its line breaks shown escaped, so that it stays on its line.
-
-    >>> one_line("new\nline\r\n 2. fake"), one_line(3)
-    ('new\\nline\\r\\n 2. fake', '3')
-    """
-    text = str(value)
-    return _BREAKS.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text) if _BREAKS.search(text) \
-        else text
 
 
 def _for(stream, text: str) -> str:

@@ -30,12 +30,50 @@ class FileChange:
     root: str | None = None                     # the folder git ran in (paths are relative to it)
 
 
+_ESCAPES = {"a": 7, "b": 8, "t": 9, "n": 10, "v": 11, "f": 12, "r": 13, '"': 34, "\\": 92}
+
+
+def unquote(p: str) -> str:
+    r"""A path as git quotes it (``core.quotePath``: in double quotes, C escapes, the bytes of
+    non-ASCII characters in octal) decoded; a path not in quotes as it is.
+
+    >>> unquote('"a/na\\303\\257ve \\"x\\".c"'), unquote("a/plain.c")
+    ('a/naïve "x".c', 'a/plain.c')
+    """
+    if len(p) < 2 or not (p.startswith('"') and p.endswith('"')):
+        return p
+    body, out, i = p[1:-1], bytearray(), 0
+    while i < len(body):
+        c = body[i]
+        if c == "\\" and i + 1 < len(body):
+            nxt = body[i + 1]
+            if nxt in "01234567":
+                j = i + 1
+                while j < min(i + 4, len(body)) and body[j] in "01234567":
+                    j += 1
+                out.append(int(body[i + 1:j], 8) & 0xFF)
+                i = j
+                continue
+            if nxt in _ESCAPES:
+                out.append(_ESCAPES[nxt])
+                i += 2
+                continue
+        out += c.encode("utf-8", "surrogateescape")
+        i += 1
+    return out.decode("utf-8", errors="replace")
+
+
 def _strip(p: str) -> str | None:
-    p = p.split("\t")[0].strip()
+    p = p.rstrip("\r\n")
+    if p.startswith('"'):                       # a quoted path ends at its closing quote (a tab may follow)
+        end = p.find('"', 1)
+        while end > 0 and p[end - 1] == "\\" and (len(p[:end]) - len(p[:end].rstrip("\\"))) % 2:
+            end = p.find('"', end + 1)
+        p = unquote(p[:end + 1]) if end > 0 else p
+    else:
+        p = p.split("\t")[0].rstrip()
     if p == "/dev/null":
         return None
-    if p.startswith('"') and p.endswith('"'):
-        p = p[1:-1]
     return p[2:] if p[:2] in ("a/", "b/") else p
 
 
@@ -49,6 +87,7 @@ def parse_unified(text: str, source: str = "<diff>", root: str | None = None) ->
     out: list[FileChange] = []
     cur: FileChange | None = None
     minus: str | None = None
+    renamed: list[str | None] = [None, None]       # `rename from` / `rename to` of the current file
     old_no = new_no = left_old = left_new = 0
     lines = text.split("\n")                 # (not splitlines: a form feed, \x1c or U+2028 in a line
     if lines and lines[-1] == "":             #  of code is no line break for git)
@@ -66,10 +105,16 @@ def parse_unified(text: str, source: str = "<diff>", root: str | None = None) ->
             elif not line.startswith("\\"):          # a context line
                 old_no, new_no, left_old, left_new = old_no + 1, new_no + 1, left_old - 1, left_new - 1
             continue
-        if line.startswith("--- "):
+        if line.startswith("diff --git "):
+            renamed = [None, None]
+        elif line.startswith(("rename from ", "copy from ")):
+            renamed[0] = unquote(line.split(" ", 2)[2])
+        elif line.startswith(("rename to ", "copy to ")):
+            renamed[1] = unquote(line.split(" ", 2)[2])
+        elif line.startswith("--- "):
             minus = _strip(line[4:])
         elif line.startswith("+++ "):
-            cur = FileChange(path=_strip(line[4:]) or minus or "", old_path=minus, root=root)
+            cur = FileChange(path=_strip(line[4:]) or minus or "", old_path=minus or renamed[0], root=root)
             out.append(cur)
             minus = None
         elif (m := _HUNK.match(line)) is not None:
@@ -143,21 +188,23 @@ def git_diff(roots: list[str]) -> list[FileChange]:
     return out
 
 
-def _file_row(ix, fc: FileChange):
-    """(file id, absolute path, size, mtime_ns) of the indexed file a diff entry names, or None."""
+def _file_row(ix, fc: FileChange, path: str | None = None):
+    """(file id, absolute path, size, mtime_ns) of the indexed file a diff entry names (``path``:
+    another name of it, the old one of a renamed file), or None."""
+    path = path or fc.path
     rows = []
     cands = []
     if fc.root:
-        cands.append(os.path.join(fc.root, fc.path))
-    cands += [os.path.join(r, fc.path) for r in ix.meta_json("roots", [])]
-    if os.path.isabs(fc.path):
-        cands.insert(0, fc.path)
+        cands.append(os.path.join(fc.root, path))
+    cands += [os.path.join(r, path) for r in ix.meta_json("roots", [])]
+    if os.path.isabs(path):
+        cands.insert(0, path)
     for c in dict.fromkeys(cands + [os.path.realpath(c) for c in cands]):
         row = ix.conn.execute("SELECT id, path, size, mtime_ns FROM files WHERE path=?", (c,)).fetchone()
         if row is not None:
             return row
     # a diff made elsewhere: the one indexed file whose path ends with the diff's path
-    tail = "/" + fc.path.lstrip("/")
+    tail = "/" + path.lstrip("/")
     rows = ix.conn.execute("SELECT id, path, size, mtime_ns FROM files WHERE path LIKE ? ESCAPE '\\'",
                            ("%" + tail.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_"),)).fetchall()
     return rows[0] if len(rows) == 1 else None
@@ -170,17 +217,23 @@ def changed_nodes(ix, changes: list[FileChange]) -> tuple[dict[int, set[int]], l
     notes: list[str] = []
     for fc in changes:
         row = _file_row(ix, fc)
+        renamed = row is None and fc.old_path not in (None, fc.path)
+        if renamed:                           # renamed since the index was made: it holds the old name
+            row = _file_row(ix, fc, fc.old_path)
         if row is None:
             notes.append(f"{fc.path}: not in the index, skipped")
             continue
         fid, path, size, mtime_ns = row
         try:
             st = os.lstat(path)               # a link swapped in is not the indexed file
-            current = st.st_size == size and st.st_mtime_ns == mtime_ns
+            current = not renamed and st.st_size == size and st.st_mtime_ns == mtime_ns
         except OSError:
             current = False
         lines = fc.new_lines if current else fc.old_lines
-        if not current:
+        if renamed:
+            notes.append(f"{fc.path}: renamed from {fc.old_path} since it was indexed; mapped the diff's "
+                         f"old-side lines to {fc.old_path}")
+        elif not current:
             notes.append(f"{fc.path}: changed since it was indexed; mapped the diff's old-side lines")
         nodes = ix.conn.execute(
             "SELECT n.id, n.line_start, n.line_end FROM nodes n WHERE n.file_id=? AND n.line_start IS NOT NULL "

@@ -14,16 +14,38 @@ import os
 import numpy as np
 
 from ..ingest.common import decode, utf16_codec
+from ..ingest.langspec import SPECS, spec_for
 from ..ingest.readback import read_indexed
 from ..store.rows import PATH_SQL, qualname_sql
 from ..store.sql import iter_in_chunks
 from .pack import Form, Item, trim_code, trim_prose
 from .sources import Candidate
 
-__all__ = ["load_items", "CODE_KINDS"]
+__all__ = ["load_items", "CODE_KINDS", "CODE_NS", "is_code_key", "code_lang"]
 
 CODE_KINDS = ("class", "function", "method")
 LANG = {"note": "markdown", "section": "markdown"}
+# the key namespaces of the code loaders: Python's, and one per source language (JavaScript and
+# TypeScript share ``js``, C and C++ ``c``); a KG node typed "class" is not code
+CODE_NS = tuple(dict.fromkeys(("py", "pyi") + tuple(s.ns for s in SPECS)))
+_CODE_PREFIXES = tuple(ns + ":" for ns in CODE_NS)
+
+
+def is_code_key(key: str, kind: str) -> bool:
+    """A definition or module written by a code loader (of any language).
+
+    >>> is_code_key("rs:src/lib.rs:Parser.advance", "method"), is_code_key("kg:Cls", "class")
+    (True, False)
+    """
+    return kind in CODE_KINDS + ("module",) and key.startswith(_CODE_PREFIXES)
+
+
+def code_lang(key: str, path: str | None) -> str:
+    """The fence language of a code node: ``python``, else its file's language (``rust``, ``cpp``)."""
+    if key.startswith(("py:", "pyi:")):
+        return "python"
+    spec = spec_for(path or "")
+    return spec.name if spec is not None else ""
 
 
 def _read_file(path: str, root: str | None, size: int | None, mtime_ns: int | None,
@@ -91,8 +113,9 @@ def load_items(ix, cands: list[Candidate], terms: list[str]) -> list[Item]:
     if not cands:
         return []
     kinds = ",".join(f"'{k}'" for k in CODE_KINDS)          # code is read from its file: no need to inflate it
+    code_keys = " OR ".join(f"n.key LIKE '{ns}:%'" for ns in CODE_NS)
     sql = (f"SELECT n.id, n.key, n.kind, n.name, {qualname_sql('n')}, {PATH_SQL.format(a='n')}, n.line_start, "
-           f"n.line_end, CASE WHEN n.kind IN ({kinds}) AND (n.key LIKE 'py:%' OR n.key LIKE 'pyi:%') THEN NULL "
+           f"n.line_end, CASE WHEN n.kind IN ({kinds}) AND ({code_keys}) THEN NULL "
            f"ELSE kgtext(n.text) END, f.size, f.mtime_ns, "
            f"f.root, f.hash FROM nodes n LEFT JOIN files f ON f.id = n.file_id WHERE n.id IN ({{}})")
     rows = {r[0]: r for r in iter_in_chunks(ix.conn, sql, sorted({c.id for c in cands}))}
@@ -107,7 +130,7 @@ def load_items(ix, cands: list[Candidate], terms: list[str]) -> list[Item]:
         if path and root and path.startswith(root.rstrip(os.sep) + os.sep):
             shown = path[len(root.rstrip(os.sep)) + 1:].replace(os.sep, "/")
         lines, source = None, "index"
-        code = kind in CODE_KINDS + ("module",) and key.startswith(("py:", "pyi:"))   # not a KG node typed "class"
+        code = is_code_key(key, kind)                 # any language's code; not a KG node typed "class"
         if code and kind != "module" and path and a and b:
             if path not in files:
                 files[path] = _read_file(path, root, size, mtime_ns, digest)
@@ -122,9 +145,11 @@ def load_items(ix, cands: list[Candidate], terms: list[str]) -> list[Item]:
         full = Form("full", "\n".join(lines).strip("\n"))
         fn = trim_code if code and source == "file" else trim_prose
         trimmer = (lambda fn=fn, lines=lines, marked=marked: fn(lines, terms, marked)) if len(lines) > 1 else None
-        display = qual if code and qual else name
+        display = name
+        if code and qual:                             # py: pkg.mod.Cls.m; the others: Cls.m (after the file)
+            display = qual if key.startswith(("py:", "pyi:")) else (qual.partition(":")[2] or name)
         out.append(Item(id=nid, key=key, kind=kind, name=display, path=shown, line_start=a, line_end=b,
                         score=c.score, reason=c.reason, forms=[full, Form("ref", "")],
-                        lang="python" if code else LANG.get(kind, ""),
+                        lang=code_lang(key, path) if code else LANG.get(kind, ""),
                         source=source, trimmer=trimmer))
     return out

@@ -32,6 +32,8 @@ def build_context_multi(multi, *, task: str | None = None, files: list[str] | No
         return _one_index(multi, files, diff, opts)
     if files is not None or diff is not None:
         raise UsageError("give exactly one of a task text, --files or --diff")
+    if opts.impact:
+        raise UsageError("--impact widens --files or --diff (what depends on the change); a task is ranked by search")
     if not str(task).strip():
         raise UsageError("the task text is empty; describe the task, e.g. kgsearch context \"fix the retry loop\"")
     from ..query import SearchOptions

@@ -18,6 +18,7 @@ import json
 import re
 from xml.sax.saxutils import quoteattr as _quoteattr
 
+from ..lines import one_line
 from .pack import Cut, Form, Item, Packed
 from .tokens import chars_for, estimate
 
@@ -132,17 +133,18 @@ class Markdown(Renderer):
 
     def block(self, it: Item, f: Form, first: bool = False) -> str:
         index = it.index                            # several indexes packed as one
-        head = f"### {_where(it)} · {it.kind} {it.name}" + (f" · index {index}" if index else "")
+        head = (f"### {one_line(_where(it))} · {one_line(it.kind)} {one_line(it.name)}"
+                + (f" · index {one_line(index)}" if index else ""))
         if f.level == "ref":
             return head + "\n(body cut: over budget)\n\n"
         fence = "```"
         while fence in f.body:
             fence += "`"
-        note = f"\n_trimmed: {f.note}_" if f.level == "trimmed" else ""
+        note = f"\n_trimmed: {one_line(f.note)}_" if f.level == "trimmed" else ""
         return f"{head}{note}\n{fence}{it.lang}\n{f.body}\n{fence}\n\n"
 
     def cut_piece(self, c: Cut, first: bool) -> str:
-        return ("Cut:\n" if first else "") + f"- {c.key}: {c.reason}\n"
+        return ("Cut:\n" if first else "") + f"- {one_line(c.key)}: {one_line(c.reason)}\n"
 
     def cut_more(self, n: int, first: bool) -> str:
         return ("Cut:\n" if first else "") + f"- ... and {n} more\n"

@@ -50,7 +50,8 @@ def task_candidates(engine, task, k: int, opts=None, session=None) -> tuple[list
 
 def resolve_files(ix, paths: list[str]) -> dict[int, str]:
     """``{file id: path as given}`` for paths that the index holds (absolute, relative to the
-    current folder, or relative to an indexed root); NotFound names the first that it does not."""
+    current folder, or relative to an indexed root); a folder gives every indexed file under it;
+    NotFound names the first path that names no indexed file."""
     roots = [Path(r) for r in ix.meta_json("roots", [])]
     out: dict[int, str] = {}
     for p in paths:
@@ -66,6 +67,12 @@ def resolve_files(ix, paths: list[str]) -> dict[int, str]:
                     break
             if fid is not None:
                 break
+        if fid is None:                                  # a folder: every indexed file under it
+            under = _files_under(ix, tries) if "\0" not in p else []
+            if under:
+                for f in under:
+                    out.setdefault(f, p)
+                continue
         if fid is None:
             known = ", ".join(map(str, roots)) or "none"
             raise NotFound(f"{p}: this file is not in the index {ix.path}; index it with `kgsearch index` "
@@ -74,6 +81,20 @@ def resolve_files(ix, paths: list[str]) -> dict[int, str]:
                                  f"absolute path or relative to one of them")
         out[fid] = p
     return out
+
+
+def _files_under(ix, tries) -> list[int]:
+    """Ids of the indexed files under the first of the folders ``tries`` that holds any."""
+    for t in tries:
+        for cand in dict.fromkeys([str(t), os.path.realpath(t), os.path.abspath(t)]):
+            folder = cand.rstrip(os.sep)
+            if not folder:
+                continue
+            pat = (folder.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + os.sep + "%")
+            rows = ix.conn.execute("SELECT id FROM files WHERE path LIKE ? ESCAPE '\\' ORDER BY path", (pat,)).fetchall()
+            if rows:
+                return [r[0] for r in rows]
+    return []
 
 
 def file_seeds(ix, file_ids) -> list[int]:

@@ -1,15 +1,12 @@
 """What the graph questions share: the index's graph, nodes named by the user, display rows."""
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import numpy as np
 
 from ..errors import BadIndex, NotFound, UsageError
 from ..graph.context import GraphContext, load_context
-from ..stats import find_node
-from ..store.rows import node_meta, rel_path
+from ..stats import file_ids, find_node
+from ..store.rows import find_node_rows, node_meta, rel_path
 from ..store.sql import iter_in_chunks
 
 __all__ = ["graph_of", "resolve", "resolve_start", "display", "check_types", "TEST_FLAG"]
@@ -39,33 +36,17 @@ def resolve(ix, ctx: GraphContext, ref: str) -> tuple[dict, int]:
     return row, pos
 
 
-def _file_ids(ix, ref: str) -> list[int]:
-    """Ids of the indexed files a path names (absolute, relative to the current folder, or
-    relative to a root)."""
-    if "\0" in ref:                                  # no file has a NUL byte (realpath raises)
-        return []
-    roots = [Path(r) for r in ix.meta_json("roots", [])]
-    p = Path(ref).expanduser()
-    tries = [p] if p.is_absolute() else [Path.cwd() / p] + [r / p for r in roots]
-    for t in tries:
-        for cand in dict.fromkeys([str(t), os.path.abspath(t), os.path.realpath(t)]):
-            row = ix.conn.execute("SELECT id FROM files WHERE path=?", (cand,)).fetchone()
-            if row is not None:
-                return [row[0]]
-    return []
-
-
 def resolve_start(ix, ctx: GraphContext, ref: str) -> tuple[dict, list[int]]:
     """What ``impact`` starts from: a node (key, name, ...), else an indexed file (every node
     it holds). Returns (a description, node ids)."""
-    try:
-        row = find_node(ix, ref)
-        return {k: row[k] for k in ("id", "key", "kind", "name", "path", "line_start")}, [row["id"]]
-    except NotFound:
-        fids = _file_ids(ix, ref)
-        if not fids:
+    fids = [] if find_node_rows(ix.conn, ref, 1) else file_ids(ix, ref)
+    if not fids:                                 # a node (key, name, ...), before a file of that path
+        try:
+            row = find_node(ix, ref)
+        except NotFound:
             raise NotFound(f"no node or indexed file {ref!r} in {ix.path}; try `kgsearch search {ref!r}` "
                            f"to find its key") from None
+        return {k: row[k] for k in ("id", "key", "kind", "name", "path", "line_start")}, [row["id"]]
     ids = [r[0] for r in iter_in_chunks(ix.conn, "SELECT id FROM nodes WHERE file_id IN ({}) ORDER BY id", fids)]
     path = ix.conn.execute("SELECT path FROM files WHERE id=?", (fids[0],)).fetchone()[0]
     return {"file": path, "nodes": len(ids)}, ids

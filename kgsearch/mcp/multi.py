@@ -11,7 +11,7 @@ session remembers the nodes opened in each index apart (node ids are per index).
 from __future__ import annotations
 
 from ..errors import NotFound
-from .server import Server, answer, dumps
+from .server import Server, answer, dumps, with_notices
 from .tools import filters_of, tools_over
 
 __all__ = ["MultiServer"]
@@ -102,11 +102,11 @@ class MultiServer(Server):
             changes = git_diff(roots) if diff.strip() == "git" else parse_unified(diff)
         res = build_context_multi(multi, task=a.get("task"), files=a.get("files"), diff=changes,
                                   sessions=session.parts if session is not None else None,
-                                  opts=ContextOptions(budget=a["budget"], fmt=a["format"],
+                                  opts=ContextOptions(budget=a["budget"], fmt=a["format"], impact=a.get("impact"),
                                                       search=SearchOptions(use_cache=False, filters=filters_of(a))))
         d = res.as_dict()
         d.pop("text")
-        return res.text, d
+        return with_notices(res.text, res.format, res.notices), d
 
     def tool_stats(self, a: dict, session):
         from ..stats import index_stats

@@ -18,16 +18,18 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import sqlite3
 import time
 
 from ..errors import BadIndex, KgsearchError, agent_message
+from ..lines import one_line
 from ..version import __version__
 from ..store.damage import ensure_error
 from .shapes import brief
 from .tools import TOOL_NAMES, TOOLS, ToolError, check_args, filters_of
 
-__all__ = ["Server", "dumps", "error_response", "MODERN_VERSIONS", "HANDSHAKE_VERSIONS", "SUPPORTED_VERSIONS"]
+__all__ = ["Server", "dumps", "error_response", "scrub", "with_notices", "MODERN_VERSIONS", "HANDSHAKE_VERSIONS", "SUPPORTED_VERSIONS"]
 
 log = logging.getLogger(__name__)
 
@@ -114,7 +116,7 @@ class Server:
             return None                         # notifications: initialized, cancelled, ... need no answer
         rid = msg["id"]
         try:
-            params = msg.get("params", {})              # absent: no parameters; null or a list: invalid
+            params = scrub(msg.get("params", {}))       # absent: no parameters; null or a list: invalid
             return {"jsonrpc": "2.0", "id": rid, "result": self._dispatch(msg["method"], params)}
         except _RpcError as e:
             return error_response(rid, e.code, e.message, e.data)
@@ -218,7 +220,7 @@ class Server:
                                                 search=SearchOptions(use_cache=False, filters=filters_of(a))))
         d = res.as_dict()
         d.pop("text")
-        return res.text, d
+        return with_notices(res.text, res.format, res.notices), d
 
     def tool_why(self, a: dict, session):
         from ..query import SearchOptions, why
@@ -277,6 +279,52 @@ class Server:
         with Index.open(self.db, create=False) as ix:
             d = record(ix, a["query"], find_node(ix, a["node"]), a["useful"])
         return dumps(d), d
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def scrub(value):
+    """``value`` (decoded JSON) with every lone surrogate in its strings (``"\\ud800"`` is valid
+    JSON) replaced by U+FFFD: no string handed to SQLite, the index or the answer can hold one
+    (UTF-8 has no encoding for it: SQLite's binding and the answer's encoding raised)."""
+    if isinstance(value, str):
+        return _SURROGATE.sub("\ufffd", value) if _has_surrogate(value) else value
+    if isinstance(value, dict):
+        return {scrub(k): scrub(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [scrub(v) for v in value]
+    return value
+
+
+def _has_surrogate(s: str) -> bool:
+    try:
+        s.encode("utf-8")
+        return False
+    except UnicodeEncodeError:
+        return True
+
+
+def with_notices(text: str, fmt: str, notices) -> str:
+    """A ``context`` answer's text with its notices (a file not indexed, the filters' effect), as
+    the CLI prints them on stderr: an agent reads the text, not only the structured content."""
+    notices = [str(n) for n in notices or () if n]
+    if not notices:
+        return text
+    if fmt == "json":
+        try:
+            d = json.loads(text)
+        except ValueError:
+            return text
+        d["notices"] = notices
+        return json.dumps(d, ensure_ascii=False) + "\n"
+    if fmt == "xml":
+        from ..context.render import quoteattr
+
+        tail = "</context>\n"
+        notes = "".join(f"<notice text={quoteattr(n)}/>\n" for n in notices)
+        return text[:-len(tail)] + notes + tail if text.endswith(tail) else text + notes
+    return text.rstrip("\n") + "\n\n" + "".join(f"note: {one_line(n)}\n" for n in notices)
 
 
 def _json_type(value, missing: str = "null") -> str:

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import math
 import posixpath
+import sqlite3
 from dataclasses import replace
 
 import numpy as np
@@ -96,8 +97,21 @@ def _module_names(key: str) -> tuple[str, ...]:
 
 def _files_by_suffix(conn, path: str) -> list[int]:
     """Ids of the files whose path ends with the longest suffix of ``path`` (at least the file
-    name; two or more components win over the name alone)."""
+    name; two or more components win over the name alone); a relative path that a root holds
+    as it is written names that file alone."""
     parts = [p for p in path.replace("\\", "/").split("/") if p and p not in (".", "..")]
+    if len(parts) > 1 and not path.startswith(("/", "\\")) and ":" not in parts[0]:
+        # written from the root (`src/a/b.go:12`): that file, not a copy whose path ends the same
+        # (vendor/x/src/a/b.go), when a root holds it
+        rel = "/".join(parts)
+        try:
+            roots = [r[0] for r in conn.execute("SELECT path FROM roots")]
+        except sqlite3.OperationalError:        # an index older than the roots table
+            roots = []
+        rows = [r for root in roots
+                for r in conn.execute("SELECT id FROM files WHERE path = ?", (root.rstrip("/") + "/" + rel,))]
+        if rows:
+            return sorted({r[0] for r in rows})
     for n in range(min(len(parts), 4), 0, -1):
         suffix = "/".join(parts[-n:])
         rows = conn.execute("SELECT id FROM files WHERE path = ? OR path LIKE ? ESCAPE '\\'",
@@ -106,6 +120,18 @@ def _files_by_suffix(conn, path: str) -> list[int]:
         if rows:
             return [r[0] for r in rows]
     return []
+
+
+def _innermost(conn, files: list[int], line: int) -> list[int]:
+    """Per file, the innermost code definition (class, function, method) whose lines hold ``line``."""
+    out = []
+    for fid in files:
+        row = conn.execute(f"SELECT id FROM nodes WHERE file_id = ? AND kind IN ({_KINDS_SQL}) AND kind != 'module' "
+                           f"AND line_start <= ? AND line_end >= ? ORDER BY line_end - line_start, line_start DESC, id "
+                           f"LIMIT 1", (fid, line, line)).fetchone()
+        if row is not None:
+            out.append(row[0])
+    return out
 
 
 def use_specificity(uses: int) -> float:
@@ -161,6 +187,8 @@ def resolve(conn, anchors: list[Anchor]) -> dict[int, float]:
         if a.func:
             fset = set(files)
             credit([nid for nid, _, fid, _ in by_name.get(a.func, []) if fid in fset], a.weight)
+        elif a.kind == "frame" and a.line is not None:    # a diagnostic: the definition holding its line
+            credit(_innermost(conn, files, a.line), a.weight)
     return scores
 
 

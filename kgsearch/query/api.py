@@ -163,10 +163,10 @@ def _stand_in(eng: Engine, target: dict, hits):
     """The hit that stands for ``target`` when results keep one hit per note
     (:func:`kgsearch.pack.collapse_sections`): a section of that note, the note of that section,
     or a sibling section; None when no hit is of its family."""
-    from ..pack import CHILD_KINDS
+    from ..pack import CHILD_KINDS, family
 
-    family = target["key"]
+    fam = target["key"]              # (only sections and chunks join a family: a method is no stand-in for its class)
     if target["kind"] in CHILD_KINDS and target.get("parent_id") is not None:
         row = eng.ix.conn.execute("SELECT key FROM nodes WHERE id = ?", (target["parent_id"],)).fetchone()
-        family = row[0] if row else family
-    return next((h for h in hits if h.id != target["id"] and family in (h.key, h.parent)), None)
+        fam = row[0] if row else fam
+    return next((h for h in hits if h.id != target["id"] and family(h.key, h.kind, h.parent) == fam), None)

@@ -138,13 +138,22 @@ def find_node_rows(conn, ref: str, limit: int = 20) -> list[dict]:
             (f"SELECT {cols} FROM nodes WHERE {qualname_sql()}=? ORDER BY flags, id LIMIT ?", (ref, limit)),
             (f"SELECT {cols} FROM nodes WHERE name=? ORDER BY flags, id LIMIT ?", (ref, limit)),
             (f"SELECT {cols} FROM nodes WHERE lower(name)=lower(?) ORDER BY flags, id LIMIT ?", (ref, limit)),
+            # a qualified name's suffix in any language (Cls.m, Cls::m, pkg.Cls.m): the rows of its
+            # last name, kept below by their qualified names
+            (f"SELECT {cols} FROM nodes WHERE name=? AND flags & {FLAG_AUTO} = 0 ORDER BY id LIMIT 1000",
+             (_last_name(ref),)),
             # a note's front-matter alias, file name or path (the best-ranked holders: a note
             # before the placeholder of a dangling link to that name)
             # (the (ns, name) index answers it: one look-up, at any size)
             (f"SELECT {cols} FROM nodes WHERE id IN (SELECT node_id FROM aliases WHERE ns = 'note' AND name = ? "
              f"AND rank = (SELECT min(rank) FROM aliases WHERE ns = 'note' AND name = ?)) ORDER BY flags, id LIMIT ?",
              (said, said, limit)))):
-        rows = conn.execute(sql, args).fetchall()
+        if i == 5:
+            if _last_name(ref) == ref:
+                continue
+            rows = [r for r in conn.execute(sql, args).fetchall() if names_suffix(r[1], ref)][:limit]
+        else:
+            rows = conn.execute(sql, args).fetchall()
         if rows:
             found = [_node_dict(r) for r in rows]
             if i >= 2 and all(d["flags"] & FLAG_AUTO for d in found):
@@ -152,6 +161,47 @@ def find_node_rows(conn, ref: str, limit: int = 20) -> list[dict]:
                 continue
             return found
     return structural or []
+
+
+def _dotted(ref: str) -> str:
+    return ref.strip().replace("::", ".").replace("#", ".")
+
+
+def _last_name(ref: str) -> str:
+    return _dotted(ref).rsplit(".", 1)[-1]
+
+
+def names_suffix(key: str, ref: str) -> bool:
+    """``ref`` (``Cls.m``, ``Cls::m``, ``pkg.Cls.m``; two names at least) ends the qualified name
+    of the code node ``key`` in its language: Python's ``pkg.mod.Cls.m``; the other loaders' name
+    inside the file (``rs:src/lib.rs:Parser.advance``), optionally after its file's stem and its
+    folders (a Go package, a Java package, a JS module: ``pkg.Server.Start``, ``com.ex.Foo.bar``).
+
+    >>> names_suffix("py:pkg.mod.Store.fetch", "Store.fetch"), names_suffix("rs:src/lib.rs:Parser.advance", "Parser::advance")
+    (True, True)
+    >>> names_suffix("java:src/com/ex/Foo.java:Foo.bar", "com.ex.Foo.bar"), names_suffix("go:pkg/s.go:T.Start", "pkg.T.Start")
+    (True, True)
+    >>> names_suffix("js:a/util.js:Cache.lookup", "Other.lookup"), names_suffix("md:notes/Foo.bar", "Foo.bar")
+    (False, False)
+    """
+    want = _dotted(ref).strip(".")
+    if "." not in want:
+        return False
+    ns, _, rest = key.partition(":")
+    if rest.startswith("//"):                   # a later root's key: ns://label/...
+        rest = rest[2:].partition("/")[2]
+    rest = rest.split("#", 1)[0]
+    if ns in ("py", "pyi"):
+        forms = [rest]
+    elif ":" in rest:
+        path, _, qual = rest.partition(":")
+        folder, _, base = path.rpartition("/")
+        stem = base.rpartition(".")[0] or base
+        dirs = ".".join(p for p in folder.split("/") if p)
+        forms = [qual, f"{stem}.{qual}"] + ([f"{dirs}.{qual}", f"{dirs}.{stem}.{qual}"] if dirs else [])
+    else:
+        return False
+    return any(f == want or f.endswith("." + want) for f in forms)
 
 
 def find_node_row(conn, ref: str) -> dict | None:

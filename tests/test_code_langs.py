@@ -1,0 +1,376 @@
+"""The code-task path the same in every language the loaders read: ``context`` shows source
+lines, diagnostics anchor a task, diffs with quoted and renamed paths, MCP over one index or
+several, names kept to one line in Markdown, qualified names and file paths naming nodes,
+folders for ``--files``, ``why`` and path anchors written from the root."""
+from __future__ import annotations
+
+import json
+import textwrap
+
+import pytest
+
+from kgsearch.cli import main
+from kgsearch.context import ContextOptions, build_context
+from kgsearch.indexer import IndexOptions, index_paths
+from kgsearch.query import Engine
+from kgsearch.store.db import Index
+
+FILES = {
+    "src/net/sock.c": """\
+        #include <stdio.h>
+
+        /* open a socket connection */
+        int sock_open(int port) {
+            int fd = port + 1;
+            return fd;
+        }
+
+        int sock_close(int fd) {
+            return sock_open(fd) - 1;
+        }
+        """,
+    "src/app/sock.c": """\
+        int other_sock(void) {
+            return 3;
+        }
+        """,
+    "web/util.js": """\
+        // utilities
+        class Cache {
+          lookup(key) {
+            return this.map.get(key);
+          }
+        }
+
+        function makeCache() {
+          return new Cache();
+        }
+        module.exports = { Cache, makeCache };
+        """,
+    "rs/src/lib.rs": """\
+        pub struct Parser {
+            pos: usize,
+        }
+
+        impl Parser {
+            pub fn advance(&mut self) -> usize {
+                self.pos += 1;
+                self.pos
+            }
+        }
+
+        pub fn parse_all(p: &mut Parser) -> usize {
+            p.advance()
+        }
+        """,
+    "java/com/ex/Foo.java": """\
+        package com.ex;
+
+        public class Foo {
+            public int bar(int x) {
+                return x + 1;
+            }
+
+            public int baz() {
+                return bar(2);
+            }
+        }
+        """,
+    "go/pkg/server.go": """\
+        package pkg
+
+        type Server struct {
+        \tport int
+        }
+
+        func (s *Server) Start() int {
+        \treturn s.port
+        }
+
+        func NewServer() *Server {
+        \treturn &Server{port: 80}
+        }
+        """,
+    "py/app/mod.py": """\
+        class Store:
+            def fetch(self, key):
+                return key
+
+        def helper():
+            return Store().fetch(1)
+        """,
+}
+
+
+def _write(root, files):
+    for rel, src in files.items():
+        p = root / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(textwrap.dedent(src))
+
+
+@pytest.fixture(scope="module")
+def poly(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("poly")
+    root = tmp / "proj"
+    _write(root, FILES)
+    db = tmp / "proj.db"
+    index_paths(db, [str(root)], IndexOptions(steps=("text", "graph")))
+    return root, db
+
+
+def _engine(db):
+    return Engine(Index.open(db, readonly=True))
+
+
+# ---------------------------------------------------------------------------- 1. source lines
+@pytest.mark.parametrize("rel, key, line, lang", [
+    ("web/util.js", "js:web/util.js:makeCache", "  return new Cache();", "javascript"),
+    ("go/pkg/server.go", "go:go/pkg/server.go:NewServer", "\treturn &Server{port: 80}", "go"),
+    ("rs/src/lib.rs", "rs:rs/src/lib.rs:parse_all", "    p.advance()", "rust"),
+    ("java/com/ex/Foo.java", "java:java/com/ex/Foo.java:Foo", "    public int bar(int x) {", "java"),
+    ("src/net/sock.c", "c:src/net/sock.c:sock_open", "    int fd = port + 1;", "c"),
+    ("py/app/mod.py", "py:py.app.mod.helper", "    return Store().fetch(1)", "python")])
+def test_context_shows_source_lines_of_code_in_every_language(poly, rel, key, line, lang):
+    root, db = poly
+    res = build_context(_engine(db), files=[str(root / rel)], opts=ContextOptions(budget=4000, fmt="json"))
+    item = next(i for i in json.loads(res.text)["items"] if i["key"] == key)
+    assert item["text"].split("\n")[1] == line          # the file's line, its indentation kept
+    mine = next(i for i in res.items if i["key"] == key)
+    assert mine["source"] == "file"
+    md = build_context(_engine(db), files=[str(root / rel)], opts=ContextOptions(budget=4000)).text
+    assert f"```{lang}\n" in md
+
+
+# ---------------------------------------------------------------------------- 2. diagnostics
+@pytest.mark.parametrize("query, key", [
+    ("src/net/sock.c:5:5: error: 'x' undeclared", "c:src/net/sock.c:sock_open"),
+    ("error[E0425]: cannot find value `y` in this scope\n  --> rs/src/lib.rs:7:9", "rs:rs/src/lib.rs:Parser.advance"),
+    ("  --> rs/src/lib.rs:13:5", "rs:rs/src/lib.rs:parse_all"),
+    ("Foo.java:9: error: cannot find symbol", "java:java/com/ex/Foo.java:Foo.baz"),
+    ("./go/pkg/server.go:8:2: undefined: port", "go:go/pkg/server.go:Server.Start"),
+    ("web/util.js(9,3): error TS2304: Cannot find name", "js:web/util.js:makeCache")])
+def test_a_compiler_diagnostic_alone_is_a_code_task_anchored_to_its_line(poly, query, key):
+    _, db = poly
+    eng = _engine(db)
+    q = eng.parse(query)
+    assert q.code_task == "diagnostic"
+    assert [a.line for a in q.anchors if a.kind == "frame"] and not [a for a in q.anchors if a.kind == "path"]
+    res = build_context(eng, task=query, opts=ContextOptions(budget=2000))
+    assert key in [i["key"] for i in res.items][:3]          # the definition holding the line, with its file
+
+
+# ---------------------------------------------------------------------------- 3. diffs
+DIFF = r'''diff --git "a/dir/na\303\257ve file.c" "b/dir/na\303\257ve file.c"
+index 7e9762a..c41a3a9 100644
+--- "a/dir/na\303\257ve file.c"	
++++ "b/dir/na\303\257ve file.c"	
+@@ -1,5 +1,5 @@
+ int naive_fn(int a) {
+-    return a;
++    return a * 2;
+ }
+ 
+ int other(int b) {
+diff --git a/dir/old.c b/dir/new.c
+similarity index 88%
+rename from dir/old.c
+rename to dir/new.c
+index 92aef07..2fe9499 100644
+--- a/dir/old.c
++++ b/dir/new.c
+@@ -7,5 +7,5 @@ int moved_two(void) {
+ }
+ 
+ int moved_three(void) {
+-    return 3;
++    return 4;
+ }
+'''
+
+
+def test_diff_quoted_paths_are_decoded_and_renamed_files_found(tmp_path):
+    from kgsearch.context.diff import changed_nodes, parse_unified
+
+    root = tmp_path / "r"
+    _write(root, {"dir/na\u00efve file.c": "int naive_fn(int a) {\n    return a;\n}\n\nint other(int b) {\n    return b;\n}\n",
+                  "dir/old.c": "int moved_fn(int a) {\n    return a + 1;\n}\n\nint moved_two(void) {\n    return 2;\n"
+                               "}\n\nint moved_three(void) {\n    return 3;\n}\n"})
+    db = tmp_path / "r.db"
+    index_paths(db, [str(root)], IndexOptions(steps=("text",)))
+    changes = parse_unified(DIFF)
+    assert [(c.path, c.old_path) for c in changes] == [("dir/na\u00efve file.c", "dir/na\u00efve file.c"),
+                                                      ("dir/new.c", "dir/old.c")]
+    ix = Index.open(db, readonly=True)
+    keys = lambda ids: sorted(ix.conn.execute(f"SELECT key FROM nodes WHERE id IN ({','.join(map(str, ids))})")
+                              .fetchall())
+    got, notes = changed_nodes(ix, changes)         # the index predates the change: the old names and lines
+    assert keys(got) == [("c:dir/na\u00efve file.c:naive_fn",), ("c:dir/old.c:moved_three",)]
+    assert any("renamed from dir/old.c" in n for n in notes)
+    (root / "dir/old.c").rename(root / "dir/new.c")                   # reindexed after the rename: the new name
+    (root / "dir/new.c").write_text((root / "dir/new.c").read_text().replace("return 3;", "return 4;"))
+    ix.close()
+    index_paths(db, [str(root)], IndexOptions(steps=("text",)))
+    ix = Index.open(db, readonly=True)
+    got, notes = changed_nodes(ix, changes)
+    assert ("c:dir/new.c:moved_three",) in keys(got) and not any("not in the index" in n for n in notes)
+
+
+# ---------------------------------------------------------------------------- 4. MCP
+def _rpc(server, name, args):
+    msg = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": name, "arguments": args}}
+    server.handle({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-06-18"}})
+    out = server.handle(msg)
+    json.dumps(out, ensure_ascii=False).encode("utf-8")          # what stdio writes: it must encode
+    return out
+
+
+@pytest.fixture(scope="module")
+def second(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("second")
+    _write(tmp / "other", {"lib/calc.go": "package lib\n\nfunc Add(a, b int) int {\n\treturn a + b\n}\n\n"
+                                          "func Twice(a int) int {\n\treturn Add(a, a)\n}\n"})
+    db = tmp / "other.db"
+    index_paths(db, [str(tmp / "other")], IndexOptions(steps=("text", "graph")))
+    return tmp / "other", db
+
+
+@pytest.mark.parametrize("name, args", [
+    ("search", {"query": "sock \ud800"}), ("show", {"node": "\udc00x"}), ("context", {"task": "open \ud800 socket"}),
+    ("why", {"query": "\ud800", "node": "sock_open"}), ("impact", {"node": "sock_open\ud800"}),
+    ("context", {"files": ["src/net/\ud800.c"]})])
+def test_mcp_a_lone_surrogate_in_an_argument_is_an_answer_not_an_internal_error(poly, second, name, args):
+    from kgsearch.mcp.multi import MultiServer
+    from kgsearch.mcp.server import Server
+
+    for server in (Server(poly[1]), MultiServer([poly[1], second[1]])):
+        out = _rpc(server, name, args)
+        assert "result" in out, out
+
+
+def test_mcp_context_notices_reach_the_text_and_several_indexes_take_impact(poly, second):
+    from kgsearch.mcp.multi import MultiServer
+    from kgsearch.mcp.server import Server
+
+    diff = "--- a/nope.c\n+++ b/nope.c\n@@ -1 +1 @@\n-a\n+b\n"
+    for server in (Server(poly[1]), MultiServer([poly[1], second[1]])):
+        for fmt in ("markdown", "json", "xml"):
+            text = _rpc(server, "context", {"diff": diff, "format": fmt})["result"]["content"][0]["text"]
+            assert "nope.c: not in the index" in text, (fmt, text)
+    multi = MultiServer([poly[1], second[1]])
+    plain = _rpc(multi, "context", {"files": [str(second[0] / "lib/calc.go")], "format": "json"})["result"]
+    wide = _rpc(multi, "context", {"files": [str(second[0] / "lib/calc.go")], "format": "json", "impact": 2})["result"]
+    assert not plain["isError"] and not wide["isError"]
+    task = _rpc(multi, "context", {"task": "Add", "impact": 2})["result"]
+    assert task["isError"] and "impact" in task["content"][0]["text"]        # as with one index, not ignored
+    got = _rpc(multi, "impact", {"node": "Add"})["result"]["structuredContent"]
+    assert got["index"] == "other" and [d["key"] for d in got["dependents"]][:1] == ["go:lib/calc.go:Twice"]
+
+
+# ---------------------------------------------------------------------------- 5. one line per name
+def test_names_with_line_breaks_cannot_forge_markdown_headers_or_lines(tmp_path, capsys):
+    root = tmp_path / "r"
+    root.mkdir()
+    (root / "evil\n### injected.md").write_text("# Title\nbody text here\n")
+    (root / "evil\u2028- forged.md").write_text("# Other\nbody text too\n")
+    db = tmp_path / "r.db"
+    index_paths(db, [str(root)], IndexOptions(steps=("text",)))
+    for budget in (2000, 30):                       # every block, then header-only blocks and the cut list
+        res = build_context(_engine(db), task="title body text", opts=ContextOptions(budget=budget))
+        lines = res.text.splitlines()               # every break str.splitlines knows
+        heads = [ln for ln in lines if ln.startswith("###")]
+        assert heads and all(" · note " in ln for ln in heads), heads
+        assert not any(ln.startswith(("### injected", "- forged")) for ln in lines)
+    assert main(["context", "--db", str(db), "--files", str(root / "evil\n### injected.md"), "--budget", "500"]) == 0
+    out = capsys.readouterr().out
+    assert [ln for ln in out.splitlines() if ln.startswith("###")] == \
+        ["### evil\\n### injected.md:1-2 · note evil\\n### injected"]
+
+
+# ---------------------------------------------------------------------------- 6. qualified names
+@pytest.mark.parametrize("ref, key", [
+    ("Foo.bar", "java:java/com/ex/Foo.java:Foo.bar"), ("com.ex.Foo.bar", "java:java/com/ex/Foo.java:Foo.bar"),
+    ("Parser::advance", "rs:rs/src/lib.rs:Parser.advance"), ("Parser.advance", "rs:rs/src/lib.rs:Parser.advance"),
+    ("Server.Start", "go:go/pkg/server.go:Server.Start"), ("pkg.Server.Start", "go:go/pkg/server.go:Server.Start"),
+    ("Cache.lookup", "js:web/util.js:Cache.lookup"), ("Store.fetch", "py:py.app.mod.Store.fetch"),
+    ("app.mod.Store.fetch", "py:py.app.mod.Store.fetch")])
+def test_a_qualified_name_suffix_names_the_method_in_every_language(poly, capsys, ref, key):
+    _, db = poly
+    assert main(["show", "--db", str(db), "--json", ref]) == 0
+    assert json.loads(capsys.readouterr().out)["node"]["key"] == key
+    assert main(["impact", "--db", str(db), "--json", ref]) == 0
+    assert json.loads(capsys.readouterr().out)["of"]["key"] == key
+    assert main(["why", "--db", str(db), "--json", "the code", ref]) == 0
+    assert json.loads(capsys.readouterr().out)["node"]["key"] == key
+
+
+def test_a_suffix_that_ends_no_qualified_name_is_not_found(poly, capsys):
+    _, db = poly
+    assert main(["show", "--db", str(db), "Other.lookup"]) != 0
+
+
+# ---------------------------------------------------------------------------- 7. a file path names its node
+@pytest.mark.parametrize("rel, key", [
+    ("py/app/mod.py", "py:py.app.mod"), ("web/util.js", "js:web/util.js"), ("go/pkg/server.go", "go:go/pkg/server.go"),
+    ("rs/src/lib.rs", "rs:rs/src/lib.rs"), ("java/com/ex/Foo.java", "java:java/com/ex/Foo.java"),
+    ("src/net/sock.c", "c:src/net/sock.c")])
+def test_a_file_path_names_that_files_node_in_every_language(poly, capsys, rel, key):
+    root, db = poly
+    for ref in (rel, str(root / rel)):
+        assert main(["show", "--db", str(db), "--json", ref]) == 0, ref
+        assert json.loads(capsys.readouterr().out)["node"]["key"] == key
+    assert main(["why", "--db", str(db), "--json", "the code", str(root / rel)]) == 0
+    assert json.loads(capsys.readouterr().out)["node"]["key"] == key
+
+
+# ---------------------------------------------------------------------------- 8. --files DIR/
+def test_files_accepts_a_folder_for_every_indexed_file_under_it(poly, capsys, monkeypatch):
+    root, db = poly
+    monkeypatch.chdir(root)
+    for given in ("src/net/", "src/net", str(root / "src" / "net") + "/"):
+        assert main(["context", "--db", str(db), "--files", given, "--format", "json", "--budget", "4000"]) == 0
+        keys = {i["key"] for i in json.loads(capsys.readouterr().out)["items"]}
+        assert {"c:src/net/sock.c:sock_open", "c:src/net/sock.c:sock_close"} <= keys
+        assert not any(k.startswith("c:src/app/") for k in keys)        # not in the folder, not linked
+    assert main(["context", "--db", str(db), "--files", "src/", "--format", "json", "--budget", "4000"]) == 0
+    keys = {i["key"] for i in json.loads(capsys.readouterr().out)["items"]}
+    assert {"c:src/net/sock.c:sock_open", "c:src/app/sock.c:other_sock"} <= keys
+    assert main(["context", "--db", str(db), "--files", "nope/", "--budget", "4000"]) != 0
+
+
+# ---------------------------------------------------------------------------- 9. why's stand-in
+def test_why_names_no_stand_in_for_code_only_for_notes(poly, capsys):
+    _, db = poly
+    assert main(["why", "--db", str(db), "--json", "--channels", "bm25", "map get", "js:web/util.js:Cache"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["rank"] is None and "represented_by" not in d and "one hit per note" not in d["reason"]
+    # (a note's section standing for it: tests/test_reliability_query.py)
+
+
+# ---------------------------------------------------------------------------- 10. paths from the root
+def test_a_path_written_from_the_root_anchors_that_file_not_its_copies(tmp_path):
+    from kgsearch.query.anchors import resolve
+    from kgsearch.query.codetask import extract
+
+    go = "package a\n\nfunc Run() int {\n\treturn 1\n}\n"
+    _write(tmp_path / "r", {"src/a/b.go": go, "vendor/x/src/a/b.go": go, "other/b.go": go})
+    db = tmp_path / "r.db"
+    index_paths(db, [str(tmp_path / "r")], IndexOptions(steps=("text",)))
+    with Index.open(db, readonly=True) as ix:
+        keys = dict(ix.conn.execute("SELECT id, key FROM nodes"))
+        for q in ("src/a/b.go:4:2: undefined: x", "it panics at src/a/b.go:12 on start", "./src/a/b.go:4:2: x"):
+            got = {keys[i] for i in resolve(ix.conn, extract(q))}
+            assert got and all(k.startswith("go:src/a/b.go") for k in got), (q, got)
+        got = {keys[i] for i in resolve(ix.conn, extract("a/b.go:4:2: undefined: x"))}    # a suffix: every copy
+        assert {"go:src/a/b.go", "go:vendor/x/src/a/b.go"} <= got
+
+
+def test_a_compilers_note_is_no_diagnostic_anchor():
+    from kgsearch.query.codetask import diagnostics
+
+    # gcc's notes name the candidates of an overload, not where it failed (fmtlib__fmt-3158:
+    # three notes in format.h outweighed the error in ranges.h)
+    log = ("include/fmt/ranges.h:526:21: error: call of overloaded 'write<char>' is ambiguous\n"
+           "include/fmt/format.h:2174:20: note: candidate: 'write(OutputIt, const T&)'\n"
+           "include/fmt/format.h:2185:20: note: candidate: 'write(OutputIt, const T&)'\n")
+    assert diagnostics(log) == [("include/fmt/ranges.h", 526)]
