@@ -117,6 +117,9 @@ def _query_options(p: argparse.ArgumentParser) -> None:
                    help="score normalisation before fusion (default z: standardised over the whole index)")
     p.add_argument("--group", choices=["file"], default=None,
                    help="rank files by the evidence of their symbols/sections instead of single nodes")
+    p.add_argument("--no-correct", dest="correct", action="store_false",
+                   help="search the words as typed: by default a word the index does not know is replaced by a "
+                        "known word one edit away (bakc -> back), and a notice says so")
 
 
 def _filter_options(p: argparse.ArgumentParser, what: str = "narrow the search before ranking (each channel "

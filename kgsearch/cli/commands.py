@@ -201,7 +201,7 @@ def cmd_search(args) -> int:
 
     opts = SearchOptions(k=args.k, intent=args.intent, weights=args.weights, fusion=args.fusion,
                          channels=args.channels, explain=args.explain, use_cache=not args.no_cache, norm=args.norm,
-                         diversity=args.diversity, group=args.group, filters=_filters(args))
+                         diversity=args.diversity, group=args.group, filters=_filters(args), correct=args.correct)
     query = query_text(args.query, args.query_file)
     if len(args.dbs) > 1:
         from ..query.multi import multi_engine_for
@@ -303,7 +303,7 @@ def cmd_why(args) -> int:
 
     opts = SearchOptions(k=args.k, intent=args.intent, weights=args.weights, fusion=args.fusion,
                          channels=args.channels, explain=True, norm=args.norm,
-                         diversity=args.diversity, group=args.group, filters=_filters(args))
+                         diversity=args.diversity, group=args.group, filters=_filters(args), correct=args.correct)
     query, node = args.query, args.node
     if args.query_file is not None and node is None:          # why --query-file FILE NODE
         query, node = None, query

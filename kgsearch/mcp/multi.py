@@ -84,7 +84,7 @@ class MultiServer(Server):
         from ..query import SearchOptions
 
         opts = SearchOptions(k=a["k"], intent=a.get("intent"), fusion=a.get("fusion"), channels=a.get("channels"),
-                             use_cache=False, filters=filters_of(a))
+                             use_cache=False, filters=filters_of(a), correct=a.get("correct", True))
         d = self._multi().search(a["query"], opts, session.parts if session is not None else None).as_dict()
         return dumps(d), d
 

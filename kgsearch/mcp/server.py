@@ -201,7 +201,7 @@ class Server:
         from ..query import SearchOptions
 
         opts = SearchOptions(k=a["k"], intent=a.get("intent"), fusion=a.get("fusion"), channels=a.get("channels"),
-                             use_cache=False, filters=filters_of(a))
+                             use_cache=False, filters=filters_of(a), correct=a.get("correct", True))
         d = self._engine().search(a["query"], opts, session=session).as_dict()
         return answer("search", a, d)
 

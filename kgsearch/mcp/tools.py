@@ -93,6 +93,10 @@ TOOLS = [
                                           "description": f"comma-separated channels (default "
                                                          f"{','.join(DEFAULT_CHANNELS)}): "
                                                          + "; ".join(f"{n}: {c.help}" for n, c in CHANNELS.items())},
+                             "correct": {"type": "boolean", "default": True,
+                                         "description": "replace a word no index holds by a known word one edit "
+                                                        "away (bakc -> back; the answer's corrections list them); "
+                                                        "false: the words as typed"},
                              "detail": _DETAIL, "session": _SESSION, **FILTER_PROPS}, ["query"])},
     {"name": "context", "title": "Context for a task, files or a diff",
      "description": "Pack the nodes that matter into a token budget (tokens = ceil(characters / 4)): for a task "

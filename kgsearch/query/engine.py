@@ -47,6 +47,8 @@ from ..graph.stored import rows as adjacency
 from ..graph.context import load_context
 from ..store import qcache
 from ..store.db import Index, is_corruption
+from ..text import spelling
+from ..text.postings import doc_freqs
 from ..version import __version__
 from . import feedback
 from . import filters as filters_mod
@@ -128,6 +130,21 @@ class Engine:
             filters_mod.check_query_words(text)
         return parse(text, index_analyzer(self.ix), filters=True, paste=self.tuning.quiet_paste)
 
+    def corrected(self, q: Query, df_of=None) -> tuple[Query, list[tuple[str, str]]]:
+        """``q`` with the words this index does not know corrected to a known word one edit away
+        (:mod:`kgsearch.text.spelling`), re-parsed, and the ``[(typed, fix)]`` pairs; ``q`` and
+        ``[]`` when no word needs it or the query is not prose (quoted, FTS5 syntax, a regex, an
+        identifier, a code task, file or line anchors). ``df_of``: the document frequencies to
+        judge by (several indexes pass their sum); default this index's."""
+        if not spelling_applies(q):
+            return q, []
+        an = q.analyzer or index_analyzer(self.ix)
+        fixes = spelling.corrections(q.text, an.analyze_word, df_of or (lambda ts: doc_freqs(self.ix.conn, ts)))
+        if not fixes:
+            return q, []
+        fixed = parse(spelling.apply(q.text, fixes), an, paste=self.tuning.quiet_paste)
+        return replace(fixed, filters=q.filters, cut=q.cut), fixes
+
     def allowed(self, q: Query, opts: SearchOptions) -> tuple[Query, np.ndarray | None]:
         """``q`` with the query's and the options' filters, checked (:mod:`.filters`), and the
         sorted node ids they keep (None: no filter)."""
@@ -182,6 +199,9 @@ class Engine:
         opts = (opts or SearchOptions()).validated()
         clock = _Clock()
         q = query if isinstance(query, Query) else self.parse(query)
+        fixes: list[tuple[str, str]] = []
+        if opts.correct and not isinstance(query, Query):
+            q, fixes = self.corrected(q)
         q, allowed = self.allowed(q, opts)
         it = self._intent(q, opts, pool)
         fusion = opts.fusion or "linear"
@@ -192,7 +212,7 @@ class Engine:
         # (or ``opts.feedback`` is off): then nothing below changes. Nudged answers are not
         # cached (they change without a reindex).
         nudges = feedback.nudges_for(self.ix, q, session, feedback=opts.feedback)
-        cache_key = self._cache_key(q, opts, requested) if opts.use_cache and nudges is None else None
+        cache_key = self._cache_key(q, opts, requested) if opts.use_cache and nudges is None and not fixes else None
         if cache_key is not None:
             cached = self._cached(cache_key, clock)
             if cached is not None:
@@ -203,7 +223,8 @@ class Engine:
             return self._nothing(q, it, fusion, clock, requested)
         raw, skipped, kwargs_of, fulls = self._run_channels(q, opts, it, requested, weights, fusion, clock, pool,
                                                             allowed)
-        notices = ([q.cut] if q.cut else []) + self._failures(raw, skipped)
+        notices = ([q.cut] if q.cut else []) + ([correction_notice(q.text, fixes)] if fixes else []) \
+            + self._failures(raw, skipped)
         sig = Signals(self, q, candidates(raw), raw, kwargs_of, opts.norm, fulls,
                       pool.stats if pool is not None else None, allowed=allowed)
         code_query = is_code_query(self.ix.conn, sig.cand, sig.first_stage(weights), self.ix)
@@ -291,7 +312,7 @@ class Engine:
                         channels_run=[c for c in ALL_CHANNELS if c in raw or c in sig.raw_scores],
                         channels_skipped=skipped, timings_ms=clock.ms, notices=list(self._notices) + notices,
                         generation=self.ix.generation, candidates=int(len(cand)), code_query=code_query,
-                        seeds=list(stage.seeds) if stage is not None else [])
+                        seeds=list(stage.seeds) if stage is not None else [], corrections=[list(f) for f in fixes])
         if it.spec.summary:
             resp.answer = self._summary(q, resp)
         if cache_key is not None:
@@ -580,3 +601,15 @@ def _fit_page_cache(ix: Index) -> None:
 def _as_unit(m: dict, unit_of: dict[str, str]) -> dict:
     """A file group's display fields: a type stub's node stands for its implementation file."""
     return {**m, "path": unit_of[m["path"]]} if m.get("path") in unit_of else m
+
+
+def spelling_applies(q: Query) -> bool:
+    """Whether a query's unknown words may be typos: prose, not a quoted phrase, FTS5 syntax, a
+    /regex/, one identifier, a code task or a query with file or line anchors."""
+    return not (q.quoted or q.fts_syntax or q.slash_regex or q.identifier or q.code_task or q.anchors)
+
+
+def correction_notice(text: str, fixes: list[tuple[str, str]]) -> str:
+    """The one line a corrected search says about itself."""
+    return (f"no match for {', '.join(repr(a) for a, _ in fixes)}: searched for {text!r} "
+            f"({spelling.describe(fixes)}; --no-correct searches the words as typed)")

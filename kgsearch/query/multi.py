@@ -57,7 +57,9 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from .engine import Engine
+from ..text import spelling
+from ..text.postings import doc_freqs
+from .engine import Engine, correction_notice
 from .merge import merge
 from .options import Hit, Response, SearchOptions
 
@@ -353,6 +355,21 @@ class MultiEngine:
             opts = opts.but(filters=tuple(f for f in fmod.parse_filters(opts.filters) if f not in drop_opts))
         return keep, query, opts
 
+    def _corrected(self, query: str) -> tuple[str, list[tuple[str, str]]]:
+        """``query`` with the words no index knows corrected (:meth:`Engine.corrected`, the
+        document frequencies summed over the indexes), and the ``[(typed, fix)]`` pairs."""
+        first = next(iter(self.engines.values()))
+
+        def df_of(terms):
+            terms, total = list(terms), {}
+            for eng in self.engines.values():
+                for t, n in doc_freqs(eng.ix.conn, terms).items():
+                    total[t] = total.get(t, 0) + n
+            return total
+
+        _, fixes = first.corrected(first.parse(query), df_of)
+        return (spelling.apply(query, fixes), fixes) if fixes else (query, [])
+
     def search(self, query: str, opts: SearchOptions | None = None, sessions: dict | None = None) -> MultiResponse:
         """One ranking over every index; ``sessions``: ``{index name: feedback.Session}``.
         Each index's generation is read once for the search (:meth:`Index.pinned`): the pooling,
@@ -370,6 +387,12 @@ class MultiEngine:
             sub = MultiEngine(engines, threads=False, across=self.across, together=self.together)
             return sub.search(query, opts, sessions)
         notices: list[str] = []
+        fixes: list[tuple[str, str]] = []
+        if opts.correct:        # judged on every index's words: one that any index knows is no typo
+            query, fixes = self._corrected(query)
+            opts = opts.but(correct=False)
+            if fixes:
+                notices.append(correction_notice(query, fixes))
         pools = self._pools(query, opts, notices)
         t_pool = time.perf_counter()
         # a few more hits than asked (the common floor may reorder), and each index's share of the depth
@@ -407,7 +430,7 @@ class MultiEngine:
             channels_run=[c for c in dict.fromkeys(c for r in resps.values() for c in r.channels_run)],
             channels_skipped=skipped, timings_ms=timings, notices=notices,
             generation=sum(r.generation for r in resps.values()), candidates=sum(r.candidates for r in resps.values()),
-            code_query=any(r.code_query for r in resps.values()), answer=answer,
+            code_query=any(r.code_query for r in resps.values()), answer=answer, corrections=[list(f) for f in fixes],
             indexes=[{"name": name, "db": str(eng.ix.path), "generation": resps[name].generation}
                      for name, eng in self.engines.items()],
             seeds_of={name: r.seeds for name, r in resps.items()})

@@ -34,6 +34,8 @@ class SearchOptions:
     collapse: bool = True                  # one hit per note (a section stands for its note)
     diversity: float | None = None         # x factor for the first hit of each new community (None: DIVERSITY)
     group: str | None = None               # "file": rank files by the evidence of their nodes
+    correct: bool = True                   # words the index does not know corrected to a known word one
+                                           # edit away (kgsearch.text.spelling), said in a notice
     filters: str | tuple | list | None = None   # field filters applied before ranking ("kind:function
                                            # -path:tests/", or FieldFilter objects; kgsearch.query.filters)
 
@@ -114,6 +116,7 @@ class Response:
     cached: bool = False
     seeds: list = field(default_factory=list)   # node ids the graph stage started from (why shows the path)
     answer: dict | None = None              # the summary intent: kgsearch.explore.topics.global_answer
+    corrections: list = field(default_factory=list)   # [[typed word, searched word]] (SearchOptions.correct)
 
     def as_dict(self) -> dict:
         d = asdict(self)

@@ -78,7 +78,8 @@ def search_options(params: dict, explain: bool | None = None):
                          channels=param(params, "channels"), explain=_flag(params, "explain") if explain is None
                          else explain, use_cache=False, norm=param(params, "norm", "z"),
                          diversity=_float_param(params, "diversity"), group=param(params, "group"),
-                         filters=filter_params(params))
+                         filters=filter_params(params), correct=(param(params, "correct") or "1").lower()
+                         not in ("0", "false", "no", "off"))
 
 
 def api_search(engine, params: dict) -> dict:

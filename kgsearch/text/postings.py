@@ -57,6 +57,12 @@ def read_rows(conn, terms: Sequence[str]) -> list[tuple]:
     return in_chunks(conn, "SELECT term, df, ids, tf FROM text_postings WHERE term IN ({})", list(terms))
 
 
+def doc_freqs(conn, terms) -> dict[str, int]:
+    """``{term: document frequency}`` of those of ``terms`` the index holds (one look-up)."""
+    terms = list(terms)
+    return dict(in_chunks(conn, "SELECT term, df FROM text_postings WHERE term IN ({})", terms)) if terms else {}
+
+
 def iter_nodes(conn: sqlite3.Connection, ids: Sequence[int] | None = None):
     if ids is None:
         cur = conn.execute("SELECT id, name, kgtext(text) FROM nodes ORDER BY id")

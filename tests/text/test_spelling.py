@@ -1,0 +1,143 @@
+"""Typo correction (kgsearch/text/spelling.py): the edits against a slow distance, the words
+it may touch, the choice of a correction; then searches, the CLI, JSON, MCP and several indexes."""
+from __future__ import annotations
+
+import itertools
+import json
+
+import pytest
+
+from kgsearch.text import spelling
+from kgsearch.text.tokenize import get_analyzer
+
+
+def osa(a: str, b: str) -> int:
+    """Optimal string alignment distance (Damerau-Levenshtein without repeated edits), by the table."""
+    d = [[0] * (len(b) + 1) for _ in range(len(a) + 1)]
+    for i in range(len(a) + 1):
+        d[i][0] = i
+    for j in range(len(b) + 1):
+        d[0][j] = j
+    for i in range(1, len(a) + 1):
+        for j in range(1, len(b) + 1):
+            d[i][j] = min(d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] != b[j - 1]))
+            if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
+                d[i][j] = min(d[i][j], d[i - 2][j - 2] + 1)
+    return d[len(a)][len(b)]
+
+
+@pytest.mark.parametrize("word", ["abca", "cab", "aab", "bbbb"])
+def test_edits1_is_every_string_at_distance_one(word):
+    alphabet = "abc"
+    every = {"".join(p) for n in range(len(word) - 1, len(word) + 2) for p in itertools.product(alphabet, repeat=n)}
+    want = {s for s in every if osa(word, s) == 1}
+    got = {s for s in spelling.edits1(word) if set(s) <= set(alphabet)}
+    assert got == want
+    assert all(osa(word, s) == 1 for s in spelling.edits1(word))
+
+
+def test_only_plain_words_may_be_typos():
+    text = ("Bakc up my ntoes: see src/notes.py, NOTES, getNotes(), note_book, v2notes, #tagg, @usre, "
+            "`cdoe`, 'quoetd', don't, re-run, a.b.c, path/to, tag:jounral, Wrold. Ntoes ntoes - eend")
+    assert spelling.typo_words(text) == ["Bakc", "ntoes", "Wrold", "Ntoes", "eend"]
+
+
+def test_the_most_frequent_known_neighbour_wins_and_ties_go_alphabetically():
+    df = {"back": 3, "bake": 3, "bank": 9, "note": 5}
+    lookup = lambda ts: {t: df[t] for t in ts if t in df}        # noqa: E731
+    same = lambda w: [w]                                          # noqa: E731
+    assert spelling.corrections("bakc", same, lookup) == [("bakc", "back")]   # bank is two edits away
+    df["bake"] = 4
+    assert spelling.corrections("bakc", same, lookup) == [("bakc", "bake")]
+    assert spelling.corrections("Bakc", same, lookup) == [("Bakc", "Bake")]
+    assert spelling.corrections("back note", same, lookup) == []           # known words stay
+    assert spelling.corrections("zzzzqq", same, lookup) == []              # no known neighbour
+    assert spelling.apply("Bakc and bakc, not xbakc", [("Bakc", "Bake"), ("bakc", "bake")]) == \
+        "Bake and bake, not xbakc"
+
+
+def test_a_stop_word_neighbour_is_no_correction():
+    an = get_analyzer()
+    df = {"thin": 2, "this": 50, "their": 90}
+    assert not an("this") and not an("their")                  # stop words: no term to search
+    assert spelling.corrections("thir", an.analyze_word, lambda ts: {t: df[t] for t in ts if t in df}) == [("thir", "thin")]
+
+
+# ---------------------------------------------------------------- searches
+@pytest.fixture
+def vault(tmp_path):
+    from kgsearch.indexer import IndexOptions, index_paths
+
+    root = tmp_path / "vault"
+    root.mkdir()
+    (root / "backup.md").write_text("# Back up the vault\nCopy the notes to a second disk every night.\n")
+    (root / "garden.md").write_text("# Garden\nTomatoes need sun and water.\n")
+    (root / "recipes.md").write_text("# Recipes\nBake bread with flour, water and salt.\n")
+    db = tmp_path / "i.db"
+    index_paths(str(db), [str(root)], IndexOptions())
+    return root, db
+
+
+def test_a_search_with_typos_finds_what_the_words_as_meant_find(vault):
+    from kgsearch.query import SearchOptions, search
+
+    _, db = vault
+    r = search("cpoy the ntoes", db=str(db), options=SearchOptions(k=3))
+    assert r.hits[0].key == "md:backup"
+    assert r.corrections == [["cpoy", "copy"], ["ntoes", "notes"]]
+    assert r.query == "copy the notes"
+    assert r.notices == ["no match for 'cpoy', 'ntoes': searched for 'copy the notes' "
+                         "(cpoy -> copy, ntoes -> notes; --no-correct searches the words as typed)"]
+    raw = search("cpoy the ntoes", db=str(db), options=SearchOptions(k=3, correct=False))
+    assert raw.corrections == [] and raw.query == "cpoy the ntoes" and not raw.notices
+
+
+@pytest.mark.parametrize("query", ['"cpoy ntoes"', "cpoy AND ntoes", "/cpoy/", "ntoes", "ntoes.md:3 cpoy"])
+def test_quoted_boolean_regex_identifier_and_anchored_queries_are_searched_as_typed(vault, query):
+    from kgsearch.query import SearchOptions, search
+
+    r = search(query, db=str(vault[1]), options=SearchOptions(k=3))
+    assert r.corrections == [] if query != "ntoes" else r.corrections == [["ntoes", "notes"]]
+
+
+def test_the_cli_says_it_corrected_and_no_correct_turns_it_off(vault, capsys):
+    from kgsearch.cli import main
+
+    _, db = vault
+    assert main(["search", "cpoy the ntoes", "--db", str(db), "--json", "--no-cache"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["corrections"] == [["cpoy", "copy"], ["ntoes", "notes"]] and d["hits"][0]["key"] == "md:backup"
+    main(["search", "cpoy the ntoes", "--db", str(db), "--no-correct", "--json", "--no-cache"])
+    assert json.loads(capsys.readouterr().out)["corrections"] == []
+    main(["search", "cpoy the ntoes", "--db", str(db)])
+    cap = capsys.readouterr()
+    assert "cpoy -> copy" in cap.out + cap.err
+
+
+def test_mcp_search_corrects_unless_told_not_to(vault):
+    from kgsearch.mcp.server import Server
+    from kgsearch.mcp.tools import TOOLS
+
+    schema = next(t for t in TOOLS if t["name"] == "search")["inputSchema"]["properties"]
+    assert schema["correct"]["type"] == "boolean" and schema["correct"]["default"] is True
+    srv = Server(str(vault[1]))
+    for correct, want in ((True, [["ntoes", "notes"]]), (False, [])):
+        out = srv.call("search", {"query": "ntoes bread", "detail": "full", "correct": correct})
+        assert out["structuredContent"]["corrections"] == want
+
+
+def test_several_indexes_correct_only_words_no_index_knows(vault, tmp_path):
+    from kgsearch.indexer import IndexOptions, index_paths
+    from kgsearch.query import SearchOptions
+    from kgsearch.query.multi import multi_engine_for
+
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "n.md").write_text("# Ntoes\nNtoes is the name of a village.\n")
+    db2 = tmp_path / "o.db"
+    index_paths(str(db2), [str(other)], IndexOptions())
+    m = multi_engine_for([str(vault[1]), str(db2)])
+    r = m.search("ntoes cpoy", SearchOptions(k=3))
+    assert r.corrections == [["cpoy", "copy"]]           # 'ntoes' is a word of the second index
+    assert r.query == "ntoes copy"
+    assert sum("cpoy -> copy" in n for n in r.notices) == 1
