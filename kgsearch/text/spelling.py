@@ -5,8 +5,9 @@ A query word is a typo candidate when it is a plain word of Latin letters (4 to 
 lower-case or capitalised: not an acronym, an identifier, a path or a number) and none of its
 analysed terms occurs in the index. Its correction is the word one edit away (a letter
 deleted, inserted, replaced, or two neighbours swapped: Damerau-Levenshtein distance 1, which
-covers most typing errors) whose analysed term is the most frequent in the index (ties: the
-alphabetically first spelling), as a spelling corrector that ranks by corpus frequency does.
+covers most typing errors) whose analysed term is the most frequent in the index (ties, such as
+two spellings of one stem, ``wingzs`` -> ``wings`` or ``winges``: the shorter, then the
+alphabetically first), as a spelling corrector that ranks by corpus frequency does.
 Words the index knows are never touched; a word with no known neighbour stays as typed.
 
 The index's vocabulary is asked once per query for all candidate terms (``df_of``: terms ->
@@ -14,7 +15,7 @@ document frequency; several indexes sum theirs, so that a word one of them knows
 typo), so the cost is one look-up of a few hundred primary keys per unknown word.
 
 >>> sorted(edits1("abc"))[:6]
-['aabc', 'ab', 'aba', 'abac', 'abb', 'abbc']
+['aabc', 'aac', 'ab', 'aba', 'abac', 'abb']
 >>> known = {"back": 3, "bake": 1, "note": 5, "up": 9}
 >>> an = lambda w: [w[:-1] if w.endswith("s") else w]
 >>> corrections("bakc up my ntoes", an, lambda ts: {t: known[t] for t in ts if t in known})
@@ -83,9 +84,9 @@ def corrections(text: str, analyze: Callable[[str], list], df_of: Callable[[Iter
     df = df_of({t for vs in variants.values() for t in vs.values()})
     out = []
     for w in unknown:
-        best = min(((-df[t], v) for v, t in variants[w].items() if df.get(t, 0) > 0), default=None)
+        best = min(((-df[t], len(v), v) for v, t in variants[w].items() if df.get(t, 0) > 0), default=None)
         if best is not None:
-            fix = best[1]
+            fix = best[2]
             out.append((w, fix.capitalize() if w[0].isupper() else fix))
     return out
 

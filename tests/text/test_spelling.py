@@ -51,6 +51,9 @@ def test_the_most_frequent_known_neighbour_wins_and_ties_go_alphabetically():
     assert spelling.corrections("bakc", same, lookup) == [("bakc", "bake")]
     assert spelling.corrections("Bakc", same, lookup) == [("Bakc", "Bake")]
     assert spelling.corrections("back note", same, lookup) == []           # known words stay
+    porter = get_analyzer().analyze_word                           # wings and winges: one stem, wing
+    assert spelling.corrections("wingzs", porter, lambda ts: {t: 4 for t in ts if t == "wing"}) == \
+        [("wingzs", "wings")]
     assert spelling.corrections("zzzzqq", same, lookup) == []              # no known neighbour
     assert spelling.apply("Bakc and bakc, not xbakc", [("Bakc", "Bake"), ("bakc", "bake")]) == \
         "Bake and bake, not xbakc"
@@ -141,3 +144,9 @@ def test_several_indexes_correct_only_words_no_index_knows(vault, tmp_path):
     assert r.corrections == [["cpoy", "copy"]]           # 'ntoes' is a word of the second index
     assert r.query == "ntoes copy"
     assert sum("cpoy -> copy" in n for n in r.notices) == 1
+
+
+def test_the_module_examples_hold():
+    import doctest
+
+    assert doctest.testmod(spelling).failed == 0
