@@ -8,7 +8,9 @@ deleted, inserted, replaced, or two neighbours swapped: Damerau-Levenshtein dist
 covers most typing errors) whose analysed term is the most frequent in the index (ties, such as
 two spellings of one stem, ``wingzs`` -> ``wings`` or ``winges``: the shorter, then the
 alphabetically first), as a spelling corrector that ranks by corpus frequency does.
-Words the index knows are never touched; a word with no known neighbour stays as typed.
+Words the index knows are never touched; a word with no known neighbour stays as typed; a query
+with more than :data:`MAX_TYPOS` unknown words is left as typed (a sentence in another language
+or a list of names is not a row of typos, and each unknown word costs a few milliseconds).
 
 The index's vocabulary is asked once per query for all candidate terms (``df_of``: terms ->
 document frequency; several indexes sum theirs, so that a word one of them knows is not a
@@ -26,10 +28,11 @@ from __future__ import annotations
 import re
 from typing import Callable, Iterable
 
-__all__ = ["edits1", "typo_words", "corrections", "apply", "describe", "LETTERS", "MIN_LEN", "MAX_LEN"]
+__all__ = ["edits1", "typo_words", "corrections", "apply", "describe", "LETTERS", "MIN_LEN", "MAX_LEN", "MAX_TYPOS"]
 
 LETTERS = "abcdefghijklmnopqrstuvwxyz"
 MIN_LEN, MAX_LEN = 4, 24
+MAX_TYPOS = 3           # more unknown words than this in one query: none is corrected
 
 # a word of Latin letters not touching a letter, digit or '_', and not joined by '.', '/', '\\',
 # ':', '-' or an apostrophe to more of a word (an identifier, a path, an address, a field filter,
@@ -71,7 +74,7 @@ def corrections(text: str, analyze: Callable[[str], list], df_of: Callable[[Iter
     terms_of = {w: tuple(analyze(w)) for w in words}
     known = df_of({t for ts in terms_of.values() for t in ts})
     unknown = [w for w in words if terms_of[w] and not any(t in known for t in terms_of[w])]
-    if not unknown:
+    if not unknown or len(unknown) > MAX_TYPOS:      # many unknown words: another language, names, not typos
         return []
     variants: dict[str, dict[str, str]] = {}          # word -> {variant spelling: its one term}
     for w in unknown:

@@ -55,6 +55,9 @@ def test_the_most_frequent_known_neighbour_wins_and_ties_go_alphabetically():
     assert spelling.corrections("wingzs", porter, lambda ts: {t: 4 for t in ts if t == "wing"}) == \
         [("wingzs", "wings")]
     assert spelling.corrections("zzzzqq", same, lookup) == []              # no known neighbour
+    four = "bakc nooe baek bnak"                                  # four unknown words: another language?
+    assert len(spelling.corrections(" ".join(four.split()[:3]), same, lookup)) == 3
+    assert spelling.corrections(four, same, lookup) == []
     assert spelling.apply("Bakc and bakc, not xbakc", [("Bakc", "Bake"), ("bakc", "bake")]) == \
         "Bake and bake, not xbakc"
 
