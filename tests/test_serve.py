@@ -402,3 +402,18 @@ def test_a_json_null_parameter_is_not_given(tmp_path):
             assert st == 200 and [x["key"] for x in d["hits"]] == ["md:a"] and d["notices"] == [], body
     finally:
         h.close()
+
+
+def test_a_corrected_search_page_links_the_search_as_typed(app):
+    """The page of 'dicsount' (no such word) shows the results for 'discount' and a link that
+    searches the words as typed, other fields kept; that page has no correction."""
+    st, _, payload = get(app, "/?q=dicsount&kind=note")
+    html = payload.decode()
+    assert st == 200 and "Results for <b>discount</b>" in html
+    link = re.search(r"<a href='([^']*correct=0[^']*)'>search for <i>dicsount</i> as typed</a>", html).group(1)
+    assert link == "/?q=dicsount&amp;kind=note&amp;correct=0"
+    st, _, payload = get(app, link.replace("&amp;", "&"))
+    assert st == 200 and "as typed</a>" not in payload.decode() and "Results for" not in payload.decode()
+    api = json.loads(get(app, "/api/search?q=dicsount&correct=0")[2])
+    assert api["corrections"] == [] and json.loads(get(app, "/api/search?q=dicsount")[2])["corrections"] == \
+        [["dicsount", "discount"]]

@@ -7,6 +7,7 @@ Everything from the index goes through :func:`~kgsearch.serve.html.esc`; no page
 from __future__ import annotations
 
 import re
+from urllib.parse import quote, urlencode
 
 from .html import clip, esc, page, url
 from .svg import neighbourhood
@@ -128,6 +129,11 @@ def search_page(params: dict, resp: dict | None = None, error: str | None = None
     if resp is not None:
         hits = resp.get("hits", [])
         it = resp.get("intent", {})
+        if resp.get("corrections"):      # the same search, its words as typed (every other field kept)
+            typed = urlencode({**{k: v for k, v in params.items() if k != "correct"}, "correct": ["0"]},
+                              doseq=True, quote_via=quote)
+            body.append(f"<p>Results for <b>{esc(resp.get('query', ''))}</b>; "
+                        f"<a href='{esc('/?' + typed)}'>search for <i>{esc(q)}</i> as typed</a></p>")
         for n in resp.get("notices", []):
             body.append(f"<p class=muted>note: {esc(n)}</p>")
         if resp.get("answer"):
