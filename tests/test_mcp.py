@@ -260,3 +260,12 @@ def test_tool_schemas_are_valid_json_schema():
     jsonschema = pytest.importorskip("jsonschema")
     for t in TOOLS:
         jsonschema.Draft202012Validator.check_schema(t["inputSchema"])
+
+
+def test_the_context_tool_says_files_may_be_folders():
+    """`context --files DIR/` takes folders (every indexed file under them); the MCP schema said
+    nothing of it, so an agent could not know."""
+    from kgsearch.mcp.tools import TOOLS
+
+    files = next(t for t in TOOLS if t["name"] == "context")["inputSchema"]["properties"]["files"]
+    assert "folders" in files["description"]

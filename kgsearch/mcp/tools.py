@@ -107,7 +107,9 @@ TOOLS = [
                     "arguments choose which nodes may be packed (a task: its search is narrowed; files/diff: "
                     "ranked from every given or changed node, only the kept nodes packed).",
      "inputSchema": _schema({"task": {"type": "string", "minLength": 1},
-                             "files": {"type": "array", "items": {"type": "string"}, "minItems": 1},
+                             "files": {"type": "array", "items": {"type": "string"}, "minItems": 1,
+                                       "description": "indexed files, or folders (every indexed file under "
+                                                      "them), as paths from a root or absolute"},
                              "diff": {"type": "string", "description": "a unified diff, or \"git\" for `git diff "
                                                                        "HEAD` of the indexed roots"},
                              "budget": {"type": "integer", "minimum": 1, "maximum": 1000000, "default": 8000},
