@@ -90,8 +90,11 @@ def plan(st: RunState, roots: list[Root]) -> tuple[list[Found], list[tuple[int, 
             kept_roots.append(root.path)
             continue
         # a file inside an earlier registered root (nested roots) belongs to that one, whichever
-        # roots this run walks, so its keys do not depend on the command line
-        owners = [r for r in registered if r.position < root.position and inside(root.path, r.path)]
+        # roots this run walks, so its keys do not depend on the command line: the earlier root
+        # may hold this one, or lie inside it (registered first: `index ~/notes/work`, then
+        # `index ~/notes` must not take work's files over, nor give them back on the next run)
+        owners = [r for r in registered if r.position < root.position
+                  and (inside(root.path, r.path) or inside(r.path, root.path))]
         for f in files:
             if str(f.path) in seen:             # reached from an earlier root too: that one owns it
                 continue
