@@ -150,6 +150,12 @@ def test_api_context_from_files_and_post(app, proj, capsys):
     ("/api/related?node=Cart&types=nope", 400, "--types: no edge type 'nope' in this index; it has: "),
     ("/api/related?node=Cart&direction=sideways", 400, "direction"),
     ("/api/search?q=x&db=other", 404, "no index named"),
+    ("/api/search?q=%20%20", 400, "parameter 'q' is blank"),          # searched for nothing: 200 and no hits
+    ("/api/search?q=%00%00", 400, "parameter 'q' is blank"),
+    ("/api/why?q=%20&node=Cart", 400, "parameter 'q' is blank"),
+    ("/api/show?node=%20", 400, "parameter 'node' is blank"),
+    ("/api/context?task=%20%0A", 400, "parameter 'task' is blank"),
+    ("/api/context?diff=zz", 400, "parameter 'diff': not a unified diff"),   # was 200 and an empty context
 ])
 def test_api_errors_are_json_with_a_status(app, target, status, words):
     st, hd, payload = get(app, target)

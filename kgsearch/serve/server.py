@@ -141,7 +141,7 @@ class App:
         return self._html(pages.error_page(status, message), status)
 
     def _search(self, params: dict):
-        if api.param(params, "q") is None:
+        if api.blank(api.param(params, "q") or ""):
             return self._html(pages.search_page(params))
         try:
             with self.engine(params, every=True) as eng:
