@@ -518,3 +518,33 @@ def test_a_note_with_thousands_of_links_is_indexed_without_spending_the_time_bud
     info = rep["steps"]["graph"]
     assert info["communities"].startswith("skipped: greedy modularity passed its work budget")
     assert cnm_work_budget(20000) < 20000 ** 2 // 20             # far below the star's L**2 / 2 pushes
+
+
+def test_names_that_are_not_utf8_are_skipped_with_one_line_each(tmp_path, capsys):
+    """A file or folder whose name is not UTF-8 (bytes on Linux) stopped the whole run with
+    'internal error UnicodeEncodeError ... surrogates not allowed' and no index."""
+    import os
+
+    from kgsearch.cli import main
+
+    root = tmp_path / "r"
+    root.mkdir()
+    base = os.fsencode(root)
+    with open(base + b"/bad\xff\xfename.md", "wb") as fh:
+        fh.write(b"# Bad\nzebra one\n")
+    os.mkdir(base + b"/dir\xe9")
+    with open(base + b"/dir\xe9/inner.md", "wb") as fh:
+        fh.write(b"# Inner\nzebra two\n")
+    (root / "good.md").write_text("# Good\nzebra three\n", encoding="utf-8")
+    db = tmp_path / "i.db"
+    capsys.readouterr()
+    assert main(["index", str(root), "--db", str(db)]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert f"warning: {root}/bad\\xff\\xfename.md: the name is not valid UTF-8; skipped (rename it to index it)" in err
+    assert f"warning: {root}/dir\\xe9: the name is not valid UTF-8; skipped (rename it to index it)" in err
+    with sqlite3.connect(db) as c:
+        assert [r[0] for r in c.execute("SELECT path FROM files")] == [str(root / "good.md")]
+    # named on the command line: one line, exit 3, nothing written
+    assert main(["index", os.fsdecode(base + b"/bad\xff\xfename.md"), "--db", str(db)]) == 3
+    assert capsys.readouterr().err == (f"error: {root}/bad\\xff\\xfename.md: the path is not valid UTF-8 (the index "
+                                       f"stores paths as text); rename it\n")
