@@ -16,7 +16,7 @@ import os
 import sys
 
 from .. import environment
-from ..config import env_db_paths
+from ..config import distinct_dbs, env_db_paths
 from ..errors import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_MEMORY, EXIT_OK, KgsearchError, UsageError
 from ..query.channels import CHANNELS, DEFAULT_CHANNELS
 from ..query.intent import INTENTS
@@ -490,7 +490,7 @@ def _resolve_dbs(args) -> None:
     if not dbs:
         dbs = env_db_paths()
         source = "$KGSEARCH_DB"
-    dbs = [os.path.expanduser(p) for p in dict.fromkeys(dbs)]
+    dbs = distinct_dbs(dbs)
     if len(dbs) > 1 and args.command not in MULTI_COMMANDS:
         raise UsageError(f"`kgsearch {args.command}` works on one index, and {source} names {len(dbs)} "
                          f"({', '.join(dbs)}); pass the one with --db PATH (several indexes are for "
