@@ -22,7 +22,7 @@ from ..query.channels import CHANNELS, DEFAULT_CHANNELS
 from ..query.intent import INTENTS
 from ..version import __version__
 from . import commands, graph_commands, live
-from .output import err
+from .output import err, one_line
 
 EXIT_CODES = """exit codes:
   0   success
@@ -427,7 +427,7 @@ def _main(argv: list[str] | None) -> int:
     try:
         _resolve_dbs(args)
     except UsageError as exc:
-        err(f"error: {exc}")
+        err(one_line(f"error: {exc}"))
         return exc.code
     if args.verbose:
         import logging
@@ -445,12 +445,12 @@ def _main(argv: list[str] | None) -> int:
             fixed_mmap_threshold()          # freed work arrays leave the RSS (text step at 1M: 982 -> 718 MiB)
         return args.func(args)
     except KgsearchError as exc:
-        err(f"error: {exc}")
+        err(one_line(f"error: {exc}"))
         return exc.code
     except MemoryError as exc:     # never an "internal error": the budget or the system said no
         from .. import budget
 
-        err(f"error: {exc if isinstance(exc, KgsearchError) else budget.message()}")
+        err(one_line(f"error: {exc if isinstance(exc, KgsearchError) else budget.message()}"))
         return EXIT_MEMORY
     except KeyboardInterrupt:
         err("interrupted; nothing was changed")
@@ -466,11 +466,11 @@ def _main(argv: list[str] | None) -> int:
 
         mapped = ensure_error(exc, getattr(args, "db", None))
         if mapped is not None:
-            err(f"error: {mapped}")
+            err(one_line(f"error: {mapped}"))
             return mapped.code
         if args.verbose:
             raise
-        err(f"error: internal error {type(exc).__name__}: {exc} (rerun with -v for details and please report it)")
+        err(one_line(f"error: internal error {type(exc).__name__}: {exc} (rerun with -v for details and please report it)"))
         return EXIT_INTERNAL
     finally:
         from .. import budget

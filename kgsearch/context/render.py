@@ -46,6 +46,20 @@ def quoteattr(value: str) -> str:
 
 ESTIMATE_RULE = "tokens = ceil(characters / 4)"
 
+# Line breaks in a field a Markdown line holds (a path or note named with a newline, a KG name
+# "a\nb") would end the line and could forge a header or a cut entry: shown escaped instead.
+_BREAKS = re.compile("\r\n|[\n\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029]")
+
+
+def one_line(value) -> str:
+    r"""``value`` as text that stays on its line (line breaks shown as escapes).
+
+    >>> one_line("evil\n### fake.py:1 · function f")
+    'evil\\n### fake.py:1 · function f'
+    """
+    text = "" if value is None else str(value)
+    return _BREAKS.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
+
 
 def _lines(it: Item) -> str:
     if it.line_start is None:
@@ -132,17 +146,17 @@ class Markdown(Renderer):
 
     def block(self, it: Item, f: Form, first: bool = False) -> str:
         index = it.index                            # several indexes packed as one
-        head = f"### {_where(it)} · {it.kind} {it.name}" + (f" · index {index}" if index else "")
+        head = one_line(f"### {_where(it)} · {it.kind} {it.name}" + (f" · index {index}" if index else ""))
         if f.level == "ref":
             return head + "\n(body cut: over budget)\n\n"
         fence = "```"
         while fence in f.body:
             fence += "`"
-        note = f"\n_trimmed: {f.note}_" if f.level == "trimmed" else ""
+        note = f"\n_trimmed: {one_line(f.note)}_" if f.level == "trimmed" else ""
         return f"{head}{note}\n{fence}{it.lang}\n{f.body}\n{fence}\n\n"
 
     def cut_piece(self, c: Cut, first: bool) -> str:
-        return ("Cut:\n" if first else "") + f"- {c.key}: {c.reason}\n"
+        return ("Cut:\n" if first else "") + one_line(f"- {c.key}: {c.reason}") + "\n"
 
     def cut_more(self, n: int, first: bool) -> str:
         return ("Cut:\n" if first else "") + f"- ... and {n} more\n"
