@@ -92,6 +92,8 @@ def read_user_json(p: Path):
         return json.loads(data)
     except UnicodeDecodeError as exc:
         raise DataError(f"not UTF-8 or UTF-16 text (byte {exc.start}); save the file as UTF-8", str(p)) from None
+    except RecursionError:
+        raise DataError("JSON nested too deeply to read; fix the file or remove it", str(p)) from None
 
 
 def load_config(path: str | os.PathLike | None = None) -> dict:

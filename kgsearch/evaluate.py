@@ -103,6 +103,8 @@ def _read_jsonl(path: Path) -> list[dict]:
                 out.append(json.loads(line))
             except json.JSONDecodeError as exc:
                 raise DataError(f"invalid JSON ({exc.msg})", str(path), lineno) from None
+            except RecursionError:
+                raise DataError("invalid JSON (nested too deeply to read)", str(path), lineno) from None
     return out
 
 

@@ -184,6 +184,8 @@ def _form(headers: dict, body: bytes) -> dict:
             obj = json.loads(text or "{}")
         except ValueError:
             raise UsageError("the request body is not valid JSON") from None
+        except RecursionError:                  # '[' * 100000: one line, not a dead request
+            raise UsageError("the request body is JSON nested too deeply; send an object of parameters") from None
         if not isinstance(obj, dict):
             raise UsageError("the request body must be a JSON object of parameters")
         # null (a client's "not set") is a parameter not given, never the text "None"
