@@ -483,7 +483,10 @@ def _resolve_dbs(args) -> None:
     several separated by ``os.pathsep``); ``args.db`` the first (None: the default index);
     ``args.db_explicit`` the one given with ``--db`` (None otherwise). A command of one index
     given several is a usage error."""
-    given = args.db if isinstance(args.db, list) else ([args.db] if args.db else [])
+    given = args.db if isinstance(args.db, list) else ([args.db] if args.db is not None else [])
+    if any(not str(p).strip() for p in given):   # --db "$UNSET": not the default index, nor "."
+        raise UsageError("--db needs the path of an index file, got an empty one (an unset shell variable?); "
+                         "pass --db PATH, or leave --db out for $KGSEARCH_DB or the default index")
     args.db_explicit = given[0] if given else None
     source = "--db"
     dbs = list(given)
