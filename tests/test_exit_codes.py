@@ -233,3 +233,22 @@ def test_flags_that_could_only_answer_nothing_are_usage_errors(args, says, index
     assert cli(*full) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ") and says in err and err.count("\n") == 1
+
+
+def test_a_cli_query_of_nul_bytes_is_a_usage_error(tmp_path, capsys, monkeypatch):
+    """`printf '\\0\\0' | kgsearch search -` (or --query-file) searched for "  " and answered
+    "no results for '  '" with exit 0."""
+    import io
+    import sys
+
+    from kgsearch.cli import main
+
+    nul = tmp_path / "q.txt"
+    nul.write_bytes(b"\x00\x00\x00")
+    capsys.readouterr()
+    assert main(["search", "--query-file", str(nul), "--db", str(tmp_path / "none.db")]) == 2
+    assert capsys.readouterr().err == (f"error: the query read from {nul} is empty (nothing but blanks or control "
+                                       f"characters)\n")
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"\x00\x00")))
+    assert main(["search", "-", "--db", str(tmp_path / "none.db")]) == 2
+    assert "the query read from stdin is empty" in capsys.readouterr().err
