@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 
 from ..errors import BadIndex, DataError
-from ..store.db import Index
+from ..store.db import Index, foreign_kind
 from ..store.lock import IndexLock
 from ..store.roots import Root, list_roots, sync_meta
 from .state import IndexOptions, IndexReport
@@ -50,26 +50,6 @@ def _old_state(db: Path) -> tuple[list[Root], dict, int]:
         return list_roots(ix.conn), dict(ix.meta_json("settings") or {}), ix.generation
 
 
-def _foreign(db: Path) -> str | None:
-    """What ``db`` is when it may not be a kgsearch index: ``"sqlite"`` (a SQLite file of other
-    tables), ``"unknown"`` (not SQLite, or unreadable as such), or None (ours, new or empty)."""
-    try:
-        if db.stat().st_size == 0:
-            return None
-        conn = sqlite3.connect(f"{db.as_uri()}?mode=ro", uri=True)
-    except (OSError, sqlite3.Error):
-        return "unknown"
-    try:
-        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    except sqlite3.Error:
-        return "unknown"
-    finally:
-        conn.close()
-    if tables and "migrations" not in tables:
-        return "sqlite"
-    return None
-
-
 def rebuild_index(db, paths: list[str] | None = None, opts: IndexOptions | None = None) -> IndexReport:
     """Rebuild the index at ``db`` from its roots (or ``paths``) and swap it in. Returns the
     new index's run report."""
@@ -80,8 +60,15 @@ def rebuild_index(db, paths: list[str] | None = None, opts: IndexOptions | None 
     from ..store.roots import check_paths
 
     check_paths(paths or [], "kgsearch doctor --rebuild ~/notes")
-    if db.exists() and not db.is_dir() and _foreign(db) == "sqlite":
+    kind = foreign_kind(db) if db.is_file() else None
+    if kind == "sqlite":
         raise _refusal(db)                       # (before the lock: no .lock file beside it either)
+    if kind == "unknown" and not paths:
+        try:
+            _old_state(db)
+        except (sqlite3.DatabaseError, BadIndex) as exc:
+            raise BadIndex(f"{db}: cannot read its roots ({exc}); name them: "
+                           f"`kgsearch doctor --rebuild PATH...`") from None
     with IndexLock(db):
         roots: list[Root] = []
         settings: dict = {}
@@ -91,7 +78,7 @@ def rebuild_index(db, paths: list[str] | None = None, opts: IndexOptions | None 
             try:
                 roots, settings, generation = _old_state(db)
             except (sqlite3.DatabaseError, BadIndex) as exc:
-                kind = _foreign(db)
+                kind = foreign_kind(db)
                 if kind == "sqlite":
                     raise _refusal(db) from None
                 if not paths:

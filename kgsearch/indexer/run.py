@@ -24,7 +24,7 @@ from ..errors import DataError, NotFound, UsageError
 from ..ingest.pool import default_workers, ordered_map
 from ..ingest.walk import Found
 from ..settings import IndexSettings
-from ..store.db import Index, ensure_error
+from ..store.db import Index, ensure_error, foreign_kind
 from ..store.lock import IndexLock
 from ..store.roots import file_counts, find_root, list_roots, mark_indexed, remove_root
 from ..types import ChangeSet, LoadOptions
@@ -185,6 +185,8 @@ def locked_run(db, opts: IndexOptions, body, create: bool = True) -> IndexReport
     if not create and not os.path.exists(db):
         Index.open(db, readonly=True)                # BadIndex: "no index at ...", naming the fix
     report = IndexReport(db=str(db))
+    if foreign_kind(db) is not None:             # not an index: refused before a .lock is made beside it
+        Index.open(db, readonly=True).close()   # (BadIndex naming what it is and the fix)
     with IndexLock(db):
         first = not os.path.exists(db)
         try:

@@ -219,3 +219,21 @@ def test_rebuild_never_replaces_a_foreign_sqlite_file_and_keeps_a_non_sqlite_one
         assert kept.read_text() == text
         assert f"kept as {kept}" in capsys.readouterr().err
     assert doctor(notes, capsys)[0] == 0
+
+
+@pytest.mark.parametrize("command", [["index", "ROOT"], ["doctor"], ["doctor", "--rebuild"], ["roots", "remove", "x"]])
+def test_a_foreign_file_gets_no_lock_file_beside_it(tmp_path, capsys, command):
+    """`kgsearch index --db their.db` refused a SQLite file of other tables (or any other file)
+    but left `their.db.lock` beside it, in the user's folder."""
+    root = vault(tmp_path / "v", 2)
+    theirs = tmp_path / "theirs.db"
+    with sqlite3.connect(theirs) as c:
+        c.execute("CREATE TABLE t(x)")
+    other = tmp_path / "notes.db"
+    other.write_text("not an index\n")
+    for db in (theirs, other):
+        before = sorted(p.name for p in tmp_path.iterdir())
+        capsys.readouterr()
+        assert cli(*[str(root) if a == "ROOT" else a for a in command], "--db", db) == 4
+        assert "not a kgsearch index" in capsys.readouterr().err
+        assert sorted(p.name for p in tmp_path.iterdir()) == before
