@@ -22,7 +22,7 @@ from ..embed.index_model import model_files_changed
 from ..config import default_db_path
 from ..errors import DataError, NotFound, UsageError
 from ..ingest.pool import default_workers, ordered_map
-from ..ingest.walk import Found
+from ..ingest.walk import Found, inside
 from ..settings import IndexSettings
 from ..store.db import Index, ensure_error, foreign_kind
 from ..store.lock import IndexLock
@@ -170,7 +170,17 @@ def remove_roots(db: str | os.PathLike | None, refs: list[str], opts: IndexOptio
             deleted += st.conn.execute("SELECT id, path FROM files WHERE root = ? OR path = ?",   # (a file root)
                                        (root.path, root.path)).fetchall()
             remove_root(st.conn, root.path)
-        _apply(st, [], [tuple(r) for r in deleted], time.perf_counter())
+        deleted = [tuple(r) for r in deleted]
+        # files a root nested inside a removed one reaches again (its own since it was added
+        # after): loaded under it in this run, not lost until the next `kgsearch index`
+        heirs = [r for r in list_roots(st.conn)
+                 if os.path.isdir(r.path) and any(inside(p, r.path) for _, p in deleted)]
+        to_load: list = []
+        if heirs:
+            to_load, more = plan(st, heirs)
+            ids = {i for i, _ in deleted}
+            deleted += [d for d in more if d[0] not in ids]
+        _apply(st, to_load, deleted, time.perf_counter())
 
     return locked_run(db, opts, body, create=False)
 

@@ -242,3 +242,21 @@ def test_a_root_registered_inside_a_later_one_keeps_its_files_whatever_the_comma
     (outer / "work" / "job.md").unlink()
     assert index_paths(db, [str(outer)], NO_STEPS).files_deleted == 1
     assert rows(db, "SELECT count(*) FROM files") == [(1,)]
+
+
+def test_removing_a_root_leaves_a_root_inside_it_its_files(tmp_path):
+    """`kgsearch index ~/notes ~/notes/work`, then `roots remove ~/notes`: work's files went with
+    notes (notes owned them) and were missing from the index until the next run."""
+    from kgsearch.indexer.run import remove_roots
+
+    outer = tmp_path / "notes"
+    write(outer / "a.md", "# A\nalpha\n")
+    write(outer / "work" / "job.md", "# Job\nzeta\n")
+    db = tmp_path / "i.db"
+    index_paths(db, [str(outer), str(outer / "work")], NO_STEPS)
+    rep = remove_roots(db, [str(outer)], NO_STEPS)
+    assert rep.roots_removed == [str(outer.resolve())]
+    assert rows(db, "SELECT path, root FROM files") == [(str((outer / "work" / "job.md").resolve()),
+                                                         str((outer / "work").resolve()))]
+    assert rows(db, "SELECT key FROM nodes WHERE kind = 'note'") == [("md://work/job",)]
+    assert index_paths(db, [], NO_STEPS).files_loaded == 0          # what a run finds: nothing to do
