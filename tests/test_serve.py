@@ -408,3 +408,14 @@ def test_a_json_null_parameter_is_not_given(tmp_path):
             assert st == 200 and [x["key"] for x in d["hits"]] == ["md:a"] and d["notices"] == [], body
     finally:
         h.close()
+
+
+@pytest.mark.parametrize("body, words", [
+    (b'{"q": {"a": 1}}', "parameter 'q' must be a string, a number or a list of them, got a JSON object"),
+    (b'{"q": "cart", "kind": [["function"]]}', "parameter 'kind' must be a string, a number or a list of them"),
+])
+def test_a_json_body_value_that_is_an_object_is_400(app, body, words):
+    """POST {"q": {"a": 1}} searched for the text "{'a': 1}" (200)."""
+    st, _, payload = get(app, "/api/search", "POST", body, **{"content-type": "application/json"})
+    assert st == 400 and words in json.loads(payload)["error"]
+
