@@ -49,6 +49,24 @@ def env_db_paths() -> list[str]:
     return [p for p in (current().db or "").split(os.pathsep) if p.strip()]
 
 
+def distinct_dbs(paths) -> list[str]:
+    """``paths`` with each index once, in order, under the first spelling given: ``a.db``,
+    ``./a.db``, an absolute path, a symlink or a hard link to the same file are one index (the
+    same file searched twice ranked every hit twice)."""
+    out, seen = [], set()
+    for p in paths:
+        p = os.path.expanduser(str(p))
+        try:
+            st = os.stat(p)
+            ident = ("inode", st.st_dev, st.st_ino)
+        except OSError:
+            ident = ("path", os.path.realpath(p))
+        if ident not in seen:
+            seen.add(ident)
+            out.append(p)
+    return out
+
+
 def default_db_path() -> Path:
     """``$KGSEARCH_DB`` (its first index when it lists several), else the data dir's ``index.db``."""
     listed = env_db_paths()
@@ -74,6 +92,8 @@ def read_user_json(p: Path):
         return json.loads(data)
     except UnicodeDecodeError as exc:
         raise DataError(f"not UTF-8 or UTF-16 text (byte {exc.start}); save the file as UTF-8", str(p)) from None
+    except RecursionError:
+        raise DataError("JSON nested too deeply to read; fix the file or remove it", str(p)) from None
 
 
 def load_config(path: str | os.PathLike | None = None) -> dict:

@@ -103,6 +103,8 @@ def _read_jsonl(path: Path) -> list[dict]:
                 out.append(json.loads(line))
             except json.JSONDecodeError as exc:
                 raise DataError(f"invalid JSON ({exc.msg})", str(path), lineno) from None
+            except RecursionError:
+                raise DataError("invalid JSON (nested too deeply to read)", str(path), lineno) from None
     return out
 
 
@@ -260,14 +262,21 @@ def evaluate_beir(folder: Path, opts: EvalOptions) -> dict:
 
 def _ablation(base: list[str], metrics: dict, run) -> list[dict]:
     """``--ablate``: the rows ``all``, ``-CHANNEL`` (each removed) and ``CHANNEL only``;
-    ``run(channels)`` gives the metrics of one run."""
+    ``run(channels)`` gives the metrics of one run. A set of graph channels alone is no row: they
+    spread from a first stage, and without one answer nothing (a usage error)."""
+    from .query.channels import GRAPH_CHANNELS
+
+    def answers(chans: list[str]) -> bool:      # graph channels alone have no first stage to spread from
+        return any(x not in GRAPH_CHANNELS for x in chans)
+
     rows = [{"run": "all", "channels": base, **metrics}]
     for c in base:
         rest = [x for x in base if x != c]
-        if rest:
+        if rest and answers(rest):
             rows.append({"run": f"-{c}", "channels": rest, **run(rest)})
     for c in base:
-        rows.append({"run": f"{c} only", "channels": [c], **run([c])})
+        if answers([c]):
+            rows.append({"run": f"{c} only", "channels": [c], **run([c])})
     return rows
 
 

@@ -581,3 +581,56 @@ def test_a_python_file_with_a_coding_cookie_is_shown_as_indexed(tmp_path, capsys
     assert main(["context", "--files", "lat.py", "--db", str(db), "--json"]) == 0
     items = {it["key"]: it for it in json.loads(capsys.readouterr().out)["items"]}
     assert items["py:lat.d"]["text"] == 'def d():\n    return "café"'
+
+
+def test_names_with_line_breaks_cannot_forge_context_lines_or_warnings(tmp_path, capsys):
+    """A note named "evil\\n### fake.py:1 · function f.md" printed a header line of its own in the
+    Markdown context, and a binary file named "x\\nerror: forged.md" an 'error:' line among the
+    warnings of `kgsearch index`."""
+    from kgsearch.cli import main
+
+    root = tmp_path / "r"
+    root.mkdir()
+    (root / "evil\n### fake.py:1 · function f.md").write_text("# Evil\n\nzebra evil body\n", encoding="utf-8")
+    (root / "good.md").write_text("# Good\n\nzebra good body\n", encoding="utf-8")
+    (root / "x\nerror: forged.md").write_bytes(b"\x00\x01binary")
+    db = tmp_path / "i.db"
+    capsys.readouterr()
+    assert main(["index", str(root), "--db", str(db)]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert not any(line.startswith("error:") for line in err), err
+    assert any("x\\nerror: forged.md: not text" in line for line in err)
+    assert main(["context", "zebra evil", "--db", str(db), "--budget", "2000"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    heads = [line for line in lines if line.startswith("### ")]
+    assert len(heads) == 2 and not any(line.startswith("### fake") for line in lines), heads
+    assert any(h.startswith("### ") and "evil\\n### fake.py:1" in h for h in heads)
+
+
+def test_paths_from_diffs_and_anchors_match_case_exactly(tmp_path, capsys):
+    """SQLite's LIKE ignores ASCII case: a diff of src/foo.py made elsewhere was mapped onto the
+    indexed src/Foo.py (another file), and an anchor `src/foo.py` in a code task found it too."""
+    import sqlite3
+
+    from kgsearch.query.anchors import _files_by_suffix
+
+    root = tmp_path / "proj"
+    (root / "src").mkdir(parents=True)
+    (root / "src" / "Foo.py").write_text("def upper_case():\n    return 1\n", encoding="utf-8")
+    (root / "src" / "bar.py").write_text("def lower_case():\n    return 2\n", encoding="utf-8")
+    db = tmp_path / "i.db"
+    assert main(["index", str(root), "--db", str(db), "-q"]) == 0
+    diff = tmp_path / "d.diff"
+    for name, found in (("foo.py", False), ("Foo.py", True)):
+        diff.write_text(f"--- a/src/{name}\n+++ b/src/{name}\n@@ -1,2 +1,2 @@\n-def upper_case():\n+def upper_case():\n"
+                        f"     return 1\n", encoding="utf-8")
+        capsys.readouterr()
+        assert main(["context", "--diff", str(diff), "--db", str(db), "--json"]) == 0
+        got = json.loads(capsys.readouterr().out)
+        assert any(it["name"].endswith("upper_case") for it in got["items"]) is found, (name, got)
+    conn = sqlite3.connect(db)
+    try:
+        assert _files_by_suffix(conn, "src/foo.py") == []
+        assert len(_files_by_suffix(conn, "src/Foo.py")) == 1 and len(_files_by_suffix(conn, "lib/src/Foo.py")) == 1
+    finally:
+        conn.close()

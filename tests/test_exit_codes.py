@@ -212,3 +212,43 @@ def test_a_command_that_changes_an_index_needs_one(args, tmp_path, capsys):
     assert capsys.readouterr().err == (f"error: no index at {db}; build one with `kgsearch index PATH` "
                                        f"(or pass --db / set KGSEARCH_DB)\n")
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("args, says", [
+    (["search", "alpha", "--db", ""], "error: --db needs the path of an index file, got an empty one"),
+    (["index", ".", "--db", ""], "error: --db needs the path of an index file, got an empty one"),
+    (["search", "alpha", "--weights", "0,0,0,0"], "error: --weights '0,0,0,0' gives every signal 0"),
+    (["search", "alpha", "--channels", "graph"], "error: --channels graph: the graph channels (graph, intent, local, "
+                                                 "global) start from the candidates of a first-stage channel; add "
+                                                 "one, e.g. --channels bm25,graph"),
+    (["search", "alpha", "--channels", "local,global"], "e.g. --channels bm25,local"),
+])
+def test_flags_that_could_only_answer_nothing_are_usage_errors(args, says, indexed, capsys, monkeypatch):
+    """`--db ''` (an unset variable) searched the default index (exit 4, "no index at ~/.local/...")
+    or indexed into '.' ("a folder"); `--weights 0,0,0,0` and `--channels graph` (no first stage)
+    answered "no results" with exit 0."""
+    monkeypatch.chdir(indexed[1].parent)
+    capsys.readouterr()
+    full = args if "--db" in args else [*args, "--db", str(indexed[1])]
+    assert cli(*full) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and says in err and err.count("\n") == 1
+
+
+def test_a_cli_query_of_nul_bytes_is_a_usage_error(tmp_path, capsys, monkeypatch):
+    """`printf '\\0\\0' | kgsearch search -` (or --query-file) searched for "  " and answered
+    "no results for '  '" with exit 0."""
+    import io
+    import sys
+
+    from kgsearch.cli import main
+
+    nul = tmp_path / "q.txt"
+    nul.write_bytes(b"\x00\x00\x00")
+    capsys.readouterr()
+    assert main(["search", "--query-file", str(nul), "--db", str(tmp_path / "none.db")]) == 2
+    assert capsys.readouterr().err == (f"error: the query read from {nul} is empty (nothing but blanks or control "
+                                       f"characters)\n")
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"\x00\x00")))
+    assert main(["search", "-", "--db", str(tmp_path / "none.db")]) == 2
+    assert "the query read from stdin is empty" in capsys.readouterr().err

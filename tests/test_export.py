@@ -246,3 +246,26 @@ def test_export_never_replaces_the_index_or_a_file_it_was_made_from(tmp_path, ca
         assert capsys.readouterr() == ("", f"error: {out} {why}\n")
     assert plan.read_text(encoding="utf-8") == "# Plan\n\nthe real note\n" and db.read_bytes() == before
     assert main(["export", "jsonl", str(tmp_path / "out.jsonl"), "--db", str(db)]) == 0
+
+
+def test_export_into_an_indexed_folder_is_refused(tmp_path, capsys):
+    """`kgsearch export vault ~/notes/export` (or jsonl there) wrote the export where the next
+    `kgsearch index` read it back: every node twice, linked to itself."""
+    from kgsearch.cli import main
+    from kgsearch.indexer import index_paths
+
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "plan.md").write_text("# Plan\n\nsee [[todo]]\n", encoding="utf-8")
+    db = tmp_path / "i.db"
+    index_paths(db, [str(notes)])
+    capsys.readouterr()
+    for fmt, out in (("vault", notes / "export"), ("jsonl", notes / "sub" / "graph.jsonl"), ("vault", notes)):
+        assert main(["export", fmt, str(out), "--db", str(db)]) == 2
+        err = capsys.readouterr().err
+        assert err == (f"error: {out} is inside the indexed folder {notes.resolve()}: the next `kgsearch index` would "
+                       f"index the export too (every node twice); write it outside the indexed folders\n")
+    assert sorted(p.name for p in notes.iterdir()) == ["plan.md"]
+    # what the walk does not read (graphml), and anything outside the roots, is written
+    assert main(["export", "graphml", str(notes / "g.graphml"), "--db", str(db), "-q"]) == 0
+    assert main(["export", "vault", str(tmp_path / "vault"), "--db", str(db), "-q"]) == 0

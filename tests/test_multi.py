@@ -1037,3 +1037,34 @@ def test_pulls_together_are_each_index_s_pull_to_the_last_bit(mixed, engines, tm
         for p, g in zip(pulls, got):
             want = p.answer()
             assert g.dtype == want.dtype and np.array_equal(g, want) and len(g) == len(p.ids)
+
+
+def test_one_index_under_two_spellings_is_searched_once(tmp_path, capsys, monkeypatch):
+    """`--db a.db --db ./a.db` (or a symlink, a hard link, $KGSEARCH_DB listing it twice)
+    searched the file twice: every hit listed twice, once as a-2."""
+    import os
+
+    from kgsearch.cli import main
+    from kgsearch.indexer import index_paths
+    from kgsearch.query.multi import multi_engine_for
+
+    root = tmp_path / "notes"
+    root.mkdir()
+    (root / "cart.md").write_text("# Cart\n\nzebra cart notes\n", encoding="utf-8")
+    (root / "shop.md").write_text("# Shop\n\nzebra shop notes\n", encoding="utf-8")
+    db = tmp_path / "a.db"
+    index_paths(db, [str(root)])
+    (tmp_path / "link.db").symlink_to(db)
+    os.link(db, tmp_path / "hard.db")
+    monkeypatch.chdir(tmp_path)
+    capsys.readouterr()
+    assert main(["search", "zebra", "--db", "a.db", "--json"]) == 0
+    want = [h["key"] for h in json.loads(capsys.readouterr().out)["hits"]]
+    assert len(want) == 2
+    for other in ("./a.db", str(db), "link.db", "hard.db"):
+        assert main(["search", "zebra", "--db", "a.db", "--db", other, "--json"]) == 0
+        assert [h["key"] for h in json.loads(capsys.readouterr().out)["hits"]] == want, other
+    monkeypatch.setenv("KGSEARCH_DB", os.pathsep.join(["a.db", "./a.db"]))
+    assert main(["search", "zebra", "--json"]) == 0
+    assert [h["key"] for h in json.loads(capsys.readouterr().out)["hits"]] == want
+    assert list(multi_engine_for(["a.db", "link.db"]).engines) == ["a"]

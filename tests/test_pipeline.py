@@ -181,6 +181,29 @@ def test_result_cache_survives_processes_and_dies_with_reindex(kg_db, tmp_path):
     assert not engine(kg_db).search("sqlite wal", opts).cached
 
 
+def test_result_cache_key_follows_the_equivalences_file_the_environment_and_the_code(kg_db, tmp_path, monkeypatch):
+    """An edit to the equivalences file (read at query time), another model or memory budget, or
+    an edited checkout (same version) answered from the cache with what they no longer rank."""
+    from kgsearch import environment
+    from kgsearch import version
+
+    eq = tmp_path / "eq.json"
+    eq.write_text(json.dumps({"write ahead log": ["WAL"]}))
+    opts = SearchOptions(use_cache=True)
+    with environment.configured(environment.Environment(equivalences=str(eq))):
+        assert not engine(kg_db).search("sqlite wal", opts).cached
+        assert engine(kg_db).search("sqlite wal", opts).cached
+        eq.write_text(json.dumps({"write ahead log": ["WAL", "journal mode"]}))
+        assert not engine(kg_db).search("sqlite wal", opts).cached
+        assert engine(kg_db).search("sqlite wal", opts).cached
+    with environment.configured(environment.Environment(equivalences=str(eq), memory_mb="512")):
+        assert not engine(kg_db).search("sqlite wal", opts).cached
+    with environment.configured(environment.Environment(equivalences=str(eq))):
+        assert engine(kg_db).search("sqlite wal", opts).cached
+        monkeypatch.setattr(version, "_stamp", "another checkout")
+        assert not engine(kg_db).search("sqlite wal", opts).cached
+
+
 def test_code_query_walk_hits_and_test_penalty(code_db):
     eng = engine(code_db)
     r = eng.search("apply_discount", SearchOptions(use_cache=False, k=10, explain=True))

@@ -518,3 +518,79 @@ def test_a_note_with_thousands_of_links_is_indexed_without_spending_the_time_bud
     info = rep["steps"]["graph"]
     assert info["communities"].startswith("skipped: greedy modularity passed its work budget")
     assert cnm_work_budget(20000) < 20000 ** 2 // 20             # far below the star's L**2 / 2 pushes
+
+
+def test_names_that_are_not_utf8_are_skipped_with_one_line_each(tmp_path, capsys):
+    """A file or folder whose name is not UTF-8 (bytes on Linux) stopped the whole run with
+    'internal error UnicodeEncodeError ... surrogates not allowed' and no index."""
+    import os
+
+    from kgsearch.cli import main
+
+    root = tmp_path / "r"
+    root.mkdir()
+    base = os.fsencode(root)
+    with open(base + b"/bad\xff\xfename.md", "wb") as fh:
+        fh.write(b"# Bad\nzebra one\n")
+    os.mkdir(base + b"/dir\xe9")
+    with open(base + b"/dir\xe9/inner.md", "wb") as fh:
+        fh.write(b"# Inner\nzebra two\n")
+    (root / "good.md").write_text("# Good\nzebra three\n", encoding="utf-8")
+    db = tmp_path / "i.db"
+    capsys.readouterr()
+    assert main(["index", str(root), "--db", str(db)]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert f"warning: {root}/bad\\xff\\xfename.md: the name is not valid UTF-8; skipped (rename it to index it)" in err
+    assert f"warning: {root}/dir\\xe9: the name is not valid UTF-8; skipped (rename it to index it)" in err
+    with sqlite3.connect(db) as c:
+        assert [r[0] for r in c.execute("SELECT path FROM files")] == [str(root / "good.md")]
+    # named on the command line: one line, exit 3, nothing written
+    assert main(["index", os.fsdecode(base + b"/bad\xff\xfename.md"), "--db", str(db)]) == 3
+    assert capsys.readouterr().err == (f"error: {root}/bad\\xff\\xfename.md: the path is not valid UTF-8 (the index "
+                                       f"stores paths as text); rename it\n")
+
+
+def test_json_nested_100000_deep_is_one_line_everywhere(tmp_path, capsys):
+    """'[' * 100000 raised RecursionError: an internal error for a config file, a dead request
+    in `serve`, and the MCP stdio server died (no answer to the requests that followed)."""
+    import io
+
+    from kgsearch.cli import main
+    from kgsearch.config import load_config
+    from kgsearch.errors import DataError
+    from kgsearch.mcp.stdio import serve
+    from kgsearch.serve.holder import Holder
+    from kgsearch.serve.server import App
+
+    deep = "[" * 100_000
+    root = tmp_path / "r"
+    root.mkdir()
+    (root / "deep.json").write_text(deep, encoding="utf-8")
+    (root / "deep.jsonl").write_text('{"node_id": "a"}\n' + deep + "\n", encoding="utf-8")
+    (root / "ok.md").write_text("# Ok\n\nzebra\n", encoding="utf-8")
+    db = tmp_path / "i.db"
+    capsys.readouterr()
+    assert main(["index", str(root), "--db", str(db)]) == 0
+    err = capsys.readouterr().err
+    assert "deep.json: invalid JSON: nested too deeply to read" in err
+    assert "deep.jsonl:2: invalid JSON: nested too deeply to read" in err
+    assert "Traceback" not in err and "RecursionError" not in err
+    cfg = tmp_path / "config.json"
+    cfg.write_text(deep, encoding="utf-8")
+    with pytest.raises(DataError, match="config.json: JSON nested too deeply to read"):
+        load_config(cfg)
+    # serve: 400 naming the body
+    h = Holder(str(db))
+    try:
+        st, _, payload = App({"i": h}, None).handle("POST", "/api/search", {"content-type": "application/json"},
+                                                    deep.encode())
+    finally:
+        h.close()
+    assert st == 400 and json.loads(payload)["error"].startswith("the request body is JSON nested too deeply")
+    # MCP stdio: a JSON-RPC parse error, and the server answers what follows
+    lines = [deep, json.dumps({"jsonrpc": "2.0", "id": 2, "method": "ping"})]
+    out = io.BytesIO()
+    assert serve(str(db), io.BytesIO("\n".join(lines).encode() + b"\n"), out) == 0
+    answers = [json.loads(x) for x in out.getvalue().decode().splitlines()]
+    assert answers[0]["error"] == {"code": -32700, "message": "parse error: JSON nested too deeply to read"}
+    assert answers[1] == {"jsonrpc": "2.0", "id": 2, "result": {}}

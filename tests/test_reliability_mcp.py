@@ -181,3 +181,12 @@ def test_the_official_sdk_validates_every_result_and_sees_the_annotations(demo_d
     assert seen["annotations"]["search"] is True and seen["annotations"]["feedback"] is False
     assert seen["schemas"]
     assert tokens(seen["brief"]) <= 2000 < tokens(seen["full"])
+
+
+@pytest.mark.parametrize("args", [{"query": "   "}, {"query": "\x00\x00"}, {"query": "\x1b\n\t"}])
+def test_a_query_of_blanks_or_nuls_is_an_argument_error(demo_db, args):
+    """minLength 1 let "   " and NULs through: the agent got "no results" for a query it never
+    wrote (a tool error naming the argument is what it can fix)."""
+    res = call(demo_db, "search", args)
+    assert res["isError"] is True and "'query'" in res["content"][0]["text"], res
+

@@ -150,6 +150,12 @@ def test_api_context_from_files_and_post(app, proj, capsys):
     ("/api/related?node=Cart&types=nope", 400, "--types: no edge type 'nope' in this index; it has: "),
     ("/api/related?node=Cart&direction=sideways", 400, "direction"),
     ("/api/search?q=x&db=other", 404, "no index named"),
+    ("/api/search?q=%20%20", 400, "parameter 'q' is blank"),          # searched for nothing: 200 and no hits
+    ("/api/search?q=%00%00", 400, "parameter 'q' is blank"),
+    ("/api/why?q=%20&node=Cart", 400, "parameter 'q' is blank"),
+    ("/api/show?node=%20", 400, "parameter 'node' is blank"),
+    ("/api/context?task=%20%0A", 400, "parameter 'task' is blank"),
+    ("/api/context?diff=zz", 400, "parameter 'diff': not a unified diff"),   # was 200 and an empty context
 ])
 def test_api_errors_are_json_with_a_status(app, target, status, words):
     st, hd, payload = get(app, target)
@@ -417,3 +423,14 @@ def test_a_corrected_search_page_links_the_search_as_typed(app):
     api = json.loads(get(app, "/api/search?q=dicsount&correct=0")[2])
     assert api["corrections"] == [] and json.loads(get(app, "/api/search?q=dicsount")[2])["corrections"] == \
         [["dicsount", "discount"]]
+
+
+@pytest.mark.parametrize("body, words", [
+    (b'{"q": {"a": 1}}', "parameter 'q' must be a string, a number or a list of them, got a JSON object"),
+    (b'{"q": "cart", "kind": [["function"]]}', "parameter 'kind' must be a string, a number or a list of them"),
+])
+def test_a_json_body_value_that_is_an_object_is_400(app, body, words):
+    """POST {"q": {"a": 1}} searched for the text "{'a': 1}" (200)."""
+    st, _, payload = get(app, "/api/search", "POST", body, **{"content-type": "application/json"})
+    assert st == 400 and words in json.loads(payload)["error"]
+

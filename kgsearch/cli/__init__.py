@@ -16,13 +16,13 @@ import os
 import sys
 
 from .. import environment
-from ..config import env_db_paths
+from ..config import distinct_dbs, env_db_paths
 from ..errors import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_MEMORY, EXIT_OK, KgsearchError, UsageError
 from ..query.channels import CHANNELS, DEFAULT_CHANNELS
 from ..query.intent import INTENTS
 from ..version import __version__
 from . import commands, graph_commands, live
-from .output import err
+from .output import err, one_line
 
 EXIT_CODES = """exit codes:
   0   success
@@ -430,7 +430,7 @@ def _main(argv: list[str] | None) -> int:
     try:
         _resolve_dbs(args)
     except UsageError as exc:
-        err(f"error: {exc}")
+        err(one_line(f"error: {exc}"))
         return exc.code
     if args.verbose:
         import logging
@@ -448,12 +448,12 @@ def _main(argv: list[str] | None) -> int:
             fixed_mmap_threshold()          # freed work arrays leave the RSS (text step at 1M: 982 -> 718 MiB)
         return args.func(args)
     except KgsearchError as exc:
-        err(f"error: {exc}")
+        err(one_line(f"error: {exc}"))
         return exc.code
     except MemoryError as exc:     # never an "internal error": the budget or the system said no
         from .. import budget
 
-        err(f"error: {exc if isinstance(exc, KgsearchError) else budget.message()}")
+        err(one_line(f"error: {exc if isinstance(exc, KgsearchError) else budget.message()}"))
         return EXIT_MEMORY
     except KeyboardInterrupt:
         err("interrupted; nothing was changed")
@@ -469,11 +469,11 @@ def _main(argv: list[str] | None) -> int:
 
         mapped = ensure_error(exc, getattr(args, "db", None))
         if mapped is not None:
-            err(f"error: {mapped}")
+            err(one_line(f"error: {mapped}"))
             return mapped.code
         if args.verbose:
             raise
-        err(f"error: internal error {type(exc).__name__}: {exc} (rerun with -v for details and please report it)")
+        err(one_line(f"error: internal error {type(exc).__name__}: {exc} (rerun with -v for details and please report it)"))
         return EXIT_INTERNAL
     finally:
         from .. import budget
@@ -486,14 +486,17 @@ def _resolve_dbs(args) -> None:
     several separated by ``os.pathsep``); ``args.db`` the first (None: the default index);
     ``args.db_explicit`` the one given with ``--db`` (None otherwise). A command of one index
     given several is a usage error."""
-    given = args.db if isinstance(args.db, list) else ([args.db] if args.db else [])
+    given = args.db if isinstance(args.db, list) else ([args.db] if args.db is not None else [])
+    if any(not str(p).strip() for p in given):   # --db "$UNSET": not the default index, nor "."
+        raise UsageError("--db needs the path of an index file, got an empty one (an unset shell variable?); "
+                         "pass --db PATH, or leave --db out for $KGSEARCH_DB or the default index")
     args.db_explicit = given[0] if given else None
     source = "--db"
     dbs = list(given)
     if not dbs:
         dbs = env_db_paths()
         source = "$KGSEARCH_DB"
-    dbs = [os.path.expanduser(p) for p in dict.fromkeys(dbs)]
+    dbs = distinct_dbs(dbs)
     if len(dbs) > 1 and args.command not in MULTI_COMMANDS:
         raise UsageError(f"`kgsearch {args.command}` works on one index, and {source} names {len(dbs)} "
                          f"({', '.join(dbs)}); pass the one with --db PATH (several indexes are for "

@@ -61,13 +61,13 @@ def _report_run(args, report) -> int:
             if report.compacted_bytes >= COMPACT_NOTE_BYTES:     # a fresh build's routine VACUUM says nothing
                 err(f"note: compacted the index file: {report.compacted_bytes / 1e6:.1f} MB smaller "
                      f"({report.phases.get('compact', 0):.1f}s)")
-    for path in report.roots_missing:
+    for path in map(one_line, report.roots_missing):
         err(f"error: root {path} is missing (moved, deleted, or a card not mounted?); its files are kept "
             f"and the other roots were indexed. If it is gone for good: `kgsearch roots remove {path}`")
     for path in report.roots_unreadable:
         what = "listed" if os.path.isdir(path) else "read"             # a folder, or a file named as a root
-        err(f"error: root {path} cannot be {what} (permissions?); its files are kept and the other roots "
-            f"were indexed. Fix its permissions, or `kgsearch roots remove {path}`")
+        err(one_line(f"error: root {path} cannot be {what} (permissions?); its files are kept and the other roots "
+                     f"were indexed. Fix its permissions, or `kgsearch roots remove {path}`"))
     if report.files_failed:
         err(f"error: {report.files_failed} file(s) could not be indexed (see warnings); the rest was committed")
     return EXIT_DATA if report.partial else EXIT_OK

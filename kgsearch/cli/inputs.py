@@ -19,7 +19,7 @@ def query_text(given: str | None, path: str | None, what: str = "query") -> str:
     if path is None and given != "-":
         if given is None:
             raise UsageError(f"no {what}: give it as an argument, - for stdin, or --query-file FILE")
-        if not given.strip():
+        if _blank(given):
             raise UsageError(f"the {what} is empty; give some words, e.g. kgsearch search \"sync fails at night\"")
         return given
     where = path if path not in (None, "-") else "stdin"
@@ -34,9 +34,15 @@ def query_text(given: str | None, path: str | None, what: str = "query") -> str:
         raise DataError(f"cannot read the {what} ({exc.strerror}); pass a readable file, or - for stdin",
                         path) from None
     text = data.decode("utf-8", errors="replace")
-    if not text.strip():
-        raise UsageError(f"the {what} read from {where} is empty")
+    if _blank(text):
+        raise UsageError(f"the {what} read from {where} is empty (nothing but blanks or control characters)")
     return text
+
+
+def _blank(text: str) -> bool:
+    """Nothing but white space, NULs and other control characters (``printf '\\0\\0' | kgsearch
+    search -`` searched for "   " and answered "no results")."""
+    return not any(c.isprintable() and not c.isspace() for c in text)
 
 
 def read_diff(spec: str, ix, roots: list[str] | None = None):

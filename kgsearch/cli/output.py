@@ -99,7 +99,7 @@ def warn_list(warnings: list[str], quiet: bool, limit: int = 20) -> None:
     if quiet:
         return
     for w in warnings[:limit]:
-        err(f"warning: {w}")
+        err(one_line(f"warning: {w}"))            # (a file named "x\nerror: ..." forged a line)
     if len(warnings) > limit:
         err(f"warning: ... and {len(warnings) - limit} more (use --json to see all)")
 

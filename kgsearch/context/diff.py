@@ -207,6 +207,7 @@ def _file_row(ix, fc: FileChange, path: str | None = None):
     tail = "/" + path.lstrip("/")
     rows = ix.conn.execute("SELECT id, path, size, mtime_ns FROM files WHERE path LIKE ? ESCAPE '\\'",
                            ("%" + tail.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_"),)).fetchall()
+    rows = [r for r in rows if r[1].endswith(tail)]         # (LIKE ignores ASCII case: Foo.c is not foo.c)
     return rows[0] if len(rows) == 1 else None
 
 

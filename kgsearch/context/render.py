@@ -47,7 +47,6 @@ def quoteattr(value: str) -> str:
 
 ESTIMATE_RULE = "tokens = ceil(characters / 4)"
 
-
 def _lines(it: Item) -> str:
     if it.line_start is None:
         return ""

@@ -37,7 +37,7 @@ def export(ix, fmt: str, out: str, text: bool | None = None, types=None, derived
         if bad:
             raise UsageError(f"--types: no edge type {bad[0]!r} in this index; it has: {', '.join(sorted(known))}")
     if out != "-":
-        _check_out(ix, out)
+        _check_out(ix, out, fmt)
     try:
         return _export(ix, fmt, out, text, types, derived)
     except BrokenPipeError:
@@ -49,9 +49,10 @@ def export(ix, fmt: str, out: str, text: bool | None = None, types=None, derived
                         out) from None
 
 
-def _check_out(ix, out: str) -> None:
+def _check_out(ix, out: str, fmt: str | None = None) -> None:
     """The export never replaces the index itself or a file the index was made from (a typo such
-    as ``export jsonl notes/plan.md`` replaced the note; ``export sqlite INDEX.db`` the index)."""
+    as ``export jsonl notes/plan.md`` replaced the note; ``export sqlite INDEX.db`` the index),
+    nor writes what the next index run would read back (a vault or JSON Lines inside a root)."""
     real = os.path.realpath(os.path.expanduser(out))
     index = os.path.realpath(str(ix.path))
     if real in (index, index + "-wal", index + "-shm"):
@@ -59,6 +60,18 @@ def _check_out(ix, out: str) -> None:
     if os.path.isfile(real) and ix.conn.execute("SELECT 1 FROM files WHERE path = ?", (real,)).fetchone():
         raise UsageError(f"{out} is a file this index was made from; writing the export there would replace it: "
                          f"choose another path")
+    if fmt in ("vault", "jsonl"):
+        from pathlib import Path
+
+        from ..ingest.loaders import loader_for
+        from ..ingest.walk import inside
+        from ..store.roots import list_roots
+
+        if fmt == "vault" or loader_for(Path(real), None) is not None:
+            for r in list_roots(ix.conn):
+                if os.path.isdir(r.path) and inside(real, r.path):
+                    raise UsageError(f"{out} is inside the indexed folder {r.path}: the next `kgsearch index` would "
+                                     f"index the export too (every node twice); write it outside the indexed folders")
 
 
 def _export(ix, fmt: str, out: str, text, types, derived) -> dict:

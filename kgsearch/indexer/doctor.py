@@ -37,7 +37,7 @@ from pathlib import Path
 
 from ..errors import BadIndex
 from ..graph.stored.scores import PAGERANK_L1_BOUND
-from ..store.db import Index, check_blobs, is_corruption
+from ..store.db import Index, check_blobs, foreign_kind, is_corruption
 from ..store.lock import IndexLock
 from ..types import ChangeSet
 
@@ -94,6 +94,8 @@ def check_index(db, thorough: bool = False, derived: bool = True, progress=None)
     which writes, runs on the copy)."""
     t0 = time.perf_counter()
     rep = DoctorReport(db=str(db))
+    if foreign_kind(db) is not None:             # not an index: said before a .lock is made beside it
+        Index.open(db, readonly=True).close()
     with IndexLock(db, required=False):
         ix = Index.open(db, readonly=True)
         try:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from ..errors import DataError, UsageError
 from ..ingest.loaders import loader_for
-from ..ingest.walk import Found, WalkReport, found_file, inside, special_file, walk
+from ..ingest.walk import Found, WalkReport, found_file, inside, shown_path, special_file, walk
 from ..store.roots import Root, check_paths, list_roots, probe, register_roots
 from .load import hash_bytes
 from .state import RunState
@@ -43,6 +43,11 @@ def resolve_roots(ix, paths: list[str]) -> list[Root]:
     for p in paths:
         rp = Path(p).expanduser()
         full = _abs(p)
+        try:
+            full.encode("utf-8")
+        except UnicodeEncodeError:
+            raise DataError("the path is not valid UTF-8 (the index stores paths as text); rename it",
+                            shown_path(full)) from None
         if full not in known and not rp.exists():
             raise DataError("no such file or folder; check the path", str(rp))
         if full not in known:
@@ -90,8 +95,11 @@ def plan(st: RunState, roots: list[Root]) -> tuple[list[Found], list[tuple[int, 
             kept_roots.append(root.path)
             continue
         # a file inside an earlier registered root (nested roots) belongs to that one, whichever
-        # roots this run walks, so its keys do not depend on the command line
-        owners = [r for r in registered if r.position < root.position and inside(root.path, r.path)]
+        # roots this run walks, so its keys do not depend on the command line: the earlier root
+        # may hold this one, or lie inside it (registered first: `index ~/notes/work`, then
+        # `index ~/notes` must not take work's files over, nor give them back on the next run)
+        owners = [r for r in registered if r.position < root.position
+                  and (inside(root.path, r.path) or inside(r.path, root.path))]
         for f in files:
             if str(f.path) in seen:             # reached from an earlier root too: that one owns it
                 continue

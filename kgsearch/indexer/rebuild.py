@@ -13,6 +13,11 @@
    index sees the old file or the new one, never neither; readers that have it open keep
    their snapshot of the old one. Once the new index opens and passes ``quick_check``, the
    ``.bak`` is removed; if that check fails, the old file is put back.
+
+A file at ``db`` that is not a kgsearch index is never lost: a SQLite file of other tables is
+refused before anything is written (not even the lock file: exit 4, one line), and a file that
+is not SQLite (a damaged header, or something else saved there) is rebuilt over but kept as
+``<name>.bak`` (``.bak.2``... when that name is taken), and the report says so.
 """
 from __future__ import annotations
 
@@ -22,7 +27,7 @@ import time
 from pathlib import Path
 
 from ..errors import BadIndex, DataError
-from ..store.db import Index
+from ..store.db import Index, foreign_kind
 from ..store.lock import IndexLock
 from ..store.roots import Root, list_roots, sync_meta
 from .state import IndexOptions, IndexReport
@@ -55,17 +60,31 @@ def rebuild_index(db, paths: list[str] | None = None, opts: IndexOptions | None 
     from ..store.roots import check_paths
 
     check_paths(paths or [], "kgsearch doctor --rebuild ~/notes")
+    kind = foreign_kind(db) if db.is_file() else None
+    if kind == "sqlite":
+        raise _refusal(db)                       # (before the lock: no .lock file beside it either)
+    if kind == "unknown" and not paths:
+        try:
+            _old_state(db)
+        except (sqlite3.DatabaseError, BadIndex) as exc:
+            raise BadIndex(f"{db}: cannot read its roots ({exc}); name them: "
+                           f"`kgsearch doctor --rebuild PATH...`") from None
     with IndexLock(db):
         roots: list[Root] = []
         settings: dict = {}
         generation = 0
+        keep_old = False
         if db.exists():
             try:
                 roots, settings, generation = _old_state(db)
             except (sqlite3.DatabaseError, BadIndex) as exc:
+                kind = foreign_kind(db)
+                if kind == "sqlite":
+                    raise _refusal(db) from None
                 if not paths:
                     raise BadIndex(f"{db}: cannot read its roots ({exc}); name them: "
                                    f"`kgsearch doctor --rebuild PATH...`") from None
+                keep_old = kind == "unknown"     # maybe not an index at all: never deleted
         if paths:
             from ..store.roots import new_label
 
@@ -110,16 +129,33 @@ def rebuild_index(db, paths: list[str] | None = None, opts: IndexOptions | None 
                 ix.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
                 if [r[0] for r in ix.conn.execute("PRAGMA quick_check")] != ["ok"]:
                     raise BadIndex(f"the rebuilt index {tmp} fails its check; the index was not changed")
-            _swap(db, tmp)
+            kept = _swap(db, tmp, keep_old)
         finally:
             _remove(tmp)                        # what is left of the new file's names (its lock)
     report.db = str(db)
+    if kept:
+        report.warnings.append(f"{db}: the file there was not readable as a kgsearch index; kept as {kept}")
     return report
 
 
-def _swap(db: Path, tmp: str) -> None:
-    path, bak = str(db), f"{db}.bak"
-    _remove(bak)
+def _refusal(db: Path) -> BadIndex:
+    return BadIndex(f"{db} is a SQLite file but not a kgsearch index; doctor --rebuild does not replace it: "
+                    f"pass another --db, or move the file away first")
+
+
+def _free_bak(path: str) -> str:
+    """``<path>.bak``, or ``.bak.2``, ``.bak.3``... : a name no file (nor its sidecars) has."""
+    n = 1
+    while True:
+        bak = f"{path}.bak" + (f".{n}" if n > 1 else "")
+        if not any(os.path.lexists(bak + s) for s in ("",) + SIDECARS):
+            return bak
+        n += 1
+
+
+def _swap(db: Path, tmp: str, keep_old: bool = False) -> str | None:
+    """Put ``tmp`` in ``db``'s place; the old file's second name when it is kept (``keep_old``)."""
+    path, bak = str(db), _free_bak(str(db))
     had_old = db.exists()
     if had_old:
         try:
@@ -146,5 +182,12 @@ def _swap(db: Path, tmp: str) -> None:
     if not ok and had_old:
         os.replace(bak, path)
         raise BadIndex(f"the new index at {path} did not open after the swap; the old one is back")
+    if had_old and keep_old:
+        return bak
     if had_old:
-        _remove(bak)
+        for suffix in ("",) + SIDECARS:
+            try:
+                os.remove(bak + suffix)
+            except FileNotFoundError:
+                pass
+    return None

@@ -22,9 +22,9 @@ from ..embed.index_model import model_files_changed
 from ..config import default_db_path
 from ..errors import DataError, NotFound, UsageError
 from ..ingest.pool import default_workers, ordered_map
-from ..ingest.walk import Found
+from ..ingest.walk import Found, inside
 from ..settings import IndexSettings
-from ..store.db import Index, ensure_error
+from ..store.db import Index, ensure_error, foreign_kind
 from ..store.lock import IndexLock
 from ..store.roots import file_counts, find_root, list_roots, mark_indexed, remove_root
 from ..types import ChangeSet, LoadOptions
@@ -170,7 +170,17 @@ def remove_roots(db: str | os.PathLike | None, refs: list[str], opts: IndexOptio
             deleted += st.conn.execute("SELECT id, path FROM files WHERE root = ? OR path = ?",   # (a file root)
                                        (root.path, root.path)).fetchall()
             remove_root(st.conn, root.path)
-        _apply(st, [], [tuple(r) for r in deleted], time.perf_counter())
+        deleted = [tuple(r) for r in deleted]
+        # files a root nested inside a removed one reaches again (its own since it was added
+        # after): loaded under it in this run, not lost until the next `kgsearch index`
+        heirs = [r for r in list_roots(st.conn)
+                 if os.path.isdir(r.path) and any(inside(p, r.path) for _, p in deleted)]
+        to_load: list = []
+        if heirs:
+            to_load, more = plan(st, heirs)
+            ids = {i for i, _ in deleted}
+            deleted += [d for d in more if d[0] not in ids]
+        _apply(st, to_load, deleted, time.perf_counter())
 
     return locked_run(db, opts, body, create=False)
 
@@ -185,6 +195,8 @@ def locked_run(db, opts: IndexOptions, body, create: bool = True) -> IndexReport
     if not create and not os.path.exists(db):
         Index.open(db, readonly=True)                # BadIndex: "no index at ...", naming the fix
     report = IndexReport(db=str(db))
+    if foreign_kind(db) is not None:             # not an index: refused before a .lock is made beside it
+        Index.open(db, readonly=True).close()   # (BadIndex naming what it is and the fix)
     with IndexLock(db):
         first = not os.path.exists(db)
         try:

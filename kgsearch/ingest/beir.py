@@ -34,6 +34,9 @@ def load(path: Path, rel: str, opts: LoadOptions) -> LoadResult:
             except json.JSONDecodeError as exc:
                 raise DataError(f"invalid JSON ({exc.msg}); each line must be one "
                                 f'{{"_id", "title", "text"}} object', str(path), lineno) from None
+            except RecursionError:
+                raise DataError("invalid JSON (nested too deeply to read); each line must be one "
+                                '{"_id", "title", "text"} object', str(path), lineno) from None
             if not isinstance(rec, dict) or "_id" not in rec:
                 raise DataError('a BEIR corpus line needs an "_id" field', str(path), lineno)
             doc_id = str(rec["_id"])

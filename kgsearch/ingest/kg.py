@@ -108,6 +108,8 @@ def _looks_like_jsonl(text: str) -> bool:
         return False
     except json.JSONDecodeError as exc:
         return exc.msg == "Extra data"
+    except RecursionError:                      # (the parse that follows says so, naming the file)
+        return False
 
 
 # ---- classifying records -------------------------------------------------------------------
@@ -186,6 +188,9 @@ def _parse_json(text: str, where: str, strict: bool) -> tuple[Any, dict[int, tup
             "fix the JSON syntax, or list the file in .kgsearchignore if it is not a knowledge graph"
         raise DataError(f"invalid JSON: {_json_error(exc)}; {fix}",
                         where, exc.lineno) from None
+    except RecursionError:
+        fix = "fix the file" if strict else "fix the file, or list it in .kgsearchignore if it is not a knowledge graph"
+        raise DataError(f"invalid JSON: nested too deeply to read; {fix}", where) from None
     spans = _object_lines(text)
     lines = {}
     if len(spans) == len(made):
@@ -269,6 +274,9 @@ def _read_jsonl(text: str, where: str, strict: bool) -> list[Record] | None:
         except json.JSONDecodeError as exc:
             raise DataError(f"invalid JSON: {_json_error(exc)}; each line must be "
                             "one JSON object", where, lineno) from None
+        except RecursionError:
+            raise DataError("invalid JSON: nested too deeply to read; each line must be one JSON object",
+                            where, lineno) from None
         if first:
             first = False
             if not _looks_kg(item, strict):

@@ -317,20 +317,40 @@ class _Rust(Builder):
         (``tests/t.rs``: ``mod support { mod panic; }`` -> ``tests/support/panic.rs``, as rustc
         reads it). ``#[path = "p"]`` names the file: relative to the declaring file's folder, or,
         inside inline modules, to the folder a ``mod x;`` there uses (``src/a/b.rs``: ``mod m {
-        #[path = "o.rs"] mod o; }`` -> ``src/a/b/m/o.rs``; the Rust reference's rules)."""
-        d = posixpath.dirname(self.rel)
+        #[path = "o.rs"] mod o; }`` -> ``src/a/b/m/o.rs``); an inline module's own ``#[path = "p"]``
+        is its folder, relative to the folder of the module around it (``src/lib.rs``:
+        ``#[path = "t"] mod m { mod x; }`` -> ``src/t/x.rs``; the Rust reference's rules)."""
         base = self.rel.rsplit("/", 1)[-1][:-3]
-        inline = self._mods_of(self._scope_at(at))
-        if path is not None and not inline:
-            self.imports([posixpath.normpath(posixpath.join(d, path))], at)
-            return
-        if not self.is_root and base not in ("mod", "lib", "main"):
-            d = posixpath.join(d, base)
-        d = posixpath.join(d, *inline)
-        if path is not None:
-            self.imports([posixpath.normpath(posixpath.join(d, path))], at)
-            return
-        self.imports([posixpath.join(d, f"{name}.rs"), posixpath.join(d, name, "mod.rs")], at)
+        # (folder, the file's own name still to enter before a folder below it), as rustc keeps it
+        relative = base if not self.is_root and base not in ("mod", "lib", "main") else None
+        dirs = [(posixpath.dirname(self.rel), relative)]
+        for m in self._inline_mods(self._scope_at(at)):
+            nxt = []
+            for d, rel in dirs:
+                for p in m.data.get("paths") or [None]:
+                    if p is not None:          # #[path = "p"] mod m { .. }: the folder p, from the
+                        nxt.append((posixpath.normpath(posixpath.join(d, p)), None))   # file's own
+                    else:
+                        nxt.append((posixpath.join(d, rel, m.name) if rel else posixpath.join(d, m.name), None))
+            dirs = list(dict.fromkeys(nxt))
+        out = []
+        for d, rel in dirs:
+            if path is not None:
+                out.append(posixpath.normpath(posixpath.join(d, path)))
+            else:
+                d = posixpath.join(d, rel) if rel else d
+                out += [posixpath.join(d, f"{name}.rs"), posixpath.join(d, name, "mod.rs")]
+        self.imports(list(dict.fromkeys(out)), at)
+
+    def _inline_mods(self, scope: Def) -> list[Def]:
+        """The inline modules around ``scope``, outermost first."""
+        out = []
+        d = scope
+        while d is not None and d is not self.mod:
+            if d.decl == "mod":
+                out.append(d)
+            d = d.parent
+        return out[::-1]
 
     # ---- items -------------------------------------------------------------------------
     def _attrs_start(self, at: int) -> tuple[int, bool]:
@@ -415,15 +435,17 @@ class _Rust(Builder):
                 at = nm.end()
                 if code.startswith("<", at) or code[at:at + 4].lstrip().startswith("<"):
                     at = self._angles().skip(code.index("<", at))
+                mod_paths: list[str | None] = []
                 if kw == "mod":
+                    attrs = self._attrs_start(item_start)[0]
+                    paths = [(a.group(1) is not None, a.group(2))
+                             for a in _PATH_ATTR.finditer(self.lx.text, attrs, item_start)]
+                    if paths and all(cond for cond, _ in paths):   # only #[cfg_attr(unix, path = "x.rs")]:
+                        mod_paths.append(None)                       # or the usual file
+                    mod_paths += [path for _, path in paths] or [None]
                     e = find_end(code, pairs, at, ";{")
                     if e < n and code[e] == ";":       # read once the inline modules are known
-                        attrs = self._attrs_start(item_start)[0]
-                        paths = [(a.group(1) is not None, a.group(2))
-                                 for a in _PATH_ATTR.finditer(self.lx.text, attrs, item_start)]
-                        if paths and all(cond for cond, _ in paths):   # only #[cfg_attr(unix, path = "x.rs")]:
-                            mod_decls.append((nm.group(1), m.start(), None))     # or the usual file
-                        for _, path in paths or [(False, None)]:
+                        for path in mod_paths:
                             mod_decls.append((nm.group(1), m.start(), path))
                         continue
                 stop = find_end(code, pairs, at, ";{")
@@ -434,6 +456,8 @@ class _Rust(Builder):
                 kind = "function" if kw == "fn" else "class"
                 d = Def(kind, nm.group(1), item_start, end, body, nm.start(1), kw if kw != "fn" else "fn")
                 d.data["gen"] = (nm.end(), at)
+                if kw == "mod":                        # an inline module's #[path]: its folder
+                    d.data["paths"] = list(dict.fromkeys(mod_paths))
                 if kw == "fn":
                     p = code.find("(", at, stop)
                     if p >= 0:

@@ -341,8 +341,21 @@ def walk(root: Path, fmt: str | None = None, max_bytes: int | None = None,
     def problem(path: Path, what: str) -> None:
         report.problems.append(f"{path}: {what}; skipped")
 
+    def bad_name(path: Path) -> bool:
+        """A name that is not UTF-8 (bytes on Linux; Python holds them as surrogates): the index
+        stores paths as text, so the file is skipped with one line naming it."""
+        try:
+            str(path).encode("utf-8")
+            return False
+        except UnicodeEncodeError:
+            report.skipped_other += 1
+            report.problems.append(f"{shown_path(path)}: the name is not valid UTF-8; skipped (rename it to index it)")
+            return True
+
     def file_found(path: Path, rel: str, rules: IgnoreRules) -> Found | None:
         if path.name == IGNORE_FILE or rules.ignored(rel, False):
+            return None
+        if bad_name(path):
             return None
         loader = loader_for(path, fmt)
         if loader is None:
@@ -410,6 +423,8 @@ def walk(root: Path, fmt: str | None = None, max_bytes: int | None = None,
             if is_dir:
                 if _skip_dir(name) or rules.ignored(child_rel, True) or _is_venv(path) or _dependency_dir(path):
                     continue
+                if bad_name(path):
+                    continue
                 yield from visit(path, child_rel, rules)
                 continue
             f = file_found(path, child_rel, rules)
@@ -454,6 +469,11 @@ def walk(root: Path, fmt: str | None = None, max_bytes: int | None = None,
         batch, links[:] = list(links), []
         for link, rel, rules in batch:
             yield from follow(link, rel, rules)
+
+
+def shown_path(path) -> str:
+    """A path as text that can be printed and stored: bytes that are not UTF-8 as ``\\xff``."""
+    return os.fsencode(path).decode("utf-8", "backslashreplace")
 
 
 def found_file(path: Path, fmt: str | None = None) -> Found | None:

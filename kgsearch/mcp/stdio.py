@@ -7,7 +7,7 @@ import json
 import sys
 
 from .multi import MultiServer
-from .server import PARSE_ERROR, Server, error_response
+from .server import INTERNAL, PARSE_ERROR, Server, error_response
 
 __all__ = ["serve"]
 
@@ -29,8 +29,14 @@ def serve(db=None, stdin=None, stdout=None) -> int:
             msg = json.loads(line)
         except ValueError as e:
             resp = error_response(None, PARSE_ERROR, f"parse error: {e}")
+        except RecursionError:                  # '[' * 100000 killed the server: an answer instead
+            resp = error_response(None, PARSE_ERROR, "parse error: JSON nested too deeply to read")
         else:
-            resp = server.handle(msg)
+            try:
+                resp = server.handle(msg)
+            except RecursionError:              # a request nested just under the parser's limit
+                resp = error_response(msg.get("id") if isinstance(msg, dict) else None, INTERNAL,
+                                      "the request is nested too deeply to answer")
         if resp is not None:
             data = json.dumps(resp, ensure_ascii=False, separators=(",", ":"), default=str) + "\n"
             stdout.write(data.encode("utf-8") if not hasattr(stdout, "encoding") else data)

@@ -271,6 +271,8 @@ def check_args(name: str, args, tools: list[dict] | None = None) -> dict:
                or (isinstance(v, int) and not isinstance(v, bool)
                    and not spec.get("minimum", v) <= v <= spec.get("maximum", v))
                or (isinstance(v, str) and len(v) < spec.get("minLength", 0))
+               or (isinstance(v, str) and spec.get("minLength") and not any(c.isprintable() and not c.isspace()
+                                                                            for c in v))   # "   ", NULs
                or (isinstance(v, str) and len(v) > spec.get("maxLength", len(v)))
                or (isinstance(v, list) and len(v) < spec.get("minItems", 0)))
         if bad:

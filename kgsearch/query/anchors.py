@@ -114,9 +114,11 @@ def _files_by_suffix(conn, path: str) -> list[int]:
             return sorted({r[0] for r in rows})
     for n in range(min(len(parts), 4), 0, -1):
         suffix = "/".join(parts[-n:])
-        rows = conn.execute("SELECT id FROM files WHERE path = ? OR path LIKE ? ESCAPE '\\'",
+        rows = conn.execute("SELECT id, path FROM files WHERE path = ? OR path LIKE ? ESCAPE '\\'",
                             (suffix, "%/" + suffix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_"))
                             ).fetchall()
+        # (LIKE ignores ASCII case: src/Foo.c is no match for src/foo.c)
+        rows = [r for r in rows if r[1] == suffix or r[1].endswith("/" + suffix)]
         if rows:
             return [r[0] for r in rows]
     return []

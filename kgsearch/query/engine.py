@@ -49,7 +49,7 @@ from ..store import qcache
 from ..store.db import Index, is_corruption
 from ..text import spelling
 from ..text.postings import doc_freqs
-from ..version import __version__
+from ..version import __version__, code_stamp
 from . import feedback
 from . import filters as filters_mod
 from .adjust import ADDITIVE, Unread, rank
@@ -539,15 +539,28 @@ class Engine:
 
     def _cache_key(self, q: Query, opts: SearchOptions, channels: list[str]) -> str:
         """The result cache's key: everything the answer depends on besides the index generation
-        (the query, the options, the channels asked for, the kgsearch version, this engine's
-        tuning and the intents' weights)."""
+        (the query, the options, the channels asked for, the kgsearch version and the state of
+        its code, this engine's tuning and the intents' weights, the environment (model, memory
+        budget, strictness) and the equivalences file's stamp: the equiv channel reads it at
+        query time, so an edit to it changes answers within one generation)."""
+        from ..text.keywords import equivalences_path
+
         d = asdict(opts)
         for k in ("explain", "use_cache"):
             d.pop(k, None)
         d["channels"] = channels
         d["filters"] = [[f.field, f.op, f.value, f.negated] for f in q.filters]   # (not str: 'a b', '<x>')
-        return json.dumps({"q": q.text, "o": d, "version": __version__, "tuning": asdict(self.tuning),
-                           "intents": {n: s.weights for n, s in INTENTS.items()}}, sort_keys=True, default=str)
+        env = asdict(current_environment())
+        env.pop("db", None)
+        eq = equivalences_path()
+        try:
+            st = eq.stat()
+            eq_stamp = [str(eq), st.st_size, st.st_mtime_ns]
+        except OSError:
+            eq_stamp = [str(eq), None, None]
+        return json.dumps({"q": q.text, "o": d, "version": __version__, "code": code_stamp(),
+                           "tuning": asdict(self.tuning), "intents": {n: s.weights for n, s in INTENTS.items()},
+                           "env": env, "equivalences": eq_stamp}, sort_keys=True, default=str)
 
     def _cached(self, key: str, clock: _Clock) -> Response | None:
         d = qcache.get(self.ix, key)

@@ -241,9 +241,12 @@ def _condition(ix, f: FieldFilter) -> tuple[str, list]:
         if v.startswith("/"):
             col = "f.path"
         else:
-            col, v = _REL, v.lstrip("./") if v.startswith("./") else v
+            col, v = _REL, v[2:] if v.startswith("./") else v     # (not lstrip: ./.github/ is .github/)
         if any(c in v for c in "*?["):
-            return f"{col} GLOB ?", [v]
+            # fnmatch's syntax, as :func:`matches` reads it ([!a] negates, [^a] and an unclosed [
+            # are literal), not GLOB's: the function is registered on the connection
+            ix.conn.create_function("kgfnmatch", 2, _fnmatch_sql, deterministic=True)
+            return f"kgfnmatch({col}, ?)", [v]
         return f"substr({col}, 1, ?) = ?", [len(v), v]
     if f.field == "tag":
         key = "tag:" + v
@@ -266,6 +269,10 @@ def _condition(ix, f: FieldFilter) -> tuple[str, list]:
         marks = ",".join("?" * len(paths))        # (a root that is a file: its row's root is its folder)
         return f"(f.root IN ({marks}) OR f.path IN ({marks}))", paths * 2
     raise UsageError(f"unknown filter field {f.field!r}; the fields are {', '.join(FILTER_FIELDS)}")
+
+
+def _fnmatch_sql(path, pattern) -> int | None:
+    return None if path is None or pattern is None else int(fnmatch.fnmatchcase(path, pattern))
 
 
 def _where(ix, filters) -> tuple[str, list]:

@@ -213,7 +213,15 @@ def parse_weights(text: str) -> tuple[float, float, float, float]:
         vals = ()
     if len(vals) != 4 or not all(0 <= v < math.inf for v in vals):      # (nan and inf are no weight)
         raise UsageError(f"--weights needs 4 non-negative numbers embedding,text,graph,intent; got {text!r}")
+    _some_weight(vals, text)
     return vals  # type: ignore[return-value]
+
+
+def _some_weight(vals, given) -> None:
+    """All four at 0 scored every hit 0 and ranked nothing: a usage error."""
+    if not any(vals):
+        raise UsageError(f"--weights {given!r} gives every signal 0, so nothing could rank; give at least one "
+                         f"weight above 0 (e.g. --weights 0.25,0.45,0.3,0)")
 
 
 def resolve(q: "Query", intent: str | None = None, weights: str | tuple | None = None) -> Intent:
@@ -221,6 +229,7 @@ def resolve(q: "Query", intent: str | None = None, weights: str | tuple | None =
     it = make(q, intent, reason="--intent", forced=True) if intent else classify(q)
     if weights is not None:
         w = parse_weights(weights) if isinstance(weights, str) else tuple(float(x) for x in weights)
+        _some_weight(w, ",".join(f"{x:g}" for x in w))
         it = replace(it, weights=w, reason=it.reason + " (+ --weights)")
     return it
 

@@ -147,9 +147,11 @@ def _union(ms: list) -> tuple[float, float] | None:
 def multi_engine_for(paths: list[str]) -> "MultiEngine":
     """The indexes at ``paths`` (each opened read-only once per process, as :func:`engine_for`
     does, and reopened when replaced), named by :func:`index_names`."""
+    from ..config import distinct_dbs
     from .api import engine_for
 
-    return MultiEngine(dict(zip(index_names([str(p) for p in paths]), (engine_for(p) for p in paths))))
+    paths = distinct_dbs(paths)                 # one file under two spellings: searched once
+    return MultiEngine(dict(zip(index_names(paths), (engine_for(p) for p in paths))))
 
 
 class MultiEngine:

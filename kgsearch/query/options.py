@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, replace
 
 from ..errors import UsageError
-from .channels import ALL_CHANNELS
+from .channels import ALL_CHANNELS, GRAPH_CHANNELS
 
 __all__ = ["SearchOptions", "Hit", "Response", "NORMS", "FUSIONS"]
 
@@ -70,6 +70,10 @@ class SearchOptions:
         bad = [c for c in items if c not in ALL_CHANNELS]
         if bad:
             raise UsageError(f"unknown channel(s) {', '.join(bad)}; choose from {', '.join(ALL_CHANNELS)}")
+        if items and all(c in GRAPH_CHANNELS for c in items):
+            # they spread from the first stage's candidates: alone they answered "no results"
+            raise UsageError(f"--channels {','.join(items)}: the graph channels ({', '.join(GRAPH_CHANNELS)}) start "
+                             f"from the candidates of a first-stage channel; add one, e.g. --channels bm25,{items[0]}")
         return items
 
     def but(self, **changes) -> "SearchOptions":

@@ -20,13 +20,21 @@ MAX_EDGES = 1000
 
 
 def param(params: dict, name: str, default: str | None = None, required: bool = False) -> str | None:
-    """The last value of ``name`` (query string or form), or ``default``."""
+    """The last value of ``name`` (query string or form), or ``default``. A ``required`` one of
+    blanks alone (spaces, NULs) is a usage error too: it would search for nothing."""
     vals = params.get(name)
     if not vals or vals[-1] == "":
         if required:
             raise UsageError(f"missing parameter {name!r}")
         return default
+    if required and blank(vals[-1]):
+        raise UsageError(f"parameter {name!r} is blank; give some words")
     return vals[-1]
+
+
+def blank(text: str) -> bool:
+    """Nothing but white space, NULs and other control characters."""
+    return not "".join(c for c in text if c.isprintable()).strip()
 
 
 def int_param(params: dict, name: str, default: int | None, lo: int = 1, hi: int = 1_000_000) -> int | None:
@@ -125,10 +133,12 @@ def context_result(engine, params: dict, fmt: str = "json"):
     """``kgsearch context``: ``task``, or ``files`` (repeated, or one per line), or ``diff`` (a unified
     diff's text, or ``git``); ``budget``, ``k``."""
     from ..context import ContextOptions, build_context
-    from ..context.diff import git_diff, parse_unified
+    from ..context.diff import git_diff, parse_given
     from ..query import SearchOptions
 
     task = param(params, "task")
+    if task is not None and blank(task):
+        raise UsageError("parameter 'task' is blank; describe the task")
     files = [f for v in params.get("files", []) for f in v.splitlines() if f.strip()] or None
     diff = param(params, "diff")
     several = getattr(engine, "engines", None)          # several indexes searched as one
@@ -136,7 +146,7 @@ def context_result(engine, params: dict, fmt: str = "json"):
     if diff is not None:
         roots = ([r for e in several.values() for r in e.ix.meta_json("roots", [])] if several
                  else engine.ix.meta_json("roots", []))
-        changes = git_diff(roots) if diff.strip() == "git" else parse_unified(diff)
+        changes = git_diff(roots) if diff.strip() == "git" else parse_given(diff, "parameter 'diff'")
     opts = ContextOptions(budget=int_param(params, "budget", 8000, 1, 1_000_000), fmt=fmt,
                           k=int_param(params, "k", None, 1, MAX_K), search=SearchOptions(use_cache=False, filters=filter_params(params)))
     if several:

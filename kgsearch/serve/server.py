@@ -141,7 +141,7 @@ class App:
         return self._html(pages.error_page(status, message), status)
 
     def _search(self, params: dict):
-        if api.param(params, "q") is None:
+        if api.blank(api.param(params, "q") or ""):
             return self._html(pages.search_page(params))
         try:
             with self.engine(params, every=True) as eng:
@@ -184,8 +184,14 @@ def _form(headers: dict, body: bytes) -> dict:
             obj = json.loads(text or "{}")
         except ValueError:
             raise UsageError("the request body is not valid JSON") from None
+        except RecursionError:                  # '[' * 100000: one line, not a dead request
+            raise UsageError("the request body is JSON nested too deeply; send an object of parameters") from None
         if not isinstance(obj, dict):
             raise UsageError("the request body must be a JSON object of parameters")
+        for k, v in obj.items():                # an object is no parameter value (it searched for "{'a': 1}")
+            if isinstance(v, dict) or (isinstance(v, list) and any(isinstance(x, (dict, list)) for x in v)):
+                raise UsageError(f"parameter {str(k)[:40]!r} must be a string, a number or a list of them, "
+                                 f"got a JSON {'object' if isinstance(v, dict) else 'list of lists or objects'}")
         # null (a client's "not set") is a parameter not given, never the text "None"
         return {k: [str(x) for x in v if x is not None] if isinstance(v, list) else [str(v)]
                 for k, v in obj.items() if v is not None}

@@ -27,6 +27,26 @@ COMPACT_BYTES = 4 << 20
 QUICK_CHECK_EVERY = 86400.0      # seconds between two PRAGMA quick_check of an index run
 PUT_STREAM_BYTES = 1 << 20       # put_array writes bigger arrays in pieces of this size
 
+def foreign_kind(path: str | os.PathLike) -> str | None:
+    """What the file at ``path`` is when it may not be a kgsearch index: ``"sqlite"`` (a SQLite
+    file of other tables), ``"unknown"`` (not SQLite, or unreadable as such: another file, or a
+    damaged header), or None (ours, empty, or no file). Read-only; no lock, no journal."""
+    p = Path(path)
+    try:
+        if not p.is_file() or p.stat().st_size == 0:
+            return None
+        conn = sqlite3.connect(f"{p.resolve().as_uri()}?mode=ro&immutable=1", uri=True)   # (no -shm made)
+    except (OSError, sqlite3.Error):
+        return "unknown"
+    try:
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    except sqlite3.Error:
+        return "unknown"
+    finally:
+        conn.close()
+    return "sqlite" if tables and "migrations" not in tables else None
+
+
 class Index:
     """An open index. Use :meth:`open`; close with :meth:`close` or as a context manager."""
 

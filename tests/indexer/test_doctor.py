@@ -194,3 +194,46 @@ def test_adjacency_rows_are_compared_with_a_rebuild(tmp_path, capsys):
     assert rc == 4 and not graph["ok"] and "2 adjacency rows differ" in graph["detail"], graph
     assert cli("index", root, "--db", db, "--full", "-q") == 0
     assert doctor(db, capsys)[0] == 0
+
+
+def test_rebuild_never_replaces_a_foreign_sqlite_file_and_keeps_a_non_sqlite_one(tmp_path, capsys):
+    """`doctor --rebuild ROOT --db their.db` overwrote someone's SQLite database, and a text file
+    saved where the index was, with no copy left."""
+    root = vault(tmp_path / "v", 3)
+    theirs = tmp_path / "theirs.db"
+    with sqlite3.connect(theirs) as c:
+        c.execute("CREATE TABLE t(x)")
+        c.execute("INSERT INTO t VALUES (42)")
+    before = theirs.read_bytes()
+    capsys.readouterr()
+    assert cli("doctor", "--rebuild", root, "--db", theirs) == 4
+    err = capsys.readouterr().err
+    assert "is a SQLite file but not a kgsearch index" in err and len(err.strip().splitlines()) == 1
+    assert theirs.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["theirs.db", "v"]      # no .lock, no .rebuild
+    notes = tmp_path / "notes.db"
+    for n, text in enumerate(["first\n", "second\n"]):
+        notes.write_text(text)
+        assert cli("doctor", "--rebuild", root, "--db", notes) == 0
+        kept = tmp_path / ("notes.db.bak" + (f".{n + 1}" if n else ""))
+        assert kept.read_text() == text
+        assert f"kept as {kept}" in capsys.readouterr().err
+    assert doctor(notes, capsys)[0] == 0
+
+
+@pytest.mark.parametrize("command", [["index", "ROOT"], ["doctor"], ["doctor", "--rebuild"], ["roots", "remove", "x"]])
+def test_a_foreign_file_gets_no_lock_file_beside_it(tmp_path, capsys, command):
+    """`kgsearch index --db their.db` refused a SQLite file of other tables (or any other file)
+    but left `their.db.lock` beside it, in the user's folder."""
+    root = vault(tmp_path / "v", 2)
+    theirs = tmp_path / "theirs.db"
+    with sqlite3.connect(theirs) as c:
+        c.execute("CREATE TABLE t(x)")
+    other = tmp_path / "notes.db"
+    other.write_text("not an index\n")
+    for db in (theirs, other):
+        before = sorted(p.name for p in tmp_path.iterdir())
+        capsys.readouterr()
+        assert cli(*[str(root) if a == "ROOT" else a for a in command], "--db", db) == 4
+        assert "not a kgsearch index" in capsys.readouterr().err
+        assert sorted(p.name for p in tmp_path.iterdir()) == before

@@ -518,6 +518,26 @@ def test_c_knr_definitions_and_functions_returning_function_pointers(tmp_path):
     assert calls == {("g", "f"), ("g", "max")}
 
 
+def test_rust_path_attribute_on_an_inline_module_is_its_folder(tmp_path):
+    # the Rust reference: `#[path = "thread_files"] mod thread { #[path = "tls.rs"] mod local_data; }`
+    # reads thread_files/tls.rs beside the declaring file; in src/a/b.rs the folder is src/a/p
+    # (not src/a/b/p), and the inline modules inside it nest under it
+    root = tmp_path / "proj"
+    files = {"Cargo.toml": '[package]\nname = "t5"\n',
+             "src/lib.rs": ('#[path = "thread_files"]\nmod thread {\n    #[path = "tls.rs"]\n    mod local_data;\n'
+                            '    mod other;\n}\npub mod a;\n'),
+             "src/thread_files/tls.rs": "pub fn tls() {}\n",
+             "src/thread_files/other.rs": "pub fn oth() {}\n",
+             "src/a.rs": "pub mod b;\n",
+             "src/a/b.rs": '#[path = "tf"]\nmod m {\n    mod x;\n    mod deeper { mod y; }\n}\n',
+             "src/a/tf/x.rs": "pub fn x() {}\n",
+             "src/a/tf/deeper/y.rs": "pub fn y() {}\n"}
+    edges = {(s, d) for s, _, d in indexed_edges(tmp_path, root, files, ("imports",))}
+    assert edges == {("rs:src/lib.rs", "rs:src/thread_files/tls.rs"), ("rs:src/lib.rs", "rs:src/thread_files/other.rs"),
+                     ("rs:src/lib.rs", "rs:src/a.rs"), ("rs:src/a.rs", "rs:src/a/b.rs"),
+                     ("rs:src/a/b.rs", "rs:src/a/tf/x.rs"), ("rs:src/a/b.rs", "rs:src/a/tf/deeper/y.rs")}
+
+
 def test_rust_path_attributes_name_the_module_file(tmp_path):
     # #[path = "p"] is relative to the declaring file's folder; inside inline modules, to the
     # folder their `mod x;` uses (src/a/b.rs: src/a/b/inline/); #[cfg_attr(.., path = "p")]

@@ -256,3 +256,31 @@ def test_the_first_day_is_a_day_not_an_internal_error(fx, words, n):
     want = [r["id"] for r in node_rows(ix) if matches(ix, flt, r)]
     total = ix.conn.execute("SELECT count(*) FROM files f JOIN nodes n ON n.file_id = f.id").fetchone()[0]
     assert allowed_ids(ix, flt).tolist() == want and len(want) == (total if n is None else n)
+
+
+def test_path_sets_agree_on_glob_sets_and_dot_slash_prefixes(tmp_path):
+    """The SQL set reads a path value as :func:`matches` does: fnmatch's ``[!a]`` (negation) and
+    ``[^a]`` (a literal ^), and ``./`` taken off once (``lstrip`` made ``././src/`` mean ``src/``)."""
+    from kgsearch.indexer import IndexOptions, index_paths
+    from kgsearch.store.db import Index
+
+    for rel in ("src/^a.md", "src/!a.md", "src/b_c.md", "src/a.md", "50%/p.md", "a b/sp.md", "Src/up.md"):
+        p = tmp_path / "t" / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(f"# {p.stem}\nword\n")
+    index_paths(tmp_path / "i.db", [str(tmp_path / "t")], IndexOptions(steps=()))
+    ix = Index.open(tmp_path / "i.db", readonly=True)
+    try:
+        rows = node_rows(ix)
+        for v in ("src/[!a]*", "src/[^a]*", "src/[!^]*", "src/[", "././src/", "./src/", "src/b_c", "50%/",
+                  "a b/", "SRC/", "src", "*/*.md"):
+            for neg in ("", "-"):
+                flt = parse_filters([f"{neg}path:{v}"])
+                want = [r["id"] for r in rows if matches(ix, flt, r)]
+                assert F.allowed_ids_sql(ix, flt).tolist() == want == allowed_ids(ix, flt).tolist(), neg + v
+        names = lambda v: sorted(r["path"].rsplit("/", 1)[1] for r in rows                  # noqa: E731
+                                 if matches(ix, parse_filters([f"path:{v}"]), r))
+        assert names("src/[!a]*") == ["!a.md", "^a.md", "b_c.md"]
+        assert names("src/[^a]*") == ["^a.md", "a.md"]
+    finally:
+        ix.close()

@@ -218,3 +218,45 @@ def test_a_nested_root_does_not_move_files_of_the_root_around_it(tmp_path):
     assert rows(db, "SELECT id, key FROM nodes ORDER BY id") == before
     assert rows(db, "SELECT DISTINCT root FROM files") == [(str(outer.resolve()),)]
     assert index_paths(db, [], NO_STEPS).files_loaded == 0
+
+
+def test_a_root_registered_inside_a_later_one_keeps_its_files_whatever_the_command_line(tmp_path):
+    outer = tmp_path / "notes"
+    write(outer / "a.md", "# A\nalpha\n")
+    write(outer / "work" / "job.md", "# Job\nzeta [[a]]\n")
+    db = tmp_path / "i.db"
+    index_paths(db, [str(outer / "work")], NO_STEPS)            # the inner root first
+    keys = rows(db, "SELECT key FROM nodes WHERE kind = 'note' ORDER BY key")
+    assert keys == [("md:job",)]
+    index_paths(db, [str(outer)], NO_STEPS)                     # then the folder around it
+    owned = {(Path(p).name, Path(r).name) for p, r in rows(db, "SELECT path, root FROM files")}
+    assert owned == {("job.md", "work"), ("a.md", "notes")}
+    assert rows(db, "SELECT count(*) FROM nodes WHERE key LIKE '%job'") == [(1,)]
+    # nothing moves back and forth between the runs of either root, or of all of them
+    for run in ([str(outer / "work")], [str(outer)], []):
+        assert index_paths(db, run, NO_STEPS).files_loaded == 0
+    # an edit and a delete under the inner root are seen from the outer one
+    write(outer / "work" / "job.md", "# Job\nzeta eta\n")
+    assert index_paths(db, [str(outer)], NO_STEPS).files_loaded == 1
+    assert rows(db, "SELECT key FROM nodes WHERE key LIKE '%job'") == [("md:job",)]
+    (outer / "work" / "job.md").unlink()
+    assert index_paths(db, [str(outer)], NO_STEPS).files_deleted == 1
+    assert rows(db, "SELECT count(*) FROM files") == [(1,)]
+
+
+def test_removing_a_root_leaves_a_root_inside_it_its_files(tmp_path):
+    """`kgsearch index ~/notes ~/notes/work`, then `roots remove ~/notes`: work's files went with
+    notes (notes owned them) and were missing from the index until the next run."""
+    from kgsearch.indexer.run import remove_roots
+
+    outer = tmp_path / "notes"
+    write(outer / "a.md", "# A\nalpha\n")
+    write(outer / "work" / "job.md", "# Job\nzeta\n")
+    db = tmp_path / "i.db"
+    index_paths(db, [str(outer), str(outer / "work")], NO_STEPS)
+    rep = remove_roots(db, [str(outer)], NO_STEPS)
+    assert rep.roots_removed == [str(outer.resolve())]
+    assert rows(db, "SELECT path, root FROM files") == [(str((outer / "work" / "job.md").resolve()),
+                                                         str((outer / "work").resolve()))]
+    assert rows(db, "SELECT key FROM nodes WHERE kind = 'note'") == [("md://work/job",)]
+    assert index_paths(db, [], NO_STEPS).files_loaded == 0          # what a run finds: nothing to do
