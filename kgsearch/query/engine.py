@@ -57,7 +57,7 @@ from .channels import ALL_CHANNELS, CHANNELS, DEFAULT_CHANNELS, GRAPH_CHANNELS, 
 from .code import implemented_stubs, is_code_query
 from .graph_stage import graph_steps, run
 from .group import file_hit, group_by_file
-from .intent import INTENTS, resolve
+from .intent import INTENTS, classify, resolve
 from .options import Hit, Response, SearchOptions
 from .parse import Query, index_analyzer, parse
 from .results import make_hits
@@ -143,6 +143,9 @@ class Engine:
         if not fixes:
             return q, []
         fixed = parse(spelling.apply(q.text, fixes), an, paste=self.tuning.quiet_paste)
+        typed = classify(q).name
+        if typed not in ("default", "semantic") and classify(fixed).name != typed:
+            return q, []        # a word of the question ('main topics' asks for a summary) is no typo
         return replace(fixed, filters=q.filters, cut=q.cut), fixes
 
     def allowed(self, q: Query, opts: SearchOptions) -> tuple[Query, np.ndarray | None]:

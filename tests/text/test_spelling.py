@@ -153,3 +153,18 @@ def test_the_module_examples_hold():
     import doctest
 
     assert doctest.testmod(spelling).failed == 0
+
+
+def test_a_word_of_the_question_is_not_corrected_away(vault):
+    """'what are the main topics in my notes': no note says 'topics', and 'topics' -> 'tropics'
+    (or any neighbour) would turn the summary question into an exploratory search."""
+    from kgsearch.query import SearchOptions, search
+
+    (vault[0] / "t.md").write_text("# Tropics\nThe tropics are warm.\n")
+    from kgsearch.indexer import IndexOptions, index_paths
+
+    index_paths(str(vault[1]), [str(vault[0])], IndexOptions())
+    r = search("what are the main topics in my notes", db=str(vault[1]), options=SearchOptions(k=3))
+    assert r.intent["name"] == "summary" and r.corrections == []
+    r = search("what are the main topics in my ntoes about cpoy", db=str(vault[1]), options=SearchOptions(k=3))
+    assert r.intent["name"] == "summary"
