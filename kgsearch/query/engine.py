@@ -47,7 +47,6 @@ from ..graph.stored import rows as adjacency
 from ..graph.context import load_context
 from ..store import qcache
 from ..store.db import Index, is_corruption
-from ..text import spelling
 from ..text.postings import doc_freqs
 from ..version import __version__, code_stamp
 from . import feedback
@@ -57,7 +56,8 @@ from .channels import ALL_CHANNELS, CHANNELS, DEFAULT_CHANNELS, GRAPH_CHANNELS, 
 from .code import implemented_stubs, is_code_query
 from .graph_stage import graph_steps, run
 from .group import file_hit, group_by_file
-from .intent import INTENTS, classify, resolve
+from .correct import correction_notice, corrected
+from .intent import INTENTS, resolve
 from .options import Hit, Response, SearchOptions
 from .parse import Query, index_analyzer, parse
 from .results import make_hits
@@ -132,21 +132,12 @@ class Engine:
 
     def corrected(self, q: Query, df_of=None) -> tuple[Query, list[tuple[str, str]]]:
         """``q`` with the words this index does not know corrected to a known word one edit away
-        (:mod:`kgsearch.text.spelling`), re-parsed, and the ``[(typed, fix)]`` pairs; ``q`` and
-        ``[]`` when no word needs it or the query is not prose (quoted, FTS5 syntax, a regex, an
-        identifier, a code task, file or line anchors). ``df_of``: the document frequencies to
-        judge by (several indexes pass their sum); default this index's."""
-        if not spelling_applies(q):
-            return q, []
-        an = q.analyzer or index_analyzer(self.ix)
-        fixes = spelling.corrections(q.text, an.analyze_word, df_of or (lambda ts: doc_freqs(self.ix.conn, ts)))
-        if not fixes:
-            return q, []
-        fixed = parse(spelling.apply(q.text, fixes), an, paste=self.tuning.quiet_paste)
-        typed = classify(q).name
-        if typed not in ("default", "semantic") and classify(fixed).name != typed:
-            return q, []        # a word of the question ('main topics' asks for a summary) is no typo
-        return replace(fixed, filters=q.filters, cut=q.cut), fixes
+        (:func:`kgsearch.query.correct.corrected`), re-parsed, and the ``[(typed, fix)]`` pairs.
+        ``df_of``: the document frequencies to judge by (several indexes pass their sum);
+        default this index's."""
+        if q.analyzer is None:
+            q = replace(q, analyzer=index_analyzer(self.ix))
+        return corrected(q, df_of or (lambda ts: doc_freqs(self.ix.conn, ts)), self.tuning.quiet_paste)
 
     def allowed(self, q: Query, opts: SearchOptions) -> tuple[Query, np.ndarray | None]:
         """``q`` with the query's and the options' filters, checked (:mod:`.filters`), and the
@@ -617,15 +608,3 @@ def _fit_page_cache(ix: Index) -> None:
 def _as_unit(m: dict, unit_of: dict[str, str]) -> dict:
     """A file group's display fields: a type stub's node stands for its implementation file."""
     return {**m, "path": unit_of[m["path"]]} if m.get("path") in unit_of else m
-
-
-def spelling_applies(q: Query) -> bool:
-    """Whether a query's unknown words may be typos: prose, not a quoted phrase, FTS5 syntax, a
-    /regex/, one identifier, a code task or a query with file or line anchors."""
-    return not (q.quoted or q.fts_syntax or q.slash_regex or q.identifier or q.code_task or q.anchors)
-
-
-def correction_notice(text: str, fixes: list[tuple[str, str]]) -> str:
-    """The one line a corrected search says about itself."""
-    return (f"no match for {', '.join(repr(a) for a, _ in fixes)}: searched for {text!r} "
-            f"({spelling.describe(fixes)}; --no-correct searches the words as typed)")

@@ -59,7 +59,8 @@ import numpy as np
 
 from ..text import spelling
 from ..text.postings import doc_freqs
-from .engine import Engine, correction_notice
+from .correct import correction_notice
+from .engine import Engine
 from .merge import merge
 from .options import Hit, Response, SearchOptions
 
