@@ -93,7 +93,7 @@ def test_pooled_bm25_scores_are_the_one_index_scores(engines):
         assert any(abs(unpooled[key] - s) > 1e-6 for key, s in want.items())      # pooling did something
 
 
-@pytest.mark.parametrize("channels", ["bm25", "bm25,dense"])
+@pytest.mark.parametrize("channels", ["bm25", "bm25,dense", "dense"])
 def test_two_indexes_rank_as_one_with_pooled_channels(engines, channels):
     multi = MultiEngine({"a": engines["a"], "b": engines["b"]})
     opts = SearchOptions(k=10, channels=channels, use_cache=False)

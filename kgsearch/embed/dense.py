@@ -31,7 +31,7 @@ from .kernel import candidates, row_scores, scan_scores, score_stats, topk
 from .store import (MATRIX_KEY, MOMENTS_BLOB, SKETCH_KEY, STATE_META, available, iter_blocks, query_rotation,
                     read_rows, sorted_unique, vector_count)
 
-__all__ = ["search", "search_vector", "search_streamed", "score_all", "score_ids", "query_vector",
+__all__ = ["search", "is_blank", "encode_query", "search_vector", "search_streamed", "score_all", "score_ids", "query_vector",
            "share_query_vector",
            "cache_budget", "Matrix", "load_matrix", "Sketch", "load_sketch", "cached_sketch", "shortlist",
            "search_sketch", "score_rows", "estimate", "score_full", "DenseFull",
@@ -301,8 +301,9 @@ def search_streamed(ix, qr, k: int, model_id: str | None = None):
     return best_ids, best_scores
 
 
-def search(ix, query: str, k: int = 100, **opts):
+def search(ix, query: str | tuple, k: int = 100, **opts):
     """The ``dense`` channel: ``(node ids int64, cosine scores float32)``, best first, at most k.
+    ``query``: a str, or weighted words (:func:`encode_query`).
 
     Returns a one-line string instead when the channel is off (no vectors in the index, or the
     model that built them cannot be found here), which the pipeline reports. Never raises on
@@ -311,7 +312,7 @@ def search(ix, query: str, k: int = 100, **opts):
     from .index_model import query_model
 
     empty = (np.zeros(0, np.int64), np.zeros(0, np.float32))
-    if not isinstance(query, str) or not query.strip() or k <= 0:
+    if is_blank(query) or k <= 0:
         return empty
     model_id = ix.meta("model_id")
     if not model_id or vector_count(ix) == 0:
@@ -319,11 +320,26 @@ def search(ix, query: str, k: int = 100, **opts):
     model = query_model(ix)
     if isinstance(model, str):
         return model
-    q = model.encode([query])[0]
-    return search_vector(ix, q, k, model_id)
+    return search_vector(ix, encode_query(model, query), k, model_id)
 
 
-def query_vector(ix, query: str, unit=None):
+def is_blank(query) -> bool:
+    """True for what encodes to nothing: not a str or weighted words, or only spaces."""
+    if isinstance(query, str):
+        return not query.strip()
+    return not (isinstance(query, tuple) and any(w > 0 and p.strip() for p, w in query))
+
+
+def encode_query(model, query):
+    """A query's vector before normalisation: ``query`` is a str (the model's encoding) or
+    weighted words, ``((word, weight), ...)`` (:meth:`StaticModel.encode_weighted`; the query
+    layer weights each word by its rarity in the index: ``kgsearch.query.channels``)."""
+    if isinstance(query, str):
+        return model.encode([query])[0]
+    return model.encode_weighted([p for p, _ in query], [w for _, w in query])
+
+
+def query_vector(ix, query: str | tuple, unit=None):
     """The rotated, normalised query vector (cached for the last query), or None.
 
     ``unit``: the query's normalised vector before rotation, already encoded by the same model
@@ -336,10 +352,10 @@ def query_vector(ix, query: str, unit=None):
         return hit[1]
     rot = query_rotation(ix)
     qr = None
-    if unit is None and rot is not None and isinstance(query, str) and query.strip():
+    if unit is None and rot is not None and not is_blank(query):
         model = query_model(ix)
         if not isinstance(model, str):
-            q = np.asarray(model.encode([query])[0], dtype=np.float32)
+            q = np.asarray(encode_query(model, query), dtype=np.float32)
             n = float(np.linalg.norm(q))
             if n > 0 and np.isfinite(n):
                 unit = q / n
@@ -355,7 +371,7 @@ def model_id_of(ix) -> str | None:
     return ix.cached("embed.model_id", lambda: ix.meta("model_id"))
 
 
-def share_query_vector(ixs: list, query: str) -> int:
+def share_query_vector(ixs: list, query: str | tuple) -> int:
     """Encode ``query`` once for every index of ``ixs`` embedded with the same model as the
     first one that can encode it (each then rotates it with its own rotation); returns how many
     indexes were given the shared vector. The vectors are the ones each index would encode."""
@@ -375,7 +391,7 @@ def share_query_vector(ixs: list, query: str) -> int:
     return shared
 
 
-def score_ids(ix, query: str, ids) -> np.ndarray:
+def score_ids(ix, query: str | tuple, ids) -> np.ndarray:
     """Cosine of ``query`` with each node in ``ids`` (0 where a node has no vector)."""
     ids = np.asarray(ids, dtype=np.int64)
     out = np.zeros(len(ids), dtype=np.float64)
@@ -409,7 +425,7 @@ def score_ids(ix, query: str, ids) -> np.ndarray:
     return out
 
 
-def score_all(ix, query: str) -> tuple[np.ndarray, np.ndarray, int]:
+def score_all(ix, query: str | tuple) -> tuple[np.ndarray, np.ndarray, int]:
     """Cosine of ``query`` with every stored vector: (node ids ascending, scores, count).
 
     Past the vector cache, when the index has sketches, a :class:`DenseFull`

@@ -211,6 +211,33 @@ class StaticModel:
                 progress(min(i + batch_size, total), total)
         return out[0] if single else out
 
+    def encode_weighted(self, pieces: Sequence[str], weights: Sequence[float]):
+        """One text given as words with weights -> float32 ``(dims,)``: the weighted mean of the
+        words' token vectors (each word tokenized alone; the first ``max_length`` tokens), then
+        normalised as :meth:`encode` does. With every weight 1 it is :meth:`encode` of the words
+        joined by spaces, for a tokenizer that splits words at spaces."""
+        import numpy as np
+
+        ids, counts = self._tokenize_flat(list(pieces), None)
+        w = np.repeat(np.asarray(weights, dtype=np.float64), counts)
+        if self.max_length is not None and len(ids) > self.max_length:
+            ids, w = ids[:self.max_length], w[:self.max_length]
+        out = np.zeros(self.dims, dtype=np.float32)
+        total = float(w.sum())
+        if not len(ids) or not total > 0:
+            return out
+        emb = self.embedding
+        rows = emb[ids] if self.mapping is None else emb[self.mapping[ids]]
+        rows = rows.astype(np.float64)
+        if self.weights is not None:
+            rows *= np.asarray(self.weights, dtype=np.float64)[ids][:, None]
+        out[:] = (w @ rows) / total
+        if self.normalize:
+            norm = float(np.linalg.norm(out))
+            if norm > 0:
+                out /= norm
+        return out
+
     def _pool_int8(self, ids, counts, normalize: bool):
         """Mean pooling for a plain int8 table from concatenated ids: the values of
         :meth:`_pool` (exact integer sums, float64 division, float32 result).

@@ -52,7 +52,7 @@ from ..version import __version__, code_stamp
 from . import feedback
 from . import filters as filters_mod
 from .adjust import ADDITIVE, Unread, rank
-from .channels import ALL_CHANNELS, CHANNELS, DEFAULT_CHANNELS, GRAPH_CHANNELS, SIGNAL_OF, SIGNALS
+from .channels import ALL_CHANNELS, CHANNELS, DEFAULT_CHANNELS, GRAPH_CHANNELS, SIGNAL_OF, SIGNALS, dense_kwargs
 from .code import implemented_stubs, is_code_query
 from .graph_stage import graph_steps, run
 from .group import file_hit, group_by_file
@@ -383,7 +383,7 @@ class Engine:
             if why_not:                          # (a channel asked for alone always runs)
                 skipped[name] = why_not
                 continue
-            kwargs_of[name] = self._kwargs(name, it, opts)
+            kwargs_of[name] = self._kwargs(name, it, opts, requested)
             if pool is not None:
                 kwargs_of[name].update(pool.kwargs.get(name, {}))
             res = None
@@ -443,13 +443,15 @@ class Engine:
                 return ids[keep][:opts.depth], sc[keep][:opts.depth]
             depth *= 8
 
-    def _kwargs(self, name: str, it, opts) -> dict:
+    def _kwargs(self, name: str, it, opts, requested=()) -> dict:
         if name in ("bm25", "prf") and it.keywords and opts.keyword_boost != 1.0:
             return {"boost_terms": list(it.keywords), "boost": opts.keyword_boost}
         if name == "relation":
             return {"target": it.target, "edge_types": list(it.edge_types)}
         if name == "anchors":
             return {"follow": self.tuning.anchor_follow, "lists": self.tuning.anchor_lists}
+        if name == "dense":
+            return dense_kwargs(self.tuning.dense_idf_power, requested)
         return {}
 
     def _run_channel(self, name: str, q: Query, opts: SearchOptions, kwargs: dict):

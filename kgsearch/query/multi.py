@@ -59,6 +59,7 @@ import numpy as np
 
 from ..text import spelling
 from ..text.postings import doc_freqs
+from .channels import DEFAULT_CHANNELS, dense_kwargs, dense_query
 from .correct import correction_notice
 from .engine import Engine
 from .merge import merge
@@ -279,10 +280,13 @@ class MultiEngine:
         if opts.norm != "z":
             return pools
         chans = opts.channel_list()
-        pooled = self._bm25_pool(query, notices) if chans is None or "bm25" in chans else None
+        pooled = self._bm25_pool(query, notices) if chans is None or "bm25" in chans or "dense" in chans else None
         for name, eng in self.engines.items():
             if pooled is not None:
                 pools[name].kwargs["bm25"] = {"pooled": pooled}
+            dk = dense_kwargs(eng.tuning.dense_idf_power, chans or DEFAULT_CHANNELS)
+            if dk:                                  # words weighted by their idf over all the indexes
+                pools[name].kwargs["dense"] = {**dk, **({"pooled": pooled} if pooled is not None else {})}
         from ..embed.dense import model_id_of
 
         models = {m for m in (model_id_of(eng.ix) for eng in self.engines.values()) if m}
@@ -299,7 +303,9 @@ class MultiEngine:
 
                 texts = {p.query.text for p in pools.values()}
                 if len(texts) == 1:
-                    share_query_vector([eng.ix for eng in self.engines.values()], texts.pop())
+                    first, feng = next(iter(self.engines.items()))
+                    share_query_vector([e.ix for e in self.engines.values()],
+                                       dense_query(feng.ix, pools[first].query, **pools[first].kwargs.get("dense", {})))
             fulls = self._each(lambda name, eng: eng.full(channel, pools[name].query, pools[name].kwargs.get(channel, {})))
             for name, f in fulls.items():
                 if f is not None and f[2] > 0:

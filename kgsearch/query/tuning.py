@@ -97,6 +97,9 @@ class Tuning:
     # the code walk starts from the code seeds only (module, class, function, method): a prose
     # seed (a README section) spends its share in the docs (mentions, similar_text)
     walk_code_seeds: bool = False
+    # the dense channel's query is its words weighted by idf ** this power, the idf of each word
+    # in the index searched (0: the model's own encoding of the text; docs/ranking.md, "Dense")
+    dense_idf_power: float = 0.5
 
 
 TUNING = Tuning()

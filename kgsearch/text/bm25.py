@@ -14,7 +14,7 @@ import numpy as np
 from .idcodec import decode_ids, tf_view
 from .okapi import EMPTY, BM25Params, MemoryBM25, idf, math_idf, tf_impacts, top_k
 from ..store.sql import CHUNK
-from .postings import load_norms, norms, norms_of, read_rows, stored, stored_params
+from .postings import doc_freqs, load_norms, norms, norms_of, read_rows, stored, stored_params
 from .tokenize import Analyzer, clean_query
 
 __all__ = ["search", "score_ids", "score_all", "score_terms", "query_weights", "clean_query", "read_ahead",
@@ -37,6 +37,32 @@ def query_weights(an: Analyzer, query: str, keywords: Iterable[str] | None = Non
     return qw
 
 
+
+
+def word_idfs(ix, text: str, pooled: dict | None = None,
+              idf_method: str = "lucene") -> list[tuple[str, float]] | None:
+    """Each word of ``text`` (the index analyser's words, in order) with the mean BM25 idf of its
+    terms in this index (``pooled``: over the indexes searched as one, as :func:`score_all`
+    counts them); 0.0 for a word without terms (a stop word). None when the index has no
+    postings. Kept for the last text per index generation (the dense channel asks three times
+    a search)."""
+    st, params, _memo = stored(ix)
+    if st is None:
+        return None
+    key = (ix.generation, text, id(pooled))
+    hit = ix._cache.get("text.word_idfs")
+    if hit is not None and hit[0] == key and hit[1] is pooled:
+        return hit[2]
+    words = params.analyzer().words(clean_query(text))
+    terms = sorted({t for _, ts in words for t in ts})
+    own = doc_freqs(ix.conn, terms)
+    n_docs = int(pooled["n"]) if pooled else int(st["n"])
+    pdf = pooled["df"] if pooled else {}
+    dfs = [pdf.get(t, own.get(t, 0)) for t in terms]
+    f = dict(zip(terms, idf(dfs, n_docs, idf_method).tolist())) if terms else {}
+    out = [(raw, sum(f[t] for t in ts) / len(ts) if ts else 0.0) for raw, ts in words]
+    ix._cache["text.word_idfs"] = (key, pooled, out)
+    return out
 
 
 def _lists(norms, k1: float, ws: list, ibs: list[bytes], tfs: list[np.ndarray]) -> tuple[list, int]:

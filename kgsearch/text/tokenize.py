@@ -206,6 +206,12 @@ class Analyzer:
         memo = self._memo
         return [t for raw in self._raw.findall(text) for t in memo[raw]]
 
+    def words(self, text: str) -> list[tuple[str, tuple[str, ...]]]:
+        """``(word, its terms)`` for each word of ``text`` in order, as :meth:`__call__` reads
+        them (a stop word's terms are empty)."""
+        memo = self._memo
+        return [(raw, memo[raw]) for raw in self._raw.findall(text)]
+
     def analyze_word(self, raw: str) -> tuple[str, ...]:
         return self._memo[raw]
 
