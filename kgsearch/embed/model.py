@@ -211,6 +211,13 @@ class StaticModel:
                 progress(min(i + batch_size, total), total)
         return out[0] if single else out
 
+    def is_whole_word(self, word: str) -> bool:
+        """Whether ``word`` is one token of the vocabulary as a whole word: ``word`` itself (a
+        WordPiece word; its continuations are ``##`` pieces) or ``▁word`` (SentencePiece and
+        LLaMA-style BPE mark a word's start)."""
+        vocab = self.tokenizer.vocab
+        return word in vocab or "\u2581" + word in vocab
+
     def encode_weighted(self, pieces: Sequence[str], weights: Sequence[float]):
         """One text given as words with weights -> float32 ``(dims,)``: the weighted mean of the
         words' token vectors (each word tokenized alone; the first ``max_length`` tokens), then

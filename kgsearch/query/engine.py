@@ -134,10 +134,20 @@ class Engine:
         """``q`` with the words this index does not know corrected to a known word one edit away
         (:func:`kgsearch.query.correct.corrected`), re-parsed, and the ``[(typed, fix)]`` pairs.
         ``df_of``: the document frequencies to judge by (several indexes pass their sum);
-        default this index's."""
+        default this index's. Spellings the index's embedding model holds as whole words come
+        first (:meth:`is_word`)."""
         if q.analyzer is None:
             q = replace(q, analyzer=index_analyzer(self.ix))
-        return corrected(q, df_of or (lambda ts: doc_freqs(self.ix.conn, ts)), self.tuning.quiet_paste)
+        return corrected(q, df_of or (lambda ts: doc_freqs(self.ix.conn, ts)), self.tuning.quiet_paste, self.is_word)
+
+    def is_word(self, word: str) -> bool:
+        """Whether the index's embedding model has ``word`` as one whole token (False without a
+        model): the vocabulary of real words typo correction prefers. The model is looked up only
+        when a correction has several candidates to choose from."""
+        from ..embed.index_model import query_model
+
+        model = query_model(self.ix)
+        return not isinstance(model, str) and model.is_whole_word(word)
 
     def allowed(self, q: Query, opts: SearchOptions) -> tuple[Query, np.ndarray | None]:
         """``q`` with the query's and the options' filters, checked (:mod:`.filters`), and the

@@ -7,7 +7,12 @@ analysed terms occurs in the index. Its correction is the word one edit away (a 
 deleted, inserted, replaced, or two neighbours swapped: Damerau-Levenshtein distance 1, which
 covers most typing errors) whose analysed term is the most frequent in the index (ties, such as
 two spellings of one stem, ``wingzs`` -> ``wings`` or ``winges``: the shorter, then the
-alphabetically first), as a spelling corrector that ranks by corpus frequency does.
+alphabetically first), as a spelling corrector that ranks by corpus frequency does. Given a
+vocabulary of whole words (``is_word``: the search passes its embedding model's), the spellings
+it holds come first, since the index keeps stems: ``practies`` is one edit from ``practices``
+and from ``practics``, ``haering`` from ``hearing`` and from ``hairing``. Only spellings of 4
+letters or more count as words there: a subword vocabulary's shorter tokens are as often the
+start of a longer word or an abbreviation (``faa``).
 Words the index knows are never touched; a word with no known neighbour stays as typed; a query
 with more than :data:`MAX_TYPOS` unknown words is left as typed (a sentence in another language
 or a list of names is not a row of typos, and each unknown word costs a few milliseconds).
@@ -62,12 +67,14 @@ def typo_words(text: str) -> list[str]:
     return list(seen)
 
 
-def corrections(text: str, analyze: Callable[[str], list], df_of: Callable[[Iterable[str]], dict]) \
-        -> list[tuple[str, str]]:
+def corrections(text: str, analyze: Callable[[str], list], df_of: Callable[[Iterable[str]], dict],
+                is_word: Callable[[str], bool] | None = None) -> list[tuple[str, str]]:
     """``[(typed word, correction)]`` for the words of ``text`` the index does not know and
     that have a known word one edit away. ``analyze(word)``: the index's analysis of one word
     (its terms: :meth:`Analyzer.analyze_word <kgsearch.text.tokenize.Analyzer.analyze_word>`);
-    ``df_of(terms)``: ``{term: document frequency}`` of those the index has."""
+    ``df_of(terms)``: ``{term: document frequency}`` of those the index has; ``is_word(spelling)``
+    (optional): whether a spelling is a word of a vocabulary, which then comes first (the index
+    holds stems: ``practies`` is one edit from ``practices`` and from ``practics``, one stem)."""
     words = typo_words(text)
     if not words:
         return []
@@ -87,9 +94,10 @@ def corrections(text: str, analyze: Callable[[str], list], df_of: Callable[[Iter
     df = df_of({t for vs in variants.values() for t in vs.values()})
     out = []
     for w in unknown:
-        best = min(((-df[t], len(v), v) for v, t in variants[w].items() if df.get(t, 0) > 0), default=None)
+        best = min(((0 if is_word is None or len(v) >= MIN_LEN and is_word(v) else 1, -df[t], len(v), v)
+                    for v, t in variants[w].items() if df.get(t, 0) > 0), default=None)
         if best is not None:
-            fix = best[2]
+            fix = best[3]
             out.append((w, fix.capitalize() if w[0].isupper() else fix))
     return out
 

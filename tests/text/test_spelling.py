@@ -69,6 +69,48 @@ def test_a_stop_word_neighbour_is_no_correction():
     assert spelling.corrections("thir", an.analyze_word, lambda ts: {t: df[t] for t in ts if t in df}) == [("thir", "thin")]
 
 
+def test_a_whole_word_of_the_vocabulary_comes_first():
+    porter = get_analyzer().analyze_word
+    one = lambda ts: {t: 4 for t in ts if t == "practic"}         # noqa: E731  (practices, practics: one stem)
+    assert spelling.corrections("practies", porter, one) == [("practies", "practics")]      # the shorter
+    words = {"practices", "hearing"}.__contains__
+    assert spelling.corrections("practies", porter, one, words) == [("practies", "practices")]
+    df = {"hair": 9, "hear": 3}                                   # hairing: a frequent stem, no word
+    lookup = lambda ts: {t: df[t] for t in ts if t in df}         # noqa: E731
+    assert spelling.corrections("haering", porter, lookup) == [("haering", "hairing")]
+    assert spelling.corrections("haering", porter, lookup, words) == [("haering", "hearing")]
+    assert spelling.corrections("haering", porter, lookup, lambda w: False) == [("haering", "hairing")]
+    same = lambda w: [w]                                          # noqa: E731
+    df = {"faba": 5, "faa": 1}                                    # a 3-letter token is no evidence of a word
+    assert spelling.corrections("fava", same, lookup, {"faa"}.__contains__) == [("fava", "faba")]
+
+
+def test_the_embedding_vocabulary_knows_whole_words():
+    from kgsearch.embed.model import load_model
+
+    m = load_model()
+    assert m.is_whole_word("practices") and m.is_whole_word("hearing")
+    assert not m.is_whole_word("practics") and not m.is_whole_word("hairing")
+
+
+def test_a_search_says_the_word_not_a_spelling_of_its_stem(tmp_path):
+    from kgsearch.indexer import IndexOptions, index_paths
+    from kgsearch.query import SearchOptions, search
+
+    root = tmp_path / "v"
+    root.mkdir()
+    (root / "garden.md").write_text("# Garden\nGood practices: water the tomatoes at dawn.\n")
+    (root / "bread.md").write_text("# Bread\nBake it with flour and salt.\n")
+    db = tmp_path / "v.db"
+    index_paths(str(db), [str(root)], IndexOptions())
+    r = search("watering practies", db=str(db), options=SearchOptions(k=3))
+    assert r.corrections == [["practies", "practices"]]            # not "practics", the same stem
+    assert r.hits[0].key == "md:garden"
+    bare = tmp_path / "bare.db"                                    # no embedding model: the shorter spelling
+    index_paths(str(bare), [str(root)], IndexOptions(settings={"embed": False}))
+    assert search("watering practies", db=str(bare), options=SearchOptions(k=3)).corrections == [["practies", "practics"]]
+
+
 # ---------------------------------------------------------------- searches
 @pytest.fixture
 def vault(tmp_path):
