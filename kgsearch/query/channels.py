@@ -230,7 +230,8 @@ CHANNELS: dict[str, Channel] = {c.name: c for c in (
             _anchors_search, gate=_anchors_gate, absolute=True, added=True),
     Channel("relation", "intent", "relation questions (who calls X, where is X used): the edges into X",
             _relation_search, gate=_relation_gate),
-    Channel("dense", "embedding", "embedding similarity (static model; off without vectors, or when the query has no letter or digit)",
+    Channel("dense", "embedding", "embedding similarity (static model; alone, the words weighted by their rarity; "
+            "off without vectors, or when the query has no letter or digit)",
             _dense_search, _dense_all, _dense_ids, gate=_dense_gate),
     Channel("browse", "text", "a query of filters alone (tag:journal, kind:function path:src/): what they keep, "
             "most linked first (PageRank)", _browse_search, _browse_all, gate=_browse_gate),
