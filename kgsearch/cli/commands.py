@@ -398,7 +398,12 @@ def cmd_model(args) -> int:
                                                            progress=progress))
         finally:
             progress.done()
-        return _report_run(args, report)
+        code = _report_run(args, report)
+        emb = report.steps.get("embed") or {}
+        if not args.json and not args.quiet and emb.get("model"):
+            err(f"re-embedded {emb.get('embedded', 0):,} nodes with {emb['model'].partition('@')[0]} "
+                f"({emb.get('dims')} dimensions); later runs keep this model")
+        return code
     models = embed.list_models()
     if args.json:
         emit_json(models)
