@@ -385,6 +385,8 @@ def evaluate(target: str, opts: EvalOptions | None = None) -> dict:
         return evaluate_beir(p, opts)
     if p.is_file():
         return evaluate_probes(p, opts)
+    if not p.exists():
+        raise UsageError(f"{target}: no such file or folder; check the path")
     raise UsageError(f"{target}: not a BEIR folder or a probes .jsonl file")
 
 

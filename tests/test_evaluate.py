@@ -49,7 +49,10 @@ def test_eval_contract_on_a_beir_folder(tmp_path, capsys):
     r = evaluate(str(d), EvalOptions(ablate=True, index_dir=str(tmp_path / "ev")))
     runs = [a["run"] for a in r["ablation"]]
     assert runs[0] == "all" and "-bm25" in runs and "bm25 only" in runs
-    assert main(["eval", str(tmp_path / "nope")]) == 2
+    capsys.readouterr()
+    assert main(["eval", str(tmp_path / "nope.jsonl")]) == 2
+    # a typo in the path said "not a BEIR folder or a probes .jsonl file" of a .jsonl path
+    assert capsys.readouterr().err.strip() == f"error: {tmp_path / 'nope.jsonl'}: no such file or folder; check the path"
 
 
 def test_eval_bad_folder_messages(tmp_path, capsys):
