@@ -185,6 +185,9 @@ def cmd_show(args) -> int:
             for e in edges:
                 arrow = "->" if key == "out" else "<-"
                 out(f"  {arrow} {one_line(e['type']):<14} {_node_line(e)}")
+            more = info[key + "_total"] - len(edges)
+            if more > 0:
+                out(f"  ... {more:,} more: --edges {info[key + '_total']}, or `kgsearch related`")
     return EXIT_OK
 
 
