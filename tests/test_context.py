@@ -656,3 +656,19 @@ def test_cut_lines_in_trimmed_code_are_marked_in_its_language(tmp_path, capsys):
     assert js and py, trimmed
     assert all("// ... " in t and "# ... " not in t for t in js), js
     assert all("# ... " in t for t in py), py
+
+
+def test_a_node_without_text_is_its_header_not_an_empty_fence(tmp_path, capsys):
+    """An empty note (or a tag, `context kind:tag`) was packed as its header and an empty
+    ```markdown fence: three lines of nothing for the agent to read, paid from the budget."""
+    root = tmp_path / "v"
+    root.mkdir()
+    (root / "empty.md").write_text("")
+    (root / "b.md").write_text("# B\nsee [[empty]]\n")
+    db = tmp_path / "i.db"
+    index_paths(db, [str(root)], IndexOptions(steps=("text",)))
+    capsys.readouterr()
+    assert main(["context", "--files", "empty.md", "--db", str(db)]) == 0
+    out = capsys.readouterr().out
+    assert "### empty.md:1 · note empty\n(no text)\n\n### b.md" in out, out
+    assert "```markdown\n\n```" not in out
