@@ -162,6 +162,21 @@ def test_asking_for_a_structural_kind_finds_it(fx, query):
     assert not [h for h in plain.hits if h.kind in ("tag", "entity", "placeholder")]
 
 
+def test_why_a_tag_is_not_listed_says_it_is_structure(fx):
+    """`why "backup" tag:howto` said "no channel returned this node among its candidates ...
+    no seed links to it" and, on the next line, that it was a seed of the graph stage: the tag
+    was a candidate, left out because tags are structure. It says so, and how to list tags."""
+    from kgsearch.query.api import why
+
+    _, eng = fx
+    tag = next(h.key for h in eng.search("backup kind:tag", SearchOptions(k=1, feedback=False)).hits)
+    info = why("backup", tag, engine=eng)
+    assert info["rank"] is None and "no channel returned" not in info["reason"], info["reason"]
+    assert "structure" in info["reason"] and "kind:tag" in info["reason"]
+    asked = why("backup kind:tag", tag, engine=eng)
+    assert asked["rank"] == 1
+
+
 def test_a_filter_that_matches_nothing_says_so(fx):
     _, eng = fx
     resp = eng.search("backup kind:nosuch")
