@@ -75,6 +75,17 @@ def test_demo_and_probes(tmp_path, capsys):
     r = evaluate(str(probes), EvalOptions(db=str(db)))
     assert r["queries"] == 28
     assert r["metrics"]["recall@10"] >= 0.75 and r["metrics"]["mrr@10"] >= 0.7
+    assert r["unknown_expected"] == []       # every demo probe names nodes the demo has
+    # an expected key with a typo could never be found: it only counted as a miss, like a real one
+    mine = tmp_path / "mine.jsonl"
+    mine.write_text(json.dumps({"query": "back up my notes", "expected": ["md:vault/howto/backup-vualt",
+                                                                          "Git"]}) + "\n")
+    capsys.readouterr()
+    assert main(["eval", str(mine), "--db", str(db)]) == 0
+    out = capsys.readouterr().out
+    assert ("- probe 1 expects 'md:vault/howto/backup-vualt': no node has this key or name "
+            "(a typo? it cannot be found)") in out, out
+    assert "'Git': no node" not in out
 
 
 def test_bench_json_contract(tmp_path, capsys):
