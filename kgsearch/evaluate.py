@@ -317,6 +317,7 @@ def evaluate_probes(path: Path, opts: EvalOptions) -> dict:
         sopts = SearchOptions(k=k, channels=_channels_list(opts.channels), fusion=opts.fusion,
                               intent=opts.intent, weights=opts.weights, snippets=False, feedback=opts.feedback)
         rows, channels_run = _run_probes(engine, probes, sopts)
+        unknown = _unknown_expected(ix, probes)
         ablation = None
         if opts.ablate:
             base = sorted(channels_run)
@@ -331,12 +332,23 @@ def evaluate_probes(path: Path, opts: EvalOptions) -> dict:
         "per_intent": {k: {"queries": len(v), **_probe_means(v)} for k, v in sorted(by_intent.items())},
         "misses": [{"query": r["query"], "expected": r["expected"], "top": r["top"], "found": r["found"]}
                    for r in rows if r["recall@10"] < 1.0],
+        "unknown_expected": unknown,
     }
     if ablation is not None:
         out["channels"] = sorted(channels_run)
         out["ablation"] = ablation
     out["seconds"] = round(time.perf_counter() - t_start, 2)
     return out
+
+
+def _unknown_expected(ix, probes: list[dict]) -> list[dict]:
+    """``[{probe, query, expected}]``: each expected node no node of the index answers to (by key,
+    qualified name, name or alias, as ``show`` finds one): a typo, or a note renamed since the probe
+    was written; it can never be found, so the recall it costs measures the file, not the search."""
+    from .store.rows import find_node_rows
+
+    return [{"probe": i, "query": p["query"], "expected": str(e)} for i, p in enumerate(probes, 1)
+            for e in p["expected"] if not find_node_rows(ix.conn, str(e), limit=1)]
 
 
 def _probe_means(rows: list[dict]) -> dict:
@@ -385,6 +397,8 @@ def evaluate(target: str, opts: EvalOptions | None = None) -> dict:
         return evaluate_beir(p, opts)
     if p.is_file():
         return evaluate_probes(p, opts)
+    if not p.exists():
+        raise UsageError(f"{target}: no such file or folder; check the path")
     raise UsageError(f"{target}: not a BEIR folder or a probes .jsonl file")
 
 
@@ -428,4 +442,7 @@ def format_eval(result: dict) -> str:
                 lines.append(f"| {r['run']} | {r['recall@5']:.4f} | {r['recall@10']:.4f} | {r['mrr@10']:.4f} |")
         for miss in result.get("misses", []):
             lines.append(f"- missed: {miss['query']!r} expected {miss['expected']} got {miss['top']}")
+        for u in result.get("unknown_expected", []):
+            lines.append(f"- probe {u['probe']} expects {u['expected']!r}: no node has this key or name "
+                         f"(a typo? it cannot be found)")
     return "\n".join(lines)

@@ -231,7 +231,10 @@ def test_model_use_switches_to_the_multilingual_model(tmp_path, capsys):
         (vault / name).write_text(NOTES[name], encoding="utf-8")
     db = tmp_path / "i.db"
     assert main(["index", str(vault), "--db", str(db), "-q"]) == 0
-    assert main(["model", "use", "e5-small-multi-192", "--db", str(db), "-q"]) == 0
+    capsys.readouterr()
+    assert main(["model", "use", "e5-small-multi-192", "--db", str(db)]) == 0
+    # it said only "indexed 0 changed file(s) ... +0 ~0 -0 nodes": as if nothing had happened
+    assert "re-embedded 4 nodes with e5-small-multi-192 (192 dimensions)" in capsys.readouterr().err
     ix = Index.open(db, readonly=True)
     try:
         assert ix.meta("model_id").startswith("e5-small-multi-192@")

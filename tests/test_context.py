@@ -634,3 +634,41 @@ def test_paths_from_diffs_and_anchors_match_case_exactly(tmp_path, capsys):
         assert len(_files_by_suffix(conn, "src/Foo.py")) == 1 and len(_files_by_suffix(conn, "lib/src/Foo.py")) == 1
     finally:
         conn.close()
+
+
+def test_cut_lines_in_trimmed_code_are_marked_in_its_language(tmp_path, capsys):
+    """A trimmed JavaScript method said `# ... 40 lines cut`: `#` is no comment in JS, Go, Rust,
+    Java, C#, C or C++ (a private field in JS), so the marker read as code; it is `// ...` there."""
+    root = tmp_path / "src"
+    root.mkdir()
+    body = "\n".join(f"    const step{i} = compute({i});" for i in range(40))
+    (root / "queue.js").write_text("class Queue {\n  drainQueue(items) {\n" + body
+                                   + "\n    return retryBackoff(items);\n  }\n}\nmodule.exports = { Queue };\n")
+    (root / "q.py").write_text("def drain_py(items):\n" + "\n".join(f"    step{i} = compute({i})" for i in range(40))
+                               + "\n    return retry_backoff(items)\n")
+    db = tmp_path / "i.db"
+    index_paths(db, [str(root)], IndexOptions(steps=("text",)))
+    capsys.readouterr()
+    assert main(["context", "retryBackoff retry_backoff drain", "--db", str(db), "--budget", "300", "--json"]) == 0
+    trimmed = {it["key"]: it["text"] for it in json.loads(capsys.readouterr().out)["items"] if it["form"] == "trimmed"}
+    js = [t for k, t in trimmed.items() if k.startswith("js:")]
+    py = [t for k, t in trimmed.items() if k.startswith("py:")]
+    assert js and py, trimmed
+    assert all("// ... " in t and "# ... " not in t for t in js), js
+    assert all("# ... " in t for t in py), py
+
+
+def test_a_node_without_text_is_its_header_not_an_empty_fence(tmp_path, capsys):
+    """An empty note (or a tag, `context kind:tag`) was packed as its header and an empty
+    ```markdown fence: three lines of nothing for the agent to read, paid from the budget."""
+    root = tmp_path / "v"
+    root.mkdir()
+    (root / "empty.md").write_text("")
+    (root / "b.md").write_text("# B\nsee [[empty]]\n")
+    db = tmp_path / "i.db"
+    index_paths(db, [str(root)], IndexOptions(steps=("text",)))
+    capsys.readouterr()
+    assert main(["context", "--files", "empty.md", "--db", str(db)]) == 0
+    out = capsys.readouterr().out
+    assert "### empty.md:1 · note empty\n(no text)\n\n### b.md" in out, out
+    assert "```markdown\n\n```" not in out

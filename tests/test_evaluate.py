@@ -49,7 +49,10 @@ def test_eval_contract_on_a_beir_folder(tmp_path, capsys):
     r = evaluate(str(d), EvalOptions(ablate=True, index_dir=str(tmp_path / "ev")))
     runs = [a["run"] for a in r["ablation"]]
     assert runs[0] == "all" and "-bm25" in runs and "bm25 only" in runs
-    assert main(["eval", str(tmp_path / "nope")]) == 2
+    capsys.readouterr()
+    assert main(["eval", str(tmp_path / "nope.jsonl")]) == 2
+    # a typo in the path said "not a BEIR folder or a probes .jsonl file" of a .jsonl path
+    assert capsys.readouterr().err.strip() == f"error: {tmp_path / 'nope.jsonl'}: no such file or folder; check the path"
 
 
 def test_eval_bad_folder_messages(tmp_path, capsys):
@@ -72,6 +75,17 @@ def test_demo_and_probes(tmp_path, capsys):
     r = evaluate(str(probes), EvalOptions(db=str(db)))
     assert r["queries"] == 28
     assert r["metrics"]["recall@10"] >= 0.75 and r["metrics"]["mrr@10"] >= 0.7
+    assert r["unknown_expected"] == []       # every demo probe names nodes the demo has
+    # an expected key with a typo could never be found: it only counted as a miss, like a real one
+    mine = tmp_path / "mine.jsonl"
+    mine.write_text(json.dumps({"query": "back up my notes", "expected": ["md:vault/howto/backup-vualt",
+                                                                          "Git"]}) + "\n")
+    capsys.readouterr()
+    assert main(["eval", str(mine), "--db", str(db)]) == 0
+    out = capsys.readouterr().out
+    assert ("- probe 1 expects 'md:vault/howto/backup-vualt': no node has this key or name "
+            "(a typo? it cannot be found)") in out, out
+    assert "'Git': no node" not in out
 
 
 def test_bench_json_contract(tmp_path, capsys):

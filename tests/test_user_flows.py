@@ -732,3 +732,22 @@ def test_words_typed_without_accents_find_notes_written_with_them(tmp_path):
     rep = index_paths(db, [str(vault)], IndexOptions(steps=("text",)))
     assert rep.steps["text"]["full"]
     assert top("creme brulee")[:1] == ["md:dessert"] and top("हिन्दी") == ["md:hindi"]
+
+
+def test_show_says_how_many_edges_it_left_out(tmp_path, capsys):
+    """`show X --edges 2` printed "incoming edges (3):" and two edges, nothing saying one was
+    left out or how to see it (`related` says "--limit for more")."""
+    root = tmp_path / "vault"
+    write(root / "hub.md", "# Hub\n")
+    for n in "abc":
+        write(root / f"{n}.md", f"# {n}\nsee [[hub]]\n")
+    db = tmp_path / "i.db"
+    assert cli("index", root, "--db", db, "-q") == 0
+    capsys.readouterr()
+    assert cli("show", "md:hub", "--edges", "2", "--db", db) == 0
+    out = capsys.readouterr().out
+    import re
+    total = int(re.search(r"incoming edges \((\d+)\):", out).group(1))       # 3 links, similar_text
+    assert total > 2 and f"  ... {total - 2} more: --edges {total}, or `kgsearch related`" in out, out
+    assert cli("show", "md:hub", "--db", db) == 0
+    assert "more:" not in capsys.readouterr().out

@@ -185,6 +185,9 @@ def cmd_show(args) -> int:
             for e in edges:
                 arrow = "->" if key == "out" else "<-"
                 out(f"  {arrow} {one_line(e['type']):<14} {_node_line(e)}")
+            more = info[key + "_total"] - len(edges)
+            if more > 0:
+                out(f"  ... {more:,} more: --edges {info[key + '_total']}, or `kgsearch related`")
     return EXIT_OK
 
 
@@ -398,7 +401,12 @@ def cmd_model(args) -> int:
                                                            progress=progress))
         finally:
             progress.done()
-        return _report_run(args, report)
+        code = _report_run(args, report)
+        emb = report.steps.get("embed") or {}
+        if not args.json and not args.quiet and emb.get("model"):
+            err(f"re-embedded {emb.get('embedded', 0):,} nodes with {emb['model'].partition('@')[0]} "
+                f"({emb.get('dims')} dimensions); later runs keep this model")
+        return code
     models = embed.list_models()
     if args.json:
         emit_json(models)

@@ -149,6 +149,10 @@ def cmd_impact(args) -> int:
                 why.append(f"names {t['names']} of its symbols")
             if t.get("rank_path"):
                 why.append(f"its path names the changed files' subjects (rank {t['rank_path']})")
+            if t.get("declared"):
+                why.append(f"a test module the changed file declares (depth {t['declared']})")
+            if t.get("rank_text"):
+                why.append(f"reads like the changed code (text rank {t['rank_text']})")
             out(f"{i:>3}. {one_line(t['relpath'] or t['path'])}")
             out(f"          {'; '.join(why)}")
     return EXIT_OK

@@ -9,6 +9,7 @@ Paths are shown relative to the indexed root that holds them.
 """
 from __future__ import annotations
 
+import functools
 import os
 
 import numpy as np
@@ -46,6 +47,15 @@ def code_lang(key: str, path: str | None) -> str:
         return "python"
     spec = spec_for(path or "")
     return spec.name if spec is not None else ""
+
+
+def code_comment(key: str, path: str | None) -> str:
+    """How a line comment starts in a code node's language: ``#`` in Python, else its file's
+    language's (``//``)."""
+    if key.startswith(("py:", "pyi:")):
+        return "#"
+    spec = spec_for(path or "")
+    return spec.line_comment[0] if spec is not None and spec.line_comment else "#"
 
 
 def _read_file(path: str, root: str | None, size: int | None, mtime_ns: int | None,
@@ -143,7 +153,8 @@ def load_items(ix, cands: list[Candidate], terms: list[str]) -> list[Item]:
             lines = (text or "").split("\n")
         marked = {ln - a for ln in c.marked if a and a <= ln <= (b or a)} if source == "file" else set()
         full = Form("full", "\n".join(lines).strip("\n"))
-        fn = trim_code if code and source == "file" else trim_prose
+        fn = (functools.partial(trim_code, comment=code_comment(key, path)) if code and source == "file"
+              else trim_prose)
         trimmer = (lambda fn=fn, lines=lines, marked=marked: fn(lines, terms, marked)) if len(lines) > 1 else None
         display = name
         if code and qual:                             # py: pkg.mod.Cls.m; the others: Cls.m (after the file)

@@ -265,7 +265,9 @@ def find_terms(text: str, alts: tuple[str, ...]) -> list[tuple[int, str]]:
     return out
 
 
-def _with_gaps(lines: list[str], keep: list[int], code: bool) -> tuple[str, int]:
+def _with_gaps(lines: list[str], keep: list[int], code: bool, comment: str = "#") -> tuple[str, int]:
+    """The kept lines with a marker for each run of cut ones: a ``comment`` line in code
+    (``# ... 3 lines cut``, ``// ...`` in the C family), ``[... 3 lines cut]`` in prose."""
     out, prev, cut = [], -1, 0
     for i in keep:
         if i > prev + 1:
@@ -273,13 +275,13 @@ def _with_gaps(lines: list[str], keep: list[int], code: bool) -> tuple[str, int]
             cut += gap
             nxt = lines[i] if i < len(lines) else ""
             indent = nxt[:len(nxt) - len(nxt.lstrip())]
-            out.append(f"{indent}# ... {gap} line{'s' if gap > 1 else ''} cut" if code else f"[... {gap} lines cut]")
+            out.append(f"{indent}{comment} ... {gap} line{'s' if gap > 1 else ''} cut" if code else f"[... {gap} lines cut]")
         out.append(lines[i])
         prev = i
     if prev < len(lines) - 1:
         gap = len(lines) - 1 - prev
         cut += gap
-        out.append(f"# ... {gap} line{'s' if gap > 1 else ''} cut" if code else f"[... {gap} lines cut]")
+        out.append(f"{comment} ... {gap} line{'s' if gap > 1 else ''} cut" if code else f"[... {gap} lines cut]")
     return "\n".join(out), cut
 
 
@@ -324,13 +326,14 @@ def code_header(lines: list[str]) -> tuple[int, int]:
     return sig_end, sig_end
 
 
-def trim_code(lines: list[str], terms: list[str], marked: set[int] = frozenset()) -> Form | None:
+def trim_code(lines: list[str], terms: list[str], marked: set[int] = frozenset(), comment: str = "#") -> Form | None:
     """Signature + docstring (its first :data:`DOC_LINES` lines) + matched (and ``marked``) lines of
-    a definition; ``None`` when that would not be much smaller than the whole."""
+    a definition, cut lines marked by a ``comment`` line of the code's language; ``None`` when
+    that would not be much smaller than the whole."""
     sig_end, doc_end = code_header(lines)
     head = list(range(min(doc_end, sig_end + DOC_LINES)))
     keep = sorted(set(head) | set(matched_lines(lines, terms, marked, first=doc_end)))
-    body, cut = _with_gaps(lines, keep, code=True)
+    body, cut = _with_gaps(lines, keep, code=True, comment=comment)
     if cut == 0 or len(body) > TRIM_WORTH * len("\n".join(lines)):
         return None
     n = len(keep) - len(head)

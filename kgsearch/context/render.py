@@ -136,6 +136,8 @@ class Markdown(Renderer):
                 + (f" · index {one_line(index)}" if index else ""))
         if f.level == "ref":
             return head + "\n(body cut: over budget)\n\n"
+        if not f.body.strip():                     # an empty note, a tag: no fence around nothing
+            return head + "\n(no text)\n\n"
         fence = "```"
         while fence in f.body:
             fence += "`"

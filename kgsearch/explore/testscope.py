@@ -255,10 +255,22 @@ def fuse(ranks: list[dict[int, float]], weights: list[float] | None = None) -> d
     return dict(score)
 
 
-def count_test_files(ix) -> int:
-    """How many files hold test code in the index."""
-    return int(ix.conn.execute(f"SELECT count(DISTINCT file_id) FROM nodes WHERE (flags & {TEST_FLAG}) != 0 "
-                               "AND file_id IS NOT NULL").fetchone()[0])
+def count_test_files(ix, roots: set[str] | None = None) -> int:
+    """How many files hold test code in the index (in ``roots`` when given)."""
+    return len(test_files_in(ix, roots))
+
+
+def test_files_in(ix, roots: set[str] | None) -> set[int]:
+    """The ids of the files holding test code, in ``roots`` (every root: ``None``)."""
+    rows = ix.conn.execute(f"SELECT DISTINCT n.file_id, f.root FROM nodes n JOIN files f ON f.id = n.file_id "
+                           f"WHERE (n.flags & {TEST_FLAG}) != 0")
+    return {fid for fid, root in rows if roots is None or root in roots}
+
+
+def changed_roots(ix, changed: set[int]) -> set[str] | None:
+    """The roots of the changed files; ``None`` (no scope) when no changed node has a file."""
+    roots = {r for _, r in iter_in_chunks(ix.conn, "SELECT id, root FROM files WHERE id IN ({})", sorted(changed))}
+    return roots or None
 
 
 def _plain(r):
@@ -268,7 +280,8 @@ def _plain(r):
 
 def test_files(ix, ctx, reach, start_pos, limit: int) -> list[dict]:
     """Test files, ranked as the module docstring says: ``[{path, relpath, rank_reached,
-    rank_named, rank_path, changed, distance, strength, reached, names, nearest: [{key, name, kind, distance}]}]``."""
+    rank_named, rank_path, rank_text, declared (the depth of the changed file's test module that
+    declares it, or None), changed, distance, strength, reached, names, nearest: [{key, name, kind, distance}]}]``."""
     pos = np.flatnonzero(reach.hops >= 0)
     ids = ctx.ids_of(pos)
     hops = dict(zip(ids.tolist(), reach.hops[pos].tolist()))
@@ -284,13 +297,18 @@ def test_files(ix, ctx, reach, start_pos, limit: int) -> list[dict]:
     by_path = sorted(pathed, key=lambda f: (-pathed[f], f))
     similar = similar_tests(ix, ctx.ids_of(start_pos).tolist())
     by_text = sorted(similar, key=lambda f: (-similar[f], f))
+    changed = changed_files(ix, ctx.ids_of(start_pos).tolist())
+    declared = declared_tests(ix, changed)
+    # the names, paths and text rank only the tests of the changed files' roots: another
+    # repository's tests read like any change in its language and run none of it
+    scope = test_files_in(ix, changed_roots(ix, changed))
+    named = {f: v for f, v in named.items() if f in scope}
+    by_name, by_path, by_text = ([f for f in by if f in scope] for by in (by_name, by_path, by_text))
     rank_n = {f: r for r, f in enumerate(by_name, 1)}
     rank_p = {f: r for r, f in enumerate(by_path, 1)}
     rank_t = {f: r for r, f in enumerate(by_text, 1)}
-    changed = changed_files(ix, ctx.ids_of(start_pos).tolist())
-    declared = declared_tests(ix, changed)
     rank_d = shared_ranks(declared)
-    w_reached = reach_weight(len(rank_r), count_test_files(ix)) if rank_r else 1.0
+    w_reached = reach_weight(len(rank_r), len(scope | set(rank_r))) if rank_r else 1.0
     score = fuse([rank_r, rank_n, rank_p, rank_t, rank_d], [w_reached, 1.0, 1.0, 1.0, 1.0])
     paths = {fid: (p, rel_path({"path": p, "root": root})) for fid, p, root in
              iter_in_chunks(ix.conn, "SELECT id, path, root FROM files WHERE id IN ({})", sorted(score))}
@@ -302,6 +320,7 @@ def test_files(ix, ctx, reach, start_pos, limit: int) -> list[dict]:
         members = files.get(f, [])
         out.append({"path": paths[f][0], "relpath": paths[f][1], "score": round(score[f], 6), "changed": f in changed,
                     "rank_reached": _plain(rank_r.get(f)), "rank_named": rank_n.get(f), "rank_path": rank_p.get(f), "rank_text": rank_t.get(f),
+                    "declared": declared.get(f),
                     "distance": min((hops[i] for i in members), default=None),
                     "strength": round(sum(1.0 / cost[i] if cost[i] > 0 else 1.0 for i in members), 6),
                     "reached": len(members), "names": named.get(f, (0.0, 0))[1],

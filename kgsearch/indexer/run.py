@@ -166,11 +166,20 @@ def remove_roots(db: str | os.PathLike | None, refs: list[str], opts: IndexOptio
             gone.append(root)
         st.report.roots_removed = [r.path for r in gone]
         deleted = []
+        gone_paths = {r.path for r in gone}
         for root in gone:
-            deleted += st.conn.execute("SELECT id, path FROM files WHERE root = ? OR path = ?",   # (a file root)
-                                       (root.path, root.path)).fetchall()
+            # a file root's file is its own unless a folder root registered before it holds it
+            # (that root owns the file: plan.py), a folder root's files are those it owns
+            earlier = [r.path for r in list_roots(st.conn) if r.position < root.position
+                       and r.path not in gone_paths and os.path.isdir(r.path)]
+            deleted += [(i, p) for i, p in st.conn.execute(
+                "SELECT id, path FROM files WHERE root = ? OR path = ?", (root.path, root.path))
+                if p != root.path or not any(inside(p, e) for e in earlier)]
             remove_root(st.conn, root.path)
         deleted = [tuple(r) for r in deleted]
+        # their rows go at the end of the run: an heir below must load them, not find them
+        # unchanged (a file root's file's row names its folder, which may be an heir's path)
+        st.conn.executemany("UPDATE files SET root = '' WHERE id = ?", [(i,) for i, _ in deleted])
         # files a root nested inside a removed one reaches again (its own since it was added
         # after): loaded under it in this run, not lost until the next `kgsearch index`
         heirs = [r for r in list_roots(st.conn)

@@ -131,6 +131,16 @@ def link_target(target: str) -> tuple[str, str, str]:
     return t.lstrip("/"), anchor.strip(), block.strip()
 
 
+def _spelled(target: str, t: str) -> dict[str, str]:
+    """``{"display": target as written}`` when it differs from its key ``t`` only in case (a
+    placeholder made for it is named so: ``[[Nonexistent Note]]``, not ``nonexistent note``)."""
+    shown = " ".join(target.split("#", 1)[0].split()).lstrip("/")
+    for ext in (".md", ".markdown"):
+        if shown.lower().endswith(ext):
+            shown = shown[: -len(ext)]
+    return {"display": shown} if shown != t and shown.lower() == t else {}
+
+
 def _is_attachment(t: str) -> bool:
     ext = t.rsplit(".", 1)[-1] if "." in t.rsplit("/", 1)[-1] else ""
     return ext in ATTACHMENTS
@@ -182,7 +192,7 @@ class Note:
             if target.strip() not in self.attachments:
                 self.attachments.append(target.strip())
             return
-        props: dict[str, Any] = {}
+        props: dict[str, Any] = _spelled(target, t)
         if heading:
             props["heading"] = heading
         if block:
@@ -211,7 +221,9 @@ class Note:
             if full not in self.attachments:
                 self.attachments.append(full)
             return
-        props: dict[str, Any] = {"heading": anchor} if anchor else {}
+        props: dict[str, Any] = _spelled(full, t)
+        if anchor:
+            props["heading"] = anchor
         if embed:
             props["embed"] = True
         self.edge(src, t, "links_to", "note", line, props)

@@ -2,7 +2,8 @@
 
 Nodes:
 
-* ``document``: key ``txt:<rel>``, name = the title (an underlined reST title, a ``#``/``=``/
+* ``document``: key ``txt:<rel>``, name = the title (an underlined reST title, after any
+  field list or explicit markup at the top of a ``.rst`` file, a ``#``/``=``/
   ``*`` heading, org ``#+TITLE:``, LaTeX ``\\title{}``, else the first line when it is short,
   else the file name). A file that fits in ``opts.max_chunk_chars`` is this one node with the
   whole text. A longer one keeps only its beginning (up to :data:`DOC_TEXT` characters, cut at
@@ -163,11 +164,33 @@ def headings(lines: list[str], ext: str) -> dict[int, str]:
     return out
 
 
+_REST = (".rst", ".rest")
+_REST_MARKUP = re.compile(r"^(?:\.\.(?:\s|$)|:[^:\s][^:]*:(?:\s|$))")
+
+
+def _after_rest_markup(lines: list[str], first: int) -> int | None:
+    """The first line number from ``first`` on that is not reST markup before the title: a
+    field list (``:orphan:``, ``:Author: me``), a directive, comment or target (``.. meta::``,
+    ``.. _label:``) and their indented bodies; ``None`` when nothing else follows."""
+    i = first - 1
+    while i < len(lines):
+        s = lines[i]
+        if not s.strip() or s[:1] in " \t":
+            i += 1
+        elif _REST_MARKUP.match(s):
+            i += 1
+        else:
+            return i + 1
+    return None
+
+
 def _title(text: str, lines: list[str], heads: dict[int, str], ext: str, fallback: str) -> str:
     m = _ORG_TITLE.search(text[:4000]) or (_TEX_TITLE.search(text[:8000]) if ext == ".tex" else None)
     if m:
         return m.group(1).strip()
     first = next((i for i, ln in enumerate(lines, 1) if ln.strip()), None)
+    if first is not None and ext in _REST:
+        first = _after_rest_markup(lines, first)
     if first is None:
         return fallback
     for ln in (first, first + 1):           # a title right at the top (reST may overline it)

@@ -8,7 +8,8 @@ In this order, each recorded per candidate so ``--explain`` adds up:
    tests (word boundaries, :attr:`Query.about_tests <kgsearch.query.parse.Query.about_tests>`;
    a code task's mention of tests never is, a relation question always is: the intent's
    ``code_task`` and ``relation`` flags); shared structural nodes (tags, entities,
-   placeholders) x 0 except for exact-match intents; deleted nodes x 0; for code queries
+   placeholders) x 0 except for exact-match intents and a query that asks for a kind
+   (``kind:tag``: the filters already keep only the kinds named); deleted nodes x 0; for code queries
    (:func:`kgsearch.query.code.is_code_query`) and code tasks: vendored/generated/minified/mock
    code (``FLAG_VENDORED`` or by path) x :attr:`Tuning.vendored_penalty`, a type stub (``.pyi``,
    ``.d.ts``) whose implementation is indexed x :attr:`Tuning.stub_penalty` (the implementation
@@ -66,7 +67,8 @@ def rank(conn, cand: np.ndarray, fused: np.ndarray, adjustments: dict, *, q, it,
     factor = np.ones(len(cand))
     if not about_tests:
         factor[(flags >= 0) & (flags & FLAG_TEST > 0)] = tuning.test_penalty
-    if not exact:
+    asks_kind = any(f.field == "kind" and not f.negated for f in getattr(q, "filters", ()))
+    if not exact and not asks_kind:
         factor[(flags >= 0) & (flags & FLAG_AUTO > 0)] = 0.0     # tags, entities, placeholders: structure
     factor[flags < 0] = 0.0                                       # deleted since the channel ran
     if code_query or code_task:

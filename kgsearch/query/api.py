@@ -9,6 +9,7 @@ from dataclasses import replace
 
 from ..config import default_db_path
 from ..store.db import Index, ensure_error
+from ..types import FLAG_AUTO
 from ..stats import find_node
 from .engine import Engine
 from .options import Response, SearchOptions
@@ -132,6 +133,10 @@ def _explain(query: str, eng: Engine, target: dict, wide: Response, mine: list, 
                                  "rank": stand_in.rank, "score": stand_in.score}
         out["reason"] = (f"not listed on its own (one hit per note): its {stand_in.kind} {stand_in.name!r} "
                          f"({stand_in.key}) stands for it at rank {stand_in.rank}")
+    elif pos is None and target.get("flags", 0) & FLAG_AUTO:
+        out["reason"] = (f"a {target['kind']} is structure, not a result: tags, entities and placeholders rank "
+                         f"only for an exact name or when the query asks for their kind (kind:{target['kind']}); "
+                         f"`kgsearch related {target['key']}` lists what it links")
     elif pos is None:
         out["reason"] = ("no channel returned this node among its candidates: none of the query terms match "
                          "its text closely enough, its embedding is not among the nearest, and no seed links to it")

@@ -161,6 +161,40 @@ def test_impact_tests_of_a_file(code_db):
     assert names["reached"] == 0 and names["names"] >= 1 and names["rank_reached"] is None
 
 
+def test_impact_tests_stay_in_the_changed_files_roots(tmp_path, capsys):
+    """A JS library indexed beside a Go one: `impact lib/util.js --tests` listed the Go root's
+    test files (they read like it) under "tests that reach it", each with a blank reason line."""
+    from kgsearch.cli import main
+    from kgsearch.explore import impact
+    from kgsearch.indexer import IndexOptions, index_paths
+    from kgsearch.store.db import Index
+
+    js, go = tmp_path / "jslib", tmp_path / "golib"
+    (js / "lib").mkdir(parents=True)
+    (js / "lib" / "util.js").write_text("function parseFlags(argv) {\n  return argv.filter(a => a.startsWith('--'));\n}\n"
+                                        "module.exports = { parseFlags };\n")
+    (js / "test").mkdir()
+    (js / "test" / "flags.test.js").write_text("const { parseFlags } = require('../lib/util');\n"
+                                               "test('flags', () => { parseFlags(['--a']); });\n")
+    (js / "test" / "cli.test.js").write_text("// argv flags: filter what startsWith --\ntest('cli', () => {});\n")
+    (go / "flags").mkdir(parents=True)
+    (go / "flags" / "flags.go").write_text("package flags\n\nfunc ParseArgv(argv []string) []string { return argv }\n")
+    (go / "flags" / "flags_test.go").write_text("package flags\n\nimport \"testing\"\n\n// parse flags argv startsWith filter\n"
+                                                "func TestParseFlagsArgv(t *testing.T) { ParseArgv([]string{\"--a\"}) }\n")
+    db = tmp_path / "two.db"
+    index_paths(db, [str(js), str(go)], IndexOptions(steps=("text", "graph")))
+    with Index.open(db, readonly=True) as ix:
+        res = impact(ix, str(js / "lib" / "util.js"), tests=True)
+    assert [t["relpath"] for t in res["tests"]] == ["test/flags.test.js", "test/cli.test.js"]
+    with Index.open(db, readonly=True) as ix:       # the Go change finds its own test
+        res = impact(ix, str(go / "flags" / "flags.go"), tests=True)
+    assert [t["relpath"] for t in res["tests"]] == ["flags/flags_test.go"]
+    assert main(["--db", str(db), "impact", str(js / "lib" / "util.js"), "--tests"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    reasons = [out[out.index(f"  {i}. {rel}") + 1].strip() for i, rel in enumerate(["test/flags.test.js", "test/cli.test.js"], 1)]
+    assert all(reasons) and "reads like" in reasons[1], out     # every listed test says why it is there
+
+
 def test_impact_errors_and_command(code_db, capsys):
     from kgsearch.cli import main
     from kgsearch.errors import NotFound, UsageError

@@ -390,3 +390,19 @@ def test_python_reexports_are_followed(tmp_path):
     again = _resolved_calls(db)
     assert again[("py:app.extra", "lib.make")] == "py:lib.core.make"
     assert {k: v for k, v in again.items() if k[0] != "py:app.extra"} == got
+
+
+def test_a_placeholder_is_named_as_the_link_spells_it(tmp_path):
+    """`[[Nonexistent Note]]` made a placeholder named 'nonexistent note' (the lower-cased
+    resolution key): `show`, `related`, `path` and an exported vault printed the name in lower
+    case. The key stays lower case (links resolve case-insensitively); the name is as written."""
+    vault = tmp_path / "v"
+    vault.mkdir()
+    (vault / "a.md").write_text("# A\n\nSee [[Nonexistent Note]] and [[Later Plan.md#Step|the plan]], "
+                                "[other](Some%20File.md).\n")
+    db = tmp_path / "i.db"
+    index_paths(db, [str(vault)], IndexOptions(steps=()))
+    with Index.open(db, readonly=True) as ix:
+        rows = dict(ix.conn.execute("SELECT key, name FROM nodes WHERE kind='placeholder'").fetchall())
+    assert rows == {"md:nonexistent note": "Nonexistent Note", "md:later plan": "Later Plan",
+                    "md:some file": "Some File"}

@@ -86,20 +86,20 @@ def test_every_link_form(tmp_path):
     assert links(res) == [
         (k, "project", "tagged", "tag", 4, {"display": "project"}),
         (k, "area/work", "tagged", "tag", 4, {"display": "area/work"}),
-        (k, "spec one", "implements", "note", 5, {}),
-        (k, "sub/epsilon", "related", "note", 7, {}),
-        (k, "hits", "related", "note", 8, {"heading": "Hubs"}),
-        (k, "alpha", "links_to", "note", 16, {}),
-        (k, "beta", "links_to", "note", 16, {"heading": "Some Heading"}),
-        (k, "gamma", "links_to", "note", 16, {"block": "block1"}),
-        (k, "delta", "links_to", "note", 17, {"embed": True}),
-        (k, "sub/epsilon", "links_to", "note", 18, {}),
-        (k, "sub/zeta", "links_to", "note", 18, {}),
-        (k, "missing note", "links_to", "note", 19, {}),
+        (k, "spec one", "implements", "note", 5, {"display": "Spec One"}),     # a placeholder's name
+        (k, "sub/epsilon", "related", "note", 7, {"display": "Sub/Epsilon"}),
+        (k, "hits", "related", "note", 8, {"display": "Hits", "heading": "Hubs"}),
+        (k, "alpha", "links_to", "note", 16, {"display": "Alpha"}),
+        (k, "beta", "links_to", "note", 16, {"display": "Beta", "heading": "Some Heading"}),
+        (k, "gamma", "links_to", "note", 16, {"display": "Gamma", "block": "block1"}),
+        (k, "delta", "links_to", "note", 17, {"display": "Delta", "embed": True}),
+        (k, "sub/epsilon", "links_to", "note", 18, {"display": "sub/Epsilon"}),
+        (k, "sub/zeta", "links_to", "note", 18, {"display": "sub/Zeta"}),
+        (k, "missing note", "links_to", "note", 19, {"display": "Missing Note"}),
         (k, "alpha", "tagged", "tag", 21, {"display": "alpha"}),
         (k, "nested/tag/deep", "tagged", "tag", 21, {"display": "nested/tag/deep"}),
-        (k, "omega", "depends_on", "note", 27, {}),
-        (k, "psi", "uses", "note", 28, {}),
+        (k, "omega", "depends_on", "note", 27, {"display": "Omega"}),
+        (k, "psi", "uses", "note", 28, {"display": "Psi"}),
     ]
 
 
@@ -150,7 +150,7 @@ def test_short_note_with_headings_is_one_node(tmp_path):
     res = load(tmp_path, "a.md", "# One\ntext [[B]]\n## Two\nmore\n")
     assert [n.key for n in res.nodes] == ["md:a"]
     assert res.nodes[0].text == "# One\ntext [[B]]\n## Two\nmore"
-    assert links(res) == [("md:a", "b", "links_to", "note", 2, {})]
+    assert links(res) == [("md:a", "b", "links_to", "note", 2, {"display": "B"})]
 
 
 def test_relative_links_resolve_against_the_note_folder(tmp_path):
@@ -158,13 +158,14 @@ def test_relative_links_resolve_against_the_note_folder(tmp_path):
                "[a](a.md) [b](../b) [c](<My Note.md>) [d](My%20Other.md#Part) [e](../../../e.md)\n")
     assert res.nodes[0].key == "md:x/y/n"
     assert [(e.dst, e.props) for e in res.edges] == [
-        ("x/y/a", {}), ("x/b", {}), ("x/y/my note", {}), ("x/y/my other", {"heading": "Part"})]
+        ("x/y/a", {}), ("x/b", {}), ("x/y/my note", {"display": "x/y/My Note"}),
+        ("x/y/my other", {"display": "x/y/My Other", "heading": "Part"})]
 
 
 def test_unclosed_front_matter_is_body(tmp_path):
     res = load(tmp_path, "h.md", "---\ntitle: X\n\nnot closed [[L]]\n")
     assert res.nodes[0].name == "h" and res.warnings == []
-    assert links(res) == [("md:h", "l", "links_to", "note", 4, {})]
+    assert links(res) == [("md:h", "l", "links_to", "note", 4, {"display": "L"})]
 
 
 def test_non_utf8_gives_one_warning(tmp_path):
@@ -215,7 +216,7 @@ def test_loader_never_raises(tmp_path_factory, body):
 def test_link_reference_definitions(tmp_path):
     res = load(tmp_path, "r.md", "See [the spec][s] and [x].\n\n[s]: docs/Spec.md\n[x]: #local-anchor\n"
                                  "[w]: https://example.com/#frag\n")
-    assert links(res) == [("md:r", "docs/spec", "links_to", "note", 3, {})]
+    assert links(res) == [("md:r", "docs/spec", "links_to", "note", 3, {"display": "docs/Spec"})]
     assert res.nodes[0].props["urls"] == ["https://example.com/#frag"]
 
 

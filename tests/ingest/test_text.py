@@ -106,6 +106,13 @@ def test_paragraphs_and_overlong_sentence():
     ("e.log", "2024-01-01 started\n", "e.log"),
     ("f.rst", "=====\nOver\n=====\n\ntext\n", "Over"),
     ("g.txt", "", "g.txt"),
+    # reST markup before the title (pip's and Sphinx docs): a field list, directives, targets
+    ("h.rst", ":orphan:\n\n.. meta::\n\n  :http-equiv=refresh: 3\n\nThis page has moved\n"
+              "===================\n\ntext\n", "This page has moved"),
+    ("i.rst", ".. _`pip cache`:\n\npip cache\n---------\n\ntext\n", "pip cache"),
+    ("j.rst", ".. comment\n   more comment\n:Author: me\n\nReal Title\n==========\n", "Real Title"),
+    ("k.rst", ".. note:: only a directive\n\nplain line\n", "plain line"),
+    ("l.txt", ":orphan:\n\nTitle\n=====\n", ":orphan:"),          # only reST files
 ])
 def test_titles(tmp_path, name, content, title):
     assert load(tmp_path, name, content).nodes[0].name == title

@@ -150,6 +150,33 @@ def test_default_pipeline_and_graph_stage_stay_inside_the_set(fx):
         assert len(resp.hits) == min(10, resp.candidates)
 
 
+@pytest.mark.parametrize("query", ["kind:tag", "backup kind:tag", "kind:entity", "sqlite kind:entity"])
+def test_asking_for_a_structural_kind_finds_it(fx, query):
+    """Tags, entities and placeholders rank 0 as structure, but `kind:tag` asks for them: it
+    listed nothing ("no results") while stats counted the tags and the kinds note named them."""
+    ix, eng = fx
+    kind = query.split("kind:")[1]
+    resp = eng.search(query, SearchOptions(k=5, feedback=False))
+    assert resp.hits and {h.kind for h in resp.hits} == {kind}, (query, resp.notices)
+    plain = eng.search(query.replace(f"kind:{kind}", "").strip() or "backup", SearchOptions(k=20, feedback=False))
+    assert not [h for h in plain.hits if h.kind in ("tag", "entity", "placeholder")]
+
+
+def test_why_a_tag_is_not_listed_says_it_is_structure(fx):
+    """`why "backup" tag:howto` said "no channel returned this node among its candidates ...
+    no seed links to it" and, on the next line, that it was a seed of the graph stage: the tag
+    was a candidate, left out because tags are structure. It says so, and how to list tags."""
+    from kgsearch.query.api import why
+
+    _, eng = fx
+    tag = next(h.key for h in eng.search("backup kind:tag", SearchOptions(k=1, feedback=False)).hits)
+    info = why("backup", tag, engine=eng)
+    assert info["rank"] is None and "no channel returned" not in info["reason"], info["reason"]
+    assert "structure" in info["reason"] and "kind:tag" in info["reason"]
+    asked = why("backup kind:tag", tag, engine=eng)
+    assert asked["rank"] == 1
+
+
 def test_a_filter_that_matches_nothing_says_so(fx):
     _, eng = fx
     resp = eng.search("backup kind:nosuch")

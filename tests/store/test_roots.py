@@ -260,3 +260,38 @@ def test_removing_a_root_leaves_a_root_inside_it_its_files(tmp_path):
                                                          str((outer / "work").resolve()))]
     assert rows(db, "SELECT key FROM nodes WHERE kind = 'note'") == [("md://work/job",)]
     assert index_paths(db, [], NO_STEPS).files_loaded == 0          # what a run finds: nothing to do
+
+
+def test_removing_a_file_root_keeps_a_file_another_root_owns(tmp_path):
+    """`kgsearch index ~/notes`, then `kgsearch index ~/notes/plan.md` (a file root inside it,
+    owned by ~/notes), then `roots remove plan.md`: the note was deleted from the index although
+    ~/notes still holds it ("removed root ...: 1 file(s), 6 node(s)"), until the next run."""
+    from kgsearch.indexer.run import remove_roots
+
+    outer = tmp_path / "notes"
+    write(outer / "a.md", "# A\nalpha\n")
+    write(outer / "plan.md", "# Plan\nzeta\n")
+    db = tmp_path / "i.db"
+    index_paths(db, [str(outer)], NO_STEPS)
+    index_paths(db, [str(outer / "plan.md")], NO_STEPS)
+    before = rows(db, "SELECT key FROM nodes ORDER BY key")
+    rep = remove_roots(db, ["plan.md"], NO_STEPS)
+    assert rep.roots_removed == [str((outer / "plan.md").resolve())]
+    assert rep.nodes_removed == 0 and rows(db, "SELECT key FROM nodes ORDER BY key") == before
+    assert index_paths(db, [], NO_STEPS).files_loaded == 0          # what a run finds: nothing to do
+
+
+def test_removing_a_file_root_hands_its_file_to_its_folders_root(tmp_path):
+    """`kgsearch index ~/notes/plan.md`, then `kgsearch index ~/notes`: the file root owns
+    plan.md; removing it must load plan.md under ~/notes in the same run, not lose it until the next."""
+    from kgsearch.indexer.run import remove_roots
+
+    outer = tmp_path / "notes"
+    write(outer / "a.md", "# A\nalpha\n")
+    write(outer / "plan.md", "# Plan\nzeta\n")
+    db = tmp_path / "i.db"
+    index_paths(db, [str(outer / "plan.md")], NO_STEPS)
+    index_paths(db, [str(outer)], NO_STEPS)
+    remove_roots(db, [str(outer / "plan.md")], NO_STEPS)
+    assert sorted(Path(p).name for (p,) in rows(db, "SELECT path FROM files")) == ["a.md", "plan.md"]
+    assert index_paths(db, [], NO_STEPS).files_loaded == 0
