@@ -160,6 +160,70 @@ def test_a_compiler_diagnostic_alone_is_a_code_task_anchored_to_its_line(poly, q
     assert key in [i["key"] for i in res.items][:3]          # the definition holding the line, with its file
 
 
+# a linter's report pasted alone: flake8/pycodestyle/ruff, pylint, pyflakes, ESLint (stylish,
+# unix, compact), go vet/staticcheck, clippy, cppcheck, checkstyle
+@pytest.mark.parametrize("query, key", [
+    ("py/app/mod.py:6:80: E501 line too long (88 > 79 characters)", "py:py.app.mod.helper"),
+    ("py/app/mod.py:3:0: C0303: Trailing whitespace (trailing-whitespace)", "py:py.app.mod.Store.fetch"),
+    ("py/app/mod.py:5: [C0116(missing-function-docstring), ] Missing function docstring", "py:py.app.mod.helper"),
+    ("py/app/mod.py:6:12: undefined name 'Stor'", "py:py.app.mod.helper"),
+    ("/home/u/proj/web/util.js\n  9:3  error  'Cache' is not defined  no-undef\n\n"
+     "\u2716 1 problem (1 error, 0 warnings)", "js:web/util.js:makeCache"),
+    ("web/util.js:4:12: 'key' is defined but never used [Error/no-unused-vars]", "js:web/util.js:Cache.lookup"),
+    ("web/util.js: line 9, col 3, Warning - Unexpected 'new' (no-new)", "js:web/util.js:makeCache"),
+    ("go/pkg/server.go:12:2: SA4006: this value of s is never used (staticcheck)", "go:go/pkg/server.go:NewServer"),
+    ("warning: this could be simplified\n --> rs/src/lib.rs:13:5\n  |\n  = help: for further information",
+     "rs:rs/src/lib.rs:parse_all"),
+    ("[src/net/sock.c:5]: (style) Variable 'fd' is reassigned", "c:src/net/sock.c:sock_open"),
+    ("[WARN] java/com/ex/Foo.java:9:9: Missing a Javadoc comment. [JavadocMethod]",
+     "java:java/com/ex/Foo.java:Foo.baz")])
+def test_a_linter_report_alone_is_a_code_task_anchored_to_its_lines(poly, query, key):
+    _, db = poly
+    eng = _engine(db)
+    q = eng.parse(query)
+    assert q.code_task == "diagnostic"
+    assert [a.line for a in q.anchors if a.kind == "frame"]
+    res = build_context(eng, task=query, opts=ContextOptions(budget=2000))
+    assert key in [i["key"] for i in res.items][:3]          # the definition holding the line
+
+
+@pytest.mark.parametrize("query", [
+    "the meeting moved from 10:30 to 11:45 and the standup is at 9:15 tomorrow",
+    "mix flour and water at a ratio of 3:1, then 2:1 for the second batch of dough",
+    "For God so loved the world, John 3:16, and Romans 8:28 are quoted in the notes",
+    "the dev server runs at http://localhost:8080/app and the api at 127.0.0.1:5000/v1 since monday",
+    "10:30: standup\n11:00: review the build\n3:1 odds on the release today",
+    "setup.py:12 times out",
+])
+def test_prose_with_colons_and_numbers_is_no_diagnostic(query):
+    from kgsearch.query.codetask import code_task_reason, extract
+
+    assert not [a for a in extract(query) if a.kind == "frame"]
+    assert code_task_reason(query) is None
+
+
+def test_a_url_to_a_source_file_is_no_diagnostic():
+    from kgsearch.query.codetask import diagnostics
+
+    assert diagnostics("see http://localhost:8080/app.py:12 and ftp://host.py:21/x.py") == []
+    assert diagnostics("served at http://example.com.py:8080/x and file:///src/a.ts:3:1 opened") == []
+
+
+def test_a_linter_lists_every_place_once_and_skips_a_compilers_context_lines():
+    from kgsearch.query.codetask import diagnostics
+
+    stylish = ("src/a.ts\n  10:2   error    'x' is defined but never used  no-unused-vars\n"
+               "  12:5   warning  Unexpected console statement   no-console\n\n"
+               "lib/b.jsx\n  3:1  error  Missing semicolon  semi\n\n\u2716 3 problems (2 errors, 1 warning)\n")
+    assert diagnostics(stylish) == [("src/a.ts", 10), ("src/a.ts", 12), ("lib/b.jsx", 3)]
+    flake8 = "pkg/x.py:3:5: E501 line too long\npkg/x.py:3:9: W291 trailing whitespace\npkg/y.py:1:1: F401 'os' unused\n"
+    assert diagnostics(flake8) == [("pkg/x.py", 3), ("pkg/y.py", 1)]
+    gcc = ("src/a.cpp:9:5:   required from here\ninclude/b.h:3:7: note: candidate\n"
+           "include/b.h:4:1: note: in expansion of macro 'X'\n")
+    assert diagnostics(gcc) == []
+    assert diagnostics("src/a.ts\nthe 10:2 split is fine\n  10:2 in the morning") == []
+
+
 # ---------------------------------------------------------------------------- 3. diffs
 DIFF = r'''diff --git "a/dir/na\303\257ve file.c" "b/dir/na\303\257ve file.c"
 index 7e9762a..c41a3a9 100644
