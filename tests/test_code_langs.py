@@ -438,3 +438,95 @@ def test_a_compilers_note_is_no_diagnostic_anchor():
            "include/fmt/format.h:2174:20: note: candidate: 'write(OutputIt, const T&)'\n"
            "include/fmt/format.h:2185:20: note: candidate: 'write(OutputIt, const T&)'\n")
     assert diagnostics(log) == [("include/fmt/ranges.h", 526)]
+
+
+# ---------------------------------------------------------------------------- 11. a type and its impl blocks
+RUST_TYPES = {
+    "crate/Cargo.toml": '[package]\nname = "crate"\n',
+    "crate/src/lib.rs": """\
+        pub mod more;
+
+        /// A parser over tokens.
+        pub struct Parser {
+            pos: usize,
+        }
+
+        impl Parser {
+            pub fn advance(&mut self) -> usize {
+                self.pos += 1;
+                self.pos
+            }
+        }
+
+        impl Default for Parser {
+            fn default() -> Self {
+                Parser { pos: 0 }
+            }
+        }
+
+        unsafe impl Send for Parser {}
+        """,
+    "crate/src/more.rs": """\
+        use crate::Parser;
+
+        impl Parser {
+            pub fn rewind(&mut self) {
+                self.pos = 0;
+            }
+        }
+        """,
+    "gopkg/server.go": "package gopkg\n\ntype Server struct {\n\tport int\n}\n\nfunc NewServer() *Server {\n\treturn nil\n}\n",
+    "gopkg/start.go": "package gopkg\n\nfunc (s *Server) Start() int {\n\treturn s.port\n}\n\n"
+                      "func (s Server) Port() int {\n\treturn s.port\n}\n",
+    "gopkg/sub/other.go": "package sub\n\ntype Server struct{}\n\nfunc (s *Server) Stop() {}\n",
+}
+
+
+@pytest.fixture(scope="module")
+def typed(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("typed")
+    _write(tmp / "proj", RUST_TYPES)
+    db = tmp / "typed.db"
+    index_paths(db, [str(tmp / "proj")], IndexOptions(steps=("text", "graph")))
+    return db
+
+
+def test_show_a_rust_type_picks_the_type_and_lists_its_impl_blocks(typed, capsys):
+    # `struct Parser` and each `impl Parser` are nodes named Parser: `show Parser` asked which one
+    assert main(["show", "--db", str(typed), "--json", "Parser"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["node"]["key"] == "rs:crate/src/lib.rs:Parser" and d["node"]["props"]["decl"] == "struct"
+    blocks = [(b["trait"], [m["name"] for m in b["methods"]], b["path"].rsplit("/", 1)[-1]) for b in d["impls"]]
+    assert blocks == [(None, ["advance"], "lib.rs"), ("Default", ["default"], "lib.rs"), ("Send", [], "lib.rs"),
+                      (None, ["rewind"], "more.rs")]
+    assert main(["show", "--db", str(typed), "Parser"]) == 0
+    text = capsys.readouterr().out
+    assert "impl blocks (4):" in text and "impl Default for Parser" in text and "rewind" in text
+    # an impl block is still shown by its key, and `related` starts from the type too
+    assert main(["show", "--db", str(typed), "--json", "rs:crate/src/lib.rs:Parser#2"]) == 0
+    assert "impls" not in json.loads(capsys.readouterr().out)
+    assert main(["related", "--db", str(typed), "--json", "Parser"]) == 0
+    assert json.loads(capsys.readouterr().out)["node"]["key"] == "rs:crate/src/lib.rs:Parser"
+
+
+def test_two_rust_types_of_one_name_stay_ambiguous_and_keep_their_own_impls(tmp_path, capsys):
+    files = {"a/Cargo.toml": '[package]\nname = "a"\n', "a/src/lib.rs": "pub struct Item;\nimpl Item { pub fn f(&self) {} }\n",
+             "b/Cargo.toml": '[package]\nname = "b"\n', "b/src/lib.rs": "pub enum Item { X }\nimpl Item { pub fn g(&self) {} }\n"}
+    _write(tmp_path / "w", files)
+    db = tmp_path / "w.db"
+    index_paths(db, [str(tmp_path / "w")], IndexOptions(steps=("text", "graph")))
+    assert main(["show", "--db", str(db), "Item"]) != 0
+    err = capsys.readouterr().err
+    assert "names 2 nodes" in err and "#2" not in err              # the two types, not their impl blocks
+    assert main(["show", "--db", str(db), "--json", "rs:a/src/lib.rs:Item"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert [[m["name"] for m in b["methods"]] for b in d["impls"]] == [["f"]]
+
+
+def test_show_a_go_type_lists_its_methods_with_receivers_in_its_package(typed, capsys):
+    assert main(["show", "--db", str(typed), "--json", "go:gopkg/server.go:Server"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert [(m["name"], m["path"].rsplit("/", 1)[-1]) for m in d["methods"]] == [("Start", "start.go"),
+                                                                                 ("Port", "start.go")]
+    assert main(["show", "--db", str(typed), "go:gopkg/server.go:Server"]) == 0
+    assert "methods (2):" in capsys.readouterr().out
