@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import posixpath
 import time
 
 from .errors import NotFound, UsageError
@@ -59,6 +60,7 @@ def find_node(ix: Index, ref: str) -> dict:
     best = [r for r in best if r.get("parent_id") not in ids]            # a note's section of the same name
     if any(r["key"].startswith("py:") for r in best):
         best = [r for r in best if not r["key"].startswith("pyi:")]       # a stub stands behind its code
+    best = _types_before_impls(best)
     if len(best) > 1:
         more = ", and more" if len(rows) >= 20 else ""
         names = ", ".join(f"{r['key']} ({r['kind']}{', ' + _where(r) if _where(r) else ''})" for r in best[:10])
@@ -66,6 +68,72 @@ def find_node(ix: Index, ref: str) -> dict:
                          f"pass one of these keys",
                          agent=f"{ref!r} names several nodes: {names}{more}; call again with one of these keys")
     return best[0]
+
+
+# a type whose methods live outside its body: Rust's `impl` blocks, Go's methods with receivers
+_OUTSIDE_TYPES = {"rs": ("struct", "enum", "union"), "go": ("struct", "type")}
+
+
+def _ns(key: str) -> str:
+    return key.partition(":")[0]
+
+
+def _types_before_impls(rows: list[dict]) -> list[dict]:
+    """``rows`` without the Rust ``impl`` blocks named like a type that one of them defines (in
+    the same language): ``Parser`` names the ``struct Parser``, not each ``impl Parser``;
+    :func:`show_node` lists the blocks under the type."""
+    types = {_ns(r["key"]) for r in rows if r["props"].get("decl") in _OUTSIDE_TYPES.get(_ns(r["key"]), ())}
+    if not types or len(rows) < 2:
+        return rows
+    return [r for r in rows if not (r["props"].get("decl") == "impl" and _ns(r["key"]) in types)]
+
+
+def _qual_in_file(key: str) -> str:
+    """The name inside its file of a Go or Rust node's key (``go:pkg/a.go:Server.Start`` ->
+    ``Server.Start``; a later root's ``go://label/a.go:T`` -> ``T``)."""
+    rest = key.partition(":")[2]
+    if rest.startswith("//"):
+        rest = rest[2:].partition("/")[2]
+    return rest.partition(":")[2].split("#", 1)[0]
+
+
+def outside_members(ix: Index, node: dict) -> dict:
+    """What a type defines outside its own body (empty for other nodes): a Rust ``struct``,
+    ``enum`` or ``union``'s ``impl`` blocks (``{"impls": [{key, trait, path, line_start,
+    methods}]}``: the blocks in its file, and in other files when no other type of its language
+    has its name), a Go named type's methods with receivers in its package's folder
+    (``{"methods": [{key, name, path, line_start}]}``)."""
+    ns, decl, c = _ns(node["key"]), (node.get("props") or {}).get("decl"), ix.conn
+    if decl not in _OUTSIDE_TYPES.get(ns, ()) or not node.get("path"):
+        return {}
+    rows = [(nid, key, props, fid) for nid, key, props, fid in c.execute(
+        "SELECT id, key, props, file_id FROM nodes WHERE name = ? AND kind = 'class' AND key LIKE ? ORDER BY id",
+        (node["name"], ns + ":%"))]
+    if ns == "rs":
+        twins = [r for r in rows if r[0] != node["id"] and json.loads(r[2] or "{}").get("decl") in _OUTSIDE_TYPES[ns]]
+        impls = []
+        for nid, key, props, fid in rows:
+            props = json.loads(props or "{}")
+            if props.get("decl") != "impl" or (twins and fid != node["file_id"]):
+                continue
+            block = node_row_by_id(c, nid)
+            methods = [{"key": k, "name": n, "line_start": ln} for k, n, ln in c.execute(
+                "SELECT key, name, line_start FROM nodes WHERE parent_id = ? ORDER BY line_start, id", (nid,))]
+            impls.append({"key": key, "trait": props.get("trait"), "path": block["path"],
+                          "line_start": block["line_start"], "methods": methods})
+        return {"impls": impls} if impls else {}
+    folder = posixpath.dirname(node["path"])
+    files = {fid: path for fid, path in c.execute(
+        "SELECT id, path FROM files WHERE path LIKE ? ESCAPE '\\'",
+        (folder.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "/%",))
+        if posixpath.dirname(path) == folder}
+    methods = []
+    for fid, path in sorted(files.items(), key=lambda p: p[1]):
+        for key, name, line in c.execute("SELECT key, name, line_start FROM nodes WHERE file_id = ? AND kind = 'method' "
+                                         "ORDER BY line_start, id", (fid,)):
+            if _qual_in_file(key) == f"{node['name']}.{name}":
+                methods.append({"key": key, "name": name, "path": path, "line_start": line})
+    return {"methods": methods} if methods else {}
 
 
 def file_ids(ix: Index, ref: str) -> list[int]:
@@ -129,6 +197,7 @@ def show_node(ix: Index, ref: str, limit: int = 25) -> dict:
         "out_total": c.execute("SELECT count(*) FROM edges WHERE src=? AND dst IS NOT NULL", (nid,)).fetchone()[0],
         "in_total": c.execute("SELECT count(*) FROM edges WHERE dst=?", (nid,)).fetchone()[0],
         "unresolved_out": c.execute("SELECT count(*) FROM edges WHERE src=? AND dst IS NULL", (nid,)).fetchone()[0],
+        **outside_members(ix, node),
     }
 
 

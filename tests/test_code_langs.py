@@ -160,6 +160,70 @@ def test_a_compiler_diagnostic_alone_is_a_code_task_anchored_to_its_line(poly, q
     assert key in [i["key"] for i in res.items][:3]          # the definition holding the line, with its file
 
 
+# a linter's report pasted alone: flake8/pycodestyle/ruff, pylint, pyflakes, ESLint (stylish,
+# unix, compact), go vet/staticcheck, clippy, cppcheck, checkstyle
+@pytest.mark.parametrize("query, key", [
+    ("py/app/mod.py:6:80: E501 line too long (88 > 79 characters)", "py:py.app.mod.helper"),
+    ("py/app/mod.py:3:0: C0303: Trailing whitespace (trailing-whitespace)", "py:py.app.mod.Store.fetch"),
+    ("py/app/mod.py:5: [C0116(missing-function-docstring), ] Missing function docstring", "py:py.app.mod.helper"),
+    ("py/app/mod.py:6:12: undefined name 'Stor'", "py:py.app.mod.helper"),
+    ("/home/u/proj/web/util.js\n  9:3  error  'Cache' is not defined  no-undef\n\n"
+     "\u2716 1 problem (1 error, 0 warnings)", "js:web/util.js:makeCache"),
+    ("web/util.js:4:12: 'key' is defined but never used [Error/no-unused-vars]", "js:web/util.js:Cache.lookup"),
+    ("web/util.js: line 9, col 3, Warning - Unexpected 'new' (no-new)", "js:web/util.js:makeCache"),
+    ("go/pkg/server.go:12:2: SA4006: this value of s is never used (staticcheck)", "go:go/pkg/server.go:NewServer"),
+    ("warning: this could be simplified\n --> rs/src/lib.rs:13:5\n  |\n  = help: for further information",
+     "rs:rs/src/lib.rs:parse_all"),
+    ("[src/net/sock.c:5]: (style) Variable 'fd' is reassigned", "c:src/net/sock.c:sock_open"),
+    ("[WARN] java/com/ex/Foo.java:9:9: Missing a Javadoc comment. [JavadocMethod]",
+     "java:java/com/ex/Foo.java:Foo.baz")])
+def test_a_linter_report_alone_is_a_code_task_anchored_to_its_lines(poly, query, key):
+    _, db = poly
+    eng = _engine(db)
+    q = eng.parse(query)
+    assert q.code_task == "diagnostic"
+    assert [a.line for a in q.anchors if a.kind == "frame"]
+    res = build_context(eng, task=query, opts=ContextOptions(budget=2000))
+    assert key in [i["key"] for i in res.items][:3]          # the definition holding the line
+
+
+@pytest.mark.parametrize("query", [
+    "the meeting moved from 10:30 to 11:45 and the standup is at 9:15 tomorrow",
+    "mix flour and water at a ratio of 3:1, then 2:1 for the second batch of dough",
+    "For God so loved the world, John 3:16, and Romans 8:28 are quoted in the notes",
+    "the dev server runs at http://localhost:8080/app and the api at 127.0.0.1:5000/v1 since monday",
+    "10:30: standup\n11:00: review the build\n3:1 odds on the release today",
+    "setup.py:12 times out",
+])
+def test_prose_with_colons_and_numbers_is_no_diagnostic(query):
+    from kgsearch.query.codetask import code_task_reason, extract
+
+    assert not [a for a in extract(query) if a.kind == "frame"]
+    assert code_task_reason(query) is None
+
+
+def test_a_url_to_a_source_file_is_no_diagnostic():
+    from kgsearch.query.codetask import diagnostics
+
+    assert diagnostics("see http://localhost:8080/app.py:12 and ftp://host.py:21/x.py") == []
+    assert diagnostics("served at http://example.com.py:8080/x and file:///src/a.ts:3:1 opened") == []
+
+
+def test_a_linter_lists_every_place_once_and_skips_a_compilers_context_lines():
+    from kgsearch.query.codetask import diagnostics
+
+    stylish = ("src/a.ts\n  10:2   error    'x' is defined but never used  no-unused-vars\n"
+               "  12:5   warning  Unexpected console statement   no-console\n\n"
+               "lib/b.jsx\n  3:1  error  Missing semicolon  semi\n\n\u2716 3 problems (2 errors, 1 warning)\n")
+    assert diagnostics(stylish) == [("src/a.ts", 10), ("src/a.ts", 12), ("lib/b.jsx", 3)]
+    flake8 = "pkg/x.py:3:5: E501 line too long\npkg/x.py:3:9: W291 trailing whitespace\npkg/y.py:1:1: F401 'os' unused\n"
+    assert diagnostics(flake8) == [("pkg/x.py", 3), ("pkg/y.py", 1)]
+    gcc = ("src/a.cpp:9:5:   required from here\ninclude/b.h:3:7: note: candidate\n"
+           "include/b.h:4:1: note: in expansion of macro 'X'\n")
+    assert diagnostics(gcc) == []
+    assert diagnostics("src/a.ts\nthe 10:2 split is fine\n  10:2 in the morning") == []
+
+
 # ---------------------------------------------------------------------------- 3. diffs
 DIFF = r'''diff --git "a/dir/na\303\257ve file.c" "b/dir/na\303\257ve file.c"
 index 7e9762a..c41a3a9 100644
@@ -374,3 +438,95 @@ def test_a_compilers_note_is_no_diagnostic_anchor():
            "include/fmt/format.h:2174:20: note: candidate: 'write(OutputIt, const T&)'\n"
            "include/fmt/format.h:2185:20: note: candidate: 'write(OutputIt, const T&)'\n")
     assert diagnostics(log) == [("include/fmt/ranges.h", 526)]
+
+
+# ---------------------------------------------------------------------------- 11. a type and its impl blocks
+RUST_TYPES = {
+    "crate/Cargo.toml": '[package]\nname = "crate"\n',
+    "crate/src/lib.rs": """\
+        pub mod more;
+
+        /// A parser over tokens.
+        pub struct Parser {
+            pos: usize,
+        }
+
+        impl Parser {
+            pub fn advance(&mut self) -> usize {
+                self.pos += 1;
+                self.pos
+            }
+        }
+
+        impl Default for Parser {
+            fn default() -> Self {
+                Parser { pos: 0 }
+            }
+        }
+
+        unsafe impl Send for Parser {}
+        """,
+    "crate/src/more.rs": """\
+        use crate::Parser;
+
+        impl Parser {
+            pub fn rewind(&mut self) {
+                self.pos = 0;
+            }
+        }
+        """,
+    "gopkg/server.go": "package gopkg\n\ntype Server struct {\n\tport int\n}\n\nfunc NewServer() *Server {\n\treturn nil\n}\n",
+    "gopkg/start.go": "package gopkg\n\nfunc (s *Server) Start() int {\n\treturn s.port\n}\n\n"
+                      "func (s Server) Port() int {\n\treturn s.port\n}\n",
+    "gopkg/sub/other.go": "package sub\n\ntype Server struct{}\n\nfunc (s *Server) Stop() {}\n",
+}
+
+
+@pytest.fixture(scope="module")
+def typed(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("typed")
+    _write(tmp / "proj", RUST_TYPES)
+    db = tmp / "typed.db"
+    index_paths(db, [str(tmp / "proj")], IndexOptions(steps=("text", "graph")))
+    return db
+
+
+def test_show_a_rust_type_picks_the_type_and_lists_its_impl_blocks(typed, capsys):
+    # `struct Parser` and each `impl Parser` are nodes named Parser: `show Parser` asked which one
+    assert main(["show", "--db", str(typed), "--json", "Parser"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["node"]["key"] == "rs:crate/src/lib.rs:Parser" and d["node"]["props"]["decl"] == "struct"
+    blocks = [(b["trait"], [m["name"] for m in b["methods"]], b["path"].rsplit("/", 1)[-1]) for b in d["impls"]]
+    assert blocks == [(None, ["advance"], "lib.rs"), ("Default", ["default"], "lib.rs"), ("Send", [], "lib.rs"),
+                      (None, ["rewind"], "more.rs")]
+    assert main(["show", "--db", str(typed), "Parser"]) == 0
+    text = capsys.readouterr().out
+    assert "impl blocks (4):" in text and "impl Default for Parser" in text and "rewind" in text
+    # an impl block is still shown by its key, and `related` starts from the type too
+    assert main(["show", "--db", str(typed), "--json", "rs:crate/src/lib.rs:Parser#2"]) == 0
+    assert "impls" not in json.loads(capsys.readouterr().out)
+    assert main(["related", "--db", str(typed), "--json", "Parser"]) == 0
+    assert json.loads(capsys.readouterr().out)["node"]["key"] == "rs:crate/src/lib.rs:Parser"
+
+
+def test_two_rust_types_of_one_name_stay_ambiguous_and_keep_their_own_impls(tmp_path, capsys):
+    files = {"a/Cargo.toml": '[package]\nname = "a"\n', "a/src/lib.rs": "pub struct Item;\nimpl Item { pub fn f(&self) {} }\n",
+             "b/Cargo.toml": '[package]\nname = "b"\n', "b/src/lib.rs": "pub enum Item { X }\nimpl Item { pub fn g(&self) {} }\n"}
+    _write(tmp_path / "w", files)
+    db = tmp_path / "w.db"
+    index_paths(db, [str(tmp_path / "w")], IndexOptions(steps=("text", "graph")))
+    assert main(["show", "--db", str(db), "Item"]) != 0
+    err = capsys.readouterr().err
+    assert "names 2 nodes" in err and "#2" not in err              # the two types, not their impl blocks
+    assert main(["show", "--db", str(db), "--json", "rs:a/src/lib.rs:Item"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert [[m["name"] for m in b["methods"]] for b in d["impls"]] == [["f"]]
+
+
+def test_show_a_go_type_lists_its_methods_with_receivers_in_its_package(typed, capsys):
+    assert main(["show", "--db", str(typed), "--json", "go:gopkg/server.go:Server"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert [(m["name"], m["path"].rsplit("/", 1)[-1]) for m in d["methods"]] == [("Start", "start.go"),
+                                                                                 ("Port", "start.go")]
+    assert main(["show", "--db", str(typed), "go:gopkg/server.go:Server"]) == 0
+    assert "methods (2):" in capsys.readouterr().out

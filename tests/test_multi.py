@@ -303,6 +303,33 @@ def test_context_over_two_indexes_holding_the_same_key(tmp_path, capsys, monkeyp
     assert sorted((it["index"], it["key"]) for it in d["items"]) == [("notes", "md:README"), ("work", "md:README")]
 
 
+def test_context_files_from_two_indexes(tmp_path, capsys, monkeypatch):
+    """``context --files`` naming a file of each index packs both (it raised "no index holds all
+    of ..."); a file in neither index is an error that names it."""
+    dbs = []
+    for tag, rel, src in (("app", "app/core.py", "def serve(port):\n    return port + 1\n"),
+                          ("lib", "lib/util.go", "package lib\n\nfunc Retry(n int) int {\n\treturn n\n}\n")):
+        (tmp_path / tag).mkdir()
+        (tmp_path / rel).write_text(src, encoding="utf-8")
+        dbs.append(tmp_path / f"{tag}.db")
+        index_paths(dbs[-1], [str(tmp_path / tag)], IndexOptions(steps=("text", "graph")))
+    files = [str(tmp_path / "app/core.py"), str(tmp_path / "lib/util.go")]
+    code, d, err = cli_json(capsys, monkeypatch, "context", "--files", *files, "--db", str(dbs[0]),
+                            "--db", str(dbs[1]), "--json", "--budget", "4000")
+    assert code == 0, err
+    got = {(it["index"], it["key"]) for it in d["items"]}
+    assert {("app", "py:core.serve"), ("lib", "go:util.go:Retry")} <= got
+    assert d["mode"] == "files" and "note: from the indexes app (" in err and "; lib (" in err
+    (tmp_path / "stray.py").write_text("x = 1\n", encoding="utf-8")
+    code, _, err = cli_json(capsys, monkeypatch, "context", "--files", files[0], str(tmp_path / "stray.py"),
+                            "--db", str(dbs[0]), "--db", str(dbs[1]), "--json")
+    assert code != 0 and "stray.py" in err and "none of the indexes" in err
+    code, d, err = cli_json(capsys, monkeypatch, "context", "--files", files[1], "--db", str(dbs[0]),
+                            "--db", str(dbs[1]), "--json")
+    assert code == 0 and "go:util.go:Retry" in {it["key"] for it in d["items"]}
+    assert "note: from the index lib (not in app" in err                    # one index holds them: as before
+
+
 def test_http_api_over_two_indexes(split, capsys, monkeypatch):
     from kgsearch.serve import App, Holder
 

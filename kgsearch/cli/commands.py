@@ -152,6 +152,11 @@ def _node_line(n: dict) -> str:
     return f"{one_line(n['name'])}  [{one_line(n['kind'])}]  {one_line(n['key'])}"
 
 
+def _where(d: dict) -> str:
+    """``path:line`` of a listed node (its path alone without a line)."""
+    return f"{d['path']}:{d['line_start']}" if d.get("path") and d.get("line_start") else (d.get("path") or "")
+
+
 def cmd_show(args) -> int:
     from ..stats import show_node
     from ..store.db import Index
@@ -177,6 +182,19 @@ def cmd_show(args) -> int:
             out("  " + line)
         if len(text.splitlines()) > args.lines:
             out("  ...")
+    if info.get("impls"):                       # a Rust type's impl blocks, each with its methods
+        out("")
+        out(f"impl blocks ({len(info['impls'])}):")
+        for b in info["impls"]:
+            head = f"impl {b['trait']} for {n['name']}" if b.get("trait") else f"impl {n['name']}"
+            out(f"  {one_line(head)}  {one_line(_where(b))}  {one_line(b['key'])}")
+            if b["methods"]:
+                out(f"    {one_line(', '.join(m['name'] for m in b['methods']))}")
+    if info.get("methods"):                     # a Go type's methods with receivers
+        out("")
+        out(f"methods ({len(info['methods'])}):")
+        for m in info["methods"]:
+            out(f"  {one_line(m['name'])}  {one_line(_where(m))}  {one_line(m['key'])}")
     for title, key in (("outgoing", "out"), ("incoming", "in")):
         edges = info[key]
         if edges:

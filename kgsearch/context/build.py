@@ -21,7 +21,7 @@ from .pack import pack
 from .render import FORMATS, ESTIMATE_RULE, renderer
 from .sources import Candidate, dependents, file_seeds, neighbours, resolve_files, task_candidates, walk_rank
 
-__all__ = ["ContextOptions", "ContextResult", "build_context", "task_depth"]
+__all__ = ["ContextOptions", "ContextResult", "build_context", "seeded_candidates", "task_depth"]
 
 MAX_BUDGET = 1_000_000
 QUERY_ECHO_CHARS = 500       # the task as the output repeats it: an issue pasted whole would eat the budget
@@ -104,6 +104,29 @@ def _filtered(engine, cands: list[Candidate], search, notices: list[str]) -> lis
     return kept
 
 
+def seeded_candidates(engine, opts: ContextOptions, notices: list[str], *, files: list[str] | None = None,
+                      diff: list[FileChange] | None = None) -> list[Candidate]:
+    """The candidates of ``files`` (their nodes) or of ``diff`` (its changed nodes), with their
+    neighbours (and, with ``opts.impact``, their dependents), ranked by the walk from them and
+    kept by ``opts.search``'s filters; notes go to ``notices``."""
+    ix = engine.ix
+    if files is not None:
+        if not files:
+            raise UsageError("--files needs at least one file path")
+        seeds = {i: Candidate(i, 1.0, "in the given files") for i in file_seeds(ix, resolve_files(ix, files))}
+    else:
+        changed, notes = changed_nodes(ix, diff)
+        notices += notes
+        if not changed:
+            notices.append("the diff changes no indexed node")
+        seeds = {i: Candidate(i, 1.0, "changed", set(lines)) for i, lines in sorted(changed.items())}
+    near = neighbours(ix, seeds)
+    if opts.impact:
+        for nid, why in dependents(ix, seeds, opts.impact, set(seeds) | set(near)).items():
+            near[nid] = why
+    return _filtered(engine, walk_rank(engine, seeds, near), opts.search, notices)
+
+
 def build_context(engine, *, task: str | None = None, files: list[str] | None = None,
                   diff: list[FileChange] | None = None, opts: ContextOptions | None = None,
                   session=None) -> ContextResult:
@@ -134,22 +157,7 @@ def build_context(engine, *, task: str | None = None, files: list[str] | None = 
         notices += list(resp.notices)
         terms = list(q.highlight)
     else:
-        if mode == "files":
-            if not files:
-                raise UsageError("--files needs at least one file path")
-            seeds = {i: Candidate(i, 1.0, "in the given files") for i in file_seeds(ix, resolve_files(ix, files))}
-        else:
-            changed, notes = changed_nodes(ix, diff)
-            notices += notes
-            if not changed:
-                notices.append("the diff changes no indexed node")
-            seeds = {i: Candidate(i, 1.0, "changed", set(lines)) for i, lines in sorted(changed.items())}
-        near = neighbours(ix, seeds)
-        if opts.impact:
-            for nid, why in dependents(ix, seeds, opts.impact, set(seeds) | set(near)).items():
-                near[nid] = why
-        cands = walk_rank(engine, seeds, near)
-        cands = _filtered(engine, cands, opts.search, notices)
+        cands = seeded_candidates(engine, opts, notices, files=files, diff=diff)
         terms = []
     ms["candidates"] = round((time.perf_counter() - t0) * 1000, 3)
 

@@ -4,7 +4,9 @@ A task: the indexes' one ranking (:meth:`MultiEngine.search`) gives the candidat
 loads its own (:func:`~.items.load_items`, so code is read from its file as for one index), and
 they are packed together by the same knapsack and renderer as :func:`~.build.build_context`,
 each item naming its index. Files or a diff start from nodes of one index: the first index that
-holds the files (or the diff's changed nodes) answers, and a notice says which; ``root:NAME``
+holds the files (or the diff's changed nodes) answers, and a notice says which; files that no one
+index holds all of are each read from the first index that holds it and packed as one (a file that
+none holds is an error naming it); ``root:NAME``
 filters choose among the indexes as in a search, the others choose the nodes packed.
 """
 from __future__ import annotations
@@ -15,7 +17,7 @@ from dataclasses import replace
 from ..errors import NotFound, UsageError
 from ..pack import query_terms
 from ..query.multi import own_filters
-from .build import ContextOptions, ContextResult, build_context, task_depth
+from .build import ContextOptions, ContextResult, build_context, seeded_candidates, task_depth
 from .items import load_items
 from .pack import pack
 from .render import renderer
@@ -62,8 +64,14 @@ def build_context_multi(multi, *, task: str | None = None, files: list[str] | No
             it.index = name
             items.append(it)
     ms["load"] = round((time.perf_counter() - t1) * 1000, 3)
+    return _packed(items, opts, "task", task, list(resp.notices), ms, t0)
+
+
+def _packed(items: list, opts: ContextOptions, mode: str, task: str | None, notices: list[str], ms: dict[str, float],
+            t0: float) -> ContextResult:
+    """The items of several indexes (best first, each naming its index) packed and rendered as one."""
     t2 = time.perf_counter()
-    r = renderer(opts.fmt, {"query": task, "mode": "task", "budget": opts.budget})
+    r = renderer(opts.fmt, {"query": task, "mode": mode, "budget": opts.budget})
     frame = r.frame(len(items))
     if opts.fmt != "markdown" and items and frame + r.cost(items[0], items[0].forms[-1]) > opts.budget:
         raise UsageError(f"--budget {opts.budget} is too small for {opts.fmt} output (its frame and the top node's "
@@ -77,8 +85,8 @@ def build_context_multi(multi, *, task: str | None = None, files: list[str] | No
                "reason": it.reason, "source": it.source, "index": it.index}
               for it, f, toks in packed.chosen]
     cut = [{"key": c.key, "reason": c.reason, "tokens": c.tokens, "index": c.index} for c in packed.cut]
-    return ContextResult(mode="task", query=task, budget=opts.budget, format=opts.fmt, text=text, used=used,
-                         items=chosen, cut=cut, candidates=len(items), notices=list(resp.notices), timings_ms=ms)
+    return ContextResult(mode=mode, query=task, budget=opts.budget, format=opts.fmt, text=text, used=used,
+                         items=chosen, cut=cut, candidates=len(items), notices=notices, timings_ms=ms)
 
 
 def _one_index(multi, files, diff, opts: ContextOptions) -> ContextResult:
@@ -92,10 +100,7 @@ def _one_index(multi, files, diff, opts: ContextOptions) -> ContextResult:
         opts = replace(opts, search=sopts)
     misses = []
     for name, eng in engines.items():
-        if opts.search is not None and opts.search.filters:
-            eopts = replace(opts, search=opts.search.but(filters=own_filters(eng.ix, opts.search.filters)))
-        else:
-            eopts = opts
+        eopts = _own_opts(eng, opts)
         try:
             if files is not None:
                 resolve_files(eng.ix, files)
@@ -109,8 +114,52 @@ def _one_index(multi, files, diff, opts: ContextOptions) -> ContextResult:
         res.notices.insert(0, f"from the index {name}" + (f" (not in {', '.join(misses)})" if misses else ""))
         return res
     if files is not None:
-        raise NotFound(f"no index holds all of {', '.join(files)}: {'; '.join(misses)}")
+        return _files_across(engines, files, opts)
     eng = next(iter(engines.values()))
     if opts.search is not None and opts.search.filters:
         opts = replace(opts, search=opts.search.but(filters=own_filters(eng.ix, opts.search.filters)))
     return build_context(eng, diff=diff, opts=opts)
+
+
+def _own_opts(eng, opts: ContextOptions) -> ContextOptions:
+    """``opts`` with its filters as one index reads them."""
+    if opts.search is not None and opts.search.filters:
+        return replace(opts, search=opts.search.but(filters=own_filters(eng.ix, opts.search.filters)))
+    return opts
+
+
+def _files_across(engines: dict, files: list[str], opts: ContextOptions) -> ContextResult:
+    """Files that no one index holds all of: each from the first index that holds it, their
+    candidates packed as one (each item naming its index); NotFound names a file none holds."""
+    from .sources import resolve_files
+
+    if not files:
+        raise UsageError("--files needs at least one file path")
+    t0 = time.perf_counter()
+    owner: dict[str, str] = {}
+    for f in files:
+        for name, eng in engines.items():
+            try:
+                resolve_files(eng.ix, [f])
+            except NotFound:
+                continue
+            owner[f] = name
+            break
+        else:
+            raise NotFound(f"{f}: this file is in none of the indexes {', '.join(engines)}; index it with "
+                           f"`kgsearch index`, or leave it out of --files",
+                           agent=f"{f} is in none of the indexes ({', '.join(engines)}): pass files under their "
+                                 f"indexed folders")
+    notices = ["from the indexes " + "; ".join(
+        f"{name} ({', '.join(f for f in files if owner[f] == name)})" for name in engines if name in owner.values())]
+    ms: dict[str, float] = {}
+    items = []
+    for name, eng in engines.items():
+        mine = [f for f in files if owner[f] == name]
+        if mine:
+            for it in load_items(eng.ix, seeded_candidates(eng, _own_opts(eng, opts), notices, files=mine), []):
+                it.index = name
+                items.append(it)
+    items.sort(key=lambda it: -it.score)            # (stable: each index's own order among equals)
+    ms["candidates"] = round((time.perf_counter() - t0) * 1000, 3)
+    return _packed(items, opts, "files", None, notices, ms, t0)

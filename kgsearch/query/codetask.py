@@ -37,6 +37,7 @@ from dataclasses import dataclass
 
 from ..codelike import BACKTICK, CALL, CAMEL, DOTTED, SCOPED, SNAKE, dotted, has_code_token
 from ..ingest.langspec import SPECS, find_frames
+from .diagnostics import diagnostics
 
 __all__ = ["Anchor", "extract", "stack_frames", "diagnostics", "list_shares", "code_task_reason", "relation", "asks_for_tests",
            "asks_for_prose",
@@ -126,44 +127,6 @@ def stack_frames(query: str) -> list[tuple[str, int, str]]:
         if name and line is not None:
             out.append((path, int(line), name))
     return out
-
-_DPATH = (r"(?<![\w.~+-])(?P<path>(?:[A-Za-z]:)?[\w.@~+/\\-]*?\.(?:"
-          + "|".join(sorted(CODE_EXTENSIONS + ("c++", "h++", "inl", "ipp", "tpp", "kt"), key=len, reverse=True)) + "))")
-_SEVERITY = r"(?:fatal error|error|warning)\b"    # (a note names a candidate or a declaration, not the failure)
-# compiler and checker diagnostics (a place, no function): rustc's `--> src/lib.rs:12:5`;
-# gcc/clang/javac/mypy `x.c:12:5: error:`; MSVC/csc/tsc `x.cs(12,5): error`; tsc's pretty
-# `x.ts:12:5 - error`; go build/vet `x.go:12:5: undefined`
-_DIAGNOSTICS = tuple(re.compile(p, re.M) for p in (
-    r"-->\s*" + _DPATH + r":(?P<line>\d+):\d+",
-    _DPATH + r":(?P<line>\d+):(?:\d+:)?\s+" + _SEVERITY,
-    _DPATH + r"\((?P<line>\d+)(?:,\d+)?\)\s*:\s*" + _SEVERITY,
-    _DPATH + r":(?P<line>\d+):\d+ - (?:error|warning)\b",
-    r"(?<![\w.~+-])(?P<path>[\w.@~+/\\-]*?\.go):(?P<line>\d+):\d+: "))
-
-
-_DIAG_GATE = re.compile(r"\.(?:" + "|".join(CODE_EXTENSIONS) + r")(?::\d|\(\d)")
-
-
-def diagnostics(query: str) -> list[tuple[str, int]]:
-    """The places that compiler and checker diagnostics name, in text order, as ``(path, line)``
-    (gcc/clang ``src/x.c:12:5: error:``, rustc ``--> src/lib.rs:12:5``, javac ``Foo.java:42:
-    error:``, tsc, csc, MSVC, go build and vet). Not a panic's location or a stack frame: those
-    are read by :func:`stack_frames` and the path anchors.
-
-    >>> diagnostics("src/net/sock.c:120:5: error: 'x' undeclared")
-    [('src/net/sock.c', 120)]
-    >>> diagnostics("error[E0425]: cannot find value\\n  --> src/lib.rs:12:5"), diagnostics("Foo.java:42: error: x")
-    ([('src/lib.rs', 12)], [('Foo.java', 42)])
-    """
-    if not _DIAG_GATE.search(query):
-        return []
-    found = sorted((m.start(), m.group("path"), int(m.group("line"))) for rx in _DIAGNOSTICS for m in rx.finditer(query))
-    out: list[tuple[str, int]] = []
-    for _, path, line in found:
-        if (path, line) not in out:
-            out.append((path, line))
-    return out
-
 
 # "who calls X", "what calls `X`", "callers of X", "where is X used", "who imports X", ...
 _NAME = r"`?([A-Za-z_][\w.]*)`?(?:\(\))?"

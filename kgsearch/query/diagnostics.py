@@ -1,0 +1,97 @@
+"""The places that compiler, checker and linter diagnostics in a query name, as ``(path, line)``.
+
+A pasted build or lint report names no function, only a place: a file and a line. Read here,
+they become the code task's frame anchors without a function (:func:`kgsearch.query.codetask.extract`),
+and :mod:`kgsearch.query.anchors` credits the file and the definition whose lines hold the line.
+
+* compilers and type checkers: gcc/clang/javac/mypy ``x.c:12:5: error:``, rustc and clippy
+  ``--> src/lib.rs:12:5`` (ruff's full format too), MSVC/csc/tsc ``x.cs(12,5): error``, tsc's
+  pretty ``x.ts:12:5 - error``, go build, vet and staticcheck ``x.go:12:5: ...``;
+* linters: flake8/pycodestyle/ruff/pylint ``pkg/x.py:3:5: E501 line too long``, pylint's
+  parseable ``x.py:3: [C0114(missing-module-docstring), ] ...``, pyflakes and ESLint's unix
+  format ``src/a.ts:10:2: 'x' is defined but never used``, ESLint's stylish format (the file on
+  its own line, then ``  10:2  error  message  rule`` lines under it), ESLint's compact format
+  ``src/a.ts: line 10, col 2, Error - ...``, cppcheck's ``[src/a.c:12]: (error) ...``.
+
+A compiler's notes (``x.h:7:3: note: candidate: ...``) and gcc's context lines (``x.cpp:9:5:
+required from here``) name candidates and callers, not the failure: they are no place. A linter
+line is read at the start of a line only (after spaces, a quote mark ``>`` or a backtick) and
+needs a source file's extension and a line number, so prose with a colon and numbers (``10:30``,
+``3:1``, ``John 3:16``, ``localhost:8080``) names nothing.
+
+>>> diagnostics("pkg/x.py:3:5: E501 line too long (88 > 79 characters)")
+[('pkg/x.py', 3)]
+>>> diagnostics("/app/src/a.ts\\n  10:2  error  'x' is defined but never used  no-unused-vars")
+[('/app/src/a.ts', 10)]
+>>> diagnostics("meet at 10:30, ratio 3:1, John 3:16, http://localhost:8080/x.py")
+[]
+"""
+from __future__ import annotations
+
+import re
+
+from ..ingest.langspec import SPECS
+
+__all__ = ["diagnostics"]
+
+_EXTENSIONS = sorted({e.lstrip(".") for s in SPECS for e in s.extensions} | {"py", "pyi", "pyx", "kt"},
+                     key=len, reverse=True)
+_DPATH = (r"(?<![\w.~+-])(?P<path>(?:[A-Za-z]:)?[\w.@~+/\\-]*?\.(?:"
+          + "|".join(re.escape(e) for e in _EXTENSIONS) + "))")
+_SEVERITY = r"(?:fatal error|error|warning)\b"    # (a note names a candidate or a declaration, not the failure)
+_LINE_START = r"^[ \t>`]*(?:\[[A-Za-z]+\][ \t]*)?"     # indentation, a quote, a `[WARN]` tag
+# what follows `file:line:col:` in a note or a context line, not in a diagnostic
+_NOT_A_PLACE = r"(?!note\b|help\b|remark\b|required\b|in (?:instantiation|expansion|definition)\b|\[ skipping)"
+_RULE = r"\[?[A-Z]{1,4}\d{2,5}\b"                  # E501, F401, C0114, SA4006, D100
+
+_DIAGNOSTICS = tuple(re.compile(p, re.M) for p in (
+    # compilers and checkers
+    r"-->\s*" + _DPATH + r":(?P<line>\d+):\d+",
+    _DPATH + r":(?P<line>\d+):(?:\d+:)?\s+" + _SEVERITY,
+    _DPATH + r"\((?P<line>\d+)(?:,\d+)?\)\s*:\s*" + _SEVERITY,
+    _DPATH + r":(?P<line>\d+):\d+ - (?:error|warning)\b",
+    r"(?<![\w.~+-])(?P<path>[\w.@~+/\\-]*?\.go):(?P<line>\d+):\d+: ",
+    # linters: a rule code after the place (the column optional), or a message after line and column
+    _LINE_START + _DPATH + r":(?P<line>\d+)(?::\d+)?:?[ \t]+" + _RULE,
+    _LINE_START + _DPATH + r":(?P<line>\d+):\d+:?[ \t]" + _NOT_A_PLACE + r"[^\s:]",
+    _LINE_START + _DPATH + r": line (?P<line>\d+), col \d+, (?:Error|Warning) - ",
+    _LINE_START + r"\[" + _DPATH + r":(?P<line>\d+)\]: \((?:error|warning|style|performance|portability)\)"))
+# ESLint's stylish format: a file alone on its line, its problems indented under it
+_STYLISH_FILE = re.compile(r"^[ \t]*" + _DPATH + r"[ \t]*$")
+_STYLISH_ROW = re.compile(r"^[ \t]+(?P<line>\d+):\d+[ \t]+(?:error|warning)[ \t]+\S")
+_GATE = re.compile(r"\.(?:" + "|".join(re.escape(e) for e in _EXTENSIONS) + r")(?::\d|\(\d|: line \d|[ \t]*\r?\n[ \t]+\d+:\d)")
+
+
+def _stylish(query: str) -> list[tuple[int, str, int]]:
+    """``(position, path, line)`` of each problem an ESLint stylish report lists."""
+    out = []
+    path = None
+    pos = 0
+    for row in query.splitlines(keepends=True):
+        m = _STYLISH_ROW.match(row)
+        if m and path is not None:
+            out.append((pos, path, int(m.group("line"))))
+        else:
+            f = _STYLISH_FILE.match(row)
+            path = f.group("path") if f else None
+        pos += len(row)
+    return out
+
+
+def diagnostics(query: str) -> list[tuple[str, int]]:
+    """The places that compiler, checker and linter diagnostics name, in text order and once
+    each, as ``(path, line)`` (see the module docstring for the formats). Not a panic's location
+    or a stack frame: those are read by :func:`kgsearch.query.codetask.stack_frames` and the path
+    anchors.
+
+    >>> diagnostics("src/net/sock.c:120:5: error: 'x' undeclared")
+    [('src/net/sock.c', 120)]
+    >>> diagnostics("error[E0425]: cannot find value\\n  --> src/lib.rs:12:5"), diagnostics("Foo.java:42: error: x")
+    ([('src/lib.rs', 12)], [('Foo.java', 42)])
+    """
+    if not _GATE.search(query):
+        return []
+    found = sorted((m.start(), m.group("path"), int(m.group("line"))) for rx in _DIAGNOSTICS for m in rx.finditer(query))
+    if "\n" in query:
+        found = sorted(found + _stylish(query))
+    return list(dict.fromkeys((path, line) for _, path, line in found))
