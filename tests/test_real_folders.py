@@ -139,9 +139,10 @@ def test_json_config_with_comments_is_skipped_with_one_warning(tmp_path, capsys)
     assert cli("index", root, "--db", db) == 0
     err = capsys.readouterr().err
     # found while walking a folder, a JSON file that is not a knowledge graph (valid or not) is
-    # skipped with one warning naming it, like package.json already is
+    # skipped with one warning naming it; a build tool's file (package.json) without one
     about = [w for w in warnings_in(err) if "asv.conf.json" in w]
     assert len(about) == 1, err
+    assert not [w for w in warnings_in(err) if "package.json" in w], err
     assert keys(db, "kind = 'note'") == ["md:README"]
 
 

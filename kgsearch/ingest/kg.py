@@ -35,9 +35,11 @@ go to ``props``. Every edge records the line its record starts on (JSON: found b
 of the text), because the indexer names it in the dangling-edge error.
 
 Malformed JSON/CSV raises :class:`~kgsearch.errors.DataError` with ``file:line``. Valid JSON
-that is not KG-shaped (``package.json``, ``tsconfig.json`` met while walking a code tree) gives
-an empty result and one warning, unless the user named the file or forced ``--format kg``:
-then it is a DataError that shows the expected schema.
+that is not KG-shaped gives an empty result and one warning while walking, unless the user named
+the file or forced ``--format kg``: then it is a DataError that shows the expected schema. A
+build tool's file met while walking a code tree (:func:`is_tool_file`: ``package.json``,
+``tsconfig.json``, ``composer.json``, ...: never a graph) is skipped without a warning, so that
+a monorepo's hundred manifests do not bury the warnings that matter.
 """
 from __future__ import annotations
 
@@ -78,6 +80,28 @@ def _json_error(exc: json.JSONDecodeError) -> str:
     in "at", "Unterminated string starting at", read once)."""
     return f"{exc.msg.removesuffix(' at')} at column {exc.colno}"
 
+# build tools' JSON files, skipped without a warning while walking (not KG-shaped, never a graph)
+TOOL_FILES = frozenset({
+    "package.json", "package-lock.json", "npm-shrinkwrap.json", "bower.json", "lerna.json", "nx.json",
+    "turbo.json", "rush.json", "deno.json", "jsconfig.json", "tsconfig.json", "tslint.json", "tsdoc.json",
+    "composer.json", "composer.lock", "angular.json", "project.json", "workspace.json", "vercel.json",
+    "netlify.json", "now.json", "firebase.json", "app.json", "manifest.json", "renovate.json",
+    ".eslintrc.json", ".prettierrc.json", ".babelrc.json", ".stylelintrc.json", ".jshintrc", ".swcrc",
+    "babel.config.json", "jest.config.json", "api-extractor.json", "typedoc.json", "devcontainer.json",
+    ".devcontainer.json", "cargo.lock", "go.work.sum", "launch.json", "settings.json", "extensions.json",
+    "tasks.json", "pyrightconfig.json", "biome.json", "dprint.json", "cspell.json", ".markdownlint.json",
+})
+_TOOL_PATTERN = re.compile(r"(?:tsconfig|jsconfig|package|\.eslintrc|\.prettierrc|\.babelrc)(?:[.-][\w.-]*)?\.json$|"
+                           r".*\.(?:schema|config)\.json$")
+
+
+def is_tool_file(name: str) -> bool:
+    """Whether a file name is a build tool's JSON (``package.json``, ``tsconfig.build.json``,
+    ``.eslintrc.json``, ``x.schema.json``), which a walk skips without a warning."""
+    low = name.lower()
+    return low in TOOL_FILES or bool(_TOOL_PATTERN.fullmatch(low))
+
+
 def load(path: Path, rel: str, opts: LoadOptions) -> LoadResult:
     where = str(path)
     text, warning = decode(Path(path).read_bytes(), where)
@@ -95,6 +119,8 @@ def load(path: Path, rel: str, opts: LoadOptions) -> LoadResult:
     else:
         records = _read_jsonl(text, where, strict)
     if records is None:
+        if is_tool_file(Path(path).name):
+            return LoadResult()
         return LoadResult(warnings=[f"{where}: not a knowledge-graph file, skipped"])
     res = _build(records, where)
     if warning:

@@ -180,9 +180,15 @@ def test_bad_records(tmp_path, content, message):
 
 def test_not_a_kg_file_is_skipped_when_walking(tmp_path):
     pkg = '{"name": "app", "version": "1.0.0", "dependencies": {"x": "^1"}}'
-    res = load(tmp_path, "package.json", pkg)
+    res = load(tmp_path, "settings-backup.json", pkg)
     assert (res.nodes, res.edges) == ([], [])
-    assert res.warnings == [f"{tmp_path / 'package.json'}: not a knowledge-graph file, skipped"]
+    assert res.warnings == [f"{tmp_path / 'settings-backup.json'}: not a knowledge-graph file, skipped"]
+    # a build tool's file is never a graph: skipped without a word (a monorepo has hundreds)
+    for name in ("package.json", "tsconfig.json", "tsconfig.build.json", ".eslintrc.json", "composer.json",
+                 "api.schema.json", "jest.config.json"):
+        res = load(tmp_path, name, pkg)
+        assert (res.nodes, res.edges, res.warnings) == ([], [], []), name
+    assert not kg.is_tool_file("graph.json") and not kg.is_tool_file("packages.json")
     # an array of records with a bare "id" is not enough while walking
     res = load(tmp_path, "data.json", '[{"id": 1, "value": 3}]')
     assert res.nodes == [] and len(res.warnings) == 1
