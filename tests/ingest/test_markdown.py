@@ -288,3 +288,11 @@ def test_a_footnote_is_not_a_link_reference_definition(tmp_path):
     # and the wikilink on the line was lost
     res = load(tmp_path, "N.md", "Text[^1] and [ref]: target.md\n\n[^1]: See [[Footnoted]].\n[x]: Other.md\n")
     assert sorted(e[1] for e in links(res)) == ["footnoted", "other"]
+
+
+def test_a_tag_after_cjk_punctuation_is_a_tag(tmp_path):
+    """Chinese and Japanese text has no spaces: a #tag right after 。 or ！ is still a tag; after a
+    letter or digit (C#, a#b) it is not."""
+    res = load(tmp_path, "d.md", "# 日記\n今日は晴れ。#日記 散歩した！#散歩\nC# and a#b, （#括弧）\n")
+    tags = sorted(dst for _, dst, t, *_ in links(res) if t == "tagged")
+    assert tags == sorted(["散歩", "括弧", "日記"])
