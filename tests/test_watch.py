@@ -297,6 +297,24 @@ def test_watch_makes_edits_new_files_deletes_and_renames_searchable(tmp_path, ba
         assert not run.runs("error")
 
 
+def test_the_catch_up_run_is_said_as_such_not_as_a_change(tmp_path):
+    from kgsearch.cli.live import WatchLog
+
+    root = vault(tmp_path)
+    db = tmp_path / "idx.db"
+    index_paths(db, [str(root)], NO_EMBED)
+    with Run(db, [root], backend="poll") as run:
+        first = run.runs()[0]
+        assert first["changes"] == 0 and first["catch_up"] is True       # no save asked for it
+        assert WatchLog.line(first).startswith("catch-up run: 0 file(s) reindexed")
+        (root / "a.md").write_text("# Alpha\n\nNow about quokkas.\n")
+        wait_for(lambda: has_word(db, "quokkas"), "the edit")
+        wait_for(lambda: len(run.runs()) >= 2, "the run event")
+        later = run.runs()[-1]
+        assert later["changes"] >= 1 and later["catch_up"] is False
+        assert WatchLog.line(later).startswith(f"{later['changes']} change(s): 1 file(s) reindexed")
+
+
 def test_a_burst_of_saves_is_one_run(tmp_path):
     root = vault(tmp_path)
     db = tmp_path / "idx.db"

@@ -136,7 +136,8 @@ class WatchLog:
                 return f"{'error' if res.status == 'error' else res.status}: {res.message} (still watching)"
             r = res.report
             changed = r["nodes_added"] + r["nodes_modified"] + r["nodes_removed"]
-            line = (f"{ev['changes']} change(s): {r['files_loaded']} file(s) reindexed, {r['files_deleted']} deleted: "
+            what = f"{ev['changes']} change(s)" if ev["changes"] or not ev.get("catch_up") else "catch-up run"
+            line = (f"{what}: {r['files_loaded']} file(s) reindexed, {r['files_deleted']} deleted: "
                     f"+{r['nodes_added']} ~{r['nodes_modified']} -{r['nodes_removed']} nodes in {ev['seconds']:.2f}s "
                     f"(generation {r['generation']}{'' if changed or r['edges_changed'] else ', no change'})")
             for w in r.get("warnings", [])[:5]:

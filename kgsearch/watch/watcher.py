@@ -156,14 +156,16 @@ class Watcher:
         log.info(message)
         self.on_event({"event": "notice", "message": message})
 
-    def _index(self, changes: int) -> RunResult:
+    def _index(self, changes: int, catch_up: bool = False) -> RunResult:
+        """One run for ``changes`` saves seen (``catch_up``: also the run at the start, or after the
+        roots or the folders watched changed, which no save asked for)."""
         t0 = time.monotonic()
         res = self.runner.run(self.paths, should_stop=lambda: self.stopping)
         self.runs += 1
         if res.status == "ok":
             self._once(res.report)
-        self.on_event({"event": "run", "changes": changes, "seconds": round(time.monotonic() - t0, 3),
-                       "result": res})
+        self.on_event({"event": "run", "changes": changes, "catch_up": catch_up,
+                       "seconds": round(time.monotonic() - t0, 3), "result": res})
         return res
 
     def _once(self, report: dict) -> None:
@@ -200,6 +202,7 @@ class Watcher:
                        "sources": [{"kind": s.kind, "folders": s.folders,
                                     "roots": [r.path for r in s.spec.roots]} for s in self.sources]})
         pending, first, last = 1, time.monotonic(), 0.0      # the catch-up run, at once
+        caught = 1                                            # (of pending: runs no save asked for)
         retry_at, backoff = 0.0, o.retry
         next_tick = time.monotonic() + o.interval
         while not self.stopping:
@@ -236,6 +239,7 @@ class Watcher:
             if any(s.replan for s in self.sources):
                 self._plan()                     # watches set first, then the run catches up
                 n += 1
+                caught += 1
             if n:
                 if not pending:
                     first = now
@@ -243,12 +247,12 @@ class Watcher:
                 last = max(last, saved if saved is not None else now)
             if not pending or now < max(retry_at, min(last + o.debounce, first + o.max_wait)):
                 continue
-            batch, pending = pending, 0
-            res = self._index(batch)
+            batch, pending, syn, caught = pending, 0, caught, 0
+            res = self._index(batch - syn, catch_up=syn > 0)
             if self.stopping:
                 break
             if res.status == "busy":
-                pending, first = batch, first
+                pending, first, caught = batch, first, syn
                 retry_at = time.monotonic() + backoff
                 self.on_event({"event": "busy", "retry_in": backoff, "message": res.message})
                 backoff = min(backoff * 2, o.retry_max)
@@ -257,7 +261,7 @@ class Watcher:
             for s in self.sources:
                 s.after_run()
             if not self.paths and res.status == "ok" and self._follow_roots():
-                pending, first, last = 1, time.monotonic(), time.monotonic()
+                pending, first, last, caught = 1, time.monotonic(), time.monotonic(), 1
 
     def _follow_roots(self) -> bool:
         """Without PATHs the watcher follows the index's roots: a root added or removed by hand
