@@ -145,6 +145,10 @@ def test_api_context_from_files_and_post(app, proj, capsys):
     ("/api/search", 400, "missing parameter 'q'"),
     ("/api/search?q=x&k=0", 400, "'k' must be from 1"),
     ("/api/search?q=x&k=ten", 400, "'k' must be a whole number"),
+    ("/api/search?q=x&k=%D9%A3", 400, "'k' must be a whole number"),          # Arabic-Indic 3: int() reads it
+    ("/api/search?q=x&k=%EF%BC%93", 400, "'k' must be a whole number"),       # fullwidth 3
+    ("/api/search?q=x&diversity=nan", 400, "'diversity' must be a number"),
+    ("/api/search?q=x&diversity=%EF%BC%91", 400, "'diversity' must be a number"),
     ("/api/search?q=x&fusion=magic", 400, "unknown fusion"),
     ("/api/show?node=no-such-node", 404, "no node"),
     ("/api/related?node=Cart&types=nope", 400, "--types: no edge type 'nope' in this index; it has: "),

@@ -211,7 +211,7 @@ class _Handler(BaseHTTPRequestHandler):
         body = b""
         if method == "POST":
             try:
-                n = int(self.headers.get("Content-Length") or 0)
+                n = api.ascii_int(self.headers.get("Content-Length") or "0")
             except ValueError:
                 n = -1
             if n < 0 or n > MAX_BODY:
