@@ -47,6 +47,7 @@ from ..graph.stored import rows as adjacency
 from ..graph.context import load_context
 from ..store import qcache
 from ..store.db import Index, is_corruption
+from ..text.keywords import UNREAD
 from ..text.postings import doc_freqs
 from ..version import __version__, code_stamp
 from . import feedback
@@ -361,7 +362,9 @@ class Engine:
             raise BadIndex(f"{self.ix.path}: no search channel could read the index ({what}); `kgsearch doctor` "
                            f"checks it and `kgsearch doctor --rebuild` rebuilds it from its sources")
         return [f"channel {c} {why}: this answer is without it; `kgsearch doctor` checks the index"
-                for c, why in failed.items()]
+                for c, why in failed.items()] + \
+            [f"{why[len(UNREAD):]} (searched without your equivalence classes)"
+             for c, why in skipped.items() if c == "equiv" and why.startswith(UNREAD)]
 
     @staticmethod
     def _intent(q: Query, opts: SearchOptions, pool):

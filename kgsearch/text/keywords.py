@@ -229,6 +229,7 @@ def load_equivalences(path: str | os.PathLike | None = None) -> dict[str, list[s
 
 
 _EMPTY = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32))
+UNREAD = "not read: "       # the equiv channel's answer when the user's file is broken (a notice)
 
 
 def search_equivalences(ix, query: str, k: int = 100, *, equivalences=None, **opts):
@@ -242,9 +243,9 @@ def search_equivalences(ix, query: str, k: int = 100, *, equivalences=None, **op
         return _EMPTY
     try:
         eq = equivalences if isinstance(equivalences, dict) else load_equivalences(equivalences)
-    except Exception as exc:          # a broken file must not break searching
-        log.warning("%s", exc)
-        return _EMPTY
+    except Exception as exc:          # a broken file must not break searching: said, not raised
+        log.debug("equivalences not read", exc_info=True)
+        return f"{UNREAD}{exc}"
     if not eq:
         return "no equivalence classes configured (equivalences.json next to the config file)"
     targets = equivalents_in(query, eq)

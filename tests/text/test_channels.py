@@ -265,8 +265,14 @@ def test_equivalences_file_and_channel(cix, tmp_path, kg_env):
     ids, sc = keywords.search_equivalences(cix, "where is the retry logic")
     assert ids.tolist() == [cix.ids["RetryPolicy"]] and sc[0] == pytest.approx(1.0)
     assert keywords.search_equivalences(cix, "retrying logical")[0].size == 0
-    p.write_text("{broken")
-    assert keywords.search_equivalences(cix, "retry logic")[0].size == 0   # logged, not raised
+    p.write_text('{"retry logic": ["RetryPolicy"],\n "backoff" ["x"]}')
+    why = keywords.search_equivalences(cix, "retry logic")                 # said, not raised
+    assert why.startswith(keywords.UNREAD) and f"{p}:2" in why and "invalid JSON" in why
+    from kgsearch.query import Engine, SearchOptions
+    r = Engine(cix).search("retry logic", SearchOptions(k=3, use_cache=False))
+    notes = [n for n in r.notices if "equivalence" in n]                  # a notice on every search, not -v only
+    assert len(notes) == 1 and notes[0].startswith(f"{p}:2: invalid JSON")
+    assert notes[0].endswith("fix the equivalences file or remove it (searched without your equivalence classes)")
     from kgsearch.errors import DataError
     with pytest.raises(DataError):
         keywords.load_equivalences(p)
