@@ -162,6 +162,33 @@ def test_the_lock_is_the_files_not_the_paths(vault, tmp_path, held_through):
     assert "another kgsearch index run holds" in err
 
 
+def test_a_failed_first_run_leaves_no_lock_beside_nothing(tmp_path):
+    """`kgsearch index /nope --db x.db` failed and left x.db.lock in the folder, beside no index."""
+    from kgsearch.store.lock import IndexLock, lock_path
+
+    db = tmp_path / "x.db"
+    rc, _, err = cli("index", tmp_path / "nope", "--db", db)
+    assert rc == 3 and "no such file or folder" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+    root = tmp_path / "notes"
+    root.mkdir()
+    (root / "a.md").write_text("# A\nhello\n")
+    assert cli("index", root, "--db", db)[0] == 0
+    assert lock_path(db).exists()                          # beside an index the lock file stays (flock)
+    # a run that opened the lock file a failed first run then removed sees it gone once it holds
+    # the flock (and takes a new one): two runs never hold two files of one name
+    from kgsearch.store.lock import _same_file
+    other = tmp_path / "y.db"
+    first = IndexLock(other).acquire()
+    fd = os.open(str(lock_path(other)), os.O_RDWR)
+    assert _same_file(fd, lock_path(other))
+    first.release()                                        # no y.db: the failed first run removes its lock
+    assert not lock_path(other).exists() and not _same_file(fd, lock_path(other))
+    os.close(fd)
+    with IndexLock(other):
+        assert lock_path(other).exists()
+
+
 def hold_lock(db: Path) -> subprocess.Popen:
     """Another process holding the writer lock of ``db`` (as ``kgsearch index`` does) until its
     stdin closes."""

@@ -49,7 +49,7 @@ class IndexLock:
         self._fd: int | None = None
         self._db_held: tuple[tuple[int, int], int] | None = None
 
-    def acquire(self) -> "IndexLock":
+    def acquire(self, _tries: int = 3) -> "IndexLock":
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             fd = os.open(str(self.path), os.O_RDWR | os.O_CREAT, 0o644)
@@ -69,6 +69,12 @@ class IndexLock:
         if fcntl is not None:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                if not _same_file(fd, self.path):   # removed by a failed first run since we opened it
+                    os.close(fd)
+                    if _tries > 0:
+                        return self.acquire(_tries - 1)
+                    raise IndexBusy(f"{self.path} keeps being replaced by other kgsearch runs; "
+                                    f"this run changed nothing, try again later")
             except OSError:
                 holder = ""
                 try:
@@ -96,6 +102,11 @@ class IndexLock:
         if self._fd is not None:
             try:
                 os.ftruncate(self._fd, 0)
+                if not os.path.lexists(self.db):
+                    # a first run that failed before the index existed leaves no lock beside
+                    # nothing (removed while held; a run that opened it meanwhile sees it gone
+                    # once it has the lock, and takes a new one)
+                    os.unlink(self.path)
             except OSError:
                 pass
             os.close(self._fd)   # closing drops the flock
@@ -106,6 +117,15 @@ class IndexLock:
 
     def __exit__(self, *exc) -> None:
         self.release()
+
+
+def _same_file(fd: int, path: Path) -> bool:
+    """Whether ``path`` still names the file open as ``fd``."""
+    try:
+        a, b = os.fstat(fd), os.stat(path)
+    except OSError:
+        return False
+    return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
 
 
 # Descriptors of hard-linked index files that no lock holds now, by (st_dev, st_ino): kept open for
