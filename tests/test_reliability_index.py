@@ -189,6 +189,44 @@ def test_a_failed_first_run_leaves_no_lock_beside_nothing(tmp_path):
         assert lock_path(other).exists()
 
 
+def _wal_only(tmp_path, name: str, tables: list[str]) -> Path:
+    """A WAL-mode SQLite file whose ``tables`` are still only in its -wal (copied while the
+    writer held it open, as a crash leaves it)."""
+    src = tmp_path / f"src-{name}"
+    c = sqlite3.connect(src)
+    c.execute("PRAGMA journal_mode=wal")
+    c.execute("PRAGMA wal_autocheckpoint=0")
+    for t in tables:
+        c.execute(f"CREATE TABLE {t}(a)")
+    c.commit()
+    dst = tmp_path / name
+    shutil.copyfile(src, dst)
+    shutil.copyfile(f"{src}-wal", f"{dst}-wal")
+    c.close()
+    return dst
+
+
+def test_a_foreign_sqlite_file_whose_tables_are_in_its_wal_is_refused_untouched(tmp_path):
+    """Its main file held no table yet, so it passed for an empty index: a search or an index run
+    opened it and the closing connection checkpointed the other program's -wal into its file."""
+    from kgsearch.store.db import foreign_kind
+
+    db = _wal_only(tmp_path, "other.db", ["photos", "albums"])
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.name.startswith("other.db")}
+    assert set(before) == {"other.db", "other.db-wal"}
+    assert foreign_kind(db) == "sqlite"
+    root = tmp_path / "notes"
+    root.mkdir()
+    (root / "a.md").write_text("# A\nhello\n")
+    for args in (("index", root, "--db", db), ("search", "hello", "--db", db), ("doctor", "--db", db)):
+        rc, _, err = cli(*args)
+        assert rc == 4 and "is a SQLite file but not a kgsearch index" in err, (args, err)
+    after = {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.name.startswith("other.db")}
+    assert after == before                                  # no checkpoint, no -shm, no .lock
+    # our own index cut off after its first commit (tables only in the -wal) is still ours
+    assert foreign_kind(_wal_only(tmp_path, "ours.db", ["migrations", "nodes"])) is None
+
+
 def hold_lock(db: Path) -> subprocess.Popen:
     """Another process holding the writer lock of ``db`` (as ``kgsearch index`` does) until its
     stdin closes."""

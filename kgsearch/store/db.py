@@ -33,18 +33,39 @@ def foreign_kind(path: str | os.PathLike) -> str | None:
     damaged header), or None (ours, empty, or no file). Read-only; no lock, no journal."""
     p = Path(path)
     try:
-        if not p.is_file() or p.stat().st_size == 0:
+        if not p.is_file():
             return None
-        conn = sqlite3.connect(f"{p.resolve().as_uri()}?mode=ro&immutable=1", uri=True)   # (no -shm made)
+        wal = Path(f"{p}-wal")
+        wal_size = wal.stat().st_size if wal.is_file() else 0
+        if p.stat().st_size == 0 and not wal_size:
+            return None
+        tables = _tables(f"{p.resolve().as_uri()}?mode=ro&immutable=1") if p.stat().st_size else set()
+        if not tables and wal_size:
+            tables = _tables_with_wal(p, wal)     # (a WAL-mode file's tables may all be in its -wal yet)
     except (OSError, sqlite3.Error):
         return "unknown"
+    return "sqlite" if tables and "migrations" not in tables else None
+
+
+def _tables(uri: str) -> set[str]:
+    conn = sqlite3.connect(uri, uri=True)           # (immutable: no -shm made, nothing written)
     try:
-        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    except sqlite3.Error:
-        return "unknown"
+        return {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     finally:
         conn.close()
-    return "sqlite" if tables and "migrations" not in tables else None
+
+
+def _tables_with_wal(db: Path, wal: Path) -> set[str]:
+    """The tables of ``db`` with its ``-wal`` applied, read from copies of the two (reading the
+    WAL in place would make a ``-shm`` beside a file that may not be ours)."""
+    import shutil
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="kgsearch-peek-") as tmp:
+        copy = Path(tmp) / "db"
+        shutil.copyfile(db, copy)
+        shutil.copyfile(wal, f"{copy}-wal")
+        return _tables(f"{copy.as_uri()}?mode=ro")
 
 
 class Index:
@@ -88,8 +109,12 @@ class Index:
                                f"pass --db with a writable path") from None
         elif p.is_dir():
             raise BadIndex(f"{p} is a folder, not an index file; pass --db PATH/index.db")
-        elif readonly and p.stat().st_size == 0:
+        elif readonly and p.stat().st_size == 0 and not os.path.exists(f"{p}-wal"):
             raise BadIndex(_not_built(p, "is an empty file (0 bytes)"))
+        elif os.path.exists(f"{p}-wal") and foreign_kind(p) == "sqlite":
+            # said before a connection: closing one would checkpoint the other program's -wal into
+            # its file (without a -wal, the migrations check below says it and changes nothing)
+            raise BadIndex(f"{p} is a SQLite file but not a kgsearch index; pass another --db")
         try:
             conn = connect(p, readonly)
         except sqlite3.DatabaseError as exc:
