@@ -203,6 +203,20 @@ def test_a_count_out_of_range_is_a_usage_error(args, says, indexed, capsys):
     assert capsys.readouterr().err == says
 
 
+@pytest.mark.parametrize("args, says", [
+    (["search", "alpha", "-k", "\u0663"], "argument -k: invalid int value: '\u0663'"),      # Arabic-Indic 3
+    (["search", "alpha", "-k", "\uff13"], "argument -k: invalid int value: '\uff13'"),      # fullwidth 3
+    (["search", "alpha", "--diversity", "nan"], "argument --diversity: invalid float value: 'nan'"),
+    (["path", "a", "b", "--max-len", "\u0966"], "argument --max-len: invalid int value: '\u0966'"),
+])
+def test_numbers_are_ascii_digits(args, says, indexed, capsys):
+    """int() and float() read other scripts' digits and nan: `-k ٣` searched for 3 hits."""
+    capsys.readouterr()
+    assert cli(*args, "--db", indexed[1]) == 2
+    assert says in capsys.readouterr().err
+    assert cli("search", "alpha", "-k", " 3", "--db", indexed[1]) == 0     # (ASCII, spaces as int() takes)
+
+
 @pytest.mark.parametrize("args", [["roots", "remove", "x"], ["model", "use", "default"]])
 def test_a_command_that_changes_an_index_needs_one(args, tmp_path, capsys):
     """Before: `roots remove x` on a missing index said "no root 'x' (its roots: none)" (exit 5)

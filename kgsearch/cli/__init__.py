@@ -22,6 +22,7 @@ from ..query.channels import CHANNELS, DEFAULT_CHANNELS
 from ..query.intent import INTENTS
 from ..version import __version__
 from . import commands, graph_commands, live
+from .numbers import FLOAT, INT
 from .output import err, one_line
 
 EXIT_CODES = """exit codes:
@@ -105,13 +106,13 @@ def registry_epilog() -> str:
 
 
 def _query_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("-k", type=int, default=10, help="number of results (default 10)")
+    p.add_argument("-k", type=INT, default=10, help="number of results (default 10)")
     p.add_argument("--intent", default=None, choices=list(INTENTS), metavar="INTENT", help=INTENT_HELP)
     p.add_argument("--weights", default=None, metavar="A,B,G,D",
                    help="override the fusion weights: embedding,text,graph,intent-edges (e.g. .4,.45,.15,0)")
     p.add_argument("--fusion", choices=["linear", "rrf"], default=None, help="fusion mode (default linear)")
     p.add_argument("--channels", default=None, metavar="LIST", help=CHANNELS_HELP)
-    p.add_argument("--diversity", type=float, default=None, metavar="F",
+    p.add_argument("--diversity", type=FLOAT, default=None, metavar="F",
                    help="multiply the first hit of each new graph community by F (e.g. 1.05; default off)")
     p.add_argument("--norm", choices=["z", "max", "minmax", "auto"], default="z",
                    help="score normalisation before fusion (default z: standardised over the whole index)")
@@ -219,8 +220,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("show", parents=[common], help="a node with its edges")
     p.add_argument("node", help="node key (e.g. md:notes/foo), qualified name or name")
-    p.add_argument("--edges", type=int, default=25, help="edges to list per direction (default 25)")
-    p.add_argument("--lines", type=int, default=12, help="text lines to show (default 12)")
+    p.add_argument("--edges", type=INT, default=25, help="edges to list per direction (default 25)")
+    p.add_argument("--lines", type=INT, default=12, help="text lines to show (default 12)")
     p.set_defaults(func=commands.cmd_show)
 
     p = sub.add_parser("related", parents=[common], help="a node's neighbours grouped by edge type")
@@ -230,7 +231,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "listing those it has, as `kgsearch stats` does)")
     p.add_argument("--direction", choices=["out", "in", "both"], default="both",
                    help="out: node -> neighbour, in: neighbour -> node (default both)")
-    p.add_argument("--limit", type=int, default=50, help="neighbours to list (default 50)")
+    p.add_argument("--limit", type=INT, default=50, help="neighbours to list (default 50)")
     p.set_defaults(func=commands.cmd_related)
 
     p = sub.add_parser("context", parents=[multi], help="pack what matters for a task, files or a diff into a token budget",
@@ -248,11 +249,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--diff", nargs="?", const="git", default=None, metavar="FILE|-",
                    help="start from a diff: `git diff HEAD` of the indexed roots (no value), a unified diff "
                         "file, or - for stdin")
-    p.add_argument("--budget", type=int, default=8000, metavar="TOKENS", help="token budget (default 8000)")
+    p.add_argument("--budget", type=INT, default=8000, metavar="TOKENS", help="token budget (default 8000)")
     p.add_argument("--format", dest="fmt", choices=["markdown", "json", "xml"], default=None,
                    help="output format (default markdown; --json = --format json)")
-    p.add_argument("-k", type=int, default=None, help="task: search hits to consider (default budget/100, 20-100)")
-    p.add_argument("--impact", type=int, nargs="?", const=3, default=None, metavar="HOPS",
+    p.add_argument("-k", type=INT, default=None, help="task: search hits to consider (default budget/100, 20-100)")
+    p.add_argument("--impact", type=INT, nargs="?", const=3, default=None, metavar="HOPS",
                    help="--files/--diff: also what depends on the change transitively (callers of callers, "
                         "importers, subclasses, linked notes) within HOPS (default 3), after the direct neighbours")
     _filter_options(p, "which nodes may be packed: a task's search is narrowed before ranking; --files/--diff "
@@ -290,10 +291,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("paths", nargs="*", metavar="PATH", help="folders or files to watch and index (default: the index's roots)")
     p.add_argument("--backend", choices=["auto", "inotify", "poll"], default="auto",
                    help="how changes are noticed (default auto: inotify on local file systems, polling elsewhere)")
-    p.add_argument("--debounce", type=float, default=0.3, metavar="S",
+    p.add_argument("--debounce", type=FLOAT, default=0.3, metavar="S",
                    help="seconds without a change before reindexing (default 0.3)")
-    p.add_argument("--interval", type=float, default=1.0, metavar="S", help="polling: seconds between looks (default 1)")
-    p.add_argument("--budget", type=int, default=2000, metavar="N",
+    p.add_argument("--interval", type=FLOAT, default=1.0, metavar="S", help="polling: seconds between looks (default 1)")
+    p.add_argument("--budget", type=INT, default=2000, metavar="N",
                    help="polling: files and folders looked at per look (default 2000); a tree of F entries is "
                         "seen in full every F/N looks")
     p.set_defaults(func=live.cmd_watch)
@@ -307,8 +308,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--host", default="127.0.0.1",
                    help="address to listen on (default 127.0.0.1: this machine only; another address makes the "
                         "index readable by anyone who can reach it, and says so)")
-    p.add_argument("--port", type=int, default=8765, help="port (default 8765; 0: any free port)")
-    p.add_argument("--limit", type=float, default=30.0, metavar="S", help="seconds a request may take (default 30)")
+    p.add_argument("--port", type=INT, default=8765, help="port (default 8765; 0: any free port)")
+    p.add_argument("--limit", type=FLOAT, default=30.0, metavar="S", help="seconds a request may take (default 30)")
     p.set_defaults(func=live.cmd_serve)
 
     p = sub.add_parser("stats", parents=[common], help="counts by kind and edge type, size, last index time")
@@ -352,9 +353,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("target", metavar="DIR|PROBES.jsonl")
     p.add_argument("--channels", default=None, metavar="LIST", help=CHANNELS_HELP)
     p.add_argument("--ablate", action="store_true", help="also run with each channel removed and each alone")
-    p.add_argument("-k", type=int, default=None, help="results per query (default and least: 100 for a BEIR folder, "
+    p.add_argument("-k", type=INT, default=None, help="results per query (default and least: 100 for a BEIR folder, "
                                                       "10 for a probe file)")
-    p.add_argument("--max-queries", type=int, default=None, metavar="N",
+    p.add_argument("--max-queries", type=INT, default=None, metavar="N",
                    help="use only the first N queries (of a BEIR folder, or probes of a probe file)")
     p.add_argument("--split", default=None, help="a BEIR folder: qrels split (default: qrels.tsv, else "
                                                     "qrels.test.tsv)")
@@ -377,15 +378,15 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("bench", parents=[common], help="on-device benchmark (index time, latency, RSS, start-up)")
     p.add_argument("--corpus", default=None, metavar="demo|stdlib|PATH",
                    help="built-in corpus to index and query when --db is not given (default demo)")
-    p.add_argument("--queries", type=int, default=200, help="queries to time (default 200)")
-    p.add_argument("--cold-runs", type=int, default=5, metavar="N",
+    p.add_argument("--queries", type=INT, default=200, help="queries to time (default 200)")
+    p.add_argument("--cold-runs", type=INT, default=5, metavar="N",
                    help="CLI start-up measurements (median reported; default 5)")
     p.add_argument("--out", default=None, metavar="FILE", help="also write the JSON result here")
     p.set_defaults(func=commands.cmd_bench)
 
     p = sub.add_parser("demo", parents=[common], help="index the built-in demo knowledge base and search it")
     p.add_argument("query", nargs="?", default=None)
-    p.add_argument("-k", type=int, default=5)
+    p.add_argument("-k", type=INT, default=5)
     p.add_argument("--explain", action="store_true")
     p.set_defaults(func=commands.cmd_demo)
 

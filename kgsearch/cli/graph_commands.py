@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from ..errors import EXIT_NOT_FOUND, EXIT_OK
+from .numbers import INT
 from .output import emit_json, err, one_line, out
 
 __all__ = ["add_parsers"]
@@ -22,8 +23,8 @@ def add_parsers(sub, common) -> None:
                                    "is at most --max-len hops.")
     p.add_argument("source", help="node key, qualified name or name")
     p.add_argument("target", help="node key, qualified name or name")
-    p.add_argument("--k", "-k", type=int, default=3, help="paths to list (default 3)")
-    p.add_argument("--max-len", type=int, default=6, metavar="HOPS", help="longest path in hops (default 6)")
+    p.add_argument("--k", "-k", type=INT, default=3, help="paths to list (default 3)")
+    p.add_argument("--max-len", type=INT, default=6, metavar="HOPS", help="longest path in hops (default 6)")
     p.add_argument("--types", type=_csv, default=None, metavar="T1,T2", help="follow only these edge types")
     p.add_argument("--direction", choices=["both", "out", "in"], default="both",
                    help="both: edges either way (default); out: only along edges; in: only against them")
@@ -37,12 +38,12 @@ def add_parsers(sub, common) -> None:
                                    "that name its symbols, whose path names its files' subjects, whose text reads like it, or that "
                                    "it declares as its own test modules (Rust's #[cfg(test)] mod tests;).")
     p.add_argument("node", help="node key, qualified name, name, or an indexed file's path")
-    p.add_argument("--depth", type=int, default=3, help="hops to follow (default 3)")
+    p.add_argument("--depth", type=INT, default=3, help="hops to follow (default 3)")
     p.add_argument("--types", default=None, metavar="T[:in|out],...",
                    help="dependency edge types (default: calls, imports, inherits, links_to, depends_on, ...); "
                         ":in follows the edge backwards (its source depends on X), :out forwards")
     p.add_argument("--tests", action="store_true", help="also rank the test files to run (reached, naming X's symbols, named after its files, reading like it, its declared test modules)")
-    p.add_argument("--limit", type=int, default=50, help="dependents (and test files) to list (default 50)")
+    p.add_argument("--limit", type=INT, default=50, help="dependents (and test files) to list (default 50)")
     p.set_defaults(func=cmd_impact)
 
     p = sub.add_parser("communities", parents=[common], help="the graph's communities with extractive summaries",
@@ -50,8 +51,8 @@ def add_parsers(sub, common) -> None:
                                    "largest first, each with its central nodes (PageRank inside the community), "
                                    "distinctive terms (class-based TF-IDF) and a representative sentence or "
                                    "signature. No model: every word comes from the index.")
-    p.add_argument("--limit", type=int, default=20, help="communities to list (default 20; 0 for all)")
-    p.add_argument("--terms", type=int, default=8, help="terms per community (default 8)")
+    p.add_argument("--limit", type=INT, default=20, help="communities to list (default 20; 0 for all)")
+    p.add_argument("--terms", type=INT, default=8, help="terms per community (default 8)")
     p.set_defaults(func=cmd_communities)
 
     p = sub.add_parser("export", parents=[common], help="write the graph as GraphML, JSON Lines, a Markdown vault "
