@@ -95,10 +95,10 @@ def _module_names(key: str) -> tuple[str, ...]:
     return tuple(n for n in names if n)
 
 
-def _files_by_suffix(conn, path: str) -> list[int]:
+def _files_by_suffix(conn, path: str, least: int = 1) -> list[int]:
     """Ids of the files whose path ends with the longest suffix of ``path`` (at least the file
-    name; two or more components win over the name alone); a relative path that a root holds
-    as it is written names that file alone."""
+    name, or ``least`` components when the path has them; two or more components win over the
+    name alone); a relative path that a root holds as it is written names that file alone."""
     parts = [p for p in path.replace("\\", "/").split("/") if p and p not in (".", "..")]
     if len(parts) > 1 and not path.startswith(("/", "\\")) and ":" not in parts[0]:
         # written from the root (`src/a/b.go:12`): that file, not a copy whose path ends the same
@@ -112,7 +112,7 @@ def _files_by_suffix(conn, path: str) -> list[int]:
                 for r in conn.execute("SELECT id FROM files WHERE path = ?", (root.rstrip("/") + "/" + rel,))]
         if rows:
             return sorted({r[0] for r in rows})
-    for n in range(min(len(parts), 4), 0, -1):
+    for n in range(min(len(parts), 4), min(least, len(parts)) - 1, -1):
         suffix = "/".join(parts[-n:])
         rows = conn.execute("SELECT id, path FROM files WHERE path = ? OR path LIKE ? ESCAPE '\\'",
                             (suffix, "%/" + suffix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_"))
@@ -181,7 +181,7 @@ def resolve(conn, anchors: list[Anchor]) -> dict[int, float]:
         stem = posixpath.basename(a.text.replace("\\", "/"))
         if stem.rpartition(".")[2] not in CODE_EXTENSIONS:
             continue
-        files = _files_by_suffix(conn, a.text)
+        files = _files_by_suffix(conn, a.text, 2 if a.link else 1)   # (a link to another repository's index.js)
         if not files:
             continue
         mods = [r[0] for r in in_chunks(conn, "SELECT id FROM nodes WHERE kind='module' AND file_id IN ({})", files)]

@@ -59,6 +59,12 @@ _PATH = re.compile(r"(?<![\w.~/-])(/?(?:[\w.-]+/)*[\w-][\w.-]*\.(?:"
                    + "|".join(sorted(CODE_EXTENSIONS, key=len, reverse=True))
                    + r"|cfg|toml|ini|json|ya?ml|md|rst|txt))\b")
 _ALNUM = re.compile(r"\b[A-Za-z]+[0-9]+[A-Za-z0-9]*\b")         # L031, utf8, md5: a module or rule name?
+# a web address; a code host's link to a file at a line (GitHub, GitLab, Bitbucket, Codeberg, Gitee:
+# https://github.com/o/r/blob/<ref>/src/x.py#L10-L20) names that file and line as a frame does
+_URL = re.compile(r"https?://[^\s<>()\[\]{}\"'`|]+")
+_CODE_HOST = re.compile(r"https?://(?:www\.)?(?:github\.com|gitlab\.com|bitbucket\.org|codeberg\.org|gitee\.com)"
+                        r"/[^/]+/[^/]+/")
+_BLOB = re.compile(r"(?:-/)?(?:blob|blame|src|tree|raw)/(?:(?:branch|commit|tag)/)?[^/]+/([^?#]+\.\w+)(?:\?[^#]*)?(?:#(?:(?:L|lines-)(\d+))?\S*)?")
 _ERROR = re.compile(r"\b[A-Z][A-Za-z0-9]*(?:Error|Exception|Warning)\b")
 # a word of the query as written: the intent rules and the code-task rule count these
 WORD = re.compile(r"[\w'-]+")
@@ -158,6 +164,7 @@ class Anchor:
     line: int | None = None    # traceback frames: the line number
     func: str | None = None    # traceback frames: the function
     share: float = 1.0         # 1 / (1 + log2(n)) when each mention is one of n names listed together
+    link: bool = False         # a code host's link (its path is the repository's: no file name alone matches)
 
     @property
     def weight(self) -> float:
@@ -212,6 +219,12 @@ def extract(query: str) -> list[Anchor]:
         old = frames.get(key)
         frames[key] = Anchor(path, "frame", (old.count + 1) if old else 1, line, None)
         framed.add(path.replace("\\", "/"))
+    for path, line in code_links(query):             # a code host's link to a file (at a line)
+        key = (path, f":{line}")
+        old = frames.get(key)
+        frames[key] = Anchor(path, "frame", (old.count + 1) if old else 1, line, None, link=True)
+        framed.add(path)
+    query = without_hosts(query)                     # (github.com, its owners and #L38 name no code)
     for m in _ERROR.finditer(query):
         add(m.group(0), "error", m.start())
     for m in BACKTICK.finditer(query):
@@ -249,6 +262,30 @@ def extract(query: str) -> list[Anchor]:
     named = sorted(found.items(), key=lambda kv: (-KIND_WEIGHT[kv[1][0]], kv[1][1], kv[0]))
     out = list(frames.values()) + [Anchor(t, k, counts[t], share=share.get(t, 1.0)) for t, (k, _) in named]
     return out[:MAX_ANCHORS]
+
+
+def code_links(text: str) -> list[tuple[str, int | None]]:
+    """``(path in the repository, line or None)`` of each code host's link to a file in ``text``
+    (``https://github.com/o/r/blob/<ref>/lib/x.js#L38`` -> ``("lib/x.js", 38)``), in order."""
+    out = []
+    for m in _URL.finditer(text):
+        host = _CODE_HOST.match(m.group(0))
+        b = _BLOB.fullmatch(m.group(0)[host.end():].rstrip(".,;:")) if host else None
+        if b:
+            out.append((b.group(1), int(b.group(2)) if b.group(2) else None))
+    return out
+
+
+def without_hosts(text: str) -> str:
+    """``text`` with each web address's scheme and host (and port) blanked, and a code host's
+    links blanked whole (the file they name is read by :func:`code_links`): positions kept, so
+    that spans still index the query. ``http://localhost:8080/app.py`` leaves ``/app.py``."""
+    def blank(m: re.Match) -> str:
+        url = m.group(0)
+        host = _CODE_HOST.match(url)
+        cut = len(url) if host else (url.find("/", url.index("//") + 2) % (len(url) + 1) or len(url))
+        return " " * cut + url[cut:]
+    return _URL.sub(blank, text) if "://" in text else text
 
 
 # what separates the names of a list: commas, slashes, bars, "or", "and" (quotes and spaces around)

@@ -198,6 +198,36 @@ def test_frame_paths_resolve_by_suffix_to_the_module_and_function(shop_db):
     assert got == {"py:shop.pricing": 1.0, "py:shop.pricing.apply_discount": 1.0}
 
 
+def test_a_code_host_link_names_its_file_and_line():
+    from kgsearch.query.codetask import code_links, without_hosts
+
+    text = ("see https://github.com/o/r/blob/0123abc/src/a/b.py#L38, "
+            "https://github.com/o/r/blame/main/include/x.cpp#L79 and https://github.com/o/r/blob/main/lib/c.js#L3-L9; "
+            "https://gitlab.com/g/r/-/blob/v2/pkg/d.go#L4 https://bitbucket.org/o/r/src/abc/e.rs#lines-12 "
+            "https://codeberg.org/o/r/src/branch/main/f.py (raw: https://github.com/o/r/raw/main/g.h) "
+            "not https://github.com/o/r/issues/12, https://docs.python.org/3/library/os.html or https://example.com/x.py")
+    assert code_links(text) == [("src/a/b.py", 38), ("include/x.cpp", 79), ("lib/c.js", 3), ("pkg/d.go", 4),
+                                ("e.rs", 12), ("f.py", None), ("g.h", None)]
+    blanked = without_hosts(text)
+    assert len(blanked) == len(text) and "github" not in blanked and "gitlab" not in blanked
+    assert "/3/library/os.html" in blanked and "example.com" not in blanked and "/x.py" in blanked
+    got = {(a.text, a.kind, a.line, a.link) for a in extract(text)}
+    assert ("src/a/b.py", "frame", 38, True) in got and ("pkg/d.go", "frame", 4, True) in got
+    assert not {t for t, *_ in got} & {"github.com", "github", "com", "L38", "o"}      # (were anchors)
+    assert [(a.text, a.kind) for a in extract("the server at http://localhost:8080/app.py returns 500")] == \
+        [("/app.py", "path")]                                     # (was "8080/app.py")
+
+
+def test_a_link_to_another_repository_names_no_file_by_its_name_alone(shop_db):
+    """A link into another project (date-fns's .../formatDistance/index.js) matched this index's
+    index.js files by their name alone; a link needs its last two components to match."""
+    link = lambda p: Anchor(p, "frame", 1, 3, None, link=True)         # noqa: E731
+    with Index.open(shop_db, readonly=True) as ix:
+        assert resolve(ix.conn, [link("other/lib/deep/pricing.py")]) == {}
+        assert _keys(ix.conn, resolve(ix.conn, [link("elsewhere/shop/pricing.py")]))["py:shop.pricing"] == 1.0
+        assert _keys(ix.conn, resolve(ix.conn, [Anchor("other/lib/deep/pricing.py", "frame")]))["py:shop.pricing"] == 1.0
+
+
 def test_run_files_show_the_code_task_path(tmp_path):
     """JSON of a code-task search names the intent and the anchors channel (for agents)."""
     from kgsearch.cli import main
