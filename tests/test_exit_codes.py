@@ -206,7 +206,7 @@ def test_a_count_out_of_range_is_a_usage_error(args, says, indexed, capsys):
 @pytest.mark.parametrize("args, says", [
     (["search", "alpha", "-k", "\u0663"], "argument -k: invalid int value: '\u0663'"),      # Arabic-Indic 3
     (["search", "alpha", "-k", "\uff13"], "argument -k: invalid int value: '\uff13'"),      # fullwidth 3
-    (["search", "alpha", "--diversity", "nan"], "argument --diversity: invalid float value: 'nan'"),
+    (["search", "alpha", "--diversity", "\uff11.5"], "argument --diversity: invalid float value: '\uff11.5'"),
     (["path", "a", "b", "--max-len", "\u0966"], "argument --max-len: invalid int value: '\u0966'"),
 ])
 def test_numbers_are_ascii_digits(args, says, indexed, capsys):
