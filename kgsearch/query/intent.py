@@ -207,8 +207,8 @@ def classify(q: "Query") -> Intent:
 def parse_weights(text: str) -> tuple[float, float, float, float]:
     """``".4,.45,.15,0"`` -> 4 floats (embedding, text, graph, intent edges)."""
     parts = [p for p in re.split(r"[,\s/]+", text.strip()) if p]
-    try:
-        vals = tuple(float(p) for p in parts)
+    try:        # (ASCII numbers: float() also reads other scripts' digits, `١,0,0,0`)
+        vals = tuple(float(p) for p in parts) if all(p.isascii() for p in parts) else ()
     except ValueError:
         vals = ()
     if len(vals) != 4 or not all(0 <= v < math.inf for v in vals):      # (nan and inf are no weight)

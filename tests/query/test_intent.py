@@ -66,6 +66,7 @@ def test_weights_table():
 
 
 @pytest.mark.parametrize("flags", [["--weights", "nan,1,1,1"], ["--weights", "inf,1,1,1"], ["--weights", "1e400,1,1,1"],
+                                   ["--weights", "\u0661,0,0,0"], ["--weights", "1,\uff10,0,0"],
                                    ["--diversity", "inf"]])
 def test_nan_and_inf_are_no_weight_nor_factor(flags, tmp_path, capsys):
     """`--weights inf,1,1,1` ran (exit 0) and numpy printed "RuntimeWarning: invalid value
