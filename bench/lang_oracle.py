@@ -2,8 +2,8 @@
 
 For every source file of the trees (default: each repository of
 ``../shared/bench/code-tasks-multi/repos``) the file is parsed with tree-sitter (the grammar
-wheels of the ``test`` extra: tree-sitter-javascript, -typescript, -go, -rust, -java, -c-sharp, -c,
--cpp)
+wheels of the ``test`` extra: tree-sitter-javascript, -typescript, -go, -rust, -java, -kotlin,
+-c-sharp, -c, -cpp)
 and loaded with kgsearch's loader. Each definition tree-sitter finds (the node types of
 :data:`ORACLE`: functions, methods, classes and the other types a loader makes a node for) is
 looked for among the loader's nodes with the same name and start line, then also the same end
@@ -22,7 +22,9 @@ Conventions the comparison fixes (the loaders document the same):
   enum, record and annotation type declarations, method and constructor declarations
   (compact ones too); C#: class, struct, interface, enum and record declarations, methods,
   constructors, destructors, operators (``operator+``) and conversions (``operator int``),
-  properties, indexers (``this``) and events with an accessor body or ``=>``, local functions; C/C++: function_definition, named struct/union/enum/class specifiers
+  properties, indexers (``this``) and events with an accessor body or ``=>``, local functions; Kotlin:
+  class (interface, enum), object and companion object declarations, function declarations
+  (local ones too), secondary constructors (named after their class); C/C++: function_definition, named struct/union/enum/class specifiers
   with a body (typedef'd anonymous ones by the typedef's name); JavaScript/TypeScript: function
   and generator declarations, classes, methods (class bodies and object literals), variables,
   assignments and object properties whose value is a function or an arrow function; TS also
@@ -79,6 +81,9 @@ ORACLE["csharp"] = {
     "operator_declaration": "method", "conversion_operator_declaration": "method",
     "property_declaration": "method", "indexer_declaration": "method", "event_declaration": "method",
     "local_function_statement": "function"}
+ORACLE["kotlin"] = {
+    "class_declaration": "class", "object_declaration": "class", "companion_object": "class",
+    "function_declaration": "function", "secondary_constructor": "method"}
 ORACLE["cpp"] = ORACLE["c"]
 ORACLE["typescript"] = ORACLE["javascript"]
 C_KEYWORDS = frozenset("if else for while do switch case return sizeof catch try throw".split())
@@ -87,7 +92,8 @@ FUNCTION_VALUES = {"arrow_function", "function_expression", "function", "generat
 
 
 GRAMMARS = ("tree_sitter", "tree_sitter_javascript", "tree_sitter_typescript", "tree_sitter_go",
-            "tree_sitter_rust", "tree_sitter_java", "tree_sitter_c_sharp", "tree_sitter_c", "tree_sitter_cpp")
+            "tree_sitter_rust", "tree_sitter_java", "tree_sitter_kotlin", "tree_sitter_c_sharp", "tree_sitter_c",
+            "tree_sitter_cpp")
 
 
 def oracle_missing() -> str | None:
@@ -117,6 +123,9 @@ def grammar(lang: str, rel: str):
         return ts.Language(m.language())
     if lang == "csharp":
         import tree_sitter_c_sharp as m
+        return ts.Language(m.language())
+    if lang == "kotlin":
+        import tree_sitter_kotlin as m
         return ts.Language(m.language())
     if lang == "c":
         import tree_sitter_c as m
@@ -206,6 +215,8 @@ def _name(node, lang: str) -> str | None:
         return _text(n)
     if lang == "csharp":
         return _cs_name(node)
+    if lang == "kotlin":
+        return _kt_name(node)
     if lang == "go" and t == "method_elem":          # methods of named interfaces only
         p = node.parent
         if p is None or p.parent is None or p.parent.type != "type_spec":
@@ -220,6 +231,23 @@ def _name(node, lang: str) -> str | None:
             return None
     n = node.child_by_field_name("name")
     return _text(n) if n is not None else None
+
+
+def _kt_name(node) -> str | None:
+    """Kotlin: the identifier child, backticks taken off; a companion object without a name is
+    ``Companion``, a secondary constructor is named after its class; anonymous functions (no
+    name) are none."""
+    t = node.type
+    if t == "secondary_constructor":
+        p = node.parent
+        while p is not None and p.type not in ("class_declaration", "object_declaration"):
+            p = p.parent
+        return _kt_name(p) if p is not None else None
+    n = next((c for c in node.children if c.type in ("identifier", "type_identifier", "simple_identifier")), None)
+    if n is None:
+        return "Companion" if t == "companion_object" else None
+    name = _text(n)
+    return name[1:-1] if name.startswith("`") and name.endswith("`") else name
 
 
 def _cs_name(node) -> str | None:
@@ -269,6 +297,13 @@ def _start_line(node, lang: str) -> int:
         prev = node.prev_named_sibling
         while prev is not None and prev.type == "attribute_item" and prev.end_point[0] >= row - 1:
             row = prev.start_point[0]
+            prev = prev.prev_named_sibling
+    if lang == "kotlin":                      # `@Ann("x")` on the line above a top-level declaration:
+        prev = node.prev_named_sibling        # tree-sitter-kotlin 1.1 often reads it as an expression
+        while prev is not None and prev.type == "annotated_expression" and prev.end_point[0] >= row - 1 \
+                and prev.named_children and prev.named_children[0].type == "annotation" \
+                and all(c.type in ("annotation", "parenthesized_expression") for c in prev.named_children):
+            row = prev.start_point[0]         # of its own (`@Ann` + `("x")`), not the declaration's
             prev = prev.prev_named_sibling
     if lang in ("c", "cpp"):
         p = node.parent

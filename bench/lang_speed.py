@@ -9,9 +9,10 @@ interleaved; MB/s per language is source bytes over the median round time. The r
 Python loader is the figure that matters (the machine is shared: absolute times are noisy,
 the load is recorded).
 
-    python bench/lang_speed.py [--rounds 3] [--out-dir bench/results]
+    python bench/lang_speed.py [--rounds 3] [--trees DIR ...] [--name lang_speed] [--out-dir bench/results]
 
-Writes ``lang_speed.json`` and ``lang_speed.md``.
+``--trees`` adds other trees (Kotlin and C# have no repository in the shared sets: the trees of
+bench/results/lang_kotlin.md and lang_csharp.md). Writes ``<name>.json`` and ``<name>.md``.
 """
 from __future__ import annotations
 
@@ -28,16 +29,16 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 SHARED = Path(os.environ.get("KGSEARCH_SHARED", ROOT.parent / "shared"))
 TREES = [SHARED / "bench" / "code-tasks-multi" / "repos", SHARED / "bench" / "code-tasks" / "repos"]
-LANGS = ("python", "javascript", "typescript", "go", "rust", "java", "c", "cpp")
+LANGS = ("python", "javascript", "typescript", "go", "rust", "java", "kotlin", "csharp", "c", "cpp")
 
 
-def collect() -> dict[str, list]:
+def collect(extra: list[Path] = ()) -> dict[str, list]:
     from kgsearch.ingest.walk import walk
     from kgsearch.types import LoadOptions
 
     files: dict[str, list] = {}
-    for top in TREES:
-        for tree in sorted(p for p in top.iterdir() if p.is_dir()):
+    for top in [*TREES, None]:
+        for tree in (sorted(p for p in top.iterdir() if p.is_dir()) if top is not None else extra):
             tree = tree.resolve()
             for f in walk(tree):
                 if f.loader in LANGS:
@@ -55,6 +56,8 @@ def one_round(loader, items) -> float:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--trees", nargs="*", type=Path, default=[], help="more trees (Kotlin, C#)")
+    ap.add_argument("--name", default="lang_speed", help="output file name without extension")
     ap.add_argument("--out-dir", type=Path, default=ROOT / "bench" / "results")
     a = ap.parse_args(argv)
     if not all(t.is_dir() for t in TREES):
@@ -63,7 +66,7 @@ def main(argv=None) -> int:
         return 2
     from kgsearch.ingest.loaders import get_loader
 
-    files = collect()
+    files = collect(a.trees)
     for items in files.values():                  # the page cache warm for everyone
         for path, *_ in items:
             path.read_bytes()
@@ -88,13 +91,15 @@ def main(argv=None) -> int:
     lines = ["| loader | files | source MB | median s | MB/s | vs Python |", "|---|---|---|---|---|---|"]
     for lang, r in rows.items():
         lines.append(f"| {lang} | {r['files']} | {r['mb']} | {r['median_s']} | {r['mb_per_s']} | {r['vs_python']} |")
+    more = f" --trees {' '.join(t.name for t in a.trees)}" if a.trees else ""
     head = (f"# Loader speed: source MB/s against the Python loader\n\n`python bench/lang_speed.py --rounds "
-            f"{a.rounds}` ({time.strftime('%Y-%m-%d')}, {os.cpu_count()} cores, shared machine, load "
+            f"{a.rounds}{more}` ({time.strftime('%Y-%m-%d')}, {os.cpu_count()} cores, shared machine, load "
             f"{min(load):.1f}-{max(load):.1f}; median of {a.rounds} interleaved rounds, one process). Python: the "
-            "code-tasks snapshots; the others: the code-tasks-multi snapshots. The requirement is at least 0.5.\n\n")
+            "code-tasks snapshots; the others: the code-tasks-multi snapshots" + (" and the trees named" if more else "")
+            + ". The requirement is at least 0.5.\n\n")
     a.out_dir.mkdir(parents=True, exist_ok=True)
-    (a.out_dir / "lang_speed.md").write_text(head + "\n".join(lines) + "\n", encoding="utf-8")
-    (a.out_dir / "lang_speed.json").write_text(json.dumps({"rows": rows, "load": load}, indent=1), encoding="utf-8")
+    (a.out_dir / f"{a.name}.md").write_text(head + "\n".join(lines) + "\n", encoding="utf-8")
+    (a.out_dir / f"{a.name}.json").write_text(json.dumps({"rows": rows, "load": load}, indent=1), encoding="utf-8")
     print(head + "\n".join(lines))
     return 0 if all(r["vs_python"] >= 0.5 for r in rows.values()) else 1
 

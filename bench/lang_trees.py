@@ -10,15 +10,16 @@ tree, source MB, wall time, source MB/s, and peak RSS (``ru_maxrss`` of the inde
 Trees (:data:`TREES`): the 13 repositories of ``../shared/bench/code-tasks-multi/repos`` read in
 place, and other real trees fetched with the ordinary clients into ``--scratch`` (outside the
 repository; default ``../lang-scratch``): npm tarballs (``npm pack NAME@VERSION``) for
-JavaScript and TypeScript; Debian packages (``apt-get download``, unpacked with ``dpkg-deb -x``):
+JavaScript and TypeScript, and for Kotlin (the ``android/`` folders of React Native and Expo
+packages); Debian packages (``apt-get download``, unpacked with ``dpkg-deb -x``):
 ``golang-*-dev`` (Go source under /usr/share/gocode), ``librust-*-dev`` (crates under
 /usr/share/cargo/registry), C/C++ ``-dev`` packages and googletest's sources, and the JDK's own
 Java sources (``openjdk-17-source``: two packages of its ``src.zip``). Fetching happens only when
 a tree is missing; ``--offline`` never fetches.
 
-    python bench/lang_trees.py [--only NAME,...] [--offline] [--fetch-only] [--scratch DIR]
+    python bench/lang_trees.py [--only NAME,...] [--offline] [--fetch-only] [--scratch DIR] [--name lang_trees]
 
-Writes ``lang_trees.json`` and ``lang_trees.md`` into ``--out-dir`` (default bench/results).
+Writes ``<name>.json`` and ``<name>.md`` into ``--out-dir`` (default bench/results).
 """
 from __future__ import annotations
 
@@ -38,8 +39,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("KGSEARCH_SHARED", ROOT.parent / "shared"))
 MULTI = SHARED / "bench" / "code-tasks-multi" / "repos"
-SOURCE_EXT = (".js", ".mjs", ".cjs", ".jsx", ".ts", ".mts", ".cts", ".tsx", ".go", ".rs", ".java", ".c", ".h", ".cc",
-              ".cpp", ".cxx", ".hpp", ".hh", ".hxx", ".inl", ".ipp")
+SOURCE_EXT = (".js", ".mjs", ".cjs", ".jsx", ".ts", ".mts", ".cts", ".tsx", ".go", ".rs", ".java", ".kt", ".kts", ".c",
+              ".h", ".cc", ".cpp", ".cxx", ".hpp", ".hh", ".hxx", ".inl", ".ipp")
 
 # name -> (how, package, path of the tree inside what was fetched)
 TREES = {
@@ -68,6 +69,13 @@ TREES = {
     "c-jansson-headers": ("deb", "libjansson-dev", "usr/include"),
     "java-jdk-util": ("jdk", "openjdk-17-source", "java.base/java/util"),
     "java-jdk-net": ("jdk", "openjdk-17-source", "java.base/java/net"),
+    # Kotlin: the Android sides of React Native and Expo packages (Kotlin with some Java and C++)
+    "kt-expo-modules-core": ("npm", "expo-modules-core@58.1.0", "package/android"),
+    "kt-rn-screens": ("npm", "react-native-screens@4.30.1", "package/android"),
+    "kt-rn-gesture-handler": ("npm", "react-native-gesture-handler@3.5.0", "package/android"),
+    "kt-rn-reanimated": ("npm", "react-native-reanimated@4.8.0", "package/android"),
+    "kt-expo-camera": ("npm", "expo-camera@57.0.6", "package/android"),
+    "kt-rn-async-storage": ("npm", "@react-native-async-storage/async-storage@3.1.1", "package/android"),
 }
 
 
@@ -163,6 +171,7 @@ def main(argv=None) -> int:
     ap.add_argument("--offline", action="store_true", help="never fetch; skip missing trees")
     ap.add_argument("--fetch-only", action="store_true")
     ap.add_argument("--scratch", type=Path, default=ROOT.parent / "lang-scratch")
+    ap.add_argument("--name", default="lang_trees", help="output file name without extension")
     ap.add_argument("--out-dir", type=Path, default=ROOT / "bench" / "results")
     a = ap.parse_args(argv)
     trees: dict[str, Path] = {}
@@ -217,8 +226,8 @@ def main(argv=None) -> int:
             f"{platform.machine()}, {os.cpu_count()} cores, shared machine: load shown per tree). One fresh "
             f"`kgsearch index TREE --db DB` per tree, no flag. Failures: {', '.join(failed) or 'none'}.\n\n")
     a.out_dir.mkdir(parents=True, exist_ok=True)
-    (a.out_dir / "lang_trees.md").write_text(head + "\n".join(md) + "\n", encoding="utf-8")
-    (a.out_dir / "lang_trees.json").write_text(json.dumps(rows, indent=1), encoding="utf-8")
+    (a.out_dir / f"{a.name}.md").write_text(head + "\n".join(md) + "\n", encoding="utf-8")
+    (a.out_dir / f"{a.name}.json").write_text(json.dumps(rows, indent=1), encoding="utf-8")
     print("\n".join(md))
     return 1 if failed else 0
 

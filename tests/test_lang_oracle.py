@@ -78,6 +78,44 @@ SAMPLES = {
             public void run() { new Thread() { public void run() {} }; }
         }
         """,
+    "A.kt": """\
+        @file:JvmName("Util")
+        package p.q
+
+        import a.b.C as D
+
+        /** A point. */
+        @Suppress("unused")
+        data class P(val x: Int, val y: Int = 0) : Base(), Comparable<P> {
+            companion object {
+                fun origin(): P = P(0)
+            }
+            constructor(s: String) : this(s.length)
+            override fun compareTo(other: P): Int =
+                x - other.x
+            fun `has spaces`() { println("${x + "}"} \\$ ${'$'}{") }
+            inner class In { fun f() = Unit }
+        }
+        sealed interface Shape { fun area(): Double
+            fun name(): String = "shape" }
+        object Registry { private val m = mutableMapOf<String, Int>()
+            fun get(k: String) = m[k] ?: error("no $k") }
+        enum class E(val v: Int) { A(1), B(2); open fun g() = 1 }
+        fun interface Cb { fun call(x: Int): Int }
+        class Empty
+        abstract class Gen<T : Any> @Inject constructor(private val t: T) where T : Comparable<T> {
+            abstract fun make(): T
+        }
+        inline fun <reified T> List<T>.second(): T = this[1]
+        fun String?.orBlank(): String =
+            this
+                ?: ""
+        val lambda = fun(x: Int): Int { return x }
+        fun outer() {
+            fun local() = object : Runnable { override fun run() {} }
+            local()
+        }
+        """,
     "A.cs": """\
         using System;
         namespace P.Q

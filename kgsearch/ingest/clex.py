@@ -1,4 +1,4 @@
-"""The lexer of the C-like languages (C, C++, Java, C#, Go, Rust; JavaScript and TypeScript in
+"""The lexer of the C-like languages (C, C++, Java, Kotlin, C#, Go, Rust; JavaScript and TypeScript in
 :mod:`kgsearch.ingest.jslex`): the source with every comment, string, character literal and
 preprocessor line blanked out, so that a structural scanner can match braces and find
 definitions with plain regular expressions.
@@ -8,8 +8,9 @@ definitions with plain regular expressions.
 * ``code``: the text with the same length and the same line breaks, in which comments and
   preprocessor lines are spaces and every string or character literal is ``"`` + spaces +
   ``"`` (raw strings ``R"x(...)x"``, ``r#"..."#``, Go back-quoted strings, Java text blocks,
-  C# verbatim ``@"..."``, interpolated ``$"..{x}.."`` and raw (three quotes or more) strings, and Rust's
-  nested block comments included). Braces, parentheses and brackets left in ``code``
+  C# verbatim ``@"..."``, interpolated ``$"..{x}.."`` and raw (three quotes or more) strings, Kotlin's
+  templates ``"..${x}.."`` and raw (three quotes) strings, and Rust's and Kotlin's nested block comments
+  included). Braces, parentheses and brackets left in ``code``
   are the program's own.
 * ``comments``: (start, end) offsets of the comments, in order (for doc comments);
   ``directives``: (start, end) of the preprocessor lines (C, C++);
@@ -21,16 +22,18 @@ branch only: the others are blanked, so one body is matched as the compiler woul
 (``Lexed.branches`` keeps their lexed code: a loader reads the other headers of that body there).
 
 Each dialect is one compiled master pattern; the regular expression engine does the
-scanning, Python only visits the literals and comments it found. C# strings are found by their
-opening quote and read to their end in Python (:func:`cs_string_end`): an interpolated string's
-holes hold expressions, with strings and braces of their own, which no single pattern matches.
+scanning, Python only visits the literals and comments it found. C# and Kotlin strings are found by
+their opening quote and read to their end in Python (:func:`cs_string_end`, :func:`kt_string_end`):
+an interpolated string's holes hold expressions, with strings and braces of their own, which no
+single pattern matches.
 """
 from __future__ import annotations
 
 import re
 from bisect import bisect_left, bisect_right
 
-__all__ = ["Lexed", "lex", "lex_reference", "pair_up", "blank", "clean_comment", "cs_string_end", "DIALECTS"]
+__all__ = ["Lexed", "lex", "lex_reference", "pair_up", "blank", "clean_comment", "cs_string_end", "kt_string_end",
+           "DIALECTS"]
 
 _LC = r"//[^\n]*"
 _BC = r"/\*[^*]*\*+(?:[^/*][^*]*\*+)*/|/\*[\s\S]*"          # (an unterminated one runs to the end)
@@ -72,6 +75,8 @@ DIALECTS_REFERENCE: dict[str, re.Pattern] = {
     "go": _master(("lc", _LC), ("bc", _BC), ("s", _GO_RAW), ("s2", _STR), ("s3", _CHR)),
     "rust": _master(("lc", _LC), ("bc", _nested_comment(3)), ("s", _RS_RAW), ("s2", _RS_STR), ("s3", _RS_CHR)),
     "cs": _master(("pp", _CS_PP), ("lc", _LC), ("bc", _BC), ("q", _CS_QUOTE), ("s3", _CHR)),
+    # Kotlin: block comments nest; a string's opening quote (one or three) is read on by kt_string_end
+    "kotlin": _master(("lc", _LC), ("bc", _nested_comment(3)), ("q", '"'), ("s3", _CHR)),
 }
 # ... and the strings' opening quote alone: the body is matched from there (STRING_BODY), and one
 # that never closed (`"\"\"\"...`: every quote in it escaped) tells that each quote inside fails
@@ -85,8 +90,10 @@ DIALECTS: dict[str, re.Pattern] = {
     # C#: the opening quote already (its strings are read to their end by cs_string_end, one
     # forward pass; lex hands C# to that path)
     "cs": DIALECTS_REFERENCE["cs"],
+    "kotlin": DIALECTS_REFERENCE["kotlin"],
 }
-STRING_BODY = {d: re.compile(_STR[1:-1] if d != "rust" else _RS_STR[1:-1]) for d in DIALECTS if d != "cs"}
+_READ_ON = ("cs", "kotlin")                    # dialects whose strings are read to their end in Python
+STRING_BODY = {d: re.compile(_STR[1:-1] if d != "rust" else _RS_STR[1:-1]) for d in DIALECTS if d not in _READ_ON}
 
 
 class _Closers:
@@ -382,13 +389,15 @@ def cs_string_end(text: str, at: int, depth: int = 0) -> int:
             pos += 1                                   # a brace in a plain string, or "}}"
 
 
-def _hole_end(text: str, pos: int, depth: int) -> int:
+def _hole_end(text: str, pos: int, depth: int, kotlin: bool = False) -> int:
     """Offset just past the ``}`` that closes the interpolation hole whose expression starts at
-    ``pos`` (the end of the text when none does)."""
+    ``pos`` (the end of the text when none does); ``kotlin``: a Kotlin template's hole, whose
+    strings are Kotlin's."""
     n = len(text)
     braces = 0
+    hole, opener, string_end = (_KT_HOLE, _KT_OPEN, kt_string_end) if kotlin else (_CS_HOLE, _CS_OPEN, cs_string_end)
     while True:
-        pos = _CS_HOLE.match(text, pos).end()
+        pos = hole.match(text, pos).end()
         if pos >= n:
             return n
         c = text[pos]
@@ -404,16 +413,61 @@ def _hole_end(text: str, pos: int, depth: int) -> int:
             m = _CS_CHR.match(text, pos)
             pos = m.end() if m else pos + 1
         else:
-            m = _CS_OPEN.match(text, pos)
+            m = opener.match(text, pos)
             if m is None or depth >= _CS_DEPTH:
                 pos += 1
             else:
-                pos = cs_string_end(text, pos, depth + 1)
+                pos = string_end(text, pos, depth + 1)
 
 
-def _sub_cs(text: str, fill) -> str:
-    """``DIALECTS_REFERENCE["cs"].sub(fill, text)``, each string read to its end by :func:`cs_string_end`."""
-    pat = DIALECTS_REFERENCE["cs"]
+_KT_HOLE = re.compile(r"[^{}\"']*")
+_KT_OPEN = re.compile('"')
+_KT_TEXT = re.compile(r'[^"\\\n$]*')
+_KT_RAW_TEXT = re.compile(r'[^"$]*')
+
+
+def kt_string_end(text: str, at: int, depth: int = 0) -> int:
+    """Offset just past the Kotlin string whose opening quote is at ``at``: a raw string
+    (three quotes) ends at the last quote of the first run of three or more (no escapes); a regular
+    one at an unescaped quote (unterminated: at the end of its line). A template's hole
+    (``${x}``; ``$name`` holds no code) is an expression, read with its own braces, character
+    literals and strings (nested ones too, :data:`_CS_DEPTH` deep). Every step moves forward, so
+    a file of unterminated openings is read in one pass (an unterminated raw string, or hole,
+    runs to the end of the text)."""
+    n = len(text)
+    raw = text.startswith('"""', at)
+    chunk = _KT_RAW_TEXT if raw else _KT_TEXT
+    pos = at + (3 if raw else 1)
+    while True:
+        pos = chunk.match(text, pos).end()
+        if pos >= n:
+            return n
+        c = text[pos]
+        if c == '"':
+            if not raw:
+                return pos + 1
+            r = _run(text, pos, '"')
+            if r >= 3:
+                return pos + r
+            pos += r
+        elif c == "\\":
+            pos += 2
+        elif c == "\n":
+            return pos                                 # an unterminated regular string: its line
+        elif text.startswith("${", pos):
+            pos = _hole_end(text, pos + 2, depth, kotlin=True)
+        else:
+            pos += 1                                   # a "$" that opens no hole
+
+
+_STRING_END = {"cs": cs_string_end, "kotlin": kt_string_end}
+
+
+def _sub_cs(text: str, fill, dialect: str = "cs") -> str:
+    """``DIALECTS_REFERENCE[dialect].sub(fill, text)``, each string read to its end by
+    :func:`cs_string_end` (C#) or :func:`kt_string_end` (Kotlin)."""
+    pat = DIALECTS_REFERENCE[dialect]
+    string_end = _STRING_END[dialect]
     parts, pos = [], 0
     while True:
         m = pat.search(text, pos)
@@ -421,7 +475,7 @@ def _sub_cs(text: str, fill) -> str:
             break
         parts.append(text[pos:m.start()])
         if m.lastgroup == "q":
-            e = cs_string_end(text, m.start())
+            e = string_end(text, m.start())
             s = text[m.start():e]
             parts.append(_quoted(s) if s.endswith('"') else '"' + blank(s[1:]))   # unterminated: no closing quote
             pos = e
@@ -434,7 +488,7 @@ def _sub_cs(text: str, fill) -> str:
 
 def lex(text: str, dialect: str) -> Lexed:
     """Lex ``text`` (line breaks already ``\\n``) in one of :data:`DIALECTS`."""
-    if dialect == "cs":                        # strings read in one forward pass already (_sub_cs)
+    if dialect in _READ_ON:                    # strings read in one forward pass already (_sub_cs)
         return lex_reference(text, dialect)
     comments: list[tuple[int, int]] = []
     directives: list[tuple[int, int]] = []
@@ -508,7 +562,7 @@ def lex_reference(text: str, dialect: str) -> Lexed:
             return blank(s)
         return _quoted(s)
 
-    code = _sub_cs(text, fill) if dialect == "cs" else DIALECTS_REFERENCE[dialect].sub(fill, text)
+    code = _sub_cs(text, fill, dialect) if dialect in _READ_ON else DIALECTS_REFERENCE[dialect].sub(fill, text)
     return _finish(text, code, comments, directives)
 
 

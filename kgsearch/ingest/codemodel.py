@@ -219,7 +219,8 @@ class Builder:
             out += "\n" + doc
         if h < b and len(out) < MAX_TEXT:
             body, n = [], len(out)
-            for line in self.lines[h:b]:
+            for line in self.lines[h:min(b, h + MAX_TEXT)]:     # (each line costs a character at least:
+                                                                    # never a copy of the rest of the file)
                 body.append(line)
                 n += len(line) + 1
                 if n >= MAX_TEXT:

@@ -124,6 +124,21 @@ JAVA = LangSpec(
         # javac:  src/main/java/x/Y.java:12: error: cannot find symbol
         _P + r"\.java):(?P<line>\d+): (?:error|warning)"))
 
+KOTLIN = LangSpec(
+    # Kotlin shares Java's namespace: the two call and import each other in one tree (Android)
+    "kotlin", "java", (".kt", ".kts"), nested_comments=True,
+    test_names=("*Test.kt", "*Tests.kt", "*IT.kt", "*TestCase.kt", "*Spec.kt"),
+    # Gradle source sets: src/test/, src/androidTest/, and Kotlin Multiplatform's src/<target>Test/
+    test_paths=("src/test/", "src/testFixtures/", "src/androidTest/", "src/androidUnitTest/",
+                "src/androidInstrumentedTest/", "src/commonTest/", "src/jvmTest/", "src/jsTest/", "src/iosTest/",
+                "src/nativeTest/"),
+    frames=_frames(
+        JAVA.frames[0].pattern,            # the JVM's frames name .kt files as .java ones
+        # kotlinc / Gradle:  e: file:///home/u/app/src/main/kotlin/a/B.kt:12:5 Unresolved reference: foo
+        r"^[ew]: (?:file://)?" + _P + r"\.kts?):(?P<line>\d+):(?P<col>\d+) ",
+        # kotlinc 1.x:  e: /home/u/app/src/main/kotlin/a/B.kt: (12, 5): Unresolved reference: foo
+        r"^[ew]: " + _P + r"\.kts?): \((?P<line>\d+), (?P<col>\d+)\): "))
+
 CSHARP = LangSpec(
     "csharp", "cs", (".cs", ".csx"),
     test_names=("*Tests.cs", "*Test.cs"), test_dir_names=("*.Tests", "*.Test", "*.UnitTests", "*.IntegrationTests"),
@@ -151,7 +166,7 @@ C = LangSpec("c", "c", (".c", ".h"), **_C_TESTS, frames=_C_FRAMES)
 CPP = LangSpec("cpp", "c", (".cc", ".cpp", ".cxx", ".c++", ".hh", ".hpp", ".hxx", ".h++", ".inl", ".ipp", ".tpp"),
                **_C_TESTS, frames=_C_FRAMES)
 
-SPECS: tuple[LangSpec, ...] = (JAVASCRIPT, TYPESCRIPT, GO, RUST, JAVA, CSHARP, C, CPP)
+SPECS: tuple[LangSpec, ...] = (JAVASCRIPT, TYPESCRIPT, GO, RUST, JAVA, KOTLIN, CSHARP, C, CPP)
 BY_NAME = {s.name: s for s in SPECS}
 _BY_EXT = {ext: s for s in SPECS for ext in s.extensions}
 

@@ -84,11 +84,11 @@ FIELDS: dict[str, FilterField] = {f.name: f for f in (
 assert tuple(FIELDS) == FILTER_FIELDS
 
 # loader names (kgsearch.ingest.loaders.LOADERS; a test keeps them equal) and their short names
-LANGS = ("beir", "c", "cpp", "csharp", "go", "java", "javascript", "kg", "markdown", "python", "rust", "text", "triples",
-         "typescript")
+LANGS = ("beir", "c", "cpp", "csharp", "go", "java", "javascript", "kg", "kotlin", "markdown", "python", "rust", "text",
+         "triples", "typescript")
 LANG_ALIASES = {"py": "python", "rs": "rust", "md": "markdown", "js": "javascript", "ts": "typescript",
                 "c++": "cpp", "golang": "go", "txt": "text",
-                "cs": "csharp", "c#": "csharp"}
+                "cs": "csharp", "c#": "csharp", "kt": "kotlin"}
 _OPS = (">=", "<=", ">", "<")
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2})?)?$")
 _AGO = re.compile(r"^(\d{1,5})d$")
