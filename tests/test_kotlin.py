@@ -171,6 +171,14 @@ def test_imports_calls_and_supertypes_across_kotlin_and_java(tmp_path):
     assert not any(s == c + ":Cart.shout" and t == "calls" and d == c + ":Cart.shout" for s, t, d in edges)
 
 
+def test_a_kotlin_path_in_an_issue_is_an_anchor():
+    from kgsearch.query.codetask import extract
+
+    paths = [a.text for a in extract("The cart total is wrong, see app/src/main/kotlin/com/shop/Cart.kt and Prices.kts")
+             if a.kind == "path"]
+    assert paths == ["app/src/main/kotlin/com/shop/Cart.kt", "Prices.kts"]
+
+
 def test_files_tests_and_frames():
     assert loader_for(__import__("pathlib").Path("a/B.kt")) == "kotlin"
     assert loader_for(__import__("pathlib").Path("build.gradle.kts")) == "kotlin"

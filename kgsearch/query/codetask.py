@@ -53,8 +53,8 @@ _FRAME = re.compile(r'File "([^"\n]+)", line (\d+)(?:, in ([A-Za-z_<>][\w<>.]*))
 _FENCE = re.compile(r"^[ \t]*(```|~~~)[^\n]*\n(.*?)(?:^[ \t]*\1[ \t]*$|\Z)", re.S | re.M)
 # source files of every language the loaders read (issue 26): Rust panics `src/x.rs:12:5`, Go
 # `x.go:123`, Java `(Cls.java:42)`, JS/TS `(x.js:10:5)`, C/C++ diagnostics `x.c:3:1:`
-CODE_EXTENSIONS = ("py", "pyi", "pyx", "js", "jsx", "mjs", "cjs", "ts", "tsx", "mts", "cts", "go", "rs", "java", "cs", "csx",
-                   "c", "h", "cc", "cpp", "cxx", "hpp", "hh", "hxx")
+CODE_EXTENSIONS = ("py", "pyi", "pyx", "js", "jsx", "mjs", "cjs", "ts", "tsx", "mts", "cts", "go", "rs", "java", "kt", "kts",
+                   "cs", "csx", "c", "h", "cc", "cpp", "cxx", "hpp", "hh", "hxx")
 _PATH = re.compile(r"(?<![\w.~/-])(/?(?:[\w.-]+/)*[\w-][\w.-]*\.(?:"
                    + "|".join(sorted(CODE_EXTENSIONS, key=len, reverse=True))
                    + r"|cfg|toml|ini|json|ya?ml|md|rst|txt))\b")
@@ -74,7 +74,7 @@ _GO_CLOSURE = re.compile(r"^(?:func\d+|\d+)$")        # pkg.(*T).m.func1.2: the 
 # a frame has a source file with its line (`x.go:12`, `(Cls.java:42)`, `x.cpp(12)`): a text without
 # one has no frame, and the frame patterns are not run over it (a long pasted log costs them ~12 ms)
 _FRAME_FILE = re.compile(r"\.(?:" + "|".join(re.escape(e) for e in sorted(
-    {e.lstrip(".") for s in SPECS for e in s.extensions} | {"kt"}, key=len, reverse=True)) + r")(?::\d|\(\d|:line \d)")
+    {e.lstrip(".") for s in SPECS for e in s.extensions}, key=len, reverse=True)) + r")(?::\d|\(\d|:line \d)")
 
 
 def _frame_func(func: str) -> str | None:
