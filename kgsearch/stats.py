@@ -44,7 +44,8 @@ def find_node(ix: Index, ref: str) -> dict:
     """A node by key, then by qualified name, then by name (case-insensitive), then by row id;
     NotFound otherwise. A name several nodes answer to (two methods ``send``) is a
     :class:`UsageError` listing their keys, never one picked silently; a note and its own
-    section of the same name are one candidate (the note), and structural nodes (tags,
+    section of the same name are one candidate (the note), a source file and the class or
+    function it holds of its name one candidate (the class), and structural nodes (tags,
     entities, placeholders) only count when nothing else has the name."""
     rows = find_node_rows(ix.conn, ref)
     if not rows and ref.isascii() and ref.isdigit() and len(ref) < 19:     # a row id (SQLite's: 64-bit)
@@ -56,8 +57,13 @@ def find_node(ix: Index, ref: str) -> dict:
         raise NotFound(f"no node {ref!r} in {ix.path}; try `kgsearch search {ref!r}` to find its key",
                        agent=f"no node {ref!r} in the index; call `search` with words from it to find its key")
     best = [r for r in rows if r["flags"] == rows[0]["flags"]]
-    ids = {r["id"] for r in best}
-    best = [r for r in best if r.get("parent_id") not in ids]            # a note's section of the same name
+    by_id = {r["id"]: r for r in best}
+    # a source file and the class it is named after (Foo.java, Foo.kt, Foo.cs: class Foo) are one
+    # candidate, the class (the file answers to its path); a note and its own section of the same
+    # name are one candidate, the note
+    files = {r["parent_id"] for r in best if r["kind"] in ("class", "function", "method")
+             and by_id.get(r.get("parent_id"), {}).get("kind") == "module"}
+    best = [r for r in best if r["id"] not in files and (r.get("parent_id") not in by_id or r["parent_id"] in files)]
     if any(r["key"].startswith("py:") for r in best):
         best = [r for r in best if not r["key"].startswith("pyi:")]       # a stub stands behind its code
     best = _types_before_impls(best)

@@ -228,3 +228,19 @@ def test_hostile_kotlin_files_load_in_time_proportional_to_their_size(tmp_path, 
     big = _load_time(path, "kotlin", unit * (60000 // len(unit)))
     assert big < 40 * max(small, 2e-3), (big, small)
     get_loader("kotlin").load(path, "f.kt", LoadOptions())                   # and no exception
+
+
+def test_show_a_name_gives_the_class_not_the_file_named_after_it(tmp_path, capsys):
+    """`show Cart` gave Cart.kt, the file (a file and the class it is named after were taken for a
+    note and its section, the note winning); Java's `show Foo` did the same."""
+    from kgsearch.cli import main
+
+    build(tmp_path, SRC | {"app/src/main/java/com/shop/Foo.java": "package com.shop;\nclass Foo { void f() {} }\n",
+                           "lib/Foo.kt": "class Foo\n"})
+    db = str(tmp_path / "i.db")
+    assert main(["show", "Cart", "--db", db, "--json"]) == 0
+    assert __import__("json").loads(capsys.readouterr().out)["node"]["key"] == "java:app/src/main/kotlin/com/shop/Cart.kt:Cart"
+    assert main(["show", "Foo", "--db", db]) == 2                   # two classes Foo: still ambiguous, both listed
+    err = capsys.readouterr().err
+    assert "java:app/src/main/java/com/shop/Foo.java:Foo (class" in err and "java:lib/Foo.kt:Foo (class" in err
+    assert "Foo.java (module" not in err
