@@ -172,6 +172,14 @@ def test_a_compiler_diagnostic_alone_is_a_code_task_anchored_to_its_line(poly, q
     ("web/util.js:4:12: 'key' is defined but never used [Error/no-unused-vars]", "js:web/util.js:Cache.lookup"),
     ("web/util.js: line 9, col 3, Warning - Unexpected 'new' (no-new)", "js:web/util.js:makeCache"),
     ("go/pkg/server.go:12:2: SA4006: this value of s is never used (staticcheck)", "go:go/pkg/server.go:NewServer"),
+    # go test's failures have no column; a generic function's line is not read as a frame's
+    ("--- FAIL: TestStart (0.00s)\n    server.go:8: got 0, want 80\nFAIL\nFAIL\texample.com/pkg\t0.012s",
+     "go:go/pkg/server.go:Server.Start"),
+    ("    --- FAIL: TestStart/zero (0.00s)\n        go/pkg/server.go:8: port = 0", "go:go/pkg/server.go:Server.Start"),
+    ("goroutine 9 [running]:\nexample.com/pkg.Map[...]({0xc000010000, 0x1})\n\t/home/u/go/pkg/server.go:12 +0x1d",
+     "go:go/pkg/server.go:NewServer"),
+    ("        \tError Trace:\t/home/u/go/pkg/server.go:8\n        \tError:      \tNot equal:",
+     "go:go/pkg/server.go:Server.Start"),
     ("warning: this could be simplified\n --> rs/src/lib.rs:13:5\n  |\n  = help: for further information",
      "rs:rs/src/lib.rs:parse_all"),
     ("[src/net/sock.c:5]: (style) Variable 'fd' is reassigned", "c:src/net/sock.c:sock_open"),
@@ -200,6 +208,20 @@ def test_prose_with_colons_and_numbers_is_no_diagnostic(query):
 
     assert not [a for a in extract(query) if a.kind == "frame"]
     assert code_task_reason(query) is None
+
+
+@pytest.mark.parametrize("query", [
+    "server.go:12 times out after 0:30, ratio 3:1 (0.00s) on localhost:8080",
+    "--- FAIL: TestServe (0.00s) took 10:30 and 3:1 retries\nthe fix is in server.go: line 12, see port 8080:",
+    "we saw it at main.go:12 +0x1d in prose, and in `x.go:40: got 1` quoted mid-line",
+    "  main.go:12 +0x1d, then 10:30: nothing\n\tat 3:1 +0x1d",
+    "goroutine 9 [running]:\ncreated by example.com/pkg.main in goroutine 1\n\t/home/u/go/pkg/server.go:12 +0x1d",
+])
+def test_go_test_places_in_prose_are_no_frames(query):
+    # go test's `x_test.go:12: msg` and a dump's `\t/x.go:12 +0x1d` are read at the start of a line only
+    from kgsearch.query.codetask import diagnostics, extract
+
+    assert not [a for a in extract(query) if a.kind == "frame"] and diagnostics(query) == []
 
 
 def test_a_url_to_a_source_file_is_no_diagnostic():

@@ -758,3 +758,56 @@ def test_rust_bench_targets_are_tests(tmp_path):
     assert nodes["rs:benches/total.rs:bench_total"][4] & FLAG_TEST
     assert not nodes["rs:src/lib.rs:total"][4] & FLAG_TEST
     assert not nodes["rs:src/benches.rs:speed"][4] & FLAG_TEST            # a module named benches
+
+
+def test_go_methods_are_members_of_their_type_declared_in_the_file(tmp_path):
+    # `func (s *Server) Serve()` hung off the file: `contains` went file -> Server.Serve, so the
+    # walk from a type, `impact Server` and `related Server` never reached its methods
+    files = {
+        "go.mod": "module example.com/m\n",
+        "srv/server.go": """\
+            package srv
+
+            func (s *Server) Early() {}
+
+            // Server serves.
+            type Server struct{ port int }
+
+            func (s *Server) Serve() error {
+            \ts.Early()
+            \treturn nil
+            }
+
+            func New() *Server { return &Server{} }
+            """,
+        "srv/more.go": "package srv\n\nfunc (s Server) Port() int { return s.port }\n",
+        "srv/local.go": "package srv\n\nfunc f() {\n\ttype Server struct{}\n}\n\nfunc (s *Server) Stop() {}\n",
+        "app/main.go": "package main\n\nimport \"example.com/m/srv\"\n\nfunc main() { var s srv.Server; s.Serve() }\n",
+    }
+    build(tmp_path, files)
+    index_paths(tmp_path / "g.db", [str(tmp_path / "proj")], IndexOptions(steps=("graph",)))
+    from kgsearch.explore.impact import impact
+    from kgsearch.stats import related_nodes
+
+    with Index.open(tmp_path / "g.db", readonly=True) as ix:
+        contains = set(ix.conn.execute(
+            "SELECT s.key, d.key FROM edges e JOIN nodes s ON s.id = e.src JOIN nodes d ON d.id = e.dst "
+            "WHERE e.type = 'contains'").fetchall())
+        parent = dict(ix.conn.execute("SELECT n.key, p.key FROM nodes n LEFT JOIN nodes p ON p.id = n.parent_id"))
+        # the type contains its methods (one written before it too); their names are unchanged
+        for m in ("Early", "Serve"):
+            key = f"go:srv/server.go:Server.{m}"
+            assert ("go:srv/server.go:Server", key) in contains and parent[key] == "go:srv/server.go:Server"
+            assert ("go:srv/server.go", key) not in contains
+        # a method in another file of the package stays its file's (`show Server` lists it: below)
+        assert parent["go:srv/more.go:Server.Port"] == "go:srv/more.go"
+        # a type declared inside a function has no methods: this Stop is the package's Server's
+        assert parent["go:srv/local.go:Server.Stop"] == "go:srv/local.go"
+        got = related_nodes(ix, "go:srv/server.go:Server", types=["contains"])["edges"]["contains"]
+        assert {(e["direction"], e["name"]) for e in got} == {("out", "Early"), ("out", "Serve"), ("in", "server")}
+        # the file's text still lists what is written in it and leaves the methods' bodies out
+        text = ix.conn.execute("SELECT kgtext(text) FROM nodes WHERE key = 'go:srv/server.go'").fetchone()[0]
+        assert "Early Server Serve New" in text and "s.Early()" not in text
+        # what calls a method depends on its type
+        deps = {d["key"] for d in impact(ix, "go:srv/server.go:Server")["dependents"]}
+        assert "go:app/main.go:main" in deps

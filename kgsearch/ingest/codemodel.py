@@ -15,7 +15,8 @@ key after the namespace.
 Kinds are the Python loader's: ``module`` (the file), ``class`` (class, struct, union, enum,
 interface, trait, impl block, record, Rust inline ``mod``, Go named type: ``props["decl"]``
 says which), ``function``, ``method`` (a function directly in a class body, Rust ``impl`` or
-``trait``, or a C++ out-of-line ``Cls::f``). Texts: a function holds its header, its doc
+``trait``, a Go function with a receiver (its type's child when the file declares the type:
+:meth:`Builder.adopt`), or a C++ out-of-line ``Cls::f``). Texts: a function holds its header, its doc
 comment and its body (cut at :data:`MAX_TEXT` characters, then its own indentation taken off);
 a class its header, doc comment and body with the bodies of the definitions inside left out
 (fields, member declarations, method headers); the module its leading doc comment (a licence
@@ -101,6 +102,7 @@ class Builder:
         self._imports: dict[str, int] = {}
         self._next_dup: dict[str, int] = {}   # key -> the next "#n" to try (n keys of one name: n steps, not n^2)
         self._fields: dict[str, dict[str, set[str]]] | None = None    # struct -> field -> types (field_type)
+        self.adopted: list[Def] = []            # definitions written at the file's top level, under a type (adopt)
 
     # ---- per language ------------------------------------------------------------------
     def read_struct_fields(self) -> dict[str, dict[str, set[str]]]:
@@ -150,6 +152,18 @@ class Builder:
             stack.append(d)
         self.defs = defs
 
+    def adopt(self, d: Def, parent: Def) -> None:
+        """Make ``d``, written at the file's top level, a member of ``parent`` (a Go method of a
+        type declared in the file): its node is ``parent``'s child (a ``contains`` edge from it),
+        its name inside the file stays ``d.local`` read under ``parent`` (set it to the member's
+        own name), and the file's text still treats it as top-level code (its name listed, its
+        body left out)."""
+        if d.parent is not None:
+            d.parent.children.remove(d)
+        d.parent = parent
+        parent.children.append(d)
+        self.adopted.append(d)
+
     def build(self, calls: list[tuple[int, list[str]]] | None = None) -> LoadResult:
         lx, res = self.lx, self.res
         mod = self.mod
@@ -159,7 +173,7 @@ class Builder:
         res.nodes.append(mod.rec)
         self.keys.add(mod.key)
         for d in self.defs:
-            self._node(d)
+            self._node_after_parent(d)
         for d in self.defs:
             if d.kind == "class":
                 d.rec.text = self._class_text(d)
@@ -175,6 +189,13 @@ class Builder:
         if calls:
             self._calls(calls)
         return res
+
+    def _node_after_parent(self, d: Def) -> None:
+        """The node of ``d``, its parent's first (an adopted method may come before its type)."""
+        if d.rec is None:
+            if d.parent.rec is None:
+                self._node_after_parent(d.parent)
+            self._node(d)
 
     def _node(self, d: Def) -> None:
         p = d.parent
@@ -228,11 +249,11 @@ class Builder:
             out += "\n" + "\n".join(dedent(body))
         return out[:MAX_TEXT]
 
-    def _outline(self, d: Def, a: int, b: int, skip_first: int) -> list[str]:
+    def _outline(self, d: Def, a: int, b: int, skip_first: int, children: list[Def] | None = None) -> list[str]:
         """Lines a..b of ``d`` without the lines of its children's bodies (their headers stay)."""
         lx = self.lx
         gone = []                               # line ranges of the children's bodies
-        for c in d.children:
+        for c in d.children if children is None else children:
             ca, cb = lx.line(c.start), lx.line(max(c.start, c.end - 1))
             keep = self._head_lines(c, ca)
             if keep < cb:
@@ -264,8 +285,11 @@ class Builder:
     def _module_text(self) -> str:
         lx = self.lx
         doc = self.module_doc()
-        names = " ".join(dict.fromkeys(c.name for c in self.mod.children))
-        rest = [x for x in self._outline(self.mod, 1, max(lx.lines, 1), 1) if x.strip()]
+        tops = self.mod.children
+        if self.adopted:                        # (written at the top level: their names, not their bodies)
+            tops = sorted(tops + self.adopted, key=lambda c: c.start)
+        names = " ".join(dict.fromkeys(c.name for c in tops))
+        rest = [x for x in self._outline(self.mod, 1, max(lx.lines, 1), 1, tops) if x.strip()]
         return "\n".join(x for x in (doc, names, "\n".join(rest)) if x)[:MAX_TEXT]
 
     def module_doc(self) -> str:

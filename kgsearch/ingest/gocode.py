@@ -2,9 +2,12 @@
 
 Nodes (see :mod:`kgsearch.ingest.codemodel` for keys, kinds and texts): the file (``module``);
 every named type of a ``type`` declaration or group (``class``; ``decl`` = ``struct``,
-``interface`` or ``type``); functions; methods (``func (r *T) M``: qualified ``T.M``, the
-file's children, as Go declares them); the methods an interface lists (body-less ``method``
-nodes inside it). Doc comments are the comments right above. ``*_test.go`` files and
+``interface`` or ``type``); functions; methods (``func (r *T) M``: qualified ``T.M``; children
+of ``T`` when the file declares ``T`` at its top level, as a method in a class body of other
+languages, so that ``contains`` leads from the type to them; else, ``T`` being declared in
+another file of the package, children of the file: a loader reads one file, and a parent in
+another file would go stale when that file changes alone; ``show T`` lists those by their
+receiver); the methods an interface lists (body-less ``method`` nodes inside it). Doc comments are the comments right above. ``*_test.go`` files and
 ``testdata/`` are tests; ``// Code generated ... DO NOT EDIT.`` files are marked generated.
 
 Names (``ns='go'``): a package is its folder (``internal/transport``; ``.`` for the root), and
@@ -249,7 +252,21 @@ class _Go(Builder):
                 if s:
                     defs.append(self._type_spec(s, m.start() + len(m.group()) - len(m.group().lstrip()), len(code)))
         self.nest([d for d in defs if d.name != "_"] + self._iface_methods(defs))
+        self._adopt_methods()
         return defs
+
+    def _adopt_methods(self) -> None:
+        """A method whose receiver type the file declares (at its top level) becomes that type's
+        member, as a method in a class body of other languages: ``T.M`` stays its name."""
+        types: dict[str, Def] = {}
+        for d in self.mod.children:
+            if d.kind == "class":
+                types.setdefault(d.name, d)
+        for d in [c for c in self.mod.children if c.kind == "method"]:
+            t = types.get(d.data.get("type") or "")
+            if t is not None:
+                self.adopt(d, t)
+                d.local = d.name
 
     def _type_spec(self, s: re.Match, start: int, limit: int) -> Def:
         code, pairs = self.lx.code, self.lx.pairs

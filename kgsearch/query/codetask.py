@@ -39,7 +39,7 @@ from ..codelike import BACKTICK, CALL, CAMEL, DOTTED, SCOPED, SNAKE, dotted, has
 from ..ingest.langspec import SPECS, find_frames
 from .diagnostics import diagnostics
 
-__all__ = ["Anchor", "extract", "stack_frames", "diagnostics", "list_shares", "code_task_reason", "relation", "asks_for_tests",
+__all__ = ["Anchor", "extract", "fair_frames", "stack_frames", "diagnostics", "list_shares", "code_task_reason", "relation", "asks_for_tests",
            "asks_for_prose",
            "RELATION_EDGES", "WORD", "KIND_WEIGHT", "CODE_EXTENSIONS"]
 
@@ -178,7 +178,8 @@ _SELF = ("self.", "cls.", "crate.", "super.")      # Rust's crate::/super:: name
 
 def extract(query: str) -> list[Anchor]:
     """Anchors of a query, strongest kinds first, then by first position; at most
-    :data:`MAX_ANCHORS`. Traceback frames are one anchor per (file, function); other names are
+    :data:`MAX_ANCHORS` (frames first, each file's first frame before any file's second:
+    :func:`fair_frames`). Traceback frames are one anchor per (file, function); other names are
     merged by text, keeping their strongest kind and counting their mentions."""
     frames: dict[tuple[str, str | None], Anchor] = {}
     found: dict[str, tuple[str, int]] = {}          # text -> (kind, first position)
@@ -212,8 +213,9 @@ def extract(query: str) -> list[Anchor]:
         old = frames.get(key)
         frames[key] = Anchor(path, "frame", (old.count + 1) if old else 1, line, func)
         framed.add(path.replace("\\", "/"))
+    stacked = set(framed)                           # (a diagnostic in such a file: the frame is its anchor)
     for path, line in diagnostics(query):            # a compiler diagnostic, a panic's location
-        if path.replace("\\", "/") in framed:
+        if path.replace("\\", "/") in stacked:
             continue
         key = (path, f":{line}")                    # one anchor per (file, line)
         old = frames.get(key)
@@ -260,8 +262,30 @@ def extract(query: str) -> list[Anchor]:
                     if text in share:
                         share[part] = share[text]
     named = sorted(found.items(), key=lambda kv: (-KIND_WEIGHT[kv[1][0]], kv[1][1], kv[0]))
-    out = list(frames.values()) + [Anchor(t, k, counts[t], share=share.get(t, 1.0)) for t, (k, _) in named]
+    out = fair_frames(list(frames.values()), MAX_ANCHORS) + [Anchor(t, k, counts[t], share=share.get(t, 1.0))
+                                                              for t, (k, _) in named]
     return out[:MAX_ANCHORS]
+
+
+def fair_frames(frames: list[Anchor], cap: int) -> list[Anchor]:
+    """At most ``cap`` of ``frames``, each file's first before any file's second (and so on), in
+    their order: a long lint report or log that names one file 60 times first would otherwise
+    fill the cap with it and drop the files it names later.
+
+    >>> f = [Anchor("a.go", "frame", line=i) for i in range(1, 4)] + [Anchor("b.go", "frame", line=9)]
+    >>> [(a.text, a.line) for a in fair_frames(f, 2)]
+    [('a.go', 1), ('b.go', 9)]
+    """
+    if len(frames) <= cap:
+        return frames
+    seen: Counter[str] = Counter()
+    turn = []                                   # (the how-manieth of its file, position)
+    for i, a in enumerate(frames):
+        path = a.text.replace("\\", "/")
+        turn.append((seen[path], i))
+        seen[path] += 1
+    keep = sorted(i for _, i in sorted(turn)[:cap])
+    return [frames[i] for i in keep]
 
 
 def code_links(text: str) -> list[tuple[str, int | None]]:

@@ -7,6 +7,12 @@ and :mod:`kgsearch.query.anchors` credits the file and the definition whose line
 * compilers and type checkers: gcc/clang/javac/mypy ``x.c:12:5: error:``, rustc and clippy
   ``--> src/lib.rs:12:5`` (ruff's full format too), MSVC/csc/tsc ``x.cs(12,5): error``, tsc's
   pretty ``x.ts:12:5 - error``, go build, vet and staticcheck ``x.go:12:5: ...``;
+* Go tests: ``go test``'s failure lines (``    x_test.go:12: got 1, want 2``, at the start of a
+  line, under ``--- FAIL: TestX (0.00s)``), testify's ``Error Trace:\tx_test.go:45``, and a
+  goroutine dump's location (``\t/src/x.go:12 +0x1d``) whose function line is not read, such as
+  a generic function's ``m.Map[...](..)`` (a frame with its function line is
+  :func:`kgsearch.query.codetask.stack_frames`'; the location under ``created by X`` is where
+  the goroutine started, not a frame of the failure);
 * linters: flake8/pycodestyle/ruff/pylint ``pkg/x.py:3:5: E501 line too long``, pylint's
   parseable ``x.py:3: [C0114(missing-module-docstring), ] ...``, pyflakes and ESLint's unix
   format ``src/a.ts:10:2: 'x' is defined but never used``, ESLint's stylish format (the file on
@@ -43,6 +49,7 @@ _LINE_START = r"^[ \t>`]*(?:\[[A-Za-z]+\][ \t]*)?"     # indentation, a quote, a
 # what follows `file:line:col:` in a note or a context line, not in a diagnostic
 _NOT_A_PLACE = r"(?!note\b|help\b|remark\b|required\b|in (?:instantiation|expansion|definition)\b|\[ skipping)"
 _RULE = r"\[?[A-Z]{1,4}\d{2,5}\b"                  # E501, F401, C0114, SA4006, D100
+_GOPATH = r"(?<![\w.~+-])(?P<path>(?:[A-Za-z]:)?[\w.@~+/\\-]*?\.go)"
 
 _DIAGNOSTICS = tuple(re.compile(p, re.M) for p in (
     # compilers and checkers
@@ -51,6 +58,14 @@ _DIAGNOSTICS = tuple(re.compile(p, re.M) for p in (
     _DPATH + r"\((?P<line>\d+)(?:,\d+)?\)\s*:\s*" + _SEVERITY,
     _DPATH + r":(?P<line>\d+):\d+ - (?:error|warning)\b",
     r"(?<![\w.~+-])(?P<path>[\w.@~+/\\-]*?\.go):(?P<line>\d+):\d+: ",
+    # go test's failures (no column): `    x_test.go:12: got 1, want 2` under `--- FAIL: TestX (0.00s)`
+    _LINE_START + _GOPATH + r":(?P<line>\d+): +\S",
+    # a goroutine dump's location whose function line is not read (generics: `m.Map[...](..)`):
+    # `\t/src/x.go:12 +0x1d`; the line after `created by X` is where the goroutine was started,
+    # not a frame of the failure: it stays a path
+    r"(?:^(?![ \t]*created by )[^\n]*\n|\A)[ \t]+" + _GOPATH + r":(?P<line>\d+) \+0x[0-9a-f]+[ \t]*\r?$",
+    # testify's `Error Trace:\tx_test.go:45`
+    r"\bError Trace:[ \t]+" + _GOPATH + r":(?P<line>\d+)\b",
     # linters: a rule code after the place (the column optional), or a message after line and column
     _LINE_START + _DPATH + r":(?P<line>\d+)(?::\d+)?:?[ \t]+" + _RULE,
     _LINE_START + _DPATH + r":(?P<line>\d+):\d+:?[ \t]" + _NOT_A_PLACE + r"[^\s:]",

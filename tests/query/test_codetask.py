@@ -247,3 +247,27 @@ def test_run_files_show_the_code_task_path(tmp_path):
     assert out["intent"]["name"] == "code_task" and "anchors" in out["channels_run"]
     assert out["hits"][0]["kind"] == "file" and out["hits"][0]["name"] == "pkg/mod.py"
     assert out["hits"][0]["members"][0]["name"] == "pkg.mod.parse_headers"
+
+
+def test_a_long_report_keeps_the_files_it_names_last_within_the_anchor_cap():
+    # 70 flake8 lines on one file filled the 60 anchors: the two files named after them were dropped
+    from kgsearch.query.codetask import MAX_ANCHORS
+
+    report = "".join(f"pkg/big.py:{i}:1: E501 line too long (90 > 79 characters)\n" for i in range(1, 71))
+    report += "pkg/small.py:3:5: F401 'os' imported but unused\nsrv/server.go:12:2: SA4006: value never used\n"
+    report += "\tserver_test.go:40: got 1, want 2\n"
+    frames = [a for a in extract(report) if a.kind == "frame"]
+    assert len(frames) == MAX_ANCHORS
+    assert {a.text for a in frames} == {"pkg/big.py", "pkg/small.py", "srv/server.go", "server_test.go"}
+    assert [(a.text, a.line) for a in frames][-3:] == [("pkg/small.py", 3), ("srv/server.go", 12), ("server_test.go", 40)]
+    # the report's order is kept, and a file named less often than the cap loses nothing
+    assert [a.line for a in frames if a.text == "pkg/big.py"] == list(range(1, 58))
+
+
+def test_each_line_a_report_names_in_one_file_is_an_anchor():
+    # the second diagnostic of a file was skipped as if a stack frame had named the file, so a
+    # report's later lines credited no definition; a file a stack frame names still has only the frame
+    report = "pkg/x.py:3:5: E501 line too long\npkg/x.py:40:1: F821 undefined name 'y'\n"
+    assert [(a.text, a.line) for a in extract(report) if a.kind == "frame"] == [("pkg/x.py", 3), ("pkg/x.py", 40)]
+    panic = "goroutine 1 [running]:\nmain.run()\n\t/src/app/main.go:9 +0x1d\n/src/app/main.go:12:2: undefined: x\n"
+    assert [(a.text, a.line, a.func) for a in extract(panic) if a.kind == "frame"] == [("/src/app/main.go", 9, "run")]
