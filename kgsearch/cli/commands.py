@@ -54,6 +54,9 @@ def _report_run(args, report) -> int:
             skipped = skipped_summary(report.skipped)
             if skipped:
                 err(f"skipped: {skipped}")
+            for loader, n in sorted(report.reread.items()):
+                err(f"note: re-read {n} unchanged {loader} file(s): this version's {loader} loader reads them "
+                    "differently")
             for name, info in report.steps.items():
                 note = info.get("notice") or info.get("skipped")
                 if note:

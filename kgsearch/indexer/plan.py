@@ -1,7 +1,9 @@
 """Planning a run: the roots, the files under them, and which of those changed since the last run.
 
 A file is re-read when its size or mtime differs from the ``files`` row *and* its content hash
-does too (a touched but unchanged file only gets its new size/mtime recorded); a file that is
+does too (a touched but unchanged file only gets its new size/mtime recorded), or when its
+root's files were read by an older version of its loader (``LOADER_VERSIONS``: an upgrade
+whose loader makes other nodes of the same file); a file that is
 in the index under a root but no longer on disk is deleted -- unless nobody can tell: the
 files of a root that is missing or cannot be listed, and of a folder that cannot be listed,
 are kept as they are (the run reports the root and exits non-zero; an unreadable subfolder is
@@ -13,13 +15,15 @@ import os
 from pathlib import Path
 
 from ..errors import DataError, UsageError
-from ..ingest.loaders import loader_for
+from ..ingest.loaders import LOADER_VERSIONS, loader_for
 from ..ingest.walk import Found, WalkReport, found_file, inside, shown_path, special_file, walk
 from ..store.roots import Root, check_paths, list_roots, probe, register_roots
 from .load import hash_bytes
 from .state import RunState
 
-__all__ = ["resolve_roots", "plan"]
+__all__ = ["resolve_roots", "plan", "loader_versions", "record_loader_versions"]
+
+_VERSIONS = "loader_versions"         # meta: {root path: {loader: version its files were read with}}
 
 
 def _abs(p: str) -> str:
@@ -81,6 +85,23 @@ def _walk_root(st: RunState, root: Root, wr: WalkReport) -> list[Found] | None:
     return [f]
 
 
+def loader_versions(ix) -> dict[str, dict[str, int]]:
+    """Per root, the loader versions its files were read with (none kept: 1 for every loader)."""
+    got = ix.meta_json(_VERSIONS)
+    return got if isinstance(got, dict) else {}
+
+
+def record_loader_versions(ix, walked: list[str]) -> None:
+    """The roots walked this run now hold what today's loaders read (every changed file of theirs
+    was re-read); roots no longer registered are forgotten."""
+    got = loader_versions(ix)
+    registered = {r.path for r in list_roots(ix.conn)}
+    new = {root: v for root, v in got.items() if root in registered}
+    new.update({root: dict(LOADER_VERSIONS) for root in walked})
+    if new != got:
+        ix.set_meta_json(_VERSIONS, new)
+
+
 def plan(st: RunState, roots: list[Root]) -> tuple[list[Found], list[tuple[int, str]]]:
     """Files to load (changed) and files to drop (deleted), updating stats of touched files."""
     opts, report, conn = st.opts, st.report, st.conn
@@ -132,10 +153,15 @@ def plan(st: RunState, roots: list[Root]) -> tuple[list[Found], list[tuple[int, 
                and not (row[6] in kept_roots)]
 
     to_load: list[Found] = []
+    versions = loader_versions(st.ix)
     for f in found:
         row = known.get(str(f.path))
         # (files.root is the root, or for a root that is a file its folder: the row the writer wrote)
         same = row is not None and not opts.full and row[5] == f.loader and row[6] in (f.origin, str(f.root))
+        if same and versions.get(f.origin, {}).get(f.loader, 1) != LOADER_VERSIONS.get(f.loader, 1):
+            report.reread[f.loader] = report.reread.get(f.loader, 0) + 1     # read by an older loader
+            to_load.append(f)
+            continue
         if same and row[2] == f.size and row[3] == f.mtime_ns:
             report.files_unchanged += 1
             continue

@@ -30,7 +30,7 @@ from ..store.roots import file_counts, find_root, list_roots, mark_indexed, remo
 from ..types import ChangeSet, LoadOptions
 from .edges import EdgeResolver
 from .load import load_job, pack_outcome, unpack_outcome
-from .plan import plan, resolve_roots
+from .plan import plan, record_loader_versions, resolve_roots
 from .state import IndexOptions, IndexReport, RunState
 from .steps import begin_steps, check_step_names, end_steps, run_steps
 from .writer import Writer
@@ -309,6 +309,7 @@ def _apply(st: RunState, to_load: list[Found], deleted: list[tuple[int, str]], t
             ix.set_meta("last_index_time", time.time())
         ix.set_meta_json("settings", settings)
     end_steps(st)
+    record_loader_versions(ix, st.walked_roots)
     ix.set_meta("last_run_time", time.time())
     report.generation = ix.generation
     report.nodes_added = len(ch.added)

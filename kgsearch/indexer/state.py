@@ -47,6 +47,7 @@ class IndexReport:
     steps: dict = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     compacted_bytes: int = 0           # the database got this much smaller (VACUUM after the run)
+    reread: dict = field(default_factory=dict)     # loader -> unchanged files re-read: that loader changed
     # what the walk and the loaders skipped, by reason (one warning each, but files with no
     # loader): unreadable folders/files, broken or looping symlinks, files that are not what
     # their extension says (malformed JSON/JSONL/CSV met while walking), large files, files

@@ -17,6 +17,14 @@ LOADERS = {m.NAME: m for m in (kg, markdown, pycode, plaintext, beir, triples, g
 LOADERS.update({s.name: CodeLoader(s, m.load) for m, s in ((jsnames, langspec.JAVASCRIPT), (jsnames, langspec.TYPESCRIPT),
                                                        (ccode, langspec.C), (ccode, langspec.CPP))})
 
+# What each loader makes of a file, by version: a loader whose nodes or edges change for the same
+# file (a kgsearch upgrade) gets the next number, and the next run re-reads that loader's files in
+# the roots it walks (kgsearch.indexer.plan), so an updated index holds what a fresh build would.
+# An index written before versions were kept read every loader at 1.
+LOADER_VERSIONS = dict.fromkeys(LOADERS, 1) | {
+    "go": 2,                # methods under their receiver type (contains from the type)
+}
+
 EXTENSION_LOADER = {
     ".json": "kg", ".jsonl": "kg", ".ndjson": "kg", ".csv": "kg", ".tsv": "triples",
     ".md": "markdown", ".markdown": "markdown",
