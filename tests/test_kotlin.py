@@ -244,3 +244,24 @@ def test_show_a_name_gives_the_class_not_the_file_named_after_it(tmp_path, capsy
     err = capsys.readouterr().err
     assert "java:app/src/main/java/com/shop/Foo.java:Foo (class" in err and "java:lib/Foo.kt:Foo (class" in err
     assert "Foo.java (module" not in err
+
+
+def test_function_type_supertypes_and_annotated_expression_bodies(tmp_path):
+    """Found on held-out trees (react-native-vision-camera's generated callbacks, stripe's
+    launchers): `fun interface F: () -> Unit {` had no body (its members hung off the file), and
+    an expression body that starts with an annotation line ended at that line."""
+    src = tmp_path / "F.kt"
+    src.write_text(textwrap.dedent("""\
+        fun interface Func: () -> Unit {
+          override fun invoke(): Unit
+        }
+
+        private fun launcher(a: Activity): Launcher =
+          @SuppressLint("RestrictedApi")
+          Launcher.create(a) { result ->
+            done(result)
+          }
+        """))
+    res = get_loader("kotlin").load(src, "F.kt", LoadOptions())
+    got = {n.key.split(":", 2)[2]: (n.kind, n.line_start, n.line_end) for n in res.nodes if n.kind != "module"}
+    assert got == {"Func": ("class", 1, 3), "Func.invoke": ("method", 2, 2), "launcher": ("function", 5, 9)}

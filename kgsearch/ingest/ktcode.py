@@ -269,6 +269,9 @@ class KotlinBuilder(JavaBuilder):
             elif c in ":,":
                 in_supers, expect_type = True, True
                 pos = j + 1
+            elif in_supers and code.startswith("->", j):             # a function type: () -> Unit
+                expect_type = True
+                pos = j + 2
             elif c == "@":                                        # an annotation (primary constructor's)
                 t = _TYPE_REF.match(code, j + 1)
                 pos = end = t.end() if t else j + 1
@@ -401,6 +404,14 @@ class KotlinBuilder(JavaBuilder):
         code, pairs = self.lx.code, self.lx.pairs
         n = len(code)
         k, _ = self._skip_blanks(pos)
+        while k < n and code[k] == "@":                  # = @SuppressLint("x") expr: annotations first
+            t = _TYPE_REF.match(code, k + 1)
+            if t is None:
+                break
+            k = t.end()
+            if k < n and code[k] == "(":
+                k = pairs.get(k, n - 1) + 1
+            k, _ = self._skip_blanks(k)
         end = k
         while k < n:
             c = code[k]
