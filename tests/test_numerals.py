@@ -1,0 +1,131 @@
+"""Numbers a person types are ASCII numbers, read by one module (kgsearch.numerals) at every
+entry point: Python's int() and float() also read other scripts' digits ('٣' Arabic-Indic,
+'３' fullwidth), underscores ('3_0') and Unicode spaces around ('\\u00a03')."""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from conftest import cli, run, write
+from kgsearch import numerals
+
+ARABIC_3, FULLWIDTH_3, NBSP = "\u0663", "\uff13", "\u00a0"
+PKG = Path(__file__).resolve().parents[1] / "kgsearch"
+
+
+@pytest.mark.parametrize("text", [ARABIC_3, FULLWIDTH_3, "3_0", NBSP + "3", "3\u2003", "1e3", "", " ", "+", "0x10",
+                                  "3.0", None])
+def test_parse_int_takes_ascii_digits_only(text):
+    with pytest.raises(ValueError):
+        numerals.parse_int(text)
+
+
+@pytest.mark.parametrize("text, want", [("3", 3), (" 3", 3), ("3\t", 3), ("-12", -12), ("+7", 7), ("007", 7)])
+def test_parse_int_plain_values(text, want):
+    assert numerals.parse_int(text) == want
+
+
+@pytest.mark.parametrize("text", [ARABIC_3, FULLWIDTH_3 + ".5", "1_0.5", NBSP + "1", "inf", "nan", "-Infinity",
+                                  "1e999", "1e", ".", "", "0x1p3"])
+def test_parse_float_takes_finite_ascii_numbers_only(text):
+    with pytest.raises(ValueError):
+        numerals.parse_float(text)
+
+
+@pytest.mark.parametrize("text, want", [("1e3", 1000.0), (" .5", 0.5), ("2.", 2.0), ("-1.5E-2", -0.015), ("3", 3.0)])
+def test_parse_float_plain_values(text, want):
+    assert numerals.parse_float(text) == want
+
+
+def test_parse_float_special_lets_inf_and_nan_through_for_the_option_to_word():
+    assert numerals.parse_float("inf", special=True) == float("inf")
+    assert numerals.parse_float("-Infinity", special=True) == float("-inf")
+    with pytest.raises(ValueError):
+        numerals.parse_float(ARABIC_3, special=True)
+
+
+def test_numerals_imports_nothing_from_kgsearch():
+    tree = ast.parse((PKG / "numerals.py").read_text(encoding="utf-8"))
+    names = [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names]
+    names += [n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and not n.level]
+    assert all(not n.startswith("kgsearch") for n in names)
+    assert not [n for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.level]
+
+
+@pytest.fixture(scope="module")
+def indexed(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("numerals")
+    write(tmp / "vault" / "a.md", "# A\nalpha [[b]]\n")
+    write(tmp / "vault" / "b.md", "# B\nbravo\n")
+    db = tmp / "i.db"
+    assert cli("index", tmp / "vault", "--db", db, "-q") == 0
+    return tmp / "vault", db
+
+
+@pytest.mark.parametrize("value", [ARABIC_3, FULLWIDTH_3, "3_0", NBSP + "3", "1e3"])
+def test_a_cli_count_in_other_digits_is_a_usage_error(value, indexed):
+    rc, _, err = run("search", "alpha", "-k", value, "--db", indexed[1])
+    assert rc == 2 and f"argument -k: invalid int value: {value!r}" in err
+
+
+@pytest.mark.parametrize("value", [ARABIC_3 + ".5", "1_0", NBSP + "1"])
+def test_a_cli_float_in_other_digits_is_a_usage_error(value, indexed):
+    rc, _, err = run("search", "alpha", "--diversity", value, "--db", indexed[1])
+    assert rc == 2 and f"argument --diversity: invalid float value: {value!r}" in err
+
+
+@pytest.mark.parametrize("value", ["1_0,0,0,0", ARABIC_3 + ",0,0,0", "1,0,0," + FULLWIDTH_3, "1e999,1,0,0"])
+def test_weights_in_other_digits_are_a_usage_error(value, indexed):
+    """Before: `--weights 1_0,0,0,0` weighed embeddings 10 (float() reads the underscore)."""
+    rc, _, err = run("search", "alpha", "--weights", value, "--db", indexed[1])
+    assert rc == 2 and err == (f"error: --weights needs 4 non-negative numbers embedding,text,graph,intent; "
+                               f"got {value!r}\n")
+
+
+@pytest.mark.parametrize("args", [["-k", "3"], ["-k", " 3"], ["--diversity", "0.5"], ["--diversity", "1e0"],
+                                  ["--weights", "1e-1,0.5,.2,0"]])
+def test_plain_numbers_still_work(args, indexed):
+    assert cli("search", "alpha", *args, "--db", indexed[1]) == 0
+
+
+@pytest.fixture(scope="module")
+def app(indexed):
+    from kgsearch.serve import App, Holder
+
+    h = Holder(str(indexed[1]))
+    yield App({"index": h}, {"127.0.0.1", "localhost", "::1", ""})
+    h.close()
+
+
+@pytest.mark.parametrize("query, status, words", [
+    ("k=%D9%A3", 400, "'k' must be a whole number"),               # Arabic-Indic 3
+    ("k=%EF%BC%93", 400, "'k' must be a whole number"),            # fullwidth 3
+    ("k=3_0", 400, "'k' must be a whole number"),
+    ("k=%C2%A03", 400, "'k' must be a whole number"),              # no-break space, 3: int() strips it
+    ("k=1e3", 400, "'k' must be a whole number"),
+    ("diversity=1_0", 400, "'diversity' must be a number"),
+    ("diversity=%C2%A01", 400, "'diversity' must be a number"),
+    ("diversity=inf", 400, "'diversity' must be a number"),
+    ("weights=1_0,0,0,0", 400, "--weights needs 4 non-negative numbers"),
+    ("k=3", 200, ""), ("k=%203", 200, ""), ("diversity=1e0", 200, ""),
+])
+def test_http_parameters_are_ascii_numbers(app, query, status, words):
+    import json
+
+    st, _, payload = app.handle("GET", f"/api/search?q=alpha&{query}", {"host": "127.0.0.1:8765"}, b"")
+    assert st == status, payload
+    if words:
+        assert words in json.loads(payload)["error"]
+
+
+@pytest.mark.parametrize("length", ["3_0", NBSP + "30", ARABIC_3, "30"])
+def test_content_length_is_ascii_digits(length):
+    from kgsearch.serve import api
+
+    if length == "30":
+        assert api.ascii_int(length) == 30
+    else:
+        with pytest.raises(ValueError):
+            api.ascii_int(length)
