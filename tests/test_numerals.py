@@ -129,3 +129,19 @@ def test_content_length_is_ascii_digits(length):
     else:
         with pytest.raises(ValueError):
             api.ascii_int(length)
+
+
+@pytest.mark.parametrize("value", [ARABIC_3, FULLWIDTH_3, "3_0", NBSP + "3", "inf"])
+def test_max_file_size_in_other_digits_is_a_usage_error(value, tmp_path):
+    """Before: `--max-file-size ٣` capped files at 3 MB and `3_0` at 30 MB (float() reads them)."""
+    write(tmp_path / "v" / "a.md", "# A\nalpha\n")
+    rc, _, err = run("index", tmp_path / "v", "--db", tmp_path / "i.db", "--max-file-size", value)
+    assert rc == 2 and err.endswith(f"argument --max-file-size: must be a number of MB above 0 (e.g. 32), "
+                                    f"got {value!r}\n")
+    assert not (tmp_path / "i.db").exists()
+
+
+@pytest.mark.parametrize("value", ["3", " 0.5", "1e1"])
+def test_max_file_size_plain_values(value, tmp_path):
+    write(tmp_path / "v" / "a.md", "# A\nalpha\n")
+    assert cli("index", tmp_path / "v", "--db", tmp_path / "i.db", "--max-file-size", value, "-q") == 0
