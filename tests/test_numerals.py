@@ -145,3 +145,41 @@ def test_max_file_size_in_other_digits_is_a_usage_error(value, tmp_path):
 def test_max_file_size_plain_values(value, tmp_path):
     write(tmp_path / "v" / "a.md", "# A\nalpha\n")
     assert cli("index", tmp_path / "v", "--db", tmp_path / "i.db", "--max-file-size", value, "-q") == 0
+
+
+@pytest.mark.parametrize("var", ["KGSEARCH_MEMORY_MB", "KGSEARCH_VEC_CACHE_MB"])
+@pytest.mark.parametrize("value", [ARABIC_3 + "00", FULLWIDTH_3 + "00", "3_00", NBSP + "300", "inf", "nan", "lots"])
+def test_a_memory_variable_in_other_digits_is_a_usage_error(var, value, indexed, monkeypatch):
+    """Before: KGSEARCH_MEMORY_MB=٣٠٠ was 300 MiB, `inf` an internal error (OverflowError), `nan`
+    "cannot convert float NaN to integer"; KGSEARCH_VEC_CACHE_MB was ignored when unreadable
+    (`inf`: an internal error at the first search)."""
+    monkeypatch.setenv(var, value)
+    rc, out, err = run("search", "alpha", "--db", indexed[1])
+    assert (rc, out) == (2, "")
+    assert err == f"error: {var}={value!r} is not a number of MiB in ASCII digits; set e.g. {var}=300\n"
+
+
+@pytest.mark.parametrize("var, value, says", [("KGSEARCH_MEMORY_MB", "0", "must be positive"),
+                                              ("KGSEARCH_VEC_CACHE_MB", "-1", "must be 0 or more")])
+def test_a_memory_variable_out_of_range_is_a_usage_error(var, value, says, indexed, monkeypatch):
+    monkeypatch.setenv(var, value)
+    rc, _, err = run("search", "alpha", "--db", indexed[1])
+    assert rc == 2 and err == f"error: {var}={value!r} {says}; set e.g. {var}=300\n"
+
+
+@pytest.mark.parametrize("env", [{"KGSEARCH_MEMORY_MB": " 2000"}, {"KGSEARCH_MEMORY_MB": "1e300"},
+                                 {"KGSEARCH_VEC_CACHE_MB": "0"}, {"KGSEARCH_VEC_CACHE_MB": "0.5"}])
+def test_memory_variables_plain_values(env, indexed, monkeypatch):
+    """(1e300 MiB was an internal error: no C long holds the limit; it is as good as none.)"""
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    assert cli("search", "alpha", "--db", indexed[1]) == 0
+
+
+def test_the_vector_cache_size_is_read_by_numerals(kg_env):
+    from kgsearch.embed.dense import cache_budget
+
+    kg_env(vec_cache_mb="0.5", memory_mb=None)
+    assert cache_budget() == 2**19
+    kg_env(vec_cache_mb="0")
+    assert cache_budget() == 0

@@ -508,11 +508,13 @@ def _resolve_dbs(args) -> None:
 
 def _apply_budget() -> None:
     """``KGSEARCH_MEMORY_MB`` becomes this command's memory limit (kgsearch.budget; undone when
-    the command returns). numpy is imported and BLAS called first: its thread pools and
+    the command returns), and ``KGSEARCH_VEC_CACHE_MB`` is checked: a bad value of either is a
+    usage error naming it. numpy is imported and BLAS called first: its thread pools and
     buffers reserve virtual memory they never touch, which must not count against the budget."""
     from .. import budget
 
     try:
+        budget.vec_cache_bytes()
         b = budget.budget_bytes()
     except ValueError as exc:
         raise UsageError(str(exc)) from None
