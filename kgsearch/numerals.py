@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 import re
 
-__all__ = ["parse_int", "parse_float", "is_int"]
+__all__ = ["parse_int", "parse_float", "as_float", "is_int"]
 
 _BLANK = " \t\r\n\f\v"                   # ASCII white space only ('\u00a0', '\u2003' are not)
 _INT = re.compile(r"[+-]?[0-9]+")
@@ -58,6 +58,25 @@ def parse_float(text: str, special: bool = False) -> float:
     if not special and not math.isfinite(value):          # 1e999 overflows to inf
         raise ValueError(f"not a finite number in ASCII digits: {text!r}")
     return value
+
+
+def as_float(value) -> float:
+    """A number from a settings file, ``--set`` or stored settings: an int or a float (not a
+    bool), or text :func:`parse_float` reads; finite either way (Python's ``json`` reads ``NaN``
+    and ``Infinity``). A ``ValueError`` otherwise.
+
+    >>> as_float(1), as_float(" 0.5")
+    (1.0, 0.5)
+    >>> as_float(True)
+    Traceback (most recent call last):
+    ...
+    ValueError: not a finite number in ASCII digits: True
+    """
+    if isinstance(value, str):
+        return parse_float(value)
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+        return float(value)
+    raise ValueError(f"not a finite number in ASCII digits: {value!r}")
 
 
 def is_int(text: str) -> bool:

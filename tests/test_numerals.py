@@ -183,3 +183,47 @@ def test_the_vector_cache_size_is_read_by_numerals(kg_env):
     assert cache_budget() == 2**19
     kg_env(vec_cache_mb="0")
     assert cache_budget() == 0
+
+
+@pytest.mark.parametrize("weights, shown", [('{"links_to": "\\u0663"}', "'٣'"), ('{"links_to": "3_0"}', "'3_0'"),
+                                            ('{"links_to": NaN}', "nan"), ('{"links_to": true}', "True"),
+                                            ('{"links_to": -1}', "-1")])
+def test_a_config_weight_that_is_no_ascii_number_names_the_file(weights, shown, tmp_path, monkeypatch):
+    """Before: float() took "٣" as 3 and "3_0" as 30, true as 1 and NaN as a weight; the file's
+    other errors are exit 3 naming it (docs/reliability.md, Settings files), and so is this."""
+    cfg = write(tmp_path / "config.json", '{"edge_weights": %s}' % weights)
+    write(tmp_path / "v" / "a.md", "# A\nalpha [[b]]\n")
+    monkeypatch.setenv("KGSEARCH_CONFIG", str(cfg))
+    rc, _, err = run("index", tmp_path / "v", "--db", tmp_path / "i.db")
+    assert rc == 3 and err == (f"error: {cfg}: the weight of 'links_to' must be a number >= 0 in ASCII digits, "
+                               f'got {shown} (e.g. {{"edge_weights": {{"links_to": 0.5}}}}); fix the config file\n')
+
+
+def test_a_config_weight_in_ascii_digits_is_used(tmp_path, monkeypatch):
+    from kgsearch.config import edge_weights
+
+    cfg = write(tmp_path / "config.json", '{"edge_weights": {"links_to": 0.25, "cites": " 1e-1", "tagged": 0}}')
+    monkeypatch.setattr("kgsearch.config.config_path", lambda: cfg)
+    table = edge_weights()
+    assert (table["links_to"], table["cites"], table["tagged"]) == (0.25, 0.1, 0.0)
+
+
+@pytest.mark.parametrize("given", [{"k1": ARABIC_3}, {"k1": "1_5"}, {"k1": NBSP + "1.2"}, {"k1": float("nan")},
+                                   {"k1": "inf"}, {"embed_max_chars": FULLWIDTH_3 + "00"},
+                                   {"embed_max_chars": "3_000"}, {"embed_max_chars": "1e3"},
+                                   {"edge_weights": {"calls": ARABIC_3}}, {"edge_weights": {"calls": float("inf")}}])
+def test_a_setting_that_is_no_ascii_number_is_a_usage_error(given):
+    """`eval --set k1=٣` (and a stored setting) went through float(): 3; `--set k1=NaN` is JSON."""
+    from kgsearch.errors import UsageError
+    from kgsearch.settings import IndexSettings
+
+    with pytest.raises(UsageError, match="ASCII digits"):
+        IndexSettings.from_dict(given)
+
+
+def test_settings_plain_numbers():
+    from kgsearch.settings import IndexSettings
+
+    s = IndexSettings.from_dict({"k1": " 1.2", "b": 1, "embed_max_chars": "3000", "edge_weights": {"calls": "0.5"}})
+    assert (s.text.k1, s.text.b, s.embed.embed_max_chars, dict(s.graph.edge_weights)) == (1.2, 1.0, 3000,
+                                                                                          {"calls": 0.5})
