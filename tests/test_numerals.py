@@ -227,3 +227,15 @@ def test_settings_plain_numbers():
     s = IndexSettings.from_dict({"k1": " 1.2", "b": 1, "embed_max_chars": "3000", "edge_weights": {"calls": "0.5"}})
     assert (s.text.k1, s.text.b, s.embed.embed_max_chars, dict(s.graph.edge_weights)) == (1.2, 1.0, 3000,
                                                                                           {"calls": 0.5})
+
+
+@pytest.mark.parametrize("value", [ARABIC_3 + "d", FULLWIDTH_3 + "d", "\u0662\u0660\u0662\u0666-01-01"])
+def test_a_modified_since_in_other_digits_is_a_usage_error(value, indexed):
+    """Before: `--modified-since ٣d` filtered on 3 days ago (`\\d` matched, int() read it)."""
+    rc, _, err = run("search", "alpha", "--modified-since", value, "--db", indexed[1])
+    assert rc == 2 and err.startswith(f"error: bad date {value!r} in modified:; write YYYY-MM-DD")
+
+
+@pytest.mark.parametrize("value", ["3d", "2026-01-01"])
+def test_a_modified_since_in_ascii_digits(value, indexed):
+    assert cli("search", "alpha", "--modified-since", value, "--db", indexed[1]) == 0
