@@ -46,6 +46,10 @@ def _report_run(args, report) -> int:
     else:
         warn_list(report.warnings, args.quiet)
         if not args.quiet:
+            made = report.created_dirs
+            if made:                                # --db in a new folder: said, not done silently
+                above = {1: "", 2: f" and its parent {made[0]}"}.get(len(made), f" and the folders above it up to {made[0]}")
+                err(one_line(f"note: created the folder {made[-1]}{above} for the index"))
             changed = report.nodes_added + report.nodes_modified + report.nodes_removed
             err(f"indexed {report.files_loaded} changed file(s), {report.files_unchanged} unchanged, "
                  f"{report.files_deleted} deleted: +{report.nodes_added} ~{report.nodes_modified} "
