@@ -118,7 +118,8 @@ def cmd_roots(args) -> int:
     if not roots:
         out("no roots: index a folder with `kgsearch index PATH`")
         return EXIT_OK
-    out(table([[one_line(r["path"]), one_line(r["label"] or "-"), r["status"], r["files"], r["last_indexed_iso"] or "never"]
+    out(table([[one_line(r["path"]), one_line(r["label"] or "-"), r["status"],
+                f"0 (held by {one_line(r['held_by'])})" if r["held_by"] else r["files"], r["last_indexed_iso"] or "never"]
                for r in roots], ["root", "label", "status", "files", "last indexed"]))
     bad = [r for r in roots if r["status"] != "ok"]
     for r in bad:
