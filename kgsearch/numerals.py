@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 import re
 
-__all__ = ["parse_int", "parse_float", "as_float", "is_int"]
+__all__ = ["parse_int", "parse_float", "as_float"]
 
 _BLANK = " \t\r\n\f\v"                   # ASCII white space only ('\u00a0', '\u2003' are not)
 _INT = re.compile(r"[+-]?[0-9]+")
@@ -78,7 +78,3 @@ def as_float(value) -> float:
         return float(value)
     raise ValueError(f"not a finite number in ASCII digits: {value!r}")
 
-
-def is_int(text: str) -> bool:
-    """Whether :func:`parse_int` reads ``text`` (no blanks around: a token, not a field)."""
-    return isinstance(text, str) and _INT.fullmatch(text) is not None
