@@ -22,11 +22,13 @@ from contextlib import contextmanager
 
 from .environment import current
 from .errors import EXIT_MEMORY, BudgetExceeded
+from .numerals import parse_float
 
 __all__ = ["apply", "restore", "budget_bytes", "guard", "need", "headroom", "share", "message", "fixed_mmap_threshold",
-           "BudgetExceeded", "ENV", "EXIT_MEMORY"]
+           "BudgetExceeded", "ENV", "EXIT_MEMORY", "VEC_ENV", "mib_bytes", "vec_cache_bytes"]
 
 ENV = "KGSEARCH_MEMORY_MB"
+VEC_ENV = "KGSEARCH_VEC_CACHE_MB"
 _applied: dict = {}
 
 
@@ -41,20 +43,33 @@ def _status_kb(field: str) -> int | None:
     return None
 
 
+def mib_bytes(raw: str | None, var: str, zero: bool = False) -> int | None:
+    """``raw`` MiB (an environment variable's text; ASCII digits, :mod:`kgsearch.numerals`) in
+    bytes, None when unset or blank; above 0 (or 0 too with ``zero``). A bad value raises
+    ``ValueError`` with a one-line message naming ``var`` and what to set."""
+    if raw is None or raw.strip() == "":
+        return None
+    try:
+        mb = parse_float(raw)
+    except ValueError:
+        raise ValueError(f"{var}={raw!r} is not a number of MiB in ASCII digits; set e.g. {var}=300") from None
+    if mb < 0 or (mb == 0 and not zero):
+        raise ValueError(f"{var}={raw!r} must be {'0 or more' if zero else 'positive'}; set e.g. {var}=300")
+    return int(mb * 2**20)
+
+
 def budget_bytes(env: dict | None = None) -> int | None:
     """The budget from ``KGSEARCH_MEMORY_MB`` in bytes (None: unset): as the CLI read it
     (:mod:`kgsearch.environment`), or from ``env`` (a mapping of variables) when given. A bad
     value raises ``ValueError`` with a one-line message naming the variable."""
-    raw = current().memory_mb if env is None else env.get(ENV)
-    if raw is None or raw.strip() == "":
-        return None
-    try:
-        mb = float(raw)
-    except ValueError:
-        raise ValueError(f"{ENV}={raw!r} is not a number of MiB; set e.g. {ENV}=300") from None
-    if mb <= 0:
-        raise ValueError(f"{ENV}={raw!r} must be positive; set e.g. {ENV}=300")
-    return int(mb * 2**20)
+    return mib_bytes(current().memory_mb if env is None else env.get(ENV), ENV)
+
+
+def vec_cache_bytes() -> int | None:
+    """``KGSEARCH_VEC_CACHE_MB`` in bytes (None: unset; 0: no vector cache), as the CLI read it;
+    a bad value raises ``ValueError`` naming the variable (the CLI checks it when a command
+    starts, with ``KGSEARCH_MEMORY_MB``)."""
+    return mib_bytes(current().vec_cache_mb, VEC_ENV, zero=True)
 
 
 def apply(budget: int | None = None) -> int | None:
@@ -74,6 +89,7 @@ def apply(budget: int | None = None) -> int | None:
         return None
     limit = data * 1024 + max(budget - rss * 1024, 16 << 20)
     _, hard = resource.getrlimit(resource.RLIMIT_DATA)
+    limit = min(limit, 1 << 62)             # (KGSEARCH_MEMORY_MB=1e300: no C long holds it)
     if hard != resource.RLIM_INFINITY:
         limit = min(limit, hard)
     soft = resource.getrlimit(resource.RLIMIT_DATA)[0]

@@ -10,9 +10,11 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Mapping
 
 from .environment import current
-from .errors import DataError
+from .errors import DataError, UsageError
+from .numerals import as_float
 
 # Edge-type weights used by graph signals (combined with the per-edge weight).
 EDGE_WEIGHTS: dict[str, float] = {
@@ -112,13 +114,40 @@ def load_config(path: str | os.PathLike | None = None) -> dict:
     return cfg
 
 
+def weight_table(given) -> dict[str, float]:
+    """``{"calls": 1.0, ...}`` checked: an object of edge types, each weight a finite number
+    >= 0 (0: never followed) in ASCII digits (:func:`kgsearch.numerals.as_float`: ``"٣"``,
+    ``true`` and ``NaN`` are no weight). A ``ValueError`` naming the first bad one otherwise."""
+    if not isinstance(given, Mapping):
+        raise ValueError('edge_weights must be an object like {"calls": 1.0}')
+    table = {}
+    for k, v in given.items():
+        try:
+            w = as_float(v)
+        except ValueError:
+            w = -1.0
+        if w < 0:
+            raise ValueError(f"the weight of {str(k)!r} must be a number >= 0 in ASCII digits, got {v!r} "
+                             f'(e.g. {{"edge_weights": {{{json.dumps(str(k))}: 0.5}}}})')
+        table[str(k)] = w
+    return table
+
+
 def edge_weights(cfg: dict | None = None) -> dict[str, float]:
-    """The edge-type weight table with the config file's ``edge_weights`` applied on top."""
+    """The edge-type weight table with the config file's ``edge_weights`` applied on top (a bad
+    weight in the file is a :class:`DataError` naming it)."""
     table = dict(EDGE_WEIGHTS)
+    source = None
     if cfg is None:
-        cfg = load_config()
-    for k, v in (cfg.get("edge_weights") or {}).items():
-        table[str(k)] = float(v)
+        cfg, source = load_config(), config_path()
+    given = cfg.get("edge_weights")
+    if given is not None:
+        try:
+            table.update(weight_table(given))
+        except ValueError as exc:
+            if source is None:
+                raise UsageError(f"setting edge_weights: {exc}") from None
+            raise DataError(f"{exc}; fix the config file", str(source)) from None
     return table
 
 

@@ -23,7 +23,9 @@ import difflib
 from dataclasses import dataclass, field, fields
 from typing import Any, Mapping
 
+from .config import weight_table
 from .errors import UsageError
+from .numerals import as_float, parse_int
 
 __all__ = ["TextSettings", "EmbedSettings", "GraphSettings", "IndexSettings", "STEMMERS"]
 
@@ -87,9 +89,10 @@ def _convert(key: str, value: Any, default: Any) -> Any:
         if key == "edge_weights":
             if value is None:
                 return None
-            if not isinstance(value, Mapping):
-                raise UsageError('edge_weights must be an object like {"calls": 1.0}')
-            return {str(k): float(v) for k, v in value.items()}
+            try:
+                return weight_table(value)
+            except ValueError as exc:
+                raise UsageError(f"setting edge_weights: {exc}") from None
         if isinstance(default, bool):
             if isinstance(value, str):
                 if value.lower() in ("1", "true", "yes", "on"):
@@ -99,13 +102,17 @@ def _convert(key: str, value: Any, default: Any) -> Any:
                 raise ValueError(value)
             return bool(value)
         if isinstance(default, int):
+            if isinstance(value, str):                 # (int() reads '٣' and '3_0' too)
+                return parse_int(value)
             if isinstance(value, float) and not value.is_integer():
                 raise ValueError(value)
             return int(value)
         if isinstance(default, float):
-            return float(value)
-    except (TypeError, ValueError):
-        raise UsageError(f"setting {key}={value!r} is not a valid {type(default).__name__}") from None
+            return as_float(value)
+    except (TypeError, ValueError, OverflowError):
+        number = isinstance(default, (int, float)) and not isinstance(default, bool)
+        raise UsageError(f"setting {key}={value!r} is not a valid {type(default).__name__}"
+                         + (f" (ASCII digits, e.g. {key}={default!r})" if number else "")) from None
     return value
 
 

@@ -50,7 +50,7 @@ def test_within_budget_allocates():
 def test_bad_values_say_what_to_set():
     assert budget.budget_bytes({}) is None
     assert budget.budget_bytes({"KGSEARCH_MEMORY_MB": "300"}) == 300 * 2**20
-    with pytest.raises(ValueError, match=r"KGSEARCH_MEMORY_MB='lots' is not a number of MiB; set e.g."):
+    with pytest.raises(ValueError, match=r"KGSEARCH_MEMORY_MB='lots' is not a number of MiB in ASCII digits; set e.g."):
         budget.budget_bytes({"KGSEARCH_MEMORY_MB": "lots"})
     with pytest.raises(ValueError, match="must be positive"):
         budget.budget_bytes({"KGSEARCH_MEMORY_MB": "0"})

@@ -15,6 +15,21 @@ from kgsearch.indexer import IndexOptions, index_paths
 from kgsearch.query import Engine
 from kgsearch.store.db import Index
 
+# one Rust type and its impl block, in the files of sections 1-7 and of section 11 (rs/src/lib.rs
+# and crate/src/lib.rs); lines 1-10 of the first: the diagnostics below name them
+RUST_PARSER = """\
+        pub struct Parser {
+            pos: usize,
+        }
+
+        impl Parser {
+            pub fn advance(&mut self) -> usize {
+                self.pos += 1;
+                self.pos
+            }
+        }
+        """
+
 FILES = {
     "src/net/sock.c": """\
         #include <stdio.h>
@@ -47,18 +62,7 @@ FILES = {
         }
         module.exports = { Cache, makeCache };
         """,
-    "rs/src/lib.rs": """\
-        pub struct Parser {
-            pos: usize,
-        }
-
-        impl Parser {
-            pub fn advance(&mut self) -> usize {
-                self.pos += 1;
-                self.pos
-            }
-        }
-
+    "rs/src/lib.rs": RUST_PARSER + """
         pub fn parse_all(p: &mut Parser) -> usize {
             p.advance()
         }
@@ -469,17 +473,7 @@ RUST_TYPES = {
         pub mod more;
 
         /// A parser over tokens.
-        pub struct Parser {
-            pos: usize,
-        }
-
-        impl Parser {
-            pub fn advance(&mut self) -> usize {
-                self.pos += 1;
-                self.pos
-            }
-        }
-
+""" + RUST_PARSER + """
         impl Default for Parser {
             fn default() -> Self {
                 Parser { pos: 0 }

@@ -472,9 +472,35 @@ def test_parse_unified_deletions_and_stale_index(repo):
     (root / "shop/pricing.py").write_text((root / "shop/pricing.py").read_text() + "\n# touched\n")
     ix = Index.open(db, readonly=True)
     changed, notes = changed_nodes(ix, changes)                # the file changed after indexing: old side
-    assert notes == ["shop/pricing.py: changed since it was indexed; mapped the diff's old-side lines"]
+    assert notes == ["shop/pricing.py: changed on disk since it was indexed; mapped the diff's old-side lines, and "
+                     "the context shows its indexed text; run `kgsearch index` to pack the current one"]
     assert set(changed) == {ix.node_by_key("py:shop.pricing.discount_rate")}
     ix.close()
+
+
+def test_files_changed_since_indexed_are_named_not_packed_silently(repo, capsys):
+    """`context --files` of a file edited (or deleted) since it was indexed packed the indexed
+    text of its code as if it were the file, with no word. The current text is not read (the
+    indexed line spans no longer match it): a notice names the file and `kgsearch index`."""
+    root, db = repo
+    pricing, cart = root / "shop/pricing.py", root / "shop/cart.py"
+    args = ["context", "--db", str(db), "--files", str(pricing), str(cart), "--budget", "2000"]
+    assert main(args) == 0
+    assert "since it was indexed" not in capsys.readouterr().err          # current files: nothing said
+    pricing.write_text(pricing.read_text() + "\n# touched\n")
+    with Index.open(db, readonly=True) as ix:
+        before = ix.conn.execute("SELECT path, size FROM files WHERE path = ?", (str(pricing),)).fetchone()
+    assert main(args) == 0
+    err = capsys.readouterr().err
+    assert ("note: shop/pricing.py: changed on disk since it was indexed; the context shows its indexed text; "
+            "run `kgsearch index` to pack the current one\n") in err and "cart.py" not in err
+    cart.unlink()
+    assert main([*args, "--json"]) == 0
+    got = capsys.readouterr()
+    assert "note: shop/cart.py: gone from disk since it was indexed; the context shows its indexed text" in got.err
+    assert json.loads(got.out)["items"]                                   # still packed, from the index
+    with Index.open(db, readonly=True) as ix:                            # (the index is only read)
+        assert ix.conn.execute("SELECT path, size FROM files WHERE path = ?", (str(pricing),)).fetchone() == before
 
 
 def test_readme_context_block_is_real_output(tmp_path, capsys):

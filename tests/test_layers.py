@@ -16,7 +16,7 @@ PKG = Path(__file__).resolve().parents[1] / "kgsearch"
 # (layer, top-level parts of kgsearch): a module may import its own package and lower layers
 LAYERS = [
     ("base", {"version", "errors", "types", "environment", "config", "settings", "codelike", "budget", "cjk", "jsonable",
-              "arrays", "lines"}),
+              "arrays", "lines", "numerals"}),
     ("store", {"store"}),
     ("signals", {"ingest", "text", "embed", "graph"}),
     ("shaping", {"fuse", "pack", "stats", "explore"}),

@@ -189,6 +189,39 @@ def test_a_failed_first_run_leaves_no_lock_beside_nothing(tmp_path):
         assert lock_path(other).exists()
 
 
+@pytest.mark.parametrize("why", ["missing root", "bad file mid-way"])
+def test_a_failed_first_run_leaves_no_folder_it_made(tmp_path, why):
+    """`kgsearch index /nope --db new/dir/x.db` removed its .lock but left new/dir behind, empty."""
+    if why == "missing root":
+        root, says = tmp_path / "nope", "no such file or folder"
+    else:                                              # a named file that fails while loading
+        root, says = write(tmp_path / "kg.json", '{"nodes": [{"id": 1}], "edges": [{"source": 1, "target": 9}]}'), \
+            "is not a known node"
+    (tmp_path / "kept").mkdir()
+    for db in (tmp_path / "new" / "dir" / "x.db", tmp_path / "kept" / "sub" / "x.db"):
+        rc, _, err = cli("index", root, "--db", db)
+        assert rc == 3 and says in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["kept", *(["kg.json"] if why != "missing root"
+                                                                        else [])])
+    assert list((tmp_path / "kept").iterdir()) == []     # a folder that was there stays
+
+
+def test_a_first_run_says_which_folders_it_made_for_the_index(tmp_path):
+    root = tmp_path / "notes"
+    write(root / "a.md", "# A\nhello\n")
+    db = tmp_path / "new" / "dir" / "x.db"
+    rc, _, err = cli("index", root, "--db", db)
+    made = tmp_path.resolve() / "new"
+    assert rc == 0 and err.splitlines()[0] == (f"note: created the folder {made / 'dir'} and its parent {made} "
+                                               f"for the index")
+    rc, out, _ = cli("index", root, "--db", tmp_path / "other" / "y.db", "--json")
+    assert rc == 0 and json.loads(out)["created_dirs"] == [str(tmp_path.resolve() / "other")]
+    rc, _, err = cli("index", root, "--db", db)           # nothing made: nothing said
+    assert rc == 0 and "created" not in err
+    rc, _, err = cli("index", root, "--db", tmp_path / "third" / "z.db", "-q")
+    assert (rc, err) == (0, "")
+
+
 def _wal_only(tmp_path, name: str, tables: list[str]) -> Path:
     """A WAL-mode SQLite file whose ``tables`` are still only in its -wal (copied while the
     writer held it open, as a crash leaves it)."""

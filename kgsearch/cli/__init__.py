@@ -11,13 +11,13 @@ memory budget's ``RLIMIT_DATA``, glibc's mmap threshold for the commands that in
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import sys
 
 from .. import environment
 from ..config import distinct_dbs, env_db_paths
 from ..errors import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_MEMORY, EXIT_OK, KgsearchError, UsageError
+from ..numerals import parse_float
 from ..query.channels import CHANNELS, DEFAULT_CHANNELS
 from ..query.intent import INTENTS
 from ..version import __version__
@@ -69,13 +69,13 @@ def _common(multi: bool = False) -> argparse.ArgumentParser:
 
 
 def _megabytes(value: str) -> float:
-    """``--max-file-size``: a finite number of MB above 0 (0 or less would skip every file and so
-    empty the index from a cron line)."""
+    """``--max-file-size``: a finite number of MB above 0 in ASCII digits (0 or less would skip
+    every file and so empty the index from a cron line; ``float`` also reads ``٣`` and ``3_0``)."""
     try:
-        mb = float(value)
+        mb = parse_float(value)
     except ValueError:
-        mb = float("nan")
-    if not math.isfinite(mb) or mb <= 0:
+        mb = 0.0
+    if mb <= 0:
         raise argparse.ArgumentTypeError(f"must be a number of MB above 0 (e.g. 32), got {value!r}")
     return mb
 
@@ -508,11 +508,13 @@ def _resolve_dbs(args) -> None:
 
 def _apply_budget() -> None:
     """``KGSEARCH_MEMORY_MB`` becomes this command's memory limit (kgsearch.budget; undone when
-    the command returns). numpy is imported and BLAS called first: its thread pools and
+    the command returns), and ``KGSEARCH_VEC_CACHE_MB`` is checked: a bad value of either is a
+    usage error naming it. numpy is imported and BLAS called first: its thread pools and
     buffers reserve virtual memory they never touch, which must not count against the budget."""
     from .. import budget
 
     try:
+        budget.vec_cache_bytes()
         b = budget.budget_bytes()
     except ValueError as exc:
         raise UsageError(str(exc)) from None

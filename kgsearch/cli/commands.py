@@ -46,6 +46,10 @@ def _report_run(args, report) -> int:
     else:
         warn_list(report.warnings, args.quiet)
         if not args.quiet:
+            made = report.created_dirs
+            if made:                                # --db in a new folder: said, not done silently
+                above = {1: "", 2: f" and its parent {made[0]}"}.get(len(made), f" and the folders above it up to {made[0]}")
+                err(one_line(f"note: created the folder {made[-1]}{above} for the index"))
             changed = report.nodes_added + report.nodes_modified + report.nodes_removed
             err(f"indexed {report.files_loaded} changed file(s), {report.files_unchanged} unchanged, "
                  f"{report.files_deleted} deleted: +{report.nodes_added} ~{report.nodes_modified} "
@@ -114,7 +118,8 @@ def cmd_roots(args) -> int:
     if not roots:
         out("no roots: index a folder with `kgsearch index PATH`")
         return EXIT_OK
-    out(table([[one_line(r["path"]), one_line(r["label"] or "-"), r["status"], r["files"], r["last_indexed_iso"] or "never"]
+    out(table([[one_line(r["path"]), one_line(r["label"] or "-"), r["status"],
+                f"0 (held by {one_line(r['held_by'])})" if r["held_by"] else r["files"], r["last_indexed_iso"] or "never"]
                for r in roots], ["root", "label", "status", "files", "last indexed"]))
     bad = [r for r in roots if r["status"] != "ok"]
     for r in bad:

@@ -19,7 +19,8 @@ from .diff import FileChange, changed_nodes
 from .items import load_items
 from .pack import pack
 from .render import FORMATS, ESTIMATE_RULE, renderer
-from .sources import Candidate, dependents, file_seeds, neighbours, resolve_files, task_candidates, walk_rank
+from .sources import (Candidate, dependents, file_seeds, neighbours, resolve_files, stale_files, task_candidates,
+                      walk_rank)
 
 __all__ = ["ContextOptions", "ContextResult", "build_context", "seeded_candidates", "task_depth"]
 
@@ -113,7 +114,9 @@ def seeded_candidates(engine, opts: ContextOptions, notices: list[str], *, files
     if files is not None:
         if not files:
             raise UsageError("--files needs at least one file path")
-        seeds = {i: Candidate(i, 1.0, "in the given files") for i in file_seeds(ix, resolve_files(ix, files))}
+        given = resolve_files(ix, files)
+        notices += stale_files(ix, given)
+        seeds = {i: Candidate(i, 1.0, "in the given files") for i in file_seeds(ix, given)}
     else:
         changed, notes = changed_nodes(ix, diff)
         notices += notes

@@ -14,6 +14,7 @@ import subprocess
 from dataclasses import dataclass, field
 
 from ..errors import DataError, UsageError
+from .sources import STALE
 
 __all__ = ["FileChange", "parse_unified", "parse_given", "git_diff", "changed_nodes"]
 
@@ -233,9 +234,10 @@ def changed_nodes(ix, changes: list[FileChange]) -> tuple[dict[int, set[int]], l
         lines = fc.new_lines if current else fc.old_lines
         if renamed:
             notes.append(f"{fc.path}: renamed from {fc.old_path} since it was indexed; mapped the diff's "
-                         f"old-side lines to {fc.old_path}")
+                         f"old-side lines to {fc.old_path}; {STALE}")
         elif not current:
-            notes.append(f"{fc.path}: changed since it was indexed; mapped the diff's old-side lines")
+            notes.append(f"{fc.path}: changed on disk since it was indexed; mapped the diff's old-side lines, and "
+                         f"{STALE}")
         nodes = ix.conn.execute(
             "SELECT n.id, n.line_start, n.line_end FROM nodes n WHERE n.file_id=? AND n.line_start IS NOT NULL "
             "ORDER BY n.id", (fid,)).fetchall()

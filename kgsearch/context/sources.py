@@ -21,7 +21,7 @@ from pathlib import Path
 from ..errors import NotFound
 from ..store.sql import iter_in_chunks
 
-__all__ = ["Candidate", "task_candidates", "file_seeds", "neighbours", "walk_rank", "CALL_TYPES", "NOTE_KINDS",
+__all__ = ["Candidate", "task_candidates", "file_seeds", "stale_files", "STALE", "neighbours", "walk_rank", "CALL_TYPES", "NOTE_KINDS",
            "resolve_files", "dependents", "IMPACT_LIMIT"]
 
 IMPACT_LIMIT = 200              # transitive dependents added by --impact (nearest first)
@@ -101,6 +101,29 @@ def file_seeds(ix, file_ids) -> list[int]:
     """Every node of these files (module, classes, functions, methods; note, sections), by id."""
     return sorted(r[0] for r in iter_in_chunks(ix.conn, "SELECT id FROM nodes WHERE file_id IN ({})",
                                                sorted(int(f) for f in file_ids)))
+
+
+STALE = "the context shows its indexed text; run `kgsearch index` to pack the current one"
+
+
+def stale_files(ix, file_ids) -> list[str]:
+    """A notice for each of these files that is no longer the one indexed: another size or
+    mtime, a link swapped in (``lstat``), or gone. Its code is then packed as the indexed text
+    (``read_indexed`` reads only the indexed file), which must not pass silently for the
+    current file; the current text is not read: the indexed line spans no longer match it."""
+    out = []
+    q = "SELECT id, path, root, size, mtime_ns FROM files WHERE id IN ({})"
+    for _, path, root, size, mtime_ns in sorted(iter_in_chunks(ix.conn, q, sorted(int(f) for f in file_ids))):
+        try:
+            st = os.lstat(path)
+            state = None if (st.st_size, st.st_mtime_ns) == (size, mtime_ns) else "changed"
+        except OSError:
+            state = "gone"
+        if state is not None:
+            shown = os.path.relpath(path, root) if root and path.startswith(root.rstrip(os.sep) + os.sep) else path
+            out.append(f"{shown}: {'changed on disk' if state == 'changed' else 'gone from disk'} since it was "
+                       f"indexed; {STALE}")
+    return out
 
 
 def neighbours(ix, seeds) -> dict[int, str]:

@@ -50,16 +50,13 @@ _QKEY = "embed.last_query"
 def cache_budget() -> int:
     """Bytes of int8 codes a query process may hold: ``KGSEARCH_VEC_CACHE_MB`` when set, else
     64 MiB, lowered to a quarter of ``KGSEARCH_MEMORY_MB`` when that is smaller."""
-    from ..budget import share
-    from ..environment import current
+    from ..budget import share, vec_cache_bytes
 
-    raw = current().vec_cache_mb
-    if raw is not None:
-        try:
-            return int(float(raw) * 1024 * 1024)
-        except ValueError:
-            pass
-    return share(CACHE_SHARE, CACHE_MB * 1024 * 1024)
+    try:
+        given = vec_cache_bytes()
+    except ValueError:              # (the CLI refused it when the command started)
+        given = None
+    return share(CACHE_SHARE, CACHE_MB * 1024 * 1024) if given is None else given
 
 
 class Matrix:

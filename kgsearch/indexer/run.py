@@ -197,7 +197,9 @@ def remove_roots(db: str | os.PathLike | None, refs: list[str], opts: IndexOptio
 def locked_run(db, opts: IndexOptions, body, create: bool = True) -> IndexReport:
     """Run ``body(st)`` in one index transaction under the index lock: open (a health probe
     first), commit, checkpoint, compact when asked; a damaged file becomes ``BadIndex``, and so
-    does a missing one unless ``create``."""
+    does a missing one unless ``create``. A first run that fails removes what it made: the
+    index file, its lock and the folders it created for them (``report.created_dirs`` names
+    those of a run that succeeded, outermost first)."""
     t_start = time.perf_counter()
     if db is None:
         db = default_db_path()
@@ -206,6 +208,19 @@ def locked_run(db, opts: IndexOptions, body, create: bool = True) -> IndexReport
     report = IndexReport(db=str(db))
     if foreign_kind(db) is not None:             # not an index: refused before a .lock is made beside it
         Index.open(db, readonly=True).close()   # (BadIndex naming what it is and the fix)
+    made = _new_folders(db)
+    try:
+        _run_locked(db, opts, body, report)
+    except BaseException:
+        if made and not os.path.lexists(db):     # a failed first run leaves no empty folder behind
+            _remove_empty(made)
+        raise
+    report.created_dirs = [str(d) for d in made]
+    report.seconds = round(time.perf_counter() - t_start, 3)
+    return report
+
+
+def _run_locked(db, opts: IndexOptions, body, report: IndexReport) -> None:
     with IndexLock(db):
         first = not os.path.exists(db)
         try:
@@ -230,8 +245,26 @@ def locked_run(db, opts: IndexOptions, body, create: bool = True) -> IndexReport
             if first:                            # a failed first run leaves no empty index behind
                 _discard(db)
             raise
-    report.seconds = round(time.perf_counter() - t_start, 3)
-    return report
+
+
+def _new_folders(db) -> list[Path]:
+    """The folders on the way to ``db`` that do not exist yet, outermost first: the run makes
+    them (for the lock, next to the real path, and the index)."""
+    p = Path(os.path.realpath(os.path.expanduser(str(db)))).parent
+    out = []
+    while not os.path.lexists(p) and p != p.parent:
+        out.append(p)
+        p = p.parent
+    return out[::-1]
+
+
+def _remove_empty(folders: list[Path]) -> None:
+    """Remove ``folders`` (outermost first) from the innermost out, while they are empty."""
+    for d in reversed(folders):
+        try:
+            os.rmdir(d)
+        except OSError:
+            return
 
 
 def _discard(db) -> None:

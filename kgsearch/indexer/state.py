@@ -57,6 +57,7 @@ class IndexReport:
     roots_missing: list[str] = field(default_factory=list)      # registered roots not on disk: files kept
     roots_unreadable: list[str] = field(default_factory=list)   # roots that cannot be listed: files kept
     roots_removed: list[str] = field(default_factory=list)      # `kgsearch roots remove`
+    created_dirs: list[str] = field(default_factory=list)       # folders made for a new --db, outermost first
 
     @property
     def partial(self) -> bool:

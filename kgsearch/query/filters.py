@@ -90,8 +90,9 @@ LANG_ALIASES = {"py": "python", "rs": "rust", "md": "markdown", "js": "javascrip
                 "c++": "cpp", "golang": "go", "txt": "text",
                 "cs": "csharp", "c#": "csharp", "kt": "kotlin"}
 _OPS = (">=", "<=", ">", "<")
-_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2})?)?$")
-_AGO = re.compile(r"^(\d{1,5})d$")
+# (ASCII digits, as every number typed: kgsearch.numerals; \d also matches '٣', which int() reads)
+_DATE = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}([T ][0-9]{2}:[0-9]{2}(:[0-9]{2})?)?$")
+_AGO = re.compile(r"^([0-9]{1,5})d$")
 _WORD = re.compile(r"^(-?)([A-Za-z_]+):(>=|<=|>|<)?(.+)$")
 
 

@@ -24,12 +24,12 @@ stages read instead of the intent's name:
 """
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Callable
 
 from ..errors import UsageError
+from ..numerals import parse_float
 from .codetask import RELATION_EDGES
 
 if TYPE_CHECKING:
@@ -207,11 +207,11 @@ def classify(q: "Query") -> Intent:
 def parse_weights(text: str) -> tuple[float, float, float, float]:
     """``".4,.45,.15,0"`` -> 4 floats (embedding, text, graph, intent edges)."""
     parts = [p for p in re.split(r"[,\s/]+", text.strip()) if p]
-    try:        # (ASCII numbers: float() also reads other scripts' digits, `١,0,0,0`)
-        vals = tuple(float(p) for p in parts) if all(p.isascii() for p in parts) else ()
+    try:        # (ASCII numbers: float() also reads other scripts' digits, `١,0,0,0`; nan and inf are no weight)
+        vals = tuple(parse_float(p) for p in parts)
     except ValueError:
         vals = ()
-    if len(vals) != 4 or not all(0 <= v < math.inf for v in vals):      # (nan and inf are no weight)
+    if len(vals) != 4 or not all(v >= 0 for v in vals):
         raise UsageError(f"--weights needs 4 non-negative numbers embedding,text,graph,intent; got {text!r}")
     _some_weight(vals, text)
     return vals  # type: ignore[return-value]

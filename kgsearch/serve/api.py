@@ -9,10 +9,10 @@ a bad value is a :class:`~kgsearch.errors.UsageError` naming the parameter (HTTP
 from __future__ import annotations
 
 import json
-import re
 
 from ..errors import UsageError
 from ..jsonable import jsonable
+from ..numerals import parse_float, parse_int
 
 __all__ = ["ENDPOINTS", "search_options", "dumps", "param", "int_param", "ascii_int"]
 
@@ -38,16 +38,10 @@ def blank(text: str) -> bool:
     return not "".join(c for c in text if c.isprintable()).strip()
 
 
-_INT = re.compile(r"\s*[+-]?[0-9]+\s*")
-_FLOAT = re.compile(r"\s*[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\s*")
-
-
 def ascii_int(text: str) -> int:
-    """``int(text)`` for ASCII digits only (Python's ``int`` also reads ``'٣'`` and ``'３'``); a
-    ValueError otherwise."""
-    if not _INT.fullmatch(text):
-        raise ValueError(text)
-    return int(text)
+    """``int(text)`` for ASCII digits only (:func:`kgsearch.numerals.parse_int`: Python's ``int``
+    also reads ``'٣'``, ``'３'`` and ``'3_0'``); a ValueError otherwise."""
+    return parse_int(text)
 
 
 def int_param(params: dict, name: str, default: int | None, lo: int = 1, hi: int = 1_000_000) -> int | None:
@@ -67,9 +61,10 @@ def _float_param(params: dict, name: str) -> float | None:
     v = param(params, name)
     if v is None:
         return None
-    if not _FLOAT.fullmatch(v):          # (float() reads '３', 'nan' and 'inf' too)
-        raise UsageError(f"parameter {name!r} must be a number, got {v[:40]!r}")
-    return float(v)
+    try:                    # (float() reads '３', 'nan' and 'inf' too)
+        return parse_float(v)
+    except ValueError:
+        raise UsageError(f"parameter {name!r} must be a number, got {v[:40]!r}") from None
 
 
 def _flag(params: dict, name: str) -> bool:

@@ -122,26 +122,53 @@ def sync_meta(conn: sqlite3.Connection) -> None:
 
 
 def file_counts(conn: sqlite3.Connection) -> dict[str, int]:
-    """How many files of the index each root holds. A root that is a file holds its one file,
-    whose row names the file's folder as its root (the paths under a root are relative to it)."""
+    """How many files of the index each root holds, each file counted once, under the root that
+    owns it (as `kgsearch roots remove` takes them): :func:`held_by`."""
+    return _holdings(conn)[0]
+
+
+def held_by(conn: sqlite3.Connection) -> dict[str, str]:
+    """The roots that are files another root holds: file root -> the folder root registered
+    before it that holds its file (the file is that root's, ``plan.py``; the file root counts 0)."""
+    return _holdings(conn)[1]
+
+
+def _holdings(conn) -> tuple[dict[str, int], dict[str, str]]:
+    """A root that is a file holds its one file, whose row names a folder as its root: the
+    file's own folder, or the folder root that owns it. A folder root registered before the
+    file root owns the file; otherwise the file root does, and the folder root named in the row
+    (a file root in a folder root given later, `index ~/n/todo.md ~/n`) counts it no more (it
+    was counted under both: 4 files in `roots` for an index of 3)."""
     counts = dict(conn.execute("SELECT root, count(*) FROM files GROUP BY root"))
-    for r in list_roots(conn):
-        if r.path not in counts:
-            n = conn.execute("SELECT count(*) FROM files WHERE path = ?", (r.path,)).fetchone()[0]
-            if n:
-                counts[r.path] = n
-    return counts
+    roots = {r.path: r for r in list_roots(conn)}
+    held: dict[str, str] = {}
+    for r in roots.values():
+        if r.path in counts:
+            continue
+        row = conn.execute("SELECT root FROM files WHERE path = ?", (r.path,)).fetchone()
+        if row is None:
+            continue
+        owner = roots.get(row[0])
+        if owner is not None and owner.path != r.path and owner.position < r.position:
+            counts[r.path], held[r.path] = 0, owner.path
+            continue
+        counts[r.path] = 1
+        if owner is not None and counts.get(owner.path):
+            counts[owner.path] -= 1
+    return counts, held
 
 
 def root_health(conn: sqlite3.Connection) -> list[dict]:
     """Every root with what a look at the disk says now: ``status`` is ``ok``, ``missing`` or
     ``unreadable`` (exists but cannot be listed or read); ``files`` is how many of its files
-    the index holds."""
-    counts = file_counts(conn)
+    the index holds, each file counted once, under the root that owns it; ``held_by`` names
+    the folder root that owns a file root's file (registered before it), else None."""
+    counts, held = _holdings(conn)
     out = []
     for r in list_roots(conn):
         out.append({"path": r.path, "label": r.label, "position": r.position, "status": probe(r.path),
-                    "files": counts.get(r.path, 0), "last_indexed": r.last_indexed,
+                    "files": counts.get(r.path, 0), "held_by": held.get(r.path),
+                    "last_indexed": r.last_indexed,
                     "last_indexed_iso": (time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r.last_indexed))
                                          if r.last_indexed else None),
                     "added_at": r.added_at})

@@ -295,3 +295,29 @@ def test_removing_a_file_root_hands_its_file_to_its_folders_root(tmp_path):
     remove_roots(db, [str(outer / "plan.md")], NO_STEPS)
     assert sorted(Path(p).name for (p,) in rows(db, "SELECT path FROM files")) == ["a.md", "plan.md"]
     assert index_paths(db, [], NO_STEPS).files_loaded == 0
+
+
+def test_a_file_root_inside_a_folder_root_is_counted_once(tmp_path, capsys):
+    """`roots` counted a file root's file under both roots (4 files for an index of 3), in either
+    order of registration. Now each file counts once, under the root that owns it, as `roots
+    remove` takes it: the folder root registered first keeps it (the file root shows 0, "held
+    by" it), a file root registered first keeps its file (the folder root counts the rest)."""
+    v = tmp_path / "v"
+    for rel in ("sub/a.md", "b.md", "c.md"):
+        write(v / rel, f"# {rel}\n{rel} text\n")
+
+    def roots(db):
+        capsys.readouterr()
+        assert cli("roots", "--db", db, "--json") == 0
+        return {r["path"]: (r["files"], r["held_by"]) for r in json.loads(capsys.readouterr().out)}
+
+    first = tmp_path / "1.db"
+    assert cli("index", v, "--db", first, "-q") == 0 and cli("index", v / "sub" / "a.md", "--db", first, "-q") == 0
+    assert roots(first) == {str(v): (3, None), str(v / "sub" / "a.md"): (0, str(v))}
+    assert cli("roots", "--db", first) == 0
+    assert f"0 (held by {v})" in capsys.readouterr().out
+    later = tmp_path / "2.db"
+    assert cli("index", v / "c.md", "--db", later, "-q") == 0 and cli("index", v, "--db", later, "-q") == 0
+    assert roots(later) == {str(v / "c.md"): (1, None), str(v): (2, None)}
+    assert cli("roots", "remove", v / "c.md", "--db", later) == 0
+    assert capsys.readouterr().err.startswith(f"removed root {v / 'c.md'}: 1 file(s)")
