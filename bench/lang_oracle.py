@@ -3,7 +3,7 @@
 For every source file of the trees (default: each repository of
 ``../shared/bench/code-tasks-multi/repos``) the file is parsed with tree-sitter (the grammar
 wheels of the ``test`` extra: tree-sitter-javascript, -typescript, -go, -rust, -java, -kotlin,
--c-sharp, -c, -cpp)
+-c-sharp, -php, -c, -cpp)
 and loaded with kgsearch's loader. Each definition tree-sitter finds (the node types of
 :data:`ORACLE`: functions, methods, classes and the other types a loader makes a node for) is
 looked for among the loader's nodes with the same name and start line, then also the same end
@@ -24,7 +24,8 @@ Conventions the comparison fixes (the loaders document the same):
   constructors, destructors, operators (``operator+``) and conversions (``operator int``),
   properties, indexers (``this``) and events with an accessor body or ``=>``, local functions; Kotlin:
   class (interface, enum), object and companion object declarations, function declarations
-  (local ones too), secondary constructors (named after their class); C/C++: function_definition, named struct/union/enum/class specifiers
+  (local ones too), secondary constructors (named after their class); PHP: class, interface,
+  trait and enum declarations, function definitions, method declarations; C/C++: function_definition, named struct/union/enum/class specifiers
   with a body (typedef'd anonymous ones by the typedef's name); JavaScript/TypeScript: function
   and generator declarations, classes, methods (class bodies and object literals), variables,
   assignments and object properties whose value is a function or an arrow function; TS also
@@ -84,6 +85,9 @@ ORACLE["csharp"] = {
 ORACLE["kotlin"] = {
     "class_declaration": "class", "object_declaration": "class", "companion_object": "class",
     "function_declaration": "function", "secondary_constructor": "method"}
+ORACLE["php"] = {
+    "class_declaration": "class", "interface_declaration": "class", "trait_declaration": "class",
+    "enum_declaration": "class", "function_definition": "function", "method_declaration": "method"}
 ORACLE["cpp"] = ORACLE["c"]
 ORACLE["typescript"] = ORACLE["javascript"]
 C_KEYWORDS = frozenset("if else for while do switch case return sizeof catch try throw".split())
@@ -92,8 +96,8 @@ FUNCTION_VALUES = {"arrow_function", "function_expression", "function", "generat
 
 
 GRAMMARS = ("tree_sitter", "tree_sitter_javascript", "tree_sitter_typescript", "tree_sitter_go",
-            "tree_sitter_rust", "tree_sitter_java", "tree_sitter_kotlin", "tree_sitter_c_sharp", "tree_sitter_c",
-            "tree_sitter_cpp")
+            "tree_sitter_rust", "tree_sitter_java", "tree_sitter_kotlin", "tree_sitter_c_sharp", "tree_sitter_php",
+            "tree_sitter_c", "tree_sitter_cpp")
 
 
 def oracle_missing() -> str | None:
@@ -127,6 +131,9 @@ def grammar(lang: str, rel: str):
     if lang == "kotlin":
         import tree_sitter_kotlin as m
         return ts.Language(m.language())
+    if lang == "php":
+        import tree_sitter_php as m
+        return ts.Language(m.language_php())
     if lang == "c":
         import tree_sitter_c as m
         return ts.Language(m.language())

@@ -11,7 +11,7 @@ Trees (:data:`TREES`): the 13 repositories of ``../shared/bench/code-tasks-multi
 place, and other real trees fetched with the ordinary clients into ``--scratch`` (outside the
 repository; default ``../lang-scratch``): npm tarballs (``npm pack NAME@VERSION``) for
 JavaScript and TypeScript, and for Kotlin (the ``android/`` folders of React Native and Expo
-packages); Debian packages (``apt-get download``, unpacked with ``dpkg-deb -x``):
+packages); Debian's ``php-*`` packages for PHP; Debian packages (``apt-get download``, unpacked with ``dpkg-deb -x``):
 ``golang-*-dev`` (Go source under /usr/share/gocode), ``librust-*-dev`` (crates under
 /usr/share/cargo/registry), C/C++ ``-dev`` packages and googletest's sources, and the JDK's own
 Java sources (``openjdk-17-source``: two packages of its ``src.zip``). Fetching happens only when
@@ -39,7 +39,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("KGSEARCH_SHARED", ROOT.parent / "shared"))
 MULTI = SHARED / "bench" / "code-tasks-multi" / "repos"
-SOURCE_EXT = (".js", ".mjs", ".cjs", ".jsx", ".ts", ".mts", ".cts", ".tsx", ".go", ".rs", ".java", ".kt", ".kts", ".c",
+SOURCE_EXT = (".js", ".mjs", ".cjs", ".jsx", ".ts", ".mts", ".cts", ".tsx", ".go", ".rs", ".java", ".kt", ".kts", ".php", ".c",
               ".h", ".cc", ".cpp", ".cxx", ".hpp", ".hh", ".hxx", ".inl", ".ipp")
 
 # name -> (how, package, path of the tree inside what was fetched)
@@ -76,6 +76,14 @@ TREES = {
     "kt-rn-reanimated": ("npm", "react-native-reanimated@4.8.0", "package/android"),
     "kt-expo-camera": ("npm", "expo-camera@57.0.6", "package/android"),
     "kt-rn-async-storage": ("npm", "@react-native-async-storage/async-storage@3.1.1", "package/android"),
+    # PHP: Debian's php-* packages carry the libraries' sources under /usr/share/php
+    "php-symfony-console": ("deb", "php-symfony-console", "usr/share/php/Symfony/Component/Console"),
+    "php-monolog": ("deb", "php-monolog", "usr/share/php/Monolog"),
+    "php-league-commonmark": ("deb", "php-league-commonmark", "usr/share/php/League/CommonMark"),
+    "php-doctrine-dbal": ("deb", "php-doctrine-dbal", "usr/share/php/Doctrine/DBAL"),
+    "php-twig": ("deb", "php-twig", "usr/share/php/Twig"),
+    "php-phpunit": ("deb", "phpunit", "usr/share/php/PHPUnit"),
+    "php-roundcube": ("deb", "roundcube-core", "usr/share/roundcube"),
 }
 
 

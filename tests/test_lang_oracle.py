@@ -116,6 +116,35 @@ SAMPLES = {
             local()
         }
         """,
+    "a.php": """\
+        <html><?php
+        namespace App\\Models;
+
+        use App\\Base\\{Model, Thing as T};
+
+        #[Attr(1)]
+        final class User extends Model implements \\JsonSerializable, HasName {
+            use SoftDeletes;
+            public function __construct(private string $name) {}
+            /** doc */
+            public static function find(int $id): ?self { return self::query()->where("id = {$id} }")->first(); }
+            abstract protected function x();
+            public function jsonSerialize(): mixed {
+                $f = function ($a) use ($b) { return $a; };
+                $g = fn($x) => $x * 2;
+                if (!function_exists('helper')) { function helper() {} }
+                return [];
+            }
+        }
+        interface HasName extends Stringable { public function name(): string; }
+        trait SoftDeletes { function delete() { parent::delete(); } }
+        enum Suit: string implements HasColor { case Hearts = 'H'; public function color(): string { return "R"; } }
+        function tpl($x) { return <<<EOT
+          text {$x} }
+          EOT; }
+        ?>
+        <div><?= $x ?> { function not_php() {} }</div>
+        """,
     "A.cs": """\
         using System;
         namespace P.Q

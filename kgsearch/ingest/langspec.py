@@ -139,6 +139,17 @@ KOTLIN = LangSpec(
         # kotlinc 1.x:  e: /home/u/app/src/main/kotlin/a/B.kt: (12, 5): Unresolved reference: foo
         r"^[ew]: " + _P + r"\.kts?): \((?P<line>\d+), (?P<col>\d+)\): "))
 
+PHP = LangSpec(
+    "php", "php", (".php",), line_comment=("//", "#"),
+    test_names=("*Test.php", "*TestCase.php"),
+    frames=_frames(
+        # PHP Fatal error:  Uncaught Exception: boom in /var/www/src/A.php:12   (or "... on line 12")
+        r"\bin " + _P + r"\.php)(?::| on line )(?P<line>\d+)",
+        # stack trace:  #0 /var/www/src/A.php(12): App\Models\User->save()
+        r"^#\d+ " + _P + r"\.php)\((?P<line>\d+)\): (?P<func>[\w\\]+(?:->|::)?\w*)",
+        # PHPUnit:  /home/u/app/tests/UserTest.php:42
+        r"^" + _P + r"\.php):(?P<line>\d+)$"))
+
 CSHARP = LangSpec(
     "csharp", "cs", (".cs", ".csx"),
     test_names=("*Tests.cs", "*Test.cs"), test_dir_names=("*.Tests", "*.Test", "*.UnitTests", "*.IntegrationTests"),
@@ -166,7 +177,7 @@ C = LangSpec("c", "c", (".c", ".h"), **_C_TESTS, frames=_C_FRAMES)
 CPP = LangSpec("cpp", "c", (".cc", ".cpp", ".cxx", ".c++", ".hh", ".hpp", ".hxx", ".h++", ".inl", ".ipp", ".tpp"),
                **_C_TESTS, frames=_C_FRAMES)
 
-SPECS: tuple[LangSpec, ...] = (JAVASCRIPT, TYPESCRIPT, GO, RUST, JAVA, KOTLIN, CSHARP, C, CPP)
+SPECS: tuple[LangSpec, ...] = (JAVASCRIPT, TYPESCRIPT, GO, RUST, JAVA, KOTLIN, CSHARP, PHP, C, CPP)
 BY_NAME = {s.name: s for s in SPECS}
 _BY_EXT = {ext: s for s in SPECS for ext in s.extensions}
 

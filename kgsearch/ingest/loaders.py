@@ -8,12 +8,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from . import (beir, ccode, cscode, gocode, javacode, jsnames, kg, ktcode, langspec, markdown, plaintext, pycode, rscode,
-               triples)
+from . import (beir, ccode, cscode, gocode, javacode, jsnames, kg, ktcode, langspec, markdown, phpcode, plaintext, pycode,
+               rscode, triples)
 from .codemodel import CodeLoader
 
 # loader name -> module
-LOADERS = {m.NAME: m for m in (kg, markdown, pycode, plaintext, beir, triples, gocode, rscode, javacode, ktcode, cscode)}
+LOADERS = {m.NAME: m for m in (kg, markdown, pycode, plaintext, beir, triples, gocode, rscode, javacode, ktcode, cscode,
+                                phpcode)}
 LOADERS.update({s.name: CodeLoader(s, m.load) for m, s in ((jsnames, langspec.JAVASCRIPT), (jsnames, langspec.TYPESCRIPT),
                                                        (ccode, langspec.C), (ccode, langspec.CPP))})
 
@@ -31,7 +32,7 @@ EXTENSION_LOADER = {
     ".py": "python", ".pyi": "python",
     ".txt": "text", ".text": "text", ".rst": "text", ".org": "text", ".log": "text",
     ".adoc": "text", ".tex": "text",
-    **{ext: m.NAME for m in (gocode, rscode, javacode, ktcode, cscode) for ext in m.EXTENSIONS},
+    **{ext: m.NAME for m in (gocode, rscode, javacode, ktcode, cscode, phpcode) for ext in m.EXTENSIONS},
     **{ext: s.name for s in (langspec.JAVASCRIPT, langspec.TYPESCRIPT, langspec.C, langspec.CPP)
        for ext in s.extensions},
 }

@@ -54,7 +54,7 @@ _FENCE = re.compile(r"^[ \t]*(```|~~~)[^\n]*\n(.*?)(?:^[ \t]*\1[ \t]*$|\Z)", re.
 # source files of every language the loaders read (issue 26): Rust panics `src/x.rs:12:5`, Go
 # `x.go:123`, Java `(Cls.java:42)`, JS/TS `(x.js:10:5)`, C/C++ diagnostics `x.c:3:1:`
 CODE_EXTENSIONS = ("py", "pyi", "pyx", "js", "jsx", "mjs", "cjs", "ts", "tsx", "mts", "cts", "go", "rs", "java", "kt", "kts",
-                   "cs", "csx", "c", "h", "cc", "cpp", "cxx", "hpp", "hh", "hxx")
+                   "cs", "csx", "php", "c", "h", "cc", "cpp", "cxx", "hpp", "hh", "hxx")
 _PATH = re.compile(r"(?<![\w.~/-])(/?(?:[\w.-]+/)*[\w-][\w.-]*\.(?:"
                    + "|".join(sorted(CODE_EXTENSIONS, key=len, reverse=True))
                    + r"|cfg|toml|ini|json|ya?ml|md|rst|txt))\b")

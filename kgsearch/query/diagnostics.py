@@ -13,6 +13,8 @@ and :mod:`kgsearch.query.anchors` credits the file and the definition whose line
   a generic function's ``m.Map[...](..)`` (a frame with its function line is
   :func:`kgsearch.query.codetask.stack_frames`'; the location under ``created by X`` is where
   the goroutine started, not a frame of the failure);
+* PHP's errors: ``PHP Fatal error:  Uncaught Exception: boom in /app/x.php:22``, ``Warning: ...
+  in /app/x.php on line 5``, ``thrown in /app/x.php on line 22``;
 * linters: flake8/pycodestyle/ruff/pylint ``pkg/x.py:3:5: E501 line too long``, pylint's
   parseable ``x.py:3: [C0114(missing-module-docstring), ] ...``, pyflakes and ESLint's unix
   format ``src/a.ts:10:2: 'x' is defined but never used``, ESLint's stylish format (the file on
@@ -64,6 +66,10 @@ _DIAGNOSTICS = tuple(re.compile(p, re.M) for p in (
     # `\t/src/x.go:12 +0x1d`; the line after `created by X` is where the goroutine was started,
     # not a frame of the failure: it stays a path
     r"(?:^(?![ \t]*created by )[^\n]*\n|\A)[ \t]+" + _GOPATH + r":(?P<line>\d+) \+0x[0-9a-f]+[ \t]*\r?$",
+    # PHP's errors: `PHP Fatal error:  Uncaught Exception: boom in /app/x.php:22`, `Warning: Undefined
+    # variable $y in /app/x.php on line 5`, a stack trace's `thrown in /app/x.php on line 22`
+    r"\b(?:[Ff]atal error|[Pp]arse error|Warning|Notice|Deprecated|thrown)\b[^\n]*? in " + _DPATH
+    + r"(?::| on line )(?P<line>\d+)\b",
     # testify's `Error Trace:\tx_test.go:45`
     r"\bError Trace:[ \t]+" + _GOPATH + r":(?P<line>\d+)\b",
     # linters: a rule code after the place (the column optional), or a message after line and column
@@ -74,7 +80,8 @@ _DIAGNOSTICS = tuple(re.compile(p, re.M) for p in (
 # ESLint's stylish format: a file alone on its line, its problems indented under it
 _STYLISH_FILE = re.compile(r"^[ \t]*" + _DPATH + r"[ \t]*$")
 _STYLISH_ROW = re.compile(r"^[ \t]+(?P<line>\d+):\d+[ \t]+(?:error|warning)[ \t]+\S")
-_GATE = re.compile(r"\.(?:" + "|".join(re.escape(e) for e in _EXTENSIONS) + r")(?::\d|\(\d|: line \d|[ \t]*\r?\n[ \t]+\d+:\d)")
+_GATE = re.compile(r"\.(?:" + "|".join(re.escape(e) for e in _EXTENSIONS)
+                   + r")(?::\d|\(\d|: line \d| on line \d|[ \t]*\r?\n[ \t]+\d+:\d)")
 
 
 def _stylish(query: str) -> list[tuple[int, str, int]]:

@@ -84,8 +84,8 @@ FIELDS: dict[str, FilterField] = {f.name: f for f in (
 assert tuple(FIELDS) == FILTER_FIELDS
 
 # loader names (kgsearch.ingest.loaders.LOADERS; a test keeps them equal) and their short names
-LANGS = ("beir", "c", "cpp", "csharp", "go", "java", "javascript", "kg", "kotlin", "markdown", "python", "rust", "text",
-         "triples", "typescript")
+LANGS = ("beir", "c", "cpp", "csharp", "go", "java", "javascript", "kg", "kotlin", "markdown", "php", "python", "rust",
+         "text", "triples", "typescript")
 LANG_ALIASES = {"py": "python", "rs": "rust", "md": "markdown", "js": "javascript", "ts": "typescript",
                 "c++": "cpp", "golang": "go", "txt": "text",
                 "cs": "csharp", "c#": "csharp", "kt": "kotlin"}
