@@ -15,6 +15,8 @@ def test_path_words():
     assert path_words("tokio/tests/macros_select.rs") == {"tokio", "macros", "select"}
     assert path_words("src/test/java/com/x/FooBarTest.java") == {"com", "x", "foo", "bar"}
     assert path_words("pkg/__init__.py") == {"pkg"} and path_words("src/lib.rs") == set()
+    assert path_words("tests/Unit/UserTest.php") == {"unit", "user"}             # (not "php", "kts": no subject)
+    assert path_words("app/build.gradle.kts") == {"app", "build", "gradle"}
 
 
 def _write(root, files: dict[str, str]):
