@@ -11,8 +11,8 @@ the load is recorded).
 
     python bench/lang_speed.py [--rounds 3] [--trees DIR ...] [--name lang_speed] [--out-dir bench/results]
 
-``--trees`` adds other trees (Kotlin and C# have no repository in the shared sets: the trees of
-bench/results/lang_kotlin.md and lang_csharp.md). Writes ``<name>.json`` and ``<name>.md``.
+``--trees`` adds other trees (Kotlin, C# and PHP have no repository in the shared sets: the trees
+of bench/results/lang_kotlin.md, lang_csharp.md and lang_php.md). Writes ``<name>.json`` and ``<name>.md``.
 """
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 SHARED = Path(os.environ.get("KGSEARCH_SHARED", ROOT.parent / "shared"))
 TREES = [SHARED / "bench" / "code-tasks-multi" / "repos", SHARED / "bench" / "code-tasks" / "repos"]
-LANGS = ("python", "javascript", "typescript", "go", "rust", "java", "kotlin", "csharp", "c", "cpp")
+LANGS = ("python", "javascript", "typescript", "go", "rust", "java", "kotlin", "csharp", "php", "c", "cpp")
 
 
 def collect(extra: list[Path] = ()) -> dict[str, list]:
@@ -56,7 +56,7 @@ def one_round(loader, items) -> float:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--trees", nargs="*", type=Path, default=[], help="more trees (Kotlin, C#)")
+    ap.add_argument("--trees", nargs="*", type=Path, default=[], help="more trees (Kotlin, C#, PHP)")
     ap.add_argument("--name", default="lang_speed", help="output file name without extension")
     ap.add_argument("--out-dir", type=Path, default=ROOT / "bench" / "results")
     a = ap.parse_args(argv)
