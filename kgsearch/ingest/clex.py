@@ -32,8 +32,8 @@ from __future__ import annotations
 import re
 from bisect import bisect_left, bisect_right
 
-__all__ = ["Lexed", "lex", "lex_reference", "pair_up", "blank", "clean_comment", "cs_string_end", "kt_string_end",
-           "DIALECTS"]
+__all__ = ["Lexed", "lex", "lex_reference", "pair_up", "blank", "quoted", "finish", "clean_comment", "cs_string_end",
+           "kt_string_end", "DIALECTS"]
 
 _LC = r"//[^\n]*"
 _BC = r"/\*[^*]*\*+(?:[^/*][^*]*\*+)*/|/\*[\s\S]*"          # (an unterminated one runs to the end)
@@ -122,7 +122,9 @@ def blank(s: str) -> str:
     return " " * len(s) if "\n" not in s else _NOT_NL.sub(lambda m: " " * len(m.group()), s)
 
 
-def _quoted(s: str) -> str:
+def quoted(s: str) -> str:
+    """A string or character literal blanked: its quotes kept (as ``"``), its inside spaces (line
+    breaks kept)."""
     return '"' + blank(s[1:-1]) + '"' if len(s) >= 2 else " " * len(s)
 
 
@@ -477,7 +479,7 @@ def _sub_cs(text: str, fill, dialect: str = "cs") -> str:
         if m.lastgroup == "q":
             e = string_end(text, m.start())
             s = text[m.start():e]
-            parts.append(_quoted(s) if s.endswith('"') else '"' + blank(s[1:]))   # unterminated: no closing quote
+            parts.append(quoted(s) if s.endswith('"') else '"' + blank(s[1:]))   # unterminated: no closing quote
             pos = e
         else:
             parts.append(fill(m))
@@ -512,7 +514,7 @@ def lex(text: str, dialect: str) -> Lexed:
                 pos = s + 1                    # pattern failed at s), the search goes on after s
                 continue
             e = c + len(close)
-            parts += [text[at:s], _quoted(text[s:e])]
+            parts += [text[at:s], quoted(text[s:e])]
         elif kind == "q":
             if s < failed:
                 pos = s + 1
@@ -523,7 +525,7 @@ def lex(text: str, dialect: str) -> Lexed:
                 pos = s + 1
                 continue
             e += 1
-            parts += [text[at:s], _quoted(text[s:e])]
+            parts += [text[at:s], quoted(text[s:e])]
         elif kind == "lc" or kind == "bc":
             comments.append((s, e))
             parts += [text[at:s], blank(m.group())]
@@ -535,11 +537,11 @@ def lex(text: str, dialect: str) -> Lexed:
                 directives.append((ls, e))
                 parts += [text[at:s], blank(m.group())]
         else:
-            parts += [text[at:s], _quoted(m.group())]
+            parts += [text[at:s], quoted(m.group())]
         at = e
         pos = e if e > s else e + 1            # (an empty match, as re.sub steps past it)
     parts.append(text[at:])
-    return _finish(text, "".join(parts), comments, directives)
+    return finish(text, "".join(parts), comments, directives)
 
 
 def lex_reference(text: str, dialect: str) -> Lexed:
@@ -560,13 +562,15 @@ def lex_reference(text: str, dialect: str) -> Lexed:
                 return s                       # a "#" that does not start its line: not a directive
             directives.append((ls, m.end()))
             return blank(s)
-        return _quoted(s)
+        return quoted(s)
 
     code = _sub_cs(text, fill, dialect) if dialect in _READ_ON else DIALECTS_REFERENCE[dialect].sub(fill, text)
-    return _finish(text, code, comments, directives)
+    return finish(text, code, comments, directives)
 
 
-def _finish(text: str, code: str, comments: list, directives: list) -> Lexed:
+def finish(text: str, code: str, comments: list, directives: list) -> Lexed:
+    """The :class:`Lexed` of ``text`` whose blanked ``code`` a lexer made (C and C++ ``#if``
+    groups whose branches open braces unevenly keep their first branch)."""
     branches = []
     if directives:
         spans = _if_groups(text, code, directives)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 
-from .clex import Lexed, _finish, _quoted, blank
+from .clex import Lexed, finish, quoted, blank
 
 __all__ = ["lex"]
 
@@ -127,6 +127,6 @@ def lex(text: str) -> Lexed:
         if t in ("//", "#", "/*"):
             parts.append(blank(lit))
         else:
-            parts.append(_quoted(lit) if len(lit) > 1 else " ")
+            parts.append(quoted(lit) if len(lit) > 1 else " ")
         pos = e
-    return _finish(text, "".join(parts), comments, [])
+    return finish(text, "".join(parts), comments, [])
