@@ -13,7 +13,10 @@ it holds come first, since the index keeps stems: ``practies`` is one edit from 
 and from ``practics``, ``haering`` from ``hearing`` and from ``hairing``. Only spellings of 4
 letters or more count as words there: a subword vocabulary's shorter tokens are as often the
 start of a longer word or an abbreviation (``faa``).
-Words the index knows are never touched; a word with no known neighbour stays as typed; a query
+Words the index knows are never touched; a word with no known neighbour stays as typed, and so
+does a whole word of that vocabulary: a real word the index lacks is no typo (``delete`` in a
+code base that says ``unlink`` was searched as an identifier's ``delege``, ``thanks`` as
+``tanks``, ``yale`` as ``male``); a query
 with more than :data:`MAX_TYPOS` unknown words is left as typed (a sentence in another language
 or a list of names is not a row of typos, and each unknown word costs a few milliseconds).
 
@@ -96,6 +99,8 @@ def corrections(text: str, analyze: Callable[[str], list], df_of: Callable[[Iter
     for w in unknown:
         best = min(((0 if is_word is None or len(v) >= MIN_LEN and is_word(v) else 1, -df[t], len(v), v)
                     for v, t in variants[w].items() if df.get(t, 0) > 0), default=None)
+        if best is not None and is_word is not None and is_word(w.lower()):
+            continue                                  # a real word the index lacks is no typo
         if best is not None:
             fix = best[3]
             out.append((w, fix.capitalize() if w[0].isupper() else fix))

@@ -85,6 +85,21 @@ def test_a_whole_word_of_the_vocabulary_comes_first():
     assert spelling.corrections("fava", same, lookup, {"faa"}.__contains__) == [("fava", "faba")]
 
 
+def test_a_real_word_the_index_lacks_is_no_typo():
+    """`delete` in a PHP library that says `unlink` was searched as `delege` (an identifier's
+    fragment one edit away), `retry` as `retly`, NFCorpus's `thanks` as `tanks` and `yale` as
+    `male`: a whole word of the vocabulary stays as typed, whatever its neighbours."""
+    same = lambda w: [w]                                          # noqa: E731
+    df = {"delege": 3, "faba": 5, "tanks": 9}
+    lookup = lambda ts: {t: df[t] for t in ts if t in df}         # noqa: E731
+    words = {"delete", "thanks", "tanks", "faba"}.__contains__
+    assert spelling.corrections("how to delete old logs", same, lookup, words) == []
+    assert spelling.corrections("thanks to the lawsuit", same, lookup, words) == []                 # a word for a word too
+    assert spelling.corrections("how to delete old logs", same, lookup) == [("delete", "delege")]    # no vocabulary
+    assert spelling.corrections("fava beans", same, lookup, words) == [("fava", "faba")]            # not a word: a typo
+    assert spelling.corrections("delee", same, lookup, words) == [("delee", "delege")]
+
+
 def test_the_embedding_vocabulary_knows_whole_words():
     from kgsearch.embed.model import load_model
 
