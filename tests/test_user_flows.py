@@ -47,6 +47,27 @@ def test_an_unknown_edge_type_is_a_usage_error_everywhere(command, indexed, caps
     assert captured.err == UNKNOWN_TYPE and captured.out == ""
 
 
+
+@pytest.mark.parametrize("command", [["related", "kg:e0"], ["path", "kg:e0", "kg:e1"], ["impact", "kg:e0"],
+                                     ["export", "jsonl", "-"]])
+def test_an_unknown_edge_type_names_the_near_ones_not_all_of_them(command, tmp_path, capsys):
+    """On FB15k-237 (237 relation types such as `/film/film/genre`) `related X --types genre`
+    printed one 14,000-character line listing every type; the message names the types that
+    contain or resemble the word, then a few others and how many more `kgsearch stats` lists."""
+    rels = [f"/domain{i}/thing{i}/relation_number_{i}" for i in range(200)] + ["/film/film/genre", "/tv/tv_program/genre"]
+    lines = [f"e{i}\t{r}\te{i + 1}" for i, r in enumerate(rels)]
+    write(tmp_path / "kg" / "train.tsv", "\n".join(lines) + "\n")
+    db = tmp_path / "i.db"
+    assert cli("index", tmp_path / "kg", "--db", db, "-q", "--no-embed") == 0
+    capsys.readouterr()
+    assert cli(*command, "--types", "genre", "--db", db) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and len(err) < 1000, err
+    assert err.startswith("error: --types: no edge type 'genre' in this index; it has: /film/film/genre, "
+                          "/tv/tv_program/genre, ")
+    assert err.endswith(" more (`kgsearch stats` lists every type)\n")
+
+
 MODERN = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}
 
 
