@@ -615,6 +615,30 @@ def test_impact_on_a_kg_of_its_own_edge_types_says_to_pass_types(tmp_path, capsy
     assert capsys.readouterr().err == ""
 
 
+
+def test_impact_on_a_kg_node_beside_a_vault_says_to_pass_types(tmp_path, capsys):
+    """The same triples indexed beside a Markdown vault: the index has `links_to`, a default
+    dependency type, so the notice above was not given, and `impact canine` answered "0
+    dependent(s)" although `dog -[_hypernym]-> canine` is there; a start node whose edges are
+    none of the followed types gets the notice, naming its own types."""
+    write(tmp_path / "kg" / "wn.tsv", "dog\t_hypernym\tcanine\ncat\t_hypernym\tfeline\ntail\t_has_part\tdog\n")
+    write(tmp_path / "vault" / "a.md", "# A\nalpha [[b]]\n")
+    write(tmp_path / "vault" / "b.md", "# B\nbravo\n")
+    db = tmp_path / "kg.db"
+    assert cli("index", tmp_path / "kg", tmp_path / "vault", "--db", db, "-q", "--no-embed") == 0
+    capsys.readouterr()
+    assert cli("impact", "canine", "--db", db, "--json") == 0
+    out, err = capsys.readouterr()
+    note = ("canine has no edge of the types followed (calls, imports, links_to, depends_on, ...); its edges are "
+            "_hypernym: pass --types TYPE[:in|out] (e.g. --types _hypernym:in)")
+    assert json.loads(out)["notice"] == note and err == f"note: {note}\n"
+    assert cli("impact", "md://vault/b", "--db", db, "--json") == 0      # a note: its links are followed
+    res = json.loads(capsys.readouterr().out)
+    assert [d["key"] for d in res["dependents"]] == ["md://vault/a"] and "notice" not in res
+    assert cli("impact", "canine", "--db", db, "--types", "_hypernym:in", "--json") == 0
+    res = json.loads(capsys.readouterr().out)
+    assert [d["key"] for d in res["dependents"]] == ["kg:dog"] and "notice" not in res
+
 def test_eval_of_a_probe_file_names_the_index_it_read(indexed, tmp_path, capsys):
     """Without --db (the index of $KGSEARCH_DB, or the default one) the result said "index": ""."""
     capsys.readouterr()
