@@ -201,6 +201,23 @@ def test_eval_on_an_empty_probe_file_is_bad_input(text, indexed, tmp_path, capsy
                             f'["node key or name", ...]}}\n')
 
 
+
+@pytest.mark.parametrize("bad", ['{"query": null, "expected": ["md:a"]}', '{"query": 5, "expected": ["md:a"]}',
+                                 '{"query": "  ", "expected": ["md:a"]}', '{"query": "alpha", "expected": []}',
+                                 '{"query": "alpha", "expected": [{"key": "md:a"}]}', '{"query": "alpha"}'])
+def test_eval_names_the_file_line_of_a_probe_it_cannot_run(bad, indexed, tmp_path, capsys):
+    """`{"query": null}` was searched as the text "None" and `{"query": 5}` as "5", a blank query
+    and `"expected": []` were probes that always miss (recall 0 in the means, exit 0), and the
+    line an error named counted probes, not lines (blank lines before it shifted it)."""
+    path = write(tmp_path / "p.jsonl", '\n{"query": "alpha", "expected": ["md:a"]}\n\n' + bad + "\n")
+    capsys.readouterr()
+    assert cli("eval", path, "--db", indexed[1]) == 3
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == (f'error: {path}:4: each probe line needs {{"query": "...", "expected": '
+                            f'["node key or name", ...]}} (a non-empty query and at least one expected key or name)\n')
+
+
 # ---------------------------------------------------------------- 5. watch warns once per file
 def test_watch_warns_once_per_skipped_file_until_it_changes(tmp_path):
     """Before: every run walks every file, so the same skip warnings (a binary note, a malformed
