@@ -813,3 +813,14 @@ def test_show_says_how_many_edges_it_left_out(tmp_path, capsys):
     assert total > 2 and f"  ... {total - 2} more: --edges {total}, or `kgsearch related`" in out, out
     assert cli("show", "md:hub", "--db", db) == 0
     assert "more:" not in capsys.readouterr().out
+
+
+def test_model_use_of_an_unknown_name_lists_the_models(indexed, capsys):
+    """`kgsearch model use e5-small-multi` (a name off by a suffix) said "no model2vec model found
+    at e5-small-multi (need config.json, model.safetensors and tokenizer.json); pass a model
+    folder or run `kgsearch model pull NAME`": the names it does know went unsaid."""
+    capsys.readouterr()
+    assert cli("model", "use", "e5-small-multi", "--db", indexed[1]) == 3
+    err = capsys.readouterr().err
+    assert err.startswith("error: no model named 'e5-small-multi' here; the models here: ") and err.count("\n") == 1
+    assert "e5-small-en-256" in err and "e5-small-multi-192" in err and "`kgsearch model list`" in err
