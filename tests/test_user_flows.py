@@ -824,3 +824,19 @@ def test_model_use_of_an_unknown_name_lists_the_models(indexed, capsys):
     err = capsys.readouterr().err
     assert err.startswith("error: no model named 'e5-small-multi' here; the models here: ") and err.count("\n") == 1
     assert "e5-small-en-256" in err and "e5-small-multi-192" in err and "`kgsearch model list`" in err
+
+
+def test_a_kind_filter_reads_a_kg_type_as_it_was_written(tmp_path, capsys):
+    """A KG's `"type": "Person"` or `"Machine Design"` is stored as the kind `person`,
+    `machine_design` (lower case, spaces as `_`), and `kind:Person` / `--kind "Machine Design"`
+    kept no node ("no node matches the filters kind:Person"); the value is read the same way."""
+    write(tmp_path / "kg" / "n.jsonl",
+          '{"id": "p1", "name": "Ada Lovelace", "type": "Person", "description": "analytical engine notes"}\n'
+          '{"id": "p2", "name": "Analytical Engine", "type": "Machine Design", "description": "by Babbage"}\n')
+    db = tmp_path / "i.db"
+    assert cli("index", tmp_path / "kg", "--db", db, "-q", "--no-embed") == 0
+    for args, want in ((["analytical kind:Person"], ["kg:p1"]), (["analytical", "--kind", "Machine Design"], ["kg:p2"]),
+                       (["analytical -kind:PERSON"], ["kg:p2"])):
+        capsys.readouterr()
+        assert cli("search", *args, "--db", db, "--json") == 0
+        assert [h["key"] for h in json.loads(capsys.readouterr().out)["hits"]] == want, args
