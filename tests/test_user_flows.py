@@ -840,3 +840,20 @@ def test_a_kind_filter_reads_a_kg_type_as_it_was_written(tmp_path, capsys):
         capsys.readouterr()
         assert cli("search", *args, "--db", db, "--json") == 0
         assert [h["key"] for h in json.loads(capsys.readouterr().out)["hits"]] == want, args
+
+
+def test_a_quoted_filter_value_is_a_filter(tmp_path, capsys):
+    """`kind:"Machine Design"` or `path:"My Notes/"` (a value with a space, quoted as a shell
+    user quotes it) was no filter at all: the words went into the query text and every kind and
+    path came back, with no word said."""
+    write(tmp_path / "kg" / "n.jsonl",
+          '{"id": "p1", "name": "Ada Lovelace", "type": "Person", "description": "analytical engine notes"}\n'
+          '{"id": "p2", "name": "Analytical Engine", "type": "Machine Design", "description": "by Babbage"}\n')
+    write(tmp_path / "kg" / "My Notes" / "a.md", "# Engine\nthe analytical engine, a note\n")
+    db = tmp_path / "i.db"
+    assert cli("index", tmp_path / "kg", "--db", db, "-q", "--no-embed") == 0
+    for query, want in (('analytical kind:"Machine Design"', ["kg:p2"]), ('analytical path:"My Notes/"', ["md:My Notes/a"]),
+                        ('analytical -path:"My Notes/" -kind:"Machine Design"', ["kg:p1"])):
+        capsys.readouterr()
+        assert cli("search", query, "--db", db, "--json") == 0
+        assert [h["key"] for h in json.loads(capsys.readouterr().out)["hits"]] == want, query
