@@ -1,6 +1,8 @@
 """Exceptions with exit codes; the CLI prints ``str(exc)`` as one line and exits with ``exc.code``."""
 from __future__ import annotations
 
+import difflib
+
 EXIT_OK = 0
 EXIT_INTERNAL = 1
 EXIT_USAGE = 2
@@ -74,3 +76,29 @@ class Interrupted(KgsearchError):
 def agent_message(exc: BaseException) -> str:
     """What an agent (an MCP client) is told: the error's ``agent`` text, else its message."""
     return getattr(exc, "agent", None) or str(exc)
+
+
+def name_choices(known, wanted: str, limit: int = 12, more: str = "`kgsearch stats` lists every type") -> str:
+    """``known`` names (in their order) for a one-line error: all of them when there are at most
+    ``limit`` or they fit in 400 characters; else those containing or resembling ``wanted`` (the
+    first ones when none does), up to ``limit`` and about 400 characters, then how many more
+    (FB15k-237 has 237 relation types: listing them all made one line of 14,000 characters).
+
+    >>> name_choices(["a", "b"], "x")
+    'a, b'
+    >>> many = [f"type_{i:03}_name" for i in range(40)]
+    >>> name_choices(many + ["/film/genre"], "genre")
+    '/film/genre, ... 40 more (`kgsearch stats` lists every type)'
+    >>> name_choices(many, "genre", limit=3)
+    'type_000_name, type_001_name, type_002_name, ... 37 more (`kgsearch stats` lists every type)'
+    """
+    known = list(known)
+    if len(known) <= limit or len(", ".join(known)) <= 400:
+        return ", ".join(known)
+    w = (wanted or "").lower()
+    near = [k for k in known if w and w in k.lower()][:limit]
+    near += [k for k in difflib.get_close_matches(wanted or "", known, n=limit, cutoff=0.6) if k not in near]
+    shown = near[:limit] or known[:limit]
+    while len(shown) > 1 and len(", ".join(shown)) > 400:      # (FB15k's types run to 130 characters)
+        shown.pop()
+    return f"{', '.join(shown)}, ... {len(known) - len(shown)} more ({more})"

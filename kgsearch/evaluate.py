@@ -93,7 +93,8 @@ def mean_metrics(per_query: list[dict[str, float]]) -> dict[str, float]:
 
 
 # ---------------------------------------------------------------------------- BEIR files
-def _read_jsonl(path: Path) -> list[dict]:
+def _read_jsonl(path: Path, lines: list[int] | None = None) -> list[dict]:
+    """The records of a JSON Lines file (blank lines skipped); ``lines`` gets each one's line."""
     out = []
     with open(path, encoding="utf-8", errors="replace") as fh:
         for lineno, line in enumerate(fh, 1):
@@ -101,6 +102,8 @@ def _read_jsonl(path: Path) -> list[dict]:
                 continue
             try:
                 out.append(json.loads(line))
+                if lines is not None:
+                    lines.append(lineno)
             except json.JSONDecodeError as exc:
                 raise DataError(f"invalid JSON ({exc.msg})", str(path), lineno) from None
             except RecursionError:
@@ -301,11 +304,12 @@ def evaluate_probes(path: Path, opts: EvalOptions) -> dict:
             raise UsageError(f"{flag}: a probe file runs against the index of --db as it is; {flag} is about a "
                              f"BEIR folder's qrels and evaluation index (leave it out)")
     k = _depth(opts.k, PROBE_K, "a probe file is scored on {} hits per probe (recall@10, MRR@10)")
-    probes = _read_jsonl(path)
-    for i, p in enumerate(probes, 1):
-        if not isinstance(p, dict) or "query" not in p or not isinstance(p.get("expected"), list):
-            raise DataError('each probe line needs {"query": "...", "expected": ["node key or name", ...]}',
-                            str(path), i)
+    lines: list[int] = []
+    probes = _read_jsonl(path, lines)
+    for lineno, p in zip(lines, probes):
+        if not _runnable(p):
+            raise DataError('each probe line needs {"query": "...", "expected": ["node key or name", ...]} '
+                            '(a non-empty query and at least one expected key or name)', str(path), lineno)
     if not probes:
         raise DataError('no probe in the file; each line needs {"query": "...", "expected": ["node key or name", '
                         '...]}', str(path))
@@ -339,6 +343,17 @@ def evaluate_probes(path: Path, opts: EvalOptions) -> dict:
         out["ablation"] = ablation
     out["seconds"] = round(time.perf_counter() - t_start, 2)
     return out
+
+
+def _runnable(p) -> bool:
+    """A probe with a query to search (a non-blank string: ``null`` was searched as "None") and
+    something to find (``[]`` always missed); expected items are keys or names (an id may be a
+    JSON number)."""
+    if not isinstance(p, dict) or not isinstance(p.get("query"), str) or not p["query"].strip():
+        return False
+    expected = p.get("expected")
+    return (isinstance(expected, list) and bool(expected)
+            and all(isinstance(e, (str, int)) and not isinstance(e, bool) and str(e).strip() for e in expected))
 
 
 def _unknown_expected(ix, probes: list[dict]) -> list[dict]:

@@ -5,7 +5,7 @@ import json
 import posixpath
 import time
 
-from .errors import NotFound, UsageError
+from .errors import NotFound, UsageError, name_choices
 from .store.db import Index
 from .store.rows import find_node_rows, node_row_by_id
 
@@ -221,7 +221,7 @@ def related_nodes(ix: Index, ref: str, types: list[str] | None = None, direction
     if types:
         bad = [t for t in types if t not in known]
         if bad:
-            says = f"no edge type {bad[0]!r} in this index; it has: {', '.join(known) or 'no edges'}"
+            says = f"no edge type {bad[0]!r} in this index; it has: {name_choices(known, bad[0]) or 'no edges'}"
             raise UsageError(f"--types: {says}", agent=f"types: {says}")
     want = types or known
     cols = (f"e.type, e.weight, n.id, n.key, n.name, n.kind, {PATH_SQL.format(a='n')}, n.line_start")

@@ -327,6 +327,27 @@ def test_trim_code_keeps_signature_docstring_and_matched_lines():
     assert f.note == "signature, docstring and 2 matched lines of 14"
 
 
+
+def test_trim_code_keeps_a_brace_languages_whole_declaration():
+    """A C# or Java method's span starts at its first attribute or annotation, and the trimmed
+    form kept the span's first line only: `[Test]`, `@Override`, `[SuppressUnmanagedCodeSecurity]`
+    (no name at all), or half a parameter list (`bool ToManagedValue(BorrowedReference value,
+    Type obType,`). It keeps the attributes and the declaration up to its `{`, `=>` or `;`."""
+    body = ["        int n = 0;"] + ["        n += 1;"] * 20 + ["        return Retry(n);", "    }"]
+    cs = ["    [Test]", "    [Category(\"slow\")]", "    internal static bool ToManagedValue(BorrowedReference value,",
+          "                                        Type obType, out object? result)", "    {"] + body
+    f = trim_code(cs, ["retry"], comment="//")
+    assert f.body.split("\n")[:5] == cs[:5] and cs[-2] in f.body.split("\n")
+    java = ["    @Override", "    public void run() {"] + body
+    assert trim_code(java, ["retry"], comment="//").body.split("\n")[:2] == java[:2]
+    rust = ["    #[inline]", "    pub fn run(&self)", "        -> usize", "    where T: Clone {"] + body
+    assert trim_code(rust, ["retry"], comment="//").body.split("\n")[:4] == rust[:4]
+    kt = ["    @JvmStatic", "    fun run(a: Int,", "            b: Int): Int =", "        listOf(a).map { it + b }.sum()"] + body
+    assert trim_code(kt, ["retry"], comment="//").body.split("\n")[:3] == kt[:3]
+    one = ["    public void Run() {"] + body                        # the first line is the declaration
+    assert trim_code(one, ["retry"], comment="//").body.split("\n")[:2] == [one[0], "        // ... 21 lines cut"]
+
+
 # ---------------------------------------------------------------------------- the engine
 def test_three_formats_same_selection_and_deterministic(repo):
     root, db = repo

@@ -269,3 +269,29 @@ def test_export_into_an_indexed_folder_is_refused(tmp_path, capsys):
     # what the walk does not read (graphml), and anything outside the roots, is written
     assert main(["export", "graphml", str(notes / "g.graphml"), "--db", str(db), "-q"]) == 0
     assert main(["export", "vault", str(tmp_path / "vault"), "--db", str(db), "-q"]) == 0
+
+
+def test_vault_of_text_with_nul_bytes_indexes_back(tmp_path):
+    """A KG description holding ``"\\u0000"`` (valid JSON) went into its note as a NUL byte, so
+    indexing the exported vault skipped that note ("not text (NUL bytes in its first 8 KB)")
+    and lost its links: the vault must index back to every node and link."""
+    from kgsearch.indexer import IndexOptions, index_paths
+    from kgsearch.store.db import Index
+
+    (tmp_path / "kg.jsonl").write_text(
+        json.dumps({"id": "a", "name": "nul\x00name", "type": "thing", "description": "has a NUL \x00 inside"}) + "\n"
+        + json.dumps({"id": "b", "name": "other", "type": "thing", "description": "plain"}) + "\n"
+        + json.dumps({"source": "a", "target": "b", "edge_type": "links"}) + "\n")
+    db = tmp_path / "k.db"
+    index_paths(db, [str(tmp_path / "kg.jsonl")], IndexOptions(steps=("text", "graph")))
+    with Index.open(db, readonly=True) as ix:
+        res = export(ix, "vault", str(tmp_path / "vault"))
+    assert res == {**res, "nodes": 2, "edges": 1}
+    assert all(b"\x00" not in p.read_bytes() for p in (tmp_path / "vault").rglob("*.md"))
+    back = tmp_path / "back.db"
+    report = index_paths(back, [str(tmp_path / "vault")], IndexOptions(steps=("text", "graph")))
+    assert not any(report.skipped.values())
+    with Index.open(back, readonly=True) as ix:
+        assert [k for (k,) in ix.conn.execute("SELECT key FROM nodes WHERE kind = 'note' ORDER BY key")] == \
+            ["md:thing/nul name", "md:thing/other"]
+        assert ix.conn.execute("SELECT count(*) FROM edges WHERE type = 'links' AND dst IS NOT NULL").fetchone()[0] == 1

@@ -692,3 +692,34 @@ def test_json_nested_100000_deep_is_one_line_everywhere(tmp_path, capsys):
     answers = [json.loads(x) for x in out.getvalue().decode().splitlines()]
     assert answers[0]["error"] == {"code": -32700, "message": "parse error: JSON nested too deeply to read"}
     assert answers[1] == {"jsonrpc": "2.0", "id": 2, "result": {}}
+
+
+def test_lone_surrogate_escapes_are_stored_as_replacement_characters(tmp_path, capsys):
+    """A KG JSON string ``"\\ud800"`` or a Python docstring ``"\\udc00"`` (valid JSON, valid Python)
+    decodes to a lone surrogate, which SQLite cannot bind: the whole run stopped with 'internal
+    error UnicodeEncodeError ... surrogates not allowed', exit 1 and no index. Such a character is
+    written as U+FFFD with one warning naming the file; the other files are indexed."""
+    from kgsearch.cli import main
+
+    root = tmp_path / "r"
+    write(root / "n.jsonl", '{"id": "s1", "name": "lone \\ud800 name", "type": "thing", "description": '
+                            '"text \\udc00 zebra", "extra": {"k\\ud801": ["v\\udfff"]}}\n'
+                            '{"source": "s1", "target": "s2\\ud802", "type": "rel\\ud803"}\n'
+                            '{"id": "s2\\ud802", "name": "two", "type": "thing"}\n')
+    write(root / "m.py", 'def f():\n    """doc \\udc00 zebra"""\n    return 1\n')
+    write(root / "good.md", "# Good\nzebra three\n")
+    (root / "w.json").write_bytes('{"nodes": [{"id": "w1", "name": "wide \\udbff", "type": "thing"}]}'.encode("utf-16"))
+    db = tmp_path / "i.db"
+    capsys.readouterr()
+    assert main(["index", str(root), "--db", str(db), "--no-embed"]) == 0
+    err = capsys.readouterr().err
+    assert f"warning: {root / 'w.json'}: lone surrogate" in err
+    assert f"warning: {root / 'n.jsonl'}: lone surrogate" in err
+    assert f"warning: {root / 'm.py'}: lone surrogate" in err
+    with sqlite3.connect(db) as c:
+        assert {r[0] for r in c.execute("SELECT path FROM files")} == {str(root / f) for f in ("n.jsonl", "m.py", "good.md", "w.json")}
+        assert c.execute("SELECT name FROM nodes WHERE key='kg:s1'").fetchone()[0] == "lone \ufffd name"
+        assert c.execute("SELECT count(*) FROM edges WHERE type='rel\ufffd' AND dst IS NOT NULL").fetchone()[0] == 1
+    assert main(["search", "zebra", "--db", str(db), "--json", "--no-cache"]) == 0
+    keys = {h["key"] for h in json.loads(capsys.readouterr().out)["hits"]}
+    assert {"kg:s1", "py:m.f", "md:good"} <= keys

@@ -47,6 +47,27 @@ def test_an_unknown_edge_type_is_a_usage_error_everywhere(command, indexed, caps
     assert captured.err == UNKNOWN_TYPE and captured.out == ""
 
 
+
+@pytest.mark.parametrize("command", [["related", "kg:e0"], ["path", "kg:e0", "kg:e1"], ["impact", "kg:e0"],
+                                     ["export", "jsonl", "-"]])
+def test_an_unknown_edge_type_names_the_near_ones_not_all_of_them(command, tmp_path, capsys):
+    """On FB15k-237 (237 relation types such as `/film/film/genre`) `related X --types genre`
+    printed one 14,000-character line listing every type; the message names the types that
+    contain or resemble the word, then a few others and how many more `kgsearch stats` lists."""
+    rels = [f"/domain{i}/thing{i}/relation_number_{i}" for i in range(200)] + ["/film/film/genre", "/tv/tv_program/genre"]
+    lines = [f"e{i}\t{r}\te{i + 1}" for i, r in enumerate(rels)]
+    write(tmp_path / "kg" / "train.tsv", "\n".join(lines) + "\n")
+    db = tmp_path / "i.db"
+    assert cli("index", tmp_path / "kg", "--db", db, "-q", "--no-embed") == 0
+    capsys.readouterr()
+    assert cli(*command, "--types", "genre", "--db", db) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and len(err) < 1000, err
+    assert err.startswith("error: --types: no edge type 'genre' in this index; it has: /film/film/genre, "
+                          "/tv/tv_program/genre, ")
+    assert err.endswith(" more (`kgsearch stats` lists every type)\n")
+
+
 MODERN = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}
 
 
@@ -178,6 +199,23 @@ def test_eval_on_an_empty_probe_file_is_bad_input(text, indexed, tmp_path, capsy
     assert captured.out == ""
     assert captured.err == (f'error: {path}: no probe in the file; each line needs {{"query": "...", "expected": '
                             f'["node key or name", ...]}}\n')
+
+
+
+@pytest.mark.parametrize("bad", ['{"query": null, "expected": ["md:a"]}', '{"query": 5, "expected": ["md:a"]}',
+                                 '{"query": "  ", "expected": ["md:a"]}', '{"query": "alpha", "expected": []}',
+                                 '{"query": "alpha", "expected": [{"key": "md:a"}]}', '{"query": "alpha"}'])
+def test_eval_names_the_file_line_of_a_probe_it_cannot_run(bad, indexed, tmp_path, capsys):
+    """`{"query": null}` was searched as the text "None" and `{"query": 5}` as "5", a blank query
+    and `"expected": []` were probes that always miss (recall 0 in the means, exit 0), and the
+    line an error named counted probes, not lines (blank lines before it shifted it)."""
+    path = write(tmp_path / "p.jsonl", '\n{"query": "alpha", "expected": ["md:a"]}\n\n' + bad + "\n")
+    capsys.readouterr()
+    assert cli("eval", path, "--db", indexed[1]) == 3
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == (f'error: {path}:4: each probe line needs {{"query": "...", "expected": '
+                            f'["node key or name", ...]}} (a non-empty query and at least one expected key or name)\n')
 
 
 # ---------------------------------------------------------------- 5. watch warns once per file
@@ -594,6 +632,30 @@ def test_impact_on_a_kg_of_its_own_edge_types_says_to_pass_types(tmp_path, capsy
     assert capsys.readouterr().err == ""
 
 
+
+def test_impact_on_a_kg_node_beside_a_vault_says_to_pass_types(tmp_path, capsys):
+    """The same triples indexed beside a Markdown vault: the index has `links_to`, a default
+    dependency type, so the notice above was not given, and `impact canine` answered "0
+    dependent(s)" although `dog -[_hypernym]-> canine` is there; a start node whose edges are
+    none of the followed types gets the notice, naming its own types."""
+    write(tmp_path / "kg" / "wn.tsv", "dog\t_hypernym\tcanine\ncat\t_hypernym\tfeline\ntail\t_has_part\tdog\n")
+    write(tmp_path / "vault" / "a.md", "# A\nalpha [[b]]\n")
+    write(tmp_path / "vault" / "b.md", "# B\nbravo\n")
+    db = tmp_path / "kg.db"
+    assert cli("index", tmp_path / "kg", tmp_path / "vault", "--db", db, "-q", "--no-embed") == 0
+    capsys.readouterr()
+    assert cli("impact", "canine", "--db", db, "--json") == 0
+    out, err = capsys.readouterr()
+    note = ("canine has no edge of the types followed (calls, imports, links_to, depends_on, ...); its edges are "
+            "_hypernym: pass --types TYPE[:in|out] (e.g. --types _hypernym:in)")
+    assert json.loads(out)["notice"] == note and err == f"note: {note}\n"
+    assert cli("impact", "md://vault/b", "--db", db, "--json") == 0      # a note: its links are followed
+    res = json.loads(capsys.readouterr().out)
+    assert [d["key"] for d in res["dependents"]] == ["md://vault/a"] and "notice" not in res
+    assert cli("impact", "canine", "--db", db, "--types", "_hypernym:in", "--json") == 0
+    res = json.loads(capsys.readouterr().out)
+    assert [d["key"] for d in res["dependents"]] == ["kg:dog"] and "notice" not in res
+
 def test_eval_of_a_probe_file_names_the_index_it_read(indexed, tmp_path, capsys):
     """Without --db (the index of $KGSEARCH_DB, or the default one) the result said "index": ""."""
     capsys.readouterr()
@@ -751,3 +813,47 @@ def test_show_says_how_many_edges_it_left_out(tmp_path, capsys):
     assert total > 2 and f"  ... {total - 2} more: --edges {total}, or `kgsearch related`" in out, out
     assert cli("show", "md:hub", "--db", db) == 0
     assert "more:" not in capsys.readouterr().out
+
+
+def test_model_use_of_an_unknown_name_lists_the_models(indexed, capsys):
+    """`kgsearch model use e5-small-multi` (a name off by a suffix) said "no model2vec model found
+    at e5-small-multi (need config.json, model.safetensors and tokenizer.json); pass a model
+    folder or run `kgsearch model pull NAME`": the names it does know went unsaid."""
+    capsys.readouterr()
+    assert cli("model", "use", "e5-small-multi", "--db", indexed[1]) == 3
+    err = capsys.readouterr().err
+    assert err.startswith("error: no model named 'e5-small-multi' here; the models here: ") and err.count("\n") == 1
+    assert "e5-small-en-256" in err and "e5-small-multi-192" in err and "`kgsearch model list`" in err
+
+
+def test_a_kind_filter_reads_a_kg_type_as_it_was_written(tmp_path, capsys):
+    """A KG's `"type": "Person"` or `"Machine Design"` is stored as the kind `person`,
+    `machine_design` (lower case, spaces as `_`), and `kind:Person` / `--kind "Machine Design"`
+    kept no node ("no node matches the filters kind:Person"); the value is read the same way."""
+    write(tmp_path / "kg" / "n.jsonl",
+          '{"id": "p1", "name": "Ada Lovelace", "type": "Person", "description": "analytical engine notes"}\n'
+          '{"id": "p2", "name": "Analytical Engine", "type": "Machine Design", "description": "by Babbage"}\n')
+    db = tmp_path / "i.db"
+    assert cli("index", tmp_path / "kg", "--db", db, "-q", "--no-embed") == 0
+    for args, want in ((["analytical kind:Person"], ["kg:p1"]), (["analytical", "--kind", "Machine Design"], ["kg:p2"]),
+                       (["analytical -kind:PERSON"], ["kg:p2"])):
+        capsys.readouterr()
+        assert cli("search", *args, "--db", db, "--json") == 0
+        assert [h["key"] for h in json.loads(capsys.readouterr().out)["hits"]] == want, args
+
+
+def test_a_quoted_filter_value_is_a_filter(tmp_path, capsys):
+    """`kind:"Machine Design"` or `path:"My Notes/"` (a value with a space, quoted as a shell
+    user quotes it) was no filter at all: the words went into the query text and every kind and
+    path came back, with no word said."""
+    write(tmp_path / "kg" / "n.jsonl",
+          '{"id": "p1", "name": "Ada Lovelace", "type": "Person", "description": "analytical engine notes"}\n'
+          '{"id": "p2", "name": "Analytical Engine", "type": "Machine Design", "description": "by Babbage"}\n')
+    write(tmp_path / "kg" / "My Notes" / "a.md", "# Engine\nthe analytical engine, a note\n")
+    db = tmp_path / "i.db"
+    assert cli("index", tmp_path / "kg", "--db", db, "-q", "--no-embed") == 0
+    for query, want in (('analytical kind:"Machine Design"', ["kg:p2"]), ('analytical path:"My Notes/"', ["md:My Notes/a"]),
+                        ('analytical -path:"My Notes/" -kind:"Machine Design"', ["kg:p1"])):
+        capsys.readouterr()
+        assert cli("search", query, "--db", db, "--json") == 0
+        assert [h["key"] for h in json.loads(capsys.readouterr().out)["hits"]] == want, query

@@ -30,7 +30,7 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Callable
 
-__all__ = ["Form", "Item", "Cut", "Packed", "pack", "trim_code", "trim_prose", "code_header", "matched_lines", "find_terms", "MAX_MATCHED"]
+__all__ = ["Form", "Item", "Cut", "Packed", "pack", "trim_code", "trim_prose", "code_header", "brace_header", "matched_lines", "find_terms", "MAX_MATCHED"]
 
 MAX_MATCHED = 12            # matched lines kept by a trimmed form
 DOC_LINES = 6               # docstring lines kept by a trimmed form
@@ -326,11 +326,45 @@ def code_header(lines: list[str]) -> tuple[int, int]:
     return sig_end, sig_end
 
 
+_ATTRIBUTE = re.compile(r"\s*(?:\[|@|#!?\[|//|/\*|\*)")      # [Attr], @Annotation, #[attr], comments
+
+
+def brace_header(lines: list[str]) -> tuple[int, int]:
+    """:func:`code_header` for the brace languages: the lines up to the end of the declaration
+    (its ``{``, ``=>``, ``;`` or a Kotlin expression body's ``=`` outside brackets), attributes and annotations above it included
+    (a C# or Java span starts at them); (1, 1) when none is found in 20 lines.
+
+    >>> brace_header(['[Test]', 'public void F(int a,', '    int b)', '{', '    return;', '}'])
+    (4, 4)
+    >>> brace_header(['fn f() -> u8 {', '    1', '}'])
+    (1, 1)
+    """
+    i = 0
+    while i < min(len(lines), 40) and (not lines[i].strip() or _ATTRIBUTE.match(lines[i])):
+        i += 1
+    depth = 0
+    for k in range(i, min(len(lines), i + 20)):
+        code = _STRING.sub('""', lines[k]).split("//", 1)[0]
+        for ch in code:
+            if ch in "([":
+                depth += 1
+            elif ch in ")]":
+                depth -= 1
+            elif depth <= 0 and ch == "{":
+                return k + 1, k + 1
+        if depth <= 0 and code.rstrip().endswith((";", "=>", "=")):      # (Kotlin: fun f(): Int =)
+            return k + 1, k + 1
+        if depth <= 0 and "=>" in code:
+            return k + 1, k + 1
+    return 1, 1
+
+
 def trim_code(lines: list[str], terms: list[str], marked: set[int] = frozenset(), comment: str = "#") -> Form | None:
     """Signature + docstring (its first :data:`DOC_LINES` lines) + matched (and ``marked``) lines of
-    a definition, cut lines marked by a ``comment`` line of the code's language; ``None`` when
+    a definition, cut lines marked by a ``comment`` line of the code's language (``#``: Python,
+    read by :func:`code_header`; else a brace language, :func:`brace_header`); ``None`` when
     that would not be much smaller than the whole."""
-    sig_end, doc_end = code_header(lines)
+    sig_end, doc_end = code_header(lines) if comment == "#" else brace_header(lines)
     head = list(range(min(doc_end, sig_end + DOC_LINES)))
     keep = sorted(set(head) | set(matched_lines(lines, terms, marked, first=doc_end)))
     body, cut = _with_gaps(lines, keep, code=True, comment=comment)

@@ -355,6 +355,18 @@ def resolve_model(spec: str | os.PathLike | None = None) -> Path | None:
     return None
 
 
+def _model_names() -> list[str]:
+    """The names :func:`resolve_model` finds (shipped, then pulled or imported ones)."""
+    from ..config import data_home, shipped_data_dir
+
+    shipped = shipped_data_dir()
+    names: list[str] = []
+    for folder in ([shipped / "models"] if shipped is not None else []) + [data_home() / "models"]:
+        if folder.is_dir():
+            names += [p.name for p in sorted(folder.iterdir()) if p.is_dir() and find_layout(p) and p.name not in names]
+    return names
+
+
 def load_model(path: str | os.PathLike | None = None) -> StaticModel:
     """Load a model2vec-format model folder (or a name, see :func:`resolve_model`)."""
     from .safetensors import load as load_tensors
@@ -362,6 +374,10 @@ def load_model(path: str | os.PathLike | None = None) -> StaticModel:
     folder = resolve_model(path)
     if folder is None:
         where = str(path) if path is not None else f"the default model {DEFAULT_MODEL}"
+        if path is not None and not Path(path).expanduser().exists() and not any(c in where for c in "/\\"):
+            names = _model_names()                 # a name, not a folder: say the names there are
+            raise DataError(f"no model named {where!r} here; the models here: {', '.join(names) or 'none'} "
+                            f"(`kgsearch model list`), or pass a model folder's path")
         raise DataError(f"no model2vec model found at {where} (need config.json, model.safetensors and "
                         f"tokenizer.json); pass a model folder or run `kgsearch model pull NAME`")
     cfg_path, weights_path, tok_path, tensor = find_layout(folder)  # type: ignore[misc]

@@ -96,6 +96,29 @@ def impact_of_nodes(ix, ids, depth: int = 3, types=None, tests: bool = False, li
         out["notice"] = (f"no edge type of this index is a default dependency type (calls, imports, links_to, "
                          f"depends_on, ...); it has {', '.join(has[:8])}{', ...' if len(has) > 8 else ''}: pass "
                          f"--types TYPE[:in|out] (e.g. --types {has[0]}:in)")
+    elif spec is None and not len(order):
+        notice = _own_types_notice(ix, ctx, start, set(used))
+        if notice:
+            out["notice"] = notice
     if tests:
         out["tests"] = test_files(ix, ctx, reach, start, limit)
     return out
+
+
+def _own_types_notice(ix, ctx, start, followed: set[str]) -> str | None:
+    """No dependents with the default types: when the start nodes' own edges are all of other
+    types (a KG node, `_hypernym`, in an index that also has notes or code), say so, or "0
+    dependents" reads as a fact about the node."""
+    ids = [int(i) for i in ctx.ids_of(start)[:500]]
+    if not ids:
+        return None
+    marks = ",".join("?" * len(ids))
+    own = sorted(t for (t,) in ix.conn.execute(
+        f"SELECT DISTINCT type FROM edges WHERE dst IS NOT NULL AND (src IN ({marks}) OR dst IN ({marks}))",
+        ids + ids) if t not in followed and t not in ("similar_text", CONTAINS))
+    if not own:
+        return None
+    who = display(ix, ids[:1])[ids[0]]["name"] if len(ids) == 1 else "the start nodes"
+    return (f"{who} has no edge of the types followed (calls, imports, links_to, depends_on, ...); its edges are "
+            f"{', '.join(own[:8])}{', ...' if len(own) > 8 else ''}: pass --types TYPE[:in|out] "
+            f"(e.g. --types {own[0]}:in)")

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import BadIndex, NotFound, UsageError
+from ..errors import BadIndex, NotFound, UsageError, name_choices
 from ..graph.context import GraphContext, load_context
 from ..stats import file_ids, find_node
 from ..store.rows import find_node_rows, node_meta, rel_path
@@ -68,7 +68,8 @@ def check_types(ctx: GraphContext, types, what: str = "--types") -> list[str] | 
     known = sorted(ctx.etype_names)
     bad = [t for t in types if t not in known]
     if bad or not types:
-        says = f"no edge type {bad[0] if bad else ''!r} in this index; it has: {', '.join(known) or 'no edges'}"
+        says = (f"no edge type {bad[0] if bad else ''!r} in this index; it has: "
+                f"{name_choices(known, bad[0] if bad else '') or 'no edges'}")
         raise UsageError(f"{what}: {says}", agent=f"{what.lstrip('-')}: {says}")
     return types
 

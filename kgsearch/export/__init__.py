@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 import sys
 
-from ..errors import UsageError
+from ..errors import UsageError, name_choices
 
 __all__ = ["export", "FORMATS"]
 
@@ -35,7 +35,8 @@ def export(ix, fmt: str, out: str, text: bool | None = None, types=None, derived
         known = {r[0] for r in ix.conn.execute("SELECT DISTINCT type FROM edges WHERE dst IS NOT NULL")}
         bad = [t for t in types if t not in known]
         if bad:
-            raise UsageError(f"--types: no edge type {bad[0]!r} in this index; it has: {', '.join(sorted(known))}")
+            raise UsageError(f"--types: no edge type {bad[0]!r} in this index; it has: "
+                             f"{name_choices(sorted(known), bad[0])}")
     if out != "-":
         _check_out(ix, out, fmt)
     try:

@@ -27,6 +27,8 @@
 * The text is written so that it makes no link, tag or heading of its own: ``[[`` as
   ``[\\[``, ``](`` as ``]\\(``, a ``#`` that would start a tag or heading as ``\\#`` (Obsidian
   shows them as they were); code nodes' text goes in a fenced block, which neither reads.
+  A NUL (a JSON ``"\\u0000"`` in a KG description) is written as U+FFFD: a file holding one is
+  not text to kgsearch (nor to most editors), so the note would not index back.
 
 ``tests/test_export.py`` indexes an exported vault and checks it has exactly the exported
 links.
@@ -129,7 +131,7 @@ def write_vault(ix, folder, text: bool = True, types=None, derived: bool = False
         links = sorted(set(out_edges.pop(d["key"], [])))
         lines += [f"{k}:: [[{target}]]" for k, target in links]
         m += len(links)
-        body = (d["text"] or "").strip()
+        body = (d["text"] or "").replace("\x00", "\ufffd").strip()   # a NUL makes the note "not text"
         if body:
             lines += ["", _fence(body, "python" if d["kind"] in CODE_KINDS else "") if d["kind"] in CODE_KINDS
                       else _escape(body)]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from dataclasses import fields
 from operator import attrgetter
 
@@ -66,6 +67,8 @@ def load_job(job: tuple[Found, LoadOptions]) -> tuple:
         return "fail", DataError(f"could not be loaded ({type(exc).__name__}: {exc}); "
                                  f"fix it or add it to .kgsearchignore", str(f.path)), "malformed"
     cap_nodes(result, str(f.path))
+    if any(esc in data for esc in _ESCAPES):
+        scrub_surrogates(result, str(f.path))
     if f.label:
         result = qualify_result(result, f.label)
     return "ok", hash_bytes(data), result
@@ -88,6 +91,61 @@ def cap_nodes(result: LoadResult, where: str, cap: int = MAX_NODE_CHARS) -> None
             line = f"{n.line_start}:" if n.line_start else ""
             result.warnings.append(f"{where}:{line} {n.key} has {size:,} characters; indexed its first {cap:,} "
                                    f"(split the file to make the rest searchable)")
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _clean(value):
+    """``value`` with every lone surrogate in its strings (dict keys too) as U+FFFD, and
+    whether one was found."""
+    if isinstance(value, str):
+        if value.isascii():
+            return value, False
+        try:
+            value.encode("utf-8")
+            return value, False
+        except UnicodeEncodeError:
+            return _SURROGATE.sub("\ufffd", value), True
+    if isinstance(value, dict):
+        out, hit = {}, False
+        for k, v in value.items():
+            (k2, a), (v2, b) = _clean(k), _clean(v)
+            out[k2] = v2
+            hit = hit or a or b
+        return (out, True) if hit else (value, False)
+    if isinstance(value, (list, tuple)):
+        items = [_clean(v) for v in value]
+        if any(b for _, b in items):
+            return type(value)(v for v, _ in items), True
+        return value, False
+    return value, False
+
+
+# A loader's text holds a lone surrogate only from an escape it decoded (JSON "\\ud800", Python
+# "\\udc00" or "\\U0000d800"); decoding bytes never makes one. The file's bytes (UTF-8, or
+# UTF-16 either way round) hold the escape's first two characters, so files without them
+# (nearly all) are not scanned node by node.
+_ESCAPES = (b"\\u", b"\\U", b"\\\x00u", b"\\\x00U")
+_NODE_STR = ("key", "kind", "name", "text", "qualname", "parent", "props", "aliases")
+_EDGE_STR = ("src", "dst", "type", "ns", "props")
+
+
+def scrub_surrogates(result: LoadResult, where: str) -> None:
+    """Lone surrogates (a JSON ``"\\ud800"`` escape, a Python string ``"\\udc00"``: valid in both,
+    but not Unicode text) as U+FFFD, with one warning for the file: SQLite cannot bind them,
+    and one such string stopped the whole run."""
+    found = False
+    for recs, names in ((result.nodes, _NODE_STR), (result.edges, _EDGE_STR)):
+        for r in recs:
+            for name in names:
+                value, hit = _clean(getattr(r, name))
+                if hit:
+                    setattr(r, name, value)
+                    found = True
+    if found:
+        result.warnings.append(f"{where}: lone surrogate escapes (such as \\ud800: half of a UTF-16 pair, "
+                               f"not a character); indexed as U+FFFD")
 
 
 _NODE_FIELDS = attrgetter(*(fl.name for fl in fields(NodeRec)))

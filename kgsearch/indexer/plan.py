@@ -102,6 +102,27 @@ def record_loader_versions(ix, walked: list[str]) -> None:
         ix.set_meta_json(_VERSIONS, new)
 
 
+def _unnamed_triples(st: RunState, roots: list[Root], found: list[Found]) -> None:
+    """A triples file indexed as a root of its own (`kgsearch index wn18rr/train.tsv`) without the
+    names file beside it: its entities are named by their ids ("00260881"), so say which file
+    names them, unless this run or the index holds it."""
+    from ..ingest.triples import is_side_file, names_files
+
+    loading = {str(f.path) for f in found}
+    for root in roots:
+        path = Path(root.path)
+        if not path.is_file() or str(path) not in loading or is_side_file(path):
+            continue
+        if loader_for(path, st.opts.fmt) != "triples":
+            continue
+        for names in names_files(path.parent):
+            if str(names) in loading or st.conn.execute("SELECT 1 FROM files WHERE path = ?", (str(names),)).fetchone():
+                continue
+            st.report.warnings.append(f"{path}: its entities are named by {names}, which is not indexed: index the "
+                                      f"folder ({path.parent}) or name that file too")
+            break
+
+
 def plan(st: RunState, roots: list[Root]) -> tuple[list[Found], list[tuple[int, str]]]:
     """Files to load (changed) and files to drop (deleted), updating stats of touched files."""
     opts, report, conn = st.opts, st.report, st.conn
@@ -132,6 +153,7 @@ def plan(st: RunState, roots: list[Root]) -> tuple[list[Found], list[tuple[int, 
                 f.rel = f.path.relative_to(f.root).as_posix()
             found.append(f)
         st.walked_roots.append(root.path)
+    _unnamed_triples(st, roots, found)
     report.warnings.extend(wr.problems)
     report.warnings.extend(wr.skipped_large)
     for k, v in wr.counts().items():

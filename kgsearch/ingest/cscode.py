@@ -15,7 +15,7 @@ have a body, and expression-bodied ones (``=>``), as methods named by the proper
 functions (``function``, in methods, accessors, other local functions and top-level
 statements). Spans start at the first attribute (``[Attr(..)]``) or modifier and end at the
 closing brace or ``;``. Tests: ``*Tests.cs``, ``*Test.cs``, ``test/``, ``tests/`` and ``*.Tests/``
-project folders.
+project folders, and any file with a ``using`` of NUnit, xUnit or MSTest (:data:`TEST_FRAMEWORKS`).
 
 Names (``ns='cs'``): namespaces (``namespace A.B { }``, nested, or file-scoped ``namespace A.B;``)
 qualify names as a Java package does: a type answers to ``A.B.Outer.Inner``, a member to
@@ -40,6 +40,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_right
 
+from ..types import FLAG_TEST
 from .codemodel import Builder, Def
 from .codescan import find_end
 from .javacode import JavaBuilder, boundary, import_matches, read_and_build, type_names
@@ -53,6 +54,10 @@ __all__ = ["NAME", "EXTENSIONS", "load"]
 _ANG = r"<(?:[^<>;{}()]|<(?:[^<>;{}()]|<[^<>;{}()]*>)*>)*>"          # generic arguments, 3 deep
 _NAMESPACE = re.compile(r"namespace\s+([\w.\s]+?)\s*([{;])")
 _NAMESPACE_HEAD = re.compile(r"namespace\s+")
+# Namespaces of unit-test frameworks (NUnit, xUnit, MSTest): a file that uses one is test code,
+# wherever it sits (pythonnet's NUnit tests are src/embed_tests/TestConverter.cs, Codecs.cs, ...).
+TEST_FRAMEWORKS = ("NUnit.Framework", "Xunit", "Microsoft.VisualStudio.TestTools.UnitTesting")
+_TEST_ROOTS = frozenset(t.split(".")[0] for t in TEST_FRAMEWORKS)
 _USING = re.compile(r"using\s+(static\s+)?(?:(@?\w+)\s*=\s*)?([\w.\s]+?)\s*;")
 _USING_HEAD = re.compile(r"using\s+")
 _TYPE = re.compile(r"(class|struct|interface|enum|record(?:\s+struct|\s+class)?)\s+(@?[A-Za-z_]\w*)")
@@ -209,6 +214,8 @@ class _CSharp(JavaBuilder):
             if o >= 0:
                 continue                              # using var x = ..; in a body
             name = _WS.sub("", m.group(3))
+            if name.split(".")[0] in _TEST_ROOTS and any(name == t or name.startswith(t + ".") for t in TEST_FRAMEWORKS):
+                self.flags |= FLAG_TEST
             if m.group(1):
                 self.static_stars.append(name)
             elif m.group(2):

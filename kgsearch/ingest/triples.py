@@ -56,6 +56,21 @@ def is_side_file(path: Path) -> bool:
     return bool(SIDE_FILE.match(path.name))
 
 
+def names_files(folder: Path) -> list[Path]:
+    """The entity names files in ``folder`` (``entity2text.txt``, ``entity_names.tsv``...): what
+    names the entities of the triples files beside them."""
+    try:
+        entries = sorted(folder.iterdir())
+    except OSError:
+        return []
+    out = []
+    for p in entries:
+        m = SIDE_FILE.match(p.name)
+        if m and m.group(1).lower().startswith("entit") and (m.group(2) or "").lower() not in ("", "2id", "_id", "_ids"):
+            out.append(p)
+    return out
+
+
 def load(path: Path, rel: str, opts: LoadOptions) -> LoadResult:
     where = str(path)
     text, warning = decode(Path(path).read_bytes(), where)

@@ -93,6 +93,7 @@ _OPS = (">=", "<=", ">", "<")
 # (ASCII digits, as every number typed: kgsearch.numerals; \d also matches '٣', which int() reads)
 _DATE = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}([T ][0-9]{2}:[0-9]{2}(:[0-9]{2})?)?$")
 _AGO = re.compile(r"^([0-9]{1,5})d$")
+_KIND_SEP = re.compile(r"[\s\-]+")    # kgsearch.ingest.common.norm_type's rule (not imported: stdlib only here)
 _WORD = re.compile(r"^(-?)([A-Za-z_]+):(>=|<=|>|<)?(.+)$")
 
 
@@ -122,6 +123,8 @@ def parse_filter(word: str | FieldFilter) -> FieldFilter:
         f = FieldFilter(f.field, lang, f.op, f.negated)
     if f.field == "tag":
         f = FieldFilter(f.field, f.value.lstrip("#").lower(), f.op, f.negated)
+    if f.field == "kind":       # as the loaders store a KG type: "Machine Design" -> machine_design
+        f = FieldFilter(f.field, _KIND_SEP.sub("_", f.value.strip().lower()) or f.value, f.op, f.negated)
     return f
 
 

@@ -398,3 +398,24 @@ def test_a_second_root_resolves_inside_itself(tmp_path):
             "WHERE e.type IN ('calls', 'imports', 'inherits', 'implements')").fetchall()
     crossed = [(s, d) for s, d in rows if s.partition(":")[2].startswith("//b/") != d.partition(":")[2].startswith("//b/")]
     assert len(rows) > 20 and not crossed, crossed[:3]
+
+
+def test_a_file_using_a_test_framework_is_test_code(tmp_path):
+    """pythonnet keeps its NUnit tests in `src/embed_tests/` as `TestConverter.cs`,
+    `Codecs.cs`, `Inheritance.cs`...: no name or folder convention says test, so 41 test files
+    ranked as source and `impact src/runtime/Converter.cs --tests` missed `TestConverter.cs`,
+    whose tests call `Converter.ToManaged` directly. A file with `using NUnit.Framework;`,
+    `using Xunit;` or MSTest's namespace (static, aliased or `global` too) is test code."""
+    cases = {
+        "src/embed_tests/TestConverter.cs": "using System;\nusing NUnit.Framework;\nclass TestConverter { [Test] public void T() {} }\n",
+        "src/embed_tests/Codecs.cs": "using static NUnit.Framework.Assert;\nclass Codecs { void T() {} }\n",
+        "src/x/Facts.cs": "global using Xunit;\nclass Facts { [Fact] void T() {} }\n",
+        "src/x/Ms.cs": "using T = Microsoft.VisualStudio.TestTools.UnitTesting;\nclass Ms { }\n",
+        "src/runtime/Converter.cs": "using System;\nusing NUnitish.Framework;\nusing XunitLike;\nclass Converter { void ToManaged() {} }\n",
+        "src/runtime/Body.cs": "class Body { void F() { using var x = NUnit.Framework.Open(); } }\n",
+    }
+    for rel, src in cases.items():
+        res = cscode.load(write(tmp_path / rel, src), rel, LoadOptions())
+        flags = {n.kind: n.flags for n in res.nodes}
+        want = not rel.startswith("src/runtime/")
+        assert bool(flags["module"] & FLAG_TEST) is want and bool(flags["class"] & FLAG_TEST) is want, rel

@@ -97,3 +97,21 @@ def test_entity_names_may_hold_unicode_line_separators(tmp_path):
     assert rep.warnings == []
     assert rows(db, "SELECT key, name FROM nodes ORDER BY key") == [("kg:01", "first name"),   # (blanks folded)
                                                                    ("kg:02", "second name")]
+
+
+def test_a_triples_file_named_alone_says_its_names_file_is_not_indexed(tmp_path, capsys):
+    """`kgsearch index ~/kg/wn18rr/train.tsv` indexed 40,000 entities named by their ids
+    ("00260881"), without a word about the entity2text.txt beside it that names them; one
+    warning names it and the fix. Named with it, or already indexed, nothing is said."""
+    folder = wn(tmp_path / "wn18rr")
+    db = tmp_path / "i.db"
+    capsys.readouterr()
+    assert main(["index", str(folder / "train.tsv"), "--db", str(db), "--no-embed"]) == 0
+    err = capsys.readouterr().err
+    assert (f"warning: {folder / 'train.tsv'}: its entities are named by {folder / 'entity2text.txt'}, which is "
+            f"not indexed: index the folder ({folder}) or name that file too") in err
+    assert main(["index", str(folder / "train.tsv"), str(folder / "entity2text.txt"), "--db", str(tmp_path / "j.db"),
+                 "--no-embed"]) == 0
+    assert "its entities are named by" not in capsys.readouterr().err
+    assert main(["index", str(folder), "--db", str(tmp_path / "k.db"), "--no-embed"]) == 0
+    assert "its entities are named by" not in capsys.readouterr().err

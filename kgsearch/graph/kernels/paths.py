@@ -30,6 +30,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ...arrays import unique
+from ...errors import name_choices
 from .csr import GraphError
 from .layers import Hop, Path, search_layers
 from .meet import meet_path
@@ -48,7 +49,8 @@ def edge_types(g, names: Sequence[str] | None) -> np.ndarray | None:
     known = list(g.etype_names)
     bad = [t for t in names if t not in known]
     if bad:
-        raise GraphError(f"no edge type {bad[0]!r} in the graph; it has: {', '.join(sorted(known)) or 'none'}")
+        raise GraphError(f"no edge type {bad[0]!r} in the graph; it has: "
+                         f"{name_choices(sorted(known), bad[0], more='more in the graph') or 'none'}")
     return np.array(sorted({known.index(t) for t in names}), dtype=np.int64)
 
 
