@@ -24,6 +24,7 @@ LOADERS.update({s.name: CodeLoader(s, m.load) for m, s in ((jsnames, langspec.JA
 # An index written before versions were kept read every loader at 1.
 LOADER_VERSIONS = dict.fromkeys(LOADERS, 1) | {
     "go": 2,                # methods under their receiver type (contains from the type)
+    "csharp": 2,            # files that use NUnit/xUnit/MSTest are test code
 }
 
 EXTENSION_LOADER = {
