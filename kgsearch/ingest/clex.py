@@ -33,7 +33,7 @@ import re
 from bisect import bisect_left, bisect_right
 
 __all__ = ["Lexed", "lex", "lex_reference", "pair_up", "blank", "quoted", "finish", "clean_comment", "cs_string_end",
-           "kt_string_end", "DIALECTS"]
+           "kt_string_end", "hole_end", "DIALECTS"]
 
 _LC = r"//[^\n]*"
 _BC = r"/\*[^*]*\*+(?:[^/*][^*]*\*+)*/|/\*[\s\S]*"          # (an unterminated one runs to the end)
@@ -391,13 +391,14 @@ def cs_string_end(text: str, at: int, depth: int = 0) -> int:
             pos += 1                                   # a brace in a plain string, or "}}"
 
 
-def _hole_end(text: str, pos: int, depth: int, kotlin: bool = False) -> int:
+def hole_end(text: str, pos: int, hole: re.Pattern, literal_end) -> int:
     """Offset just past the ``}`` that closes the interpolation hole whose expression starts at
-    ``pos`` (the end of the text when none does); ``kotlin``: a Kotlin template's hole, whose
-    strings are Kotlin's."""
+    ``pos`` (the end of the text when none does): braces counted, and each literal of the
+    expression read over by ``literal_end(pos)`` (its end; it starts at ``pos``, where ``hole``,
+    the run of characters that are neither a brace nor a literal's first character, stopped).
+    C#'s, Kotlin's and PHP's holes differ only in their literals."""
     n = len(text)
     braces = 0
-    hole, opener, string_end = (_KT_HOLE, _KT_OPEN, kt_string_end) if kotlin else (_CS_HOLE, _CS_OPEN, cs_string_end)
     while True:
         pos = hole.match(text, pos).end()
         if pos >= n:
@@ -411,15 +412,23 @@ def _hole_end(text: str, pos: int, depth: int, kotlin: bool = False) -> int:
                 return pos + 1
             braces -= 1
             pos += 1
-        elif c == "'":
-            m = _CS_CHR.match(text, pos)
-            pos = m.end() if m else pos + 1
         else:
-            m = opener.match(text, pos)
-            if m is None or depth >= _CS_DEPTH:
-                pos += 1
-            else:
-                pos = string_end(text, pos, depth + 1)
+            pos = max(pos + 1, literal_end(pos))
+
+
+def _hole_end(text: str, pos: int, depth: int, kotlin: bool = False) -> int:
+    """:func:`hole_end` of a C# interpolated string's hole, or (``kotlin``) a Kotlin template's."""
+    opener, string_end = (_KT_OPEN, kt_string_end) if kotlin else (_CS_OPEN, cs_string_end)
+
+    def literal_end(at: int) -> int:
+        if text[at] == "'":
+            m = _CS_CHR.match(text, at)
+            return m.end() if m else at + 1
+        if depth >= _CS_DEPTH or opener.match(text, at) is None:
+            return at + 1
+        return string_end(text, at, depth + 1)
+
+    return hole_end(text, pos, _KT_HOLE if kotlin else _CS_HOLE, literal_end)
 
 
 _KT_HOLE = re.compile(r"[^{}\"']*")

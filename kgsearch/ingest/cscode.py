@@ -43,7 +43,7 @@ from bisect import bisect_right
 from ..types import FLAG_TEST
 from .codemodel import Builder, Def
 from .codescan import find_end
-from .javacode import JavaBuilder, boundary, import_matches, read_and_build, type_names
+from .javacode import NamespacedBuilder, boundary, import_matches, read_and_build, type_names
 from .langspec import CSHARP
 
 NAME = "csharp"
@@ -104,7 +104,7 @@ def _outside(code: str, pairs: dict, lo: int, hi: int) -> str:
     return "".join(parts)
 
 
-class _CSharp(JavaBuilder):
+class _CSharp(NamespacedBuilder):
     CALLS_IN_TYPES = True
 
     def __init__(self, lx, rel, spec, warning):
@@ -149,24 +149,9 @@ class _CSharp(JavaBuilder):
             i = self._up[i]
         return self.spaces[i][2] if i >= 0 else ""
 
-    def _scope_ns(self, d: Def | None) -> str:
-        if d is None or d is self.mod:
-            return self.spaces[0][2] if len(self.spaces) == 1 else ""
-        if "ns" not in d.data:
-            d.data["ns"] = self.ns_at(d.start)
-        return d.data["ns"]
-
-    def aliases(self, d: Def) -> list[tuple]:
-        if d is self.mod:
-            names = list(dict.fromkeys(name for _, _, name in self.spaces))
-            out = [(f"{names[0]}.{self.mod.name}" if names else self.mod.name, 1)]
-            return out + [(ns, 2) for ns in names]
-        self.pkg = self._scope_ns(d)
-        return super().aliases(d)
-
     def type_candidates(self, name: str, scope: Def | None) -> list[str]:
         if scope is not None:
-            self.pkg = self._scope_ns(scope)
+            self.pkg = self.scope_ns(scope)
         out = super().type_candidates(name, scope)
         parts = self.pkg.split(".") if self.pkg else []
         for i in range(len(parts) - 1, 0, -1):             # the namespaces around it: A.B.C sees A.B, A
@@ -180,7 +165,7 @@ class _CSharp(JavaBuilder):
             return []
         if parts[0] == "base":
             parts = ["super"] + parts[1:]
-        self.pkg = self._scope_ns(scope)
+        self.pkg = self.scope_ns(scope)
         out = super().call_candidates(scope, parts)
         if len(parts) == 1:                           # local functions: the scope's own, then its parents'
             d, local = scope, []

@@ -35,7 +35,8 @@ from .langspec import JAVA
 NAME = "java"
 EXTENSIONS = JAVA.extensions
 
-__all__ = ["NAME", "EXTENSIONS", "load", "JavaBuilder", "type_names", "boundary", "import_matches", "read_and_build"]
+__all__ = ["NAME", "EXTENSIONS", "load", "JavaBuilder", "NamespacedBuilder", "type_names", "boundary", "import_matches",
+           "read_and_build"]
 
 _PACKAGE = re.compile(r"\bpackage\s+([\w.\s]+?)\s*;")
 _IMPORT = re.compile(r"\bimport\s+(static\s+)?([\w.\s]+?)(\.\s*\*)?\s*;")
@@ -336,6 +337,34 @@ class JavaBuilder(Builder):
             types = self.type_candidates(".".join(parts[:-1]), scope)
             return [f"{t}.{parts[-1]}" for t in types]
         return []
+
+
+class NamespacedBuilder(JavaBuilder):
+    """A Java builder whose package is the namespace around each definition (C#'s ``namespace
+    A.B``, PHP's ``namespace A\\B``): the language's scanner lists ``spaces`` (start, end, dotted
+    name) and answers :meth:`ns_at`; a definition answers to its namespace's name, a file to
+    ``<first namespace>.<file name>`` and to each namespace it declares."""
+
+    spaces: list[tuple[int, int, str]]
+
+    def ns_at(self, pos: int) -> str:
+        raise NotImplementedError
+
+    def scope_ns(self, d: Def | None) -> str:
+        """The namespace of the definition ``d`` (the file's only one for the file itself)."""
+        if d is None or d is self.mod:
+            return self.spaces[0][2] if len(self.spaces) == 1 else ""
+        if "ns" not in d.data:
+            d.data["ns"] = self.ns_at(d.start)
+        return d.data["ns"]
+
+    def aliases(self, d: Def) -> list[tuple]:
+        if d is self.mod:
+            names = list(dict.fromkeys(name for _, _, name in self.spaces))
+            out = [(f"{names[0]}.{self.mod.name}" if names else self.mod.name, 1)]
+            return out + [(ns, 2) for ns in names]
+        self.pkg = self.scope_ns(d)
+        return super().aliases(d)
 
 
 def read_and_build(builder, dialect: str, path, rel: str, spec):

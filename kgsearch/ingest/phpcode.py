@@ -36,7 +36,7 @@ from bisect import bisect_right
 
 from .codemodel import Builder, Def
 from .codescan import call_sites, read_source, split_chain
-from .javacode import JavaBuilder
+from .javacode import NamespacedBuilder
 from .langspec import PHP
 from .phplex import lex
 
@@ -64,7 +64,7 @@ def _dotted(name: str) -> str:
     return name.strip().strip("\\").replace("\\", ".")
 
 
-class PhpBuilder(JavaBuilder):
+class PhpBuilder(NamespacedBuilder):
     CALLS_IN_TYPES = True
 
     def __init__(self, lx, rel, spec, warning):
@@ -91,13 +91,6 @@ class PhpBuilder(JavaBuilder):
         i = bisect_right(self._starts, pos) - 1
         return self.spaces[i][2] if i >= 0 and pos <= self.spaces[i][1] else ""
 
-    def _scope_ns(self, d: Def | None) -> str:
-        if d is None or d is self.mod:
-            return self.spaces[0][2] if len(self.spaces) == 1 else ""
-        if "ns" not in d.data:
-            d.data["ns"] = self.ns_at(d.start)
-        return d.data["ns"]
-
     def scan_imports(self) -> None:
         self._scan_namespaces()
         code, lx = self.lx.code, self.lx
@@ -117,17 +110,9 @@ class PhpBuilder(JavaBuilder):
                 self.imports([qual, qual.rpartition(".")[0]], m.start())
 
     # ---- names -----------------------------------------------------------------------------
-    def aliases(self, d: Def) -> list[tuple]:
-        if d is self.mod:
-            names = list(dict.fromkeys(name for _, _, name in self.spaces))
-            out = [(f"{names[0]}.{self.mod.name}" if names else self.mod.name, 1)]
-            return out + [(ns, 2) for ns in names]
-        self.pkg = self._scope_ns(d)
-        return super().aliases(d)
-
     def type_candidates(self, name: str, scope: Def | None) -> list[str]:
         if scope is not None:
-            self.pkg = self._scope_ns(scope)
+            self.pkg = self.scope_ns(scope)
         if name.startswith("\\"):
             return [_dotted(name)]
         name = _dotted(name)
@@ -137,7 +122,7 @@ class PhpBuilder(JavaBuilder):
         return out
 
     def call_candidates(self, scope: Def, parts: list[str]) -> list[str]:
-        self.pkg = self._scope_ns(scope)
+        self.pkg = self.scope_ns(scope)
         head = parts[0]
         classes = self._classes_around(scope)
         if len(parts) == 1:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 
-from .clex import Lexed, finish, quoted, blank
+from .clex import Lexed, blank, finish, hole_end, quoted
 
 __all__ = ["lex"]
 
@@ -27,7 +27,7 @@ _SINGLE = re.compile(r"'(?:[^'\\]|\\[\s\S])*(?:'|\\?\Z)")     # (unterminated: t
 _DOUBLE_TEXT = {'"': re.compile(r'[^"\\{$]*'), "`": re.compile(r"[^`\\{$]*")}
 _LINE_END = re.compile(r"\n|\?>")
 _HEREDOC = re.compile(r"<<<[ \t]*(?:\"(\w+)\"|'(\w+)'|(\w+))[ \t]*\n")
-_HOLE = re.compile(r"[^{}'\"`/#]*")
+_HOLE = re.compile(r"[^{}'\"`]*")
 _DEPTH = 8                                    # strings inside holes inside strings ... read this deep
 
 
@@ -54,28 +54,17 @@ def _string_end(text: str, at: int, depth: int = 0) -> int:
 
 
 def _hole_end(text: str, pos: int, depth: int) -> int:
-    """Offset just past the ``}`` that closes the hole whose code starts at ``pos``."""
-    n = len(text)
-    braces = 0
-    while True:
-        pos = _HOLE.match(text, pos).end()
-        if pos >= n:
-            return n
-        c = text[pos]
-        if c == "{":
-            braces += 1
-            pos += 1
-        elif c == "}":
-            if not braces:
-                return pos + 1
-            braces -= 1
-            pos += 1
-        elif c == "'":
-            pos = _SINGLE.match(text, pos).end()
-        elif c in "\"`" and depth < _DEPTH:
-            pos = _string_end(text, pos, depth + 1)
-        else:
-            pos += 1
+    """:func:`~kgsearch.ingest.clex.hole_end` of a PHP string's ``{$..}`` hole: its literals are
+    PHP's strings (single-quoted, double-quoted and backquoted ones with holes of their own)."""
+
+    def literal_end(at: int) -> int:
+        if text[at] == "'":
+            return _SINGLE.match(text, at).end()
+        if text[at] in "\"`" and depth < _DEPTH:
+            return _string_end(text, at, depth + 1)
+        return at + 1
+
+    return hole_end(text, pos, _HOLE, literal_end)
 
 
 def lex(text: str) -> Lexed:
