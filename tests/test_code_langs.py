@@ -95,6 +95,28 @@ FILES = {
         \treturn &Server{port: 80}
         }
         """,
+    "kt/com/ex/Shop.kt": """\
+        package com.ex
+
+        class Shop(val name: String) {
+            fun open(): Boolean =
+                name.isNotEmpty()
+
+            fun greet() = "hi $name"
+        }
+        """,
+    "php/src/Cart.php": """\
+        <?php
+        namespace Shop;
+
+        class Cart
+        {
+            public function total(array $items): int
+            {
+                return count($items);
+            }
+        }
+        """,
     "py/app/mod.py": """\
         class Store:
             def fetch(self, key):
@@ -134,6 +156,8 @@ def _engine(db):
     ("rs/src/lib.rs", "rs:rs/src/lib.rs:parse_all", "    p.advance()", "rust"),
     ("java/com/ex/Foo.java", "java:java/com/ex/Foo.java:Foo", "    public int bar(int x) {", "java"),
     ("src/net/sock.c", "c:src/net/sock.c:sock_open", "    int fd = port + 1;", "c"),
+    ("kt/com/ex/Shop.kt", "java:kt/com/ex/Shop.kt:Shop", "    fun open(): Boolean =", "kotlin"),
+    ("php/src/Cart.php", "php:php/src/Cart.php:Cart", "{", "php"),
     ("py/app/mod.py", "py:py.app.mod.helper", "    return Store().fetch(1)", "python")])
 def test_context_shows_source_lines_of_code_in_every_language(poly, rel, key, line, lang):
     root, db = poly
@@ -383,7 +407,8 @@ def test_names_with_line_breaks_cannot_forge_markdown_headers_or_lines(tmp_path,
     ("Parser::advance", "rs:rs/src/lib.rs:Parser.advance"), ("Parser.advance", "rs:rs/src/lib.rs:Parser.advance"),
     ("Server.Start", "go:go/pkg/server.go:Server.Start"), ("pkg.Server.Start", "go:go/pkg/server.go:Server.Start"),
     ("Cache.lookup", "js:web/util.js:Cache.lookup"), ("Store.fetch", "py:py.app.mod.Store.fetch"),
-    ("app.mod.Store.fetch", "py:py.app.mod.Store.fetch")])
+    ("app.mod.Store.fetch", "py:py.app.mod.Store.fetch"), ("Shop.greet", "java:kt/com/ex/Shop.kt:Shop.greet"),
+    ("Cart.total", "php:php/src/Cart.php:Cart.total")])
 def test_a_qualified_name_suffix_names_the_method_in_every_language(poly, capsys, ref, key):
     _, db = poly
     assert main(["show", "--db", str(db), "--json", ref]) == 0
@@ -403,7 +428,8 @@ def test_a_suffix_that_ends_no_qualified_name_is_not_found(poly, capsys):
 @pytest.mark.parametrize("rel, key", [
     ("py/app/mod.py", "py:py.app.mod"), ("web/util.js", "js:web/util.js"), ("go/pkg/server.go", "go:go/pkg/server.go"),
     ("rs/src/lib.rs", "rs:rs/src/lib.rs"), ("java/com/ex/Foo.java", "java:java/com/ex/Foo.java"),
-    ("src/net/sock.c", "c:src/net/sock.c")])
+    ("src/net/sock.c", "c:src/net/sock.c"), ("kt/com/ex/Shop.kt", "java:kt/com/ex/Shop.kt"),
+    ("php/src/Cart.php", "php:php/src/Cart.php")])
 def test_a_file_path_names_that_files_node_in_every_language(poly, capsys, rel, key):
     root, db = poly
     for ref in (rel, str(root / rel)):
