@@ -8,6 +8,7 @@ import time
 from .errors import NotFound, UsageError, name_choices
 from .store.db import Index
 from .store.rows import find_node_rows, node_row_by_id
+from .types import resolve_types
 
 
 def index_stats(ix: Index) -> dict:
@@ -219,7 +220,7 @@ def related_nodes(ix: Index, ref: str, types: list[str] | None = None, direction
     c = ix.conn
     known = [r[0] for r in c.execute("SELECT DISTINCT type FROM edges WHERE dst IS NOT NULL ORDER BY type")]
     if types:
-        bad = [t for t in types if t not in known]
+        types, bad = resolve_types(types, known)
         if bad:
             says = f"no edge type {bad[0]!r} in this index; it has: {name_choices(known, bad[0]) or 'no edges'}"
             raise UsageError(f"--types: {says}", agent=f"types: {says}")

@@ -1,14 +1,46 @@
 """Plain records passed between loaders, the indexer and the derived-data steps."""
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Iterable
 
 # nodes.flags bits
 FLAG_AUTO = 1          # shared node made by edge resolution (tag, entity, placeholder); no owning file
 FLAG_TEST = 2          # test code
 FLAG_PLACEHOLDER = 4   # link target that does not exist (yet)
 FLAG_VENDORED = 8     # code copied from another project or generated (vendor/, *.min.js, "DO NOT EDIT")
+
+
+_TYPE_SEP = re.compile(r"[\s\-]+")
+
+
+def type_name(value: object, default: str = "") -> str:
+    """A node kind or edge type as the index keeps it: lower case, runs of spaces and dashes
+    made ``_`` (a KG's ``"Depends On"`` is ``depends_on``, ``"Machine Design"``
+    ``machine_design``); ``default`` when nothing is left.
+
+    >>> type_name("Depends On"), type_name("/film/film/genre"), type_name(" ", "relates_to")
+    ('depends_on', '/film/film/genre', 'relates_to')
+    """
+    s = _TYPE_SEP.sub("_", str(value).strip().lower()) if value is not None else ""
+    return s or default
+
+
+def resolve_types(given: Iterable[str], known: Iterable[str]) -> tuple[list[str], list[str]]:
+    """``(names, unknown)``: each given type as the index has it (itself, else its
+    :func:`type_name`: ``--types "Depends On"`` is ``depends_on``), and the given ones it has in
+    neither form."""
+    have = set(known)
+    names, unknown = [], []
+    for t in given:
+        if t in have:
+            names.append(t)
+        elif type_name(t) in have:
+            names.append(type_name(t))
+        else:
+            unknown.append(t)
+    return list(dict.fromkeys(names)), unknown
 
 
 @dataclass(slots=True)

@@ -857,3 +857,26 @@ def test_a_quoted_filter_value_is_a_filter(tmp_path, capsys):
         capsys.readouterr()
         assert cli("search", query, "--db", db, "--json") == 0
         assert [h["key"] for h in json.loads(capsys.readouterr().out)["hits"]] == want, query
+
+
+# ---------------------------------------------------------------- --types as the KG file writes them
+def test_types_written_as_the_kg_file_writes_them_name_the_index_type(tmp_path, capsys):
+    """A KG's "Depends On" is kept as `depends_on` (as `kind:Person` is `person`), but
+    `--types "Depends On"` on related, impact, path and export was an unknown type (exit 2)."""
+    write(tmp_path / "kg" / "g.jsonl", "\n".join(json.dumps(r) for r in [
+        {"node_id": "a", "name": "Alpha"}, {"node_id": "b", "name": "Bravo"}, {"node_id": "c", "name": "Charlie"},
+        {"source": "a", "target": "b", "type": "Depends On"}, {"source": "b", "target": "c", "type": "Feeds Into"}]))
+    db = tmp_path / "i.db"
+    assert cli("index", tmp_path / "kg", "--db", db, "-q", "--no-embed") == 0
+    capsys.readouterr()
+    assert cli("related", "kg:a", "--types", "Depends On", "--db", db, "--json") == 0
+    assert list(json.loads(capsys.readouterr().out)["edges"]) == ["depends_on"]
+    assert cli("impact", "kg:b", "--types", "Depends On:in", "--db", db, "--json") == 0
+    assert [d["key"] for d in json.loads(capsys.readouterr().out)["dependents"]] == ["kg:a"]
+    assert cli("path", "kg:a", "kg:c", "--types", "Depends-On,feeds into", "--db", db, "--json") == 0
+    got = json.loads(capsys.readouterr().out)
+    assert got["types"] == ["depends_on", "feeds_into"] and got["paths"][0]["hops"] == 2
+    assert cli("export", "jsonl", "-", "--types", "DEPENDS ON", "--db", db) == 0
+    out = capsys.readouterr().out
+    assert '"depends_on"' in out and "feeds_into" not in out
+    assert cli("related", "kg:a", "--types", "Depends", "--db", db) == 2           # a word of it is still no type

@@ -67,8 +67,8 @@ def impact_of_nodes(ix, ids, depth: int = 3, types=None, tests: bool = False, li
     _check(depth, limit)
     ctx = graph_of(ix)
     spec = parse_types(types)
-    if spec is not None:
-        check_types(ctx, list(spec))
+    if spec is not None:                      # the names as the index has them ("Depends On": depends_on)
+        spec = dict(zip(check_types(ctx, list(spec)), spec.values()))
     names = ctx.etype_names
     g = ctx.graph
     pos = ctx.positions(list(ids))

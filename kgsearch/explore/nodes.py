@@ -8,6 +8,7 @@ from ..graph.context import GraphContext, load_context
 from ..stats import file_ids, find_node
 from ..store.rows import find_node_rows, node_meta, rel_path
 from ..store.sql import iter_in_chunks
+from ..types import resolve_types
 
 __all__ = ["graph_of", "resolve", "resolve_start", "display", "check_types", "TEST_FLAG"]
 
@@ -61,12 +62,12 @@ def display(ix, ids) -> dict[int, dict]:
 
 
 def check_types(ctx: GraphContext, types, what: str = "--types") -> list[str] | None:
-    """Edge type names the graph has (None passes); UsageError naming the valid ones."""
+    """Edge type names the graph has, as it has them (``Depends On`` is ``depends_on``; None
+    passes); UsageError naming the valid ones."""
     if types is None:
         return None
-    types = [t for t in types if t]
     known = sorted(ctx.etype_names)
-    bad = [t for t in types if t not in known]
+    types, bad = resolve_types([t for t in types if t], known)
     if bad or not types:
         says = (f"no edge type {bad[0] if bad else ''!r} in this index; it has: "
                 f"{name_choices(known, bad[0] if bad else '') or 'no edges'}")

@@ -18,6 +18,7 @@ import os
 import sys
 
 from ..errors import UsageError, name_choices
+from ..types import resolve_types
 
 __all__ = ["export", "FORMATS"]
 
@@ -33,7 +34,7 @@ def export(ix, fmt: str, out: str, text: bool | None = None, types=None, derived
         raise UsageError(f"unknown export format {fmt!r}; choose from {', '.join(FORMATS)}")
     if types:
         known = {r[0] for r in ix.conn.execute("SELECT DISTINCT type FROM edges WHERE dst IS NOT NULL")}
-        bad = [t for t in types if t not in known]
+        types, bad = resolve_types(types, known)
         if bad:
             raise UsageError(f"--types: no edge type {bad[0]!r} in this index; it has: "
                              f"{name_choices(sorted(known), bad[0])}")

@@ -5,6 +5,8 @@ import itertools
 import re
 from pathlib import Path
 
+from ..types import type_name
+
 __all__ = ["read_text", "decode", "utf16_codec", "slugify", "is_texty", "norm_type", "MAX_LINE_CHARS", "lines_of"]
 
 
@@ -213,10 +215,9 @@ def is_texty(value: object) -> bool:
 
 
 def norm_type(value: object, default: str) -> str:
-    """Node kind / edge type: lower case, runs of spaces and dashes -> ``_``.
+    """Node kind / edge type as the index keeps them (:func:`kgsearch.types.type_name`).
 
     >>> norm_type("Depends On", "relates_to")
     'depends_on'
     """
-    s = re.sub(r"[\s\-]+", "_", str(value).strip().lower()) if value is not None else ""
-    return s or default
+    return type_name(value, default)

@@ -38,6 +38,7 @@ import re
 from dataclasses import dataclass
 
 from ..errors import UsageError
+from ..types import type_name
 
 __all__ = ["FieldFilter", "FILTER_FIELDS", "FilterField", "FIELDS", "LANGS", "parse_filter", "parse_filters", "check_query_words",
            "allowed_ids", "allowed_ids_sql", "node_count", "matches", "node_rows", "from_flags", "describe"]
@@ -93,7 +94,6 @@ _OPS = (">=", "<=", ">", "<")
 # (ASCII digits, as every number typed: kgsearch.numerals; \d also matches '٣', which int() reads)
 _DATE = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}([T ][0-9]{2}:[0-9]{2}(:[0-9]{2})?)?$")
 _AGO = re.compile(r"^([0-9]{1,5})d$")
-_KIND_SEP = re.compile(r"[\s\-]+")    # kgsearch.ingest.common.norm_type's rule (not imported: stdlib only here)
 _WORD = re.compile(r"^(-?)([A-Za-z_]+):(>=|<=|>|<)?(.+)$")
 
 
@@ -124,7 +124,7 @@ def parse_filter(word: str | FieldFilter) -> FieldFilter:
     if f.field == "tag":
         f = FieldFilter(f.field, f.value.lstrip("#").lower(), f.op, f.negated)
     if f.field == "kind":       # as the loaders store a KG type: "Machine Design" -> machine_design
-        f = FieldFilter(f.field, _KIND_SEP.sub("_", f.value.strip().lower()) or f.value, f.op, f.negated)
+        f = FieldFilter(f.field, type_name(f.value, f.value), f.op, f.negated)
     return f
 
 

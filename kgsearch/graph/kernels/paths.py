@@ -31,6 +31,7 @@ import numpy as np
 
 from ...arrays import unique
 from ...errors import name_choices
+from ...types import resolve_types
 from .csr import GraphError
 from .layers import Hop, Path, search_layers
 from .meet import meet_path
@@ -47,7 +48,7 @@ def edge_types(g, names: Sequence[str] | None) -> np.ndarray | None:
     if names is None:
         return None
     known = list(g.etype_names)
-    bad = [t for t in names if t not in known]
+    names, bad = resolve_types(names, known)
     if bad:
         raise GraphError(f"no edge type {bad[0]!r} in the graph; it has: "
                          f"{name_choices(sorted(known), bad[0], more='more in the graph') or 'none'}")
