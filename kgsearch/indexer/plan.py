@@ -102,16 +102,18 @@ def record_loader_versions(ix, walked: list[str]) -> None:
         ix.set_meta_json(_VERSIONS, new)
 
 
-def _unnamed_triples(st: RunState, roots: list[Root], found: list[Found]) -> None:
+def _unnamed_triples(st: RunState, roots: list[Root], found: list[Found], to_load: list[Found]) -> None:
     """A triples file indexed as a root of its own (`kgsearch index wn18rr/train.tsv`) without the
     names file beside it: its entities are named by their ids ("00260881"), so say which file
-    names them, unless this run or the index holds it."""
+    names them, unless this run or the index holds it; said when the triples file is read (a
+    cron run that finds it unchanged says nothing again)."""
     from ..ingest.triples import is_side_file, names_files
 
     loading = {str(f.path) for f in found}
+    reading = {str(f.path) for f in to_load}
     for root in roots:
         path = Path(root.path)
-        if not path.is_file() or str(path) not in loading or is_side_file(path):
+        if not path.is_file() or str(path) not in reading or is_side_file(path):
             continue
         if loader_for(path, st.opts.fmt) != "triples":
             continue
@@ -153,7 +155,6 @@ def plan(st: RunState, roots: list[Root]) -> tuple[list[Found], list[tuple[int, 
                 f.rel = f.path.relative_to(f.root).as_posix()
             found.append(f)
         st.walked_roots.append(root.path)
-    _unnamed_triples(st, roots, found)
     report.warnings.extend(wr.problems)
     report.warnings.extend(wr.skipped_large)
     for k, v in wr.counts().items():
@@ -197,4 +198,5 @@ def plan(st: RunState, roots: list[Root]) -> tuple[list[Found], list[tuple[int, 
                 report.files_unchanged += 1
                 continue
         to_load.append(f)
+    _unnamed_triples(st, roots, found, to_load)
     return to_load, deleted

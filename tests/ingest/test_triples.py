@@ -110,6 +110,8 @@ def test_a_triples_file_named_alone_says_its_names_file_is_not_indexed(tmp_path,
     err = capsys.readouterr().err
     assert (f"warning: {folder / 'train.tsv'}: its entities are named by {folder / 'entity2text.txt'}, which is "
             f"not indexed: index the folder ({folder}) or name that file too") in err
+    assert main(["index", "--db", str(db), "--no-embed"]) == 0          # cron, nothing changed: said once, not again
+    assert "its entities are named by" not in capsys.readouterr().err
     assert main(["index", str(folder / "train.tsv"), str(folder / "entity2text.txt"), "--db", str(tmp_path / "j.db"),
                  "--no-embed"]) == 0
     assert "its entities are named by" not in capsys.readouterr().err
