@@ -880,3 +880,17 @@ def test_types_written_as_the_kg_file_writes_them_name_the_index_type(tmp_path, 
     out = capsys.readouterr().out
     assert '"depends_on"' in out and "feeds_into" not in out
     assert cli("related", "kg:a", "--types", "Depends", "--db", db) == 2           # a word of it is still no type
+
+
+def test_explain_says_a_channel_matched_nothing_of_the_node_not_score_zero_rank_zero():
+    """`why` printed `bm25     score 0.0000 rank 0 norm -0.512` for a node BM25 did not match."""
+    from kgsearch.cli.output import format_why
+
+    info = {"node": {"name": "Alpha", "kind": "entity", "key": "kg:a"}, "query": "q", "intent": {"name": "default"},
+            "fusion": "linear", "channels_run": ["bm25", "dense"], "reason": "in the top 10 at rank 2",
+            "hit": {"score": 1.5, "rank": 2, "signals": {}, "adjustments": {},
+                    "channels": {"bm25": {"score": 0.0, "rank": 0, "norm": -0.512},
+                                 "dense": {"score": 0.3, "rank": 4, "norm": 1.2}}}, "top": []}
+    lines = format_why(info).splitlines()
+    assert "  bm25     no match norm -0.512" in lines
+    assert "  dense    score 0.3000 rank 4 norm 1.200" in lines

@@ -183,7 +183,7 @@ def format_response(resp, explain: bool = False) -> str:
             lines.append(f"    {h.snippet}")
         if explain:
             for n, c in h.channels.items():
-                lines.append(f"      {n:<8} score {c['score']:.4f}  rank {c['rank']:>3}  norm {c['norm']:.3f}")
+                lines.append(_channel_line(n, c, "      ", "  "))
             for n, s in h.signals.items():
                 lines.append(f"      = {n:<9} {s['value']:.3f} x {s['weight']:.2f} = {s['part']:.4f}")
             for n, v in h.adjustments.items():
@@ -205,6 +205,15 @@ _ADJ_NOTES = {"shift": "(every candidate moved up so the weakest scores 0)",
               "session": "(opened in this session)", "feedback": "(feedback on similar queries)"}
 
 
+def _channel_line(name: str, c: dict, indent: str, gap: str) -> str:
+    """One channel's part of an explanation; a channel that did not rank the node (rank 0: it
+    matched nothing of it) says so, not "score 0.0000 rank 0" (its norm still enters the fusion)."""
+    if not c.get("rank"):
+        return f"{indent}{name:<8} no match{gap}norm {c['norm']:.3f}"
+    rank = f"{c['rank']:>3}" if gap == "  " else f"{c['rank']}"
+    return f"{indent}{name:<8} score {c['score']:.4f}{gap}rank {rank}{gap}norm {c['norm']:.3f}"
+
+
 def _adj_line(name: str, value: float, indent: str) -> str:
     """Adjustments apply in order: additive ones to the sum of the parts, then factors."""
     note = _ADJ_NOTES.get(name, "")
@@ -223,7 +232,7 @@ def format_why(info: dict) -> str:
     if h:
         lines.append(f"score {h['score']:.4f} at rank {h['rank']}")
         for n, c in h["channels"].items():
-            lines.append(f"  {n:<8} score {c['score']:.4f} rank {c['rank']} norm {c['norm']:.3f}")
+            lines.append(_channel_line(n, c, "  ", " "))
         for n, s in h["signals"].items():
             lines.append(f"  = {n:<9} {s['value']:.3f} x {s['weight']:.2f} = {s['part']:.4f}")
         for n, v in h["adjustments"].items():
