@@ -215,7 +215,7 @@ class _Go(Builder):
         return len(self.lx.code) if e < 0 else e
 
     def scan(self) -> list[Def]:
-        lx, code, pairs = self.lx, self.lx.code, self.lx.pairs
+        code, pairs = self.lx.code, self.lx.pairs
         defs: list[Def] = []
         for m in _FUNC.finditer(code):
             close = pairs.get(m.end() - 1, len(code))

@@ -85,8 +85,6 @@ def _name(raw: str) -> str:
 
 
 class KotlinBuilder(JavaBuilder):
-    CALLS_IN_TYPES = True
-
     def __init__(self, lx, rel, spec, warning):
         super().__init__(lx, rel, spec, warning)
         m = _PACKAGE.search(lx.code)

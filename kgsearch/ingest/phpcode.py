@@ -65,8 +65,6 @@ def _dotted(name: str) -> str:
 
 
 class PhpBuilder(NamespacedBuilder):
-    CALLS_IN_TYPES = True
-
     def __init__(self, lx, rel, spec, warning):
         Builder.__init__(self, lx, rel, spec, warning)
         self.pkg = ""
@@ -128,7 +126,7 @@ class PhpBuilder(NamespacedBuilder):
         if len(parts) == 1:
             if head in _KEYWORDS or head.startswith("$"):
                 return []
-            if head[:1].isupper() and self._is_new(scope, head):
+            if head[:1].isupper():                     # Cls(..): written after `new`
                 return self.type_candidates(head, scope)
             return self.static.get(head, []) + [self.q(head)] + ([head] if self.pkg else [])
         if len(parts) != 2:
@@ -144,9 +142,6 @@ class PhpBuilder(NamespacedBuilder):
         if head.startswith("$"):
             return []
         return [f"{t}.{member}" for t in self.type_candidates(head, scope)]
-
-    def _is_new(self, scope: Def, head: str) -> bool:
-        return True                                        # Cls(...) is only written after `new`
 
     # ---- definitions ---------------------------------------------------------------------
     def scan(self) -> None:
