@@ -58,18 +58,29 @@ def same_paths(got, want, tol: float = 1e-9) -> str | None:
     return None
 
 
-def nx_dependents(nx, g, starts, back, fwd, depth: int) -> dict[int, int]:
+def nx_dependents(nx, g, starts, back, fwd, depth: int, free=frozenset()) -> dict[int, int]:
     """``{node: hops}`` within ``depth`` of ``starts`` by breadth-first search on the graph of
-    dependency edges (types ``back`` reversed, ``fwd`` as they are)."""
+    dependency edges (types ``back`` reversed, ``fwd`` as they are); with ``free`` types (reversed,
+    no hop), Dijkstra with those edges weighing 0 and the others 1."""
     s, d, w, t = g.edges()
     G = nx.DiGraph()
     G.add_nodes_from(range(g.n))
     ok = np.asarray(w, dtype=np.float64) > 0
+
+    def add(a, b, hop):
+        if not G.has_edge(a, b) or G[a][b]["hop"] > hop:
+            G.add_edge(a, b, hop=hop)
+
     for u, v, tt in zip(s[ok].tolist(), d[ok].tolist(), t[ok].tolist()):
-        if tt in back:
-            G.add_edge(v, u)
+        if tt in free:
+            add(v, u, 0)
+        elif tt in back:
+            add(v, u, 1)
         if tt in fwd:
-            G.add_edge(u, v)
+            add(u, v, 1)
+    if free:
+        dist = nx.multi_source_dijkstra_path_length(G, {int(x) for x in starts}, cutoff=depth, weight="hop")
+        return {int(v): int(h) for v, h in dist.items()}
     src = "__start__"
     G.add_edges_from((src, int(x)) for x in starts)
     dist = nx.single_source_shortest_path_length(G, src, cutoff=depth + 1)

@@ -73,9 +73,11 @@ def impact_of_nodes(ix, ids, depth: int = 3, types=None, tests: bool = False, li
     g = ctx.graph
     pos = ctx.positions(list(ids))
     pos = pos[pos >= 0]
-    start = descendants(g, pos, names.index(CONTAINS) if CONTAINS in names else None)
+    contains = names.index(CONTAINS) if CONTAINS in names else None
+    start = descendants(g, pos, contains)
     back, fwd = type_sides(names, spec)
-    reach = dependents(g, start, back, fwd, depth)
+    free = [contains] if contains is not None and contains in back else None   # a container is as near as what it holds
+    reach = dependents(g, start, back, fwd, depth, free=free)
     order = reach.nodes()
     shown = order[:limit]
     want = set(ctx.ids_of(shown).tolist()) | set(ctx.ids_of(reach.parent[shown]).tolist())

@@ -20,7 +20,7 @@ def test_dependents_equal_the_reference_and_networkx():
 
     nx = need("networkx")
     rng = np.random.default_rng(2)
-    for _ in range(200):
+    for _ in range(400):
         n = int(rng.integers(1, 15))
         m = int(rng.integers(0, 40))
         s, d = rng.integers(0, n, m), rng.integers(0, n, m)
@@ -28,17 +28,28 @@ def test_dependents_equal_the_reference_and_networkx():
         g = Graph.from_edges(s, d, w, n, rng.integers(0, 3, m), ["a", "b", "c"])
         starts = sorted({int(x) for x in rng.integers(0, n, int(rng.integers(1, 3)))})
         back, fwd = [0, 1], [2] if _ % 3 else []
-        depth = int(rng.integers(1, 5))
-        r = dependents(g, starts, np.array(back), np.array(fwd, dtype=np.int64), depth)
-        want = dependents_ref(g, starts, set(back), set(fwd), depth)
+        free = [0] if _ % 4 >= 2 else []           # type 0 as containment: followed backwards, no hop
+        depth = int(rng.integers(0, 5))
+        r = dependents(g, starts, np.array(back), np.array(fwd, dtype=np.int64), depth, free=free)
+        want = dependents_ref(g, starts, set(back), set(fwd), depth, set(free))
         got = {int(v): (int(r.hops[v]), float(r.cost[v])) for v in np.flatnonzero(r.hops >= 0)}
         assert got.keys() == want.keys()
         for v, (h, c) in want.items():
             assert got[v][0] == h and got[v][1] == pytest.approx(c)
-        assert {v: h for v, (h, _) in got.items()} == nx_dependents(nx, g, starts, set(back), set(fwd), depth)
-        for v in r.nodes():                             # the chain back is made of real dependency edges
+        assert {v: h for v, (h, _) in got.items()} == nx_dependents(nx, g, starts, set(back), set(fwd), depth, set(free))
+        for v in r.nodes(include_start=True):      # the chain back is made of real dependency edges
             chain = r.chain(int(v))
-            assert len(chain) == r.hops[v] + 1 and r.hops[chain[-1]] == 0
+            assert r.hops[chain[-1]] == 0 and chain[-1] in starts
+            hopped = sum(1 for x in chain[:-1] if r.etype[x] not in free)
+            assert hopped == r.hops[v]
+            for a, b in zip(chain, chain[1:]):        # a's parent is b over an edge of a's type
+                src, dst = (b, a) if r.forward[a] else (a, b)
+                assert any(int(t) == r.etype[a] for t in _types_between(g, src, dst))
+
+
+def _types_between(g, src, dst):
+    s, d, w, t = g.edges()
+    return t[(s == src) & (d == dst) & (np.asarray(w) > 0)].tolist()
 
 
 def test_sides_and_contains():
@@ -51,6 +62,13 @@ def test_sides_and_contains():
     r = dependents(g, descendants(g, [0], 0), back, fwd, 3)
     assert {int(v): int(r.hops[v]) for v in r.nodes()} == {2: 1, 3: 1, 4: 1, 5: 2}   # 5 holds a caller
     assert r.chain(5) == [5, 2, 1]
+    # containment free: 5 holds the caller 2, so it is as near (hop 1), at 1/w more cost
+    r = dependents(g, descendants(g, [1], 0), back, fwd, 3, free=[0])
+    assert {int(v): int(r.hops[v]) for v in r.nodes(include_start=True)} == {1: 0, 0: 0, 2: 1, 3: 1, 4: 1, 5: 1}
+    assert r.cost[0] == 1.0 and r.cost[5] == 2.0 and r.chain(5) == [5, 2, 1] and r.chain(3) == [3, 0, 1]
+    assert r.nodes().tolist() == [2, 4, 3, 5]       # by hops, then cost: 3 and 5 hold or import at 2.0
+    r = dependents(g, [1], back, fwd, 0, free=[0])   # depth 0: the change and what holds it
+    assert r.nodes(include_start=True).tolist() == [1, 0]
     back, fwd = type_sides(names, ["calls"])
     assert [names[i] for i in back] == ["calls"] and not len(fwd)
     back, fwd = type_sides(names, {"feeds_into": "in"})
@@ -132,8 +150,13 @@ def test_impact_of_a_function_ranks_by_distance(code_db):
         res = impact(ix, "pkg.core.parse", depth=3)
     got = {d["key"]: d["distance"] for d in res["dependents"]}
     assert got["py:pkg.core.Reader.read"] == 1 and got["py:tests.test_core.test_parse"] == 1
-    assert got["py:pkg.core"] == 1 and got["py:pkg.core.Reader"] == 2      # the module, the class holding a caller
-    assert got["py:pkg.cli.main"] == 3 and "py:tests.test_cli.test_main" not in got    # main calls Reader: 4 hops
+    # containment is free: the module holding parse is part of the change (distance 0, not listed),
+    # the class holding a caller is as near as the caller, after it (its cost adds the contains edge)
+    assert "py:pkg.core" not in got and res["start"] == 1
+    assert got["py:pkg.core.Reader"] == 1 and [d["key"] for d in res["dependents"]].index("py:pkg.core.Reader") == 4
+    # main calls Reader (whose read calls parse), test_main calls main: reached at 3 (at 4, past
+    # --depth 3, while a class and a module each counted a hop)
+    assert got["py:pkg.cli.main"] == 2 and got["py:tests.test_cli.test_main"] == 3
     assert "py:pkg.other.unrelated" not in got and "py:tests.test_other.test_unrelated" not in got
     dist = [d["distance"] for d in res["dependents"]]
     assert dist == sorted(dist)
@@ -241,7 +264,7 @@ def test_demo_impact_equals_networkx(tmp_path):
             res = impact(ix, key, depth=4, limit=10_000)
             nid = ix.node_by_key(key)
             starts = descendants(ctx.graph, ctx.positions([nid]), contains)
-            want = nx_dependents(nx, ctx.graph, starts.tolist(), set(back.tolist()), set(fwd.tolist()), 4)
+            want = nx_dependents(nx, ctx.graph, starts.tolist(), set(back.tolist()), set(fwd.tolist()), 4, {contains})
             want = {int(ctx.node_ids[p]): h for p, h in want.items() if h > 0}
             assert {d["id"]: d["distance"] for d in res["dependents"]} == want, key
 

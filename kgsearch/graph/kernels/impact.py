@@ -12,8 +12,18 @@ also changes what it contains, so the start set is ``X`` and everything under it
 hops): ``hops[v]`` is the fewest hops from the start set, and ``cost[v]`` the cheapest sum of
 ``1 / weight`` over the paths with that many hops (each layer takes the best parent of the
 layer before), so a node is ranked by distance first, then by how strong its links are.
-``tests/test_graph_impact.py`` compares it with networkx breadth-first search and with the
-pure-Python :func:`kgsearch.graph.kernels.reference_queries.dependents_ref`.
+
+**Containment is free** (``free``: the ``contains`` type, followed to the container): what holds
+a node is as near to the change as the node (a caller's class and file are at the caller's
+distance, a changed function's class and file at 0, with the change), and costs only its
+``1 / weight``. Counted as a hop, containment made the same dependency farther in a language
+that nests more: a Java caller's file two hops past the caller (method, class, file), a Python
+caller's one, a Go method's two once it hung off its receiver type; with ``depth`` 3 a Java
+test two imports away was never reached where a Python one was.
+
+``tests/graph/test_impact.py`` compares it with networkx (breadth-first search, and Dijkstra
+with free edges of weight 0) and with the pure-Python
+:func:`kgsearch.graph.kernels.reference_queries.dependents_ref`.
 """
 from __future__ import annotations
 
@@ -93,29 +103,38 @@ class Reach:
         return r[np.lexsort((r, self.cost[r], self.hops[r]))]
 
     def chain(self, v: int) -> list[int]:
-        """``v`` and its parents back to the start set."""
+        """``v`` and its parents back to the start set (through the containers the start set's
+        nodes are in, which share its 0 hops)."""
         out = [int(v)]
-        while self.hops[out[-1]] > 0:
+        while self.parent[out[-1]] >= 0:
             out.append(int(self.parent[out[-1]]))
         return out
 
 
-def dependents(g, starts, back_types, fwd_types, depth: int = 3, limit: int | None = None) -> Reach:
+def dependents(g, starts, back_types, fwd_types, depth: int = 3, limit: int | None = None,
+               free=None) -> Reach:
     """Breadth-first layers from ``starts`` over the in-edges of ``back_types`` and the
     out-edges of ``fwd_types`` (type numbers), at most ``depth`` hops; each node keeps the
     cheapest parent of its first layer (ties: the smaller parent, then forward edges, then
-    the smaller type). ``limit`` stops after the layer in which that many nodes are reached."""
+    the smaller type). ``free`` (type numbers, followed backwards: ``contains``) leads to a
+    node's containers in the same layer, at the cost of the edge's ``1 / weight`` and no hop;
+    a free type is not also followed as a hop. ``limit`` stops after the layer in which that
+    many nodes are reached."""
     if depth < 0:
         raise GraphError(f"depth must be >= 0, got {depth}")
     front = unique(np.asarray(starts, dtype=np.int64))
     if len(front) and (front.min() < 0 or front.max() >= g.n):
         raise GraphError(f"node numbers must be in 0..{g.n - 1}")
+    free = np.asarray([] if free is None else free, dtype=np.int64).reshape(-1)
+    back_types = np.array([t for t in np.asarray(back_types).tolist() if t not in free.tolist()], dtype=np.int64)
     hops = np.full(g.n, -1, dtype=np.int32)
     cost = np.full(g.n, np.inf)
     parent = np.full(g.n, -1, dtype=np.int64)
     etype = np.full(g.n, -1, dtype=np.int64)
     forward = np.zeros(g.n, dtype=bool)
+    reach = Reach(hops, cost, parent, etype, forward)
     hops[front], cost[front] = 0, 0.0
+    front = _containers(g, reach, front, 0, free)
     reached = len(front)
     for h in range(1, int(depth) + 1):
         if not len(front) or (limit is not None and reached >= limit):
@@ -133,12 +152,63 @@ def dependents(g, starts, back_types, fwd_types, depth: int = 3, limit: int | No
         ok = hops[nb] < 0
         node, nb, w, t, fwd = node[ok], nb[ok], w[ok], t[ok], fwd[ok]
         c = cost[node] + 1.0 / w
-        order = np.lexsort((t, ~fwd, node, c, nb))
-        nb, node, t, fwd, c = nb[order], node[order], t[order], fwd[order], c[order]
-        head = np.ones(len(nb), dtype=bool)
-        head[1:] = nb[1:] != nb[:-1]
-        nb, node, t, fwd, c = nb[head], node[head], t[head], fwd[head], c[head]
+        nb, node, t, fwd, c = _best(nb, node, t, fwd, c)
         hops[nb], cost[nb], parent[nb], etype[nb], forward[nb] = h, c, node, t, fwd
-        reached += len(nb)
-        front = nb
-    return Reach(hops, cost, parent, etype, forward)
+        front = _containers(g, reach, nb, h, free)
+        reached += len(front)
+    return reach
+
+
+def _best(nb, node, t, fwd, c):
+    """One row per reached node: its cheapest (cost, parent, forward first, type)."""
+    order = np.lexsort((t, ~fwd, node, c, nb))
+    nb, node, t, fwd, c = nb[order], node[order], t[order], fwd[order], c[order]
+    head = np.ones(len(nb), dtype=bool)
+    head[1:] = nb[1:] != nb[:-1]
+    return nb[head], node[head], t[head], fwd[head], c[head]
+
+
+def _containers(g, reach: Reach, layer, h: int, free) -> np.ndarray:
+    """``layer`` (the nodes just put at ``h`` hops) and the containers reached from them over the
+    ``free`` types at the same ``h``: each container takes its cheapest way there, and a
+    container already in this layer is lowered when containment is cheaper than its own edge
+    (a Bellman-Ford pass per containment level; containment is a forest, so a few passes)."""
+    layer = unique(np.asarray(layer, dtype=np.int64))
+    if not len(free) or not len(layer):
+        return layer
+    hops, cost = reach.hops, reach.cost
+    members = [layer]
+    changed = layer
+    while len(changed):
+        node, nb, w, t = g.neighbors(changed, "in", free)
+        ok = (nb >= 0) & (w > 0)
+        node, nb, w, t = node[ok], nb[ok], w[ok].astype(np.float64), t[ok].astype(np.int64)
+        ok = (hops[nb] < 0) | (hops[nb] == h)
+        node, nb, w, t = node[ok], nb[ok], w[ok], t[ok]
+        if not len(nb):
+            break
+        fwd = np.zeros(len(nb), dtype=bool)
+        nb, node, t, fwd, c = _best(nb, node, t, fwd, cost[node] + 1.0 / w)
+        new = hops[nb] < 0
+        old = ~new
+        better = new.copy()
+        if old.any():                            # lower a node of this layer when this way is cheaper
+            o = nb[old]
+            mine = (c[old], node[old], np.ones(old.sum(), dtype=bool), t[old])
+            theirs = (cost[o], reach.parent[o], ~reach.forward[o], reach.etype[o])
+            better[old] = _less(mine, theirs)
+        nb, node, t, c = nb[better], node[better], t[better], c[better]
+        hops[nb], cost[nb], reach.parent[nb], reach.etype[nb], reach.forward[nb] = h, c, node, t, False
+        members.append(nb)
+        changed = nb
+    return unique(np.concatenate(members))
+
+
+def _less(a, b) -> np.ndarray:
+    """Elementwise lexicographic ``a < b`` over tuples of equal-length arrays."""
+    out = np.zeros(len(a[0]), dtype=bool)
+    eq = np.ones(len(a[0]), dtype=bool)
+    for x, y in zip(a, b):
+        out |= eq & (x < y)
+        eq &= x == y
+    return out

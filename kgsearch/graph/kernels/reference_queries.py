@@ -61,32 +61,34 @@ def k_shortest_paths_ref(g: Graph, source: int, target: int, k: int, max_hops: i
     return all_paths_ref(g, source, target, max_hops, direction, types)[:k]
 
 
-def dependents_ref(g: Graph, starts, back: set[int], fwd: set[int], depth: int) -> dict[int, tuple[int, float]]:
+def dependents_ref(g: Graph, starts, back: set[int], fwd: set[int], depth: int,
+                   free: set[int] = frozenset()) -> dict[int, tuple[int, float]]:
     """``{node: (hops, cost)}`` for every node within ``depth`` hops of ``starts`` (the start set
-    at 0), following edges of types ``back`` backwards and ``fwd`` forwards; ``cost`` is the
-    cheapest sum of 1 / weight over the paths with the fewest hops."""
+    at 0), following edges of types ``back`` backwards and ``fwd`` forwards; an edge of a type in
+    ``free``, followed backwards (to a container), adds its cost and no hop. ``(hops, cost)`` is
+    the least pair over the paths, compared hops first: Dijkstra on pairs, popped in order."""
+    import heapq
+
     s, d, w, t = g.edges()
-    nbrs: dict[int, list[tuple[int, float]]] = defaultdict(list)
+    nbrs: dict[int, list[tuple[int, int, float]]] = defaultdict(list)
     for u, v, ww, tt in zip(s.tolist(), d.tolist(), [float(x) for x in w], t.tolist()):
         if ww <= 0:
             continue
-        if tt in back:
-            nbrs[v].append((u, 1.0 / ww))
+        if tt in free:
+            nbrs[v].append((u, 0, 1.0 / ww))
+        elif tt in back:
+            nbrs[v].append((u, 1, 1.0 / ww))
         if tt in fwd:
-            nbrs[u].append((v, 1.0 / ww))
-    best = {int(x): (0, 0.0) for x in starts}
-    layer = dict((x, 0.0) for x in best)
-    for h in range(1, depth + 1):
-        nxt: dict[int, float] = {}
-        for u, cu in layer.items():
-            for v, c in nbrs.get(u, ()):
-                if v in best:
-                    continue
-                if cu + c < nxt.get(v, float("inf")):
-                    nxt[v] = cu + c
-        for v, c in nxt.items():
-            best[v] = (h, c)
-        layer = nxt
-        if not layer:
-            break
+            nbrs[u].append((v, 1, 1.0 / ww))
+    heap = [(0, 0.0, int(x)) for x in set(int(x) for x in starts)]
+    heapq.heapify(heap)
+    best: dict[int, tuple[int, float]] = {}
+    while heap:
+        h, c, u = heapq.heappop(heap)
+        if u in best:
+            continue
+        best[u] = (h, c)
+        for v, dh, dc in nbrs.get(u, ()):
+            if v not in best and h + dh <= depth:
+                heapq.heappush(heap, (h + dh, c + dc, v))
     return best
