@@ -83,3 +83,34 @@ def test_the_run_summary_says_why_unchanged_files_were_read(tmp_path, monkeypatc
     assert main(["index", "--db", db, "--no-embed"]) == 0
     err = capsys.readouterr().err
     assert "note: re-read 1 unchanged go file(s): this version's go loader reads them differently" in err
+
+
+def test_a_file_the_new_loader_cannot_read_is_tried_again(tmp_path, monkeypatch):
+    """A file re-read for a new loader version that fails under it (skipped, its old nodes kept)
+    was taken for read on the next run: the root's versions were recorded, its size and time
+    unchanged, so the old loader's nodes stayed until the file changed. It is tried again on
+    every run until it loads, as a changed file that fails is."""
+    from types import SimpleNamespace
+
+    from kgsearch.errors import DataError
+
+    root = tmp_path / "proj"
+    _tree(root)
+    db = tmp_path / "i.db"
+    _run(db, [root])
+    real = loaders.LOADERS["go"]
+
+    def broken(path, rel, opts):
+        raise DataError("cannot parse (a new loader's bug)", str(path))
+
+    monkeypatch.setitem(loaders.LOADER_VERSIONS, "go", loaders.LOADER_VERSIONS["go"] + 1)
+    monkeypatch.setitem(loaders.LOADERS, "go", SimpleNamespace(load=broken, NAME="go"))
+    rep = _run(db, [root])
+    assert rep.reread == {"go": 1} and rep.files_loaded == 0 and any("a new loader's bug" in w for w in rep.warnings)
+    assert _parent_of_method(db) == "go:pkg/a.go:T"                   # what was read before is kept
+    rep = _run(db, [root])                                             # still failing: said again
+    assert rep.files_loaded == 0 and any("a new loader's bug" in w for w in rep.warnings)
+    monkeypatch.setitem(loaders.LOADERS, "go", real)                   # the loader fixed (or the file)
+    rep = _run(db, [root])
+    assert rep.files_loaded == 1 and rep.files_unchanged == 1
+    assert _run(db, [root]).files_loaded == 0

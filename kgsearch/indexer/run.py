@@ -106,14 +106,19 @@ def _fail_file(st: RunState, f: Found, exc: DataError, why: str) -> None:
     """A file that could not be loaded. Met while walking a folder (no --format), it is skipped
     with one warning and counted: one bad file never stops the others (a tool's config with
     comments, a log that ends mid-line). A file the user named, or forced with --format, fails
-    the run (nothing changes) unless --keep-going. Either way what it held before is kept."""
+    the run (nothing changes) unless --keep-going. Either way what it held before is kept, and
+    its row is marked to be read again (size -1, no hash): a file re-read for a new loader
+    version that fails under it would otherwise pass for read on the next run (its size and
+    time unchanged, the root's loader versions recorded) and keep the old loader's nodes until
+    it changed."""
     walked = str(f.path) not in st.explicit_files and st.opts.fmt is None
+    if not walked and not st.opts.keep_going:
+        raise exc
+    st.conn.execute("UPDATE files SET size = -1, hash = '' WHERE path = ?", (str(f.path),))
     if walked:
         st.report.skipped[why] = st.report.skipped.get(why, 0) + 1
         st.warn(f"{exc} (skipped; what was indexed from it before is kept)")
         return
-    if not st.opts.keep_going:
-        raise exc
     st.report.files_failed += 1
     st.warn(f"{exc} (skipped; its previous contents are kept)")
 
