@@ -128,7 +128,9 @@ def cmd_impact(args) -> int:
     of = res["of"]
     what = _node(of) if "key" in of else f"{one_line(of['file'])} ({of['nodes']} nodes)"
     out(f"what depends on {what}")
-    out(f"({res['start']} start node(s), depth {res['depth']}, types {', '.join(f'{t}:{s}' for t, s in res['types'].items())})")
+    free = set(res.get("free") or ())
+    out(f"({res['start']} start node(s), depth {res['depth']}, types "
+        f"{', '.join(f'{t}:{s}' + (' (no hop)' if t in free else '') for t, s in res['types'].items())})")
     for i, d in enumerate(res["dependents"], 1):
         loc = one_line(f"  {d['relpath'] or d['path']}:{d['line']}" if d["path"] and d["line"] else "")
         via_type, via_key = one_line(d["via"]["type"]), one_line(d["via"]["key"])

@@ -61,7 +61,7 @@ def impact(ix, ref: str, depth: int = 3, types=None, tests: bool = False, limit:
 
 def impact_of_nodes(ix, ids, depth: int = 3, types=None, tests: bool = False, limit: int = 50) -> dict:
     """Dependents of the nodes ``ids`` (and what they contain): ``{"depth", "types": {type:
-    side}, "start": n, "total", "dependents": [{id, key, name, kind, path, relpath, line, test,
+    side}, "free": [the types followed at no hop: contains], "start": n, "total", "dependents": [{id, key, name, kind, path, relpath, line, test,
     distance, cost, via: {type, direction, key}}], "tests": [...] (with ``tests``)}``.
     ``via`` is the edge that brought the node in, seen from it (``out``: node -[type]-> key)."""
     _check(depth, limit)
@@ -90,7 +90,8 @@ def impact_of_nodes(ix, ids, depth: int = 3, types=None, tests: bool = False, li
                          via={"type": names[int(reach.etype[p])], "direction": "in" if reach.forward[p] else "out",
                               "key": rows[parent]["key"]}))
     used = {t: s for t, s in (spec or DEPENDENCY_TYPES).items() if t in names}
-    out = {"depth": depth, "types": used, "start": int(len(start)), "total": int(len(order)), "dependents": deps}
+    out = {"depth": depth, "types": used, "free": [CONTAINS] if free else [], "start": int(len(start)),
+           "total": int(len(order)), "dependents": deps}
     has = sorted(n for n in names if n not in DEPENDENCY_TYPES and n != "similar_text")
     if spec is None and not any(t != CONTAINS for t in used) and has:
         # (a KG of its own edge types, `_hypernym`: none is a default dependency, so no dependent

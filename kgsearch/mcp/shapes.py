@@ -117,7 +117,7 @@ OUTPUT_SCHEMAS = {
                   "direction": _S, "paths": {"type": "array", "items": _obj(
                       {"length": _N, "hops": _I, "nodes": {"type": "array", "items": _obj({"key": _S}, ["key"])},
                        "steps": {"type": "array"}}, ["hops", "nodes", "steps"])}}, ["from", "to", "paths"]),
-    "impact": _obj({"depth": _I, "types": {"type": "object"}, "start": _I, "total": _I,
+    "impact": _obj({"depth": _I, "types": {"type": "object"}, "free": {"type": "array", "items": _S}, "start": _I, "total": _I,
                     "dependents": {"type": "array", "items": _obj(
                         {"key": _S, "distance": _I, "via": _obj({"type": _S, "direction": _S, "key": _S})},
                         ["key", "distance"])},

@@ -152,7 +152,7 @@ def test_impact_of_a_function_ranks_by_distance(code_db):
     assert got["py:pkg.core.Reader.read"] == 1 and got["py:tests.test_core.test_parse"] == 1
     # containment is free: the module holding parse is part of the change (distance 0, not listed),
     # the class holding a caller is as near as the caller, after it (its cost adds the contains edge)
-    assert "py:pkg.core" not in got and res["start"] == 1
+    assert "py:pkg.core" not in got and res["start"] == 1 and res["free"] == ["contains"]
     assert got["py:pkg.core.Reader"] == 1 and [d["key"] for d in res["dependents"]].index("py:pkg.core.Reader") == 4
     # main calls Reader (whose read calls parse), test_main calls main: reached at 3 (at 4, past
     # --depth 3, while a class and a module each counted a hop)
@@ -237,9 +237,11 @@ def test_impact_errors_and_command(code_db, capsys):
         only = impact(ix, "pkg.core.parse", types="calls", depth=1)
         assert {d["key"] for d in only["dependents"]} == {"py:pkg.core.Reader.read", "py:tests.test_core.test_parse",
                                                           "py:tests.test_core.test_parse_empty"}
+        assert only["free"] == []                  # containment not followed: nothing to follow at no hop
     assert main(["impact", "pkg.core.parse", "--db", str(db), "--tests", "--limit", "3"]) == 0
     text = capsys.readouterr().out
     assert "what depends on parse  [function]  py:pkg.core.parse" in text
+    assert "contains:in (no hop)" in text and "calls:in," in text
     assert "tests that reach it:\n  1. tests/test_core.py" in text
     assert main(["impact", "pkg.core.parse", "--db", str(db), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["total"] >= 5
