@@ -136,6 +136,23 @@ def test_next_head_is_the_plain_search():
             assert jscode._next_head(text, at) == (m.start() if m else len(text)), (text, at)
 
 
+def test_lhs_before_is_the_plain_search():
+    """jscode.lhs_before tries only the starts of words; its answers are _LHS.search's over the
+    same window: random text of identifiers (ASCII, digits first, non-ASCII letters), chains,
+    annotations, groups and stoppers, every window end, windows cut inside words."""
+    from kgsearch.ingest import jscode
+
+    rng = random.Random(11)
+    alphabet = (["a", "b", "this", "x1", "9z", "éf", "ж", "$", "_", "#p", "."] + list(" ?!:;,{}()<>=\n")
+                + ["=>", " ", "  "])
+    for _ in range(3000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 30)))
+        for hi in range(len(text) + 1):
+            for lo in {0, max(0, hi - 7), rng.randint(0, hi)}:
+                a, b = jscode._LHS.search(text, lo, hi), jscode.lhs_before(text, lo, hi)
+                assert (a and (a.span(), a.groups())) == (b and (b.span(), b.groups())), (text, lo, hi)
+
+
 def test_duplicate_names_are_numbered_as_before(tmp_path):
     """The `#n` of a name defined again is the first number free (kept per key now, counted from 2
     for each definition before)."""

@@ -46,6 +46,8 @@ _ARROW_AFTER = re.compile(r"\s*(?::(?:[^=;{}]|\{[^{}]*\}|=>(?=[^{]*=>))*?)?=>")
 _SIMPLE_ARROW = re.compile(r"(?:async\s+)?([A-Za-z_$][\w$]*)\s*=>")
 _LHS = re.compile(r"((?:this|[A-Za-z_$][\w$]*)(?:\s*\??\.\s*#?[\w$]+)*)\s*(?:[!?]\s*)?"
                   r"(?::(?:[^;{}=()\n]|\([^()\n]*\)|=>|<(?:[^<>;{}]|<[^<>;{}]*>)*>)*?)?\s*$")
+_WORD_RUN = re.compile(r"[\w$]+")
+_ID_START = re.compile(r"[A-Za-z_$]")
 _KEY = re.compile(r"([A-Za-z_$][\w$]*)\s*\??\s*$")
 _MEMBER = re.compile(r"(?<![\w$.#])(#?[A-Za-z_$][\w$]*|\[[^\[\]\n]*\])\s*\??\s*(?=[(<])")
 _MODIFIERS = re.compile(r"((?:@[\w$.]+(?:\s*\((?:[^()]|\([^()]*\))*\))?\s*|(?:static|async|get|set|public|private|protected"
@@ -344,7 +346,7 @@ def scan(lx, typescript: bool = True) -> list[Def]:
             d = Def("function", name, k.start(1), f[1], f[2], k.start(1), "function",
                     f"{owner}.{name}" if owner else name)
         else:
-            lhs = _LHS.search(code, max(0, m.start() - 200), m.start())
+            lhs = lhs_before(code, max(0, m.start() - 200), m.start())
             if not lhs or _TYPE_ALIAS_BEFORE.search(code, max(0, lhs.start(1) - 12), lhs.start(1)):
                 continue                           # `type Handler = (req: Req) => void`: a type
             raw = re.sub(r"\s+", "", lhs.group(1))
@@ -360,6 +362,21 @@ def scan(lx, typescript: bool = True) -> list[Def]:
     defs += [d for d in callbacks if d.start not in taken]
     defs += _members(lx, blocks, memo)
     return defs
+
+
+def lhs_before(code: str, lo: int, hi: int):
+    """``_LHS.search(code, lo, hi)`` (the assignment target ending at ``hi``), trying only the
+    starts of words: a match starts with an identifier and runs through the end of its word (what
+    follows a chain is space, ``?``, ``!``, ``.`` or ``:``), so if one starts inside a word it
+    starts at the word's first ``[A-Za-z_$]`` too. The plain search tried every character of the
+    200-character window, each try able to read to its end: 60 % of a 1.2 MB bundle's load time."""
+    for run in _WORD_RUN.finditer(code, lo, hi):
+        first = _ID_START.search(code, run.start(), run.end())
+        if first is not None:
+            m = _LHS.match(code, first.start(), hi)
+            if m is not None:
+                return m
+    return None
 
 
 def _in_type_params(code: str, pairs: dict, up: int, at: int) -> bool:
