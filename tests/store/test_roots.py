@@ -9,7 +9,6 @@ from pathlib import Path
 from conftest import cli, rows, write
 
 from kgsearch.indexer import IndexOptions, index_paths
-from kgsearch.store.db import Index
 
 
 def edges(db: Path, etype: str) -> set[tuple[str, str]]:
