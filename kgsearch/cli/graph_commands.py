@@ -58,8 +58,9 @@ def add_parsers(sub, common) -> None:
     p = sub.add_parser("export", parents=[common], help="write the graph as GraphML, JSON Lines, a Markdown vault "
                                                         "or a plain SQLite file",
                        description="graphml: Gephi, Cytoscape, networkx. jsonl: one JSON object per node then per "
-                                   "edge, with plain text. vault: a folder of Markdown notes with [[wikilinks]] "
-                                   "(Obsidian). sqlite: a plain SQLite file whose node text any sqlite3 client "
+                                   "edge, with plain text; `kgsearch index` reads it back to the same keys, nodes and edges. "
+                                   "vault: a folder of Markdown notes with [[wikilinks]] (Obsidian; indexes back as "
+                                   "notes with the same links). sqlite: a plain SQLite file whose node text any sqlite3 client "
                                    "reads.",
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("format", choices=["graphml", "jsonl", "vault", "sqlite"])
