@@ -67,3 +67,57 @@ def test_an_exact_key_with_a_backslash_wins_over_the_escape(tmp_path, capsys):
     assert json.loads(capsys.readouterr().out)["node"]["name"] == "literal backslash"
     assert cli("show", "kg:a\nb", "--db", db, "--json") == 0
     assert json.loads(capsys.readouterr().out)["node"]["name"] == "real break"
+
+
+# ---------------------------------------------------------------- triples in a .txt
+def _keys(db, kind=None):
+    from kgsearch.store.db import Index
+
+    with Index.open(db, readonly=True) as ix:
+        sql = "SELECT key FROM nodes" + (" WHERE kind = ?" if kind else "") + " ORDER BY key"
+        return [k for (k,) in ix.conn.execute(sql, (kind,) if kind else ())]
+
+
+def test_triples_in_a_txt_file_are_read_as_triples(tmp_path, capsys):
+    """YAGO3-10, CoDEx and the original FB15k/WN18 ship `train.txt`: indexed, its triples were
+    one prose document cut into chunks, with no edge and no word about it. A `.txt` whose lines
+    are head<TAB>relation<TAB>tail is read as triples, said once when read; `--format text`
+    reads it as prose; a letter with tabs stays a document."""
+    kg = tmp_path / "yago"
+    write(kg / "train.txt", "Chatou\tisLocatedIn\tFrance\nBoo_Young-tae\tplaysFor\tYangju_Citizen_FC\n")
+    write(kg / "test.txt", "Chatou\tisLocatedIn\tEurope\r\nFrance\thasCapital\tParis\r\n")
+    write(kg / "entity2text.txt", "Chatou\tChatou, a commune west of Paris\n")
+    write(kg / "letter.txt", "Dear Ann,\n\tthanks\tfor the\tnotes\nsee you\n")
+    db = tmp_path / "k.db"
+    capsys.readouterr()
+    assert cli("index", kg, "--db", db) == 0
+    err = capsys.readouterr().err
+    assert err.count("read as KG triples, not prose") == 2 and f"{kg / 'train.txt'}: read as KG triples" in err
+    assert len(_keys(db, "document")) == 1 and _keys(db, "chunk") == []        # the letter
+    assert "kg:Yangju_Citizen_FC" in _keys(db, "entity") and "kg:Paris" in _keys(db, "entity")
+    assert cli("related", "kg:Chatou", "--db", db, "--json") == 0
+    rel = json.loads(capsys.readouterr().out)
+    assert set(rel["edges"]) == {"islocatedin"} and rel["node"]["name"] == "Chatou" and rel["total"] == 2
+    assert cli("index", kg, "--db", db) == 0
+    assert "read as KG triples" not in capsys.readouterr().err           # said when read, not on every run
+    prose = tmp_path / "prose.db"
+    assert cli("index", kg / "train.txt", "--format", "text", "--db", prose, "-q") == 0
+    assert len(_keys(prose, "document")) == 1 and "kg:France" not in _keys(prose)
+
+
+def test_a_txt_of_triples_that_turns_ragged_names_the_line_and_the_way_out(tmp_path, capsys):
+    lines = [f"e{i}\trel\te{i + 1}" for i in range(2000)] + ["this line is prose"]
+    bad = write(tmp_path / "kg" / "train.txt", "\n".join(lines) + "\n")
+    capsys.readouterr()
+    assert cli("index", bad, "--db", tmp_path / "k.db") == 3
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {bad}:2001: expected head<TAB>relation<TAB>tail, got 1 field(s)")
+    assert "--format text" in err and "Traceback" not in err and err.count("\n") == 1
+
+
+def test_a_txt_of_triples_gets_the_triples_size_cap():
+    from kgsearch.ingest.walk import DEFAULT_MAX_BYTES, TRIPLES_MAX_BYTES, size_cap
+
+    assert size_cap(Path("train.txt"), None, "triples") == TRIPLES_MAX_BYTES
+    assert size_cap(Path("notes.txt"), None, "text") == DEFAULT_MAX_BYTES
+    assert size_cap(Path("entity2text.txt"), None, "triples") == DEFAULT_MAX_BYTES
