@@ -121,3 +121,30 @@ def test_a_txt_of_triples_gets_the_triples_size_cap():
     assert size_cap(Path("train.txt"), None, "triples") == TRIPLES_MAX_BYTES
     assert size_cap(Path("notes.txt"), None, "text") == DEFAULT_MAX_BYTES
     assert size_cap(Path("entity2text.txt"), None, "triples") == DEFAULT_MAX_BYTES
+
+
+# ---------------------------------------------------------------- an unknown model: one exit code
+@pytest.mark.parametrize("name", ["nope", "./no-model-here"])
+def test_an_unknown_model_is_a_usage_error_in_index_and_model_use(name, tmp_path, capsys, monkeypatch):
+    """`kgsearch model use nope` exited 3 (bad input) while `kgsearch index --model nope` exited 2
+    (usage error) for the same unknown model, each with its own words. A name or folder that holds
+    no model is a usage error in both (exit 2), said alike; a model whose files do not read stays
+    bad input (exit 3 naming the file)."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "no-model-here").mkdir()
+    write(tmp_path / "notes" / "a.md", "# A\nalpha\n")
+    db = tmp_path / "i.db"
+    assert cli("index", tmp_path / "notes", "--db", db, "-q", "--no-embed") == 0
+    capsys.readouterr()
+    assert cli("model", "use", name, "--db", db) == 2
+    use = capsys.readouterr().err
+    assert cli("index", tmp_path / "notes", "--model", name, "--db", db) == 2
+    index = capsys.readouterr().err
+    assert index == use.replace("error: ", f"error: --model {name!r}: ", 1) and use.count("\n") == 1
+    assert ("e5-small-en-256" in use) == (name == "nope")
+    bad = tmp_path / "badm"
+    write(bad / "config.json", "{}")
+    write(bad / "tokenizer.json", "{}")
+    (bad / "model.safetensors").write_bytes(b"12345678")
+    assert cli("model", "use", bad, "--db", db) == 3
+    assert f"{bad / 'model.safetensors'}: not a safetensors file" in capsys.readouterr().err
