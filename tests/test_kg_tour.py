@@ -148,3 +148,23 @@ def test_an_unknown_model_is_a_usage_error_in_index_and_model_use(name, tmp_path
     (bad / "model.safetensors").write_bytes(b"12345678")
     assert cli("model", "use", bad, "--db", db) == 3
     assert f"{bad / 'model.safetensors'}: not a safetensors file" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- type: is kind:
+def test_type_is_the_kind_filter_as_a_kg_file_says_it(tmp_path, capsys):
+    """A KG file calls a node's kind its "type"; `type:Person` in a query was query text, so
+    every kind came back (a silent non-filter). It is `kind:Person`, negated and quoted too."""
+    from kgsearch.query.parse import split_filters
+
+    write(tmp_path / "kg" / "n.jsonl",
+          '{"id": "p1", "name": "Ada Lovelace", "type": "Person", "description": "analytical engine notes"}\n'
+          '{"id": "p2", "name": "Analytical Engine", "type": "Machine Design", "description": "analytical by Babbage"}\n')
+    db = tmp_path / "i.db"
+    assert cli("index", tmp_path / "kg", "--db", db, "-q", "--no-embed") == 0
+    for query, want in (("analytical type:Person", ["kg:p1"]), ('analytical type:"Machine Design"', ["kg:p2"]),
+                        ("analytical -type:person", ["kg:p2"])):
+        capsys.readouterr()
+        assert cli("search", query, "--db", db, "--json") == 0
+        assert [h["key"] for h in json.loads(capsys.readouterr().out)["hits"]] == want, query
+    assert split_filters("x type:Person")[1][0].field == "kind"
+    assert cli("search", "analytical typ:Person", "--db", db) == 2       # one letter off a field: said
