@@ -168,3 +168,54 @@ def test_type_is_the_kind_filter_as_a_kg_file_says_it(tmp_path, capsys):
         assert [h["key"] for h in json.loads(capsys.readouterr().out)["hits"]] == want, query
     assert split_filters("x type:Person")[1][0].field == "kind"
     assert cli("search", "analytical typ:Person", "--db", db) == 2       # one letter off a field: said
+
+
+# ---------------------------------------------------------------- odd KG inputs
+@pytest.mark.parametrize("name", ["e.json", "e.jsonl", "e.csv", "e.tsv"])
+def test_an_empty_kg_file_is_empty_alike_named_or_walked(name, tmp_path, capsys):
+    """Named, an empty .json or .csv was exit 3 ("not a knowledge-graph file (the file is
+    empty)") while an empty .jsonl or .tsv was indexed without a word: one rule, nothing
+    indexed, one warning naming the file, exit 0."""
+    f = write(tmp_path / "kg" / name, "")
+    capsys.readouterr()
+    assert cli("index", f, "--db", tmp_path / "named.db") == 0
+    assert f"warning: {f}: empty (no " in capsys.readouterr().err
+    assert cli("index", tmp_path / "kg", "--db", tmp_path / "walked.db") == 0
+    assert f"warning: {f}: empty (no " in capsys.readouterr().err
+
+
+def test_bom_crlf_duplicates_and_self_loops(tmp_path, capsys):
+    """A BOM and CRLF line ends read as UTF-8 and LF; a duplicated triple is two edges (a KG may
+    count them), a self loop is an edge, and none of them breaks related, path or export."""
+    from kgsearch.store.db import Index
+
+    kg = tmp_path / "kg"
+    kg.mkdir()
+    (kg / "train.tsv").write_bytes(b"\xef\xbb\xbfa\tr\tb\r\na\tr\tb\r\nc\tself\tc\r\n")
+    (kg / "n.jsonl").write_bytes(b'\xef\xbb\xbf{"id":"x","name":"X"}\r\n{"source":"x","target":"x","type":"loop"}\r\n')
+    db = tmp_path / "k.db"
+    assert cli("index", kg, "--db", db, "-q") == 0
+    with Index.open(db, readonly=True) as ix:
+        assert sorted(k for (k,) in ix.conn.execute("SELECT key FROM nodes")) == ["kg:a", "kg:b", "kg:c", "kg:x"]
+    capsys.readouterr()
+    assert cli("related", "kg:c", "--db", db, "--json") == 0
+    assert json.loads(capsys.readouterr().out)["edges"]["self"][0]["key"] == "kg:c"
+    assert cli("path", "kg:a", "kg:b", "--db", db, "--json") == 0
+    assert cli("path", "kg:c", "kg:c", "--db", db) == 0                 # 0 hops
+    assert "Traceback" not in capsys.readouterr().err
+    assert cli("export", "jsonl", tmp_path / "out.jsonl", "--db", db, "-q") == 0
+
+
+def test_related_and_impact_say_when_there_is_nothing(tmp_path, capsys):
+    """`related X --types T` with no such edge printed the node and nothing else (was the type
+    wrong? the node?); `impact` on a KG of its own types printed `types )`."""
+    write(tmp_path / "kg" / "train.tsv", "a\t_hypernym\tb\nb\t_part_of\tc\n")
+    db = tmp_path / "k.db"
+    assert cli("index", tmp_path / "kg", "--db", db, "-q", "--no-embed") == 0
+    capsys.readouterr()
+    assert cli("related", "kg:a", "--types", "_part_of", "--db", db) == 0
+    assert capsys.readouterr().out.splitlines()[1] == "(no edges of type _part_of)"
+    assert cli("related", "kg:a", "--direction", "in", "--db", db) == 0
+    assert capsys.readouterr().out.splitlines()[1] == "(no incoming edges)"
+    assert cli("impact", "kg:b", "--db", db) == 0
+    assert "(1 start node(s), depth 3, types none of this index's)" in capsys.readouterr().out

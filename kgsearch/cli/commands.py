@@ -518,6 +518,10 @@ def cmd_related(args) -> int:
         emit_json(info)
         return EXIT_OK
     out(_node_line(info["node"]))
+    if not info["total"]:
+        what = f" of type {one_line(', '.join(types))}" if types else ""
+        way = {"out": " outgoing", "in": " incoming"}.get(args.direction, "")
+        out(f"(no{way} edges{what})")
     for etype, edges in info["edges"].items():
         out("")
         out(f"{one_line(etype)} ({len(edges)}):")

@@ -129,7 +129,8 @@ def cmd_impact(args) -> int:
     of = res["of"]
     what = _node(of) if "key" in of else f"{one_line(of['file'])} ({of['nodes']} nodes)"
     out(f"what depends on {what}")
-    out(f"({res['start']} start node(s), depth {res['depth']}, types {', '.join(f'{t}:{s}' for t, s in res['types'].items())})")
+    types = one_line(", ".join(f"{t}:{s}" for t, s in res["types"].items())) or "none of this index's"
+    out(f"({res['start']} start node(s), depth {res['depth']}, types {types})")
     for i, d in enumerate(res["dependents"], 1):
         loc = one_line(f"  {d['relpath'] or d['path']}:{d['line']}" if d["path"] and d["line"] else "")
         via_type, via_key = one_line(d["via"]["type"]), one_line(d["via"]["key"])

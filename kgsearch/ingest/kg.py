@@ -76,6 +76,7 @@ Record = tuple[dict, int | None, int | None]     # (record, first line, last lin
 # ``kgsearch export jsonl`` starts with this line; a JSONL file that does is read back as the
 # graph it was exported from: ids are kgsearch keys (``md:notes/Home``, ``kg:git``), kept as
 # they are, not made ``kg:`` ids (which gave ``kg:kg:git``); see :func:`_build_export`.
+EMPTY = "{where}: empty (no record); nothing to index"
 EXPORT_FIELD = "kgsearch_export"
 EXPORT_VERSION = 1
 EXPORT_HEADER = {EXPORT_FIELD: EXPORT_VERSION}
@@ -112,6 +113,8 @@ def is_tool_file(name: str) -> bool:
 def load(path: Path, rel: str, opts: LoadOptions) -> LoadResult:
     where = str(path)
     text, warning = decode(Path(path).read_bytes(), where)
+    if not text.strip():           # JSON, JSONL, CSV alike (a JSON parse of nothing failed: exit 3)
+        return LoadResult(warnings=[EMPTY.format(where=where)])
     strict = bool(opts.explicit or opts.fmt == NAME)
     ext = Path(path).suffix.lower()
     if ext not in EXTENSIONS:            # forced --format kg on another extension: sniff

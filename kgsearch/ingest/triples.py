@@ -110,6 +110,9 @@ def load(path: Path, rel: str, opts: LoadOptions) -> LoadResult:
     text, warning = decode(Path(path).read_bytes(), where)
     name = Path(path).name.lower()
     res = LoadResult(warnings=[warning] if warning else [])
+    if not text.strip():        # as the kg loader says it of an empty JSON, JSONL or CSV file
+        res.warnings.append(f"{where}: empty (no line); nothing to index")
+        return res
     m = SIDE_FILE.match(name)
     if m:
         kind, suffix = m.group(1).lower(), (m.group(2) or "").lower()
