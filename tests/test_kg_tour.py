@@ -219,3 +219,27 @@ def test_related_and_impact_say_when_there_is_nothing(tmp_path, capsys):
     assert capsys.readouterr().out.splitlines()[1] == "(no incoming edges)"
     assert cli("impact", "kg:b", "--db", db) == 0
     assert "(1 start node(s), depth 3, types none of this index's)" in capsys.readouterr().out
+
+
+def test_huge_names_and_ids(tmp_path, capsys):
+    """A 3 MB KG name was the node's name, printed whole on every result line naming it; a 2 MB
+    "id" (a lost tab) became a 2 MB key. A name is cut at 1,000 characters (its whole kept in
+    the text, searchable); an id over 1,000 characters is bad input naming file:line."""
+    from kgsearch.indexer.load import MAX_NAME_CHARS
+    from kgsearch.store.db import Index
+
+    write(tmp_path / "kg" / "n.jsonl", json.dumps({"id": "big", "name": "label " * 1000 + "zanzibar",
+                                                   "description": "short gloss"}) + "\n")
+    db = tmp_path / "k.db"
+    capsys.readouterr()
+    assert cli("index", tmp_path / "kg", "--db", db, "--no-embed") == 0
+    assert "kg:big's name has 6,008 characters; named by its first 1,000" in capsys.readouterr().err
+    with Index.open(db, readonly=True) as ix:
+        name, = ix.conn.execute("SELECT name FROM nodes WHERE key = 'kg:big'").fetchone()
+    assert len(name) <= MAX_NAME_CHARS + 1 and name.endswith("label\u2026")
+    assert cli("search", "zanzibar", "--db", db, "--json") == 0
+    assert [h["key"] for h in json.loads(capsys.readouterr().out)["hits"]] == ["kg:big"]
+    bad = write(tmp_path / "t" / "train.tsv", "a\tr\tb\n" + "x" * 5000 + "\tr\tb\n")
+    assert cli("index", bad, "--db", tmp_path / "t.db") == 3
+    assert capsys.readouterr().err == (f"error: {bad}:2: the head has 5,000 characters (an id is at most 1,000); is a "
+                                       f"tab, quote or line break missing?\n")

@@ -53,7 +53,7 @@ from typing import Any, Iterator
 
 from ..errors import DataError
 from ..types import LoadOptions, LoadResult, EdgeRec, NodeRec
-from .common import decode, lines_of, is_texty, norm_type
+from .common import check_id, decode, lines_of, is_texty, norm_type
 
 NAME = "kg"
 EXTENSIONS = (".json", ".jsonl", ".ndjson", ".csv")
@@ -457,9 +457,9 @@ def _build_export(records: list[Record], where: str) -> LoadResult:
 
 def _scalar_id(value: Any, what: str, where: str, line: int | None) -> str:
     if isinstance(value, bool) or not isinstance(value, (str, int, float)) or str(value).strip() == "":
-        raise DataError(f'"{what}" must be a non-empty string or number, got {json.dumps(value)}',
+        raise DataError(f'"{what}" must be a non-empty string or number, got {json.dumps(value)[:80]}',
                         where, line)
-    return str(value).strip()
+    return check_id(str(value).strip(), f'"{what}"', where, line)
 
 
 def _first(rec: dict, fields: tuple[str, ...]) -> tuple[str | None, Any]:

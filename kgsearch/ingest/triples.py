@@ -32,7 +32,7 @@ from pathlib import Path
 
 from ..errors import DataError
 from ..types import EdgeRec, LoadOptions, LoadResult, NodeRec
-from .common import decode, lines_of, norm_type, utf16_codec
+from .common import check_id, decode, lines_of, norm_type, utf16_codec
 
 NAME = "triples"
 EXTENSIONS = (".tsv",)
@@ -157,7 +157,9 @@ def _triples(text: str, where: str, res: LoadResult, sniffed: bool = False) -> N
         h, r, t = parts
         src = keys.get(h)
         if src is None:
-            src = keys[h] = f"kg:{h}"
+            src = keys[h] = f"kg:{check_id(h, 'the head', where, lineno)}"
+        if "\0" + t not in keys:
+            check_id(t, "the tail", where, lineno)
         etype = types.get(r)
         if etype is None:
             etype = types[r] = norm_type(r, "relates_to")
@@ -172,7 +174,7 @@ def _names(text: str, where: str, res: LoadResult, described: bool) -> None:
         parts = line.rstrip("\r\n").split("\t", 1)
         if len(parts) != 2 or not parts[0].strip():
             raise DataError("expected id<TAB>name (an entity names file)", where, lineno)
-        nid, value = parts[0].strip(), " ".join(parts[1].split())
+        nid, value = check_id(parts[0].strip(), "the id", where, lineno), " ".join(parts[1].split())
         if nid in seen:
             res.warnings.append(f"{where}:{lineno}: duplicate entity id {nid!r}; kept the first")
             continue
