@@ -138,6 +138,8 @@ def load(path: Path, rel: str, opts: LoadOptions) -> LoadResult:
             return LoadResult()
         return LoadResult(warnings=[f"{where}: not a knowledge-graph file, skipped"])
     res = _build(records, where)
+    if not records:                 # `[]`, `{"nodes": []}`, a CSV header alone
+        res.warnings.append(EMPTY.format(where=where))
     if warning:
         res.warnings.insert(0, warning)
     return res

@@ -237,7 +237,8 @@ def test_empty_files(tmp_path):
     """An empty JSON, JSONL or CSV file is empty alike: nothing indexed, one line saying so (named,
     an empty .json or .csv was exit 3 "not a knowledge-graph file" and an empty .jsonl said nothing)."""
     assert load(tmp_path, "e.json", "[]").nodes == []
-    for name, body in (("e.jsonl", "\n\n"), ("e.json", ""), ("e.csv", "\ufeff\r\n"), ("e.json", " \n")):
+    for name, body in (("e.jsonl", "\n\n"), ("e.json", ""), ("e.csv", "\ufeff\r\n"), ("e.json", " \n"),
+                       ("e.json", "[]"), ("e.json", '{"nodes": [], "edges": []}'), ("e.csv", "id,name\n")):
         assert load(tmp_path, name, body).warnings == [f"{tmp_path / name}: empty (no record); nothing to index"]
 
 
