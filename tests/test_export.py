@@ -375,3 +375,39 @@ def test_jsonl_without_the_export_header_is_a_kg_and_a_bad_header_is_named(tmp_p
         with pytest.raises(DataError, match=re.escape(msg)) as e:
             index_paths(tmp_path / "bad.db", [str(bad)])
         assert e.value.line == line and e.value.path == str(bad)
+
+
+def test_export_to_a_named_pipe_or_device_writes_into_it(demo, tmp_path, capsys):
+    """`kgsearch export jsonl /dev/stdout` (or a named pipe, /dev/null) wrote a temporary file
+    beside it and renamed it over the device: as root /dev/null became a regular file, as anyone
+    else the export failed. A path that is a device or pipe is written to as it is; an SQLite
+    export there is a usage error, and one that SQLite cannot open is exit 3, not exit 1."""
+    import os
+    import stat
+    import threading
+
+    from kgsearch.cli import main
+
+    ix, _ = demo
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    got = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_text(encoding="utf-8")), daemon=True)
+    reader.start()
+    try:
+        assert main(["export", "jsonl", str(fifo), "--db", str(ix.path), "-q"]) == 0
+    finally:
+        if not got and stat.S_ISFIFO(os.stat(fifo).st_mode):
+            with open(fifo, "w"):                # (unblock the reader if the export never opened it)
+                pass
+        reader.join(10)
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode)
+    assert got and got[0].startswith('{"kgsearch_export":1}\n') and got[0].count("\n") == 1 + ix.node_count() + \
+        len(_index_edges(ix))
+    capsys.readouterr()
+    assert main(["export", "sqlite", str(fifo), "--db", str(ix.path)]) == 2
+    assert capsys.readouterr().err == f"error: an SQLite file cannot go to {fifo}: give a file's path\n"
+    nowhere = tmp_path / "no" / "such" / "x.db"
+    assert main(["export", "sqlite", str(nowhere), "--db", str(ix.path)]) == 3
+    assert capsys.readouterr().err == (f"error: {nowhere}: cannot write the export (unable to open database file); "
+                                       f"choose a folder you can write to\n")
