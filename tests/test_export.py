@@ -331,6 +331,7 @@ def test_jsonl_export_indexes_back_to_the_same_graph(tmp_path):
     kg.mkdir()
     (kg / "train.tsv").write_text("a1\t_hypernym\tb2\nb2\t_part_of\tc3\n", encoding="utf-8")
     (kg / "entity2text.txt").write_text("a1\tdog, a domestic animal\nb2\tcanine, a family\n", encoding="utf-8")
+    (kg / "spaced .md").write_text("# Spaced\nsee [[elsewhere]]\n", encoding="utf-8")    # a key ending in a space
     opts = IndexOptions(steps=("text", "neighbors", "graph"))
     first = tmp_path / "first.db"
     index_paths(first, [str(demo_dir()), str(tmp_path / "lib"), str(kg)], opts)
@@ -338,7 +339,7 @@ def test_jsonl_export_indexes_back_to_the_same_graph(tmp_path):
     with Index.open(first, readonly=True) as ix:
         export(ix, "jsonl", str(out1))
         keys = {k for (k,) in ix.conn.execute("SELECT key FROM nodes")}
-    assert "py://lib/pkg.core.Base.run" in keys and "kg:a1" in keys and "md:vault/Home" in keys
+    assert {"py://lib/pkg.core.Base.run", "kg:a1", "md:vault/Home", "md://kg/spaced "} <= keys
     back = tmp_path / "back.db"
     index_paths(back, [str(out1)], opts)
     with Index.open(back, readonly=True) as ix:

@@ -73,10 +73,11 @@ EDGE_LIST_KEYS = ("edges", "links", "relationships")
 
 Record = tuple[dict, int | None, int | None]     # (record, first line, last line)
 
+EMPTY = "{where}: empty (no record); nothing to index"      # the warning for a file of no record
+
 # ``kgsearch export jsonl`` starts with this line; a JSONL file that does is read back as the
 # graph it was exported from: ids are kgsearch keys (``md:notes/Home``, ``kg:git``), kept as
 # they are, not made ``kg:`` ids (which gave ``kg:kg:git``); see :func:`_build_export`.
-EMPTY = "{where}: empty (no record); nothing to index"
 EXPORT_FIELD = "kgsearch_export"
 EXPORT_VERSION = 1
 EXPORT_HEADER = {EXPORT_FIELD: EXPORT_VERSION}
@@ -409,6 +410,15 @@ def _field(rec: dict, name: str, types: tuple, where: str, line: int | None, def
     return v
 
 
+def _key(rec: dict, name: str, where: str, line: int | None) -> str:
+    """A node key as exported: exactly as written (a key may end in a space: a file name's)."""
+    key = rec.get(name)
+    if not isinstance(key, str) or ":" not in key.lstrip(":") or not key.strip():
+        raise DataError(f'"{name}" must be a kgsearch key (ns:name, as `kgsearch export jsonl` writes it), '
+                        f'got {json.dumps(key)[:80]}; fix the line or re-export', where, line)
+    return key
+
+
 def _build_export(records: list[Record], where: str) -> LoadResult:
     """The nodes and edges of a ``kgsearch export jsonl`` file, as the exported index held them:
     the key (``id``), kind (``type``), name, text, qualname, flags, props, parent and the names a
@@ -422,8 +432,7 @@ def _build_export(records: list[Record], where: str) -> LoadResult:
         if _kind(rec) == "edge":
             if rec.get("derived") is True:
                 continue
-            src = _scalar_id(rec["source"], "source", where, line)
-            dst = _scalar_id(rec["target"], "target", where, line)
+            src, dst = _key(rec, "source", where, line), _key(rec, "target", where, line)
             etype = _field(rec, "edge_type", (str,), where, line) or _field(rec, "type", (str,), where, line)
             weight = _field(rec, "weight", (int, float), where, line, 1.0)
             if not math.isfinite(weight):
@@ -431,10 +440,7 @@ def _build_export(records: list[Record], where: str) -> LoadResult:
             res.edges.append(EdgeRec(src=src, dst=dst, type=etype or "relates_to", ns="key", weight=float(weight),
                                      line=line, props=_field(rec, "props", (dict,), where, line, {})))
             continue
-        key = _field(rec, "id", (str,), where, line, "").strip()
-        if ":" not in key.lstrip(":"):
-            raise DataError(f'"id" must be a kgsearch key (ns:name, as `kgsearch export jsonl` writes it), '
-                            f'got {json.dumps(rec.get("id"))[:80]}; fix the line or re-export', where, line)
+        key = _key(rec, "id", where, line)
         if key in seen:
             res.warnings.append(f"{where}:{line}: duplicate node id {key!r} (first at line {seen[key]}); kept the first")
             continue
