@@ -7,10 +7,19 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["one_line"]
+__all__ = ["one_line", "UNSAFE", "unescape_shown"]
 
 # what ends a line for a reader (str.splitlines' breaks)
 _BREAKS = re.compile("\r\n|[\n\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029]")
+
+# What indexed text must not do to a terminal: C0 controls but tab and newline (ESC starts
+# colour, cursor, title and clear-screen sequences; BEL; CR overwrites a line), DEL and the C1
+# controls (0x9b is a one-byte CSI), and the bidi controls that reorder what is shown
+# ("txt.exe" shown as "exe.txt"). The CLI shows them escaped (\x1b, \u202e) on a terminal.
+UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+_SHOWN_ESCAPE = re.compile(r"\\(?:([nrt])|x([0-9a-fA-F]{2})|u([0-9a-fA-F]{4}))")
+_SHORT = {"n": "\n", "r": "\r", "t": "\t"}
 
 
 def one_line(value) -> str:
@@ -24,3 +33,24 @@ def one_line(value) -> str:
     text = str(value)
     return _BREAKS.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text) if _BREAKS.search(text) \
         else text
+
+
+def unescape_shown(text: str) -> str:
+    r"""``text`` with the escapes kgsearch prints for a name, key or path (:func:`one_line`'s
+    line breaks, a table cell's tab, a terminal's control and bidi characters) turned back into
+    the characters they stand for, so that a key copied from the output names its node. Only
+    those escapes: ``\x41`` stays as typed (kgsearch never prints an ``A`` so), and so does a
+    backslash that starts no escape.
+
+    >>> unescape_shown(r"kg:line\nbreak"), unescape_shown(r"kg:esc\x1b[31m \u202etxt"), unescape_shown(r"C:\x41\dir")
+    ('kg:line\nbreak', 'kg:esc\x1b[31m \u202etxt', 'C:\\x41\\dir')
+    """
+    if "\\" not in text:
+        return text
+
+    def back(m: re.Match) -> str:
+        short, hx, uni = m.groups()
+        ch = _SHORT[short] if short else chr(int(hx or uni, 16))
+        return ch if ch == "\t" or _BREAKS.fullmatch(ch) or UNSAFE.fullmatch(ch) else m.group()
+
+    return _SHOWN_ESCAPE.sub(back, text)

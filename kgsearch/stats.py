@@ -6,6 +6,7 @@ import posixpath
 import time
 
 from .errors import NotFound, UsageError, name_choices
+from .lines import unescape_shown
 from .store.db import Index
 from .store.rows import find_node_rows, node_row_by_id
 from .types import resolve_types
@@ -47,13 +48,17 @@ def find_node(ix: Index, ref: str) -> dict:
     :class:`UsageError` listing their keys, never one picked silently; a note and its own
     section of the same name are one candidate (the note), a source file and the class or
     function it holds of its name one candidate (the class), and structural nodes (tags,
-    entities, placeholders) only count when nothing else has the name."""
+    entities, placeholders) only count when nothing else has the name. A name that matches
+    nothing is tried once more with the escapes the CLI prints turned back
+    (:func:`kgsearch.lines.unescape_shown`: the key ``kg:a\\nb`` shown for ``"a\\nb"``)."""
     rows = find_node_rows(ix.conn, ref)
     if not rows and ref.isascii() and ref.isdigit() and len(ref) < 19:     # a row id (SQLite's: 64-bit)
         row = node_row_by_id(ix.conn, int(ref))
         rows = [row] if row is not None else []
     if not rows:
         rows = file_node_rows(ix, ref)
+    if not rows and (plain := unescape_shown(ref)) != ref:
+        rows = find_node_rows(ix.conn, plain)       # a key as the CLI prints it: `kg:a\nb` for "a<LF>b"
     if not rows:
         raise NotFound(f"no node {ref!r} in {ix.path}; try `kgsearch search {ref!r}` to find its key",
                        agent=f"no node {ref!r} in the index; call `search` with words from it to find its key")

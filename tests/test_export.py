@@ -4,6 +4,7 @@ exactly the exported links, and the plain SQLite file reads with a bare sqlite3 
 from __future__ import annotations
 
 import collections
+import re
 import json
 import sqlite3
 
@@ -95,10 +96,9 @@ def test_jsonl_has_plain_text_and_loads_back_as_a_kg(demo, tmp_path):
     assert any(isinstance(t, bytes) for (t,) in ix.conn.execute("SELECT text FROM nodes"))   # some were compressed
     db = tmp_path / "back.db"
     index_paths(db, [str(out)], IndexOptions(steps=("text", "graph")))
-    with Index.open(db, readonly=True) as back:
+    with Index.open(db, readonly=True) as back:        # derived edges are the neighbors step's, not read
         assert back.node_count() == ix.node_count()
-        got = collections.Counter(t for (t,) in back.conn.execute("SELECT type FROM edges WHERE dst IS NOT NULL"))
-        assert got == collections.Counter(t for _, t, _ in _index_edges(ix))
+        assert collections.Counter(_index_edges(back)) == collections.Counter(_index_edges(ix, derived=False))
 
 
 def test_vault_indexes_back_to_the_same_links(demo, tmp_path):
@@ -295,3 +295,120 @@ def test_vault_of_text_with_nul_bytes_indexes_back(tmp_path):
         assert [k for (k,) in ix.conn.execute("SELECT key FROM nodes WHERE kind = 'note' ORDER BY key")] == \
             ["md:thing/nul name", "md:thing/other"]
         assert ix.conn.execute("SELECT count(*) FROM edges WHERE type = 'links' AND dst IS NOT NULL").fetchone()[0] == 1
+
+
+def _graph_of(jsonl_text: str) -> tuple[list, list]:
+    """An export's nodes (in order) and edges (sorted), without what says where each was read
+    (``path``, ``line``, ``line_end``): re-indexed, a node lives in the export file."""
+    nodes, edges = [], []
+    for line in jsonl_text.splitlines():
+        rec = json.loads(line)
+        if "id" in rec:
+            nodes.append({k: v for k, v in rec.items() if k not in ("path", "line", "line_end")})
+        elif "source" in rec:
+            edges.append(json.dumps({k: v for k, v in rec.items() if k != "line"}, sort_keys=True))
+    return nodes, sorted(edges)
+
+
+def test_jsonl_export_indexes_back_to_the_same_graph(tmp_path):
+    """`kgsearch export jsonl` then `kgsearch index` of that file gave keys `kg:kg:git` and
+    `kg:md:vault/Home` (ids read as KG ids), the nodes' qualnames, flags and paths as props, and
+    every similar_text edge twice (read, then computed). An export indexes back to the same
+    keys, nodes (kind, name, text, qualname, flags, props, parent, names) and edges: exporting
+    it again gives the same file but for where each node was read."""
+    from kgsearch.demo import demo_dir
+    from kgsearch.indexer import IndexOptions, index_paths
+    from kgsearch.store.db import Index
+
+    pkg = tmp_path / "lib" / "pkg"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("", encoding="utf-8")
+    (pkg / "core.py").write_text("class Base:\n    def run(self):\n        return helper()\n\n\n"
+                                 "def helper():\n    '''Help.'''\n    return 1\n", encoding="utf-8")
+    (pkg / "test_core.py").write_text("from pkg.core import Base\n\n\ndef test_run():\n    Base().run()\n",
+                                      encoding="utf-8")
+    kg = tmp_path / "kg"
+    kg.mkdir()
+    (kg / "train.tsv").write_text("a1\t_hypernym\tb2\nb2\t_part_of\tc3\n", encoding="utf-8")
+    (kg / "entity2text.txt").write_text("a1\tdog, a domestic animal\nb2\tcanine, a family\n", encoding="utf-8")
+    (kg / "spaced .md").write_text("# Spaced\nsee [[elsewhere]]\n", encoding="utf-8")    # a key ending in a space
+    opts = IndexOptions(steps=("text", "neighbors", "graph"))
+    first = tmp_path / "first.db"
+    index_paths(first, [str(demo_dir()), str(tmp_path / "lib"), str(kg)], opts)
+    out1, out2 = tmp_path / "one.jsonl", tmp_path / "two.jsonl"
+    with Index.open(first, readonly=True) as ix:
+        export(ix, "jsonl", str(out1))
+        keys = {k for (k,) in ix.conn.execute("SELECT key FROM nodes")}
+    assert {"py://lib/pkg.core.Base.run", "kg:a1", "md:vault/Home", "md://kg/spaced "} <= keys
+    back = tmp_path / "back.db"
+    index_paths(back, [str(out1)], opts)
+    with Index.open(back, readonly=True) as ix:
+        assert {k for (k,) in ix.conn.execute("SELECT key FROM nodes")} == keys
+        export(ix, "jsonl", str(out2))
+    one, two = _graph_of(out1.read_text(encoding="utf-8")), _graph_of(out2.read_text(encoding="utf-8"))
+    assert len(one[0]) == len(keys) and any('"derived": true' in e for e in one[1])
+    assert two == one
+    assert next(n for n in two[0] if n["id"] == "py://lib/pkg.core.Base.run")["parent"] == "py://lib/pkg.core.Base"
+    assert ["note", "okapi bm25", 2] in next(n for n in two[0] if n["id"] == "md:vault/concepts/BM25")["aliases"]
+
+
+def test_jsonl_without_the_export_header_is_a_kg_and_a_bad_header_is_named(tmp_path):
+    """Only a file that starts with the export's header line has keys for ids: a KG file of
+    ids with colons (`"id": "wd:Q42"`) keeps its `kg:` keys. A header from a newer kgsearch, or
+    a node that is no key, is exit 3 naming file:line."""
+    from kgsearch.errors import DataError
+    from kgsearch.indexer import index_paths
+    from kgsearch.store.db import Index
+
+    kgf = tmp_path / "kg.jsonl"
+    kgf.write_text('{"id": "wd:Q42", "name": "Douglas Adams"}\n', encoding="utf-8")
+    db = tmp_path / "k.db"
+    index_paths(db, [str(kgf)])
+    with Index.open(db, readonly=True) as ix:
+        assert [k for (k,) in ix.conn.execute("SELECT key FROM nodes")] == ["kg:wd:Q42"]
+    for body, line, msg in (('{"kgsearch_export": 9}\n', 1, "written by a newer kgsearch"),
+                            ('{"kgsearch_export": 1}\n\n{"id": "plain", "name": "x"}\n', 3,
+                             '"id" must be a kgsearch key'),
+                            ('{"kgsearch_export": 1}\n{"id": "kg:a", "aliases": [["note"]]}\n', 2,
+                             '"aliases" must be a list of [ns, name, rank]')):
+        bad = tmp_path / "bad.jsonl"
+        bad.write_text(body, encoding="utf-8")
+        with pytest.raises(DataError, match=re.escape(msg)) as e:
+            index_paths(tmp_path / "bad.db", [str(bad)])
+        assert e.value.line == line and e.value.path == str(bad)
+
+
+def test_export_to_a_named_pipe_or_device_writes_into_it(demo, tmp_path, capsys):
+    """`kgsearch export jsonl /dev/stdout` (or a named pipe, /dev/null) wrote a temporary file
+    beside it and renamed it over the device: as root /dev/null became a regular file, as anyone
+    else the export failed. A path that is a device or pipe is written to as it is; an SQLite
+    export there is a usage error, and one that SQLite cannot open is exit 3, not exit 1."""
+    import os
+    import stat
+    import threading
+
+    from kgsearch.cli import main
+
+    ix, _ = demo
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    got = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_text(encoding="utf-8")), daemon=True)
+    reader.start()
+    try:
+        assert main(["export", "jsonl", str(fifo), "--db", str(ix.path), "-q"]) == 0
+    finally:
+        if not got and stat.S_ISFIFO(os.stat(fifo).st_mode):
+            with open(fifo, "w"):                # (unblock the reader if the export never opened it)
+                pass
+        reader.join(10)
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode)
+    assert got and got[0].startswith('{"kgsearch_export":1}\n') and got[0].count("\n") == 1 + ix.node_count() + \
+        len(_index_edges(ix))
+    capsys.readouterr()
+    assert main(["export", "sqlite", str(fifo), "--db", str(ix.path)]) == 2
+    assert capsys.readouterr().err == f"error: an SQLite file cannot go to {fifo}: give a file's path\n"
+    nowhere = tmp_path / "no" / "such" / "x.db"
+    assert main(["export", "sqlite", str(nowhere), "--db", str(ix.path)]) == 3
+    assert capsys.readouterr().err == (f"error: {nowhere}: cannot write the export (unable to open database file); "
+                                       f"choose a folder you can write to\n")

@@ -219,7 +219,7 @@ def test_compaction_is_a_note_only_when_it_gave_back_a_megabyte(saved, said, cap
 def test_the_readme_limits_are_the_codes():
     from kgsearch.cli.output import LOG_EVERY
     from kgsearch.graph.stored.scores import CNM_WORK_FLOOR, CNM_WORK_PER_PAIR
-    from kgsearch.indexer.load import MAX_NODE_CHARS
+    from kgsearch.indexer.load import MAX_NAME_CHARS, MAX_NODE_CHARS
     from kgsearch.ingest.common import MAX_LINE_CHARS
     from kgsearch.ingest.walk import DEFAULT_MAX_BYTES, TRIPLES_MAX_BYTES
 
@@ -228,7 +228,7 @@ def test_the_readme_limits_are_the_codes():
     rows = {r.split("|")[1].strip(): r.split("|")[2].strip() for r in limits.splitlines() if r.startswith("| ")}
     assert rows["query text (`search`, `why`, `context`, MCP)"] == f"{MAX_QUERY_CHARS:,} characters"
     assert rows["one line of a note or text file"] == f"{MAX_LINE_CHARS:,} bytes"
-    assert rows["one node's text"] == f"{MAX_NODE_CHARS:,} characters"
+    assert rows["one node's text (its name)"] == f"{MAX_NODE_CHARS:,} characters ({MAX_NAME_CHARS:,})"
     assert rows["file size"].startswith(f"{DEFAULT_MAX_BYTES // 10**6} MB ({TRIPLES_MAX_BYTES // 10**6} MB `.tsv`")
     assert rows["greedy modularity (communities)"].startswith(
         f"{CNM_WORK_PER_PAIR} heap entries per linked pair, at least {CNM_WORK_FLOOR // 10**6}M")

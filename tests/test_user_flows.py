@@ -820,7 +820,7 @@ def test_model_use_of_an_unknown_name_lists_the_models(indexed, capsys):
     at e5-small-multi (need config.json, model.safetensors and tokenizer.json); pass a model
     folder or run `kgsearch model pull NAME`": the names it does know went unsaid."""
     capsys.readouterr()
-    assert cli("model", "use", "e5-small-multi", "--db", indexed[1]) == 3
+    assert cli("model", "use", "e5-small-multi", "--db", indexed[1]) == 2      # a usage error, as `index --model`
     err = capsys.readouterr().err
     assert err.startswith("error: no model named 'e5-small-multi' here; the models here: ") and err.count("\n") == 1
     assert "e5-small-en-256" in err and "e5-small-multi-192" in err and "`kgsearch model list`" in err

@@ -419,7 +419,12 @@ def cmd_model(args) -> int:
 
         from ..store.db import Index
 
-        embed.load_model(None if args.name == "default" else args.name)   # DataError (exit 3) if it is not usable
+        from ..embed.model import no_model_message, resolve_model
+        from ..errors import UsageError
+
+        if args.name != "default" and resolve_model(args.name) is None:
+            raise UsageError(no_model_message(args.name))     # exit 2, as `index --model` says it
+        embed.load_model(None if args.name == "default" else args.name)   # DataError (exit 3): a damaged model
         Index.open(args.db, readonly=True).close()       # no index: exit 4 naming the fix, not "nothing to index"
         progress = Progress(sys.stderr.isatty() and not args.quiet)
         try:
@@ -513,6 +518,10 @@ def cmd_related(args) -> int:
         emit_json(info)
         return EXIT_OK
     out(_node_line(info["node"]))
+    if not info["total"]:
+        what = f" of type {one_line(', '.join(types))}" if types else ""
+        way = {"out": " outgoing", "in": " incoming"}.get(args.direction, "")
+        out(f"(no{way} edges{what})")
     for etype, edges in info["edges"].items():
         out("")
         out(f"{one_line(etype)} ({len(edges)}):")

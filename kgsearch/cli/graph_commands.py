@@ -58,8 +58,9 @@ def add_parsers(sub, common) -> None:
     p = sub.add_parser("export", parents=[common], help="write the graph as GraphML, JSON Lines, a Markdown vault "
                                                         "or a plain SQLite file",
                        description="graphml: Gephi, Cytoscape, networkx. jsonl: one JSON object per node then per "
-                                   "edge, with plain text. vault: a folder of Markdown notes with [[wikilinks]] "
-                                   "(Obsidian). sqlite: a plain SQLite file whose node text any sqlite3 client "
+                                   "edge, with plain text; `kgsearch index` reads it back to the same keys, nodes and edges. "
+                                   "vault: a folder of Markdown notes with [[wikilinks]] (Obsidian; indexes back as "
+                                   "notes with the same links). sqlite: a plain SQLite file whose node text any sqlite3 client "
                                    "reads.",
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("format", choices=["graphml", "jsonl", "vault", "sqlite"])
@@ -129,8 +130,9 @@ def cmd_impact(args) -> int:
     what = _node(of) if "key" in of else f"{one_line(of['file'])} ({of['nodes']} nodes)"
     out(f"what depends on {what}")
     free = set(res.get("free") or ())
-    out(f"({res['start']} start node(s), depth {res['depth']}, types "
-        f"{', '.join(f'{t}:{s}' + (' (no hop)' if t in free else '') for t, s in res['types'].items())})")
+    types = one_line(", ".join(f"{t}:{s}" + (" (no hop)" if t in free else "") for t, s in res["types"].items()))
+    types = types or "none of this index's"
+    out(f"({res['start']} start node(s), depth {res['depth']}, types {types})")
     for i, d in enumerate(res["dependents"], 1):
         loc = one_line(f"  {d['relpath'] or d['path']}:{d['line']}" if d["path"] and d["line"] else "")
         via_type, via_key = one_line(d["via"]["type"]), one_line(d["via"]["key"])

@@ -8,14 +8,10 @@ import sys
 import time
 
 from ..jsonable import jsonable
-from ..lines import one_line  # (the one helper: context and the MCP server print names with it too)
+from ..lines import UNSAFE, one_line  # (the one helper: context and the MCP server print names with it too)
 
 # ---------------------------------------------------------------------------- terminal safety
-# What indexed text must not do to a terminal: C0 controls but tab and newline (ESC starts
-# colour, cursor, title and clear-screen sequences; BEL; CR overwrites a line), DEL and the C1
-# controls (0x9b is a one-byte CSI), and the bidi controls that reorder what is shown
-# ("txt.exe" shown as "exe.txt"). Shown escaped (\x1b, \u202e) instead of obeyed.
-_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_UNSAFE = UNSAFE            # (kgsearch.lines says what and why; unescape_shown reads the escapes back)
 
 
 def _escape(m: re.Match) -> str:

@@ -367,19 +367,30 @@ def _model_names() -> list[str]:
     return names
 
 
+def no_model_message(spec: str | os.PathLike) -> str:
+    """What to say of a model name or folder :func:`resolve_model` finds nothing at: for a name,
+    the names there are; for a path, the files a model folder needs. ``kgsearch index --model``
+    and ``kgsearch model use`` say it alike, as a usage error (exit 2): a wrong argument, not a
+    damaged file (a model folder whose files do not read is a DataError naming the file)."""
+    where = str(spec)
+    if not Path(where).expanduser().exists() and not any(c in where for c in "/\\"):
+        names = _model_names()
+        return (f"no model named {where!r} here; the models here: {', '.join(names) or 'none'} "
+                f"(`kgsearch model list`); `kgsearch model pull NAME` fetches one, or pass a model folder's path")
+    return (f"no model2vec model at {where} (need config.json, model.safetensors and tokenizer.json); pass a "
+            f"model folder, or a name `kgsearch model list` shows")
+
+
 def load_model(path: str | os.PathLike | None = None) -> StaticModel:
     """Load a model2vec-format model folder (or a name, see :func:`resolve_model`)."""
     from .safetensors import load as load_tensors
 
     folder = resolve_model(path)
     if folder is None:
-        where = str(path) if path is not None else f"the default model {DEFAULT_MODEL}"
-        if path is not None and not Path(path).expanduser().exists() and not any(c in where for c in "/\\"):
-            names = _model_names()                 # a name, not a folder: say the names there are
-            raise DataError(f"no model named {where!r} here; the models here: {', '.join(names) or 'none'} "
-                            f"(`kgsearch model list`), or pass a model folder's path")
-        raise DataError(f"no model2vec model found at {where} (need config.json, model.safetensors and "
-                        f"tokenizer.json); pass a model folder or run `kgsearch model pull NAME`")
+        if path is not None:
+            raise DataError(no_model_message(path))
+        raise DataError(f"no model2vec model found at the default model {DEFAULT_MODEL} (need config.json, "
+                        f"model.safetensors and tokenizer.json); pass a model folder or run `kgsearch model pull NAME`")
     cfg_path, weights_path, tok_path, tensor = find_layout(folder)  # type: ignore[misc]
     try:
         config = json.loads(cfg_path.read_text(encoding="utf-8"))

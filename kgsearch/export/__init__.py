@@ -15,6 +15,7 @@ sqlite     :mod:`.plain`: a plain SQLite file, node text as TEXT, for any ``sqli
 from __future__ import annotations
 
 import os
+import sqlite3
 import sys
 
 from ..errors import UsageError, name_choices
@@ -76,6 +77,18 @@ def _check_out(ix, out: str, fmt: str | None = None) -> None:
                                      f"index the export too (every node twice); write it outside the indexed folders")
 
 
+def _special(out: str) -> bool:
+    """``out`` exists and is no regular file or folder: a device (``/dev/stdout``, ``/dev/null``)
+    or a named pipe."""
+    import stat
+
+    try:
+        mode = os.stat(out).st_mode
+    except OSError:
+        return False
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
+
+
 def _export(ix, fmt: str, out: str, text, types, derived) -> dict:
     text = (fmt != "graphml") if text is None else bool(text)
     derived = (fmt != "vault") if derived is None else bool(derived)
@@ -88,9 +101,14 @@ def _export(ix, fmt: str, out: str, text, types, derived) -> dict:
     elif fmt == "sqlite":
         from .plain import write_sqlite
 
-        if out == "-":
-            raise UsageError("an SQLite file cannot go to stdout: give its path")
-        n, m = write_sqlite(ix, out, text, types, derived)
+        if out == "-" or _special(out):
+            raise UsageError(f"an SQLite file cannot go to {'stdout' if out == '-' else out}: give a file's path")
+        try:
+            n, m = write_sqlite(ix, out, text, types, derived)
+        except sqlite3.Error as exc:          # "unable to open database file" (/proc/x.db), a full disk
+            from ..errors import DataError
+
+            raise DataError(f"cannot write the export ({exc}); choose a folder you can write to", out) from None
     else:
         from .graphml import write_graphml
         from .jsonl import write_jsonl
@@ -98,6 +116,11 @@ def _export(ix, fmt: str, out: str, text, types, derived) -> dict:
         write = write_graphml if fmt == "graphml" else write_jsonl
         if out == "-":
             n, m = write(ix, sys.stdout, text, types, derived)
+        elif _special(out):
+            # /dev/stdout, /dev/null, a named pipe: written to as they are (a temporary file beside
+            # /dev/null renamed over it replaced the device, as root, or failed, as anyone else)
+            with open(out, "w", encoding="utf-8", newline="\n") as fh:
+                n, m = write(ix, fh, text, types, derived)
         else:
             tmp = f"{out}.tmp{os.getpid()}"
             try:

@@ -77,12 +77,28 @@ def load_job(job: tuple[Found, LoadOptions]) -> tuple:
 MAX_NODE_CHARS = 1_000_000       # a node's text is indexed up to here (bounds every derived step per node)
 
 
-def cap_nodes(result: LoadResult, where: str, cap: int = MAX_NODE_CHARS) -> None:
+MAX_NAME_CHARS = 1_000           # a node's name (a label: every result line prints it whole)
+
+
+def cap_nodes(result: LoadResult, where: str, cap: int = MAX_NODE_CHARS, name_cap: int = MAX_NAME_CHARS) -> None:
     """Cut node texts longer than ``cap`` characters (at the last whitespace before it when
     that keeps three quarters), one warning each: BM25, the neighbour lists and the embedding
     tokenise a node's whole text at once, and a 20 MB note made one node cost ~600 MB.
-    Loaders split long sources into sections and chunks; this bounds what they leave whole."""
+    Loaders split long sources into sections and chunks; this bounds what they leave whole.
+    A name longer than ``name_cap`` (a KG record's description put in its ``name``: 3 MB printed
+    on every result line that named it) is cut the same way, and the whole name follows its text
+    (which the results' snippets show), so its words stay searchable."""
     for n in result.nodes:
+        if len(n.name) > name_cap:
+            size = len(n.name)
+            if n.name not in n.text:
+                n.text = (n.text + "\n" if n.text else "") + n.name
+            name = n.name[:name_cap]
+            space = name.rfind(" ")
+            n.name = (name[:space] if space >= name_cap * 3 // 4 else name) + "\u2026"
+            line = f"{n.line_start}:" if n.line_start else ""
+            result.warnings.append(f"{where}:{line} {n.key}'s name has {size:,} characters; named by its first "
+                                   f"{name_cap:,}, the whole name is in its text")
         size = len(n.text)
         if size > cap:
             text = n.text[:cap]

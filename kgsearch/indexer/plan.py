@@ -103,19 +103,24 @@ def record_loader_versions(ix, walked: list[str]) -> None:
 
 
 def _unnamed_triples(st: RunState, roots: list[Root], found: list[Found], to_load: list[Found]) -> None:
-    """A triples file indexed as a root of its own (`kgsearch index wn18rr/train.tsv`) without the
+    """A ``.txt`` read as triples (its lines are: :func:`kgsearch.ingest.walk.sniff_loader`) is
+    said when it is read. A triples file indexed as a root of its own (`kgsearch index wn18rr/train.tsv`) without the
     names file beside it: its entities are named by their ids ("00260881"), so say which file
     names them, unless this run or the index holds it; said when the triples file is read (a
     cron run that finds it unchanged says nothing again)."""
     from ..ingest.triples import is_side_file, names_files
 
     loading = {str(f.path) for f in found}
-    reading = {str(f.path) for f in to_load}
+    reading = {str(f.path): f.loader for f in to_load}
+    for f in to_load:
+        if f.loader == "triples" and not st.opts.fmt and f.path.suffix.lower() == ".txt" and not is_side_file(f.path):
+            st.report.warnings.append(f"{f.path}: read as KG triples, not prose: its lines are "
+                                      f"head<TAB>relation<TAB>tail (--format text reads it as prose)")
     for root in roots:
         path = Path(root.path)
         if not path.is_file() or str(path) not in reading or is_side_file(path):
             continue
-        if loader_for(path, st.opts.fmt) != "triples":
+        if reading[str(path)] != "triples":
             continue
         for names in names_files(path.parent):
             if str(names) in loading or st.conn.execute("SELECT 1 FROM files WHERE path = ?", (str(names),)).fetchone():

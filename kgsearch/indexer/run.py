@@ -134,12 +134,10 @@ def check_options(opts: IndexOptions) -> None:
         raise UsageError(f"--max-file-size must be a number of MB above 0, got {cap / 1e6 if cap else cap!r}")
     model = opts.settings.get("model")
     if model and (opts.steps is None or "embed" in opts.steps):
-        from ..embed.model import resolve_model
+        from ..embed.model import no_model_message, resolve_model
 
         if resolve_model(model) is None:
-            raise UsageError(f"--model {model!r}: no model folder or pulled model of that name; `kgsearch model list` "
-                             f"shows the models here, `kgsearch model pull NAME` fetches one, or pass a model2vec "
-                             f"folder (config.json, model.safetensors, tokenizer.json)")
+            raise UsageError(f"--model {model!r}: {no_model_message(model)}")
 
 
 def index_paths(db: str | os.PathLike | None, paths: list[str], opts: IndexOptions | None = None) -> IndexReport:

@@ -221,3 +221,17 @@ def norm_type(value: object, default: str) -> str:
     'depends_on'
     """
     return type_name(value, default)
+
+
+MAX_ID_CHARS = 1_000             # a KG id (a node's key is kg:<id>; every line that names the node prints it)
+
+
+def check_id(value: str, what: str, where: str, line: int | None) -> str:
+    """``value``, a KG id read from ``where:line``; one longer than :data:`MAX_ID_CHARS` is a
+    DataError (a 2 MB "id", a lost tab or quote, became a 2 MB key printed by every command)."""
+    if len(value) > MAX_ID_CHARS:
+        from ..errors import DataError
+
+        raise DataError(f"{what} has {len(value):,} characters (an id is at most {MAX_ID_CHARS:,}); is a tab, "
+                        f"quote or line break missing?", where, line)
+    return value

@@ -53,7 +53,7 @@ from typing import Any, Iterator
 
 from ..errors import DataError
 from ..types import LoadOptions, LoadResult, EdgeRec, NodeRec
-from .common import decode, lines_of, is_texty, norm_type
+from .common import check_id, decode, lines_of, is_texty, norm_type
 
 NAME = "kg"
 EXTENSIONS = (".json", ".jsonl", ".ndjson", ".csv")
@@ -72,6 +72,15 @@ NODE_LIST_KEYS = ("nodes", "vertices")
 EDGE_LIST_KEYS = ("edges", "links", "relationships")
 
 Record = tuple[dict, int | None, int | None]     # (record, first line, last line)
+
+EMPTY = "{where}: empty (no record); nothing to index"      # the warning for a file of no record
+
+# ``kgsearch export jsonl`` starts with this line; a JSONL file that does is read back as the
+# graph it was exported from: ids are kgsearch keys (``md:notes/Home``, ``kg:git``), kept as
+# they are, not made ``kg:`` ids (which gave ``kg:kg:git``); see :func:`_build_export`.
+EXPORT_FIELD = "kgsearch_export"
+EXPORT_VERSION = 1
+EXPORT_HEADER = {EXPORT_FIELD: EXPORT_VERSION}
 
 
 
@@ -105,6 +114,8 @@ def is_tool_file(name: str) -> bool:
 def load(path: Path, rel: str, opts: LoadOptions) -> LoadResult:
     where = str(path)
     text, warning = decode(Path(path).read_bytes(), where)
+    if not text.strip():           # JSON, JSONL, CSV alike (a JSON parse of nothing failed: exit 3)
+        return LoadResult(warnings=[EMPTY.format(where=where)])
     strict = bool(opts.explicit or opts.fmt == NAME)
     ext = Path(path).suffix.lower()
     if ext not in EXTENSIONS:            # forced --format kg on another extension: sniff
@@ -117,12 +128,19 @@ def load(path: Path, rel: str, opts: LoadOptions) -> LoadResult:
     elif ext == ".json":
         records = _read_json(text, where, strict)
     else:
-        records = _read_jsonl(text, where, strict)
+        records, exported = _read_jsonl(text, where, strict)
+        if exported:
+            res = _build_export(records, where)
+            if warning:
+                res.warnings.insert(0, warning)
+            return res
     if records is None:
         if is_tool_file(Path(path).name):
             return LoadResult()
         return LoadResult(warnings=[f"{where}: not a knowledge-graph file, skipped"])
     res = _build(records, where)
+    if not records:                 # `[]`, `{"nodes": []}`, a CSV header alone
+        res.warnings.append(EMPTY.format(where=where))
     if warning:
         res.warnings.insert(0, warning)
     return res
@@ -289,9 +307,12 @@ def _graph_lists(data: dict) -> tuple[list, list]:
 
 # ---- JSONL ---------------------------------------------------------------------------------
 
-def _read_jsonl(text: str, where: str, strict: bool) -> list[Record] | None:
+def _read_jsonl(text: str, where: str, strict: bool) -> tuple[list[Record] | None, bool]:
+    """The records, and whether the file is a ``kgsearch export jsonl`` (its first record is the
+    :data:`EXPORT_HEADER` line: ids are kgsearch keys, read back as they are)."""
     out: list[Record] = []
     first = True
+    exported = False
     for lineno, line in enumerate(lines_of(text), 1):
         if not line.strip():
             continue
@@ -305,12 +326,19 @@ def _read_jsonl(text: str, where: str, strict: bool) -> list[Record] | None:
                             where, lineno) from None
         if first:
             first = False
+            if isinstance(item, dict) and EXPORT_FIELD in item:
+                _check_export_header(item, where, lineno)
+                exported = True
+                continue
             if not _looks_kg(item, strict):
-                return _not_kg(where, strict, "the first line is not a node or edge record", lineno)
+                return _not_kg(where, strict, "the first line is not a node or edge record", lineno), False
+        if exported and isinstance(item, dict) and EXPORT_FIELD in item:
+            _check_export_header(item, where, lineno)       # two exports concatenated
+            continue
         if _kind(item) is None:
             raise _neither(where, lineno)
         out.append((item, lineno, lineno))
-    return out
+    return out, exported
 
 
 # ---- CSV -----------------------------------------------------------------------------------
@@ -359,13 +387,87 @@ _KNOWN = set(ID_FIELDS + NAME_FIELDS + KIND_FIELDS + DESC_FIELDS + EDGE_TYPE_FIE
              + ("source", "target", "weight"))
 
 
+# ---- a kgsearch export read back -----------------------------------------------------------
+
+def _check_export_header(item: dict, where: str, line: int) -> None:
+    v = item.get(EXPORT_FIELD)
+    if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+        raise DataError(f'"{EXPORT_FIELD}" must be an export version number (this kgsearch writes '
+                        f'{EXPORT_VERSION}), got {json.dumps(v)}; re-export the index', where, line)
+    if v > EXPORT_VERSION:
+        raise DataError(f"written by a newer kgsearch (export version {v}, this one reads "
+                        f"{EXPORT_VERSION}); upgrade kgsearch", where, line)
+
+
+def _field(rec: dict, name: str, types: tuple, where: str, line: int | None, default: Any = None) -> Any:
+    v = rec.get(name, default)
+    if v is None:
+        return default
+    if isinstance(v, bool) and bool not in types or not isinstance(v, types):
+        want = {str: "a string", int: "an integer", dict: "an object", list: "a list"}[types[0]]
+        raise DataError(f'"{name}" must be {want}, got {json.dumps(v)[:80]}; fix the line or re-export',
+                        where, line)
+    return v
+
+
+def _key(rec: dict, name: str, where: str, line: int | None) -> str:
+    """A node key as exported: exactly as written (a key may end in a space: a file name's)."""
+    key = rec.get(name)
+    if not isinstance(key, str) or ":" not in key.lstrip(":") or not key.strip():
+        raise DataError(f'"{name}" must be a kgsearch key (ns:name, as `kgsearch export jsonl` writes it), '
+                        f'got {json.dumps(key)[:80]}; fix the line or re-export', where, line)
+    return key
+
+
+def _build_export(records: list[Record], where: str) -> LoadResult:
+    """The nodes and edges of a ``kgsearch export jsonl`` file, as the exported index held them:
+    the key (``id``), kind (``type``), name, text, qualname, flags, props, parent and the names a
+    node answers to (``aliases``), and every edge by key, with its type, weight and props.
+    Derived edges (``"derived": true``: ``similar_text``) are skipped: the index computes its
+    own from the text. What says where a node was read (``path``, ``line``) is not kept: the
+    node now lives in this file, at this line."""
+    res = LoadResult()
+    seen: dict[str, int | None] = {}
+    for rec, line, end in records:
+        if _kind(rec) == "edge":
+            if rec.get("derived") is True:
+                continue
+            src, dst = _key(rec, "source", where, line), _key(rec, "target", where, line)
+            etype = _field(rec, "edge_type", (str,), where, line) or _field(rec, "type", (str,), where, line)
+            weight = _field(rec, "weight", (int, float), where, line, 1.0)
+            if not math.isfinite(weight):
+                raise DataError(f'"weight" must be a number, got {json.dumps(weight)}', where, line)
+            res.edges.append(EdgeRec(src=src, dst=dst, type=etype or "relates_to", ns="key", weight=float(weight),
+                                     line=line, props=_field(rec, "props", (dict,), where, line, {})))
+            continue
+        key = _key(rec, "id", where, line)
+        if key in seen:
+            res.warnings.append(f"{where}:{line}: duplicate node id {key!r} (first at line {seen[key]}); kept the first")
+            continue
+        seen[key] = line
+        aliases = []
+        for a in _field(rec, "aliases", (list,), where, line, []):
+            if not (isinstance(a, list) and len(a) == 3 and isinstance(a[0], str) and isinstance(a[1], str)
+                    and isinstance(a[2], int) and not isinstance(a[2], bool)):
+                raise DataError(f'"aliases" must be a list of [ns, name, rank], got {json.dumps(a)[:80]}; '
+                                f'fix the line or re-export', where, line)
+            aliases.append((a[0], a[1], a[2]))
+        res.nodes.append(NodeRec(
+            key=key, kind=_field(rec, "type", (str,), where, line, "") or "entity",
+            name=_field(rec, "name", (str,), where, line, ""), text=_field(rec, "text", (str,), where, line, ""),
+            qualname=_field(rec, "qualname", (str,), where, line, ""), line_start=line, line_end=end,
+            parent=_field(rec, "parent", (str,), where, line), flags=_field(rec, "flags", (int,), where, line, 0),
+            props=_field(rec, "props", (dict,), where, line, {}), aliases=aliases))
+    return res
+
+
 # ---- building nodes and edges --------------------------------------------------------------
 
 def _scalar_id(value: Any, what: str, where: str, line: int | None) -> str:
     if isinstance(value, bool) or not isinstance(value, (str, int, float)) or str(value).strip() == "":
-        raise DataError(f'"{what}" must be a non-empty string or number, got {json.dumps(value)}',
+        raise DataError(f'"{what}" must be a non-empty string or number, got {json.dumps(value)[:80]}',
                         where, line)
-    return str(value).strip()
+    return check_id(str(value).strip(), f'"{what}"', where, line)
 
 
 def _first(rec: dict, fields: tuple[str, ...]) -> tuple[str | None, Any]:

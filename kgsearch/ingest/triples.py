@@ -32,7 +32,7 @@ from pathlib import Path
 
 from ..errors import DataError
 from ..types import EdgeRec, LoadOptions, LoadResult, NodeRec
-from .common import decode, lines_of, norm_type
+from .common import check_id, decode, lines_of, norm_type, utf16_codec
 
 NAME = "triples"
 EXTENSIONS = (".tsv",)
@@ -56,6 +56,40 @@ def is_side_file(path: Path) -> bool:
     return bool(SIDE_FILE.match(path.name))
 
 
+_LETTER = re.compile(r"[^\W\d_]")
+
+
+def looks_like_triples(head: bytes, whole: bool) -> bool:
+    r"""Do the first bytes of a ``.txt`` file (``whole``: all of it) hold KG triples, not prose?
+    Link-prediction sets often name their triples ``train.txt`` (YAGO3-10, CoDEx, the original
+    FB15k and WN18, Kinship, UMLS). Yes when it has two lines or more and every complete line is
+    ``head<TAB>relation<TAB>tail``: three non-empty fields, the relation one word with a letter
+    (``_hypernym``, ``/film/film/genre``, ``isLocatedIn``, ``P31``), so a table of numbers or of
+    phrases (``Name<TAB>Full address<TAB>Phone``) stays text.
+
+    >>> looks_like_triples(b"00260881\t_hypernym\t00260622\n01332730\t_derivationally_related_form\t03122748\n", True)
+    True
+    >>> looks_like_triples(b"Dear Ann,\n\tthanks\tfor the\tnotes\n", True), looks_like_triples(b"1\t2.5\t3\n4\t5.5\t6\n", True)
+    (False, False)
+    """
+    codec = utf16_codec(head)
+    text = head.decode(codec or "utf-8", "replace").lstrip("\ufeff")
+    lines = text.split("\n")
+    if not whole:
+        lines = lines[:-1]                      # the last one may be cut
+    lines = [ln.rstrip("\r") for ln in lines if ln.strip()]
+    if len(lines) < 2:
+        return False
+    for ln in lines:
+        parts = ln.split("\t")
+        if len(parts) != 3 or not all(p.strip() for p in parts):
+            return False
+        rel = parts[1].strip()
+        if len(rel) > 200 or any(c.isspace() for c in rel) or not _LETTER.search(rel):
+            return False
+    return True
+
+
 def names_files(folder: Path) -> list[Path]:
     """The entity names files in ``folder`` (``entity2text.txt``, ``entity_names.tsv``...): what
     names the entities of the triples files beside them."""
@@ -76,13 +110,16 @@ def load(path: Path, rel: str, opts: LoadOptions) -> LoadResult:
     text, warning = decode(Path(path).read_bytes(), where)
     name = Path(path).name.lower()
     res = LoadResult(warnings=[warning] if warning else [])
+    if not text.strip():        # as the kg loader says it of an empty JSON, JSONL or CSV file
+        res.warnings.append(f"{where}: empty (no line); nothing to index")
+        return res
     m = SIDE_FILE.match(name)
     if m:
         kind, suffix = m.group(1).lower(), (m.group(2) or "").lower()
         if kind.startswith("entit") and suffix not in ("", "2id", "_id", "_ids"):
             _names(text, where, res, described="text" in suffix or "desc" in suffix)
         return res                      # id lists and maps, relation texts: nothing to search
-    _triples(text, where, res)
+    _triples(text, where, res, sniffed=opts.fmt != NAME and Path(path).suffix.lower() != ".tsv")
     return res
 
 
@@ -102,7 +139,7 @@ def _fields(line: str) -> list[str]:
     return [f.strip() for f in line.rstrip("\r\n").split("\t")]
 
 
-def _triples(text: str, where: str, res: LoadResult) -> None:
+def _triples(text: str, where: str, res: LoadResult, sniffed: bool = False) -> None:
     edges = res.edges
     # one string per entity key and relation type, shared by every line naming it (FB15k-237's
     # train.tsv: 272K lines, 14K entities, 237 relations)
@@ -113,13 +150,16 @@ def _triples(text: str, where: str, res: LoadResult) -> None:
             continue
         parts = _fields(line)
         if len(parts) != 3 or not all(parts):
+            why = (f"; read as KG triples because its first lines are (index it with --format text to read it as "
+                   f"prose)" if sniffed else " (a table with a header: name it .csv)")
             raise DataError(f"expected head<TAB>relation<TAB>tail, got {len(parts)} field(s); a KG triples file "
-                            f"has no header and three non-empty fields per line (a table with a header: name it "
-                            f".csv)", where, lineno)
+                            f"has no header and three non-empty fields per line{why}", where, lineno)
         h, r, t = parts
         src = keys.get(h)
         if src is None:
-            src = keys[h] = f"kg:{h}"
+            src = keys[h] = f"kg:{check_id(h, 'the head', where, lineno)}"
+        if "\0" + t not in keys:
+            check_id(t, "the tail", where, lineno)
         etype = types.get(r)
         if etype is None:
             etype = types[r] = norm_type(r, "relates_to")
@@ -134,7 +174,7 @@ def _names(text: str, where: str, res: LoadResult, described: bool) -> None:
         parts = line.rstrip("\r\n").split("\t", 1)
         if len(parts) != 2 or not parts[0].strip():
             raise DataError("expected id<TAB>name (an entity names file)", where, lineno)
-        nid, value = parts[0].strip(), " ".join(parts[1].split())
+        nid, value = check_id(parts[0].strip(), "the id", where, lineno), " ".join(parts[1].split())
         if nid in seen:
             res.warnings.append(f"{where}:{lineno}: duplicate entity id {nid!r}; kept the first")
             continue

@@ -13,7 +13,9 @@ Rules, in order:
 * A folder that cannot be listed (``~/storage/shared/Android/data`` on a phone) is skipped with
   one line, and what was indexed from it before is kept; the ignore rules are applied before
   anything inside a folder is looked at, so an ignored unreadable folder is not even mentioned.
-* Files larger than the size cap (16 MB; 64 MB for ``.tsv`` KG triples, whose lines are small
+* A ``.txt`` file whose lines are KG triples (``head<TAB>relation<TAB>tail``: ``train.txt`` of
+  YAGO3-10 or CoDEx) is read by the triples loader, not as prose (:func:`sniff_loader`).
+* Files larger than the size cap (16 MB; 64 MB for ``.tsv`` KG triples and ``.txt`` ones, whose lines are small
   and streamed; ``--max-file-size`` sets one cap for all), files that are not text though
   their name gives them a loader (a NUL byte in the first 8 KB, unless the file starts with a
   UTF-16 byte-order mark: UTF-16 text is decoded like UTF-8) and
@@ -41,6 +43,7 @@ from typing import Iterator
 
 from ..errors import DataError
 from .loaders import loader_for
+from .triples import is_side_file, looks_like_triples
 from .common import decode, utf16_codec
 
 SKIP_DIRS = {
@@ -61,11 +64,29 @@ TRIPLES_MAX_BYTES = 64_000_000            # KG triple files (FB15k-237's train.t
 TRIPLE_EXTENSIONS = (".tsv",)
 
 
-def size_cap(path: Path, max_bytes: int | None) -> int:
-    """The size above which ``path`` is skipped: ``max_bytes`` when given, else the default of its type."""
+def size_cap(path: Path, max_bytes: int | None, loader: str | None = None) -> int:
+    """The size above which ``path`` is skipped: ``max_bytes`` when given, else the default of its
+    type (``loader``: the one :func:`sniff_loader` chose; a ``.txt`` of triples is triples)."""
     if max_bytes is not None:
         return max_bytes
-    return TRIPLES_MAX_BYTES if path.suffix.lower() in TRIPLE_EXTENSIONS else DEFAULT_MAX_BYTES
+    triples = path.suffix.lower() in TRIPLE_EXTENSIONS or (loader == "triples" and path.suffix.lower() == ".txt"
+                                                           and not is_side_file(path))
+    return TRIPLES_MAX_BYTES if triples else DEFAULT_MAX_BYTES
+
+
+def sniff_loader(path: Path, loader: str | None, fmt: str | None) -> str | None:
+    """``loader``, but ``"triples"`` for a ``.txt`` file whose lines are ``head<TAB>relation<TAB>tail``
+    (:func:`kgsearch.ingest.triples.looks_like_triples`: ``train.txt`` of YAGO3-10, CoDEx,
+    FB15k), unless ``--format`` chose. Reads the first 8 KB."""
+    if fmt or loader != "text" or path.suffix.lower() != ".txt":
+        return loader
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(SNIFF_BYTES + 1)
+    except OSError:
+        return loader                           # unreadable: the loader says so
+    whole = len(head) <= SNIFF_BYTES
+    return "triples" if looks_like_triples(head[:SNIFF_BYTES], whole) else loader
 
 
 @dataclass
@@ -361,6 +382,7 @@ def walk(root: Path, fmt: str | None = None, max_bytes: int | None = None,
         if loader is None:
             report.skipped_other += 1
             return None
+        loader = sniff_loader(path, loader, fmt)
         try:
             st = path.stat()
         except OSError as exc:
@@ -372,7 +394,7 @@ def walk(root: Path, fmt: str | None = None, max_bytes: int | None = None,
             report.skipped_other += 1
             problem(path, f"not a regular file ({special_kind(st.st_mode)})")
             return None
-        cap = size_cap(path, max_bytes)
+        cap = size_cap(path, max_bytes, loader)
         if st.st_size > cap:
             report.skipped_large.append(f"{path} ({st.st_size / 1e6:.1f} MB): larger than --max-file-size "
                                         f"({cap / 1e6:g} MB); skipped (--max-file-size "
@@ -483,7 +505,7 @@ def found_file(path: Path, fmt: str | None = None) -> Found | None:
     if not stat.S_ISREG(st.st_mode):
         raise DataError(f"not a regular file ({special_kind(st.st_mode)}); save it to a file and index that",
                         str(path))
-    loader = loader_for(path, fmt)
+    loader = sniff_loader(path, loader_for(path, fmt), fmt)
     if loader is None:
         loader = "text" if not is_binary(path) else None
     if loader is None:

@@ -12,7 +12,8 @@ In the query text a filter is a whole word ``[-]field:[op]value`` (``kind:functi
 Meaning (values of one field are alternatives, fields all hold, a ``-`` word leaves out):
 
 ==========  =====================================================================================
-``kind``    the node's kind (``function``, ``class``, ``note``, ``section``...)
+``kind``    the node's kind (``function``, ``class``, ``note``, ``section``...; a KG file's type:
+            ``type:Person`` is ``kind:Person``)
 ``path``    the node's file path relative to its root starts with the value (``src/``); a value
             with ``*``/``?`` is a glob over that path; an absolute value matches absolute paths
 ``tag``     the node, or the note it is a section of, is tagged ``#value`` (or a nested
@@ -40,7 +41,7 @@ from dataclasses import dataclass
 from ..errors import UsageError
 from ..types import type_name
 
-__all__ = ["FieldFilter", "FILTER_FIELDS", "FilterField", "FIELDS", "LANGS", "parse_filter", "parse_filters", "check_query_words",
+__all__ = ["FieldFilter", "FILTER_FIELDS", "FIELD_ALIASES", "FilterField", "FIELDS", "LANGS", "parse_filter", "parse_filters", "check_query_words",
            "allowed_ids", "allowed_ids_sql", "node_count", "matches", "node_rows", "from_flags", "describe"]
 
 
@@ -83,6 +84,9 @@ FIELDS: dict[str, FilterField] = {f.name: f for f in (
                 "several --db, an index name)"),
 )}
 assert tuple(FIELDS) == FILTER_FIELDS
+# other names a query word may give a field: a KG file calls a node's kind its "type"
+# ("type": "Person"), so `type:Person` is `kind:Person` (it was query text: every kind came back)
+FIELD_ALIASES = {"type": "kind"}
 
 # loader names (kgsearch.ingest.loaders.LOADERS; a test keeps them equal) and their short names
 LANGS = ("beir", "c", "cpp", "csharp", "go", "java", "javascript", "kg", "kotlin", "markdown", "php", "python", "rust",
@@ -108,6 +112,8 @@ def parse_filter(word: str | FieldFilter) -> FieldFilter:
             raise UsageError(f"bad filter {word!r}: write FIELD:VALUE with a field of {', '.join(FILTER_FIELDS)} "
                              f"(e.g. kind:function, -path:tests/)")
         f = FieldFilter(m.group(2), m.group(4), m.group(3) or ":", m.group(1) == "-")
+    if f.field in FIELD_ALIASES:
+        f = FieldFilter(FIELD_ALIASES[f.field], f.value, f.op, f.negated)
     if f.field not in FIELDS:
         raise UsageError(f"unknown filter field {f.field!r}; the fields are {', '.join(FILTER_FIELDS)}")
     if not f.value:
@@ -148,9 +154,9 @@ def check_query_words(text: str) -> None:
         return
     for w in words:
         m = _WORD.match(w)
-        if not m or m.group(2) in FIELDS or "/" in m.group(4)[:2] or ":" in m.group(4):
+        if not m or m.group(2) in FIELDS or m.group(2) in FIELD_ALIASES or "/" in m.group(4)[:2] or ":" in m.group(4):
             continue
-        near = difflib.get_close_matches(m.group(2).lower(), FILTER_FIELDS, n=1, cutoff=0.8)
+        near = difflib.get_close_matches(m.group(2).lower(), FILTER_FIELDS + tuple(FIELD_ALIASES), n=1, cutoff=0.8)
         if near:
             raise UsageError(f"unknown filter field {m.group(2)!r} in {w!r} (did you mean {near[0]}:?); "
                              f"the fields are {', '.join(FILTER_FIELDS)}")

@@ -53,19 +53,20 @@ from ..text.postings import stored_params
 from ..text.tokenize import Analyzer, clean_query, get_analyzer
 from .codetask import WORD, Anchor, asks_for_prose, asks_for_tests, code_task_reason, extract, relation
 from .cut import cut_query
-from .filters import FILTER_FIELDS, FieldFilter
+from .filters import FIELD_ALIASES, FILTER_FIELDS, FieldFilter
 from .paste import drop_comments, drop_links, links_in_prose, quiet_paste
 
 __all__ = ["Query", "FieldFilter", "parse", "index_analyzer", "identifier_kind", "split_filters", "FILTER_FIELDS"]
 
 
-_FILTER = re.compile(r"(?<!\S)(-?)(" + "|".join(FILTER_FIELDS) + r"):(>=|<=|>|<)?(?:\"([^\"]+)\"|([^\s\"]+))(?!\S)")
+_FILTER = re.compile(r"(?<!\S)(-?)(" + "|".join(FILTER_FIELDS + tuple(FIELD_ALIASES)) +
+                     r"):(>=|<=|>|<)?(?:\"([^\"]+)\"|([^\s\"]+))(?!\S)")
 
 
 def split_filters(text: str) -> tuple[str, tuple[FieldFilter, ...]]:
     """``(the text without its field filters, the filters)``; a filter is a whole
-    whitespace-separated ``[-]field:[op]value`` word with a field of :data:`FILTER_FIELDS`; a
-    value with spaces is quoted (``kind:"Machine Design"``, ``path:"My Notes/"``).
+    whitespace-separated ``[-]field:[op]value`` word with a field of :data:`FILTER_FIELDS` (or
+    of ``FIELD_ALIASES``: ``type:`` is ``kind:``); a value with spaces is quoted (``kind:"Machine Design"``, ``path:"My Notes/"``).
 
     >>> split_filters("retry loop kind:function -path:tests/ modified:>2026-10-01")
     ('retry loop', (FieldFilter(field='kind', value='function', op=':', negated=False), \
@@ -74,8 +75,8 @@ FieldFilter(field='modified', value='2026-10-01', op='>', negated=False)))
     >>> split_filters('engine -path:"My Notes/" x')
     ('engine x', (FieldFilter(field='path', value='My Notes/', op=':', negated=True),))
     """
-    found = tuple(FieldFilter(m.group(2), m.group(4) or m.group(5), m.group(3) or ":", m.group(1) == "-")
-                  for m in _FILTER.finditer(text))
+    found = tuple(FieldFilter(FIELD_ALIASES.get(m.group(2), m.group(2)), m.group(4) or m.group(5), m.group(3) or ":",
+                              m.group(1) == "-") for m in _FILTER.finditer(text))
     if not found:
         return text, ()
     return " ".join(_FILTER.sub(" ", text).split()), found

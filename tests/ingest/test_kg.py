@@ -234,10 +234,12 @@ def test_non_utf8_gives_one_warning(tmp_path):
 
 
 def test_empty_files(tmp_path):
+    """An empty JSON, JSONL or CSV file is empty alike: nothing indexed, one line saying so (named,
+    an empty .json or .csv was exit 3 "not a knowledge-graph file" and an empty .jsonl said nothing)."""
     assert load(tmp_path, "e.json", "[]").nodes == []
-    assert load(tmp_path, "e.jsonl", "\n\n").warnings == []
-    assert load(tmp_path, "e.json", "").warnings == [
-        f"{tmp_path / 'e.json'}: not a knowledge-graph file, skipped"]
+    for name, body in (("e.jsonl", "\n\n"), ("e.json", ""), ("e.csv", "\ufeff\r\n"), ("e.json", " \n"),
+                       ("e.json", "[]"), ("e.json", '{"nodes": [], "edges": []}'), ("e.csv", "id,name\n")):
+        assert load(tmp_path, name, body).warnings == [f"{tmp_path / name}: empty (no record); nothing to index"]
 
 
 def test_record_lines_ignore_braces_and_escaped_quotes_in_strings(tmp_path):
