@@ -488,6 +488,27 @@ def test_mcp_results_over_two_indexes_validate_against_the_advertised_schemas(tw
     jsonschema.validate(res["structuredContent"], next(t["outputSchema"] for t in srv.tools if t["name"] == name))
 
 
+def test_mcp_search_over_two_indexes_is_brief_unless_full(twin_vaults):
+    """`search` over several indexes answers brief by default, as over one index (docs/mcp.md): it
+    answered the full JSON whatever `detail` said (every score part: about 3 x the tokens). Brief
+    keeps each hit's index, which the node tools take back."""
+    from kgsearch.mcp.multi import MultiServer
+    from kgsearch.mcp.shapes import SEARCH_HIT
+
+    srv = MultiServer([str(p) for p in twin_vaults])
+    full = srv.call("search", {"query": "backup plan night", "k": 5, "detail": "full"})["structuredContent"]
+    for args in ({"query": "backup plan night", "k": 5}, {"query": "backup plan night", "k": 5, "detail": "brief"}):
+        res = srv.call("search", args)
+        d = res["structuredContent"]
+        assert not res["isError"] and json.loads(res["content"][0]["text"]) == d
+        assert set(d) <= {"query", "intent", "hits", "notices", "answer"} and d["intent"] == {"name": full["intent"]["name"]}
+        assert [(h["index"], h["key"]) for h in d["hits"]] == [(h["index"], h["key"]) for h in full["hits"]]
+        assert {"notes", "work"} == {h["index"] for h in d["hits"]}
+        assert all(set(h) <= set(SEARCH_HIT) and "signals" not in h for h in d["hits"])
+        assert len(res["content"][0]["text"]) * 2 < len(json.dumps(full, separators=(",", ":")))
+    assert "signals" in full["hits"][0] and "indexes" in full
+
+
 # --------------------------------------------------------------------------- similar_text lists across the indexes
 TWO_HOP = "tell me about graph walk"            # the exploratory intent: the graph signal pulls two hops
 

@@ -86,7 +86,7 @@ class MultiServer(Server):
         opts = SearchOptions(k=a["k"], intent=a.get("intent"), fusion=a.get("fusion"), channels=a.get("channels"),
                              use_cache=False, filters=filters_of(a), correct=a.get("correct", True))
         d = self._multi().search(a["query"], opts, session.parts if session is not None else None).as_dict()
-        return dumps(d), d
+        return answer("search", a, d)          # brief unless detail "full", as over one index
 
     def tool_context(self, a: dict, session):
         from ..context import ContextOptions
