@@ -509,6 +509,79 @@ def test_mcp_search_over_two_indexes_is_brief_unless_full(twin_vaults):
     assert "signals" in full["hits"][0] and "indexes" in full
 
 
+def _copy_index(src, dst):
+    import sqlite3
+
+    with sqlite3.connect(src) as a, sqlite3.connect(dst) as b:
+        a.backup(b)
+    a.close(), b.close()
+    return dst
+
+
+def _damage_postings(db) -> None:
+    """Overwrite the first page of the postings table: the file still opens (Index.open reads
+    none of it), a search then meets "database disk image is malformed"."""
+    import sqlite3
+
+    c = sqlite3.connect(db)
+    try:
+        page = c.execute("SELECT min(pageno) FROM dbstat WHERE name='text_postings'").fetchone()[0]
+    except sqlite3.OperationalError:
+        pytest.skip("this sqlite has no dbstat table")
+    size = c.execute("PRAGMA page_size").fetchone()[0]
+    c.close()
+    with open(db, "r+b") as f:
+        f.seek((page - 1) * size)
+        f.write(b"\xff" * size)
+
+
+def test_a_damaged_index_among_several_is_the_one_named(twin_vaults, tmp_path, capsys):
+    """A search over several indexes that meets a damaged file names that file and the command
+    that rebuilds it (with its --db): the CLI and the MCP server blamed the first index, so the
+    user rebuilt a sound one (and `kgsearch doctor --rebuild` without --db the default index);
+    `serve` answered 500 "internal error DatabaseError" with a traceback in its log."""
+    from kgsearch.mcp.multi import MultiServer
+    from kgsearch.serve import App, Holder
+
+    a = str(_copy_index(twin_vaults[0], tmp_path / "notes.db"))
+    b = str(_copy_index(twin_vaults[1], tmp_path / "work.db"))
+    _damage_postings(b)
+    want = f"{b}: the index file is damaged (database disk image is malformed); run `kgsearch doctor --rebuild --db {b}`"
+    capsys.readouterr()
+    assert main(["search", "backup plan", "--db", a, "--db", b]) == 4
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {want}") and a not in err and len(err.splitlines()) == 1
+    res = MultiServer([a, b]).call("search", {"query": "backup plan"})
+    text = res["content"][0]["text"]
+    assert res["isError"] and want in text and a not in text
+    app = App({"notes": Holder(a), "work": Holder(b)})
+    for url in ("/api/search?q=backup+plan", "/?q=backup+plan", "/api/why?q=backup&node=md:README"):
+        st, _, body = app.handle("GET", url, {})
+        assert st == 503 and f"{b}: the index file is damaged" in body.decode() and a not in body.decode(), url
+    st, _, body = app.handle("GET", "/api/search?q=backup+plan", {})
+    assert json.loads(body) == {"error": want + f" to rebuild it from its sources (`kgsearch doctor --db {b}` says "
+                                                "what is wrong)", "status": 503}
+
+
+def test_an_index_of_an_older_schema_among_several_names_the_command_that_upgrades_it(twin_vaults, tmp_path, capsys):
+    """"run `kgsearch index` once" upgraded the default index, not the one named: the fix names it
+    with --db (and then the search works)."""
+    import sqlite3
+
+    a = str(_copy_index(twin_vaults[0], tmp_path / "notes.db"))
+    b = str(_copy_index(twin_vaults[1], tmp_path / "work.db"))
+    with sqlite3.connect(b) as c:
+        c.execute("DELETE FROM migrations WHERE name=(SELECT max(name) FROM migrations)")
+    c.close()
+    capsys.readouterr()
+    assert main(["search", "backup plan", "--db", a, "--db", b]) == 4
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {b} needs an upgrade") and err.endswith(f"run `kgsearch index --db {b}` once to "
+                                                                          "apply it\n")
+    assert main(["index", "--db", b, "-q"]) == 0
+    assert main(["search", "backup plan", "--db", a, "--db", b]) == 0
+
+
 # --------------------------------------------------------------------------- similar_text lists across the indexes
 TWO_HOP = "tell me about graph walk"            # the exploratory intent: the graph signal pulls two hops
 

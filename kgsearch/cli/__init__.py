@@ -468,7 +468,8 @@ def _main(argv: list[str] | None) -> int:
     except Exception as exc:  # a bug: one line by default, the traceback with -v
         from ..store.db import ensure_error
 
-        mapped = ensure_error(exc, getattr(args, "db", None))
+        # (several indexes: the damaged one is found among them, not the first blamed)
+        mapped = ensure_error(exc, getattr(args, "dbs", None) or getattr(args, "db", None))
         if mapped is not None:
             err(one_line(f"error: {mapped}"))
             return mapped.code

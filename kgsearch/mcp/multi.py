@@ -46,6 +46,9 @@ class MultiServer(Server):
         self.parts = {name: Server(db, clock=self.clock) for name, db in zip(index_names([str(d) for d in dbs]), dbs)}
         self.tools = tools_over(list(self.parts))
 
+    def index_paths(self) -> list[str]:
+        return [part.db for part in self.parts.values()]
+
     def _multi(self):
         from ..query.multi import MultiEngine
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shlex
 import sqlite3
 import threading
 import time
@@ -181,7 +182,7 @@ class Index:
             if not applied:
                 raise BadIndex(_not_built(self.path, "holds no index (an empty SQLite file)"))
             raise BadIndex(f"{self.path} needs an upgrade (schema {len(applied)} -> {len(known)}); "
-                           f"run `kgsearch index` once to apply it")
+                           f"run `kgsearch index --db {shlex.quote(str(self.path))}` once to apply it")
         with self.transaction():
             self.conn.execute("CREATE TABLE IF NOT EXISTS migrations(name TEXT PRIMARY KEY, applied_at REAL)")
             done = set(self._applied())
