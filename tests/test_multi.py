@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 
 import numpy as np
 import pytest
@@ -507,6 +508,34 @@ def test_mcp_search_over_two_indexes_is_brief_unless_full(twin_vaults):
         assert all(set(h) <= set(SEARCH_HIT) and "signals" not in h for h in d["hits"])
         assert len(res["content"][0]["text"]) * 2 < len(json.dumps(full, separators=(",", ":")))
     assert "signals" in full["hits"][0] and "indexes" in full
+
+
+def test_mcp_context_and_path_over_two_indexes_say_what_is_wrong_as_over_one(twin_vaults):
+    """Bad arguments over several indexes get the error one index gives, phrased for an agent:
+    a `diff` that is no diff packed nothing and said "the diff changes no indexed node" (one
+    index: an error), a task with files or with impact named CLI flags (--files, --impact), and
+    a path between nodes no index holds both of said `no node "md:a' and 'md:b"`."""
+    from kgsearch.mcp import Server
+    from kgsearch.mcp.multi import MultiServer
+
+    multi, one = MultiServer([str(p) for p in twin_vaults]), Server(str(twin_vaults[0]))
+
+    def error(srv, name, args):
+        res = srv.call(name, args)
+        assert res["isError"], res
+        return res["content"][0]["text"]
+
+    for args in ({"diff": "not a diff at all"}, {"task": "backup", "files": ["README.md"]},
+                 {"task": "backup", "impact": 1}):
+        got = error(multi, "context", args)
+        assert got == error(one, "context", args), args
+        assert not re.search(r"--[a-z]", got), got
+    assert "the `diff` argument is not a unified diff" in error(multi, "context", {"diff": "not a diff at all"})
+    got = error(multi, "path", {"source": "md:README", "target": "md:nowhere"})
+    assert got == ("error: nodes 'md:README' and 'md:nowhere' are not both in any of the indexes (notes, work) (a "
+                   "path stays inside one index); search for them to find their keys")
+    got = error(multi, "path", {"source": "md:README", "target": "md:{where}", "index": "work"})
+    assert "'md:{where}' are not both in index work" in got
 
 
 def _copy_index(src, dst):
