@@ -111,8 +111,10 @@ def ensure_error(exc: BaseException, path=None) -> KgsearchError | None:
     where = f"{path}: " if path is not None else ""
     if isinstance(exc, sqlite3.OperationalError):
         if "readonly" in msg or "read-only" in msg:
-            return BadIndex(f"{where}the index is read-only ({msg}); kgsearch index writes it: make the file and its "
-                            f"folder writable, or pass --db with a writable path; nothing was changed")
+            return BadIndex(f"{where}the index is read-only ({msg}); this command writes it: make the file and its "
+                            f"folder writable, or pass --db with a writable path; nothing was changed",
+                            agent=f"{where}the index is read-only ({msg}): nothing was stored; the read-only tools "
+                                  f"work. Ask the user to make the file and its folder writable")
         if "full" in msg:
             return BadIndex(f"{where}cannot write the index ({msg}); free some space or pass --db elsewhere; "
                             f"the previous index is intact")

@@ -118,6 +118,13 @@ class Index:
             raise BadIndex(f"{p} is a SQLite file but not a kgsearch index; pass another --db")
         try:
             conn = connect(p, readonly)
+        except sqlite3.OperationalError as exc:
+            if "readonly" not in str(exc) and "read-only" not in str(exc):
+                raise BadIndex(f"{p} is not a kgsearch index ({exc}); pass another --db or move the file away (if "
+                               f"it was your index, `kgsearch doctor --rebuild PATH...` rebuilds it from its "
+                               f"folders)") from None
+            # a read-only index opened to write (feedback, index): read-only, not "not an index"
+            raise ensure_error(exc, p) from None
         except sqlite3.DatabaseError as exc:
             raise BadIndex(f"{p} is not a kgsearch index ({exc}); pass another --db or move the file away (if it "
                            f"was your index, `kgsearch doctor --rebuild PATH...` rebuilds it from its folders)") from None
