@@ -160,12 +160,28 @@ def test_api_context_from_files_and_post(app, proj, capsys):
     ("/api/show?node=%20", 400, "parameter 'node' is blank"),
     ("/api/context?task=%20%0A", 400, "parameter 'task' is blank"),
     ("/api/context?diff=zz", 400, "parameter 'diff': not a unified diff"),   # was 200 and an empty context
+    # a parameter the endpoint does not take: was ignored (a typo's default budget, k, ... and no word of it)
+    ("/api/context?task=cart&budgte=400", 400, "unknown parameter 'budgte' for /api/context; it takes: task, files, "
+                                               "diff, budget, k, kind, path, exclude_path, tag, lang, modified_since, "
+                                               "root, db"),
+    ("/api/search?q=cart&kk=3", 400, "unknown parameter 'kk' for /api/search; it takes: q, k, intent,"),
+    ("/api/show?node=Cart&limit=3", 400, "unknown parameter 'limit' for /api/show; it takes: node, edges, db"),
+    ("/api/stats?verbose=1", 400, "unknown parameter 'verbose' for /api/stats; it takes: db"),
 ])
 def test_api_errors_are_json_with_a_status(app, target, status, words):
     st, hd, payload = get(app, target)
     assert st == status
     err = json.loads(payload)
     assert err["status"] == status and words in err["error"]
+
+
+def test_api_json_body_with_a_misspelt_parameter_is_400(app):
+    st, _, payload = get(app, "/api/context", "POST", json.dumps({"task": "cart", "budegt": 300}).encode(),
+                         **{"content-type": "application/json"})
+    assert st == 400 and "unknown parameter 'budegt' for /api/context" in json.loads(payload)["error"]
+    st, _, payload = get(app, "/api/context", "POST", json.dumps({"task": "cart", "budget": 300, "k": None}).encode(),
+                         **{"content-type": "application/json"})
+    assert st == 200                                    # null: a parameter not given, as before
 
 
 # --------------------------------------------------------------------------- hostile text, paths, bounds

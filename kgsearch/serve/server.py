@@ -105,6 +105,7 @@ class App:
         try:
             if path in api.ENDPOINTS:
                 fn = api.ENDPOINTS[path]
+                api.check_names(path, params)
                 # why over several indexes ranks over all of them; its db names the node's index
                 every = path in ("/api/search", "/api/context", "/api/why")
                 with self.engine({k: v for k, v in params.items() if k != "db"} if path == "/api/why" else params,
