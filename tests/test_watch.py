@@ -366,6 +366,32 @@ def test_a_root_that_goes_away_and_comes_back(tmp_path):
         wait_for(lambda: has_word(db, "returnword"), "the root's return to be indexed")
 
 
+@pytest.mark.parametrize("given", ["folder", "symlink"])
+def test_a_path_given_that_goes_away_and_comes_back(tmp_path, given):
+    """`kgsearch watch PATH` (a folder, or a link to one: ~/storage/shared on a phone) whose folder
+    is moved away and back, or unmounted: the watcher raised "no such file or folder" and exited 3
+    at the first change after it went, as it does for a typo at the start; it now keeps its files
+    and polls for the folder's return, as it does for the index's own roots."""
+    root = vault(tmp_path)
+    path = root
+    if given == "symlink":
+        path = tmp_path / "link"
+        path.symlink_to(root, target_is_directory=True)
+    db = tmp_path / "idx.db"
+    index_paths(db, [str(root)], NO_EMBED)
+    with Run(db, [path], backend="auto") as run:
+        assert [r.path for r in run.w.roots] == [str(root)]
+        away = tmp_path / "away"
+        root.rename(away)
+        wait_for(lambda: any(e["event"] == "notice" and "missing" in e["message"] for e in run.events),
+                 "the missing folder to be noticed")
+        assert run.t.is_alive() and files(db)               # still watching; its files are kept
+        away.rename(root)
+        (root / "back.md").write_text("it is back: returnword")
+        wait_for(lambda: has_word(db, "returnword"), "the folder's return to be indexed")
+        assert run.t.is_alive()
+
+
 def test_bad_options_and_nothing_to_watch_are_usage_errors(tmp_path):
     from kgsearch.errors import DataError, UsageError
 
