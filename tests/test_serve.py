@@ -407,6 +407,30 @@ def test_cli_serve_on_a_missing_index_is_one_line_exit_4(tmp_path):
     assert r.returncode == 4 and r.stderr.count("\n") == 1
 
 
+@pytest.mark.parametrize("host, fix", [("192.0.2.1", "pick another --host"), ("no-such-host.invalid", "pick another --host"),
+                                       ("127.0.0.1", "pick another --port")])
+def test_cli_serve_that_cannot_listen_names_what_to_change(proj, host, fix):
+    """An address not of this machine (or no such name) said "pick another --port", which cannot
+    help; a port in use still says so."""
+    import socket
+
+    _, db = proj
+    port = "0"
+    busy = None
+    if host == "127.0.0.1":
+        busy = socket.socket()
+        busy.bind(("127.0.0.1", 0))
+        busy.listen(1)
+        port = str(busy.getsockname()[1])
+    try:
+        r = subprocess.run([sys.executable, "-m", "kgsearch", "serve", "--db", str(db), "--host", host, "--port", port],
+                           capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(ROOT)), timeout=60)
+    finally:
+        if busy is not None:
+            busy.close()
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and fix in r.stderr, r.stderr
+
+
 def test_a_json_null_parameter_is_not_given(tmp_path):
     """POST {"q": ..., "kind": null, "k": null} (a client's "not set"): before, null became the
     text "None": no hits and "no node matches the filters kind:None", or a 400 for k."""
