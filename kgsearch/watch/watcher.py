@@ -194,13 +194,18 @@ class Watcher:
     # ------------------------------------------------------------------ the loop
     def run(self) -> None:
         """Watch until :meth:`stop`. A usage or data error in the setup (nothing to watch, a PATH
-        that does not exist) is raised before anything starts."""
+        that does not exist) is raised before anything starts, and so is another watcher of the
+        same index (:class:`~kgsearch.store.lock.WatchLock`)."""
+        from ..store.lock import WatchLock
+
+        lock = WatchLock(self.db).acquire()       # a second watcher of this index: IndexBusy (exit 75)
         try:
             self._plan()
             self._loop()
         finally:
             for s in self.sources:
                 s.close()
+            lock.release()
         self.on_event({"event": "stop", "runs": self.runs})
 
     def _loop(self) -> None:
