@@ -609,6 +609,9 @@ def test_an_index_of_an_older_schema_among_several_names_the_command_that_upgrad
                                                                           "apply it\n")
     assert main(["index", "--db", b, "-q"]) == 0
     assert main(["search", "backup plan", "--db", a, "--db", b]) == 0
+    missing = str(tmp_path / "gone.db")
+    assert main(["search", "backup plan", "--db", a, "--db", missing]) == 4
+    assert f"no index at {missing}; build one with `kgsearch index PATH --db {missing}`" in capsys.readouterr().err
 
 
 # --------------------------------------------------------------------------- similar_text lists across the indexes

@@ -101,8 +101,8 @@ class Index:
                            f"path") from None
         if not exists:
             if not create:
-                raise BadIndex(f"no index at {p}; build one with `kgsearch index PATH` "
-                               f"(or pass --db / set KGSEARCH_DB)")
+                raise BadIndex(f"no index at {p}; build one with `kgsearch index PATH --db {shlex.quote(str(p))}` "
+                               f"(or pass another --db / set KGSEARCH_DB)")
             try:
                 p.parent.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
