@@ -131,6 +131,25 @@ def test_api_returns_what_the_cli_prints_with_json(app, proj, capsys, target, ar
     assert no_timings(json.loads(payload)) == no_timings(want)
 
 
+def test_api_equals_the_cli_given_a_relative_db(proj, capsys, monkeypatch):
+    """`kgsearch stats --db proj.db --json` (a relative --db, as a user types it) said "db": "proj.db"
+    where /api/stats (and the MCP tool) said the absolute path; over two indexes, the search's
+    "indexes" too."""
+    _, db = proj
+    monkeypatch.chdir(db.parent)
+    app = App({"proj": Holder(db.name)})
+    st, _, body = app.handle("GET", "/api/stats", {})
+    assert st == 200 and json.loads(body) == cli_json(capsys, "stats", "--db", db.name, "--json")
+    assert json.loads(body)["db"] == str(db)
+    shutil.copy(db, db.parent / "twin.db")
+    app = App({"proj": Holder(db.name), "twin": Holder("twin.db")})
+    st, _, body = app.handle("GET", "/api/search?q=cart&k=3", {})
+    want = cli_json(capsys, "search", "cart", "-k", "3", "--db", db.name, "--db", "twin.db", "--json", "--no-cache")
+    got = json.loads(body)
+    assert st == 200 and no_timings(got)["indexes"] == no_timings(want)["indexes"]
+    assert [i["db"] for i in want["indexes"]] == [str(db), str(db.parent / "twin.db")]
+
+
 def test_api_context_from_files_and_post(app, proj, capsys):
     root, db = proj
     f = str(root / "shop" / "cart.py")
