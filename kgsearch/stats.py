@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 import posixpath
 import time
 
@@ -19,7 +20,7 @@ def index_stats(ix: Index) -> dict:
     for name, gen, secs, info in c.execute("SELECT name, generation, seconds, info FROM derived ORDER BY name"):
         derived[name] = {"generation": gen, "seconds": secs, "info": json.loads(info or "{}")}
     return {
-        "db": str(ix.path),
+        "db": os.path.abspath(ix.path),       # as `serve` and `mcp` say it, whatever the --db given
         "db_bytes": ix.size_bytes(),
         "schema_version": int(ix.meta("schema_version", "0") or 0),
         "tool_version": ix.meta("tool_version"),

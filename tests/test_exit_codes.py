@@ -223,8 +223,9 @@ def test_a_command_that_changes_an_index_needs_one(args, tmp_path, capsys):
     and `model use NAME` "nothing to index: give a PATH" (exit 2); both left a lock file."""
     db = tmp_path / "none.db"
     assert cli(*args, "--db", db) == 4
-    assert capsys.readouterr().err == (f"error: no index at {db}; build one with `kgsearch index PATH` "
-                                       f"(or pass --db / set KGSEARCH_DB)\n")
+    # (the command names the index: with several --db, `kgsearch index PATH` built the default one)
+    assert capsys.readouterr().err == (f"error: no index at {db}; build one with `kgsearch index PATH --db {db}` "
+                                       f"(or pass another --db / set KGSEARCH_DB)\n")
     assert list(tmp_path.iterdir()) == []
 
 

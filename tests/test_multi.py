@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 
 import numpy as np
 import pytest
@@ -486,6 +487,131 @@ def test_mcp_results_over_two_indexes_validate_against_the_advertised_schemas(tw
     res = srv.call(name, args)
     assert not res["isError"], res
     jsonschema.validate(res["structuredContent"], next(t["outputSchema"] for t in srv.tools if t["name"] == name))
+
+
+def test_mcp_search_over_two_indexes_is_brief_unless_full(twin_vaults):
+    """`search` over several indexes answers brief by default, as over one index (docs/mcp.md): it
+    answered the full JSON whatever `detail` said (every score part: about 3 x the tokens). Brief
+    keeps each hit's index, which the node tools take back."""
+    from kgsearch.mcp.multi import MultiServer
+    from kgsearch.mcp.shapes import SEARCH_HIT
+
+    srv = MultiServer([str(p) for p in twin_vaults])
+    full = srv.call("search", {"query": "backup plan night", "k": 5, "detail": "full"})["structuredContent"]
+    for args in ({"query": "backup plan night", "k": 5}, {"query": "backup plan night", "k": 5, "detail": "brief"}):
+        res = srv.call("search", args)
+        d = res["structuredContent"]
+        assert not res["isError"] and json.loads(res["content"][0]["text"]) == d
+        assert set(d) <= {"query", "intent", "hits", "notices", "answer"} and d["intent"] == {"name": full["intent"]["name"]}
+        assert [(h["index"], h["key"]) for h in d["hits"]] == [(h["index"], h["key"]) for h in full["hits"]]
+        assert {"notes", "work"} == {h["index"] for h in d["hits"]}
+        assert all(set(h) <= set(SEARCH_HIT) and "signals" not in h for h in d["hits"])
+        assert len(res["content"][0]["text"]) * 2 < len(json.dumps(full, separators=(",", ":")))
+    assert "signals" in full["hits"][0] and "indexes" in full
+
+
+def test_mcp_context_and_path_over_two_indexes_say_what_is_wrong_as_over_one(twin_vaults):
+    """Bad arguments over several indexes get the error one index gives, phrased for an agent:
+    a `diff` that is no diff packed nothing and said "the diff changes no indexed node" (one
+    index: an error), a task with files or with impact named CLI flags (--files, --impact), and
+    a path between nodes no index holds both of said `no node "md:a' and 'md:b"`."""
+    from kgsearch.mcp import Server
+    from kgsearch.mcp.multi import MultiServer
+
+    multi, one = MultiServer([str(p) for p in twin_vaults]), Server(str(twin_vaults[0]))
+
+    def error(srv, name, args):
+        res = srv.call(name, args)
+        assert res["isError"], res
+        return res["content"][0]["text"]
+
+    for args in ({"diff": "not a diff at all"}, {"task": "backup", "files": ["README.md"]},
+                 {"task": "backup", "impact": 1}):
+        got = error(multi, "context", args)
+        assert got == error(one, "context", args), args
+        assert not re.search(r"--[a-z]", got), got
+    assert "the `diff` argument is not a unified diff" in error(multi, "context", {"diff": "not a diff at all"})
+    got = error(multi, "path", {"source": "md:README", "target": "md:nowhere"})
+    assert got == ("error: nodes 'md:README' and 'md:nowhere' are not both in any of the indexes (notes, work) (a "
+                   "path stays inside one index); search for them to find their keys")
+    got = error(multi, "path", {"source": "md:README", "target": "md:{where}", "index": "work"})
+    assert "'md:{where}' are not both in index work" in got
+
+
+def _copy_index(src, dst):
+    import sqlite3
+
+    with sqlite3.connect(src) as a, sqlite3.connect(dst) as b:
+        a.backup(b)
+    a.close(), b.close()
+    return dst
+
+
+def _damage_postings(db) -> None:
+    """Overwrite the first page of the postings table: the file still opens (Index.open reads
+    none of it), a search then meets "database disk image is malformed"."""
+    import sqlite3
+
+    c = sqlite3.connect(db)
+    try:
+        page = c.execute("SELECT min(pageno) FROM dbstat WHERE name='text_postings'").fetchone()[0]
+    except sqlite3.OperationalError:
+        pytest.skip("this sqlite has no dbstat table")
+    size = c.execute("PRAGMA page_size").fetchone()[0]
+    c.close()
+    with open(db, "r+b") as f:
+        f.seek((page - 1) * size)
+        f.write(b"\xff" * size)
+
+
+def test_a_damaged_index_among_several_is_the_one_named(twin_vaults, tmp_path, capsys):
+    """A search over several indexes that meets a damaged file names that file and the command
+    that rebuilds it (with its --db): the CLI and the MCP server blamed the first index, so the
+    user rebuilt a sound one (and `kgsearch doctor --rebuild` without --db the default index);
+    `serve` answered 500 "internal error DatabaseError" with a traceback in its log."""
+    from kgsearch.mcp.multi import MultiServer
+    from kgsearch.serve import App, Holder
+
+    a = str(_copy_index(twin_vaults[0], tmp_path / "notes.db"))
+    b = str(_copy_index(twin_vaults[1], tmp_path / "work.db"))
+    _damage_postings(b)
+    want = f"{b}: the index file is damaged (database disk image is malformed); run `kgsearch doctor --rebuild --db {b}`"
+    capsys.readouterr()
+    assert main(["search", "backup plan", "--db", a, "--db", b]) == 4
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {want}") and a not in err and len(err.splitlines()) == 1
+    res = MultiServer([a, b]).call("search", {"query": "backup plan"})
+    text = res["content"][0]["text"]
+    assert res["isError"] and want in text and a not in text
+    app = App({"notes": Holder(a), "work": Holder(b)})
+    for url in ("/api/search?q=backup+plan", "/?q=backup+plan", "/api/why?q=backup&node=md:README"):
+        st, _, body = app.handle("GET", url, {})
+        assert st == 503 and f"{b}: the index file is damaged" in body.decode() and a not in body.decode(), url
+    st, _, body = app.handle("GET", "/api/search?q=backup+plan", {})
+    assert json.loads(body) == {"error": want + f" to rebuild it from its sources (`kgsearch doctor --db {b}` says "
+                                                "what is wrong)", "status": 503}
+
+
+def test_an_index_of_an_older_schema_among_several_names_the_command_that_upgrades_it(twin_vaults, tmp_path, capsys):
+    """"run `kgsearch index` once" upgraded the default index, not the one named: the fix names it
+    with --db (and then the search works)."""
+    import sqlite3
+
+    a = str(_copy_index(twin_vaults[0], tmp_path / "notes.db"))
+    b = str(_copy_index(twin_vaults[1], tmp_path / "work.db"))
+    with sqlite3.connect(b) as c:
+        c.execute("DELETE FROM migrations WHERE name=(SELECT max(name) FROM migrations)")
+    c.close()
+    capsys.readouterr()
+    assert main(["search", "backup plan", "--db", a, "--db", b]) == 4
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {b} needs an upgrade") and err.endswith(f"run `kgsearch index --db {b}` once to "
+                                                                          "apply it\n")
+    assert main(["index", "--db", b, "-q"]) == 0
+    assert main(["search", "backup plan", "--db", a, "--db", b]) == 0
+    missing = str(tmp_path / "gone.db")
+    assert main(["search", "backup plan", "--db", a, "--db", missing]) == 4
+    assert f"no index at {missing}; build one with `kgsearch index PATH --db {missing}`" in capsys.readouterr().err
 
 
 # --------------------------------------------------------------------------- similar_text lists across the indexes

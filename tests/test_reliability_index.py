@@ -147,6 +147,34 @@ def test_index_on_a_read_only_index_says_read_only(read_only, which):
     assert str(read_only[which].parent if which == "folder" else read_only[which]) in line
 
 
+@pytest.mark.parametrize("which", ["file", "folder"])
+def test_feedback_on_a_read_only_index_says_read_only(read_only, which):
+    """`feedback` (the one write of the CLI's read commands and of the MCP tools) on a read-only
+    index: in a read-only folder it said "is not a kgsearch index ... move the file away ...
+    `kgsearch doctor --rebuild`", and the MCP tool told the agent that every tool fails until the
+    user fixes it, while search works."""
+    db = read_only[which]
+    r = run("feedback", "apple", "md:n1", "--useful", "--db", db, unprivileged=True)
+    assert r.returncode == 4, r.stderr
+    line = one_error_line(r.stderr)
+    assert f"{db}: the index is read-only" in line and "not a kgsearch index" not in line and "doctor" not in line
+    meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}
+    calls = [{"name": "feedback", "arguments": {"query": "apple", "node": "md:n1", "useful": True}},
+             {"name": "search", "arguments": {"query": "apple banana", "k": 2}}]
+    lines = "".join(json.dumps({"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": dict(c, _meta=meta)}) + "\n"
+                    for i, c in enumerate(calls, 1))
+    cmd = [sys.executable, "-m", "kgsearch", "mcp", "--db", str(db)]
+    if os.geteuid() == 0:
+        cmd = [shutil.which("setpriv") or pytest.skip("no setpriv"), "--bounding-set", "-dac_override,-dac_read_search",
+               "--"] + cmd
+    r = subprocess.run(cmd, input=lines, capture_output=True, text=True, timeout=120)
+    fb, search = [json.loads(x)["result"] for x in r.stdout.splitlines()]
+    text = fb["content"][0]["text"]
+    assert fb["isError"] and f"{db}: the index is read-only" in text and "the read-only tools work" in text, text
+    assert "cannot be used" not in text and "every kgsearch tool fails" not in text and "not a kgsearch index" not in text
+    assert not search["isError"] and search["structuredContent"]["hits"]
+
+
 # ---------------------------------------------------------------------------- the lock
 @pytest.mark.parametrize("held_through", ["real", "link"])
 def test_the_lock_is_the_files_not_the_paths(vault, tmp_path, held_through):

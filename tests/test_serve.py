@@ -131,6 +131,25 @@ def test_api_returns_what_the_cli_prints_with_json(app, proj, capsys, target, ar
     assert no_timings(json.loads(payload)) == no_timings(want)
 
 
+def test_api_equals_the_cli_given_a_relative_db(proj, capsys, monkeypatch):
+    """`kgsearch stats --db proj.db --json` (a relative --db, as a user types it) said "db": "proj.db"
+    where /api/stats (and the MCP tool) said the absolute path; over two indexes, the search's
+    "indexes" too."""
+    _, db = proj
+    monkeypatch.chdir(db.parent)
+    app = App({"proj": Holder(db.name)})
+    st, _, body = app.handle("GET", "/api/stats", {})
+    assert st == 200 and json.loads(body) == cli_json(capsys, "stats", "--db", db.name, "--json")
+    assert json.loads(body)["db"] == str(db)
+    shutil.copy(db, db.parent / "twin.db")
+    app = App({"proj": Holder(db.name), "twin": Holder("twin.db")})
+    st, _, body = app.handle("GET", "/api/search?q=cart&k=3", {})
+    want = cli_json(capsys, "search", "cart", "-k", "3", "--db", db.name, "--db", "twin.db", "--json", "--no-cache")
+    got = json.loads(body)
+    assert st == 200 and no_timings(got)["indexes"] == no_timings(want)["indexes"]
+    assert [i["db"] for i in want["indexes"]] == [str(db), str(db.parent / "twin.db")]
+
+
 def test_api_context_from_files_and_post(app, proj, capsys):
     root, db = proj
     f = str(root / "shop" / "cart.py")
@@ -160,12 +179,28 @@ def test_api_context_from_files_and_post(app, proj, capsys):
     ("/api/show?node=%20", 400, "parameter 'node' is blank"),
     ("/api/context?task=%20%0A", 400, "parameter 'task' is blank"),
     ("/api/context?diff=zz", 400, "parameter 'diff': not a unified diff"),   # was 200 and an empty context
+    # a parameter the endpoint does not take: was ignored (a typo's default budget, k, ... and no word of it)
+    ("/api/context?task=cart&budgte=400", 400, "unknown parameter 'budgte' for /api/context; it takes: task, files, "
+                                               "diff, budget, k, kind, path, exclude_path, tag, lang, modified_since, "
+                                               "root, db"),
+    ("/api/search?q=cart&kk=3", 400, "unknown parameter 'kk' for /api/search; it takes: q, k, intent,"),
+    ("/api/show?node=Cart&limit=3", 400, "unknown parameter 'limit' for /api/show; it takes: node, edges, db"),
+    ("/api/stats?verbose=1", 400, "unknown parameter 'verbose' for /api/stats; it takes: db"),
 ])
 def test_api_errors_are_json_with_a_status(app, target, status, words):
     st, hd, payload = get(app, target)
     assert st == status
     err = json.loads(payload)
     assert err["status"] == status and words in err["error"]
+
+
+def test_api_json_body_with_a_misspelt_parameter_is_400(app):
+    st, _, payload = get(app, "/api/context", "POST", json.dumps({"task": "cart", "budegt": 300}).encode(),
+                         **{"content-type": "application/json"})
+    assert st == 400 and "unknown parameter 'budegt' for /api/context" in json.loads(payload)["error"]
+    st, _, payload = get(app, "/api/context", "POST", json.dumps({"task": "cart", "budget": 300, "k": None}).encode(),
+                         **{"content-type": "application/json"})
+    assert st == 200                                    # null: a parameter not given, as before
 
 
 # --------------------------------------------------------------------------- hostile text, paths, bounds
@@ -389,6 +424,30 @@ def test_cli_serve_on_a_missing_index_is_one_line_exit_4(tmp_path):
     r = subprocess.run([sys.executable, "-m", "kgsearch", "--db", str(tmp_path / "none.db"), "serve", "--port", "0"],
                        capture_output=True, text=True, env=env, timeout=60)
     assert r.returncode == 4 and r.stderr.count("\n") == 1
+
+
+@pytest.mark.parametrize("host, fix", [("192.0.2.1", "pick another --host"), ("no-such-host.invalid", "pick another --host"),
+                                       ("127.0.0.1", "pick another --port")])
+def test_cli_serve_that_cannot_listen_names_what_to_change(proj, host, fix):
+    """An address not of this machine (or no such name) said "pick another --port", which cannot
+    help; a port in use still says so."""
+    import socket
+
+    _, db = proj
+    port = "0"
+    busy = None
+    if host == "127.0.0.1":
+        busy = socket.socket()
+        busy.bind(("127.0.0.1", 0))
+        busy.listen(1)
+        port = str(busy.getsockname()[1])
+    try:
+        r = subprocess.run([sys.executable, "-m", "kgsearch", "serve", "--db", str(db), "--host", host, "--port", port],
+                           capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(ROOT)), timeout=60)
+    finally:
+        if busy is not None:
+            busy.close()
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and fix in r.stderr, r.stderr
 
 
 def test_a_json_null_parameter_is_not_given(tmp_path):

@@ -366,6 +366,71 @@ def test_a_root_that_goes_away_and_comes_back(tmp_path):
         wait_for(lambda: has_word(db, "returnword"), "the root's return to be indexed")
 
 
+@pytest.mark.parametrize("given", ["folder", "symlink"])
+def test_a_path_given_that_goes_away_and_comes_back(tmp_path, given):
+    """`kgsearch watch PATH` (a folder, or a link to one: ~/storage/shared on a phone) whose folder
+    is moved away and back, or unmounted: the watcher raised "no such file or folder" and exited 3
+    at the first change after it went, as it does for a typo at the start; it now keeps its files
+    and polls for the folder's return, as it does for the index's own roots."""
+    root = vault(tmp_path)
+    path = root
+    if given == "symlink":
+        path = tmp_path / "link"
+        path.symlink_to(root, target_is_directory=True)
+    db = tmp_path / "idx.db"
+    index_paths(db, [str(root)], NO_EMBED)
+    with Run(db, [path], backend="auto") as run:
+        assert [r.path for r in run.w.roots] == [str(root)]
+        away = tmp_path / "away"
+        root.rename(away)
+        wait_for(lambda: any(e["event"] == "notice" and "missing" in e["message"] for e in run.events),
+                 "the missing folder to be noticed")
+        assert run.t.is_alive() and files(db)               # still watching; its files are kept
+        away.rename(root)
+        (root / "back.md").write_text("it is back: returnword")
+        wait_for(lambda: has_word(db, "returnword"), "the folder's return to be indexed")
+        assert run.t.is_alive()
+
+
+def test_a_second_watcher_of_the_same_index_stops_at_once_with_75(tmp_path):
+    """Two watchers of one index (a systemd unit and a forgotten `kgsearch watch &`, or the same
+    one through a symlinked --db) both ran: every save was indexed twice (the second run finding
+    nothing), each logging "another kgsearch index run holds the lock" in turn. The second now
+    stops at once, exit 75, naming the first's pid; once the first stops, another may start."""
+    from kgsearch.errors import IndexBusy
+
+    root = vault(tmp_path)
+    db = tmp_path / "idx.db"
+    index_paths(db, [str(root)], NO_EMBED)
+    link = tmp_path / "link.db"
+    link.symlink_to(db)
+    with Run(db, [root], backend="poll"):
+        for other_db, paths in ((db, [root]), (db, []), (link, [root / "sub"])):
+            second = Watcher(str(other_db), [str(p) for p in paths], WatchOptions(isolate=False))
+            raised = []
+
+            def run_second(second=second, raised=raised):
+                try:
+                    second.run()
+                except IndexBusy as exc:
+                    raised.append(exc)
+
+            t = threading.Thread(target=run_second, daemon=True)
+            t.start()
+            t.join(10)
+            if t.is_alive():                                  # it went on watching: stop it, then fail
+                second.stop()
+                t.join(TIMEOUT)
+            assert raised and raised[0].code == 75, "the second watcher ran"
+            assert str(raised[0]).startswith(f"another `kgsearch watch` (pid {os.getpid()}) already watches {db}")
+        env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
+        r = subprocess.run([sys.executable, "-m", "kgsearch", "watch", "--db", str(db)], capture_output=True,
+                           text=True, env=env, timeout=TIMEOUT)
+        assert r.returncode == 75 and r.stderr.count("\n") == 1 and "already watches" in r.stderr, r.stderr
+    with Run(db, [root], backend="poll") as again:            # the first stopped: its lock went with it
+        assert again.runs()
+
+
 def test_bad_options_and_nothing_to_watch_are_usage_errors(tmp_path):
     from kgsearch.errors import DataError, UsageError
 

@@ -284,7 +284,8 @@ def build_parser() -> argparse.ArgumentParser:
                                    "what changed, incrementally: a burst of saves is one run, inotify where the kernel "
                                    "has it (polling on network and shared-storage file systems, or with --backend poll). "
                                    "A scheduled `kgsearch index` and the watcher never index at once: while another "
-                                   "run holds the lock, the watcher waits and retries. Ctrl-C or SIGTERM stops it; "
+                                   "run holds the lock, the watcher waits and retries; a second watcher of the same index "
+                                   "exits 75 at once. Ctrl-C or SIGTERM stops it; "
                                    "a run cut short changes nothing and the next start catches up. A skipped file's "
                                    "warning is shown once, and again only when the file changes. --json: one JSON "
                                    "line per event on stdout.")
@@ -468,7 +469,8 @@ def _main(argv: list[str] | None) -> int:
     except Exception as exc:  # a bug: one line by default, the traceback with -v
         from ..store.db import ensure_error
 
-        mapped = ensure_error(exc, getattr(args, "db", None))
+        # (several indexes: the damaged one is found among them, not the first blamed)
+        mapped = ensure_error(exc, getattr(args, "dbs", None) or getattr(args, "db", None))
         if mapped is not None:
             err(one_line(f"error: {mapped}"))
             return mapped.code

@@ -62,6 +62,13 @@ def cmd_serve(args) -> int:
     try:
         server = make_server(holders, args.host, args.port, on_request=logline)
     except OSError as exc:
+        import errno
+        import socket
+
+        if isinstance(exc, socket.gaierror) or exc.errno in (errno.EADDRNOTAVAIL, errno.EAFNOSUPPORT):
+            # the address is the problem (no such name, not this machine's): another port would not help
+            raise UsageError(f"cannot listen on {args.host}:{args.port} ({exc.strerror}): no address of this machine; "
+                             f"pick another --host (default 127.0.0.1)") from None
         raise UsageError(f"cannot listen on {args.host}:{args.port} ({exc.strerror}); pick another --port "
                          f"(or 0 for any free one)") from None
     host, port = server.server_address[:2]

@@ -22,7 +22,8 @@ from .render import FORMATS, ESTIMATE_RULE, renderer
 from .sources import (Candidate, dependents, file_seeds, neighbours, resolve_files, stale_files, task_candidates,
                       walk_rank)
 
-__all__ = ["ContextOptions", "ContextResult", "build_context", "seeded_candidates", "task_depth"]
+__all__ = ["ContextOptions", "ContextResult", "build_context", "exactly_one", "seeded_candidates", "task_depth",
+           "IMPACT_WITH_TASK", "IMPACT_WITH_TASK_AGENT"]
 
 MAX_BUDGET = 1_000_000
 QUERY_ECHO_CHARS = 500       # the task as the output repeats it: an issue pasted whole would eat the budget
@@ -130,23 +131,34 @@ def seeded_candidates(engine, opts: ContextOptions, notices: list[str], *, files
     return _filtered(engine, walk_rank(engine, seeds, near), opts.search, notices)
 
 
-def build_context(engine, *, task: str | None = None, files: list[str] | None = None,
-                  diff: list[FileChange] | None = None, opts: ContextOptions | None = None,
-                  session=None) -> ContextResult:
-    """Pack the context for exactly one of ``task``, ``files`` or ``diff`` (parsed changes)."""
-    opts = (opts or ContextOptions()).validated()
+IMPACT_WITH_TASK = "--impact widens --files or --diff (what depends on the change); a task is ranked by search"
+IMPACT_WITH_TASK_AGENT = ("`impact` widens `files` or `diff` (what depends on the change); a `task` is ranked by search: "
+                          "leave `impact` out")
+
+
+def exactly_one(task, files, diff) -> str:
+    """Which of ``task``, ``files`` and ``diff`` was given: a UsageError (phrased for the CLI and
+    for an agent) unless exactly one was."""
     given = [n for n, v in (("task", task), ("files", files), ("diff", diff)) if v is not None]
     if len(given) != 1:
         got = f" (got {', '.join(given)})" if given else ""
         raise UsageError("give exactly one of a task text, --files or --diff" + got,
                          agent="give exactly one of task, files, diff" + got)
-    mode = given[0]
+    return given[0]
+
+
+def build_context(engine, *, task: str | None = None, files: list[str] | None = None,
+                  diff: list[FileChange] | None = None, opts: ContextOptions | None = None,
+                  session=None) -> ContextResult:
+    """Pack the context for exactly one of ``task``, ``files`` or ``diff`` (parsed changes)."""
+    opts = (opts or ContextOptions()).validated()
+    mode = exactly_one(task, files, diff)
     t0 = time.perf_counter()
     ms: dict[str, float] = {}
     notices: list[str] = []
     ix = engine.ix
     if mode == "task" and opts.impact:
-        raise UsageError("--impact widens --files or --diff (what depends on the change); a task is ranked by search")
+        raise UsageError(IMPACT_WITH_TASK, agent=IMPACT_WITH_TASK_AGENT)
     if mode == "task":
         if not str(task).strip():
             raise UsageError("the task text is empty; describe the task, e.g. kgsearch context \"fix the retry loop\"")

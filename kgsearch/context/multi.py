@@ -17,7 +17,8 @@ from dataclasses import replace
 from ..errors import NotFound, UsageError
 from ..pack import query_terms
 from ..query.multi import own_filters
-from .build import ContextOptions, ContextResult, build_context, seeded_candidates, task_depth
+from .build import (IMPACT_WITH_TASK, IMPACT_WITH_TASK_AGENT, ContextOptions, ContextResult, build_context,
+                    exactly_one, seeded_candidates, task_depth)
 from .items import load_items
 from .pack import pack
 from .render import renderer
@@ -30,12 +31,11 @@ def build_context_multi(multi, *, task: str | None = None, files: list[str] | No
                         opts: ContextOptions | None = None, sessions: dict | None = None) -> ContextResult:
     """Like :func:`~.build.build_context` on the indexes of ``multi`` searched as one."""
     opts = (opts or ContextOptions()).validated()
+    exactly_one(task, files, diff)
     if task is None:
         return _one_index(multi, files, diff, opts)
-    if files is not None or diff is not None:
-        raise UsageError("give exactly one of a task text, --files or --diff")
     if opts.impact:
-        raise UsageError("--impact widens --files or --diff (what depends on the change); a task is ranked by search")
+        raise UsageError(IMPACT_WITH_TASK, agent=IMPACT_WITH_TASK_AGENT)
     if not str(task).strip():
         raise UsageError("the task text is empty; describe the task, e.g. kgsearch context \"fix the retry loop\"")
     from ..query import SearchOptions

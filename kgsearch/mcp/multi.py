@@ -46,6 +46,9 @@ class MultiServer(Server):
         self.parts = {name: Server(db, clock=self.clock) for name, db in zip(index_names([str(d) for d in dbs]), dbs)}
         self.tools = tools_over(list(self.parts))
 
+    def index_paths(self) -> list[str]:
+        return [part.db for part in self.parts.values()]
+
     def _multi(self):
         from ..query.multi import MultiEngine
 
@@ -65,9 +68,10 @@ class MultiServer(Server):
         s.last_used = now
         return s
 
-    def _first(self, fn, node: str, index: str | None = None):
+    def _first(self, fn, node: str, index: str | None = None, missing=None):
         """``fn(name, part)`` on index ``index``, or on the first index that has ``node``, with
-        ``"index"`` added; NotFound naming the index or every index otherwise."""
+        ``"index"`` added; NotFound naming the index or every index otherwise (``missing``: the
+        message for ``where``, when what is not there is not one node)."""
         parts = {index: self.parts[index]} if index is not None else self.parts
         for name, part in parts.items():
             try:
@@ -77,6 +81,8 @@ class MultiServer(Server):
             d["index"] = name
             return d
         where = f"index {index}" if index is not None else f"any of the indexes ({', '.join(self.parts)})"
+        if missing is not None:
+            raise NotFound(missing(where))
         raise NotFound(f"no node {node!r} in {where}; search for it to find its key")
 
     # ------------------------------------------------------------------ tools over all indexes
@@ -86,11 +92,11 @@ class MultiServer(Server):
         opts = SearchOptions(k=a["k"], intent=a.get("intent"), fusion=a.get("fusion"), channels=a.get("channels"),
                              use_cache=False, filters=filters_of(a), correct=a.get("correct", True))
         d = self._multi().search(a["query"], opts, session.parts if session is not None else None).as_dict()
-        return dumps(d), d
+        return answer("search", a, d)          # brief unless detail "full", as over one index
 
     def tool_context(self, a: dict, session):
         from ..context import ContextOptions
-        from ..context.diff import git_diff, parse_unified
+        from ..context.diff import git_diff, parse_given
         from ..context.multi import build_context_multi
         from ..query import SearchOptions
 
@@ -99,7 +105,7 @@ class MultiServer(Server):
         changes = None
         if diff is not None:
             roots = [r for e in multi.engines.values() for r in e.ix.meta_json("roots", [])]
-            changes = git_diff(roots) if diff.strip() == "git" else parse_unified(diff)
+            changes = git_diff(roots) if diff.strip() == "git" else parse_given(diff)   # text no diff: an error
         res = build_context_multi(multi, task=a.get("task"), files=a.get("files"), diff=changes,
                                   sessions=session.parts if session is not None else None,
                                   opts=ContextOptions(budget=a["budget"], fmt=a["format"], impact=a.get("impact"),
@@ -141,8 +147,9 @@ class MultiServer(Server):
         return dumps(d), d
 
     def tool_path(self, a: dict, session):
-        d = self._first(lambda name, part: part.tool_path(a, None)[1], f"{a['source']}' and '{a['target']}",
-                        a.get("index"))
+        d = self._first(lambda name, part: part.tool_path(a, None)[1], a["source"], a.get("index"),
+                        missing=lambda where: f"nodes {a['source']!r} and {a['target']!r} are not both in {where} "
+                                              f"(a path stays inside one index); search for them to find their keys")
         return dumps(d), d
 
     def tool_impact(self, a: dict, session):

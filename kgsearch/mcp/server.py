@@ -89,6 +89,10 @@ class Server:
             self.engine, self._ident = Engine(ix), ident
         return self.engine
 
+    def index_paths(self) -> list[str]:
+        """The index files a damaged one is looked for among (:func:`~kgsearch.store.damage.ensure_error`)."""
+        return [self.db]
+
     def _session(self, handle: str | None):
         from ..query.feedback import Session
 
@@ -188,7 +192,7 @@ class Server:
         except (ToolError, KgsearchError) as e:
             return {"content": [{"type": "text", "text": f"error: {_for_agent(e)}"}], "isError": True}
         except sqlite3.DatabaseError as e:              # a damaged file met past the engine's own mapping
-            mapped = ensure_error(e, self.db)
+            mapped = ensure_error(e, self.index_paths())
             if mapped is None:
                 raise
             return {"content": [{"type": "text", "text": f"error: {_for_agent(mapped)}"}], "isError": True}

@@ -16,7 +16,7 @@ __all__ = ["DETAILS", "OUTPUT_SCHEMAS", "brief"]
 
 DETAILS = ["brief", "full"]
 
-SEARCH_HIT = ("key", "kind", "name", "path", "line", "line_end", "snippet", "score")
+SEARCH_HIT = ("key", "kind", "name", "path", "line", "line_end", "snippet", "score", "index")   # index: several
 SEARCH_TOP = ("query", "intent", "hits", "notices")
 NODE = ("key", "kind", "name", "qualname", "path", "line_start", "line_end")
 EDGE = ("type", "key", "name", "kind")
@@ -32,7 +32,8 @@ def _pick(d: dict, keys) -> dict:
 def _brief_search(d: dict) -> dict:
     out = _pick(d, SEARCH_TOP)
     out["intent"] = _pick(d.get("intent") or {}, ("name",))
-    out["hits"] = [dict(_pick(h, SEARCH_HIT), score=round(h["score"], SCORE_DIGITS)) for h in d["hits"]]
+    out["hits"] = [{k: (round(v, SCORE_DIGITS) if k == "score" else v) for k, v in _pick(h, SEARCH_HIT).items()}
+                   for h in d["hits"]]
     if d.get("answer"):                      # the summary intent's topics: the answer itself, kept whole
         out["answer"] = d["answer"]
     return out
@@ -89,7 +90,7 @@ def _obj(props: dict, required=()) -> dict:
 _NODE = _obj({"key": _S, "kind": _S, "name": _S, "qualname": _OPT_S, "path": _OPT_S, "line_start": _OPT_I,
               "line_end": _OPT_I}, ["key", "kind", "name"])
 _HIT = _obj({"key": _S, "kind": _S, "name": _S, "path": _OPT_S, "line": _OPT_I, "line_end": _OPT_I,
-             "snippet": _S, "score": _N}, ["key", "kind", "name", "score"])
+             "snippet": _S, "score": _N, "index": _S}, ["key", "kind", "name", "score"])
 _NOTICES = {"type": "array", "items": _S}
 
 OUTPUT_SCHEMAS = {

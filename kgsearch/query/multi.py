@@ -50,6 +50,7 @@ interpreter lock; bench/results/multi_index.md).
 from __future__ import annotations
 
 import math
+import os
 import time
 from contextlib import ExitStack
 from concurrent.futures import ThreadPoolExecutor
@@ -440,7 +441,7 @@ class MultiEngine:
             channels_skipped=skipped, timings_ms=timings, notices=notices,
             generation=sum(r.generation for r in resps.values()), candidates=sum(r.candidates for r in resps.values()),
             code_query=any(r.code_query for r in resps.values()), answer=answer, corrections=[list(f) for f in fixes],
-            indexes=[{"name": name, "db": str(eng.ix.path), "generation": resps[name].generation}
+            indexes=[{"name": name, "db": os.path.abspath(eng.ix.path), "generation": resps[name].generation}
                      for name, eng in self.engines.items()],
             seeds_of={name: r.seeds for name, r in resps.items()})
 

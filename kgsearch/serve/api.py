@@ -14,7 +14,7 @@ from ..errors import UsageError
 from ..jsonable import jsonable
 from ..numerals import parse_float, parse_int
 
-__all__ = ["ENDPOINTS", "search_options", "dumps", "param", "int_param", "ascii_int"]
+__all__ = ["ENDPOINTS", "search_options", "dumps", "param", "int_param", "ascii_int", "takes", "check_names"]
 
 MAX_K = 1000
 MAX_EDGES = 1000
@@ -171,6 +171,32 @@ def api_stats(engine, params: dict) -> dict:
     from ..stats import index_stats
 
     return index_stats(engine.ix)
+
+
+_SEARCH = ("q", "k", "intent", "weights", "fusion", "channels", "norm", "diversity", "group", "explain", "correct")
+
+
+def _filter_names() -> tuple:
+    from ..query.filters import FIELDS
+
+    return tuple(fl[2:].replace("-", "_") for f in FIELDS.values() for fl in (f.flag, f.exclude_flag) if fl)
+
+
+def takes(path: str) -> tuple:
+    """The parameters endpoint ``path`` takes (``db`` on every one: several indexes)."""
+    own = {"/api/search": _SEARCH + _filter_names(), "/api/why": ("node",) + _SEARCH + _filter_names(),
+           "/api/show": ("node", "edges"), "/api/related": ("node", "types", "direction", "limit"),
+           "/api/context": ("task", "files", "diff", "budget", "k") + _filter_names(), "/api/stats": ()}[path]
+    return own + ("db",)
+
+
+def check_names(path: str, params: dict) -> None:
+    """A parameter the endpoint does not take is a usage error naming it and those it takes (a
+    typo, ``budgte=4000``, was ignored: the default budget, and no word of it)."""
+    known = takes(path)
+    unknown = [n for n in params if n not in known]
+    if unknown:
+        raise UsageError(f"unknown parameter {unknown[0][:40]!r} for {path}; it takes: {', '.join(known)}")
 
 
 ENDPOINTS = {"/api/search": api_search, "/api/show": api_show, "/api/related": api_related,

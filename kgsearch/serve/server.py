@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import logging
+import sqlite3
 import threading
 from contextlib import ExitStack, contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -104,6 +105,7 @@ class App:
         try:
             if path in api.ENDPOINTS:
                 fn = api.ENDPOINTS[path]
+                api.check_names(path, params)
                 # why over several indexes ranks over all of them; its db names the node's index
                 every = path in ("/api/search", "/api/context", "/api/why")
                 with self.engine({k: v for k, v in params.items() if k != "db"} if path == "/api/why" else params,
@@ -124,10 +126,23 @@ class App:
                 return 204, {}, b""
         except KgsearchError as exc:
             return self._error(_status_of(exc), str(exc), path.startswith("/api/"))
+        except sqlite3.DatabaseError as exc:     # a file damaged (or a disk gone) while served: 503 naming it
+            mapped = self._index_error(exc, params)
+            if mapped is None:
+                log.exception("internal error on %s", path)
+                return self._error(500, f"internal error {type(exc).__name__}: {exc}", path.startswith("/api/"))
+            return self._error(503, str(mapped), path.startswith("/api/"))
         except Exception as exc:                # a bug: one line to the client, the traceback to the log
             log.exception("internal error on %s", path)
             return self._error(500, f"internal error {type(exc).__name__}: {exc}", path.startswith("/api/"))
         return self._error(404, f"no page {path[:200]!r} here", path.startswith("/api/"))
+
+    def _index_error(self, exc: Exception, params: dict):
+        """A sqlite error as the :class:`~kgsearch.errors.BadIndex` naming its file: the one found
+        damaged among the server's indexes (the error itself names none)."""
+        from ..store.damage import ensure_error
+
+        return ensure_error(exc, [h.db for h in self.holders.values()])
 
     # ------------------------------------------------------------------ pages
     @staticmethod

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import sqlite3
 
 from ..errors import BadIndex, KgsearchError
 
-__all__ = ["DamagedData", "blob_layout", "check_blobs", "is_corruption", "ensure_error", "CORRUPTION"]
+__all__ = ["DamagedData", "blob_layout", "check_blobs", "is_corruption", "ensure_error", "damaged_among", "CORRUPTION"]
 
 
 class DamagedData(sqlite3.DatabaseError):
@@ -55,18 +56,65 @@ def is_corruption(exc: BaseException) -> bool:
     return isinstance(exc, sqlite3.DatabaseError) and any(c in str(exc) for c in CORRUPTION)
 
 
-def ensure_error(exc: BaseException, path: str | os.PathLike | None = None) -> KgsearchError | None:
+def damaged_among(paths) -> list[str]:
+    """Of several index files, those a fresh read finds damaged (``PRAGMA quick_check(1)``, then
+    the stored arrays' lengths): which index an error met while using them all together came
+    from (an error carries no file; the first index was blamed, and rebuilding it fixed nothing)."""
+    from pathlib import Path
+
+    from .connect import connect
+
+    out = []
+    for p in paths:
+        try:
+            conn = connect(Path(p), True)
+        except (sqlite3.DatabaseError, OSError):
+            out.append(str(p))
+            continue
+        try:
+            row = conn.execute("PRAGMA quick_check(1)").fetchone()
+            if row is None or row[0] != "ok":
+                out.append(str(p))
+            else:
+                check_blobs(conn)
+        except sqlite3.DatabaseError:
+            out.append(str(p))
+        finally:
+            conn.close()
+    return out
+
+
+def ensure_error(exc: BaseException, path=None) -> KgsearchError | None:
     """Map sqlite errors to a user-facing :class:`BadIndex` (exit 4): disk full, read-only or
-    I/O errors, and a damaged file (with the command that rebuilds it). None for others."""
-    where = f"{path}: " if path is not None else ""
+    I/O errors, and a damaged file (with the command that rebuilds it, naming it with ``--db``).
+    None for others. ``path``: the index file, or a list of them (several indexes searched as
+    one: a damaged file is found among them by :func:`damaged_among`)."""
+    paths = [str(p) for p in path] if isinstance(path, (list, tuple)) else None
+    if paths is not None:
+        path = paths[0] if len(paths) == 1 else None
     msg = str(exc)
     if is_corruption(exc):
-        return BadIndex(f"{where}the index file is damaged ({msg}); run `kgsearch doctor --rebuild` to rebuild it "
-                        f"from its sources (`kgsearch doctor` says what is wrong)")
+        if paths is not None and len(paths) > 1:
+            bad = damaged_among(paths) or paths
+            if len(bad) > 1:
+                return BadIndex(f"one of the indexes {', '.join(bad)} is damaged ({msg}); `kgsearch doctor --db PATH` "
+                                f"says which, `kgsearch doctor --rebuild --db PATH` rebuilds it from its sources")
+            path = bad[0]
+        if path is None:
+            return BadIndex(f"the index file is damaged ({msg}); run `kgsearch doctor --rebuild` to rebuild it "
+                            f"from its sources (`kgsearch doctor` says what is wrong)")
+        db = shlex.quote(str(path))
+        return BadIndex(f"{path}: the index file is damaged ({msg}); run `kgsearch doctor --rebuild --db {db}` to "
+                        f"rebuild it from its sources (`kgsearch doctor --db {db}` says what is wrong)")
+    if paths is not None and path is None:
+        path = ", ".join(paths)
+    where = f"{path}: " if path is not None else ""
     if isinstance(exc, sqlite3.OperationalError):
         if "readonly" in msg or "read-only" in msg:
-            return BadIndex(f"{where}the index is read-only ({msg}); kgsearch index writes it: make the file and its "
-                            f"folder writable, or pass --db with a writable path; nothing was changed")
+            return BadIndex(f"{where}the index is read-only ({msg}); this command writes it: make the file and its "
+                            f"folder writable, or pass --db with a writable path; nothing was changed",
+                            agent=f"{where}the index is read-only ({msg}): nothing was stored; the read-only tools "
+                                  f"work. Ask the user to make the file and its folder writable")
         if "full" in msg:
             return BadIndex(f"{where}cannot write the index ({msg}); free some space or pass --db elsewhere; "
                             f"the previous index is intact")

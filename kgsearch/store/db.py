@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shlex
 import sqlite3
 import threading
 import time
@@ -100,8 +101,8 @@ class Index:
                            f"path") from None
         if not exists:
             if not create:
-                raise BadIndex(f"no index at {p}; build one with `kgsearch index PATH` "
-                               f"(or pass --db / set KGSEARCH_DB)")
+                raise BadIndex(f"no index at {p}; build one with `kgsearch index PATH --db {shlex.quote(str(p))}` "
+                               f"(or pass another --db / set KGSEARCH_DB)")
             try:
                 p.parent.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
@@ -117,6 +118,13 @@ class Index:
             raise BadIndex(f"{p} is a SQLite file but not a kgsearch index; pass another --db")
         try:
             conn = connect(p, readonly)
+        except sqlite3.OperationalError as exc:
+            if "readonly" not in str(exc) and "read-only" not in str(exc):
+                raise BadIndex(f"{p} is not a kgsearch index ({exc}); pass another --db or move the file away (if "
+                               f"it was your index, `kgsearch doctor --rebuild PATH...` rebuilds it from its "
+                               f"folders)") from None
+            # a read-only index opened to write (feedback, index): read-only, not "not an index"
+            raise ensure_error(exc, p) from None
         except sqlite3.DatabaseError as exc:
             raise BadIndex(f"{p} is not a kgsearch index ({exc}); pass another --db or move the file away (if it "
                            f"was your index, `kgsearch doctor --rebuild PATH...` rebuilds it from its folders)") from None
@@ -181,7 +189,7 @@ class Index:
             if not applied:
                 raise BadIndex(_not_built(self.path, "holds no index (an empty SQLite file)"))
             raise BadIndex(f"{self.path} needs an upgrade (schema {len(applied)} -> {len(known)}); "
-                           f"run `kgsearch index` once to apply it")
+                           f"run `kgsearch index --db {shlex.quote(str(self.path))}` once to apply it")
         with self.transaction():
             self.conn.execute("CREATE TABLE IF NOT EXISTS migrations(name TEXT PRIMARY KEY, applied_at REAL)")
             done = set(self._applied())

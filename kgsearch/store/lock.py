@@ -119,6 +119,55 @@ class IndexLock:
         self.release()
 
 
+class WatchLock:
+    """One ``kgsearch watch`` per index: ``flock`` on ``<db>.watch.lock`` (next to the index file's
+    real path) for the watcher's life, holding its pid. A second watcher of the same index did
+    every run twice (the second finding nothing to do) and logged "another kgsearch index run
+    holds the lock" at every save; it now stops at once with :class:`IndexBusy` (exit 75) naming
+    the first. A folder where the file cannot be made (read-only: the runs say so) takes no lock."""
+
+    def __init__(self, db_path: str | os.PathLike):
+        self.path = Path(os.path.realpath(os.path.expanduser(str(db_path))) + ".watch.lock")
+        self._fd: int | None = None
+
+    def acquire(self) -> "WatchLock":
+        if fcntl is None:
+            return self
+        try:
+            fd = os.open(str(self.path), os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError:
+            return self
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            holder = ""
+            try:
+                holder = os.pread(fd, 64, 0).decode("ascii", "replace").strip()
+            except OSError:
+                pass
+            os.close(fd)
+            if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                return self                       # flock not supported here: no lock, as before
+            who = f" (pid {holder})" if holder.isdigit() else ""
+            db = str(self.path)[:-len(".watch.lock")]
+            raise IndexBusy(f"another `kgsearch watch`{who} already watches {db}; one watcher keeps it current "
+                            f"(give it every folder: `kgsearch watch A B`); stop the other first"
+                            f"{f' (`kill {holder}`)' if holder.isdigit() else ''}") from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, str(os.getpid()).encode(), 0)
+        self._fd = fd
+        return self
+
+    def release(self) -> None:
+        if self._fd is not None:
+            try:
+                os.ftruncate(self._fd, 0)
+            except OSError:
+                pass
+            os.close(self._fd)
+            self._fd = None
+
+
 def _same_file(fd: int, path: Path) -> bool:
     """Whether ``path`` still names the file open as ``fd``."""
     try:

@@ -83,7 +83,7 @@ class WatchSpec:
 def index_companions(db: str) -> set[str]:
     """The index file and every file kgsearch keeps beside it."""
     d, base = os.path.split(os.path.abspath(db))
-    names = [base, base + "-wal", base + "-shm", base + "-journal", base + ".lock", base + ".bak",
+    names = [base, base + "-wal", base + "-shm", base + "-journal", base + ".lock", base + ".watch.lock", base + ".bak",
              f".{base}.rebuild", f".{base}.rebuild-wal", f".{base}.rebuild-shm", f".{base}.rebuild-journal"]
     return {os.path.join(d, n) for n in names}
 

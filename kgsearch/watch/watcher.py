@@ -77,6 +77,7 @@ class Watcher:
         self.sources: list = []
         self.roots: list[Root] = []
         self.runs = 0
+        self._given: dict[str, Root] = {}         # each PATH as first found (kept while it is away)
         self._warned: dict[tuple, None] = {}     # the last run's warnings, with their files' signatures
         self._wake_r, self._wake_w = os.pipe()
         os.set_blocking(self._wake_r, False)
@@ -93,8 +94,14 @@ class Watcher:
             for p in self.paths:
                 full = os.path.realpath(os.path.expanduser(p))
                 if not os.path.exists(full):
-                    raise DataError("no such file or folder; check the path", p)
-                out.append(Root(full, os.path.isdir(full)))
+                    known = self._given.get(p)
+                    if known is None:            # at the start: a typo, said at once
+                        raise DataError("no such file or folder; check the path", p)
+                    out.append(known)            # gone since (moved, unmounted): polled for its return
+                    continue
+                out.append(self._given.setdefault(p, Root(full, os.path.isdir(full))))
+                if out[-1].path != full or out[-1].is_dir != os.path.isdir(full):      # a link retargeted
+                    out[-1] = self._given[p] = Root(full, os.path.isdir(full))
             return out
         from ..store.db import Index
         from ..store.roots import list_roots
@@ -187,13 +194,18 @@ class Watcher:
     # ------------------------------------------------------------------ the loop
     def run(self) -> None:
         """Watch until :meth:`stop`. A usage or data error in the setup (nothing to watch, a PATH
-        that does not exist) is raised before anything starts."""
+        that does not exist) is raised before anything starts, and so is another watcher of the
+        same index (:class:`~kgsearch.store.lock.WatchLock`)."""
+        from ..store.lock import WatchLock
+
+        lock = WatchLock(self.db).acquire()       # a second watcher of this index: IndexBusy (exit 75)
         try:
             self._plan()
             self._loop()
         finally:
             for s in self.sources:
                 s.close()
+            lock.release()
         self.on_event({"event": "stop", "runs": self.runs})
 
     def _loop(self) -> None:
