@@ -2,6 +2,8 @@
 the README's table everywhere"), and the README, `kgsearch --help` and kgsearch.errors agree."""
 from __future__ import annotations
 
+import json
+
 import re
 import sqlite3
 from pathlib import Path
@@ -172,9 +174,10 @@ def test_the_readme_help_and_errors_document_the_same_codes():
     assert set(documented) == {code for code, _ in SCENARIOS.values()}
 
 
-def test_text_to_a_pipe_is_raw(tmp_path, capsys):
-    """Escaping is for terminals (tests/test_real_folders.py, which also checks JSON keeps the
-    raw text); a pipe gets the text as indexed, for tools that read it."""
+def test_text_to_a_pipe_is_escaped_json_is_raw(tmp_path, capsys):
+    """A pipe got the text as indexed "for tools that read it", and `show X | head` put the
+    escapes on the terminal at its end; text output is escaped on every stream now, and tools
+    read the text as indexed from --json (tests/test_real_folders.py checks both too)."""
     root = tmp_path / "v"
     write(root / "evil.md", "# Evil\nwombat \x1b[2J \u202e txt.exe\n")
     db = tmp_path / "i.db"
@@ -182,7 +185,9 @@ def test_text_to_a_pipe_is_raw(tmp_path, capsys):
     capsys.readouterr()
     assert cli("show", "md:evil", "--db", db) == 0
     shown = capsys.readouterr().out
-    assert "\x1b[2J" in shown and "\u202e" in shown
+    assert "\x1b" not in shown and "\u202e" not in shown and "wombat \\x1b[2J \\u202e txt.exe" in shown
+    assert cli("show", "md:evil", "--db", db, "--json") == 0
+    assert "wombat \x1b[2J \u202e txt.exe" in json.loads(capsys.readouterr().out)["node"]["text"]
 
 
 @pytest.mark.parametrize("args, says", [

@@ -320,7 +320,23 @@ def test_terminal_output_is_sanitised(tmp_path, capsys, command):
     assert b"wombat" in out and b"pwned" in out
     assert b"\x1b]0;" not in out and b"\x1b[2J" not in out and b"\x07" not in out
     assert "\u202e".encode() not in out
-    # design choice: this test only asks for the terminal; what a pipe gets is left to the fixer
+
+
+@pytest.mark.parametrize("command", list(COMMANDS))
+def test_piped_output_is_sanitised_too(tmp_path, capsys, command):
+    """`kgsearch show X | head` showed the note's escapes on the terminal at the pipe's end (a
+    pipe got the text as indexed); --json is the way to the raw text (below)."""
+    vault = tmp_path / "vault"
+    write(vault / "evil.md", EVIL)
+    write(vault / "w\x1b]0;pwned\x07\u202ewombat.md", "# Other\nsee [[evil]] about the wombat\n")
+    db = tmp_path / "i.db"
+    assert cli("index", vault, "--db", db) == 0
+    capsys.readouterr()
+    assert cli(*COMMANDS[command], "--db", db) == 0
+    got = capsys.readouterr()
+    for text in (got.out, got.err):
+        assert "\x1b" not in text and "\x07" not in text and "\u202e" not in text
+    assert "wombat" in got.out and "pwned" in got.out
 
 
 def test_json_output_keeps_the_raw_text(tmp_path, capsys):

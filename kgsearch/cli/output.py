@@ -28,27 +28,21 @@ def sanitize(text: str) -> str:
     return _UNSAFE.sub(_escape, text)
 
 
-def _for(stream, text: str) -> str:
-    """Text goes to a terminal sanitised; to a pipe or file as it is (JSON never goes here)."""
-    try:
-        tty = stream.isatty()
-    except (AttributeError, ValueError):
-        tty = False
-    return sanitize(text) if tty else text
-
-
 # ---------------------------------------------------------------------------- output helpers
+# Text output is sanitised on every stream, not only on a terminal: `kgsearch show X | head`,
+# `search ... | grep`, a cron mail and an agent's prompt show it too (a pipe carried ESC ] 0 and
+# bidi overrides to the terminal at its end until 2026-11-29). --json keeps the text as indexed.
 def out(text: str = "") -> None:
-    sys.stdout.write(_for(sys.stdout, text) + "\n")
+    sys.stdout.write(sanitize(text) + "\n")
 
 
 def write(text: str) -> None:
-    """``text`` to stdout as it is (no newline added), sanitised on a terminal like :func:`out`."""
-    sys.stdout.write(_for(sys.stdout, text))
+    """``text`` to stdout (no newline added), sanitised like :func:`out`."""
+    sys.stdout.write(sanitize(text))
 
 
 def err(text: str) -> None:
-    sys.stderr.write(_for(sys.stderr, text) + "\n")
+    sys.stderr.write(sanitize(text) + "\n")
 
 
 def emit_json(obj) -> None:
