@@ -59,8 +59,10 @@ from .paste import drop_comments, drop_links, links_in_prose, quiet_paste
 __all__ = ["Query", "FieldFilter", "parse", "index_analyzer", "identifier_kind", "split_filters", "FILTER_FIELDS"]
 
 
+# (a value never starts with ':': `type::custom_type` or `path::PathBuf` in pasted C++ or Rust is
+# a scope, not a filter that keeps nothing)
 _FILTER = re.compile(r"(?<!\S)(-?)(" + "|".join(FILTER_FIELDS + tuple(FIELD_ALIASES)) +
-                     r"):(>=|<=|>|<)?(?:\"([^\"]+)\"|([^\s\"]+))(?!\S)")
+                     r"):(?!:)(>=|<=|>|<)?(?:\"([^\"]+)\"|([^\s\":][^\s\"]*))(?!\S)")
 
 
 def split_filters(text: str) -> tuple[str, tuple[FieldFilter, ...]]:

@@ -92,6 +92,10 @@ def test_field_filters_are_parsed_on_request_only():
     assert [str(f) for f in q.filters][2:] == ["-path:tests/", "tag:net", "lang:rust", "modified:>2026-10-01"]
     # only known fields, only whole words: name:x (an FTS column) and "e.g. path:" inside a word stay text
     assert split_filters("name:x apath:y kind: path:a") == ("name:x apath:y kind:", (FieldFilter("path", "a"),))
+    # a C++/Rust path is no filter: `== type::custom_type)` in a pasted compiler error was the
+    # filter kind ":custom_type)," and the code task got no result at all (fmt-3158)
+    for text in ("value == type::custom_type), x", "use path::PathBuf; and kind::Enum", "tag::Tag root::Root lang::x"):
+        assert split_filters(text) == (text, ()), text
 
 
 # ---------------------------------------------------------------------------- analysed once
