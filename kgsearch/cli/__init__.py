@@ -129,8 +129,9 @@ def _filter_options(p: argparse.ArgumentParser, what: str = "narrow the search b
     from ..query.filters import FIELDS
 
     g = p.add_argument_group("filters", f"{what}; "
-                                        "also as words of the query: kind:function path:src/ -path:tests/ tag:x "
-                                        "lang:rust modified:>=2026-10-01 root:work. Values of one filter are "
+                                        "also as words of a query of up to 20 words: kind:function path:src/ "
+                                        "-path:tests/ tag:x lang:rust modified:>=2026-10-01 root:work (in a longer, "
+                                        "pasted text they stay words). Values of one filter are "
                                         "alternatives; different filters all hold. A query of filters alone "
                                         "lists what they keep, most linked first (PageRank)")
     for f in FIELDS.values():

@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from ..errors import UsageError
 from ..types import type_name
 
-__all__ = ["FieldFilter", "FILTER_FIELDS", "FIELD_ALIASES", "FilterField", "FIELDS", "LANGS", "parse_filter", "parse_filters", "check_query_words",
+__all__ = ["FieldFilter", "FILTER_FIELDS", "FIELD_ALIASES", "QUERY_FILTER_WORDS", "reads_filters", "FilterField", "FIELDS", "LANGS", "parse_filter", "parse_filters", "check_query_words",
            "allowed_ids", "allowed_ids_sql", "node_count", "matches", "node_rows", "from_flags", "describe"]
 
 
@@ -143,15 +143,25 @@ def parse_filters(words) -> tuple[FieldFilter, ...]:
     return tuple(parse_filter(w) for w in words if w)
 
 
+QUERY_FILTER_WORDS = 20
+
+
+def reads_filters(text: str) -> bool:
+    """Are filter words read from this query text? Only from a query a person types (at most
+    :data:`QUERY_FILTER_WORDS` words): a pasted issue or traceback holds ``name:value`` words of
+    its own (``sudo chown root:root``, ``path:/etc/x.conf``), which were an unknown-root error or a
+    filter keeping nothing; its filters come from the flags or the tool's arguments."""
+    return len(text.split()) <= QUERY_FILTER_WORDS
+
+
 def check_query_words(text: str) -> None:
     """A word of the query that looks like a filter with a misspelt field (``kinds:function``,
     ``paths:src/``) is a usage error naming the fields; other ``word:word`` text (``note: foo``,
-    ``std::vector``, URLs) is left to the search. Only short queries (at most 20 words) are
-    checked: a person types filters there, while a pasted issue or traceback may hold any
-    ``name:value`` text."""
-    words = text.split()
-    if len(words) > 20:
+    ``std::vector``, URLs) is left to the search. Only queries whose filters are read
+    (:func:`reads_filters`) are checked."""
+    if not reads_filters(text):
         return
+    words = text.split()
     for w in words:
         m = _WORD.match(w)
         if not m or m.group(2) in FIELDS or m.group(2) in FIELD_ALIASES or "/" in m.group(4)[:2] or ":" in m.group(4):

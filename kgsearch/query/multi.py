@@ -337,7 +337,8 @@ class MultiEngine:
         from . import filters as fmod
         from .parse import split_filters
 
-        words = [(w, fmod.parse_filter(w)) for w in query.split() if split_filters(w)[1]] if ":" in query else []
+        words = ([(w, fmod.parse_filter(w)) for w in query.split() if split_filters(w)[1]]
+                 if ":" in query and fmod.reads_filters(query) else [])
         given = [(None, f) for f in fmod.parse_filters(opts.filters)] + words
         roots = [(w, f) for w, f in given if f.field == "root"]
         if not roots:

@@ -53,7 +53,7 @@ from ..text.postings import stored_params
 from ..text.tokenize import Analyzer, clean_query, get_analyzer
 from .codetask import WORD, Anchor, asks_for_prose, asks_for_tests, code_task_reason, extract, relation
 from .cut import cut_query
-from .filters import FIELD_ALIASES, FILTER_FIELDS, FieldFilter
+from .filters import FIELD_ALIASES, FILTER_FIELDS, FieldFilter, reads_filters
 from .paste import drop_comments, drop_links, links_in_prose, quiet_paste
 
 __all__ = ["Query", "FieldFilter", "parse", "index_analyzer", "identifier_kind", "split_filters", "FILTER_FIELDS"]
@@ -185,7 +185,7 @@ def parse(text, analyzer: Analyzer | None = None, *, filters: bool = False, past
     analyzer = analyzer or get_analyzer()
     text, cut = cut_query(clean_query(text))     # the one bound on what a query may cost, before any reading
     found: tuple[FieldFilter, ...] = ()
-    if filters:
+    if filters and reads_filters(text):         # (a pasted issue's name:value words stay text)
         text, found = split_filters(text)
     bare, comments = drop_comments(text)
     if comments and code_task_reason(bare):     # an issue template's hidden instructions: not the issue

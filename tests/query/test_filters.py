@@ -231,6 +231,22 @@ def test_query_words_misspelt_as_filters_are_errors_other_colons_are_text(fx):
     assert eng.parse(issue).filters == () and "paths:src/" in eng.parse(issue).text
 
 
+def test_a_pasted_issue_keeps_its_name_value_words_as_text(fx):
+    """Filters are read from a query a person types (at most 20 words, the bound the misspelling
+    check uses): a pasted issue that says `sudo chown root:root ~/backup` was an error (unknown
+    root 'root', exit 2), and one with `path:/etc/backup.conf` answered nothing (a filter that
+    keeps no node)."""
+    _, eng = fx
+    issue = ("the backup fails after I ran sudo chown root:root on the folder; the log says it cannot "
+             "write path:/etc/backup.conf and then stops with kind:fatal")
+    assert len(issue.split()) > 20
+    q = eng.parse(issue)
+    assert q.filters == () and "root:root" in q.text and "kind:fatal" in q.text
+    resp = eng.search(issue)
+    assert resp.hits and not any("no node matches the filters" in n for n in resp.notices)
+    assert eng.parse("backup kind:note").filters == (FieldFilter("kind", "note"),)   # typed: a filter
+
+
 def test_an_unknown_root_names_the_roots(fx):
     _, eng = fx
     with pytest.raises(UsageError, match=r"unknown root 'work' in 'root:work'; the roots are demo, code"):
