@@ -57,6 +57,30 @@ def test_a_key_with_a_line_break_is_named_back_as_search_prints_it(hostile_keys,
     assert cli("show", "kg:line\\x41break", "--db", db) == 5     # only the escapes kgsearch prints
 
 
+def test_no_node_names_the_name_as_typed(hostile_keys, capsys):
+    """`show 'kg:line\\nbreak'` of a node not there said "no node 'kg:line\\\\nbreak'" (Python's
+    repr doubles each backslash), so the name shown was not the one typed: one backslash, and a
+    raw control character still shown escaped (the terminal obeys none), in the CLI, the API and
+    the MCP tools."""
+    from urllib.parse import quote
+
+    from kgsearch.mcp.server import Server
+    from kgsearch.serve import App, Holder
+
+    db = hostile_keys
+    capsys.readouterr()
+    for typed, shown in (("kg:line\\nnope", "'kg:line\\nnope'"), ("kg:esc\x1b[31mnope", "'kg:esc\\x1b[31mnope'"),
+                         ("C:\\dir", "'C:\\dir'"), ("it's", '"it\'s"')):
+        for command in (["show", typed], ["related", typed], ["path", typed, "kg:b"], ["why", "zebra", typed]):
+            assert cli(*command, "--db", db) == 5, command
+            err = capsys.readouterr().err
+            assert err.startswith(f"error: no node {shown} in ") and f"`kgsearch search {shown}`" in err, (command, err)
+        st, _, body = App({"i": Holder(str(db))}).handle("GET", f"/api/show?node={quote(typed)}", {})
+        assert st == 404 and json.loads(body)["error"].startswith(f"no node {shown} in "), body
+        res = Server(str(db)).call("show", {"node": typed})
+        assert res["isError"] and res["content"][0]["text"].startswith(f"error: no node {shown} in ")
+
+
 def test_an_exact_key_with_a_backslash_wins_over_the_escape(tmp_path, capsys):
     recs = [{"id": "a\\nb", "name": "literal backslash"}, {"id": "a\nb", "name": "real break"}]
     write(tmp_path / "kg.jsonl", "".join(json.dumps(r) + "\n" for r in recs))

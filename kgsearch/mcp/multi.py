@@ -11,6 +11,7 @@ session remembers the nodes opened in each index apart (node ids are per index).
 from __future__ import annotations
 
 from ..errors import BadIndex, NotFound
+from ..lines import quoted
 from .server import Server, answer, dumps, with_notices
 from .tools import filters_of, tools_over
 
@@ -104,7 +105,7 @@ class MultiServer(Server):
         where = f"index {index}" if index is not None else f"any of the indexes ({', '.join(self.parts)})"
         if missing is not None:
             raise NotFound(missing(where))
-        raise NotFound(f"no node {node!r} in {where}; search for it to find its key")
+        raise NotFound(f"no node {quoted(node)} in {where}; search for it to find its key")
 
     # ------------------------------------------------------------------ tools over all indexes
     def tool_search(self, a: dict, session):
