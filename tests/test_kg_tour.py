@@ -267,3 +267,25 @@ def test_huge_names_and_ids(tmp_path, capsys):
     assert cli("index", bad, "--db", tmp_path / "t.db") == 3
     assert capsys.readouterr().err == (f"error: {bad}:2: the head has 5,000 characters (an id is at most 1,000); is a "
                                        f"tab, quote or line break missing?\n")
+
+
+# ---------------------------------------------------------------- show's edge-type column
+def test_show_aligns_edges_on_the_longest_type_shown(tmp_path, capsys):
+    """`show` padded edge types to 14 columns, so WN18RR's `_derivationally_related_form` (28)
+    pushed its target out of line. The column is as wide as the longest type shown, in both
+    directions, up to 32; a longer type has a line of its own, its target under the column."""
+    long = "_a_relation_type_longer_than_the_column"
+    write(tmp_path / "wn.tsv", f"05074057\t_derivationally_related_form\t02310895\n05074057\t_hypernym\t02176268\n"
+                               f"05074057\t{long}\t09990000\n02176268\t_has_part\t05074057\n")
+    db = tmp_path / "wn.db"
+    assert cli("index", tmp_path / "wn.tsv", "--db", db, "-q") == 0
+    capsys.readouterr()
+    assert cli("show", "kg:05074057", "--db", db) == 0
+    lines = capsys.readouterr().out.splitlines()
+    edges = [ln for ln in lines if ln.startswith(("  -> ", "  <- ", "     "))]
+    column = {ln.index(target) for ln in edges for target in ("02310895", "02176268", "09990000") if target in ln}
+    assert column == {5 + len("_derivationally_related_form") + 1}, edges
+    at = edges.index(f"  -> {long}")
+    assert edges[at + 1].strip().startswith("09990000")
+    assert any(ln.startswith("  <- _has_part" + " " * (len("_derivationally_related_form") - len("_has_part") + 1)
+                             + "02176268") for ln in lines), lines
