@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["one_line", "UNSAFE", "unescape_shown"]
+__all__ = ["one_line", "UNSAFE", "unescape_shown", "quoted"]
 
 # what ends a line for a reader (str.splitlines' breaks)
 _BREAKS = re.compile("\r\n|[\n\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029]")
@@ -54,3 +54,23 @@ def unescape_shown(text: str) -> str:
         return ch if ch == "\t" or _BREAKS.fullmatch(ch) or UNSAFE.fullmatch(ch) else m.group()
 
     return _SHOWN_ESCAPE.sub(back, text)
+
+
+def _visible(m: re.Match) -> str:
+    c = ord(m.group())
+    return f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}"
+
+
+def quoted(value) -> str:
+    r"""A name, key or path in quotes for a message (``no node 'kg:a\nb'``), as the person typed
+    it or as kgsearch printed it: its line breaks, control and bidi characters escaped as the
+    CLI shows them (:func:`unescape_shown` reads them back), every other character itself. Not
+    ``repr``, which doubles each backslash: ``kg:line\nbreak``, copied from a search, came back
+    as ``kg:line\\nbreak``. Double quotes when the text holds a single quote and no double one.
+
+    >>> print(quoted(r"kg:line\nbreak"), quoted("kg:a\nb \x1b[31m \u202e"), quoted("it's"), quoted(r"C:\dir"))
+    'kg:line\nbreak' 'kg:a\nb \x1b[31m \u202e' "it's" 'C:\dir'
+    """
+    text = UNSAFE.sub(_visible, one_line(value))
+    q = '"' if "'" in text and '"' not in text else "'"
+    return q + text + q

@@ -7,7 +7,7 @@ import posixpath
 import time
 
 from .errors import NotFound, UsageError, name_choices
-from .lines import unescape_shown
+from .lines import quoted, unescape_shown
 from .store.db import Index
 from .store.rows import find_node_rows, node_row_by_id
 from .types import resolve_types
@@ -61,8 +61,8 @@ def find_node(ix: Index, ref: str) -> dict:
     if not rows and (plain := unescape_shown(ref)) != ref:
         rows = find_node_rows(ix.conn, plain)       # a key as the CLI prints it: `kg:a\nb` for "a<LF>b"
     if not rows:
-        raise NotFound(f"no node {ref!r} in {ix.path}; try `kgsearch search {ref!r}` to find its key",
-                       agent=f"no node {ref!r} in the index; call `search` with words from it to find its key")
+        raise NotFound(f"no node {quoted(ref)} in {ix.path}; try `kgsearch search {quoted(ref)}` to find its key",
+                       agent=f"no node {quoted(ref)} in the index; call `search` with words from it to find its key")
     best = [r for r in rows if r["flags"] == rows[0]["flags"]]
     by_id = {r["id"]: r for r in best}
     # a source file and the class it is named after (Foo.java, Foo.kt, Foo.cs: class Foo) are one

@@ -57,6 +57,30 @@ def test_a_key_with_a_line_break_is_named_back_as_search_prints_it(hostile_keys,
     assert cli("show", "kg:line\\x41break", "--db", db) == 5     # only the escapes kgsearch prints
 
 
+def test_no_node_names_the_name_as_typed(hostile_keys, capsys):
+    """`show 'kg:line\\nbreak'` of a node not there said "no node 'kg:line\\\\nbreak'" (Python's
+    repr doubles each backslash), so the name shown was not the one typed: one backslash, and a
+    raw control character still shown escaped (the terminal obeys none), in the CLI, the API and
+    the MCP tools."""
+    from urllib.parse import quote
+
+    from kgsearch.mcp.server import Server
+    from kgsearch.serve import App, Holder
+
+    db = hostile_keys
+    capsys.readouterr()
+    for typed, shown in (("kg:line\\nnope", "'kg:line\\nnope'"), ("kg:esc\x1b[31mnope", "'kg:esc\\x1b[31mnope'"),
+                         ("C:\\dir", "'C:\\dir'"), ("it's", '"it\'s"')):
+        for command in (["show", typed], ["related", typed], ["path", typed, "kg:b"], ["why", "zebra", typed]):
+            assert cli(*command, "--db", db) == 5, command
+            err = capsys.readouterr().err
+            assert err.startswith(f"error: no node {shown} in ") and f"`kgsearch search {shown}`" in err, (command, err)
+        st, _, body = App({"i": Holder(str(db))}).handle("GET", f"/api/show?node={quote(typed)}", {})
+        assert st == 404 and json.loads(body)["error"].startswith(f"no node {shown} in "), body
+        res = Server(str(db)).call("show", {"node": typed})
+        assert res["isError"] and res["content"][0]["text"].startswith(f"error: no node {shown} in ")
+
+
 def test_an_exact_key_with_a_backslash_wins_over_the_escape(tmp_path, capsys):
     recs = [{"id": "a\\nb", "name": "literal backslash"}, {"id": "a\nb", "name": "real break"}]
     write(tmp_path / "kg.jsonl", "".join(json.dumps(r) + "\n" for r in recs))
@@ -243,3 +267,25 @@ def test_huge_names_and_ids(tmp_path, capsys):
     assert cli("index", bad, "--db", tmp_path / "t.db") == 3
     assert capsys.readouterr().err == (f"error: {bad}:2: the head has 5,000 characters (an id is at most 1,000); is a "
                                        f"tab, quote or line break missing?\n")
+
+
+# ---------------------------------------------------------------- show's edge-type column
+def test_show_aligns_edges_on_the_longest_type_shown(tmp_path, capsys):
+    """`show` padded edge types to 14 columns, so WN18RR's `_derivationally_related_form` (28)
+    pushed its target out of line. The column is as wide as the longest type shown, in both
+    directions, up to 32; a longer type has a line of its own, its target under the column."""
+    long = "_a_relation_type_longer_than_the_column"
+    write(tmp_path / "wn.tsv", f"05074057\t_derivationally_related_form\t02310895\n05074057\t_hypernym\t02176268\n"
+                               f"05074057\t{long}\t09990000\n02176268\t_has_part\t05074057\n")
+    db = tmp_path / "wn.db"
+    assert cli("index", tmp_path / "wn.tsv", "--db", db, "-q") == 0
+    capsys.readouterr()
+    assert cli("show", "kg:05074057", "--db", db) == 0
+    lines = capsys.readouterr().out.splitlines()
+    edges = [ln for ln in lines if ln.startswith(("  -> ", "  <- ", "     "))]
+    column = {ln.index(target) for ln in edges for target in ("02310895", "02176268", "09990000") if target in ln}
+    assert column == {5 + len("_derivationally_related_form") + 1}, edges
+    at = edges.index(f"  -> {long}")
+    assert edges[at + 1].strip().startswith("09990000")
+    assert any(ln.startswith("  <- _has_part" + " " * (len("_derivationally_related_form") - len("_has_part") + 1)
+                             + "02176268") for ln in lines), lines

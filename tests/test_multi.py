@@ -1224,3 +1224,21 @@ def test_one_index_under_two_spellings_is_searched_once(tmp_path, capsys, monkey
     assert main(["search", "zebra", "--json"]) == 0
     assert [h["key"] for h in json.loads(capsys.readouterr().out)["hits"]] == want
     assert list(multi_engine_for(["a.db", "link.db"]).engines) == ["a"]
+
+
+def test_mcp_over_several_indexes_names_the_missing_one_and_what_still_works(twin_vaults, tmp_path):
+    """A missing index among several made every tool's error say "every kgsearch tool fails the
+    same way", though a tool given another index still answered: the error names the missing
+    index and which index still answers."""
+    from kgsearch.mcp.multi import MultiServer
+
+    a = str(_copy_index(twin_vaults[0], tmp_path / "notes.db"))
+    gone = str(tmp_path / "gone.db")
+    server = MultiServer([a, gone])
+    res = server.call("search", {"query": "backup plan"})
+    text = res["content"][0]["text"]
+    assert res["isError"] and f"no index at {gone}" in text
+    assert "every kgsearch tool fails" not in text
+    assert "the kgsearch index 'gone' cannot be used" in text and "a tool given `index` 'notes' still answers" in text
+    res = server.call("show", {"node": "md:README", "index": "notes"})
+    assert not res["isError"] and res["structuredContent"]["index"] == "notes"     # as the error says

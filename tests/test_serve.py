@@ -5,6 +5,7 @@ index file picked up without a restart, and the command end to end. The real-bro
 tests/test_serve_browser.py."""
 from __future__ import annotations
 
+import html as html_lib
 import json
 import os
 import re
@@ -497,3 +498,27 @@ def test_a_json_body_value_that_is_an_object_is_400(app, body, words):
     st, _, payload = get(app, "/api/search", "POST", body, **{"content-type": "application/json"})
     assert st == 400 and words in json.loads(payload)["error"]
 
+
+
+def test_the_search_form_gives_back_the_query_as_typed(app):
+    """A query holding ESC came back in the form as the four characters \\x1b, so resubmitting the
+    form searched for them. The form's fields hold the characters typed (numeric references in
+    the page, no raw control byte); what the page shows of the query stays escaped."""
+    from urllib.parse import quote
+
+    typed = "evil \x1b[2J \u202etxt \x07\x08\x7f \"'<b>&amp;"
+    st, _, payload = get(app, "/?q=" + quote(typed) + "&path=" + quote("notes/\x1b"))
+    assert st == 200
+    page = payload.decode("utf-8")
+    # what a browser reads back (HTML's rule: a numeric reference to a C0 control, DEL or a bidi
+    # control is that character; Python's html.unescape drops them, so it is not used for those)
+    fields = {m[1]: html_lib.unescape(re.sub(r"&#x([0-9a-f]+);", lambda r: chr(int(r[1], 16)), m[2]))
+              for m in re.finditer(r"<input [^>]*?name='?(\w+)'? [^>]*?value='([^']*)'", page)}
+    assert fields["q"] == typed and fields["path"] == "notes/\x1b"
+    text = inert(payload)                         # the rest of the page: escaped, inert
+    assert "\\x1b[2J" in text and "\\u202etxt" in text
+    st, _, payload = get(app, "/context", "POST", ("task=" + quote(typed)).encode(),
+                         **{"content-type": "application/x-www-form-urlencoded"})
+    area = re.search(r"<textarea name=task[^>]*>([^<]*)</textarea>", payload.decode("utf-8"))[1]
+    assert html_lib.unescape(re.sub(r"&#x([0-9a-f]+);", lambda r: chr(int(r[1], 16)), area)) == typed
+    inert(payload)

@@ -168,7 +168,8 @@ def build_parser() -> argparse.ArgumentParser:
     from ..query.filters import LANGS                # (the loaders' names; a test keeps them equal)
 
     p.add_argument("--format", default=None, choices=list(LANGS),
-                   help="force a loader instead of choosing by file type")
+                   help="force a loader instead of choosing by file type (triples: also reads lines of three "
+                        "space-separated fields)")
     p.add_argument("--allow-dangling", action="store_true",
                    help="KG edges to unknown nodes create placeholder nodes instead of failing")
     p.add_argument("--keep-going", action="store_true",

@@ -8,7 +8,8 @@ import sys
 
 from ..errors import EXIT_DATA, EXIT_OK, UsageError
 from .inputs import query_text, read_diff
-from .output import Progress, emit_json, err, one_line, out, progress_mode, table, warn_list, write
+from .output import (Progress, cell, display_width, emit_json, err, one_line, out, progress_mode, table, warn_list,
+                     write)
 
 COMPACT_NOTE_BYTES = 1_000_000      # a VACUUM that gave back less is not worth a line
 
@@ -165,6 +166,9 @@ def _where(d: dict) -> str:
     return f"{d['path']}:{d['line_start']}" if d.get("path") and d.get("line_start") else (d.get("path") or "")
 
 
+TYPE_COLUMN = 32      # `show`: the widest edge-type column; a longer type takes a line of its own
+
+
 def cmd_show(args) -> int:
     from ..stats import show_node
     from ..store.db import Index
@@ -203,6 +207,11 @@ def cmd_show(args) -> int:
         out(f"methods ({len(info['methods'])}):")
         for m in info["methods"]:
             out(f"  {one_line(m['name'])}  {one_line(_where(m))}  {one_line(m['key'])}")
+    # the type column is as wide as the longest type shown (both directions; WN18RR's
+    # _derivationally_related_form is 28) up to TYPE_COLUMN; a longer type has a line of its own
+    types = {e["type"]: cell(e["type"]) for key in ("out", "in") for e in info[key]}
+    fits = [w for w in map(display_width, types.values()) if w <= TYPE_COLUMN]
+    width = max(fits) if fits else TYPE_COLUMN
     for title, key in (("outgoing", "out"), ("incoming", "in")):
         edges = info[key]
         if edges:
@@ -210,7 +219,13 @@ def cmd_show(args) -> int:
             out(f"{title} edges ({info[key + '_total']}):")
             for e in edges:
                 arrow = "->" if key == "out" else "<-"
-                out(f"  {arrow} {one_line(e['type']):<14} {_node_line(e)}")
+                shown = types[e["type"]]
+                pad = width - display_width(shown)
+                if pad < 0:
+                    out(f"  {arrow} {shown}")
+                    out(f"     {' ' * width} {_node_line(e)}")
+                else:
+                    out(f"  {arrow} {shown}{' ' * pad} {_node_line(e)}")
             more = info[key + "_total"] - len(edges)
             if more > 0:
                 out(f"  ... {more:,} more: --edges {info[key + '_total']}, or `kgsearch related`")

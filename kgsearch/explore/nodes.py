@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import BadIndex, NotFound, UsageError, name_choices
+from ..lines import quoted
 from ..graph.context import GraphContext, load_context
 from ..stats import file_ids, find_node
 from ..store.rows import find_node_rows, node_meta, rel_path
@@ -33,7 +34,7 @@ def resolve(ix, ctx: GraphContext, ref: str) -> tuple[dict, int]:
     row = find_node(ix, ref)
     pos = int(ctx.positions([row["id"]])[0])
     if pos < 0:
-        raise NotFound(f"node {row['key']!r} is not in the graph of {ix.path} yet; run `kgsearch index` to update it")
+        raise NotFound(f"node {quoted(row['key'])} is not in the graph of {ix.path} yet; run `kgsearch index` to update it")
     return row, pos
 
 
@@ -45,7 +46,7 @@ def resolve_start(ix, ctx: GraphContext, ref: str) -> tuple[dict, list[int]]:
         try:
             row = find_node(ix, ref)
         except NotFound:
-            raise NotFound(f"no node or indexed file {ref!r} in {ix.path}; try `kgsearch search {ref!r}` "
+            raise NotFound(f"no node or indexed file {quoted(ref)} in {ix.path}; try `kgsearch search {quoted(ref)}` "
                            f"to find its key") from None
         return {k: row[k] for k in ("id", "key", "kind", "name", "path", "line_start")}, [row["id"]]
     ids = [r[0] for r in iter_in_chunks(ix.conn, "SELECT id FROM nodes WHERE file_id IN ({}) ORDER BY id", fids)]

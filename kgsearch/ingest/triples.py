@@ -16,6 +16,10 @@ names files that come with them.
 * Files that carry nothing to search are read and give nothing: id lists (``entities.txt``,
   ``relations.txt``), id maps (``entity2id.txt``), relation descriptions (``relation2text.txt``).
 
+With ``--format triples`` a line without a tab that splits into exactly three fields on blanks
+(``a _hypernym b``) is a triple too; without it only tabs separate (a line of three
+space-separated fields is an error that names ``--format triples``).
+
 A ``.tsv`` file that is neither (a header row, ragged rows) is a
 :class:`~kgsearch.errors.DataError` naming ``file:line`` -- skipped with a warning when met
 while walking a folder. A tab-separated table with a header (``source``/``target`` or
@@ -119,7 +123,8 @@ def load(path: Path, rel: str, opts: LoadOptions) -> LoadResult:
         if kind.startswith("entit") and suffix not in ("", "2id", "_id", "_ids"):
             _names(text, where, res, described="text" in suffix or "desc" in suffix)
         return res                      # id lists and maps, relation texts: nothing to search
-    _triples(text, where, res, sniffed=opts.fmt != NAME and Path(path).suffix.lower() != ".tsv")
+    _triples(text, where, res, sniffed=opts.fmt != NAME and Path(path).suffix.lower() != ".tsv",
+             spaces=opts.fmt == NAME)
     return res
 
 
@@ -139,7 +144,12 @@ def _fields(line: str) -> list[str]:
     return [f.strip() for f in line.rstrip("\r\n").split("\t")]
 
 
-def _triples(text: str, where: str, res: LoadResult, sniffed: bool = False) -> None:
+def _triples(text: str, where: str, res: LoadResult, sniffed: bool = False, spaces: bool = False) -> None:
+    """One edge per line. ``spaces`` (``--format triples``, the user's word that the file is
+    triples): a line without a tab that splits into exactly three fields on blanks
+    (``a _hypernym b``) is a triple too. Without it a triple is tab-separated only: a space
+    is common inside names and prose, and a file chosen by its extension or sniffed is not
+    read on a guess; such a line's error names ``--format triples``."""
     edges = res.edges
     # one string per entity key and relation type, shared by every line naming it (FB15k-237's
     # train.tsv: 272K lines, 14K entities, 237 relations)
@@ -148,10 +158,18 @@ def _triples(text: str, where: str, res: LoadResult, sniffed: bool = False) -> N
     for lineno, line in enumerate(_lines(text), 1):
         if not line.strip():
             continue
-        parts = _fields(line)
+        parts = _fields(line) if not spaces or "\t" in line else line.split()
         if len(parts) != 3 or not all(parts):
-            why = (f"; read as KG triples because its first lines are (index it with --format text to read it as "
-                   f"prose)" if sniffed else " (a table with a header: name it .csv)")
+            if spaces and "\t" not in line:        # --format triples, a line without a tab
+                raise DataError(f"expected head relation tail, got {len(parts)} field(s) separated by spaces; "
+                                f"separate the three fields with tabs when a name holds a space (a KG triples "
+                                f"file has no header)", where, lineno)
+            if "\t" not in line and len(line.split()) == 3:
+                why = "; its fields are separated by spaces: index it with --format triples to read them"
+            elif sniffed:
+                why = "; read as KG triples because its first lines are (index it with --format text to read it as prose)"
+            else:
+                why = " (a table with a header: name it .csv)"
             raise DataError(f"expected head<TAB>relation<TAB>tail, got {len(parts)} field(s); a KG triples file "
                             f"has no header and three non-empty fields per line{why}", where, lineno)
         h, r, t = parts

@@ -10,7 +10,8 @@ session remembers the nodes opened in each index apart (node ids are per index).
 """
 from __future__ import annotations
 
-from ..errors import NotFound
+from ..errors import BadIndex, NotFound
+from ..lines import quoted
 from .server import Server, answer, dumps, with_notices
 from .tools import filters_of, tools_over
 
@@ -49,6 +50,27 @@ class MultiServer(Server):
     def index_paths(self) -> list[str]:
         return [part.db for part in self.parts.values()]
 
+    def _for_agent(self, e: BaseException) -> str:
+        """An index that cannot be used, among several, is named, and so is what still works: the
+        tools that read every index fail, a tool given another index's name answers (one index:
+        "every kgsearch tool fails the same way", which was said here too and was not true)."""
+        import os
+
+        if not isinstance(e, BadIndex) or getattr(e, "agent", None):
+            return super()._for_agent(e)
+        said = str(e)
+        bad = [name for name, part in self.parts.items()
+               if str(part.db) in said or os.path.abspath(str(part.db)) in said]
+        others = [name for name in self.parts if name not in bad]
+        if not bad or not others:
+            return super()._for_agent(e)
+        which = ", ".join(repr(b) for b in bad)
+        return (f"the kgsearch index {which} cannot be used: {said}. Ask the user to run the fix this names, or "
+                f"to start the server without that --db. Until then search, context, stats and communities fail "
+                f"the same way, and so may a tool looking for a node in every index; a tool given "
+                f"`index` {' or '.join(repr(o) for o in others)} still answers from "
+                f"{'that index' if len(others) == 1 else 'those indexes'}")
+
     def _multi(self):
         from ..query.multi import MultiEngine
 
@@ -83,7 +105,7 @@ class MultiServer(Server):
         where = f"index {index}" if index is not None else f"any of the indexes ({', '.join(self.parts)})"
         if missing is not None:
             raise NotFound(missing(where))
-        raise NotFound(f"no node {node!r} in {where}; search for it to find its key")
+        raise NotFound(f"no node {quoted(node)} in {where}; search for it to find its key")
 
     # ------------------------------------------------------------------ tools over all indexes
     def tool_search(self, a: dict, session):

@@ -182,6 +182,10 @@ class Server:
             res = dict(res, resultType="complete")
         return res
 
+    def _for_agent(self, e: BaseException) -> str:
+        """An error as the agent should read it (:func:`_for_agent`; several indexes say which)."""
+        return _for_agent(e)
+
     # ------------------------------------------------------------------ tools
     def call(self, name: str, arguments, legacy: bool = False) -> dict:
         """A ``tools/call`` result: content + structuredContent, or ``isError`` with the reason."""
@@ -190,12 +194,12 @@ class Server:
             handle = args.get("session", "" if legacy else None)
             text, structured = getattr(self, "tool_" + name)(args, self._session(handle))
         except (ToolError, KgsearchError) as e:
-            return {"content": [{"type": "text", "text": f"error: {_for_agent(e)}"}], "isError": True}
+            return {"content": [{"type": "text", "text": f"error: {self._for_agent(e)}"}], "isError": True}
         except sqlite3.DatabaseError as e:              # a damaged file met past the engine's own mapping
             mapped = ensure_error(e, self.index_paths())
             if mapped is None:
                 raise
-            return {"content": [{"type": "text", "text": f"error: {_for_agent(mapped)}"}], "isError": True}
+            return {"content": [{"type": "text", "text": f"error: {self._for_agent(mapped)}"}], "isError": True}
         out = {"content": [{"type": "text", "text": text}], "isError": False}
         if structured is not None:
             out["structuredContent"] = structured

@@ -8,6 +8,7 @@ from contextlib import contextmanager
 from dataclasses import replace
 
 from ..config import default_db_path
+from ..lines import quoted
 from ..store.db import Index, ensure_error
 from ..types import FLAG_AUTO
 from ..stats import find_node
@@ -98,7 +99,7 @@ def why_over(multi, query: str, node: str, index: str | None = None, options: Se
             continue
     else:
         where = f"index {index}" if index is not None else f"any of the indexes ({', '.join(multi.engines)})"
-        raise NotFound(f"no node {node!r} in {where}; search for it to find its key")
+        raise NotFound(f"no node {quoted(node)} in {where}; search for it to find its key")
     opts = replace(options or SearchOptions(), use_cache=False, explain=True)
     wide = multi.search(query, replace(opts, k=max(1000, opts.k)))
     out = _explain(query, multi.engines[name], target, wide, [h for h in wide.hits if h.index == name],

@@ -13,7 +13,7 @@ import html
 import re
 from urllib.parse import quote, urlencode
 
-__all__ = ["esc", "url", "page", "CSS", "clip"]
+__all__ = ["esc", "field", "url", "page", "CSS", "clip"]
 
 _UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ufeff]")
 
@@ -30,6 +30,25 @@ def esc(value) -> str:
     '&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; \\x1b[2J \\u202etxt.exe'
     """
     return html.escape(_UNSAFE.sub(_visible, "" if value is None else str(value)), quote=True)
+
+
+def _reference(m: re.Match) -> str:
+    return f"&#x{ord(m.group()):x};"
+
+
+def field(value) -> str:
+    r"""Text for a form field's value (a quoted attribute or a textarea): what the person typed,
+    which the browser must send back unchanged, so not shown as ```` (resubmitting the form
+    would search for those four characters). HTML's special characters become entities and the
+    control and bidi characters numeric references (``&#x1b;``), which a browser reads back as the
+    same characters; the page itself still carries no raw control character. Only NUL and the C1
+    controls (U+0080-U+009F, which no keyboard types) cannot come back: HTML reads ``&#x0;`` as
+    U+FFFD and most C1 references as Windows-1252's characters.
+
+    >>> field('a "b" <c> [2J ‮txt')
+    'a &quot;b&quot; &lt;c&gt; &#x1b;[2J &#x202e;txt'
+    """
+    return _UNSAFE.sub(_reference, html.escape("" if value is None else str(value), quote=True))
 
 
 def clip(text: str, limit: int) -> tuple[str, int]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from urllib.parse import quote, urlencode
 
-from .html import clip, esc, page, url
+from .html import clip, esc, field, page, url
 from .svg import neighbourhood
 
 __all__ = ["search_page", "node_page", "context_page", "stats_page", "error_page", "FILTERS", "TEXT_LIMIT"]
@@ -57,9 +57,9 @@ def _marked(snippet: str, q: str) -> str:
 
 
 def _form(params: dict) -> str:
-    def val(name, default=""):
+    def val(name, default=""):                    # a field's value as typed (see field())
         v = params.get(name)
-        return esc(v[-1] if v else default)
+        return field(v[-1] if v else default)
 
     intents = _intents()
     opts = "".join(f"<option value='{esc(i)}'{' selected' if val('intent') == i else ''}>{esc(i)}</option>"
@@ -201,11 +201,11 @@ def node_page(shown: dict, related: dict, db: str | None = None) -> bytes:
 
 
 def context_page(params: dict, result=None, error: str | None = None) -> bytes:
-    def val(name, default=""):
+    def val(name, default=""):                    # a field's value as typed (see field())
         v = params.get(name)
-        return esc(v[-1] if v else default)
+        return field(v[-1] if v else default)
 
-    files = esc("\n".join(params.get("files", [])))
+    files = field("\n".join(params.get("files", [])))
     body = [f"<h1>Context</h1><form method=post action='/context'>"
             f"<label>task<textarea name=task placeholder='describe the task, or paste an issue'>{val('task')}</textarea>"
             f"</label><details><summary>or start from files</summary><textarea name=files "

@@ -78,6 +78,32 @@ def test_not_a_triples_file(tmp_path, capsys):
     assert rows(db, "SELECT type FROM edges") == [("r",)]
 
 
+def test_space_separated_triples_with_format_triples(tmp_path, capsys):
+    """`a _hypernym b` (spaces, no tab) was not read even with --format triples. The rule: with
+    --format triples (the user says the file is triples) a line without a tab that splits into
+    exactly three fields on blanks is a triple; a line with a tab is split on tabs as always.
+    Without --format the tab rule stays (a .tsv or a sniffed .txt is not read on a guess), and
+    the error names the file:line and --format triples; a line that is neither says how to fix it."""
+    spaced = write(tmp_path / "sp.tsv", "a _hypernym b\nb\t_has_part\tc d\n  c   _also_see   a  \n")
+    res = triples.load(spaced, "sp.tsv", LoadOptions(fmt="triples"))
+    assert [(e.src, e.dst, e.type) for e in res.edges] == [("kg:a", "b", "_hypernym"), ("kg:b", "c d", "_has_part"),
+                                                           ("kg:c", "a", "_also_see")]
+    with pytest.raises(DataError, match=r"sp.tsv:1: expected head<TAB>relation<TAB>tail, got 1 field.*; its fields "
+                                        r"are separated by spaces: index it with --format triples to read them$"):
+        triples.load(spaced, "sp.tsv", LoadOptions())
+    db = tmp_path / "i.db"
+    capsys.readouterr()
+    assert main(["index", str(spaced), "--db", str(db), "-q"]) == 3
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {spaced.resolve()}:1: ") and "--format triples" in err and len(err.splitlines()) == 1
+    assert main(["index", str(spaced), "--db", str(db), "-q", "--format", "triples", "--no-embed"]) == 0
+    assert rows(db, "SELECT count(*) FROM edges") == [(3,)]
+    four = write(tmp_path / "four.txt", "a _hypernym b\nNew York _located_in USA\n")
+    with pytest.raises(DataError, match=r"four.txt:2: expected head relation tail, got 4 field\(s\) separated by "
+                                        r"spaces; separate the three fields with tabs when a name holds a space"):
+        triples.load(four, "four.txt", LoadOptions(fmt="triples"))
+
+
 def test_unknown_extension_named_says_so(tmp_path, capsys):
     f = write(tmp_path / "notes.xyz", "plain words\n")
     db = tmp_path / "i.db"
