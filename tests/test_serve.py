@@ -15,7 +15,6 @@ import subprocess
 import sys
 import textwrap
 import threading
-import time
 import urllib.error
 import urllib.request
 from html.parser import HTMLParser

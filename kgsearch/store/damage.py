@@ -4,7 +4,6 @@ failure becomes, with the fix (``kgsearch doctor --rebuild``, a writable path, f
 from __future__ import annotations
 
 import json
-import os
 import shlex
 import sqlite3
 
