@@ -19,7 +19,7 @@ from ..ingest.langspec import SPECS, spec_for
 from ..ingest.readback import read_indexed
 from ..store.rows import PATH_SQL, qualname_sql
 from ..store.sql import iter_in_chunks
-from .pack import Form, Item, trim_code, trim_prose
+from .pack import LONG_LINE, Form, Item, trim_code, trim_prose
 from .sources import Candidate
 
 __all__ = ["load_items", "CODE_KINDS", "CODE_NS", "is_code_key", "code_lang"]
@@ -155,7 +155,8 @@ def load_items(ix, cands: list[Candidate], terms: list[str]) -> list[Item]:
         full = Form("full", "\n".join(lines).strip("\n"))
         fn = (functools.partial(trim_code, comment=code_comment(key, path)) if code and source == "file"
               else trim_prose)
-        trimmer = (lambda fn=fn, lines=lines, marked=marked: fn(lines, terms, marked)) if len(lines) > 1 else None
+        trimmer = (lambda fn=fn, lines=lines, marked=marked: fn(lines, terms, marked)) \
+            if len(lines) > 1 or len(lines[0]) > LONG_LINE else None      # one long line: cut around its match
         display = name
         if code and qual:                             # py: pkg.mod.Cls.m; the others: Cls.m (after the file)
             display = qual if key.startswith(("py:", "pyi:")) else (qual.partition(":")[2] or name)

@@ -42,7 +42,8 @@ def build_context_multi(multi, *, task: str | None = None, files: list[str] | No
 
     t0 = time.perf_counter()
     ms: dict[str, float] = {}
-    sopts = (opts.search or SearchOptions()).but(k=opts.k or task_depth(opts.budget), snippets=False)
+    sopts = (opts.search or SearchOptions()).but(k=opts.k or task_depth(opts.budget), snippets=False,
+                                                 collapse=False)     # as task_candidates: sections not hidden
     resp = multi.search(task, sopts, sessions)
     cands = [(h.index, Candidate(h.id, float(h.score), f"rank {h.rank} ({h.methods or 'search'})")) for h in resp.hits]
     if opts.value == "margin" and cands:

@@ -30,13 +30,14 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Callable
 
-__all__ = ["Form", "Item", "Cut", "Packed", "pack", "trim_code", "trim_prose", "code_header", "brace_header", "matched_lines", "find_terms", "MAX_MATCHED"]
+__all__ = ["Form", "Item", "Cut", "Packed", "pack", "trim_code", "trim_prose", "code_header", "brace_header", "matched_lines", "find_terms", "shorten_line", "MAX_MATCHED", "LONG_LINE"]
 
 MAX_MATCHED = 12            # matched lines kept by a trimmed form
 DOC_LINES = 6               # docstring lines kept by a trimmed form
 TRIM_WORTH = 0.8            # a trimmed form is offered only when it is under this share of the full one
 TRIMMED_VALUE = 0.5         # the share of an item's value its trimmed form carries (the rest: going full)
 TRIM_FROM = 60              # tokens of a full block under which trimming is not tried (it would not pay)
+LONG_LINE = 1000            # characters of a prose line a trimmed form keeps (around its first match)
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 
@@ -375,6 +376,24 @@ def trim_code(lines: list[str], terms: list[str], marked: set[int] = frozenset()
                                  f"of {len(lines)}" if n else f"signature and docstring of {len(lines)} lines")
 
 
+def shorten_line(line: str, terms: list[str], width: int = LONG_LINE) -> tuple[str, int]:
+    """``line`` cut to ``width`` characters around its first match of ``terms`` (its start when
+    none matches), each cut end marked ``[... N characters cut]``; and the characters cut.
+
+    >>> shorten_line("a" * 30 + " key " + "b" * 30, ["key"], width=11)
+    ('[... 27 characters cut] aaa key bbb [... 27 characters cut]', 54)
+    """
+    if len(line) <= width:
+        return line, 0
+    hit = find_terms(line.lower(), _alternatives(tuple(terms))) if terms else []
+    centre = hit[0][0] + len(hit[0][1]) // 2 if hit else 0
+    a = max(0, min(centre - width // 2, len(line) - width))
+    b = a + width
+    text = ((f"[... {a} characters cut] " if a else "") + line[a:b]
+            + (f" [... {len(line) - b} characters cut]" if b < len(line) else ""))
+    return text, len(line) - width
+
+
 def trim_prose(lines: list[str], terms: list[str], marked: set[int] = frozenset()) -> Form | None:
     """First paragraph (title included) + matched lines of a note or text; ``None`` when that would
     not be much smaller than the whole."""
@@ -389,8 +408,15 @@ def trim_prose(lines: list[str], terms: list[str], marked: set[int] = frozenset(
         if head >= 8:
             break
     keep = list(range(head)) + matched_lines(lines, terms, marked, first=head)
-    body, cut = _with_gaps(lines, keep, code=False)
-    if cut == 0 or len(body) > TRIM_WORTH * len("\n".join(lines)):
+    short = list(lines)
+    chars = 0
+    for i in keep:                                  # a line of 270,000 characters (a minified export)
+        if len(lines[i]) > LONG_LINE:               # is kept as the part around its first match
+            short[i], n = shorten_line(lines[i], terms)
+            chars += n
+    body, cut = _with_gaps(short, keep, code=False)
+    if (cut == 0 and chars == 0) or len(body) > TRIM_WORTH * len("\n".join(lines)):
         return None
     n = len(keep) - head
-    return Form("trimmed", body, f"first paragraph and {n} matched line{'s' if n != 1 else ''} of {len(lines)}")
+    return Form("trimmed", body, f"first paragraph and {n} matched line{'s' if n != 1 else ''} of {len(lines)}"
+                                 + (f", long lines cut to {LONG_LINE} characters around the match" if chars else ""))

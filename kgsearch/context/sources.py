@@ -43,7 +43,8 @@ def task_candidates(engine, task, k: int, opts=None, session=None) -> tuple[list
     best first, the Response)."""
     from ..query import SearchOptions
 
-    opts = (opts or SearchOptions()).but(k=k, snippets=False)
+    opts = (opts or SearchOptions()).but(k=k, snippets=False, collapse=False)   # every node: a note
+    # ranked on its name and headings must not hide the section holding the matching text
     resp = engine.search(task, opts, session=session)
     return [Candidate(h.id, float(h.score), f"rank {h.rank} ({h.methods or 'search'})") for h in resp.hits], resp
 
