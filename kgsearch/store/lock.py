@@ -76,11 +76,7 @@ class IndexLock:
                     raise IndexBusy(f"{self.path} keeps being replaced by other kgsearch runs; "
                                     f"this run changed nothing, try again later")
             except OSError:
-                holder = ""
-                try:
-                    holder = os.pread(fd, 64, 0).decode("ascii", "replace").strip()
-                except OSError:
-                    pass
+                holder = _holder(fd)
                 os.close(fd)
                 who = f" (pid {holder})" if holder else ""
                 raise IndexBusy(f"another kgsearch index run holds {self.path}{who}; "
@@ -90,9 +86,7 @@ class IndexLock:
         except IndexBusy:
             os.close(fd)
             raise
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, str(os.getpid()).encode(), 0)
-        self._fd = fd
+        self._fd = _claim(fd)
         return self
 
     def release(self) -> None:
@@ -140,11 +134,7 @@ class WatchLock:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as exc:
-            holder = ""
-            try:
-                holder = os.pread(fd, 64, 0).decode("ascii", "replace").strip()
-            except OSError:
-                pass
+            holder = _holder(fd)
             os.close(fd)
             if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
                 return self                       # flock not supported here: no lock, as before
@@ -153,9 +143,7 @@ class WatchLock:
             raise IndexBusy(f"another `kgsearch watch`{who} already watches {db}; one watcher keeps it current "
                             f"(give it every folder: `kgsearch watch A B`); stop the other first"
                             f"{f' (`kill {holder}`)' if holder.isdigit() else ''}") from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, str(os.getpid()).encode(), 0)
-        self._fd = fd
+        self._fd = _claim(fd)
         return self
 
     def release(self) -> None:
@@ -166,6 +154,21 @@ class WatchLock:
                 pass
             os.close(self._fd)
             self._fd = None
+
+
+def _holder(fd: int) -> str:
+    """The pid the holder of a lock file wrote in it ("" when unreadable)."""
+    try:
+        return os.pread(fd, 64, 0).decode("ascii", "replace").strip()
+    except OSError:
+        return ""
+
+
+def _claim(fd: int) -> int:
+    """Write this process's pid into the lock file just locked, for the next one to name."""
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, str(os.getpid()).encode(), 0)
+    return fd
 
 
 def _same_file(fd: int, path: Path) -> bool:
