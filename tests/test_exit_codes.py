@@ -3,30 +3,17 @@ the README's table everywhere"), and the README, `kgsearch --help` and kgsearch.
 from __future__ import annotations
 
 import json
-
 import re
 import sqlite3
 from pathlib import Path
 
 import pytest
+from conftest import cli, write
 
 from kgsearch import errors
-from kgsearch.cli import EXIT_CODES, commands, main
+from kgsearch.cli import EXIT_CODES, commands
 
 README = Path(__file__).resolve().parents[1] / "README.md"
-
-
-def cli(*args) -> int:
-    try:
-        return main([str(a) for a in args])
-    except SystemExit as exc:
-        return exc.code if isinstance(exc.code, int) else 1
-
-
-def write(path: Path, text: str) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-    return path
 
 
 def readme_codes() -> dict[int, str]:

@@ -10,6 +10,7 @@ import re
 
 import numpy as np
 import pytest
+from conftest import write
 
 from kgsearch.cli import main
 from kgsearch.indexer import IndexOptions, index_paths
@@ -34,9 +35,9 @@ def corpus(rng: random.Random, n: int) -> list[dict]:
     return docs
 
 
-def write(path, docs):
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(json.dumps(d) + "\n" for d in docs), encoding="utf-8")
+def write_corpus(path, docs):
+    """``docs`` as a BEIR corpus.jsonl at ``path`` (conftest's write, one JSON record a line)."""
+    write(path, "".join(json.dumps(d) + "\n" for d in docs))
 
 
 @pytest.fixture(scope="module")
@@ -45,9 +46,9 @@ def split(tmp_path_factory):
     rng = random.Random(7)
     docs = corpus(rng, 120)
     side = [rng.random() < 0.5 for _ in docs]
-    write(tmp / "one" / "corpus.jsonl", docs)
-    write(tmp / "a" / "corpus.jsonl", [d for d, s in zip(docs, side) if s])
-    write(tmp / "b" / "corpus.jsonl", [d for d, s in zip(docs, side) if not s])
+    write_corpus(tmp / "one" / "corpus.jsonl", docs)
+    write_corpus(tmp / "a" / "corpus.jsonl", [d for d, s in zip(docs, side) if s])
+    write_corpus(tmp / "b" / "corpus.jsonl", [d for d, s in zip(docs, side) if not s])
     dbs = {}
     for tag in ("one", "a", "b"):
         dbs[tag] = tmp / f"{tag}.db"
@@ -655,7 +656,7 @@ def test_union_lists_leave_out_terms_common_in_one_index_only(tmp_path):
     parts = {"one": docs, "a": docs[:60], "b": docs[60:]}
     ixs = {}
     for tag, part in parts.items():
-        write(tmp_path / tag / "corpus.jsonl", part)
+        write_corpus(tmp_path / tag / "corpus.jsonl", part)
         index_paths(tmp_path / f"{tag}.db", [str(tmp_path / tag / "corpus.jsonl")],
                     IndexOptions(fmt="beir", settings={"embed": False}))
         ixs[tag] = Index.open(tmp_path / f"{tag}.db", readonly=True)
@@ -749,8 +750,8 @@ def test_union_lists_are_kept_and_computed_again(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     rng = random.Random(3)
     docs = corpus(rng, 40)
-    write(tmp_path / "a" / "corpus.jsonl", docs[:20])
-    write(tmp_path / "b" / "corpus.jsonl", docs[20:])
+    write_corpus(tmp_path / "a" / "corpus.jsonl", docs[:20])
+    write_corpus(tmp_path / "b" / "corpus.jsonl", docs[20:])
     dbs = [tmp_path / "a.db", tmp_path / "b.db"]
     for db, part in zip(dbs, ("a", "b")):
         index_paths(db, [str(tmp_path / part / "corpus.jsonl")], IndexOptions(fmt="beir", settings={"embed": False}))
@@ -777,11 +778,11 @@ def test_union_lists_are_kept_and_computed_again(tmp_path, monkeypatch):
     assert len(notes) == 1 and notes[0].startswith("linked") and keys == want
     assert search() == ([], want)
     own = search(across=False)[1]
-    write(tmp_path / "a" / "corpus.jsonl", docs[:21])             # a reindex: another generation
+    write_corpus(tmp_path / "a" / "corpus.jsonl", docs[:21])      # a reindex: another generation
     index_paths(dbs[0], [str(tmp_path / "a" / "corpus.jsonl")], IndexOptions(fmt="beir", settings={"embed": False}))
     assert search()[0][0].startswith("linked")
     assert len(list((tmp_path / "cache" / "kgsearch" / "across").iterdir())) == 1    # (replaced, no leftovers)
-    write(tmp_path / "a" / "corpus.jsonl", docs[:20])
+    write_corpus(tmp_path / "a" / "corpus.jsonl", docs[:20])
     index_paths(dbs[0], [str(tmp_path / "a" / "corpus.jsonl")], IndexOptions(fmt="beir", settings={"embed": False}))
     import os
 

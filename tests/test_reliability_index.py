@@ -18,9 +18,7 @@ from pathlib import Path
 
 import pytest
 from conftest import run as cli
-
-
-
+from conftest import write
 
 
 def run(*args, unprivileged: bool = False, timeout: float = 120) -> subprocess.CompletedProcess:
@@ -33,12 +31,6 @@ def run(*args, unprivileged: bool = False, timeout: float = 120) -> subprocess.C
             pytest.skip("running as root without setpriv: cannot make a file read-only")
         cmd = [setpriv, "--bounding-set", "-dac_override,-dac_read_search", "--"] + cmd
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
-
-
-def write(path: Path, text: str) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-    return path
 
 
 def one_error_line(err: str) -> str:

@@ -10,16 +10,9 @@ from pathlib import Path
 
 import pytest
 from conftest import run as cli
+from conftest import write
 
 from kgsearch.query.cut import MAX_QUERY_CHARS, cut_query
-
-
-
-
-def write(path: Path, text: str) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-    return path
 
 
 FILLER = " ".join(["lorem ipsum dolor sit amet consectetur adipiscing elit sed do eiusmod tempor"] * 24)

@@ -5,21 +5,9 @@ import json
 from pathlib import Path
 
 import pytest
+from conftest import cli, write
 
 from kgsearch.cli import main
-
-
-def cli(*args) -> int:
-    try:
-        return main([str(a) for a in args])
-    except SystemExit as exc:
-        return exc.code if isinstance(exc.code, int) else 1
-
-
-def write(path: Path, text: str) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-    return path
 
 
 @pytest.fixture
