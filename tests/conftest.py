@@ -127,6 +127,23 @@ def write(path: Path, text: str | bytes) -> Path:
     return path
 
 
+def two_notes(base: Path) -> tuple[Path, Path]:
+    """The smallest linked vault, ``base/vault`` (a.md links to b.md), indexed into ``base/i.db``:
+    (vault, db). The ``indexed`` fixture; a module-scoped copy calls it with its own folder."""
+    root = base / "vault"
+    write(root / "a.md", "# A\nalpha [[b]]\n")
+    write(root / "b.md", "# B\nbravo\n")
+    db = base / "i.db"
+    assert cli("index", root, "--db", db, "-q") == 0
+    return root, db
+
+
+@pytest.fixture
+def indexed(tmp_path):
+    """two_notes() in this test's tmp_path: (vault, db)."""
+    return two_notes(tmp_path)
+
+
 def rows(db: Path, sql: str, *params) -> list[tuple]:
     """The rows of one query on the index file ``db`` (a plain SQLite connection)."""
     with sqlite3.connect(db) as c:

@@ -22,16 +22,6 @@ def readme_codes() -> dict[int, str]:
     return {int(m.group(1)): m.group(2) for m in re.finditer(r"^\| (\d+) \| (.+) \|$", table, re.M)}
 
 
-@pytest.fixture
-def indexed(tmp_path):
-    root = tmp_path / "vault"
-    write(root / "a.md", "# A\nalpha [[b]]\n")
-    write(root / "b.md", "# B\nbravo\n")
-    db = tmp_path / "i.db"
-    assert cli("index", root, "--db", db, "-q") == 0
-    return root, db
-
-
 def _internal(tmp_path, monkeypatch, indexed):
     def boom(args):
         raise RuntimeError("a bug")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import cli, run, write
+from conftest import cli, run, two_notes, write
 from kgsearch import numerals
 
 ARABIC_3, FULLWIDTH_3, NBSP = "\u0663", "\uff13", "\u00a0"
@@ -56,12 +56,7 @@ def test_numerals_imports_nothing_from_kgsearch():
 
 @pytest.fixture(scope="module")
 def indexed(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("numerals")
-    write(tmp / "vault" / "a.md", "# A\nalpha [[b]]\n")
-    write(tmp / "vault" / "b.md", "# B\nbravo\n")
-    db = tmp / "i.db"
-    assert cli("index", tmp / "vault", "--db", db, "-q") == 0
-    return tmp / "vault", db
+    return two_notes(tmp_path_factory.mktemp("numerals"))
 
 
 @pytest.mark.parametrize("value", [ARABIC_3, FULLWIDTH_3, "3_0", NBSP + "3", "1e3"])

@@ -10,16 +10,6 @@ from conftest import cli, write
 from kgsearch.cli import main
 
 
-@pytest.fixture
-def indexed(tmp_path):
-    root = tmp_path / "vault"
-    write(root / "a.md", "# A\nalpha [[b]]\n")
-    write(root / "b.md", "# B\nbravo\n")
-    db = tmp_path / "i.db"
-    assert cli("index", root, "--db", db, "-q") == 0
-    return root, db
-
-
 # ---------------------------------------------------------------- 1. related --types unknown
 UNKNOWN_TYPE = "error: --types: no edge type 'nope' in this index; it has: links_to\n"
 
