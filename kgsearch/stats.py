@@ -77,9 +77,9 @@ def find_node(ix: Index, ref: str) -> dict:
     if len(best) > 1:
         more = ", and more" if len(rows) >= 20 else ""
         names = ", ".join(f"{r['key']} ({r['kind']}{', ' + _where(r) if _where(r) else ''})" for r in best[:10])
-        raise UsageError(f"{ref!r} names {len(best)}{'+' if more else ''} nodes in {ix.path}: {names}{more}; "
+        raise UsageError(f"{quoted(ref)} names {len(best)}{'+' if more else ''} nodes in {ix.path}: {names}{more}; "
                          f"pass one of these keys",
-                         agent=f"{ref!r} names several nodes: {names}{more}; call again with one of these keys")
+                         agent=f"{quoted(ref)} names several nodes: {names}{more}; call again with one of these keys")
     return best[0]
 
 
@@ -228,7 +228,7 @@ def related_nodes(ix: Index, ref: str, types: list[str] | None = None, direction
     if types:
         types, bad = resolve_types(types, known)
         if bad:
-            says = f"no edge type {bad[0]!r} in this index; it has: {name_choices(known, bad[0]) or 'no edges'}"
+            says = f"no edge type {quoted(bad[0])} in this index; it has: {name_choices(known, bad[0]) or 'no edges'}"
             raise UsageError(f"--types: {says}", agent=f"types: {says}")
     want = types or known
     cols = (f"e.type, e.weight, n.id, n.key, n.name, n.kind, {PATH_SQL.format(a='n')}, n.line_start")

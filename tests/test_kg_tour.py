@@ -275,3 +275,76 @@ def test_show_aligns_edges_on_the_longest_type_shown(tmp_path, capsys):
     assert edges[at + 1].strip().startswith("09990000")
     assert any(ln.startswith("  <- _has_part" + " " * (len("_derivationally_related_form") - len("_has_part") + 1)
                              + "02176268") for ln in lines), lines
+
+
+# ---------------------------------------------------------------- values in messages, as typed
+TYPED = "C:\\dir"          # a backslash: Python's repr doubled it ('C:\\\\dir'); quoted() shows it as typed
+SHOWN = "'C:\\dir'"
+
+
+@pytest.fixture
+def two_vaults(tmp_path):
+    """Two indexed vaults, notes and work, each with a.md linking b.md: their dbs."""
+    dbs = []
+    for tag in ("notes", "work"):
+        write(tmp_path / tag / "a.md", "# A\nalpha [[b]]\n")
+        write(tmp_path / tag / "b.md", "# B\nbravo\n")
+        dbs.append(tmp_path / f"{tag}.db")
+        assert cli("index", tmp_path / tag, "--db", dbs[-1], "-q") == 0
+    return dbs
+
+
+def test_messages_quote_a_missing_root_index_or_type_as_typed(two_vaults, capsys):
+    """`no root`, `no index named`, `no edge type` and `unknown root` quoted the value with repr:
+    a typed backslash came back doubled, unlike `no node` (kgsearch.lines.quoted)."""
+    from urllib.parse import quote
+
+    from kgsearch.serve import App, Holder
+
+    a, b = two_vaults
+    capsys.readouterr()
+    assert cli("roots", "remove", TYPED, "--db", a) == 5
+    assert capsys.readouterr().err.startswith(f"error: no root {SHOWN} in ")
+    assert cli("why", "alpha", "md:a", "--index", TYPED, "--db", a, "--db", b) == 2
+    assert f"no index named {SHOWN}; the indexes are notes, work" in capsys.readouterr().err
+    st, _, body = App({"i": Holder(str(a))}).handle("GET", f"/api/search?q=alpha&db={quote(TYPED)}", {})
+    assert st == 404 and json.loads(body)["error"].startswith(f"no index named {SHOWN} here"), body
+    for command in (["related", "md:a"], ["path", "md:a", "md:b"], ["impact", "md:a"], ["export", "jsonl", "-"]):
+        assert cli(*command, "--types", "x\\y", "--db", a) == 2, command
+        assert "--types: no edge type 'x\\y' in this index" in capsys.readouterr().err, command
+    assert cli("impact", "md:a", "--types", TYPED, "--db", a) == 2       # (TYPE:in|out)
+    assert capsys.readouterr().err == f"error: --types: {SHOWN}: the side after ':' must be in or out\n"
+    for dbs in (["--db", a], ["--db", a, "--db", b]):
+        assert cli("search", f"alpha root:{TYPED}", *dbs) == 2
+        assert f"unknown root {SHOWN} in 'root:{TYPED}'; " in capsys.readouterr().err, dbs
+
+
+def test_the_graph_kernels_quote_an_unknown_edge_type_as_typed(two_vaults):
+    from kgsearch.graph.context import load_context
+    from kgsearch.graph.kernels.csr import GraphError
+    from kgsearch.graph.kernels.paths import edge_types
+    from kgsearch.store.db import Index
+
+    with Index.open(two_vaults[0], readonly=True) as ix:
+        g = load_context(ix).graph
+    with pytest.raises(GraphError) as exc:
+        edge_types(g, [TYPED])
+    assert str(exc.value).startswith(f"no edge type {SHOWN} in the graph")
+
+
+def test_an_ambiguous_name_is_quoted_as_typed(tmp_path, capsys):
+    recs = [{"id": "one", "name": TYPED, "type": "thing"}, {"id": "two", "name": TYPED, "type": "thing"}]
+    write(tmp_path / "kg.jsonl", "".join(json.dumps(r) + "\n" for r in recs))
+    db = tmp_path / "k.db"
+    assert cli("index", tmp_path / "kg.jsonl", "--db", db, "-q") == 0
+    capsys.readouterr()
+    assert cli("show", TYPED, "--db", db) == 2
+    assert capsys.readouterr().err.startswith(f"error: {SHOWN} names 2 nodes in ")
+
+
+def test_a_path_across_indexes_quotes_its_ends_as_typed(two_vaults):
+    from kgsearch.mcp.multi import MultiServer
+
+    res = MultiServer([str(p) for p in two_vaults]).call("path", {"source": "md:a", "target": TYPED})
+    assert res["isError"]
+    assert res["content"][0]["text"].startswith(f"error: nodes 'md:a' and {SHOWN} are not both in any of the indexes")

@@ -13,6 +13,7 @@ reached and the tests that name the changed code.
 from __future__ import annotations
 
 from ..errors import UsageError
+from ..lines import quoted
 from ..graph.kernels.impact import CONTAINS, DEPENDENCY_TYPES, dependents, descendants, type_sides
 from .nodes import check_types, display, graph_of, resolve_start
 from .testscope import test_files
@@ -34,7 +35,7 @@ def parse_types(spec) -> dict[str, str] | None:
             continue
         name, _, side = item.partition(":")
         if side and side not in ("in", "out"):
-            raise UsageError(f"--types: {item!r}: the side after ':' must be in or out")
+            raise UsageError(f"--types: {quoted(item)}: the side after ':' must be in or out")
         out[name] = side or DEPENDENCY_TYPES.get(name, "in")
     if not out:
         raise UsageError("--types is empty; give edge types such as calls,imports")

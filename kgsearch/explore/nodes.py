@@ -70,7 +70,7 @@ def check_types(ctx: GraphContext, types, what: str = "--types") -> list[str] | 
     known = sorted(ctx.etype_names)
     types, bad = resolve_types([t for t in types if t], known)
     if bad or not types:
-        says = (f"no edge type {bad[0] if bad else ''!r} in this index; it has: "
+        says = (f"no edge type {quoted(bad[0] if bad else '')} in this index; it has: "
                 f"{name_choices(known, bad[0] if bad else '') or 'no edges'}")
         raise UsageError(f"{what}: {says}", agent=f"{what.lstrip('-')}: {says}")
     return types

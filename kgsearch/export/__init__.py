@@ -19,6 +19,7 @@ import sqlite3
 import sys
 
 from ..errors import UsageError, name_choices
+from ..lines import quoted
 from ..types import resolve_types
 
 __all__ = ["export", "FORMATS"]
@@ -37,7 +38,7 @@ def export(ix, fmt: str, out: str, text: bool | None = None, types=None, derived
         known = {r[0] for r in ix.conn.execute("SELECT DISTINCT type FROM edges WHERE dst IS NOT NULL")}
         types, bad = resolve_types(types, known)
         if bad:
-            raise UsageError(f"--types: no edge type {bad[0]!r} in this index; it has: "
+            raise UsageError(f"--types: no edge type {quoted(bad[0])} in this index; it has: "
                              f"{name_choices(sorted(known), bad[0])}")
     if out != "-":
         _check_out(ix, out, fmt)

@@ -23,6 +23,7 @@ from ..config import default_db_path
 from ..errors import DataError, NotFound, UsageError
 from ..ingest.pool import default_workers, ordered_map
 from ..ingest.walk import Found, inside
+from ..lines import quoted
 from ..settings import IndexSettings
 from ..store.db import Index, ensure_error, foreign_kind
 from ..store.lock import IndexLock
@@ -165,7 +166,7 @@ def remove_roots(db: str | os.PathLike | None, refs: list[str], opts: IndexOptio
             root = find_root(st.conn, ref)
             if root is None:
                 known = ", ".join(r.path for r in list_roots(st.conn)) or "none"
-                raise NotFound(f"no root {ref!r} in {st.ix.path} (its roots: {known}); `kgsearch roots` lists them")
+                raise NotFound(f"no root {quoted(ref)} in {st.ix.path} (its roots: {known}); `kgsearch roots` lists them")
             gone.append(root)
         st.report.roots_removed = [r.path for r in gone]
         deleted = []

@@ -170,7 +170,7 @@ class MultiServer(Server):
 
     def tool_path(self, a: dict, session):
         d = self._first(lambda name, part: part.tool_path(a, None)[1], a["source"], a.get("index"),
-                        missing=lambda where: f"nodes {a['source']!r} and {a['target']!r} are not both in {where} "
+                        missing=lambda where: f"nodes {quoted(a['source'])} and {quoted(a['target'])} are not both in {where} "
                                               f"(a path stays inside one index); search for them to find their keys")
         return dumps(d), d
 

@@ -89,7 +89,7 @@ def why_over(multi, query: str, node: str, index: str | None = None, options: Se
     from ..errors import NotFound, UsageError
 
     if index is not None and index not in multi.engines:
-        raise UsageError(f"no index named {index[:80]!r}; the indexes are {', '.join(multi.engines)}")
+        raise UsageError(f"no index named {quoted(index[:80])}; the indexes are {', '.join(multi.engines)}")
     names = [index] if index is not None else list(multi.engines)
     for name in names:
         try:

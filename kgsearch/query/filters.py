@@ -39,6 +39,7 @@ import re
 from dataclasses import dataclass
 
 from ..errors import UsageError
+from ..lines import quoted
 from ..types import type_name
 
 __all__ = ["FieldFilter", "FILTER_FIELDS", "FIELD_ALIASES", "QUERY_FILTER_WORDS", "reads_filters", "FilterField", "FIELDS", "LANGS", "parse_filter", "parse_filters", "check_query_words",
@@ -284,7 +285,7 @@ def _condition(ix, f: FieldFilter) -> tuple[str, list]:
     if f.field == "root":
         paths = root_paths(ix, v)
         if paths is None:
-            raise UsageError(f"unknown root {v!r} in {str(f)!r}; the roots are {', '.join(root_labels(ix)) or '(none)'}"
+            raise UsageError(f"unknown root {quoted(v)} in {quoted(f)}; the roots are {', '.join(root_labels(ix)) or '(none)'}"
                              f" (`kgsearch roots` lists them)")
         marks = ",".join("?" * len(paths))        # (a root that is a file: its row's root is its folder)
         return f"(f.root IN ({marks}) OR f.path IN ({marks}))", paths * 2

@@ -58,6 +58,7 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
+from ..lines import quoted
 from ..text import spelling
 from ..text.postings import doc_freqs
 from .channels import DEFAULT_CHANNELS, dense_kwargs, dense_query
@@ -353,7 +354,7 @@ class MultiEngine:
             knows = {n for n, e in self.engines.items() if fmod.root_paths(e.ix, f.value)}
             if not knows:
                 labels = sorted({lab for e in self.engines.values() for lab in fmod.root_labels(e.ix)})
-                raise UsageError(f"unknown root {f.value!r} in {str(f)!r}; the indexes are "
+                raise UsageError(f"unknown root {quoted(f.value)} in {quoted(f)}; the indexes are "
                                  f"{', '.join(self.engines)} and their roots {', '.join(labels) or '(none)'}")
             if not f.negated:
                 keep = {n: e for n, e in keep.items() if n in knows}

@@ -23,6 +23,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
 from ..errors import BadIndex, DataError, KgsearchError, NotFound, UsageError
+from ..lines import quoted
 from . import api, pages
 from .holder import Busy, Holder
 from .html import CSS
@@ -81,7 +82,7 @@ class App:
             return self.holders[self.default]
         h = self.holders.get(name)
         if h is None:
-            raise NotFound(f"no index named {name[:80]!r} here; the indexes: {', '.join(self.holders)}")
+            raise NotFound(f"no index named {quoted(name[:80])} here; the indexes: {', '.join(self.holders)}")
         return h
 
     # ------------------------------------------------------------------ one request

@@ -31,6 +31,7 @@ import numpy as np
 
 from ...arrays import unique
 from ...errors import name_choices
+from ...lines import quoted
 from ...types import resolve_types
 from .csr import GraphError
 from .layers import Hop, Path, search_layers
@@ -50,7 +51,7 @@ def edge_types(g, names: Sequence[str] | None) -> np.ndarray | None:
     known = list(g.etype_names)
     names, bad = resolve_types(names, known)
     if bad:
-        raise GraphError(f"no edge type {bad[0]!r} in the graph; it has: "
+        raise GraphError(f"no edge type {quoted(bad[0])} in the graph; it has: "
                          f"{name_choices(sorted(known), bad[0], more='more in the graph') or 'none'}")
     return np.array(sorted({known.index(t) for t in names}), dtype=np.int64)
 
