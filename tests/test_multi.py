@@ -1243,3 +1243,20 @@ def test_mcp_over_several_indexes_names_the_missing_one_and_what_still_works(twi
     assert "the kgsearch index 'gone' cannot be used" in text and "a tool given `index` 'notes' still answers" in text
     res = server.call("show", {"node": "md:README", "index": "notes"})
     assert not res["isError"] and res["structuredContent"]["index"] == "notes"     # as the error says
+
+
+def test_root_words_are_read_from_the_text_one_index_reads(engines):
+    """Filter words are read only from a query of at most QUERY_FILTER_WORDS words; the parser
+    counted the text it reads (NULs made spaces, a huge query cut) but narrow() over several
+    indexes counted the raw text, so `root:a` was an index filter over two indexes and plain text
+    on one (NUL-joined words), or the reverse (a query of 21 words, 20 once cut)."""
+    from kgsearch.query.filters import QUERY_FILTER_WORDS
+
+    multi = MultiEngine({"a": engines["a"], "b": engines["b"]})
+    n = QUERY_FILTER_WORDS
+    nuls = "root:a " + "\x00".join(["graph"] * n)                                # 2 words typed, n + 1 read
+    cut = "root:a " + " ".join(["graph"] * (n - 2)) + " " + "x" * 25_000 + " " + "y" * 10_000   # n + 1, then n
+    for q, read in ((nuls, False), (cut, True)):
+        assert bool([f for f in engines["a"].parse(q).filters if f.field == "root"]) is read
+        keep, _, _ = multi.narrow(q, SearchOptions(k=3))
+        assert sorted(keep) == (["a"] if read else ["a", "b"]), (q[:20], read)

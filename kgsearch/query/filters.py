@@ -40,7 +40,9 @@ from dataclasses import dataclass
 
 from ..errors import UsageError
 from ..lines import quoted
+from ..text.tokenize import clean_query
 from ..types import type_name
+from .cut import cut_query
 
 __all__ = ["FieldFilter", "FILTER_FIELDS", "FIELD_ALIASES", "QUERY_FILTER_WORDS", "reads_filters", "FilterField", "FIELDS", "LANGS", "parse_filter", "parse_filters", "check_query_words",
            "allowed_ids", "allowed_ids_sql", "node_count", "matches", "node_rows", "from_flags", "describe"]
@@ -151,8 +153,11 @@ def reads_filters(text: str) -> bool:
     """Are filter words read from this query text? Only from a query a person types (at most
     :data:`QUERY_FILTER_WORDS` words): a pasted issue or traceback holds ``name:value`` words of
     its own (``sudo chown root:root``, ``path:/etc/x.conf``), which were an unknown-root error or a
-    filter keeping nothing; its filters come from the flags or the tool's arguments."""
-    return len(text.split()) <= QUERY_FILTER_WORDS
+    filter keeping nothing; its filters come from the flags or the tool's arguments. The words
+    counted are those :func:`kgsearch.query.parse.parse` reads (``clean_query``: a NUL is a space;
+    ``cut_query``: a huge query cut), so the text as typed (the engine's word check, several
+    indexes' ``root:`` step) and as parsed decide alike."""
+    return len(cut_query(clean_query(text))[0].split()) <= QUERY_FILTER_WORDS
 
 
 def check_query_words(text: str) -> None:
