@@ -37,7 +37,7 @@ DOC_LINES = 6               # docstring lines kept by a trimmed form
 TRIM_WORTH = 0.8            # a trimmed form is offered only when it is under this share of the full one
 TRIMMED_VALUE = 0.5         # the share of an item's value its trimmed form carries (the rest: going full)
 TRIM_FROM = 60              # tokens of a full block under which trimming is not tried (it would not pay)
-LONG_LINE = 1000            # characters of a prose line a trimmed form keeps (around its first match)
+LONG_LINE = 1000            # characters of a long line a trimmed form keeps at least (around its first match)
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 
@@ -360,20 +360,24 @@ def brace_header(lines: list[str]) -> tuple[int, int]:
     return 1, 1
 
 
-def trim_code(lines: list[str], terms: list[str], marked: set[int] = frozenset(), comment: str = "#") -> Form | None:
+def trim_code(lines: list[str], terms: list[str], marked: set[int] = frozenset(), comment: str = "#",
+              window: int = LONG_LINE) -> Form | None:
     """Signature + docstring (its first :data:`DOC_LINES` lines) + matched (and ``marked``) lines of
     a definition, cut lines marked by a ``comment`` line of the code's language (``#``: Python,
-    read by :func:`code_header`; else a brace language, :func:`brace_header`); ``None`` when
-    that would not be much smaller than the whole."""
+    read by :func:`code_header`; else a brace language, :func:`brace_header`), kept lines over
+    :data:`LONG_LINE` characters (a minified bundle, a data blob) cut around their match
+    (:func:`_cut_long`, ``window``); ``None`` when that would not be much smaller than the whole."""
     sig_end, doc_end = code_header(lines) if comment == "#" else brace_header(lines)
     head = list(range(min(doc_end, sig_end + DOC_LINES)))
     keep = sorted(set(head) | set(matched_lines(lines, terms, marked, first=doc_end)))
-    body, cut = _with_gaps(lines, keep, code=True, comment=comment)
-    if cut == 0 or len(body) > TRIM_WORTH * len("\n".join(lines)):
+    short, chars, width = _cut_long(lines, keep, terms, window)
+    body, cut = _with_gaps(short, keep, code=True, comment=comment)
+    if (cut == 0 and chars == 0) or len(body) > TRIM_WORTH * len("\n".join(lines)):
         return None
     n = len(keep) - len(head)
-    return Form("trimmed", body, f"signature, docstring and {n} matched line{'s' if n != 1 else ''} "
-                                 f"of {len(lines)}" if n else f"signature and docstring of {len(lines)} lines")
+    return Form("trimmed", body, (f"signature, docstring and {n} matched line{'s' if n != 1 else ''} "
+                                  f"of {len(lines)}" if n else f"signature and docstring of {len(lines)} lines")
+                + _long_note(chars, width))
 
 
 def shorten_line(line: str, terms: list[str], width: int = LONG_LINE) -> tuple[str, int]:
@@ -394,9 +398,30 @@ def shorten_line(line: str, terms: list[str], width: int = LONG_LINE) -> tuple[s
     return text, len(line) - width
 
 
-def trim_prose(lines: list[str], terms: list[str], marked: set[int] = frozenset()) -> Form | None:
-    """First paragraph (title included) + matched lines of a note or text; ``None`` when that would
-    not be much smaller than the whole."""
+def _cut_long(lines: list[str], keep: list[int], terms: list[str], window: int) -> tuple[list[str], int, int]:
+    """``lines`` with each kept line over :data:`LONG_LINE` characters cut around its first match
+    (:func:`shorten_line`): they share ``window`` characters, each keeping at least
+    :data:`LONG_LINE`; the characters cut and the width each kept."""
+    long = [i for i in keep if len(lines[i]) > LONG_LINE]
+    if not long:
+        return lines, 0, 0
+    width = max(LONG_LINE, window // len(long))
+    short, chars = list(lines), 0
+    for i in long:
+        short[i], n = shorten_line(lines[i], terms, width)
+        chars += n
+    return short, chars, width
+
+
+def _long_note(chars: int, width: int) -> str:
+    return f", long lines cut to {width} characters around the match" if chars else ""
+
+
+def trim_prose(lines: list[str], terms: list[str], marked: set[int] = frozenset(),
+               window: int = LONG_LINE) -> Form | None:
+    """First paragraph (title included) + matched lines of a note or text, kept lines over
+    :data:`LONG_LINE` characters (a minified export, a pasted log) cut around their match
+    (:func:`_cut_long`, ``window``); ``None`` when that would not be much smaller than the whole."""
     head = 0
     seen_text = False
     for i, ln in enumerate(lines):
@@ -408,15 +433,10 @@ def trim_prose(lines: list[str], terms: list[str], marked: set[int] = frozenset(
         if head >= 8:
             break
     keep = list(range(head)) + matched_lines(lines, terms, marked, first=head)
-    short = list(lines)
-    chars = 0
-    for i in keep:                                  # a line of 270,000 characters (a minified export)
-        if len(lines[i]) > LONG_LINE:               # is kept as the part around its first match
-            short[i], n = shorten_line(lines[i], terms)
-            chars += n
+    short, chars, width = _cut_long(lines, keep, terms, window)
     body, cut = _with_gaps(short, keep, code=False)
     if (cut == 0 and chars == 0) or len(body) > TRIM_WORTH * len("\n".join(lines)):
         return None
     n = len(keep) - head
     return Form("trimmed", body, f"first paragraph and {n} matched line{'s' if n != 1 else ''} of {len(lines)}"
-                                 + (f", long lines cut to {LONG_LINE} characters around the match" if chars else ""))
+                                 + _long_note(chars, width))
