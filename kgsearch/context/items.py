@@ -118,8 +118,9 @@ class _Lines:
         return text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
 
 
-def load_items(ix, cands: list[Candidate], terms: list[str]) -> list[Item]:
-    """One item per candidate that still exists, in the candidates' order."""
+def load_items(ix, cands: list[Candidate], terms: list[str], window: int = LONG_LINE) -> list[Item]:
+    """One item per candidate that still exists, in the candidates' order. ``window``: the
+    characters the long lines of a trimmed form may keep (:func:`~.pack.line_window` of the budget)."""
     if not cands:
         return []
     kinds = ",".join(f"'{k}'" for k in CODE_KINDS)          # code is read from its file: no need to inflate it
@@ -153,8 +154,8 @@ def load_items(ix, cands: list[Candidate], terms: list[str]) -> list[Item]:
             lines = (text or "").split("\n")
         marked = {ln - a for ln in c.marked if a and a <= ln <= (b or a)} if source == "file" else set()
         full = Form("full", "\n".join(lines).strip("\n"))
-        fn = (functools.partial(trim_code, comment=code_comment(key, path)) if code and source == "file"
-              else trim_prose)
+        fn = (functools.partial(trim_code, comment=code_comment(key, path), window=window) if code and source == "file"
+              else functools.partial(trim_prose, window=window))
         trimmer = (lambda fn=fn, lines=lines, marked=marked: fn(lines, terms, marked)) \
             if len(lines) > 1 or len(lines[0]) > LONG_LINE else None      # one long line: cut around its match
         display = name

@@ -30,7 +30,10 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Callable
 
-__all__ = ["Form", "Item", "Cut", "Packed", "pack", "trim_code", "trim_prose", "code_header", "brace_header", "matched_lines", "find_terms", "shorten_line", "MAX_MATCHED", "LONG_LINE"]
+from .tokens import chars_for
+
+__all__ = ["Form", "Item", "Cut", "Packed", "pack", "trim_code", "trim_prose", "code_header", "brace_header", "matched_lines", "find_terms", "shorten_line", "line_window", "MAX_MATCHED", "LONG_LINE",
+           "WINDOW_SHARE"]
 
 MAX_MATCHED = 12            # matched lines kept by a trimmed form
 DOC_LINES = 6               # docstring lines kept by a trimmed form
@@ -38,6 +41,7 @@ TRIM_WORTH = 0.8            # a trimmed form is offered only when it is under th
 TRIMMED_VALUE = 0.5         # the share of an item's value its trimmed form carries (the rest: going full)
 TRIM_FROM = 60              # tokens of a full block under which trimming is not tried (it would not pay)
 LONG_LINE = 1000            # characters of a long line a trimmed form keeps at least (around its first match)
+WINDOW_SHARE = 8           # the long lines of a trimmed form share up to this part of the budget (line_window)
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 
@@ -396,6 +400,16 @@ def shorten_line(line: str, terms: list[str], width: int = LONG_LINE) -> tuple[s
     text = ((f"[... {a} characters cut] " if a else "") + line[a:b]
             + (f" [... {len(line) - b} characters cut]" if b < len(line) else ""))
     return text, len(line) - width
+
+
+def line_window(budget: int) -> int:
+    """Characters the long lines of one trimmed form may keep together for a ``budget`` of tokens:
+    a :data:`WINDOW_SHARE` th of it, at least :data:`LONG_LINE` (1,000 at 2K, 4,000 at 8K).
+
+    >>> line_window(2000), line_window(8000), line_window(100)
+    (1000, 4000, 1000)
+    """
+    return max(LONG_LINE, chars_for(budget) // WINDOW_SHARE)
 
 
 def _cut_long(lines: list[str], keep: list[int], terms: list[str], window: int) -> tuple[list[str], int, int]:
