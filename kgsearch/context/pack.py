@@ -16,8 +16,11 @@ and ``ref`` (the header alone). :func:`pack` chooses, for a budget counted with
    whose first step does not fit is dropped ("over budget"). So a long, high-ranked definition
    gets its signature, docstring and matched lines in before the budget goes to many small,
    lower-ranked ones, and its whole body when the budget still allows. An item whose lines lie
-   inside an item packed in full is dropped as "inside ..."; an item that goes full takes the
-   place of the packed items it shows (their tokens come back).
+   inside an item packed in full is dropped as "inside ..."; an item whose full form would show
+   packed items (a class whose methods are in) goes in trimmed at most. A section or chunk and
+   its note or document (:meth:`Item.repeats`) are never packed both when the packed form of one
+   holds the whole text of the other (a chunked document's text is the opening of its first
+   chunk): the other is dropped as "its text is in ...", its tokens coming back if it was in.
 
 Packed items come out in rank order. Everything sorts on total orders, so the same input gives
 the same output.
@@ -68,6 +71,7 @@ class Item:
     lang: str = ""           # code fence language
     source: str = "index"    # "file" (read from disk, unchanged since indexing) or "index"
     index: str | None = None  # the index it comes from, when several are packed as one
+    parent: str | None = None  # a section's or chunk's note or document (its key)
     trimmer: Callable[[], "Form | None"] | None = field(default=None, repr=False, compare=False)
 
     def expanded(self) -> list[Form]:
@@ -85,6 +89,15 @@ class Item:
                 (self.line_start, self.line_end, other.line_start, other.line_end)
                 and self.line_start <= other.line_start and other.line_end <= self.line_end
                 and (self.line_start, self.line_end) != (other.line_start, other.line_end))
+
+    def repeats(self, other: "Item", form: Form) -> bool:
+        """True when ``form`` of this item holds the whole text of ``other``, its part or its whole
+        (a chunked document's text is the opening of its first chunk): packing both would show the
+        same text twice."""
+        if self.index != other.index or not (other.parent == self.key or self.parent == other.key):
+            return False
+        text = other.forms[0].body.strip()
+        return bool(text) and form.level != "ref" and text in form.body
 
 
 @dataclass(frozen=True)
@@ -179,11 +192,17 @@ def pack(items: list[Item], budget: int, cost: Callable[[Item, Form], int], fram
             if r not in chosen:
                 why[r] = Cut(key, f"inside {items[holder].key}, already packed in full", 0)
             continue
+        holder = next((k for k in by_path.get((it.index, it.path), ()) if k != r
+                       and chosen[k][0].repeats(it, chosen[k][1])), None) if it.path else None
+        if holder is not None:                  # a document beside its chunk that shows its text
+            if r not in chosen:
+                why[r] = Cut(key, f"its text is in {items[holder].key}, already packed", 0)
+            continue
         if step == 0:                           # optimistic entry: trim now, push the true steps
             v, full = max(it.score, 0.0), cost(it, it.forms[0])
             if f > left:                        # not even an empty trimmed block fits, nor will
                 why[r] = Cut(key, f"over budget: body needs {full} tokens, {max(left, 0)} left", full)
-                continue                        # (``left`` never grows)
+                continue                        # (``left`` grows only when a part takes its whole's place)
             trimmed = next((g for g in it.expanded() if g.level == "trimmed"), None)
             ct = cost(it, trimmed) if trimmed is not None else None
             if ct is not None and ct < full and th * v / ct > v / full:
@@ -206,6 +225,10 @@ def pack(items: list[Item], budget: int, cost: Callable[[Item, Form], int], fram
             continue
         take(r, it, f, cost(it, f))
         left -= need
+        for k in [k for k in by_path.get((it.index, it.path), ()) if k != r and it.repeats(chosen[k][0], f)]:
+            left += chosen.pop(k)[2]            # the packed document whose text this chunk shows: its
+            by_path[(it.index, it.path)].remove(k)     # tokens come back (an item dropped earlier
+            why[k] = Cut(items[k].key, f"its text is in {key}, already packed", 0)   # as over budget stays out)
     out.cut = [replace(why[r], index=items[r].index) if items[r].index is not None else why[r]
                for r in sorted(why) if r not in chosen]
     out.chosen = [chosen[r] for r in sorted(chosen)]
