@@ -35,8 +35,8 @@ from typing import Callable
 
 from .tokens import chars_for
 
-__all__ = ["Form", "Item", "Cut", "Packed", "pack", "trim_code", "trim_prose", "code_header", "brace_header", "matched_lines", "find_terms", "shorten_line", "line_window", "MAX_MATCHED", "LONG_LINE",
-           "WINDOW_SHARE"]
+__all__ = ["Form", "Item", "Cut", "Packed", "pack", "trim_code", "trim_prose", "code_header", "brace_header", "matched_lines", "find_terms", "shorten_line", "MAX_MATCHED", "LONG_LINE",
+           "line_window", "WINDOW_SHARE"]
 
 MAX_MATCHED = 12            # matched lines kept by a trimmed form
 DOC_LINES = 6               # docstring lines kept by a trimmed form
