@@ -54,3 +54,27 @@ def test_a_document_ranked_below_its_packed_chunk_is_dropped(tmp_path):
     out = json.loads(res.text)
     assert {"key": "txt:manual.txt", "reason": "its text is in txt:manual.txt#1, already packed", "tokens": 0} \
         in out["cut"]
+
+
+def test_only_a_whole_text_at_a_line_start_counts_as_shown():
+    """The packer on hand-made items: a note whose text is the start of a word in its section
+    (``Guide`` in ``Guidelines``) is not shown by it; a document whose text opens its chunk is."""
+    from kgsearch.context.pack import Form, Item, pack
+    from kgsearch.context.render import renderer
+
+    def item(key, kind, text, score, parent=None):
+        return Item(id=hash(key) % 1000, key=key, kind=kind, name=key, path="a.md", line_start=1, line_end=9,
+                    score=score, reason="rank", forms=[Form("full", text), Form("ref", "")], parent=parent)
+
+    r = renderer("markdown", {"query": "q", "mode": "task", "budget": 500})
+    note = item("md:a", "note", "Guide", 2.0)
+    sec = item("md:a#guide", "section", "Guidelines for the flux capacitor.", 1.0, parent="md:a")
+    p = pack([note, sec], 500, r.cost)
+    assert [it.key for it, _, _ in p.chosen] == ["md:a", "md:a#guide"] and p.cut == []
+    doc = item("txt:a", "document", "Flux capacitor manual.", 2.0)
+    chunk = item("txt:a#1", "chunk", "Flux capacitor manual.\n\nCalibrate it before each run.", 1.0, parent="txt:a")
+    p = pack([doc, chunk], 500, r.cost)
+    assert [it.key for it, _, _ in p.chosen] == ["txt:a#1"]
+    assert [(c.key, c.reason) for c in p.cut] == [("txt:a", "its text is in txt:a#1, already packed")]
+    assert r.render(p)[0] == ("### a.md:1-9 · chunk txt:a#1\n```\nFlux capacitor manual.\n\nCalibrate it before each run.\n"
+                              "```\n\nCut:\n- txt:a: its text is in txt:a#1, already packed\n")

@@ -93,11 +93,21 @@ class Item:
     def repeats(self, other: "Item", form: Form) -> bool:
         """True when ``form`` of this item holds the whole text of ``other``, its part or its whole
         (a chunked document's text is the opening of its first chunk): packing both would show the
-        same text twice."""
+        same text twice. The text must start a line and end a word there (a note whose text is
+        ``Guide`` is not shown by a line starting ``Guidelines``)."""
         if self.index != other.index or not (other.parent == self.key or self.parent == other.key):
             return False
         text = other.forms[0].body.strip()
-        return bool(text) and form.level != "ref" and text in form.body
+        if not text or form.level == "ref":
+            return False
+        body = "\n" + form.body
+        at = body.find("\n" + text)
+        while at >= 0:
+            end = at + 1 + len(text)
+            if end == len(body) or not (_is_word(body[end]) and _is_word(text[-1])):
+                return True
+            at = body.find("\n" + text, at + 1)
+        return False
 
 
 @dataclass(frozen=True)
