@@ -46,3 +46,56 @@ def test_the_matching_section_is_packed_when_its_note_ranks_on_headings(tmp_path
     keys = [it["key"] for it in res.items]
     assert "md:guide#tuning" in keys, keys
     assert "calibration" in res.text
+
+
+LINE = " ".join(("alpha", "beta", "gamma", "delta", "omega", "kappa")[(i * 7) % 6] for i in range(16000))
+LINE = (LINE[:45000] + " zebrafish " + LINE[45000:])[:90000]     # 22,500 tokens: never packed whole here
+
+
+def _long_note(tmp_path):
+    root = tmp_path / "vault"
+    root.mkdir()
+    (root / "long.md").write_text("# Long\n\n" + LINE + "\n", encoding="utf-8")
+    (root / "normal.md").write_text("# Normal\n\nA note about fish tanks.\n", encoding="utf-8")
+    db = tmp_path / "ix.db"
+    index_paths(db, [str(root)], IndexOptions(steps=("text",)))
+    return Engine(Index.open(db, readonly=True))
+
+
+def _cut(width: int) -> str:
+    at = LINE.index("zebrafish") + len("zebrafish") // 2 - width // 2
+    return f"[... {at} characters cut] {LINE[at:at + width]} [... {len(LINE) - at - width} characters cut]"
+
+
+def test_the_window_around_a_long_lines_match_grows_with_the_budget(tmp_path):
+    """The window was 1,000 characters at any budget: at 16K tokens the top hit showed 1,000
+    characters around its match while the rest of the budget went to nodes that did not match.
+    The long lines of a trimmed form now share an eighth of the budget (at least 1,000)."""
+    engine = _long_note(tmp_path)
+    for budget, width in ((2000, 1000), (16000, 8000)):
+        res = build_context(engine, task="zebrafish", opts=ContextOptions(budget=budget))
+        assert res.text.startswith(
+            "### long.md:1-3 · section Long\n"
+            f"_trimmed: first paragraph and 0 matched lines of 1, long lines cut to {width} characters around the match_\n"
+            "```markdown\n"
+            f"{_cut(width)}\n"
+            "```\n\n"), res.text[:300]
+
+
+def test_the_long_lines_of_one_trimmed_form_share_the_window():
+    """Several long matched lines split the window (each keeps at least 1,000 characters), so one
+    note's trimmed form never takes more than its share of the budget."""
+    from kgsearch.context.pack import trim_prose
+
+    long = ["x " * 2000 + "key" + " y" * 2000 for _ in range(3)]           # 8,003 characters each
+    lines = ["# Title", "", "Intro."] + [ln for pair in zip(["", "", ""], long) for ln in pair]
+
+    def cut(width):
+        at = 4001 - width // 2
+        return f"[... {at} characters cut] {long[0][at:at + width]} [... {8003 - at - width} characters cut]"
+
+    f = trim_prose(lines, ["key"], window=6000)
+    assert f.body == "\n".join(["# Title", "", "Intro.", "[... 1 lines cut]", cut(2000), "[... 1 lines cut]",
+                                cut(2000), "[... 1 lines cut]", cut(2000)])
+    assert f.note == "first paragraph and 3 matched lines of 9, long lines cut to 2000 characters around the match"
+    assert trim_prose(lines, ["key"], window=2000).body.split("\n")[4] == cut(1000)

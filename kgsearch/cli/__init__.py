@@ -242,8 +242,9 @@ def build_parser() -> argparse.ArgumentParser:
                                    "--diff (the changed symbols, their callers/callees and linked notes, ranked by a "
                                    "walk from them), and pack them into --budget tokens: greedy by score per token, "
                                    "the top node always in, long bodies trimmed to signature + docstring + matched "
-                                   "lines before they are dropped, and a list of what was cut and why. Tokens are "
-                                   "estimated as ceil(characters / 4) of the printed output.",
+                                   "lines (long lines cut around the match) before they are dropped, and a list of "
+                                   "what was cut and why. Tokens are estimated as ceil(characters / 4) of the "
+                                   "printed output.",
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("task", nargs="?", default=None, help="the task, in words (e.g. an issue text); - reads it from stdin")
     _query_file(p)

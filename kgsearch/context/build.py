@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from ..errors import UsageError
 from .diff import FileChange, changed_nodes
 from .items import load_items
-from .pack import pack
+from .pack import line_window, pack
 from .render import FORMATS, ESTIMATE_RULE, renderer
 from .sources import (Candidate, dependents, file_seeds, neighbours, resolve_files, stale_files, task_candidates,
                       walk_rank)
@@ -177,7 +177,7 @@ def build_context(engine, *, task: str | None = None, files: list[str] | None = 
     ms["candidates"] = round((time.perf_counter() - t0) * 1000, 3)
 
     t1 = time.perf_counter()
-    items = load_items(ix, cands, terms)
+    items = load_items(ix, cands, terms, line_window(opts.budget))
     ms["load"] = round((time.perf_counter() - t1) * 1000, 3)
 
     t2 = time.perf_counter()

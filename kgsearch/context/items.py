@@ -25,6 +25,7 @@ from .sources import Candidate
 __all__ = ["load_items", "CODE_KINDS", "CODE_NS", "is_code_key", "code_lang"]
 
 CODE_KINDS = ("class", "function", "method")
+PART_KINDS = ("section", "chunk")     # parts of a note or document (Item.parent: its key)
 LANG = {"note": "markdown", "section": "markdown"}
 # the key namespaces of the code loaders: Python's, and one per source language (JavaScript and
 # TypeScript share ``js``, C and C++ ``c``); a KG node typed "class" is not code
@@ -118,16 +119,19 @@ class _Lines:
         return text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
 
 
-def load_items(ix, cands: list[Candidate], terms: list[str]) -> list[Item]:
-    """One item per candidate that still exists, in the candidates' order."""
+def load_items(ix, cands: list[Candidate], terms: list[str], window: int = LONG_LINE) -> list[Item]:
+    """One item per candidate that still exists, in the candidates' order. ``window``: the
+    characters the long lines of a trimmed form may keep (:func:`~.pack.line_window` of the budget)."""
     if not cands:
         return []
     kinds = ",".join(f"'{k}'" for k in CODE_KINDS)          # code is read from its file: no need to inflate it
+    parts = ",".join(f"'{k}'" for k in PART_KINDS)         # their note or document: never packed beside them
     code_keys = " OR ".join(f"n.key LIKE '{ns}:%'" for ns in CODE_NS)
     sql = (f"SELECT n.id, n.key, n.kind, n.name, {qualname_sql('n')}, {PATH_SQL.format(a='n')}, n.line_start, "
            f"n.line_end, CASE WHEN n.kind IN ({kinds}) AND ({code_keys}) THEN NULL "
            f"ELSE kgtext(n.text) END, f.size, f.mtime_ns, "
-           f"f.root, f.hash FROM nodes n LEFT JOIN files f ON f.id = n.file_id WHERE n.id IN ({{}})")
+           f"f.root, f.hash, CASE WHEN n.kind IN ({parts}) THEN (SELECT p.key FROM nodes p WHERE p.id = n.parent_id) END "
+           f"FROM nodes n LEFT JOIN files f ON f.id = n.file_id WHERE n.id IN ({{}})")
     rows = {r[0]: r for r in iter_in_chunks(ix.conn, sql, sorted({c.id for c in cands}))}
     files: dict[str, _Lines | None] = {}
     out = []
@@ -135,7 +139,7 @@ def load_items(ix, cands: list[Candidate], terms: list[str]) -> list[Item]:
         r = rows.get(c.id)
         if r is None:
             continue
-        nid, key, kind, name, qual, path, a, b, text, size, mtime_ns, root, digest = r
+        nid, key, kind, name, qual, path, a, b, text, size, mtime_ns, root, digest, parent = r
         shown = path
         if path and root and path.startswith(root.rstrip(os.sep) + os.sep):
             shown = path[len(root.rstrip(os.sep)) + 1:].replace(os.sep, "/")
@@ -153,8 +157,8 @@ def load_items(ix, cands: list[Candidate], terms: list[str]) -> list[Item]:
             lines = (text or "").split("\n")
         marked = {ln - a for ln in c.marked if a and a <= ln <= (b or a)} if source == "file" else set()
         full = Form("full", "\n".join(lines).strip("\n"))
-        fn = (functools.partial(trim_code, comment=code_comment(key, path)) if code and source == "file"
-              else trim_prose)
+        fn = (functools.partial(trim_code, comment=code_comment(key, path), window=window) if code and source == "file"
+              else functools.partial(trim_prose, window=window))
         trimmer = (lambda fn=fn, lines=lines, marked=marked: fn(lines, terms, marked)) \
             if len(lines) > 1 or len(lines[0]) > LONG_LINE else None      # one long line: cut around its match
         display = name
@@ -163,5 +167,5 @@ def load_items(ix, cands: list[Candidate], terms: list[str]) -> list[Item]:
         out.append(Item(id=nid, key=key, kind=kind, name=display, path=shown, line_start=a, line_end=b,
                         score=c.score, reason=c.reason, forms=[full, Form("ref", "")],
                         lang=code_lang(key, path) if code else LANG.get(kind, ""),
-                        source=source, trimmer=trimmer))
+                        source=source, parent=parent, trimmer=trimmer))
     return out

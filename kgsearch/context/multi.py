@@ -20,7 +20,7 @@ from ..query.multi import own_filters
 from .build import (IMPACT_WITH_TASK, IMPACT_WITH_TASK_AGENT, ContextOptions, ContextResult, build_context,
                     exactly_one, seeded_candidates, task_depth)
 from .items import load_items
-from .pack import pack
+from .pack import line_window, pack
 from .render import renderer
 from .sources import Candidate
 
@@ -56,7 +56,7 @@ def build_context_multi(multi, *, task: str | None = None, files: list[str] | No
     loaded: dict[tuple[str, int], object] = {}
     for name, eng in multi.engines.items():
         mine = [c for n, c in cands if n == name]
-        for it in load_items(eng.ix, mine, terms):
+        for it in load_items(eng.ix, mine, terms, line_window(opts.budget)):
             loaded[(name, it.id)] = it
     items = []
     for name, c in cands:
@@ -158,7 +158,8 @@ def _files_across(engines: dict, files: list[str], opts: ContextOptions) -> Cont
     for name, eng in engines.items():
         mine = [f for f in files if owner[f] == name]
         if mine:
-            for it in load_items(eng.ix, seeded_candidates(eng, _own_opts(eng, opts), notices, files=mine), []):
+            for it in load_items(eng.ix, seeded_candidates(eng, _own_opts(eng, opts), notices, files=mine), [],
+                                 line_window(opts.budget)):
                 it.index = name
                 items.append(it)
     items.sort(key=lambda it: -it.score)            # (stable: each index's own order among equals)

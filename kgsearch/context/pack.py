@@ -16,8 +16,11 @@ and ``ref`` (the header alone). :func:`pack` chooses, for a budget counted with
    whose first step does not fit is dropped ("over budget"). So a long, high-ranked definition
    gets its signature, docstring and matched lines in before the budget goes to many small,
    lower-ranked ones, and its whole body when the budget still allows. An item whose lines lie
-   inside an item packed in full is dropped as "inside ..."; an item that goes full takes the
-   place of the packed items it shows (their tokens come back).
+   inside an item packed in full is dropped as "inside ..."; an item whose full form would show
+   packed items (a class whose methods are in) goes in trimmed at most. A section or chunk and
+   its note or document (:meth:`Item.repeats`) are never packed both when the packed form of one
+   holds the whole text of the other (a chunked document's text is the opening of its first
+   chunk): the other is dropped as "its text is in ...", its tokens coming back if it was in.
 
 Packed items come out in rank order. Everything sorts on total orders, so the same input gives
 the same output.
@@ -30,14 +33,18 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Callable
 
-__all__ = ["Form", "Item", "Cut", "Packed", "pack", "trim_code", "trim_prose", "code_header", "brace_header", "matched_lines", "find_terms", "shorten_line", "MAX_MATCHED", "LONG_LINE"]
+from .tokens import chars_for
+
+__all__ = ["Form", "Item", "Cut", "Packed", "pack", "trim_code", "trim_prose", "code_header", "brace_header", "matched_lines", "find_terms", "shorten_line", "MAX_MATCHED", "LONG_LINE",
+           "line_window", "WINDOW_SHARE"]
 
 MAX_MATCHED = 12            # matched lines kept by a trimmed form
 DOC_LINES = 6               # docstring lines kept by a trimmed form
 TRIM_WORTH = 0.8            # a trimmed form is offered only when it is under this share of the full one
 TRIMMED_VALUE = 0.5         # the share of an item's value its trimmed form carries (the rest: going full)
 TRIM_FROM = 60              # tokens of a full block under which trimming is not tried (it would not pay)
-LONG_LINE = 1000            # characters of a prose line a trimmed form keeps (around its first match)
+LONG_LINE = 1000            # characters of a long line a trimmed form keeps at least (around its first match)
+WINDOW_SHARE = 8           # the long lines of a trimmed form share up to this part of the budget (line_window)
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 
@@ -64,6 +71,7 @@ class Item:
     lang: str = ""           # code fence language
     source: str = "index"    # "file" (read from disk, unchanged since indexing) or "index"
     index: str | None = None  # the index it comes from, when several are packed as one
+    parent: str | None = None  # a section's or chunk's note or document (its key)
     trimmer: Callable[[], "Form | None"] | None = field(default=None, repr=False, compare=False)
 
     def expanded(self) -> list[Form]:
@@ -81,6 +89,25 @@ class Item:
                 (self.line_start, self.line_end, other.line_start, other.line_end)
                 and self.line_start <= other.line_start and other.line_end <= self.line_end
                 and (self.line_start, self.line_end) != (other.line_start, other.line_end))
+
+    def repeats(self, other: "Item", form: Form) -> bool:
+        """True when ``form`` of this item holds the whole text of ``other``, its part or its whole
+        (a chunked document's text is the opening of its first chunk): packing both would show the
+        same text twice. The text must start a line and end a word there (a note whose text is
+        ``Guide`` is not shown by a line starting ``Guidelines``)."""
+        if self.index != other.index or not (other.parent == self.key or self.parent == other.key):
+            return False
+        text = other.forms[0].body.strip()
+        if not text or form.level == "ref":
+            return False
+        body = "\n" + form.body
+        at = body.find("\n" + text)
+        while at >= 0:
+            end = at + 1 + len(text)
+            if end == len(body) or not (_is_word(body[end]) and _is_word(text[-1])):
+                return True
+            at = body.find("\n" + text, at + 1)
+        return False
 
 
 @dataclass(frozen=True)
@@ -175,11 +202,17 @@ def pack(items: list[Item], budget: int, cost: Callable[[Item, Form], int], fram
             if r not in chosen:
                 why[r] = Cut(key, f"inside {items[holder].key}, already packed in full", 0)
             continue
+        holder = next((k for k in by_path.get((it.index, it.path), ()) if k != r
+                       and chosen[k][0].repeats(it, chosen[k][1])), None) if it.path else None
+        if holder is not None:                  # a document beside its chunk that shows its text
+            if r not in chosen:
+                why[r] = Cut(key, f"its text is in {items[holder].key}, already packed", 0)
+            continue
         if step == 0:                           # optimistic entry: trim now, push the true steps
             v, full = max(it.score, 0.0), cost(it, it.forms[0])
             if f > left:                        # not even an empty trimmed block fits, nor will
                 why[r] = Cut(key, f"over budget: body needs {full} tokens, {max(left, 0)} left", full)
-                continue                        # (``left`` never grows)
+                continue                        # (``left`` grows only when a part takes its whole's place)
             trimmed = next((g for g in it.expanded() if g.level == "trimmed"), None)
             ct = cost(it, trimmed) if trimmed is not None else None
             if ct is not None and ct < full and th * v / ct > v / full:
@@ -202,6 +235,10 @@ def pack(items: list[Item], budget: int, cost: Callable[[Item, Form], int], fram
             continue
         take(r, it, f, cost(it, f))
         left -= need
+        for k in [k for k in by_path.get((it.index, it.path), ()) if k != r and it.repeats(chosen[k][0], f)]:
+            left += chosen.pop(k)[2]            # the packed document whose text this chunk shows: its
+            by_path[(it.index, it.path)].remove(k)     # tokens come back (an item dropped earlier
+            why[k] = Cut(items[k].key, f"its text is in {key}, already packed", 0)   # as over budget stays out)
     out.cut = [replace(why[r], index=items[r].index) if items[r].index is not None else why[r]
                for r in sorted(why) if r not in chosen]
     out.chosen = [chosen[r] for r in sorted(chosen)]
@@ -360,20 +397,24 @@ def brace_header(lines: list[str]) -> tuple[int, int]:
     return 1, 1
 
 
-def trim_code(lines: list[str], terms: list[str], marked: set[int] = frozenset(), comment: str = "#") -> Form | None:
+def trim_code(lines: list[str], terms: list[str], marked: set[int] = frozenset(), comment: str = "#",
+              window: int = LONG_LINE) -> Form | None:
     """Signature + docstring (its first :data:`DOC_LINES` lines) + matched (and ``marked``) lines of
     a definition, cut lines marked by a ``comment`` line of the code's language (``#``: Python,
-    read by :func:`code_header`; else a brace language, :func:`brace_header`); ``None`` when
-    that would not be much smaller than the whole."""
+    read by :func:`code_header`; else a brace language, :func:`brace_header`), kept lines over
+    :data:`LONG_LINE` characters (a minified bundle, a data blob) cut around their match
+    (:func:`_cut_long`, ``window``); ``None`` when that would not be much smaller than the whole."""
     sig_end, doc_end = code_header(lines) if comment == "#" else brace_header(lines)
     head = list(range(min(doc_end, sig_end + DOC_LINES)))
     keep = sorted(set(head) | set(matched_lines(lines, terms, marked, first=doc_end)))
-    body, cut = _with_gaps(lines, keep, code=True, comment=comment)
-    if cut == 0 or len(body) > TRIM_WORTH * len("\n".join(lines)):
+    short, chars, width = _cut_long(lines, keep, terms, window)
+    body, cut = _with_gaps(short, keep, code=True, comment=comment)
+    if (cut == 0 and chars == 0) or len(body) > TRIM_WORTH * len("\n".join(lines)):
         return None
     n = len(keep) - len(head)
-    return Form("trimmed", body, f"signature, docstring and {n} matched line{'s' if n != 1 else ''} "
-                                 f"of {len(lines)}" if n else f"signature and docstring of {len(lines)} lines")
+    return Form("trimmed", body, (f"signature, docstring and {n} matched line{'s' if n != 1 else ''} "
+                                  f"of {len(lines)}" if n else f"signature and docstring of {len(lines)} lines")
+                + _long_note(chars, width))
 
 
 def shorten_line(line: str, terms: list[str], width: int = LONG_LINE) -> tuple[str, int]:
@@ -394,9 +435,40 @@ def shorten_line(line: str, terms: list[str], width: int = LONG_LINE) -> tuple[s
     return text, len(line) - width
 
 
-def trim_prose(lines: list[str], terms: list[str], marked: set[int] = frozenset()) -> Form | None:
-    """First paragraph (title included) + matched lines of a note or text; ``None`` when that would
-    not be much smaller than the whole."""
+def line_window(budget: int) -> int:
+    """Characters the long lines of one trimmed form may keep together for a ``budget`` of tokens:
+    a :data:`WINDOW_SHARE` th of it, at least :data:`LONG_LINE` (1,000 at 2K, 4,000 at 8K).
+
+    >>> line_window(2000), line_window(8000), line_window(100)
+    (1000, 4000, 1000)
+    """
+    return max(LONG_LINE, chars_for(budget) // WINDOW_SHARE)
+
+
+def _cut_long(lines: list[str], keep: list[int], terms: list[str], window: int) -> tuple[list[str], int, int]:
+    """``lines`` with each kept line over :data:`LONG_LINE` characters cut around its first match
+    (:func:`shorten_line`): they share ``window`` characters, each keeping at least
+    :data:`LONG_LINE`; the characters cut and the width each kept."""
+    long = [i for i in keep if len(lines[i]) > LONG_LINE]
+    if not long:
+        return lines, 0, 0
+    width = max(LONG_LINE, window // len(long))
+    short, chars = list(lines), 0
+    for i in long:
+        short[i], n = shorten_line(lines[i], terms, width)
+        chars += n
+    return short, chars, width
+
+
+def _long_note(chars: int, width: int) -> str:
+    return f", long lines cut to {width} characters around the match" if chars else ""
+
+
+def trim_prose(lines: list[str], terms: list[str], marked: set[int] = frozenset(),
+               window: int = LONG_LINE) -> Form | None:
+    """First paragraph (title included) + matched lines of a note or text, kept lines over
+    :data:`LONG_LINE` characters (a minified export, a pasted log) cut around their match
+    (:func:`_cut_long`, ``window``); ``None`` when that would not be much smaller than the whole."""
     head = 0
     seen_text = False
     for i, ln in enumerate(lines):
@@ -408,15 +480,10 @@ def trim_prose(lines: list[str], terms: list[str], marked: set[int] = frozenset(
         if head >= 8:
             break
     keep = list(range(head)) + matched_lines(lines, terms, marked, first=head)
-    short = list(lines)
-    chars = 0
-    for i in keep:                                  # a line of 270,000 characters (a minified export)
-        if len(lines[i]) > LONG_LINE:               # is kept as the part around its first match
-            short[i], n = shorten_line(lines[i], terms)
-            chars += n
+    short, chars, width = _cut_long(lines, keep, terms, window)
     body, cut = _with_gaps(short, keep, code=False)
     if (cut == 0 and chars == 0) or len(body) > TRIM_WORTH * len("\n".join(lines)):
         return None
     n = len(keep) - head
     return Form("trimmed", body, f"first paragraph and {n} matched line{'s' if n != 1 else ''} of {len(lines)}"
-                                 + (f", long lines cut to {LONG_LINE} characters around the match" if chars else ""))
+                                 + _long_note(chars, width))
