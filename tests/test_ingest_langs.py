@@ -486,6 +486,42 @@ def test_single_header_amalgamations_are_generated(tmp_path):
     assert not nodes["c:include/catch.hpp"][4] & FLAG_VENDORED
 
 
+def test_go_import_comments_stand_for_a_missing_go_mod(tmp_path):
+    # A GOPATH-era checkout without go.mod (grpc-go's snapshot: `package grpc // import
+    # "google.golang.org/grpc"` in doc.go): its subpackages resolved by dropping the path's
+    # leading elements, but the root package, the project's main API, had no folder to resolve
+    # to, so no import of it and no `grpc.NewServer()` call had an edge. The nearest import
+    # comment up the folders now stands for the module line; a folder's own comment counts up
+    # the folders its path names (`metadata/` is `.../grpc/metadata`); other paths as before.
+    _, edges = build(tmp_path, {
+        "doc.go": '// Package grpc.\npackage grpc // import "google.golang.org/grpc"\n',
+        "server.go": "package grpc\n\ntype Server struct{}\n\nfunc NewServer() *Server { return nil }\n",
+        "balancer/base/base.go": "package base\n\nfunc NewBuilder() {}\n",
+        "balancer/roundrobin/rr.go": """\
+            package roundrobin
+
+            import (
+            \t"google.golang.org/grpc"
+            \t"google.golang.org/grpc/balancer/base"
+            \t"github.com/golang/protobuf/proto"
+            )
+
+            func init() {
+            \tgrpc.NewServer()
+            \tbase.NewBuilder()
+            \tproto.Marshal()
+            }
+            """,
+        "metadata/md.go": 'package metadata // import "google.golang.org/grpc/metadata"\n\n'
+                          'import "google.golang.org/grpc"\n\nfunc F() { grpc.NewServer() }\n',
+    })
+    rr = "go:balancer/roundrobin/rr.go"
+    assert {d for s, t, d in edges if s == rr and t == "imports"} == {"go:doc.go", "go:balancer/base/base.go", None}
+    assert calls_of(edges, rr + ":init") == {"go:server.go:NewServer", "go:balancer/base/base.go:NewBuilder", None}
+    assert has(edges, "go:metadata/md.go", "imports", "go:doc.go")
+    assert calls_of(edges, "go:metadata/md.go:F") == {"go:server.go:NewServer"}
+
+
 def test_go_composite_literals_call_their_type(tmp_path):
     # `&stats.InPayload{..}` builds a value as Python's `InPayload(..)` does: a calls edge to the
     # type, so the walk joins a type to the code that fills it in (gofmt: `T{`; a block: ` {`)
