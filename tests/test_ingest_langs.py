@@ -588,6 +588,33 @@ def calls_of(edges, src):
     return {d for s, t, d in edges if s == src and t == "calls"}
 
 
+def test_rust_dollar_crate_paths_in_macros_are_the_defining_crate(tmp_path):
+    # `$crate::a::f()` in a macro's body is `crate::a::f()` of the crate that defines the macro
+    # (the macro's expansion reaches its support code that way: tokio's `select!` and
+    # `macros/support.rs`); the calls, macro calls and `use` trees on `$crate` had no edge
+    _, edges = build(tmp_path, {
+        "Cargo.toml": '[package]\nname = "mac"\nversion = "0.1.0"\n',
+        "src/lib.rs": "#[macro_use]\nmod macros;\npub mod support;\n",
+        "src/support.rs": "pub fn poll_fn() {}\npub fn ready() {}\n",
+        "src/macros/mod.rs": "#[macro_use]\nmod select;\n",
+        "src/macros/select.rs": """\
+            #[macro_export]
+            macro_rules! select {
+                ($($t:tt)*) => {{
+                    use $crate::support::ready;
+                    $crate::support::poll_fn();
+                    $crate :: helper!();
+                    $x.poll_fn();
+                }};
+            }
+            #[macro_export]
+            macro_rules! helper { () => {} }
+            """})
+    s = "rs:src/macros/select.rs"
+    assert has(edges, s, "imports", "rs:src/support.rs:ready")
+    assert calls_of(edges, s + ":select") == {"rs:src/support.rs:poll_fn", s + ":helper"}
+
+
 def test_rust_methods_on_values_of_declared_types(tmp_path):
     # `self.chan.recv()` reaches the channel's implementation through the field's declared type
     # (tokio: `Receiver::recv_many` -> `chan::Rx::recv_many`); parameters and `let x: T` alike;

@@ -28,11 +28,12 @@ Edges:
   too; ``use`` trees
   (``use a::{b, c::*};``, ``as`` renames) -> the item, else the module (``crate::``, ``self::``,
   ``super::`` resolved; other paths tried as written, from the current module and from the
-  crate root).
+  crate root; ``$crate::`` in a macro's body as ``crate::``).
 * ``calls``: ``f()``, ``path::f()``, ``Type::f()``, ``Self::f()``, ``self.f()`` and macro calls
-  ``m!(..)``, resolved through the module's items, its ``use`` names and globs, and the
-  ``impl``'s type. Methods on values whose type is declared: ``self.field.f()`` (the field's
-  type in the ``struct`` of the ``impl``'s type, in the same file) and ``x.f()`` for a parameter
+  ``m!(..)`` (``$crate::a::f()`` and ``$crate::m!(..)`` too), resolved through the module's
+  items, its ``use`` names and globs, and the ``impl``'s type. Methods on values whose type is
+  declared: ``self.field.f()`` (the field's type in the ``struct`` of the ``impl``'s type, in the
+  same file) and ``x.f()`` for a parameter
   ``x: Type`` or a local ``let x: Type`` -> ``Type::f``; through references and the wrappers
   ``Arc``, ``Rc``, ``Box``, ``Pin``, ``Cow``, ``Mutex``, ``RwLock``, ``RefCell``, ``Cell`` ...
   the innermost type first (``Arc<Mutex<Inner>>``: ``Inner::f``, else ``Mutex::f``, else
@@ -102,6 +103,8 @@ _LET = re.compile(r"\blet\s+(?:mut\s+)?(\w+)\s*(:(?!:))?")
 # other bindings that may shadow a typed name: for loops, closures' parameters, patterns
 _REBIND = re.compile(r"\bfor\s+(?:mut\s+)?(\w+)\s+in\b|(?:Some|Ok|Err)\s*\(\s*(?:ref\s+)?(?:mut\s+)?(\w+)\s*\)")
 _CLOSURE = re.compile(r"(?:^|[(,=]|\bmove)\s*\|([^|]*)\|")
+# a path from ``$crate`` in a macro's body, called or invoked: ``$crate::a::f(``, ``$crate::m!(``
+_DOLLAR_CRATE = re.compile(r"\$crate((?:\s*::\s*\w+)+)\s*(?:(\()|!\s*[(\[{])")
 
 
 def _split_top(s: str) -> list[str]:
@@ -245,7 +248,7 @@ class _Rust(Builder):
             return []
         here = self.modpath + self._mods_of(scope)
         head = parts[0]
-        if head == "crate":
+        if head in ("crate", "$crate"):          # $crate: in a macro, the crate that defines it
             return [".".join([self.crate] + parts[1:])]
         if head in ("self", "super"):
             base = list(here)
@@ -620,6 +623,9 @@ def load(path, rel: str, opts, spec=RUST):
                 calls.append((at, ["."] + parts))
             continue
         calls.append((at, split_chain(raw)))
+    for m in _DOLLAR_CRATE.finditer(code):   # call_sites and _BANG skip a path after a `$`
+        parts = ["crate"] + [x.strip() for x in m.group(1).split("::") if x.strip()]
+        calls.append((m.start(), parts if m.group(2) else ["!"] + parts))
     rev = code[::-1]
     n = len(code)
     for m in _BANG.finditer(code):
