@@ -615,6 +615,33 @@ def test_rust_dollar_crate_paths_in_macros_are_the_defining_crate(tmp_path):
     assert calls_of(edges, s + ":select") == {"rs:src/support.rs:poll_fn", s + ":helper"}
 
 
+def test_rust_crate_macros_by_bare_name_and_no_pub_calls(tmp_path):
+    # A file's `macro_rules!` reaches the rest of its crate by its bare name (`#[macro_use] mod
+    # macros;`: tokio's `cfg_rt! { .. }`, `ready!(..)`), so `cfg_rt!` elsewhere calls it; one
+    # defined inside a function stays local. `pub(crate)` / `pub(super)` are visibilities, not
+    # calls of a `pub` (1,605 unresolved `pub` calls in tokio).
+    _, edges = build(tmp_path, {
+        "Cargo.toml": '[package]\nname = "m"\nversion = "0.1.0"\n',
+        "src/lib.rs": "#[macro_use]\nmod macros;\npub mod a;\nmod b;\n",
+        "src/macros.rs": "macro_rules! cfg_rt {\n    ($($i:item)*) => { $($i)* }\n}\n",
+        "src/a.rs": """\
+            cfg_rt! {
+                pub(crate) fn f() { local!(); }
+            }
+            pub(crate) fn g() {
+                macro_rules! local { () => {} }
+                cfg_rt!();
+            }
+            """,
+        "src/b.rs": "pub(super) fn h() { local!(); }\n",
+    })
+    mac = "rs:src/macros.rs:cfg_rt"
+    assert calls_of(edges, "rs:src/a.rs") == {mac}
+    assert calls_of(edges, "rs:src/a.rs:g") == {mac}
+    assert calls_of(edges, "rs:src/a.rs:f") == calls_of(edges, "rs:src/b.rs:h") == {None}   # g's local!: not theirs
+    assert calls_of(edges, "rs:src/b.rs") == set()
+
+
 def test_rust_methods_on_values_of_declared_types(tmp_path):
     # `self.chan.recv()` reaches the channel's implementation through the field's declared type
     # (tokio: `Receiver::recv_many` -> `chan::Rx::recv_many`); parameters and `let x: T` alike;

@@ -31,7 +31,9 @@ Edges:
   crate root; ``$crate::`` in a macro's body as ``crate::``).
 * ``calls``: ``f()``, ``path::f()``, ``Type::f()``, ``Self::f()``, ``self.f()`` and macro calls
   ``m!(..)`` (``$crate::a::f()`` and ``$crate::m!(..)`` too), resolved through the module's
-  items, its ``use`` names and globs, and the ``impl``'s type. Methods on values whose type is
+  items, its ``use`` names and globs, and the ``impl``'s type; a file's top-level
+  ``macro_rules!`` answers to its bare name crate-wide (``#[macro_use]`` textual scope: tokio's
+  ``cfg_rt! { .. }``, ``ready!(..)``), below ``#[macro_export]`` ones. ``pub(crate)`` is no call. Methods on values whose type is
   declared: ``self.field.f()`` (the field's type in the ``struct`` of the ``impl``'s type, in the
   same file) and ``x.f()`` for a parameter
   ``x: Type`` or a local ``let x: Type`` -> ``Type::f``; through references and the wrappers
@@ -78,8 +80,9 @@ _STD_MACROS = frozenset("println print eprintln eprint format write writeln vec 
                         "debug_assert debug_assert_eq debug_assert_ne panic unreachable unimplemented todo matches "
                         "dbg cfg include include_str include_bytes concat stringify env option_env line column file "
                         "module_path format_args compile_error thread_local macro_rules".split())
+# (``pub(crate)`` is a visibility, not a call)
 _KEYWORDS = frozenset("if while for match loop return fn let mut ref move as in where impl unsafe async await "
-                      "Some None Ok Err Box".split())
+                      "pub Some None Ok Err Box".split())
 _EXTERN_ROOTS = frozenset("std core alloc Some None Ok Err Box Vec String Option Result Iterator IntoIterator "
                           "ExactSizeIterator DoubleEndedIterator Extend FromIterator From Into TryFrom TryInto AsRef "
                           "AsMut Default Clone Copy Debug Display Drop Deref DerefMut Eq PartialEq Ord PartialOrd Hash "
@@ -229,6 +232,11 @@ class _Rust(Builder):
         out = [(f"{self.modq()}.{d.qual}", 0)]
         if d.data.get("export"):                 # #[macro_export]: at the crate root
             out.append((f"{self.crate}.{d.name}", 1))
+        elif d.decl == "macro" and d.parent is self.mod:
+            # a file's macro_rules! reach the rest of the crate by their bare name (textual
+            # scope, through `#[macro_use] mod ..;`), never by a path: a crate-wide name, below
+            # an exported one's
+            out.append((f"{self.crate}.{d.name}", 2))
         return out
 
     # ---- paths -------------------------------------------------------------------------
