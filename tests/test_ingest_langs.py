@@ -522,6 +522,47 @@ def test_go_import_comments_stand_for_a_missing_go_mod(tmp_path):
     assert calls_of(edges, "go:metadata/md.go:F") == {"go:server.go:NewServer"}
 
 
+def test_go_names_bound_to_a_composite_literal_have_its_type(tmp_path):
+    # `cc := &ClientConn{..}` then `cc.connect()` (grpc-go's DialContext): the literal says the
+    # value's type exactly, as `var cc *ClientConn` does; a name also bound otherwise, two names
+    # bound at once, slices, maps and anonymous structs give no type (no inference)
+    _, edges = build(tmp_path, {
+        "go.mod": "module example.com/m\n",
+        "resolver/r.go": "package resolver\n\ntype Builder struct{}\n\nfunc (b Builder) Build() {}\n",
+        "cc/cc.go": """\
+            package cc
+
+            import "example.com/m/resolver"
+
+            type ClientConn struct{ n int }
+
+            func (cc *ClientConn) connect() {}
+
+            func Dial() {
+            \tcc := &ClientConn{n: 1}
+            \tcc.connect()
+            \tr := resolver.Builder{}
+            \tr.Build()
+            }
+
+            func Others() {
+            \tp := []ClientConn{}
+            \tp.connect()
+            \tq, w := ClientConn{}, 1
+            \tq.connect()
+            \ts := struct{ a int }{}
+            \ts.connect()
+            \tv := ClientConn{}
+            \tv := f()
+            \tv.connect()
+            }
+            """})
+    c = "go:cc/cc.go:"
+    assert calls_of(edges, c + "Dial") == {c + "ClientConn", c + "ClientConn.connect", "go:resolver/r.go:Builder",
+                                           "go:resolver/r.go:Builder.Build"}
+    assert calls_of(edges, c + "Others") == {c + "ClientConn", None}        # the literals; f() unresolved
+
+
 def test_go_composite_literals_call_their_type(tmp_path):
     # `&stats.InPayload{..}` builds a value as Python's `InPayload(..)` does: a calls edge to the
     # type, so the walk joins a type to the code that fills it in (gofmt: `T{`; a block: ` {`)
@@ -640,6 +681,41 @@ def test_rust_crate_macros_by_bare_name_and_no_pub_calls(tmp_path):
     assert calls_of(edges, "rs:src/a.rs:g") == {mac}
     assert calls_of(edges, "rs:src/a.rs:f") == calls_of(edges, "rs:src/b.rs:h") == {None}   # g's local!: not theirs
     assert calls_of(edges, "rs:src/b.rs") == set()
+
+
+def test_rust_let_bound_struct_literals_have_their_type(tmp_path):
+    # `let t = Task { .. }; t.poll()`: a struct literal says the value's type exactly, as
+    # `let t: Task` does; blocks (`= match x {`, `= if c {`) and a name bound again give none
+    _, edges = build(tmp_path, {
+        "Cargo.toml": '[package]\nname = "t"\nversion = "0.1.0"\n',
+        "src/lib.rs": "pub mod task;\npub mod run;\n",
+        "src/task.rs": "pub struct Task { id: u64 }\nimpl Task { pub fn poll(&self) {} }\n",
+        "src/run.rs": """\
+            use crate::task::{self, Task};
+
+            pub fn a() {
+                let t = Task { id: 1 };
+                t.poll();
+            }
+            pub fn b() {
+                let mut t = task::Task { id: 1 };
+                t.poll();
+            }
+            pub fn c() {
+                let t = match x { _ => 1 };
+                t.poll();
+                let u = if y { 1 } else { 2 };
+                u.poll();
+            }
+            pub fn d() {
+                let t = Task { id: 1 };
+                let t = other();
+                t.poll();
+            }
+            """})
+    r, poll = "rs:src/run.rs:", "rs:src/task.rs:Task.poll"
+    assert calls_of(edges, r + "a") == calls_of(edges, r + "b") == {poll}
+    assert calls_of(edges, r + "c") == set() and calls_of(edges, r + "d") == {None}    # other() unresolved
 
 
 def test_rust_methods_on_values_of_declared_types(tmp_path):

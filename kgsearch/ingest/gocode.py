@@ -29,9 +29,10 @@ Edges:
   (its import name: the alias, else the path's last element without a ``go-`` prefix or a
   ``.vN`` suffix); ``r.M()`` with ``r`` the method's receiver -> ``T.M``. Methods on values whose
   type is declared: ``r.field.M()`` (the field's type in the receiver type's ``struct``, in the
-  same file; an embedded field by its type's name) and ``x.M()`` for a parameter ``x T`` or a
-  local ``var x T`` -> ``T.M`` (``*T``, ``pkg.T``, ``T[K]`` alike). A name declared twice with
-  other types, or also bound by ``:=`` (which may shadow it), a field two types of that name
+  same file; an embedded field by its type's name) and ``x.M()`` for a parameter ``x T``, a
+  local ``var x T`` or ``x := T{..}`` (``&pkg.T{..}``: a composite literal's type) -> ``T.M``
+  (``*T``, ``pkg.T``, ``T[K]`` alike). A name declared twice with other types, or also bound by
+  ``:=`` to anything else (which may shadow it), a field two types of that name
   declare differently, slices, maps, channels and function types give no edge. Not resolved:
   calls on other values (``x := f()``: no inference), builtins, function values, methods
   promoted from embedded fields, a ``struct`` declared in another file than the method.
@@ -86,6 +87,8 @@ _VAR = re.compile(r"\bvar[ \t]+(\w+)[ \t]*([^=\n;]*)")
 _SHORT = re.compile(r"(\w+(?:[ \t]*,[ \t]*\w+)*)[ \t]*:=")   # the reference of short_names
 _SHORT_BACK = re.compile(r"[ \t]*(\w+(?:[ \t]*,[ \t]*\w+)*)")   # _SHORT read backwards from its ":="
 _FUNC_LIT = re.compile(r"\bfunc[ \t]*\(")
+# the value of a ``:=`` that is a composite literal of a named type: ``T{``, ``&pkg.T{``, ``T[K]{``
+_LITERAL_VALUE = re.compile(r"[ \t]*&?[ \t]*((?:[A-Za-z_]\w*\.)?[A-Za-z_]\w*)(?:\[[^\]\n]*\])?\{")
 
 
 def _type_name(t: str) -> str | None:
@@ -388,9 +391,9 @@ class _Go(Builder):
 
     # ---- declared types --------------------------------------------------------------------
     def _vars(self, fn: Def) -> dict[str, str | None]:
-        """A function's names with their declared types (parameters, ``var x T``, function
-        literals' parameters); ``None`` where a name is declared twice with other types or
-        also bound by ``:=``."""
+        """A function's names with their declared types (parameters, ``var x T``, ``x := T{..}``,
+        function literals' parameters); ``None`` where a name is declared twice with other types
+        or also bound by ``:=`` to other than a composite literal of its type."""
         got = fn.data.get("vars")
         if got is not None:
             return got
@@ -408,9 +411,12 @@ class _Go(Builder):
             lo, hi = fn.body, fn.end
             for m in _VAR.finditer(code, lo, hi):
                 bind(m.group(1), m.group(2).strip() or None)
-            for names in short_names(code, lo, hi):
+            for names, at in short_bindings(code, lo, hi):
+                # `x := T{..}` / `x := &pkg.T{..}`: a composite literal's type is the value's
+                lit = _LITERAL_VALUE.match(code, at) if "," not in names else None
+                typ = lit.group(1) if lit and lit.group(1) not in _BUILTINS else None
                 for name in re.split(r"[ \t]*,[ \t]*", names):
-                    bind(name, None)
+                    bind(name, typ)
             for m in _FUNC_LIT.finditer(code, lo, hi):
                 for name, typ in _params(code[m.end():pairs.get(m.end() - 1, m.end())]):
                     bind(name, typ)
@@ -506,6 +512,11 @@ def short_names(code: str, lo: int, hi: int) -> list[str]:
     a body (half of the loader's time on grpc-go), the names end where ``:=`` is. The longest
     backward match is the forward scan's leftmost one: names, commas and blanks only, so the
     match can neither reach into an earlier ``:=`` nor start before ``lo``."""
+    return [names for names, _ in short_bindings(code, lo, hi)]
+
+
+def short_bindings(code: str, lo: int, hi: int) -> list[tuple[str, int]]:
+    """:func:`short_names` with the offset right after each one's ``:=``."""
     out = []
     i = code.find(":=", lo, hi)
     while i >= 0:
@@ -517,7 +528,7 @@ def short_names(code: str, lo: int, hi: int) -> list[str]:
                 break
             width *= 8                      # (the names reach the window's edge: look further)
         if m is not None:
-            out.append(m.group(1)[::-1])
+            out.append((m.group(1)[::-1], i + 2))
         i = code.find(":=", i + 2, hi)
     return out
 

@@ -23,8 +23,9 @@ LOADERS.update({s.name: CodeLoader(s, m.load) for m, s in ((jsnames, langspec.JA
 # the roots it walks (kgsearch.indexer.plan), so an updated index holds what a fresh build would.
 # An index written before versions were kept read every loader at 1.
 LOADER_VERSIONS = dict.fromkeys(LOADERS, 1) | {
-    "rust": 2,              # $crate:: paths in macros as crate::; a file's macro_rules! by bare name; no pub() calls
-    "go": 3,                # 2: methods under their receiver type (contains from the type); 3: import comments
+    "rust": 2,              # $crate:: paths; a file's macro_rules! by bare name; no pub() calls; let x = T {..}
+    "go": 3,                # 2: methods under their receiver type (contains from the type); 3: import
+                            # comments stand for go.mod, x := T{..} has type T
     "csharp": 2,            # files that use NUnit/xUnit/MSTest are test code
 }
 

@@ -33,10 +33,10 @@ Edges:
   ``m!(..)`` (``$crate::a::f()`` and ``$crate::m!(..)`` too), resolved through the module's
   items, its ``use`` names and globs, and the ``impl``'s type; a file's top-level
   ``macro_rules!`` answers to its bare name crate-wide (``#[macro_use]`` textual scope: tokio's
-  ``cfg_rt! { .. }``, ``ready!(..)``), below ``#[macro_export]`` ones. ``pub(crate)`` is no call. Methods on values whose type is
-  declared: ``self.field.f()`` (the field's type in the ``struct`` of the ``impl``'s type, in the
-  same file) and ``x.f()`` for a parameter
-  ``x: Type`` or a local ``let x: Type`` -> ``Type::f``; through references and the wrappers
+  ``cfg_rt! { .. }``, ``ready!(..)``), below ``#[macro_export]`` ones. ``pub(crate)`` is no
+  call. Methods on values whose type is declared: ``self.field.f()`` (the field's type in the
+  ``struct`` of the ``impl``'s type, in the same file) and ``x.f()`` for a parameter ``x: Type``,
+  a local ``let x: Type`` or ``let x = Type { .. }`` -> ``Type::f``; through references and the wrappers
   ``Arc``, ``Rc``, ``Box``, ``Pin``, ``Cow``, ``Mutex``, ``RwLock``, ``RefCell``, ``Cell`` ...
   the innermost type first (``Arc<Mutex<Inner>>``: ``Inner::f``, else ``Mutex::f``, else
   ``Arc::f``). A name bound more than once with other types (or also untyped: ``let x = ..``,
@@ -103,6 +103,9 @@ _TYPE_PATH = re.compile(r"\s*((?:\w+\s*::\s*)*\w+)\s*(<)?")
 _PARAM = re.compile(r"(?:mut\s+)?(\w+)\s*:(?!:)\s*(.+)$", re.S)
 _FIELD = re.compile(r"(?:pub\s*(?:\([^()]*\))?\s*)?(?:r#)?(\w+)\s*:(?!:)\s*(.+)$", re.S)
 _LET = re.compile(r"\blet\s+(?:mut\s+)?(\w+)\s*(:(?!:))?")
+# ``= Type {`` / ``= a::Type {`` after an untyped ``let x`` (types are CamelCase: ``= match x {``,
+# ``= if c {``, ``= unsafe {`` are blocks)
+_LET_LITERAL = re.compile(r"=\s*((?:\w+\s*::\s*)*[A-Z]\w*)\s*\{")
 # other bindings that may shadow a typed name: for loops, closures' parameters, patterns
 _REBIND = re.compile(r"\bfor\s+(?:mut\s+)?(\w+)\s+in\b|(?:Some|Ok|Err)\s*\(\s*(?:ref\s+)?(?:mut\s+)?(\w+)\s*\)")
 _CLOSURE = re.compile(r"(?:^|[(,=]|\bmove)\s*\|([^|]*)\|")
@@ -512,8 +515,8 @@ class _Rust(Builder):
         return out
 
     def _vars(self, fn: Def) -> dict[str, str | None]:
-        """A function's names with their declared types (parameters, ``let x: T``); ``None``
-        where a name is bound more than once with another type or also untyped."""
+        """A function's names with their declared types (parameters, ``let x: T``, ``let x = T
+        {..}``); ``None`` where a name is bound more than once with another type or also untyped."""
         got = fn.data.get("vars")
         if got is not None:
             return got
@@ -536,7 +539,10 @@ class _Rust(Builder):
             lo, hi = fn.body, fn.end
             for m in _LET.finditer(code, lo, hi):
                 typ = None
-                if m.group(2):
+                lit = None if m.group(2) else _LET_LITERAL.match(code, m.end())
+                if lit:                         # `let x = Type { .. }`: a struct literal's type
+                    typ = lit.group(1)
+                elif m.group(2):
                     e = m.end()
                     stop = len(code)
                     for ch in "=;":
