@@ -926,6 +926,24 @@ def test_rust_bench_targets_are_tests(tmp_path):
     assert not nodes["rs:src/benches.rs:speed"][4] & FLAG_TEST            # a module named benches
 
 
+def test_c_family_test_projects_named_for_tests_are_tests(tmp_path):
+    # Catch2's projects/ExtraTests/X01-PrefixedMacros.cpp (and WebKit's LayoutTests/, unit_tests/,
+    # integration-tests/): test programs, not the library; they took top-5 slots in Catch2 issues
+    nodes, _ = build(tmp_path, {
+        "include/catch_message.cpp": "void capture() {}\n",
+        "projects/ExtraTests/X01-PrefixedMacros.cpp": "int main() { return 0; }\n",
+        "src/unit_tests/run.c": "int run(void) { return 0; }\n",
+        "src/integration-tests/all.cc": "int all() { return 0; }\n",
+        "src/Latest/news.c": "int news(void) { return 0; }\n",          # not a test folder
+        "src/contests/score.c": "int score(void) { return 0; }\n",
+    })
+    for key in ("c:projects/ExtraTests/X01-PrefixedMacros.cpp:main", "c:src/unit_tests/run.c:run",
+                "c:src/integration-tests/all.cc:all"):
+        assert nodes[key][4] & FLAG_TEST, key
+    for key in ("c:include/catch_message.cpp:capture", "c:src/Latest/news.c:news", "c:src/contests/score.c:score"):
+        assert not nodes[key][4] & FLAG_TEST, key
+
+
 def test_go_methods_are_members_of_their_type_declared_in_the_file(tmp_path):
     # `func (s *Server) Serve()` hung off the file: `contains` went file -> Server.Serve, so the
     # walk from a type, `impact Server` and `related Server` never reached its methods

@@ -26,6 +26,7 @@ LOADER_VERSIONS = dict.fromkeys(LOADERS, 1) | {
     "rust": 2,              # $crate:: paths; a file's macro_rules! by bare name; no pub() calls; let x = T {..}
     "go": 3,                # 2: methods under their receiver type (contains from the type); 3: import
                             # comments stand for go.mod, x := T{..} has type T
+    "c": 2, "cpp": 2,       # folders named *Tests, *_tests, *-tests hold tests
     "csharp": 2,            # files that use NUnit/xUnit/MSTest are test code
 }
 
