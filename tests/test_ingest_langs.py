@@ -486,6 +486,83 @@ def test_single_header_amalgamations_are_generated(tmp_path):
     assert not nodes["c:include/catch.hpp"][4] & FLAG_VENDORED
 
 
+def test_go_import_comments_stand_for_a_missing_go_mod(tmp_path):
+    # A GOPATH-era checkout without go.mod (grpc-go's snapshot: `package grpc // import
+    # "google.golang.org/grpc"` in doc.go): its subpackages resolved by dropping the path's
+    # leading elements, but the root package, the project's main API, had no folder to resolve
+    # to, so no import of it and no `grpc.NewServer()` call had an edge. The nearest import
+    # comment up the folders now stands for the module line; a folder's own comment counts up
+    # the folders its path names (`metadata/` is `.../grpc/metadata`); other paths as before.
+    _, edges = build(tmp_path, {
+        "doc.go": '// Package grpc.\npackage grpc // import "google.golang.org/grpc"\n',
+        "server.go": "package grpc\n\ntype Server struct{}\n\nfunc NewServer() *Server { return nil }\n",
+        "balancer/base/base.go": "package base\n\nfunc NewBuilder() {}\n",
+        "balancer/roundrobin/rr.go": """\
+            package roundrobin
+
+            import (
+            \t"google.golang.org/grpc"
+            \t"google.golang.org/grpc/balancer/base"
+            \t"github.com/golang/protobuf/proto"
+            )
+
+            func init() {
+            \tgrpc.NewServer()
+            \tbase.NewBuilder()
+            \tproto.Marshal()
+            }
+            """,
+        "metadata/md.go": 'package metadata // import "google.golang.org/grpc/metadata"\n\n'
+                          'import "google.golang.org/grpc"\n\nfunc F() { grpc.NewServer() }\n',
+    })
+    rr = "go:balancer/roundrobin/rr.go"
+    assert {d for s, t, d in edges if s == rr and t == "imports"} == {"go:doc.go", "go:balancer/base/base.go", None}
+    assert calls_of(edges, rr + ":init") == {"go:server.go:NewServer", "go:balancer/base/base.go:NewBuilder", None}
+    assert has(edges, "go:metadata/md.go", "imports", "go:doc.go")
+    assert calls_of(edges, "go:metadata/md.go:F") == {"go:server.go:NewServer"}
+
+
+def test_go_names_bound_to_a_composite_literal_have_its_type(tmp_path):
+    # `cc := &ClientConn{..}` then `cc.connect()` (grpc-go's DialContext): the literal says the
+    # value's type exactly, as `var cc *ClientConn` does; a name also bound otherwise, two names
+    # bound at once, slices, maps and anonymous structs give no type (no inference)
+    _, edges = build(tmp_path, {
+        "go.mod": "module example.com/m\n",
+        "resolver/r.go": "package resolver\n\ntype Builder struct{}\n\nfunc (b Builder) Build() {}\n",
+        "cc/cc.go": """\
+            package cc
+
+            import "example.com/m/resolver"
+
+            type ClientConn struct{ n int }
+
+            func (cc *ClientConn) connect() {}
+
+            func Dial() {
+            \tcc := &ClientConn{n: 1}
+            \tcc.connect()
+            \tr := resolver.Builder{}
+            \tr.Build()
+            }
+
+            func Others() {
+            \tp := []ClientConn{}
+            \tp.connect()
+            \tq, w := ClientConn{}, 1
+            \tq.connect()
+            \ts := struct{ a int }{}
+            \ts.connect()
+            \tv := ClientConn{}
+            \tv := f()
+            \tv.connect()
+            }
+            """})
+    c = "go:cc/cc.go:"
+    assert calls_of(edges, c + "Dial") == {c + "ClientConn", c + "ClientConn.connect", "go:resolver/r.go:Builder",
+                                           "go:resolver/r.go:Builder.Build"}
+    assert calls_of(edges, c + "Others") == {c + "ClientConn", None}        # the literals; f() unresolved
+
+
 def test_go_composite_literals_call_their_type(tmp_path):
     # `&stats.InPayload{..}` builds a value as Python's `InPayload(..)` does: a calls edge to the
     # type, so the walk joins a type to the code that fills it in (gofmt: `T{`; a block: ` {`)
@@ -550,6 +627,95 @@ def test_format_forces_any_language_loader(tmp_path, fmt, text, kind):
 
 def calls_of(edges, src):
     return {d for s, t, d in edges if s == src and t == "calls"}
+
+
+def test_rust_dollar_crate_paths_in_macros_are_the_defining_crate(tmp_path):
+    # `$crate::a::f()` in a macro's body is `crate::a::f()` of the crate that defines the macro
+    # (the macro's expansion reaches its support code that way: tokio's `select!` and
+    # `macros/support.rs`); the calls, macro calls and `use` trees on `$crate` had no edge
+    _, edges = build(tmp_path, {
+        "Cargo.toml": '[package]\nname = "mac"\nversion = "0.1.0"\n',
+        "src/lib.rs": "#[macro_use]\nmod macros;\npub mod support;\n",
+        "src/support.rs": "pub fn poll_fn() {}\npub fn ready() {}\n",
+        "src/macros/mod.rs": "#[macro_use]\nmod select;\n",
+        "src/macros/select.rs": """\
+            #[macro_export]
+            macro_rules! select {
+                ($($t:tt)*) => {{
+                    use $crate::support::ready;
+                    $crate::support::poll_fn();
+                    $crate :: helper!();
+                    $x.poll_fn();
+                }};
+            }
+            #[macro_export]
+            macro_rules! helper { () => {} }
+            """})
+    s = "rs:src/macros/select.rs"
+    assert has(edges, s, "imports", "rs:src/support.rs:ready")
+    assert calls_of(edges, s + ":select") == {"rs:src/support.rs:poll_fn", s + ":helper"}
+
+
+def test_rust_crate_macros_by_bare_name_and_no_pub_calls(tmp_path):
+    # A file's `macro_rules!` reaches the rest of its crate by its bare name (`#[macro_use] mod
+    # macros;`: tokio's `cfg_rt! { .. }`, `ready!(..)`), so `cfg_rt!` elsewhere calls it; one
+    # defined inside a function stays local. `pub(crate)` / `pub(super)` are visibilities, not
+    # calls of a `pub` (1,605 unresolved `pub` calls in tokio).
+    _, edges = build(tmp_path, {
+        "Cargo.toml": '[package]\nname = "m"\nversion = "0.1.0"\n',
+        "src/lib.rs": "#[macro_use]\nmod macros;\npub mod a;\nmod b;\n",
+        "src/macros.rs": "macro_rules! cfg_rt {\n    ($($i:item)*) => { $($i)* }\n}\n",
+        "src/a.rs": """\
+            cfg_rt! {
+                pub(crate) fn f() { local!(); }
+            }
+            pub(crate) fn g() {
+                macro_rules! local { () => {} }
+                cfg_rt!();
+            }
+            """,
+        "src/b.rs": "pub(super) fn h() { local!(); }\n",
+    })
+    mac = "rs:src/macros.rs:cfg_rt"
+    assert calls_of(edges, "rs:src/a.rs") == {mac}
+    assert calls_of(edges, "rs:src/a.rs:g") == {mac}
+    assert calls_of(edges, "rs:src/a.rs:f") == calls_of(edges, "rs:src/b.rs:h") == {None}   # g's local!: not theirs
+    assert calls_of(edges, "rs:src/b.rs") == set()
+
+
+def test_rust_let_bound_struct_literals_have_their_type(tmp_path):
+    # `let t = Task { .. }; t.poll()`: a struct literal says the value's type exactly, as
+    # `let t: Task` does; blocks (`= match x {`, `= if c {`) and a name bound again give none
+    _, edges = build(tmp_path, {
+        "Cargo.toml": '[package]\nname = "t"\nversion = "0.1.0"\n',
+        "src/lib.rs": "pub mod task;\npub mod run;\n",
+        "src/task.rs": "pub struct Task { id: u64 }\nimpl Task { pub fn poll(&self) {} }\n",
+        "src/run.rs": """\
+            use crate::task::{self, Task};
+
+            pub fn a() {
+                let t = Task { id: 1 };
+                t.poll();
+            }
+            pub fn b() {
+                let mut t = task::Task { id: 1 };
+                t.poll();
+            }
+            pub fn c() {
+                let t = match x { _ => 1 };
+                t.poll();
+                let u = if y { 1 } else { 2 };
+                u.poll();
+            }
+            pub fn d() {
+                let t = Task { id: 1 };
+                let t = other();
+                t.poll();
+            }
+            """})
+    r, poll = "rs:src/run.rs:", "rs:src/task.rs:Task.poll"
+    assert calls_of(edges, r + "a") == calls_of(edges, r + "b") == {poll}
+    assert calls_of(edges, r + "c") == set() and calls_of(edges, r + "d") == {None}    # other() unresolved
 
 
 def test_rust_methods_on_values_of_declared_types(tmp_path):
@@ -758,6 +924,24 @@ def test_rust_bench_targets_are_tests(tmp_path):
     assert nodes["rs:benches/total.rs:bench_total"][4] & FLAG_TEST
     assert not nodes["rs:src/lib.rs:total"][4] & FLAG_TEST
     assert not nodes["rs:src/benches.rs:speed"][4] & FLAG_TEST            # a module named benches
+
+
+def test_c_family_test_projects_named_for_tests_are_tests(tmp_path):
+    # Catch2's projects/ExtraTests/X01-PrefixedMacros.cpp (and WebKit's LayoutTests/, unit_tests/,
+    # integration-tests/): test programs, not the library; they took top-5 slots in Catch2 issues
+    nodes, _ = build(tmp_path, {
+        "include/catch_message.cpp": "void capture() {}\n",
+        "projects/ExtraTests/X01-PrefixedMacros.cpp": "int main() { return 0; }\n",
+        "src/unit_tests/run.c": "int run(void) { return 0; }\n",
+        "src/integration-tests/all.cc": "int all() { return 0; }\n",
+        "src/Latest/news.c": "int news(void) { return 0; }\n",          # not a test folder
+        "src/contests/score.c": "int score(void) { return 0; }\n",
+    })
+    for key in ("c:projects/ExtraTests/X01-PrefixedMacros.cpp:main", "c:src/unit_tests/run.c:run",
+                "c:src/integration-tests/all.cc:all"):
+        assert nodes[key][4] & FLAG_TEST, key
+    for key in ("c:include/catch_message.cpp:capture", "c:src/Latest/news.c:news", "c:src/contests/score.c:score"):
+        assert not nodes[key][4] & FLAG_TEST, key
 
 
 def test_go_methods_are_members_of_their_type_declared_in_the_file(tmp_path):

@@ -21,15 +21,18 @@ Edges:
   path of the nearest ``go.mod`` maps to its folder exactly; without a ``go.mod``, a path whose
   first element is a domain (``github.com/x/y/z``) is tried as a folder under the root whole, then
   without its leading elements (``x/y/z``, ``y/z``, ``z``: a GOPATH-style tree, or a checkout of
-  ``x/y``); standard-library paths (``net/http``) are never folders of the tree.
+  ``x/y``), and the nearest import comment up the folders (``package grpc // import
+  "google.golang.org/grpc"``) stands for a module line, so a checkout's root package resolves
+  too; standard-library paths (``net/http``) are never folders of the tree.
 * ``calls``: ``f()`` -> the package's ``f``; ``pkg.F()`` -> ``F`` in the imported package
   (and a composite literal ``T{..}``, ``&pkg.T{..}`` -> the type, as a Python ``Cls()`` call)
   (its import name: the alias, else the path's last element without a ``go-`` prefix or a
   ``.vN`` suffix); ``r.M()`` with ``r`` the method's receiver -> ``T.M``. Methods on values whose
   type is declared: ``r.field.M()`` (the field's type in the receiver type's ``struct``, in the
-  same file; an embedded field by its type's name) and ``x.M()`` for a parameter ``x T`` or a
-  local ``var x T`` -> ``T.M`` (``*T``, ``pkg.T``, ``T[K]`` alike). A name declared twice with
-  other types, or also bound by ``:=`` (which may shadow it), a field two types of that name
+  same file; an embedded field by its type's name) and ``x.M()`` for a parameter ``x T``, a
+  local ``var x T`` or ``x := T{..}`` (``&pkg.T{..}``: a composite literal's type) -> ``T.M``
+  (``*T``, ``pkg.T``, ``T[K]`` alike). A name declared twice with other types, or also bound by
+  ``:=`` to anything else (which may shadow it), a field two types of that name
   declare differently, slices, maps, channels and function types give no edge. Not resolved:
   calls on other values (``x := f()``: no inference), builtins, function values, methods
   promoted from embedded fields, a ``struct`` declared in another file than the method.
@@ -38,8 +41,10 @@ Edges:
 from __future__ import annotations
 
 import bisect
+import os
 import posixpath
 import re
+from pathlib import Path
 
 from .clex import lex
 from ..types import FLAG_TEST
@@ -69,6 +74,10 @@ _BUILTINS = frozenset("append cap clear close complex copy delete imag len make 
                       "string uint uint8 uint16 uint32 uint64 uintptr any comparable func if for switch return go "
                       "defer select case range chan map struct interface type var const package import else".split())
 _GOMOD_CACHE: dict[str, tuple[int, str]] = {}
+# a package clause's import comment (``package grpc // import "google.golang.org/grpc"``): the
+# folder's import path, as GOPATH-era Go checked it (read from the file's head, not lexed)
+_IMPORT_COMMENT = re.compile(r'(?m)^package[ \t]+\w+[ \t]*//[ \t]*import[ \t]+"([^"\n]+)"')
+_IMPORT_COMMENT_CACHE: dict[str, tuple[tuple, str | None]] = {}   # folder -> (its signature, path)
 # a composite literal's type (gofmt writes ``T{``, ``&pkg.T{``, ``[]T{``; a block's ``{`` follows a space)
 _LITERAL = re.compile(r"(?<![\w.])((?:[A-Za-z_]\w*\.)?[A-Za-z_]\w*)\{")    # the reference of literal_types
 # declared types: a named type, through pointers (``*pkg.T``, ``T[K]``); not []T, map, chan, func
@@ -78,6 +87,8 @@ _VAR = re.compile(r"\bvar[ \t]+(\w+)[ \t]*([^=\n;]*)")
 _SHORT = re.compile(r"(\w+(?:[ \t]*,[ \t]*\w+)*)[ \t]*:=")   # the reference of short_names
 _SHORT_BACK = re.compile(r"[ \t]*(\w+(?:[ \t]*,[ \t]*\w+)*)")   # _SHORT read backwards from its ":="
 _FUNC_LIT = re.compile(r"\bfunc[ \t]*\(")
+# the value of a ``:=`` that is a composite literal of a named type: ``T{``, ``&pkg.T{``, ``T[K]{``
+_LITERAL_VALUE = re.compile(r"[ \t]*&?[ \t]*((?:[A-Za-z_]\w*\.)?[A-Za-z_]\w*)(?:\[[^\]\n]*\])?\{")
 
 
 def _type_name(t: str) -> str | None:
@@ -134,6 +145,60 @@ def _module_path(path, root: str) -> tuple[str, str] | None:
     return m.group(1), ("" if rel_dir == "." else rel_dir)
 
 
+def _folder_import_path(folder: Path) -> str | None:
+    """The import path a folder's package clause gives in an import comment (the first
+    non-test ``.go`` file with one, in name order), ``None`` without one. Kept per folder while
+    its listing (the folder's mtime) and the file that had it stay as they were: a few ``stat``
+    calls a file loaded, not a read of every file of its folders."""
+    key = str(folder)
+    try:
+        dir_mtime = folder.stat().st_mtime_ns
+        got = _IMPORT_COMMENT_CACHE.get(key)
+        if got is not None and got[0][0] == dir_mtime and (
+                got[0][1] is None or (folder / got[0][1]).stat().st_mtime_ns == got[0][2]):
+            return got[1]
+        names = sorted(e.name for e in os.scandir(folder)
+                       if e.name.endswith(".go") and not e.name.endswith("_test.go") and e.is_file())
+    except OSError:
+        return None
+    found, sig = None, (dir_mtime, None, 0)
+    for name in names:
+        try:
+            with open(folder / name, encoding="utf-8", errors="replace") as f:
+                head = f.read(16384)
+                m = _IMPORT_COMMENT.search(head)
+                if m:
+                    found, sig = m.group(1).strip(), (dir_mtime, name, os.fstat(f.fileno()).st_mtime_ns)
+                    break
+        except OSError:
+            continue
+    _IMPORT_COMMENT_CACHE[key] = (sig, found)
+    return found
+
+
+def _comment_module(path, root: str) -> tuple[str, str] | None:
+    """Without a go.mod: (an import path, its folder relative to the root) from the nearest
+    folder at or above ``path``'s, up to ``root``, whose package clause has an import comment,
+    taken up the folders its path's last elements name (``metadata/`` importable as
+    ``google.golang.org/grpc/metadata``: the root is ``google.golang.org/grpc``). It stands for a
+    module line: the root package of a GOPATH checkout had no folder to resolve to."""
+    d = Path(path).parent
+    top = Path(root)
+    for _ in range(64):
+        ipath = _folder_import_path(d)
+        if ipath:
+            rel_dir = posixpath.relpath(d.as_posix(), top.as_posix())
+            ip, fd = ipath.strip("/").split("/"), ([] if rel_dir == "." else rel_dir.split("/"))
+            while len(ip) > 1 and fd and ip[-1] == fd[-1]:    # metadata/ is .../grpc/metadata:
+                ip.pop()                                     # the folders above are .../grpc's
+                fd.pop()
+            return "/".join(ip), "/".join(fd)
+        if d == top or d.parent == d or top not in d.parents:
+            return None
+        d = d.parent
+    return None
+
+
 def _import_name(ipath: str) -> str:
     last = ipath.rstrip("/").rsplit("/", 1)[-1]
     last = re.sub(r"\.v\d+$", "", last)
@@ -151,6 +216,9 @@ class _Go(Builder):
         d = posixpath.dirname(self.rel)
         self.dir = d or "."
         self.gomod = _module_path(path, opts.root) if opts.root else None
+        # without one, an import comment up the folders stands for it (other paths still tried
+        # GOPATH-style)
+        self.commented = self.gomod is None and opts.root and _comment_module(path, opts.root) or None
         self.pkgs: dict[str, list[str]] = {}        # import name -> candidate folders
         self.test_rank = 0
 
@@ -169,6 +237,11 @@ class _Go(Builder):
                 rest = ipath[len(mpath):].strip("/")
                 return [posixpath.join(mdir, rest) if mdir and rest else (mdir or rest or ".")]
             return [ipath]
+        if self.commented:
+            mpath, mdir = self.commented
+            if ipath == mpath or ipath.startswith(mpath + "/"):
+                rest = ipath[len(mpath):].strip("/")
+                return [posixpath.join(mdir, rest) if mdir and rest else (mdir or rest or ".")]
         parts = ipath.split("/")
         if "." not in parts[0]:                  # the standard library ("net/http"): never a folder here
             return [ipath]
@@ -318,9 +391,9 @@ class _Go(Builder):
 
     # ---- declared types --------------------------------------------------------------------
     def _vars(self, fn: Def) -> dict[str, str | None]:
-        """A function's names with their declared types (parameters, ``var x T``, function
-        literals' parameters); ``None`` where a name is declared twice with other types or
-        also bound by ``:=``."""
+        """A function's names with their declared types (parameters, ``var x T``, ``x := T{..}``,
+        function literals' parameters); ``None`` where a name is declared twice with other types
+        or also bound by ``:=`` to other than a composite literal of its type."""
         got = fn.data.get("vars")
         if got is not None:
             return got
@@ -338,9 +411,12 @@ class _Go(Builder):
             lo, hi = fn.body, fn.end
             for m in _VAR.finditer(code, lo, hi):
                 bind(m.group(1), m.group(2).strip() or None)
-            for names in short_names(code, lo, hi):
+            for names, at in short_bindings(code, lo, hi):
+                # `x := T{..}` / `x := &pkg.T{..}`: a composite literal's type is the value's
+                lit = _LITERAL_VALUE.match(code, at) if "," not in names else None
+                typ = lit.group(1) if lit and lit.group(1) not in _BUILTINS else None
                 for name in re.split(r"[ \t]*,[ \t]*", names):
-                    bind(name, None)
+                    bind(name, typ)
             for m in _FUNC_LIT.finditer(code, lo, hi):
                 for name, typ in _params(code[m.end():pairs.get(m.end() - 1, m.end())]):
                     bind(name, typ)
@@ -436,6 +512,11 @@ def short_names(code: str, lo: int, hi: int) -> list[str]:
     a body (half of the loader's time on grpc-go), the names end where ``:=`` is. The longest
     backward match is the forward scan's leftmost one: names, commas and blanks only, so the
     match can neither reach into an earlier ``:=`` nor start before ``lo``."""
+    return [names for names, _ in short_bindings(code, lo, hi)]
+
+
+def short_bindings(code: str, lo: int, hi: int) -> list[tuple[str, int]]:
+    """:func:`short_names` with the offset right after each one's ``:=``."""
     out = []
     i = code.find(":=", lo, hi)
     while i >= 0:
@@ -447,7 +528,7 @@ def short_names(code: str, lo: int, hi: int) -> list[str]:
                 break
             width *= 8                      # (the names reach the window's edge: look further)
         if m is not None:
-            out.append(m.group(1)[::-1])
+            out.append((m.group(1)[::-1], i + 2))
         i = code.find(":=", i + 2, hi)
     return out
 

@@ -171,6 +171,9 @@ _C_FRAMES = _frames(
     r"\bin (?P<func>[\w:~<>]+)(?:\([^)]*\))? " + _P + r"\.(?:c|h|cc|cpp|cxx|hh|hpp|hxx|inl)):(?P<line>\d+)",
     r"\b(?P<func>[\w:~<>]+) \([^)]*\) at " + _P + r"\.(?:c|h|cc|cpp|cxx|hh|hpp|hxx|inl)):(?P<line>\d+)")
 _C_TESTS = dict(test_dirs=frozenset({"test", "tests", "testing", "unittest", "unittests"}),  # LLVM's unittests/
+               # test projects named for what they test: Catch2's projects/ExtraTests, WebKit's
+               # LayoutTests, unit_tests/, integration-tests/
+               test_dir_names=("*Tests", "*_tests", "*-tests"),
                test_names=("*_test.c", "*_test.cc", "*_test.cpp", "*_unittest.cc", "*_unittest.cpp", "test_*.c",
                            "test_*.cc", "test_*.cpp", "*.tests.cpp", "*_tests.cpp", "*_tests.c"))
 C = LangSpec("c", "c", (".c", ".h"), **_C_TESTS, frames=_C_FRAMES)

@@ -28,12 +28,15 @@ Edges:
   too; ``use`` trees
   (``use a::{b, c::*};``, ``as`` renames) -> the item, else the module (``crate::``, ``self::``,
   ``super::`` resolved; other paths tried as written, from the current module and from the
-  crate root).
+  crate root; ``$crate::`` in a macro's body as ``crate::``).
 * ``calls``: ``f()``, ``path::f()``, ``Type::f()``, ``Self::f()``, ``self.f()`` and macro calls
-  ``m!(..)``, resolved through the module's items, its ``use`` names and globs, and the
-  ``impl``'s type. Methods on values whose type is declared: ``self.field.f()`` (the field's
-  type in the ``struct`` of the ``impl``'s type, in the same file) and ``x.f()`` for a parameter
-  ``x: Type`` or a local ``let x: Type`` -> ``Type::f``; through references and the wrappers
+  ``m!(..)`` (``$crate::a::f()`` and ``$crate::m!(..)`` too), resolved through the module's
+  items, its ``use`` names and globs, and the ``impl``'s type; a file's top-level
+  ``macro_rules!`` answers to its bare name crate-wide (``#[macro_use]`` textual scope: tokio's
+  ``cfg_rt! { .. }``, ``ready!(..)``), below ``#[macro_export]`` ones. ``pub(crate)`` is no
+  call. Methods on values whose type is declared: ``self.field.f()`` (the field's type in the
+  ``struct`` of the ``impl``'s type, in the same file) and ``x.f()`` for a parameter ``x: Type``,
+  a local ``let x: Type`` or ``let x = Type { .. }`` -> ``Type::f``; through references and the wrappers
   ``Arc``, ``Rc``, ``Box``, ``Pin``, ``Cow``, ``Mutex``, ``RwLock``, ``RefCell``, ``Cell`` ...
   the innermost type first (``Arc<Mutex<Inner>>``: ``Inner::f``, else ``Mutex::f``, else
   ``Arc::f``). A name bound more than once with other types (or also untyped: ``let x = ..``,
@@ -77,8 +80,9 @@ _STD_MACROS = frozenset("println print eprintln eprint format write writeln vec 
                         "debug_assert debug_assert_eq debug_assert_ne panic unreachable unimplemented todo matches "
                         "dbg cfg include include_str include_bytes concat stringify env option_env line column file "
                         "module_path format_args compile_error thread_local macro_rules".split())
+# (``pub(crate)`` is a visibility, not a call)
 _KEYWORDS = frozenset("if while for match loop return fn let mut ref move as in where impl unsafe async await "
-                      "Some None Ok Err Box".split())
+                      "pub Some None Ok Err Box".split())
 _EXTERN_ROOTS = frozenset("std core alloc Some None Ok Err Box Vec String Option Result Iterator IntoIterator "
                           "ExactSizeIterator DoubleEndedIterator Extend FromIterator From Into TryFrom TryInto AsRef "
                           "AsMut Default Clone Copy Debug Display Drop Deref DerefMut Eq PartialEq Ord PartialOrd Hash "
@@ -99,9 +103,14 @@ _TYPE_PATH = re.compile(r"\s*((?:\w+\s*::\s*)*\w+)\s*(<)?")
 _PARAM = re.compile(r"(?:mut\s+)?(\w+)\s*:(?!:)\s*(.+)$", re.S)
 _FIELD = re.compile(r"(?:pub\s*(?:\([^()]*\))?\s*)?(?:r#)?(\w+)\s*:(?!:)\s*(.+)$", re.S)
 _LET = re.compile(r"\blet\s+(?:mut\s+)?(\w+)\s*(:(?!:))?")
+# ``= Type {`` / ``= a::Type {`` after an untyped ``let x`` (types are CamelCase: ``= match x {``,
+# ``= if c {``, ``= unsafe {`` are blocks)
+_LET_LITERAL = re.compile(r"=\s*((?:\w+\s*::\s*)*[A-Z]\w*)\s*\{")
 # other bindings that may shadow a typed name: for loops, closures' parameters, patterns
 _REBIND = re.compile(r"\bfor\s+(?:mut\s+)?(\w+)\s+in\b|(?:Some|Ok|Err)\s*\(\s*(?:ref\s+)?(?:mut\s+)?(\w+)\s*\)")
 _CLOSURE = re.compile(r"(?:^|[(,=]|\bmove)\s*\|([^|]*)\|")
+# a path from ``$crate`` in a macro's body, called or invoked: ``$crate::a::f(``, ``$crate::m!(``
+_DOLLAR_CRATE = re.compile(r"\$crate((?:\s*::\s*\w+)+)\s*(?:(\()|!\s*[(\[{])")
 
 
 def _split_top(s: str) -> list[str]:
@@ -226,6 +235,11 @@ class _Rust(Builder):
         out = [(f"{self.modq()}.{d.qual}", 0)]
         if d.data.get("export"):                 # #[macro_export]: at the crate root
             out.append((f"{self.crate}.{d.name}", 1))
+        elif d.decl == "macro" and d.parent is self.mod:
+            # a file's macro_rules! reach the rest of the crate by their bare name (textual
+            # scope, through `#[macro_use] mod ..;`), never by a path: a crate-wide name, below
+            # an exported one's
+            out.append((f"{self.crate}.{d.name}", 2))
         return out
 
     # ---- paths -------------------------------------------------------------------------
@@ -245,7 +259,7 @@ class _Rust(Builder):
             return []
         here = self.modpath + self._mods_of(scope)
         head = parts[0]
-        if head == "crate":
+        if head in ("crate", "$crate"):          # $crate: in a macro, the crate that defines it
             return [".".join([self.crate] + parts[1:])]
         if head in ("self", "super"):
             base = list(here)
@@ -501,8 +515,8 @@ class _Rust(Builder):
         return out
 
     def _vars(self, fn: Def) -> dict[str, str | None]:
-        """A function's names with their declared types (parameters, ``let x: T``); ``None``
-        where a name is bound more than once with another type or also untyped."""
+        """A function's names with their declared types (parameters, ``let x: T``, ``let x = T
+        {..}``); ``None`` where a name is bound more than once with another type or also untyped."""
         got = fn.data.get("vars")
         if got is not None:
             return got
@@ -525,7 +539,10 @@ class _Rust(Builder):
             lo, hi = fn.body, fn.end
             for m in _LET.finditer(code, lo, hi):
                 typ = None
-                if m.group(2):
+                lit = None if m.group(2) else _LET_LITERAL.match(code, m.end())
+                if lit:                         # `let x = Type { .. }`: a struct literal's type
+                    typ = lit.group(1)
+                elif m.group(2):
                     e = m.end()
                     stop = len(code)
                     for ch in "=;":
@@ -620,6 +637,9 @@ def load(path, rel: str, opts, spec=RUST):
                 calls.append((at, ["."] + parts))
             continue
         calls.append((at, split_chain(raw)))
+    for m in _DOLLAR_CRATE.finditer(code):   # call_sites and _BANG skip a path after a `$`
+        parts = ["crate"] + [x.strip() for x in m.group(1).split("::") if x.strip()]
+        calls.append((m.start(), parts if m.group(2) else ["!"] + parts))
     rev = code[::-1]
     n = len(code)
     for m in _BANG.finditer(code):
