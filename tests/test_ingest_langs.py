@@ -995,3 +995,41 @@ def test_go_methods_are_members_of_their_type_declared_in_the_file(tmp_path):
         # what calls a method depends on its type
         deps = {d["key"] for d in impact(ix, "go:srv/server.go:Server")["dependents"]}
         assert "go:app/main.go:main" in deps
+
+
+def test_rust_mod_declarations_say_whether_only_tests_build_them(tmp_path):
+    # the edge of `mod x;` carries decl: mod, and test when only tests build it (its own
+    # #[cfg(test)] / #[cfg(all(test, ..))], or an inline test module around it): the indexer
+    # flags the file it resolves to (kgsearch/indexer/testdecl.py); a plain `mod` of the same
+    # file in the same file keeps it production code
+    from kgsearch.ingest import rscode
+    from kgsearch.types import LoadOptions
+
+    root = tmp_path / "c"
+    (root / "src").mkdir(parents=True)
+    lib = root / "src" / "lib.rs"
+    lib.write_text(textwrap.dedent("""\
+        mod plain;
+        #[cfg(test)]
+        pub(crate) mod mocks;
+        #[cfg(all(test, loom))]
+        mod loom;
+        #[cfg(any(test, feature = "x"))]
+        mod either;
+        #[cfg(test)]
+        #[path = "fake.rs"]
+        mod fake;
+        #[cfg(test)]
+        mod twice;
+        #[cfg(not(test))]
+        mod twice;
+        #[cfg(test)]
+        mod tests {
+            mod inner;
+        }
+        """))
+    res = rscode.load(lib, "src/lib.rs", LoadOptions(root=str(root)))
+    props = {e.dst.split("\n")[0]: e.props for e in res.edges if e.type == "imports"}
+    test, plain = {"decl": "mod", "test": True}, {"decl": "mod"}
+    assert props == {"src/plain.rs": plain, "src/mocks.rs": test, "src/loom.rs": test, "src/either.rs": plain,
+                     "src/fake.rs": test, "src/twice.rs": plain, "src/tests/inner.rs": test}

@@ -100,6 +100,7 @@ class Builder:
         self.mod.key = f"{self.ns}:{self.rel}"
         self.mod.qual = self.rel
         self._imports: dict[str, int] = {}
+        self._import_props: dict[str, dict] = {}   # imports edge dst -> its props (a Rust `mod x;`)
         self._next_dup: dict[str, int] = {}   # key -> the next "#n" to try (n keys of one name: n steps, not n^2)
         self._fields: dict[str, dict[str, set[str]]] | None = None    # struct -> field -> types (field_type)
         self.adopted: list[Def] = []            # definitions written at the file's top level, under a type (adopt)
@@ -179,7 +180,8 @@ class Builder:
                 d.rec.text = self._class_text(d)
         mod.rec.text = self._module_text()
         for dst, line in self._imports.items():
-            res.edges.append(EdgeRec(mod.key, dst, "imports", self.ns, line=line))
+            res.edges.append(EdgeRec(mod.key, dst, "imports", self.ns, line=line,
+                                     props=dict(self._import_props.get(dst) or {})))
         for d in self.defs:
             for etype, items in (("inherits", d.bases), ("implements", d.implements)):
                 for cands, at in items:

@@ -12,6 +12,8 @@ attributes (``#[derive(..)]``, ``#[cfg(..)]``) and visibility. Doc comments (``/
 
 Tests: files under ``tests/``, items under ``#[cfg(test)]`` (or ``#[cfg(all(test, ..))]``, built
 only for tests too) and functions marked ``#[test]`` (or ``#[tokio::test]``, ``#[rstest]`` ...).
+A file declared so (``#[cfg(test)] mod mocks;``) says nothing of it itself: its ``mod`` edge
+carries ``test`` and the indexer flags the file it resolves to (:mod:`kgsearch.indexer.testdecl`).
 
 Names (``ns='rs'``): the crate is the nearest ``Cargo.toml``'s package name (``-`` -> ``_``;
 the root folder's name without one), a file's module path comes from its path under the
@@ -25,7 +27,7 @@ Edges:
 * ``imports``: ``mod x;`` -> ``x.rs`` or ``x/mod.rs`` where Rust looks for it (not yet under
   the folders of inline modules around it); ``#[path = "p"]`` -> that file, relative to the
   declaring file's folder (inside inline modules: to theirs), each ``#[cfg_attr(.., path = "p")]``
-  too; ``use`` trees
+  too (props ``decl: mod``, and ``test`` when only tests build the declaration); ``use`` trees
   (``use a::{b, c::*};``, ``as`` renames) -> the item, else the module (``crate::``, ``self::``,
   ``super::`` resolved; other paths tried as written, from the current module and from the
   crate root; ``$crate::`` in a macro's body as ``crate::``).
@@ -325,7 +327,7 @@ class _Rust(Builder):
                 best = d
         return best
 
-    def mod_decl(self, name: str, at: int, path: str | None = None) -> None:
+    def mod_decl(self, name: str, at: int, path: str | None = None, test: bool = False) -> None:
         """``mod name;`` at ``at`` -> its file where Rust looks for it: beside a crate root or a
         mod.rs, under ``src/a/`` for ``src/a.rs``; inside inline modules, under their folders
         (``tests/t.rs``: ``mod support { mod panic; }`` -> ``tests/support/panic.rs``, as rustc
@@ -333,12 +335,18 @@ class _Rust(Builder):
         inside inline modules, to the folder a ``mod x;`` there uses (``src/a/b.rs``: ``mod m {
         #[path = "o.rs"] mod o; }`` -> ``src/a/b/m/o.rs``); an inline module's own ``#[path = "p"]``
         is its folder, relative to the folder of the module around it (``src/lib.rs``:
-        ``#[path = "t"] mod m { mod x; }`` -> ``src/t/x.rs``; the Rust reference's rules)."""
+        ``#[path = "t"] mod m { mod x; }`` -> ``src/t/x.rs``; the Rust reference's rules).
+        The edge's props say ``decl: mod``, and ``test`` when only tests build the declaration
+        (``test``: its own attributes; or an inline ``#[cfg(test)]`` module around it) in every
+        ``mod`` of the file that names those candidates: the indexer flags the file it resolves
+        to as test code (:mod:`kgsearch.indexer.testdecl`)."""
         base = self.rel.rsplit("/", 1)[-1][:-3]
         # (folder, the file's own name still to enter before a folder below it), as rustc keeps it
         relative = base if not self.is_root and base not in ("mod", "lib", "main") else None
         dirs = [(posixpath.dirname(self.rel), relative)]
-        for m in self._inline_mods(self._scope_at(at)):
+        inline = self._inline_mods(self._scope_at(at))
+        test = test or any(m.test for m in inline)
+        for m in inline:
             nxt = []
             for d, rel in dirs:
                 for p in m.data.get("paths") or [None]:
@@ -354,7 +362,11 @@ class _Rust(Builder):
             else:
                 d = posixpath.join(d, rel) if rel else d
                 out += [posixpath.join(d, f"{name}.rs"), posixpath.join(d, name, "mod.rs")]
-        self.imports(list(dict.fromkeys(out)), at)
+        dst = "\n".join(dict.fromkeys(out))
+        self.imports(dst, at)
+        before = self._import_props.get(dst)
+        self._import_props[dst] = {"decl": "mod", "test": True} if test and (before is None or before.get("test")) \
+            else {"decl": "mod"}
 
     def _inline_mods(self, scope: Def) -> list[Def]:
         """The inline modules around ``scope``, outermost first."""
@@ -398,7 +410,7 @@ class _Rust(Builder):
         code, pairs = self.lx.code, self.lx.pairs
         n = len(code)
         defs: list[Def] = []
-        mod_decls: list[tuple[str, int, str | None]] = []
+        mod_decls: list[tuple[str, int, str | None, bool]] = []
         rev = code[::-1]
         for m in _ITEM.finditer(code):
             if not free(code, m.start(), "!$"):
@@ -451,7 +463,7 @@ class _Rust(Builder):
                     at = self._angles().skip(code.index("<", at))
                 mod_paths: list[str | None] = []
                 if kw == "mod":
-                    attrs = self._attrs_start(item_start)[0]
+                    attrs, test = self._attrs_start(item_start)
                     paths = [(a.group(1) is not None, a.group(2))
                              for a in _PATH_ATTR.finditer(self.lx.text, attrs, item_start)]
                     if paths and all(cond for cond, _ in paths):   # only #[cfg_attr(unix, path = "x.rs")]:
@@ -460,7 +472,7 @@ class _Rust(Builder):
                     e = find_end(code, pairs, at, ";{")
                     if e < n and code[e] == ";":       # read once the inline modules are known
                         for path in mod_paths:
-                            mod_decls.append((nm.group(1), m.start(), path))
+                            mod_decls.append((nm.group(1), m.start(), path, test))
                         continue
                 stop = find_end(code, pairs, at, ";{")
                 if stop >= n:
@@ -488,8 +500,8 @@ class _Rust(Builder):
                 d.data["export"] = True
             defs.append(d)
         self.nest(defs)
-        for name, at, path in mod_decls:
-            self.mod_decl(name, at, path)
+        for name, at, path, test in mod_decls:
+            self.mod_decl(name, at, path, test)
 
     def heritage(self) -> None:
         for d in self.defs:
