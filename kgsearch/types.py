@@ -10,6 +10,8 @@ FLAG_AUTO = 1          # shared node made by edge resolution (tag, entity, place
 FLAG_TEST = 2          # test code
 FLAG_PLACEHOLDER = 4   # link target that does not exist (yet)
 FLAG_VENDORED = 8     # code copied from another project or generated (vendor/, *.min.js, "DO NOT EDIT")
+FLAG_DECLARED_TEST = 16   # FLAG_TEST set by the indexer: a file another declares test-only (Rust
+                          # `#[cfg(test)] mod x;`, kgsearch.indexer.testdecl), not by its loader
 
 
 _TYPE_SEP = re.compile(r"[\s\-]+")

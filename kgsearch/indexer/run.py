@@ -34,6 +34,7 @@ from .load import load_job, pack_outcome, unpack_outcome
 from .plan import plan, record_loader_versions, resolve_roots
 from .state import IndexOptions, IndexReport, RunState
 from .steps import begin_steps, check_step_names, end_steps, run_steps
+from .testdecl import involves, mark_declared_tests
 from .writer import Writer
 
 __all__ = ["index_paths", "remove_roots", "check_options"]
@@ -309,6 +310,7 @@ def _apply(st: RunState, to_load: list[Found], deleted: list[tuple[int, str]], t
         ch.full = True
     begin_steps(st)                           # (the graph step starts tracking the rows that change)
     t0 = time.perf_counter()
+    declaring = involves(ix.conn, {f.loader for f in to_load}, [i for i, _ in deleted])
     for file_id, _ in deleted:
         writer.drop_file(file_id)
     _load_files(st, writer, edges, to_load)
@@ -316,6 +318,7 @@ def _apply(st: RunState, to_load: list[Found], deleted: list[tuple[int, str]], t
         again = _orphaned(st, writer)
         if not again:
             break
+        declaring = declaring or involves(ix.conn, {f.loader for f in again}, ())
         _load_files(st, writer, edges, again)
     report.phases["load"] = round(time.perf_counter() - t0, 3)
     t0 = time.perf_counter()
@@ -323,6 +326,8 @@ def _apply(st: RunState, to_load: list[Found], deleted: list[tuple[int, str]], t
     edges.resolve()
     writer.collect_garbage()
     edges.compare_file_edges()
+    if declaring:                             # Rust's #[cfg(test)] mod x;: x's file is test code
+        mark_declared_tests(ix.conn, ch, writer.stored_files)
     report.phases["resolve"] = round(time.perf_counter() - t0, 3)
     stale = set(ix.stale_steps())
     recheck = set()
