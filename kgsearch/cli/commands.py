@@ -7,6 +7,7 @@ import os
 import sys
 
 from ..errors import EXIT_DATA, EXIT_OK, UsageError
+from ..lines import quoted
 from .inputs import query_text, read_diff
 from .output import (Progress, cell, display_width, emit_json, err, one_line, out, progress_mode, table, warn_list,
                      write)
@@ -330,7 +331,7 @@ def cmd_feedback(args) -> int:
     if args.json:
         emit_json(row)
     elif not args.quiet:
-        out(f"recorded: {node['key']} {'useful' if args.useful else 'not useful'} for {args.query!r} "
+        out(f"recorded: {one_line(node['key'])} {'useful' if args.useful else 'not useful'} for {quoted(args.query)} "
             f"(similar queries rank it {'up' if args.useful else 'down'}; expires when its text changes)")
     return EXIT_OK
 
