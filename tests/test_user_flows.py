@@ -872,3 +872,18 @@ def test_explain_says_a_channel_matched_nothing_of_the_node_not_score_zero_rank_
     lines = format_why(info).splitlines()
     assert "  bm25     no match norm -0.512" in lines
     assert "  dense    score 0.3000 rank 4 norm 1.200" in lines
+
+
+@pytest.mark.parametrize("item, says", [
+    ("a\\b", "--set expects KEY=VALUE, got 'a\\b'"),
+    ("a\\b=1", "--set: unknown setting 'a\\b'; known settings: "),
+    ("stemmer=a\\b", "--set: unknown stemmer 'a\\b'; choose from "),
+    ("idf=a\\b", "--set: unknown idf 'a\\b'; choose from "),
+    ("k1=a\\b", "--set: setting k1='a\\b' is not a valid float (ASCII digits, e.g. k1=1.5)"),
+])
+def test_eval_set_quotes_a_bad_setting_as_typed(item, says, indexed, tmp_path, capsys):
+    """`--set`'s errors showed the typed key or value with repr: a backslash came back doubled."""
+    path = _probes(tmp_path)
+    capsys.readouterr()
+    assert cli("eval", path, "--db", indexed[1], "--set", item, "--index-dir", tmp_path / "ev") == 2
+    assert capsys.readouterr().err.startswith(f"error: {says}")

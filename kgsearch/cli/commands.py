@@ -470,7 +470,7 @@ def _parse_settings(items: list[str] | None) -> dict:
     for item in items or []:
         if "=" not in item:
             from ..errors import UsageError
-            raise UsageError(f"--set expects KEY=VALUE, got {item!r}")
+            raise UsageError(f"--set expects KEY=VALUE, got {quoted(item)}")
         k, v = item.split("=", 1)
         try:
             out[k] = json.loads(v)
