@@ -138,7 +138,7 @@ def check_options(opts: IndexOptions) -> None:
         from ..embed.model import no_model_message, resolve_model
 
         if resolve_model(model) is None:
-            raise UsageError(f"--model {model!r}: {no_model_message(model)}")
+            raise UsageError(f"--model {quoted(model)}: {no_model_message(model)}")
 
 
 def index_paths(db: str | os.PathLike | None, paths: list[str], opts: IndexOptions | None = None) -> IndexReport:
