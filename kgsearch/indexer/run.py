@@ -48,7 +48,7 @@ def _settings(ix, given: dict, report: IndexReport) -> tuple[dict, IndexSettings
     stored = dict(ix.meta_json("settings") or {})
     known = set(IndexSettings.known()) | {"text"}
     for key in [k for k in stored if k not in known]:
-        report.warnings.append(f"setting {key!r} stored in the index is not a setting of this kgsearch; dropped")
+        report.warnings.append(f"setting {quoted(key)} stored in the index is not a setting of this kgsearch; dropped")
         del stored[key]
     merged = {**stored, **given}
     return merged, IndexSettings.from_dict(merged)
