@@ -14,6 +14,7 @@ from typing import Mapping
 
 from .environment import current
 from .errors import DataError, UsageError
+from .lines import quoted
 from .numerals import as_float
 
 # Edge-type weights used by graph signals (combined with the per-edge weight).
@@ -127,7 +128,8 @@ def weight_table(given) -> dict[str, float]:
         except ValueError:
             w = -1.0
         if w < 0:
-            raise ValueError(f"the weight of {str(k)!r} must be a number >= 0 in ASCII digits, got {v!r} "
+            raise ValueError(f"the weight of {quoted(str(k))} must be a number >= 0 in ASCII digits, "
+                             f"got {quoted(v) if isinstance(v, str) else repr(v)} "
                              f'(e.g. {{"edge_weights": {{{json.dumps(str(k))}: 0.5}}}})')
         table[str(k)] = w
     return table

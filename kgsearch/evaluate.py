@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import DataError, UsageError
+from .lines import quoted
 
 METRICS = ("ndcg@10", "ndcg@10_lin", "recall@10", "recall@100", "mrr@10", "p@10")
 PROBE_METRICS = ("recall@5", "recall@10", "mrr@10")
@@ -417,6 +418,11 @@ def evaluate(target: str, opts: EvalOptions | None = None) -> dict:
     raise UsageError(f"{target}: not a BEIR folder or a probes .jsonl file")
 
 
+def _listed(keys) -> str:
+    """A probe's expected or found keys, each quoted as typed (a list's repr doubled a backslash)."""
+    return "[" + ", ".join(quoted(k) for k in keys) + "]"
+
+
 def format_eval(result: dict) -> str:
     """A Markdown table for the terminal."""
     lines = []
@@ -456,8 +462,9 @@ def format_eval(result: dict) -> str:
             for r in result["ablation"]:
                 lines.append(f"| {r['run']} | {r['recall@5']:.4f} | {r['recall@10']:.4f} | {r['mrr@10']:.4f} |")
         for miss in result.get("misses", []):
-            lines.append(f"- missed: {miss['query']!r} expected {miss['expected']} got {miss['top']}")
+            lines.append(f"- missed: {quoted(miss['query'])} expected {_listed(miss['expected'])} "
+                         f"got {_listed(miss['top'])}")
         for u in result.get("unknown_expected", []):
-            lines.append(f"- probe {u['probe']} expects {u['expected']!r}: no node has this key or name "
+            lines.append(f"- probe {u['probe']} expects {quoted(u['expected'])}: no node has this key or name "
                          f"(a typo? it cannot be found)")
     return "\n".join(lines)

@@ -25,6 +25,7 @@ from typing import Any, Mapping
 
 from .config import weight_table
 from .errors import UsageError
+from .lines import quoted
 from .numerals import as_float, parse_int
 
 __all__ = ["TextSettings", "EmbedSettings", "GraphSettings", "IndexSettings", "STEMMERS"]
@@ -72,17 +73,23 @@ _SECTIONS = (("text", TextSettings), ("embed", EmbedSettings), ("graph", GraphSe
 _FIELD_OF: dict[str, tuple[str, Any]] = {f.name: (sec, f) for sec, cls in _SECTIONS for f in fields(cls)}
 
 
+def _said(value: Any) -> str:
+    """A setting's key or value in a message: text as typed (:func:`kgsearch.lines.quoted`, one
+    backslash), a number, list or object from JSON as Python shows it."""
+    return quoted(value) if isinstance(value, str) else repr(value)
+
+
 def _convert(key: str, value: Any, default: Any) -> Any:
     """``value`` as the type of the field's default (strings from ``--set`` are converted)."""
     try:
         if key == "stemmer":
             v = str(value).lower()
             if v not in STEMMERS:
-                raise UsageError(f"unknown stemmer {value!r}; choose from {', '.join(STEMMERS)}")
+                raise UsageError(f"unknown stemmer {_said(value)}; choose from {', '.join(STEMMERS)}")
             return v
         if key == "idf":
             if value not in ("lucene", "robertson"):
-                raise UsageError(f"unknown idf {value!r}; choose from lucene, robertson")
+                raise UsageError(f"unknown idf {_said(value)}; choose from lucene, robertson")
             return value
         if key == "model":
             return None if value in (None, "") else str(value)
@@ -111,7 +118,7 @@ def _convert(key: str, value: Any, default: Any) -> Any:
             return as_float(value)
     except (TypeError, ValueError, OverflowError):
         number = isinstance(default, (int, float)) and not isinstance(default, bool)
-        raise UsageError(f"setting {key}={value!r} is not a valid {type(default).__name__}"
+        raise UsageError(f"setting {key}={_said(value)} is not a valid {type(default).__name__}"
                          + (f" (ASCII digits, e.g. {key}={default!r})" if number else "")) from None
     return value
 
@@ -139,7 +146,7 @@ class IndexSettings:
             if spec is None:
                 near = difflib.get_close_matches(str(key), list(_FIELD_OF), n=1)
                 hint = f" (did you mean {near[0]!r}?)" if near else ""
-                raise UsageError(f"unknown setting {key!r}{hint}; known settings: {', '.join(sorted(_FIELD_OF))}")
+                raise UsageError(f"unknown setting {_said(key)}{hint}; known settings: {', '.join(sorted(_FIELD_OF))}")
             sec, f = spec
             parts[sec][key] = _convert(key, value, f.default)
         return cls(TextSettings(**parts["text"]), EmbedSettings(**parts["embed"]), GraphSettings(**parts["graph"]))

@@ -193,3 +193,20 @@ def test_the_eval_index_is_named_by_the_corpus_file_settings_and_version(tmp_pat
     st = (d / "corpus.jsonl").stat()
     os.utime(d / "corpus.jsonl", ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))      # the corpus file changed
     assert eval_index_path(d, opts) != first
+
+
+def test_eval_lines_quote_a_probe_as_typed(tmp_path, capsys):
+    """`- missed:` and `- probe N expects` showed the probe's query and keys with repr: a
+    backslash came back doubled ('C:\\\\dir')."""
+    root = tmp_path / "notes"
+    root.mkdir()
+    (root / "backup.md").write_text("# Back up\nCopy the notes to a second disk.\n")
+    db = tmp_path / "i.db"
+    assert main(["index", str(root), "--db", str(db), "-q"]) == 0
+    probes = tmp_path / "probes.jsonl"
+    probes.write_text(json.dumps({"query": "garden C:\\dir", "expected": ["md:C:\\dir"]}) + "\n")
+    capsys.readouterr()
+    assert main(["eval", str(probes), "--db", str(db)]) == 0
+    out = capsys.readouterr().out
+    assert "- missed: 'garden C:\\dir' expected ['md:C:\\dir'] got [" in out, out
+    assert "- probe 1 expects 'md:C:\\dir': no node has this key or name" in out, out

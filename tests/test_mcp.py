@@ -269,3 +269,12 @@ def test_the_context_tool_says_files_may_be_folders():
 
     files = next(t for t in TOOLS if t["name"] == "context")["inputSchema"]["properties"]["files"]
     assert "folders" in files["description"]
+
+
+def test_an_unknown_argument_is_quoted_as_sent():
+    """`unknown argument` showed the name a client sent with repr: a backslash came back doubled."""
+    from kgsearch.mcp.tools import ToolError, check_args
+
+    with pytest.raises(ToolError) as e:
+        check_args("search", {"query": "x", "a\\b": 1})
+    assert str(e.value).startswith("unknown argument 'a\\b' for search; it takes: query, "), str(e.value)

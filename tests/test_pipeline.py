@@ -428,3 +428,21 @@ def test_a_query_of_filters_alone_lists_what_they_keep(kg_db, code_db):
         == "the query has words"
     assert engine(code_db).search("path:shop/ kind:function", SearchOptions(use_cache=False)).hits[0].key \
         == "py:shop.pricing.apply_discount"
+
+
+# ---------------------------------------------------------------- the query in the CLI's lines, as typed
+@pytest.mark.parametrize("argv, says", [
+    (["search", "zzzq C:\\dir", "--channels", "bm25", "--no-cache"], "no results for 'zzzq C:\\dir'\n(intent "),
+    (["why", "sqlite C:\\dir", "kg:sqlite"], "\nquery 'sqlite C:\\dir': intent "),
+    (["feedback", "sqlite C:\\dir", "kg:sqlite", "--useful"], "recorded: kg:sqlite useful for 'sqlite C:\\dir' ("),
+])
+def test_cli_lines_quote_the_query_as_typed(kg_db, capsys, argv, says):
+    """`no results for`, `why`'s `query ...:` line and `recorded: ... for` showed the typed
+    query with repr: a backslash came back doubled ('C:\\\\dir')."""
+    assert main([*argv, "--db", str(kg_db)]) == 0
+    assert says in capsys.readouterr().out
+
+
+def test_cli_json_keeps_the_query_raw(kg_db, capsys):
+    assert main(["search", "zzzq C:\\dir", "--channels", "bm25", "--no-cache", "--json", "--db", str(kg_db)]) == 0
+    assert json.loads(capsys.readouterr().out)["query"] == "zzzq C:\\dir"

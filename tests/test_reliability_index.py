@@ -743,3 +743,32 @@ def test_lone_surrogate_escapes_are_stored_as_replacement_characters(tmp_path, c
     assert main(["search", "zebra", "--db", str(db), "--json", "--no-cache"]) == 0
     keys = {h["key"] for h in json.loads(capsys.readouterr().out)["hits"]}
     assert {"kg:s1", "py:m.f", "md:good"} <= keys
+
+
+# ---------------------------------------------------------------- indexed text in index-time messages, as written
+def _stored_setting(db):
+    with sqlite3.connect(db) as c:
+        (raw,) = c.execute("SELECT value FROM meta WHERE key = 'settings'").fetchone()
+        c.execute("UPDATE meta SET value = ? WHERE key = 'settings'", (json.dumps({**json.loads(raw), "a\\b": 1}),))
+    c.close()
+
+
+@pytest.mark.parametrize("name, text, says", [
+    ("a.md", "---\ntitle: A\nnot yaml \\ here\n---\n# A\nalpha\n",
+     "a.md:3: front matter line not understood, skipped: 'not yaml \\ here'; "),
+    (".kgsearchignore", "x\\y[z-a]\n", ".kgsearchignore:1: bad ignore pattern 'x\\y[z-a]' ("),
+    ("a.x\\y", "alpha\n", "a.x\\y: kgsearch has no loader for '.x\\y' files; read as plain text"),   # named
+    (None, None, "warning: setting 'a\\b' stored in the index is not a setting of this kgsearch; dropped"),
+])
+def test_index_messages_quote_indexed_text_as_written(tmp_path, name, text, says):
+    """A front matter line, an ignore pattern, a file's extension and a setting stored in the
+    index came back with repr in index-time messages: a backslash doubled."""
+    root, db = tmp_path / "v", tmp_path / "i.db"
+    write(root / "b.md", "# B\nbravo\n")
+    if name is None:
+        assert cli("index", root, "--db", db, "-q")[0] == 0
+        _stored_setting(db)
+    else:
+        write(root / name, text)
+    _, _, err = cli("index", root / name if name and name.startswith("a.x") else root, "--db", db)
+    assert says in err, err

@@ -227,3 +227,15 @@ def test_the_readme_limits_are_the_codes():
         f"{CNM_WORK_PER_PAIR} heap entries per linked pair, at least {CNM_WORK_FLOOR // 10**6}M")
     assert rows["MCP `search`, k=10, brief"] == "under 2,000 tokens (chars / 4)"   # test_reliability_mcp
     assert f"line every {LOG_EVERY:g} s" in readme      # "one plain line every 30 s"
+
+
+def test_why_quotes_the_name_of_the_section_that_stands_for_a_note(tmp_path):
+    """`why`'s "its section ... stands for it" showed the indexed heading with repr: a backslash
+    in it came back doubled."""
+    root = tmp_path / "v"
+    write(root / "api.md", "# API notes\n\nIntro.\n\n## `send()`\n\n" + FILLER + "\nSends a message.\n\n"
+          "### The C:\\retry option\n\n" + FILLER + "\nHow retries work with exponential backoff.\n")
+    assert cli("index", root, "--db", tmp_path / "i.db", "-q")[0] == 0
+    rc, out, err = cli("why", "exponential backoff retries", "md:api", "--db", tmp_path / "i.db", "--channels", "bm25")
+    assert rc == 0, err
+    assert "its section 'The C:\\retry option' (md:api#" in out, out

@@ -521,3 +521,22 @@ def test_the_search_form_gives_back_the_query_as_typed(app):
     area = re.search(r"<textarea name=task[^>]*>([^<]*)</textarea>", payload.decode("utf-8"))[1]
     assert html_lib.unescape(re.sub(r"&#x([0-9a-f]+);", lambda r: chr(int(r[1], 16)), area)) == typed
     inert(payload)
+
+
+@pytest.mark.parametrize("target, body, headers, status, words", [
+    ("/api/search?q=x&k=a%5Cb", b"", {}, 400, "parameter 'k' must be a whole number, got 'a\\b'"),
+    ("/api/search?q=x&diversity=a%5Cb", b"", {}, 400, "parameter 'diversity' must be a number, got 'a\\b'"),
+    ("/api/related?node=Cart&direction=a%5Cb", b"", {}, 400, "parameter 'direction' must be out, in or both, got 'a\\b'"),
+    ("/api/search?q=x&a%5Cb=1", b"", {}, 400, "unknown parameter 'a\\b' for /api/search; it takes: "),
+    ("/api/search", b'{"q": "x", "a\\\\b": {}}', {"content-type": "application/json"}, 400,
+     "parameter 'a\\b' must be a string, a number or a list of them"),
+    ("/api/no\\page", b"", {}, 404, "no page '/api/no\\page' here"),
+    ("/", b"", {"host": "evil\\host"}, 403, "unexpected Host 'evil\\host': this server answers requests to "),
+])
+def test_http_messages_quote_what_was_sent_as_sent(app, target, body, headers, status, words):
+    """A parameter's value or name, a page's path and a Host header came back with repr: a
+    backslash doubled ('a\\\\b'), unlike `no index named` (kgsearch.lines.quoted)."""
+    st, _, payload = get(app, target, "POST" if body else "GET", body, **headers)
+    text = payload.decode()
+    said = json.loads(text)["error"] if text.startswith("{") else html_lib.unescape(text)
+    assert st == status and words in said, said

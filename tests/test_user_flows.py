@@ -872,3 +872,40 @@ def test_explain_says_a_channel_matched_nothing_of_the_node_not_score_zero_rank_
     lines = format_why(info).splitlines()
     assert "  bm25     no match norm -0.512" in lines
     assert "  dense    score 0.3000 rank 4 norm 1.200" in lines
+
+
+@pytest.mark.parametrize("item, says", [
+    ("a\\b", "--set expects KEY=VALUE, got 'a\\b'"),
+    ("a\\b=1", "--set: unknown setting 'a\\b'; known settings: "),
+    ("stemmer=a\\b", "--set: unknown stemmer 'a\\b'; choose from "),
+    ("idf=a\\b", "--set: unknown idf 'a\\b'; choose from "),
+    ("k1=a\\b", "--set: setting k1='a\\b' is not a valid float (ASCII digits, e.g. k1=1.5)"),
+])
+def test_eval_set_quotes_a_bad_setting_as_typed(item, says, indexed, tmp_path, capsys):
+    """`--set`'s errors showed the typed key or value with repr: a backslash came back doubled."""
+    path = _probes(tmp_path)
+    capsys.readouterr()
+    assert cli("eval", path, "--db", indexed[1], "--set", item, "--index-dir", tmp_path / "ev") == 2
+    assert capsys.readouterr().err.startswith(f"error: {says}")
+
+
+@pytest.mark.parametrize("case", ["model", "db", "weight name", "weight value"])
+def test_a_typed_path_model_or_config_weight_is_quoted_as_typed(case, tmp_path, monkeypatch, capsys):
+    """`--model`, `no index can be at` (a --db no file system can hold) and a config file's bad
+    edge weight showed the typed value with repr: a backslash came back doubled."""
+    write(tmp_path / "v" / "a.md", "# A\nalpha [[b]]\n")
+    db, extra = tmp_path / "i.db", []
+    if case == "model":
+        extra, says = ["--model", "C:\\m"], "error: --model 'C:\\m': no model2vec model at C:\\m"
+    elif case == "db":
+        db = "C:\\" + "x" * 300
+        says = "error: no index can be at 'C:\\" + "x" * 197 + "' (File name too long)"
+    else:
+        weights = '{"a\\\\b": -1}' if case == "weight name" else '{"links_to": "a\\\\b"}'
+        monkeypatch.setenv("KGSEARCH_CONFIG", str(write(tmp_path / "config.json", '{"edge_weights": %s}' % weights)))
+        says = ("the weight of 'a\\b' must be a number >= 0 in ASCII digits, got -1 " if case == "weight name" else
+                "the weight of 'links_to' must be a number >= 0 in ASCII digits, got 'a\\b' ")
+    capsys.readouterr()
+    assert cli("index", tmp_path / "v", "--db", db, *extra) != 0
+    err = capsys.readouterr().err
+    assert says in err, err

@@ -7,6 +7,7 @@ import os
 import sys
 
 from ..errors import EXIT_DATA, EXIT_OK, UsageError
+from ..lines import quoted
 from .inputs import query_text, read_diff
 from .output import (Progress, cell, display_width, emit_json, err, one_line, out, progress_mode, table, warn_list,
                      write)
@@ -330,7 +331,7 @@ def cmd_feedback(args) -> int:
     if args.json:
         emit_json(row)
     elif not args.quiet:
-        out(f"recorded: {node['key']} {'useful' if args.useful else 'not useful'} for {args.query!r} "
+        out(f"recorded: {one_line(node['key'])} {'useful' if args.useful else 'not useful'} for {quoted(args.query)} "
             f"(similar queries rank it {'up' if args.useful else 'down'}; expires when its text changes)")
     return EXIT_OK
 
@@ -469,7 +470,7 @@ def _parse_settings(items: list[str] | None) -> dict:
     for item in items or []:
         if "=" not in item:
             from ..errors import UsageError
-            raise UsageError(f"--set expects KEY=VALUE, got {item!r}")
+            raise UsageError(f"--set expects KEY=VALUE, got {quoted(item)}")
         k, v = item.split("=", 1)
         try:
             out[k] = json.loads(v)

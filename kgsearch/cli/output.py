@@ -8,7 +8,7 @@ import sys
 import time
 
 from ..jsonable import jsonable
-from ..lines import UNSAFE, one_line  # (the one helper: context and the MCP server print names with it too)
+from ..lines import UNSAFE, one_line, quoted  # (the one helper: context and the MCP server print names with it too)
 
 # ---------------------------------------------------------------------------- terminal safety
 _UNSAFE = UNSAFE            # (kgsearch.lines says what and why; unescape_shown reads the escapes back)
@@ -163,7 +163,7 @@ def format_response(resp, explain: bool = False) -> str:
     if not resp.hits:
         # (a query of filters alone has no text left: "no results for ''" named nothing; the
         # notes above say which filters kept nothing)
-        return "\n".join(lines + [f"no results for {resp.query!r}" if resp.query else "no results", f"({head})"])
+        return "\n".join(lines + [f"no results for {quoted(resp.query)}" if resp.query else "no results", f"({head})"])
     for h in resp.hits:
         loc = one_line(f"{h.path}:{h.line}" if h.path and h.line else (h.path or ""))
         lines.append(f"{h.rank:>2}. {one_line(h.name)}  [{one_line(h.kind)}]  {h.score:.4f}  {h.methods}")
@@ -215,7 +215,7 @@ def _adj_line(name: str, value: float, indent: str) -> str:
 def format_why(info: dict) -> str:
     at = f"{one_line(info['index'])}: " if info.get("index") else ""      # several indexes searched as one
     lines = [f"{at}{one_line(info['node']['name'])} [{one_line(info['node']['kind'])}] {one_line(info['node']['key'])}",
-             f"query {info['query']!r}: intent {info['intent']['name']}, fusion {info['fusion']}, "
+             f"query {quoted(info['query'])}: intent {info['intent']['name']}, fusion {info['fusion']}, "
              f"channels {'+'.join(info['channels_run'])}",
              info["reason"]]
     h = info.get("hit")

@@ -16,6 +16,7 @@ from collections import Counter
 
 from ..errors import DataError
 from ..ingest.pynames import reexport_resolver
+from ..lines import quoted
 from ..store.sql import CHUNK
 from ..types import FLAG_AUTO, FLAG_PLACEHOLDER
 from .keys import plain_name
@@ -91,7 +92,7 @@ class EdgeResolver:
             elif ns == "kg":
                 name = src_key[3:] if src_key.startswith("kg:") else src_key
                 if not self.st.opts.allow_dangling:
-                    raise DataError(f"edge source {name!r} is not a known node; add it to a nodes file "
+                    raise DataError(f"edge source {quoted(name)} is not a known node; add it to a nodes file "
                                     f"or rerun with --allow-dangling", path, line)
                 self.writer.make_auto("kg", [(name, name)], kind="placeholder", prefix="kg:",
                                 flags=FLAG_AUTO | FLAG_PLACEHOLDER)
@@ -182,7 +183,7 @@ class EdgeResolver:
             "ORDER BY f.path, e.line LIMIT 1").fetchone()
         if dangling:
             if not self.st.opts.allow_dangling:
-                raise DataError(f"edge target {dangling[0]!r} is not a known node; add it to a nodes file "
+                raise DataError(f"edge target {quoted(dangling[0])} is not a known node; add it to a nodes file "
                                 f"or rerun with --allow-dangling", dangling[1], dangling[2])
             rows = conn.execute(
                 "SELECT DISTINCT e.dst_name FROM temp.resolve_ids r CROSS JOIN edges e ON e.id = r.id "

@@ -17,6 +17,7 @@ from pathlib import Path
 from ..errors import DataError, UsageError
 from ..ingest.loaders import LOADER_VERSIONS, loader_for
 from ..ingest.walk import Found, WalkReport, found_file, inside, shown_path, special_file, walk
+from ..lines import quoted
 from ..store.roots import Root, check_paths, list_roots, probe, register_roots
 from .load import hash_bytes
 from .state import RunState
@@ -77,7 +78,7 @@ def _walk_root(st: RunState, root: Root, wr: WalkReport) -> list[Found] | None:
         return found
     if loader_for(path, opts.fmt) is None:
         if path.suffix:
-            report.warnings.append(f"{path}: kgsearch has no loader for {path.suffix!r} files; read as plain text "
+            report.warnings.append(f"{path}: kgsearch has no loader for {quoted(path.suffix)} files; read as plain text "
                                    f"(pass --format kg|markdown|python|text to choose one)")
     f = found_file(path, opts.fmt)
     if f is None:

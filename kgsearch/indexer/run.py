@@ -49,7 +49,7 @@ def _settings(ix, given: dict, report: IndexReport) -> tuple[dict, IndexSettings
     stored = dict(ix.meta_json("settings") or {})
     known = set(IndexSettings.known()) | {"text"}
     for key in [k for k in stored if k not in known]:
-        report.warnings.append(f"setting {key!r} stored in the index is not a setting of this kgsearch; dropped")
+        report.warnings.append(f"setting {quoted(key)} stored in the index is not a setting of this kgsearch; dropped")
         del stored[key]
     merged = {**stored, **given}
     return merged, IndexSettings.from_dict(merged)
@@ -139,7 +139,7 @@ def check_options(opts: IndexOptions) -> None:
         from ..embed.model import no_model_message, resolve_model
 
         if resolve_model(model) is None:
-            raise UsageError(f"--model {model!r}: {no_model_message(model)}")
+            raise UsageError(f"--model {quoted(model)}: {no_model_message(model)}")
 
 
 def index_paths(db: str | os.PathLike | None, paths: list[str], opts: IndexOptions | None = None) -> IndexReport:

@@ -10,6 +10,7 @@ or lost a node is recorded so edges naming it are resolved again.
 from __future__ import annotations
 
 from ..ingest.walk import Found
+from ..lines import quoted
 from ..store.rows import packed_qualname
 from ..store.sql import exec_in_chunks, in_chunks, iter_in_chunks
 from ..types import FLAG_AUTO, FLAG_PLACEHOLDER, LoadResult, NodeRec
@@ -109,7 +110,7 @@ class Writer:
         rel_path = None          # nodes.path: the file's path comes from files (see migration 0006)
         for n, (h, props, stored) in zip(nodes, hashed):
             if n.key in emitted:
-                self.st.warn(f"{f.path}: node {n.key!r} defined twice; keeping the first")
+                self.st.warn(f"{f.path}: node {quoted(n.key)} defined twice; keeping the first")
                 continue
             emitted.add(n.key)
             pid = key_to_id.get(n.parent) if n.parent else None
@@ -123,7 +124,7 @@ class Writer:
                 other = others.get(n.key)
                 if other is not None and other[2] is not None:
                     owner = conn.execute("SELECT path FROM files WHERE id=?", (other[2],)).fetchone()
-                    self.st.warn(f"{f.path}: node {n.key!r} is already defined in {owner[0] if owner else '?'}; "
+                    self.st.warn(f"{f.path}: node {quoted(n.key)} is already defined in {owner[0] if owner else '?'}; "
                                  f"keeping that one")
                     continue
                 if other is not None:          # a shared/placeholder node becomes a real one

@@ -52,6 +52,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from ..errors import DataError
+from ..lines import quoted
 from ..types import LoadOptions, LoadResult, EdgeRec, NodeRec
 from .common import check_id, decode, lines_of, is_texty, norm_type
 
@@ -263,7 +264,7 @@ def _read_json(text: str, where: str, strict: bool) -> list[Record] | None:
             if isinstance(items, dict):          # {"nodes": {"<id>": {...}}}
                 for nid, body in items.items():
                     if not isinstance(body, dict):
-                        raise DataError(f"node {nid!r} must be an object", where,
+                        raise DataError(f"node {quoted(nid)} must be an object", where,
                                         lines.get(id(items), (None,))[0])
                     r = rec(body)
                     out.append(({"node_id": nid, **body}, r[1], r[2]))
@@ -442,7 +443,7 @@ def _build_export(records: list[Record], where: str) -> LoadResult:
             continue
         key = _key(rec, "id", where, line)
         if key in seen:
-            res.warnings.append(f"{where}:{line}: duplicate node id {key!r} (first at line {seen[key]}); kept the first")
+            res.warnings.append(f"{where}:{line}: duplicate node id {quoted(key)} (first at line {seen[key]}); kept the first")
             continue
         seen[key] = line
         aliases = []
@@ -506,7 +507,7 @@ def _build(records: list[Record], where: str) -> LoadResult:
         if nid in seen:
             first = seen[nid]
             at = f" (first at line {first})" if first else ""
-            res.warnings.append(f"{where}:{line}: duplicate node id {nid!r}{at}; kept the first")
+            res.warnings.append(f"{where}:{line}: duplicate node id {quoted(nid)}{at}; kept the first")
             continue
         seen[nid] = line
         name_field, name = _first(rec, NAME_FIELDS)

@@ -55,6 +55,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from ..lines import quoted
 from ..types import EdgeRec, LoadOptions, LoadResult, NodeRec
 from .common import is_texty, norm_type, read_text, slugify
 from .frontmatter import parse_front_matter
@@ -192,7 +193,7 @@ def _front_matter(lines: list[str], where: str, res: LoadResult
         ln, s = problems[0]
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
         res.warnings.append(
-            f"{where}:{ln}: front matter line not understood, skipped: {s[:60]!r}{more}; "
+            f"{where}:{ln}: front matter line not understood, skipped: {quoted(s[:60])}{more}; "
             "kgsearch reads 'key: value', [a, b] lists and '- a' lists")
     return fm, fm_raw, end + 1
 

@@ -35,6 +35,7 @@ import re
 from pathlib import Path
 
 from ..errors import DataError
+from ..lines import quoted
 from ..types import EdgeRec, LoadOptions, LoadResult, NodeRec
 from .common import check_id, decode, lines_of, norm_type, utf16_codec
 
@@ -194,7 +195,7 @@ def _names(text: str, where: str, res: LoadResult, described: bool) -> None:
             raise DataError("expected id<TAB>name (an entity names file)", where, lineno)
         nid, value = check_id(parts[0].strip(), "the id", where, lineno), " ".join(parts[1].split())
         if nid in seen:
-            res.warnings.append(f"{where}:{lineno}: duplicate entity id {nid!r}; kept the first")
+            res.warnings.append(f"{where}:{lineno}: duplicate entity id {quoted(nid)}; kept the first")
             continue
         seen.add(nid)
         name, body = value or nid, ""

@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Iterator
 
 from ..errors import DataError
+from ..lines import quoted
 from .loaders import loader_for
 from .triples import is_side_file, looks_like_triples
 from .common import decode, utf16_codec
@@ -227,7 +228,7 @@ class IgnoreRules:
                 self.patterns.append(_Pattern(line, base))
             except (BadPattern, re.error) as exc:
                 # fail the run rather than skip the line: a pattern left out could index what it hid
-                raise DataError(f"bad ignore pattern {line!r} ({exc}); fix or remove the line", str(path), n) from None
+                raise DataError(f"bad ignore pattern {quoted(line)} ({exc}); fix or remove the line", str(path), n) from None
 
     def ignored(self, rel: str, is_dir: bool) -> bool:
         result = False

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 
+from ..lines import quoted
 from ..query.channels import CHANNELS, DEFAULT_CHANNELS
 from ..query.filters import FIELDS
 from ..query.intent import INTENTS
@@ -256,7 +257,7 @@ def check_args(name: str, args, tools: list[dict] | None = None) -> dict:
     props = schema.get("properties", {})
     extra = sorted(set(args) - set(props))
     if extra:
-        raise ToolError(f"unknown argument {extra[0]!r} for {name}; it takes: {', '.join(props) or 'no arguments'}")
+        raise ToolError(f"unknown argument {quoted(extra[0])} for {name}; it takes: {', '.join(props) or 'no arguments'}")
     for req in schema.get("required", []):
         if req not in args:
             raise ToolError(f"missing argument {req!r} for {name} ({_accepts(props[req])})")

@@ -132,7 +132,7 @@ def _explain(query: str, eng: Engine, target: dict, wide: Response, mine: list, 
     if stand_in is not None:
         out["represented_by"] = {"key": stand_in.key, "kind": stand_in.kind, "name": stand_in.name,
                                  "rank": stand_in.rank, "score": stand_in.score}
-        out["reason"] = (f"not listed on its own (one hit per note): its {stand_in.kind} {stand_in.name!r} "
+        out["reason"] = (f"not listed on its own (one hit per note): its {stand_in.kind} {quoted(stand_in.name)} "
                          f"({stand_in.key}) stands for it at rank {stand_in.rank}")
     elif pos is None and target.get("flags", 0) & FLAG_AUTO:
         out["reason"] = (f"a {target['kind']} is structure, not a result: tags, entities and placeholders rank "

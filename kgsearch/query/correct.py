@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Callable, Iterable
 
+from ..lines import quoted
 from ..text import spelling
 from .intent import classify
 from .parse import Query, parse
@@ -42,5 +43,5 @@ def corrected(q: Query, df_of: Callable[[Iterable[str]], dict], paste: bool = Fa
 
 def correction_notice(text: str, fixes: list[tuple[str, str]]) -> str:
     """The one line a corrected search says about itself."""
-    return (f"no match for {', '.join(repr(a) for a, _ in fixes)}: searched for {text!r} "
+    return (f"no match for {', '.join(quoted(a) for a, _ in fixes)}: searched for {quoted(text)} "
             f"({spelling.describe(fixes)}; --no-correct searches the words as typed)")

@@ -112,15 +112,15 @@ def parse_filter(word: str | FieldFilter) -> FieldFilter:
     else:
         m = _WORD.match(str(word).strip())
         if not m:
-            raise UsageError(f"bad filter {word!r}: write FIELD:VALUE with a field of {', '.join(FILTER_FIELDS)} "
+            raise UsageError(f"bad filter {quoted(word)}: write FIELD:VALUE with a field of {', '.join(FILTER_FIELDS)} "
                              f"(e.g. kind:function, -path:tests/)")
         f = FieldFilter(m.group(2), m.group(4), m.group(3) or ":", m.group(1) == "-")
     if f.field in FIELD_ALIASES:
         f = FieldFilter(FIELD_ALIASES[f.field], f.value, f.op, f.negated)
     if f.field not in FIELDS:
-        raise UsageError(f"unknown filter field {f.field!r}; the fields are {', '.join(FILTER_FIELDS)}")
+        raise UsageError(f"unknown filter field {quoted(f.field)}; the fields are {', '.join(FILTER_FIELDS)}")
     if not f.value:
-        raise UsageError(f"empty filter value in {str(f)!r}; write {f.field}:VALUE")
+        raise UsageError(f"empty filter value in {quoted(f)}; write {f.field}:VALUE")
     if f.op != ":" and f.field != "modified":
         raise UsageError(f"{f.field}: takes no comparison ({f.op}); only modified: does (modified:>=2026-10-01)")
     if f.field == "modified":
@@ -128,7 +128,7 @@ def parse_filter(word: str | FieldFilter) -> FieldFilter:
     if f.field == "lang":
         lang = LANG_ALIASES.get(f.value.lower(), f.value.lower())
         if lang not in LANGS:
-            raise UsageError(f"unknown language {f.value!r} in {str(f)!r}; choose from {', '.join(LANGS)}")
+            raise UsageError(f"unknown language {quoted(f.value)} in {quoted(f)}; choose from {', '.join(LANGS)}")
         f = FieldFilter(f.field, lang, f.op, f.negated)
     if f.field == "tag":
         f = FieldFilter(f.field, f.value.lstrip("#").lower(), f.op, f.negated)
@@ -174,7 +174,7 @@ def check_query_words(text: str) -> None:
             continue
         near = difflib.get_close_matches(m.group(2).lower(), FILTER_FIELDS + tuple(FIELD_ALIASES), n=1, cutoff=0.8)
         if near:
-            raise UsageError(f"unknown filter field {m.group(2)!r} in {w!r} (did you mean {near[0]}:?); "
+            raise UsageError(f"unknown filter field {quoted(m.group(2))} in {quoted(w)} (did you mean {near[0]}:?); "
                              f"the fields are {', '.join(FILTER_FIELDS)}")
 
 
@@ -209,12 +209,12 @@ def day_start(value: str) -> float:
         d = _dt.date.today() - _dt.timedelta(days=int(m.group(1)))
         return _dt.datetime(d.year, d.month, d.day).timestamp()
     if not _DATE.match(value):
-        raise UsageError(f"bad date {value!r} in modified:; write YYYY-MM-DD (e.g. modified:>=2026-10-01) or Nd "
+        raise UsageError(f"bad date {quoted(value)} in modified:; write YYYY-MM-DD (e.g. modified:>=2026-10-01) or Nd "
                          f"(N days ago)")
     try:
         t = _dt.datetime.fromisoformat(value.replace(" ", "T"))
     except ValueError:
-        raise UsageError(f"bad date {value!r} in modified:; write a real day as YYYY-MM-DD") from None
+        raise UsageError(f"bad date {quoted(value)} in modified:; write a real day as YYYY-MM-DD") from None
     try:
         return t.timestamp()
     except (ValueError, OverflowError, OSError):    # a day local time cannot place (0001-01-01: "year 0")
@@ -294,7 +294,7 @@ def _condition(ix, f: FieldFilter) -> tuple[str, list]:
                              f" (`kgsearch roots` lists them)")
         marks = ",".join("?" * len(paths))        # (a root that is a file: its row's root is its folder)
         return f"(f.root IN ({marks}) OR f.path IN ({marks}))", paths * 2
-    raise UsageError(f"unknown filter field {f.field!r}; the fields are {', '.join(FILTER_FIELDS)}")
+    raise UsageError(f"unknown filter field {quoted(f.field)}; the fields are {', '.join(FILTER_FIELDS)}")
 
 
 def _fnmatch_sql(path, pattern) -> int | None:

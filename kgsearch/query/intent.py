@@ -29,6 +29,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Callable
 
 from ..errors import UsageError
+from ..lines import quoted
 from ..numerals import parse_float
 from .codetask import RELATION_EDGES
 
@@ -186,7 +187,7 @@ def make(q: "Query", name: str, reason: str = "", forced: bool = False) -> Inten
     what it asks and names its target)."""
     spec = INTENTS.get(name)
     if spec is None:
-        raise UsageError(f"unknown intent {name!r}; choose from {', '.join(INTENTS)}")
+        raise UsageError(f"unknown intent {quoted(name)}; choose from {', '.join(INTENTS)}")
     edge_types, target = spec.edge_types, None
     if spec.relation and q.relation is not None:
         edge_types, target = RELATION_EDGES[q.relation[0]], q.relation[1]
@@ -212,7 +213,7 @@ def parse_weights(text: str) -> tuple[float, float, float, float]:
     except ValueError:
         vals = ()
     if len(vals) != 4 or not all(v >= 0 for v in vals):
-        raise UsageError(f"--weights needs 4 non-negative numbers embedding,text,graph,intent; got {text!r}")
+        raise UsageError(f"--weights needs 4 non-negative numbers embedding,text,graph,intent; got {quoted(text)}")
     _some_weight(vals, text)
     return vals  # type: ignore[return-value]
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, replace
 
 from ..errors import UsageError
+from ..lines import quoted
 from .channels import ALL_CHANNELS, GRAPH_CHANNELS
 
 __all__ = ["SearchOptions", "Hit", "Response", "NORMS", "FUSIONS"]
@@ -42,9 +43,9 @@ class SearchOptions:
     def validated(self) -> "SearchOptions":
         """Raise :class:`UsageError` (exit 2) for values no search can use; return self."""
         if self.fusion is not None and self.fusion not in FUSIONS:
-            raise UsageError(f"unknown fusion {self.fusion!r}; choose 'linear' or 'rrf'")
+            raise UsageError(f"unknown fusion {quoted(self.fusion)}; choose 'linear' or 'rrf'")
         if self.norm not in NORMS:
-            raise UsageError(f"unknown norm {self.norm!r}; choose from {', '.join(NORMS)}")
+            raise UsageError(f"unknown norm {quoted(self.norm)}; choose from {', '.join(NORMS)}")
         self.channel_list()
         for name in ("k", "depth", "rrf_k", "rrf_cap"):
             value = getattr(self, name)
@@ -52,7 +53,7 @@ class SearchOptions:
                 flag = "-k" if name == "k" else name
                 raise UsageError(f"{flag} must be a whole number >= 1, got {value!r}")
         if self.group not in (None, "file"):
-            raise UsageError(f"unknown --group {self.group!r}; choose 'file'")
+            raise UsageError(f"unknown --group {quoted(self.group)}; choose 'file'")
         if self.filters:
             from .filters import parse_filters      # (imports the parser: only when filters are given)
             self.filters = parse_filters(self.filters)   # FieldFilter objects: never re-read from text

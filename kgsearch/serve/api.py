@@ -12,6 +12,7 @@ import json
 
 from ..errors import UsageError
 from ..jsonable import jsonable
+from ..lines import quoted
 from ..numerals import parse_float, parse_int
 
 __all__ = ["ENDPOINTS", "search_options", "dumps", "param", "int_param", "ascii_int", "takes", "check_names"]
@@ -51,7 +52,7 @@ def int_param(params: dict, name: str, default: int | None, lo: int = 1, hi: int
     try:
         n = ascii_int(v)
     except ValueError:
-        raise UsageError(f"parameter {name!r} must be a whole number, got {v[:40]!r}") from None
+        raise UsageError(f"parameter {name!r} must be a whole number, got {quoted(v[:40])}") from None
     if not lo <= n <= hi:
         raise UsageError(f"parameter {name!r} must be from {lo} to {hi}, got {n}")
     return n
@@ -64,7 +65,7 @@ def _float_param(params: dict, name: str) -> float | None:
     try:                    # (float() reads '３', 'nan' and 'inf' too)
         return parse_float(v)
     except ValueError:
-        raise UsageError(f"parameter {name!r} must be a number, got {v[:40]!r}") from None
+        raise UsageError(f"parameter {name!r} must be a number, got {quoted(v[:40])}") from None
 
 
 def _flag(params: dict, name: str) -> bool:
@@ -125,7 +126,7 @@ def related_args(params: dict) -> dict:
     types = param(params, "types")
     direction = param(params, "direction", "both")
     if direction not in ("out", "in", "both"):
-        raise UsageError(f"parameter 'direction' must be out, in or both, got {direction[:40]!r}")
+        raise UsageError(f"parameter 'direction' must be out, in or both, got {quoted(direction[:40])}")
     return {"types": [t for t in types.split(",") if t] if types else None, "direction": direction,
             "limit": int_param(params, "limit", 50, 1, MAX_EDGES)}
 
@@ -196,7 +197,7 @@ def check_names(path: str, params: dict) -> None:
     known = takes(path)
     unknown = [n for n in params if n not in known]
     if unknown:
-        raise UsageError(f"unknown parameter {unknown[0][:40]!r} for {path}; it takes: {', '.join(known)}")
+        raise UsageError(f"unknown parameter {quoted(unknown[0][:40])} for {path}; it takes: {', '.join(known)}")
 
 
 ENDPOINTS = {"/api/search": api_search, "/api/show": api_show, "/api/related": api_related,

@@ -89,7 +89,7 @@ class App:
     def handle(self, method: str, target: str, headers: dict, body: bytes = b"") -> tuple[int, dict, bytes]:
         host = (headers.get("host") or headers.get("Host") or "").strip()
         if self.allowed_hosts is not None and _hostname(host) not in self.allowed_hosts:
-            return self._error(403, f"unexpected Host {host[:80]!r}: this server answers requests to "
+            return self._error(403, f"unexpected Host {quoted(host[:80])}: this server answers requests to "
                                     f"{', '.join(sorted(h for h in self.allowed_hosts if h))} only", False)
         parts = urlsplit(target)
         path = parts.path
@@ -136,7 +136,7 @@ class App:
         except Exception as exc:                # a bug: one line to the client, the traceback to the log
             log.exception("internal error on %s", path)
             return self._error(500, f"internal error {type(exc).__name__}: {exc}", path.startswith("/api/"))
-        return self._error(404, f"no page {path[:200]!r} here", path.startswith("/api/"))
+        return self._error(404, f"no page {quoted(path[:200])} here", path.startswith("/api/"))
 
     def _index_error(self, exc: Exception, params: dict):
         """A sqlite error as the :class:`~kgsearch.errors.BadIndex` naming its file: the one found
@@ -206,7 +206,7 @@ def _form(headers: dict, body: bytes) -> dict:
             raise UsageError("the request body must be a JSON object of parameters")
         for k, v in obj.items():                # an object is no parameter value (it searched for "{'a': 1}")
             if isinstance(v, dict) or (isinstance(v, list) and any(isinstance(x, (dict, list)) for x in v)):
-                raise UsageError(f"parameter {str(k)[:40]!r} must be a string, a number or a list of them, "
+                raise UsageError(f"parameter {quoted(str(k)[:40])} must be a string, a number or a list of them, "
                                  f"got a JSON {'object' if isinstance(v, dict) else 'list of lists or objects'}")
         # null (a client's "not set") is a parameter not given, never the text "None"
         return {k: [str(x) for x in v if x is not None] if isinstance(v, list) else [str(v)]

@@ -14,6 +14,7 @@ from typing import Any, Iterator
 
 from ..version import __version__
 from ..errors import BadIndex
+from ..lines import quoted
 from .connect import BUSY_TIMEOUT_MS, connect
 from .damage import CORRUPTION, DamagedData, blob_layout, check_blobs, ensure_error, is_corruption  # noqa: F401
 from .schema import COMPACT_PENDING, MIGRATIONS, clear_stale, mark_stale, schema_version, stale_steps
@@ -97,7 +98,7 @@ class Index:
         try:
             exists = p.exists()
         except OSError as exc:            # a name too long, a path through a file: no index can be there
-            raise BadIndex(f"no index can be at {str(p)[:200]!r} ({exc.strerror}); pass --db with another "
+            raise BadIndex(f"no index can be at {quoted(str(p)[:200])} ({exc.strerror}); pass --db with another "
                            f"path") from None
         if not exists:
             if not create:

@@ -17,6 +17,7 @@ import pytest
 from kgsearch.cli import main
 from kgsearch.errors import BadIndex, DataError, IndexBusy
 from kgsearch.indexer import IndexOptions, index_paths
+from kgsearch.ingest.kg import EXPORT_VERSION
 from kgsearch.store.db import Index
 from kgsearch.store.lock import IndexLock
 
@@ -406,3 +407,54 @@ def test_a_placeholder_is_named_as_the_link_spells_it(tmp_path):
         rows = dict(ix.conn.execute("SELECT key, name FROM nodes WHERE kind='placeholder'").fetchall())
     assert rows == {"md:nonexistent note": "Nonexistent Note", "md:later plan": "Later Plan",
                     "md:some file": "Some File"}
+
+
+# ---------------------------------------------------------------- ids in index-time messages, as written
+# an id with one backslash: repr doubled it ('a\\\\b'); kgsearch.lines.quoted shows it as written
+DUPLICATE_KG = '{"id": "a\\\\b", "name": "one"}\n{"id": "a\\\\b", "name": "two"}\n'
+
+
+@pytest.mark.parametrize("files, says", [
+    ({"d.jsonl": DUPLICATE_KG}, "d.jsonl:2: duplicate node id 'a\\b' (first at line 1); kept the first"),
+    ({"d.jsonl": f'{{"kgsearch_export": {EXPORT_VERSION}}}\n' + DUPLICATE_KG.replace('"a', '"kg:a')},
+     "d.jsonl:3: duplicate node id 'kg:a\\b' (first at line 2); kept the first"),        # an export read back
+    ({"entity2text.txt": "a\\b\tone\na\\b\ttwo\n"}, "entity2text.txt:2: duplicate entity id 'a\\b'; kept the first"),
+    ({"x.jsonl": DUPLICATE_KG, "y.jsonl": DUPLICATE_KG},
+     "y.jsonl: node 'kg:a\\b' is already defined in "),
+    ({"g.json": '{"nodes": {"a\\\\b": 1}}'}, "node 'a\\b' must be an object"),
+    ({"g.json": '{"nodes": [{"id": "n"}], "edges": [{"source": "a\\\\b", "target": "n"}]}'},
+     "edge source 'a\\b' is not a known node"),
+    ({"g.json": '{"nodes": [{"id": "n"}], "edges": [{"source": "n", "target": "a\\\\b"}]}'},
+     "edge target 'a\\b' is not a known node"),
+])
+def test_index_messages_quote_an_id_as_written(tmp_path, files, says):
+    """The index-time warnings and errors about a duplicate or unknown node id quoted it with
+    repr: an id written `a\\b` was shown `'a\\\\b'`, unlike `kgsearch show`'s `no node` (quoted)."""
+    for name, text in files.items():
+        (tmp_path / "kg").mkdir(exist_ok=True)
+        (tmp_path / "kg" / name).write_text(text, encoding="utf-8")
+    rep, err = None, ""
+    try:
+        rep = index_paths(tmp_path / "i.db", [tmp_path / "kg"], IndexOptions(workers=1))
+    except DataError as exc:
+        err = str(exc)
+    shown = [err] + (rep.warnings if rep else [])
+    assert any(says in w for w in shown), shown
+
+
+def test_a_node_twice_in_one_file_is_quoted_as_written(tmp_path, monkeypatch):
+    """The writer's `node ... defined twice` (a loader that gives one key twice) quoted with repr."""
+    from kgsearch.ingest import loaders
+
+    real = loaders.LOADERS["kg"]
+
+    def twice(path, rel, opts):
+        res = real.load(path, rel, opts)
+        res.nodes = res.nodes + res.nodes
+        return res
+
+    monkeypatch.setitem(loaders.LOADERS, "kg", type("Twice", (), {"load": staticmethod(twice), "NAME": "kg"}))
+    (tmp_path / "kg").mkdir()
+    (tmp_path / "kg" / "g.jsonl").write_text('{"id": "a\\\\b", "name": "one"}\n', encoding="utf-8")
+    rep = index_paths(tmp_path / "i.db", [tmp_path / "kg"], IndexOptions(workers=1))
+    assert any("g.jsonl: node 'kg:a\\b' defined twice; keeping the first" in w for w in rep.warnings), rep.warnings

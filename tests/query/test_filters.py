@@ -327,3 +327,23 @@ def test_path_sets_agree_on_glob_sets_and_dot_slash_prefixes(tmp_path):
         assert names("src/[^a]*") == ["^a.md", "a.md"]
     finally:
         ix.close()
+
+
+@pytest.mark.parametrize("word, message", [
+    (r"a\b", r"bad filter 'a\b': write FIELD:VALUE"),
+    (FieldFilter(r"a\b", "x"), r"unknown filter field 'a\b'; the fields are kind, path"),
+    (r"lang:a\b", r"unknown language 'a\b' in 'lang:a\b'; choose from"),
+    (r"-lang:a\b", r"unknown language 'a\b' in '-lang:a\b'; choose from"),
+    (r"modified:>=a\b", r"bad date 'a\b' in modified:; write YYYY-MM-DD"),
+])
+def test_bad_filters_are_quoted_as_typed(word, message):
+    """The filter errors showed the typed word with repr: a backslash came back doubled ('a\\\\b')."""
+    with pytest.raises(UsageError) as e:
+        parse_filter(word)
+    assert str(e.value).startswith(message), str(e.value)
+
+
+def test_a_misspelt_field_is_quoted_as_typed():
+    with pytest.raises(UsageError) as e:
+        F.check_query_words(r"retry paths:a\b")
+    assert str(e.value).startswith(r"unknown filter field 'paths' in 'paths:a\b' (did you mean path:?)"), str(e.value)

@@ -6,6 +6,7 @@ import pytest
 from kgsearch.errors import UsageError
 from kgsearch.query import intent
 from kgsearch.query.parse import parse
+from kgsearch.query.options import SearchOptions
 
 
 @pytest.mark.parametrize("query,expected", [
@@ -84,3 +85,18 @@ def test_nan_and_inf_are_no_weight_nor_factor(flags, tmp_path, capsys):
     want = (f"error: --weights needs 4 non-negative numbers embedding,text,graph,intent; got {flags[1]!r}\n"
             if flags[0] == "--weights" else "error: --diversity must be a factor > 0 (e.g. 1.05), got inf\n")
     assert (out, err) == ("", want)
+
+
+@pytest.mark.parametrize("call, says", [
+    (lambda: intent.resolve(parse("x"), intent="a\\b"), "unknown intent 'a\\b'; choose from "),
+    (lambda: intent.parse_weights("a\\b"), "--weights needs 4 non-negative numbers embedding,text,graph,intent; "
+                                           "got 'a\\b'"),
+    (lambda: SearchOptions(fusion="a\\b").validated(), "unknown fusion 'a\\b'; choose 'linear' or 'rrf'"),
+    (lambda: SearchOptions(norm="a\\b").validated(), "unknown norm 'a\\b'; choose from "),
+    (lambda: SearchOptions(group="a\\b").validated(), "unknown --group 'a\\b'; choose 'file'"),
+])
+def test_a_bad_intent_weights_or_option_is_quoted_as_typed(call, says):
+    """These showed the value (given over HTTP, MCP or the library) with repr: a backslash doubled."""
+    with pytest.raises(UsageError) as e:
+        call()
+    assert str(e.value).startswith(says), str(e.value)

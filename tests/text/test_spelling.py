@@ -225,3 +225,13 @@ def test_a_word_of_the_question_is_not_corrected_away(vault):
     assert r.intent["name"] == "summary" and r.corrections == []
     r = search("what are the main topics in my ntoes about cpoy", db=str(vault[1]), options=SearchOptions(k=3))
     assert r.intent["name"] == "summary"
+
+
+def test_the_correction_notice_quotes_the_query_as_typed(vault):
+    """The notice showed the searched text with repr: a typed backslash came back doubled."""
+    from kgsearch.query import SearchOptions, search
+
+    _, db = vault
+    r = search("cpoy the ntoes C:\\dir", db=str(db), options=SearchOptions(k=3))
+    assert r.notices[0].startswith("no match for 'cpoy', 'ntoes': searched for 'copy the notes C:\\dir' ("), r.notices
+    assert r.query == "copy the notes C:\\dir"
