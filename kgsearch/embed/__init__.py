@@ -3,10 +3,10 @@
 Public API (all imports are lazy; importing ``kgsearch.embed`` does not import numpy)::
 
     from kgsearch.embed import load_model
-    model = load_model("data/models/e5-small-en-256")      # a folder, a pulled name, or None = default
+    model = load_model("data/models/bge-small-en-256")      # a folder, a pulled name, or None = default
     vecs = model.encode(["graph neural network", "pagerank on a phone"])
     vecs.shape, vecs.dtype          # (2, 256) float32, bit-identical to model2vec's encode
-    model.dims, model.model_id      # 256, "e5-small-en-256@<sha256 prefix>"
+    model.dims, model.model_id      # 256, "bge-small-en-256@<sha256 prefix>"
 
 - :func:`load_model(path=None) <kgsearch.embed.model.load_model>`: a model2vec folder
   (``config.json``, ``model.safetensors``, ``tokenizer.json``), a name under the data dir

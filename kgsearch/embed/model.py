@@ -30,7 +30,7 @@ from .tokenizers import Tokenizer
 
 __all__ = ["StaticModel", "load_model", "resolve_model", "DEFAULT_MODEL", "find_layout"]
 
-DEFAULT_MODEL = "e5-small-en-256"
+DEFAULT_MODEL = "bge-small-en-256"
 DEFAULT_MAX_LENGTH = 512
 _BATCH = 1024          # model2vec's default encode batch size (float paths mirror its batches)
 
