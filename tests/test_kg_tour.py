@@ -31,7 +31,7 @@ def test_a_key_with_a_line_break_is_named_back_as_search_prints_it(hostile_keys,
     prints read back (exact names first, so a key that holds a real backslash still wins)."""
     db = hostile_keys
     capsys.readouterr()
-    assert cli("search", "zebra", "--db", db, "-k", "1") == 0
+    assert cli("search", "broken zebra", "--db", db, "-k", "1") == 0
     shown = capsys.readouterr().out.splitlines()[1].split()[0]
     assert shown == "kg:line\\nbreak"
     for command in (["show", shown], ["related", shown], ["path", shown, "kg:b"], ["impact", shown, "--types", "rel"],
