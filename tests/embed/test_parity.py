@@ -122,6 +122,9 @@ def variants(shipped, tmp_path_factory):
         multi = resolve_model("e5-small-multi-192")      # the optional multilingual model (Unigram tokenizer)
         assert multi is not None
         out["multilingual-int8"] = multi
+        previous = resolve_model("e5-small-en-256")      # the previous default, kept for the indexes made with it
+        assert previous is not None and previous != shipped
+        out["previous-default-int8"] = previous
         m = quantize_model(base, quantize_to="float16")
         m.save_pretrained(root / "f16")
         out["float16"] = root / "f16"
@@ -146,7 +149,7 @@ def variants(shipped, tmp_path_factory):
     return out
 
 
-VARIANTS = ["shipped-int8", "multilingual-int8", "float16", "float32-nonorm-nomax", "vocab-quantised-float16", "vocab-quantised-int8"]
+VARIANTS = ["shipped-int8", "multilingual-int8", "previous-default-int8", "float16", "float32-nonorm-nomax", "vocab-quantised-float16", "vocab-quantised-int8"]
 
 
 @pytest.mark.parametrize("name", VARIANTS)
