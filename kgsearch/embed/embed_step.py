@@ -92,6 +92,7 @@ def update(ix, changes, settings=None, progress=None) -> dict:
 
     prev = ix.derived("embed")
     prev_info = (prev or {}).get("info") or {}
+    old_model = ix.meta("model_id")
     same_model = (ix.meta("model_id") == model_id and ix.meta("model_dims") == str(dims)
                   and store.rotation(ix) is not None and prev_info.get("max_chars", max_chars) == max_chars)
     # a migration marked the step stale (0012: sketch tables to write): same model, so vectors of
@@ -172,5 +173,10 @@ def update(ix, changes, settings=None, progress=None) -> dict:
     seconds = time.perf_counter() - t0
     info = {"model": model_id, "dims": dims, "embedded": embedded, "deleted": deleted,
             "vectors": store.vector_count(ix), "full": full, "max_chars": max_chars, **sketch_info}
+    old_name, new_name = (old_model or "").partition("@")[0], model_id.partition("@")[0]
+    if spec is None and old_name and old_name != new_name:
+        # nobody asked for this model: the default changed under the index (a new kgsearch)
+        info["notice"] = (f"the index was embedded with {old_name}; re-embedded {embedded:,} nodes with the "
+                          f"default model {new_name} (`kgsearch model use {old_name}` goes back to the old one)")
     ix.mark_derived("embed", seconds, info, generation=gen)
     return {**info, "seconds": round(seconds, 3)}

@@ -374,3 +374,30 @@ def test_the_query_model_is_found_once_per_generation(tmp_path, monkeypatch):
         assert isinstance(index_model.query_model(ix), str)
         monkeypatch.setattr(model_mod, "resolve_model", counting)   # the model is back: the next query finds it
         assert index_model.query_model(ix) is first
+
+
+def test_a_new_default_model_re_embeds_an_index_and_says_so(tmp_path, capsys):
+    """An index embedded with another model than the default, the settings naming none (the
+    default changed under it: a new kgsearch), is re-embedded on its next run, and the run says
+    which model it had and how to keep it; a model the user named says nothing of the kind."""
+    from conftest import write
+
+    from kgsearch.cli import main
+    from kgsearch.embed.model import DEFAULT_MODEL, resolve_model
+
+    vault, db = tmp_path / "v", str(tmp_path / "x.db")
+    write(vault / "a.md", "# A\nbackup notes\n")
+    write(vault / "b.md", "# B\nsync phone\n")
+    old = resolve_model("e5-small-en-256")
+    assert old is not None and DEFAULT_MODEL != "e5-small-en-256"
+    assert main(["index", str(vault), "--db", db], environ={"KGSEARCH_MODEL": str(old)}) == 0
+    assert "note: embed" not in capsys.readouterr().err
+    assert main(["index", str(vault), "--db", db], environ={}) == 0
+    err = capsys.readouterr().err
+    assert (f"note: embed: the index was embedded with e5-small-en-256; re-embedded 2 nodes with the default "
+            f"model {DEFAULT_MODEL} (`kgsearch model use e5-small-en-256` goes back to the old one)") in err
+    assert main(["index", str(vault), "--db", db], environ={}) == 0
+    assert "note: embed" not in capsys.readouterr().err
+    assert main(["model", "use", "e5-small-en-256", "--db", db], environ={}) == 0
+    err = capsys.readouterr().err
+    assert "re-embedded 2 nodes with e5-small-en-256" in err and "note: embed" not in err
