@@ -332,13 +332,14 @@ def test_rust_use_inside_another_use_is_not_read_again(monkeypatch, tmp_path):
     """`use use use ...` with no `;` (60 KB: 19 s): each `use` read the rest of the file again.
     A `use` inside another's tree is no declaration: read once; the statement ends are counted
     (deterministic, unlike a time), and the file's real items are still there."""
-    from kgsearch.ingest import rscode
+    from kgsearch.ingest import rscode, rsmodules
     from kgsearch.ingest.loaders import get_loader
     from kgsearch.types import LoadOptions
 
     calls = []
     real = rscode.find_end
-    monkeypatch.setattr(rscode, "find_end", lambda *a, **k: calls.append(a[2]) or real(*a, **k))
+    for mod in (rscode, rsmodules):        # items are read in rscode, `use` trees in rsmodules
+        monkeypatch.setattr(mod, "find_end", lambda *a, **k: calls.append(a[2]) or real(*a, **k))
     f = tmp_path / "f.rs"
     f.write_text("use crate::a::B;\nfn f() {}\n" + "use " * 2000 + "\n")
     res = get_loader("rust").load(f, "f.rs", LoadOptions())
