@@ -95,7 +95,7 @@ def test_the_vector_cache_fits_the_budget(kg_env):
 def test_the_query_page_cache_fits_the_budget(ix, kg_env):
     from kgsearch.query import Engine
 
-    from kgsearch.query.engine import QUERY_PAGE_CACHE_KIB
+    from kgsearch.query.memory import QUERY_PAGE_CACHE_KIB
 
     assert ix.conn.execute("PRAGMA cache_size").fetchone()[0] == -16000         # an index run's
     Engine(ix)

@@ -40,10 +40,9 @@ from dataclasses import asdict, replace
 import numpy as np
 
 from .. import fuse
-from ..budget import ENV as BUDGET_ENV, budget_bytes, headroom, share
+from ..budget import ENV as BUDGET_ENV
 from ..environment import current as current_environment
 from ..errors import BadIndex
-from ..graph.stored import rows as adjacency
 from ..graph.context import load_context
 from ..store import qcache
 from ..store.db import Index, is_corruption
@@ -59,6 +58,7 @@ from .graph_stage import graph_steps, run
 from .group import file_hit, group_by_file
 from .correct import correction_notice, corrected
 from .intent import INTENTS, resolve
+from .memory import fit_page_cache, graph_over_budget
 from .options import Hit, Response, SearchOptions
 from .parse import Query, index_analyzer, parse
 from .results import make_hits
@@ -119,7 +119,7 @@ class Engine:
         self._graph_gen = None
         self._graph_off: str | None = None
         self._notices: list[str] = []
-        _fit_page_cache(ix)
+        fit_page_cache(ix)
 
     def notices(self) -> list[str]:
         return list(self._notices)
@@ -530,7 +530,7 @@ class Engine:
         """The index's :class:`~kgsearch.graph.context.GraphContext` for this generation, or None."""
         gen = self.ix.generation
         if self._graph_gen != gen:
-            over = _graph_over_budget(self.ix)
+            over = graph_over_budget(self.ix)
             try:
                 if over:                # the query answers without the graph channels, and says why
                     self._graph, self._graph_off = None, over
@@ -582,42 +582,6 @@ class Engine:
         resp.cached = True
         resp.timings_ms = {"cache": clock.total()}
         return resp
-
-
-# with adjacency rows only the per-node arrays are loaded (kgsearch/graph/stored/rows.py)
-_PER_NODE = " AND name IN ('graph.node_ids', 'graph.pagerank', 'graph.community', 'graph.kind')"
-
-
-def _graph_over_budget(ix: Index) -> str | None:
-    """Why the graph arrays cannot be loaded under ``KGSEARCH_MEMORY_MB`` (None: they fit, or
-    no budget). Their size is the stored blobs' (``length()`` reads no blob content)."""
-    room = headroom()
-    if room is None:
-        return None
-    need = ix.conn.execute("SELECT coalesce(sum(length(data)), 0) FROM blobs WHERE name >= 'graph.' "
-                           "AND name < 'graph/'" + (_PER_NODE if adjacency.stored_meta(ix) else "")).fetchone()[0]
-    if need <= room:
-        return None
-    return (f"over the memory budget (the graph needs {need / 2**20:.0f} MiB, {BUDGET_ENV}="
-            f"{budget_bytes() / 2**20:.0f} leaves {max(room, 0) / 2**20:.0f}; raise {BUDGET_ENV})")
-
-
-PAGE_CACHE_KIB = 16000        # SQLite's page cache per connection (kgsearch.store.db)
-QUERY_PAGE_CACHE_KIB = 2048   # a query engine's: its reads are whole blobs and scattered rows
-PAGE_CACHE_SHARE = 0.05       # its share of KGSEARCH_MEMORY_MB when that is smaller
-
-
-def _fit_page_cache(ix: Index) -> None:
-    """Size the connection's page cache for queries.
-
-    A query reads blobs once (norms, sketches: each fills the cache with pages it never reads
-    again) and a few hundred scattered rows; the operating system caches the file anyway. At
-    1M nodes a 16 MB cache was 14 MiB of the process and bought no measurable latency over
-    2 MiB (bench/results/query_1m.md). Under ``KGSEARCH_MEMORY_MB`` it is the budget's share
-    when that is smaller (the vector cache takes a quarter, kgsearch.embed.dense)."""
-    kib = share(PAGE_CACHE_SHARE, QUERY_PAGE_CACHE_KIB * 1024) // 1024
-    if kib < PAGE_CACHE_KIB:
-        ix.conn.execute(f"PRAGMA cache_size=-{max(kib, 512)}")
 
 
 def _as_unit(m: dict, unit_of: dict[str, str]) -> dict:
