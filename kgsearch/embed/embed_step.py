@@ -93,7 +93,7 @@ def update(ix, changes, settings=None, progress=None) -> dict:
     prev = ix.derived("embed")
     prev_info = (prev or {}).get("info") or {}
     old_model = ix.meta("model_id")
-    same_model = (ix.meta("model_id") == model_id and ix.meta("model_dims") == str(dims)
+    same_model = (old_model == model_id and ix.meta("model_dims") == str(dims)
                   and store.rotation(ix) is not None and prev_info.get("max_chars", max_chars) == max_chars)
     # a migration marked the step stale (0012: sketch tables to write): same model, so vectors of
     # unchanged texts stay (every node's text hash is checked) and store.sync rewrites the rest

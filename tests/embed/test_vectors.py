@@ -208,6 +208,19 @@ def test_model_change_reembeds_all_and_no_model_changes_nothing(ix, shipped, tmp
     assert isinstance(msg, str) and "not available here" in msg
 
 
+def test_the_step_reads_the_index_model_once(ix, shipped, monkeypatch):
+    """A run reads the index's ``model_id`` meta once (it was read twice: for the "re-embedded with
+    the default model" note and again for "same model"); what it does is the same."""
+    ids = _add_nodes(ix, NOTES, 1)
+    _run(ix, ChangeSet(generation=1, added=list(ids.values()), full=True))
+    reads = []
+    real = ix.meta
+    monkeypatch.setattr(ix, "meta", lambda key, *a, **k: reads.append(key) or real(key, *a, **k))
+    info = _run(ix, ChangeSet(generation=2, modified=[ids["a"]]))
+    assert info["embedded"] == 0 and not info["full"]
+    assert reads.count("model_id") == 1
+
+
 def test_search_without_vectors(ix):
     msg = dense.search(ix, "anything")
     assert isinstance(msg, str) and "no vectors" in msg
