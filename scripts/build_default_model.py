@@ -218,12 +218,12 @@ def teacher_pieces(path: Path):
     return [blob[offs[i]:offs[i + 1]].decode("utf-8", "replace") for i in range(n)], scores, unk
 
 
-def encode_cached(model, texts: list[str], out: Path, prefix: str, part: int = 2048):
-    """Teacher embeddings of ``texts`` in parts of ``part`` under ``out`` (resumable)."""
+def encode_parts(enc, texts: list[str], out: Path, part: int):
+    """``enc(batch)`` of ``texts`` (first 1,200 characters each) in parts of ``part`` under ``out``,
+    each part saved as it is done (resumable): the loop every teacher runs."""
     import numpy as np
 
     out.mkdir(parents=True, exist_ok=True)
-    enc = model.query if prefix == "query" else model.passage
     t0 = time.time()
     for k, i in enumerate(range(0, len(texts), part)):
         f = out / f"part{k:04d}.npy"
@@ -233,6 +233,11 @@ def encode_cached(model, texts: list[str], out: Path, prefix: str, part: int = 2
         os.replace(out / "tmp.npy", f)
         print(f"  {out.name}: {i + part}/{len(texts)} ({time.time() - t0:.0f} s)", flush=True)
     return np.concatenate([np.load(p) for p in sorted(out.glob("part*.npy"))])[:len(texts)]
+
+
+def encode_cached(model, texts: list[str], out: Path, prefix: str, part: int = 2048):
+    """Teacher embeddings of ``texts`` in parts of ``part`` under ``out`` (resumable)."""
+    return encode_parts(model.query if prefix == "query" else model.passage, texts, out, part)
 
 
 class BgeTeacher:
@@ -301,17 +306,10 @@ class BgeTeacher:
         tokens), in parts of ``part`` under ``out`` (resumable)."""
         import numpy as np
 
-        out.mkdir(parents=True, exist_ok=True)
-        t0 = time.time()
-        for k, i in enumerate(range(0, len(texts), part)):
-            f = out / f"part{k:04d}.npy"
-            if f.exists():
-                continue
-            v = self._run([e.ids for e in self.tok.encode_batch([t[:1200] for t in texts[i:i + part]])], 32, "cls")
-            np.save(out / "tmp.npy", v / np.linalg.norm(v, axis=1, keepdims=True))
-            os.replace(out / "tmp.npy", f)
-            print(f"  {out.name}: {i + part}/{len(texts)} ({time.time() - t0:.0f} s)", flush=True)
-        return np.concatenate([np.load(p) for p in sorted(out.glob("part*.npy"))])[:len(texts)]
+        def enc(batch: list[str]):
+            v = self._run([e.ids for e in self.tok.encode_batch(batch)], 32, "cls")
+            return v / np.linalg.norm(v, axis=1, keepdims=True)
+        return encode_parts(enc, texts, out, part)
 
 
 # ---------------------------------------------------------------------------- corpus
