@@ -239,3 +239,21 @@ def test_why_quotes_the_name_of_the_section_that_stands_for_a_note(tmp_path):
     rc, out, err = cli("why", "exponential backoff retries", "md:api", "--db", tmp_path / "i.db", "--channels", "bm25")
     assert rc == 0, err
     assert "its section 'The C:\\retry option' (md:api#" in out, out
+
+
+def test_why_keeps_its_reason_on_one_line_whatever_the_indexed_names_hold(tmp_path):
+    """`why`'s reason line was printed as built: a note whose file name held a line break and an
+    escape sequence (``"odd\\nname \\x1b[31m.md"``, the key of the section that stands for it)
+    broke the reason into two lines, the second one free to pass for a line of kgsearch's own.
+    It goes through the one-line helper as the node and result lines do."""
+    root = tmp_path / "v"
+    write(root / "odd\nname \x1b[31m.md", "# API notes\n\nIntro.\n\n## `send()`\n\n" + FILLER + "\nSends a message.\n\n"
+          "### The retry option\n\n" + FILLER + "\nHow retries work with exponential backoff.\n")
+    assert cli("index", root, "--db", tmp_path / "i.db", "-q")[0] == 0
+    rc, out, err = cli("why", "exponential backoff retries", "md:odd\\nname \\x1b[31m", "--db", tmp_path / "i.db",
+                       "--channels", "bm25")
+    assert rc == 0, err
+    assert "\x1b" not in out
+    reason = [line for line in out.splitlines() if "stands for it" in line]
+    assert len(reason) == 1 and reason[0].startswith("not listed on its own (one hit per note)"), out
+    assert "(md:odd\\nname \\x1b[31m#the-retry-option)" in reason[0], out

@@ -217,7 +217,7 @@ def format_why(info: dict) -> str:
     lines = [f"{at}{one_line(info['node']['name'])} [{one_line(info['node']['kind'])}] {one_line(info['node']['key'])}",
              f"query {quoted(info['query'])}: intent {info['intent']['name']}, fusion {info['fusion']}, "
              f"channels {'+'.join(info['channels_run'])}",
-             info["reason"]]
+             one_line(info["reason"])]      # (it quotes indexed keys and names: hostile input)
     h = info.get("hit")
     if h:
         lines.append(f"score {h['score']:.4f} at rank {h['rank']}")
