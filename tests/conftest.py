@@ -1,16 +1,20 @@
 """Shared fixtures and helpers. Benchmark data lives in ../shared (read-only); tests that need it
-skip cleanly when it is absent. Helpers used by many test files (``cli``, ``write``, ``rows``)
+skip cleanly when it is absent. Helpers used by many test files (``cli``, ``write``, ``rows``,
+``write_files``, ``no_timings``, ``serving``; the ``SHOP`` package several of them index)
 are imported from here (``from conftest import cli, write``); optional test libraries (oracles
 such as hypothesis or networkx, and shellcheck) are asked for with need() and hypothesis_api(),
 defined at the end of this file. Tests live in folders that mirror the packages (tests/text/,
 tests/graph/, ...); tests of the whole package and of top-level modules stay here."""
 from __future__ import annotations
 
+import contextlib
 import importlib
 import os
 import shutil
 import sqlite3
 import sys
+import textwrap
+import threading
 from pathlib import Path
 
 import pytest
@@ -148,6 +152,75 @@ def rows(db: Path, sql: str, *params) -> list[tuple]:
     """The rows of one query on the index file ``db`` (a plain SQLite connection)."""
     with sqlite3.connect(db) as c:
         return c.execute(sql, params).fetchall()
+
+
+def write_files(root: Path, files: dict[str, str]) -> Path:
+    """Each ``files[rel]`` into ``root / rel``, dedented (the tests indent the sources they
+    index), its folders made; returns ``root``."""
+    for rel, src in files.items():
+        write(root / rel, textwrap.dedent(src))
+    return root
+
+
+# The small Python package the end-to-end tests index (write_files dedents it): a cart whose
+# add_item calls pricing's apply_discount. Test files add their notes or methods to it.
+SHOP_CART = '''\
+        """Shopping cart."""
+        from shop.pricing import apply_discount
+
+
+        class Cart:
+            """A cart of items."""
+
+            def add_item(self, item):
+                """Add one item to the cart."""
+                self.items.append(item)
+                return apply_discount(self)
+        '''
+SHOP_CART_CHECKOUT = SHOP_CART.rstrip() + '''
+
+            def checkout_total(self):
+                """Total price after discounts."""
+                return apply_discount(self)
+        '''
+SHOP_PRICING = '''\
+        """Prices."""
+
+
+        def apply_discount(cart):
+            """Apply the discount rules to a cart total."""
+            return cart
+        '''
+SHOP = {"shop/__init__.py": "", "shop/cart.py": SHOP_CART, "shop/pricing.py": SHOP_PRICING}
+
+
+def no_timings(d):
+    """A JSON answer without its ``timings_ms`` (at any depth): what two runs of one query share."""
+    if isinstance(d, dict):
+        return {k: no_timings(v) for k, v in d.items() if k != "timings_ms"}
+    if isinstance(d, list):
+        return [no_timings(v) for v in d]
+    return d
+
+
+# an MCP request's _meta in the stateless protocol version (no initialize handshake)
+MCP_MODERN = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}
+
+
+@contextlib.contextmanager
+def serving(holders: dict):
+    """``kgsearch serve``'s HTTP server over ``holders`` (name -> Holder) on a free local port, in a
+    thread, for the ``with`` block: its base URL. The holders stay open (the caller closes them)."""
+    from kgsearch.serve import make_server
+
+    srv = make_server(holders, "127.0.0.1", 0)
+    t = threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True)
+    t.start()
+    try:
+        yield f"http://127.0.0.1:{srv.server_address[1]}"
+    finally:
+        srv.shutdown()
+        srv.server_close()
 
 
 @pytest.fixture(scope="module")

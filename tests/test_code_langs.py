@@ -5,9 +5,9 @@ folders for ``--files``, ``why`` and path anchors written from the root."""
 from __future__ import annotations
 
 import json
-import textwrap
 
 import pytest
+from conftest import write_files
 
 from kgsearch.cli import main
 from kgsearch.context import ContextOptions, build_context
@@ -128,18 +128,11 @@ FILES = {
 }
 
 
-def _write(root, files):
-    for rel, src in files.items():
-        p = root / rel
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(textwrap.dedent(src))
-
-
 @pytest.fixture(scope="module")
 def poly(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("poly")
     root = tmp / "proj"
-    _write(root, FILES)
+    write_files(root, FILES)
     db = tmp / "proj.db"
     index_paths(db, [str(root)], IndexOptions(steps=("text", "graph")))
     return root, db
@@ -307,7 +300,7 @@ def test_diff_quoted_paths_are_decoded_and_renamed_files_found(tmp_path):
     from kgsearch.context.diff import changed_nodes, parse_unified
 
     root = tmp_path / "r"
-    _write(root, {"dir/na\u00efve file.c": "int naive_fn(int a) {\n    return a;\n}\n\nint other(int b) {\n    return b;\n}\n",
+    write_files(root, {"dir/na\u00efve file.c": "int naive_fn(int a) {\n    return a;\n}\n\nint other(int b) {\n    return b;\n}\n",
                   "dir/old.c": "int moved_fn(int a) {\n    return a + 1;\n}\n\nint moved_two(void) {\n    return 2;\n"
                                "}\n\nint moved_three(void) {\n    return 3;\n}\n"})
     db = tmp_path / "r.db"
@@ -342,7 +335,7 @@ def _rpc(server, name, args):
 @pytest.fixture(scope="module")
 def second(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("second")
-    _write(tmp / "other", {"lib/calc.go": "package lib\n\nfunc Add(a, b int) int {\n\treturn a + b\n}\n\n"
+    write_files(tmp / "other", {"lib/calc.go": "package lib\n\nfunc Add(a, b int) int {\n\treturn a + b\n}\n\n"
                                           "func Twice(a int) int {\n\treturn Add(a, a)\n}\n"})
     db = tmp / "other.db"
     index_paths(db, [str(tmp / "other")], IndexOptions(steps=("text", "graph")))
@@ -469,7 +462,7 @@ def test_a_path_written_from_the_root_anchors_that_file_not_its_copies(tmp_path)
     from kgsearch.query.codetask import extract
 
     go = "package a\n\nfunc Run() int {\n\treturn 1\n}\n"
-    _write(tmp_path / "r", {"src/a/b.go": go, "vendor/x/src/a/b.go": go, "other/b.go": go})
+    write_files(tmp_path / "r", {"src/a/b.go": go, "vendor/x/src/a/b.go": go, "other/b.go": go})
     db = tmp_path / "r.db"
     index_paths(db, [str(tmp_path / "r")], IndexOptions(steps=("text",)))
     with Index.open(db, readonly=True) as ix:
@@ -527,7 +520,7 @@ RUST_TYPES = {
 @pytest.fixture(scope="module")
 def typed(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("typed")
-    _write(tmp / "proj", RUST_TYPES)
+    write_files(tmp / "proj", RUST_TYPES)
     db = tmp / "typed.db"
     index_paths(db, [str(tmp / "proj")], IndexOptions(steps=("text", "graph")))
     return db
@@ -554,7 +547,7 @@ def test_show_a_rust_type_picks_the_type_and_lists_its_impl_blocks(typed, capsys
 def test_two_rust_types_of_one_name_stay_ambiguous_and_keep_their_own_impls(tmp_path, capsys):
     files = {"a/Cargo.toml": '[package]\nname = "a"\n', "a/src/lib.rs": "pub struct Item;\nimpl Item { pub fn f(&self) {} }\n",
              "b/Cargo.toml": '[package]\nname = "b"\n', "b/src/lib.rs": "pub enum Item { X }\nimpl Item { pub fn g(&self) {} }\n"}
-    _write(tmp_path / "w", files)
+    write_files(tmp_path / "w", files)
     db = tmp_path / "w.db"
     index_paths(db, [str(tmp_path / "w")], IndexOptions(steps=("text", "graph")))
     assert main(["show", "--db", str(db), "Item"]) != 0

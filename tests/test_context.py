@@ -11,7 +11,7 @@ import textwrap
 import xml.etree.ElementTree as ET
 
 import pytest
-from conftest import hypothesis_api
+from conftest import hypothesis_api, write_files
 
 from kgsearch.cli import main
 from kgsearch.context import ContextOptions, build_context, estimate
@@ -78,13 +78,6 @@ REPO = {
 }
 
 
-def _write(root, files):
-    for rel, src in files.items():
-        p = root / rel
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(textwrap.dedent(src))
-
-
 def _git(root, *args):
     env = dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@example.invalid", GIT_COMMITTER_NAME="t",
                GIT_COMMITTER_EMAIL="t@example.invalid")
@@ -94,7 +87,7 @@ def _git(root, *args):
 @pytest.fixture
 def repo(tmp_path):
     root = tmp_path / "proj"
-    _write(root, REPO)
+    write_files(root, REPO)
     db = tmp_path / "proj.db"
     index_paths(db, [str(root)], IndexOptions(steps=("text", "neighbors", "graph")))
     return root, db
@@ -434,7 +427,7 @@ def test_files_callers_and_callees_equal_a_bfs(repo, capsys):
 
 def test_diff_maps_changed_lines_and_neighbours_equal_a_bfs(tmp_path, capsys):
     root = tmp_path / "proj"
-    _write(root, REPO)
+    write_files(root, REPO)
     _git(root, "init", "-q")
     _git(root, "add", "-A")
     _git(root, "commit", "-qm", "base")

@@ -8,53 +8,27 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import textwrap
 
 import pytest
+from conftest import MCP_MODERN, SHOP, write_files
 
 from kgsearch.cli import main
 from kgsearch.indexer import IndexOptions, index_paths
 from kgsearch.mcp import TOOLS
 
 FILES = {
-    "shop/__init__.py": "",
-    "shop/cart.py": '''\
-        """Shopping cart."""
-        from shop.pricing import apply_discount
-
-
-        class Cart:
-            """A cart of items."""
-
-            def add_item(self, item):
-                """Add one item to the cart."""
-                self.items.append(item)
-                return apply_discount(self)
-        ''',
-    "shop/pricing.py": '''\
-        """Prices."""
-
-
-        def apply_discount(cart):
-            """Apply the discount rules to a cart total."""
-            return cart
-        ''',
+    **SHOP,
     "notes/pricing.md": "# Pricing\n\nDiscounts apply at checkout, see [[cart]].\n",
     "notes/cart.md": "# Cart\n\nThe cart holds the items.\n",
 }
 STEPS = IndexOptions(steps=("text", "neighbors", "graph"))
 TOOL_NAMES = ["search", "context", "why", "show", "related", "stats", "feedback", "path", "impact", "communities"]
-MODERN = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
-          "io.modelcontextprotocol/clientCapabilities": {}}
 
 
 @pytest.fixture
 def proj(tmp_path):
     root = tmp_path / "proj"
-    for rel, src in FILES.items():
-        p = root / rel
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(textwrap.dedent(src))
+    write_files(root, FILES)
     db = tmp_path / "proj.db"
     index_paths(db, [str(root)], STEPS)
     return root, db
@@ -182,27 +156,27 @@ def test_stdlib_client_modern_requests_sessions_and_a_reindex(proj):
     root, db = proj
     c = Stdio(db)
     try:
-        r = c.send("server/discover", {"_meta": MODERN})["result"]
+        r = c.send("server/discover", {"_meta": MCP_MODERN})["result"]
         assert r["supportedVersions"] == ["2026-07-28"] and r["resultType"] == "complete"
         assert r["_meta"]["io.modelcontextprotocol/serverInfo"]["name"] == "kgsearch"
-        r = c.send("tools/list", {"_meta": dict(MODERN, **{"io.modelcontextprotocol/protocolVersion": "2020-01-01"})})
+        r = c.send("tools/list", {"_meta": dict(MCP_MODERN, **{"io.modelcontextprotocol/protocolVersion": "2020-01-01"})})
         assert r["error"]["code"] == -32022 and "2025-11-25" in r["error"]["data"]["supported"]
-        lst = c.send("tools/list", {"_meta": MODERN})["result"]
+        lst = c.send("tools/list", {"_meta": MCP_MODERN})["result"]
         assert lst["resultType"] == "complete" and lst["cacheScope"] == "public" and len(lst["tools"]) == len(TOOL_NAMES)
 
         # stateless: no session unless the call names one
-        c.call("show", {"node": "py:shop.cart.Cart", "session": "s1"}, MODERN)
+        c.call("show", {"node": "py:shop.cart.Cart", "session": "s1"}, MCP_MODERN)
         hits = {h["key"]: h for h in c.call("search", {"query": "cart items", "k": 5, "detail": "full"},
-                                            MODERN)["structuredContent"]["hits"]}
+                                            MCP_MODERN)["structuredContent"]["hits"]}
         assert "session" not in hits["py:shop.cart.Cart"]["adjustments"]
         ask = {"query": "cart items", "k": 5, "session": "s1", "detail": "full"}
-        hits = {h["key"]: h for h in c.call("search", ask, MODERN)["structuredContent"]["hits"]}
+        hits = {h["key"]: h for h in c.call("search", ask, MCP_MODERN)["structuredContent"]["hits"]}
         assert hits["py:shop.cart.Cart"]["adjustments"]["session"] > 1.19
 
         # a reindex (as cron would run it) while the server runs
         (root / "shop/tax.py").write_text('def vat_rate(country):\n    """Value added tax rate."""\n    return 0.2\n')
         index_paths(db, [str(root)], STEPS)
-        res = c.call("search", {"query": "value added tax rate", "k": 3}, MODERN)
+        res = c.call("search", {"query": "value added tax rate", "k": 3}, MCP_MODERN)
         assert res["structuredContent"]["hits"][0]["key"] == "py:shop.tax.vat_rate"
         # the index file replaced by a fresh build
         for suffix in ("", "-wal", "-shm"):
@@ -210,10 +184,10 @@ def test_stdlib_client_modern_requests_sessions_and_a_reindex(proj):
             if p.exists():
                 p.unlink()
         (root / "shop/ship.py").write_text('def shipping_cost(weight):\n    """Parcel shipping cost."""\n    return 5\n')
-        res = c.call("stats", {}, MODERN)
+        res = c.call("stats", {}, MCP_MODERN)
         assert res["isError"] and "no index at" in res["content"][0]["text"]
         index_paths(db, [str(root)], STEPS)
-        res = c.call("search", {"query": "parcel shipping cost", "k": 3}, MODERN)
+        res = c.call("search", {"query": "parcel shipping cost", "k": 3}, MCP_MODERN)
         assert res["structuredContent"]["hits"][0]["key"] == "py:shop.ship.shipping_cost"
     finally:
         assert c.close() == 0

@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 
 import pytest
+from conftest import MCP_MODERN
 
 from kgsearch.mcp.server import Server
 from kgsearch.mcp.tools import TOOLS
 
-MODERN = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}
 
 
 @pytest.fixture(scope="module")
@@ -24,7 +24,7 @@ def server(tmp_path_factory):
 
 def _call(srv, name, args):
     r = srv.handle({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-                    "params": {"_meta": MODERN, "name": name, "arguments": args}})
+                    "params": {"_meta": MCP_MODERN, "name": name, "arguments": args}})
     return r["result"]
 
 

@@ -10,7 +10,7 @@ import re
 
 import numpy as np
 import pytest
-from conftest import write
+from conftest import no_timings, write
 
 from kgsearch.cli import main
 from kgsearch.indexer import IndexOptions, index_paths
@@ -232,14 +232,6 @@ def cli_json(capsys, monkeypatch, *args, env=None):
     code = main(list(args))
     out = capsys.readouterr()
     return code, (json.loads(out.out) if code == 0 and out.out.strip() else None), out.err
-
-
-def no_timings(d):
-    if isinstance(d, dict):
-        return {k: no_timings(v) for k, v in d.items() if k != "timings_ms"}
-    if isinstance(d, list):
-        return [no_timings(v) for v in d]
-    return d
 
 
 @pytest.mark.parametrize("command", [["stats"], ["communities"], ["export", "jsonl", "-"], ["show", "md:x"],

@@ -3,10 +3,10 @@ graph and intent signals, code queries, cache, explain/why, and the degradation 
 from __future__ import annotations
 
 import json
-import textwrap
 
 import numpy as np
 import pytest
+from conftest import SHOP, SHOP_CART_CHECKOUT, write_files
 
 from kgsearch import query as pipeline
 from kgsearch.cli import main
@@ -36,32 +36,8 @@ KG = {
 }
 
 PKG = {
-    "shop/__init__.py": "",
-    "shop/cart.py": '''\
-        """Shopping cart."""
-        from shop.pricing import apply_discount
-
-
-        class Cart:
-            """A cart of items."""
-
-            def add_item(self, item):
-                """Add one item to the cart."""
-                self.items.append(item)
-                return apply_discount(self)
-
-            def checkout_total(self):
-                """Total price after discounts."""
-                return apply_discount(self)
-        ''',
-    "shop/pricing.py": '''\
-        """Prices."""
-
-
-        def apply_discount(cart):
-            """Apply the discount rules to a cart total."""
-            return cart
-        ''',
+    **SHOP,
+    "shop/cart.py": SHOP_CART_CHECKOUT,
     "tests/test_cart.py": '''\
         from shop.cart import Cart
 
@@ -86,10 +62,7 @@ def kg_db(tmp_path):
 @pytest.fixture
 def code_db(tmp_path):
     root = tmp_path / "proj"
-    for rel, src in PKG.items():
-        p = root / rel
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(textwrap.dedent(src))
+    write_files(root, PKG)
     db = tmp_path / "code.db"
     index_paths(db, [str(root)], IndexOptions(steps=("text", "neighbors", "graph")))
     return db

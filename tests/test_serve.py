@@ -13,7 +13,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import textwrap
 import threading
 import urllib.error
 import urllib.request
@@ -21,10 +20,11 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
+from conftest import SHOP, no_timings, serving, write_files
 
 from kgsearch.cli import main
 from kgsearch.indexer import IndexOptions, index_paths
-from kgsearch.serve import App, Holder, make_server
+from kgsearch.serve import App, Holder
 from kgsearch.serve import holder as holder_mod
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -32,45 +32,17 @@ NO_EMBED = IndexOptions(settings={"embed": False})
 HOSTILE = ("<script>alert('pwned')</script> \x1b[2J\x1b]0;title\x07 \u202etxt.exe \"><img src=x onerror=alert(1)> "
            "<svg onload=alert(2)> javascript:alert(3) \x08\x9b")          # (a NUL byte would make it a binary file)
 FILES = {
-    "shop/__init__.py": "",
-    "shop/cart.py": '''\
-        """Shopping cart."""
-        from shop.pricing import apply_discount
-
-
-        class Cart:
-            """A cart of items."""
-
-            def add_item(self, item):
-                """Add one item to the cart."""
-                self.items.append(item)
-                return apply_discount(self)
-        ''',
-    "shop/pricing.py": '''\
-        """Prices."""
-
-
-        def apply_discount(cart):
-            """Apply the discount rules to a cart total."""
-            return cart
-        ''',
+    **SHOP,
     "notes/pricing.md": "# Pricing\n\nDiscounts apply at checkout, see [[cart]]. #shop\n",
     "notes/cart.md": "# Cart\n\nThe cart holds the items. See [[pricing]].\n",
 }
-
-
-def _write(root: Path, files: dict) -> None:
-    for rel, src in files.items():
-        p = root / rel
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(textwrap.dedent(src), encoding="utf-8")
 
 
 @pytest.fixture(scope="module")
 def proj(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("serve")
     root = tmp / "proj"
-    _write(root, FILES)
+    write_files(root, FILES)
     hostile = root / "notes" / "evil <b>&'\".md"
     hostile.write_text(f"# Evil {HOSTILE}\n\nBody {HOSTILE}\n\n{'x' * 200_000}\n\nlinks to [[cart]]\n", encoding="utf-8")
     db = tmp / "proj.db"
@@ -95,14 +67,6 @@ def cli_json(capsys, *args) -> object:
     capsys.readouterr()
     assert main(list(args)) == 0
     return json.loads(capsys.readouterr().out)
-
-
-def no_timings(d):
-    if isinstance(d, dict):
-        return {k: no_timings(v) for k, v in d.items() if k != "timings_ms"}
-    if isinstance(d, list):
-        return [no_timings(v) for v in d]
-    return d
 
 
 # --------------------------------------------------------------------------- the API is the CLI's --json
@@ -297,12 +261,8 @@ def test_request_bounds(app, proj):
 def live(proj):
     _, db = proj
     h = Holder(str(db))
-    srv = make_server({"index": h}, "127.0.0.1", 0)
-    t = threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True)
-    t.start()
-    yield f"http://127.0.0.1:{srv.server_address[1]}"
-    srv.shutdown()
-    srv.server_close()
+    with serving({"index": h}) as url:
+        yield url
     h.close()
 
 
@@ -355,7 +315,7 @@ def test_long_and_oversized_requests_over_http(live):
 
 def test_a_reindex_and_a_replaced_index_are_picked_up_without_restart(tmp_path):
     root = tmp_path / "v"
-    _write(root, {"a.md": "# A\n\nfirst note\n"})
+    write_files(root, {"a.md": "# A\n\nfirst note\n"})
     db = tmp_path / "i.db"
     index_paths(db, [str(root)], NO_EMBED)
     app = App({"i": Holder(str(db))})
@@ -365,7 +325,7 @@ def test_a_reindex_and_a_replaced_index_are_picked_up_without_restart(tmp_path):
     index_paths(db, [str(root)], NO_EMBED)                          # a reindex while the server runs
     assert ask("platypus") == ["md:b"]
     other = tmp_path / "other"
-    _write(other, {"c.md": "# C\n\nthe echidna too\n"})
+    write_files(other, {"c.md": "# C\n\nthe echidna too\n"})
     new = tmp_path / "new.db"
     index_paths(new, [str(other)], NO_EMBED)
     os.replace(new, db)                                             # as doctor --rebuild swaps a file in

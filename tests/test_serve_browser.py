@@ -7,16 +7,15 @@ from __future__ import annotations
 
 import os
 import shutil
-import threading
 from pathlib import Path
 
 import pytest
 
 import conftest
-from conftest import need
+from conftest import need, serving
 from kgsearch.config import shipped_data_dir
 from kgsearch.indexer import index_paths
-from kgsearch.serve import Holder, make_server
+from kgsearch.serve import Holder
 
 PHONE = (412, 915)          # CSS pixels of a common Android phone
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -47,12 +46,8 @@ def site():
     db = tmp / "demo.db"
     index_paths(db, [str(demo)])
     h = Holder(str(db))
-    srv = make_server({"demo": h}, "127.0.0.1", 0)
-    t = threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True)
-    t.start()
-    yield f"http://127.0.0.1:{srv.server_address[1]}"
-    srv.shutdown()
-    srv.server_close()
+    with serving({"demo": h}) as url:
+        yield url
     h.close()
     shutil.rmtree(tmp, ignore_errors=True)
 

@@ -5,7 +5,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import cli, write
+from conftest import MCP_MODERN, cli, write
 
 from kgsearch.cli import main
 
@@ -46,7 +46,6 @@ def test_an_unknown_edge_type_names_the_near_ones_not_all_of_them(command, tmp_p
     assert err.endswith(" more (`kgsearch stats` lists every type)\n")
 
 
-MODERN = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}
 
 
 def test_an_unknown_edge_type_is_a_bad_request_over_http_and_a_tool_error_over_mcp(indexed):
@@ -63,7 +62,7 @@ def test_an_unknown_edge_type_is_a_bad_request_over_http_and_a_tool_error_over_m
     for name, args in (("related", {"node": "md:a", "types": ["nope"]}),
                        ("path", {"source": "md:a", "target": "md:b", "types": ["nope"]})):
         r = srv.handle({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-                        "params": {"_meta": MODERN, "name": name, "arguments": args}})
+                        "params": {"_meta": MCP_MODERN, "name": name, "arguments": args}})
         assert r["result"]["isError"] is True
         assert r["result"]["content"] == [{"type": "text", "text": "error: types: no edge type 'nope' in this index; "
                                                                    "it has: links_to"}]
@@ -320,7 +319,7 @@ def test_mcp_params_that_are_not_an_object_are_invalid_params(method, params, wh
 def test_mcp_tools_call_with_a_bad_name_or_arguments_is_invalid_params(params, message, indexed):
     from kgsearch.mcp.server import Server
 
-    r = _rpc(Server(indexed[1]), "tools/call", params={"_meta": MODERN, **params})
+    r = _rpc(Server(indexed[1]), "tools/call", params={"_meta": MCP_MODERN, **params})
     assert r == {"jsonrpc": "2.0", "id": 7, "error": {"code": -32602, "message": message}}
 
 
@@ -330,7 +329,7 @@ def test_mcp_params_left_out_still_work_where_a_method_needs_none(indexed):
     srv = Server(indexed[1])
     assert _rpc(srv, "ping") == {"jsonrpc": "2.0", "id": 7, "result": {}}
     assert _rpc(srv, "server/discover")["result"]["supportedVersions"] == ["2026-07-28"]
-    r = _rpc(srv, "tools/call", params={"_meta": MODERN, "name": "stats"})       # arguments left out
+    r = _rpc(srv, "tools/call", params={"_meta": MCP_MODERN, "name": "stats"})       # arguments left out
     assert r["result"]["isError"] is False
 
 
@@ -502,7 +501,7 @@ def test_a_number_no_row_id_can_be_is_no_node(ref, indexed, capsys):
 
     st, _, body = App({"i": Holder(indexed[1])}).handle("GET", f"/api/show?node={quote(ref)}", {})
     assert st == 404 and json.loads(body)["error"].startswith(f"no node {ref!r}")
-    r = _rpc(Server(indexed[1]), "tools/call", params={"_meta": MODERN, "name": "show", "arguments": {"node": ref}})
+    r = _rpc(Server(indexed[1]), "tools/call", params={"_meta": MCP_MODERN, "name": "show", "arguments": {"node": ref}})
     assert r["result"]["isError"] is True and r["result"]["content"][0]["text"].startswith(f"error: no node {ref!r}")
 
 
@@ -514,10 +513,10 @@ def test_a_files_path_with_a_nul_byte_is_not_in_the_index(indexed):
 
     st, _, body = App({"i": Holder(indexed[1])}).handle("GET", "/api/context?files=a%00b", {})
     assert st == 404 and json.loads(body)["error"].startswith("a\0b: this file is not in the index")
-    r = _rpc(Server(indexed[1]), "tools/call", params={"_meta": MODERN, "name": "context",
+    r = _rpc(Server(indexed[1]), "tools/call", params={"_meta": MCP_MODERN, "name": "context",
                                                        "arguments": {"files": ["a\0b"]}})
     assert r["result"]["isError"] is True and r["result"]["content"][0]["text"].startswith("error: a\0b is not in")
-    r = _rpc(Server(indexed[1]), "tools/call", params={"_meta": MODERN, "name": "impact",       # (impact: the same)
+    r = _rpc(Server(indexed[1]), "tools/call", params={"_meta": MCP_MODERN, "name": "impact",       # (impact: the same)
                                                        "arguments": {"node": "a\0b"}})
     assert r["result"]["isError"] is True
     assert r["result"]["content"][0]["text"].startswith("error: no node or indexed file 'a\\x00b'")

@@ -4,9 +4,9 @@ and the ``kgsearch feedback`` command."""
 from __future__ import annotations
 
 import json
-import textwrap
 
 import pytest
+from conftest import SHOP, SHOP_CART_CHECKOUT, write_files
 
 from kgsearch.cli import main
 from kgsearch.indexer import IndexOptions, index_paths
@@ -15,24 +15,8 @@ from kgsearch.query.feedback import Session, nudges_for, query_signature, record
 from kgsearch.store.db import Index
 
 PKG = {
-    "shop/__init__.py": "",
-    "shop/cart.py": '''\
-        """Shopping cart."""
-        from shop.pricing import apply_discount
-
-
-        class Cart:
-            """A cart of items."""
-
-            def add_item(self, item):
-                """Add one item to the cart."""
-                self.items.append(item)
-                return apply_discount(self)
-
-            def checkout_total(self):
-                """Total price after discounts."""
-                return apply_discount(self)
-        ''',
+    **SHOP,
+    "shop/cart.py": SHOP_CART_CHECKOUT,
     "shop/pricing.py": '''\
         """Prices."""
 
@@ -53,10 +37,7 @@ QUERIES = ["add item to the cart", "apply_discount", "cart total price", "discou
 @pytest.fixture
 def code(tmp_path):
     root = tmp_path / "proj"
-    for rel, src in PKG.items():
-        p = root / rel
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(textwrap.dedent(src))
+    write_files(root, PKG)
     db = tmp_path / "code.db"
     index_paths(db, [str(root)], IndexOptions(steps=("text", "neighbors", "graph")))
     return root, db
