@@ -355,7 +355,6 @@ def test_the_query_model_is_found_once_per_generation(tmp_path, monkeypatch):
     ~0.1 ms); it is found once per generation, again after a reindex, and a miss is never kept
     (a model that turns up later is found by the next query)."""
     from kgsearch.embed import index_model, model as model_mod
-    from kgsearch.indexer import index_paths
     from kgsearch.store.db import Index
 
     vault, db = indexed_two_notes(tmp_path)
