@@ -871,6 +871,111 @@ def test_go_methods_on_values_of_declared_types(tmp_path):
     assert calls_of(edges, g + "Use") == {g + "Conn.Write"}  # a typed parameter shadows the package
 
 
+def test_go_calls_through_fields_of_a_struct_declared_in_another_file_of_the_package(tmp_path):
+    # a package is its folder: `s.conns.Close()` in server.go reaches the field's type through
+    # Server's struct in types.go (grpc-go declares its types apart from their methods); a typed
+    # name's field (`x.conns`, `p.inner` of another package's struct) alike; a field two build
+    # variants declare with other types, or no struct declares, gives no target
+    files = {
+        "go.mod": "module example.com/shop\n",
+        "srv/types.go": """\
+            package srv
+
+            import "example.com/shop/pool"
+
+            type Server struct {
+            \tconns *ConnSet
+            \tpool  pool.Pool
+            }
+
+            type ConnSet struct{}
+            """,
+        "srv/server.go": """\
+            package srv
+
+            import "example.com/shop/pool"
+
+            func (s *Server) Serve() {
+            \ts.conns.Close()
+            \ts.pool.Get()
+            \ts.missing.Close()
+            }
+
+            func (c *ConnSet) Close() {}
+
+            func Run(x *Server) { x.conns.Close() }
+
+            func Use(p pool.Pool) { p.inner.Close() }
+            """,
+        "srv/conn_linux.go": "package srv\n\ntype Conn struct {\n\tio *ConnSet\n}\n",
+        "srv/conn_windows.go": "package srv\n\ntype Conn struct {\n\tio *Server\n}\n",
+        "srv/flush.go": "package srv\n\nfunc (c *Conn) Flush() { c.io.Close() }\n",
+        "pool/pool.go": """\
+            package pool
+
+            type Pool struct {
+            \tinner *Inner
+            }
+
+            func (p Pool) Get() {}
+
+            type Inner struct{}
+
+            func (i *Inner) Close() {}
+            """,
+    }
+    _, edges = build(tmp_path, files)
+    g, p = "go:srv/server.go:", "go:pool/pool.go:"
+    assert calls_of(edges, g + "Server.Serve") == {g + "ConnSet.Close", p + "Pool.Get", None}   # s.missing: none
+    assert calls_of(edges, g + "Run") == {g + "ConnSet.Close"}
+    assert calls_of(edges, g + "Use") == {p + "Inner.Close"}
+    assert calls_of(edges, "go:srv/flush.go:Conn.Flush") == {None}      # *ConnSet or *Server: no target
+
+
+def test_rust_calls_through_fields_of_a_struct_declared_in_another_module(tmp_path):
+    # `self.io.flush()` in an `impl` of imp.rs reaches the field's type through the `struct` in
+    # conn.rs (named by the path the impl's type names: `use crate::conn::Conn`), its type read
+    # through conn.rs's own `use` names, the innermost wrapped type first; a generic parameter,
+    # a collection or an unknown field gives no target
+    files = {
+        "Cargo.toml": '[package]\nname = "net"\nversion = "0.1.0"\n',
+        "src/lib.rs": "mod conn;\nmod imp;\npub mod io;\n",
+        "src/conn.rs": """\
+            use std::sync::{Arc, Mutex};
+            use crate::io::Io;
+
+            pub struct Conn<T> {
+                io: Io,
+                shared: Arc<Mutex<Io>>,
+                gen: T,
+                items: Vec<Io>,
+            }
+            """,
+        "src/io.rs": "pub struct Io;\nimpl Io {\n    pub fn flush(&self) {}\n}\n",
+        "src/imp.rs": """\
+            use crate::conn::Conn;
+
+            impl<T> Conn<T> {
+                pub fn flush(&self) {
+                    self.io.flush();
+                }
+                pub fn shared(&self) {
+                    self.shared.flush();
+                }
+                pub fn others(&self) {
+                    self.gen.flush();
+                    self.items.flush();
+                    self.none.flush();
+                }
+            }
+            """,
+    }
+    _, edges = build(tmp_path, files)
+    r, io = "rs:src/imp.rs:Conn.", "rs:src/io.rs:Io.flush"
+    assert calls_of(edges, r + "flush") == calls_of(edges, r + "shared") == {io}
+    assert calls_of(edges, r + "others") == {None}
+
+
 @pytest.mark.parametrize("lang", ["go", "rust"])
 def test_declared_field_types_are_read_once_per_file(tmp_path, monkeypatch, lang):
     """Each ``self.field.f()`` / ``r.field.M()`` call site read its struct's fields again: a file

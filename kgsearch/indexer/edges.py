@@ -8,6 +8,10 @@ was removed, or when one of its candidate names gained or lost a node this run, 
 incremental run leaves the edges a full rebuild would. Python and Rust names that only resolve
 through a module's re-export (``from .core import Foo`` in a package, ``pub use self::x::Foo;``)
 are followed with :func:`kgsearch.ingest.pynames.reexport_resolver` (:data:`REEXPORT_NS`).
+Calls through a field of a struct another file declares (Go, Rust: edges with
+:data:`~kgsearch.ingest.codemodel.FIELD_PROPS`) are resolved through the fields its node lists
+(:meth:`EdgeResolver.resolve_field_calls`), all of them again in every run that loads or
+deletes a file, so that they follow the struct's file as a fresh build would.
 """
 from __future__ import annotations
 
@@ -15,6 +19,7 @@ import json
 from collections import Counter
 
 from ..errors import DataError
+from ..ingest.codemodel import FIELD_PROPS
 from ..ingest.pynames import reexport_resolver
 from ..lines import quoted
 from ..store.sql import CHUNK
@@ -45,6 +50,8 @@ LOOKUP_NS = {"kgt": "kg"}      # names of these namespaces are looked up in anot
 # Namespaces whose unresolved names may reach a definition through a module's re-export
 # (their modules answer to dotted names: Python's by key, Rust's by alias; see _reexports)
 REEXPORT_NS = ("py", "rs")
+FIELD_NS = ("go", "rs")        # namespaces whose loaders emit calls through fields (FIELD_PROPS)
+_FIELD_PROPS_JSON = dumps_props(FIELD_PROPS)
 
 
 class EdgeResolver:
@@ -116,13 +123,15 @@ class EdgeResolver:
             batch = cur.fetchmany(8192)
             if not batch:
                 break
-            resolved = names.resolve([(r[1], r[2]) for r in batch])
+            # (calls through a struct's fields are resolved by resolve_field_calls)
+            named = iter(names.resolve([(r[1], r[2]) for r in batch if r[7] != _FIELD_PROPS_JSON]))
+            resolved = [(None, r[2]) if r[7] == _FIELD_PROPS_JSON else next(named) for r in batch]
             rows = []
             new_file_edges = new_file_edges or any(r[5] in self.new_files for r in batch)
             for (src, ns, dst_name, etype, weight, file_id, line, props), (dst, name) in zip(batch, resolved):
                 if dst is None and (ns in AUTO_NS or ns == "kg"):
                     pending.append((next_id,))
-                elif dst is None and ns in REEXPORT_NS:
+                elif dst is None and ns in REEXPORT_NS and props != _FIELD_PROPS_JSON:
                     unresolved_re.setdefault(ns, []).append((next_id, dst_name))
                 rows.append((next_id, src, dst, ns, name, etype, weight, file_id, line, props))
                 next_id += 1
@@ -193,12 +202,14 @@ class EdgeResolver:
             created = True
         if created:
             self._resolve_pass()
+        self.resolve_field_calls()
 
     def _resolve_pass(self) -> None:
         """(Re)resolve the edges listed in temp.resolve_ids against the current names."""
         conn = self.conn
         rows = conn.execute("SELECT e.id, e.ns, e.dst_name, e.dst, e.file_id FROM temp.resolve_ids r "
-                            "CROSS JOIN edges e ON e.id = r.id WHERE e.dst_name != '' OR e.dst IS NULL").fetchall()
+                            "CROSS JOIN edges e ON e.id = r.id WHERE (e.dst_name != '' OR e.dst IS NULL) "
+                            "AND e.props IS NOT ?", (_FIELD_PROPS_JSON,)).fetchall()
         names = _Names(conn)
         updates = []
         reexports: dict = {}
@@ -215,6 +226,80 @@ class EdgeResolver:
         conn.executemany("UPDATE edges SET dst=?, dst_name=? WHERE id=?", updates)
         if updates:
             self.changes.edges_changed = True
+
+    def resolve_field_calls(self) -> None:
+        """Calls through a field of a struct declared in another file (``FIELD_PROPS`` edges, each
+        candidate ``<struct>.<field>.<method>``): the struct's nodes (every node answering
+        ``<struct>`` whose ``props["fields"]`` has the field; two that declare it differently
+        give no edge) give the field's type candidates, and ``<type>.<method>`` resolves as any
+        name does, the first candidate that names a node winning. The edge keeps its written name.
+        Every such edge of the index is resolved again (a run that loads or deletes no file does
+        nothing): its answer depends on the struct's file and the type's methods' files, any of
+        which may have changed, and a few thousand look-ups cost less than tracking them."""
+        if not (self.writer.stored_files or self.st.report.files_deleted or self.changes.full):
+            return
+        conn = self.conn
+        marks = ",".join("?" * len(FIELD_NS))
+        rows = conn.execute(f"SELECT id, ns, dst_name, dst FROM edges WHERE ns IN ({marks}) AND dst_name != '' "
+                            f"AND file_id IS NOT NULL AND type = 'calls' AND props = ?",
+                            (*FIELD_NS, _FIELD_PROPS_JSON)).fetchall()
+        if not rows:
+            return
+        wanted: dict[str, set[str]] = {}
+        for _, ns, dst_name, _ in rows:
+            for cand in dst_name.split("\n"):
+                wanted.setdefault(ns, set()).add(cand.rsplit(".", 2)[0])
+        fields = {ns: self._struct_fields(ns, sorted(names)) for ns, names in wanted.items()}
+        items = []
+        for _, ns, dst_name, _ in rows:
+            out: list[str] = []
+            for cand in dst_name.split("\n"):
+                parts = cand.rsplit(".", 2)
+                if len(parts) != 3:
+                    continue
+                declared = {tuple(f[parts[1]]) for f in fields[ns].get(parts[0], ()) if parts[1] in f}
+                if len(declared) == 1:
+                    out += [f"{t}.{parts[2]}" for t in next(iter(declared))]
+            items.append((ns, "\n".join(dict.fromkeys(out))))
+        names = _Names(conn)
+        updates, changed = [], False
+        for (eid, _, _, dst), (new_dst, _) in zip(rows, names.resolve(items)):
+            if new_dst != dst:
+                updates.append((new_dst, eid))
+                changed = changed or eid < self.first_new_edge     # (new edges: compare_file_edges)
+        conn.executemany("UPDATE edges SET dst=? WHERE id=?", updates)
+        if changed:
+            self.changes.edges_changed = True
+
+    def _struct_fields(self, ns: str, names: list[str]) -> dict[str, list[dict]]:
+        """``name`` -> the ``props["fields"]`` of the nodes of namespace ``ns`` answering it
+        (by an alias or their key) that list fields."""
+        conn = self.conn
+        ids: dict[str, set[int]] = {}
+        for s in range(0, len(names), CHUNK):
+            chunk = names[s:s + CHUNK]
+            marks = ",".join("?" * len(chunk))
+            for name, nid in conn.execute(f"SELECT name, node_id FROM aliases WHERE ns=? AND name IN ({marks})",
+                                          [ns, *chunk]):
+                ids.setdefault(name, set()).add(nid)
+            cut = len(ns) + 1
+            for key, nid in conn.execute(f"SELECT key, id FROM nodes WHERE key IN ({marks})",
+                                         [f"{ns}:{n}" for n in chunk]):
+                ids.setdefault(key[cut:], set()).add(nid)
+        every = sorted({i for v in ids.values() for i in v})
+        props: dict[int, dict] = {}
+        for s in range(0, len(every), CHUNK):
+            chunk = every[s:s + CHUNK]
+            marks = ",".join("?" * len(chunk))
+            for nid, p in conn.execute(f"SELECT id, props FROM nodes WHERE id IN ({marks}) AND kind = 'class' "
+                                       f"AND props LIKE '%\"fields\"%'", chunk):
+                try:
+                    got = json.loads(p).get("fields")
+                except (json.JSONDecodeError, AttributeError):
+                    continue
+                if isinstance(got, dict):
+                    props[nid] = got
+        return {name: [props[i] for i in sorted(v) if i in props] for name, v in ids.items()}
 
     def _reexports(self, names: "_Names", ns: str = "py"):
         """:func:`~kgsearch.ingest.pynames.reexport_resolver` over this index's modules of

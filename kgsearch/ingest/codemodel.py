@@ -34,9 +34,12 @@ from ..types import FLAG_TEST, FLAG_VENDORED, EdgeRec, LoadResult, NodeRec
 from .clex import Lexed
 from .langspec import LangSpec, is_generated_path, is_generated_text, is_test_path, is_vendored_path
 
-__all__ = ["Def", "Builder", "CodeLoader", "MAX_TEXT", "dedent"]
+__all__ = ["Def", "Builder", "CodeLoader", "FieldCalls", "FIELD_PROPS", "MAX_TEXT", "dedent"]
 
 MAX_TEXT = 4000
+# the props of a ``calls`` edge whose candidates name ``<struct>.<field>.<method>``: a struct
+# declared in another file, whose fields the indexer reads (``props["fields"]`` of its node)
+FIELD_PROPS = {"via": "field"}
 
 _INDENT = re.compile(r"^[ \t]*")
 _CODE = re.compile(r"\S")
@@ -79,6 +82,15 @@ class Def:
         self.data: dict = {}                   # scanner notes (receiver, self type, ...)
 
 
+class FieldCalls(list):
+    """Candidates of a call through a field of a struct the file does not declare (Go: another
+    file of the package; Rust: another module of the crate): each names
+    ``<struct>.<field>.<method>`` (``srv:Server.conns.Close``, ``app.conn.Conn.io.flush``). The
+    loader cannot know the field's type; the struct's own file lists it in its node's
+    ``props["fields"]`` (:meth:`Builder.field_types`), and the indexer follows it
+    (:meth:`kgsearch.indexer.edges.EdgeResolver.resolve_field_calls`)."""
+
+
 class Builder:
     """Nodes and edges of one file. A language loader subclasses it and provides
     :meth:`aliases` and :meth:`call_candidates` (and emits its imports with :meth:`imports`)."""
@@ -109,6 +121,12 @@ class Builder:
     def read_struct_fields(self) -> dict[str, dict[str, set[str]]]:
         """Every struct of the file: name -> field -> its declared types (:meth:`field_type`;
         none unless the language resolves calls through declared types)."""
+        return {}
+
+    def field_types(self, d: Def) -> dict[str, list[str]]:
+        """The fields of the struct ``d`` whose declared type is a named type: field -> the
+        type's candidate names (most preferred first), so that a call through the field in
+        another file resolves (:class:`FieldCalls`); none unless the language does that."""
         return {}
 
     def module_name(self) -> str:
@@ -173,6 +191,11 @@ class Builder:
                           aliases=[(self.ns, a[0], a[1]) for a in self.aliases(mod)])
         res.nodes.append(mod.rec)
         self.keys.add(mod.key)
+        for d in self.defs:
+            if d.kind == "class" and d.decl == "struct":
+                fields = self.field_types(d)
+                if fields:
+                    d.props["fields"] = fields
         for d in self.defs:
             self._node_after_parent(d)
         for d in self.defs:
@@ -345,7 +368,8 @@ class Builder:
             if (scope.key, dst) in seen:
                 continue
             seen.add((scope.key, dst))
-            edges.append(EdgeRec(scope.key, dst, "calls", ns, line=line(pos)))
+            edges.append(EdgeRec(scope.key, dst, "calls", ns, line=line(pos),
+                                 props=dict(FIELD_PROPS) if isinstance(cands, FieldCalls) else {}))
 
     def calls_at_top(self) -> bool:
         return True

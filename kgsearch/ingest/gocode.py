@@ -28,14 +28,17 @@ Edges:
   (and a composite literal ``T{..}``, ``&pkg.T{..}`` -> the type, as a Python ``Cls()`` call)
   (its import name: the alias, else the path's last element without a ``go-`` prefix or a
   ``.vN`` suffix); ``r.M()`` with ``r`` the method's receiver -> ``T.M``. Methods on values whose
-  type is declared: ``r.field.M()`` (the field's type in the receiver type's ``struct``, in the
-  same file; an embedded field by its type's name) and ``x.M()`` for a parameter ``x T``, a
+  type is declared: ``r.field.M()`` and ``x.field.M()`` (the field's type in the ``struct``'s
+  declaration, in the same file; an embedded field by its type's name; a ``struct`` declared in
+  another file of its package, or in another package, is read by the indexer: the call names
+  ``<folder>:T.field.M`` (:class:`~kgsearch.ingest.codemodel.FieldCalls`), and each top-level
+  struct's node lists its fields' types, ``props["fields"]``) and ``x.M()`` for a parameter ``x T``, a
   local ``var x T`` or ``x := T{..}`` (``&pkg.T{..}``: a composite literal's type) -> ``T.M``
   (``*T``, ``pkg.T``, ``T[K]`` alike). A name declared twice with other types, or also bound by
   ``:=`` to anything else (which may shadow it), a field two types of that name
   declare differently, slices, maps, channels and function types give no edge. Not resolved:
   calls on other values (``x := f()``: no inference), builtins, function values, methods
-  promoted from embedded fields, a ``struct`` declared in another file than the method.
+  promoted from embedded fields, chains of two fields (``r.a.b.M()``).
 * ``inherits``: a struct or an interface -> the types it embeds.
 """
 from __future__ import annotations
@@ -48,7 +51,7 @@ from pathlib import Path
 
 from .clex import lex
 from ..types import FLAG_TEST
-from .codemodel import Builder, Def
+from .codemodel import Builder, Def, FieldCalls
 from .codescan import call_sites, find_up, read_source, split_chain
 from .langspec import GO
 
@@ -221,6 +224,7 @@ class _Go(Builder):
         self.commented = self.gomod is None and opts.root and _comment_module(path, opts.root) or None
         self.pkgs: dict[str, list[str]] = {}        # import name -> candidate folders
         self.test_rank = 0
+        self._types: set[str] | None = None          # the file's top-level type names (_declared)
 
     def aliases(self, d: Def) -> list[tuple]:
         if d is self.mod:
@@ -427,42 +431,90 @@ class _Go(Builder):
         """Every ``struct`` type of the file: name -> field -> its declared types (an embedded
         field under its type's name; fields of nested anonymous structs left out); read once
         per file by :meth:`field_type`."""
-        code, pairs = self.lx.code, self.lx.pairs
         out: dict[str, dict[str, set[str]]] = {}
         for d in self.defs:
-            if d.decl != "struct" or d.body is None:
-                continue
-            fields = out.setdefault(d.name, {})
-            close = pairs.get(d.body, d.end)
-            starts, ends = [], []                  # the nested brackets' spans, in order
-            o = d.body + 1
-            while o < close:
-                if code[o] in "{(" and o in pairs:
-                    starts.append(o)
-                    ends.append(pairs[o])
-                    o = pairs[o]                   # (brackets inside it are inside it)
-                o += 1
-
-            def nested(at: int) -> bool:
-                i = bisect.bisect_left(starts, at) - 1
-                return i >= 0 and starts[i] < at < ends[i]
-
-            for m in _FIELD_LINE.finditer(code, d.body + 1, close):
-                if not nested(m.start()):
-                    typ = re.sub(r"\s+", " ", m.group(2)).strip()
-                    for name in re.split(r"[ \t]*,[ \t]*", m.group(1)):
-                        fields.setdefault(name, set()).add(typ)
-            for e in _EMBED.finditer(code, d.body + 1, close):
-                if not nested(e.start()):
-                    fields.setdefault(e.group(1).rsplit(".", 1)[-1], set()).add(e.group(1))
+            if d.decl == "struct" and d.body is not None:
+                fields = out.setdefault(d.name, {})
+                for name, types in self._struct_fields(d).items():
+                    fields.setdefault(name, set()).update(types)
         return out
 
-    def _method_of(self, typ: str | None, method: str) -> list[str]:
-        t = _type_name(typ) if typ else None
+    def _struct_fields(self, d: Def) -> dict[str, set[str]]:
+        """The fields of one ``struct`` type ``d`` with their declared types (kept on ``d``)."""
+        got = d.data.get("fields")
+        if got is not None:
+            return got
+        code, pairs = self.lx.code, self.lx.pairs
+        fields: dict[str, set[str]] = {}
+        d.data["fields"] = fields
+        if d.decl != "struct" or d.body is None:
+            return fields
+        close = pairs.get(d.body, d.end)
+        starts, ends = [], []                  # the nested brackets' spans, in order
+        o = d.body + 1
+        while o < close:
+            if code[o] in "{(" and o in pairs:
+                starts.append(o)
+                ends.append(pairs[o])
+                o = pairs[o]                   # (brackets inside it are inside it)
+            o += 1
+
+        def nested(at: int) -> bool:
+            i = bisect.bisect_left(starts, at) - 1
+            return i >= 0 and starts[i] < at < ends[i]
+
+        for m in _FIELD_LINE.finditer(code, d.body + 1, close):
+            if not nested(m.start()):
+                typ = re.sub(r"\s+", " ", m.group(2)).strip()
+                for name in re.split(r"[ \t]*,[ \t]*", m.group(1)):
+                    fields.setdefault(name, set()).add(typ)
+        for e in _EMBED.finditer(code, d.body + 1, close):
+            if not nested(e.start()):
+                fields.setdefault(e.group(1).rsplit(".", 1)[-1], set()).add(e.group(1))
+        return fields
+
+    def field_types(self, d: Def) -> dict[str, list[str]]:
+        """A top-level ``struct``'s fields of one named type: field -> the type's candidate
+        names (``srv:Conn``, ``pricing:Rule`` for ``*pricing.Rule``), for calls through the
+        field from the package's other files (:class:`~kgsearch.ingest.codemodel.FieldCalls`)."""
+        if d.parent is not self.mod:
+            return {}
+        out = {}
+        for name, types in self._struct_fields(d).items():
+            if len(types) == 1:
+                cands = self._type_of(next(iter(types)))
+                if cands:
+                    out[name] = cands
+        return out
+
+    def _type_of(self, typ: str) -> list[str]:
+        """Candidate names of the named type a declared type reads (``*pkg.T`` -> ``<pkg's
+        folders>:T``; ``[]T``, maps, channels, builtins -> none)."""
+        t = _type_name(typ)
         if not t:
             return []
         pkg, _, name = t.rpartition(".")
-        return [f"{f}:{name}.{method}" for f in self.pkgs.get(pkg, [])] if pkg else [f"{self.dir}:{name}.{method}"]
+        return [f"{f}:{name}" for f in self.pkgs.get(pkg, [])] if pkg else [f"{self.dir}:{name}"]
+
+    def _method_of(self, typ: str | None, method: str) -> list[str]:
+        return [f"{t}.{method}" for t in self._type_of(typ)] if typ else []
+
+    def _through_field(self, typ: str, field: str, method: str) -> list[str]:
+        """``v.field.method()`` for ``v`` of the declared type ``typ``: through the field's type
+        when the file declares the struct, else (a struct in another file of its package, or of
+        another package) :class:`FieldCalls` naming ``<struct>.<field>.<method>``."""
+        t = _type_name(typ)
+        if not t:
+            return []
+        if "." not in t and t in self._declared():
+            return self._method_of(self.field_type(t, field), method)
+        return FieldCalls(f"{c}.{field}.{method}" for c in self._type_of(t))
+
+    def _declared(self) -> set[str]:
+        """The names of the file's top-level types."""
+        if self._types is None:
+            self._types = {d.name for d in self.mod.children if d.kind == "class"}
+        return self._types
 
     # ---- calls -----------------------------------------------------------------------------
     def call_candidates(self, scope: Def, parts: list[str]) -> list[str]:
@@ -472,7 +524,9 @@ class _Go(Builder):
         typed = scope.kind != "class" and scope.kind != "module"
         recv = scope.data.get("recv")
         if len(parts) == 3 and typed and recv and head == recv and scope.data.get("type"):
-            return self._method_of(self.field_type(scope.data["type"], parts[1]), parts[2])
+            return self._through_field(scope.data["type"], parts[1], parts[2])
+        if len(parts) == 3 and typed and head != recv and self._vars(scope).get(head):
+            return self._through_field(self._vars(scope)[head], parts[1], parts[2])
         if len(parts) != 2:
             return []
         if typed and head != recv and self._vars(scope).get(head):

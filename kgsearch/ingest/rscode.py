@@ -37,7 +37,11 @@ Edges:
   ``macro_rules!`` answers to its bare name crate-wide (``#[macro_use]`` textual scope: tokio's
   ``cfg_rt! { .. }``, ``ready!(..)``), below ``#[macro_export]`` ones. ``pub(crate)`` is no
   call. Methods on values whose type is declared: ``self.field.f()`` (the field's type in the
-  ``struct`` of the ``impl``'s type, in the same file) and ``x.f()`` for a parameter ``x: Type``,
+  ``struct`` of the ``impl``'s type, in the same file; else the call names the struct's path as
+  the ``impl``'s type reads (through ``use``) with the field and method,
+  :class:`~kgsearch.ingest.codemodel.FieldCalls`, which the indexer follows through the fields
+  each braced ``struct``'s node lists, ``props["fields"]``: their types' candidates, innermost
+  first, read through that file's ``use`` names) and ``x.f()`` for a parameter ``x: Type``,
   a local ``let x: Type`` or ``let x = Type { .. }`` -> ``Type::f``; through references and the wrappers
   ``Arc``, ``Rc``, ``Box``, ``Pin``, ``Cow``, ``Mutex``, ``RwLock``, ``RefCell``, ``Cell`` ...
   the innermost type first (``Arc<Mutex<Inner>>``: ``Inner::f``, else ``Mutex::f``, else
@@ -45,7 +49,8 @@ Edges:
   ``for x in``, a closure's ``|x|``, ``Some(x)``), a field that two ``struct`` items of that
   name declare differently, a generic parameter and collections (``Vec<T>``, ``Option<T>``) give no
   edge. Not resolved: methods on other values (``x.f()`` with ``x`` untyped: no inference),
-  ``self.0.f()``, a ``struct`` in another file than its ``impl``, trait methods reached
+  ``self.0.f()``, a field of another file's ``struct`` in an ``impl`` of a wrapper (``impl X
+  for Arc<T>``) or in a macro's body, trait methods reached
   through a generic, calls into crates outside the tree, the standard macros.
 * ``inherits``: a trait -> its supertraits; ``implements``: an ``impl Trait for Type`` -> the trait.
 """
@@ -55,7 +60,7 @@ import posixpath
 import re
 
 from .clex import lex
-from .codemodel import Def
+from .codemodel import Def, FieldCalls
 from .codescan import Angles, call_sites, find_end, free, read_source, split_chain
 from .langspec import RUST
 from .rsmodules import EXTERN_ROOTS as _EXTERN_ROOTS
@@ -216,6 +221,7 @@ class _Rust(RustModules):
         self.uses: dict[str, list[str]] = {}       # bound name -> candidate dotted paths
         self.globs: list[list[str]] = []
         self.extern_uses: set[str] = set()           # names bound by ``use std::..`` (never in the tree)
+        self._types: set[str] | None = None            # the file's struct/enum/union names (_declared)
 
     def module_name(self) -> str:
         base = self.rel.rsplit("/", 1)[-1][:-3]
@@ -436,30 +442,82 @@ class _Rust(RustModules):
     def read_struct_fields(self) -> dict[str, dict[str, set[str]]]:
         """Every braced ``struct`` of the file: name -> field -> its declared types; read once
         per file by :meth:`field_type`."""
-        code, pairs = self.lx.code, self.lx.pairs
         out: dict[str, dict[str, set[str]]] = {}
         for d in self.defs:
-            if d.decl != "struct" or d.body is None or code[d.body] != "{":
-                continue
-            fields = out.setdefault(d.name, {})
-            for piece in _split_top(code[d.body + 1:pairs.get(d.body, d.end)]):
-                m = _FIELD.match(_strip_attrs(piece))
-                if m:
-                    fields.setdefault(m.group(1), set()).add(re.sub(r"\s+", " ", m.group(2)).strip())
+            if d.decl == "struct" and d.body is not None and self.lx.code[d.body] == "{":
+                fields = out.setdefault(d.name, {})
+                for name, types in self._struct_fields(d).items():
+                    fields.setdefault(name, set()).update(types)
         return out
 
-    def _method_of(self, typ: str | None, method: str, scope: Def) -> list[str]:
-        """Candidates for ``method`` on a value of the declared type ``typ``, innermost first."""
-        if not typ:
-            return []
+    def _struct_fields(self, d: Def) -> dict[str, set[str]]:
+        """The fields of one braced ``struct`` ``d`` with their declared types (kept on ``d``)."""
+        got = d.data.get("fields")
+        if got is not None:
+            return got
+        code, pairs = self.lx.code, self.lx.pairs
+        fields: dict[str, set[str]] = {}
+        d.data["fields"] = fields
+        if d.decl != "struct" or d.body is None or code[d.body] != "{":
+            return fields
+        for piece in _split_top(code[d.body + 1:pairs.get(d.body, d.end)]):
+            m = _FIELD.match(_strip_attrs(piece))
+            if m:
+                fields.setdefault(m.group(1), set()).add(re.sub(r"\s+", " ", m.group(2)).strip())
+        return fields
+
+    def field_types(self, d: Def) -> dict[str, list[str]]:
+        """A braced ``struct``'s fields of a declared type: field -> the candidate names of the
+        types a method call through it may reach, innermost first (``Arc<Mutex<Inner>>``:
+        ``Inner``'s, then ``Mutex``'s, then ``Arc``'s, read through the file's ``use`` names),
+        for ``self.field.f()`` in an ``impl`` of another file
+        (:class:`~kgsearch.ingest.codemodel.FieldCalls`)."""
+        out = {}
+        for name, types in self._struct_fields(d).items():
+            if len(types) == 1:
+                cands = self._types_of(next(iter(types)), d)
+                if cands:
+                    out[name] = cands
+        return out
+
+    def _types_of(self, typ: str, scope: Def) -> list[str]:
+        """Candidate names of the types a method call on a value of the declared type ``typ``
+        may reach, innermost first (no generic parameter, primitive, standard type)."""
         gen = self._generics(scope)
         out: list[str] = []
         for path in reversed(type_spine(typ)):
             if path[0] in _EXTERN_ROOTS or path[0] in _KEYWORDS or path[0] in gen or len(path) == 1 and (
                     path[0] in _PRIMITIVES or path[0] in self.extern_uses):
                 continue
-            out += self.resolve_path(path + [method], scope)
-        return out
+            out += self.resolve_path(path, scope, member=True)
+        return list(dict.fromkeys(out))
+
+    def _method_of(self, typ: str | None, method: str, scope: Def) -> list[str]:
+        """Candidates for ``method`` on a value of the declared type ``typ``, innermost first."""
+        return [f"{t}.{method}" for t in self._types_of(typ, scope)] if typ else []
+
+    def _in_impl(self, scope: Def) -> bool:
+        """``scope`` is inside an ``impl`` block (the nearest type-like item around it) of a type
+        of the tree: not a wrapper's (``impl Schedule for Arc<Handle>`` reads ``Arc``), a standard
+        type's, nor one in a macro's body (``impl $type``)."""
+        d = scope
+        while d is not None and d is not self.mod:
+            if d.decl in ("impl", "trait", "struct", "enum", "union"):
+                if d.decl != "impl" or d.name in _WRAPPERS or d.name in _EXTERN_ROOTS or d.name in _PRIMITIVES:
+                    return False
+                break
+            d = d.parent
+        while d is not None and d is not self.mod:
+            if d.decl == "macro":
+                return False
+            d = d.parent
+        return d is self.mod
+
+    def _declared(self) -> set[str]:
+        """The names of the file's ``struct``, ``enum`` and ``union`` items (any module)."""
+        if self._types is None:
+            self._types = {d.name for d in self.defs if d.decl in ("struct", "enum", "union")}
+        return self._types
 
     def call_candidates(self, scope: Def, parts: list[str]) -> list[str]:
         if parts[0] == ".":                     # a method on a value of a declared type
@@ -467,7 +525,15 @@ class _Rust(RustModules):
                 return []
             if parts[1] == "self":
                 t = self._self_type(scope)
-                return self._method_of(self.field_type(t, parts[2]), parts[3], scope) if t else []
+                if not t:
+                    return []
+                if t in self._declared():
+                    return self._method_of(self.field_type(t, parts[2]), parts[3], scope)
+                if not self._in_impl(scope):
+                    return []
+                # the struct is another module's: the indexer reads its fields (by the path
+                # the impl's type names, through the file's `use` names)
+                return FieldCalls(self.resolve_path([t, parts[2], parts[3]], scope))
             return self._method_of(self._vars(scope).get(parts[1]), parts[2], scope)
         if parts[0] == "!":                     # a macro call
             name = parts[1:]

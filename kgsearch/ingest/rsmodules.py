@@ -37,8 +37,10 @@ class RustModules(Builder):
             d = d.parent
         return out[::-1]
 
-    def resolve_path(self, parts: list[str], scope: Def) -> list[str]:
-        """Candidate dotted names for a path as written (``crate::a::B``, ``super::x``, ``B``)."""
+    def resolve_path(self, parts: list[str], scope: Def, member: bool = False) -> list[str]:
+        """Candidate dotted names for a path as written (``crate::a::B``, ``super::x``, ``B``);
+        ``member``: a member's name will follow each (a type's, for its methods), so that
+        ``c + ".f"`` for each candidate ``c`` are the candidates of the path with ``f``."""
         if not parts:
             return []
         here = self.modpath + self._mods_of(scope)
@@ -61,7 +63,7 @@ class RustModules(Builder):
             out += [f"{c}.{'.'.join(parts[1:])}" if len(parts) > 1 else c for c in self.uses[head]]
         out.append(".".join([self.crate] + here + parts))
         out += [".".join(g + parts) for g in self.globs]
-        if len(parts) > 1:
+        if len(parts) > 1 or member:
             out.append(".".join(parts))
             out.append(".".join([self.crate] + parts))
         return out
