@@ -976,6 +976,46 @@ def test_rust_calls_through_fields_of_a_struct_declared_in_another_module(tmp_pa
     assert calls_of(edges, r + "others") == {None}
 
 
+def test_rust_methods_of_an_impl_in_another_module_answer_to_the_types_path(tmp_path):
+    # tokio: `worker.rs` declares `Shared` and `mod metrics;`, whose `use super::Shared; impl
+    # Shared { fn injection_queue_depth .. }` Rust sees as `Shared`'s methods: a call through a
+    # field of that type (`self.shared.depth()` in handle.rs), or by the type's path, reaches
+    # them; a name `use` binds to guesses (no crate path) adds no name, nor a trait's `impl`
+    files = {
+        "Cargo.toml": '[package]\nname = "rt"\nversion = "0.1.0"\n',
+        "src/lib.rs": "mod handle;\nmod worker;\nmod other;\nmod conv;\n",
+        "src/worker.rs": "mod metrics;\n\npub struct Shared {\n    n: usize,\n}\n\nfn f() { Shared::depth(); }\n",
+        "src/worker/metrics.rs": "use super::Shared;\n\nimpl Shared {\n    pub fn depth(&self) -> usize { 0 }\n}\n",
+        "src/other.rs": "use Shared;\n\nimpl Shared {\n    pub fn size(&self) -> usize { 0 }\n}\n",
+        "src/conv.rs": "use crate::worker::Shared;\n\nimpl From<u8> for Shared {\n    fn from(n: u8) -> Shared { .. }\n}\n",
+        "src/handle.rs": """\
+            use crate::worker;
+
+            pub struct Handle {
+                shared: worker::Shared,
+            }
+
+            impl Handle {
+                pub fn depth(&self) -> usize {
+                    self.shared.depth()
+                }
+                pub fn size(&self) -> usize {
+                    self.shared.size()
+                }
+                pub fn conv(&self) {
+                    worker::Shared::from(1);
+                }
+            }
+            """,
+    }
+    _, edges = build(tmp_path, files)
+    assert calls_of(edges, "rs:src/handle.rs:Handle.conv") == {None}
+    depth = "rs:src/worker/metrics.rs:Shared.depth"
+    assert calls_of(edges, "rs:src/handle.rs:Handle.depth") == {depth}
+    assert calls_of(edges, "rs:src/worker.rs:f") == {depth}
+    assert calls_of(edges, "rs:src/handle.rs:Handle.size") == {None}
+
+
 @pytest.mark.parametrize("lang", ["go", "rust"])
 def test_declared_field_types_are_read_once_per_file(tmp_path, monkeypatch, lang):
     """Each ``self.field.f()`` / ``r.field.M()`` call site read its struct's fields again: a file

@@ -20,7 +20,9 @@ the root folder's name without one), a file's module path comes from its path un
 crate's ``src/`` (``src/a/mod.rs`` and ``src/a.rs`` are ``a``; ``lib.rs``/``main.rs`` the
 crate; other folders, such as ``tests/x.rs``, keep their names), and every item answers to
 ``<crate>.<module path>.<qualname>`` (``tokio.sync.mutex.Mutex.lock``); a file to
-``<crate>.<module path>``.
+``<crate>.<module path>``. A method of an inherent ``impl`` whose type the file binds with a
+``use`` of one crate path (``use super::Shared; impl Shared {..}`` in ``worker/metrics.rs``)
+answers to the type's path too, a rank lower (``tokio...worker.Shared.injection_queue_depth``).
 
 Edges:
 
@@ -244,6 +246,15 @@ class _Rust(RustModules):
             # scope, through `#[macro_use] mod ..;`), never by a path: a crate-wide name, below
             # an exported one's
             out.append((f"{self.crate}.{d.name}", 2))
+        p = d.parent
+        if p is not None and p.decl == "impl" and d.kind == "method" and not p.props.get("trait"):
+            # an inherent `impl` of a type another module declares (`use super::Shared; impl
+            # Shared {..}` in worker/metrics.rs): its methods answer to the type's path too, below
+            # the type's own module's, as Rust sees them (`Shared::f`, `self.shared.f()` through a
+            # field); not a trait's (`impl From<A> for Bytes` in five files: five `Bytes::from`)
+            cands = self.uses.get(p.name)
+            if cands and len(cands) == 1 and cands[0] != self.modq([p.name]):
+                out.append((f"{cands[0]}.{d.name}", 1))
         return out
 
     # ---- items -------------------------------------------------------------------------
