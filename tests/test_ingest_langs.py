@@ -871,7 +871,7 @@ def test_go_methods_on_values_of_declared_types(tmp_path):
     assert calls_of(edges, g + "Use") == {g + "Conn.Write"}  # a typed parameter shadows the package
 
 
-def test_go_calls_through_fields_of_a_struct_declared_in_another_file_of_the_package(tmp_path):
+def test_go_calls_through_fields_of_a_struct_declared_in_another_file_of_the_package(tmp_path, monkeypatch):
     # a package is its folder: `s.conns.Close()` in server.go reaches the field's type through
     # Server's struct in types.go (grpc-go declares its types apart from their methods); a typed
     # name's field (`x.conns`, `p.inner` of another package's struct) alike; a field two build
@@ -930,6 +930,11 @@ def test_go_calls_through_fields_of_a_struct_declared_in_another_file_of_the_pac
     assert calls_of(edges, g + "Run") == {g + "ConnSet.Close"}
     assert calls_of(edges, g + "Use") == {p + "Inner.Close"}
     assert calls_of(edges, "go:srv/flush.go:Conn.Flush") == {None}      # *ConnSet or *Server: no target
+    # resolved a batch at a time, one edge per batch, they come out the same
+    from kgsearch.indexer import edges as edges_mod
+    monkeypatch.setattr(edges_mod, "FIELD_BATCH", 1)
+    _, again = build(tmp_path / "batched", files)
+    assert again == edges
 
 
 def test_rust_calls_through_fields_of_a_struct_declared_in_another_module(tmp_path):

@@ -51,6 +51,7 @@ LOOKUP_NS = {"kgt": "kg"}      # names of these namespaces are looked up in anot
 # (their modules answer to dotted names: Python's by key, Rust's by alias; see _reexports)
 REEXPORT_NS = ("py", "rs")
 FIELD_NS = ("go", "rs")        # namespaces whose loaders emit calls through fields (FIELD_PROPS)
+FIELD_BATCH = 8192             # such edges resolved at a time
 _FIELD_PROPS_JSON = dumps_props(FIELD_PROPS)
 
 
@@ -240,11 +241,22 @@ class EdgeResolver:
             return
         conn = self.conn
         marks = ",".join("?" * len(FIELD_NS))
-        rows = conn.execute(f"SELECT id, ns, dst_name, dst FROM edges WHERE ns IN ({marks}) AND dst_name != '' "
-                            f"AND file_id IS NOT NULL AND type = 'calls' AND props = ?",
-                            (*FIELD_NS, _FIELD_PROPS_JSON)).fetchall()
-        if not rows:
-            return
+        sql = (f"SELECT id, ns, dst_name, dst FROM edges WHERE ns IN ({marks}) AND dst_name != '' "
+               f"AND file_id IS NOT NULL AND type = 'calls' AND props = ? AND id > ? ORDER BY id LIMIT ?")
+        last, changed = 0, False
+        while True:                     # (in batches: what one holds is bounded)
+            rows = conn.execute(sql, (*FIELD_NS, _FIELD_PROPS_JSON, last, FIELD_BATCH)).fetchall()
+            if not rows:
+                break
+            last = rows[-1][0]
+            changed = self._resolve_field_batch(rows) or changed
+        if changed:
+            self.changes.edges_changed = True
+
+    def _resolve_field_batch(self, rows: list[tuple]) -> bool:
+        """:meth:`resolve_field_calls` for ``(id, ns, dst_name, dst)`` rows; whether an edge
+        written before this run changed."""
+        conn = self.conn
         wanted: dict[str, set[str]] = {}
         for _, ns, dst_name, _ in rows:
             for cand in dst_name.split("\n"):
@@ -261,15 +273,15 @@ class EdgeResolver:
                 if len(declared) == 1:
                     out += [f"{t}.{parts[2]}" for t in next(iter(declared))]
             items.append((ns, "\n".join(dict.fromkeys(out))))
-        names = _Names(conn)
+        found = iter(_Names(conn).resolve([x for x in items if x[1]]))
         updates, changed = [], False
-        for (eid, _, _, dst), (new_dst, _) in zip(rows, names.resolve(items)):
+        for (eid, _, _, dst), (_, name) in zip(rows, items):
+            new_dst = next(found)[0] if name else None
             if new_dst != dst:
                 updates.append((new_dst, eid))
                 changed = changed or eid < self.first_new_edge     # (new edges: compare_file_edges)
         conn.executemany("UPDATE edges SET dst=? WHERE id=?", updates)
-        if changed:
-            self.changes.edges_changed = True
+        return changed
 
     def _struct_fields(self, ns: str, names: list[str]) -> dict[str, list[dict]]:
         """``name`` -> the ``props["fields"]`` of the nodes of namespace ``ns`` answering it
