@@ -7,7 +7,9 @@ rank ``…With743`` second for "line 743"):
 
 * a name (``to_json_dict``, ``DateTime``, ``L031``) -> code nodes with that name;
 * a dotted name (``Dataset.to_json_dict``, ``sphinx.ext.viewcode``) -> code nodes whose
-  qualified name is it or ends with it;
+  qualified name is it or ends with it, or whose module its qualifier names: a file's stem or
+  folder, a Go file's package (``grpc.Dial``), the modules of a Rust file's crate path
+  (``tokio::sync::OnceCell``: the crate folder ``tokio/``, then ``src/sync/``);
 * a path or a traceback frame's file (``…/site-packages/pydicom/dataset.py``) -> the indexed
   file with the longest matching path suffix (its module node), and the frame's function in it.
 
@@ -32,6 +34,7 @@ path's evidence, below the node that was named.
 """
 from __future__ import annotations
 
+import json
 import math
 import posixpath
 import sqlite3
@@ -93,6 +96,65 @@ def _module_names(key: str) -> tuple[str, ...]:
     folder, _, base = path.rpartition("/")
     names = (base.rpartition(".")[0] or base, folder.rpartition("/")[2])
     return tuple(n for n in names if n)
+
+
+def _rust_module_path(key: str) -> tuple[str, ...]:
+    """The module path a Rust item's file gives it, crate first: the folder holding ``src/``
+    (Cargo's crate folder, ``-`` read as ``_`` as Rust names it), the folders under ``src/``,
+    then the file's stem unless it is a module root (``mod.rs``, ``lib.rs``, ``main.rs``). Empty
+    for other languages and for files outside a ``src/`` tree (tests, examples, benches).
+
+    >>> _rust_module_path("rs:tokio-util/src/sync/cancellation_token.rs:CancellationToken")
+    ('tokio_util', 'sync', 'cancellation_token')
+    >>> _rust_module_path("rs:src/buf/mod.rs:Buf"), _rust_module_path("rs:tests/a.rs:f"), _rust_module_path("go:a.go:F")
+    (('buf',), (), ())
+    """
+    ns, _, rest = key.partition(":")
+    if ns != "rs" or ":" not in rest:
+        return ()
+    parts = rest.partition(":")[0].split("/")
+    if "src" not in parts[:-1]:
+        return ()
+    i = parts.index("src")
+    stem = parts[-1].rpartition(".")[0] or parts[-1]
+    crate = (parts[i - 1].replace("-", "_"),) if i > 0 else ()
+    return crate + tuple(parts[i + 1:-1]) + (() if stem in ("mod", "lib", "main") else (stem,))
+
+
+def _in_module(text: str, qual: str, path: tuple[str, ...]) -> bool:
+    """A Rust path ``text`` (``tokio.sync.OnceCell``, as the query's ``tokio::sync::OnceCell``
+    is read) names the item ``qual`` of a file whose module path is ``path``: its qualifier's
+    modules stand in ``path`` one after another (``tokio.sync``, ``sync.mpsc``). The item may be
+    defined deeper: a module re-exports its children's items (``pub use self::once_cell::OnceCell``)
+    and a crate its macros (``tokio::select!`` is written in ``tokio/src/macros/select.rs``).
+
+    >>> _in_module("tokio.sync.OnceCell", "OnceCell", ("tokio", "sync", "once_cell"))
+    True
+    >>> _in_module("std.sync.OnceCell", "OnceCell", ("tokio", "sync", "once_cell"))
+    False
+    """
+    if not path or not text.endswith("." + qual):
+        return False
+    q = tuple(text[:-len(qual) - 1].split("."))
+    return any(path[i:i + len(q)] == q for i in range(len(path) - len(q) + 1))
+
+
+def _go_packages(conn, files: set[int]) -> dict[int, str]:
+    """File id -> the package its Go module node names (the loader's ``package`` prop)."""
+    out: dict[int, str] = {}
+    try:
+        rows = list(in_chunks(conn, "SELECT file_id, props FROM nodes WHERE kind = 'module' AND file_id IN ({}) "
+                                    "AND props IS NOT NULL", sorted(files)))
+    except sqlite3.OperationalError:            # a nodes table without props: no package is known
+        return out
+    for fid, props in rows:
+        try:
+            pkg = json.loads(props).get("package")
+        except (ValueError, AttributeError):
+            continue
+        if isinstance(pkg, str) and pkg:
+            out[int(fid)] = pkg
+    return out
 
 
 def _files_by_suffix(conn, path: str, least: int = 1) -> list[int]:
@@ -164,16 +226,23 @@ def resolve(conn, anchors: list[Anchor]) -> dict[int, float]:
 
     named = [a for a in anchors if a.kind not in ("frame", "path")]
     lasts = sorted({a.text.rsplit(".", 1)[-1] for a in named} | {a.func for a in anchors if a.func})
-    rows = in_chunks(conn, f"SELECT id, name, key, file_id FROM nodes WHERE name IN ({{}}) AND kind IN ({_KINDS_SQL})",
-                     lasts)
-    by_name: dict[str, list[tuple[int, str, int | None, tuple[str, ...]]]] = {}
+    rows = list(in_chunks(conn, f"SELECT id, name, key, file_id FROM nodes WHERE name IN ({{}}) AND kind IN ({_KINDS_SQL})",
+                          lasts))
+    # a Go qualifier is the package clause's name, which a folder need not have (a module's root
+    # package: grpc-go's `grpc.Dial` is in `clientconn.go` at the top of the tree)
+    pkgs = (_go_packages(conn, {f for _, _, key, f in rows if key.startswith("go:") and f is not None})
+            if any("." in a.text for a in named) else {})
+    by_name: dict[str, list[tuple[int, str, int | None, tuple[str, ...], tuple[str, ...]]]] = {}
     for nid, name, key, file_id in rows:
-        by_name.setdefault(name, []).append((nid, _qualname(key), file_id, _module_names(key)))
+        mods = _module_names(key)
+        if pkgs.get(file_id) and pkgs[file_id] not in mods:
+            mods += (pkgs[file_id],)
+        by_name.setdefault(name, []).append((nid, _qualname(key), file_id, mods, _rust_module_path(key)))
     for a in named:
         cands = by_name.get(a.text.rsplit(".", 1)[-1], [])
         if "." in a.text:
             cands = [c for c in cands if c[1] == a.text or c[1].endswith("." + a.text)
-                     or any(f"{m}.{c[1]}" == a.text for m in c[3])]
+                     or any(f"{m}.{c[1]}" == a.text for m in c[3]) or _in_module(a.text, c[1], c[4])]
         credit([c[0] for c in cands], a.weight)
     for a in anchors:
         if a.kind not in ("frame", "path"):
@@ -188,7 +257,7 @@ def resolve(conn, anchors: list[Anchor]) -> dict[int, float]:
         credit(mods, a.weight)
         if a.func:
             fset = set(files)
-            credit([nid for nid, _, fid, _ in by_name.get(a.func, []) if fid in fset], a.weight)
+            credit([c[0] for c in by_name.get(a.func, []) if c[2] in fset], a.weight)
         elif a.kind == "frame" and a.line is not None:    # a diagnostic: the definition holding its line
             credit(_innermost(conn, files, a.line), a.weight)
     return scores

@@ -70,3 +70,38 @@ def test_pattern_matches_a_scoped_name_exactly():
     assert score("bytes.split_off", "split_off\tsrc/bytes_mut.rs:BytesMut.split_off") == 0.0
     assert score("bytes.split_off", "split_off\tpkg.bytes.Bytes.split_off") == 1.0
     assert score("split_off", "split_off\tsrc/bytes.rs:Bytes.split_off") == 1.0
+
+
+@pytest.fixture()
+def crates():
+    c = sqlite3.connect(":memory:")
+    c.executescript("""
+        CREATE TABLE nodes(id INTEGER PRIMARY KEY, key TEXT, name TEXT, kind TEXT, file_id INTEGER, props TEXT);
+        CREATE TABLE files(id INTEGER PRIMARY KEY, path TEXT);""")
+    c.executemany("INSERT INTO nodes VALUES (?,?,?,?,?,?)", [
+        (1, "rs:tokio/src/sync/once_cell.rs:OnceCell", "OnceCell", "class", 1, None),
+        (2, "rs:tokio/tests/sync_once_cell.rs:OnceCell", "OnceCell", "class", 2, None),
+        (3, "rs:tokio-util/src/sync/cancellation_token.rs:CancellationToken", "CancellationToken", "class", 3, None),
+        (4, "rs:tokio/src/runtime/builder.rs:Builder.new_multi_thread", "new_multi_thread", "method", 4, None),
+        (5, "rs:tokio/src/task/builder.rs:Builder.new_multi_thread", "new_multi_thread", "method", 5, None),
+        (6, "go:clientconn.go", "clientconn", "module", 6, '{"package": "grpc"}'),
+        (7, "go:clientconn.go:Dial", "Dial", "function", 6, '{"decl": "func"}'),
+        (8, "go:benchmark/worker/main.go:Dial", "Dial", "function", 8, None)])
+    return c
+
+
+def test_a_rust_path_names_the_item_in_its_crate_and_modules(crates):
+    # Before: `tokio::sync::OnceCell` matched no node as a whole (only its parts counted, as
+    # identifiers): the qualifier was compared with the file's stem and folder alone.
+    assert resolve(crates, [Anchor("tokio.sync.OnceCell", "backtick")]) == {1: 0.8}       # re-exported by sync
+    assert resolve(crates, [Anchor("tokio_util.sync.CancellationToken", "backtick")]) == {3: 0.8}
+    assert resolve(crates, [Anchor("tokio.runtime.Builder.new_multi_thread", "dotted")]) == {4: 0.8}
+    assert resolve(crates, [Anchor("std.sync.OnceCell", "dotted")]) == {}                  # another crate
+    assert resolve(crates, [Anchor("once_cell.sync.OnceCell", "dotted")]) == {}
+
+
+def test_a_go_qualifier_is_the_package_clause_name(crates):
+    # Before: `grpc.Dial` matched nothing: the root package's folder is the checkout's, not `grpc`
+    assert resolve(crates, [Anchor("grpc.Dial", "dotted")]) == {7: 0.8}
+    assert resolve(crates, [Anchor("worker.Dial", "dotted")]) == {8: 0.8}
+    assert resolve(crates, [Anchor("http.Dial", "dotted")]) == {}
