@@ -1076,6 +1076,22 @@ def test_rust_bench_targets_are_tests(tmp_path):
     assert not nodes["rs:src/benches.rs:speed"][4] & FLAG_TEST            # a module named benches
 
 
+def test_rust_workspace_test_crates_are_tests(tmp_path):
+    # tokio's tests-integration/ and tests-build/ member crates exist only to test tokio (one took a
+    # top-5 slot in tokio-4613); a crate named for tests under another name is library code
+    nodes, _ = build(tmp_path, {
+        "Cargo.toml": "[workspace]\nmembers = [\"shop\", \"tests-integration\", \"shop-testkit\"]\n",
+        "shop/src/lib.rs": "pub fn total() -> u32 { 1 }\n",
+        "tests-integration/src/bin/test-cat.rs": "fn main() { shop::total(); }\n",
+        "integration_tests/src/lib.rs": "pub fn check() {}\n",
+        "shop-testkit/src/lib.rs": "pub fn mock_total() -> u32 { 0 }\n",
+    })
+    assert nodes["rs:tests-integration/src/bin/test-cat.rs:main"][4] & FLAG_TEST
+    assert nodes["rs:integration_tests/src/lib.rs:check"][4] & FLAG_TEST
+    assert not nodes["rs:shop/src/lib.rs:total"][4] & FLAG_TEST
+    assert not nodes["rs:shop-testkit/src/lib.rs:mock_total"][4] & FLAG_TEST
+
+
 def test_c_family_test_projects_named_for_tests_are_tests(tmp_path):
     # Catch2's projects/ExtraTests/X01-PrefixedMacros.cpp (and WebKit's LayoutTests/, unit_tests/,
     # integration-tests/): test programs, not the library; they took top-5 slots in Catch2 issues

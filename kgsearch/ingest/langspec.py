@@ -105,6 +105,9 @@ RUST = LangSpec(
     # Cargo's test and bench targets: benches/ holds benchmarks built with the dev-dependencies
     # (as Java's src/jmh/), never the library a fix changes
     test_dirs=frozenset({"tests", "benches"}),
+    # a workspace's test-only member crates (tokio's tests-integration/, tests-build/; the
+    # integration-tests/ or *_tests/ crates of others): never in the published library
+    test_dir_names=("tests-*", "tests_*", "*-tests", "*_tests"),
     frames=_frames(
         # panics:  thread 'main' panicked at src/x.rs:12:5   (older: panicked at 'msg', src/x.rs:12:5)
         # backtraces:  at ./src/x.rs:12:5   compiler:  --> src/x.rs:12:5
