@@ -119,8 +119,23 @@ class Builder:
 
     # ---- per language ------------------------------------------------------------------
     def read_struct_fields(self) -> dict[str, dict[str, set[str]]]:
-        """Every struct of the file: name -> field -> its declared types (:meth:`field_type`;
-        none unless the language resolves calls through declared types)."""
+        """Every struct of the file that declares named fields (:meth:`declares_fields`): name ->
+        field -> its declared types, those of all its declarations (:meth:`field_type`)."""
+        out: dict[str, dict[str, set[str]]] = {}
+        for d in self.defs:
+            if d.decl == "struct" and d.body is not None and self.declares_fields(d):
+                fields = out.setdefault(d.name, {})
+                for name, types in self.struct_fields(d).items():
+                    fields.setdefault(name, set()).update(types)
+        return out
+
+    def declares_fields(self, d: Def) -> bool:
+        """The ``struct`` definition ``d`` has a body of named fields that :meth:`struct_fields`
+        reads; none unless the language resolves calls through declared types."""
+        return False
+
+    def struct_fields(self, d: Def) -> dict[str, set[str]]:
+        """The fields of one ``struct`` ``d`` with their declared types."""
         return {}
 
     def field_types(self, d: Def) -> dict[str, list[str]]:

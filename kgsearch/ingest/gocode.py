@@ -427,19 +427,12 @@ class _Go(Builder):
         fn.data["vars"] = out
         return out
 
-    def read_struct_fields(self) -> dict[str, dict[str, set[str]]]:
-        """Every ``struct`` type of the file: name -> field -> its declared types (an embedded
-        field under its type's name; fields of nested anonymous structs left out); read once
-        per file by :meth:`field_type`."""
-        out: dict[str, dict[str, set[str]]] = {}
-        for d in self.defs:
-            if d.decl == "struct" and d.body is not None:
-                fields = out.setdefault(d.name, {})
-                for name, types in self._struct_fields(d).items():
-                    fields.setdefault(name, set()).update(types)
-        return out
+    def declares_fields(self, d: Def) -> bool:
+        """Every ``struct`` type (an embedded field under its type's name; fields of nested
+        anonymous structs left out)."""
+        return True
 
-    def _struct_fields(self, d: Def) -> dict[str, set[str]]:
+    def struct_fields(self, d: Def) -> dict[str, set[str]]:
         """The fields of one ``struct`` type ``d`` with their declared types (kept on ``d``)."""
         got = d.data.get("fields")
         if got is not None:
@@ -480,7 +473,7 @@ class _Go(Builder):
         if d.parent is not self.mod:
             return {}
         out = {}
-        for name, types in self._struct_fields(d).items():
+        for name, types in self.struct_fields(d).items():
             if len(types) == 1:
                 cands = self._type_of(next(iter(types)))
                 if cands:

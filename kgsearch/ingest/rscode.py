@@ -450,18 +450,11 @@ class _Rust(RustModules):
         fn.data["vars"] = out
         return out
 
-    def read_struct_fields(self) -> dict[str, dict[str, set[str]]]:
-        """Every braced ``struct`` of the file: name -> field -> its declared types; read once
-        per file by :meth:`field_type`."""
-        out: dict[str, dict[str, set[str]]] = {}
-        for d in self.defs:
-            if d.decl == "struct" and d.body is not None and self.lx.code[d.body] == "{":
-                fields = out.setdefault(d.name, {})
-                for name, types in self._struct_fields(d).items():
-                    fields.setdefault(name, set()).update(types)
-        return out
+    def declares_fields(self, d: Def) -> bool:
+        """A braced ``struct`` (not a tuple or unit struct)."""
+        return self.lx.code[d.body] == "{"
 
-    def _struct_fields(self, d: Def) -> dict[str, set[str]]:
+    def struct_fields(self, d: Def) -> dict[str, set[str]]:
         """The fields of one braced ``struct`` ``d`` with their declared types (kept on ``d``)."""
         got = d.data.get("fields")
         if got is not None:
@@ -484,7 +477,7 @@ class _Rust(RustModules):
         for ``self.field.f()`` in an ``impl`` of another file
         (:class:`~kgsearch.ingest.codemodel.FieldCalls`)."""
         out = {}
-        for name, types in self._struct_fields(d).items():
+        for name, types in self.struct_fields(d).items():
             if len(types) == 1:
                 cands = self._types_of(next(iter(types)), d)
                 if cands:
