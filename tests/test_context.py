@@ -148,7 +148,8 @@ def test_output_never_exceeds_the_budget_and_keeps_the_top_hit(items, extra, fmt
 
 def _pack_reference(items, budget, cost, frame=0):
     """The knapsack of pack() the slow, obvious way: every item trimmed up front, all steps sorted
-    once (pack trims lazily from a heap). Returns the chosen (key, level) in rank order."""
+    once (pack trims lazily from a heap), then the tokens left offered to the dropped items in rank
+    order. Returns the chosen (key, level) in rank order."""
     from kgsearch.context.pack import TRIM_FROM, TRIMMED_VALUE as th
 
     left = budget - frame
@@ -186,6 +187,17 @@ def _pack_reference(items, budget, cost, frame=0):
             continue
         chosen[it.key] = (it, f, max(1, cost(it, f)))
         left -= need
+    for it in items[1:]:                 # the tokens left to the dropped items, in rank order: the
+        if it.key in chosen or any(     # largest form each offered (full; trimmed over TRIM_FROM) that fits
+                g.level == "full" and o.contains(it) for o, g, _ in chosen.values()):
+            continue
+        full = max(1, cost(it, it.forms[0]))
+        t = next((g for g in it.forms if g.level == "trimmed"), None) if full > TRIM_FROM else None
+        holds = any(it.contains(o) for o, _, _ in chosen.values())
+        f = next((g for g in ([] if holds else [it.forms[0]]) + ([t] if t else []) if max(1, cost(it, g)) <= left), None)
+        if f is not None:
+            chosen[it.key] = (it, f, max(1, cost(it, f)))
+            left -= max(1, cost(it, f))
     rank = {it.key: r for r, it in enumerate(items)}
     return sorted(((k, g.level) for k, (_, g, _) in chosen.items()), key=lambda x: rank[x[0]])
 

@@ -20,7 +20,12 @@ and ``ref`` (the header alone). :func:`pack` chooses, for a budget counted with
    packed items (a class whose methods are in) goes in trimmed at most. A section or chunk and
    its note or document (:meth:`Item.repeats`) are never packed both when the packed form of one
    holds the whole text of the other (a chunked document's text is the opening of its first
-   chunk): the other is dropped as "its text is in ...", its tokens coming back if it was in.
+   chunk): the other is dropped as "its text is in ...", its tokens coming back if it was in;
+3. the tokens left to the items dropped on the way, in rank order, each in the largest form it
+   offered (full; or trimmed, when its full block is over :data:`TRIM_FROM`) that fits them: the
+   greedy left them unused when tokens came back after an item was dropped, or when an item
+   offered only its full form (its trimmed one not denser) and that did not fit. Nothing dropped
+   fits the tokens left: the packing is the greedy's, cut reasons included.
 
 Packed items come out in rank order. Everything sorts on total orders, so the same input gives
 the same output.
@@ -192,18 +197,42 @@ def pack(items: list[Item], budget: int, cost: Callable[[Item, Form], int], fram
     heapq.heapify(heap)
 
     why: dict[int, Cut] = {}
+
+    def inside(r: int, it: Item) -> int | None:
+        """The rank of a packed item whose full form shows every line of ``it``."""
+        return next((k for k in by_path.get((it.index, it.path), ()) if k != r and chosen[k][1].level == "full"
+                     and chosen[k][0].contains(it)), None) if it.path else None
+
+    def shown(r: int, it: Item) -> int | None:
+        """The rank of a packed part or whole of ``it`` whose packed form holds its whole text."""
+        return next((k for k in by_path.get((it.index, it.path), ()) if k != r
+                     and chosen[k][0].repeats(it, chosen[k][1])), None) if it.path else None
+
+    def holds(r: int, it: Item) -> bool:
+        """True when the full form of ``it`` would show a packed item."""
+        return bool(it.path) and any(k != r and it.contains(chosen[k][0]) for k in by_path.get((it.index, it.path), ()))
+
+    def put(r: int, it: Item, f: Form, c: int) -> int:
+        """Pack ``f`` of ``it`` (``c`` tokens); the tokens of the packed parts or wholes whose text
+        it shows, which come out (a document beside the chunk that opens with its text)."""
+        take(r, it, f, c)
+        back = 0
+        for k in [k for k in by_path.get((it.index, it.path), ()) if k != r and it.repeats(chosen[k][0], f)]:
+            back += chosen.pop(k)[2]
+            by_path[(it.index, it.path)].remove(k)
+            why[k] = Cut(items[k].key, f"its text is in {it.key}, already packed", 0)
+        return back
+
     while heap:
         _, negs, key, r, _, step, it, f = heapq.heappop(heap)
         if r in why:                            # dropped already (its trimmed form did not fit)
             continue
-        holder = next((k for k in by_path.get((it.index, it.path), ()) if k != r and chosen[k][1].level == "full"
-                       and chosen[k][0].contains(it)), None) if it.path else None
+        holder = inside(r, it)
         if holder is not None:
             if r not in chosen:
                 why[r] = Cut(key, f"inside {items[holder].key}, already packed in full", 0)
             continue
-        holder = next((k for k in by_path.get((it.index, it.path), ()) if k != r
-                       and chosen[k][0].repeats(it, chosen[k][1])), None) if it.path else None
+        holder = shown(r, it)
         if holder is not None:                  # a document beside its chunk that shows its text
             if r not in chosen:
                 why[r] = Cut(key, f"its text is in {items[holder].key}, already packed", 0)
@@ -222,7 +251,7 @@ def pack(items: list[Item], budget: int, cost: Callable[[Item, Form], int], fram
                 heapq.heappush(heap, (-(v / full), negs, key, r, 1, 1, it, it.forms[0]))
             continue
         have = chosen.get(r)
-        if f.level == "full" and it.path and any(k != r and it.contains(chosen[k][0]) for k in by_path.get((it.index, it.path), ())):
+        if f.level == "full" and holds(r, it):
             if have is None:                    # its full body would repeat packed nodes: trimmed at most
                 why[r] = Cut(key, "holds nodes already packed and has no trimmed form", 0)
             continue
@@ -233,12 +262,35 @@ def pack(items: list[Item], budget: int, cost: Callable[[Item, Form], int], fram
                 why[r] = Cut(key, f"over budget: {what} needs {cost(it, f)} tokens, {max(left, 0)} left",
                                cost(it, f))
             continue
-        take(r, it, f, cost(it, f))
         left -= need
-        for k in [k for k in by_path.get((it.index, it.path), ()) if k != r and it.repeats(chosen[k][0], f)]:
-            left += chosen.pop(k)[2]            # the packed document whose text this chunk shows: its
-            by_path[(it.index, it.path)].remove(k)     # tokens come back (an item dropped earlier
-            why[k] = Cut(items[k].key, f"its text is in {key}, already packed", 0)   # as over budget stays out)
+        left += put(r, it, f, cost(it, f))     # the packed document whose text this chunk shows: its tokens come back
+
+    # the tokens left go to the items dropped on the way, in rank order, each in the largest form
+    # it offered (full; or trimmed, when its full block is over TRIM_FROM tokens) that fits them.
+    # The greedy leaves them unused when an item dropped as over budget would fit now: tokens came
+    # back (a document beside its chunk came out), or only its full form was offered (its trimmed
+    # form was not denser) or allowed (its full form holds packed items). An item still "inside"
+    # one packed in full, or shown by one, stays out; one that fits nowhere keeps its first reason.
+    # Nothing dropped, or no token left for any dropped item: the packing is the greedy's.
+    again = True
+    while again and left > 0:
+        again = False
+        for r in [r for r in sorted(why) if r not in chosen]:
+            it = items[r]
+            if inside(r, it) is not None or shown(r, it) is not None:
+                continue
+            full, pick = it.forms[0], None
+            if not holds(r, it) and cost(it, full) <= left:
+                pick = full
+            elif (cost(it, full) > TRIM_FROM and (it.trimmer is not None or any(g.level == "trimmed" for g in it.forms))
+                  and max(1, raw_cost(it, Form("trimmed", "", ""))) <= left):
+                pick = next((g for g in it.expanded() if g.level == "trimmed" and cost(it, g) <= left), None)
+            if pick is None:
+                continue
+            left -= cost(it, pick)
+            back = put(r, it, pick, cost(it, pick))
+            left += back
+            again = again or back > 0           # tokens came back: the items before it may fit now
     out.cut = [replace(why[r], index=items[r].index) if items[r].index is not None else why[r]
                for r in sorted(why) if r not in chosen]
     out.chosen = [chosen[r] for r in sorted(chosen)]
