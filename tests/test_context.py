@@ -280,6 +280,31 @@ def test_an_item_holding_packed_items_goes_in_trimmed_at_most():
     assert [(c.key, c.reason) for c in p.cut] == [("k3", "holds nodes already packed and has no trimmed form")]
 
 
+def test_an_item_holding_packed_items_says_why_its_trimmed_form_stayed_out():
+    """A container whose trimmed form is not denser than its body is offered in full only; the
+    body repeats a packed method, so it is cut. It has a trimmed form: the reason says that form
+    did not fit (it said "has no trimmed form"), or that a short body is not trimmed."""
+    r = renderer("markdown", {"mode": "task", "budget": 0})
+    top = Item(0, "k0", "function", "top", "b.py", 1, 2, 10.0, "r", [Form("full", "t" * 80), Form("ref", "")], "python",
+               source="file")
+    meth = Item(1, "k1", "method", "C.m", "a.py", 20, 25, 5.0, "r", [Form("full", "m" * 120), Form("ref", "")],
+                "python", source="file")
+    big = Item(2, "k2", "class", "C", "a.py", 10, 60, 1.0, "r",
+               [Form("full", "c" * 1200), Form("trimmed", "c" * 1100, "t"), Form("ref", "")], "python", source="file")
+    budget = r.cost(top, top.forms[0]) + r.cost(meth, meth.forms[0]) + 40
+    p = pack([top, meth, big], budget, r.cost)
+    assert [it.key for it, _, _ in p.chosen] == ["k0", "k1"]
+    need = r.cost(big, big.forms[1])
+    assert [(c.key, c.reason, c.tokens) for c in p.cut] == [
+        ("k2", f"holds nodes already packed; its trimmed form needs {need} tokens, {budget - p.used} left", need)]
+    small = Item(2, "k2", "class", "C", "a.py", 10, 60, 1.0, "r",
+                 [Form("full", "c" * 60), Form("trimmed", "c" * 55, "t"), Form("ref", "")], "python", source="file")
+    p = pack([top, meth, small], 10_000, r.cost)
+    full = r.cost(small, small.forms[0])
+    assert full <= 60
+    assert [(c.key, c.reason) for c in p.cut] == [("k2", f"holds nodes already packed; its body ({full} tokens) is too short to trim")]
+
+
 def test_items_of_the_same_key_and_path_from_two_indexes_are_packed_apart():
     """Several indexes packed as one: each may have a node ``md:README`` at ``README.md`` (and a
     Python function at the same relative path). They are two items: both go in, neither is

@@ -47,6 +47,7 @@ MAX_MATCHED = 12            # matched lines kept by a trimmed form
 DOC_LINES = 6               # docstring lines kept by a trimmed form
 TRIM_WORTH = 0.8            # a trimmed form is offered only when it is under this share of the full one
 TRIMMED_VALUE = 0.5         # the share of an item's value its trimmed form carries (the rest: going full)
+_HOLDS = "holds nodes already packed"     # the start of the cut reason of an item whose full form would repeat others
 TRIM_FROM = 60              # tokens of a full block under which trimming is not tried (it would not pay)
 LONG_LINE = 1000            # characters of a long line a trimmed form keeps at least (around its first match)
 WINDOW_SHARE = 8           # the long lines of a trimmed form share up to this part of the budget (line_window)
@@ -253,7 +254,7 @@ def pack(items: list[Item], budget: int, cost: Callable[[Item, Form], int], fram
         have = chosen.get(r)
         if f.level == "full" and holds(r, it):
             if have is None:                    # its full body would repeat packed nodes: trimmed at most
-                why[r] = Cut(key, "holds nodes already packed and has no trimmed form", 0)
+                why[r] = Cut(key, f"{_HOLDS} and has no trimmed form", 0)
             continue
         need = cost(it, f) - (have[2] if have else 0)
         if need > left:
@@ -291,6 +292,28 @@ def pack(items: list[Item], budget: int, cost: Callable[[Item, Form], int], fram
             back = put(r, it, pick, cost(it, pick))
             left += back
             again = again or back > 0           # tokens came back: the items before it may fit now
+    # an item cut because its full form holds packed items, with only that form offered (its
+    # trimmed one not denser), had its trimmed form tried by the pass above: say why it stays out
+    for r in [r for r in sorted(why) if r not in chosen and why[r].reason.startswith(_HOLDS)]:
+        it = items[r]
+        k = inside(r, it)
+        if k is None:
+            k = shown(r, it)
+            if k is not None:
+                why[r] = Cut(it.key, f"its text is in {items[k].key}, already packed", 0)
+                continue
+        else:
+            why[r] = Cut(it.key, f"inside {items[k].key}, already packed in full", 0)
+            continue
+        trimmed = next((g for g in it.expanded() if g.level == "trimmed"), None)
+        if trimmed is None:
+            continue                            # "... and has no trimmed form": so it is
+        full = cost(it, it.forms[0])
+        if full <= TRIM_FROM:
+            why[r] = Cut(it.key, f"{_HOLDS}; its body ({full} tokens) is too short to trim", 0)
+        else:
+            why[r] = Cut(it.key, f"{_HOLDS}; its trimmed form needs {cost(it, trimmed)} tokens, {max(left, 0)} left",
+                         cost(it, trimmed))
     out.cut = [replace(why[r], index=items[r].index) if items[r].index is not None else why[r]
                for r in sorted(why) if r not in chosen]
     out.chosen = [chosen[r] for r in sorted(chosen)]
