@@ -22,7 +22,7 @@ from ..errors import DataError
 from ..ingest.codemodel import FIELD_PROPS
 from ..ingest.pynames import reexport_resolver
 from ..lines import quoted
-from ..store.sql import CHUNK
+from ..store.sql import CHUNK, iter_in_chunks
 from ..types import FLAG_AUTO, FLAG_PLACEHOLDER
 from .keys import plain_name
 from .load import dumps_props
@@ -288,29 +288,21 @@ class EdgeResolver:
         (by an alias or their key) that list fields."""
         conn = self.conn
         ids: dict[str, set[int]] = {}
-        for s in range(0, len(names), CHUNK):
-            chunk = names[s:s + CHUNK]
-            marks = ",".join("?" * len(chunk))
-            for name, nid in conn.execute(f"SELECT name, node_id FROM aliases WHERE ns=? AND name IN ({marks})",
-                                          [ns, *chunk]):
-                ids.setdefault(name, set()).add(nid)
-            cut = len(ns) + 1
-            for key, nid in conn.execute(f"SELECT key, id FROM nodes WHERE key IN ({marks})",
-                                         [f"{ns}:{n}" for n in chunk]):
-                ids.setdefault(key[cut:], set()).add(nid)
-        every = sorted({i for v in ids.values() for i in v})
+        for name, nid in iter_in_chunks(conn, "SELECT name, node_id FROM aliases WHERE ns=? AND name IN ({})",
+                                        names, before=(ns,)):
+            ids.setdefault(name, set()).add(nid)
+        cut = len(ns) + 1
+        for key, nid in iter_in_chunks(conn, "SELECT key, id FROM nodes WHERE key IN ({})", [f"{ns}:{n}" for n in names]):
+            ids.setdefault(key[cut:], set()).add(nid)
         props: dict[int, dict] = {}
-        for s in range(0, len(every), CHUNK):
-            chunk = every[s:s + CHUNK]
-            marks = ",".join("?" * len(chunk))
-            for nid, p in conn.execute(f"SELECT id, props FROM nodes WHERE id IN ({marks}) AND kind = 'class' "
-                                       f"AND props LIKE '%\"fields\"%'", chunk):
-                try:
-                    got = json.loads(p).get("fields")
-                except (json.JSONDecodeError, AttributeError):
-                    continue
-                if isinstance(got, dict):
-                    props[nid] = got
+        for nid, p in iter_in_chunks(conn, "SELECT id, props FROM nodes WHERE id IN ({}) AND kind = 'class' "
+                                           "AND props LIKE '%\"fields\"%'", sorted({i for v in ids.values() for i in v})):
+            try:
+                got = json.loads(p).get("fields")
+            except (json.JSONDecodeError, AttributeError):
+                continue
+            if isinstance(got, dict):
+                props[nid] = got
         return {name: [props[i] for i in sorted(v) if i in props] for name, v in ids.items()}
 
     def _reexports(self, names: "_Names", ns: str = "py"):
