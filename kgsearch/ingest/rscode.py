@@ -65,8 +65,7 @@ from .clex import lex
 from .codemodel import Def, FieldCalls
 from .codescan import Angles, call_sites, find_end, free, read_source, split_chain
 from .langspec import RUST
-from .rsmodules import EXTERN_ROOTS as _EXTERN_ROOTS
-from .rsmodules import RustModules
+from .rsmodules import EXTERN_ROOTS, RustModules
 from .rspaths import crate_of, path_of, type_name
 
 NAME = "rust"
@@ -384,10 +383,10 @@ class _Rust(RustModules):
 
     def heritage(self) -> None:
         for d in self.defs:
-            if "trait" in d.data and d.data["trait"] and d.data["trait"][0] not in _EXTERN_ROOTS:
+            if "trait" in d.data and d.data["trait"] and d.data["trait"][0] not in EXTERN_ROOTS:
                 d.implements.append((self.resolve_path(d.data["trait"], d.parent), d.name_at))
             for sup in d.data.get("supers", ()):
-                if sup and sup[0] not in _EXTERN_ROOTS:
+                if sup and sup[0] not in EXTERN_ROOTS:
                     d.bases.append((self.resolve_path(sup, d.parent), d.name_at))
 
     # ---- calls -------------------------------------------------------------------------
@@ -490,7 +489,7 @@ class _Rust(RustModules):
         gen = self._generics(scope)
         out: list[str] = []
         for path in reversed(type_spine(typ)):
-            if path[0] in _EXTERN_ROOTS or path[0] in _KEYWORDS or path[0] in gen or len(path) == 1 and (
+            if path[0] in EXTERN_ROOTS or path[0] in _KEYWORDS or path[0] in gen or len(path) == 1 and (
                     path[0] in _PRIMITIVES or path[0] in self.extern_uses):
                 continue
             out += self.resolve_path(path, scope, member=True)
@@ -507,7 +506,7 @@ class _Rust(RustModules):
         d = scope
         while d is not None and d is not self.mod:
             if d.decl in ("impl", "trait", "struct", "enum", "union"):
-                if d.decl != "impl" or d.name in _WRAPPERS or d.name in _EXTERN_ROOTS or d.name in _PRIMITIVES:
+                if d.decl != "impl" or d.name in _WRAPPERS or d.name in EXTERN_ROOTS or d.name in _PRIMITIVES:
                     return False
                 break
             d = d.parent
@@ -541,13 +540,13 @@ class _Rust(RustModules):
             return self._method_of(self._vars(scope).get(parts[1]), parts[2], scope)
         if parts[0] == "!":                     # a macro call
             name = parts[1:]
-            if len(name) == 1 and name[0] in _STD_MACROS or name[0] in _EXTERN_ROOTS:
+            if len(name) == 1 and name[0] in _STD_MACROS or name[0] in EXTERN_ROOTS:
                 return []
             return self.resolve_path(name, scope) + [f"{self.crate}.{name[-1]}"]
         if parts[0] == "self" and len(parts) == 2:
             t = self._self_type(scope)
             return [self.modq(self._mods_of(scope) + [t, parts[1]])] if t else []
-        if parts[0] in _KEYWORDS or parts[0] in _EXTERN_ROOTS or parts[0] == "self" or "$" in parts[0]:
+        if parts[0] in _KEYWORDS or parts[0] in EXTERN_ROOTS or parts[0] == "self" or "$" in parts[0]:
             return []
         return self.resolve_path(parts, scope)
 
