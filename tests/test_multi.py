@@ -1108,14 +1108,14 @@ def test_the_intent_is_resolved_once_for_the_indexes_of_a_search(engines, tmp_pa
     multi = MultiEngine({"a": engines["a"], "b": engines["b"]})
     calls = []
     real = E.resolve
-    monkeypatch.setattr(E, "resolve", lambda *a: calls.append(a) or real(*a))
+    monkeypatch.setattr(E, "resolve", lambda *a, **k: calls.append(a) or real(*a, **k))
     got = {}
     for q in QUERIES + [TWO_HOP]:
         for opts in (SearchOptions(k=10, use_cache=False, explain=True), SearchOptions(k=5, intent="exploratory")):
             calls.clear()
             got[q, opts.intent] = [h.as_dict() for h in multi.search(q, opts).hits]
             assert len(calls) == 1, q
-    monkeypatch.setattr(E.Engine, "_intent", staticmethod(lambda q, opts, pool: real(q, opts.intent, opts.weights)))
+    monkeypatch.setattr(E.Engine, "_intent", lambda self, q, opts, pool: real(q, opts.intent, opts.weights))
     for q in QUERIES + [TWO_HOP]:
         for opts in (SearchOptions(k=10, use_cache=False, explain=True), SearchOptions(k=5, intent="exploratory")):
             assert [h.as_dict() for h in multi.search(q, opts).hits] == got[q, opts.intent]

@@ -364,6 +364,39 @@ def test_code_task_path_uses_exact_anchors_not_pattern_or_fts(code_db):
     assert files.hits[0].name in ("shop/cart.py", "shop/pricing.py") and files.hits[0].members
 
 
+PROSE_ISSUE = ("the total of a shopping cart ignores the discount rules when the shop applies them after an "
+               "item is added, so customers see the old price at the end and the receipt shows a wrong amount")
+
+
+def test_an_issue_in_prose_is_a_code_task_in_a_code_index_only(code_db, tmp_path):
+    """A paragraph with no code-shaped word (36 words) searched in an index mostly of code is a
+    code task (anchors channel run, the code path's weights); in a notes index, and over a code
+    index searched together with a larger notes index, it is the prose intent it reads as.
+    query.code.code_share counts the nodes of files read by a code loader."""
+    from kgsearch.query.code import code_share
+    from kgsearch.query.multi import MultiEngine
+
+    eng = engine(code_db)
+    code, total = code_share(eng.ix.conn)
+    assert (code, total) == eng.ix.conn.execute(
+        "SELECT sum(CASE WHEN loader = 'python' THEN nodes ELSE 0 END), sum(nodes) FROM files").fetchone()
+    assert 2 * code > total > 0
+    r = eng.search(PROSE_ISSUE, SearchOptions(use_cache=False, k=5))
+    assert r.intent["name"] == "code_task" and r.intent["reason"] == "36 words in an index mostly of code"
+    assert "anchors" in r.channels_run
+    assert eng.search(PROSE_ISSUE, SearchOptions(use_cache=False, k=5, intent="semantic")).intent["name"] == "semantic"
+    notes = tmp_path / "notes"
+    for i in range(40):
+        write_files(notes, {f"n{i}.md": f"# Note {i}\n\nreceipts and prices of week {i}\n\n## Shop {i}\n\ncart {i}\n"})
+    ndb = tmp_path / "notes.db"
+    index_paths(ndb, [str(notes)], IndexOptions(steps=("text", "neighbors", "graph")))
+    neng = engine(ndb)
+    assert code_share(neng.ix.conn) == (0, 40)            # (a short note is one node)
+    assert neng.search(PROSE_ISSUE, SearchOptions(use_cache=False, k=5)).intent["name"] == "semantic"
+    both = MultiEngine({"code": engine(code_db), "notes": neng}).search(PROSE_ISSUE, SearchOptions(use_cache=False, k=5))
+    assert both.intent["name"] == "semantic"          # the union is mostly notes
+
+
 def test_walk_seeds_come_only_from_signals_that_ran(code_db, monkeypatch):
     """Without vectors the dense column is all zeros: seeding the walk from its 'top 10' took
     arbitrary candidates (issue 14). Seeds now come from the text signal alone."""

@@ -53,7 +53,7 @@ from . import feedback
 from . import filters as filters_mod
 from .adjust import ADDITIVE, Unread, rank
 from .channels import ALL_CHANNELS, CHANNELS, DEFAULT_CHANNELS, GRAPH_CHANNELS, SIGNAL_OF, SIGNALS, dense_kwargs
-from .code import implemented_stubs, is_code_query
+from .code import code_share, implemented_stubs, is_code_query
 from .graph_stage import graph_steps, run
 from .group import file_hit, group_by_file
 from .correct import correction_notice, corrected
@@ -366,15 +366,22 @@ class Engine:
             [f"{why[len(UNREAD):]} (searched without your equivalence classes)"
              for c, why in skipped.items() if c == "equiv" and why.startswith(UNREAD)]
 
-    @staticmethod
-    def _intent(q: Query, opts: SearchOptions, pool):
-        """``resolve(q, opts.intent, opts.weights)``, once for the indexes of one search that
-        share the parsed query (a pure function of them: ``pool.shared`` keeps it)."""
+    def code_share(self) -> tuple[int, int]:
+        """``(code nodes, nodes)`` of the index (:func:`kgsearch.query.code.code_share`), read
+        once per generation."""
+        return self.ix.cached("query.code_share", lambda: code_share(self.ix.conn))
+
+    def _intent(self, q: Query, opts: SearchOptions, pool):
+        """``resolve(q, opts.intent, opts.weights, code_index)``, once for the indexes of one
+        search that share the parsed query (a pure function of them and of the indexes' code
+        share: ``pool.shared`` keeps it, with the union's ``code_share`` when several indexes
+        are searched as one)."""
         shared = pool.shared if pool is not None else None
         got = shared.get("intent") if shared is not None else None
         if got is not None and got[0] is q and got[1] == (opts.intent, opts.weights):
             return got[2]
-        it = resolve(q, opts.intent, opts.weights)
+        code, total = (shared.get("code_share") if shared is not None else None) or self.code_share()
+        it = resolve(q, opts.intent, opts.weights, code_index=2 * code > total)
         if shared is not None:
             shared["intent"] = (q, (opts.intent, opts.weights), it)
         return it

@@ -36,7 +36,7 @@ from .codetask import RELATION_EDGES
 if TYPE_CHECKING:
     from .parse import Query
 
-__all__ = ["IntentSpec", "Intent", "INTENTS", "INTENT_NAMES", "classify", "resolve", "make", "parse_weights",
+__all__ = ["IntentSpec", "Intent", "INTENTS", "INTENT_NAMES", "ISSUE_WORDS", "classify", "resolve", "make", "parse_weights",
            "keywords_in", "with_weights"]
 
 
@@ -89,13 +89,23 @@ def _exact_rule(q: "Query") -> str | None:
 # e5-small-en-256 model (at .25 the new model cost file R@5 .859 -> .781; at .15, scaled to
 # sum 1: R@1 .547, R@5 .812, R@10 .906, symbol R@10 .664, MRR .431:
 # bench/results/code_tasks_model.md). The order is the rule cascade's.
+# A text of more than ISSUE_WORDS words is a paragraph, not a question someone types: in an index
+# mostly of code (query.code.code_share: over half its nodes from code files) it is an issue
+# however it reads, even with no code-shaped word in it ("the client does not reconnect after the
+# DNS record changes ..."), or when one of its words trips a prose rule ('error', a quoted
+# message, "uses this"). Measured on the code tasks (docs/code-tasks.md): 13 of the 202 multi
+# issues and 6 of the 64 Python ones were read so; as code tasks, 5 multi issues rank their
+# first gold file higher, none lower, and every Python ranking is unchanged.
+ISSUE_WORDS = 20
+
 INTENTS: dict[str, IntentSpec] = {s.name: s for s in (
     IntentSpec("relation", "who calls / imports / uses X: answered from the edges into X",
                (0.05, 0.25, 0.10, 0.60), ("calls", "imports", "inherits", "references"),   # narrowed per question
                rule=_relation_rule, names_code=True, relation=True),
     IntentSpec("exact_match", "a quoted phrase, or one identifier, file or dotted name",
                (0.10, 0.70, 0.15, 0.05), rule=_exact_rule, exact=True),
-    IntentSpec("code_task", "an issue, bug report or traceback: ranks the code to change",
+    IntentSpec("code_task", f"an issue, bug report or traceback (or a text of more than {ISSUE_WORDS} words in an "
+               "index mostly of code): ranks the code to change",
                (0.17, 0.61, 0.22, 0.00), rule=lambda q: q.code_task, names_code=True, code_task=True),
     IntentSpec("debugging", "errors, failures, crashes, fixes",
                (0.20, 0.50, 0.25, 0.05), ("has_limitation", "has_workaround", "causes", "fixes"),
@@ -225,9 +235,15 @@ def _some_weight(vals, given) -> None:
                          f"weight above 0 (e.g. --weights 0.25,0.45,0.3,0)")
 
 
-def resolve(q: "Query", intent: str | None = None, weights: str | tuple | None = None) -> Intent:
-    """Classify ``q`` unless ``intent`` forces a spec; ``weights`` overrides the spec's weights."""
+def resolve(q: "Query", intent: str | None = None, weights: str | tuple | None = None,
+            code_index: bool = False) -> Intent:
+    """Classify ``q`` unless ``intent`` forces a spec; ``weights`` overrides the spec's weights.
+    ``code_index``: the index is mostly code, where a text of more than :data:`ISSUE_WORDS`
+    words is a code task (unless it asks for docs or release notes)."""
     it = make(q, intent, reason="--intent", forced=True) if intent else classify(q)
+    if (code_index and not intent and not it.spec.code_task and len(q.words) > ISSUE_WORDS
+            and not q.about_prose):
+        it = make(q, "code_task", reason=f"{len(q.words)} words in an index mostly of code")
     if weights is not None:
         w = parse_weights(weights) if isinstance(weights, str) else tuple(float(x) for x in weights)
         _some_weight(w, ",".join(f"{x:g}" for x in w))

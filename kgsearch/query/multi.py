@@ -87,7 +87,8 @@ class Pool:
     ranked: object = None                           # [(position, score, additive shift, factor)] best first, or Unread
     build: object = None                            # build(positions, hit_class) -> [hit_class] of this index
     across: object = None                           # the union's similar_text lists (query/across.py)
-    shared: dict | None = None                      # what the indexes of one search compute once (the intent)
+    shared: dict | None = None                      # what the indexes of one search compute once (the intent,
+                                                    # from the union's code_share)
 
 
 @dataclass
@@ -273,7 +274,8 @@ class MultiEngine:
         return next(iter(self.engines.values())).tuning.seeds_per_signal
 
     def _pools(self, query: str, opts: SearchOptions, notices: list[str]) -> dict[str, Pool]:
-        shared: dict = {}
+        shares = [eng.code_share() for eng in self.engines.values()]   # the union's: one intent for all
+        shared: dict = {"code_share": (sum(c for c, _ in shares), sum(t for _, t in shares))}
         pools = {name: Pool(query=q, shared=shared) for name, q in self._parsed(query).items()}
         eq = _equivalences()
         if eq is not None:                      # (the user's file, read once for every index)

@@ -100,3 +100,29 @@ def test_a_bad_intent_weights_or_option_is_quoted_as_typed(call, says):
     with pytest.raises(UsageError) as e:
         call()
     assert str(e.value).startswith(says), str(e.value)
+
+
+ISSUE = ("The client keeps the old address after the record changes, so every new call goes to a host "
+         "that is gone and waits until the deadline runs out before it gives up")   # 31 words, no code
+
+
+def test_an_issue_length_text_in_an_index_mostly_of_code_is_a_code_task():
+    """More than ISSUE_WORDS words in an index mostly of code: a code task, whatever prose rule
+    its words trip; not in a notes index, not a shorter question, not one asking for docs, not
+    when --intent names another."""
+    q = parse(ISSUE)
+    assert len(q.words) > intent.ISSUE_WORDS and not q.code_task
+    assert intent.resolve(q).name == "semantic"
+    it = intent.resolve(q, code_index=True)
+    assert it.name == "code_task" and it.reason == f"{len(q.words)} words in an index mostly of code"
+    assert it.weights == intent.INTENTS["code_task"].weights and not it.forced
+    tripped = parse(ISSUE + ", with an error that says 'connection refused' each time")    # debugging, quoted
+    assert intent.resolve(tripped).name in ("exact_match", "debugging")
+    assert intent.resolve(tripped, code_index=True).name == "code_task"
+    short = parse(" ".join(ISSUE.split()[:intent.ISSUE_WORDS]))
+    assert len(short.words) == intent.ISSUE_WORDS
+    assert intent.resolve(short, code_index=True).name == "semantic"
+    docs = parse(ISSUE + "; where do the release notes say so")
+    assert docs.about_prose and intent.resolve(docs, code_index=True).name != "code_task"
+    assert intent.resolve(q, intent="semantic", code_index=True).name == "semantic"
+    assert f"more than {intent.ISSUE_WORDS} words" in intent.INTENTS["code_task"].help
