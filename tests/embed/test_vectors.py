@@ -413,3 +413,52 @@ def test_a_new_default_model_re_embeds_an_index_and_says_so(tmp_path, capsys):
     assert main(["model", "use", "e5-small-en-256", "--db", db], environ={}) == 0
     err = capsys.readouterr().err
     assert "re-embedded 2 nodes with e5-small-en-256" in err and "note: embed" not in err
+
+
+LONG = ("Sourdough starter care", "Feed the starter flour and water every day and keep it warm. "
+        + "The kernel scheduler assigns runnable threads to cores by their weighted virtual runtime, "
+          "preempting a thread whose slice is spent; interrupts, softirqs and the idle loop run in "
+          "between, and load balancing moves threads between the cores' run queues. " * 3)
+
+
+def test_a_node_vector_weighs_in_its_opening(ix, shipped):
+    """node_vectors: unit(whole) + LEAD_WEIGHT x unit(first LEAD_TOKENS tokens), made unit;
+    the stored vector of a long node is that (not its whole text's), a short node's is its own."""
+    model = load_model(shipped)
+    t_long, t_short = embed_index.node_text(*LONG), embed_index.node_text(*NOTES["b"])
+    assert len(model.tokenize([t_long])[0]) > 3 * embed_index.LEAD_TOKENS
+    assert len(model.tokenize([t_short])[0]) <= embed_index.LEAD_TOKENS
+
+    def unit(v):
+        return v / np.linalg.norm(v)
+    whole, lead = model.encode(t_long), model.encode(t_long, max_length=embed_index.LEAD_TOKENS)
+    want = unit(unit(whole.astype(np.float64)) + 0.5 * unit(lead.astype(np.float64)))
+    got = embed_index.node_vectors(model, [t_long, t_short, ""])
+    apart = float(unit(whole) @ want)
+    assert np.allclose(got[0], want, atol=1e-6) and apart < 0.99
+    assert np.allclose(got[1], model.encode(t_short), atol=1e-6)
+    assert not got[2].any()
+
+    ids = _add_nodes(ix, {"long": LONG, "b": NOTES["b"]}, 1)
+    _run(ix, ChangeSet(generation=1, added=list(ids.values()), full=True))
+    top, scores = dense.search_vector(ix, want.astype(np.float32), 2)
+    assert top[0] == ids["long"] and scores[0] > 0.99
+    top, scores = dense.search_vector(ix, whole, 2)
+    assert top[0] == ids["long"] and abs(scores[0] - apart) < 0.01     # not the whole text's vector
+    top, scores = dense.search_vector(ix, model.encode(t_short), 2)
+    assert top[0] == ids["b"] and scores[0] > 0.99
+    # "what it is about" finds the long note by its opening
+    assert dense.search(ix, "feeding a sourdough starter", k=1)[0][0] == ids["long"]
+
+
+def test_vectors_made_without_the_lead_are_made_again(ix, shipped):
+    """An index embedded by a kgsearch that stored whole-text vectors (its step info names no
+    lead) is re-embedded whole by the next run, even with nothing changed: never two recipes."""
+    ids = _add_nodes(ix, NOTES, 1)
+    _run(ix, ChangeSet(generation=1, added=list(ids.values()), full=True))
+    assert _run(ix, ChangeSet(generation=2))["embedded"] == 0
+    d = ix.derived("embed")
+    with ix.transaction():
+        ix.mark_derived("embed", d["seconds"], {k: v for k, v in d["info"].items() if k != "lead"}, generation=2)
+    info = _run(ix, ChangeSet(generation=3))
+    assert info["full"] and info["embedded"] == 5 and info["lead"] == [embed_index.LEAD_TOKENS, 0.5]
