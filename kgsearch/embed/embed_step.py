@@ -64,9 +64,8 @@ def node_vectors(model, texts):
     one stays zero."""
     import numpy as np
 
-    whole = _unit(model.encode(texts))
-    lead = _unit(model.encode(texts, max_length=LEAD_TOKENS))
-    return _unit(whole + np.float32(LEAD_WEIGHT) * lead)
+    whole, lead = model.encode_with_lead(texts, LEAD_TOKENS)
+    return _unit(_unit(whole) + np.float32(LEAD_WEIGHT) * _unit(lead))
 
 
 def _unit(v):

@@ -211,6 +211,32 @@ class StaticModel:
                 progress(min(i + batch_size, total), total)
         return out[0] if single else out
 
+    def encode_with_lead(self, texts: Sequence[str], lead: int, batch_size: int = _BATCH):
+        """``(whole, opening)``: float32 ``(len(texts), dims)`` each, from one tokenization: the
+        vectors :meth:`encode` gives, and the vectors of each text's first ``lead`` tokens of that
+        same tokenization (:meth:`encode` with ``max_length=lead`` would cut the text's characters
+        first, by the median token length, which can leave fewer tokens)."""
+        import numpy as np
+
+        items = list(texts)
+        total = len(items)
+        whole = np.zeros((total, self.dims), dtype=np.float32)
+        opening = np.zeros((total, self.dims), dtype=np.float32)
+        plain_int8 = self.embedding.dtype == np.int8 and self.mapping is None and self.weights is None
+        for i in range(0, total, batch_size):
+            ids, counts = self._tokenize_flat(items[i:i + batch_size], self.max_length)
+            starts = np.cumsum(counts) - counts
+            first = (np.arange(len(ids)) - np.repeat(starts, counts)) < lead
+            lids, lcounts = ids[first], np.minimum(counts, lead)
+            for out, (a, c) in ((whole, (ids, counts)), (opening, (lids, lcounts))):
+                if plain_int8:
+                    part = self._pool_int8(a, c, self.normalize)
+                else:
+                    flat, ends = a.tolist(), np.cumsum(c).tolist()
+                    part = self._pool([flat[e - n:e] for e, n in zip(ends, c.tolist())], self.normalize)
+                out[i:i + len(c)] = part
+        return whole, opening
+
     def is_whole_word(self, word: str) -> bool:
         """Whether ``word`` is one token of the vocabulary as a whole word: ``word`` itself (a
         WordPiece word; its continuations are ``##`` pieces) or ``▁word`` (SentencePiece and

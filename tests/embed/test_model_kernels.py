@@ -303,3 +303,21 @@ def test_pool_int8_rejects_ids_outside_the_table(shipped):
 
 def test_tables_loaded_once():
     assert Tables.get() is Tables.get()
+
+
+@pytest.mark.parametrize("table", ["int8", "float32"])
+def test_encode_with_lead_is_encode_and_the_first_tokens(shipped, table):
+    """encode_with_lead: the whole vectors are encode's bit for bit; the opening is the mean of
+    each text's first `lead` tokens of the same tokenization, on the int8 kernel and on a float
+    table (the list pooling)."""
+    base = load_model(shipped)
+    m = base if table == "int8" else StaticModel(base.path, base.embedding.astype(np.float32), base.tokenizer,
+                                                 base.config)
+    texts = _texts(random.Random(3)) + ["", "a", "word " * 700]
+    whole, opening = m.encode_with_lead(texts, 9, batch_size=64)
+    assert np.array_equal(whole, m.encode(texts))
+    for t, got in zip(texts, opening):
+        ids = m.tokenize([t])[0][:9]
+        want = m.embedding[np.asarray(ids, dtype=np.intp)].astype(np.float64).mean(axis=0) if ids else np.zeros(m.dims)
+        n = np.linalg.norm(want)
+        assert np.allclose(got, want / n if n else want, atol=1e-6), t[:40]

@@ -431,8 +431,13 @@ def test_a_node_vector_weighs_in_its_opening(ix, shipped):
 
     def unit(v):
         return v / np.linalg.norm(v)
-    whole, lead = model.encode(t_long), model.encode(t_long, max_length=embed_index.LEAD_TOKENS)
-    want = unit(unit(whole.astype(np.float64)) + 0.5 * unit(lead.astype(np.float64)))
+    whole = model.encode(t_long)
+    first = model.tokenize([t_long])[0][:embed_index.LEAD_TOKENS]        # the opening: the first 32 tokens
+    lead = model.embedding[np.asarray(first)].astype(np.float64).mean(axis=0)
+    w2, l2 = model.encode_with_lead([t_long, t_short], embed_index.LEAD_TOKENS)
+    assert np.array_equal(w2, model.encode([t_long, t_short]))               # the whole: encode's, bit for bit
+    assert np.allclose(l2[0], unit(lead), atol=1e-6) and np.allclose(l2[1], w2[1], atol=1e-6)
+    want = unit(unit(whole.astype(np.float64)) + 0.5 * unit(lead))
     got = embed_index.node_vectors(model, [t_long, t_short, ""])
     apart = float(unit(whole) @ want)
     assert np.allclose(got[0], want, atol=1e-6) and apart < 0.99
