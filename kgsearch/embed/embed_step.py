@@ -30,7 +30,7 @@ from .kernel import make_rotation
 
 log = logging.getLogger(__name__)
 
-__all__ = ["NAME", "update", "node_text", "node_vectors", "text_hash", "DEFAULT_MAX_CHARS", "LEAD_TOKENS",
+__all__ = ["NAME", "update", "node_text", "node_vectors", "made_another_way", "text_hash", "DEFAULT_MAX_CHARS", "LEAD_TOKENS",
            "LEAD_WEIGHT"]
 
 NAME = "embed"
@@ -66,6 +66,14 @@ def node_vectors(model, texts):
 
     whole, lead = model.encode_with_lead(texts, LEAD_TOKENS)
     return _unit(_unit(whole) + np.float32(LEAD_WEIGHT) * _unit(lead))
+
+
+def made_another_way(ix) -> bool:
+    """Whether the index's vectors were made otherwise than this version makes them (by an older
+    kgsearch, without the lead): the next run re-embeds, even when no file changed."""
+    d = ix.derived(NAME)
+    info = (d or {}).get("info") or {}
+    return "model" in info and info.get("lead") != [LEAD_TOKENS, LEAD_WEIGHT]
 
 
 def _unit(v):
@@ -126,9 +134,10 @@ def update(ix, changes, settings=None, progress=None) -> dict:
     old_model = ix.meta("model_id")
     lead = [LEAD_TOKENS, LEAD_WEIGHT]
     # (vectors made another way, by an older kgsearch without the lead too, are made again: never mixed)
-    same_model = (old_model == model_id and ix.meta("model_dims") == str(dims)
-                  and store.rotation(ix) is not None and prev_info.get("max_chars", max_chars) == max_chars
-                  and prev_info.get("lead") == lead)
+    same_vectors = (old_model == model_id and ix.meta("model_dims") == str(dims)
+                    and store.rotation(ix) is not None and prev_info.get("max_chars", max_chars) == max_chars)
+    same_model = same_vectors and prev_info.get("lead") == lead
+    new_recipe = same_vectors and prev is not None and not same_model and not changes.full
     # a migration marked the step stale (0012: sketch tables to write): same model, so vectors of
     # unchanged texts stay (every node's text hash is checked) and store.sync rewrites the rest
     migrated = "embed" in ix.stale_steps() and same_model
@@ -212,5 +221,9 @@ def update(ix, changes, settings=None, progress=None) -> dict:
         # nobody asked for this model: the default changed under the index (a new kgsearch)
         info["notice"] = (f"the index was embedded with {old_name}; re-embedded {embedded:,} nodes with the "
                           f"default model {new_name} (`kgsearch model use {old_name}` goes back to the old one)")
+    elif new_recipe:
+        # an older kgsearch made the vectors without the lead: once, every vector is made again
+        info["notice"] = (f"re-embedded {embedded:,} nodes once: a node's vector now weighs in its opening "
+                          f"(the first {LEAD_TOKENS} tokens), which an older kgsearch did not")
     ix.mark_derived("embed", seconds, info, generation=gen)
     return {**info, "seconds": round(seconds, 3)}

@@ -18,6 +18,7 @@ import sqlite3
 import time
 from pathlib import Path
 
+from ..embed.embed_step import made_another_way
 from ..embed.index_model import model_files_changed
 from ..config import default_db_path
 from ..errors import DataError, NotFound, UsageError
@@ -332,9 +333,10 @@ def _apply(st: RunState, to_load: list[Found], deleted: list[tuple[int, str]], t
     stale = set(ix.stale_steps())
     recheck = set()
     if (not ch.any and "embed" not in stale and (st.opts.steps is None or "embed" in st.opts.steps)
-            and model_files_changed(ix, typed)):
+            and (model_files_changed(ix, typed) or made_another_way(ix))):
         # other model files than the vectors' (a new default after an upgrade, or the same
-        # model installed elsewhere): the step re-embeds only if the model's content differs
+        # model installed elsewhere): the step re-embeds only if the model's content differs;
+        # vectors an older kgsearch made otherwise (without the lead) are made again
         recheck.add("embed")
     if ch.any or stale or recheck:
         if ch.full:

@@ -467,3 +467,27 @@ def test_vectors_made_without_the_lead_are_made_again(ix, shipped):
         ix.mark_derived("embed", d["seconds"], {k: v for k, v in d["info"].items() if k != "lead"}, generation=2)
     info = _run(ix, ChangeSet(generation=3))
     assert info["full"] and info["embedded"] == 5 and info["lead"] == [embed_index.LEAD_TOKENS, 0.5]
+
+
+def test_an_index_embedded_without_the_lead_says_it_re_embeds_once(tmp_path, capsys):
+    """Through `kgsearch index`: an index whose vectors an older kgsearch made (its step info
+    names no lead) is re-embedded by the next run, which says why, once."""
+    from conftest import write
+
+    from kgsearch.cli import main
+    from kgsearch.store.db import Index
+
+    vault, db = tmp_path / "v", str(tmp_path / "x.db")
+    write(vault / "a.md", "# A\nbackup notes\n")
+    write(vault / "b.md", "# B\nsync phone\n")
+    assert main(["index", str(vault), "--db", db]) == 0
+    with Index.open(db) as ix, ix.transaction():
+        d = ix.derived("embed")
+        ix.mark_derived("embed", d["seconds"], {k: v for k, v in d["info"].items() if k != "lead"},
+                        generation=d["generation"])
+    capsys.readouterr()
+    assert main(["index", str(vault), "--db", db]) == 0
+    assert ("note: embed: re-embedded 2 nodes once: a node's vector now weighs in its opening (the first 32 "
+            "tokens), which an older kgsearch did not") in capsys.readouterr().err
+    assert main(["index", str(vault), "--db", db]) == 0
+    assert "note: embed" not in capsys.readouterr().err
