@@ -129,3 +129,36 @@ def test_a_long_text_is_read_up_to_its_cap(tmp_path, monkeypatch):
     finally:
         ix.close()
 
+
+def test_the_engine_step_adds_weight_times_score_over_spread(tmp_path):
+    from dataclasses import replace
+
+    from kgsearch.query import Engine, SearchOptions
+    from kgsearch.query.tuning import TUNING
+
+    rng = random.Random(3)
+    filler = "alpha beta gamma delta epsilon zeta eta theta iota kappa".split()
+    docs = [("", " ".join(rng.choices(filler, k=rng.randint(5, 30))) + " " + rng.choice(
+        ["battery drain at night", "night battery", "battery " + "alpha " * 12 + "night", "drain", ""]))
+        for _ in range(40)]
+    ix, _ = _index(tmp_path, docs)
+    try:
+        opts = SearchOptions(k=40, use_cache=False, explain=True, snippets=False)
+        off = Engine(ix).search("battery night", opts)
+        assert TUNING.proximity_weight == 0.0 and not any("proximity" in h.adjustments for h in off.hits)
+        on_t = replace(TUNING, proximity_weight=0.1, proximity_window=8, proximity_top=10)
+        on = Engine(ix, tuning=on_t).search("battery night", opts)
+        got = {h.id: h.adjustments.get("proximity", 0.0) for h in on.hits}
+        assert "proximity" in on.timings_ms and sum(v > 0 for v in got.values()) > 1
+        # the step's own arithmetic: the fused top 10 without it, their scores, / their spread
+        base = [h.id for h in off.hits[:10]]
+        s = tp.scores(ix, ["batteri", "night"], base, 8)
+        want = 0.1 * s / s.std()
+        assert [got.get(i, 0.0) for i in base] == pytest.approx(want.tolist(), abs=1e-6)   # (hits: 6 digits)
+        assert sum(1 for v in got.values() if v) <= 10
+        # explicit channels (BM25 alone stays BM25), one term: no step
+        assert not any("proximity" in h.adjustments for h in Engine(ix, tuning=on_t).search(
+            "battery night", opts.but(channels=["bm25"])).hits)
+        assert "proximity" not in Engine(ix, tuning=on_t).search("battery", opts).timings_ms
+    finally:
+        ix.close()
