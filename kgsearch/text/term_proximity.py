@@ -36,7 +36,7 @@ from .postings import doc_freqs, norms, norms_of, stored
 from .stem import Memo
 from .tokenize import Analyzer
 
-__all__ = ["WINDOW", "query_terms", "text_terms", "pair_counts", "reference_pair_counts", "pair_score",
+__all__ = ["WINDOW", "MAX_CHARS", "PIECE_MEMO", "query_terms", "text_terms", "memo_size", "pair_counts", "reference_pair_counts", "pair_score",
            "scores", "reference_scores", "node_terms"]
 
 WINDOW = 16                 # terms: a pair counts when its terms are less than this far apart
@@ -56,6 +56,15 @@ def _pieces(an: Analyzer) -> Memo:
     if got is None or got[0] is not an:
         got = _PIECES[id(an)] = (an, Memo(lambda piece: tuple(an(piece)), PIECE_MEMO))
     return got[1]
+
+
+def memo_size(an: Analyzer) -> tuple[int, int]:
+    """(entries, bytes of their keys and values and of the table) of ``an``'s memo of analysed
+    whitespace pieces: what the step keeps between searches."""
+    import sys
+
+    memo = _pieces(an)
+    return len(memo), sys.getsizeof(memo) + sum(sys.getsizeof(k) + sys.getsizeof(v) for k, v in memo.items())
 
 
 def text_terms(an: Analyzer, text: str) -> list[str]:

@@ -162,3 +162,14 @@ def test_the_engine_step_adds_weight_times_score_over_spread(tmp_path):
         assert "proximity" not in Engine(ix, tuning=on_t).search("battery", opts).timings_ms
     finally:
         ix.close()
+
+
+def test_the_piece_memo_is_bounded(monkeypatch):
+    from kgsearch.text.tokenize import Analyzer
+
+    an = Analyzer()
+    monkeypatch.setattr(tp, "PIECE_MEMO", 5)
+    tp._PIECES.pop(id(an), None)
+    tp.text_terms(an, " ".join(f"w{i}" for i in range(12)))
+    entries, size = tp.memo_size(an)
+    assert 0 < entries <= 5 and size > 0
