@@ -21,7 +21,7 @@ book's length costs what a long section does).
 :func:`reference_scores` computes the same from the analyser's plain output by comparing every
 pair of positions (the slow, obvious definition the tests hold :func:`scores` to). A text is
 split at whitespace and each piece analysed once (:data:`PIECES`, memoised), which gives the
-analyser's terms (no analyser token spans whitespace) at a fifth of its cost on long texts.
+analyser's terms (no analyser token spans whitespace) at about a third of its cost on long texts.
 """
 from __future__ import annotations
 

@@ -160,6 +160,9 @@ def test_the_engine_step_adds_weight_times_score_over_spread(tmp_path):
         assert not any("proximity" in h.adjustments for h in Engine(ix, tuning=on_t).search(
             "battery night", opts.but(channels=["bm25"])).hits)
         assert "proximity" not in Engine(ix, tuning=on_t).search("battery", opts).timings_ms
+        # code tasks (an issue's words are names and prose) and relation questions: no step
+        for intent in ("code_task", "relation"):
+            assert "proximity" not in Engine(ix, tuning=on_t).search("battery night", opts.but(intent=intent)).timings_ms
     finally:
         ix.close()
 
