@@ -69,11 +69,11 @@ class _Recorded(signals_mod.Signals):
     With ``_LAST["zpos"]`` BM25 is standardised over the matching nodes only (the ``stats`` hook
     that several indexes use for the union's mean and spread)."""
 
-    def __init__(self, engine, query, cand, raw, kwargs, norm, fulls=None, stats=None):
+    def __init__(self, engine, query, cand, raw, kwargs, norm, fulls=None, stats=None, allowed=None):
         if _LAST.get("zpos") and fulls and "bm25" in fulls and stats is None and len(fulls["bm25"][1]) > 1:
             fsc = np.asarray(fulls["bm25"][1], float)
             stats = {"bm25": (float(fsc.mean()), max(float(fsc.std()), 1e-9))}
-        super().__init__(engine, query, cand, raw, kwargs, norm, fulls, stats)
+        super().__init__(engine, query, cand, raw, kwargs, norm, fulls, stats, allowed=allowed)
         _LAST["sig"] = self
 
 

@@ -187,9 +187,9 @@ def format_response(resp, explain: bool = False) -> str:
     return "\n".join(lines)
 
 
-ADDITIVE_ADJUSTMENTS = ("hits", "shift", "file_members", "declaring_module")
+ADDITIVE_ADJUSTMENTS = ("hits", "proximity", "shift", "file_members", "declaring_module")
 _ADJ_NOTES = {"shift": "(every candidate moved up so the weakest scores 0)",
-              "hits": "(HITS on the walk's top nodes)", "test_or_vendored": "(test, vendored or structural node)",
+              "hits": "(HITS on the walk's top nodes)", "proximity": "(the query's terms close together)", "test_or_vendored": "(test, vendored or structural node)",
               "diversity": "(community diversity)", "file_members": "(the file's next best nodes, decayed)",
               "declaring_module": "(declares the first file's Rust module: ranked beside it)",
               "session": "(opened in this session)", "feedback": "(feedback on similar queries)"}

@@ -35,7 +35,7 @@ from .tuning import TUNING, Tuning
 __all__ = ["rank", "ADDITIVE", "Unread"]
 
 # the adjustments added to a score (the others multiply it)
-ADDITIVE = ("hits", "shift", "file_members", "declaring_module")
+ADDITIVE = ("hits", "proximity", "shift", "file_members", "declaring_module")
 
 
 def rank(conn, cand: np.ndarray, fused: np.ndarray, adjustments: dict, *, q, it, code_query: bool,

@@ -100,6 +100,16 @@ class Tuning:
     # the dense channel's query is its words weighted by idf ** this power, the idf of each word
     # in the index searched (0: the model's own encoding of the text; docs/ranking.md, "Dense")
     dense_idf_power: float = 0.5
+    # term proximity (kgsearch/text/term_proximity.py): the fused top proximity_top of a search on
+    # one index re-read, and weight x (their proximity scores / the scores' spread over them) added.
+    # Off (0): on the seven shared sets .1 with window 8 was chosen leave-one-set-out in every fold
+    # (LOSO mean .5202 against .5146, every set above BM25; no set's gain significant on its own;
+    # bench/results/quality_loso_proximity.md, docs/fusion-variants.md), but the top N and the spread
+    # are one search's, not one index's: several indexes searched as one would no longer rank as the
+    # one index holding them all (tests/test_multi.py), so it waits for a step that pools them.
+    proximity_weight: float = 0.0
+    proximity_window: int = 8
+    proximity_top: int = 30
 
 
 TUNING = Tuning()

@@ -84,7 +84,7 @@ def _breakdown(h: dict) -> str:
                    f"<td class=n>{c['norm']:.3f}</td></tr>" for n, c in h.get("channels", {}).items())
     sig = "".join(f"<tr><td>{esc(n)}</td><td class=n>{s['value']:.3f}</td><td class=n>× {s['weight']:.2f}</td>"
                   f"<td class=n>= {s['part']:.4f}</td></tr>" for n, s in h.get("signals", {}).items())
-    adj = "".join(f"<tr><td>{esc(n)}</td><td class=n colspan=3>{v:+.4f}</td></tr>" if n in ("hits", "shift", "file_members", "declaring_module")
+    adj = "".join(f"<tr><td>{esc(n)}</td><td class=n colspan=3>{v:+.4f}</td></tr>" if n in ("hits", "proximity", "shift", "file_members", "declaring_module")
                   else f"<tr><td>{esc(n)}</td><td class=n colspan=3>× {v:.4f}</td></tr>"
                   for n, v in h.get("adjustments", {}).items())
     return (f"<details><summary>why {h['score']:.4f}</summary><table><tr><th>channel</th><th>score</th><th>rank</th>"
