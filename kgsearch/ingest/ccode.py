@@ -37,6 +37,7 @@ import re
 from bisect import bisect_left
 
 from .clex import lex
+from ..types import MEMBER_OF, EdgeRec
 from .codemodel import Builder, Def
 from .codescan import call_sites, find_end, read_source, split_chain
 from .javacode import boundary
@@ -579,4 +580,11 @@ def load(path, rel: str, opts, spec=C):
                 calls.append((at, ["this", t.group(1)]))
             continue
         calls.append((at, split_chain(raw)))
-    return b.build(calls)
+    res = b.build(calls)
+    for d in b.defs:            # an out-of-line `Cls::f` outside a class body: member_of the class
+        if d.kind == "method" and d.parent is b.mod and d.data.get("cls") and d.qual.endswith("." + d.name):
+            quals = d.qual[:-len(d.name) - 1].split(".")
+            names = [".".join(quals[-2:])] if len(quals) > 1 else []
+            res.edges.append(EdgeRec(d.key, "\n".join(names + [quals[-1]]), MEMBER_OF, "c",
+                                     line=lx.line(d.name_at), props={"type": ".".join(quals)}))
+    return res

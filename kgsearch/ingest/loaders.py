@@ -28,10 +28,12 @@ LOADER_VERSIONS = dict.fromkeys(LOADERS, 1) | {
                             # flags a file declared under #[cfg(test)] as test code); 4: structs list
                             # their fields' types, self.field.f() with the struct in another file
                             # 5: a workspace's tests-*/*-tests member crates are test code
-    "go": 4,                # 2: methods under their receiver type (contains from the type); 3: import
+    "go": 5,                # 2: methods under their receiver type (contains from the type); 3: import
                             # comments stand for go.mod, x := T{..} has type T; 4: structs list their
                             # fields' types, r.field.M() / x.field.M() with the struct in another file
-    "c": 2, "cpp": 2,       # folders named *Tests, *_tests, *-tests hold tests
+                            # 5: a method of a type another file declares: member_of the type
+    "c": 3, "cpp": 3,       # 2: folders named *Tests, *_tests, *-tests hold tests; 3: out-of-line
+                            # Cls::f outside a class body: member_of the class
     "csharp": 2,            # files that use NUnit/xUnit/MSTest are test code
 }
 
