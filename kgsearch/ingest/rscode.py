@@ -62,6 +62,7 @@ import posixpath
 import re
 
 from .clex import lex
+from ..types import MEMBER_OF, EdgeRec
 from .codemodel import Def, FieldCalls
 from .codescan import Angles, call_sites, find_end, free, read_source, split_chain
 from .langspec import RUST
@@ -256,6 +257,29 @@ class _Rust(RustModules):
                 out.append((f"{cands[0]}.{d.name}", 1))
         return out
 
+    def member_edges(self) -> list[EdgeRec]:
+        """``member_of`` edges from each ``impl`` block (inherent or of a trait) whose type the
+        block's scope does not declare to the type, by the paths the type's name reads there
+        (its ``use`` names, the module's own path, globs): ``impl Conn`` in ``imp.rs`` with ``use
+        crate::conn::Conn;``. Not for wrappers, primitives, other crates' or the standard
+        library's types, nor a generic parameter (``impl<T> X for T``)."""
+        out = []
+        for d in self.defs:
+            if d.decl != "impl" or d.name in _WRAPPERS or d.name in _PRIMITIVES or d.name in EXTERN_ROOTS:
+                continue
+            path = d.data.get("type_path") or []
+            if not path or not all(x.isidentifier() for x in path) or path[0] in EXTERN_ROOTS or (
+                    len(path) == 1 and d.name in self._generics(d)):
+                continue
+            if any(s is not d and s.name == d.name and s.decl in ("struct", "enum", "union", "trait")
+                   for s in d.parent.children):
+                continue
+            cands = self.resolve_path(path, d.parent)
+            if cands:
+                out.append(EdgeRec(d.key, "\n".join(dict.fromkeys(cands)), MEMBER_OF, "rs",
+                                   line=self.lx.line(d.name_at)))
+        return out
+
     # ---- items -------------------------------------------------------------------------
     def _attrs_start(self, at: int) -> tuple[int, bool]:
         """Start of the outer attributes right before ``at``, and whether one marks a test."""
@@ -328,6 +352,7 @@ class _Rust(RustModules):
                     continue
                 d = Def("class", name, item_start, pairs.get(body, n) + 1, body, at, "impl")
                 d.data["gen"] = (m.end(), at)
+                d.data["type_path"] = path_of(typ)
                 if trait:
                     tr = type_name(trait.lstrip("!"))
                     d.props["trait"] = tr
@@ -594,4 +619,6 @@ def load(path, rel: str, opts, spec=RUST):
             continue
         calls.append((n - e, ["!"] + r.group(1)[::-1].split("::")))
     calls.sort(key=lambda c: c[0])
-    return b.build(calls)
+    res = b.build(calls)
+    res.edges += b.member_edges()
+    return res

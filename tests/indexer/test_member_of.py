@@ -104,3 +104,52 @@ def test_methods_outside_their_type_link_to_it_and_follow_edits_as_a_full_rebuil
     assert ("c:cpp/src/ref.cpp:lib.Ref.swap", "c:cpp/include/lib/ref.h:lib.Ref") in _members(db)
     edit("c++ class renamed", lambda: lib.write_text(hsrc.replace("class Ref", "class Handle")))
     edit("c++ class back", lambda: lib.write_text(hsrc))
+
+
+def test_rust_impl_blocks_in_another_module_link_to_their_type_and_follow_edits(tmp_path):
+    tree = tmp_path / "tree"
+    w(tree / "net/Cargo.toml", '[package]\nname = "net"\nversion = "0.1.0"\n')
+    w(tree / "net/src/lib.rs", "mod conn;\nmod imp;\nmod other;\n")
+    w(tree / "net/src/conn.rs", "pub struct Conn;\n\nimpl Conn { pub fn new() -> Conn { Conn } }\n")
+    w(tree / "net/src/other.rs", "pub struct Conn;\n")
+    w(tree / "net/src/imp.rs", """
+        use crate::conn::Conn;
+        use std::sync::Arc;
+
+        impl Conn {
+            pub fn flush(&self) {}
+        }
+
+        impl Clone for Conn {
+            fn clone(&self) -> Conn { Conn }
+        }
+
+        impl Drop for Arc<u8> { fn drop(&mut self) {} }
+
+        impl<T> From<T> for T { fn from(t: T) -> T { t } }
+        """)
+    db = tmp_path / "inc.db"
+    index_paths(db, [str(tree)], IndexOptions(steps=()))
+    assert_same(db, tree, tmp_path, "initial")
+    # by hand: both blocks of imp.rs -> conn.rs's Conn (through the use, not other.rs's); the
+    # block beside its struct, wrappers and generic parameters: none
+    assert sorted(_members(db)) == [
+        ("rs:net/src/imp.rs:Conn", "rs:net/src/conn.rs:Conn"),
+        ("rs:net/src/imp.rs:Conn#2", "rs:net/src/conn.rs:Conn"),
+    ]
+
+    def edit(tag, fn):
+        fn()
+        index_paths(db, [str(tree)], IndexOptions(steps=()))
+        assert_same(db, tree, tmp_path, tag)
+
+    conn, imp = tree / "net/src/conn.rs", tree / "net/src/imp.rs"
+    csrc, isrc = conn.read_text(), imp.read_text()
+    edit("rust type's file emptied", lambda: conn.write_text(""))
+    assert ("rs:net/src/imp.rs:Conn", None) in _members(db)
+    edit("rust type back", lambda: conn.write_text(csrc))
+    edit("rust use changed to the other module", lambda: imp.write_text(isrc.replace("crate::conn::", "crate::other::")))
+    assert ("rs:net/src/imp.rs:Conn", "rs:net/src/other.rs:Conn") in _members(db)
+    edit("rust impl's file deleted", lambda: imp.unlink())
+    assert _members(db) == []
+    edit("rust impl's file back", lambda: imp.write_text(isrc))
