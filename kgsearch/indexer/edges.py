@@ -19,6 +19,7 @@ of one name by the method's file.
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 
 from ..errors import DataError
@@ -56,6 +57,7 @@ REEXPORT_NS = ("py", "rs")
 FIELD_NS = ("go", "rs")        # namespaces whose loaders emit calls through fields (FIELD_PROPS)
 FIELD_BATCH = 8192             # such edges resolved at a time (member_of edges too)
 _FIELD_PROPS_JSON = dumps_props(FIELD_PROPS)
+_DUP = re.compile(r"#\d+$")       # a key's second-definition suffix (`Foo#2`)
 
 
 class EdgeResolver:
@@ -323,7 +325,7 @@ class EdgeResolver:
         return changed
 
     def _types_named(self, ns: str, names: list[str]) -> dict[str, list[tuple]]:
-        """``name`` -> ``(id, key, qualname, file_id, rank)`` of the ``class`` nodes of namespace
+        """``name`` -> ``(id, key, key without #n, file_id, rank)`` of the ``class`` nodes of namespace
         ``ns`` answering it (by an alias or their key), Rust ``impl`` blocks aside."""
         conn = self.conn
         ranks: dict[str, dict[int, int]] = {}
@@ -335,12 +337,12 @@ class EdgeResolver:
         for key, nid in iter_in_chunks(conn, "SELECT key, id FROM nodes WHERE key IN ({})", [f"{ns}:{n}" for n in names]):
             ranks.setdefault(key[cut:], {})[nid] = 0
         rows = {}
-        for nid, key, qualname, fid, props in iter_in_chunks(
-                conn, "SELECT id, key, qualname, file_id, props FROM nodes WHERE id IN ({}) AND kind = 'class'",
+        for nid, key, fid, props in iter_in_chunks(
+                conn, "SELECT id, key, file_id, props FROM nodes WHERE id IN ({}) AND kind = 'class'",
                 sorted({i for v in ranks.values() for i in v})):
             if '"impl"' in (props or "") and (json.loads(props) or {}).get("decl") == "impl":
                 continue
-            rows[nid] = (nid, key, qualname, fid)
+            rows[nid] = (nid, key, _DUP.sub("", key), fid)       # (the key ends with its qualified name)
         return {name: [(*rows[i], r) for i, r in v.items() if i in rows] for name, v in ranks.items()}
 
     def _resolve_field_batch(self, rows: list[tuple]) -> bool:

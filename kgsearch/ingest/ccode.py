@@ -29,6 +29,9 @@ Edges:
   ``f``; ``A::f()`` -> ``A.f``, then ``f``; ``this->f()`` -> the class's. Calls on values
   (``x.f()``, ``p->f()``), through function pointers and macros are not resolved.
 * ``inherits``: a class -> its bases.
+* ``member_of``: an out-of-line ``Cls::f`` outside a class body -> ``Outer.Cls``, then ``Cls``
+  (``props["type"]``: the qualified ``ns.Cls``, by which the indexer picks among classes of the
+  name, then by the file's includes and stem).
 """
 from __future__ import annotations
 
@@ -584,6 +587,8 @@ def load(path, rel: str, opts, spec=C):
     for d in b.defs:            # an out-of-line `Cls::f` outside a class body: member_of the class
         if d.kind == "method" and d.parent is b.mod and d.data.get("cls") and d.qual.endswith("." + d.name):
             quals = d.qual[:-len(d.name) - 1].split(".")
+            if not all(q.isidentifier() for q in quals[-2:]):   # (`Cls<std::string>::f` is read
+                continue                                        # as Cls.string>.f: no class name)
             names = [".".join(quals[-2:])] if len(quals) > 1 else []
             res.edges.append(EdgeRec(d.key, "\n".join(names + [quals[-1]]), MEMBER_OF, "c",
                                      line=lx.line(d.name_at), props={"type": ".".join(quals)}))

@@ -40,6 +40,8 @@ Edges:
   calls on other values (``x := f()``: no inference), builtins, function values, methods
   promoted from embedded fields, chains of two fields (``r.a.b.M()``).
 * ``inherits``: a struct or an interface -> the types it embeds.
+* ``member_of``: a method whose receiver type the file does not declare -> ``<folder>:T`` (the
+  type in another file of the package; the indexer picks among its nodes).
 """
 from __future__ import annotations
 

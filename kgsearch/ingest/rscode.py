@@ -55,6 +55,8 @@ Edges:
   for Arc<T>``) or in a macro's body, trait methods reached
   through a generic, calls into crates outside the tree, the standard macros.
 * ``inherits``: a trait -> its supertraits; ``implements``: an ``impl Trait for Type`` -> the trait.
+* ``member_of``: an ``impl`` block whose scope does not declare its type -> the type's paths
+  (:meth:`_Rust.member_edges`).
 """
 from __future__ import annotations
 
