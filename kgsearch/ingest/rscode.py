@@ -266,12 +266,16 @@ class _Rust(RustModules):
         crate::conn::Conn;``. Not for wrappers, primitives, other crates' or the standard
         library's types, nor a generic parameter (``impl<T> X for T``)."""
         out = []
+        code = self.lx.code
         for d in self.defs:
             if d.decl != "impl" or d.name in _WRAPPERS or d.name in _PRIMITIVES or d.name in EXTERN_ROOTS:
                 continue
+            if d.parent is not self.mod and d.parent.decl != "mod":
+                continue            # (an impl in a function or another impl: nesting `impl X {` 10,000 deep was n^2)
             path = d.data.get("type_path") or []
+            gen = code[slice(*d.data["gen"])]           # the block's own generic parameters
             if not path or not all(x.isidentifier() for x in path) or path[0] in EXTERN_ROOTS or (
-                    len(path) == 1 and d.name in self._generics(d)):
+                    len(path) == 1 and "<" in gen and d.name in _generic_names(gen[gen.index("<") + 1:gen.rfind(">")])):
                 continue
             if any(s is not d and s.name == d.name and s.decl in ("struct", "enum", "union", "trait")
                    for s in d.parent.children):
