@@ -27,6 +27,7 @@ EDGE_WEIGHTS: dict[str, float] = {
     # code types
     "calls": 1.0, "overrides": 0.8, "extends": 0.7, "inherits": 0.7,
     "contains": 0.8, "tests": 0.6, "imports": 0.5, "references": 0.4,
+    "member_of": 0.8,       # a method defined outside its type's declaration -> the type (as contains)
     # notes and text (set by measurement, see docs/ranking.md)
     "links_to": 0.6, "mentioned_in": 0.5, "mentions": 0.5, "tagged": 0.4,
     "similar_text": 0.5,

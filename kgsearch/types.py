@@ -62,6 +62,13 @@ class NodeRec:
     aliases: list[tuple[str, str]] = field(default_factory=list)   # (ns, name) this node answers to
 
 
+# The edge type from a method defined outside its type's declaration (a Go method in another file
+# of the type's package, a C++ out-of-line ``Cls::f`` in another file than ``class Cls``) to the
+# type: the loader names the type, the indexer picks its node (kgsearch.indexer.edges,
+# EdgeResolver.resolve_members); the method's container stays its file (one ``contains`` parent)
+MEMBER_OF = "member_of"
+
+
 @dataclass(slots=True)
 class EdgeRec:
     """A typed directed edge. ``dst`` is resolved in namespace ``ns`` (see docs/DESIGN.md)."""

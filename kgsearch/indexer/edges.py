@@ -11,11 +11,15 @@ are followed with :func:`kgsearch.ingest.pynames.reexport_resolver` (:data:`REEX
 Calls through a field of a struct another file declares (Go, Rust: edges with
 :data:`~kgsearch.ingest.codemodel.FIELD_PROPS`) are resolved through the fields its node lists
 (:meth:`EdgeResolver.resolve_field_calls`), all of them again in every run that loads or
-deletes a file, so that they follow the struct's file as a fresh build would.
+deletes a file, so that they follow the struct's file as a fresh build would. So are the
+``member_of`` edges (:data:`~kgsearch.types.MEMBER_OF`: a method defined outside its type's
+declaration, to the type; :meth:`EdgeResolver.resolve_members`), which choose among the types
+of one name by the method's file.
 """
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 
 from ..errors import DataError
@@ -23,7 +27,7 @@ from ..ingest.codemodel import FIELD_PROPS
 from ..ingest.pynames import reexport_resolver
 from ..lines import quoted
 from ..store.sql import CHUNK, iter_in_chunks
-from ..types import FLAG_AUTO, FLAG_PLACEHOLDER
+from ..types import FLAG_AUTO, FLAG_PLACEHOLDER, MEMBER_OF
 from .keys import plain_name
 from .load import dumps_props
 from .state import RunState, edge_multiset
@@ -51,8 +55,9 @@ LOOKUP_NS = {"kgt": "kg"}      # names of these namespaces are looked up in anot
 # (their modules answer to dotted names: Python's by key, Rust's by alias; see _reexports)
 REEXPORT_NS = ("py", "rs")
 FIELD_NS = ("go", "rs")        # namespaces whose loaders emit calls through fields (FIELD_PROPS)
-FIELD_BATCH = 8192             # such edges resolved at a time
+FIELD_BATCH = 8192             # such edges resolved at a time (member_of edges too)
 _FIELD_PROPS_JSON = dumps_props(FIELD_PROPS)
+_DUP = re.compile(r"#\d+$")       # a key's second-definition suffix (`Foo#2`)
 
 
 class EdgeResolver:
@@ -124,15 +129,16 @@ class EdgeResolver:
             batch = cur.fetchmany(8192)
             if not batch:
                 break
-            # (calls through a struct's fields are resolved by resolve_field_calls)
-            named = iter(names.resolve([(r[1], r[2]) for r in batch if r[7] != _FIELD_PROPS_JSON]))
-            resolved = [(None, r[2]) if r[7] == _FIELD_PROPS_JSON else next(named) for r in batch]
+            # (calls through a struct's fields are resolved by resolve_field_calls, a method's
+            # type by resolve_members)
+            named = iter(names.resolve([(r[1], r[2]) for r in batch if not _own_pass(r[3], r[7])]))
+            resolved = [(None, r[2]) if _own_pass(r[3], r[7]) else next(named) for r in batch]
             rows = []
             new_file_edges = new_file_edges or any(r[5] in self.new_files for r in batch)
             for (src, ns, dst_name, etype, weight, file_id, line, props), (dst, name) in zip(batch, resolved):
                 if dst is None and (ns in AUTO_NS or ns == "kg"):
                     pending.append((next_id,))
-                elif dst is None and ns in REEXPORT_NS and props != _FIELD_PROPS_JSON:
+                elif dst is None and ns in REEXPORT_NS and not _own_pass(etype, props):
                     unresolved_re.setdefault(ns, []).append((next_id, dst_name))
                 rows.append((next_id, src, dst, ns, name, etype, weight, file_id, line, props))
                 next_id += 1
@@ -204,13 +210,14 @@ class EdgeResolver:
         if created:
             self._resolve_pass()
         self.resolve_field_calls()
+        self.resolve_members()
 
     def _resolve_pass(self) -> None:
         """(Re)resolve the edges listed in temp.resolve_ids against the current names."""
         conn = self.conn
         rows = conn.execute("SELECT e.id, e.ns, e.dst_name, e.dst, e.file_id FROM temp.resolve_ids r "
                             "CROSS JOIN edges e ON e.id = r.id WHERE (e.dst_name != '' OR e.dst IS NULL) "
-                            "AND e.props IS NOT ?", (_FIELD_PROPS_JSON,)).fetchall()
+                            "AND e.props IS NOT ? AND e.type != ?", (_FIELD_PROPS_JSON, MEMBER_OF)).fetchall()
         names = _Names(conn)
         updates = []
         reexports: dict = {}
@@ -252,6 +259,91 @@ class EdgeResolver:
             changed = self._resolve_field_batch(rows) or changed
         if changed:
             self.changes.edges_changed = True
+
+    def resolve_members(self) -> None:
+        """``member_of`` edges (a method defined outside its type's declaration -> the type, by
+        the candidate names its loader gave, the first that a type answers winning): among the
+        ``class`` nodes answering a name (``impl`` blocks aside), the one whose qualified name
+        is the edge's ``props["type"]`` (a C++ namespace), else ends with it, then one in a file
+        the method's file includes (imports), then one in a file of the method's file's stem
+        (``format.cc``: ``format.h``), then by alias rank and key (never by node id: an
+        incremental run and a fresh build number nodes differently). Like
+        :meth:`resolve_field_calls`, every such edge is resolved again in each run that loads
+        or deletes a file (the type's file may have come, gone or moved), in batches."""
+        if not (self.writer.stored_files or self.st.report.files_deleted or self.changes.full):
+            return
+        sql = ("SELECT id, ns, dst_name, dst, file_id, props FROM edges WHERE type = ? AND file_id IS NOT NULL "
+               "AND id > ? ORDER BY id LIMIT ?")
+        last, changed = 0, False
+        while True:
+            rows = self.conn.execute(sql, (MEMBER_OF, last, FIELD_BATCH)).fetchall()
+            if not rows:
+                break
+            last = rows[-1][0]
+            changed = self._resolve_member_batch(rows) or changed
+        if changed:
+            self.changes.edges_changed = True
+
+    def _resolve_member_batch(self, rows: list[tuple]) -> bool:
+        """:meth:`resolve_members` for ``(id, ns, dst_name, dst, file_id, props)`` rows; whether
+        an edge written before this run changed."""
+        conn = self.conn
+        wanted: dict[str, set[str]] = {}
+        for _, ns, dst_name, _, _, _ in rows:
+            wanted.setdefault(ns, set()).update(dst_name.split("\n"))
+        types = {ns: self._types_named(ns, sorted(names)) for ns, names in wanted.items()}
+        files = sorted({r[4] for r in rows} | {t[3] for per in types.values() for ts in per.values() for t in ts})
+        stems = {fid: _stem(path) for fid, path in iter_in_chunks(conn, "SELECT id, path FROM files WHERE id IN ({})",
+                                                                files)}
+        includes: dict[int, set[int]] = {}
+        for fid, dst_file in iter_in_chunks(conn, "SELECT e.file_id, n.file_id FROM edges e JOIN nodes n ON n.id = e.dst "
+                                                  "WHERE e.type = 'imports' AND e.file_id IN ({})",
+                                            sorted({r[4] for r in rows})):
+            includes.setdefault(fid, set()).add(dst_file)
+        updates, changed = [], False
+        for eid, ns, dst_name, dst, fid, props in rows:
+            qual = ""
+            if props:
+                try:
+                    qual = json.loads(props).get("type") or ""
+                except (json.JSONDecodeError, AttributeError):
+                    pass
+            new_dst = None
+            for cand in dst_name.split("\n"):
+                found = types[ns].get(cand)
+                if found:
+                    inc, stem = includes.get(fid, ()), stems.get(fid)
+                    best = min(found, key=lambda t: (
+                        not (qual and t[2].endswith(":" + qual)), not (qual and t[2].endswith("." + qual)),
+                        t[3] not in inc, stems.get(t[3]) != stem, t[4], t[1]))
+                    new_dst = best[0]
+                    break
+            if new_dst != dst:
+                updates.append((new_dst, eid))
+                changed = changed or eid < self.first_new_edge     # (new edges: compare_file_edges)
+        conn.executemany("UPDATE edges SET dst=? WHERE id=?", updates)
+        return changed
+
+    def _types_named(self, ns: str, names: list[str]) -> dict[str, list[tuple]]:
+        """``name`` -> ``(id, key, key without #n, file_id, rank)`` of the ``class`` nodes of namespace
+        ``ns`` answering it (by an alias or their key), Rust ``impl`` blocks aside."""
+        conn = self.conn
+        ranks: dict[str, dict[int, int]] = {}
+        for name, nid, rank in iter_in_chunks(conn, "SELECT name, node_id, rank FROM aliases WHERE ns=? AND name IN ({})",
+                                              names, before=(ns,)):
+            got = ranks.setdefault(name, {})
+            got[nid] = min(rank, got.get(nid, rank))
+        cut = len(ns) + 1
+        for key, nid in iter_in_chunks(conn, "SELECT key, id FROM nodes WHERE key IN ({})", [f"{ns}:{n}" for n in names]):
+            ranks.setdefault(key[cut:], {})[nid] = 0
+        rows = {}
+        for nid, key, fid, props in iter_in_chunks(
+                conn, "SELECT id, key, file_id, props FROM nodes WHERE id IN ({}) AND kind = 'class'",
+                sorted({i for v in ranks.values() for i in v})):
+            if '"impl"' in (props or "") and (json.loads(props) or {}).get("decl") == "impl":
+                continue
+            rows[nid] = (nid, key, _DUP.sub("", key), fid)       # (the key ends with its qualified name)
+        return {name: [(*rows[i], r) for i, r in v.items() if i in rows] for name, v in ranks.items()}
 
     def _resolve_field_batch(self, rows: list[tuple]) -> bool:
         """:meth:`resolve_field_calls` for ``(id, ns, dst_name, dst)`` rows; whether an edge
@@ -352,6 +444,17 @@ class EdgeResolver:
             if edge_multiset(self.conn, file_id) != old:
                 self.changes.edges_changed = True
                 return
+
+
+def _own_pass(etype: str, props: str | None) -> bool:
+    """Whether a staged edge is resolved by a pass of its own (calls through a field:
+    :meth:`EdgeResolver.resolve_field_calls`; a method's type: :meth:`EdgeResolver.resolve_members`)."""
+    return props == _FIELD_PROPS_JSON or etype == MEMBER_OF
+
+
+def _stem(path: str) -> str:
+    """A file's name without its folder and extensions (``src/format-inl.h`` -> ``format-inl``)."""
+    return path.rsplit("/", 1)[-1].split(".", 1)[0]
 
 
 def preload_namespaces(conn) -> list[str]:

@@ -29,6 +29,9 @@ Edges:
   ``f``; ``A::f()`` -> ``A.f``, then ``f``; ``this->f()`` -> the class's. Calls on values
   (``x.f()``, ``p->f()``), through function pointers and macros are not resolved.
 * ``inherits``: a class -> its bases.
+* ``member_of``: an out-of-line ``Cls::f`` outside a class body -> ``Outer.Cls``, then ``Cls``
+  (``props["type"]``: the qualified ``ns.Cls``, by which the indexer picks among classes of the
+  name, then by the file's includes and stem).
 """
 from __future__ import annotations
 
@@ -37,6 +40,7 @@ import re
 from bisect import bisect_left
 
 from .clex import lex
+from ..types import MEMBER_OF, EdgeRec
 from .codemodel import Builder, Def
 from .codescan import call_sites, find_end, read_source, split_chain
 from .javacode import boundary
@@ -579,4 +583,13 @@ def load(path, rel: str, opts, spec=C):
                 calls.append((at, ["this", t.group(1)]))
             continue
         calls.append((at, split_chain(raw)))
-    return b.build(calls)
+    res = b.build(calls)
+    for d in b.defs:            # an out-of-line `Cls::f` outside a class body: member_of the class
+        if d.kind == "method" and d.parent is b.mod and d.data.get("cls") and d.qual.endswith("." + d.name):
+            quals = d.qual[:-len(d.name) - 1].split(".")
+            if not all(q.isidentifier() for q in quals[-2:]):   # (`Cls<std::string>::f` is read
+                continue                                        # as Cls.string>.f: no class name)
+            names = [".".join(quals[-2:])] if len(quals) > 1 else []
+            res.edges.append(EdgeRec(d.key, "\n".join(names + [quals[-1]]), MEMBER_OF, "c",
+                                     line=lx.line(d.name_at), props={"type": ".".join(quals)}))
+    return res

@@ -40,6 +40,8 @@ Edges:
   calls on other values (``x := f()``: no inference), builtins, function values, methods
   promoted from embedded fields, chains of two fields (``r.a.b.M()``).
 * ``inherits``: a struct or an interface -> the types it embeds.
+* ``member_of``: a method whose receiver type the file does not declare -> ``<folder>:T`` (the
+  type in another file of the package; the indexer picks among its nodes).
 """
 from __future__ import annotations
 
@@ -50,7 +52,7 @@ import re
 from pathlib import Path
 
 from .clex import lex
-from ..types import FLAG_TEST
+from ..types import FLAG_TEST, MEMBER_OF, EdgeRec
 from .codemodel import Builder, Def, FieldCalls
 from .codescan import call_sites, find_up, read_source, split_chain
 from .langspec import GO
@@ -596,4 +598,8 @@ def load(path, rel: str, opts, spec=GO):
     # a composite literal builds a value of its type, as a Python class call does: a calls edge
     calls += [(at, name.split(".")) for at, name in literal_types(lx.code)]
     calls.sort(key=lambda c: c[0])
-    return b.build(calls)
+    res = b.build(calls)
+    for d in b.defs:            # a method of a type another file of the package declares: member_of it
+        if d.kind == "method" and d.parent is b.mod and d.data.get("type"):
+            res.edges.append(EdgeRec(d.key, f"{b.dir}:{d.data['type']}", MEMBER_OF, "go", line=lx.line(d.name_at)))
+    return res

@@ -23,15 +23,18 @@ LOADERS.update({s.name: CodeLoader(s, m.load) for m, s in ((jsnames, langspec.JA
 # the roots it walks (kgsearch.indexer.plan), so an updated index holds what a fresh build would.
 # An index written before versions were kept read every loader at 1.
 LOADER_VERSIONS = dict.fromkeys(LOADERS, 1) | {
-    "rust": 5,              # 2: $crate:: paths; a file's macro_rules! by bare name; no pub() calls;
+    "rust": 6,              # 2: $crate:: paths; a file's macro_rules! by bare name; no pub() calls;
                             # let x = T {..}; 3: `mod x;` edges say decl: mod (and test: the indexer
                             # flags a file declared under #[cfg(test)] as test code); 4: structs list
                             # their fields' types, self.field.f() with the struct in another file
                             # 5: a workspace's tests-*/*-tests member crates are test code
-    "go": 4,                # 2: methods under their receiver type (contains from the type); 3: import
+                            # 6: an impl block of a type another file declares: member_of the type
+    "go": 5,                # 2: methods under their receiver type (contains from the type); 3: import
                             # comments stand for go.mod, x := T{..} has type T; 4: structs list their
                             # fields' types, r.field.M() / x.field.M() with the struct in another file
-    "c": 2, "cpp": 2,       # folders named *Tests, *_tests, *-tests hold tests
+                            # 5: a method of a type another file declares: member_of the type
+    "c": 3, "cpp": 3,       # 2: folders named *Tests, *_tests, *-tests hold tests; 3: out-of-line
+                            # Cls::f outside a class body: member_of the class
     "csharp": 2,            # files that use NUnit/xUnit/MSTest are test code
 }
 

@@ -55,6 +55,8 @@ Edges:
   for Arc<T>``) or in a macro's body, trait methods reached
   through a generic, calls into crates outside the tree, the standard macros.
 * ``inherits``: a trait -> its supertraits; ``implements``: an ``impl Trait for Type`` -> the trait.
+* ``member_of``: an ``impl`` block whose scope does not declare its type -> the type's paths
+  (:meth:`_Rust.member_edges`).
 """
 from __future__ import annotations
 
@@ -62,6 +64,7 @@ import posixpath
 import re
 
 from .clex import lex
+from ..types import MEMBER_OF, EdgeRec
 from .codemodel import Def, FieldCalls
 from .codescan import Angles, call_sites, find_end, free, read_source, split_chain
 from .langspec import RUST
@@ -256,6 +259,33 @@ class _Rust(RustModules):
                 out.append((f"{cands[0]}.{d.name}", 1))
         return out
 
+    def member_edges(self) -> list[EdgeRec]:
+        """``member_of`` edges from each ``impl`` block (inherent or of a trait) whose type the
+        block's scope does not declare to the type, by the paths the type's name reads there
+        (its ``use`` names, the module's own path, globs): ``impl Conn`` in ``imp.rs`` with ``use
+        crate::conn::Conn;``. Not for wrappers, primitives, other crates' or the standard
+        library's types, nor a generic parameter (``impl<T> X for T``)."""
+        out = []
+        code = self.lx.code
+        for d in self.defs:
+            if d.decl != "impl" or d.name in _WRAPPERS or d.name in _PRIMITIVES or d.name in EXTERN_ROOTS:
+                continue
+            if d.parent is not self.mod and d.parent.decl != "mod":
+                continue            # (an impl in a function or another impl: nesting `impl X {` 10,000 deep was n^2)
+            path = d.data.get("type_path") or []
+            gen = code[slice(*d.data["gen"])]           # the block's own generic parameters
+            if not path or not all(x.isidentifier() for x in path) or path[0] in EXTERN_ROOTS or (
+                    len(path) == 1 and "<" in gen and d.name in _generic_names(gen[gen.index("<") + 1:gen.rfind(">")])):
+                continue
+            if any(s is not d and s.name == d.name and s.decl in ("struct", "enum", "union", "trait")
+                   for s in d.parent.children):
+                continue
+            cands = self.resolve_path(path, d.parent)
+            if cands:
+                out.append(EdgeRec(d.key, "\n".join(dict.fromkeys(cands)), MEMBER_OF, "rs",
+                                   line=self.lx.line(d.name_at)))
+        return out
+
     # ---- items -------------------------------------------------------------------------
     def _attrs_start(self, at: int) -> tuple[int, bool]:
         """Start of the outer attributes right before ``at``, and whether one marks a test."""
@@ -328,6 +358,7 @@ class _Rust(RustModules):
                     continue
                 d = Def("class", name, item_start, pairs.get(body, n) + 1, body, at, "impl")
                 d.data["gen"] = (m.end(), at)
+                d.data["type_path"] = path_of(typ)
                 if trait:
                     tr = type_name(trait.lstrip("!"))
                     d.props["trait"] = tr
@@ -594,4 +625,6 @@ def load(path, rel: str, opts, spec=RUST):
             continue
         calls.append((n - e, ["!"] + r.group(1)[::-1].split("::")))
     calls.sort(key=lambda c: c[0])
-    return b.build(calls)
+    res = b.build(calls)
+    res.edges += b.member_edges()
+    return res

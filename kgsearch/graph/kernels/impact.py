@@ -43,7 +43,7 @@ CONTAINS = "contains"
 DEPENDENCY_TYPES: dict[str, str] = {
     # code
     "calls": "in", "imports": "in", "inherits": "in", "extends": "in", "overrides": "in",
-    "implements": "in", "tests": "in", "references": "in", "contains": "in",
+    "implements": "in", "tests": "in", "references": "in", "contains": "in", "member_of": "in",
     # notes
     "links_to": "in",
     # knowledge graphs
