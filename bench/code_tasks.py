@@ -550,6 +550,18 @@ def hit_rel(hit, root: str) -> str | None:
     return p.replace(os.sep, "/")
 
 
+def definition_of(h) -> tuple[str, str, str]:
+    """``(kind, key, qualname)`` a hit counts as in the symbol list: its own, or for a part of a
+    long definition's text (kind ``chunk``, key ``<definition key>#part<n>``,
+    ``kgsearch.types.FLAG_PART``) its definition's: the part is lines of that definition, which
+    the gold names (700 lines of bat's ``build_app`` are one symbol, not eight)."""
+    from kgsearch.types import part_owner
+
+    if h.kind == "chunk" and h.parent and part_owner(h.key) == h.parent:
+        return "function", h.parent, part_owner(h.qualname or "")
+    return h.kind, h.key, h.qualname
+
+
 def definition_keys(ix):
     """``is_definition(key)`` over the index: a class/function/method node has that key."""
     kinds = ",".join(f"'{k}'" for k in SYMBOL_KINDS)
@@ -575,11 +587,12 @@ def rank_lists(hits, root: str, mods: dict[str, str], files_index: bool = False,
             continue
         files.append(rel)
         sid = None
-        if h.kind in SYMBOL_KINDS and h.key.startswith("py:"):
-            sid = symbol_id(rel, mods.get(h.path) or module_name(rel), h.qualname)
+        kind, key, qual = definition_of(h)
+        if kind in SYMBOL_KINDS and key.startswith("py:"):
+            sid = symbol_id(rel, mods.get(h.path) or module_name(rel), qual)
             if sid is not None:
                 syms.append(sid)
-                keyed.append((sid, h.key))
+                keyed.append((sid, key))
         rows.append((rel, sid, h))
     if enclosing > 0 and is_definition is not None:
         first = {}

@@ -186,11 +186,13 @@ def index_repo(repo: Repo, rebuild: bool, fingerprint: str) -> dict:
 
 
 def symbol_id(hit, root: str) -> str | None:
-    """``<path>::<qualified name inside the file>`` of a code hit (``#2`` duplicates as their first)."""
-    if hit.kind not in SYMBOL_KINDS or not hit.path:
+    """``<path>::<qualified name inside the file>`` of a code hit (``#2`` duplicates as their first;
+    a part of a long definition's text as its definition: ``bench/code_tasks.py`` ``definition_of``)."""
+    kind, _, qual = _code_tasks().definition_of(hit)
+    if kind not in SYMBOL_KINDS or not hit.path:
         return None
     rel = os.path.relpath(hit.path, root) if os.path.isabs(hit.path) else hit.path
-    qual = hit.qualname or ""
+    qual = qual or ""
     if qual.startswith("//"):
         qual = qual[2:].partition("/")[2]
     prefix = rel.replace(os.sep, "/") + ":"
@@ -207,7 +209,7 @@ def symbols_of(hits, root: str, is_definition=None, enclosing: int = 0) -> list[
     for h in hits:
         sid = symbol_id(h, root)
         if sid:
-            first.setdefault(sid, h.key)
+            first.setdefault(sid, _code_tasks().definition_of(h)[1])
     if enclosing > 0 and is_definition is not None:
         return _code_tasks().with_enclosing(list(first.items()), is_definition, enclosing)
     return list(first)

@@ -10,7 +10,7 @@ from .errors import NotFound, UsageError, name_choices
 from .lines import quoted, unescape_shown
 from .store.db import Index
 from .store.rows import find_node_rows, node_row_by_id
-from .types import resolve_types
+from .types import FLAG_PART, resolve_types
 
 
 def index_stats(ix: Index) -> dict:
@@ -131,7 +131,8 @@ def outside_members(ix: Index, node: dict) -> dict:
                 continue
             block = node_row_by_id(c, nid)
             methods = [{"key": k, "name": n, "line_start": ln} for k, n, ln in c.execute(
-                "SELECT key, name, line_start FROM nodes WHERE parent_id = ? ORDER BY line_start, id", (nid,))]
+                f"SELECT key, name, line_start FROM nodes WHERE parent_id = ? AND flags & {FLAG_PART} = 0 "
+                f"ORDER BY line_start, id", (nid,))]        # (not the parts of a long block's text)
             impls.append({"key": key, "trait": props.get("trait"), "path": block["path"],
                           "line_start": block["line_start"], "methods": methods})
         return {"impls": impls} if impls else {}

@@ -12,6 +12,20 @@ FLAG_PLACEHOLDER = 4   # link target that does not exist (yet)
 FLAG_VENDORED = 8     # code copied from another project or generated (vendor/, *.min.js, "DO NOT EDIT")
 FLAG_DECLARED_TEST = 16   # FLAG_TEST set by the indexer: a file another declares test-only (Rust
                           # `#[cfg(test)] mod x;`, kgsearch.indexer.testdecl), not by its loader
+FLAG_PART = 32         # a part of a code definition's text past the loader's cap (kind "chunk", key
+                      # PART_KEY: its definition's key + "#part<n>"): every line of a long function
+                      # searchable; it counts as its definition (file grouping, symbols, context)
+PART_KEY = "#part"
+
+
+def part_owner(key: str) -> str:
+    """The key of the definition a part's key (``FLAG_PART``) belongs to: the key before its last
+    ``#part<n>`` (a definition key never ends so: the ``#2`` of a second definition is digits).
+
+    >>> part_owner("rs:src/app.rs:build_app#part3"), part_owner("py:pkg.mod.f#2#part2")
+    ('rs:src/app.rs:build_app', 'py:pkg.mod.f#2')
+    """
+    return key.rpartition(PART_KEY)[0] or key
 
 
 _TYPE_SEP = re.compile(r"[\s\-]+")

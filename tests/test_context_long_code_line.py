@@ -63,7 +63,9 @@ def test_a_long_code_line_is_cut_around_its_match(tmp_path):
         "    return blob.find(key)\n"
         "```\n\n")
     assert block in res.text, res.text[:2000]
-    assert [it["key"] for it in res.items][:2] == ["py:table", "py:table.lookup"]
+    # (which of the two ranks first is BM25's: the blob's parts, kgsearch.types.FLAG_PART, lengthen
+    # this five-file corpus' average text and put the function holding the match first)
+    assert sorted(it["key"] for it in res.items[:2]) == ["py:table", "py:table.lookup"]
     assert res.used <= 1000
 
 

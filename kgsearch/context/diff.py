@@ -14,6 +14,7 @@ import subprocess
 from dataclasses import dataclass, field
 
 from ..errors import DataError, UsageError
+from ..types import FLAG_PART
 from .sources import STALE
 
 __all__ = ["FileChange", "parse_unified", "parse_given", "git_diff", "changed_nodes"]
@@ -213,7 +214,8 @@ def _file_row(ix, fc: FileChange, path: str | None = None):
 
 
 def changed_nodes(ix, changes: list[FileChange]) -> tuple[dict[int, set[int]], list[str]]:
-    """``{node id: changed line numbers}`` of the innermost nodes holding changed lines, and notes
+    """``{node id: changed line numbers}`` of the innermost nodes holding changed lines (a long
+    definition's, not one of its parts': the definition is what changed, its calls are its), and notes
     (files the index does not hold, old-side lines used)."""
     out: dict[int, set[int]] = {}
     notes: list[str] = []
@@ -239,8 +241,8 @@ def changed_nodes(ix, changes: list[FileChange]) -> tuple[dict[int, set[int]], l
             notes.append(f"{fc.path}: changed on disk since it was indexed; mapped the diff's old-side lines, and "
                          f"{STALE}")
         nodes = ix.conn.execute(
-            "SELECT n.id, n.line_start, n.line_end FROM nodes n WHERE n.file_id=? AND n.line_start IS NOT NULL "
-            "ORDER BY n.id", (fid,)).fetchall()
+            f"SELECT n.id, n.line_start, n.line_end FROM nodes n WHERE n.file_id=? AND n.line_start IS NOT NULL "
+            f"AND n.flags & {FLAG_PART} = 0 ORDER BY n.id", (fid,)).fetchall()     # (a part: its definition)
         whole = ix.conn.execute("SELECT id FROM nodes WHERE file_id=? AND parent_id IS NULL ORDER BY id",
                                 (fid,)).fetchall()
         for ln in sorted(lines):

@@ -22,7 +22,7 @@ from .build import (IMPACT_WITH_TASK, IMPACT_WITH_TASK_AGENT, ContextOptions, Co
 from .items import load_items
 from .pack import line_window, pack
 from .render import renderer
-from .sources import Candidate
+from .sources import as_definitions, part_definitions
 
 __all__ = ["build_context_multi"]
 
@@ -45,7 +45,9 @@ def build_context_multi(multi, *, task: str | None = None, files: list[str] | No
     sopts = (opts.search or SearchOptions()).but(k=opts.k or task_depth(opts.budget), snippets=False,
                                                  collapse=False)     # as task_candidates: sections not hidden
     resp = multi.search(task, sopts, sessions)
-    cands = [(h.index, Candidate(h.id, float(h.score), f"rank {h.rank} ({h.methods or 'search'})")) for h in resp.hits]
+    defs = {(name, h): d for name, eng in multi.engines.items()          # a part stands for its definition
+            for h, d in part_definitions(eng.ix.conn, [h for h in resp.hits if h.index == name]).items()}
+    cands = as_definitions(resp.hits, defs, lambda h: h.index)
     if opts.value == "margin" and cands:
         low = min(c.score for _, c in cands)
         for _, c in cands:

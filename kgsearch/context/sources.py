@@ -1,7 +1,10 @@
 """What goes into a context: ranked node ids from a task, from files, or from a diff.
 
-* **task**: the query engine's ranking of the task text (one search, ``k`` candidates);
-* **files**: every node of the given files (their symbols / sections), then their neighbours at
+* **task**: the query engine's ranking of the task text (one search, ``k`` candidates); a hit
+  on a part of a long definition's text (``FLAG_PART``) stands for the definition, whose trimmed
+  form shows the matched lines (:func:`part_definitions`);
+* **files**: every node of the given files (their symbols / sections; not the parts of a long
+  definition's text, which the definition shows), then their neighbours at
   distance 1: what they call and what calls them (``calls`` edges, both ways), and the notes
   linked to them (nodes of kind note/section at the other end of any loader edge);
 * **diff**: the innermost nodes whose lines a unified diff changed (:mod:`.diff`), then their
@@ -20,8 +23,9 @@ from pathlib import Path
 
 from ..errors import NotFound
 from ..store.sql import iter_in_chunks
+from ..types import FLAG_PART, part_owner
 
-__all__ = ["Candidate", "task_candidates", "file_seeds", "stale_files", "STALE", "neighbours", "walk_rank", "CALL_TYPES", "NOTE_KINDS",
+__all__ = ["Candidate", "task_candidates", "part_definitions", "as_definitions", "file_seeds", "stale_files", "STALE", "neighbours", "walk_rank", "CALL_TYPES", "NOTE_KINDS",
            "resolve_files", "dependents", "IMPACT_LIMIT"]
 
 IMPACT_LIMIT = 200              # transitive dependents added by --impact (nearest first)
@@ -46,7 +50,36 @@ def task_candidates(engine, task, k: int, opts=None, session=None) -> tuple[list
     opts = (opts or SearchOptions()).but(k=k, snippets=False, collapse=False)   # every node: a note
     # ranked on its name and headings must not hide the section holding the matching text
     resp = engine.search(task, opts, session=session)
-    return [Candidate(h.id, float(h.score), f"rank {h.rank} ({h.methods or 'search'})") for h in resp.hits], resp
+    return [c for _, c in as_definitions(resp.hits, part_definitions(engine.ix.conn, resp.hits))], resp
+
+
+def part_definitions(conn, hits) -> dict[int, int]:
+    """Hit id -> its definition's node id, for the hits on a part of a long definition's text
+    (kind ``chunk``, key ``<definition key>#part<n>``)."""
+    parts = {h.id: h.parent for h in hits if h.kind == "chunk" and h.parent and part_owner(h.key) == h.parent}
+    if not parts:
+        return {}
+    ids = dict(iter_in_chunks(conn, "SELECT key, id FROM nodes WHERE key IN ({})", sorted(set(parts.values()))))
+    return {h: ids[k] for h, k in parts.items() if k in ids}
+
+
+def as_definitions(hits, defs: dict, index=lambda h: None) -> list[tuple[str | None, Candidate]]:
+    """``(index(h), candidate)`` of ranked ``hits``, a part as its definition (``defs``: what
+    :func:`part_definitions` gives; ``index(h)``: the index of a hit when several are searched as
+    one, its key in ``defs`` then ``(index, hit id)``), each definition once at the rank of its
+    best member: packed beside each other, a definition's lines and its part's would show the
+    same source twice (a 700-line function: its trimmed form holds the matched lines)."""
+    out, seen = [], set()
+    for h in hits:
+        at = index(h)
+        nid = defs.get(h.id if at is None else (at, h.id), h.id)
+        if (at, nid) in seen:
+            continue
+        seen.add((at, nid))
+        part = nid != h.id
+        why = f"rank {h.rank} ({h.methods or 'search'})" + (f", its lines {h.line}-{h.line_end}" if part else "")
+        out.append((at, Candidate(nid, float(h.score), why)))
+    return out
 
 
 def resolve_files(ix, paths: list[str]) -> dict[int, str]:
@@ -99,8 +132,10 @@ def _files_under(ix, tries) -> list[int]:
 
 
 def file_seeds(ix, file_ids) -> list[int]:
-    """Every node of these files (module, classes, functions, methods; note, sections), by id."""
-    return sorted(r[0] for r in iter_in_chunks(ix.conn, "SELECT id FROM nodes WHERE file_id IN ({})",
+    """Every node of these files (module, classes, functions, methods; note, sections), by id;
+    not the parts of a long definition's text (its lines are the definition's)."""
+    return sorted(r[0] for r in iter_in_chunks(ix.conn, f"SELECT id FROM nodes WHERE file_id IN ({{}}) "
+                                                        f"AND flags & {FLAG_PART} = 0",
                                                sorted(int(f) for f in file_ids)))
 
 

@@ -31,7 +31,7 @@ from ..arrays import unique
 from ..text.idcodec import decode_ids_many, tf_view
 from ..text.postings import stored as stored_postings
 from ..text.tokenize import get_analyzer
-from ..types import FLAG_AUTO, FLAG_PLACEHOLDER
+from ..types import FLAG_AUTO, FLAG_PART, FLAG_PLACEHOLDER
 from .nodes import graph_of
 
 __all__ = ["merged_answer", "communities", "global_answer", "ctfidf", "ctfidf_pairs", "ctfidf_ref", "community_terms"]
@@ -184,6 +184,8 @@ def _sentences(kind: str, text: str) -> list[str]:
 def _pick_sentence(an, cands: list[tuple[dict, str]], weights: dict[str, float]) -> dict | None:
     best, best_score = None, 0.0
     for rank, (node, text) in enumerate(cands):
+        if (node.get("flags") or 0) & FLAG_PART:      # lines of code from a definition's middle
+            continue
         for s in _sentences(node["kind"], text):
             ts = set(an(s))
             score = sum(weights.get(t, 0.0) for t in ts) / math.sqrt(len(ts) + 1)

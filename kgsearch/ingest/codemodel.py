@@ -30,31 +30,19 @@ from __future__ import annotations
 
 import re
 
-from ..types import FLAG_TEST, FLAG_VENDORED, EdgeRec, LoadResult, NodeRec
+from ..types import FLAG_PART, FLAG_TEST, FLAG_VENDORED, EdgeRec, LoadResult, NodeRec
 from .clex import Lexed
+from .common import MAX_TEXT, dedent, part_key, split_parts
 from .langspec import LangSpec, is_generated_path, is_generated_text, is_test_path, is_vendored_path
 
 __all__ = ["Def", "Builder", "CodeLoader", "FieldCalls", "FIELD_PROPS", "MAX_TEXT", "dedent"]
 
-MAX_TEXT = 4000
 # the props of a ``calls`` edge whose candidates name ``<struct>.<field>.<method>``: a struct
 # declared in another file, whose fields the indexer reads (``props["fields"]`` of its node)
 FIELD_PROPS = {"via": "field"}
 
-_INDENT = re.compile(r"^[ \t]*")
 _CODE = re.compile(r"\S")
 _LICENSE = re.compile(r"copyright|licen[sc]e|spdx|all rights reserved", re.I)
-
-
-def dedent(lines: list[str]) -> list[str]:
-    """Take the first line's indentation off every line (less indented lines lose what they have)."""
-    if not lines:
-        return lines
-    ind = len(_INDENT.match(lines[0]).group())
-    if not ind:
-        return lines
-    pat = re.compile(r"^[ \t]{1,%d}" % ind)
-    return [pat.sub("", x) for x in lines]
 
 
 class Def:
@@ -64,7 +52,7 @@ class Def:
     ``name_at`` where its name is (so the header is not taken for a call)."""
 
     __slots__ = ("kind", "decl", "name", "local", "start", "end", "body", "name_at", "props", "bases",
-                 "implements", "test", "parent", "qual", "key", "rec", "children", "data")
+                 "implements", "test", "parent", "qual", "key", "rec", "children", "data", "rest")
 
     def __init__(self, kind: str, name: str, start: int, end: int, body: int | None = None,
                  name_at: int = -1, decl: str = "", local: str | None = None, props: dict | None = None):
@@ -80,6 +68,19 @@ class Def:
         self.rec: NodeRec | None = None
         self.children: list[Def] = []
         self.data: dict = {}                   # scanner notes (receiver, self type, ...)
+        self.rest: int | None = None           # the first of its own lines its text does not hold
+
+
+def _held(lines: list[str], before: int) -> int:
+    """How many of ``lines``, joined after ``before`` characters and a newline, end within
+    :data:`MAX_TEXT` characters (a text ``out + "\\n" + "\\n".join(lines)`` cut there)."""
+    n, at = 0, before
+    for line in lines:
+        at += 1 + len(line)
+        if at > MAX_TEXT:
+            break
+        n += 1
+    return n
 
 
 class FieldCalls(list):
@@ -217,6 +218,10 @@ class Builder:
             if d.kind == "class":
                 d.rec.text = self._class_text(d)
         mod.rec.text = self._module_text()
+        claimed: set[int] = set()               # lines a part holds already
+        for d in reversed(self.defs + [mod]):   # (pre-order reversed: the inner definitions first)
+            if d.rest is not None:
+                self._parts(d, claimed)
         for dst, line in self._imports.items():
             res.edges.append(EdgeRec(mod.key, dst, "imports", self.ns, line=line,
                                      props=dict(self._import_props.get(dst) or {})))
@@ -259,7 +264,9 @@ class Builder:
         props = dict(d.props)
         if d.decl and d.decl not in ("function", "class"):
             props["decl"] = d.decl
-        text = self._function_text(d, a, b) if d.kind != "class" else ""
+        text = ""
+        if d.kind != "class":
+            text, d.rest = self._function_text(d, a, b)
         d.rec = NodeRec(key=key, kind=d.kind, name=d.name, text=text, qualname=f"{self.rel}:{d.qual}",
                         line_start=a, line_end=b, parent=p.key, flags=flags, props=props,
                         aliases=[(self.ns, x[0], x[1]) for x in self.aliases(d)] if first else [])
@@ -271,11 +278,14 @@ class Builder:
         """Last line of the header (the line of the body's ``{``, else the first)."""
         return self.lx.line(d.body) if d.body is not None else a
 
-    def _function_text(self, d: Def, a: int, b: int) -> str:
+    def _function_text(self, d: Def, a: int, b: int) -> tuple[str, int | None]:
+        """The text of a function and the first of its lines the text does not hold whole
+        (None: it holds them all), where its parts start (:meth:`_parts`)."""
         h = self._head_lines(d, a)
         head = dedent(self.lines[a - 1:h])
         doc = self.lx.doc_before(d.start)
         out = "\n".join(head)
+        rest = a if len(out) > MAX_TEXT else h + 1
         if doc:
             out += "\n" + doc
         if h < b and len(out) < MAX_TEXT:
@@ -286,40 +296,79 @@ class Builder:
                 n += len(line) + 1
                 if n >= MAX_TEXT:
                     break
-            out += "\n" + "\n".join(dedent(body))
-        return out[:MAX_TEXT]
+            body = dedent(body)
+            rest += _held(body, len(out))
+            out += "\n" + "\n".join(body)
+        return out[:MAX_TEXT], (rest if rest <= b else None)
 
-    def _outline(self, d: Def, a: int, b: int, skip_first: int, children: list[Def] | None = None) -> list[str]:
-        """Lines a..b of ``d`` without the lines of its children's bodies (their headers stay)."""
+    def _parts(self, d: Def, claimed: set[int]) -> None:
+        """Child nodes (kind ``chunk``, :data:`~kgsearch.types.FLAG_PART`) holding the lines of
+        ``d`` from ``d.rest`` on that its text (cut at :data:`MAX_TEXT`) could not: its own
+        lines, the definitions inside it left out (their nodes and parts hold them), in parts of
+        about :data:`MAX_TEXT` characters (:func:`split_parts`), numbered from 2 (the
+        definition's own text is the first). A line an inner definition's part holds already
+        (``claimed``: the one line of a minified file, every function's) is not taken again: the
+        parts of a file hold each of its lines once at most."""
+        rec = d.rec
+        end = rec.line_end if d is not self.mod else max(self.lx.lines, 1)
+        own = self._outline(d, d.rest, end, d.rest, numbered=True, headers=False,
+                            children=(sorted(d.children + self.adopted, key=lambda c: c.start)
+                                      if d is self.mod and self.adopted else None))
+        own = [p for p in own if p[0] not in claimed]
+        claimed.update(p[0] for p in own)
+        for n, (first, last, text) in enumerate(split_parts(own), 2):
+            key = part_key(rec.key, n, self.keys)
+            self.keys.add(key)
+            self.res.nodes.append(NodeRec(key=key, kind="chunk", name=rec.name, text=text,
+                                          qualname=f"{rec.qualname}{key[len(rec.key):]}", line_start=first,
+                                          line_end=last, parent=rec.key, flags=rec.flags | FLAG_PART))
+            self.res.edges.append(EdgeRec(rec.key, key, "contains", "key", line=first))
+
+    def _outline(self, d: Def, a: int, b: int, skip_first: int, children: list[Def] | None = None,
+                 numbered: bool = False, headers: bool = True) -> list:
+        """Lines a..b of ``d`` without the lines of its children's bodies (their headers stay,
+        unless ``headers`` is false); ``numbered``: ``(line number, line)`` pairs."""
         lx = self.lx
         gone = []                               # line ranges of the children's bodies
         for c in d.children if children is None else children:
             ca, cb = lx.line(c.start), lx.line(max(c.start, c.end - 1))
-            keep = self._head_lines(c, ca)
+            keep = self._head_lines(c, ca) if headers else ca - 1
             if keep < cb:
                 gone.append((keep + 1, cb))
         gone.sort()
-        out, i = [], skip_first                 # (ranges, not a set of every line gone: nested
+        keep, i = [], skip_first                # (ranges, not a set of every line gone: nested
         for ga, gb in gone:                     # bodies cost n^2, 60 KB of `mod a {` 8 s)
             if ga > b:
                 break
             if ga > i:
-                out += self.lines[i - 1:ga - 1]
+                keep.append((i, ga - 1))
             i = max(i, gb + 1)
         if i <= b:
-            out += self.lines[i - 1:b]
+            keep.append((i, b))
+        out: list = []
+        for x, y in keep:
+            out += zip(range(x, y + 1), self.lines[x - 1:y]) if numbered else self.lines[x - 1:y]
         return out
 
     def _class_text(self, d: Def) -> str:
+        """Its header, doc comment and outline (:meth:`_outline`), cut at :data:`MAX_TEXT`; sets
+        ``d.rest``, the first outline line the text does not hold whole (None: all held)."""
         lx = self.lx
         a, b = d.rec.line_start, d.rec.line_end
         h = self._head_lines(d, a)
         parts = ["\n".join(dedent(self.lines[a - 1:h]))]
+        if len(parts[0]) > MAX_TEXT:
+            d.rest = a
         doc = lx.doc_before(d.start)
         if doc:
             parts.append(doc)
         if h < b:
-            parts.append("\n".join(dedent(self._outline(d, h + 1, b, h + 1))))
+            own = self._outline(d, h + 1, b, h + 1, numbered=True)
+            lines = dedent([x for _, x in own])
+            if d.rest is None:
+                n = _held(lines, len("\n".join(parts)))
+                d.rest = own[n][0] if n < len(own) else None
+            parts.append("\n".join(lines))
         return "\n".join(parts)[:MAX_TEXT]
 
     def _module_text(self) -> str:
@@ -329,7 +378,11 @@ class Builder:
         if self.adopted:                        # (written at the top level: their names, not their bodies)
             tops = sorted(tops + self.adopted, key=lambda c: c.start)
         names = " ".join(dict.fromkeys(c.name for c in tops))
-        rest = [x for x in self._outline(self.mod, 1, max(lx.lines, 1), 1, tops) if x.strip()]
+        own = [p for p in self._outline(self.mod, 1, max(lx.lines, 1), 1, tops, numbered=True) if p[1].strip()]
+        rest = [x for _, x in own]
+        lead = "\n".join(x for x in (doc, names) if x)
+        n = _held(rest, len(lead) if lead else -1)
+        self.mod.rest = own[n][0] if n < len(own) else None
         return "\n".join(x for x in (doc, names, "\n".join(rest)) if x)[:MAX_TEXT]
 
     def module_doc(self) -> str:

@@ -5,9 +5,14 @@ import itertools
 import re
 from pathlib import Path
 
-from ..types import type_name
+from ..types import PART_KEY, type_name
 
-__all__ = ["read_text", "decode", "utf16_codec", "slugify", "is_texty", "norm_type", "MAX_LINE_CHARS", "lines_of"]
+__all__ = ["read_text", "decode", "utf16_codec", "slugify", "is_texty", "norm_type", "MAX_LINE_CHARS", "lines_of",
+           "MAX_TEXT", "dedent", "split_parts", "part_key"]
+
+MAX_TEXT = 4000           # characters of a code definition's own text (the rest goes to its parts)
+_INDENT = re.compile(r"^[ \t]*")
+_WORD = re.compile(r"\w")
 
 
 def utf16_codec(head: bytes) -> str | None:
@@ -235,3 +240,71 @@ def check_id(value: str, what: str, where: str, line: int | None) -> str:
         raise DataError(f"{what} has {len(value):,} characters (an id is at most {MAX_ID_CHARS:,}); is a tab, "
                         f"quote or line break missing?", where, line)
     return value
+
+
+# ---- the parts of a long code definition (every code loader) ---------------------------------
+def split_parts(lines: list[tuple[int, str]], cap: int = MAX_TEXT) -> list[tuple[int, int, str]]:
+    """``(first line, last line, text)`` parts of numbered ``lines`` (the lines of a definition
+    its text could not hold), cut at line ends, each at most ``cap`` characters and the lines
+    shared out about evenly (no short last part whose length normalisation would make one
+    match in it outweigh a full part's); a line longer than ``cap`` goes alone, in ``cap``-long
+    pieces of the same line number. Blank lines at a part's edges are left out of its span, a
+    part without a letter or digit (the closing ``}`` of a class) is left out; each part's own
+    indentation is taken off (:func:`dedent`).
+
+    >>> split_parts([(7, "  a = 1"), (8, ""), (9, "  b = 2")], cap=9)
+    [(7, 7, 'a = 1'), (9, 9, 'b = 2')]
+    >>> [p[:2] for p in split_parts([(1, "x" * 25)], cap=10)]
+    [(1, 1), (1, 1), (1, 1)]
+    """
+    items: list[tuple[int, str]] = []
+    for n, line in lines:
+        if len(line) > cap:
+            items += [(n, line[i:i + cap]) for i in range(0, len(line), cap)]
+        else:
+            items.append((n, line))
+    total = sum(len(t) + 1 for _, t in items)
+    if not total:
+        return []
+    want = -(-total // -(-total // (cap + 1)))          # ceil(total / number of parts)
+    groups: list[list[tuple[int, str]]] = []
+    cur: list[tuple[int, str]] = []
+    size = 0
+    for n, t in items:
+        if cur and (size + len(t) > cap or size >= want):
+            groups.append(cur)
+            cur, size = [], 0
+        cur.append((n, t))
+        size += len(t) + 1
+    if cur:
+        groups.append(cur)
+    out = []
+    for g in groups:
+        while g and not g[0][1].strip():
+            g = g[1:]
+        while g and not g[-1][1].strip():
+            g = g[:-1]
+        if g and any(_WORD.search(t) for _, t in g):
+            out.append((g[0][0], g[-1][0], "\n".join(dedent([t for _, t in g]))))
+    return out
+
+
+def part_key(key: str, n: int, taken) -> str:
+    """The key of part ``n`` of the definition ``key``: ``<key>#part<n>``; a definition of that
+    very key in the file (only a Kotlin backticked name may hold ``#``) pushes it to
+    ``<key>#part<n>#``, ``#part<n>##``, ... (``taken``: the file's keys)."""
+    k = f"{key}{PART_KEY}{n}"
+    while k in taken:
+        k += "#"
+    return k
+
+
+def dedent(lines: list[str]) -> list[str]:
+    """Take the first line's indentation off every line (less indented lines lose what they have)."""
+    if not lines:
+        return lines
+    ind = len(_INDENT.match(lines[0]).group())
+    if not ind:
+        return lines
+    pat = re.compile(r"^[ \t]{1,%d}" % ind)
+    return [pat.sub("", x) for x in lines]

@@ -17,6 +17,11 @@ Nodes (every node answers to ``('py', qualname)``):
   do not). Nested defs read ``outer.inner`` (no ``<locals>``). ``props``: ``decorators``
   (as written), ``async`` for ``async def``; the signature is the text's first line after
   the decorators.
+* ``chunk`` (``FLAG_PART``): the source lines of a function past its cut, in parts of about
+  :data:`MAX_TEXT` characters cut at line ends (:func:`kgsearch.ingest.common.split_parts`),
+  the functions defined inside it left out (their nodes hold them): key
+  ``<function key>#part<n>`` (n from 2: the function's own text is the first), name the
+  function's, ``parent`` the function, with a ``contains`` edge; its lines are its own.
 
 A name defined twice in one scope (``@x.setter``, ``if``/``else`` variants) keeps its key for
 the first definition; the next ones get ``#2``, ``#3`` keys and no alias.
@@ -68,13 +73,12 @@ import tokenize
 from pathlib import Path
 
 from ..codelike import is_test_path
-from ..types import FLAG_TEST, EdgeRec, LoadOptions, LoadResult, NodeRec
-from .common import decode, utf16_codec
+from ..types import FLAG_PART, FLAG_TEST, EdgeRec, LoadOptions, LoadResult, NodeRec
+from .common import MAX_TEXT, decode, part_key, split_parts, utf16_codec
 from .pynames import NameCandidates
 
 NAME = "python"
 EXTENSIONS = (".py", ".pyi")
-MAX_TEXT = 4000          # characters of text kept for a function (signature + doc + body)
 
 __all__ = ["NAME", "EXTENSIONS", "load", "module_name", "is_test_path", "source_text"]
 
@@ -198,6 +202,8 @@ class _Loader(NameCandidates):
         self.scopes: list[_Scope] = []
         self._class_defs: list[tuple[_Scope, list, _Scope]] = []
         self._edge_imports: dict[str, int] = {}     # imports edge dst -> first line
+        self._long: list[tuple[NodeRec, int]] = []  # functions whose text is cut: (node, first line not held)
+        self._inner: dict[str, list[tuple[int, int]]] = {}   # function key -> spans of the functions in it
 
     # ---- entry ---------------------------------------------------------------------------
 
@@ -227,7 +233,29 @@ class _Loader(NameCandidates):
         doc = ast.get_docstring(tree) or ""
         mrec.text = "\n".join(x for x in (doc, " ".join(module.names)) if x)
         self._resolve(module)
+        self._parts()
         return res
+
+    def _parts(self) -> None:
+        """The parts of the functions whose text is cut (see the module docstring), inner ones
+        first: a line a part holds already is not taken again."""
+        claimed: set[int] = set()
+        for rec, rest in reversed(self._long):
+            gone = sorted(self._inner.get(rec.key, ()))
+            own, i = [], rest
+            for ga, gb in gone + [(rec.line_end + 1, rec.line_end + 1)]:
+                if ga > i:
+                    own += [(n, self.lines[n - 1]) for n in range(i, min(ga, rec.line_end + 1))
+                            if n not in claimed]
+                i = max(i, gb + 1)
+            claimed.update(n for n, _ in own)
+            for n, (first, last, text) in enumerate(split_parts(own), 2):
+                key = part_key(rec.key, n, self.keys)
+                self.keys.add(key)
+                self.res.nodes.append(NodeRec(key=key, kind="chunk", name=rec.name, text=text,
+                                              qualname=rec.qualname + key[len(rec.key):], line_start=first,
+                                              line_end=last, parent=rec.key, flags=rec.flags | FLAG_PART))
+                self.res.edges.append(EdgeRec(rec.key, key, "contains", "key", line=first))
 
     def _aliases(self, qual: str) -> list[tuple[str, str]]:
         return [] if self.stub else [("py", qual)]
@@ -332,15 +360,35 @@ class _Loader(NameCandidates):
         parts = [f"@{d}" for d in decos] + [sig] + ([doc] if doc else [])
         head = "\n".join(parts)
         text = head[:MAX_TEXT]
-        if body and len(head) < MAX_TEXT:
+        start = min([d.lineno for d in node.decorator_list] + [node.lineno])
+        rest = None                                  # the first source line the text does not hold
+        if len(head) > MAX_TEXT:
+            rest = start
+        elif body and len(head) < MAX_TEXT:
+            cut = MAX_TEXT - len(head) - 1
             src = self._src(body[0].lineno, node.end_lineno, MAX_TEXT - len(head))
-            text = head + "\n" + _dedent(src[:MAX_TEXT - len(head) - 1], body[0].col_offset)
+            text = head + "\n" + _dedent(src[:cut], body[0].col_offset)
+            rest, at = body[0].lineno, -1
+            for line in src.split("\n"):
+                at += 1 + len(line)
+                if at > cut:
+                    break
+                rest += 1
+        elif body:
+            rest = body[0].lineno
         props: dict = {}
         if decos:
             props["decorators"] = decos
         if is_async:
             props["async"] = True
         inner = self._new(node, scope, "method" if scope.kind == "class" else "function", text, props)
+        if rest is not None and rest <= node.end_lineno:
+            self._long.append((inner.rec, rest))
+        outer = scope
+        while outer is not None and outer.kind == "class":
+            outer = outer.parent
+        if outer is not None and outer.kind == "function":     # its body: this function's, not the outer one's
+            self._inner.setdefault(outer.key, []).append((start, node.end_lineno))
         inner.params = frozenset(x.arg for x in a.posonlyargs + a.args + a.kwonlyargs
                                  + [a.vararg, a.kwarg] if x is not None)
         if scope.kind == "class":

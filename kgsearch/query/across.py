@@ -43,7 +43,7 @@ from ..config import EDGE_WEIGHTS, cache_home, edge_weight
 from ..graph.kernels.proximity import IN_FACTOR, OUT_FACTOR, TWO_HOP_FACTOR, TWO_HOP_MAX, unique_inverse
 from ..text.neighbors import K, M
 from ..text.neighbors.across import UnionLists, union_lists, why_not
-from ..text.neighbors.common import CODE_KINDS, GRID, MIN_SIM, TIES
+from ..text.neighbors.common import CODE_KINDS, GRID, MIN_SIM, NOT_PROSE, TIES
 from .channels import SIGNAL_OF
 
 __all__ = ["Across", "across_for", "cache_path", "describe", "ensure", "pull_together", "LAZY_MAX", "FORMAT"]
@@ -131,7 +131,7 @@ def _save(path: Path, key: dict, arrays: dict) -> None:
 
 def _prose_count(engines: dict) -> int:
     marks = ",".join("?" * len(CODE_KINDS))
-    return sum(e.ix.conn.execute(f"SELECT count(*) FROM nodes WHERE flags & 1 = 0 AND kind NOT IN ({marks})",
+    return sum(e.ix.conn.execute(f"SELECT count(*) FROM nodes WHERE flags & {NOT_PROSE} = 0 AND kind NOT IN ({marks})",
                                  CODE_KINDS).fetchone()[0] for e in engines.values())
 
 

@@ -5,7 +5,8 @@ is not the project's own source.
 stage's best candidates (before the graph stage, which walks the call graph for code queries
 and pulls from neighbours for prose), from the nodes' kinds in the index: so it holds whatever
 channels ran (``--channels bm25,dense`` too), and the ranking's filters (vendored code out,
-docs/examples and prose down: :mod:`.adjust`) apply whenever it is true.
+docs/examples and prose down: :mod:`.adjust`) apply whenever it is true. A part of a long
+definition's text (kind ``chunk``, ``FLAG_PART``) is code as its definition is (:func:`is_code`).
 """
 from __future__ import annotations
 
@@ -17,10 +18,10 @@ from ..codelike import path_role
 from ..ingest.langspec import SPECS
 from ..store.rows import rel_path
 from ..store.sql import in_chunks
-from ..types import FLAG_VENDORED
+from ..types import FLAG_PART, FLAG_VENDORED
 
-__all__ = ["CODE_KINDS", "CODE_LOADERS", "TOP", "code_share", "has_code", "is_code_query", "is_vendored", "is_source", "stub_implementations",
-           "implemented_stubs"]
+__all__ = ["CODE_KINDS", "CODE_LOADERS", "TOP", "code_share", "has_code", "is_code", "is_code_query", "is_vendored",
+           "is_source", "stub_implementations", "implemented_stubs"]
 
 CODE_KINDS = ("module", "class", "function", "method")
 TOP = 10            # first-stage candidates whose kinds decide
@@ -29,18 +30,27 @@ CODE_LOADERS = ("python",) + tuple(s.name for s in SPECS)      # the loaders tha
 _VENDORED = re.compile(r"/(vendor|vendored|_vendor|third_party|node_modules|mocks)/|\.min\.")
 
 
+def is_code(kind: str | None, flags: int | None) -> bool:
+    """A code node: module, class, function, method, or a part of a definition's text.
+
+    >>> is_code("method", 0), is_code("chunk", FLAG_PART), is_code("chunk", 0)
+    (True, True, False)
+    """
+    return kind in CODE_KINDS or bool((flags or 0) & FLAG_PART)
+
+
 def is_code_query(conn, cand: np.ndarray, first: np.ndarray, ix=None) -> bool:
     """True when most of the :data:`TOP` best candidates by first-stage score ``first``
-    (aligned with ``cand``, node ids) are code: module, class, function or method. ``ix`` (the
+    (aligned with ``cand``, node ids) are code (:func:`is_code`). ``ix`` (the
     :class:`~kgsearch.store.db.Index` of ``conn``): whether it holds code is looked up once per
     generation (nodes change only with the generation), not once per search."""
     if not len(cand) or not (ix.cached("query.has_code", lambda: has_code(conn)) if ix is not None
                              else has_code(conn)):
         return False
     top = cand[np.argsort(-first, kind="stable")[:TOP]].tolist()
-    kinds = dict(in_chunks(conn, "SELECT id, kind FROM nodes WHERE id IN ({})", top))
+    kinds = {r[0]: r[1:] for r in in_chunks(conn, "SELECT id, kind, flags FROM nodes WHERE id IN ({})", top)}
     known = [kinds[i] for i in top if i in kinds]
-    return bool(known) and sum(k in CODE_KINDS for k in known) / len(known) > 0.5
+    return bool(known) and sum(is_code(k, f) for k, f in known) / len(known) > 0.5
 
 
 def has_code(conn) -> bool:
@@ -102,7 +112,7 @@ def implemented_stubs(conn, paths) -> dict[str, str]:
 def is_source(m: dict, about_tests: bool = False) -> bool:
     """Source code: a code node outside test and docs/examples folders (tests count when the
     query is about tests)."""
-    if m.get("kind") not in CODE_KINDS:
+    if not is_code(m.get("kind"), m.get("flags")):
         return False
     role = path_role(rel_path(m))
     return role == "source" or (role == "test" and about_tests)

@@ -5,7 +5,9 @@ A file's score is its best node's score plus the next ones' decayed,
 nodes): a file where three functions match the task is more likely the place to change than one
 with a single equally good match, but ten weak matches do not outweigh one strong one. The
 result hit of a file is its best node's hit (its channels and signals explain the file's
-first term), renamed to the file, with its matching nodes listed in ``members``.
+first term), renamed to the file, with its matching nodes listed in ``members``. A long
+definition and the parts of its text (``FLAG_PART``) are one piece of evidence: its best-ranked
+member counts, once (700 lines of one function cut into eight parts are not eight functions).
 
 A Rust file's declaring module (:func:`declaring_modules`: the ``mod.rs``, ``lib.rs`` or
 ``<folder>.rs`` whose ``mod x;`` makes it part of the crate) often changes with it: a new or
@@ -25,6 +27,7 @@ import posixpath
 import numpy as np
 
 from ..store.rows import rel_path
+from ..types import FLAG_PART
 from .options import Hit
 
 __all__ = ["group_by_file", "file_hit", "declaring_modules"]
@@ -70,10 +73,16 @@ def group_by_file(cand: np.ndarray, fused: np.ndarray, order: list[int], meta: d
     and the score it gained go into ``lifted``."""
     files: dict[str, list[int]] = {}
     unit_of = unit_of or {}
+    seen: set[str] = set()                # definitions counted (a part counts as its definition)
     for i in order:
         m = meta.get(int(cand[i]))
         if m is None or not m.get("path") or not m.get("root"):
             continue                      # shared nodes (tags, entities) have no file
+        unit = m["parent"] if (m.get("flags") or 0) & FLAG_PART and m.get("parent") else m.get("key")
+        if unit is not None:
+            if unit in seen:
+                continue
+            seen.add(unit)
         files.setdefault(unit_of.get(m["path"], m["path"]), []).append(i)
     scored = []
     for rank, (path, pos) in enumerate(files.items()):

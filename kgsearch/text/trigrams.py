@@ -5,7 +5,9 @@ when different, its ``qualname`` (tab-separated); ``text_trigrams(tri, ids)`` ma
 lower-case trigram of those strings to the sorted node ids containing it, gap-coded like the
 BM25 postings (:mod:`kgsearch.text.idcodec`: about one byte per id). Both are updated
 incrementally from the ChangeSet (old trigrams come from the stored ``sym``, so nothing else
-is needed). :mod:`kgsearch.text.pattern` answers queries from them.
+is needed). :mod:`kgsearch.text.pattern` answers queries from them. The parts of a long
+definition's text (``FLAG_PART``) are left out: their name is their definition's, which answers
+for them (a name query would otherwise find a 700-line function once per part).
 
 >>> sorted(trigrams("Graph" + chr(9) + "ab"))      # name and qualname are tab-separated parts
 ['ab', 'aph', 'gra', 'rap']
@@ -16,10 +18,12 @@ import numpy as np
 
 from ..store.rows import qualname_sql
 from ..store.sql import CHUNK as _SQL_CHUNK, in_chunks, iter_in_chunks
+from ..types import FLAG_PART
 from .idcodec import decode_ids, encode_ids, encode_ids_many
 
 __all__ = ["update", "trigrams", "symbol", "ids_from", "VERSION", "MAX_SYM"]
 
+NAMED = f"flags & {FLAG_PART} = 0"        # the nodes whose names are indexed
 VERSION = 3                # 3: the gap codec of kgsearch.text.idcodec (VERSION 2 blobs: migration 0007)
 MAX_SYM = 256              # characters of a symbol string that are indexed / matched
 
@@ -79,8 +83,8 @@ def update(ix, changes, full: bool) -> dict:
             removals.setdefault(t, []).append(nid)
     additions: dict[str, list[int]] = {}
     new_rows = []
-    for nid, name, qual in iter_in_chunks(conn, f"SELECT id, name, {qualname_sql()} FROM nodes WHERE id IN ({{}})",
-                                          new):
+    for nid, name, qual in iter_in_chunks(conn, f"SELECT id, name, {qualname_sql()} FROM nodes WHERE id IN ({{}}) "
+                                                f"AND {NAMED}", new):
         sym = symbol(name, qual)
         new_rows.append((nid, sym))
         for t in trigrams(sym):
@@ -127,7 +131,7 @@ def _rebuild(conn, spill_from: int | None = None) -> dict:
     n_held = 0
     spilled = False
     other: dict[str, list[int]] = {}            # short parts and trigrams of non-ASCII symbols
-    cur = conn.execute(f"SELECT id, name, {qualname_sql()} FROM nodes ORDER BY id")
+    cur = conn.execute(f"SELECT id, name, {qualname_sql()} FROM nodes WHERE {NAMED} ORDER BY id")
     n = 0
     while True:
         rows = cur.fetchmany(8192)

@@ -54,8 +54,9 @@ class FakeGraphContext:
         self.asked: list[tuple] = []
         self.ix = type("Ix", (), {})()
         self.ix.conn = sqlite3.connect(":memory:")
-        self.ix.conn.execute("CREATE TABLE nodes(id INTEGER PRIMARY KEY, key TEXT)")
-        self.ix.conn.executemany("INSERT INTO nodes VALUES (?, ?)",
+        self.ix.conn.execute("CREATE TABLE nodes(id INTEGER PRIMARY KEY, key TEXT, flags INTEGER NOT NULL DEFAULT 0, "
+                             "parent_id INTEGER)")       # (the graph stage reads parts' definitions)
+        self.ix.conn.executemany("INSERT INTO nodes(id, key) VALUES (?, ?)",
                                  [(i, (keys or {}).get(i, f"k{i:03d}")) for i in range(graph.n)])
 
     def positions(self, ids):

@@ -26,7 +26,7 @@ from ...store.sql import in_chunks
 from ..idcodec import decode_ids_many, decode_tf
 from ..okapi import tf_impacts
 from ..postings import load_norms, norms_of, stored_params
-from .common import BATCH, CODE_KINDS, STATE_KEY, Stats, node_terms, prose_ids
+from .common import BATCH, CODE_KINDS, NOT_PROSE, STATE_KEY, Stats, node_terms, prose_ids
 from .exact import neighbours
 
 __all__ = ["UnionLists", "union_lists", "why_not"]
@@ -123,7 +123,7 @@ def union_lists(ixs, progress=None) -> UnionLists:
     keyed = []
     for i, (ix, off) in enumerate(zip(ixs, offsets)):
         keyed += [(k, i, off + nid) for nid, k in ix.conn.execute(
-            f"SELECT id, key FROM nodes WHERE flags & 1 = 0 AND kind NOT IN ({marks})", CODE_KINDS)]
+            f"SELECT id, key FROM nodes WHERE flags & {NOT_PROSE} = 0 AND kind NOT IN ({marks})", CODE_KINDS)]
     keyed.sort()
     n_prose = len(keyed)
     rank = np.full(len(allowed), n_prose, dtype=np.int64)

@@ -18,8 +18,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...store.sql import exec_in_chunks
+from ...types import FLAG_AUTO, FLAG_PART
 
-__all__ = ["EDGE_TYPE", "K", "M", "MIN_SIM", "FULL_FRACTION", "STATE_KEY", "TIES", "CODE_KINDS", "BATCH",
+__all__ = ["EDGE_TYPE", "K", "M", "MIN_SIM", "FULL_FRACTION", "STATE_KEY", "TIES", "CODE_KINDS", "NOT_PROSE", "BATCH",
            "GRID", "grid", "Stats", "node_terms", "query_terms", "prose_ids", "delete_edges"]
 
 EDGE_TYPE = "similar_text"
@@ -30,6 +31,7 @@ FULL_FRACTION = 0.2          # more affected prose nodes than this share: one fu
 STATE_KEY = "text.neighbors"  # the statistics the stored lists were computed with
 TIES = "key"                 # how ties at the K-th place are broken (recorded in the state)
 CODE_KINDS = ("module", "class", "function", "method")
+NOT_PROSE = FLAG_AUTO | FLAG_PART     # flags of nodes that are no prose: shared (tags, entities), code parts
 BATCH = 500                  # nodes per SQL read and per written batch
 GRID = 16                    # grid points per doubling (2 ** (1/16) = 1.044)
 
@@ -86,11 +88,12 @@ def query_terms(counts: Counter, idf, m: int) -> list[tuple[str, int]]:
 
 
 def prose_ids(conn) -> list[int]:
-    """Ids of the prose nodes (not code symbols, not shared tag/entity nodes), ascending: one
+    """Ids of the prose nodes (not code symbols nor the parts of their texts, not shared
+    tag/entity nodes), ascending: one
     ``group_concat`` parsed by numpy (a Python row per node took 0.48-0.59 s at 1M nodes, this
     0.30-0.34 s; most of it is SQLite's scan)."""
     marks = ",".join("?" * len(CODE_KINDS))
-    text = conn.execute(f"SELECT group_concat(id) FROM (SELECT id FROM nodes WHERE flags & 1 = 0 "
+    text = conn.execute(f"SELECT group_concat(id) FROM (SELECT id FROM nodes WHERE flags & {NOT_PROSE} = 0 "
                         f"AND kind NOT IN ({marks}) ORDER BY id)", CODE_KINDS).fetchone()[0]
     return np.fromstring(text, dtype=np.int64, sep=",").tolist() if text else []
 

@@ -21,7 +21,7 @@ from ...store.sql import exec_in_chunks, in_chunks
 from ..idcodec import decode_ids_many, decode_tf
 from ..okapi import tf_impacts
 from ..postings import load_norms, norms_of, stored_params
-from .common import (BATCH, CODE_KINDS, EDGE_TYPE, FULL_FRACTION, K, M, MIN_SIM, STATE_KEY, TIES, Stats,
+from .common import (BATCH, CODE_KINDS, EDGE_TYPE, FULL_FRACTION, K, M, MIN_SIM, NOT_PROSE, STATE_KEY, TIES, Stats,
                      delete_edges, node_terms, query_terms)
 from .delta import BAR_KEY, affected, load_bars
 
@@ -181,7 +181,7 @@ def update_exact(ix, changes, prose: list[int], st: dict, params, progress=None)
     rank = np.full(len(allowed), len(prose), dtype=np.int64)
     marks = ",".join("?" * len(CODE_KINDS))
     by_key = np.fromiter((r[0] for r in conn.execute(
-        f"SELECT id FROM nodes WHERE flags & 1 = 0 AND kind NOT IN ({marks}) ORDER BY key", CODE_KINDS)),
+        f"SELECT id FROM nodes WHERE flags & {NOT_PROSE} = 0 AND kind NOT IN ({marks}) ORDER BY key", CODE_KINDS)),
         dtype=np.int64, count=len(prose))
     rank[by_key] = np.arange(len(prose))
     keys = {}
