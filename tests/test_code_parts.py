@@ -10,7 +10,6 @@ from __future__ import annotations
 import importlib.util
 import re
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest

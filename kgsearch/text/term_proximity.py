@@ -171,16 +171,20 @@ def _setup(ix, terms: Sequence[str], ids):
     return params, idfs, kd
 
 
+def _begin(ix, terms: Sequence[str], ids):
+    """``(ids as int64, zeros, distinct terms, _setup's answer or None)``: None for fewer than two
+    terms, no ids, or an index without BM25 postings."""
+    ids = np.asarray(ids, dtype=np.int64)
+    terms = query_terms(terms)
+    got = _setup(ix, terms, ids) if len(terms) >= 2 and len(ids) else None
+    return ids, np.zeros(len(ids)), terms, got
+
+
 def scores(ix, terms: Sequence[str], ids, window: int = WINDOW) -> np.ndarray:
     """The proximity score of each node of ``ids`` for the distinct analysed query ``terms``
     (:func:`query_terms`); zeros for fewer than two terms, an index without BM25 postings, or a
     node without a pair."""
-    ids = np.asarray(ids, dtype=np.int64)
-    out = np.zeros(len(ids))
-    terms = query_terms(terms)
-    if len(terms) < 2 or not len(ids):
-        return out
-    got = _setup(ix, terms, ids)
+    ids, out, terms, got = _begin(ix, terms, ids)
     if got is None:
         return out
     params, idfs, kd = got
@@ -196,12 +200,7 @@ def scores(ix, terms: Sequence[str], ids, window: int = WINDOW) -> np.ndarray:
 def reference_scores(ix, terms: Sequence[str], ids, window: int = WINDOW) -> np.ndarray:
     """:func:`scores` computed the slow, obvious way (the analyser over whole texts, every pair
     of positions compared)."""
-    ids = np.asarray(ids, dtype=np.int64)
-    out = np.zeros(len(ids))
-    terms = query_terms(terms)
-    if len(terms) < 2 or not len(ids):
-        return out
-    got = _setup(ix, terms, ids)
+    ids, out, terms, got = _begin(ix, terms, ids)
     if got is None:
         return out
     params, idfs, kd = got
