@@ -300,7 +300,7 @@ class EdgeResolver:
                                                   "WHERE e.type = 'imports' AND e.file_id IN ({})",
                                             sorted({r[4] for r in rows})):
             includes.setdefault(fid, set()).add(dst_file)
-        updates, changed = [], False
+        moved = []
         for eid, ns, dst_name, dst, fid, props in rows:
             qual = ""
             if props:
@@ -318,11 +318,8 @@ class EdgeResolver:
                         t[3] not in inc, stems.get(t[3]) != stem, t[4], t[1]))
                     new_dst = best[0]
                     break
-            if new_dst != dst:
-                updates.append((new_dst, eid))
-                changed = changed or eid < self.first_new_edge     # (new edges: compare_file_edges)
-        conn.executemany("UPDATE edges SET dst=? WHERE id=?", updates)
-        return changed
+            moved.append((eid, dst, new_dst))
+        return self._retarget(moved)
 
     def _types_named(self, ns: str, names: list[str]) -> dict[str, list[tuple]]:
         """``name`` -> ``(id, key, key without #n, file_id, rank)`` of the ``class`` nodes of namespace
@@ -366,14 +363,16 @@ class EdgeResolver:
                     out += [f"{t}.{parts[2]}" for t in next(iter(declared))]
             items.append((ns, "\n".join(dict.fromkeys(out))))
         found = iter(_Names(conn).resolve([x for x in items if x[1]]))
-        updates, changed = [], False
-        for (eid, _, _, dst), (_, name) in zip(rows, items):
-            new_dst = next(found)[0] if name else None
-            if new_dst != dst:
-                updates.append((new_dst, eid))
-                changed = changed or eid < self.first_new_edge     # (new edges: compare_file_edges)
-        conn.executemany("UPDATE edges SET dst=? WHERE id=?", updates)
-        return changed
+        return self._retarget([(eid, dst, next(found)[0] if name else None)
+                               for (eid, _, _, dst), (_, name) in zip(rows, items)])
+
+    def _retarget(self, moved: list[tuple]) -> bool:
+        """Point each edge of ``moved`` (``(edge id, its dst, the dst resolved now)``) at its new
+        dst; whether an edge that existed before this run changed (new edges:
+        ``compare_file_edges``)."""
+        updates = [(new, eid) for eid, old, new in moved if new != old]
+        self.conn.executemany("UPDATE edges SET dst=? WHERE id=?", updates)
+        return any(eid < self.first_new_edge for _, eid in updates)
 
     def _struct_fields(self, ns: str, names: list[str]) -> dict[str, list[dict]]:
         """``name`` -> the ``props["fields"]`` of the nodes of namespace ``ns`` answering it

@@ -28,14 +28,40 @@ import numpy as np
 
 from .. import pack
 from ..store.rows import node_flags, node_meta
+from ..text import term_proximity
 from ..types import FLAG_AUTO, FLAG_TEST
 from .code import implemented_stubs, is_source, is_vendored
 from .tuning import TUNING, Tuning
 
-__all__ = ["rank", "ADDITIVE", "Unread"]
+__all__ = ["rank", "proximity", "ADDITIVE", "Unread"]
 
 # the adjustments added to a score (the others multiply it)
 ADDITIVE = ("hits", "proximity", "shift", "file_members", "declaring_module")
+
+
+def proximity(ix, tuning: Tuning, q, it, opts, has_bm25: bool, cand: np.ndarray, fused: np.ndarray,
+              fusion: str) -> np.ndarray | None:
+    """Term proximity (:mod:`kgsearch.text.term_proximity`) of the fused top
+    ``Tuning.proximity_top``: ``proximity_weight`` x each one's score / the scores' spread over
+    them, added (0 elsewhere). None where it does not apply: weight 0 (the default), a query of
+    fewer than two distinct terms, a search with channels asked for (``--channels``: BM25 alone
+    stays BM25), without BM25's answer, not linear z fusion, a code task or relation question
+    (their words are names and prose, not phrases), no candidate with a pair, or several
+    indexes searched as one (the engine does not ask: the top N and the spread are the union's,
+    which no index has alone)."""
+    t = tuning
+    if (t.proximity_weight <= 0 or fusion != "linear" or opts.norm != "z" or opts.channels is not None
+            or it.spec.code_task or it.spec.relation or not has_bm25 or len(set(q.terms)) < 2
+            or not len(fused)):
+        return None
+    top = np.argsort(-fused, kind="stable")[:t.proximity_top]
+    s = term_proximity.scores(ix, q.terms, cand[top], t.proximity_window)
+    sd = float(s.std())
+    if sd <= 0:
+        return None
+    out = np.zeros(len(fused))
+    out[top] = t.proximity_weight * s / sd
+    return out
 
 
 def rank(conn, cand: np.ndarray, fused: np.ndarray, adjustments: dict, *, q, it, code_query: bool,

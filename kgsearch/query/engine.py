@@ -47,12 +47,11 @@ from ..graph.context import load_context
 from ..store import qcache
 from ..store.db import Index, is_corruption
 from ..text.keywords import UNREAD
-from ..text import term_proximity
 from ..text.postings import doc_freqs
 from ..version import __version__, code_stamp
 from . import feedback
 from . import filters as filters_mod
-from .adjust import ADDITIVE, Unread, rank
+from .adjust import ADDITIVE, Unread, proximity, rank
 from .channels import ALL_CHANNELS, CHANNELS, DEFAULT_CHANNELS, GRAPH_CHANNELS, SIGNAL_OF, SIGNALS, dense_kwargs
 from .code import code_share, implemented_stubs, is_code_query
 from .graph_stage import graph_steps, run
@@ -332,34 +331,16 @@ class Engine:
 
     def _proximity(self, q: Query, it, opts: SearchOptions, raw: dict, cand: np.ndarray, fused: np.ndarray,
                    fusion: str, notices: list[str]) -> np.ndarray | None:
-        """Term proximity (:mod:`kgsearch.text.term_proximity`) of the fused top
-        ``Tuning.proximity_top``: ``proximity_weight`` x each one's score / the scores' spread over
-        them, added (0 elsewhere). None where it does not apply: weight 0 (the default), a query of
-        fewer than two distinct terms, a search with channels asked for (``--channels``: BM25 alone
-        stays BM25), without BM25's answer, not linear z fusion, a code task or relation question
-        (their words are names and prose, not phrases), no candidate with a pair, or several
-        indexes searched as one (the caller does not ask: the top N and the spread are the union's,
-        which no index has alone)."""
-        t = self.tuning
-        if (t.proximity_weight <= 0 or fusion != "linear" or opts.norm != "z" or opts.channels is not None
-                or it.spec.code_task or it.spec.relation or "bm25" not in raw or len(set(q.terms)) < 2
-                or not len(fused)):
-            return None
-        top = np.argsort(-fused, kind="stable")[:t.proximity_top]
+        """:func:`kgsearch.query.adjust.proximity` for this index; a failure is a notice (the answer
+        goes on without it), not an error, unless strict or the index is damaged."""
         try:
-            s = term_proximity.scores(self.ix, q.terms, cand[top], t.proximity_window)
+            return proximity(self.ix, self.tuning, q, it, opts, "bm25" in raw, cand, fused, fusion)
         except Exception as exc:
             if self.strict or is_corruption(exc):
                 raise
             log.debug("term proximity failed", exc_info=True)
             notices.append(f"term proximity failed ({type(exc).__name__}: {exc}): this answer is without it")
             return None
-        sd = float(s.std())
-        if sd <= 0:
-            return None
-        out = np.zeros(len(fused))
-        out[top] = t.proximity_weight * s / sd
-        return out
 
     def _summary(self, q: Query, resp: Response) -> dict | None:
         """The summary intent's answer: the largest communities, summarised (None, with a notice,
