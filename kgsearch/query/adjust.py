@@ -12,7 +12,8 @@ In this order, each recorded per candidate so ``--explain`` adds up:
    (``kind:tag``: the filters already keep only the kinds named); deleted nodes x 0; for code queries
    (:func:`kgsearch.query.code.is_code_query`) and code tasks: vendored/generated/minified/mock
    code (``FLAG_VENDORED`` or by path) x :attr:`Tuning.vendored_penalty`, a type stub (``.pyi``,
-   ``.d.ts``) whose implementation is indexed x :attr:`Tuning.stub_penalty` (the implementation
+   ``.d.ts``) or a script compiled from TypeScript whose implementation or source is indexed x
+   :attr:`Tuning.stub_penalty` (:func:`~kgsearch.query.code.stub_implementations`; the implementation
    ranks; ``--group file`` counts the stub's nodes under it), and docs/examples code and prose (notes, changelogs, release notes) x
    :attr:`Tuning.nonsource_penalty` unless the query asks for docs;
    then ``session`` / ``feedback`` factors when a session or stored feedback applies

@@ -21,7 +21,7 @@ from ..store.sql import in_chunks
 from ..types import FLAG_PART, FLAG_VENDORED
 
 __all__ = ["CODE_KINDS", "CODE_LOADERS", "TOP", "code_share", "has_code", "is_code", "is_code_query", "is_vendored",
-           "is_source", "stub_implementations", "implemented_stubs"]
+           "is_source", "compiled_sources", "stub_implementations", "implemented_stubs"]
 
 CODE_KINDS = ("module", "class", "function", "method")
 TOP = 10            # first-stage candidates whose kinds decide
@@ -83,18 +83,57 @@ def is_vendored(m: dict) -> bool:
 # a type stub -> the implementation files it describes (first found wins)
 _STUBS = ((".pyi", (".py",)), (".d.ts", (".ts", ".tsx", ".js", ".jsx")), (".d.mts", (".mts", ".mjs")),
           (".d.cts", (".cts", ".cjs")))
+# what TypeScript compiles to (a script, a declaration file) and what it compiles from
+_COMPILED = (".d.ts", ".d.mts", ".d.cts", ".js", ".mjs", ".cjs", ".jsx")
+_TS_SOURCES = (".ts", ".tsx", ".mts", ".cts")
+SOURCE_DIR = "src"          # the folder an output folder mirrors (tsc's rootDir, by convention)
+LAYOUT_DEPTH = 4            # folders an output file may sit below its output folder
+
+
+def compiled_sources(path: str) -> tuple[str, ...]:
+    """The TypeScript files a script or declaration file (``.js``, ``.cjs``, ``.mjs``, ``.d.ts`` ...)
+    may be compiled from, nearest first: beside it (tsc in place), then under a ``src`` folder that
+    its output folder mirrors (tsc's ``rootDir: src`` with ``outDir`` the package itself, ``lib/``,
+    ``esm/``, ``cjs/`` ...: npm packages ship both), the output at most :data:`LAYOUT_DEPTH` folders
+    below it. Empty for anything else. (``dist/`` and ``build/`` are not indexed at all.)
+
+    >>> [s for s in compiled_sources("/p/v4/core.cjs") if s.endswith(".ts")][:4]
+    ['/p/v4/core.ts', '/p/v4/src/core.ts', '/p/src/core.ts', '/p/src/v4/core.ts']
+    >>> "/p/src/v4/core.ts" in compiled_sources("/p/v4/core.js"), "/p/src/a/b.ts" in compiled_sources("/p/lib/a/b.js")
+    (True, True)
+    >>> compiled_sources("/p/src/a.ts"), compiled_sources("/p/a.py")
+    ((), ())
+    """
+    ext = next((e for e in _COMPILED if path.endswith(e)), None)
+    if ext is None:
+        return ()
+    *parents, name = path[:-len(ext)].split("/")
+    out = [path[:-len(ext)] + e for e in _TS_SOURCES]
+    for j in range(min(LAYOUT_DEPTH, len(parents) - 1) + 1):      # j folders kept below the output folder
+        base, kept = parents[:len(parents) - j], parents[len(parents) - j:] + [name]
+        if kept[0] == SOURCE_DIR:
+            continue
+        layouts = [base + [SOURCE_DIR] + kept]                     # outDir: base itself
+        if len(base) > 1 and base[-1] != SOURCE_DIR:
+            layouts.append(base[:-1] + [SOURCE_DIR] + kept)        # outDir: base's last folder (lib/, esm/ ...)
+        out += ["/".join(parts) + e for parts in layouts for e in _TS_SOURCES]
+    return tuple(dict.fromkeys(out))
 
 
 def stub_implementations(path: str) -> tuple[str, ...]:
-    """The paths the implementation of a type stub may have (empty: not a stub).
+    """The paths of the code a type stub describes or a script was compiled from (empty: neither),
+    the likeliest first: a ``.pyi``'s ``.py``; a TypeScript declaration's or output's TypeScript
+    source (:func:`compiled_sources`), then a declaration's script.
 
     >>> stub_implementations("pkg/mod.pyi"), stub_implementations("lib/a.d.ts")[:2], stub_implementations("a.py")
     (('pkg/mod.py',), ('lib/a.ts', 'lib/a.tsx'), ())
     """
+    out = compiled_sources(path)
     for suffix, impls in _STUBS:
         if path.endswith(suffix):
-            return tuple(path[:-len(suffix)] + e for e in impls)
-    return ()
+            out += tuple(path[:-len(suffix)] + e for e in impls)
+            break
+    return tuple(dict.fromkeys(out))
 
 
 def implemented_stubs(conn, paths) -> dict[str, str]:

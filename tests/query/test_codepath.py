@@ -333,3 +333,63 @@ def test_a_stub_groups_under_its_implementation_end_to_end(tmp_path):
     assert keys == ["py:pkg.shapes.polygon_area", "pyi:pkg.shapes.polygon_area"]
     stub = next(h for h in nodes.hits if h.key == "pyi:pkg.shapes.polygon_area")
     assert stub.adjustments["test_or_vendored"] == 0.3
+
+
+def test_typescript_output_maps_to_its_source():
+    from kgsearch.query.code import compiled_sources
+    got = compiled_sources("/r/pkg/v4/classic/schemas.cjs")
+    assert "/r/pkg/src/v4/classic/schemas.ts" in got          # rootDir src, outDir the package itself
+    assert "/r/pkg/v4/classic/schemas.ts" == got[0]            # beside it (tsc in place) first
+    assert "/r/pkg/src/classic/schemas.ts" in compiled_sources("/r/pkg/lib/classic/schemas.js")   # outDir lib/
+    assert compiled_sources("/r/pkg/src/a.ts") == () == compiled_sources("/r/pkg/a.py")
+    # a declaration: its TypeScript source before its script
+    d = stub_implementations("/r/pkg/lib/a.d.ts")
+    assert d.index("/r/pkg/src/a.ts") < d.index("/r/pkg/lib/a.js")
+    # nothing deeper than LAYOUT_DEPTH folders below the output folder
+    assert "/r/src/a/b/c/d/e/f.ts" not in compiled_sources("/r/lib/a/b/c/d/e/f.js")
+
+
+def test_typescript_output_ranks_and_groups_under_its_source_end_to_end(tmp_path):
+    """An npm package as published: src/core/parse.ts and, compiled from it, core/parse.js,
+    core/parse.cjs and core/parse.d.ts beside src/ (zod 3.25's layout). Before, the same function
+    came up once per copy; now the source's ranks first, the copies x0.3, and `--group file` gives
+    the source file with the copies' nodes as its members. A plain JS package is untouched."""
+    from kgsearch.indexer import IndexOptions, index_paths
+    from kgsearch.query import Engine, SearchOptions
+    from kgsearch.store.db import Index
+
+    pkg = tmp_path / "proj" / "package"
+    (pkg / "src" / "core").mkdir(parents=True)
+    (pkg / "core").mkdir()
+    (pkg / "src" / "core" / "parse.ts").write_text(
+        "export function safeParseValue(data: unknown): Result {\n  // parse the value, never throw\n"
+        "  return tryParse(data);\n}\nexport function tryParse(data: unknown): Result { return { ok: true }; }\n")
+    (pkg / "src" / "core" / "errors.ts").write_text(
+        "export class ParseFailure extends Error {\n  constructor(msg: string) { super(msg); }\n}\n")
+    js = ("function safeParseValue(data) {\n  // parse the value, never throw\n  return tryParse(data);\n}\n"
+          "function tryParse(data) { return { ok: true }; }\n")
+    (pkg / "core" / "parse.js").write_text(js)
+    (pkg / "core" / "parse.cjs").write_text('"use strict";\n' + js)
+    (pkg / "core" / "parse.d.ts").write_text("export declare function safeParseValue(data: unknown): Result;\n")
+    plain = tmp_path / "plain" / "lib"
+    plain.mkdir(parents=True)
+    (plain / "parse.js").write_text(js)
+    db, db2 = tmp_path / "i.db", tmp_path / "j.db"
+    index_paths(db, [str(tmp_path / "proj")], IndexOptions(settings={"embed": False}))
+    index_paths(db2, [str(tmp_path / "plain")], IndexOptions(settings={"embed": False}))
+    q = "safeParseValue throws instead of returning a failed result for invalid data"
+    with Index.open(db, readonly=True) as ix:
+        eng = Engine(ix)
+        nodes = eng.search(q, SearchOptions(k=10))
+        files = eng.search(q, SearchOptions(k=5, group="file"))
+    named = [h for h in nodes.hits if h.name == "safeParseValue"]
+    assert named[0].path.endswith("src/core/parse.ts"), [h.path for h in named]
+    assert len(named) == 4 and all(h.adjustments["test_or_vendored"] == 0.3 for h in named[1:]), named
+    paths = [h.name for h in files.hits]
+    assert paths[0] == "package/src/core/parse.ts" and not any(p.startswith("package/core/") for p in paths), paths
+    members = [m["key"] for m in files.hits[0].members]
+    assert members[0].startswith("js:package/src/core/parse.ts:") and any(
+        k.startswith("js:package/core/parse.") for k in members[1:]), members
+    with Index.open(db2, readonly=True) as ix:
+        plain_hit = Engine(ix).search(q, SearchOptions(k=5)).hits[0]
+    assert plain_hit.name == "safeParseValue" and "test_or_vendored" not in plain_hit.adjustments
