@@ -81,8 +81,9 @@ def is_vendored(m: dict) -> bool:
 
 
 # a type stub -> the implementation files it describes (first found wins)
+# (and a CommonJS build -> its ES module twin beside it: dual packages ship both)
 _STUBS = ((".pyi", (".py",)), (".d.ts", (".ts", ".tsx", ".js", ".jsx")), (".d.mts", (".mts", ".mjs")),
-          (".d.cts", (".cts", ".cjs")))
+          (".d.cts", (".cts", ".cjs")), (".cjs", (".js", ".mjs")))
 # what TypeScript compiles to (a script, a declaration file) and what it compiles from
 _COMPILED = (".d.ts", ".d.mts", ".d.cts", ".js", ".mjs", ".cjs", ".jsx")
 _TS_SOURCES = (".ts", ".tsx", ".mts", ".cts")
@@ -123,7 +124,8 @@ def compiled_sources(path: str) -> tuple[str, ...]:
 def stub_implementations(path: str) -> tuple[str, ...]:
     """The paths of the code a type stub describes or a script was compiled from (empty: neither),
     the likeliest first: a ``.pyi``'s ``.py``; a TypeScript declaration's or output's TypeScript
-    source (:func:`compiled_sources`), then a declaration's script.
+    source (:func:`compiled_sources`), then a declaration's script, and a CommonJS build's
+    (``.cjs``) ES module twin beside it (``.js``, ``.mjs``).
 
     >>> stub_implementations("pkg/mod.pyi"), stub_implementations("lib/a.d.ts")[:2], stub_implementations("a.py")
     (('pkg/mod.py',), ('lib/a.ts', 'lib/a.tsx'), ())

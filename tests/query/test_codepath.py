@@ -345,6 +345,10 @@ def test_typescript_output_maps_to_its_source():
     # a declaration: its TypeScript source before its script
     d = stub_implementations("/r/pkg/lib/a.d.ts")
     assert d.index("/r/pkg/src/a.ts") < d.index("/r/pkg/lib/a.js")
+    # a CommonJS build's ES module twin, after any TypeScript source
+    c = stub_implementations("/r/pkg/format.cjs")
+    assert c[-2:] == ("/r/pkg/format.js", "/r/pkg/format.mjs") and c[0] == "/r/pkg/format.ts"
+    assert stub_implementations("/r/pkg/format.js") == compiled_sources("/r/pkg/format.js")
     # nothing deeper than LAYOUT_DEPTH folders below the output folder
     assert "/r/src/a/b/c/d/e/f.ts" not in compiled_sources("/r/lib/a/b/c/d/e/f.js")
 
