@@ -500,6 +500,42 @@ def test_javascript_named_function_expressions_passed_as_arguments(tmp_path):
     assert has(edges, "js:lib/req.js:outer.toRow", "calls", "js:lib/req.js:trim")
 
 
+def test_javascript_named_function_expressions_as_object_keys_and_class_fields_are_one_node(tmp_path):
+    """``key: function named() {}`` is the key's function (``obj.key``) and nothing else: the
+    member scan also read ``named() {`` as a method shorthand of the object, a second node under
+    the first (``obj.key.obj.named``; axios' ``defaults.validateStatus.defaults.validateStatus``);
+    so did a class field ``f = function fe() {}`` (``K.f.fe``) and generators (``function* g``).
+    Shorthand generator methods (``*gen() {}``) stay methods."""
+    nodes, _ = build(tmp_path, {"lib/a.js": """\
+        const obj = {
+          key: function named() { return 1; },
+          same: function same() { return 2; },
+          gen: function* gg() { yield 3; },
+          as: async function aa() { return 4; },
+          *star() { yield 5; },
+          short() { return 6; },
+        };
+        class K {
+          f = function fe() { return 7; };
+          static g = function* ge() { yield 8; };
+          *m() { yield 9; }
+        }
+        """})
+    assert {k: v[:4] for k, v in nodes.items()} == {
+        "js:lib/a.js": ("module", "a", 1, 13),
+        "js:lib/a.js:obj.key": ("function", "key", 2, 2),
+        "js:lib/a.js:obj.same": ("function", "same", 3, 3),
+        "js:lib/a.js:obj.gen": ("function", "gen", 4, 4),
+        "js:lib/a.js:obj.as": ("function", "as", 5, 5),
+        "js:lib/a.js:obj.star": ("function", "star", 6, 6),
+        "js:lib/a.js:obj.short": ("function", "short", 7, 7),
+        "js:lib/a.js:K": ("class", "K", 9, 13),
+        "js:lib/a.js:K.f": ("method", "f", 10, 10),
+        "js:lib/a.js:K.g": ("method", "g", 11, 11),
+        "js:lib/a.js:K.m": ("method", "m", 12, 12),
+    }
+
+
 @pytest.mark.parametrize("files", [GO, RUST, JAVA, CPP, JS], ids=["go", "rust", "java", "cpp", "js"])
 def test_a_second_root_resolves_inside_itself(tmp_path, files):
     """Keys of a labelled root are qualified, and its edges resolve inside it first."""
