@@ -250,6 +250,36 @@ def test_java(tmp_path):
     assert has(edges, c + "Cart", "implements", "java:src/main/java/com/shop/pricing/Rule.java:Rule")
 
 
+def test_java_nested_records_are_one_node_each(tmp_path):
+    """A record declared in a class body is its ``class`` node only: the member scan read its
+    header ``record A(..) {`` as a constructor ``A`` of the outer class too, a twin node with the
+    record's span, the compact constructor under it (gson's ``Java17RecordTest.MyRecord.MyRecord.MyRecord``)."""
+    nodes, _ = build(tmp_path, {"src/main/java/p/T.java": """\
+        package p;
+        class T {
+          private static record A(@Ann(value = "x", alt = {"y", "z"}) String b) {
+            A { check(b); }
+          }
+          record B(int x) {
+            B(int x, int y) { this(x); }
+            int twice() { return 2 * x; }
+          }
+          T(int v) { }
+        }
+        """})
+    t = "java:src/main/java/p/T.java:"
+    assert {k: v[:4] for k, v in nodes.items()} == {
+        "java:src/main/java/p/T.java": ("module", "T", 1, 11),
+        t + "T": ("class", "T", 2, 11),
+        t + "T.A": ("class", "A", 3, 5),
+        t + "T.A.A": ("method", "A", 4, 4),
+        t + "T.B": ("class", "B", 6, 9),
+        t + "T.B.B": ("method", "B", 7, 7),
+        t + "T.B.twice": ("method", "twice", 8, 8),
+        t + "T.T": ("method", "T", 10, 10),
+    }
+
+
 # ----------------------------------------------------------------------------------- C / C++
 CPP = {
     "include/shop/cart.h": """\

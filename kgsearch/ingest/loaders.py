@@ -42,7 +42,9 @@ LOADER_VERSIONS = dict.fromkeys(LOADERS, 1) | {
                             # 5: a class nested in a namespace's class is ns.Outer.Inner (was
                             # ns.Outer.ns.Inner); `class Outer::X {}` in namespace ns is ns.Outer.X
     "csharp": 3,            # 2: files that use NUnit/xUnit/MSTest are test code; 3: parts
-    "python": 2, "java": 2, "kotlin": 2, "php": 2,    # 2: parts
+    "python": 2, "kotlin": 2, "php": 2,    # 2: parts
+    "java": 3,                          # 2: parts; 3: a nested record is one node (its header was also
+                                        # read as a constructor of the outer class: a twin under it)
     "javascript": 3, "typescript": 3,   # 2: parts; 3: `key: function named() {}` (and a class field's
                                         # `function fe() {}`) is one node, not a second obj.key.obj.named
 }
