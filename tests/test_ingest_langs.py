@@ -250,6 +250,36 @@ def test_java(tmp_path):
     assert has(edges, c + "Cart", "implements", "java:src/main/java/com/shop/pricing/Rule.java:Rule")
 
 
+def test_java_nested_records_are_one_node_each(tmp_path):
+    """A record declared in a class body is its ``class`` node only: the member scan read its
+    header ``record A(..) {`` as a constructor ``A`` of the outer class too, a twin node with the
+    record's span, the compact constructor under it (gson's ``Java17RecordTest.MyRecord.MyRecord.MyRecord``)."""
+    nodes, _ = build(tmp_path, {"src/main/java/p/T.java": """\
+        package p;
+        class T {
+          private static record A(@Ann(value = "x", alt = {"y", "z"}) String b) {
+            A { check(b); }
+          }
+          record B(int x) {
+            B(int x, int y) { this(x); }
+            int twice() { return 2 * x; }
+          }
+          T(int v) { }
+        }
+        """})
+    t = "java:src/main/java/p/T.java:"
+    assert {k: v[:4] for k, v in nodes.items()} == {
+        "java:src/main/java/p/T.java": ("module", "T", 1, 11),
+        t + "T": ("class", "T", 2, 11),
+        t + "T.A": ("class", "A", 3, 5),
+        t + "T.A.A": ("method", "A", 4, 4),
+        t + "T.B": ("class", "B", 6, 9),
+        t + "T.B.B": ("method", "B", 7, 7),
+        t + "T.B.twice": ("method", "twice", 8, 8),
+        t + "T.T": ("method", "T", 10, 10),
+    }
+
+
 # ----------------------------------------------------------------------------------- C / C++
 CPP = {
     "include/shop/cart.h": """\
@@ -342,6 +372,80 @@ def test_c_function_whose_header_an_else_branch_spells_differently(tmp_path):
     assert has(edges, "c:src/main.c:main", "calls", "c:src/main.c:helper")
 
 
+def test_cpp_classes_nested_in_a_namespaces_class_are_keyed_once_by_their_namespace(tmp_path):
+    """A class inside a class inside ``namespace ns`` is ``ns.Outer.Inner``: the namespace prefixed
+    the nested class's own name too and its parent's qualified name went before that
+    (``ns.Outer.ns.Inner``, Catch2's ``Catch.clara.TextFlow.Column.Catch.clara.TextFlow.iterator``),
+    so ``Outer.Inner`` named no class and out-of-line ``ns::Outer::Inner::f`` lost its type. A class
+    written ``Outer::Deferred`` inside ``namespace ns`` is ``ns.Outer.Deferred``, as a function
+    ``Outer::h2`` there is ``ns.Outer.h2``, and ``ns::Outer::h3`` there too
+    (Catch2's ``Catch::MessageBuilder::MessageBuilder`` inside ``namespace Catch`` was
+    ``Catch.Catch.MessageBuilder.MessageBuilder``)."""
+    nodes, edges = build(tmp_path, {
+        "include/outer.h": """\
+            namespace ns {
+            namespace detail { struct Tag { enum class Kind { A }; }; }
+            class Outer {
+            public:
+                class Inner {
+                public:
+                    int f();
+                    int g() { return 1; }
+                    struct Leaf { int h() { return 2; } };
+                };
+                enum Mode { On, Off };
+                int h() { return 3; }
+            };
+            }
+            """,
+        "src/outer.cpp": """\
+            #include "outer.h"
+            int ns::Outer::Inner::f() { return g(); }
+            namespace ns {
+            int Outer::h2() { return 4; }
+            class Outer::Deferred { int k() { return 5; } };
+            int ns::Outer::h3() { return 6; }
+            int Outer::h4() { return 7; }
+            }
+            namespace Gen { class Gen { int get(); }; int Gen::get() { return 8; } }
+            """})
+    h, cc = "c:include/outer.h:", "c:src/outer.cpp:"
+    assert {k: v[:4] for k, v in nodes.items()} == {
+        "c:include/outer.h": ("module", "outer", 1, 14),
+        h + "ns.detail.Tag": ("class", "Tag", 2, 2),
+        h + "ns.detail.Tag.Kind": ("class", "Kind", 2, 2),
+        h + "ns.Outer": ("class", "Outer", 3, 13),
+        h + "ns.Outer.Inner": ("class", "Inner", 5, 10),
+        h + "ns.Outer.Inner.g": ("method", "g", 8, 8),
+        h + "ns.Outer.Inner.Leaf": ("class", "Leaf", 9, 9),
+        h + "ns.Outer.Inner.Leaf.h": ("method", "h", 9, 9),
+        h + "ns.Outer.Mode": ("class", "Mode", 11, 11),
+        h + "ns.Outer.h": ("method", "h", 12, 12),
+        "c:src/outer.cpp": ("module", "outer", 1, 9),
+        cc + "ns.Outer.Inner.f": ("method", "f", 2, 2),
+        cc + "ns.Outer.h2": ("method", "h2", 4, 4),
+        cc + "ns.Outer.Deferred": ("class", "Deferred", 5, 5),
+        cc + "ns.Outer.Deferred.k": ("method", "k", 5, 5),
+        cc + "ns.Outer.h3": ("method", "h3", 6, 6),         # (ns::Outer inside ns: the same class)
+        cc + "ns.Outer.h4": ("method", "h4", 7, 7),
+        cc + "Gen.Gen": ("class", "Gen", 9, 9),             # a class named as its namespace
+        cc + "Gen.Gen.get": ("method", "get", 9, 9),         # (was a function: Gen is a namespace too)
+    }
+    from kgsearch.ingest import ccode, langspec
+    from kgsearch.types import LoadOptions
+    root = tmp_path / "proj"
+    got = ccode.load(root / "include/outer.h", "include/outer.h", LoadOptions(root=str(root)), langspec.CPP)
+    assert [(n.qualname, n.parent) for n in got.nodes if n.name in ("Inner", "Leaf")] == [
+        ("include/outer.h:ns.Outer.Inner", h + "ns.Outer"),
+        ("include/outer.h:ns.Outer.Inner.Leaf", h + "ns.Outer.Inner")]
+    # its names: `Outer.Inner` (what an out-of-line `Outer::Inner::f` asks for) and `Inner`
+    assert [a[1:] for n in got.nodes if n.name == "Inner" for a in n.aliases] == [("Outer.Inner", 0), ("Inner", 1)]
+    assert has(edges, cc + "ns.Outer.Inner.f", "member_of", h + "ns.Outer.Inner")
+    assert has(edges, cc + "ns.Outer.Inner.f", "calls", h + "ns.Outer.Inner.g")
+    for m in ("h2", "h3", "h4"):
+        assert has(edges, cc + "ns.Outer." + m, "member_of", h + "ns.Outer"), m
+
+
 # -------------------------------------------------------------------------- JavaScript / TS
 JS = {
     "src/index.js": """\
@@ -424,6 +528,42 @@ def test_javascript_named_function_expressions_passed_as_arguments(tmp_path):
     assert not any(k.endswith((":iife", ":named")) for k in nodes)
     assert has(edges, "js:lib/req.js:hostname", "calls", "js:lib/req.js:trim")     # its calls are its own
     assert has(edges, "js:lib/req.js:outer.toRow", "calls", "js:lib/req.js:trim")
+
+
+def test_javascript_named_function_expressions_as_object_keys_and_class_fields_are_one_node(tmp_path):
+    """``key: function named() {}`` is the key's function (``obj.key``) and nothing else: the
+    member scan also read ``named() {`` as a method shorthand of the object, a second node under
+    the first (``obj.key.obj.named``; axios' ``defaults.validateStatus.defaults.validateStatus``);
+    so did a class field ``f = function fe() {}`` (``K.f.fe``) and generators (``function* g``).
+    Shorthand generator methods (``*gen() {}``) stay methods."""
+    nodes, _ = build(tmp_path, {"lib/a.js": """\
+        const obj = {
+          key: function named() { return 1; },
+          same: function same() { return 2; },
+          gen: function* gg() { yield 3; },
+          as: async function aa() { return 4; },
+          *star() { yield 5; },
+          short() { return 6; },
+        };
+        class K {
+          f = function fe() { return 7; };
+          static g = function* ge() { yield 8; };
+          *m() { yield 9; }
+        }
+        """})
+    assert {k: v[:4] for k, v in nodes.items()} == {
+        "js:lib/a.js": ("module", "a", 1, 13),
+        "js:lib/a.js:obj.key": ("function", "key", 2, 2),
+        "js:lib/a.js:obj.same": ("function", "same", 3, 3),
+        "js:lib/a.js:obj.gen": ("function", "gen", 4, 4),
+        "js:lib/a.js:obj.as": ("function", "as", 5, 5),
+        "js:lib/a.js:obj.star": ("function", "star", 6, 6),
+        "js:lib/a.js:obj.short": ("function", "short", 7, 7),
+        "js:lib/a.js:K": ("class", "K", 9, 13),
+        "js:lib/a.js:K.f": ("method", "f", 10, 10),
+        "js:lib/a.js:K.g": ("method", "g", 11, 11),
+        "js:lib/a.js:K.m": ("method", "m", 12, 12),
+    }
 
 
 @pytest.mark.parametrize("files", [GO, RUST, JAVA, CPP, JS], ids=["go", "rust", "java", "cpp", "js"])

@@ -8,7 +8,9 @@ namespace, ``extern "C"`` or class level (``function``; ``method`` in a class bo
 out-of-line ``Cls::f``), K&R ones (``int f(a, b) int a; char *b; {``) and those returning a
 function pointer (``void (*signal(int sig, void (*f)(int)))(int) {``: ``signal``). Prototypes and member declarations are not nodes: they stay in the
 text of their file or class. Namespaces are not nodes; their names prefix the qualified names
-(``fmt.detail.write``). Spans start at ``template<...>`` and the specifiers; the comment right
+(``fmt.detail.write``) once: a class nested in a class is named under its parent
+(``ns.Outer.Inner``), a class or function written ``Outer::X`` inside ``namespace ns`` is
+``ns.Outer.X``. Spans start at ``template<...>`` and the specifiers; the comment right
 above is the doc. Preprocessor lines are blanked first, and of an ``#if``/``#else`` whose
 branches open braces differently only the first branch is read (see :mod:`kgsearch.ingest.clex`);
 a later branch's header of the same body under another name (``#ifdef WIN32`` ``int umain(..) {``
@@ -172,6 +174,7 @@ class _C(Builder):
         self.anon_bodies: set[int] = set()
         self.walked: set[int] = set()
         self._dir_ends = [e for _, e in lx.directives]
+        self._class_names: set[str] | None = None
 
     def calls_at_top(self) -> bool:
         return False
@@ -376,8 +379,9 @@ class _C(Builder):
         if cls is not None:
             local = ".".join(quals + [name])
         else:
-            local = ".".join(prefix + quals + [name])
-        kind = "method" if cls is not None or (quals and quals[-1] not in self.namespaces) else "function"
+            local = ".".join(self.under(prefix, quals) + [name])
+        kind = "method" if cls is not None or (quals and (quals[-1] not in self.namespaces
+                                                          or quals[-1] in self.class_names())) else "function"
         d = Def(kind, name, start, pairs.get(body, n) + 1, body, m.start(2), "function", local)
         if _STATIC.search(code, hs, m.start()):
             d.data["static"] = True
@@ -386,6 +390,23 @@ class _C(Builder):
         if cls is not None:
             d.parent = cls
         return d
+
+    def under(self, prefix: list[str], quals: list[str]) -> list[str]:
+        """The names of what ``quals`` (``Outer::X`` split) names inside the namespaces ``prefix``:
+        ``prefix + quals``, but when ``quals`` starts with one of those namespaces' names (and no
+        class of the file has that name), the path from there (``Catch::MessageBuilder::f``
+        inside ``namespace Catch`` is ``Catch.MessageBuilder.f``, not ``Catch.Catch...``), as
+        C++'s look-up of the first name finds that namespace."""
+        segs = [s for p in prefix for s in p.split(".")]
+        if quals and quals[0] in segs and quals[0] not in self.class_names():
+            return segs[:len(segs) - 1 - segs[::-1].index(quals[0])] + quals
+        return segs + quals
+
+    def class_names(self) -> set[str]:
+        """The names of the file's classes (read once :meth:`scan_classes` has found them all)."""
+        if self._class_names is None:
+            self._class_names = {d.name for d in self.class_bodies.values()}
+        return self._class_names
 
     def _declarator_span(self, lo: int, hi: int) -> tuple[int, int]:
         """Where the name of a function whose parameter list opens at ``hi`` ends: before that
@@ -567,12 +588,12 @@ def load(path, rel: str, opts, spec=C):
                         f.kind = "method"
                 funcs += found
     funcs += b.alternatives(funcs)
-    spans = [(o, c, n) for o, c, n in b.ns_spans]
-    for d in classes:
-        pre = [n for o, c, n in spans if o < d.start < c]
-        if pre and "." not in d.local:
-            d.local = ".".join(pre + [d.local])
     b.nest(classes + funcs)
+    for d in classes:           # namespaces prefix a class of the file's top level (`ns.Outer`, and
+        if d.parent is b.mod:   # `ns.Outer.Deferred` for `class Outer::Deferred {}` in `ns`); a nested
+            pre = [n for o, c, n in b.ns_spans if o < d.start < c]      # one reads its parent's
+            if pre:                                                     # (`ns.Outer.Inner`, not
+                d.local = ".".join(b.under(pre, d.local.split(".")))    # `ns.Outer.ns.Inner`)
     code = lx.code
     skip = {d.name_at for d in b.defs}
     calls = []

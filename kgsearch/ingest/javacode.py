@@ -48,7 +48,8 @@ _ANON = re.compile(r"(?<![\w$])new\s+[\w$.]+\s*(?:<(?:[^<>;{}()]|<(?:[^<>;{}()]|
 _MEMBER = re.compile(r"([A-Za-z_$][\w$]*)\s*\(")
 _AFTER_PARAMS = re.compile(r"\s*(?:\[\s*\]\s*)*(?:throws\s+[\w$.<>,\s?\[\]&]+?)?\s*(\{|;|default\b)")
 _PREV_WORD = re.compile(r"([\w$]+)\s*$")
-_NOT_BEFORE = frozenset("new return throw else case yield assert".split())
+# (`record R(int a) {`: the record's header, read as a constructor R of its class: its node's twin)
+_NOT_BEFORE = frozenset("new return throw else case yield assert record".split())
 _KEYWORDS = frozenset("if for while switch catch synchronized return new throw try do else case assert yield "
                       "instanceof".split())
 _CLOSERS = re.compile(r"[)\]]")

@@ -450,6 +450,12 @@ def _member_sites(lx, blocks: Blocks):
                 yield m, o, kind
 
 
+def _function_before(code: str, lo: int, at: int) -> bool:
+    """The word before ``at`` (back to ``lo``) is ``function`` (``function* g``)."""
+    w = _PREV.search(code, max(lo, at - 40), at)
+    return bool(w) and w.group(1) == "function"
+
+
 def _members(lx, blocks: Blocks, memo: dict) -> list[Def]:
     """Method definitions and signatures directly in class, object, interface and type bodies."""
     code, pairs = lx.code, lx.pairs
@@ -476,6 +482,10 @@ def _members(lx, blocks: Blocks, memo: dict) -> list[Def]:
         if prev and prev.group(1) in (".", "=", "new", "await", "return", "(", ",", ":", "?", "!", "&", "|"):
             if not (prev.group(1) == "," and kind in ("object", "interface", "type")):
                 continue
+        if prev and (prev.group(1) == "function" or prev.group(1) == "*" and _function_before(code, up + 1, prev.start())):
+            continue                               # `key: function named() {}`, `f = function* g() {}`: the
+            #                                        key's (field's) node holds it (it was a second node
+            #                                        under it, `obj.key.obj.named`)
         stop, has_body = return_type_end(code, pairs, close + 1)
         name_txt = lx.text[m.start(1):m.end(1)] if name.startswith("[") else name
         body = stop if has_body else None

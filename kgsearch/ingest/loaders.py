@@ -37,10 +37,16 @@ LOADER_VERSIONS = dict.fromkeys(LOADERS, 1) | {
                             # comments stand for go.mod, x := T{..} has type T; 4: structs list their
                             # fields' types, r.field.M() / x.field.M() with the struct in another file
                             # 5: a method of a type another file declares: member_of the type; 6: parts
-    "c": 4, "cpp": 4,       # 2: folders named *Tests, *_tests, *-tests hold tests; 3: out-of-line
+    "c": 5, "cpp": 5,       # 2: folders named *Tests, *_tests, *-tests hold tests; 3: out-of-line
                             # Cls::f outside a class body: member_of the class; 4: parts
+                            # 5: a class nested in a namespace's class is ns.Outer.Inner (was
+                            # ns.Outer.ns.Inner); `class Outer::X {}` in namespace ns is ns.Outer.X
     "csharp": 3,            # 2: files that use NUnit/xUnit/MSTest are test code; 3: parts
-    "python": 2, "javascript": 2, "typescript": 2, "java": 2, "kotlin": 2, "php": 2,    # 2: parts
+    "python": 2, "kotlin": 2, "php": 2,    # 2: parts
+    "java": 3,                          # 2: parts; 3: a nested record is one node (its header was also
+                                        # read as a constructor of the outer class: a twin under it)
+    "javascript": 3, "typescript": 3,   # 2: parts; 3: `key: function named() {}` (and a class field's
+                                        # `function fe() {}`) is one node, not a second obj.key.obj.named
 }
 
 EXTENSION_LOADER = {
