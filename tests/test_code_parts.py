@@ -217,6 +217,37 @@ def test_incremental_runs_equal_a_fresh_build_as_a_function_grows_and_shrinks(tm
     assert edit("grown again", N) == grown
 
 
+def _crowded(tmp_path) -> Engine:
+    """A long function whose three parts all say "widget frames" (as its own text does), and a
+    short function that says it once: by BM25 the family's four nodes rank 1st-4th and the short
+    function 5th (hand-checked: part2, build_table, part3, part4, few_widgets)."""
+    tree = tmp_path / "crowd"
+    w(tree / "pkg/long.py", python(200))
+    w(tree / "pkg/other.py", 'def few_widgets(frames):\n    """Count the widget frames."""\n'
+                             "    return len(frames)\n\n\ndef unrelated():\n    return 2\n")
+    db = tmp_path / "crowd.db"
+    index_paths(db, [str(tree)], IndexOptions(steps=("text",)))
+    return Engine(Index.open(db, readonly=True))
+
+
+@pytest.mark.parametrize("query,norm", [("widget frames", "z"),           # the whole-index scores' cut
+                                        ("widget frames", "max"),         # the channel's own search
+                                        ("widget frames path:pkg/", "z")])   # a filtered search
+def test_a_definition_and_its_parts_take_one_of_a_channels_depth_slots(tmp_path, query, norm):
+    """Depth 2 is two definitions: build_table (with every part ranked above the next
+    definition) and few_widgets. Before, the function and its first part took both slots and
+    few_widgets was no candidate."""
+    engine = _crowded(tmp_path)
+    full = engine.search(query, SearchOptions(k=20, channels=["bm25"], depth=100, norm=norm, collapse=False))
+    assert [h.key.rpartition(".")[2] for h in full.hits[:5]] == \
+        ["build_table#part2", "build_table", "build_table#part3", "build_table#part4", "few_widgets"]
+    got = engine.search(query, SearchOptions(k=20, channels=["bm25"], depth=2, norm=norm, collapse=False))
+    assert [h.key for h in got.hits] == [h.key for h in full.hits[:5]]
+    assert got.candidates == 5
+    one = engine.search(query, SearchOptions(k=20, channels=["bm25"], depth=1, norm=norm, collapse=False))
+    assert [h.key for h in one.hits] == ["py:pkg.long.build_table#part2"]      # (the family's best alone)
+
+
 def test_the_file_grouping_counts_a_part_as_its_definition():
     """Hand-made candidates: a definition, two of its parts and another function of the file,
     then a second file. The parts add nothing to the file's score; the other function does."""

@@ -9,7 +9,8 @@
    :func:`kgsearch.query.intent.resolve` picks the intent spec (weights, edge types, keywords,
    flags);
 2. channels (:mod:`.channels`): bm25, prf, fts, pattern, equiv, anchors, relation, dense, each
-   answering its best ``depth`` nodes; a channel that can score every node is read once for both;
+   answering its best ``depth`` nodes, a long code definition and the parts of its text counted
+   as one (:mod:`.families`); a channel that can score every node is read once for both;
 3. signals (:mod:`.signals`) on the union of candidates: text = best text channel, embedding =
    dense, standardised over the whole index (``norm="z"``) or mapped to [0, 1]; then whether
    this is a code query (:func:`kgsearch.query.code.is_code_query`, from the first stage's top);
@@ -57,6 +58,7 @@ from .code import code_share, implemented_stubs, is_code_query
 from .graph_stage import graph_steps, run
 from .group import file_hit, group_by_file
 from .correct import correction_notice, corrected
+from .families import families, top_families
 from .intent import INTENTS, resolve
 from .memory import fit_page_cache, graph_over_budget
 from .options import Hit, Response, SearchOptions
@@ -424,18 +426,22 @@ class Engine:
             kwargs_of[name] = self._kwargs(name, it, opts, requested)
             if pool is not None:
                 kwargs_of[name].update(pool.kwargs.get(name, {}))
-            res = None
+            kw = kwargs_of[name]
+            best = None                          # best(m): the channel's best m nodes
             if allowed is not None:
-                res = self._run_filtered(name, q, opts, kwargs_of[name], pool, fulls, allowed)
+                best = lambda m, name=name, kw=kw: self._run_filtered(name, q, opts.but(depth=m), kw, pool, fulls,
+                                                                      allowed)
             elif opts.norm == "z" and ch.score_all is not None:
                 # one pass scores every node: the channel's top k comes from it (no second scan)
                 f = pool.fulls.get(name) if pool is not None else None
-                f = f if f is not None else self.full(name, q, kwargs_of[name])
+                f = f if f is not None else self.full(name, q, kw)
                 if f is not None and f[2] > 0:
                     fulls[name] = f
-                    res = top_ids(f[0], f[1], opts.depth)
-            if res is None:
-                res = self._run_channel(name, q, opts, kwargs_of[name])
+                    best = lambda m, f=f: top_ids(f[0], f[1], m)
+            if best is None:
+                best = lambda m, name=name, kw=kw: self._run_channel(name, q, opts.but(depth=m), kw)
+            # depth distinct definitions: a long definition and the parts of its text take one slot
+            res = top_families(best, opts.depth, families(self.ix))
             if isinstance(res, str):
                 skipped[name] = res
             else:

@@ -3,7 +3,7 @@
 Seeds are the best candidates by text and by embedding (:attr:`Tuning.seeds_per_signal`
 each), weighted by their first-stage score; a part of a long definition's text (``FLAG_PART``)
 is its definition there, and a definition takes one seed however many of its parts match
-(:func:`definitions`); the graph reaches no part (:func:`without_parts`: a part hangs off its
+(:mod:`.families`); the graph reaches no part (:func:`without_parts`: a part hangs off its
 definition by a ``contains`` edge, and the walk's mass in it is its definition's, not evidence
 that would take a reached node's place). For prose the ``graph`` signal is the weighted
 mean of a candidate's neighbours' first-stage scores over typed edges
@@ -27,52 +27,25 @@ from ..arrays import unique
 from ..graph.context import CODE_KINDS, SkipTypes
 from ..graph.kernels import proximity as prox_mod
 from ..store.sql import in_chunks
-from ..types import FLAG_PART
 from .channels import SIGNAL_OF
+from .families import families, one_per_definition
 from .signals import Signals, top_idx
 from .tuning import TUNING, Tuning
 
 __all__ = ["GraphStage", "Pull", "graph_stage", "graph_steps", "net_of_restart", "per_degree", "run", "WALK_RESTART",
-           "definitions", "one_per_definition", "without_parts"]
+           "without_parts"]
 
 
 WALK_RESTART = 0.2      # the code walk's restart probability
 
 
-def definitions(conn, ids: np.ndarray) -> np.ndarray | None:
-    """The node id each of ``ids`` stands for as a seed: its definition for a part of a long
-    definition's text (``FLAG_PART``), else itself; None when none is a part."""
-    parts = dict(in_chunks(conn, f"SELECT id, parent_id FROM nodes WHERE id IN ({{}}) AND flags & {FLAG_PART} "
-                                 f"AND parent_id IS NOT NULL", ids.tolist()))
-    if not parts:
-        return None
-    return np.array([parts.get(i, i) for i in ids.tolist()], dtype=np.int64)
-
-
-def without_parts(conn, gctx, ps: np.ndarray, vs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def without_parts(gctx, ps: np.ndarray, vs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Graph positions ``ps`` (scores ``vs``) less those of parts (``FLAG_PART``)."""
-    ids = gctx.ids_of(ps)
-    parts = {r[0] for r in in_chunks(conn, f"SELECT id FROM nodes WHERE id IN ({{}}) AND flags & {FLAG_PART}",
-                                     ids.tolist())}
-    if not parts:
+    fam = families(gctx.ix)
+    if not fam or not len(ps):
         return ps, vs
-    keep = np.fromiter((i not in parts for i in ids.tolist()), dtype=bool, count=len(ids))
-    return ps[keep], vs[keep]
-
-
-def one_per_definition(s: np.ndarray, fam: np.ndarray) -> np.ndarray:
-    """``s`` with every member of a family (``fam``: :func:`definitions`) but its best set to
-    ``-inf``, so that a definition and its parts take one seed slot, not one each.
-
-    >>> one_per_definition(np.array([3.0, 5.0, 1.0]), np.array([7, 7, 9])).tolist()
-    [-inf, 5.0, 1.0]
-    """
-    o = np.lexsort((-s, fam))
-    best = np.ones(len(o), dtype=bool)
-    best[1:] = fam[o][1:] != fam[o][:-1]
-    out = np.full(len(s), -np.inf)
-    out[o[best]] = s[o[best]]
-    return out
+    keep = ~fam.is_part(gctx.ids_of(ps))
+    return (ps, vs) if keep.all() else (ps[keep], vs[keep])
 
 
 def net_of_restart(walk: dict[int, float], seed_pos, seed_w, restart: float) -> dict[int, float]:
@@ -184,7 +157,8 @@ def graph_steps(gctx, q, it, requested, opts, sig: Signals, weights: dict, code_
         return [by_id.get(int(i), "") for i in sig.cand[idx]]
 
     n_text, n_emb = ((seeds or {}).get(s, tuning.seeds_per_signal) for s in ("text", "dense"))
-    fam = definitions(gctx.ix.conn, sig.cand)          # (None: no part among the candidates)
+    parts = families(gctx.ix)
+    fam = parts.of(sig.cand) if parts and parts.is_part(sig.cand).any() else None   # (None: no part among them)
     one = (lambda s: s) if fam is None else (lambda s: one_per_definition(s, fam))
     seeds_idx = unique(np.concatenate([
         top_idx(one(text), n_text, positive=False, keys=keys) if ran_text else np.zeros(0, np.int64),
@@ -230,7 +204,7 @@ def graph_steps(gctx, q, it, requested, opts, sig: Signals, weights: dict, code_
                 drop = {i for i, k in enumerate(gctx.kind_names) if k in tuning.walk_drop_kinds}
                 walk = {p: (0.0 if int(gctx.kinds[p]) in drop else v) for p, v in walk.items()}
             if walk:                     # (at most the walk's limit of positions: one look-up)
-                ps, vs = without_parts(gctx.ix.conn, gctx, np.fromiter(walk, dtype=np.int64, count=len(walk)),
+                ps, vs = without_parts(gctx, np.fromiter(walk, dtype=np.int64, count=len(walk)),
                                        np.fromiter(walk.values(), dtype=np.float64, count=len(walk)))
                 walk = dict(zip(ps.tolist(), vs.tolist()))
             reach = walk
@@ -254,7 +228,7 @@ def graph_steps(gctx, q, it, requested, opts, sig: Signals, weights: dict, code_
         if not n_d:
             continue
         if sig.allowed is None and n_d <= opts.depth:                   # (all of them are the best depth)
-            reached.append(without_parts(gctx.ix.conn, gctx, *d)[0] if isinstance(d, tuple) else list(d))
+            reached.append(without_parts(gctx, *d)[0] if isinstance(d, tuple) else list(d))
             continue
         # the best reached nodes (score down, position up), inside the filters' set if any
         ps, vs = d if isinstance(d, tuple) else (np.fromiter(d.keys(), dtype=np.int64, count=len(d)),
@@ -263,7 +237,7 @@ def graph_steps(gctx, q, it, requested, opts, sig: Signals, weights: dict, code_
             ok = sig.allows(gctx.ids_of(ps))
             ps, vs = ps[ok], vs[ok]
         top = np.lexsort((ps, -vs))[:opts.depth + 64]
-        ps, vs = without_parts(gctx.ix.conn, gctx, ps[top], vs[top])    # (the walk's are gone already)
+        ps, vs = without_parts(gctx, ps[top], vs[top])    # (the walk's are gone already)
         reached.append(ps[:opts.depth])
     new_ids = gctx.ids_of(np.concatenate(reached).astype(np.int64, copy=False)) if reached else \
         np.zeros(0, dtype=np.int64)

@@ -26,7 +26,7 @@ class SearchOptions:
                                            # search turns it on; a library call answers from the channels
     feedback: bool = True                  # stored feedback nudges the ranking (kgsearch eval turns it off)
     snippets: bool = True
-    depth: int = 100                       # candidates per channel
+    depth: int = 100                       # candidates per channel (definitions: a long one's parts share its slot)
     norm: str = "z"                        # channel normalisation: z (default), max, minmax, auto
     rrf_k: int = 60
     rrf_cap: int = 50

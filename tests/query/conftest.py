@@ -52,10 +52,11 @@ class FakeGraphContext:
         self.graph, self._walk = graph, walk or {}
         self._local, self._glob = local or {}, glob or {}
         self.asked: list[tuple] = []
-        self.ix = type("Ix", (), {})()
+        self.ix = type("Ix", (), {"cached": lambda ix, name, build: build()})()
         self.ix.conn = sqlite3.connect(":memory:")
-        self.ix.conn.execute("CREATE TABLE nodes(id INTEGER PRIMARY KEY, key TEXT, flags INTEGER NOT NULL DEFAULT 0, "
-                             "parent_id INTEGER)")       # (the graph stage reads parts' definitions)
+        self.ix.conn.execute("CREATE TABLE nodes(id INTEGER PRIMARY KEY, key TEXT, kind TEXT, "
+                             "flags INTEGER NOT NULL DEFAULT 0, parent_id INTEGER)")
+        self.ix.conn.execute("CREATE TABLE files(loader TEXT, nodes INTEGER)")   # (no code file: no part)
         self.ix.conn.executemany("INSERT INTO nodes(id, key) VALUES (?, ?)",
                                  [(i, (keys or {}).get(i, f"k{i:03d}")) for i in range(graph.n)])
 
