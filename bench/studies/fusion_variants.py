@@ -27,6 +27,20 @@ Variants (each a replacement of the final linear fusion, or search options):
   token)^p;
 * ``sem da, def da``: the embedding weights of the ``semantic`` and ``default`` intents (most of
   the sets' queries) moved separately.
+
+``--family s20`` (session 20, the vectors that weigh in their opening): the variants whose value
+depends on the dense signal crossed with a small grid of every prose intent's embedding weight
+(da 0, +0.1, +0.2, as ``bench/loso.py`` moves it):
+
+* ``vprf k b da``, ``oov p da``, ``vprf+oov da``: as above, on profiles moved by da;
+* ``qlen r da``: the embedding weight times (the query's words / 8)^r, clipped to [0.5, 2]
+  (r > 0: long queries lean on the embedding; r < 0: on text), with ``oov p=1``;
+* ``logit``: a pairwise logistic fusion over each candidate's signals (``--logit FILE``, fitted
+  leave one set out by ``bench/studies/fusion_logit.py`` on the features ``--dump`` writes):
+  each set is ranked by the weights fitted on the other six.
+
+``--family old`` is the first study's list, ``all`` both. ``--name`` sets the result files'
+name (quality_loso_variants_NAME.md/json).
 """
 from __future__ import annotations
 
@@ -181,7 +195,7 @@ def tprf(k: int, mode: str, orig_weight: float = 0.5):
     return f
 
 
-def oov(p: float):
+def oov(p: float, share_only: bool = False):
     """The embedding weight times (share of the query's words of 3+ letters that are one token
     of the static model)^p: words the model only knows as pieces carry little meaning in it."""
     import re
@@ -198,15 +212,113 @@ def oov(p: float):
             known[text] = sum(len(t) == 1 for t in toks) / len(toks) if toks else 1.0
         return known[text]
 
+    if share_only:
+        return share
+
     def f(signals, weights):
         w = dict(weights, embedding=weights.get("embedding", 0.0) * share(_LAST["sig"].query.text) ** p)
         return _LINEAR(signals, w)
     return f
 
 
+def words_of(text: str) -> int:
+    import re
+    return max(1, len(re.findall(r"\w+", text)))
+
+
+def qlen(r: float, p: float = 1.0):
+    """The embedding weight times clip((query words / 8)^r, 0.5, 2) and (``p`` > 0) the ``oov``
+    share^p: the query's own evidence of how far its embedding can be trusted."""
+    share = oov(p, share_only=True) if p else (lambda _t: 1.0)
+
+    def f(signals, weights):
+        text = _LAST["sig"].query.text
+        fac = min(2.0, max(0.5, (words_of(text) / 8.0) ** r)) * (share(text) ** p if p else 1.0)
+        return _LINEAR(signals, dict(weights, embedding=weights.get("embedding", 0.0) * fac))
+    return f
+
+
+def oov_then(p: float, g):
+    """``g`` (a fusion) on the weights ``oov p`` leaves."""
+    share = oov(p, share_only=True)
+
+    def f(signals, weights):
+        return g(signals, dict(weights, embedding=weights.get("embedding", 0.0) * share(_LAST["sig"].query.text) ** p))
+    return f
+
+
+LOGIT_FEATURES = ("embedding", "text", "graph", "intent", "alpha*embedding", "beta*text", "gamma*graph",
+                  "delta*intent", "share*embedding", "loglen*embedding", "loglen*text")
+
+
+def logit_features(signals: dict, weights: dict, text: str, share) -> np.ndarray:
+    """One row per candidate: the four signals, each times its profile weight (the intent as a
+    feature), and the embedding and text signals times the query's evidence (known-word share,
+    log of its words / 8)."""
+    e, t, g, i = (np.asarray(signals[k], float) for k in ("embedding", "text", "graph", "intent"))
+    a, b, c, d = (float(weights.get(k, 0.0)) for k in ("embedding", "text", "graph", "intent"))
+    sh, ll = share(text), math.log(words_of(text) / 8.0)
+    return np.stack([e, t, g, i, a * e, b * t, c * g, d * i, sh * e, ll * e, ll * t], axis=1)
+
+
+def logit(path: str):
+    """Linear fusion with the weights fitted on the other six sets (``_LAST["set"]`` is the set
+    being scored); a query whose profile gives the embedding no weight keeps the profiles."""
+    folds = json.loads(Path(path).read_text())["folds"]
+    share = oov(1.0, share_only=True)
+
+    def f(signals, weights):
+        if weights.get("embedding", 0) <= 0:
+            return _LINEAR(signals, weights)
+        w = np.asarray(folds[_LAST["set"]], float)
+        x = logit_features(signals, weights, _LAST["sig"].query.text, share)
+        fused = x @ w
+        return fused, {"embedding": fused}
+    return f
+
+
+def dumper(rows: list):
+    """The current fusion, recording each query's candidates and features (``--dump``)."""
+    share = oov(1.0, share_only=True)
+
+    def f(signals, weights):
+        sig = _LAST["sig"]
+        rows.append({"set": _LAST["set"], "cand": sig.cand.tolist(),
+                     "x": np.round(logit_features(signals, weights, sig.query.text, share), 5).tolist(),
+                     "emb_w": float(weights.get("embedding", 0.0))})
+        return _LINEAR(signals, weights)
+    return f
+
+
 def intent_moves(moves: dict):
     return {k: (round(max(0.0, intent.INTENTS[k].weights[0] + da), 4),) + intent.INTENTS[k].weights[1:]
             for k, da in moves.items()}
+
+
+DA20 = (0.0, 0.1, 0.2)
+
+
+def variants_s20(logit_file: str | None = None) -> dict:
+    """Session 20: the dense-dependent variants crossed with every prose intent's embedding weight
+    moved by da (0 / +0.1 / +0.2), and the query's own evidence (length, known words)."""
+    v: dict = {"current": {}}
+    for da in DA20:
+        prof = {"profiles": intent_moves({k: da for k in loso.PROSE_INTENTS})} if da else {}
+        v[f"vprf k=5 b=1.0 da={da:+.1f}"] = {"fn": vprf(5, 1.0), **prof}
+        v[f"vprf k=10 b=2.0 da={da:+.1f}"] = {"fn": vprf(10, 2.0), **prof}
+        v[f"oov p=1 da={da:+.1f}"] = {"fn": oov(1.0), **prof}
+        v[f"oov p=2 da={da:+.1f}"] = {"fn": oov(2.0), **prof}
+        v[f"vprf+oov p=1 da={da:+.1f}"] = {"fn": oov_then(1.0, vprf(5, 1.0)), **prof}
+        for r in (-0.5, 0.5):
+            v[f"qlen r={r:+.1f} oov p=1 da={da:+.1f}"] = {"fn": qlen(r, 1.0), **prof}
+    if logit_file:
+        v["logit"] = {"fn": logit(logit_file)}
+    return v
+
+
+def variants_names() -> list[str]:
+    """The first study's variant names (without building them: no model load)."""
+    return [k for k in variants() if k != "current"]
 
 
 def variants() -> dict:
@@ -236,7 +348,8 @@ def variants() -> dict:
     return v
 
 
-def run(only: list[str] | None, index_dir: str | None) -> dict:
+def run(only: list[str] | None, index_dir: str | None, family: str = "all", logit_file: str | None = None,
+        dump: str | None = None) -> dict:
     data, engines = {}, {}
     for s in SETS:
         folder = SHARED / s
@@ -248,7 +361,12 @@ def run(only: list[str] | None, index_dir: str | None) -> dict:
         engines[s] = Engine(Index.open(db, readonly=True), memo=True)
     base = SearchOptions(k=100, snippets=False, use_cache=False)
     todo = {"bm25": {"opts": {"channels": ["bm25"], "intent": "default"}},
-            "dense": {"opts": {"channels": ["dense"], "intent": "default"}}, **variants()}
+            "dense": {"opts": {"channels": ["dense"], "intent": "default"}},
+            **(variants() if family in ("old", "all") else {}),
+            **(variants_s20(logit_file) if family in ("s20", "all") else {})}
+    rows: list = []
+    if dump:
+        todo["current"] = {"fn": dumper(rows)}
     out: dict = {}
     engine_mod.Signals = _Recorded
     try:
@@ -260,8 +378,11 @@ def run(only: list[str] | None, index_dir: str | None) -> dict:
             before = intent.with_weights(v.get("profiles", {}))
             t0 = time.perf_counter()
             try:
-                out[name] = {s: [q["ndcg@10"] for q in ev.run_queries(engines[s], data[s][0], replace(
-                    base, **v.get("opts", {})), data[s][1])["per_query"]] for s in SETS}
+                out[name] = {}
+                for s in SETS:
+                    _LAST["set"] = s
+                    out[name][s] = [q["ndcg@10"] for q in ev.run_queries(engines[s], data[s][0], replace(
+                        base, **v.get("opts", {})), data[s][1])["per_query"]]
             finally:
                 fuse.linear = _LINEAR
                 _LAST["zpos"] = False
@@ -270,6 +391,16 @@ def run(only: list[str] | None, index_dir: str | None) -> dict:
             print(f"{name:30} mean {mean:.4f} ({time.perf_counter() - t0:.0f} s)", flush=True)
     finally:
         engine_mod.Signals = signals_mod.Signals
+    if dump:
+        keys = {}
+        for s in SETS:
+            keys[s] = dict(engines[s].ix.conn.execute("SELECT id, key FROM nodes").fetchall())
+        for r in rows:      # candidates' document ids (None: not a document: tags, entities)
+            k = keys[r["set"]]
+            r["doc"] = [k.get(c, "")[4:] if k.get(c, "").startswith("doc:") else None for c in r["cand"]]
+        Path(dump).write_text(json.dumps({"queries": {s: data[s][0] for s in SETS},
+                                          "qrels": {s: data[s][1] for s in SETS}, "rows": rows,
+                                          "features": LOGIT_FEATURES, "current": out.get("current")}))
     return out
 
 
@@ -325,7 +456,53 @@ def bm25_report(grid: dict, results: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def report(results: dict, out_dir: Path, grid: dict | None = None) -> str:
+FAMILIES = (   # name, test on a candidate's name (``current`` is in every family)
+    ("profiles (da, dg, norm; bench/loso.py's grid)", lambda c: c.startswith(("z da=", "max da="))),
+    ("first study's variants", lambda c: c in OLD_NAMES),
+    ("vprf x da", lambda c: c.startswith("vprf k=") and " da=" in c),
+    ("oov x da", lambda c: c.startswith("oov p=") and " da=" in c),
+    ("vprf+oov x da", lambda c: c.startswith("vprf+oov")),
+    ("qlen x da (with oov p=1)", lambda c: c.startswith("qlen")),
+    ("vprf x da + profiles", lambda c: (c.startswith("vprf k=") and " da=" in c) or c.startswith(("z da=", "max da="))),
+    ("oov x da + profiles", lambda c: (c.startswith("oov p=") and " da=" in c) or c.startswith(("z da=", "max da="))),
+    ("logit (LOSO-fitted weights)", lambda c: c.startswith("logit")),
+    ("session 20 (all x da) + profiles", lambda c: c not in OLD_NAMES and not c.startswith("logit") and " da=" in c),
+)
+OLD_NAMES: set = set()
+
+
+def family_report(results: dict) -> str:
+    """Per family of candidates (with ``current``): the LOSO mean over BM25 and the worst set by
+    both selection rules, the held-out value of every set, and the pool of every candidate."""
+    def m(v):
+        return sum(v) / len(v)
+
+    bm = {s: m(results["bm25"][s]) for s in SETS}
+    bmean, cmean = sum(bm.values()) / len(SETS), sum(m(results["current"][s]) for s in SETS) / len(SETS)
+    fams = [(n, t) for n, t in FAMILIES if any(t(c) for c in results if c not in ("bm25", "dense", "current"))]
+    fams.append(("whole pool", lambda c: True))
+    lines = ["", "## Families chosen leave-one-set-out", "",
+             f"Each family with `current` among its candidates; BM25 {bmean:.4f}, current {cmean:.4f} "
+             f"(+{cmean - bmean:.4f}). Per set: the held-out value by the mean rule (its BM25 in the header).", "",
+             "| family | candidates | LOSO mean rule | - BM25 | worst set - BM25 | LOSO worst-set rule | - BM25 | "
+             "worst set - BM25 | " + " | ".join(f"{s} ({bm[s]:.4f})" for s in SETS) + " |",
+             "|---" * (8 + len(SETS)) + "|"]
+    for name, test in fams:
+        sub = {c: v for c, v in results.items() if c in ("bm25", "dense", "current") or test(c)}
+        cells = []
+        per = None
+        for crit in ("mean", "worst-set gain over BM25"):
+            ch = loso.choose(sub, SETS, crit)
+            held = {s: m(sub[ch["held_out_choice"][s]][s]) for s in SETS}
+            per = per or held
+            lo = sum(held.values()) / len(SETS)
+            cells += [f"{lo:.4f}", f"{lo - bmean:+.4f}", f"{min(held[s] - bm[s] for s in SETS):+.4f}"]
+        lines.append(f"| {name} | {len(sub) - 2} | " + " | ".join(cells) + " | "
+                     + " | ".join(f"{per[s]:.4f}" for s in SETS) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def report(results: dict, out_dir: Path, grid: dict | None = None, name: str = "") -> str:
     def m(v):
         return sum(v) / len(v)
 
@@ -349,9 +526,11 @@ def report(results: dict, out_dir: Path, grid: dict | None = None) -> str:
         summary[crit] = {"chosen": ch, **summ}
         lines += ["", f"## LOSO selection by {crit}", "", md.split("\n\n", 2)[2].strip()]
     out_dir.mkdir(parents=True, exist_ok=True)
-    text = "\n".join(lines) + "\n" + (bm25_report(grid, results) if grid else "")
-    (out_dir / "quality_loso_variants.md").write_text(text)
-    (out_dir / "quality_loso_variants.json").write_text(json.dumps({"summary": summary, "per_query": results,
+    OLD_NAMES.update(variants_names())
+    text = "\n".join(lines) + "\n" + family_report(results) + (bm25_report(grid, results) if grid else "")
+    stem = "quality_loso_variants" + (f"_{name}" if name else "")
+    (out_dir / f"{stem}.md").write_text(text)
+    (out_dir / f"{stem}.json").write_text(json.dumps({"summary": summary, "per_query": results,
                                                                           "bm25_grid": grid or {}}))
     return text
 
@@ -364,6 +543,11 @@ def main(argv=None) -> None:
     ap.add_argument("--bm25-grid", action="store_true", help="also BM25 k1/b (one index per setting)")
     ap.add_argument("--bm25-from", default=None, help="saved BM25 grid JSON ({setting: {bm25, fusion}})")
     ap.add_argument("--out-dir", default=str(RESULTS))
+    ap.add_argument("--family", choices=("old", "s20", "all"), default="all",
+                    help="the first study's variants (old), session 20's crossed with da (s20), or both")
+    ap.add_argument("--logit", default=None, help="fold weights JSON (bench/studies/fusion_logit.py): adds `logit`")
+    ap.add_argument("--dump", default=None, help="write each query's candidates and features (current fusion) here")
+    ap.add_argument("--name", default="", help="result files quality_loso_variants_NAME.md/json")
     args = ap.parse_args(argv)
     if args.report_from:
         results: dict = {}
@@ -371,10 +555,11 @@ def main(argv=None) -> None:
             d = json.loads(Path(f).read_text())
             results.update(d.get("per_query", d))
     else:
-        results = run(args.only.split(",") if args.only else None, args.index_dir)
+        results = run(args.only.split(",") if args.only else None, args.index_dir, args.family, args.logit,
+                      args.dump)
     grid = json.loads(Path(args.bm25_from).read_text()) if args.bm25_from else (
         bm25_grid(args.index_dir) if args.bm25_grid else None)
-    print(report(results, Path(args.out_dir), grid))
+    print(report(results, Path(args.out_dir), grid, args.name))
 
 
 if __name__ == "__main__":

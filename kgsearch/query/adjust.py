@@ -20,9 +20,13 @@ In this order, each recorded per candidate so ``--explain`` adds up:
    (:mod:`.feedback`; absent otherwise);
 3. ``diversity``: x factor for the first hit of each new graph community (off by default);
 4. one hit per note (a section stands for its note), then the top ``k``.
+
+Before fusion, :func:`query_weights` moves a prose query's embedding weight by the query's own
+evidence of how far its embedding can be trusted (its length, the words the model knows whole).
 """
 from __future__ import annotations
 
+import re
 from typing import Callable
 
 import numpy as np
@@ -34,10 +38,64 @@ from ..types import FLAG_AUTO, FLAG_TEST
 from .code import implemented_stubs, is_source, is_vendored
 from .tuning import TUNING, Tuning
 
-__all__ = ["rank", "proximity", "ADDITIVE", "Unread"]
+__all__ = ["rank", "proximity", "query_weights", "embedding_factor", "whole_word_share", "ADDITIVE", "Unread"]
 
 # the adjustments added to a score (the others multiply it)
 ADDITIVE = ("hits", "proximity", "shift", "file_members", "declaring_module")
+
+
+_WORD = re.compile(r"\w+")
+_LETTERS = re.compile(r"[A-Za-z]{3,}")
+
+
+def whole_word_share(tokenize, text: str) -> float:
+    """The share of ``text``'s words of three or more Latin letters that the static model holds as
+    one token (``tokenize``: the model's, a list of texts -> token ids each, unknown ones dropped;
+    a word with no known piece is left out). 1.0 for a text with no such word: nothing says the
+    model does not know it."""
+    words = [w.lower() for w in _LETTERS.findall(text)]
+    if not words:
+        return 1.0
+    toks = [t for t in tokenize(words) if t]
+    return sum(len(t) == 1 for t in toks) / len(toks) if toks else 1.0
+
+
+def embedding_factor(text: str, tokenize, tuning: Tuning = TUNING) -> float:
+    """What a prose query's embedding weight is multiplied by: ``clip((words / embed_length_ref)
+    ** embed_length_power, 0.5, 2) x whole_word_share ** embed_known_power`` (1.0 with both
+    powers 0). A static model's query vector is the mean of its words' vectors: a query of many
+    words says more in it than the two words a lexical match finds exactly (long queries lean on
+    the embedding, short ones on text), and a word the model knows only as pieces
+    (``tokenize`` None: no model, the share is 1) says little in it."""
+    t = tuning
+    f = 1.0
+    if t.embed_length_power:
+        n = max(1, len(_WORD.findall(text)))
+        f = min(2.0, max(0.5, (n / t.embed_length_ref) ** t.embed_length_power))
+    if t.embed_known_power and tokenize is not None:
+        f *= whole_word_share(tokenize, text) ** t.embed_known_power
+    return f
+
+
+def query_weights(ix, tuning: Tuning, q, it, opts, weights: dict, fusion: str) -> dict:
+    """The fusion weights for this query: the intent's, with a prose query's embedding weight times
+    :func:`embedding_factor`. Unchanged: powers 0, weights given (``--weights``), channels asked
+    for (``--channels``), not linear fusion, a code task or relation question (their profiles were
+    chosen on the code tasks), no embedding weight. Several indexes searched as one compute the
+    same factor (the query's text and the model only), so they still rank as one index."""
+    t = tuning
+    if ((not t.embed_length_power and not t.embed_known_power) or fusion != "linear" or opts.weights
+            or opts.channels is not None or it.spec.code_task or it.spec.relation
+            or weights.get("embedding", 0.0) <= 0):
+        return weights
+    tokenize = None
+    if t.embed_known_power:
+        from ..embed.index_model import query_model
+
+        model = query_model(ix)
+        tokenize = None if isinstance(model, str) else model.tokenize
+    f = embedding_factor(q.text, tokenize, t)
+    return weights if f == 1.0 else dict(weights, embedding=weights["embedding"] * f)
 
 
 def proximity(ix, tuning: Tuning, q, it, opts, has_bm25: bool, cand: np.ndarray, fused: np.ndarray,

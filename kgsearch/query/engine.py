@@ -52,7 +52,7 @@ from ..text.postings import doc_freqs
 from ..version import __version__, code_stamp
 from . import feedback
 from . import filters as filters_mod
-from .adjust import ADDITIVE, Unread, proximity, rank
+from .adjust import ADDITIVE, Unread, proximity, query_weights, rank
 from .channels import ALL_CHANNELS, CHANNELS, DEFAULT_CHANNELS, GRAPH_CHANNELS, SIGNAL_OF, SIGNALS, dense_kwargs
 from .code import code_share, implemented_stubs, is_code_query
 from .graph_stage import graph_steps, run
@@ -260,6 +260,7 @@ class Engine:
             intent_sig = np.maximum(intent_sig, sig.get("relation") * sig.unit)
         signals = {"embedding": emb, "text": text, "graph": stage.graph if stage else zeros, "intent": intent_sig}
 
+        weights = query_weights(self.ix, self.tuning, q, it, opts, weights, fusion)
         if fusion == "linear":
             fused, parts = fuse.linear(signals, weights)
         else:

@@ -110,6 +110,15 @@ class Tuning:
     proximity_weight: float = 0.0
     proximity_window: int = 8
     proximity_top: int = 30
+    # a prose query's embedding weight times clip((its words / embed_length_ref) ** embed_length_power,
+    # 0.5, 2) x (share of its words the static model holds whole) ** embed_known_power (both 0: off;
+    # query/adjust.py embedding_factor). Chosen leave-one-set-out on the seven shared sets among
+    # r = -0.5 / +0.5 x every prose profile's embedding weight + 0 / .1 / .2 (with the share, p 1):
+    # r +0.5 and no move in 5 folds of 7; LOSO mean .5206 against the profiles' .5184, every set
+    # above its BM25 (docs/fusion-variants.md, bench/results/quality_loso_variants_s20.md)
+    embed_length_power: float = 0.5
+    embed_length_ref: float = 8.0
+    embed_known_power: float = 1.0
 
 
 TUNING = Tuning()
