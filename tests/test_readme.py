@@ -42,6 +42,12 @@ def _significant(lines, pattern) -> list[str]:
     return [re.sub(r"\s+#.*$", "", ln).rstrip() for ln in lines if pattern.match(re.sub(r"\s+#.*$", "", ln))]
 
 
+def _intent_line(lines) -> str:
+    """The intent line without its time: the weights the search fused with, fusion, channels."""
+    line = next(ln for ln in lines if ln.startswith("(intent "))
+    return line.rsplit(", ", 1)[0]
+
+
 def test_readme_demo_block_is_real_output(tmp_path, capsys):
     db = str(tmp_path / "demo.db")
     assert main(["demo", "how do I back up my notes", "--db", db]) == 0
@@ -49,6 +55,7 @@ def test_readme_demo_block_is_real_output(tmp_path, capsys):
     readme = _significant(_block_after("The first prints"), HIT)
     assert len(readme) == 3
     _same(_significant(out, HIT)[:3], readme)
+    assert _intent_line(out) == _intent_line(_block_after("The first prints"))
 
 
 def test_readme_explain_block_is_real_output(tmp_path, capsys):
@@ -60,3 +67,4 @@ def test_readme_explain_block_is_real_output(tmp_path, capsys):
     assert len(readme_hits) == 2 and len(readme_parts) == 11
     _same(_significant(out, HIT), readme_hits)
     _same(_significant(out, EXPLAIN)[:11], readme_parts)          # the first hit's explanation
+    assert _intent_line(out) == _intent_line(block)

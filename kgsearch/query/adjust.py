@@ -32,13 +32,14 @@ from typing import Callable
 import numpy as np
 
 from .. import pack
+from ..cjk import split_runs
 from ..store.rows import node_flags, node_meta
 from ..text import term_proximity
 from ..types import FLAG_AUTO, FLAG_TEST
 from .code import implemented_stubs, is_source, is_vendored
 from .tuning import TUNING, Tuning
 
-__all__ = ["rank", "proximity", "query_weights", "embedding_factor", "whole_word_share", "ADDITIVE", "Unread"]
+__all__ = ["rank", "proximity", "query_weights", "embedding_factor", "query_words", "whole_word_share", "ADDITIVE", "Unread"]
 
 # the adjustments added to a score (the others multiply it)
 ADDITIVE = ("hits", "proximity", "shift", "file_members", "declaring_module")
@@ -60,6 +61,22 @@ def whole_word_share(tokenize, text: str) -> float:
     return sum(len(t) == 1 for t in toks) / len(toks) if toks else 1.0
 
 
+def query_words(text: str) -> int:
+    """How many words ``text`` holds: runs of word characters, where a run of Han, Kana or Hangul
+    (:mod:`kgsearch.cjk`: no spaces between its words) counts one word per two characters,
+    rounded up (a Chinese or Japanese word is one to three characters; Hangul's spaces
+    separate words with their particles, two to four syllables).
+
+    >>> query_words("why does sync fail"), query_words("备份服务器在哪里"), query_words("東京 sync 確認")
+    (4, 4, 3)
+    """
+    n = 0
+    for word in _WORD.findall(text):
+        for is_cjk, piece in split_runs(word):
+            n += -(-len(piece) // 2) if is_cjk else 1
+    return n
+
+
 def embedding_factor(text: str, tokenize, tuning: Tuning = TUNING) -> float:
     """What a prose query's embedding weight is multiplied by: ``clip((words / embed_length_ref)
     ** embed_length_power, 0.5, 2) x whole_word_share ** embed_known_power`` (1.0 with both
@@ -70,7 +87,7 @@ def embedding_factor(text: str, tokenize, tuning: Tuning = TUNING) -> float:
     t = tuning
     f = 1.0
     if t.embed_length_power:
-        n = max(1, len(_WORD.findall(text)))
+        n = max(1, query_words(text))
         f = min(2.0, max(0.5, (n / t.embed_length_ref) ** t.embed_length_power))
     if t.embed_known_power and tokenize is not None:
         f *= whole_word_share(tokenize, text) ** t.embed_known_power

@@ -321,7 +321,7 @@ class Engine:
                 h.rank = r
         clock.lap("output")
         clock.ms["total"] = clock.total()
-        resp = Response(query=q.text, intent=it.as_dict(), fusion=fusion, hits=hits,
+        resp = Response(query=q.text, intent=it.as_dict(weights), fusion=fusion, hits=hits,
                         channels_run=[c for c in ALL_CHANNELS if c in raw or c in sig.raw_scores],
                         channels_skipped=skipped, timings_ms=clock.ms, notices=list(self._notices) + notices,
                         generation=self.ix.generation, candidates=int(len(cand)), code_query=code_query,

@@ -174,11 +174,18 @@ class Intent:
     def name(self) -> str:
         return self.spec.name
 
-    def as_dict(self) -> dict:
+    def as_dict(self, used: dict | None = None) -> dict:
+        """The intent as a response names it. ``used``: the weights the search fused with, when a
+        query's own evidence moved them (:func:`kgsearch.query.adjust.query_weights`): then they are
+        ``weights`` and the profile's are ``profile_weights``."""
         a, b, g, d = self.weights
         out = {"name": self.name, "weights": {"embedding": a, "text": b, "graph": g, "intent": d},
                "edge_types": list(self.edge_types), "keywords": list(self.keywords), "reason": self.reason,
                "forced": self.forced}
+        if used is not None:
+            moved = {k: float(used.get(k, 0.0)) for k in out["weights"]}
+            if moved != out["weights"]:
+                out["profile_weights"], out["weights"] = out["weights"], moved
         if self.target is not None:
             out["target"] = self.target
         return out

@@ -46,6 +46,17 @@ def test_embedding_factor_by_hand():
     assert embedding_factor("alpha gammaray x y z", fake_tokenize, OFF) == 1.0
 
 
+def test_words_of_text_without_spaces_count_by_two_characters():
+    """A Chinese or Japanese sentence is one run of word characters: counted as one word it took
+    every CJK query to the length floor (x0.5 of the embedding weight); two characters a word."""
+    from kgsearch.query.adjust import query_words
+    t = replace(TUNING, embed_length_power=0.5, embed_length_ref=8.0, embed_known_power=0.0)
+    assert query_words("备份服务器在哪里") == 4 and query_words("東京") == 1 and query_words("確認する") == 2
+    assert query_words("서울에서 회의") == 3 and query_words("v2版本 backup") == 3
+    assert embedding_factor("备份服务器在哪里", None, t) == pytest.approx(math.sqrt(4 / 8))
+    assert embedding_factor("备份服务器在哪里", None, t) > 0.5
+
+
 class _Ix:
     """query_weights asks the index for its model only when the share counts."""
 
@@ -107,6 +118,10 @@ def test_the_engine_fuses_with_the_moved_weight(tmp_path):
         want = alpha * math.sqrt(6 / 8) * share
         assert on.hits[0].signals["embedding"]["weight"] == pytest.approx(want)
         assert want != pytest.approx(alpha)
+        # the response names the weights it fused with, and the profile's beside them
+        assert on.intent["weights"]["embedding"] == pytest.approx(want)
+        assert on.intent["profile_weights"]["embedding"] == pytest.approx(alpha)
+        assert "profile_weights" not in off.intent and off.intent["weights"]["embedding"] == pytest.approx(alpha)
         # each hit's embedding part is the moved weight times its signal
         for h in on.hits:
             e = h.signals["embedding"]
