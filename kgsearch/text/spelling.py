@@ -88,6 +88,8 @@ def corrections(text: str, analyze: Callable[[str], list], df_of: Callable[[Iter
         return []
     variants: dict[str, dict[str, str]] = {}          # word -> {variant spelling: its one term}
     for w in unknown:
+        if is_word is not None and is_word(w.lower()):
+            continue                                  # a real word the index lacks is no typo: no variant to try
         vs = {}
         for v in edits1(w.lower()):
             ts = analyze(v)
@@ -98,9 +100,7 @@ def corrections(text: str, analyze: Callable[[str], list], df_of: Callable[[Iter
     out = []
     for w in unknown:
         best = min(((0 if is_word is None or len(v) >= MIN_LEN and is_word(v) else 1, -df[t], len(v), v)
-                    for v, t in variants[w].items() if df.get(t, 0) > 0), default=None)
-        if best is not None and is_word is not None and is_word(w.lower()):
-            continue                                  # a real word the index lacks is no typo
+                    for v, t in variants.get(w, {}).items() if df.get(t, 0) > 0), default=None)
         if best is not None:
             fix = best[3]
             out.append((w, fix.capitalize() if w[0].isupper() else fix))
