@@ -1339,3 +1339,22 @@ def test_rust_mod_declarations_say_whether_only_tests_build_them(tmp_path):
     test, plain = {"decl": "mod", "test": True}, {"decl": "mod"}
     assert props == {"src/plain.rs": plain, "src/mocks.rs": test, "src/loom.rs": test, "src/either.rs": plain,
                      "src/fake.rs": test, "src/twice.rs": plain, "src/tests/inner.rs": test}
+
+
+def test_cpp_a_global_qualifier_after_the_return_type_is_not_part_of_the_name(tmp_path):
+    """`int ::ns::Outer::f()` is the type `int` and the globally qualified `::ns::Outer::f`: it was
+    read `int.ns.Outer.f` (the space before `::` let the type join the qualifiers); `A :: B` with
+    spaces on both sides is still one qualified name."""
+    from kgsearch.ingest.loaders import get_loader
+    from kgsearch.types import LoadOptions
+
+    src = tmp_path / "a.cpp"
+    src.write_text("namespace ns {\nclass Outer { int f(); static int g(); int h(); };\n}\n"
+                   "int ::ns::Outer::f() { return 1; }\n"
+                   "static int ns::Outer::g() { return 2; }\n"
+                   "int ns :: Outer :: h() { return 3; }\n"
+                   "::std::string free_fn() { return {}; }\n")
+    got = [(n.kind, n.qualname, n.line_start) for n in get_loader("cpp").load(src, "a.cpp", LoadOptions()).nodes]
+    assert got == [("module", "a.cpp", 1), ("class", "a.cpp:ns.Outer", 2), ("method", "a.cpp:ns.Outer.f", 4),
+                   ("method", "a.cpp:ns.Outer.g", 5), ("method", "a.cpp:ns.Outer.h", 6),
+                   ("function", "a.cpp:free_fn", 7)], got

@@ -70,8 +70,10 @@ _TRAILING = re.compile(
     r"|noexcept\s*\((?:[^()]|\((?:[^()]|\([^()]*\))*\))*\)|requires\b[^{]*"
     r"|__attribute__\s*\(\((?:[^()]|\([^()]*\))*\)\)|\[\[.*?\]\]|[A-Z_][A-Z0-9_]{2,}(?:\s*\([^()]*\))?))*\s*$", re.S)
 _QUALIFIER = re.compile(r"\s*(const|volatile|noexcept|throw|mutable|override|final|&&|&|[A-Z_][A-Z0-9_]{2,})(?![\w])")
+# (a qualifier's "::" may have spaces around it, but not before it alone: `int ::ns::f` is the
+# type `int` and the global `::ns::f`, not `int::ns::f`)
 _DECLARATOR = re.compile(
-    r"((?:[A-Za-z_]\w*\s*(?:<(?:[^<>;{}]|<(?:[^<>;{}]|<[^<>;{}]*>)*>)*>)?\s*::\s*)*)"
+    r"((?:[A-Za-z_]\w*(?:\s*<(?:[^<>;{}]|<(?:[^<>;{}]|<[^<>;{}]*>)*>)*>)?(?:\s+::(?=\s)|::)\s*)*)"
     r"(operator\s*(?:\(\s*\)|\[\s*\]|(?:new|delete)(?:\s*\[\s*\])?|\"\s*\"\s*\w+|[^\w\s(]+|[\w\s:*&<>,]+?)|~?[A-Za-z_]\w*)"
     r"\s*(?:<(?:[^<>;{}]|<[^<>;{}]*>)*>)?\s*$")
 _INIT_ITEM = re.compile(r"\s*(?:[\w:~<>,\s&*]*?[\w>])\s*(?=[({])")      # Base<To&>(x), m_(x)
