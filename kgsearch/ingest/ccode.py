@@ -238,6 +238,8 @@ class _C(Builder):
             kw = re.sub(r"\s+", " ", m.group(1))
             local = name.replace("::", ".")
             d = Def("class", local.rsplit(".", 1)[-1], start, close + 1, body, name_at, kw, local)
+            if "." in local:                         # `class Outer::Impl {}`: a member of Outer
+                d.data["cls"] = local.rsplit(".", 2)[-2]
             if h.group("bases"):
                 for base in _strip_groups(h.group("bases")).split(","):
                     b = re.sub(r"\b(?:public|protected|private|virtual)\b", " ", base)
@@ -607,8 +609,9 @@ def load(path, rel: str, opts, spec=C):
             continue
         calls.append((at, split_chain(raw)))
     res = b.build(calls)
-    for d in b.defs:            # an out-of-line `Cls::f` outside a class body: member_of the class
-        if d.kind == "method" and d.parent is b.mod and d.data.get("cls") and d.qual.endswith("." + d.name):
+    for d in b.defs:            # an out-of-line `Cls::f` or `class Cls::Impl {}` outside a class body:
+        if (d.kind in ("method", "class") and d.parent is b.mod and d.data.get("cls")   # member_of the class
+                and d.qual.endswith("." + d.name)):
             quals = d.qual[:-len(d.name) - 1].split(".")
             if not all(q.isidentifier() for q in quals[-2:]):   # (`Cls<std::string>::f` is read
                 continue                                        # as Cls.string>.f: no class name)

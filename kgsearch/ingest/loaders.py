@@ -37,11 +37,12 @@ LOADER_VERSIONS = dict.fromkeys(LOADERS, 1) | {
                             # comments stand for go.mod, x := T{..} has type T; 4: structs list their
                             # fields' types, r.field.M() / x.field.M() with the struct in another file
                             # 5: a method of a type another file declares: member_of the type; 6: parts
-    "c": 6, "cpp": 6,       # 2: folders named *Tests, *_tests, *-tests hold tests; 3: out-of-line
+    "c": 7, "cpp": 7,       # 2: folders named *Tests, *_tests, *-tests hold tests; 3: out-of-line
                             # Cls::f outside a class body: member_of the class; 4: parts
                             # 5: a class nested in a namespace's class is ns.Outer.Inner (was
                             # ns.Outer.ns.Inner); `class Outer::X {}` in namespace ns is ns.Outer.X
                             # 6: `int ::ns::f()` is ns.f (was int.ns.f); `operator ::ns::T()` one name
+                            # 7: `class Outer::Impl {}` outside Outer's body: member_of Outer
     "csharp": 3,            # 2: files that use NUnit/xUnit/MSTest are test code; 3: parts
     "python": 2, "kotlin": 2, "php": 2,    # 2: parts
     "java": 3,                          # 2: parts; 3: a nested record is one node (its header was also

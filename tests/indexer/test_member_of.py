@@ -43,6 +43,7 @@ def _tree(tree):
         public:
             void swap(Ref& o);
             struct Inner { int f(); };
+            struct Impl;
         };
         }
         """)
@@ -54,6 +55,7 @@ def _tree(tree):
         namespace lib {
         void Ref::swap(Ref& o) { }
         int Ref::Inner::f() { return 1; }
+        struct Ref::Impl { int handles = 0; };
         }
         void free_function() { }
         template <> int Holder<std::string>::get() { return 0; }
@@ -67,9 +69,11 @@ def test_methods_outside_their_type_link_to_it_and_follow_edits_as_a_full_rebuil
     index_paths(db, [str(tree)], IndexOptions(steps=()))
     assert_same(db, tree, tmp_path, "initial")
     # by hand: the Go method in the other file of package api -> api's Server (not other's);
-    # the out-of-line C++ methods -> lib::Ref (by namespace, not alt::Ref) and Ref::Inner;
-    # a method in its type's file is its child (contains), no member_of
+    # the out-of-line C++ methods -> lib::Ref (by namespace, not alt::Ref) and Ref::Inner, and so
+    # does the pimpl struct Ref::Impl defined in the .cpp; a method in its type's file is its child
+    # (contains), no member_of
     assert _members(db) == [
+        ("c:cpp/src/ref.cpp:lib.Ref.Impl", "c:cpp/include/lib/ref.h:lib.Ref"),
         ("c:cpp/src/ref.cpp:lib.Ref.Inner.f", "c:cpp/include/lib/ref.h:lib.Ref.Inner"),
         ("c:cpp/src/ref.cpp:lib.Ref.swap", "c:cpp/include/lib/ref.h:lib.Ref"),
         ("go:srv/api/serve_loop.go:Server.loop", "go:srv/api/server.go:Server"),
@@ -79,7 +83,7 @@ def test_methods_outside_their_type_link_to_it_and_follow_edits_as_a_full_rebuil
         assert ("member_of", "go:srv/api/serve_loop.go:Server.loop") in [(e["type"], e["key"]) for e in shown["in"]]
         rel = related_nodes(ix, "c:cpp/include/lib/ref.h:lib.Ref", types=["member_of"])
         assert [(e["direction"], e["key"]) for e in rel["edges"]["member_of"]] == [
-            ("in", "c:cpp/src/ref.cpp:lib.Ref.swap")]
+            ("in", "c:cpp/src/ref.cpp:lib.Ref.Impl"), ("in", "c:cpp/src/ref.cpp:lib.Ref.swap")]
 
     def edit(tag, fn):
         fn()
