@@ -238,8 +238,9 @@ class _C(Builder):
             kw = re.sub(r"\s+", " ", m.group(1))
             local = name.replace("::", ".")
             d = Def("class", local.rsplit(".", 1)[-1], start, close + 1, body, name_at, kw, local)
-            if "." in local:                         # `class Outer::Impl {}`: a member of Outer
-                d.data["cls"] = local.rsplit(".", 2)[-2]
+            if "." in local and not h.group("targs"):    # `class Outer::Impl {}`: a member of Outer
+                d.data["cls"] = local.rsplit(".", 2)[-2]     # (not `struct fmt::formatter<T> {}`, a
+                #                                              specialization in a namespace)
             if h.group("bases"):
                 for base in _strip_groups(h.group("bases")).split(","):
                     b = re.sub(r"\b(?:public|protected|private|virtual)\b", " ", base)
@@ -615,6 +616,8 @@ def load(path, rel: str, opts, spec=C):
             quals = d.qual[:-len(d.name) - 1].split(".")
             if not all(q.isidentifier() for q in quals[-2:]):   # (`Cls<std::string>::f` is read
                 continue                                        # as Cls.string>.f: no class name)
+            if d.kind == "class" and quals[-1] in b.namespaces and quals[-1] not in b.class_names():
+                continue                                        # `struct ns::Fwd {}`: ns is no class
             names = [".".join(quals[-2:])] if len(quals) > 1 else []
             res.edges.append(EdgeRec(d.key, "\n".join(names + [quals[-1]]), MEMBER_OF, "c",
                                      line=lx.line(d.name_at), props={"type": ".".join(quals)}))

@@ -56,7 +56,9 @@ def _tree(tree):
         void Ref::swap(Ref& o) { }
         int Ref::Inner::f() { return 1; }
         struct Ref::Impl { int handles = 0; };
+        struct Fwd;
         }
+        struct lib::Fwd { int v; };
         void free_function() { }
         template <> int Holder<std::string>::get() { return 0; }
         """)
