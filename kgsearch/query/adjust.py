@@ -141,8 +141,8 @@ def proximity(ix, tuning: Tuning, q, it, opts, has_bm25: bool, cand: np.ndarray,
 
 
 def rank(conn, cand: np.ndarray, fused: np.ndarray, adjustments: dict, *, q, it, code_query: bool,
-         communities_of: Callable | None, opts, tuning: Tuning = TUNING, nudges=None, read: bool = True
-         ) -> tuple[np.ndarray, list[int], dict[int, dict]]:
+         communities_of: Callable | None, opts, tuning: Tuning = TUNING, nudges=None, read: bool = True,
+         compiled: bool = True) -> tuple[np.ndarray, list[int], dict[int, dict]]:
     """Apply the adjustments (recorded in ``adjustments``) for the parsed query ``q`` of intent
     ``it`` and pick the top ``opts.k``.
 
@@ -151,7 +151,8 @@ def rank(conn, cand: np.ndarray, fused: np.ndarray, adjustments: dict, *, q, it,
     ``communities_of(ids)`` gives community labels (``None``: no graph). ``read=False`` (with
     ``opts.collapse``; several indexes searched as one): no display field is read, and the
     positions returned are every candidate kept, best first, before one hit per note: the
-    caller reads what it needs through :class:`Unread`.
+    caller reads what it needs through :class:`Unread`. ``compiled``: whether the index holds
+    TypeScript, whose compiled scripts count as stubs (:func:`~kgsearch.query.code.implemented_stubs`).
     """
     if not len(cand):
         return fused, [], {}
@@ -176,7 +177,7 @@ def rank(conn, cand: np.ndarray, fused: np.ndarray, adjustments: dict, *, q, it,
     if code_query or code_task:
         top = np.argsort(-fused, kind="stable")[:max(opts.k, 10) * 4]
         meta = node_meta(conn, cand[top].tolist(), text=False)
-        stubs = implemented_stubs(conn, [m["path"] for m in meta.values() if m.get("path")])
+        stubs = implemented_stubs(conn, [m["path"] for m in meta.values() if m.get("path")], compiled)
         for i in top.tolist():
             m = meta.get(int(cand[i]), {})
             if factor[i] and is_vendored(m):

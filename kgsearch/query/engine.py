@@ -54,7 +54,7 @@ from . import feedback
 from . import filters as filters_mod
 from .adjust import ADDITIVE, Unread, proximity, query_weights, rank
 from .channels import ALL_CHANNELS, CHANNELS, DEFAULT_CHANNELS, GRAPH_CHANNELS, SIGNAL_OF, SIGNALS, dense_kwargs
-from .code import code_share, implemented_stubs, is_code_query
+from .code import code_share, has_typescript, implemented_stubs, is_code_query
 from .graph_stage import graph_steps, run
 from .group import file_hit, group_by_file
 from .correct import correction_notice, corrected
@@ -279,10 +279,11 @@ class Engine:
 
         deep = opts.but(k=max(opts.k * 20, 200), collapse=False, snippets=False) if opts.group else opts
         unread = pool is not None and pool.defer and pool.unread and not opts.group and opts.collapse
+        ts = self.ix.cached("query.has_typescript", lambda: has_typescript(self.ix.conn))
         fused, order, meta = rank(self.ix.conn, cand, fused, adjustments, q=q, it=it, code_query=code_query,
                                   communities_of=gctx.communities_of if gctx is not None else None,
-                                  opts=deep, tuning=self.tuning, nudges=nudges, read=not unread)
-        unit_of = (implemented_stubs(self.ix.conn, [m["path"] for m in meta.values() if m.get("path")])
+                                  opts=deep, tuning=self.tuning, nudges=nudges, read=not unread, compiled=ts)
+        unit_of = (implemented_stubs(self.ix.conn, [m["path"] for m in meta.values() if m.get("path")], ts)
                    if opts.group == "file" else {})
         lifted: dict[str, float] = {}
         groups = (group_by_file(cand, fused, order, meta, opts.k, self.tuning.file_decay, self.tuning.file_members,

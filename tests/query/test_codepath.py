@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from kgsearch.query.anchors import follow_calls, resolve, use_specificity
-from kgsearch.query.code import implemented_stubs, is_vendored, stub_implementations
+from kgsearch.query.code import has_typescript, implemented_stubs, is_vendored, stub_implementations
 from kgsearch.query.codetask import Anchor, extract
 from kgsearch.query.group import declaring_modules, group_by_file
 from kgsearch.query.paste import drop_comments, drop_links, quiet_paste
@@ -349,6 +349,10 @@ def test_typescript_output_maps_to_its_source():
     c = stub_implementations("/r/pkg/format.cjs")
     assert c[-2:] == ("/r/pkg/format.js", "/r/pkg/format.mjs") and c[0] == "/r/pkg/format.ts"
     assert stub_implementations("/r/pkg/format.js") == compiled_sources("/r/pkg/format.js")
+    # an index without TypeScript looks for no compiled source (a plain JS repository paid
+    # ~20-50 look-ups for every script among a search's best); the twin rule stays
+    assert stub_implementations("/r/pkg/lib/a.js", compiled=False) == ()
+    assert stub_implementations("/r/pkg/format.cjs", compiled=False) == ("/r/pkg/format.js", "/r/pkg/format.mjs")
     # nothing deeper than LAYOUT_DEPTH folders below the output folder
     assert "/r/src/a/b/c/d/e/f.ts" not in compiled_sources("/r/lib/a/b/c/d/e/f.js")
 
@@ -396,4 +400,7 @@ def test_typescript_output_ranks_and_groups_under_its_source_end_to_end(tmp_path
         k.startswith("js:package/core/parse.") for k in members[1:]), members
     with Index.open(db2, readonly=True) as ix:
         plain_hit = Engine(ix).search(q, SearchOptions(k=5)).hits[0]
+        assert not has_typescript(ix.conn)
     assert plain_hit.name == "safeParseValue" and "test_or_vendored" not in plain_hit.adjustments
+    with Index.open(db, readonly=True) as ix:
+        assert has_typescript(ix.conn)
