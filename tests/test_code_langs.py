@@ -565,3 +565,50 @@ def test_show_a_go_type_lists_its_methods_with_receivers_in_its_package(typed, c
                                                                                  ("Port", "start.go")]
     assert main(["show", "--db", str(typed), "go:gopkg/server.go:Server"]) == 0
     assert "methods (2):" in capsys.readouterr().out
+
+
+# ---------------------------------------------------------------------------- 11. paths looked up by name
+def test_paths_from_the_file_names_map_answer_as_the_table_scans(tmp_path):
+    """A traceback's frames were looked up with up to four `LIKE '%/suffix'` scans of the files
+    table each (200 frames, 800 scans); the file names' map answers the same for every path."""
+    from kgsearch.query.anchors import _files_by_suffix, file_names, files_by_suffix
+
+    body = "package a\n\nfunc Run() int {\n\treturn 1\n}\n"
+    tree = {"src/a/b.go": body, "vendor/x/src/a/b.go": body, "other/b.go": body, "src/A/b.go": body,
+            "lib/c_d.go": body, "lib/cxd.go": body, "deep/e/f/g/h/b.go": body, "e/f/g/h/b.go": body}
+    write_files(tmp_path / "r", tree)
+    db = tmp_path / "r.db"
+    index_paths(db, [str(tmp_path / "r")], IndexOptions(steps=("text",)))
+    with Index.open(db, readonly=True) as ix:
+        names = file_names(ix.conn)
+        assert sorted(names) == ["b.go", "c_d.go", "cxd.go"]
+        root = str(tmp_path / "r")
+        probes = ["b.go", "a/b.go", "src/a/b.go", "./src/a/b.go", "A/b.go", "a/B.go", "x/src/a/b.go",
+                  "/usr/lib/go/src/a/b.go", "C:\\work\\src\\a\\b.go", "lib/c_d.go", "c%d.go", "lib/c_d.go/",
+                  "g/h/b.go", "f/g/h/b.go", "e/f/g/h/b.go", "zz/e/f/g/h/b.go", root + "/other/b.go", "nothing.go", ""]
+        for path in probes:
+            for least in (1, 2):
+                want = _files_by_suffix(ix.conn, path, least)
+                assert files_by_suffix(ix.conn, path, least, names) == want, (path, least)
+        assert len(_files_by_suffix(ix.conn, "b.go")) == 6 and _files_by_suffix(ix.conn, "c%d.go") == []
+
+
+def test_a_long_traceback_is_resolved_as_frame_by_frame(tmp_path):
+    """resolve with the file names' map and its memo of repeated frames gives every node the
+    evidence the scans gave, to the last digit."""
+    from kgsearch.query.anchors import file_names, resolve
+    from kgsearch.query.codetask import extract
+
+    py = "def inner(x):\n    return outer(x)\n\n\ndef outer(x):\n    raise ValueError(x)\n\n\nclass K:\n    def inner(self):\n        return 1\n"
+    write_files(tmp_path / "r", {"pkg/mod.py": py, "pkg/sub/mod.py": py, "other/mod.py": py, "pkg/util.py": py})
+    db = tmp_path / "r.db"
+    index_paths(db, [str(tmp_path / "r")], IndexOptions(steps=("text",)))
+    frames = "".join(f'  File "/site-packages/{p}", line {n}, in {f}\n    x\n'
+                     for p, n, f in [("pkg/mod.py", 2, "inner"), ("pkg/sub/mod.py", 6, "outer"), ("pkg/mod.py", 2, "inner"),
+                                     ("mod.py", 10, "inner"), ("pkg/util.py", 6, "outer"), ("pkg/util.py", 6, "outer")])
+    q = f"ValueError when the parser meets inner and outer\nTraceback (most recent call last):\n{frames}ValueError: 3\n"
+    with Index.open(db, readonly=True) as ix:
+        anchors = extract(q)
+        assert sum(a.kind == "frame" for a in anchors) >= 4
+        plain = resolve(ix.conn, anchors)
+        assert plain and resolve(ix.conn, anchors, file_names(ix.conn)) == plain

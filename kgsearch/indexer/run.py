@@ -349,6 +349,7 @@ def _apply(st: RunState, to_load: list[Found], deleted: list[tuple[int, str]], t
         report.phases["derived"] = round(time.perf_counter() - t0, 3)
         if stale:
             ix.clear_stale(stale if st.opts.steps is None else stale & set(st.opts.steps))
+        ix.refresh_planner_stats()            # (which index answers a look-up best, for the queries)
         if ch.any:
             ix.set_meta("last_index_time", time.time())
         ix.set_meta_json("settings", settings)

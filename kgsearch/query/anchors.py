@@ -46,7 +46,7 @@ from ..store.sql import in_chunks
 from .codetask import CODE_EXTENSIONS, Anchor
 from .code import CODE_KINDS
 
-__all__ = ["search", "resolve", "follow_calls", "use_specificity", "relation_search",
+__all__ = ["search", "resolve", "file_names", "files_by_suffix", "follow_calls", "use_specificity", "relation_search",
            "FOLLOW_SEEDS", "FOLLOW_DEPTH", "FOLLOW_DECAY", "FOLLOW_MAX"]
 
 FOLLOW_SEEDS = 20       # anchored nodes the call walk starts from (strongest first)
@@ -157,14 +157,14 @@ def _go_packages(conn, files: set[int]) -> dict[int, str]:
     return out
 
 
-def _files_by_suffix(conn, path: str, least: int = 1) -> list[int]:
-    """Ids of the files whose path ends with the longest suffix of ``path`` (at least the file
-    name, or ``least`` components when the path has them; two or more components win over the
-    name alone); a relative path that a root holds as it is written names that file alone."""
-    parts = [p for p in path.replace("\\", "/").split("/") if p and p not in (".", "..")]
+def _path_parts(path: str) -> list[str]:
+    return [p for p in path.replace("\\", "/").split("/") if p and p not in (".", "..")]
+
+
+def _from_a_root(conn, path: str, parts: list[str]) -> list[int] | None:
+    """The file a relative path written from a root names (`src/a/b.go:12`), when a root holds
+    it: that file, not a copy whose path ends the same (vendor/x/src/a/b.go); else None."""
     if len(parts) > 1 and not path.startswith(("/", "\\")) and ":" not in parts[0]:
-        # written from the root (`src/a/b.go:12`): that file, not a copy whose path ends the same
-        # (vendor/x/src/a/b.go), when a root holds it
         rel = "/".join(parts)
         try:
             roots = [r[0] for r in conn.execute("SELECT path FROM roots")]
@@ -174,6 +174,19 @@ def _files_by_suffix(conn, path: str, least: int = 1) -> list[int]:
                 for r in conn.execute("SELECT id FROM files WHERE path = ?", (root.rstrip("/") + "/" + rel,))]
         if rows:
             return sorted({r[0] for r in rows})
+    return None
+
+
+def _files_by_suffix(conn, path: str, least: int = 1) -> list[int]:
+    """Ids of the files whose path ends with the longest suffix of ``path`` (at least the file
+    name, or ``least`` components when the path has them; two or more components win over the
+    name alone); a relative path that a root holds as it is written names that file alone.
+    The reference: one scan of the files table per suffix tried (:func:`files_by_suffix` is
+    the same answer from the file names' map)."""
+    parts = _path_parts(path)
+    rooted = _from_a_root(conn, path, parts)
+    if rooted is not None:
+        return rooted
     for n in range(min(len(parts), 4), min(least, len(parts)) - 1, -1):
         suffix = "/".join(parts[-n:])
         rows = conn.execute("SELECT id, path FROM files WHERE path = ? OR path LIKE ? ESCAPE '\\'",
@@ -182,7 +195,37 @@ def _files_by_suffix(conn, path: str, least: int = 1) -> list[int]:
         # (LIKE ignores ASCII case: src/Foo.c is no match for src/foo.c)
         rows = [r for r in rows if r[1] == suffix or r[1].endswith("/" + suffix)]
         if rows:
-            return [r[0] for r in rows]
+            return sorted(r[0] for r in rows)
+    return []
+
+
+def file_names(conn) -> dict[str, tuple[int, ...]]:
+    """File name (a path's last component, its case kept) -> the ids of the indexed files with
+    it: one scan of the files table, kept per index generation by :func:`search`, so that a
+    traceback of 200 frames looks its files up without 200-800 scans of that table."""
+    out: dict[str, list[int]] = {}
+    for fid, path in conn.execute("SELECT id, path FROM files"):
+        out.setdefault(path.rpartition("/")[2], []).append(int(fid))
+    return {name: tuple(ids) for name, ids in out.items()}
+
+
+def files_by_suffix(conn, path: str, least: int, names: dict[str, tuple[int, ...]]) -> list[int]:
+    """:func:`_files_by_suffix` answered from ``names`` (:func:`file_names`): the files with the
+    path's name are read by id, and each suffix is tried on their paths (a path that ends with
+    a suffix ends with its name)."""
+    parts = _path_parts(path)
+    rooted = _from_a_root(conn, path, parts)
+    if rooted is not None:
+        return rooted
+    ids = names.get(parts[-1], ()) if parts else ()
+    if not ids:
+        return []
+    rows = sorted(in_chunks(conn, "SELECT id, path FROM files WHERE id IN ({})", list(ids)))
+    for n in range(min(len(parts), 4), min(least, len(parts)) - 1, -1):
+        suffix = "/".join(parts[-n:])
+        hit = [fid for fid, p in rows if p == suffix or p.endswith("/" + suffix)]
+        if hit:
+            return hit
     return []
 
 
@@ -213,9 +256,15 @@ def _uses(conn, ids) -> dict[int, int]:
         conn, "SELECT dst, count(*) FROM edges WHERE dst IN ({}) AND type = 'calls' GROUP BY dst", list(ids))}
 
 
-def resolve(conn, anchors: list[Anchor]) -> dict[int, float]:
-    """Node id -> summed evidence of the anchors that name it (see the module docstring)."""
+def resolve(conn, anchors: list[Anchor], names: dict[str, tuple[int, ...]] | None = None) -> dict[int, float]:
+    """Node id -> summed evidence of the anchors that name it (see the module docstring).
+    ``names``: the index's :func:`file_names`, to look up paths without scanning the files
+    table (None: one scan per suffix, :func:`_files_by_suffix`). A path, its files' modules and
+    a line's definition are looked up once however many frames repeat them."""
     scores: dict[int, float] = {}
+    files_of: dict[tuple[str, int], list[int]] = {}
+    modules_of: dict[tuple[int, ...], list[int]] = {}
+    innermost_of: dict[tuple[tuple[int, ...], int], list[int]] = {}
 
     def credit(ids: list[int], weight: float) -> None:
         if not ids:
@@ -250,16 +299,27 @@ def resolve(conn, anchors: list[Anchor]) -> dict[int, float]:
         stem = posixpath.basename(a.text.replace("\\", "/"))
         if stem.rpartition(".")[2] not in CODE_EXTENSIONS:
             continue
-        files = _files_by_suffix(conn, a.text, 2 if a.link else 1)   # (a link to another repository's index.js)
+        least = 2 if a.link else 1                  # (a link to another repository's index.js)
+        files = files_of.get((a.text, least))
+        if files is None:
+            files = files_of[(a.text, least)] = (_files_by_suffix(conn, a.text, least) if names is None
+                                                 else files_by_suffix(conn, a.text, least, names))
         if not files:
             continue
-        mods = [r[0] for r in in_chunks(conn, "SELECT id FROM nodes WHERE kind='module' AND file_id IN ({})", files)]
+        fkey = tuple(files)
+        mods = modules_of.get(fkey)
+        if mods is None:
+            mods = modules_of[fkey] = [r[0] for r in in_chunks(
+                conn, "SELECT id FROM nodes WHERE kind='module' AND file_id IN ({})", files)]
         credit(mods, a.weight)
         if a.func:
             fset = set(files)
             credit([c[0] for c in by_name.get(a.func, []) if c[2] in fset], a.weight)
         elif a.kind == "frame" and a.line is not None:    # a diagnostic: the definition holding its line
-            credit(_innermost(conn, files, a.line), a.weight)
+            inner = innermost_of.get((fkey, a.line))
+            if inner is None:
+                inner = innermost_of[(fkey, a.line)] = _innermost(conn, files, a.line)
+            credit(inner, a.weight)
     return scores
 
 
@@ -305,7 +365,8 @@ def search(ix, q, k: int = 100, *, follow: float = 0.0, lists: bool = True, **op
         return _EMPTY
     if not lists:
         anchors = [replace(a, share=1.0) if a.share != 1.0 else a for a in anchors]
-    scores = resolve(ix.conn, anchors)
+    paths = any(a.kind in ("frame", "path") for a in anchors)
+    scores = resolve(ix.conn, anchors, ix.cached("anchors.file_names", lambda: file_names(ix.conn)) if paths else None)
     if not scores:
         return _EMPTY
     if follow > 0:
