@@ -337,10 +337,12 @@ class GraphContext:
     def match_entities(self, query: str, max_words: int = 5, *, words=None) -> np.ndarray:
         """Positions of entity/tag nodes whose name is a run of words in ``query``
         (``words``: its :func:`entity_words` when the caller has them)."""
+        prefixes = self._entity_prefixes()
+        if prefixes is None and not self._entities():     # (no entity to name: an issue's 5,000 runs unmade)
+            return np.zeros(0, dtype=np.int64)
         words = entity_words(query) if words is None else list(words)
         runs = [" ".join(words[i:j]) for i in range(len(words))
                 for j in range(i + 1, min(len(words), i + max_words) + 1)]
-        prefixes = self._entity_prefixes()
         ents = self._entities() if prefixes is None else self._entities_sql(sorted(set(runs)), prefixes)
         if not ents:
             return np.zeros(0, dtype=np.int64)
