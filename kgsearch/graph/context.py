@@ -288,6 +288,12 @@ class GraphContext:
             self._cache["ents"] = ents
         return self._cache["ents"]
 
+    def _entity_firsts(self) -> frozenset[str]:
+        """The first words of the resident entity names (:meth:`_entities`)."""
+        if "ent_firsts" not in self._cache:
+            self._cache["ent_firsts"] = frozenset(name.split(" ", 1)[0] for name in self._entities())
+        return self._cache["ent_firsts"]
+
     def _entity_prefixes(self) -> list[str] | None:
         """Key prefixes of the entity/tag nodes when names are matched in SQL (None: use the
         resident dict). SQL for more than ``ENTITY_DICT_MAX`` such nodes (the dict is 17.7 MiB
@@ -338,10 +344,15 @@ class GraphContext:
         """Positions of entity/tag nodes whose name is a run of words in ``query``
         (``words``: its :func:`entity_words` when the caller has them)."""
         prefixes = self._entity_prefixes()
-        if prefixes is None and not self._entities():     # (no entity to name: an issue's 5,000 runs unmade)
-            return np.zeros(0, dtype=np.int64)
+        firsts = None
+        if prefixes is None:
+            if not self._entities():          # (no entity to name: an issue's 5,000 runs unmade)
+                return np.zeros(0, dtype=np.int64)
+            firsts = self._entity_firsts()
         words = entity_words(query) if words is None else list(words)
-        runs = [" ".join(words[i:j]) for i in range(len(words))
+        # a run names an entity only when it starts with the first word of one (``firsts``: every
+        # word is a start when the names are asked in SQL)
+        runs = [" ".join(words[i:j]) for i in range(len(words)) if firsts is None or words[i] in firsts
                 for j in range(i + 1, min(len(words), i + max_words) + 1)]
         ents = self._entities() if prefixes is None else self._entities_sql(sorted(set(runs)), prefixes)
         if not ents:
