@@ -1252,3 +1252,26 @@ def test_root_words_are_read_from_the_text_one_index_reads(engines):
         assert bool([f for f in engines["a"].parse(q).filters if f.field == "root"]) is read
         keep, _, _ = multi.narrow(q, SearchOptions(k=3))
         assert sorted(keep) == (["a"] if read else ["a", "b"]), (q[:20], read)
+
+
+def test_a_search_parses_the_query_once_per_analyser(engines, tmp_path, monkeypatch):
+    """The typo check's parse is the search's parse when it corrected nothing (one index does
+    the same): a two-index search of one analyser parses the query once, not twice; a corrected
+    query is parsed again, as corrected. The hits are those of the search parsing it anew."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    multi = MultiEngine({"a": engines["a"], "b": engines["b"]})
+    calls = []
+    real = Engine.parse
+    monkeypatch.setattr(Engine, "parse", lambda self, text: calls.append(text) or real(self, text))
+    got = {}
+    for q in QUERIES + [TWO_HOP]:
+        calls.clear()
+        got[q] = [h.as_dict() for h in multi.search(q, SearchOptions(k=10, use_cache=False, explain=True)).hits]
+        assert len(calls) == 1, (q, calls)
+    typo = multi.search("graph serch", SearchOptions(k=5, use_cache=False))
+    assert typo.corrections == [["serch", "search"]]
+    assert calls[-2:] == ["graph serch", "graph search"]       # (the typed text, then the corrected)
+    real_corrected = MultiEngine._corrected
+    monkeypatch.setattr(MultiEngine, "_corrected", lambda self, query: real_corrected(self, query)[:2] + (None,))
+    for q in QUERIES + [TWO_HOP]:
+        assert [h.as_dict() for h in multi.search(q, SearchOptions(k=10, use_cache=False, explain=True)).hits] == got[q]
