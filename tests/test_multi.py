@@ -1275,3 +1275,31 @@ def test_a_search_parses_the_query_once_per_analyser(engines, tmp_path, monkeypa
     monkeypatch.setattr(MultiEngine, "_corrected", lambda self, query: real_corrected(self, query)[:2] + (None,))
     for q in QUERIES + [TWO_HOP]:
         assert [h.as_dict() for h in multi.search(q, SearchOptions(k=10, use_cache=False, explain=True)).hits] == got[q]
+
+
+def test_the_embedding_weight_s_factor_is_computed_once_for_the_indexes_of_a_search(engines, tmp_path, monkeypatch):
+    """adjust.query_weights: the indexes of one search sharing the parsed query, the model and
+    the tuning compute a prose query's embedding factor once (the query's text and the model
+    only); the answers are those of each index computing its own."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    import kgsearch.query.adjust as A
+    import kgsearch.query.engine as E
+    from kgsearch.embed.index_model import query_model
+
+    if isinstance(query_model(engines["a"].ix), str):
+        pytest.skip("no embedding model here")
+    multi = MultiEngine({"a": engines["a"], "b": engines["b"]})
+    calls = []
+    real = A.embedding_factor
+    monkeypatch.setattr(A, "embedding_factor", lambda *a, **k: calls.append(a) or real(*a, **k))
+    got = {}
+    for q in QUERIES + [TWO_HOP, "sqlite"]:
+        calls.clear()
+        got[q] = [h.as_dict() for h in multi.search(q, SearchOptions(k=10, use_cache=False, explain=True)).hits]
+        assert len(calls) == 1, q
+    real_weights = A.query_weights
+    monkeypatch.setattr(E, "query_weights", lambda *a: real_weights(*a[:7]))       # (each index its own)
+    for q in QUERIES + [TWO_HOP, "sqlite"]:
+        calls.clear()
+        assert [h.as_dict() for h in multi.search(q, SearchOptions(k=10, use_cache=False, explain=True)).hits] == got[q]
+        assert len(calls) == 2, q

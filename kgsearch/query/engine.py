@@ -260,7 +260,8 @@ class Engine:
             intent_sig = np.maximum(intent_sig, sig.get("relation") * sig.unit)
         signals = {"embedding": emb, "text": text, "graph": stage.graph if stage else zeros, "intent": intent_sig}
 
-        weights = query_weights(self.ix, self.tuning, q, it, opts, weights, fusion)
+        weights = query_weights(self.ix, self.tuning, q, it, opts, weights, fusion,
+                                pool.shared if pool is not None else None)
         if fusion == "linear":
             fused, parts = fuse.linear(signals, weights)
         else:

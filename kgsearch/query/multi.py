@@ -88,7 +88,7 @@ class Pool:
     build: object = None                            # build(positions, hit_class) -> [hit_class] of this index
     across: object = None                           # the union's similar_text lists (query/across.py)
     shared: dict | None = None                      # what the indexes of one search compute once (the intent,
-                                                    # from the union's code_share)
+                                                    # from the union's code_share; the embedding weight's factor)
 
 
 @dataclass
