@@ -1303,3 +1303,24 @@ def test_the_embedding_weight_s_factor_is_computed_once_for_the_indexes_of_a_sea
         calls.clear()
         assert [h.as_dict() for h in multi.search(q, SearchOptions(k=10, use_cache=False, explain=True)).hits] == got[q]
         assert len(calls) == 2, q
+
+
+def test_the_typo_check_asks_the_next_index_only_for_words_the_first_lacks(engines, tmp_path, monkeypatch):
+    """Whether a query word is known (MultiEngine._corrected): the first index is asked, the next
+    only for the terms the first lacks (a word any index knows is no typo); the document
+    frequencies of the corrections' variants are still summed over every index."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    import kgsearch.query.multi as M
+
+    multi = MultiEngine({"a": engines["a"], "b": engines["b"]})
+    asked = []
+    real = M.doc_freqs
+    monkeypatch.setattr(M, "doc_freqs", lambda conn, terms: asked.append(
+        ("a" if conn is engines["a"].ix.conn else "b", sorted(terms))) or real(conn, terms))
+    multi._corrected("graph search rank")
+    assert asked == [("a", ["graph", "rank", "search"])]
+    asked.clear()
+    fixed, fixes, _ = multi._corrected("graph serch")
+    assert fixes == [("serch", "search")] and fixed == "graph search"
+    assert asked[:2] == [("a", ["graph", "serch"]), ("b", ["serch"])]        # known: 'graph' in a
+    assert {i for i, _ in asked[2:]} == {"a", "b"}                           # the variants: summed

@@ -386,8 +386,17 @@ class MultiEngine:
                     total[t] = total.get(t, 0) + n
             return total
 
+        def known_of(terms):    # (a term any index holds is known: the next is asked for the rest)
+            known, rest = set(), list(terms)
+            for eng in self.engines.values():
+                if not rest:
+                    break
+                known.update(doc_freqs(eng.ix.conn, rest))
+                rest = [t for t in rest if t not in known]
+            return known
+
         q = first.parse(query)
-        _, fixes = first.corrected(q, df_of)
+        _, fixes = first.corrected(q, df_of, known_of)
         return (spelling.apply(query, fixes), fixes, None) if fixes else (query, [], q)
 
     def search(self, query: str, opts: SearchOptions | None = None, sessions: dict | None = None) -> MultiResponse:
