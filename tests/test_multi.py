@@ -1324,3 +1324,18 @@ def test_the_typo_check_asks_the_next_index_only_for_words_the_first_lacks(engin
     assert fixes == [("serch", "search")] and fixed == "graph search"
     assert asked[:2] == [("a", ["graph", "serch"]), ("b", ["serch"])]        # known: 'graph' in a
     assert {i for i, _ in asked[2:]} == {"a", "b"}                           # the variants: summed
+
+
+def test_narrow_reads_no_filter_of_a_query_without_any(engines, monkeypatch):
+    """MultiEngine.narrow: a query with no ':' and no filter options is every index as it is,
+    without parsing any filter (the search's own bookkeeping); a root filter still narrows."""
+    import kgsearch.query.filters as F
+
+    multi = MultiEngine({"a": engines["a"], "b": engines["b"]})
+    opts = SearchOptions(k=3)
+    real = F.parse_filters
+    monkeypatch.setattr(F, "parse_filters", lambda *a: pytest.fail("filters parsed"))
+    assert multi.narrow("graph search", opts) == (multi.engines, "graph search", opts)
+    monkeypatch.setattr(F, "parse_filters", real)
+    keep, query, _ = multi.narrow("graph search root:b", opts)
+    assert list(keep) == ["b"] and query == "graph search"
