@@ -105,8 +105,8 @@ def run_set(work: Path, name: str, oracle: Oracle) -> list[dict]:
         oracle.on = var == "oracle_graph"
         saved = multi._pools
         if var == "depth_full":
-            def full_depth(q, o, n, _s=saved):
-                ps = _s(q, o, n)
+            def full_depth(q, o, n, parsed=None, _s=saved):
+                ps = _s(q, o, n, parsed)
                 for p in ps.values():
                     p.depth = None
                 return ps

@@ -87,7 +87,8 @@ class Naive:
         from kgsearch.query.multi import Pool
 
         saved = self.multi._pools
-        self.multi._pools = lambda query, o, notices: {n: Pool(query=e.parse(query)) for n, e in self.multi.engines.items()}
+        self.multi._pools = lambda query, o, notices, parsed=None: {n: Pool(query=e.parse(query))
+                                                                    for n, e in self.multi.engines.items()}
         try:
             return self.multi.search(q, opts)
         finally:

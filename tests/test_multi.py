@@ -1252,3 +1252,90 @@ def test_root_words_are_read_from_the_text_one_index_reads(engines):
         assert bool([f for f in engines["a"].parse(q).filters if f.field == "root"]) is read
         keep, _, _ = multi.narrow(q, SearchOptions(k=3))
         assert sorted(keep) == (["a"] if read else ["a", "b"]), (q[:20], read)
+
+
+def test_a_search_parses_the_query_once_per_analyser(engines, tmp_path, monkeypatch):
+    """The typo check's parse is the search's parse when it corrected nothing (one index does
+    the same): a two-index search of one analyser parses the query once, not twice; a corrected
+    query is parsed again, as corrected. The hits are those of the search parsing it anew."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    multi = MultiEngine({"a": engines["a"], "b": engines["b"]})
+    calls = []
+    real = Engine.parse
+    monkeypatch.setattr(Engine, "parse", lambda self, text: calls.append(text) or real(self, text))
+    got = {}
+    for q in QUERIES + [TWO_HOP]:
+        calls.clear()
+        got[q] = [h.as_dict() for h in multi.search(q, SearchOptions(k=10, use_cache=False, explain=True)).hits]
+        assert len(calls) == 1, (q, calls)
+    typo = multi.search("graph serch", SearchOptions(k=5, use_cache=False))
+    assert typo.corrections == [["serch", "search"]]
+    assert calls[-2:] == ["graph serch", "graph search"]       # (the typed text, then the corrected)
+    real_corrected = MultiEngine._corrected
+    monkeypatch.setattr(MultiEngine, "_corrected", lambda self, query: real_corrected(self, query)[:2] + (None,))
+    for q in QUERIES + [TWO_HOP]:
+        assert [h.as_dict() for h in multi.search(q, SearchOptions(k=10, use_cache=False, explain=True)).hits] == got[q]
+
+
+def test_the_embedding_weight_s_factor_is_computed_once_for_the_indexes_of_a_search(engines, tmp_path, monkeypatch):
+    """adjust.query_weights: the indexes of one search sharing the parsed query, the model and
+    the tuning compute a prose query's embedding factor once (the query's text and the model
+    only); the answers are those of each index computing its own."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    import kgsearch.query.adjust as A
+    import kgsearch.query.engine as E
+    from kgsearch.embed.index_model import query_model
+
+    if isinstance(query_model(engines["a"].ix), str):
+        pytest.skip("no embedding model here")
+    multi = MultiEngine({"a": engines["a"], "b": engines["b"]})
+    calls = []
+    real = A.embedding_factor
+    monkeypatch.setattr(A, "embedding_factor", lambda *a, **k: calls.append(a) or real(*a, **k))
+    got = {}
+    for q in QUERIES + [TWO_HOP, "sqlite"]:
+        calls.clear()
+        got[q] = [h.as_dict() for h in multi.search(q, SearchOptions(k=10, use_cache=False, explain=True)).hits]
+        assert len(calls) == 1, q
+    real_weights = A.query_weights
+    monkeypatch.setattr(E, "query_weights", lambda *a: real_weights(*a[:7]))       # (each index its own)
+    for q in QUERIES + [TWO_HOP, "sqlite"]:
+        calls.clear()
+        assert [h.as_dict() for h in multi.search(q, SearchOptions(k=10, use_cache=False, explain=True)).hits] == got[q]
+        assert len(calls) == 2, q
+
+
+def test_the_typo_check_asks_the_next_index_only_for_words_the_first_lacks(engines, tmp_path, monkeypatch):
+    """Whether a query word is known (MultiEngine._corrected): the first index is asked, the next
+    only for the terms the first lacks (a word any index knows is no typo); the document
+    frequencies of the corrections' variants are still summed over every index."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    import kgsearch.query.multi as M
+
+    multi = MultiEngine({"a": engines["a"], "b": engines["b"]})
+    asked = []
+    real = M.doc_freqs
+    monkeypatch.setattr(M, "doc_freqs", lambda conn, terms: asked.append(
+        ("a" if conn is engines["a"].ix.conn else "b", sorted(terms))) or real(conn, terms))
+    multi._corrected("graph search rank")
+    assert asked == [("a", ["graph", "rank", "search"])]
+    asked.clear()
+    fixed, fixes, _ = multi._corrected("graph serch")
+    assert fixes == [("serch", "search")] and fixed == "graph search"
+    assert asked[:2] == [("a", ["graph", "serch"]), ("b", ["serch"])]        # known: 'graph' in a
+    assert {i for i, _ in asked[2:]} == {"a", "b"}                           # the variants: summed
+
+
+def test_narrow_reads_no_filter_of_a_query_without_any(engines, monkeypatch):
+    """MultiEngine.narrow: a query with no ':' and no filter options is every index as it is,
+    without parsing any filter (the search's own bookkeeping); a root filter still narrows."""
+    import kgsearch.query.filters as F
+
+    multi = MultiEngine({"a": engines["a"], "b": engines["b"]})
+    opts = SearchOptions(k=3)
+    real = F.parse_filters
+    monkeypatch.setattr(F, "parse_filters", lambda *a: pytest.fail("filters parsed"))
+    assert multi.narrow("graph search", opts) == (multi.engines, "graph search", opts)
+    monkeypatch.setattr(F, "parse_filters", real)
+    keep, query, _ = multi.narrow("graph search root:b", opts)
+    assert list(keep) == ["b"] and query == "graph search"

@@ -94,24 +94,33 @@ def embedding_factor(text: str, tokenize, tuning: Tuning = TUNING) -> float:
     return f
 
 
-def query_weights(ix, tuning: Tuning, q, it, opts, weights: dict, fusion: str) -> dict:
+def query_weights(ix, tuning: Tuning, q, it, opts, weights: dict, fusion: str, shared: dict | None = None) -> dict:
     """The fusion weights for this query: the intent's, with a prose query's embedding weight times
     :func:`embedding_factor`. Unchanged: powers 0, weights given (``--weights``), channels asked
     for (``--channels``), not linear fusion, a code task or relation question (their profiles were
     chosen on the code tasks), no embedding weight. Several indexes searched as one compute the
-    same factor (the query's text and the model only), so they still rank as one index."""
+    same factor (the query's text and the model only), so they still rank as one index; the
+    indexes of one search that share the parsed query, the model and the tuning compute it once
+    (``shared``: :attr:`kgsearch.query.multi.Pool.shared`)."""
     t = tuning
     if ((not t.embed_length_power and not t.embed_known_power) or fusion != "linear" or opts.weights
             or opts.channels is not None or it.spec.code_task or it.spec.relation
             or weights.get("embedding", 0.0) <= 0):
         return weights
-    tokenize = None
+    tokenize, model = None, None
     if t.embed_known_power:
         from ..embed.index_model import query_model
 
         model = query_model(ix)
-        tokenize = None if isinstance(model, str) else model.tokenize
-    f = embedding_factor(q.text, tokenize, t)
+        model = None if isinstance(model, str) else model     # (a model is loaded once per process)
+        tokenize = None if model is None else model.tokenize
+    got = shared.get("embedding_factor") if shared is not None else None
+    if got is not None and got[0] is q and got[1] is model and got[2] is t:
+        f = got[3]
+    else:
+        f = embedding_factor(q.text, tokenize, t)
+        if shared is not None:
+            shared["embedding_factor"] = (q, model, t, f)
     return weights if f == 1.0 else dict(weights, embedding=weights["embedding"] * f)
 
 

@@ -21,17 +21,19 @@ def spelling_applies(q: Query) -> bool:
 
 
 def corrected(q: Query, df_of: Callable[[Iterable[str]], dict], paste: bool = False,
-              is_word: Callable[[str], bool] | None = None) -> tuple[Query, list[tuple[str, str]]]:
+              is_word: Callable[[str], bool] | None = None,
+              known_of: Callable[[set], Iterable[str]] | None = None) -> tuple[Query, list[tuple[str, str]]]:
     """``q`` with the words the index does not know corrected to a known word one edit away,
     re-parsed with ``q``'s analyser (``paste`` as :func:`~kgsearch.query.parse.parse` takes it),
     and the ``[(typed, fix)]`` pairs; ``q`` and ``[]`` when no word needs it, the query is not
     prose (:func:`spelling_applies`) or the correction would change the question's intent.
     ``is_word``: a vocabulary whose words are preferred among the corrections (see
-    :func:`kgsearch.text.spelling.corrections`)."""
+    :func:`kgsearch.text.spelling.corrections`); ``known_of``: which terms are known, as
+    :func:`~kgsearch.text.spelling.corrections` takes it."""
     if not spelling_applies(q):
         return q, []
     an = q.analyzer
-    fixes = spelling.corrections(q.text, an.analyze_word, df_of, is_word)
+    fixes = spelling.corrections(q.text, an.analyze_word, df_of, is_word, known_of)
     if not fixes:
         return q, []
     fixed = parse(spelling.apply(q.text, fixes), an, paste=paste)

@@ -133,15 +133,17 @@ class Engine:
             filters_mod.check_query_words(text)
         return parse(text, index_analyzer(self.ix), filters=True, paste=self.tuning.quiet_paste)
 
-    def corrected(self, q: Query, df_of=None) -> tuple[Query, list[tuple[str, str]]]:
+    def corrected(self, q: Query, df_of=None, known_of=None) -> tuple[Query, list[tuple[str, str]]]:
         """``q`` with the words this index does not know corrected to a known word one edit away
         (:func:`kgsearch.query.correct.corrected`), re-parsed, and the ``[(typed, fix)]`` pairs.
         ``df_of``: the document frequencies to judge by (several indexes pass their sum);
-        default this index's. Spellings the index's embedding model holds as whole words come
-        first (:meth:`is_word`)."""
+        default this index's; ``known_of``: which terms are known (several indexes: any of
+        them), when cheaper than ``df_of``. Spellings the index's embedding model holds as whole
+        words come first (:meth:`is_word`)."""
         if q.analyzer is None:
             q = replace(q, analyzer=index_analyzer(self.ix))
-        return corrected(q, df_of or (lambda ts: doc_freqs(self.ix.conn, ts)), self.tuning.quiet_paste, self.is_word)
+        return corrected(q, df_of or (lambda ts: doc_freqs(self.ix.conn, ts)), self.tuning.quiet_paste, self.is_word,
+                         known_of)
 
     def is_word(self, word: str) -> bool:
         """Whether the index's embedding model has ``word`` as one whole token (False without a
@@ -260,7 +262,8 @@ class Engine:
             intent_sig = np.maximum(intent_sig, sig.get("relation") * sig.unit)
         signals = {"embedding": emb, "text": text, "graph": stage.graph if stage else zeros, "intent": intent_sig}
 
-        weights = query_weights(self.ix, self.tuning, q, it, opts, weights, fusion)
+        weights = query_weights(self.ix, self.tuning, q, it, opts, weights, fusion,
+                                pool.shared if pool is not None else None)
         if fusion == "linear":
             fused, parts = fuse.linear(signals, weights)
         else:

@@ -88,7 +88,7 @@ class Pool:
     build: object = None                            # build(positions, hit_class) -> [hit_class] of this index
     across: object = None                           # the union's similar_text lists (query/across.py)
     shared: dict | None = None                      # what the indexes of one search compute once (the intent,
-                                                    # from the union's code_share)
+                                                    # from the union's code_share; the embedding weight's factor)
 
 
 @dataclass
@@ -224,9 +224,11 @@ class MultiEngine:
         return {name: resps[name] for name in self.engines}
 
     # ------------------------------------------------------------------ pooling
-    def _parsed(self, query: str) -> dict:
+    def _parsed(self, query: str, first=None) -> dict:
         """``{name: Query}``: the query parsed with each index's analyser, once per distinct
-        analyser (indexes of the same stemmer and identifier splitting share one parse)."""
+        analyser (indexes of the same stemmer and identifier splitting share one parse).
+        ``first``: ``query`` as the first index parsed it already (the typo check's parse,
+        when it corrected nothing), taken for every index of its analyser."""
         from ..text.postings import stored_params
 
         out, by_analyser = {}, {}
@@ -234,7 +236,7 @@ class MultiEngine:
             _, params = stored_params(eng.ix)
             key = (params.stemmer, params.split_code, params.fold, params.analysis) if params is not None else None
             if key not in by_analyser:
-                by_analyser[key] = eng.parse(query)
+                by_analyser[key] = first if first is not None and not out else eng.parse(query)
             out[name] = by_analyser[key]
         return out
 
@@ -273,10 +275,11 @@ class MultiEngine:
     def _seeds_per_signal(self) -> int:
         return next(iter(self.engines.values())).tuning.seeds_per_signal
 
-    def _pools(self, query: str, opts: SearchOptions, notices: list[str]) -> dict[str, Pool]:
+    def _pools(self, query: str, opts: SearchOptions, notices: list[str], parsed=None) -> dict[str, Pool]:
+        """``parsed``: ``query`` as the first index parsed it (None: parsed here)."""
         shares = [eng.code_share() for eng in self.engines.values()]   # the union's: one intent for all
         shared: dict = {"code_share": (sum(c for c, _ in shares), sum(t for _, t in shares))}
-        pools = {name: Pool(query=q, shared=shared) for name, q in self._parsed(query).items()}
+        pools = {name: Pool(query=q, shared=shared) for name, q in self._parsed(query, parsed).items()}
         eq = _equivalences()
         if eq is not None:                      # (the user's file, read once for every index)
             for p in pools.values():
@@ -336,6 +339,8 @@ class MultiEngine:
         index keeps (``-root:``: leaves out) that whole index and is dropped; another value is a
         root label, kept by the indexes that have such a root (the others cannot match). Returns
         ``(engines, query, opts)``; a value no index or root answers to is a UsageError."""
+        if ":" not in query and not opts.filters:       # (no filter at all: the imports below cost 6 us)
+            return self.engines, query, opts
         from ..errors import UsageError
         from . import filters as fmod
         from .parse import split_filters
@@ -369,9 +374,11 @@ class MultiEngine:
             opts = opts.but(filters=tuple(f for f in fmod.parse_filters(opts.filters) if f not in drop_opts))
         return keep, query, opts
 
-    def _corrected(self, query: str) -> tuple[str, list[tuple[str, str]]]:
+    def _corrected(self, query: str) -> tuple[str, list[tuple[str, str]], object]:
         """``query`` with the words no index knows corrected (:meth:`Engine.corrected`, the
-        document frequencies summed over the indexes), and the ``[(typed, fix)]`` pairs."""
+        document frequencies summed over the indexes), the ``[(typed, fix)]`` pairs, and the
+        first index's parse of ``query`` when nothing was corrected (None when something was):
+        the search takes it as that analyser's parse instead of parsing the same text again."""
         first = next(iter(self.engines.values()))
 
         def df_of(terms):
@@ -381,8 +388,18 @@ class MultiEngine:
                     total[t] = total.get(t, 0) + n
             return total
 
-        _, fixes = first.corrected(first.parse(query), df_of)
-        return (spelling.apply(query, fixes), fixes) if fixes else (query, [])
+        def known_of(terms):    # (a term any index holds is known: the next is asked for the rest)
+            known, rest = set(), list(terms)
+            for eng in self.engines.values():
+                if not rest:
+                    break
+                known.update(doc_freqs(eng.ix.conn, rest))
+                rest = [t for t in rest if t not in known]
+            return known
+
+        q = first.parse(query)
+        _, fixes = first.corrected(q, df_of, known_of)
+        return (spelling.apply(query, fixes), fixes, None) if fixes else (query, [], q)
 
     def search(self, query: str, opts: SearchOptions | None = None, sessions: dict | None = None) -> MultiResponse:
         """One ranking over every index; ``sessions``: ``{index name: feedback.Session}``.
@@ -402,12 +419,13 @@ class MultiEngine:
             return sub.search(query, opts, sessions)
         notices: list[str] = []
         fixes: list[tuple[str, str]] = []
+        parsed = None
         if opts.correct:        # judged on every index's words: one that any index knows is no typo
-            query, fixes = self._corrected(query)
+            query, fixes, parsed = self._corrected(query)
             opts = opts.but(correct=False)
             if fixes:
                 notices.append(correction_notice(query, fixes))
-        pools = self._pools(query, opts, notices)
+        pools = self._pools(query, opts, notices, parsed)
         t_pool = time.perf_counter()
         # a few more hits than asked (the common floor may reorder), and each index's share of the depth
         own = {name: _own_roots(eng, pools[name], opts.but(k=opts.k + 5, use_cache=False, **(

@@ -38,6 +38,9 @@ the parser computes, and who reads it:
 
 The analysis functions of each channel live with the channel (``fts.query_expressions``,
 ``pattern.query_parts``, ``codetask.extract``...); this module calls each of them once.
+``fts``, ``fts_terms``, ``pattern``, ``highlight`` and ``relation_anchors`` are computed when first
+read (most searches read none of them: a prose query runs neither the FTS5 nor the pattern
+channel, and without snippets nothing reads ``highlight``), the same values as if computed here.
 """
 from __future__ import annotations
 
@@ -128,9 +131,58 @@ def _slash_regex(text: str) -> bool:
     return len(s) > 2 and s.startswith("/") and s.rfind("/") > 0
 
 
+_UNSET = object()
+
+
+class _Lazy:
+    """A field of :class:`Query` computed from the query's other fields when it is first read
+    (a dataclass field whose default is this descriptor: ``Query(..., fts=x)`` still sets it,
+    and ``==``, ``repr``, ``replace`` and ``asdict`` read it as any field). Most searches never
+    read the FTS5 expressions, the pattern channel's parts, the snippets' words or the relation's
+    anchors (the channels and the output that need them are off for a prose query, or for
+    snippets off): their ~30 us of a ~100 us parse is spent only when one is read. The value is
+    the one :func:`parse` computed before from the same fields (tests/test_parse.py)."""
+
+    def __init__(self, compute):
+        self.compute = compute
+
+    def __set_name__(self, owner, name):
+        self.key = "_lazy_" + name
+
+    def __get__(self, obj, owner=None):
+        if obj is None:
+            return _UNSET                   # (the dataclass's default: computed on first read)
+        d = obj.__dict__
+        v = d.get(self.key, _UNSET)
+        if v is _UNSET:
+            v = d[self.key] = self.compute(obj)
+        return v
+
+    def __set__(self, obj, value):          # (only the dataclass's __init__: the Query is frozen)
+        if value is not _UNSET:
+            obj.__dict__[self.key] = value
+
+
+def _fts_of(q: "Query") -> tuple[str | None, str | None]:
+    return fts.query_expressions(q.text)
+
+
+def _fts_terms_of(q: "Query") -> tuple:
+    if not q.fts_syntax:
+        return ()
+    an = q.analyzer or get_analyzer()
+    return tuple(fts.operand_terms(e, an) for e in q.fts)
+
+
+def _relation_anchors_of(q: "Query") -> tuple[Anchor, ...]:
+    return tuple(extract(f"`{q.relation[1]}`")) if q.relation else ()
+
+
 @dataclass(frozen=True)
 class Query:
-    """One query, analysed (see the module docstring for what each field is and who reads it)."""
+    """One query, analysed (see the module docstring for what each field is and who reads it).
+    ``fts``, ``fts_terms``, ``pattern``, ``highlight`` and ``relation_anchors`` are computed when
+    first read (:class:`_Lazy`), from ``text``, ``fts_syntax``, ``relation`` and ``analyzer``."""
 
     text: str
     terms: tuple[str, ...] = ()
@@ -138,19 +190,19 @@ class Query:
     quoted: bool = False
     identifier: str | None = None
     fts_syntax: bool = False
-    fts: tuple[str | None, str | None] = (None, None)
-    fts_terms: tuple = ()
+    fts: tuple[str | None, str | None] = _Lazy(_fts_of)
+    fts_terms: tuple = _Lazy(_fts_terms_of)
     slash_regex: bool = False
-    pattern: tuple[tuple[str, str] | None, tuple[str, ...]] = (None, ())
+    pattern: tuple[tuple[str, str] | None, tuple[str, ...]] = _Lazy(lambda q: pattern.query_parts(q.text))
     code_token: bool = False
     anchors: tuple[Anchor, ...] = ()
     code_task: str | None = None
     set_aside: int = 0
     relation: tuple[str, str] | None = None
-    relation_anchors: tuple[Anchor, ...] = ()
+    relation_anchors: tuple[Anchor, ...] = _Lazy(_relation_anchors_of)
     about_tests: bool = False
     about_prose: bool = False
-    highlight: tuple[str, ...] = ()
+    highlight: tuple[str, ...] = _Lazy(lambda q: tuple(query_terms(q.text)))
     entity_words: tuple[str, ...] = ()
     filters: tuple[FieldFilter, ...] = ()
     cut: str | None = None
@@ -200,21 +252,14 @@ def parse(text, analyzer: Analyzer | None = None, *, filters: bool = False, past
     if paste and reason:          # the words of a code task without pasted banners, logs, dumps
         text, set_aside = quiet_paste(text)
         words = tuple(WORD.findall(text)) if set_aside else words
-    rel = relation(text)
     one = text.strip().split()
-    fts_syntax = bool(_FTS_SYNTAX.search(text))
-    expressions = fts.query_expressions(text)
-    return Query(
+    return Query(       # (fts, fts_terms, pattern, highlight, relation_anchors: when first read)
         text=text, terms=tuple(analyzer(text)), words=words, quoted=_quoted(text),
         identifier=identifier_kind(one[0]) if len(one) == 1 else None,
-        fts_syntax=fts_syntax, fts=expressions,
-        fts_terms=tuple(fts.operand_terms(e, analyzer) for e in expressions) if fts_syntax else (),
-        slash_regex=_slash_regex(text), pattern=pattern.query_parts(text), code_token=has_code_token(text.strip()),
-        anchors=anchors, code_task=reason, set_aside=set_aside, relation=rel,
-        relation_anchors=tuple(extract(f"`{rel[1]}`")) if rel else (),
-        about_tests=asks_for_tests(text), about_prose=asks_for_prose(text),
-        highlight=tuple(query_terms(text)), entity_words=tuple(entity_words(text)), filters=found,
-        cut=cut, analyzer=analyzer)
+        fts_syntax=bool(_FTS_SYNTAX.search(text)), slash_regex=_slash_regex(text),
+        code_token=has_code_token(text.strip()), anchors=anchors, code_task=reason, set_aside=set_aside,
+        relation=relation(text), about_tests=asks_for_tests(text), about_prose=asks_for_prose(text),
+        entity_words=tuple(entity_words(text)), filters=found, cut=cut, analyzer=analyzer)
 
 
 def index_analyzer(ix) -> Analyzer:

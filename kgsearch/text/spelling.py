@@ -71,18 +71,22 @@ def typo_words(text: str) -> list[str]:
 
 
 def corrections(text: str, analyze: Callable[[str], list], df_of: Callable[[Iterable[str]], dict],
-                is_word: Callable[[str], bool] | None = None) -> list[tuple[str, str]]:
+                is_word: Callable[[str], bool] | None = None,
+                known_of: Callable[[set], Iterable[str]] | None = None) -> list[tuple[str, str]]:
     """``[(typed word, correction)]`` for the words of ``text`` the index does not know and
     that have a known word one edit away. ``analyze(word)``: the index's analysis of one word
     (its terms: :meth:`Analyzer.analyze_word <kgsearch.text.tokenize.Analyzer.analyze_word>`);
     ``df_of(terms)``: ``{term: document frequency}`` of those the index has; ``is_word(spelling)``
     (optional): whether a spelling is a word of a vocabulary, which then comes first (the index
-    holds stems: ``practies`` is one edit from ``practices`` and from ``practics``, one stem)."""
+    holds stems: ``practies`` is one edit from ``practices`` and from ``practics``, one stem).
+    ``known_of(terms)`` (optional): those of ``terms`` the index holds, when that is cheaper
+    than their frequencies (several indexes: the next index is asked only for the terms the
+    ones before it lack); default the terms ``df_of`` answers."""
     words = typo_words(text)
     if not words:
         return []
     terms_of = {w: tuple(analyze(w)) for w in words}
-    known = df_of({t for ts in terms_of.values() for t in ts})
+    known = (known_of or df_of)({t for ts in terms_of.values() for t in ts})
     unknown = [w for w in words if terms_of[w] and not any(t in known for t in terms_of[w])]
     if not unknown or len(unknown) > MAX_TYPOS:      # many unknown words: another language, names, not typos
         return []

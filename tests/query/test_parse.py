@@ -164,7 +164,8 @@ def _analysers():
 ])
 def test_a_search_analyses_the_query_text_once_in_parse(shop_db, text, channels):
     """Every call of an analysis function on the query's text (its marker word in an argument)
-    happens inside one call of parse(); the tokenizer reads the text exactly once. (The dense
+    happens inside one call of parse(), or of a field of the Query it left to compute when first
+    read (at most once); the tokenizer reads the text exactly once. (The dense
     channel's model tokenizer, the intent rules' patterns and the equivalence phrases are each
     matched against Query.text by their owner: those are not re-analyses of the words.)"""
     from kgsearch.query import Engine, SearchOptions, parse as parse_mod
@@ -172,6 +173,7 @@ def test_a_search_analyses_the_query_text_once_in_parse(shop_db, text, channels)
 
     watched = _analysers()
     parse_code = parse_mod.parse.__code__
+    lazy_code = parse_mod._Lazy.__get__.__code__      # (a field computed when first read is parse's work)
     calls: list[tuple[str, bool]] = []
     parses = []
 
@@ -187,7 +189,7 @@ def test_a_search_analyses_the_query_text_once_in_parse(shop_db, text, channels)
             return
         f, inside = frame.f_back, False
         while f is not None:
-            if f.f_code is parse_code:
+            if f.f_code is parse_code or f.f_code is lazy_code:
                 inside = True
                 break
             f = f.f_back
@@ -205,9 +207,11 @@ def test_a_search_analyses_the_query_text_once_in_parse(shop_db, text, channels)
     assert len(parses) == 1
     outside = [name for name, inside in calls if not inside]
     assert not outside, f"analysed outside parse(): {outside}"
-    assert [name for name, _ in calls].count("Analyzer.__call__") == 1
-    assert {"Analyzer.__call__", "extract", "relation", "query_expressions", "query_parts",
-            "entity_words", "query_terms"} <= {name for name, _ in calls}
+    names = [name for name, _ in calls]
+    assert names.count("Analyzer.__call__") == 1
+    assert {"Analyzer.__call__", "extract", "relation", "entity_words"} <= set(names)
+    for lazy in ("query_expressions", "query_parts", "query_terms"):     # (once, if read at all)
+        assert names.count(lazy) <= 1, lazy
 
 
 def test_the_checker_sees_an_analysis_outside_parse(shop_db):
@@ -239,3 +243,113 @@ def test_the_engine_accepts_its_parsed_query(shop_db):
         assert isinstance(q, Query)
         a, b = eng.search(q, SearchOptions(k=5)), eng.search("apply the discount rules", SearchOptions(k=5))
     assert [(h.key, h.score) for h in a.hits] == [(h.key, h.score) for h in b.hits] and a.hits
+
+
+# ---------------------------------------------------------------------------- fields read when needed
+def _parse_eager(text, analyzer=None, *, filters=False, paste=False) -> Query:
+    """parse() as it was before some fields were computed when first read: every field at once
+    (the reference the lazy fields are held to)."""
+    from kgsearch.codelike import has_code_token
+    from kgsearch.graph.context import entity_words
+    from kgsearch.pack import query_terms
+    from kgsearch.query import parse as P
+    from kgsearch.query.codetask import WORD, asks_for_prose, asks_for_tests, code_task_reason, extract, relation
+    from kgsearch.query.cut import cut_query
+    from kgsearch.query.filters import reads_filters
+    from kgsearch.query.paste import drop_comments, drop_links, links_in_prose, quiet_paste
+    from kgsearch.text import fts, pattern
+    from kgsearch.text.tokenize import clean_query
+
+    analyzer = analyzer or get_analyzer()
+    text, cut = cut_query(clean_query(text))
+    found = ()
+    if filters and reads_filters(text):
+        text, found = split_filters(text)
+    bare, comments = drop_comments(text)
+    if comments and code_task_reason(bare):
+        text = bare
+    words = tuple(WORD.findall(text))
+    anchors = tuple(extract(text))
+    reason = code_task_reason(text, anchors, len(words))
+    set_aside = 0
+    if reason or links_in_prose(text):
+        text, links = drop_links(text)
+        words = tuple(WORD.findall(text)) if links else words
+    if paste and reason:
+        text, set_aside = quiet_paste(text)
+        words = tuple(WORD.findall(text)) if set_aside else words
+    rel = relation(text)
+    one = text.strip().split()
+    fts_syntax = bool(P._FTS_SYNTAX.search(text))
+    expressions = fts.query_expressions(text)
+    return Query(
+        text=text, terms=tuple(analyzer(text)), words=words, quoted=P._quoted(text),
+        identifier=identifier_kind(one[0]) if len(one) == 1 else None,
+        fts_syntax=fts_syntax, fts=expressions,
+        fts_terms=tuple(fts.operand_terms(e, analyzer) for e in expressions) if fts_syntax else (),
+        slash_regex=P._slash_regex(text), pattern=pattern.query_parts(text), code_token=has_code_token(text.strip()),
+        anchors=anchors, code_task=reason, set_aside=set_aside, relation=rel,
+        relation_anchors=tuple(extract(f"`{rel[1]}`")) if rel else (),
+        about_tests=asks_for_tests(text), about_prose=asks_for_prose(text),
+        highlight=tuple(query_terms(text)), entity_words=tuple(entity_words(text)), filters=found,
+        cut=cut, analyzer=analyzer)
+
+
+HAND = [
+    "", "   ", "pagerank", "how do I back up my notes", "Indexing the BlastRadius of notes",
+    '"database is locked" AND sqlite', '"exact phrase here"', 'find "busy timeout" fast', "a NEAR b OR NOT c",
+    '"unterminated phrase', "prefix* search", "`code span` in prose", "/^get_\\w+$/i", "/a/", "//",
+    "who calls `apply_discount`?", "who calls apply_discount", "where is Cart.total used", "callers of rwr",
+    "retry loop kind:function path:src/ -path:tests/ tag:net lang:rust modified:>2026-10-01",
+    'engine -path:"My Notes/" x root:work type:class', "value == type::custom_type), x",
+    "StreamingTextResponse", "setup.cfg", "os.path.join", "blast_radius", "std::vector<int> push_back",
+    "東京の天気はどうですか", "검색 엔진 색인", "中文 全文检索 sqlite fts5", "café naïve Straße", "Ünïcödé `ünï.cödé()`",
+    "tests for the parser", "the changelog and release notes", "a\x00b", "x\ud800y",
+    "Calling `Cart.total` after add_item() fails in shop/cart.py with the tests of the cart module",
+    "Traceback (most recent call last):\n  File \"shop/cart.py\", line 12, in add_item\n    return apply_discount(self)\n"
+    "ValueError: bad price",
+    "panic at src/lib.rs:12:5 in `Bytes::split_off` see https://github.com/o/r/blob/main/src/lib.rs#L38 for more",
+    "<!-- please fill the template -->\nThe `parse_args` call fails for os.path.join with KeyError in cli/main.py",
+    "```python\nimport os\nos.path.join(None)\n```\nfails with TypeError in loader.load_all and util.read_file",
+    "see https://example.com/docs/page?x=1 and http://a.b/c for the retry_loop docs",
+    "word " * 3000,
+]
+
+
+def _texts(shared) -> list[str]:
+    import json
+
+    out = [(t, True) for t in HAND]
+    if shared.is_dir():     # every third BEIR query, every other code task's issue (when present)
+        for f in sorted(shared.glob("*/queries.jsonl")) + sorted(shared.glob("code-tasks*/tasks/*/queries.jsonl")):
+            got = [json.loads(line)["text"] for line in f.read_text(encoding="utf-8").splitlines() if line.strip()]
+            out += [(t, "code-tasks" not in str(f)) for t in got[::2 if "code-tasks" in str(f) else 3]]
+    return out
+
+
+def test_lazy_fields_are_what_parse_computed_at_once():
+    """Query's fields computed when first read (fts, fts_terms, pattern, highlight,
+    relation_anchors) are, on every query, the values parse() computed before: the whole Query
+    equal field for field, with each analyser, filters and paste on and off, read in any order
+    and through replace(); and a prose query's parse computes none of them."""
+    import dataclasses
+
+    from conftest import SHARED
+
+    texts = _texts(SHARED / "bench")
+    analysers = [get_analyzer(), get_analyzer("light"), get_analyzer("none", split_code=False)]
+    names = [f.name for f in dataclasses.fields(Query)]
+    for i, (text, typed) in enumerate(texts):
+        for an in (analysers if i < len(HAND) or i % 11 == 0 else analysers[:1]):
+            for flt, paste in ((True, False), (False, True)) if typed else ((False, True),):  # (an issue: no filters)
+                ref = _parse_eager(text, an, filters=flt, paste=paste)
+                new = parse(text, an, filters=flt, paste=paste)
+                order = names if i % 2 else names[::-1]
+                assert [getattr(new, n) for n in order] == [getattr(ref, n) for n in order], text[:80]
+                assert new == ref and hash(new) == hash(ref) and new.analyzer is ref.analyzer
+                if i % 5 == 0:
+                    again = parse(text, an, filters=flt, paste=paste)      # unread: replace() reads them
+                    assert dataclasses.replace(again, filters=()) == dataclasses.replace(ref, filters=())
+    q = parse("how do I back up my notes")
+    assert not [k for k in vars(q) if k.startswith("_lazy_")]                # nothing computed yet
+    assert q.highlight is q.highlight and "_lazy_highlight" in vars(q)      # computed once, then kept
