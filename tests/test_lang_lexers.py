@@ -134,6 +134,59 @@ def test_frame_paths_start_at_a_word_boundary_and_v8_constructors_are_frames():
                                                     text.index("at new")]
 
 
+def test_frames_gated_by_the_extensions_a_text_writes_are_the_frames_of_every_pattern(shared_bench):
+    """find_frames runs a pattern only when the text writes its path's extension after a dot;
+    the frames are those of running every pattern over the whole text (the reference), on every
+    code task of both shared sets, the cases above and random mixes of every language's lines."""
+    import json
+    import random
+
+    from kgsearch.ingest.langspec import _find_frames
+
+    texts = [json.loads(line)["text"] for name in ("code-tasks", "code-tasks-multi")
+             for f in sorted((shared_bench / name / "tasks").glob("*/queries.jsonl"))
+             for line in f.read_text(encoding="utf-8").splitlines() if line.strip()]
+    lines = ["thread 'main' panicked at src/bytes.rs:12:5:", "google.golang.org/grpc.(*Server).Serve(0xc0001)",
+             "\t/home/u/grpc/server.go:123 +0x1d", "    at Object.foo (/app/src/x.js:10:5)",
+             "    at com.x.Cls.m(Cls.java:42)", "src/format.cc:12:5: error: no member", "src/x.ts(3,4): error TS2345",
+             "    #0 0x4005d4 in jv_free /src/jv.c:101:3", "fn@file:///app/y.js:3:4", "C:\\src\\z.cpp(7): error C2065",
+             "   3: tokio::runtime::task::raw::poll::h0123456789abcdef", "e: src/Main.kt:3:5 unresolved",
+             "   at App.Run() in C:\\app\\Program.cs:line 12", "#1 /app/x.php(22): Foo->bar()", "a.c++:3:1: error: x",
+             "x.JS:3:4", "see a.b.go:7 and lib.min.js:3:4", "Foo.kt:9)", "plain words. and dots.", "v1.2.3:4"]
+    rng = random.Random(7)
+    texts += ["\n".join(rng.choice(lines) for _ in range(rng.randint(1, 9))) for _ in range(400)]
+    assert len(texts) > 600
+    for t in texts:
+        assert _find_frames(t, None, gated=True) == _find_frames(t, None, gated=False), t[:200]
+    assert find_frames("x.JS:3:4 y.rs:1:2") == [{"at": 9, "path": "y.rs", "line": 1, "col": 2}]
+
+
+def test_diagnostics_gated_by_what_follows_their_path_are_those_of_every_pattern(shared_bench):
+    """diagnostics runs a pattern only when what it reads after the path occurs in the text; the
+    places are those of every pattern over the whole text, on every code task of both shared
+    sets and random mixes of compiler, checker and linter lines."""
+    import json
+    import random
+
+    from kgsearch.query.diagnostics import _diagnostics
+
+    texts = [json.loads(line)["text"] for name in ("code-tasks", "code-tasks-multi")
+             for f in sorted((shared_bench / name / "tasks").glob("*/queries.jsonl"))
+             for line in f.read_text(encoding="utf-8").splitlines() if line.strip()]
+    lines = ["src/net/sock.c:120:5: error: 'x' undeclared", "error[E0425]: cannot find value", "  --> src/lib.rs:12:5",
+             "Foo.java:42: error: x", "pkg/x.py:3:5: E501 line too long", "x.py:3: [C0114(missing-module-docstring), ]",
+             "/app/src/a.ts", "  10:2  error  'x' is defined but never used  no-unused-vars", "src/a.ts: line 10, col 2, Error - x",
+             "[src/a.c:12]: (error) leak", "x.cs(12,5): error CS0103: x", "src/x.ts:12:5 - error TS2345: x",
+             "    x_test.go:12: got 1, want 2", "\t/src/x.go:12 +0x1d", "created by main.run", "Error Trace:\tx_test.go:45",
+             "PHP Fatal error:  Uncaught Exception: boom in /app/x.php:22", "Warning: Undefined $y in /app/x.php on line 5",
+             "x.h:7:3: note: candidate: f()", "x.cpp:9:5:   required from here", "meet at 10:30, ratio 3:1, John 3:16",
+             "a.go:3:4: undefined: x", "", "   ", "b.rs:1:2:\n   error"]
+    rng = random.Random(11)
+    texts += ["\n".join(rng.choice(lines) for _ in range(rng.randint(1, 9))) for _ in range(400)]
+    for t in texts:
+        assert _diagnostics(t, gated=True) == _diagnostics(t, gated=False), t[:200]
+
+
 def test_walk_skips_dependencies_and_minified_scripts(tmp_path):
     files = {
         "go.mod": "module x\n", "main.go": "package main\n", "vendor/modules.txt": "# x\n",
