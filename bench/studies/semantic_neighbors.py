@@ -65,6 +65,7 @@ VARIANTS = {          # name -> (kind, wide/k, weight)
     "rerank W=100 lex": ("rerank", 100, "lex"),
     "rerank W=30 cos": ("rerank", 30, "cos"),
     "rerank W=100 cos": ("rerank", 100, "cos"),
+    "rerank W=50 prod": ("rerank", 50, "prod"),
     "dense k=10": ("dense", 10, "cos"),
     "union 10+10 cos": ("union", 10, "cos"),
     "union 10+10 own": ("union", 10, "own"),
@@ -145,8 +146,9 @@ def selection(kind: str, n: int, weight: str, vec: Vectors):
         if kind == "rerank":
             found = lexical(terms, self_id, post, allowed, rank, n)
             cs = vec.cos(self_id, [d for d, _ in found])
-            order = sorted(range(len(found)), key=lambda i: (-cs[i], -found[i][1], found[i][0]))[:common.K]
-            return [(found[i][0], found[i][1] if weight == "lex" else max(float(cs[i]), common.MIN_SIM))
+            by = cs * np.array([w for _, w in found]) if weight == "prod" else cs     # (prod: both kinds of evidence)
+            order = sorted(range(len(found)), key=lambda i: (-by[i], -found[i][1], found[i][0]))[:common.K]
+            return [(found[i][0], max(float(cs[i]), common.MIN_SIM) if weight == "cos" else found[i][1])
                     for i in order], np.inf
         lex = dict(lexical(terms, self_id, post, allowed, rank, common.K))
         dense = dict(knn.get(self_id, []))
