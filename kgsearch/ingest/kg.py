@@ -105,6 +105,11 @@ _TOOL_PATTERN = re.compile(r"(?:tsconfig|jsconfig|package|\.eslintrc|\.prettierr
                            r".*\.(?:schema|config)\.json$")
 
 
+# what a walk says of a JSON/CSV file with no node or edge records (yargs' locales/*.json): the
+# file and the fix, one line (not a warning the user can only read)
+NOT_KG = "not a knowledge-graph file, skipped (list it in .kgsearchignore to skip it without a word)"
+
+
 def is_tool_file(name: str) -> bool:
     """Whether a file name is a build tool's JSON (``package.json``, ``tsconfig.build.json``,
     ``.eslintrc.json``, ``x.schema.json``), which a walk skips without a warning."""
@@ -138,7 +143,7 @@ def load(path: Path, rel: str, opts: LoadOptions) -> LoadResult:
     if records is None:
         if is_tool_file(Path(path).name):
             return LoadResult()
-        return LoadResult(warnings=[f"{where}: not a knowledge-graph file, skipped"])
+        return LoadResult(warnings=[f"{where}: {NOT_KG}"])
     res = _build(records, where)
     if not records:                 # `[]`, `{"nodes": []}`, a CSV header alone
         res.warnings.append(EMPTY.format(where=where))
