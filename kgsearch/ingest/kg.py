@@ -100,6 +100,8 @@ TOOL_FILES = frozenset({
     "babel.config.json", "jest.config.json", "api-extractor.json", "typedoc.json", "devcontainer.json",
     ".devcontainer.json", "cargo.lock", "go.work.sum", "launch.json", "settings.json", "extensions.json",
     "tasks.json", "pyrightconfig.json", "biome.json", "dprint.json", "cspell.json", ".markdownlint.json",
+    # every crate as Cargo's registry, `cargo vendor` and Debian's librust-*-dev unpack it
+    ".cargo-checksum.json", ".cargo_vcs_info.json",
 })
 _TOOL_PATTERN = re.compile(r"(?:tsconfig|jsconfig|package|\.eslintrc|\.prettierrc|\.babelrc)(?:[.-][\w.-]*)?\.json$|"
                            r".*\.(?:schema|config)\.json$")

@@ -187,7 +187,7 @@ def test_not_a_kg_file_is_skipped_when_walking(tmp_path):
                             ".kgsearchignore to skip it without a word)"]
     # a build tool's file is never a graph: skipped without a word (a monorepo has hundreds)
     for name in ("package.json", "tsconfig.json", "tsconfig.build.json", ".eslintrc.json", "composer.json",
-                 "api.schema.json", "jest.config.json"):
+                 "api.schema.json", "jest.config.json", ".cargo-checksum.json", ".cargo_vcs_info.json"):
         res = load(tmp_path, name, pkg)
         assert (res.nodes, res.edges, res.warnings) == ([], [], []), name
     assert not kg.is_tool_file("graph.json") and not kg.is_tool_file("packages.json")
