@@ -82,6 +82,15 @@ def test_folders_follow_the_walk_rules(tmp_path):
     assert got == [".", "keep", "keep/deeper", "sub"]
 
 
+def test_folders_follow_a_bang_pattern_as_the_walk_does(tmp_path):
+    root = vault(tmp_path)
+    for d in (".git/objects", "build/lib", "dist"):
+        (root / d).mkdir(parents=True)
+    (root / ".kgsearchignore").write_text("!build/\n!.git/\n")
+    got = [Path(p).relative_to(root).as_posix() for p in folders(Root(str(root), True))]
+    assert got == [".", "build", "build/lib", "sub"]
+
+
 def test_relevant_names_and_the_index_files_are_ignored(tmp_path):
     root = tmp_path / "r"
     db = root / "idx.db"

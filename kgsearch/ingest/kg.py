@@ -100,9 +100,16 @@ TOOL_FILES = frozenset({
     "babel.config.json", "jest.config.json", "api-extractor.json", "typedoc.json", "devcontainer.json",
     ".devcontainer.json", "cargo.lock", "go.work.sum", "launch.json", "settings.json", "extensions.json",
     "tasks.json", "pyrightconfig.json", "biome.json", "dprint.json", "cspell.json", ".markdownlint.json",
+    # every crate as Cargo's registry, `cargo vendor` and Debian's librust-*-dev unpack it
+    ".cargo-checksum.json", ".cargo_vcs_info.json",
 })
 _TOOL_PATTERN = re.compile(r"(?:tsconfig|jsconfig|package|\.eslintrc|\.prettierrc|\.babelrc)(?:[.-][\w.-]*)?\.json$|"
                            r".*\.(?:schema|config)\.json$")
+
+
+# what a walk says of a JSON/CSV file with no node or edge records (yargs' locales/*.json): the
+# file and the fix, one line (not a warning the user can only read)
+NOT_KG = "not a knowledge-graph file, skipped (list it in .kgsearchignore to skip it without a word)"
 
 
 def is_tool_file(name: str) -> bool:
@@ -138,7 +145,7 @@ def load(path: Path, rel: str, opts: LoadOptions) -> LoadResult:
     if records is None:
         if is_tool_file(Path(path).name):
             return LoadResult()
-        return LoadResult(warnings=[f"{where}: not a knowledge-graph file, skipped"])
+        return LoadResult(warnings=[f"{where}: {NOT_KG}"])
     res = _build(records, where)
     if not records:                 # `[]`, `{"nodes": []}`, a CSV header alone
         res.warnings.append(EMPTY.format(where=where))

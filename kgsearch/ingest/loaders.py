@@ -49,6 +49,7 @@ LOADER_VERSIONS = dict.fromkeys(LOADERS, 1) | {
                                         # read as a constructor of the outer class: a twin under it)
     "javascript": 3, "typescript": 3,   # 2: parts; 3: `key: function named() {}` (and a class field's
                                         # `function fe() {}`) is one node, not a second obj.key.obj.named
+    "text": 2,              # 2: a first line is a title up to 80 columns, a CJK character two wide
 }
 
 EXTENSION_LOADER = {

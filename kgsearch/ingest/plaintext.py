@@ -5,7 +5,8 @@ Nodes:
 * ``document``: key ``txt:<rel>``, name = the title (an underlined reST title, after any
   field list or explicit markup at the top of a ``.rst`` file, a ``#``/``=``/
   ``*`` heading, org ``#+TITLE:``, LaTeX ``\\title{}``, else the first line when it is short,
-  else the file name). A file that fits in ``opts.max_chunk_chars`` is this one node with the
+  80 columns with a Chinese/Japanese/Korean character two wide (a 70-character Japanese sentence
+  is no title), else the file name). A file that fits in ``opts.max_chunk_chars`` is this one node with the
   whole text. A longer one keeps only its beginning (up to :data:`DOC_TEXT` characters, cut at
   a paragraph or sentence end) so that it matches title-level queries without competing with
   its chunks on every word, and the body goes to chunks. It answers to ``('note', rel)``
@@ -34,6 +35,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from ..cjk import cjk_runs
 from ..types import EdgeRec, LoadOptions, LoadResult, NodeRec
 from .common import read_text
 from .entities import MAX_ENTITIES, MAX_SCAN, STOP_WORDS, extract_entities, mentions
@@ -197,7 +199,7 @@ def _title(text: str, lines: list[str], heads: dict[int, str], ext: str, fallbac
         if ln in heads:
             return heads[ln]
     line = lines[first - 1].strip()
-    if ext != ".log" and len(line) <= 80:
+    if ext != ".log" and len(line) + len("".join(cjk_runs(line))) <= 80:     # a CJK character is two columns wide
         return line
     return fallback
 

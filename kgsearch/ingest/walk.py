@@ -54,6 +54,7 @@ SKIP_DIRS = {
     ".ruff_cache", ".hypothesis", ".cache", ".gradle", ".idea", ".vscode",
     ".obsidian", ".trash", ".Trash", "__MACOSX", "bower_components", "jspm_packages",
 }
+VCS_DIRS = frozenset({".git", ".hg", ".svn", ".bzr", "_darcs", "CVS"})    # never entered, whatever the ignore files say
 # folder name -> files beside it (or, for vendor, inside it) that make it a dependency or build folder
 DEPENDENCY_DIRS = {"vendor": ("go.mod", "Gopkg.lock", "glide.lock", "composer.json"),
                    "target": ("Cargo.toml", "pom.xml")}
@@ -238,6 +239,22 @@ class IgnoreRules:
             if p.regex.match(rel):
                 result = not p.negate
         return result
+
+    def included(self, rel: str, is_dir: bool) -> bool:
+        """Whether the last pattern that matches ``rel`` is a ``!`` one: the user asked for it."""
+        result = False
+        for p in self.patterns:
+            if p.dir_only and not is_dir:
+                continue
+            if p.regex.match(rel):
+                result = p.negate
+        return result
+
+    def reincludes(self, name: str, rel: str) -> bool:
+        """Whether a folder the walk skips by default (``build``, ``dist``, ``node_modules``, a
+        hidden folder, a virtualenv, Go's ``vendor``) is asked for by a ``!`` pattern
+        (``!build/``: an npm package whose code is its ``build/`` folder); never a VCS folder."""
+        return name not in VCS_DIRS and self.included(rel, True)
 
     def copy(self) -> "IgnoreRules":
         c = IgnoreRules()
@@ -444,7 +461,8 @@ def walk(root: Path, fmt: str | None = None, max_bytes: int | None = None,
                 problem(path, "cannot read")
                 continue
             if is_dir:
-                if _skip_dir(name) or rules.ignored(child_rel, True) or _is_venv(path) or _dependency_dir(path):
+                if ((_skip_dir(name) or _is_venv(path) or _dependency_dir(path)) and not rules.reincludes(name, child_rel)) \
+                        or rules.ignored(child_rel, True):
                     continue
                 if bad_name(path):
                     continue

@@ -37,6 +37,7 @@ from __future__ import annotations
 import json
 import math
 import posixpath
+import re
 import sqlite3
 from dataclasses import replace
 
@@ -98,6 +99,9 @@ def _module_names(key: str) -> tuple[str, ...]:
     return tuple(n for n in names if n)
 
 
+_CRATE_VERSION = re.compile(r"-\d+\.\d+\.\d+(?:[-+][\w.+-]*)?$")     # semver-1.0.14, x-0.3.0-alpha.1
+
+
 def _rust_module_path(key: str) -> tuple[str, ...]:
     """The module path a Rust item's file gives it, crate first: the folder holding ``src/``
     (Cargo's crate folder, ``-`` read as ``_`` as Rust names it), the folders under ``src/``,
@@ -108,6 +112,12 @@ def _rust_module_path(key: str) -> tuple[str, ...]:
     ('tokio_util', 'sync', 'cancellation_token')
     >>> _rust_module_path("rs:src/buf/mod.rs:Buf"), _rust_module_path("rs:tests/a.rs:f"), _rust_module_path("go:a.go:F")
     (('buf',), (), ())
+
+    A crate folder as Cargo's registry and Debian's ``librust-*-dev`` unpack it names the crate's
+    version after it, which no path in the code names:
+
+    >>> _rust_module_path("rs:registry/semver-1.0.14/src/lib.rs:VersionReq.matches")
+    ('semver',)
     """
     ns, _, rest = key.partition(":")
     if ns != "rs" or ":" not in rest:
@@ -117,7 +127,7 @@ def _rust_module_path(key: str) -> tuple[str, ...]:
         return ()
     i = parts.index("src")
     stem = parts[-1].rpartition(".")[0] or parts[-1]
-    crate = (parts[i - 1].replace("-", "_"),) if i > 0 else ()
+    crate = (_CRATE_VERSION.sub("", parts[i - 1]).replace("-", "_"),) if i > 0 else ()
     return crate + tuple(parts[i + 1:-1]) + (() if stem in ("mod", "lib", "main") else (stem,))
 
 
@@ -137,6 +147,29 @@ def _in_module(text: str, qual: str, path: tuple[str, ...]) -> bool:
         return False
     q = tuple(text[:-len(qual) - 1].split("."))
     return any(path[i:i + len(q)] == q for i in range(len(path) - len(q) + 1))
+
+
+def _in_folders(text: str, qual: str, key: str) -> bool:
+    """A dotted name ``text`` names the item ``qual`` of a file whose folders end with its
+    qualifier's names (and then, perhaps, the file's stem): a Java or Kotlin package is its
+    folders (``org.jpype.JPypeContext.getTypeManager`` in ``src/main/java/org/jpype/JPypeContext.java``),
+    as a JS or PHP namespace often is. Python keys hold their module already; C and C++
+    qualified names hold their namespaces (see :func:`_module_names`).
+
+    >>> _in_folders("org.jpype.JPypeContext.run", "JPypeContext.run", "java:src/org/jpype/JPypeContext.java:JPypeContext.run")
+    True
+    >>> _in_folders("com.jpype.JPypeContext.run", "JPypeContext.run", "java:src/org/jpype/JPypeContext.java:JPypeContext.run")
+    False
+    >>> _in_folders("lib.utils.merge", "merge", "js:src/lib/utils.js:merge")
+    True
+    """
+    ns, _, rest = key.partition(":")
+    if ns in ("py", "pyi", "c") or ":" not in rest or not text.endswith("." + qual):
+        return False
+    q = text[:-len(qual) - 1].split(".")
+    parts = rest.partition(":")[0].split("/")
+    folders, stem = parts[:-1], parts[-1].rpartition(".")[0] or parts[-1]
+    return q == folders[len(folders) - len(q):] or (len(q) > 1 and q == folders[len(folders) - len(q) + 1:] + [stem])
 
 
 def _go_packages(conn, files: set[int]) -> dict[int, str]:
@@ -282,6 +315,7 @@ def resolve(conn, anchors: list[Anchor], names: dict[str, tuple[int, ...]] | Non
     pkgs = (_go_packages(conn, {f for _, _, key, f in rows if key.startswith("go:") and f is not None})
             if any("." in a.text for a in named) else {})
     by_name: dict[str, list[tuple[int, str, int | None, tuple[str, ...], tuple[str, ...]]]] = {}
+    key_of = {nid: key for nid, _, key, _ in rows}
     for nid, name, key, file_id in rows:
         mods = _module_names(key)
         if pkgs.get(file_id) and pkgs[file_id] not in mods:
@@ -291,7 +325,8 @@ def resolve(conn, anchors: list[Anchor], names: dict[str, tuple[int, ...]] | Non
         cands = by_name.get(a.text.rsplit(".", 1)[-1], [])
         if "." in a.text:
             cands = [c for c in cands if c[1] == a.text or c[1].endswith("." + a.text)
-                     or any(f"{m}.{c[1]}" == a.text for m in c[3]) or _in_module(a.text, c[1], c[4])]
+                     or any(f"{m}.{c[1]}" == a.text for m in c[3]) or _in_module(a.text, c[1], c[4])
+                     or _in_folders(a.text, c[1], key_of[c[0]])]
         credit([c[0] for c in cands], a.weight)
     for a in anchors:
         if a.kind not in ("frame", "path"):

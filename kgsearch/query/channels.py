@@ -68,7 +68,14 @@ def _pattern_gate(q: "Query", it: "Intent") -> str | None:
 
 
 def _anchors_gate(q: "Query", it: "Intent") -> str | None:
-    return None if it.spec.names_code else "not a code task"
+    """Code tasks and relation questions name code; so does a query that is one qualified name
+    (``JPypeContext.getTypeManager``, ``semver::VersionReq::matches``; not a file name): the pattern channel
+    matches it only as a substring of a node's symbols and puts it no higher than the best BM25
+    hit, while the anchors resolve its qualifier (a class, a file's module, a Go package, a Rust
+    crate path) and add their evidence."""
+    if it.spec.names_code or (it.spec.exact and q.identifier and any(a.kind == "dotted" for a in q.anchors)):
+        return None
+    return "not a code task"
 
 
 def _relation_gate(q: "Query", it: "Intent") -> str | None:

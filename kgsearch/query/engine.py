@@ -497,8 +497,8 @@ class Engine:
             return {"boost_terms": list(it.keywords), "boost": opts.keyword_boost}
         if name == "relation":
             return {"target": it.target, "edge_types": list(it.edge_types)}
-        if name == "anchors":
-            return {"follow": self.tuning.anchor_follow, "lists": self.tuning.anchor_lists}
+        if name == "anchors":      # a qualified name asks for itself, not for what it calls (an issue's symptom)
+            return {"follow": self.tuning.anchor_follow if it.spec.names_code else 0.0, "lists": self.tuning.anchor_lists}
         if name == "dense":
             return dense_kwargs(self.tuning.dense_idf_power, requested)
         return {}

@@ -93,7 +93,8 @@ def _inside(child: str, folder: str) -> bool:
 
 
 def skip_folder_name(name: str) -> bool:
-    """Folders the index walk never enters, whatever the ignore files say."""
+    """Folders the index walk skips unless an ignore file's ``!`` pattern asks for them
+    (:meth:`IgnoreRules.reincludes <kgsearch.ingest.walk.IgnoreRules.reincludes>`)."""
     return name in SKIP_DIRS or name.startswith(".")
 
 
@@ -133,7 +134,8 @@ def folders(root: Root, limit: int | None = None) -> list[str]:
             except OSError:
                 continue
             child_rel = f"{rel}/{e.name}" if rel else e.name
-            if skip_folder_name(e.name) or rules.ignored(child_rel, True) or _is_venv(e.path):
+            if ((skip_folder_name(e.name) or _is_venv(e.path)) and not rules.reincludes(e.name, child_rel)) \
+                    or rules.ignored(child_rel, True):
                 continue
             stack.append((e.path, child_rel, rules))
     return out

@@ -290,6 +290,23 @@ def test_walk_rules_symlinks_sizes(tmp_path, capsys):
     assert "folder reached twice" in err
 
 
+def test_a_bang_pattern_reincludes_a_folder_skipped_by_default(tmp_path):
+    """An npm package whose code is its build/ folder (yargs: build/lib/*.js): `!build/` in
+    .kgsearchignore asks for it, as the docs say `!` re-includes; .git is never entered."""
+    root = tmp_path / "package"
+    for p in ("index.cjs", "build/lib/yargs-factory.js", "dist/x.js", "sub/build/y.js", ".git/hooks/h.js",
+              "node_modules/dep/z.js"):
+        (root / p).parent.mkdir(parents=True, exist_ok=True)
+        (root / p).write_text("function f() { return 1 }\n")
+    (root / ".kgsearchignore").write_text("!build/\n!.git/\n")
+    db = tmp_path / "i.db"
+    index_paths(db, [str(root)], IndexOptions(steps=()))
+    with Index.open(db, readonly=True) as ix:
+        paths = sorted(Path(r[0]).relative_to(root.resolve()).as_posix()
+                       for r in ix.conn.execute("SELECT path FROM files"))
+    assert paths == ["build/lib/yargs-factory.js", "index.cjs", "sub/build/y.js"]
+
+
 def test_empty_folder_and_missing_path(tmp_path, capsys):
     empty = tmp_path / "empty"
     empty.mkdir()

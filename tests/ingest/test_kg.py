@@ -182,10 +182,12 @@ def test_not_a_kg_file_is_skipped_when_walking(tmp_path):
     pkg = '{"name": "app", "version": "1.0.0", "dependencies": {"x": "^1"}}'
     res = load(tmp_path, "settings-backup.json", pkg)
     assert (res.nodes, res.edges) == ([], [])
-    assert res.warnings == [f"{tmp_path / 'settings-backup.json'}: not a knowledge-graph file, skipped"]
+    # one line: the file and the fix
+    assert res.warnings == [f"{tmp_path / 'settings-backup.json'}: not a knowledge-graph file, skipped (list it in "
+                            ".kgsearchignore to skip it without a word)"]
     # a build tool's file is never a graph: skipped without a word (a monorepo has hundreds)
     for name in ("package.json", "tsconfig.json", "tsconfig.build.json", ".eslintrc.json", "composer.json",
-                 "api.schema.json", "jest.config.json"):
+                 "api.schema.json", "jest.config.json", ".cargo-checksum.json", ".cargo_vcs_info.json"):
         res = load(tmp_path, name, pkg)
         assert (res.nodes, res.edges, res.warnings) == ([], [], []), name
     assert not kg.is_tool_file("graph.json") and not kg.is_tool_file("packages.json")
@@ -193,7 +195,7 @@ def test_not_a_kg_file_is_skipped_when_walking(tmp_path):
     res = load(tmp_path, "data.json", '[{"id": 1, "value": 3}]')
     assert res.nodes == [] and len(res.warnings) == 1
     res = load(tmp_path, "table.csv", "a,b\n1,2\n")
-    assert res.warnings == [f"{tmp_path / 'table.csv'}: not a knowledge-graph file, skipped"]
+    assert res.warnings == [f"{tmp_path / 'table.csv'}: {kg.NOT_KG}"]
     res = load(tmp_path, "corpus.jsonl", '{"_id": "d1", "title": "t", "text": "x"}\n')
     assert res.nodes == [] and len(res.warnings) == 1
 

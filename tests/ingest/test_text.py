@@ -113,6 +113,10 @@ def test_paragraphs_and_overlong_sentence():
     ("j.rst", ".. comment\n   more comment\n:Author: me\n\nReal Title\n==========\n", "Real Title"),
     ("k.rst", ".. note:: only a directive\n\nplain line\n", "plain line"),
     ("l.txt", ":orphan:\n\nTitle\n=====\n", ":orphan:"),          # only reST files
+    # a CJK character is two columns wide: a 66-character Japanese sentence is no title, a short one is
+    ("日本語メモ.txt", "東京の天気は晴れです。サーバーのバックアップは毎晩三時に実行されます。"
+                   "同期が失敗した場合は、電池の最適化設定を確認してください。\n", "日本語メモ.txt"),
+    ("m.txt", "服务器备份说明\n每天晚上备份。\n", "服务器备份说明"),
 ])
 def test_titles(tmp_path, name, content, title):
     assert load(tmp_path, name, content).nodes[0].name == title

@@ -1,0 +1,124 @@
+"""A query that is one qualified name (``Cls.method``, ``org.pkg.Cls.method``, ``crate::Type::method``)
+finds the definition it names first, in every language: the anchors channel resolves its qualifier
+(a class, a Java package's folders, a Rust crate folder as Cargo's registry names it)."""
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+import kgsearch
+from kgsearch.indexer import IndexOptions, index_paths
+from kgsearch.query.anchors import resolve
+from kgsearch.query.codetask import Anchor
+from kgsearch.query.intent import classify
+from kgsearch.query.parse import parse
+from kgsearch.store.db import Index
+
+FILES = {
+    # a Java package is its folders
+    "native/src/main/java/org/jpype/JPypeContext.java": """\
+        package org.jpype;
+
+        /** The context: holds the type manager and the type factory. */
+        public class JPypeContext {
+          private TypeManager typeManager;
+          private TypeFactory typeFactory;
+
+          public TypeFactory getTypeFactory() {
+            return this.typeFactory;
+          }
+
+          public TypeManager getTypeManager() {
+            return this.typeManager;
+          }
+        }
+        """,
+    "native/src/main/java/org/jpype/manager/TypeManager.java": """\
+        package org.jpype.manager;
+
+        /** The type manager: finds the type manager's classes for the context. */
+        public class TypeManager {
+          public Class<?> findClass(Class<?> cls) { return cls; }
+        }
+        """,
+    # C++ with a method of the same name: the type manager of another context
+    "native/common/jp_context.h": """\
+        class JPContext {
+        public:
+            /** The type manager of this context; the type manager finds classes. */
+            JPTypeManager* getTypeManager() { return m_TypeManager; }
+            JPTypeManager* m_TypeManager;
+        };
+        """,
+    # a crate folder as Cargo's registry and Debian's librust-*-dev unpack it
+    "registry/semver-1.0.14/src/lib.rs": """\
+        /// A version requirement: matches versions.
+        pub struct VersionReq { pub comparators: Vec<u32> }
+
+        /// A version.
+        pub struct Version { pub major: u64 }
+
+        impl VersionReq {
+            /// Whether the version matches this requirement's comparators.
+            pub fn matches(&self, version: &Version) -> bool { !self.comparators.is_empty() && version.major > 0 }
+        }
+        """,
+    # Python
+    "pkg/tfidf.py": '''\
+        class TFIDF:
+            """Keyword extraction by TF-IDF: tags, weights, the IDF table."""
+
+            def extract_tags(self, sentence, topK=20):
+                """Extract the tags of a sentence by their TF-IDF weights."""
+                return sentence[:topK]
+
+            def set_idf_path(self, path):
+                """The IDF table's path for the tags' weights."""
+                self.path = path
+        ''',
+}
+
+
+@pytest.fixture(scope="module")
+def db(tmp_path_factory):
+    root = tmp_path_factory.mktemp("qual")
+    for rel, src in FILES.items():
+        p = root / "tree" / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(textwrap.dedent(src))
+    path = root / "i.db"
+    index_paths(path, [str(root / "tree")], IndexOptions())
+    return path
+
+
+@pytest.mark.parametrize("query, want", [
+    ("JPypeContext.getTypeManager", "java:native/src/main/java/org/jpype/JPypeContext.java:JPypeContext.getTypeManager"),
+    ("org.jpype.JPypeContext.getTypeManager",
+     "java:native/src/main/java/org/jpype/JPypeContext.java:JPypeContext.getTypeManager"),
+    ("VersionReq::matches", "rs:registry/semver-1.0.14/src/lib.rs:VersionReq.matches"),
+    ("semver::VersionReq::matches", "rs:registry/semver-1.0.14/src/lib.rs:VersionReq.matches"),
+    ("TFIDF.extract_tags", "py:pkg.tfidf.TFIDF.extract_tags"),
+    ("pkg.tfidf.TFIDF.extract_tags", "py:pkg.tfidf.TFIDF.extract_tags"),
+])
+def test_a_qualified_name_finds_its_definition_first(db, query, want):
+    hits = kgsearch.search(query, db=str(db), k=3).hits
+    assert hits[0].key == want, [h.key for h in hits]
+
+
+def test_a_rust_path_is_a_qualified_name_and_a_file_name_is_not_one():
+    assert parse("semver::VersionReq::matches").identifier == "dotted name"
+    assert classify(parse("semver::VersionReq::matches")).name == "exact_match"
+    assert [a.kind for a in parse("server.go").anchors] == ["path"]     # a file name: no dotted anchor
+
+
+def test_a_crate_folder_with_its_version_and_a_java_package_resolve(db):
+    with Index.open(db, readonly=True) as ix:
+        key = dict(ix.conn.execute("SELECT id, key FROM nodes"))
+        got = {key[n] for n in resolve(ix.conn, [Anchor("semver.VersionReq.matches", "dotted"),
+                                                 Anchor("org.jpype.JPypeContext.getTypeManager", "dotted")])}
+        wrong = {key[n] for n in resolve(ix.conn, [Anchor("other.VersionReq.matches", "dotted"),
+                                                   Anchor("com.jpype.JPypeContext.getTypeManager", "dotted")])}
+    assert got == {"rs:registry/semver-1.0.14/src/lib.rs:VersionReq.matches",
+                   "java:native/src/main/java/org/jpype/JPypeContext.java:JPypeContext.getTypeManager"}
+    assert wrong == set()
