@@ -198,7 +198,7 @@ def main() -> None:
     name = "multi_index" + (f"_{args.tag}" if args.tag else "")
     wb.RESULTS.mkdir(parents=True, exist_ok=True)
     (wb.RESULTS / f"{name}.json").write_text(json.dumps(res, indent=1))
-    lines = [f"# Two indexes searched as one vs one index (`python bench/multi_bench.py`)", "",
+    lines = ["# Two indexes searched as one vs one index (`python bench/multi_bench.py`)", "",
              f"{res['date']}, commit {code}, {res['machine']['cpu']} ({res['machine']['cores']} cores), Python "
              f"{res['machine']['python']}; each set's documents split at random (seed {args.seed}) into two indexes; "
              f"default settings (embeddings included), snippets {'on' if args.snippets else 'off'}. *multi*: the two as one (pooled BM25 statistics, z-scores over "
