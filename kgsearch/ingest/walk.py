@@ -231,24 +231,22 @@ class IgnoreRules:
                 # fail the run rather than skip the line: a pattern left out could index what it hid
                 raise DataError(f"bad ignore pattern {quoted(line)} ({exc}); fix or remove the line", str(path), n) from None
 
-    def ignored(self, rel: str, is_dir: bool) -> bool:
-        result = False
+    def _last_match(self, rel: str, is_dir: bool) -> _Pattern | None:
+        """The last pattern that matches ``rel`` (as gitignore reads them: the last one decides)."""
+        last = None
         for p in self.patterns:
-            if p.dir_only and not is_dir:
-                continue
-            if p.regex.match(rel):
-                result = not p.negate
-        return result
+            if (is_dir or not p.dir_only) and p.regex.match(rel):
+                last = p
+        return last
+
+    def ignored(self, rel: str, is_dir: bool) -> bool:
+        last = self._last_match(rel, is_dir)
+        return last is not None and not last.negate
 
     def included(self, rel: str, is_dir: bool) -> bool:
         """Whether the last pattern that matches ``rel`` is a ``!`` one: the user asked for it."""
-        result = False
-        for p in self.patterns:
-            if p.dir_only and not is_dir:
-                continue
-            if p.regex.match(rel):
-                result = p.negate
-        return result
+        last = self._last_match(rel, is_dir)
+        return last is not None and last.negate
 
     def reincludes(self, name: str, rel: str) -> bool:
         """Whether a folder the walk skips by default (``build``, ``dist``, ``node_modules``, a

@@ -36,6 +36,7 @@ needs a source file's extension and a line number, so prose with a colon and num
 """
 from __future__ import annotations
 
+import functools
 import re
 
 from ..ingest.langspec import SPECS, path_group
@@ -87,7 +88,12 @@ def _after_path(rx: re.Pattern) -> re.Pattern | None:
     return None if where is None else re.compile(rx.pattern[where[1] + 1:], rx.flags)
 
 
-_AFTER = tuple(_after_path(rx) for rx in _DIAGNOSTICS)
+@functools.cache
+def _after() -> tuple[re.Pattern | None, ...]:
+    """:func:`_after_path` of every diagnostic pattern, compiled at the first text that passes
+    the gate (not when a search imports this module)."""
+    return tuple(_after_path(rx) for rx in _DIAGNOSTICS)
+
 # ESLint's stylish format: a file alone on its line, its problems indented under it
 _STYLISH_FILE = re.compile(r"^[ \t]*" + _DPATH + r"[ \t]*$")
 _STYLISH_ROW = re.compile(r"^[ \t]+(?P<line>\d+):\d+[ \t]+(?:error|warning)[ \t]+\S")
@@ -131,7 +137,7 @@ def _diagnostics(query: str, gated: bool) -> list[tuple[str, int]]:
     if not _GATE.search(query):
         return []
     found = sorted((m.start(), m.group("path"), int(m.group("line")))
-                   for rx, after in zip(_DIAGNOSTICS, _AFTER) if not gated or after is None or after.search(query)
+                   for rx, after in zip(_DIAGNOSTICS, _after()) if not gated or after is None or after.search(query)
                    for m in rx.finditer(query))
     if "\n" in query:
         found = sorted(found + _stylish(query))
