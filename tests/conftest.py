@@ -121,6 +121,32 @@ def run(*args, stdin: str | None = None) -> tuple[int, str, str]:
     return rc, out.getvalue(), err.getvalue()
 
 
+def size_ratio(small, big, repeats: int = 5, tries: int = 3, bound: float = 40.0, floor: float = 2e-3) -> float:
+    """How many times longer ``big()`` takes than ``small()``, for the tests that a kernel is linear
+    in its input (a ratio within one run, never an absolute time). Each is the best of ``repeats``
+    calls in this process's CPU time (``time.process_time``: what other processes do on the machine
+    is not counted, as wall time counts it), the smaller floored at ``floor`` seconds; while the
+    ratio is at or above ``bound`` both are measured again, ``tries`` times in all, and the least
+    ratio is returned. A quadratic kernel stays above the bound every time; a burst of load, a
+    collection pause or a page fault does not."""
+    import time
+
+    def best(f) -> float:
+        out = float("inf")
+        for _ in range(repeats):
+            t0 = time.process_time()
+            f()
+            out = min(out, time.process_time() - t0)
+        return out
+
+    ratio = float("inf")
+    for _ in range(tries):
+        ratio = min(ratio, best(big) / max(best(small), floor))
+        if ratio < bound:
+            break
+    return ratio
+
+
 def write(path: Path, text: str | bytes) -> Path:
     """``text`` (or bytes) into ``path``, its folders made; returns the path."""
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -7,16 +7,16 @@ to a 6 KB one (a ratio within one run: never an absolute time)."""
 from __future__ import annotations
 
 import random
-import time
 
 import pytest
 
 from kgsearch.ingest import clex, jslex
 from kgsearch.ingest.loaders import get_loader
 from kgsearch.types import LoadOptions
+from conftest import size_ratio, write
 
 EXT = {"rust": ".rs", "go": ".go", "java": ".java", "c": ".c", "cpp": ".cpp", "javascript": ".js",
-       "typescript": ".ts", "python": ".py"}
+       "typescript": ".ts", "python": ".py", "kotlin": ".kt", "php": ".php"}
 
 # (language, a unit repeated to 6 KB and to 60 KB): each took 10-56 s at 60 KB (x 80-240 the 6 KB time)
 HOSTILE = [
@@ -34,22 +34,18 @@ HOSTILE = [
 ]
 
 
-def _load_time(path, lang: str, text: str) -> float:
-    path.write_text(text)
-    best = float("inf")
-    for _ in range(5):
-        t0 = time.perf_counter()
-        get_loader(lang).load(path, path.name, LoadOptions())
-        best = min(best, time.perf_counter() - t0)
-    return best
+def load_ratio(tmp_path, lang: str, unit: str, head: str = "") -> float:
+    """The loader's time on 60 KB of ``unit`` over its time on 6 KB (:func:`conftest.size_ratio`)."""
+    small = write(tmp_path / ("small" + EXT[lang]), head + unit * (6000 // len(unit)))
+    big = write(tmp_path / ("big" + EXT[lang]), head + unit * (60000 // len(unit)))
+    loader = get_loader(lang)
+    return size_ratio(lambda: loader.load(small, small.name, LoadOptions()),
+                      lambda: loader.load(big, big.name, LoadOptions()))
 
 
 @pytest.mark.parametrize("lang,unit", HOSTILE, ids=[f"{a}:{b!r}" for a, b in HOSTILE])
 def test_hostile_files_load_in_time_proportional_to_their_size(tmp_path, lang, unit):
-    path = tmp_path / ("f" + EXT[lang])
-    small = _load_time(path, lang, unit * (6000 // len(unit)))
-    big = _load_time(path, lang, unit * (60000 // len(unit)))
-    assert big < 40 * max(small, 2e-3), (big, small)        # linear: about 10; these were 75-240
+    assert load_ratio(tmp_path, lang, unit) < 40        # linear: about 10; these were 75-240
 
 
 def test_deeply_nested_c_bodies_load_without_recursion(tmp_path):
@@ -188,3 +184,10 @@ def test_if_groups_are_the_reference():
     finally:
         clex._if_groups = fast
     assert sum(seen) > 1000
+
+
+def test_size_ratio_tells_quadratic_from_linear():
+    """The linear-time tests' measure: a quadratic kernel (x100 for 10 x the input) stays above the
+    bound of 40 however often it is measured again; a linear one (x10) is below it."""
+    assert size_ratio(lambda: sum(range(300 * 300)), lambda: sum(range(3000 * 3000)), repeats=2) > 40
+    assert size_ratio(lambda: sum(range(100_000)), lambda: sum(range(1_000_000)), repeats=3) < 40

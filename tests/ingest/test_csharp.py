@@ -6,10 +6,9 @@ input (linear time, as ratios in one run) and the command line finding a method 
 from __future__ import annotations
 
 import textwrap
-import time
 from pathlib import Path
 
-from conftest import run, write
+from conftest import run, size_ratio, write
 from test_lang_lexers import same_shape
 from kgsearch.indexer import IndexOptions, index_paths
 from kgsearch.ingest import clex, cscode
@@ -54,20 +53,9 @@ def test_unterminated_strings_end_where_the_language_ends_them():
 
 
 def _lex_ratio(text: str) -> float:
-    """Time of lexing 60 KB of ``text`` over 6 KB of it (best of five each, one run: the best of
-    several runs is the one the machine's other load disturbed least)."""
-    times = []
-    for n in (6_000, 60_000):
-        t = (text * (n // len(text) + 1))[:n]
-        best = min(_timed(lambda: clex.lex(t, "cs")) for _ in range(5))
-        times.append(best)
-    return times[1] / times[0]
-
-
-def _timed(f) -> float:
-    t0 = time.perf_counter()
-    f()
-    return time.perf_counter() - t0
+    """Time of lexing 60 KB of ``text`` over 6 KB of it (:func:`conftest.size_ratio`)."""
+    small, big = ((text * (n // len(text) + 1))[:n] for n in (6_000, 60_000))
+    return size_ratio(lambda: clex.lex(small, "cs"), lambda: clex.lex(big, "cs"))
 
 
 def test_hostile_openers_lex_in_linear_time():
@@ -367,12 +355,10 @@ def test_hostile_files_load_in_linear_time(tmp_path):
     for piece in ("class A { ", "namespace N ", "using X ", "void F() { ", "int F(", "if(x) ", "int X { get { ",
                   "static void F() => F(); ", "record R(", "this[ ", "[A] ", "int F() { int G() { ", "class A { [X(",
                   "class A { int X { ", "class A { get { ", "void F() { (a) F() { ", "delegate void D("):
-        times = []
-        for n in (6_000, 60_000):
-            p = write(tmp_path / "h.cs", (piece * (n // len(piece) + 1))[:n])
-            times.append(min(_timed(lambda: cscode.load(p, "h.cs", LoadOptions(root=str(tmp_path))))
-                             for _ in range(3)))
-        assert times[1] / times[0] < 40, piece
+        small, big = (write(tmp_path / f"h{n}.cs", (piece * (n // len(piece) + 1))[:n]) for n in (6_000, 60_000))
+        opts = LoadOptions(root=str(tmp_path))
+        assert size_ratio(lambda: cscode.load(small, "h.cs", opts), lambda: cscode.load(big, "h.cs", opts),
+                          repeats=3) < 40, piece
 
 
 def test_types_and_local_functions_nest_32_deep_at_most(tmp_path):
