@@ -2,8 +2,11 @@
 helpers, the language specs (test paths, stack-trace frames) and what the walk skips."""
 from __future__ import annotations
 
+import json
+
 import pytest
 
+from conftest import run, write
 from kgsearch.ingest import clex, jslex
 from kgsearch.ingest.codescan import call_sites, skip_angles
 from kgsearch.ingest.langspec import find_frames, is_generated_path, is_generated_text, is_test_path, spec_for
@@ -203,6 +206,23 @@ def test_walk_skips_dependencies_and_minified_scripts(tmp_path):
     got = sorted(f.rel for f in walk(tmp_path.resolve(), report=rep) if f.loader not in ("text", "kg"))
     assert got == ["main.go", "third_party/z/z.c", "web/app.js"]
     assert rep.counts()["generated"] == 2
+    assert sorted(rep.generated) == [str(tmp_path.resolve() / "web" / n) for n in ("app.min.js", "bundle.js")]
+
+
+def test_the_run_summary_names_the_minified_scripts_it_skipped(tmp_path):
+    # (before: "skipped: 2 minified or bundled script(s)", and no way to tell which without -v)
+    root = tmp_path / "web"
+    write(root / "app.js", "let a = 1\n")
+    write(root / "app.min.js", "let a=1\n")
+    for i in range(4):
+        write(root / f"bundle{i}.js", "x" * 9000)
+    rc, out, err = run("index", root, "--db", tmp_path / "i.db")
+    line = next(x for x in err.splitlines() if x.startswith("skipped:"))
+    assert rc == 0 and line == (f"skipped: 5 minified or bundled script(s) ({root.resolve()}/app.min.js, "
+                                f"{root.resolve()}/bundle0.js, {root.resolve()}/bundle1.js and 2 more)")
+    rc, out, err = run("index", root, "--db", tmp_path / "j.db", "--json")
+    assert json.loads(out)["skipped_generated"] == [f"{root.resolve()}/{n}" for n in
+                                                    ("app.min.js", "bundle0.js", "bundle1.js", "bundle2.js", "bundle3.js")]
 
 
 # ---- fast scans beside the patterns they replace (same matches, in order) ------------------

@@ -57,9 +57,9 @@ def _report_run(args, report) -> int:
                  f"{report.files_deleted} deleted: +{report.nodes_added} ~{report.nodes_modified} "
                  f"-{report.nodes_removed} nodes in {report.seconds:.2f}s "
                  f"(generation {report.generation}{'' if changed or report.edges_changed else ', no change'})")
-            skipped = skipped_summary(report.skipped)
+            skipped = skipped_summary(report.skipped, report.skipped_generated)
             if skipped:
-                err(f"skipped: {skipped}")
+                err(one_line(f"skipped: {skipped}"))
             for loader, n in sorted(report.reread.items()):
                 err(f"note: re-read {n} unchanged {loader} file(s): this version's {loader} loader reads them "
                     "differently")
@@ -88,14 +88,25 @@ SKIP_WORDS = {"unreadable": "unreadable folder(s)/file(s)", "bad_links": "broken
               "generated": "minified or bundled script(s)"}
 
 
-def skipped_summary(skipped: dict) -> str:
+def skipped_summary(skipped: dict, generated: list[str] = ()) -> str:
     """What the walk and the loaders skipped, for the run summary (files with no loader are
-    the normal case in a code tree: not listed).
+    the normal case in a code tree: not listed); the first minified or bundled scripts by name
+    (the others each have a warning of their own; these are told by their content too, no line
+    break in the first 8 KB, so a user may not guess which).
 
     >>> skipped_summary({"unreadable": 1, "large": 0, "malformed": 2, "binary": 1, "no_loader": 9})
     '1 unreadable folder(s)/file(s), 2 file(s) not what their extension says, 1 file(s) that are not text'
+    >>> skipped_summary({"generated": 5}, ["/t/a.min.js", "/t/b.js", "/t/c.js", "/t/d.js"])
+    '5 minified or bundled script(s) (/t/a.min.js, /t/b.js, /t/c.js and 2 more)'
     """
-    return ", ".join(f"{n} {SKIP_WORDS.get(k, k)}" for k, n in skipped.items() if n and k != "no_loader")
+    def words(k: str, n: int) -> str:
+        names = generated[:GENERATED_SHOWN] if k == "generated" else ()
+        more = f" and {n - len(names)} more" if names and n > len(names) else ""
+        return f"{n} {SKIP_WORDS.get(k, k)}" + (f" ({', '.join(names)}{more})" if names else "")
+    return ", ".join(words(k, n) for k, n in skipped.items() if n and k != "no_loader")
+
+
+GENERATED_SHOWN = 3     # minified or bundled scripts named in the run summary
 
 
 def cmd_roots(args) -> int:

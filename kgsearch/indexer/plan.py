@@ -163,6 +163,7 @@ def plan(st: RunState, roots: list[Root]) -> tuple[list[Found], list[tuple[int, 
         st.walked_roots.append(root.path)
     report.warnings.extend(wr.problems)
     report.warnings.extend(wr.skipped_large)
+    report.skipped_generated.extend(wr.generated)
     for k, v in wr.counts().items():
         report.skipped[k] = report.skipped.get(k, 0) + v
     report.files_seen = len(found)

@@ -54,6 +54,7 @@ class IndexReport:
     # that are not text (NUL bytes: binary data, UTF-16 without its byte-order mark) though
     # their extension has a loader, files with no loader
     skipped: dict = field(default_factory=lambda: dict.fromkeys(SKIP_REASONS, 0))
+    skipped_generated: list[str] = field(default_factory=list)  # the first minified/bundled scripts skipped
     roots_missing: list[str] = field(default_factory=list)      # registered roots not on disk: files kept
     roots_unreadable: list[str] = field(default_factory=list)   # roots that cannot be listed: files kept
     roots_removed: list[str] = field(default_factory=list)      # `kgsearch roots remove`

@@ -103,12 +103,16 @@ class Found:
     label: str = ""   # that root's label: its keys are qualified with it (kgsearch.store.roots)
 
 
+GENERATED_NAMED = 20     # minified or bundled scripts named in a run's report (the rest counted)
+
+
 @dataclass
 class WalkReport:
     skipped_large: list[str] = field(default_factory=list)
     skipped_binary: int = 0
     skipped_other: int = 0          # no loader, a link leaving the root
     skipped_generated: int = 0      # minified or bundled scripts
+    generated: list[str] = field(default_factory=list)  # the first GENERATED_NAMED of them, by path
     problems: list[str] = field(default_factory=list)   # one line each: unreadable folders/files, bad links
     unlisted: list[str] = field(default_factory=list)   # folders not listed this run: their indexed files are kept
     unreadable: int = 0             # folders and files that could not be read
@@ -423,6 +427,8 @@ def walk(root: Path, fmt: str | None = None, max_bytes: int | None = None,
             return None
         if is_minified(path):
             report.skipped_generated += 1
+            if len(report.generated) < GENERATED_NAMED:
+                report.generated.append(shown_path(path))
             return None
         seen_files.add(str(path))
         return Found(path, rel, root, loader, st.st_size, st.st_mtime_ns)
