@@ -117,9 +117,31 @@ def parse_front_matter(lines: list[str], first_line: int = 2
             i += 1
         while block and not block[-1][1].strip():
             block.pop()
+        if rest[:1] in "[{" and not block and _unclosed(rest):
+            problems.append((ln, s))            # `tags: [a, b` or `tags: {a`: YAML refuses it; so do we
+            continue
         raw[key] = [(ln, rest)] + [(b, t.strip()) for b, t in block]
         data[key] = _block_value(rest, block, problems)
     return data, raw, problems
+
+
+def _unclosed(s: str) -> bool:
+    """A flow list or mapping whose brackets do not close on its line (quotes respected).
+
+    >>> _unclosed("[a, b"), _unclosed("{a"), _unclosed("[a, ']']"), _unclosed("[[X]], [[Y]]")
+    (True, True, False, False)
+    """
+    depth, quote = 0, ""
+    for ch in s:
+        if quote:
+            quote = "" if ch == quote else quote
+        elif ch in "\"'":
+            quote = ch
+        elif ch in "[{":
+            depth += 1
+        elif ch in "]}":
+            depth -= 1
+    return depth > 0 or bool(quote)
 
 
 def _block_value(rest: str, block: list[tuple[int, str]], problems: list) -> Any:

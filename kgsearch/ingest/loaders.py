@@ -50,6 +50,8 @@ LOADER_VERSIONS = dict.fromkeys(LOADERS, 1) | {
     "javascript": 3, "typescript": 3,   # 2: parts; 3: `key: function named() {}` (and a class field's
                                         # `function fe() {}`) is one node, not a second obj.key.obj.named
     "text": 2,              # 2: a first line is a title up to 80 columns, a CJK character two wide
+    "markdown": 2,          # 2: a front-matter flow list or mapping left open (`tags: [a, b`, `tags: {a`)
+                            # is skipped with a warning, and a tag is words (no tag `{a` or `{a:`)
 }
 
 EXTENSION_LOADER = {

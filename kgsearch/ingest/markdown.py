@@ -73,6 +73,7 @@ _INLINE_CODE = re.compile(r"(`+)(?!`).*?(?<!`)\1(?!`)")
 _COMMENT_OPEN = re.compile(r"%%|<!--")
 _COMMENT_CLOSE = {"%%": "%%", "<!--": "-->"}
 _FM_SPECIAL = {"title", "aliases", "alias", "tags", "tag", "cssclass", "cssclasses"}
+_TAG_WORD = re.compile(r"[\w/\-.]+(?: [\w/\-.]+)*")    # a front-matter tag: words, `/`, `-`, `.` (a list item may hold spaces)
 
 
 def load(path: Path, rel: str, opts: LoadOptions) -> LoadResult:
@@ -312,7 +313,7 @@ def _front_matter_text(fm: dict, note: Note, raw: dict) -> str:
             tags = v if isinstance(v, list) else re.split(r"[,\s]+", str(v or ""))
             for t in tags:
                 t = str(t).strip().lstrip("#")
-                if t:
+                if _TAG_WORD.fullmatch(t):          # (not the pieces of a mapping, `{a: 1}`: no tag `{a:`)
                     line = next((ln for ln, s in lines if t in s), lines[0][0] if lines else 1)
                     note.edge(key, t.lower(), "tagged", "tag", line, {"display": t})
                     parts.append(t)

@@ -195,6 +195,20 @@ def test_front_matter_subset():
     assert problems == [(20, ":")]
 
 
+def test_an_open_flow_list_or_mapping_is_not_understood(tmp_path):
+    # (before: `tags: {a` made a tag `{a`, `tags: [a, b` read as if closed, both without a word)
+    data, _, problems = parse_front_matter(["tags: {a", "up: [[X]], [[Y]]", "list: [a, ']'",
+                                            "flow: [a,", "  b]", "keys: [a, b"], 2)
+    assert data == {"up": ["[[X]]", "[[Y]]"], "flow": ["a", "b"]}
+    assert problems == [(2, "tags: {a"), (4, "list: [a, ']'"), (7, "keys: [a, b")]
+    res = load(tmp_path, "n.md", "---\ntags: {a\nother: {b: 1}\n---\n# N\n\nbody #real\n")
+    assert links(res) == [("md:n", "real", "tagged", "tag", 7, {"display": "real"})]
+    assert res.warnings == [f"{tmp_path / 'n.md'}:2: front matter line not understood, skipped: 'tags: {{a'; "
+                            "kgsearch reads 'key: value', [a, b] lists and '- a' lists"]
+    res = load(tmp_path, "m.md", "---\ntags: {x: 1}\n---\n# M\n")       # a mapping is no tags
+    assert links(res) == [] and res.warnings == []
+
+
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.text(alphabet=st.sampled_from(list("ab :-#[]'\"|>{}\t\n!^/.")),
                         max_size=30), max_size=12))
