@@ -177,9 +177,9 @@ class Engine:
         other names had ranked above them on the regex's words, `/^Has\\w+Flags$/` -> `Flags`,
         `Command`). None when the query is no regex, the regex does not run (:func:`regex_notice`
         says why) or it matches no name: then the search ranks as for any query."""
-        if not q.slash_regex or "pattern" not in (opts.channel_list() or DEFAULT_CHANNELS) \
+        if not q.slash_regex or q.pattern[0] is None or "pattern" not in (opts.channel_list() or DEFAULT_CHANNELS) \
                 or regex_notice(q.pattern[0]):
-            return None
+            return None                     # (a query that starts with a path, /usr/lib/x is slow, is no regex)
         ids, _ = pattern_search(self.ix, q.text, k=filters_mod.node_count(self.ix), fuzzy=False, parts=q.pattern)
         return np.sort(ids.astype(np.int64)) if len(ids) else None
 
@@ -252,7 +252,7 @@ class Engine:
                                                             allowed)
         notices = ([q.cut] if q.cut else []) + ([correction_notice(q.text, fixes)] if fixes else []) \
             + self._failures(raw, skipped)
-        if q.slash_regex and "pattern" in raw:            # a /regex/ that did not run as one says so
+        if q.slash_regex and q.pattern[0] is not None and "pattern" in raw:   # a /regex/ that did not run as one says so
             bad_regex = regex_notice(q.pattern[0])
             if bad_regex:
                 notices.append(bad_regex)

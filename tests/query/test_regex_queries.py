@@ -84,3 +84,11 @@ def test_why_a_name_the_regex_does_not_match_is_left_out(db):
     resp = kgsearch.search(r"/^has_\w+_flags$/ path:nowhere/", db=db, k=3)
     assert resp.hits == [] and resp.notices == [
         r"no node matches the filters path:nowhere/ and the regular expression /^has_\w+_flags$/"]
+
+
+def test_a_query_that_starts_with_a_path_is_no_regex(db):
+    """``/usr/lib/x is slow`` starts and goes on with a slash but ends with none: no regex, no
+    narrowing to the names its words match, no notice."""
+    resp = kgsearch.search("/src/command.py persistent flags are slow", db=db, k=10)
+    assert resp.notices == []
+    assert "py:command.Command.flags" in _keys(resp)      # a name no token of the query matches
