@@ -55,6 +55,9 @@ LOOKUP_NS = {"kgt": "kg"}      # names of these namespaces are looked up in anot
 # (their modules answer to dotted names: Python's by key, Rust's by alias; see _reexports)
 REEXPORT_NS = ("py", "rs")
 FIELD_NS = ("go", "rs")        # namespaces whose loaders emit calls through fields (FIELD_PROPS)
+# namespaces whose loaders emit ``member_of`` edges (a KG file's ``member_of`` relation, or an
+# exported index read back, names its target by key and resolves as any edge does)
+MEMBER_NS = ("go", "c", "rs")
 FIELD_BATCH = 8192             # such edges resolved at a time (member_of edges too)
 _FIELD_PROPS_JSON = dumps_props(FIELD_PROPS)
 _DUP = re.compile(r"#\d+$")       # a key's second-definition suffix (`Foo#2`)
@@ -131,14 +134,14 @@ class EdgeResolver:
                 break
             # (calls through a struct's fields are resolved by resolve_field_calls, a method's
             # type by resolve_members)
-            named = iter(names.resolve([(r[1], r[2]) for r in batch if not _own_pass(r[3], r[7])]))
-            resolved = [(None, r[2]) if _own_pass(r[3], r[7]) else next(named) for r in batch]
+            named = iter(names.resolve([(r[1], r[2]) for r in batch if not _own_pass(r[1], r[3], r[7])]))
+            resolved = [(None, r[2]) if _own_pass(r[1], r[3], r[7]) else next(named) for r in batch]
             rows = []
             new_file_edges = new_file_edges or any(r[5] in self.new_files for r in batch)
             for (src, ns, dst_name, etype, weight, file_id, line, props), (dst, name) in zip(batch, resolved):
                 if dst is None and (ns in AUTO_NS or ns == "kg"):
                     pending.append((next_id,))
-                elif dst is None and ns in REEXPORT_NS and not _own_pass(etype, props):
+                elif dst is None and ns in REEXPORT_NS and not _own_pass(ns, etype, props):
                     unresolved_re.setdefault(ns, []).append((next_id, dst_name))
                 rows.append((next_id, src, dst, ns, name, etype, weight, file_id, line, props))
                 next_id += 1
@@ -217,7 +220,7 @@ class EdgeResolver:
         conn = self.conn
         rows = conn.execute("SELECT e.id, e.ns, e.dst_name, e.dst, e.file_id FROM temp.resolve_ids r "
                             "CROSS JOIN edges e ON e.id = r.id WHERE (e.dst_name != '' OR e.dst IS NULL) "
-                            "AND e.props IS NOT ? AND e.type != ?", (_FIELD_PROPS_JSON, MEMBER_OF)).fetchall()
+                            f"AND NOT {_OWN_PASS_SQL}", _OWN_PASS_ARGS).fetchall()
         names = _Names(conn)
         updates = []
         reexports: dict = {}
@@ -272,11 +275,12 @@ class EdgeResolver:
         or deletes a file (the type's file may have come, gone or moved), in batches."""
         if not (self.writer.stored_files or self.st.report.files_deleted or self.changes.full):
             return
-        sql = ("SELECT id, ns, dst_name, dst, file_id, props FROM edges WHERE type = ? AND file_id IS NOT NULL "
-               "AND id > ? ORDER BY id LIMIT ?")
+        marks = ",".join("?" * len(MEMBER_NS))
+        sql = (f"SELECT id, ns, dst_name, dst, file_id, props FROM edges WHERE type = ? AND ns IN ({marks}) "
+               f"AND file_id IS NOT NULL AND id > ? ORDER BY id LIMIT ?")
         last, changed = 0, False
         while True:
-            rows = self.conn.execute(sql, (MEMBER_OF, last, FIELD_BATCH)).fetchall()
+            rows = self.conn.execute(sql, (MEMBER_OF, *MEMBER_NS, last, FIELD_BATCH)).fetchall()
             if not rows:
                 break
             last = rows[-1][0]
@@ -445,10 +449,19 @@ class EdgeResolver:
                 return
 
 
-def _own_pass(etype: str, props: str | None) -> bool:
+def _own_pass(ns: str, etype: str, props: str | None) -> bool:
     """Whether a staged edge is resolved by a pass of its own (calls through a field:
-    :meth:`EdgeResolver.resolve_field_calls`; a method's type: :meth:`EdgeResolver.resolve_members`)."""
-    return props == _FIELD_PROPS_JSON or etype == MEMBER_OF
+    :meth:`EdgeResolver.resolve_field_calls`; a method's type: :meth:`EdgeResolver.resolve_members`).
+    Only the code loaders' edges are: a KG file's ``member_of`` or ``calls`` edge (the same type
+    names and props a user may write, or an exported index read back) names its target by key."""
+    return ((etype == "calls" and ns in FIELD_NS and props == _FIELD_PROPS_JSON)
+            or (etype == MEMBER_OF and ns in MEMBER_NS))
+
+
+# _own_pass as SQL over ``edges e`` (with _OWN_PASS_ARGS)
+_OWN_PASS_SQL = (f"((e.type = 'calls' AND e.ns IN ({','.join('?' * len(FIELD_NS))}) AND e.props IS ?) "
+                 f"OR (e.type = ? AND e.ns IN ({','.join('?' * len(MEMBER_NS))})))")
+_OWN_PASS_ARGS = (*FIELD_NS, _FIELD_PROPS_JSON, MEMBER_OF, *MEMBER_NS)
 
 
 def _stem(path: str) -> str:

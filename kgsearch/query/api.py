@@ -125,7 +125,12 @@ def _explain(query: str, eng: Engine, target: dict, wide: Response, mine: list, 
     out["filters"] = [str(f) for f in filtered.filters]
     if allowed is not None and not (allowed == target["id"]).any():
         out["graph"] = None
-        out["reason"] = f"left out by the filters {' '.join(out['filters'])} (applied before ranking)"
+        by_filters = eng.allowed(replace(filtered, slash_regex=False), opts)[1] if filtered.slash_regex else allowed
+        if by_filters is None or (by_filters == target["id"]).any():      # the filters keep it: the regex did not
+            out["reason"] = (f"its names do not match the regular expression {filtered.text.strip()} "
+                             f"(a /regex/ query ranks the names it matches)")
+        else:
+            out["reason"] = f"left out by the filters {' '.join(out['filters'])} (applied before ranking)"
         return out
     out["graph"] = _graph_route(eng, target["id"], seeds)
     stand_in = _stand_in(eng, target, mine) if pos is None and opts.collapse else None

@@ -152,6 +152,9 @@ RELATION_EDGES = {"calls": ("calls",), "imports": ("imports",), "inherits": ("in
                   "uses": ("calls", "imports", "inherits", "references")}
 
 _TESTS = re.compile(r"\b(tests?|testing|test suite|unit ?tests?)\b", re.I)
+# a name that holds "test" (TestSetContext, test_hidden_option, args_test.go) and its parts
+_TEST_NAME = re.compile(r"\w*test\w*", re.I)
+_NAME_PART = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
 _PROSE = re.compile(r"\b(changelog|change log|release notes?|changes file|news|readme|documentation|docs?)\b",
                     re.I)
 
@@ -398,8 +401,17 @@ def relation(query: str) -> tuple[str, str] | None:
 
 def asks_for_tests(query: str) -> bool:
     """The query is about tests (word boundaries: ``test``, ``tests``, ``testing``, ``unit tests``;
-    not ``pytest`` or ``latest``)."""
-    return bool(_TESTS.search(query))
+    not ``pytest`` or ``latest``), or names one: a name one of whose parts is such a word
+    (``TestSetContext``, ``test_hidden_option``, ``testIsAfter``, ``RangeTest``, ``args_test.go``;
+    not ``Attestation`` or ``latestVersion``).
+
+    >>> asks_for_tests("TestSetContext"), asks_for_tests("test_hidden_option"), asks_for_tests("latestVersion")
+    (True, True, False)
+    """
+    if _TESTS.search(query):
+        return True
+    return any(p.lower() in ("test", "tests", "testing")
+               for name in _TEST_NAME.findall(query) for part in name.split("_") for p in _NAME_PART.findall(part))
 
 
 def asks_for_prose(query: str) -> bool:

@@ -48,6 +48,7 @@ from ..graph.context import load_context
 from ..store import qcache
 from ..store.db import Index, is_corruption
 from ..text.keywords import UNREAD
+from ..text.pattern import regex_notice, search as pattern_search
 from ..text.postings import doc_freqs
 from ..version import __version__, code_stamp
 from . import feedback
@@ -156,14 +157,31 @@ class Engine:
 
     def allowed(self, q: Query, opts: SearchOptions) -> tuple[Query, np.ndarray | None]:
         """``q`` with the query's and the options' filters, checked (:mod:`.filters`), and the
-        sorted node ids they keep (None: no filter)."""
+        sorted node ids they keep (None: no filter). A ``/regex/`` query keeps the nodes whose
+        names it matches, as a filter does (:meth:`regex_matches`)."""
         flt = tuple(dict.fromkeys(filters_mod.parse_filters(q.filters) + filters_mod.parse_filters(opts.filters)))
-        if not flt:
-            return q, None
-        allowed = filters_mod.allowed_ids(self.ix, flt, self.graph())
-        if len(allowed) == filters_mod.node_count(self.ix):
-            allowed = None                  # the filters keep every node: nothing to narrow
-        return replace(q, filters=flt), allowed
+        allowed = None
+        if flt:
+            q = replace(q, filters=flt)
+            allowed = filters_mod.allowed_ids(self.ix, flt, self.graph())
+            if len(allowed) == filters_mod.node_count(self.ix):
+                allowed = None                  # the filters keep every node: nothing to narrow
+        names = self.regex_matches(q, opts)
+        if names is not None:
+            allowed = names if allowed is None else names[in_set(names, allowed)]
+        return q, allowed
+
+    def regex_matches(self, q: Query, opts: SearchOptions) -> np.ndarray | None:
+        """For a ``/regex/`` query with the pattern channel asked for: the sorted ids of the nodes
+        whose names the regex matches, which alone rank (the README's "regex over identifiers":
+        other names had ranked above them on the regex's words, `/^Has\\w+Flags$/` -> `Flags`,
+        `Command`). None when the query is no regex, the regex does not run (:func:`regex_notice`
+        says why) or it matches no name: then the search ranks as for any query."""
+        if not q.slash_regex or q.pattern[0] is None or "pattern" not in (opts.channel_list() or DEFAULT_CHANNELS) \
+                or regex_notice(q.pattern[0]):
+            return None                     # (a query that starts with a path, /usr/lib/x is slow, is no regex)
+        ids, _ = pattern_search(self.ix, q.text, k=filters_mod.node_count(self.ix), fuzzy=False, parts=q.pattern)
+        return np.sort(ids.astype(np.int64)) if len(ids) else None
 
     # ------------------------------------------------------------------ the query
     def search(self, query: str | Query, opts: SearchOptions | None = None, session=None, pool=None) -> Response:
@@ -234,6 +252,12 @@ class Engine:
                                                             allowed)
         notices = ([q.cut] if q.cut else []) + ([correction_notice(q.text, fixes)] if fixes else []) \
             + self._failures(raw, skipped)
+        if q.slash_regex and q.pattern[0] is not None and "pattern" in raw:   # a /regex/ that did not run as one says so
+            bad_regex = regex_notice(q.pattern[0])
+            if bad_regex:
+                notices.append(bad_regex)
+            elif not len(raw["pattern"][0]):
+                notices.append(f"{q.text.strip()} matches no name in the index: the results match its words")
         sig = Signals(self, q, candidates(raw), raw, kwargs_of, opts.norm, fulls,
                       pool.stats if pool is not None else None, allowed=allowed)
         code_query = is_code_query(self.ix.conn, sig.cand, sig.first_stage(weights), self.ix)
@@ -371,6 +395,7 @@ class Engine:
         clock.ms["total"] = clock.total()
         kinds = ", ".join(k for (k,) in self.ix.conn.execute("SELECT DISTINCT kind FROM nodes ORDER BY kind"))
         note = (f"no node matches the filters {filters_mod.describe(q.filters)}"
+                + (f" and the regular expression {q.text.strip()}" if q.slash_regex else "")
                 + (f" (the kinds in this index: {kinds})" if any(f.field == "kind" for f in q.filters) else ""))
         return Response(query=q.text, intent=it.as_dict(), fusion=fusion, hits=[], channels_run=[],
                         channels_skipped={c: "no node matches the filters" for c in requested},

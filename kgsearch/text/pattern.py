@@ -32,7 +32,7 @@ from .regex import refusal, required_literal, scan, sre_parser, timer_usable
 from .tokenize import clean_query
 from .trigrams import MAX_SYM, ids_from as _ids_from, trigrams
 
-__all__ = ["search", "query_parts", "match_token", "edit_distance", "substring_distance"]
+__all__ = ["search", "query_parts", "match_token", "edit_distance", "substring_distance", "regex_notice"]
 
 log = logging.getLogger(__name__)
 
@@ -231,6 +231,36 @@ def _regex_search(conn, body: str, flags: str, k: int) -> dict[int, float]:
 
 
 _REGEX = re.compile(r"^\s*/(.+)/([a-z]*)\s*$", re.S)
+
+
+def regex_notice(regex: tuple[str, str] | None) -> str | None:
+    """What to tell the user about the ``(body, flags)`` of a ``/regex/`` query the pattern channel
+    does not run as a regex (:func:`_regex_search`): one that does not compile (matched as a name
+    instead), one refused as too slow, one over 500 characters; None when it runs.
+
+    >>> regex_notice(("Has(Persistent", ""))
+    '/Has(Persistent/ is no regular expression (missing ), unterminated subpattern at position 3): its text was matched as a name instead; fix the pattern or quote it'
+    >>> regex_notice(("Has(Persistent)?Flags", "")) is None
+    True
+    """
+    if regex is None:
+        return None
+    body, flags = regex
+    shown = f"/{body}/{flags}"
+    if len(body) > 500:
+        return f"{shown[:60]}... is longer than 500 characters: not run as a regular expression"
+    fl = re.IGNORECASE if "i" in flags else 0
+    try:
+        re.compile(body, fl)
+        parsed = sre_parser().parse(body, fl)
+    except (re.error, RecursionError, OverflowError, ValueError) as exc:
+        why = f"{exc.msg} at position {exc.pos}" if isinstance(exc, re.error) and exc.pos is not None else str(exc)
+        return (f"{shown} is no regular expression ({why}): its text was matched as a name instead; "
+                "fix the pattern or quote it")
+    why = refusal(parsed, timer_usable())
+    if why:
+        return f"{shown} was not run ({why}): the other channels answered; simplify the pattern"
+    return None
 
 
 def query_parts(query: str) -> tuple[tuple[str, str] | None, tuple[str, ...]]:

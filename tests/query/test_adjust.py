@@ -65,6 +65,16 @@ def test_asking_for_tests_and_exact_names_keep_them(conn):
     assert factors["py:tests.test_cart.test_cart_total"] == 0.3
 
 
+def test_a_tests_name_asks_for_it(conn, mixed_db):
+    """Searching a test by its name (``test_cart_total``) finds it first: the name asks for tests,
+    and test code is not lowered (it was x 0.3, under the source it tests)."""
+    import kgsearch
+    _, _, factors, _ = _rank(conn, "test_cart_total", EVEN, intent="exact_match")
+    assert factors.get("py:tests.test_cart.test_cart_total", 1.0) == 1.0
+    hits = kgsearch.search("test_cart_total", db=str(mixed_db), k=3).hits
+    assert hits[0].key == "py:tests.test_cart.test_cart_total"
+
+
 def test_code_query_lowers_vendored_below_docs_and_prose(conn):
     keys, scores, factors, _ = _rank(conn, "cart_total sums the prices", EVEN, code_query=True)
     # vendored code ranks below the project's own code, docs and prose (issue 27 item 5), still reachable

@@ -154,6 +154,13 @@ def test_relation_questions(query, want):
 def test_asking_for_tests_and_docs_uses_word_boundaries():
     assert asks_for_tests("test add item") and asks_for_tests("the tests of the cart")
     assert not asks_for_tests("pytest --fixtures shows the latest scope")
+    # a name one of whose parts is "test" names a test: the one searched for ranks (cobra's
+    # TestSetContext, click's test_hidden_option, commons-lang's testIsAfter and RangeTest)
+    for name in ("TestSetContext", "test_hidden_option", "testIsAfter", "RangeTest", "FooTests", "args_test.go",
+                 "HTTPTestServer"):
+        assert asks_for_tests(name), name
+    for name in ("Attestation", "latestVersion", "contest_entry", "pytest", "Contest"):
+        assert not asks_for_tests(name), name
     assert asks_for_prose("changelog entry for 2.0") and not asks_for_prose("dockerfile layers")
 
 
