@@ -85,3 +85,21 @@ def test_given_tests_fail_without_hypothesis_when_oracles_are_required():
     assert r.returncode == 1
     assert r.stdout.strip().splitlines()[-1].startswith("4 failed, 21 passed"), r.stdout[-3000:]
     assert "KGSEARCH_REQUIRE_ORACLES=1 but hypothesis is not installed" in r.stdout
+
+
+def test_without_numpy_every_command_says_how_to_install_it(tmp_path):
+    """numpy is the one library kgsearch needs: a Python without it (a Termux install that missed
+    `pkg install python-numpy`) got "internal error ... please report it" from every command."""
+    (tmp_path / "n.md").write_text("# Note\n\nbody\n")
+    code = ("import sys\nsys.modules['numpy'] = None\nfrom kgsearch.cli import main\n"
+            "sys.exit(main(sys.argv[1:]))\n")
+    for args in (["index", str(tmp_path), "--db", str(tmp_path / "i.db")], ["search", "x", "--db", str(tmp_path / "i.db")]):
+        p = subprocess.run([sys.executable, "-c", code, *args], cwd=ROOT, capture_output=True, text=True, timeout=120,
+                           env={**os.environ, "PYTHONPATH": str(ROOT)})
+        assert (p.returncode, p.stderr) == (1, f"error: kgsearch needs numpy, which {sys.executable} cannot import: on "
+                                               f"Termux `pkg install python-numpy`, elsewhere `{sys.executable} -m pip "
+                                               "install numpy`\n"), args
+    assert not (tmp_path / "i.db").exists()                     # nothing was written
+    p = subprocess.run([sys.executable, "-c", code, "--help"], cwd=ROOT, capture_output=True, text=True, timeout=120,
+                       env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert p.returncode == 0 and "usage: kgsearch" in p.stdout          # help needs no numpy

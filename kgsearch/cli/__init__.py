@@ -25,9 +25,12 @@ from . import commands, graph_commands, live
 from .numbers import FLOAT, INT
 from .output import err, one_line
 
+NO_NUMPY = ("error: kgsearch needs numpy, which {python} cannot import: on Termux `pkg install python-numpy`, "
+            "elsewhere `{python} -m pip install numpy`")
 EXIT_CODES = """exit codes:
   0   success
-  1   internal error (a bug: please report it with the command you ran)
+  1   internal error (a bug: please report it with the command you ran), or numpy missing
+      (the message says how to install it)
   2   usage error (bad flags or arguments; a node name several nodes answer to: the message
       lists their keys; an empty query; a --types edge type the index does not have: the
       message lists its types)
@@ -477,6 +480,9 @@ def _main(argv: list[str] | None) -> int:
         if mapped is not None:
             err(one_line(f"error: {mapped}"))
             return mapped.code
+        if isinstance(exc, ImportError) and exc.name == "numpy":    # an install without it: no bug to report
+            err(one_line(NO_NUMPY.format(python=sys.executable)))
+            return EXIT_INTERNAL
         if args.verbose:
             raise
         err(one_line(f"error: internal error {type(exc).__name__}: {exc} (rerun with -v for details and please report it)"))
