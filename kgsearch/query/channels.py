@@ -67,13 +67,17 @@ def _pattern_gate(q: "Query", it: "Intent") -> str | None:
     return "not an identifier, file name or /regex/ query"
 
 
+_NAMES = ("dotted", "identifier", "call", "backtick")   # anchor kinds that name a definition
+
+
 def _anchors_gate(q: "Query", it: "Intent") -> str | None:
-    """Code tasks and relation questions name code; so does a query that is one qualified name
-    (``JPypeContext.getTypeManager``, ``semver::VersionReq::matches``; not a file name): the pattern channel
-    matches it only as a substring of a node's symbols and puts it no higher than the best BM25
-    hit, while the anchors resolve its qualifier (a class, a file's module, a Go package, a Rust
-    crate path) and add their evidence."""
-    if it.spec.names_code or (it.spec.exact and q.identifier and any(a.kind == "dotted" for a in q.anchors)):
+    """Code tasks and relation questions name code; so does a query that is one identifier or
+    qualified name (``HasPersistentFlags``, ``test_hidden_option``, ``JPypeContext.getTypeManager``,
+    ``semver::VersionReq::matches``; not a file name): the pattern channel puts its exact match no
+    higher than the best BM25 hit, where a neighbour of a like name (``PersistentFlags``, called
+    by everything) wins on the graph signal, while the anchors resolve the name (and a qualifier:
+    a class, a file's module, a Go package, a Rust crate path) and add their evidence."""
+    if it.spec.names_code or (it.spec.exact and q.identifier and any(a.kind in _NAMES for a in q.anchors)):
         return None
     return "not a code task"
 
@@ -233,7 +237,8 @@ CHANNELS: dict[str, Channel] = {c.name: c for c in (
             _pattern_search, gate=_pattern_gate),
     Channel("equiv", "text", "targets of your equivalence classes (equivalences.json) whose phrase the query holds",
             _equiv_search),
-    Channel("anchors", "text", "code tasks: the names and paths the text mentions that exist in the index",
+    Channel("anchors", "text", "code tasks and one-name queries: the names and paths the text mentions that exist "
+            "in the index",
             _anchors_search, gate=_anchors_gate, absolute=True, added=True),
     Channel("relation", "intent", "relation questions (who calls X, where is X used): the edges into X",
             _relation_search, gate=_relation_gate),
