@@ -216,11 +216,12 @@ def show_node(ix: Index, ref: str, limit: int = 25) -> dict:
 
 
 def related_nodes(ix: Index, ref: str, types: list[str] | None = None, direction: str = "both",
-                  limit: int = 50) -> dict:
+                  limit: int = 50, what: str = "--types") -> dict:
     """The neighbours of a node grouped by edge type: ``{"node", "edges": {type: [...]}, "total",
     "types"}``; each neighbour with its direction (``out``: node -> it, ``in``: it -> node).
     ``types`` (None: all) must name edge types of the index: an unknown one is a
-    :class:`UsageError` listing them, as ``path``, ``impact`` and ``export`` answer."""
+    :class:`UsageError` listing them, as ``path``, ``impact`` and ``export`` answer; ``what``
+    names the argument in it (the CLI's flag, the HTTP API's parameter)."""
     from .store.rows import PATH_SQL
 
     node = find_node(ix, ref)
@@ -230,7 +231,7 @@ def related_nodes(ix: Index, ref: str, types: list[str] | None = None, direction
         types, bad = resolve_types(types, known)
         if bad:
             says = f"no edge type {quoted(bad[0])} in this index; it has: {name_choices(known, bad[0]) or 'no edges'}"
-            raise UsageError(f"--types: {says}", agent=f"types: {says}")
+            raise UsageError(f"{what}: {says}", agent=f"types: {says}")
     want = types or known
     cols = (f"e.type, e.weight, n.id, n.key, n.name, n.kind, {PATH_SQL.format(a='n')}, n.line_start")
     parts = []

@@ -134,7 +134,7 @@ def test_api_context_from_files_and_post(app, proj, capsys):
     ("/api/search?q=x&diversity=%EF%BC%91", 400, "'diversity' must be a number"),
     ("/api/search?q=x&fusion=magic", 400, "unknown fusion"),
     ("/api/show?node=no-such-node", 404, "no node"),
-    ("/api/related?node=Cart&types=nope", 400, "--types: no edge type 'nope' in this index; it has: "),
+    ("/api/related?node=Cart&types=nope", 400, "parameter 'types': no edge type 'nope' in this index; it has: "),  # (was the CLI's --types)
     ("/api/related?node=Cart&direction=sideways", 400, "direction"),
     ("/api/search?q=x&db=other", 404, "no index named"),
     ("/api/search?q=%20%20", 400, "parameter 'q' is blank"),          # searched for nothing: 200 and no hits

@@ -134,7 +134,8 @@ def related_args(params: dict) -> dict:
 def api_related(engine, params: dict) -> dict:
     from ..stats import related_nodes
 
-    return related_nodes(engine.ix, param(params, "node", required=True), **related_args(params))
+    return related_nodes(engine.ix, param(params, "node", required=True), **related_args(params),
+                         what="parameter 'types'")
 
 
 def context_result(engine, params: dict, fmt: str = "json"):
