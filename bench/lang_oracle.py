@@ -61,13 +61,14 @@ ORACLE = {
            "type_alias": "class", "method_elem": "method"},
     "rust": {"function_item": "function", "function_signature_item": "function", "struct_item": "class",
              "enum_item": "class", "union_item": "class", "trait_item": "class", "impl_item": "class",
-             "macro_definition": "function", "mod_item": "class"},
+             "macro_definition": "function", "mod_item": "class", "type_item": "class"},
     "java": {"class_declaration": "class", "interface_declaration": "class", "enum_declaration": "class",
              "record_declaration": "class", "annotation_type_declaration": "class",
              "method_declaration": "method", "constructor_declaration": "method",
              "compact_constructor_declaration": "method"},
     "c": {"function_definition": "function", "struct_specifier": "class", "union_specifier": "class",
-          "enum_specifier": "class", "class_specifier": "class"},
+          "enum_specifier": "class", "class_specifier": "class", "type_definition": "class",
+          "alias_declaration": "class", "preproc_function_def": "function"},
     "javascript": {"function_declaration": "function", "generator_function_declaration": "function",
                    "class_declaration": "class", "class": "class", "method_definition": "method",
                    "variable_declarator": "function", "assignment_expression": "function", "pair": "function",
@@ -89,7 +90,7 @@ ORACLE["php"] = {
     "class_declaration": "class", "interface_declaration": "class", "trait_declaration": "class",
     "enum_declaration": "class", "function_definition": "function", "method_declaration": "method"}
 ORACLE["cpp"] = ORACLE["c"]
-ORACLE["typescript"] = ORACLE["javascript"]
+ORACLE["typescript"] = ORACLE["javascript"] | {"type_alias_declaration": "class"}
 C_KEYWORDS = frozenset("if else for while do switch case return sizeof catch try throw".split())
 COUNTS = ("files", "oracle", "start", "end", "loader", "clean", "clean_start", "clean_end")
 FUNCTION_VALUES = {"arrow_function", "function_expression", "function", "generator_function"}
@@ -178,6 +179,11 @@ def _name(node, lang: str) -> str | None:
                 return _text(p) if p is not None and p.type == "property_identifier" else None
             return None
     if lang in ("c", "cpp"):
+        if t == "type_definition":
+            return _typedef_name(node)
+        if t in ("alias_declaration", "preproc_function_def"):
+            n = node.child_by_field_name("name")
+            return _text(n) if n is not None else None
         if t == "function_definition":
             if any(c.type in ("default_method_clause", "delete_method_clause", "pure_virtual_clause")
                    for c in node.children):
@@ -236,8 +242,31 @@ def _name(node, lang: str) -> str | None:
             return _text(ty) if ty is not None else None
         if t == "mod_item" and node.child_by_field_name("body") is None:
             return None
+        if t == "type_item":                  # an impl's or a trait's associated type is no node
+            p = node.parent
+            if p is not None and p.type == "declaration_list" and p.parent is not None \
+                    and p.parent.type in ("impl_item", "trait_item"):
+                return None
     n = node.child_by_field_name("name")
     return _text(n) if n is not None else None
+
+
+def _typedef_name(node) -> str | None:
+    """C/C++ ``typedef``: the name its first declarator declares (``typedef int (*cb_t)(int);``:
+    cb_t); none for a typedef whose type has a body (``typedef struct {..} name;`` is the
+    struct's, by the typedef's name, and ``typedef struct foo {..} foo_t;`` the struct ``foo``)."""
+    ty = node.child_by_field_name("type")
+    if ty is not None and ty.child_by_field_name("body") is not None:
+        return None
+    d = node.child_by_field_name("declarator")
+    while d is not None and d.type in ("pointer_declarator", "array_declarator", "function_declarator",
+                                       "parenthesized_declarator", "attributed_declarator",
+                                       "reference_declarator"):
+        d = d.child_by_field_name("declarator") if d.type != "parenthesized_declarator" else \
+            (d.named_children[0] if d.named_children else None)
+    if d is None or d.type not in ("type_identifier", "primitive_type", "identifier"):
+        return None
+    return _text(d)
 
 
 def _kt_name(node) -> str | None:

@@ -44,7 +44,7 @@ from bisect import bisect_left
 from .clex import lex
 from ..types import MEMBER_OF, EdgeRec
 from .codemodel import Builder, Def
-from .codescan import call_sites, find_end, read_source, split_chain
+from .codescan import call_sites, find_end, free, read_source, split_chain
 from .javacode import boundary
 from .langspec import C
 
@@ -88,6 +88,13 @@ _KNR_DECLS = re.compile(r"(?:\s*(?:register\s+)?[A-Za-z_][\w\s*,\[\]]*;)+\s*")
 _TOP_EQ = re.compile(r"(?<![=!<>+\-*/%&|^~])=(?!=)")
 _INCLUDE = re.compile(r"[ \t]*#[ \t]*include[ \t]*([<\"])([^>\"\n]+)[>\"]")
 _STATIC = re.compile(r"\bstatic\b")
+# type aliases: `typedef <type> name;` (C, C++), `using name = <type>;` (C++, `template<..>` too)
+_ALIAS = re.compile(r"typedef\b|using\s+(\w+)\s*(?:\[\[.*?\]\]\s*)?=(?!=)")
+_WORD = re.compile(r"[A-Za-z_]\w*")
+_COMMA_OR_OPEN = re.compile(r"[,(\[{<>]")
+_TEMPLATE = re.compile(r"(?<![\w])template\s*<")
+_DEFINE = re.compile(r"[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)(\()?")
+_GUARD = re.compile(r"[ \t]*#[ \t]*(?:ifndef[ \t]+(\w+)|if[ \t]+!\s*defined\s*\(?\s*(\w+))")
 _THIS_CALL = re.compile(r"this\s*->\s*(\w+)")
 _NOT_NAMES = frozenset("if for while switch return sizeof alignof decltype typeid catch defined static_cast "
                        "dynamic_cast reinterpret_cast const_cast noexcept throw new delete co_await co_return "
@@ -146,6 +153,69 @@ def _after_qualifiers(code: str, pairs: dict, at: int, stop: int) -> int:
     while p < stop and code[p] in " \t\n":
         p += 1
     return p
+
+
+def _declarator_name(code: str, pairs: dict, lo: int, hi: int) -> tuple[str, int] | None:
+    """The name a typedef's first declarator between ``lo`` and ``hi`` declares, and where it
+    is: ``unsigned long size_t`` -> size_t, ``int (*cb_t)(int)`` -> cb_t, ``void fn_t(int)`` ->
+    fn_t, ``char buf_t[16]`` -> buf_t, ``struct foo foo_t, *foo_p`` -> foo_t."""
+    p, angles = lo, 0                              # the first declarator: up to a comma outside brackets
+    while True:                                    # and template arguments (`std::pair<int, char> p_t`)
+        m = _COMMA_OR_OPEN.search(code, p, hi)
+        if m is None:
+            break
+        c = m.group()
+        if c == "," and not angles:
+            hi = m.start()
+            break
+        angles = max(0, angles + (c == "<") - (c == ">"))
+        p = pairs.get(m.start(), hi) + 1 if c in "([{" else m.end()
+    while True:
+        while hi > lo and code[hi - 1] in " \t\n":
+            hi -= 1
+        if hi <= lo:
+            return None
+        c = code[hi - 1]
+        if c in ")]":
+            o = _opener(code, pairs, lo, hi - 1)
+            if o is None:
+                return None
+            q = o
+            while q > lo and code[q - 1] in " \t\n":
+                q -= 1
+            if c == ")" and q > lo and code[q - 1] == ")":      # (*name)(params): the name inside
+                lo, hi = _opener(code, pairs, lo, q - 1) + 1, q - 1
+                continue
+            if c == ")" and (q <= lo or not (code[q - 1].isalnum() or code[q - 1] == "_")):
+                lo, hi = o + 1, hi - 1                 # (*name) alone, `int (name)`
+                continue
+            hi = q
+            continue
+        words = list(_WORD.finditer(code, lo, hi))
+        if not words or words[-1].end() != hi:
+            return None
+        w = words[-1]
+        if w.group() in _C_TYPE_WORDS or w.group().startswith("__"):
+            return None
+        return w.group(), w.start()
+
+
+def _opener(code: str, pairs: dict, lo: int, close: int) -> int | None:
+    """The bracket ``close`` closes (searched back from it; None before ``lo``)."""
+    depth = 0
+    for i in range(close, lo - 1, -1):
+        c = code[i]
+        if c in ")]}":
+            depth += 1
+        elif c in "([{":
+            depth -= 1
+            if depth == 0:
+                return i
+    return None
+
+
+_C_TYPE_WORDS = frozenset("int char short long unsigned signed float double void bool const volatile struct "
+                          "union enum class typename".split())
 
 
 def norm_name(name: str) -> str:
@@ -250,6 +320,57 @@ class _C(Builder):
                         d.bases.append(([".".join(parts[-2:]), parts[-1]] if len(parts) > 1 else parts, body))
             self.class_bodies[body] = d
             out.append(d)
+        return out
+
+    def scan_aliases(self) -> list[Def]:
+        """Type aliases wherever they are: ``typedef <type> name;`` and C++ ``using name = <type>;``
+        (``class``, ``decl`` ``alias``), named after the first declarator (``typedef int
+        (*cb_t)(int);``: ``cb_t``); not a typedef with a body (``typedef struct {..} name;`` is the
+        struct's node, ``typedef struct foo {..} foo_t;`` the struct ``foo``'s)."""
+        code, pairs = self.lx.code, self.lx.pairs
+        n = len(code)
+        out = []
+        for m in _ALIAS.finditer(code):
+            if not free(code, m.start(), "$.:"):
+                continue
+            end = find_end(code, pairs, m.end(), ";{")
+            if end >= n or code[end] != ";":
+                continue
+            if m.group(1):
+                name, name_at = m.group(1), m.start(1)
+            else:
+                got = _declarator_name(code, pairs, m.end(), end)
+                if got is None:
+                    continue
+                name, name_at = got
+            start = m.start()                  # (after a label, an access specifier, a macro call)
+            if m.group(1):                     # `template <class T>` before a `using`
+                b = boundary(code, pairs, 0, m.start())
+                t = _TEMPLATE.search(code, b, m.start())
+                if t:
+                    start = t.start()
+            out.append(Def("class", name, start, end + 1, None, name_at, "alias"))
+        return out
+
+    def scan_macros(self, function_like_only: bool = True) -> list[Def]:
+        """``#define NAME(args) ..`` (``function``, ``decl`` ``macro``) over its ``\\``-continued
+        lines, in every ``#if`` branch; object-like ``#define NAME value`` only when
+        ``function_like_only`` is false, and never an include guard (``#ifndef X_H`` ``#define X_H``)."""
+        text = self.lx.text
+        out = []
+        guard = None
+        for s, e in self.lx.directives:
+            m = _DEFINE.match(text, s, e)
+            if m is None:
+                if guard is None:
+                    g = _GUARD.match(text, s, e)
+                    guard = (g.group(1) or g.group(2)) if g else ""
+                continue
+            if not m.group(2) and (function_like_only or m.group(1) == guard):
+                continue
+            end = e + 1 if text.startswith("\n", e) else e   # its last line: that of the newline that
+            #                                                   ends it (a `\\` before a blank line: that one)
+            out.append(Def("function", m.group(1), text.index("#", s), end, None, m.start(1), "macro"))
         return out
 
     def _after_directives(self, start: int, limit: int) -> int:
@@ -575,7 +696,7 @@ def load(path, rel: str, opts, spec=C):
     lx = lex(text, "c")
     b = _C(lx, rel, spec, warning)
     b.scan_includes()
-    classes = b.scan_classes()
+    classes = b.scan_classes() + b.scan_aliases()
     funcs: list[Def] = []
     b.walk(0, len(lx.code), [], None, funcs)
     for _ in range(8):                          # classes inside function bodies, and their classes
@@ -593,6 +714,7 @@ def load(path, rel: str, opts, spec=C):
                         f.kind = "method"
                 funcs += found
     funcs += b.alternatives(funcs)
+    funcs += b.scan_macros()
     b.nest(classes + funcs)
     for d in classes:           # namespaces prefix a class of the file's top level (`ns.Outer`, and
         if d.parent is b.mod:   # `ns.Outer.Deferred` for `class Outer::Deferred {}` in `ns`); a nested

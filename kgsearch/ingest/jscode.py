@@ -40,6 +40,10 @@ _ANONYMOUS_CLASS = re.compile(r"\{|<|extends\b|implements\b")
 _ABSTRACT_BEFORE = re.compile(r"abstract\s+$")
 _TS_TYPE = re.compile(r"(interface|enum)\s+([\w$]+)")
 _CONST_BEFORE = re.compile(r"const\s+$")
+# `type X<T> = ..`: no line break after `type` (TypeScript reads `type\nX = 1` as two statements), at
+# a statement's start (a JavaScript variable named `type` is none: `type = 1`, `let type = x`)
+_TYPE_ALIAS = re.compile(r"type[ \t]+([A-Za-z_$][\w$]*)[ \t]*")
+_DECLARE_BEFORE = re.compile(r"(?<![\w$.])(?:export|declare)$")
 _VALUE = re.compile(r"[=:]")
 _VALUE_AFTER = re.compile(r"\s*(?=(?:async\b\s*)?(?:function\b|\(|<|[A-Za-z_$][\w$]*\s*=>))")
 _ARROW_AFTER = re.compile(r"\s*(?::(?:[^=;{}]|\{[^{}]*\}|=>(?=[^{]*=>))*?)?=>")
@@ -82,7 +86,14 @@ def return_type_end(code: str, pairs: dict, at: int) -> tuple[int, bool]:
         return p, True
     if code[p] != ":":
         return p, False
-    p += 1
+    return type_end(code, pairs, p + 1)
+
+
+def type_end(code: str, pairs: dict, p: int) -> tuple[int, bool]:
+    """Where the type that starts at ``p`` ends (:func:`return_type_end`'s rules): ``(offset, True)``
+    at a ``{`` that follows a whole type (a body), else ``(offset of the ;, comma, closing bracket
+    or line break that ends it, False)``."""
+    n = len(code)
     operand = True                                 # a type is expected: a `{` opens a type literal
     while True:
         m = _TYPE_TOKEN.search(code, p)
@@ -289,6 +300,8 @@ def scan(lx, typescript: bool = True) -> list[Def]:
         d = Def("class", m.group(2), start, pairs.get(body, n) + 1, body, m.start(2), m.group(1))
         _heritage(d, code[m.end():body])
         defs.append(d)
+    if typescript:
+        defs += _type_aliases(code, pairs)
     blocks = Blocks(lx, fixed, typescript)
     callbacks: list[Def] = []                     # named function expressions passed as arguments
     for m in _FUNCTION_KW.finditer(code):
@@ -313,7 +326,7 @@ def scan(lx, typescript: bool = True) -> list[Def]:
                 continue
             close = pairs.get(p, n)
             end = _signature_end(code, return_type_end(code, pairs, close + 1)[0], close)
-            defs.append(Def("function", m.group(2), start, end, None, m.start(2), "function"))
+            defs.append(Def("function", m.group(2), start, end, None, m.start(2), "signature"))
             continue
         taken.add(start)
         defs.append(Def("function", m.group(2), start, f[1], f[2], m.start(2),
@@ -362,6 +375,28 @@ def scan(lx, typescript: bool = True) -> list[Def]:
     defs += [d for d in callbacks if d.start not in taken]
     defs += _members(lx, blocks, memo)
     return defs
+
+
+def _type_aliases(code: str, pairs: dict) -> list[Def]:
+    """TypeScript ``type X<T> = ..;`` (``export``, ``declare`` too): a ``class`` of decl ``alias``
+    from ``type`` to the end of its type (its ``;`` included), as Go's ``type A = B``."""
+    n = len(code)
+    out = []
+    for m in _TYPE_ALIAS.finditer(code):
+        s = m.start()
+        j = s
+        while j > 0 and code[j - 1] in " \t":
+            j -= 1
+        if not free(code, s) or j and code[j - 1] not in ";{}\n" and not _DECLARE_BEFORE.search(code, max(0, j - 8), j):
+            continue
+        p = _after_type_params(code, pairs, m.end())
+        while p < n and code[p] in " \t\n":
+            p += 1
+        if not code.startswith("=", p) or code.startswith(("==", "=>"), p):
+            continue
+        e, _ = type_end(code, pairs, p + 1)
+        out.append(Def("class", m.group(1), s, _signature_end(code, min(e, n), p), None, m.start(1), "alias"))
+    return out
 
 
 def lhs_before(code: str, lo: int, hi: int):
