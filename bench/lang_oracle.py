@@ -159,6 +159,8 @@ def _end_line(node) -> int:
 
 def _name(node, lang: str) -> str | None:
     t = node.type
+    if t in _ALIASES and _local_alias(node):
+        return None
     if lang in ("javascript", "typescript"):
         if t == "variable_declarator" or t == "pair":
             v = node.child_by_field_name("value")
@@ -249,6 +251,24 @@ def _name(node, lang: str) -> str | None:
                 return None
     n = node.child_by_field_name("name")
     return _text(n) if n is not None else None
+
+
+# a type alias in a function is its own (no node: the loaders read file, namespace, module and
+# class level ones)
+_FUNCTION_SCOPES = {"function_definition", "function_item", "function_declaration", "method_definition",
+                    "arrow_function", "function_expression", "function", "generator_function_declaration",
+                    "lambda_expression", "closure_expression",
+                    "compound_statement"}     # (C/C++: any block; Catch2's `TEST_CASE(..) {` is no function to it)
+_ALIASES = {"type_definition", "alias_declaration", "type_item", "type_alias_declaration"}
+
+
+def _local_alias(node) -> bool:
+    p = node.parent
+    while p is not None:
+        if p.type in _FUNCTION_SCOPES:
+            return True
+        p = p.parent
+    return False
 
 
 def _typedef_name(node) -> str | None:

@@ -335,6 +335,7 @@ SAMPLES = {
         impl Iterator for S { type Item = u32; fn next(&mut self) -> Option<u32> { None } }
         trait T { type Output; }
         mod m { type Inner = u8; }
+        fn f() { type Local = u8; }
         """,
     "alias.c": """\
         typedef unsigned long size_type;

@@ -44,7 +44,7 @@ from bisect import bisect_left
 from .clex import lex
 from ..types import MEMBER_OF, EdgeRec
 from .codemodel import Builder, Def
-from .codescan import call_sites, find_end, free, read_source, split_chain
+from .codescan import call_sites, find_end, free, outside_bodies, read_source, split_chain
 from .javacode import boundary
 from .langspec import C
 
@@ -323,7 +323,7 @@ class _C(Builder):
         return out
 
     def scan_aliases(self) -> list[Def]:
-        """Type aliases wherever they are: ``typedef <type> name;`` and C++ ``using name = <type>;``
+        """Type aliases: ``typedef <type> name;`` and C++ ``using name = <type>;``
         (``class``, ``decl`` ``alias``), named after the first declarator (``typedef int
         (*cb_t)(int);``: ``cb_t``); not a typedef with a body (``typedef struct {..} name;`` is the
         struct's node, ``typedef struct foo {..} foo_t;`` the struct ``foo``'s)."""
@@ -696,7 +696,7 @@ def load(path, rel: str, opts, spec=C):
     lx = lex(text, "c")
     b = _C(lx, rel, spec, warning)
     b.scan_includes()
-    classes = b.scan_classes() + b.scan_aliases()
+    classes = b.scan_classes()
     funcs: list[Def] = []
     b.walk(0, len(lx.code), [], None, funcs)
     for _ in range(8):                          # classes inside function bodies, and their classes
@@ -714,6 +714,7 @@ def load(path, rel: str, opts, spec=C):
                         f.kind = "method"
                 funcs += found
     funcs += b.alternatives(funcs)
+    classes += outside_bodies(b.scan_aliases(), funcs)
     funcs += b.scan_macros()
     b.nest(classes + funcs)
     for d in classes:           # namespaces prefix a class of the file's top level (`ns.Outer`, and

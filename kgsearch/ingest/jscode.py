@@ -26,7 +26,7 @@ from __future__ import annotations
 import re
 
 from .codemodel import Def
-from .codescan import KeptSearch, free, skip_angles_paired
+from .codescan import KeptSearch, free, outside_bodies, skip_angles_paired
 from .jsblocks import Blocks, local_of, owner_prefix
 
 __all__ = ["scan", "owner_prefix"]
@@ -300,8 +300,7 @@ def scan(lx, typescript: bool = True) -> list[Def]:
         d = Def("class", m.group(2), start, pairs.get(body, n) + 1, body, m.start(2), m.group(1))
         _heritage(d, code[m.end():body])
         defs.append(d)
-    if typescript:
-        defs += _type_aliases(code, pairs)
+    aliases = _type_aliases(code, pairs) if typescript else []
     blocks = Blocks(lx, fixed, typescript)
     callbacks: list[Def] = []                     # named function expressions passed as arguments
     for m in _FUNCTION_KW.finditer(code):
@@ -374,12 +373,13 @@ def scan(lx, typescript: bool = True) -> list[Def]:
         defs.append(d)
     defs += [d for d in callbacks if d.start not in taken]
     defs += _members(lx, blocks, memo)
-    return defs
+    return defs + outside_bodies(aliases, [d for d in defs if d.kind in ("function", "method")])
 
 
 def _type_aliases(code: str, pairs: dict) -> list[Def]:
     """TypeScript ``type X<T> = ..;`` (``export``, ``declare`` too): a ``class`` of decl ``alias``
-    from ``type`` to the end of its type (its ``;`` included), as Go's ``type A = B``."""
+    from ``type`` to the end of its type (its ``;`` included), as Go's ``type A = B`` (:func:`scan`
+    keeps those outside function bodies)."""
     n = len(code)
     out = []
     for m in _TYPE_ALIAS.finditer(code):

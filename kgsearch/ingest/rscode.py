@@ -6,8 +6,8 @@ an ``impl`` is named after its type, ``props["trait"]`` the trait it implements,
 methods read ``Type.method``); ``fn`` items (``function``; ``method`` inside an ``impl`` or a
 ``trait``, body-less trait methods included; nested ``fn`` items read ``outer.inner``);
 ``macro_rules!`` macros (``function``, ``decl`` ``macro``); type aliases ``type X<T> = ..;``
-(``class``, ``decl`` ``alias``) in modules and functions, not an ``impl``'s or a ``trait``'s
-associated types (``type Item = u32;``: a name many impls share). Constants and statics are
+(``class``, ``decl`` ``alias``) in modules, not a function's local ones nor an ``impl``'s or a
+``trait``'s associated types (``type Item = u32;``: a name many impls share). Constants and statics are
 not nodes (they stay in their parent's text). Spans start at the item's outer
 attributes (``#[derive(..)]``, ``#[cfg(..)]``) and visibility. Doc comments (``///``, ``//!``,
 ``/** */``, plain ones) are the comments right above.
@@ -68,7 +68,7 @@ import re
 from .clex import lex
 from ..types import MEMBER_OF, EdgeRec
 from .codemodel import Def, FieldCalls
-from .codescan import Angles, call_sites, find_end, free, read_source, split_chain
+from .codescan import Angles, call_sites, find_end, free, outside_bodies, read_source, split_chain
 from .langspec import RUST
 from .rsmodules import EXTERN_ROOTS, RustModules
 from .rspaths import crate_of, path_of, type_name
@@ -425,7 +425,9 @@ class _Rust(RustModules):
                 d.data["export"] = True
             defs.append(d)
         bodies = {d.body for d in defs if d.decl in ("impl", "trait")}
-        defs = [d for d in defs if d.decl != "alias" or d.data["up"] not in bodies]
+        aliases = outside_bodies([d for d in defs if d.decl == "alias" and d.data["up"] not in bodies],
+                                 [d for d in defs if d.kind == "function"])
+        defs = [d for d in defs if d.decl != "alias"] + aliases
         self.nest(defs)
         for name, at, path, test in mod_decls:
             self.mod_decl(name, at, path, test)
