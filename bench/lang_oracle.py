@@ -18,7 +18,8 @@ Conventions the comparison fixes (the loaders document the same):
   oracle's start moves up over them), never its comments;
 * Go: function_declaration, method_declaration, type_spec, type_alias, method_elem;
   Rust: function_item, function_signature_item, struct_item, enum_item, union_item,
-  trait_item, impl_item, macro_definition, mod_item with a body; Java: class, interface,
+  trait_item, impl_item, macro_definition, mod_item with a body, type_item (not an impl's or a
+  trait's associated type); Java: class, interface,
   enum, record and annotation type declarations, method and constructor declarations
   (compact ones too); C#: class, struct, interface, enum and record declarations, methods,
   constructors, destructors, operators (``operator+``) and conversions (``operator int``),
@@ -26,10 +27,13 @@ Conventions the comparison fixes (the loaders document the same):
   class (interface, enum), object and companion object declarations, function declarations
   (local ones too), secondary constructors (named after their class); PHP: class, interface,
   trait and enum declarations, function definitions, method declarations; C/C++: function_definition, named struct/union/enum/class specifiers
-  with a body (typedef'd anonymous ones by the typedef's name); JavaScript/TypeScript: function
+  with a body (typedef'd anonymous ones by the typedef's name), type_definition by its first
+  declarator's name (not one whose type has a body), alias_declaration, preproc_function_def
+  (function-like macros; object-like ones, preproc_def, are no nodes); JavaScript/TypeScript: function
   and generator declarations, classes, methods (class bodies and object literals), variables,
   assignments and object properties whose value is a function or an arrow function; TS also
-  interfaces, enums, abstract classes, method and function signatures.
+  interfaces, enums, abstract classes, method and function signatures, type_alias_declaration.
+  Type aliases inside a function (a block) are none in any language.
 
     python bench/lang_oracle.py [--trees DIR ...] [--misses 20] [--out-dir bench/results]
 

@@ -6,8 +6,14 @@ Nodes (see :mod:`kgsearch.ingest.codemodel`): the file (``module``); every named
 ``formatter<T, char>`` is named ``formatter``); every function definition with a body at file,
 namespace, ``extern "C"`` or class level (``function``; ``method`` in a class body, and for an
 out-of-line ``Cls::f``), K&R ones (``int f(a, b) int a; char *b; {``) and those returning a
-function pointer (``void (*signal(int sig, void (*f)(int)))(int) {``: ``signal``). Prototypes and member declarations are not nodes: they stay in the
-text of their file or class. Namespaces are not nodes; their names prefix the qualified names
+function pointer (``void (*signal(int sig, void (*f)(int)))(int) {``: ``signal``); type aliases at
+file, namespace and class level (``class``, ``decl`` ``alias``): ``typedef <type> name;`` by its
+first declarator (``typedef int (*cb_t)(int);``: ``cb_t``; a typedef with a body is its struct's
+node) and C++ ``using X = ..;`` (from its ``template<..>``; not ``using namespace``, ``using
+ns::name;``); function-like macros ``#define F(args) ..`` (``function``, ``decl`` ``macro``) over
+their ``\\``-continued lines, in every ``#if`` branch (object-like ``#define X 1`` are none: as many
+again, and code-tasks-multi's symbol ranks 0/4 worse with them). Prototypes and member
+declarations are not nodes: they stay in the text of their file or class. Namespaces are not nodes; their names prefix the qualified names
 (``fmt.detail.write``) once: a class nested in a class is named under its parent
 (``ns.Outer.Inner``), a class or function written ``Outer::X`` inside ``namespace ns`` is
 ``ns.Outer.X``. Spans start at ``template<...>`` and the specifiers; the comment right

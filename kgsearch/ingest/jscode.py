@@ -3,9 +3,11 @@
 Nodes (see :mod:`kgsearch.ingest.codemodel`): the file (``module``; ``index.js`` is named
 after its folder); function and generator declarations; classes (declarations and named
 class expressions; TypeScript abstract classes, interfaces and enums as ``class`` with their
-``decl``); methods of classes (constructors, getters, setters, ``#private`` ones, fields whose
-value is a function, TypeScript overload and abstract signatures) and of interfaces and type
-literals (signatures); and every function or arrow function given a name by where it is
+``decl``, and type aliases ``type X<T> = ..`` outside function bodies, ``decl`` ``alias``); methods
+of classes (constructors, getters, setters, ``#private`` ones, fields whose value is a function,
+TypeScript overload and abstract signatures) and of interfaces and type literals (signatures);
+body-less ``function f(..): T;`` (overloads, ``declare``: ``decl`` ``signature``; an overloaded
+name's implementation takes the plain key, :func:`kgsearch.ingest.codemodel.Builder.build`); and every function or arrow function given a name by where it is
 written, as tree-sitter's tags name them: ``const f = () => ..``, ``x.y = function () ..``
 (``X.prototype.m = ..`` reads ``X.m``; ``exports.f``/``module.exports.f`` read ``f``;
 ``module.exports = ..`` reads ``exports``), ``key: function () ..`` and ``key() { }`` in an
