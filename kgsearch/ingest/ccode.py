@@ -50,7 +50,7 @@ from bisect import bisect_left
 from .clex import lex
 from ..types import MEMBER_OF, EdgeRec
 from .codemodel import Builder, Def
-from .codescan import call_sites, find_end, free, outside_bodies, read_source, split_chain
+from .codescan import call_sites, find_end, find_end_before, free, outside_bodies, read_source, split_chain
 from .javacode import boundary
 from .langspec import C
 
@@ -96,7 +96,7 @@ _INCLUDE = re.compile(r"[ \t]*#[ \t]*include[ \t]*([<\"])([^>\"\n]+)[>\"]")
 _STATIC = re.compile(r"\bstatic\b")
 # type aliases: `typedef <type> name;` (C, C++), `using name = <type>;` (C++, `template<..>` too)
 _ALIAS = re.compile(r"typedef\b|using\s+(\w+)\s*(?:\[\[.*?\]\]\s*)?=(?!=)")
-_WORD = re.compile(r"[A-Za-z_]\w*")
+_LAST_WORD = re.compile(r"[A-Za-z_]\w*$")           # (searched with an end: the word that ends there)
 _COMMA_OR_OPEN = re.compile(r"[,(\[{<>]")
 _TEMPLATE = re.compile(r"(?<![\w])template\s*<")
 _DEFINE = re.compile(r"[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)(\()?")
@@ -161,7 +161,7 @@ def _after_qualifiers(code: str, pairs: dict, at: int, stop: int) -> int:
     return p
 
 
-def _declarator_name(code: str, pairs: dict, lo: int, hi: int) -> tuple[str, int] | None:
+def _declarator_name(code: str, pairs: dict, openers: dict, lo: int, hi: int) -> tuple[str, int] | None:
     """The name a typedef's first declarator between ``lo`` and ``hi`` declares, and where it
     is: ``unsigned long size_t`` -> size_t, ``int (*cb_t)(int)`` -> cb_t, ``void fn_t(int)`` ->
     fn_t, ``char buf_t[16]`` -> buf_t, ``struct foo foo_t, *foo_p`` -> foo_t."""
@@ -183,41 +183,29 @@ def _declarator_name(code: str, pairs: dict, lo: int, hi: int) -> tuple[str, int
             return None
         c = code[hi - 1]
         if c in ")]":
-            o = _opener(code, pairs, lo, hi - 1)
-            if o is None:
+            o = openers.get(hi - 1, -1)
+            if o < lo:
                 return None
             q = o
             while q > lo and code[q - 1] in " \t\n":
                 q -= 1
             if c == ")" and q > lo and code[q - 1] == ")":      # (*name)(params): the name inside
-                lo, hi = _opener(code, pairs, lo, q - 1) + 1, q - 1
+                o2 = openers.get(q - 1, -1)
+                if o2 < lo:
+                    return None
+                lo, hi = o2 + 1, q - 1
                 continue
             if c == ")" and (q <= lo or not (code[q - 1].isalnum() or code[q - 1] == "_")):
                 lo, hi = o + 1, hi - 1                 # (*name) alone, `int (name)`
                 continue
             hi = q
             continue
-        words = list(_WORD.finditer(code, lo, hi))
-        if not words or words[-1].end() != hi:
+        w = _LAST_WORD.search(code, max(lo, hi - 256), hi)
+        if w is None or w.start() > lo and (code[w.start() - 1].isalnum() or code[w.start() - 1] == "_"):
             return None
-        w = words[-1]
         if w.group() in _C_TYPE_WORDS or w.group().startswith("__"):
             return None
         return w.group(), w.start()
-
-
-def _opener(code: str, pairs: dict, lo: int, close: int) -> int | None:
-    """The bracket ``close`` closes (searched back from it; None before ``lo``)."""
-    depth = 0
-    for i in range(close, lo - 1, -1):
-        c = code[i]
-        if c in ")]}":
-            depth += 1
-        elif c in "([{":
-            depth -= 1
-            if depth == 0:
-                return i
-    return None
 
 
 _C_TYPE_WORDS = frozenset("int char short long unsigned signed float double void bool const volatile struct "
@@ -336,16 +324,19 @@ class _C(Builder):
         code, pairs = self.lx.code, self.lx.pairs
         n = len(code)
         out = []
-        for m in _ALIAS.finditer(code):
-            if not free(code, m.start(), "$.:"):
-                continue
-            end = find_end(code, pairs, m.end(), ";{")
-            if end >= n or code[end] != ";":
-                continue
+        found = [m for m in _ALIAS.finditer(code) if free(code, m.start(), "$.:")]
+        openers = None
+        for i, m in enumerate(found):
+            limit = found[i + 1].start() if i + 1 < len(found) else n
+            end = find_end_before(code, pairs, m.end(), limit, ";{")
+            if end >= limit or code[end] != ";":
+                continue                       # (no `;`, a body, or another alias before it: none)
             if m.group(1):
                 name, name_at = m.group(1), m.start(1)
             else:
-                got = _declarator_name(code, pairs, m.end(), end)
+                if openers is None:
+                    openers = {c: o for o, c in pairs.items()}
+                got = _declarator_name(code, pairs, openers, m.end(), end)
                 if got is None:
                     continue
                 name, name_at = got

@@ -15,7 +15,8 @@ from pathlib import Path
 from .common import decode
 
 __all__ = ["free", "outside_bodies", "split_chain", "read_source", "find_up", "call_sites", "skip_angles", "skip_angles_paired", "Angles",
-           "PairedAngles", "KeptSearch", "find_end", "find_end_reference"]
+           "PairedAngles", "KeptSearch", "find_end", "find_end_reference",
+           "find_end_before"]
 
 _CHAIN_SEP = re.compile(r"\s*(?:\.|::|->|\?\.)\s*")
 
@@ -300,6 +301,22 @@ def find_end(code: str, pairs: dict, at: int, stop: str = ";{") -> int:
         if c in stop or c == "}":
             return p
         at = pairs.get(p, n) + 1
+
+
+def find_end_before(code: str, pairs: dict, at: int, limit: int, stop: str = ";{") -> int:
+    """:func:`find_end` that looks no further than ``limit`` (``limit`` when it gets there): a
+    declaration's end before the next one starts, so that n declarations missing their ``;``
+    cost n short searches, not n searches to the end of the file."""
+    while True:
+        m = _END.search(code, at, limit)
+        if m is None:
+            return limit
+        c = m.group()
+        if c in stop or c == "}":
+            return m.start()
+        at = pairs.get(m.start(), limit) + 1
+        if at > limit:
+            return limit
 
 
 def find_end_reference(code: str, pairs: dict, at: int, stop: str = ";{") -> int:

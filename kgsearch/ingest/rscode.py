@@ -64,11 +64,12 @@ from __future__ import annotations
 
 import posixpath
 import re
+from bisect import bisect_right
 
 from .clex import lex
 from ..types import MEMBER_OF, EdgeRec
 from .codemodel import Def, FieldCalls
-from .codescan import Angles, call_sites, find_end, free, outside_bodies, read_source, split_chain
+from .codescan import Angles, call_sites, find_end, find_end_before, free, outside_bodies, read_source, split_chain
 from .langspec import RUST
 from .rsmodules import EXTERN_ROOTS, RustModules
 from .rspaths import crate_of, path_of, type_name
@@ -83,6 +84,7 @@ _ITEM = re.compile(r"(?P<kw>fn|struct|enum|union|trait|impl|mod|type|macro_rules
 _QUALIFIERS = re.compile(r"(?:\s+(?:tluafed|tsnoc|cnysa|efasnu|(?:\"[ ]*\"\s*)?nretxe))*"
                          r"(?:\s*(?:\)[^()]*\(\s*)?bup)?")
 _NAME = re.compile(r"\s*(?:r#)?(\w+)")
+_TYPE_WORD = re.compile(r"\btype\b")
 _BANG = re.compile(r"!\s*[(\[{]")
 _REV_MACRO = re.compile(r"\s*(\w+(?:::\w+)*)")
 _TEST_ATTR = re.compile(r"#\s*\[\s*(?:cfg\s*\(\s*test\s*\)|(?:\w+\s*::\s*)*test\b|rstest\b|test_case\b)")
@@ -322,6 +324,7 @@ class _Rust(RustModules):
         defs: list[Def] = []
         mod_decls: list[tuple[str, int, str | None, bool]] = []
         rev = code[::-1]
+        types = None                           # offsets of the word `type`, once one is read
         for m in _ITEM.finditer(code):
             if not free(code, m.start(), "!$"):
                 continue
@@ -352,8 +355,12 @@ class _Rust(RustModules):
                 at = nm.end()
                 if code[at:at + 4].lstrip().startswith("<"):
                     at = self._angles().skip(code.index("<", at))
-                stop = find_end(code, pairs, at, ";{}")
-                if stop >= n or code[stop] != ";" or "=" not in code[at:stop]:
+                if types is None:
+                    types = [t.start() for t in _TYPE_WORD.finditer(code)]
+                i = bisect_right(types, m.start())
+                limit = types[i] if i < len(types) else n          # (not past the next `type`)
+                stop = find_end_before(code, pairs, at, limit, ";{}")
+                if stop >= limit or code[stop] != ";" or "=" not in code[at:stop]:
                     continue
                 d = Def("class", nm.group(1), item_start, stop + 1, None, nm.start(1), "alias")
                 d.data["up"] = self.lx.enclosing(m.start())
