@@ -18,7 +18,8 @@ Conventions the comparison fixes (the loaders document the same):
   oracle's start moves up over them), never its comments;
 * Go: function_declaration, method_declaration, type_spec, type_alias, method_elem;
   Rust: function_item, function_signature_item, struct_item, enum_item, union_item,
-  trait_item, impl_item, macro_definition, mod_item with a body; Java: class, interface,
+  trait_item, impl_item, macro_definition, mod_item with a body, type_item (not an impl's or a
+  trait's associated type); Java: class, interface,
   enum, record and annotation type declarations, method and constructor declarations
   (compact ones too); C#: class, struct, interface, enum and record declarations, methods,
   constructors, destructors, operators (``operator+``) and conversions (``operator int``),
@@ -26,10 +27,13 @@ Conventions the comparison fixes (the loaders document the same):
   class (interface, enum), object and companion object declarations, function declarations
   (local ones too), secondary constructors (named after their class); PHP: class, interface,
   trait and enum declarations, function definitions, method declarations; C/C++: function_definition, named struct/union/enum/class specifiers
-  with a body (typedef'd anonymous ones by the typedef's name); JavaScript/TypeScript: function
+  with a body (typedef'd anonymous ones by the typedef's name), type_definition by its first
+  declarator's name (not one whose type has a body), alias_declaration, preproc_function_def
+  (function-like macros; object-like ones, preproc_def, are no nodes); JavaScript/TypeScript: function
   and generator declarations, classes, methods (class bodies and object literals), variables,
   assignments and object properties whose value is a function or an arrow function; TS also
-  interfaces, enums, abstract classes, method and function signatures.
+  interfaces, enums, abstract classes, method and function signatures, type_alias_declaration.
+  Type aliases inside a function (a block) are none in any language.
 
     python bench/lang_oracle.py [--trees DIR ...] [--misses 20] [--out-dir bench/results]
 
@@ -61,13 +65,14 @@ ORACLE = {
            "type_alias": "class", "method_elem": "method"},
     "rust": {"function_item": "function", "function_signature_item": "function", "struct_item": "class",
              "enum_item": "class", "union_item": "class", "trait_item": "class", "impl_item": "class",
-             "macro_definition": "function", "mod_item": "class"},
+             "macro_definition": "function", "mod_item": "class", "type_item": "class"},
     "java": {"class_declaration": "class", "interface_declaration": "class", "enum_declaration": "class",
              "record_declaration": "class", "annotation_type_declaration": "class",
              "method_declaration": "method", "constructor_declaration": "method",
              "compact_constructor_declaration": "method"},
     "c": {"function_definition": "function", "struct_specifier": "class", "union_specifier": "class",
-          "enum_specifier": "class", "class_specifier": "class"},
+          "enum_specifier": "class", "class_specifier": "class", "type_definition": "class",
+          "alias_declaration": "class", "preproc_function_def": "function"},
     "javascript": {"function_declaration": "function", "generator_function_declaration": "function",
                    "class_declaration": "class", "class": "class", "method_definition": "method",
                    "variable_declarator": "function", "assignment_expression": "function", "pair": "function",
@@ -89,7 +94,7 @@ ORACLE["php"] = {
     "class_declaration": "class", "interface_declaration": "class", "trait_declaration": "class",
     "enum_declaration": "class", "function_definition": "function", "method_declaration": "method"}
 ORACLE["cpp"] = ORACLE["c"]
-ORACLE["typescript"] = ORACLE["javascript"]
+ORACLE["typescript"] = ORACLE["javascript"] | {"type_alias_declaration": "class"}
 C_KEYWORDS = frozenset("if else for while do switch case return sizeof catch try throw".split())
 COUNTS = ("files", "oracle", "start", "end", "loader", "clean", "clean_start", "clean_end")
 FUNCTION_VALUES = {"arrow_function", "function_expression", "function", "generator_function"}
@@ -158,6 +163,8 @@ def _end_line(node) -> int:
 
 def _name(node, lang: str) -> str | None:
     t = node.type
+    if t in _ALIASES and _local_alias(node):
+        return None
     if lang in ("javascript", "typescript"):
         if t == "variable_declarator" or t == "pair":
             v = node.child_by_field_name("value")
@@ -178,6 +185,11 @@ def _name(node, lang: str) -> str | None:
                 return _text(p) if p is not None and p.type == "property_identifier" else None
             return None
     if lang in ("c", "cpp"):
+        if t == "type_definition":
+            return _typedef_name(node)
+        if t in ("alias_declaration", "preproc_function_def"):
+            n = node.child_by_field_name("name")
+            return _text(n) if n is not None else None
         if t == "function_definition":
             if any(c.type in ("default_method_clause", "delete_method_clause", "pure_virtual_clause")
                    for c in node.children):
@@ -236,8 +248,49 @@ def _name(node, lang: str) -> str | None:
             return _text(ty) if ty is not None else None
         if t == "mod_item" and node.child_by_field_name("body") is None:
             return None
+        if t == "type_item":                  # an impl's or a trait's associated type is no node
+            p = node.parent
+            if p is not None and p.type == "declaration_list" and p.parent is not None \
+                    and p.parent.type in ("impl_item", "trait_item"):
+                return None
     n = node.child_by_field_name("name")
     return _text(n) if n is not None else None
+
+
+# a type alias in a function is its own (no node: the loaders read file, namespace, module and
+# class level ones)
+_FUNCTION_SCOPES = {"function_definition", "function_item", "function_declaration", "method_definition",
+                    "arrow_function", "function_expression", "function", "generator_function_declaration",
+                    "lambda_expression", "closure_expression",
+                    "compound_statement"}     # (C/C++: any block; Catch2's `TEST_CASE(..) {` is no function to it)
+_ALIASES = {"type_definition", "alias_declaration", "type_item", "type_alias_declaration"}
+
+
+def _local_alias(node) -> bool:
+    p = node.parent
+    while p is not None:
+        if p.type in _FUNCTION_SCOPES:
+            return True
+        p = p.parent
+    return False
+
+
+def _typedef_name(node) -> str | None:
+    """C/C++ ``typedef``: the name its first declarator declares (``typedef int (*cb_t)(int);``:
+    cb_t); none for a typedef whose type has a body (``typedef struct {..} name;`` is the
+    struct's, by the typedef's name, and ``typedef struct foo {..} foo_t;`` the struct ``foo``)."""
+    ty = node.child_by_field_name("type")
+    if ty is not None and ty.child_by_field_name("body") is not None:
+        return None
+    d = node.child_by_field_name("declarator")
+    while d is not None and d.type in ("pointer_declarator", "array_declarator", "function_declarator",
+                                       "parenthesized_declarator", "attributed_declarator",
+                                       "reference_declarator"):
+        d = d.child_by_field_name("declarator") if d.type != "parenthesized_declarator" else \
+            (d.named_children[0] if d.named_children else None)
+    if d is None or d.type not in ("type_identifier", "primitive_type", "identifier"):
+        return None
+    return _text(d)
 
 
 def _kt_name(node) -> str | None:

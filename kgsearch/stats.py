@@ -74,6 +74,7 @@ def find_node(ix: Index, ref: str) -> dict:
     if any(r["key"].startswith("py:") for r in best):
         best = [r for r in best if not r["key"].startswith("pyi:")]       # a stub stands behind its code
     best = _types_before_impls(best)
+    best = _implementations_over_signatures(ix, best, ref)
     if len(best) > 1:
         more = ", and more" if len(rows) >= 20 else ""
         names = ", ".join(f"{r['key']} ({r['kind']}{', ' + _where(r) if _where(r) else ''})" for r in best[:10])
@@ -99,6 +100,55 @@ def _types_before_impls(rows: list[dict]) -> list[dict]:
     if not types or len(rows) < 2:
         return rows
     return [r for r in rows if not (r["props"].get("decl") == "impl" and _ns(r["key"]) in types)]
+
+
+def _base_key(key: str) -> str:
+    """A key without the ``#n`` of a second definition of its name (``js:a.ts:f#3`` -> ``js:a.ts:f``)."""
+    head, sep, tail = key.rpartition("#")
+    return head if sep and tail.isdigit() else key
+
+
+def _is_signature(props: dict) -> bool:
+    """A body-less overload signature: TypeScript's (``decl`` ``signature``), Python's
+    ``@typing.overload``."""
+    return props.get("decl") == "signature" or any(
+        d == "overload" or d.endswith(".overload") for d in props.get("decorators") or ())
+
+
+def overload_set(ix: Index, node: dict) -> list[dict]:
+    """The definitions of ``node``'s name in its file and scope, told apart only by ``#n``
+    (TypeScript overloads, Python ``@overload`` s and the implementation), ``node`` included,
+    each ``{id, key, line_start, signature}`` in line order; ``[]`` for a node that has none."""
+    if not node.get("file_id") or node.get("kind") not in ("function", "method"):
+        return []
+    base = _base_key(node["key"])
+    out = []
+    for nid, key, line, props in ix.conn.execute(
+            "SELECT id, key, line_start, props FROM nodes WHERE file_id = ? AND name = ? ORDER BY line_start, id",
+            (node["file_id"], node["name"])):
+        if _base_key(key) == base:
+            out.append({"id": nid, "key": key, "line_start": line,
+                        "signature": _is_signature(json.loads(props or "{}"))})
+    return out if len(out) > 1 else []
+
+
+def _implementations_over_signatures(ix: Index, rows: list[dict], ref: str) -> list[dict]:
+    """``rows`` with each overload signature that one implementation follows (the same name in
+    one file and scope, the others body-less) replaced by that implementation: ``useQuery``
+    names the function, not its three TypeScript overloads; :func:`show_node` lists them. A
+    signature named by its own key stays itself."""
+    if not any(_is_signature(r["props"]) and r["key"] != ref for r in rows):
+        return rows
+    out, seen = [], set()
+    for r in rows:
+        if _is_signature(r["props"]) and r["key"] != ref:
+            impl = [m for m in overload_set(ix, r) if not m["signature"]]
+            if len(impl) == 1:
+                r = node_row_by_id(ix.conn, impl[0]["id"])
+        if r["id"] not in seen:
+            seen.add(r["id"])
+            out.append(r)
+    return out
 
 
 def _qual_in_file(key: str) -> str:
@@ -212,7 +262,16 @@ def show_node(ix: Index, ref: str, limit: int = 25) -> dict:
         "in_total": c.execute("SELECT count(*) FROM edges WHERE dst=?", (nid,)).fetchone()[0],
         "unresolved_out": c.execute("SELECT count(*) FROM edges WHERE src=? AND dst IS NULL", (nid,)).fetchone()[0],
         **outside_members(ix, node),
+        **_overloads(ix, node),
     }
+
+
+def _overloads(ix: Index, node: dict) -> dict:
+    """The other definitions of an overloaded name (``{"overloads": [{key, line_start,
+    signature}]}``), empty for a name defined once."""
+    others = [{k: m[k] for k in ("key", "line_start", "signature")} for m in overload_set(ix, node)
+              if m["id"] != node["id"]]
+    return {"overloads": others} if others else {}
 
 
 def related_nodes(ix: Index, ref: str, types: list[str] | None = None, direction: str = "both",

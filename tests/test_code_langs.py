@@ -612,3 +612,66 @@ def test_a_long_traceback_is_resolved_as_frame_by_frame(tmp_path):
         assert sum(a.kind == "frame" for a in anchors) >= 4
         plain = resolve(ix.conn, anchors)
         assert plain and resolve(ix.conn, anchors, file_names(ix.conn)) == plain
+
+
+# ---------------------------------------------------------------------------- overloads named by their name
+def test_an_overloaded_name_is_its_implementation_and_show_lists_the_signatures(tmp_path, capsys):
+    # `show useQuery` asked which of useQuery, useQuery#2, useQuery#3 (two signatures and the
+    # implementation, in line order); now the implementation holds the plain key, and calls reach
+    # it. Python's @typing.overload: keys in line order, a name or qualified name takes the code
+    files = {"web/q.ts": """\
+                 export function useQuery(a: string): void;
+                 export function useQuery(a: number): void;
+                 export function useQuery(a: any) {
+                   return fetchIt(a)
+                 }
+                 export function fetchIt(a: any) { return a }
+                 export function caller() { return useQuery('x') }
+                 """,
+             "web/d.ts": "export function alone(a: string): void;\nexport function alone(a: number): void;\n",
+             "pk/ov.py": """\
+                 from typing import overload
+
+
+                 class A:
+                     @overload
+                     def f(self, x: int) -> int: ...
+                     @overload
+                     def f(self, x: str) -> str: ...
+                     def f(self, x):
+                         return x
+                 """}
+    write_files(tmp_path / "p", files)
+    db = tmp_path / "o.db"
+    index_paths(db, [str(tmp_path / "p")], IndexOptions(steps=("text", "graph")))
+    assert main(["show", "--db", str(db), "--json", "useQuery"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["node"]["key"] == "js:web/q.ts:useQuery" and d["node"]["line_start"] == 3
+    assert [(o["key"], o["line_start"], o["signature"]) for o in d["overloads"]] == [
+        ("js:web/q.ts:useQuery#2", 1, True), ("js:web/q.ts:useQuery#3", 2, True)]
+    assert main(["show", "--db", str(db), "useQuery"]) == 0
+    assert "overloads (2):" in capsys.readouterr().out
+    # the qualified name too; a signature named by its own key stays itself
+    assert main(["show", "--db", str(db), "--json", "web/q.ts:useQuery"]) == 0
+    assert json.loads(capsys.readouterr().out)["node"]["key"] == "js:web/q.ts:useQuery"
+    assert main(["show", "--db", str(db), "--json", "js:web/q.ts:useQuery#2"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["node"]["line_start"] == 1 and d["node"]["props"]["decl"] == "signature"
+    assert [o["key"] for o in d["overloads"]] == ["js:web/q.ts:useQuery#3", "js:web/q.ts:useQuery"]
+    # related and impact start from the implementation (it holds the calls)
+    assert main(["related", "--db", str(db), "--json", "useQuery"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["node"]["key"] == "js:web/q.ts:useQuery"
+    assert {(e["key"], e["direction"]) for e in d["edges"]["calls"]} == {("js:web/q.ts:fetchIt", "out"),
+                                                                         ("js:web/q.ts:caller", "in")}
+    assert main(["impact", "--db", str(db), "--json", "useQuery"]) == 0
+    assert '"js:web/q.ts:caller"' in capsys.readouterr().out
+    # Python: `A.f` and `pk.ov.A.f` are the implementation
+    for ref in ("f", "pk.ov.A.f"):
+        assert main(["show", "--db", str(db), "--json", ref]) == 0
+        d = json.loads(capsys.readouterr().out)
+        assert d["node"]["key"] == "py:pk.ov.A.f#3", ref
+        assert [o["signature"] for o in d["overloads"]] == [True, True]
+    # only signatures (a .d.ts-like declaration): still two nodes to choose from
+    assert main(["show", "--db", str(db), "alone"]) != 0
+    assert "names 2 nodes" in capsys.readouterr().err

@@ -1358,3 +1358,145 @@ def test_cpp_a_global_qualifier_after_the_return_type_is_not_part_of_the_name(tm
     assert got == [("module", "a.cpp", 1), ("class", "a.cpp:ns.Outer", 2), ("method", "a.cpp:ns.Outer.f", 4),
                    ("method", "a.cpp:ns.Outer.g", 5), ("method", "a.cpp:ns.Outer.h", 6),
                    ("function", "a.cpp:free_fn", 7)], got
+
+
+# ---------------------------------------------------------------------------- type aliases and macros
+def defs_of(tmp_path, rel: str, text: str) -> list[tuple]:
+    """(kind, key, first line, last line, decl) of the definitions a loader makes of one file."""
+    from kgsearch.ingest.loaders import get_loader, loader_for
+    from kgsearch.types import LoadOptions
+
+    p = tmp_path / rel
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text(textwrap.dedent(text))
+    res = get_loader(loader_for(p)).load(p, rel, LoadOptions(root=str(tmp_path)))
+    return [(n.kind, n.key, n.line_start, n.line_end, n.props.get("decl")) for n in res.nodes if n.kind != "module"]
+
+
+def test_typescript_type_aliases_are_classes_of_decl_alias(tmp_path):
+    got = defs_of(tmp_path, "a.ts", """\
+        export type Handler<T = unknown> = (req: T) => void;
+        type Props = {
+          onClick(x: number): void
+        }
+        declare type U =
+          | 'a'
+          | 'b'
+        let type = 1; type = 2; obj.type = 3
+        type
+        Foo = 1
+        const o = { type: 'x' }
+        function f(type: string) { type Local = number; return type }
+        """)
+    assert got == [("class", "js:a.ts:Handler", 1, 1, "alias"), ("class", "js:a.ts:Props", 2, 4, "alias"),
+                   ("method", "js:a.ts:Props.onClick", 3, 3, "signature"), ("class", "js:a.ts:U", 5, 7, "alias"),
+                   ("function", "js:a.ts:f", 12, 12, None)]         # (a function's own `type Local` is none)
+    # JavaScript has no type aliases: a variable named type is none
+    assert defs_of(tmp_path, "b.js", "var type = 1\ntype = 2\nfunction g() { return type }\n") == [
+        ("function", "js:b.js:g", 3, 3, None)]
+
+
+def test_typescript_overload_signatures_say_so(tmp_path):
+    got = defs_of(tmp_path, "q.ts", """\
+        export function useQuery(a: string): void;
+        export function useQuery(a: number): void;
+        export function useQuery(a: any) {
+          return a
+        }
+        """)
+    # the implementation holds the plain key (and the name calls and imports resolve to), the
+    # signatures #2, #3 (before loader version 4 the signatures were useQuery and useQuery#2)
+    assert got == [("function", "js:q.ts:useQuery#2", 1, 1, "signature"),
+                   ("function", "js:q.ts:useQuery#3", 2, 2, "signature"),
+                   ("function", "js:q.ts:useQuery", 3, 5, None)]
+    got = defs_of(tmp_path, "c.ts", """\
+        class C {
+          m(a: string): void;
+          m(a: any) { return a }
+        }
+        interface I { n(a: string): void; n(a: number): void }
+        """)
+    assert got == [("class", "js:c.ts:C", 1, 4, None), ("method", "js:c.ts:C.m#2", 2, 2, "signature"),
+                   ("method", "js:c.ts:C.m", 3, 3, "method"), ("class", "js:c.ts:I", 5, 5, "interface"),
+                   ("method", "js:c.ts:I.n", 5, 5, "signature"), ("method", "js:c.ts:I.n#2", 5, 5, "signature")]
+
+
+def test_rust_type_aliases_in_modules_not_associated_types(tmp_path):
+    got = defs_of(tmp_path, "src/lib.rs", """\
+        pub type Result<T, E = Error> = std::result::Result<T, E>;
+        /// callbacks
+        #[cfg(unix)]
+        pub(crate) type Cb =
+            fn(i32) -> i32;
+        struct S;
+        impl Iterator for S {
+            type Item = u32;
+            fn next(&mut self) -> Option<u32> { None }
+        }
+        trait T { type Output; }
+        mod m { type Inner = u8; }
+        fn f() { let r#type = 1; type Local = u8; }
+        """)
+    assert got == [("class", "rs:src/lib.rs:Result", 1, 1, "alias"), ("class", "rs:src/lib.rs:Cb", 3, 5, "alias"),
+                   ("class", "rs:src/lib.rs:S", 6, 6, "struct"), ("class", "rs:src/lib.rs:S#2", 7, 10, "impl"),
+                   ("method", "rs:src/lib.rs:S.next", 9, 9, "fn"), ("class", "rs:src/lib.rs:T", 11, 11, "trait"),
+                   ("class", "rs:src/lib.rs:m", 12, 12, "mod"), ("class", "rs:src/lib.rs:m.Inner", 12, 12, "alias"),
+                   ("function", "rs:src/lib.rs:f", 13, 13, "fn")]
+
+
+def test_c_typedefs_and_function_like_macros(tmp_path):
+    got = defs_of(tmp_path, "a.h", """\
+        #ifndef A_H
+        #define A_H
+        /* #define NOT_ME(x) x */
+        // #define NOR_ME(x) x
+        typedef unsigned long size_type;
+        typedef int (*cb_t)(int, int);
+        typedef void fn_t(int);
+        typedef char buf_t[16];
+        typedef struct foo foo_t, *foo_p;
+        typedef struct { int a; } anon_t;
+        typedef struct bar { int b; } bar_t;
+        const char *s = "#define NOPE(x) x";
+        #define MAX(a, b) \\
+          ((a) > (b) ? \\
+           (a) : (b))
+        #if X
+        #define MIN(a, b) ((a) < (b) ? (a) : (b))
+        #else
+        #define MIN(a, b) 0
+        #endif
+        #define OBJ 1
+        int use(int typedef_count) { typedef int local_t; return typedef_count; }
+        #endif
+        #define TAIL(y) y \\
+        """)
+    assert got == [("class", "c:a.h:size_type", 5, 5, "alias"), ("class", "c:a.h:cb_t", 6, 6, "alias"),
+                   ("class", "c:a.h:fn_t", 7, 7, "alias"), ("class", "c:a.h:buf_t", 8, 8, "alias"),
+                   ("class", "c:a.h:foo_t", 9, 9, "alias"), ("class", "c:a.h:anon_t", 10, 10, "struct"),
+                   ("class", "c:a.h:bar", 11, 11, "struct"), ("function", "c:a.h:MAX", 13, 15, "macro"),
+                   ("function", "c:a.h:MIN", 17, 17, "macro"), ("function", "c:a.h:MIN#2", 19, 19, "macro"),
+                   ("function", "c:a.h:use", 22, 22, None), ("function", "c:a.h:TAIL", 24, 24, "macro")]
+
+
+def test_cpp_using_aliases_at_namespace_and_class_level(tmp_path):
+    got = defs_of(tmp_path, "b.hpp", """\
+        namespace ns {
+        template <class T>
+        using vec = std::vector<T>;
+        using namespace std;
+        using std::string;
+        class C : public B {
+         public:
+          using B::B;
+          using value_type = int;
+          typedef std::pair<int, char> pair_type;
+          bool f(int a) { using It = int*; return a == b; }
+        };
+        }
+        using Fn = void (*)(int);
+        """)
+    assert got == [("class", "c:b.hpp:ns.vec", 2, 3, "alias"), ("class", "c:b.hpp:ns.C", 6, 12, None),
+                   ("class", "c:b.hpp:ns.C.value_type", 9, 9, "alias"),
+                   ("class", "c:b.hpp:ns.C.pair_type", 10, 10, "alias"), ("method", "c:b.hpp:ns.C.f", 11, 11, None),
+                   ("class", "c:b.hpp:Fn", 14, 14, "alias")]        # (a function's own `using It` is none)

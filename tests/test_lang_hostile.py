@@ -31,6 +31,8 @@ HOSTILE = [
     ("typescript", "class a<"), ("typescript", "class<"), ("typescript", "x = <"),    # generic lists never closed
     ("rust", "mod a {\n"), ("rust", "impl X {\n"), ("java", "class a {\n"),        # nested bodies
     ("c", "#if A\n{\n#else\n#endif\n"),                                             # #if groups blanked
+    ("c", "typedef int (f)"), ("c", "typedef int (*"), ("cpp", "using A = B<"),       # aliases with no `;`:
+    ("rust", "type A = (x)"), ("typescript", "type A = "), ("c", "#define F(x) x\\\n"),   # 22 s at 60 KB
 ]
 
 

@@ -315,6 +315,58 @@ SAMPLES = {
         export function over(a: any): void {}
         const t: Map<string, { f(): void }> = new Map()
         """,
+    "alias.ts": """\
+        export type Handler<T = unknown> = (req: T) => void;
+        type Props = {
+          onClick(x: number): void
+        }
+        declare type U = 'a' | 'b'
+        type Cond<T> = T extends string
+          ? 'str'
+          : never;
+        function f() { type Local = number; return 1 as Local }
+        """,
+    "alias.rs": """\
+        pub type Result<T, E = Error> = std::result::Result<T, E>;
+        #[cfg(unix)]
+        pub(crate) type Cb =
+            fn(i32) -> i32;
+        struct S;
+        impl Iterator for S { type Item = u32; fn next(&mut self) -> Option<u32> { None } }
+        trait T { type Output; }
+        mod m { type Inner = u8; }
+        fn f() { type Local = u8; }
+        """,
+    "alias.c": """\
+        typedef unsigned long size_type;
+        typedef int (*cb_t)(int, int);
+        typedef void fn_t(int);
+        typedef char buf_t[16];
+        typedef struct foo foo_t, *foo_p;
+        typedef struct { int a; } anon_t;
+        /* #define NOT_ME(x) x */
+        #define MAX(a, b) \\
+          ((a) > (b) ? \\
+           (a) : (b))
+        #if X
+        #define MIN(a, b) ((a) < (b) ? (a) : (b))
+        #endif
+        #define OBJ 1
+        """,
+    "alias.hpp": """\
+        namespace ns {
+        template <class T>
+        using vec = std::vector<T>;
+        using namespace std;
+        using std::string;
+        class C {
+         public:
+          using value_type = int;
+          typedef std::pair<int, char> pair_type;
+        };
+        }
+        #define CALL(f, ...) f(__VA_ARGS__)
+        """,
 }
 
 

@@ -214,6 +214,12 @@ def cmd_show(args) -> int:
             out(f"  {one_line(head)}  {one_line(_where(b))}  {one_line(b['key'])}")
             if b["methods"]:
                 out(f"    {one_line(', '.join(m['name'] for m in b['methods']))}")
+    if info.get("overloads"):                   # TypeScript overload signatures, Python @overload s
+        out("")
+        out(f"overloads ({len(info['overloads'])}):")
+        for m in info["overloads"]:
+            out(f"  {one_line(_where({'path': n.get('path'), **m}))}  {one_line(m['key'])}"
+                + ("  (signature)" if m["signature"] else ""))
     if info.get("methods"):                     # a Go type's methods with receivers
         out("")
         out(f"methods ({len(info['methods'])}):")

@@ -71,6 +71,29 @@ class Def:
         self.rest: int | None = None           # the first of its own lines its text does not hold
 
 
+def _implementations_first(defs: list[Def]) -> list[Def]:
+    """``defs`` in the order their keys are given: an overloaded name's implementation before
+    its body-less signatures (TypeScript's ``function f(a: string): void;`` .. ``function f(a)
+    {..}``, decl ``signature``), so that it holds the plain key (``js:a.ts:f``; the signatures
+    ``#2``, ``#3``) and the name: calls, imports and ``show f`` reach the code. ``defs`` itself
+    when no name is so."""
+    groups: dict[tuple[int, str], list[int]] = {}
+    for i, d in enumerate(defs):
+        if d.kind in ("function", "method"):
+            groups.setdefault((id(d.parent), d.local), []).append(i)
+    order = None
+    for idx in groups.values():
+        if len(idx) < 2:
+            continue
+        impl = [i for i in idx if defs[i].decl != "signature"]
+        if len(impl) != 1 or impl[0] == idx[0]:
+            continue
+        order = order or list(defs)
+        for slot, i in zip(idx, impl + [i for i in idx if i != impl[0]]):
+            order[slot] = defs[i]
+    return order or defs
+
+
 def _held(lines: list[str], before: int) -> int:
     """How many of ``lines``, joined after ``before`` characters and a newline, end within
     :data:`MAX_TEXT` characters (a text ``out + "\\n" + "\\n".join(lines)`` cut there)."""
@@ -212,8 +235,12 @@ class Builder:
                 fields = self.field_types(d)
                 if fields:
                     d.props["fields"] = fields
-        for d in self.defs:
+        order = _implementations_first(self.defs)
+        for d in order:
             self._node_after_parent(d)
+        if order is not self.defs:              # (the nodes in line order again)
+            at = {id(d.rec): i for i, d in enumerate(self.defs)}
+            res.nodes[1:] = sorted(res.nodes[1:], key=lambda r: at.get(id(r), -1))
         for d in self.defs:
             if d.kind == "class":
                 d.rec.text = self._class_text(d)

@@ -9,12 +9,14 @@ checks a look-behind would make are done in Python on each match (:func:`free`).
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from pathlib import Path
 
 from .common import decode
 
-__all__ = ["free", "split_chain", "read_source", "find_up", "call_sites", "skip_angles", "skip_angles_paired", "Angles",
-           "PairedAngles", "KeptSearch", "find_end", "find_end_reference"]
+__all__ = ["free", "outside_bodies", "split_chain", "read_source", "find_up", "call_sites", "skip_angles", "skip_angles_paired", "Angles",
+           "PairedAngles", "KeptSearch", "find_end", "find_end_reference",
+           "find_end_before"]
 
 _CHAIN_SEP = re.compile(r"\s*(?:\.|::|->|\?\.)\s*")
 
@@ -28,6 +30,26 @@ def free(code: str, at: int, extra: str = "$.") -> bool:
         return True
     c = code[at - 1]
     return not (c.isalnum() or c == "_" or c in extra)
+
+
+def outside_bodies(defs: list, funcs: list) -> list:
+    """The ``defs`` that no function of ``funcs`` holds in its body (from its ``{`` to its end):
+    type aliases declared at file, namespace, module or class level, not a function's local ones
+    (``using It = T*;`` in a body names nothing another file reaches)."""
+    spans = sorted((f.body, f.end) for f in funcs if f.body is not None)
+    merged: list[list[int]] = []
+    for a, b in spans:
+        if merged and a < merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], b)
+        else:
+            merged.append([a, b])
+    starts = [a for a, _ in merged]
+    out = []
+    for d in defs:
+        i = bisect_right(starts, d.start) - 1
+        if i < 0 or merged[i][1] <= d.start:
+            out.append(d)
+    return out
 
 
 def split_chain(s: str) -> list[str]:
@@ -279,6 +301,22 @@ def find_end(code: str, pairs: dict, at: int, stop: str = ";{") -> int:
         if c in stop or c == "}":
             return p
         at = pairs.get(p, n) + 1
+
+
+def find_end_before(code: str, pairs: dict, at: int, limit: int, stop: str = ";{") -> int:
+    """:func:`find_end` that looks no further than ``limit`` (``limit`` when it gets there): a
+    declaration's end before the next one starts, so that n declarations missing their ``;``
+    cost n short searches, not n searches to the end of the file."""
+    while True:
+        m = _END.search(code, at, limit)
+        if m is None:
+            return limit
+        c = m.group()
+        if c in stop or c == "}":
+            return m.start()
+        at = pairs.get(m.start(), limit) + 1
+        if at > limit:
+            return limit
 
 
 def find_end_reference(code: str, pairs: dict, at: int, stop: str = ";{") -> int:

@@ -3,9 +3,11 @@
 Nodes (see :mod:`kgsearch.ingest.codemodel`): the file (``module``; ``index.js`` is named
 after its folder); function and generator declarations; classes (declarations and named
 class expressions; TypeScript abstract classes, interfaces and enums as ``class`` with their
-``decl``); methods of classes (constructors, getters, setters, ``#private`` ones, fields whose
-value is a function, TypeScript overload and abstract signatures) and of interfaces and type
-literals (signatures); and every function or arrow function given a name by where it is
+``decl``, and type aliases ``type X<T> = ..`` outside function bodies, ``decl`` ``alias``); methods
+of classes (constructors, getters, setters, ``#private`` ones, fields whose value is a function,
+TypeScript overload and abstract signatures) and of interfaces and type literals (signatures);
+body-less ``function f(..): T;`` (overloads, ``declare``: ``decl`` ``signature``; an overloaded
+name's implementation takes the plain key, :func:`kgsearch.ingest.codemodel.Builder.build`); and every function or arrow function given a name by where it is
 written, as tree-sitter's tags name them: ``const f = () => ..``, ``x.y = function () ..``
 (``X.prototype.m = ..`` reads ``X.m``; ``exports.f``/``module.exports.f`` read ``f``;
 ``module.exports = ..`` reads ``exports``), ``key: function () ..`` and ``key() { }`` in an
@@ -26,7 +28,7 @@ from __future__ import annotations
 import re
 
 from .codemodel import Def
-from .codescan import KeptSearch, free, skip_angles_paired
+from .codescan import KeptSearch, free, outside_bodies, skip_angles_paired
 from .jsblocks import Blocks, local_of, owner_prefix
 
 __all__ = ["scan", "owner_prefix"]
@@ -40,6 +42,10 @@ _ANONYMOUS_CLASS = re.compile(r"\{|<|extends\b|implements\b")
 _ABSTRACT_BEFORE = re.compile(r"abstract\s+$")
 _TS_TYPE = re.compile(r"(interface|enum)\s+([\w$]+)")
 _CONST_BEFORE = re.compile(r"const\s+$")
+# `type X<T> = ..`: no line break after `type` (TypeScript reads `type\nX = 1` as two statements), at
+# a statement's start (a JavaScript variable named `type` is none: `type = 1`, `let type = x`)
+_TYPE_ALIAS = re.compile(r"type[ \t]+([A-Za-z_$][\w$]*)[ \t]*")
+_DECLARE_BEFORE = re.compile(r"(?<![\w$.])(?:export|declare)$")
 _VALUE = re.compile(r"[=:]")
 _VALUE_AFTER = re.compile(r"\s*(?=(?:async\b\s*)?(?:function\b|\(|<|[A-Za-z_$][\w$]*\s*=>))")
 _ARROW_AFTER = re.compile(r"\s*(?::(?:[^=;{}]|\{[^{}]*\}|=>(?=[^{]*=>))*?)?=>")
@@ -82,7 +88,14 @@ def return_type_end(code: str, pairs: dict, at: int) -> tuple[int, bool]:
         return p, True
     if code[p] != ":":
         return p, False
-    p += 1
+    return type_end(code, pairs, p + 1)
+
+
+def type_end(code: str, pairs: dict, p: int) -> tuple[int, bool]:
+    """Where the type that starts at ``p`` ends (:func:`return_type_end`'s rules): ``(offset, True)``
+    at a ``{`` that follows a whole type (a body), else ``(offset of the ;, comma, closing bracket
+    or line break that ends it, False)``."""
+    n = len(code)
     operand = True                                 # a type is expected: a `{` opens a type literal
     while True:
         m = _TYPE_TOKEN.search(code, p)
@@ -289,6 +302,7 @@ def scan(lx, typescript: bool = True) -> list[Def]:
         d = Def("class", m.group(2), start, pairs.get(body, n) + 1, body, m.start(2), m.group(1))
         _heritage(d, code[m.end():body])
         defs.append(d)
+    aliases = _type_aliases(code, pairs) if typescript else []
     blocks = Blocks(lx, fixed, typescript)
     callbacks: list[Def] = []                     # named function expressions passed as arguments
     for m in _FUNCTION_KW.finditer(code):
@@ -313,7 +327,7 @@ def scan(lx, typescript: bool = True) -> list[Def]:
                 continue
             close = pairs.get(p, n)
             end = _signature_end(code, return_type_end(code, pairs, close + 1)[0], close)
-            defs.append(Def("function", m.group(2), start, end, None, m.start(2), "function"))
+            defs.append(Def("function", m.group(2), start, end, None, m.start(2), "signature"))
             continue
         taken.add(start)
         defs.append(Def("function", m.group(2), start, f[1], f[2], m.start(2),
@@ -361,7 +375,30 @@ def scan(lx, typescript: bool = True) -> list[Def]:
         defs.append(d)
     defs += [d for d in callbacks if d.start not in taken]
     defs += _members(lx, blocks, memo)
-    return defs
+    return defs + outside_bodies(aliases, [d for d in defs if d.kind in ("function", "method")])
+
+
+def _type_aliases(code: str, pairs: dict) -> list[Def]:
+    """TypeScript ``type X<T> = ..;`` (``export``, ``declare`` too): a ``class`` of decl ``alias``
+    from ``type`` to the end of its type (its ``;`` included), as Go's ``type A = B`` (:func:`scan`
+    keeps those outside function bodies)."""
+    n = len(code)
+    out = []
+    for m in _TYPE_ALIAS.finditer(code):
+        s = m.start()
+        j = s
+        while j > 0 and code[j - 1] in " \t":
+            j -= 1
+        if not free(code, s) or j and code[j - 1] not in ";{}\n" and not _DECLARE_BEFORE.search(code, max(0, j - 8), j):
+            continue
+        p = _after_type_params(code, pairs, m.end())
+        while p < n and code[p] in " \t\n":
+            p += 1
+        if not code.startswith("=", p) or code.startswith(("==", "=>"), p):
+            continue
+        e, _ = type_end(code, pairs, p + 1)
+        out.append(Def("class", m.group(1), s, _signature_end(code, min(e, n), p), None, m.start(1), "alias"))
+    return out
 
 
 def lhs_before(code: str, lo: int, hi: int):

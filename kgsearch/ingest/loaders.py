@@ -26,29 +26,34 @@ LOADERS.update({s.name: CodeLoader(s, m.load) for m, s in ((jsnames, langspec.JA
 # outside its definitions) past its 4,000-character cut goes to `chunk` parts (FLAG_PART), so that
 # every line is searchable (python 2, javascript/typescript/java/kotlin/php 2, and the next below).
 LOADER_VERSIONS = dict.fromkeys(LOADERS, 1) | {
-    "rust": 7,              # 2: $crate:: paths; a file's macro_rules! by bare name; no pub() calls;
+    "rust": 8,              # 2: $crate:: paths; a file's macro_rules! by bare name; no pub() calls;
                             # let x = T {..}; 3: `mod x;` edges say decl: mod (and test: the indexer
                             # flags a file declared under #[cfg(test)] as test code); 4: structs list
                             # their fields' types, self.field.f() with the struct in another file
                             # 5: a workspace's tests-*/*-tests member crates are test code
                             # 6: an impl block of a type another file declares: member_of the type
                             # 7: parts (a long definition's lines past its 4,000-character cut)
+                            # 8: `type X<T> = ..;` in modules and functions is a node (decl alias)
     "go": 6,                # 2: methods under their receiver type (contains from the type); 3: import
                             # comments stand for go.mod, x := T{..} has type T; 4: structs list their
                             # fields' types, r.field.M() / x.field.M() with the struct in another file
                             # 5: a method of a type another file declares: member_of the type; 6: parts
-    "c": 7, "cpp": 7,       # 2: folders named *Tests, *_tests, *-tests hold tests; 3: out-of-line
+    "c": 8, "cpp": 8,       # 2: folders named *Tests, *_tests, *-tests hold tests; 3: out-of-line
                             # Cls::f outside a class body: member_of the class; 4: parts
                             # 5: a class nested in a namespace's class is ns.Outer.Inner (was
                             # ns.Outer.ns.Inner); `class Outer::X {}` in namespace ns is ns.Outer.X
                             # 6: `int ::ns::f()` is ns.f (was int.ns.f); `operator ::ns::T()` one name
                             # 7: `class Outer::Impl {}` outside Outer's body: member_of Outer
+                            # 8: type aliases (`typedef .. name;`, `using X = ..;`: decl alias) and
+                            # function-like macros (`#define F(x) ..`: decl macro) are nodes
     "csharp": 3,            # 2: files that use NUnit/xUnit/MSTest are test code; 3: parts
     "python": 2, "kotlin": 2, "php": 2,    # 2: parts
     "java": 3,                          # 2: parts; 3: a nested record is one node (its header was also
                                         # read as a constructor of the outer class: a twin under it)
-    "javascript": 3, "typescript": 3,   # 2: parts; 3: `key: function named() {}` (and a class field's
+    "javascript": 4, "typescript": 4,   # 2: parts; 3: `key: function named() {}` (and a class field's
                                         # `function fe() {}`) is one node, not a second obj.key.obj.named
+                                        # 4: TS `type X<T> = ..` is a node (decl alias); a body-less
+                                        # `function f(..): T;` (an overload, `declare`) says decl signature
     "text": 2,              # 2: a first line is a title up to 80 columns, a CJK character two wide
     "markdown": 2,          # 2: a front-matter flow list or mapping left open (`tags: [a, b`, `tags: {a`)
                             # is skipped with a warning, and a tag is words (no tag `{a` or `{a:`)

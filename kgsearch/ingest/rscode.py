@@ -5,8 +5,10 @@ Nodes (see :mod:`kgsearch.ingest.codemodel`): the file (``module``); ``struct``,
 an ``impl`` is named after its type, ``props["trait"]`` the trait it implements, and its
 methods read ``Type.method``); ``fn`` items (``function``; ``method`` inside an ``impl`` or a
 ``trait``, body-less trait methods included; nested ``fn`` items read ``outer.inner``);
-``macro_rules!`` macros (``function``, ``decl`` ``macro``). Type aliases, constants and
-statics are not nodes (they stay in their parent's text). Spans start at the item's outer
+``macro_rules!`` macros (``function``, ``decl`` ``macro``); type aliases ``type X<T> = ..;``
+(``class``, ``decl`` ``alias``) in modules, not a function's local ones nor an ``impl``'s or a
+``trait``'s associated types (``type Item = u32;``: a name many impls share). Constants and statics are
+not nodes (they stay in their parent's text). Spans start at the item's outer
 attributes (``#[derive(..)]``, ``#[cfg(..)]``) and visibility. Doc comments (``///``, ``//!``,
 ``/** */``, plain ones) are the comments right above.
 
@@ -62,11 +64,12 @@ from __future__ import annotations
 
 import posixpath
 import re
+from bisect import bisect_right
 
 from .clex import lex
 from ..types import MEMBER_OF, EdgeRec
 from .codemodel import Def, FieldCalls
-from .codescan import Angles, call_sites, find_end, free, read_source, split_chain
+from .codescan import Angles, call_sites, find_end, find_end_before, free, outside_bodies, read_source, split_chain
 from .langspec import RUST
 from .rsmodules import EXTERN_ROOTS, RustModules
 from .rspaths import crate_of, path_of, type_name
@@ -76,11 +79,12 @@ EXTENSIONS = RUST.extensions
 
 __all__ = ["NAME", "EXTENSIONS", "load"]
 
-_ITEM = re.compile(r"(?P<kw>fn|struct|enum|union|trait|impl|mod|macro_rules\s*!)(?![\w!])")
+_ITEM = re.compile(r"(?P<kw>fn|struct|enum|union|trait|impl|mod|type|macro_rules\s*!)(?![\w!])")
 # the qualifiers before an item's keyword (its span starts there), matched backwards
 _QUALIFIERS = re.compile(r"(?:\s+(?:tluafed|tsnoc|cnysa|efasnu|(?:\"[ ]*\"\s*)?nretxe))*"
                          r"(?:\s*(?:\)[^()]*\(\s*)?bup)?")
 _NAME = re.compile(r"\s*(?:r#)?(\w+)")
+_TYPE_WORD = re.compile(r"\btype\b")
 _BANG = re.compile(r"!\s*[(\[{]")
 _REV_MACRO = re.compile(r"\s*(\w+(?:::\w+)*)")
 _TEST_ATTR = re.compile(r"#\s*\[\s*(?:cfg\s*\(\s*test\s*\)|(?:\w+\s*::\s*)*test\b|rstest\b|test_case\b)")
@@ -320,6 +324,7 @@ class _Rust(RustModules):
         defs: list[Def] = []
         mod_decls: list[tuple[str, int, str | None, bool]] = []
         rev = code[::-1]
+        types = None                           # offsets of the word `type`, once one is read
         for m in _ITEM.finditer(code):
             if not free(code, m.start(), "!$"):
                 continue
@@ -341,6 +346,24 @@ class _Rust(RustModules):
                     e = re.compile(r"\s*;").match(code, end)
                     end = e.end() if e else end
                 d = Def("function", nm.group(1), item_start, end, o, nm.start(1), "macro")
+            elif kw == "type":                   # `type X<T> = ..;` (not `r#type`, not an associated
+                if code[m.start() - 1:m.start()] == "#":       # type of an impl or a trait: see aliases)
+                    continue
+                nm = _NAME.match(code, m.end())
+                if not nm:
+                    continue
+                at = nm.end()
+                if code[at:at + 4].lstrip().startswith("<"):
+                    at = self._angles().skip(code.index("<", at))
+                if types is None:
+                    types = [t.start() for t in _TYPE_WORD.finditer(code)]
+                i = bisect_right(types, m.start())
+                limit = types[i] if i < len(types) else n          # (not past the next `type`)
+                stop = find_end_before(code, pairs, at, limit, ";{}")
+                if stop >= limit or code[stop] != ";" or "=" not in code[at:stop]:
+                    continue
+                d = Def("class", nm.group(1), item_start, stop + 1, None, nm.start(1), "alias")
+                d.data["up"] = self.lx.enclosing(m.start())
             elif kw == "impl":
                 if _TYPE_BEFORE.search(code, max(0, item_start - 16), item_start):
                     continue
@@ -408,6 +431,10 @@ class _Rust(RustModules):
             if d.decl == "macro" and "macro_export" in code[d.start:first]:
                 d.data["export"] = True
             defs.append(d)
+        bodies = {d.body for d in defs if d.decl in ("impl", "trait")}
+        aliases = outside_bodies([d for d in defs if d.decl == "alias" and d.data["up"] not in bodies],
+                                 [d for d in defs if d.kind == "function"])
+        defs = [d for d in defs if d.decl != "alias"] + aliases
         self.nest(defs)
         for name, at, path, test in mod_decls:
             self.mod_decl(name, at, path, test)

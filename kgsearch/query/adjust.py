@@ -15,7 +15,8 @@ In this order, each recorded per candidate so ``--explain`` adds up:
    ``.d.ts``) or a script compiled from TypeScript whose implementation or source is indexed x
    :attr:`Tuning.stub_penalty` (:func:`~kgsearch.query.code.stub_implementations`; the implementation
    ranks; ``--group file`` counts the stub's nodes under it), and docs/examples code and prose (notes, changelogs, release notes) x
-   :attr:`Tuning.nonsource_penalty` unless the query asks for docs;
+   :attr:`Tuning.nonsource_penalty` unless the query asks for docs; a type alias or a C/C++
+   macro the query does not name x :attr:`Tuning.declaration_penalty` (:func:`declarations`);
    then ``session`` / ``feedback`` factors when a session or stored feedback applies
    (:mod:`.feedback`; absent otherwise);
 3. ``diversity``: x factor for the first hit of each new graph community (off by default);
@@ -149,6 +150,27 @@ def proximity(ix, tuning: Tuning, q, it, opts, has_bm25: bool, cand: np.ndarray,
     return out
 
 
+_IDENT = re.compile(r"[A-Za-z_$][\w$]*")
+# type aliases in every language; C/C++ preprocessor macros (Rust's macro_rules! were nodes before
+# and rank as they were measured)
+_DECLARATION_SQL = ("SELECT id, name FROM nodes WHERE id IN ({}) AND kind IN ('class', 'function', 'method') AND "
+                    "(json_extract(props, '$.decl') = 'alias' OR "
+                    "json_extract(props, '$.decl') = 'macro' AND key LIKE 'c:%')")
+
+
+def declarations(conn, ids: list[int], text: str) -> set[int]:
+    """The ``ids`` that are type aliases or C/C++ macros (a name for a type or for a piece of
+    code, seldom the code a task changes) that ``text`` does not name (``jv_object_foreach``
+    asked for is the macro; an issue about arrays is not about the ``JV_ARRAY_3`` .. ``_9`` macros)."""
+    from ..store.sql import fetch_in
+
+    rows = fetch_in(conn, _DECLARATION_SQL, [int(x) for x in ids])
+    if not rows:
+        return set()
+    named = set(_IDENT.findall(text))
+    return {nid for nid, name in rows if name not in named}
+
+
 def rank(conn, cand: np.ndarray, fused: np.ndarray, adjustments: dict, *, q, it, code_query: bool,
          communities_of: Callable | None, opts, tuning: Tuning = TUNING, nudges=None, read: bool = True,
          compiled: bool = True) -> tuple[np.ndarray, list[int], dict[int, dict]]:
@@ -187,6 +209,7 @@ def rank(conn, cand: np.ndarray, fused: np.ndarray, adjustments: dict, *, q, it,
         top = np.argsort(-fused, kind="stable")[:max(opts.k, 10) * 4]
         meta = node_meta(conn, cand[top].tolist(), text=False)
         stubs = implemented_stubs(conn, [m["path"] for m in meta.values() if m.get("path")], compiled)
+        names = declarations(conn, cand[top].tolist(), q.text) if tuning.declaration_penalty != 1.0 else set()
         for i in top.tolist():
             m = meta.get(int(cand[i]), {})
             if factor[i] and is_vendored(m):
@@ -195,6 +218,8 @@ def rank(conn, cand: np.ndarray, fused: np.ndarray, adjustments: dict, *, q, it,
                 factor[i] = min(factor[i], tuning.stub_penalty)
             elif factor[i] == 1.0 and not about_prose and not is_source(m, about_tests):
                 factor[i] = tuning.nonsource_penalty
+            if factor[i] and int(cand[i]) in names:
+                factor[i] *= tuning.declaration_penalty
     if (factor != 1.0).any():
         adjustments["test_or_vendored"] = factor
         fused = fused * factor

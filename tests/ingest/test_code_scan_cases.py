@@ -90,7 +90,7 @@ def test_typescript_return_types_over_several_lines(tmp_path):
         "Observer.query": ("method", 18, 24, "signature"),
         "Observer.get": ("method", 26, 29, "method"),
         "signal": ("function", 32, 36, None),
-        "fake": ("function", 38, 40, None),
+        "fake": ("function", 38, 40, "signature"),    # body-less (since loader version 4)
     }
     assert ("Observer.get", "helper") in calls
 
@@ -141,7 +141,8 @@ def test_typescript_function_type_aliases_are_no_functions(tmp_path):
         type Handler<T> = (req: T) => void
         const type = (x) => x
         """)
-    assert nodes == {"type": ("function", 3, 3, None)}
+    assert nodes == {"type": ("function", 3, 3, None),      # the aliases are types (loader version 4)
+                     "ContextCallback": ("class", 1, 1, "alias"), "Handler": ("class", 2, 2, "alias")}
 
 
 def test_typescript_keyword_named_methods_and_multiline_annotations(tmp_path):
@@ -205,7 +206,8 @@ def test_typescript_intersection_type_literals_hold_no_functions(tmp_path):
             return ready && {render: () => props};
         }
         """)
-    assert nodes == {"flush": ("method", 3, 3, "signature"), "Group": ("function", 9, 11, None),
+    assert nodes == {"SettingsPageProps": ("class", 1, 4, "alias"), "TimeoutProvider": ("class", 5, 8, "alias"),
+                     "SettingsPageProps.flush": ("method", 3, 3, "signature"), "Group": ("function", 9, 11, None),
                      "Group.render": ("function", 10, 10, None)}
 
 
@@ -434,7 +436,7 @@ def test_typescript_generic_defaults_holding_arrows_are_no_definitions(tmp_path)
         """)
     assert nodes == {"f": ("function", 1, 1, None), "g": ("function", 2, 4, None), "K": ("class", 5, 5, None),
                      "K.m": ("method", 5, 5, "method"), "h": ("function", 7, 7, None), "b": ("function", 8, 8, None),
-                     "c": ("function", 9, 9, None)}
+                     "c": ("function", 9, 9, None), "H": ("class", 6, 6, "alias")}
     assert calls == set()
 
 
@@ -457,7 +459,7 @@ def test_typescript_namespaces_qualify_what_they_hold(tmp_path):
     assert nodes == {"X.f": ("function", 2, 2, None), "X.g": ("function", 3, 3, None), "X.C": ("class", 4, 4, None),
                      "X.C.m": ("method", 4, 4, "method"), "Y.h": ("function", 6, 6, None),
                      "A.B.k": ("function", 7, 7, None), "A.B.z": ("function", 8, 8, None),
-                     "zz": ("function", 9, 9, None), "gg": ("function", 10, 10, None)}
+                     "zz": ("function", 9, 9, "signature"), "gg": ("function", 10, 10, "signature")}
     # a declaration file's namespace merges with the package's export and holds its API: not prefixed
     nodes, _ = load(tmp_path, "types/index.d.ts", """\
         export = dayjs
@@ -466,7 +468,7 @@ def test_typescript_namespaces_qualify_what_they_hold(tmp_path):
           class Dayjs { format(template?: string): string }
         }
         """)
-    assert nodes == {"dayjs": ("function", 2, 2, None), "Dayjs": ("class", 4, 4, None),
+    assert nodes == {"dayjs": ("function", 2, 2, "signature"), "Dayjs": ("class", 4, 4, None),
                      "Dayjs.format": ("method", 4, 4, "signature")}
     text = (tmp_path / "src/n.ts").read_text()
     edges = indexed_edges(tmp_path, tmp_path / "idx", {"n.ts": text}, ("calls",))

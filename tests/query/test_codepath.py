@@ -404,3 +404,30 @@ def test_typescript_output_ranks_and_groups_under_its_source_end_to_end(tmp_path
     assert plain_hit.name == "safeParseValue" and "test_or_vendored" not in plain_hit.adjustments
     with Index.open(db, readonly=True) as ix:
         assert has_typescript(ix.conn)
+
+
+def test_aliases_and_c_macros_rank_lower_unless_the_query_names_them(tmp_path):
+    """A type alias or a C macro is a name for a type or for code, seldom the code a task
+    changes: x Tuning.declaration_penalty in code queries, unless the query names it (then it
+    is what is asked for)."""
+    from kgsearch.indexer import IndexOptions, index_paths
+    from kgsearch.query import Engine, SearchOptions
+    from kgsearch.query.tuning import TUNING
+    from kgsearch.store.db import Index
+
+    root = tmp_path / "proj" / "src"
+    root.mkdir(parents=True)
+    (root / "arr.h").write_text("#define ARRAY_APPEND(a, x) array_append_value((a), (x))\n"
+                                "typedef struct array_value array_value_t;\n")
+    (root / "arr.c").write_text("/* append a value to the array, growing it */\n"
+                                "int array_append_value(int *a, int x) {\n  a[0] = x;\n  return x;\n}\n")
+    db = tmp_path / "i.db"
+    index_paths(db, [str(tmp_path / "proj")], IndexOptions(settings={"embed": False}))
+    with Index.open(db, readonly=True) as ix:
+        eng = Engine(ix)
+        got = eng.search("appending a value to an array crashes when the array grows", SearchOptions(k=10))
+        named = eng.search("ARRAY_APPEND crashes when the array grows", SearchOptions(k=10))
+    macro = next(h for h in got.hits if h.name == "ARRAY_APPEND")
+    assert macro.adjustments["test_or_vendored"] == TUNING.declaration_penalty == 0.5
+    assert [h.name for h in got.hits].index("array_append_value") < [h.name for h in got.hits].index("ARRAY_APPEND")
+    assert named.hits[0].name == "ARRAY_APPEND" and "test_or_vendored" not in named.hits[0].adjustments
