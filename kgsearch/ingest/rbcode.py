@@ -58,7 +58,7 @@ _CONST = r"(?:::)?[A-Z]\w*(?:\s*::\s*[A-Z]\w*)*"
 _CLASS_HEAD = re.compile(r"(class|module)[ \t]+(" + _CONST + r")")
 _SUPER = re.compile(r"[ \t]*<[ \t]*(" + _CONST + r")")
 _OPNAME = r"\[\]=?|[+\-]@|[!~]@?|<=>|===?|=~|!=|!~|\*\*|<<|>>|<=|>=|[+\-*/%<>&|^]"
-_DEF_HEAD = re.compile(r"def[ \t]+(?:(self|[A-Z]\w*(?:::[A-Z]\w*)*|[a-z_]\w*)[ \t]*\.[ \t]*)?"
+_DEF_HEAD = re.compile(r"def[ \t]+(?:(self|[A-Z]\w*(?:::[A-Z]\w*)*|[@$]{0,2}[a-z_]\w*)[ \t]*\.[ \t]*)?"
                        r"([A-Za-z_]\w*(?:[?!]|=(?![=~>]))?|" + _OPNAME + r")")
 _MIXIN = re.compile(r"[ \t]+(" + _CONST + r"(?:[ \t]*,[ \t]*" + _CONST + r")*)[ \t]*(?:$|;|#)", re.M)
 _REQUIRE = re.compile(r"[ \t]*\(?[ \t]*(?::\w+[ \t]*,[ \t]*)?\"")
@@ -127,8 +127,11 @@ class RbBuilder(Builder):
         defs: list[Def] = []
         stack: list[list] = []             # [keyword, Def or None, loop's `do` allowed before]
         mixins: list[tuple[Def, str, int]] = []
+        name_end = -1                        # a method's name (def for(x), def self.end): no keyword
         for m in _KEYWORD.finditer(code):
             kw, at = m.group(1), m.start()
+            if at < name_end:
+                continue
             if at and code[at - 1] in ".:@$" or code.startswith(":", m.end()) and not code.startswith("::", m.end()) \
                     or m.end() < n and code[m.end()] in "?!=" and not code.startswith("==", m.end()) and kw != "end":
                 continue
@@ -174,6 +177,7 @@ class RbBuilder(Builder):
                     stack.append([kw, None, -1])
                     continue
                 d = Def("function", h.group(2), at, n, None, h.start(2))
+                name_end = h.end()
                 if h.group(1):
                     d.props["receiver"] = h.group(1)
                 elif any(e[2] == -2 for e in stack[-1:]):
@@ -210,6 +214,12 @@ class RbBuilder(Builder):
         j = at - 1
         while j >= 0 and code[j] in " \t":
             j -= 1
+        if j >= 0 and code[j] == "\n":            # a line ending with a backslash goes on
+            k = j - 1
+            while k >= 0 and code[k] in " \t":
+                k -= 1
+            if k >= 0 and code[k] == "\\":
+                return False
         if j < 0:
             return True
         if code[j] in "?!" and j and (code[j - 1].isalnum() or code[j - 1] == "_"):

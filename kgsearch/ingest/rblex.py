@@ -31,7 +31,7 @@ _TOKEN = re.compile(_TOKENS, re.M)
 _TOKEN_NL = re.compile(_TOKENS + r"|\n", re.M)            # (with heredocs pending on the line)
 _SINGLE = re.compile(r"'(?:[^'\\]|\\[\s\S])*(?:'|\\?\Z)")
 _TEXT = {'"': re.compile(r'[^"\\#]*'), "`": re.compile(r"[^`\\#]*")}
-_HOLE = re.compile(r"[^{}'\"`]*")
+_HOLE = re.compile(r"[^{}'\"`/]*")
 _HEREDOC = re.compile(r"<<([~-]?)(?:([\"'`])([^\"'`\n]+)\2|([A-Za-z_]\w*))")
 _PERCENT = re.compile(r"%([qQwWiIrsx]?)([^\w\s])")
 _CLOSE = {"(": ")", "[": "]", "{": "}", "<": ">"}
@@ -71,9 +71,19 @@ def _hole_end(text: str, pos: int, depth: int) -> int:
     """:func:`~kgsearch.ingest.clex.hole_end` of a ``#{..}`` hole: its literals are Ruby's
     strings (single-quoted, double-quoted and backquoted with holes of their own)."""
 
+    start = pos
+
     def literal_end(at: int) -> int:
         if text[at] == "'":
             return _SINGLE.match(text, at).end()
+        if text[at] == "/":                    # a regular expression where an operand starts: [/x/]
+            j = at - 1
+            while j >= start and text[j] in " \t":
+                j -= 1
+            if j < start or text[j] in "([,=~|&!{":
+                e = _regex_end(text, at)
+                return e if e > 0 else at + 1
+            return at + 1
         if depth < _DEPTH:
             return _string_end(text, at, depth + 1)
         return at + 1
