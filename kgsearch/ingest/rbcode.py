@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import posixpath
 import re
+from itertools import islice
 
 from .codemodel import Builder, Def
 from .codescan import read_source
@@ -69,6 +70,7 @@ _STATEMENT_START = frozenset("\n;([{,=|&!+-*/%<>~^?:")
 _CALL = re.compile(r"(?:(" + _CONST + r"|self)[ \t]*(?:\.|::|&\.)[ \t]*)?([a-z_]\w*[?!]?|[A-Z]\w*(?=\())"
                    r"(?:(\()|[ \t]+(?!(?:if|unless|while|until|and|or|then|do|rescue|in|end|else|elsif|when|ensure)\b)"
                    r"([\w:@\"']))?")
+_DEPTH = 8                  # the classes and modules around a call that its candidates name (innermost first)
 KEYWORDS = frozenset("alias and begin break case class def defined? do else elsif end ensure false for if in module "
                      "next nil not or redo rescue retry return self super then true undef unless until when while yield "
                      "puts require require_relative include extend prepend attr_reader attr_writer attr_accessor "
@@ -90,7 +92,7 @@ class RbBuilder(Builder):
         """The qualified names of the classes and modules around ``scope``, innermost first (where
         Ruby looks a constant up, before the top level)."""
         out, d = [], scope
-        while d is not None and d is not self.mod:
+        while d is not None and d is not self.mod and len(out) < _DEPTH:
             if d.kind == "class":
                 out.append(_qual(d))
             d = d.parent
@@ -108,10 +110,10 @@ class RbBuilder(Builder):
 
     def call_candidates(self, scope: Def, parts: list[str]) -> list[str]:
         recv, name = parts
-        classes = [d for d in _chain(scope) if d.kind == "class"]
+        if (recv is None or recv == "self") and name in KEYWORDS:
+            return []
+        classes = [d for d in islice(_chain(scope), _DEPTH * 2) if d.kind == "class"][:_DEPTH]
         if recv is None or recv == "self":
-            if name in KEYWORDS:
-                return []
             out = [f"{_qual(c)}.{name}" for c in classes]
             out += [f"{b}.{name}" for b in self._ancestors(classes[:1])]
             return out + [name] if recv is None else out
@@ -289,7 +291,7 @@ class RbBuilder(Builder):
             if name_at in skip:
                 continue
             recv, name = m.group(1), m.group(2)
-            if recv is None and (name[:1].isupper() or m.group(3) is None and m.group(4) is None):
+            if recv is None and (name in KEYWORDS or name[:1].isupper() or m.group(3) is None and m.group(4) is None):
                 continue                          # Integer(..): Kernel's; a bare name alone: a variable?
             j = at - 1
             while j >= 0 and code[j] in " \t":
