@@ -284,8 +284,6 @@ def _cs_name(node) -> str | None:
         if t == "indexer_declaration":
             return "this"
     n = node.child_by_field_name("name")
-    if lang == "ruby" and n is not None and n.type == "scope_resolution":     # class A::B: B
-        n = n.child_by_field_name("name")
     return _text(n) if n is not None else None
 
 
