@@ -24,8 +24,9 @@ modules and classes around it, and its own ``A::B`` path), a method to ``<class>
 Edges:
 
 * ``imports``: ``require_relative "x"`` -> the file ``x.rb`` beside the file; ``require "a/b"``
-  and ``autoload :X, "a/b"`` -> ``a/b.rb`` under the ``lib/`` folder above the file, else
-  ``lib/a/b.rb``, ``a/b.rb`` (a gem's own files; other gems and the standard library are not in
+  and ``autoload :X, "a/b"`` -> ``a/b.rb`` in the folder above the file's own ``a/`` folder (a
+  gem's require path: ``lib/``, or ``lib/concurrent-ruby/``), under the ``lib/`` (``spec/``,
+  ``test/``) folder above the file, else ``lib/a/b.rb``, ``a/b.rb`` (a gem's own files; other gems and the standard library are not in
   the tree).
 * ``calls``: ``m(..)``, ``m arg`` and ``self.m`` -> the enclosing classes' and modules' ``m``,
   then their bases' and mixins', then a top-level ``m``; ``Const.m`` / ``Const::m`` -> ``m`` of
@@ -276,6 +277,10 @@ class RbBuilder(Builder):
         rel_path = raw if raw.endswith(".rb") else raw + ".rb"
         parts = self.rel.split("/")[:-1]
         cands = []
+        head = rel_path.split("/", 1)[0]
+        if "/" in rel_path and head in parts:         # a gem's file requiring another of its own:
+            i = parts.index(head)                     # the folder above its top one is a require path
+            cands.append("/".join(parts[:i] + [rel_path]))      # (lib/concurrent-ruby/concurrent/..)
         for i in range(len(parts) - 1, -1, -1):        # the nearest lib/ (spec/, test/) above the file
             if parts[i] in ("lib", "spec", "test"):
                 cands.append("/".join(parts[:i + 1] + [rel_path]))
