@@ -280,10 +280,13 @@ class RbBuilder(Builder):
         head = rel_path.split("/", 1)[0]
         if "/" in rel_path and head in parts:         # a gem's file requiring another of its own:
             i = parts.index(head)                     # the folder above its top one is a require path
-            cands.append("/".join(parts[:i] + [rel_path]))      # (lib/concurrent-ruby/concurrent/..)
+            if "lib" in parts[max(0, i - 2):i]:       # when it is lib/ or one below (lib/concurrent-ruby/;
+                cands.append("/".join(parts[:i] + [rel_path]))    # not lib/rack/auth/ for 'digest/md5')
         for i in range(len(parts) - 1, -1, -1):        # the nearest lib/ (spec/, test/) above the file
             if parts[i] in ("lib", "spec", "test"):
                 cands.append("/".join(parts[:i + 1] + [rel_path]))
+                if parts[i] == "lib" and i + 1 < len(parts) and "/" in rel_path:
+                    cands.append("/".join(parts[:i + 2] + [rel_path]))    # lib/concurrent-ruby/ too
         self.imports(cands + ["lib/" + rel_path, rel_path], kw_at)
 
     def _call_sites(self, code: str, skip: set[int]) -> list[tuple[int, list]]:
