@@ -183,6 +183,27 @@ def test_props_say_singleton_methods_and_modules(tmp_path):
     assert props["Shop.Cart.total"] == {}
 
 
+def test_define_method_with_a_literal_name_is_a_method(tmp_path):
+    path = write(tmp_path / "line.rb", textwrap.dedent("""\
+        class Line
+          %w(a b).each do |n|
+            define_method("#{n}_x") { n }
+          end
+          define_method(:==) { |o| o.equal?(self) }
+          define_method "empty?" do
+            if true then false end
+          end
+          define_method(:other, instance_method(:to_s))
+          def to_s; end
+        end
+        """))
+    res = get_loader("ruby").load(path, "line.rb", LoadOptions())
+    got = [(n.kind, n.name, n.line_start, n.line_end, n.props.get("decl")) for n in res.nodes]
+    assert got == [("module", "line", 1, 11, None), ("class", "Line", 1, 11, None),
+                   ("method", "==", 5, 5, "define_method"), ("method", "empty?", 6, 8, "define_method"),
+                   ("method", "to_s", 10, 10, None)]
+
+
 def test_imports_calls_superclasses_and_mixins(tmp_path):
     _, edges = build(tmp_path, SRC)
     c, item, base = "rb:lib/shop/cart.rb", "rb:lib/shop/item.rb", "rb:lib/shop/base.rb"

@@ -13,7 +13,8 @@ Nodes (see :mod:`kgsearch.ingest.codemodel`): the file (``module``); classes and
 (``class``, ``decl`` says ``module`` for a module; ``class A::B`` is named ``B`` and
 qualified ``A.B``; ``class << self`` is no node: its methods are its class's, with
 ``props.singleton``); methods (``def m``, ``def self.m``, ``def obj.m``: ``props.receiver``;
-endless ``def m(x) = expr``, ending where its expression does) and top-level functions. Spans run
+endless ``def m(x) = expr``, ending where its expression does; ``define_method(:m) do .. end`` or
+``{ .. }`` with a literal name, ``decl: define_method``) and top-level functions. Spans run
 from the ``def``/``class``/``module`` line (comments above it are the doc, not the span) to the
 ``end`` line. Tests: ``spec/``, ``test/``, ``*_spec.rb``, ``*_test.rb``, ``test_*.rb``.
 
@@ -55,7 +56,7 @@ FILE_NAMES = RUBY.file_names
 __all__ = ["NAME", "EXTENSIONS", "FILE_NAMES", "load", "RbBuilder"]
 
 _KEYWORD = re.compile(r"\b(class|module|def|if|unless|while|until|for|case|begin|do|end|include|extend|prepend"
-                      r"|require_relative|require|autoload)\b")
+                      r"|require_relative|require|autoload|define_method)\b")
 _CONST = r"(?:::)?[A-Z]\w*(?:\s*::\s*[A-Z]\w*)*"
 _CLASS_HEAD = re.compile(r"(class|module)[ \t]+(" + _CONST + r")")
 _SUPER = re.compile(r"[ \t]*<[ \t]*(" + _CONST + r")")
@@ -63,6 +64,9 @@ _OPNAME = r"\[\]=?|[+\-]@|[!~]@?|<=>|===?|=~|!=|!~|\*\*|<<|>>|<=|>=|[+\-*/%<>&|^
 _DEF_HEAD = re.compile(r"def[ \t]+(?:(self|[A-Z]\w*(?:::[A-Z]\w*)*|[@$]{0,2}[a-z_]\w*)[ \t]*\.[ \t]*)?"
                        r"([A-Za-z_]\w*(?:[?!]|=(?![=~>]))?|" + _OPNAME + r")")
 _MIXIN = re.compile(r"[ \t]+(" + _CONST + r"(?:[ \t]*,[ \t]*" + _CONST + r")*)[ \t]*(?:$|;|#)", re.M)
+# define_method(:name) / define_method "name", then its block's `do` or `{` on that line
+_DEFINE = re.compile(r"[ \t]*\(?[ \t]*(?::([A-Za-z_]\w*[?!=]?|" + _OPNAME + r")|(\"))")
+_BLOCK_OPEN = re.compile(r"[^\n{]*?(?:\b(do)\b|(\{))")
 _REQUIRE = re.compile(r"[ \t]*\(?[ \t]*(?::\w+[ \t]*,[ \t]*)?\"")
 _LOOP_LINE = re.compile(r"[\n;]")
 _OPENS_AFTER = frozenset("then else do begin ensure and or not".split())
@@ -131,6 +135,7 @@ class RbBuilder(Builder):
         stack: list[list] = []             # [keyword, Def or None, loop's `do` allowed before]
         mixins: list[tuple[Def, str, int]] = []
         name_end = -1                        # a method's name (def for(x), def self.end): no keyword
+        defined: dict[int, Def] = {}         # a define_method's `do` -> its definition
         for m in _KEYWORD.finditer(code):
             kw, at = m.group(1), m.start()
             if at < name_end:
@@ -154,7 +159,16 @@ class RbBuilder(Builder):
                 if stack and stack[-1][2] >= at:
                     stack[-1][2] = -1                   # while x do: the loop's own
                     continue
-                stack.append([kw, None, -1])
+                d = defined.pop(at, None)              # define_method(:x) do .. end
+                stack.append([kw, d, -1])
+            elif kw == "define_method":
+                d = self._define_method(m.end(), at, text)
+                if d is not None:
+                    defs.append(d)
+                    if d.body is not None and code[d.body] == "{":
+                        d.end = self.lx.pairs.get(d.body, n - 1) + 1
+                    else:
+                        defined[d.body] = d
             elif kw in ("begin", "case"):
                 stack.append([kw, None, -1])
             elif kw in ("class", "module"):
@@ -210,6 +224,33 @@ class RbBuilder(Builder):
         for owner, name, at in mixins:
             owner.bases.append((self.const_candidates(name, owner), at))
         return self._call_sites(code, {d.name_at for d in defs})
+
+    def _define_method(self, pos: int, at: int, text: str) -> Def | None:
+        """``define_method(:name) do .. end`` (or ``{ .. }``, ``"name"``): a method named so whose
+        body is the block (None: no name or no block on its line, ``define_method(:x, m)``)."""
+        code = self.lx.code
+        if at and code[at - 1] in ".:@$" and not code.startswith("self.", at - 5):
+            return None
+        m = _DEFINE.match(code, pos)
+        if m is None:
+            return None
+        if m.group(1):
+            name, name_at, k = m.group(1), m.start(1), m.end()
+        else:
+            e = code.find('"', m.end())
+            name, name_at, k = text[m.end():e], m.end(), e + 1
+            if e < 0 or not re.fullmatch(r"[A-Za-z_]\w*[?!=]?", name):
+                return None
+        if k < len(code) and code[k] == ")" or code[m.start():k].lstrip(" \t").startswith("("):
+            close = code.find(")", k)
+            if close < 0 or "\n" in code[k:close]:
+                return None
+            k = close + 1
+        b = _BLOCK_OPEN.match(code, k)
+        if b is None:
+            return None
+        body = b.start(1) if b.group(1) else b.start(2)
+        return Def("function", name, at, len(code), body, name_at, "define_method")
 
     def _statement_start(self, at: int) -> bool:
         """A keyword at ``at`` begins a statement (``if`` opens a block), not a modifier."""
