@@ -294,7 +294,8 @@ def test_the_cli_finds_a_method_by_name(tmp_path):
 
 HOSTILE = ['"#{', "<<~EOS\n", "<<~A <<~B\n", "'\\", "%w(", "%q<<", "/[", "x = /", "=begin\n", "?", "def x\n",
            "class A\n", "if x\n", "while x do\n", "def m = (\n", "module M; ", "x if y\n", "require_relative '",
-           '"#{"#{"#{', "a %(", "#{/[", ":'", "do\n"]
+           '"#{"#{"#{', "a %(", "#{/[", ":'", "do\n", "define_method(:a) do\n",
+           'define_method "', "define_method(:a, (\n"]
 
 
 @pytest.mark.parametrize("unit", HOSTILE)
