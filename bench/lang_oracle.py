@@ -3,7 +3,7 @@
 For every source file of the trees (default: each repository of
 ``../shared/bench/code-tasks-multi/repos``) the file is parsed with tree-sitter (the grammar
 wheels of the ``test`` extra: tree-sitter-javascript, -typescript, -go, -rust, -java, -kotlin,
--c-sharp, -php, -c, -cpp)
+-c-sharp, -php, -ruby, -c, -cpp)
 and loaded with kgsearch's loader. Each definition tree-sitter finds (the node types of
 :data:`ORACLE`: functions, methods, classes and the other types a loader makes a node for) is
 looked for among the loader's nodes with the same name and start line, then also the same end
@@ -26,7 +26,8 @@ Conventions the comparison fixes (the loaders document the same):
   properties, indexers (``this``) and events with an accessor body or ``=>``, local functions; Kotlin:
   class (interface, enum), object and companion object declarations, function declarations
   (local ones too), secondary constructors (named after their class); PHP: class, interface,
-  trait and enum declarations, function definitions, method declarations; C/C++: function_definition, named struct/union/enum/class specifiers
+  trait and enum declarations, function definitions, method declarations; Ruby: class, module,
+  method and singleton_method (``class A::B`` named ``B``; ``class << self`` is none); C/C++: function_definition, named struct/union/enum/class specifiers
   with a body (typedef'd anonymous ones by the typedef's name), type_definition by its first
   declarator's name (not one whose type has a body), alias_declaration, preproc_function_def
   (function-like macros; object-like ones, preproc_def, are no nodes); JavaScript/TypeScript: function
@@ -93,6 +94,7 @@ ORACLE["kotlin"] = {
 ORACLE["php"] = {
     "class_declaration": "class", "interface_declaration": "class", "trait_declaration": "class",
     "enum_declaration": "class", "function_definition": "function", "method_declaration": "method"}
+ORACLE["ruby"] = {"class": "class", "module": "class", "method": "method", "singleton_method": "method"}
 ORACLE["cpp"] = ORACLE["c"]
 ORACLE["typescript"] = ORACLE["javascript"] | {"type_alias_declaration": "class"}
 C_KEYWORDS = frozenset("if else for while do switch case return sizeof catch try throw".split())
@@ -102,7 +104,7 @@ FUNCTION_VALUES = {"arrow_function", "function_expression", "function", "generat
 
 GRAMMARS = ("tree_sitter", "tree_sitter_javascript", "tree_sitter_typescript", "tree_sitter_go",
             "tree_sitter_rust", "tree_sitter_java", "tree_sitter_kotlin", "tree_sitter_c_sharp", "tree_sitter_php",
-            "tree_sitter_c", "tree_sitter_cpp")
+            "tree_sitter_ruby", "tree_sitter_c", "tree_sitter_cpp")
 
 
 def oracle_missing() -> str | None:
@@ -139,6 +141,9 @@ def grammar(lang: str, rel: str):
     if lang == "php":
         import tree_sitter_php as m
         return ts.Language(m.language_php())
+    if lang == "ruby":
+        import tree_sitter_ruby as m
+        return ts.Language(m.language())
     if lang == "c":
         import tree_sitter_c as m
         return ts.Language(m.language())
@@ -254,6 +259,8 @@ def _name(node, lang: str) -> str | None:
                     and p.parent.type in ("impl_item", "trait_item"):
                 return None
     n = node.child_by_field_name("name")
+    if lang == "ruby" and n is not None and n.type == "scope_resolution":     # class A::B: B
+        n = n.child_by_field_name("name")
     return _text(n) if n is not None else None
 
 

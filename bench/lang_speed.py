@@ -11,8 +11,8 @@ the load is recorded).
 
     python bench/lang_speed.py [--rounds 3] [--trees DIR ...] [--name lang_speed] [--out-dir bench/results]
 
-``--trees`` adds other trees (Kotlin, C# and PHP have no repository in the shared sets: the trees
-of bench/results/lang_kotlin.md, lang_csharp.md and lang_php.md). Writes ``<name>.json`` and ``<name>.md``.
+``--trees`` adds other trees (Kotlin, C#, PHP and Ruby have no repository in the shared sets: the trees
+of bench/results/lang_kotlin.md, lang_csharp.md, lang_php.md and lang_ruby.md). Writes ``<name>.json`` and ``<name>.md``.
 """
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 SHARED = Path(os.environ.get("KGSEARCH_SHARED", ROOT.parent / "shared"))
 TREES = [SHARED / "bench" / "code-tasks-multi" / "repos", SHARED / "bench" / "code-tasks" / "repos"]
-LANGS = ("python", "javascript", "typescript", "go", "rust", "java", "kotlin", "csharp", "php", "c", "cpp")
+LANGS = ("python", "javascript", "typescript", "go", "rust", "java", "kotlin", "csharp", "php", "ruby", "c", "cpp")
 
 
 def collect(extra: list[Path] = ()) -> dict[str, list]:

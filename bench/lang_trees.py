@@ -11,7 +11,7 @@ Trees (:data:`TREES`): the 13 repositories of ``../shared/bench/code-tasks-multi
 place, and other real trees fetched with the ordinary clients into ``--scratch`` (outside the
 repository; default ``../lang-scratch``): npm tarballs (``npm pack NAME@VERSION``) for
 JavaScript and TypeScript, and for Kotlin (the ``android/`` folders of React Native and Expo
-packages); Debian's ``php-*`` packages for PHP; Debian packages (``apt-get download``, unpacked with ``dpkg-deb -x``):
+packages); Debian's ``php-*`` packages for PHP and ``ruby-*`` ones for Ruby; Debian packages (``apt-get download``, unpacked with ``dpkg-deb -x``):
 ``golang-*-dev`` (Go source under /usr/share/gocode), ``librust-*-dev`` (crates under
 /usr/share/cargo/registry), C/C++ ``-dev`` packages and googletest's sources, and the JDK's own
 Java sources (``openjdk-17-source``: two packages of its ``src.zip``). Fetching happens only when
@@ -39,7 +39,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("KGSEARCH_SHARED", ROOT.parent / "shared"))
 MULTI = SHARED / "bench" / "code-tasks-multi" / "repos"
-SOURCE_EXT = (".js", ".mjs", ".cjs", ".jsx", ".ts", ".mts", ".cts", ".tsx", ".go", ".rs", ".java", ".kt", ".kts", ".php", ".c",
+SOURCE_EXT = (".js", ".mjs", ".cjs", ".jsx", ".ts", ".mts", ".cts", ".tsx", ".go", ".rs", ".java", ".kt", ".kts", ".php", ".rb", ".c",
               ".h", ".cc", ".cpp", ".cxx", ".hpp", ".hh", ".hxx", ".inl", ".ipp")
 
 # name -> (how, package, path of the tree inside what was fetched)
@@ -84,6 +84,15 @@ TREES = {
     "php-twig": ("deb", "php-twig", "usr/share/php/Twig"),
     "php-phpunit": ("deb", "phpunit", "usr/share/php/PHPUnit"),
     "php-roundcube": ("deb", "roundcube-core", "usr/share/roundcube"),
+    # Ruby: Debian's ruby-* packages carry each gem's lib/ under rubygems-integration
+    **{f"rb-{name}": ("deb", pkg, f"usr/share/rubygems-integration/all/gems/{gem}") for name, pkg, gem in (
+        ("rack", "ruby-rack", "rack-2.2.22"), ("thor", "ruby-thor", "thor-1.2.1"),
+        ("rspec-core", "ruby-rspec-core", "rspec-core-3.12.0"), ("rake", "rake", "rake-13.0.6"),
+        ("i18n", "ruby-i18n", "i18n-1.10.0"), ("mustermann", "ruby-mustermann", "mustermann-3.0.0"),
+        ("concurrent", "ruby-concurrent", "concurrent-ruby-1.1.6"), ("faraday", "ruby-faraday", "faraday-1.1.0"),
+        ("rspec-expectations", "ruby-rspec-expectations", "rspec-expectations-3.12.1"),
+        ("rspec-mocks", "ruby-rspec-mocks", "rspec-mocks-3.12.1"), ("sinatra", "ruby-sinatra", "sinatra-3.0.5"),
+        ("rack-test", "ruby-rack-test", "rack-test-2.0.2"))},
 }
 
 

@@ -32,7 +32,8 @@ __all__ = ["SNAKE", "CAMEL", "DOTTED", "SCOPED", "CALL", "BACKTICK", "dotted", "
 SNAKE = re.compile(r"\b_?[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+\b")
 CAMEL = re.compile(r"\b(?:[A-Z]+[a-z0-9]+[A-Z]\w*|[a-z]+[0-9]*[A-Z]\w*)\b")
 DOTTED = re.compile(r"\b[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
-SCOPED = re.compile(r"\b[A-Za-z_]\w*(?:::[A-Za-z_]\w*)+")
+# (a Ruby method after its class: Shop::Cart#total, as Ruby 3.4's backtraces and its docs write it)
+SCOPED = re.compile(r"\b[A-Za-z_]\w*(?:::[A-Za-z_]\w*)+(?:#[A-Za-z_]\w*)?")
 CALL = re.compile(r"\b([A-Za-z_]\w*)\(\)")
 BACKTICK = re.compile(r"`([^`\n]{1,200})`")
 

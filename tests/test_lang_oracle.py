@@ -145,6 +145,30 @@ SAMPLES = {
         ?>
         <div><?= $x ?> { function not_php() {} }</div>
         """,
+    "a.rb": """\
+        require_relative "b"
+        module Shop
+          class Cart < Base::Model
+            include Enumerable
+            def total(x = 1) = x * 2
+            def each(&b)
+              @items.each(&b) if ready?
+              while busy? do wait end
+              y = if x then 1 else 2 end
+              "#{ %w(end) } end" + <<~EOS + %q(end)
+                def not_one; end
+              EOS
+            end
+            class << self
+              def build = new
+            end
+            def self.find(id)
+              /end#{id}/ =~ id ? ?e : nil
+            end
+          end
+        end
+        class Shop::Cart::Line; def to_s; end; end
+        """,
     "A.cs": """\
         using System;
         namespace P.Q

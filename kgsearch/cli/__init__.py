@@ -164,7 +164,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("index", parents=[common], help="index or incrementally reindex files and folders",
                        description="Index folders/files (Markdown vaults; code in Python, JavaScript/TypeScript, "
-                                   "Go, Rust, Java, Kotlin, C#, PHP, C and C++; KG JSON/JSONL/CSV, KG triples TSV, text). "
+                                   "Go, Rust, Java, Kotlin, C#, PHP, Ruby, C and C++; KG JSON/JSONL/CSV, KG triples TSV, text). "
                                    "Only changed files are re-read. With no PATH, reindex the roots already "
                                    "in the index (for cron).")
     p.add_argument("paths", nargs="*", metavar="PATH")

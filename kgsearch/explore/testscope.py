@@ -120,7 +120,7 @@ def similar_tests(ix, start_ids, k1: float = 1.2, b: float = 0.75) -> dict[int, 
 _PATH_WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
 # words of a path that name no subject: test markers, source-tree folders, entry-point files
 PATH_STOP = frozenset("test tests testing spec specs src lib mod main index init py rs go js jsx ts tsx mjs cjs "
-                      "java kt kts cs php c cc cpp cxx h hh hpp hxx".split())
+                      "java kt kts cs php rb c cc cpp cxx h hh hpp hxx".split())
 
 
 def path_words(rel: str) -> set[str]:

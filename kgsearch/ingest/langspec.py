@@ -37,6 +37,7 @@ class LangSpec:
     name: str
     ns: str
     extensions: tuple[str, ...]
+    file_names: tuple[str, ...] = ()          # files of the language without its extension (Rakefile)
     line_comment: tuple[str, ...] = ("//",)
     block_comment: tuple[tuple[str, str], ...] = (("/*", "*/"),)
     nested_comments: bool = False
@@ -153,6 +154,18 @@ PHP = LangSpec(
         # PHPUnit:  /home/u/app/tests/UserTest.php:42
         r"^" + _P + r"\.php):(?P<line>\d+)$"))
 
+RUBY = LangSpec(
+    "ruby", "rb", (".rb", ".rake", ".gemspec", ".ru"), file_names=("Rakefile", "Gemfile", "Guardfile", "Capfile"),
+    line_comment=("#",), block_comment=(("=begin", "=end"),), doc_comments=("#",),
+    test_dirs=frozenset({"test", "tests", "spec", "features"}), test_names=("*_spec.rb", "*_test.rb", "test_*.rb"),
+    frames=_frames(
+        # backtraces:  from /app/models/user.rb:12:in `save'   app/models/user.rb:12:in `block in save'
+        # Ruby 3.4:  /app/models/user.rb:12:in 'User#save'   'block (2 levels) in User.find'   '<main>'
+        _P + r"\.(?:rb|rake)):(?P<line>\d+):in [`'](?:(?:block|rescue|ensure)(?: \(\d+ levels\))? in )?"
+             r"(?:(?:[A-Z][\w:]*[#.])?(?P<func>[A-Za-z_]\w*)[?!=]?'|<)",
+        # a place without a function:  rspec ./spec/models/user_spec.rb:12   syntax errors  x.rb:3: syntax error
+        _P + r"\.(?:rb|rake)):(?P<line>\d+)(?=[: \t]|$)(?!:in )"))
+
 CSHARP = LangSpec(
     "csharp", "cs", (".cs", ".csx"),
     test_names=("*Tests.cs", "*Test.cs"), test_dir_names=("*.Tests", "*.Test", "*.UnitTests", "*.IntegrationTests"),
@@ -183,9 +196,10 @@ C = LangSpec("c", "c", (".c", ".h"), **_C_TESTS, frames=_C_FRAMES)
 CPP = LangSpec("cpp", "c", (".cc", ".cpp", ".cxx", ".c++", ".hh", ".hpp", ".hxx", ".h++", ".inl", ".ipp", ".tpp"),
                **_C_TESTS, frames=_C_FRAMES)
 
-SPECS: tuple[LangSpec, ...] = (JAVASCRIPT, TYPESCRIPT, GO, RUST, JAVA, KOTLIN, CSHARP, PHP, C, CPP)
+SPECS: tuple[LangSpec, ...] = (JAVASCRIPT, TYPESCRIPT, GO, RUST, JAVA, KOTLIN, CSHARP, PHP, RUBY, C, CPP)
 BY_NAME = {s.name: s for s in SPECS}
 _BY_EXT = {ext: s for s in SPECS for ext in s.extensions}
+_BY_FILE_NAME = {name: s for s in SPECS for name in s.file_names}
 
 # Vendored copies of other projects' code, in every language. Go modules vendored with
 # ``go mod vendor`` (a ``vendor/modules.txt``) and ``node_modules`` are not indexed at all
@@ -218,7 +232,7 @@ def spec_for(rel: str) -> LangSpec | None:
     """
     base = rel.rsplit("/", 1)[-1]
     dot = base.rfind(".")
-    return _BY_EXT.get(base[dot:].lower()) if dot > 0 else None
+    return _BY_EXT.get(base[dot:].lower()) if dot > 0 else _BY_FILE_NAME.get(base)
 
 
 def _parts(rel: str) -> list[str]:

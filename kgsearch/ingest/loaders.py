@@ -9,12 +9,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from . import (beir, ccode, cscode, gocode, javacode, jsnames, kg, ktcode, langspec, markdown, phpcode, plaintext, pycode,
-               rscode, triples)
+               rbcode, rscode, triples)
 from .codemodel import CodeLoader
 
 # loader name -> module
 LOADERS = {m.NAME: m for m in (kg, markdown, pycode, plaintext, beir, triples, gocode, rscode, javacode, ktcode, cscode,
-                                phpcode)}
+                                phpcode, rbcode)}
 LOADERS.update({s.name: CodeLoader(s, m.load) for m, s in ((jsnames, langspec.JAVASCRIPT), (jsnames, langspec.TYPESCRIPT),
                                                        (ccode, langspec.C), (ccode, langspec.CPP))})
 
@@ -48,6 +48,7 @@ LOADER_VERSIONS = dict.fromkeys(LOADERS, 1) | {
                             # function-like macros (`#define F(x) ..`: decl macro) are nodes
     "csharp": 3,            # 2: files that use NUnit/xUnit/MSTest are test code; 3: parts
     "python": 2, "kotlin": 2, "php": 2,    # 2: parts
+    "ruby": 1,
     "java": 3,                          # 2: parts; 3: a nested record is one node (its header was also
                                         # read as a constructor of the outer class: a twin under it)
     "javascript": 4, "typescript": 4,   # 2: parts; 3: `key: function named() {}` (and a class field's
@@ -65,10 +66,13 @@ EXTENSION_LOADER = {
     ".py": "python", ".pyi": "python",
     ".txt": "text", ".text": "text", ".rst": "text", ".org": "text", ".log": "text",
     ".adoc": "text", ".tex": "text",
-    **{ext: m.NAME for m in (gocode, rscode, javacode, ktcode, cscode, phpcode) for ext in m.EXTENSIONS},
+    **{ext: m.NAME for m in (gocode, rscode, javacode, ktcode, cscode, phpcode, rbcode) for ext in m.EXTENSIONS},
     **{ext: s.name for s in (langspec.JAVASCRIPT, langspec.TYPESCRIPT, langspec.C, langspec.CPP)
        for ext in s.extensions},
 }
+
+# files read by their whole name (Ruby's Rakefile, Gemfile)
+NAME_LOADER = {name: rbcode.NAME for name in rbcode.FILE_NAMES}
 
 # Files without these extensions are still read as plain text when they look like text
 # (no NUL byte in the first 8 KB) and have no extension or a README/LICENSE-like name.
@@ -84,6 +88,8 @@ def loader_for(path: Path, fmt: str | None = None) -> str | None:
     ext = path.suffix.lower()
     if ext in EXTENSION_LOADER:
         return EXTENSION_LOADER[ext]
+    if path.name in NAME_LOADER:
+        return NAME_LOADER[path.name]
     if not ext and path.name.lower() in TEXTLIKE_NAMES:
         return "text"
     return None

@@ -24,7 +24,8 @@ Rules, in order:
   not-text one is one warning line (files with no loader are the normal case: counted only).
 * Source code that is not the project's: installed dependencies are skipped (``node_modules``,
   ``bower_components``, ``jspm_packages``; a ``vendor`` folder of Go modules, i.e. with a
-  ``modules.txt`` or beside a ``go.mod``/``Gopkg.lock``/``glide.lock``/``composer.json``; a
+  ``modules.txt`` or beside a ``go.mod``/``Gopkg.lock``/``glide.lock``/``composer.json``; Bundler's
+  ``vendor/bundle``; a
   ``target`` build folder beside a ``Cargo.toml`` or ``pom.xml``), and so are minified or
   bundled scripts (``*.min.js`` & co., or a script whose first 8 KB hold no line break),
   counted as ``generated``. Vendored copies (``third_party/``, ``vendor/`` elsewhere,
@@ -325,7 +326,10 @@ def _skip_dir(name: str) -> bool:
 
 
 def _dependency_dir(path: Path) -> bool:
-    """A ``vendor`` folder of Go (or PHP) dependencies, a Rust or Maven ``target`` folder."""
+    """A ``vendor`` folder of Go (or PHP) dependencies, Bundler's ``vendor/bundle`` (the gems
+    installed with ``bundle install --path vendor/bundle``), a Rust or Maven ``target`` folder."""
+    if path.name == "bundle" and path.parent.name == "vendor":
+        return True
     marks = DEPENDENCY_DIRS.get(path.name)
     if not marks:
         return False

@@ -54,7 +54,7 @@ _FENCE = re.compile(r"^[ \t]*(```|~~~)[^\n]*\n(.*?)(?:^[ \t]*\1[ \t]*$|\Z)", re.
 # source files of every language the loaders read (issue 26): Rust panics `src/x.rs:12:5`, Go
 # `x.go:123`, Java `(Cls.java:42)`, JS/TS `(x.js:10:5)`, C/C++ diagnostics `x.c:3:1:`
 CODE_EXTENSIONS = ("py", "pyi", "pyx", "js", "jsx", "mjs", "cjs", "ts", "tsx", "mts", "cts", "go", "rs", "java", "kt", "kts",
-                   "cs", "csx", "php", "c", "h", "cc", "cpp", "cxx", "hpp", "hh", "hxx")
+                   "cs", "csx", "php", "rb", "rake", "c", "h", "cc", "cpp", "cxx", "hpp", "hh", "hxx")
 _PATH = re.compile(r"(?<![\w.~/-])(/?(?:[\w.-]+/)*[\w-][\w.-]*\.(?:"
                    + "|".join(sorted(CODE_EXTENSIONS, key=len, reverse=True))
                    + r"|cfg|toml|ini|json|ya?ml|md|rst|txt))\b")
@@ -249,7 +249,7 @@ def extract(query: str) -> list[Anchor]:
         if max(map(len, tok.split("."))) > 2 and not _PATH.fullmatch(tok):
             add(tok, "dotted", m.start(), m.end())
     for m in SCOPED.finditer(query):                 # Bytes::split_off: the index says Bytes.split_off
-        add(dotted(m.group(0)), "dotted", m.start(), m.end())
+        add(dotted(m.group(0)).replace("#", "."), "dotted", m.start(), m.end())     # Shop::Cart#total too
     for m in CALL.finditer(query):
         add(m.group(1), "call", m.start(1), m.end(0))
     for rx in (SNAKE, CAMEL, _ALNUM):

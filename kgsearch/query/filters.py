@@ -92,11 +92,11 @@ assert tuple(FIELDS) == FILTER_FIELDS
 FIELD_ALIASES = {"type": "kind"}
 
 # loader names (kgsearch.ingest.loaders.LOADERS; a test keeps them equal) and their short names
-LANGS = ("beir", "c", "cpp", "csharp", "go", "java", "javascript", "kg", "kotlin", "markdown", "php", "python", "rust",
-         "text", "triples", "typescript")
+LANGS = ("beir", "c", "cpp", "csharp", "go", "java", "javascript", "kg", "kotlin", "markdown", "php", "python", "ruby",
+         "rust", "text", "triples", "typescript")
 LANG_ALIASES = {"py": "python", "rs": "rust", "md": "markdown", "js": "javascript", "ts": "typescript",
                 "c++": "cpp", "golang": "go", "txt": "text",
-                "cs": "csharp", "c#": "csharp", "kt": "kotlin"}
+                "cs": "csharp", "c#": "csharp", "kt": "kotlin", "rb": "ruby"}
 _OPS = (">=", "<=", ">", "<")
 # (ASCII digits, as every number typed: kgsearch.numerals; \d also matches '٣', which int() reads)
 _DATE = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}([T ][0-9]{2}:[0-9]{2}(:[0-9]{2})?)?$")
