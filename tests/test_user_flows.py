@@ -50,14 +50,15 @@ def test_an_unknown_edge_type_names_the_near_ones_not_all_of_them(command, tmp_p
 
 def test_an_unknown_edge_type_is_a_bad_request_over_http_and_a_tool_error_over_mcp(indexed):
     """Before: /api/related answered 404 "no edge type 'nope' in PATH; the index has: ..."; a bad
-    parameter is a 400, in the CLI's words. The MCP related tool says what path says (naming the
-    argument, not the CLI flag)."""
+    parameter is a 400 naming the parameter (it named the CLI's --types flag until session 22). The
+    MCP related tool says what path says (naming the argument, not the CLI flag)."""
     from kgsearch.mcp.server import Server
     from kgsearch.serve import App, Holder
 
     app = App({"i": Holder(indexed[1])})
     st, _, body = app.handle("GET", "/api/related?node=md:a&types=nope", {})
-    assert (st, json.loads(body)) == (400, {"error": UNKNOWN_TYPE[len("error: "):-1], "status": 400})
+    assert (st, json.loads(body)) == (400, {"error": "parameter 'types'" + UNKNOWN_TYPE[len("error: --types"):-1],
+                                            "status": 400})
     srv = Server(indexed[1])
     for name, args in (("related", {"node": "md:a", "types": ["nope"]}),
                        ("path", {"source": "md:a", "target": "md:b", "types": ["nope"]})):
