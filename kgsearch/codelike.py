@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["SNAKE", "CAMEL", "DOTTED", "SCOPED", "CALL", "BACKTICK", "dotted", "has_code_token", "is_code_token", "is_test_path",
+__all__ = ["SNAKE", "CAMEL", "DOTTED", "SCOPED", "MEMBER", "CALL", "BACKTICK", "dotted", "has_code_token", "is_code_token", "is_test_path",
            "path_role"]
 
 # Shapes for finding identifiers in text (word-bounded; consumers add their own context).
@@ -34,6 +34,9 @@ CAMEL = re.compile(r"\b(?:[A-Z]+[a-z0-9]+[A-Z]\w*|[a-z]+[0-9]*[A-Z]\w*)\b")
 DOTTED = re.compile(r"\b[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
 # (a Ruby method after its class: Shop::Cart#total, as Ruby 3.4's backtraces and its docs write it)
 SCOPED = re.compile(r"\b[A-Za-z_]\w*(?:::[A-Za-z_]\w*)+(?:#[A-Za-z_]\w*)?")
+# a member after its class as Javadoc, JSDoc and Ruby's docs write it: ArrayUtils#toPrimitive,
+# Array#map, org.x.Cls#m (the class capitalised: not a wikilink's Note#heading in lower case)
+MEMBER = re.compile(r"\b(?:[a-z_]\w*\.)*[A-Z]\w*#[A-Za-z_]\w*\b")
 CALL = re.compile(r"\b([A-Za-z_]\w*)\(\)")
 BACKTICK = re.compile(r"`([^`\n]{1,200})`")
 

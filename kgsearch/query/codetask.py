@@ -35,7 +35,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
-from ..codelike import BACKTICK, CALL, CAMEL, DOTTED, SCOPED, SNAKE, dotted, has_code_token
+from ..codelike import BACKTICK, CALL, CAMEL, DOTTED, MEMBER, SCOPED, SNAKE, dotted, has_code_token
 from ..ingest.langspec import SPECS, find_frames
 from .diagnostics import diagnostics
 
@@ -250,6 +250,8 @@ def extract(query: str) -> list[Anchor]:
             add(tok, "dotted", m.start(), m.end())
     for m in SCOPED.finditer(query):                 # Bytes::split_off: the index says Bytes.split_off
         add(dotted(m.group(0)).replace("#", "."), "dotted", m.start(), m.end())     # Shop::Cart#total too
+    for m in MEMBER.finditer(query):                 # ArrayUtils#toPrimitive: ArrayUtils.toPrimitive
+        add(m.group(0).replace("#", "."), "dotted", m.start(), m.end())
     for m in CALL.finditer(query):
         add(m.group(1), "call", m.start(1), m.end(0))
     for rx in (SNAKE, CAMEL, _ALNUM):

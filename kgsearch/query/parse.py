@@ -91,7 +91,8 @@ FieldFilter(field='modified', value='2026-10-01', op='>', negated=False)))
 _ONE_CAMEL = re.compile(r"^[A-Za-z_][a-z0-9_]*[A-Z][A-Za-z0-9_]*$")
 _ONE_JOINED = re.compile(r"^[A-Za-z0-9]+([_-][A-Za-z0-9]+)+$")
 _ONE_FILE = re.compile(r"^[\w-]+\.[A-Za-z0-9]{1,5}$")
-_ONE_DOTTED = re.compile(r"^[A-Za-z_]\w*((?:\.|::)[A-Za-z_]\w*)+(\(\))?$")
+_ONE_DOTTED = re.compile(r"^[A-Za-z_]\w*((?:\.|::)[A-Za-z_]\w*)+(\(\))?$"
+                         r"|^(?:[a-z_]\w*\.)*[A-Z]\w*(?:::[A-Za-z_]\w*)*#[A-Za-z_]\w*(?:\(\))?$")   # Cls#member too
 DOTTED = "dotted name"     # identifier_kind of a qualified name (the anchors channel resolves it)
 
 
@@ -102,6 +103,8 @@ def identifier_kind(word: str) -> str | None:
     ('CamelCase identifier', 'dotted name', None)
     >>> identifier_kind("semver::VersionReq::matches")   # a Rust path, a C++ scope
     'dotted name'
+    >>> identifier_kind("ArrayUtils#toPrimitive"), identifier_kind("note#heading")   # Javadoc's member form
+    ('dotted name', None)
     """
     if _ONE_CAMEL.match(word):
         return "CamelCase identifier"

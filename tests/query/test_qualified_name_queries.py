@@ -193,3 +193,37 @@ def test_one_identifier_finds_its_definition_above_a_hub_of_a_like_name(tmp_path
     assert [h.key for h in got.hits[:2]] == ["go:command.go:Command.HasPersistentFlags", "go:command.go:Command.PersistentFlags"]
     assert "anchors" in got.channels_run
     assert "anchors" not in kgsearch.search("persistent flags", db=str(db), k=3).channels_run   # prose: no names
+
+
+def test_a_member_written_as_javadoc_writes_it_is_a_qualified_name(tmp_path):
+    """`ArrayUtils#toPrimitive` (Javadoc, JSDoc, Ruby's docs) ranked the class first and the method
+    second (commons-lang3, helper dog22); `ArrayUtils.toPrimitive` ranked the method first."""
+    p = tmp_path / "tree" / "src/main/java/org/x/ArrayUtils.java"
+    p.parent.mkdir(parents=True)
+    p.write_text(textwrap.dedent("""\
+        package org.x;
+
+        /** Operations on arrays, primitive arrays (like int[]) and primitive wrapper arrays. */
+        public class ArrayUtils {
+            /** Converts an array of object Integers to primitives. */
+            public static int[] toPrimitive(final Integer[] array) {
+                return new int[0];
+            }
+
+            /** Converts an array of primitive ints to objects. */
+            public static Integer[] toObject(final int[] array) {
+                return new Integer[0];
+            }
+        }
+        """))
+    db = tmp_path / "i.db"
+    index_paths(db, [str(tmp_path / "tree")], IndexOptions())
+    for query in ("ArrayUtils#toPrimitive", "org.x.ArrayUtils#toPrimitive"):
+        assert kgsearch.search(query, db=str(db), k=3).hits[0].key == \
+            "java:src/main/java/org/x/ArrayUtils.java:ArrayUtils.toPrimitive", query
+    assert parse("ArrayUtils#toPrimitive").identifier == "dotted name"
+    assert [a.text for a in parse("fixed in ArrayUtils#toPrimitive, see note#heading").anchors if a.kind == "dotted"] \
+        == ["ArrayUtils.toPrimitive"]
+    assert parse("note#heading").identifier is None
+    assert not [a for a in parse("C# code in Program.Main#2").anchors if "#" in a.text or a.text.startswith("C.")]
+
