@@ -45,7 +45,7 @@ import re
 from itertools import islice
 
 from .codemodel import Builder, Def
-from .codescan import read_source
+from .codescan import KeptSearch, read_source
 from .langspec import RUBY
 from .rblex import lex
 
@@ -85,7 +85,7 @@ KEYWORDS = frozenset("alias and begin break case class def defined? do else elsi
 class RbBuilder(Builder):
     def __init__(self, lx, rel, spec, warning):
         super().__init__(lx, rel, spec, warning)
-        self._loop_end = _Kept(_LOOP_LINE)
+        self._loop_end = KeptSearch(_LOOP_LINE)
 
     # ---- names -----------------------------------------------------------------------------
     def aliases(self, d: Def) -> list[tuple]:
@@ -349,23 +349,6 @@ class RbBuilder(Builder):
                 continue
             out.append((name_at, [recv, name]))
         return out
-
-
-class _Kept:
-    """``pattern.search(code, at).start()`` with its last answer kept (see codescan.KeptSearch)."""
-
-    def __init__(self, pattern: re.Pattern):
-        self.pattern = pattern
-        self.last: tuple = ("", 0, -1)
-
-    def __call__(self, code: str, at: int) -> int:
-        c, lo, p = self.last
-        if c is code and lo <= at <= p:
-            return p
-        m = self.pattern.search(code, at)
-        p = m.start() if m is not None else len(code)
-        self.last = (code, at, p)
-        return p
 
 
 def _skip_blanks(code: str, k: int) -> int:
