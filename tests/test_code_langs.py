@@ -618,7 +618,8 @@ def test_a_long_traceback_is_resolved_as_frame_by_frame(tmp_path):
 def test_an_overloaded_name_is_its_implementation_and_show_lists_the_signatures(tmp_path, capsys):
     # `show useQuery` asked which of useQuery, useQuery#2, useQuery#3 (two signatures and the
     # implementation, in line order); now the implementation holds the plain key, and calls reach
-    # it. Python's @typing.overload: keys in line order, a name or qualified name takes the code
+    # it. Python's @typing.overload the same (since Python loader version 3: before, the keys
+    # were in line order and calls reached the first signature, a body-less stub)
     files = {"web/q.ts": """\
                  export function useQuery(a: string): void;
                  export function useQuery(a: number): void;
@@ -639,7 +640,23 @@ def test_an_overloaded_name_is_its_implementation_and_show_lists_the_signatures(
                      @overload
                      def f(self, x: str) -> str: ...
                      def f(self, x):
-                         return x
+                         return g(x)
+
+
+                 def g(x):
+                     return x
+
+
+                 @overload
+                 def h(x: int) -> int: ...
+                 @overload
+                 def h(x: str) -> str: ...
+                 def h(x):
+                     return x
+
+
+                 def caller():
+                     return h(1)
                  """}
     write_files(tmp_path / "p", files)
     db = tmp_path / "o.db"
@@ -670,8 +687,12 @@ def test_an_overloaded_name_is_its_implementation_and_show_lists_the_signatures(
     for ref in ("f", "pk.ov.A.f"):
         assert main(["show", "--db", str(db), "--json", ref]) == 0
         d = json.loads(capsys.readouterr().out)
-        assert d["node"]["key"] == "py:pk.ov.A.f#3", ref
-        assert [o["signature"] for o in d["overloads"]] == [True, True]
+        assert d["node"]["key"] == "py:pk.ov.A.f", ref
+        assert [(o["key"], o["signature"]) for o in d["overloads"]] == [("py:pk.ov.A.f#2", True), ("py:pk.ov.A.f#3", True)]
+    with Index.open(db, readonly=True) as ix:          # calls reach the code, and the code's calls are its own
+        calls = set(ix.conn.execute("SELECT s.key, d.key FROM edges e JOIN nodes s ON s.id = e.src "
+                                    "JOIN nodes d ON d.id = e.dst WHERE e.type = 'calls' AND s.key LIKE 'py:%'"))
+    assert calls == {("py:pk.ov.A.f", "py:pk.ov.g"), ("py:pk.ov.caller", "py:pk.ov.h")}
     # only signatures (a .d.ts-like declaration): still two nodes to choose from
     assert main(["show", "--db", str(db), "alone"]) != 0
     assert "names 2 nodes" in capsys.readouterr().err

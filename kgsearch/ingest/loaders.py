@@ -47,7 +47,8 @@ LOADER_VERSIONS = dict.fromkeys(LOADERS, 1) | {
                             # 8: type aliases (`typedef .. name;`, `using X = ..;`: decl alias) and
                             # function-like macros (`#define F(x) ..`: decl macro) are nodes
     "csharp": 3,            # 2: files that use NUnit/xUnit/MSTest are test code; 3: parts
-    "python": 2, "kotlin": 2, "php": 2,    # 2: parts
+    "python": 3,            # 2: parts; 3: an overloaded name's implementation holds the plain key
+    "kotlin": 2, "php": 2,  # 2: parts
     "ruby": 1,
     "java": 3,                          # 2: parts; 3: a nested record is one node (its header was also
                                         # read as a constructor of the outer class: a twin under it)

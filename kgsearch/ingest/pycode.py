@@ -24,7 +24,10 @@ Nodes (every node answers to ``('py', qualname)``):
   function's, ``parent`` the function, with a ``contains`` edge; its lines are its own.
 
 A name defined twice in one scope (``@x.setter``, ``if``/``else`` variants) keeps its key for
-the first definition; the next ones get ``#2``, ``#3`` keys and no alias.
+the first definition; the next ones get ``#2``, ``#3`` keys and no alias. An overloaded function
+(``@typing.overload`` signatures, then one implementation, in one body) is the exception: the
+implementation holds the plain key and the alias and the signatures get ``#2``, ``#3``, so calls
+and ``show`` reach the code (as TypeScript's overloads: :mod:`kgsearch.ingest.codemodel`).
 Stubs (``.pyi``) use ``pyi:`` keys and no ``py`` aliases so that they never shadow the code.
 Every node of a test file (:func:`kgsearch.codelike.is_test_path`: ``test_*.py``, ``*_test.py``,
 ``conftest.py``, anything under a ``test``/``tests``/``testing`` folder) has ``FLAG_TEST``.
@@ -114,6 +117,11 @@ def module_name(rel: str, root: str = "") -> str:
     return ".".join(parts)
 
 
+def _is_overload(deco: ast.expr) -> bool:
+    """``@overload``, ``@typing.overload``, ``@t.overload`` (any name or attribute ``overload``)."""
+    return (deco.__class__ is ast.Name and deco.id == "overload") or \
+        (deco.__class__ is ast.Attribute and deco.attr == "overload")
+
 def _dedent(src: str, indent: int) -> str:
     """Take up to ``indent`` leading spaces/tabs off every line (a body's indentation is the
     ``col_offset`` of its first statement; less indented lines, in strings, lose what they have)."""
@@ -195,6 +203,7 @@ class _Loader(NameCandidates):
         self.res = LoadResult()
         self.keys: set[str] = set()
         self._dups: dict[str, int] = {}          # key -> the first ``#n`` not yet tried for it
+        self._impl: dict[int, str] = {}          # id(def node) -> the plain key kept for it (an overloaded name)
         self.imports: dict[str, str] = {}       # bound name -> dotted target
         self.stars: list[str] = []              # modules of `from m import *`
         self.bases: dict[str, list[list[str]]] = {}   # class qual -> candidates per base
@@ -271,6 +280,7 @@ class _Loader(NameCandidates):
 
         Iterative pre-order walk in document order (deeply nested expressions would overflow
         recursion); it recurses only into nested defs, whose depth the parser bounds."""
+        self._keep_for_implementations(roots, scope)
         stack = roots[::-1]
         pop, push = stack.pop, stack.append
         calls = scope.calls
@@ -324,6 +334,23 @@ class _Loader(NameCandidates):
                         names.append(n.id)
         module.names = names
 
+    def _keep_for_implementations(self, body: list, scope: _Scope) -> None:
+        """For each name ``body`` defines as ``@overload`` signatures and one implementation
+        after them, the plain key kept for the implementation (the signatures, met first, get
+        ``#2``, ``#3``)."""
+        groups: dict[str, list] = {}
+        for st in body:
+            if st.__class__ is ast.FunctionDef or st.__class__ is ast.AsyncFunctionDef:
+                groups.setdefault(st.name, []).append(st)
+        for name, defs in groups.items():
+            if len(defs) < 2:
+                continue
+            impl = [d for d in defs if not any(_is_overload(x) for x in d.decorator_list)]
+            key = self.prefix + f"{scope.qual}.{name}"
+            if len(impl) == 1 and impl[0] is not defs[0] and key not in self.keys:
+                self.keys.add(key)
+                self._impl[id(impl[0])] = key
+
     def _unique(self, key: str) -> str:
         if key in self.keys:
             n = self._dups.get(key, 2)          # numbers below it are taken (counted from 2 each time: n^2)
@@ -336,7 +363,7 @@ class _Loader(NameCandidates):
 
     def _new(self, node, scope: _Scope, kind: str, text: str, props: dict) -> _Scope:
         qual = f"{scope.qual}.{node.name}"
-        key = self._unique(self.prefix + qual)
+        key = self._impl.pop(id(node), None) or self._unique(self.prefix + qual)
         first = key == self.prefix + qual
         start = min([d.lineno for d in node.decorator_list] + [node.lineno])
         rec = NodeRec(key=key, kind=kind, name=node.name, text=text, qualname=qual,
