@@ -37,7 +37,7 @@ from ..cjk import split_runs
 from ..store.rows import node_flags, node_meta
 from ..text import term_proximity
 from ..types import FLAG_AUTO, FLAG_TEST
-from .code import implemented_stubs, is_source, is_vendored
+from .code import implemented_stubs, is_source, is_vendored, stub_twins
 from .tuning import TUNING, Tuning
 
 __all__ = ["rank", "proximity", "query_weights", "embedding_factor", "query_words", "whole_word_share", "ADDITIVE", "Unread"]
@@ -209,12 +209,13 @@ def rank(conn, cand: np.ndarray, fused: np.ndarray, adjustments: dict, *, q, it,
         top = np.argsort(-fused, kind="stable")[:max(opts.k, 10) * 4]
         meta = node_meta(conn, cand[top].tolist(), text=False)
         stubs = implemented_stubs(conn, [m["path"] for m in meta.values() if m.get("path")], compiled)
+        twins = stub_twins(conn, meta, stubs) if stubs else set()
         names = declarations(conn, cand[top].tolist(), q.text) if tuning.declaration_penalty != 1.0 else set()
         for i in top.tolist():
             m = meta.get(int(cand[i]), {})
             if factor[i] and is_vendored(m):
                 factor[i] = tuning.vendored_penalty
-            elif factor[i] and m.get("path") in stubs:
+            elif factor[i] and int(cand[i]) in twins:
                 factor[i] = min(factor[i], tuning.stub_penalty)
             elif factor[i] == 1.0 and not about_prose and not is_source(m, about_tests):
                 factor[i] = tuning.nonsource_penalty

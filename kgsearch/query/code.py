@@ -20,7 +20,7 @@ from ..store.rows import rel_path
 from ..store.sql import in_chunks
 from ..types import FLAG_PART, FLAG_VENDORED
 
-__all__ = ["CODE_KINDS", "CODE_LOADERS", "TOP", "code_share", "has_code", "is_code", "is_code_query", "is_vendored",
+__all__ = ["CODE_KINDS", "CODE_LOADERS", "TOP", "code_share", "has_code", "is_code", "is_code_query", "is_vendored", "stub_twins",
            "is_source", "compiled_sources", "has_typescript", "stub_implementations", "implemented_stubs"]
 
 CODE_KINDS = ("module", "class", "function", "method")
@@ -157,6 +157,24 @@ def implemented_stubs(conn, paths, compiled: bool = True) -> dict[str, str]:
     have = {r[0] for r in in_chunks(conn, "SELECT path FROM files WHERE path IN ({})",
                                     sorted({c for cs in want.values() for c in cs}))}
     return {p: next(c for c in cs if c in have) for p, cs in want.items() if any(c in have for c in cs)}
+
+
+def stub_twins(conn, metas: dict[int, dict], stubs: dict[str, str]) -> set[int]:
+    """The ids among ``metas`` (node id -> display fields) in a stub file of ``stubs`` (stub path
+    -> its implementation's path) whose name the implementation defines too: a stand-in for code
+    indexed beside it. A definition only the stub has (a TypeScript declaration file's types, a
+    ``.pyi``'s aliases: no JavaScript or Python holds them) is no stand-in: the one place it is
+    written."""
+    want = {(stubs[m["path"]], m["name"]) for m in metas.values() if m.get("path") in stubs}
+    if not want:
+        return set()
+    have = set()
+    for impl in {p for p, _ in want}:
+        names = sorted({n for p, n in want if p == impl})
+        have |= {(impl, r[0]) for r in in_chunks(
+            conn, "SELECT DISTINCT n.name FROM nodes n JOIN files f ON f.id = n.file_id WHERE f.path = ? "
+                  "AND n.name IN ({})", names, before=(impl,))}
+    return {nid for nid, m in metas.items() if m.get("path") in stubs and (stubs[m["path"]], m["name"]) in have}
 
 
 def is_source(m: dict, about_tests: bool = False) -> bool:
