@@ -209,13 +209,16 @@ def rank(conn, cand: np.ndarray, fused: np.ndarray, adjustments: dict, *, q, it,
         top = np.argsort(-fused, kind="stable")[:max(opts.k, 10) * 4]
         meta = node_meta(conn, cand[top].tolist(), text=False)
         stubs = implemented_stubs(conn, [m["path"] for m in meta.values() if m.get("path")], compiled)
-        twins = stub_twins(conn, meta, stubs) if stubs else set()
+        # a query of one name lowers only the stubs that stand in for code indexed beside them:
+        # the name a .d.ts alone defines is found where it is written (in a code task the stub's
+        # declarations stay lowered: on axios they took the slots of the files a fix changes)
+        twins = stub_twins(conn, meta, stubs) if stubs and exact else None
         names = declarations(conn, cand[top].tolist(), q.text) if tuning.declaration_penalty != 1.0 else set()
         for i in top.tolist():
             m = meta.get(int(cand[i]), {})
             if factor[i] and is_vendored(m):
                 factor[i] = tuning.vendored_penalty
-            elif factor[i] and int(cand[i]) in twins:
+            elif factor[i] and m.get("path") in stubs and (twins is None or int(cand[i]) in twins):
                 factor[i] = min(factor[i], tuning.stub_penalty)
             elif factor[i] == 1.0 and not about_prose and not is_source(m, about_tests):
                 factor[i] = tuning.nonsource_penalty

@@ -227,3 +227,27 @@ def test_a_member_written_as_javadoc_writes_it_is_a_qualified_name(tmp_path):
     assert parse("note#heading").identifier is None
     assert not [a for a in parse("C# code in Program.Main#2").anchors if "#" in a.text or a.text.startswith("C.")]
 
+
+
+def test_a_name_only_a_declaration_file_defines_is_not_lowered_as_a_stub(tmp_path):
+    """axios's `ResponseType` is a type alias that only index.d.ts holds (index.js has no types):
+    lowered x0.3 as a stub of index.js, it ranked 6th for its own name. A declaration that stands
+    in for code indexed beside it (`declare function request`) stays below the code."""
+    files = {"index.js": """\
+                 function request(config) { return dispatch(config.responseType) }
+                 function dispatch(responseType) { return responseType === 'json' ? 1 : 2 }
+                 function onloadend(responseType) { return dispatch(responseType) }
+                 module.exports = { request, dispatch, onloadend }
+                 """,
+             "index.d.ts": """\
+                 export type ResponseType = 'arraybuffer' | 'blob' | 'document' | 'json' | 'text' | 'stream';
+                 export declare function request(config: { responseType?: ResponseType }): Promise<unknown>;
+                 """}
+    for rel, src in files.items():
+        (tmp_path / "tree").mkdir(exist_ok=True)
+        (tmp_path / "tree" / rel).write_text(textwrap.dedent(src))
+    db = tmp_path / "i.db"
+    index_paths(db, [str(tmp_path / "tree")], IndexOptions())
+    assert kgsearch.search("ResponseType", db=str(db), k=3).hits[0].key == "js:index.d.ts:ResponseType"
+    keys = [h.key for h in kgsearch.search("request", db=str(db), k=5).hits]
+    assert keys.index("js:index.js:request") < keys.index("js:index.d.ts:request"), keys
