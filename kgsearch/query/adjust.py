@@ -14,7 +14,8 @@ In this order, each recorded per candidate so ``--explain`` adds up:
    code (``FLAG_VENDORED`` or by path) x :attr:`Tuning.vendored_penalty`, a type stub (``.pyi``,
    ``.d.ts``) or a script compiled from TypeScript whose implementation or source is indexed x
    :attr:`Tuning.stub_penalty` (:func:`~kgsearch.query.code.stub_implementations`; the implementation
-   ranks; ``--group file`` counts the stub's nodes under it), and docs/examples code and prose (notes, changelogs, release notes) x
+   ranks; ``--group file`` counts the stub's nodes under it; for a query of one name only the stub's
+   definitions its implementation defines too: :func:`~kgsearch.query.code.stub_twins`), and docs/examples code and prose (notes, changelogs, release notes) x
    :attr:`Tuning.nonsource_penalty` unless the query asks for docs; a type alias or a C/C++
    macro the query does not name x :attr:`Tuning.declaration_penalty` (:func:`declarations`);
    then ``session`` / ``feedback`` factors when a session or stored feedback applies
