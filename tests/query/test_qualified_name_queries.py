@@ -1,13 +1,12 @@
-"""A query that is one qualified name (``Cls.method``, ``org.pkg.Cls.method``, ``crate::Type::method``)
+"""A query that is one identifier or qualified name (``HasPersistentFlags``, ``Cls.method``, ``Cls#method``, ``crate::Type::method``)
 finds the definition it names first, in every language: the anchors channel resolves its qualifier
 (a class, a Java package's folders, a Rust crate folder as Cargo's registry names it)."""
 from __future__ import annotations
 
-import textwrap
-
 import pytest
 
 import kgsearch
+from conftest import write_files
 from kgsearch.indexer import IndexOptions, index_paths
 from kgsearch.query.anchors import resolve
 from kgsearch.query.codetask import Anchor
@@ -80,16 +79,16 @@ FILES = {
 }
 
 
+def indexed(root, files: dict[str, str]):
+    """``files`` written under ``root / "tree"`` (dedented) and indexed into ``root / "i.db"``."""
+    write_files(root / "tree", files)
+    index_paths(root / "i.db", [str(root / "tree")], IndexOptions())
+    return root / "i.db"
+
+
 @pytest.fixture(scope="module")
 def db(tmp_path_factory):
-    root = tmp_path_factory.mktemp("qual")
-    for rel, src in FILES.items():
-        p = root / "tree" / rel
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(textwrap.dedent(src))
-    path = root / "i.db"
-    index_paths(path, [str(root / "tree")], IndexOptions())
-    return path
+    return indexed(tmp_path_factory.mktemp("qual"), FILES)
 
 
 @pytest.mark.parametrize("query, want", [
@@ -183,12 +182,7 @@ def test_one_identifier_finds_its_definition_above_a_hub_of_a_like_name(tmp_path
     """(cobra: `HasPersistentFlags` ranked 2nd behind `PersistentFlags`, which everything calls: the
     exact name only tied the best BM25 hit and the graph signal decided; spf13/cobra 1.6.1, 40
     random unique names of each code-tasks-multi repository: 458 -> 515 of 519 first)"""
-    for rel, src in COBRA.items():
-        p = tmp_path / "tree" / rel
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(textwrap.dedent(src))
-    db = tmp_path / "i.db"
-    index_paths(db, [str(tmp_path / "tree")], IndexOptions())
+    db = indexed(tmp_path, COBRA)
     got = kgsearch.search("HasPersistentFlags", db=str(db), k=3, explain=True)
     assert [h.key for h in got.hits[:2]] == ["go:command.go:Command.HasPersistentFlags", "go:command.go:Command.PersistentFlags"]
     assert "anchors" in got.channels_run
@@ -198,9 +192,7 @@ def test_one_identifier_finds_its_definition_above_a_hub_of_a_like_name(tmp_path
 def test_a_member_written_as_javadoc_writes_it_is_a_qualified_name(tmp_path):
     """`ArrayUtils#toPrimitive` (Javadoc, JSDoc, Ruby's docs) ranked the class first and the method
     second (commons-lang3, helper dog22); `ArrayUtils.toPrimitive` ranked the method first."""
-    p = tmp_path / "tree" / "src/main/java/org/x/ArrayUtils.java"
-    p.parent.mkdir(parents=True)
-    p.write_text(textwrap.dedent("""\
+    db = indexed(tmp_path, {"src/main/java/org/x/ArrayUtils.java": """\
         package org.x;
 
         /** Operations on arrays, primitive arrays (like int[]) and primitive wrapper arrays. */
@@ -215,9 +207,7 @@ def test_a_member_written_as_javadoc_writes_it_is_a_qualified_name(tmp_path):
                 return new Integer[0];
             }
         }
-        """))
-    db = tmp_path / "i.db"
-    index_paths(db, [str(tmp_path / "tree")], IndexOptions())
+        """})
     for query in ("ArrayUtils#toPrimitive", "org.x.ArrayUtils#toPrimitive"):
         assert kgsearch.search(query, db=str(db), k=3).hits[0].key == \
             "java:src/main/java/org/x/ArrayUtils.java:ArrayUtils.toPrimitive", query
@@ -226,7 +216,6 @@ def test_a_member_written_as_javadoc_writes_it_is_a_qualified_name(tmp_path):
         == ["ArrayUtils.toPrimitive"]
     assert parse("note#heading").identifier is None
     assert not [a for a in parse("C# code in Program.Main#2").anchors if "#" in a.text or a.text.startswith("C.")]
-
 
 
 def test_a_name_only_a_declaration_file_defines_is_not_lowered_as_a_stub(tmp_path):
@@ -243,11 +232,7 @@ def test_a_name_only_a_declaration_file_defines_is_not_lowered_as_a_stub(tmp_pat
                  export type ResponseType = 'arraybuffer' | 'blob' | 'document' | 'json' | 'text' | 'stream';
                  export declare function request(config: { responseType?: ResponseType }): Promise<unknown>;
                  """}
-    for rel, src in files.items():
-        (tmp_path / "tree").mkdir(exist_ok=True)
-        (tmp_path / "tree" / rel).write_text(textwrap.dedent(src))
-    db = tmp_path / "i.db"
-    index_paths(db, [str(tmp_path / "tree")], IndexOptions())
+    db = indexed(tmp_path, files)
     assert kgsearch.search("ResponseType", db=str(db), k=3).hits[0].key == "js:index.d.ts:ResponseType"
     keys = [h.key for h in kgsearch.search("request", db=str(db), k=5).hits]
     assert keys.index("js:index.js:request") < keys.index("js:index.d.ts:request"), keys
